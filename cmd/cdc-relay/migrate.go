@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// MigrateCommand is `cdc-relay migrate`: prepare a database.
+type MigrateCommand struct {
+	stdout, stderr io.Writer
+
+	postgresURL string
+	tables      tableFlags
+	skipOutbox  bool
+}
+
+const migrateUsage = `Usage: cdc-relay migrate [flags]
+
+Prepares a database for the relay. Safe to run again: it applies only what is
+missing.
+
+  - checks wal_level = logical, and says how to fix it when it is not;
+  - creates the status table and the checkpoint table (versioned migrations
+    embedded in the binary, recorded in cdc_relay_schema_migrations);
+  - creates the outbox table with the default layout if it does not exist
+    (id uuid, aggregate_type, aggregate_id, event_type, topic, payload jsonb,
+    headers jsonb, created_at timestamptz);
+  - creates the publication FOR TABLE <outbox> WITH (publish = 'insert'), or
+    adds the outbox table to an existing publication.
+`
+
+func (c *MigrateCommand) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	setUsage(fs, c.stderr, migrateUsage)
+	fs.StringVar(&c.postgresURL, "postgres-url", "", "PostgreSQL connection `URL`; the role needs CREATE on the schemas")
+	c.tables.register(fs)
+	fs.BoolVar(&c.skipOutbox, "skip-outbox", false, "do not create the outbox table (map an existing one with run's column flags)")
+	return fs
+}
+
+// Run parses args and migrates.
+func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
+	fs := c.flags()
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if c.postgresURL == "" {
+		return usageError{"--postgres-url (or CDC_RELAY_POSTGRES_URL) is required"}
+	}
+	var rc relay.Config
+	if err := c.tables.apply(&rc); err != nil {
+		return err
+	}
+	res, err := Migrate(ctx, c.postgresURL, rc, c.skipOutbox)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "migrated %s: applied %d migration(s)", redactURL(c.postgresURL), len(res.Applied))
+	switch {
+	case res.CreatedPublication:
+		fmt.Fprintf(c.stdout, ", created publication %q", rc.Publication)
+	case res.AddedToPublication:
+		fmt.Fprintf(c.stdout, ", added %s.%s to publication %q", rc.Mapping.Schema, rc.Mapping.Table, rc.Publication)
+	}
+	fmt.Fprintln(c.stdout)
+	return nil
+}
+
+// Migrate applies the migrations for a relay configuration.
+func Migrate(ctx context.Context, postgresURL string, rc relay.Config, skipOutbox bool) (migrations.Result, error) {
+	conn, err := pgx.Connect(ctx, postgresURL)
+	if err != nil {
+		return migrations.Result{}, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.Background())
+	return migrations.Apply(ctx, conn, migrations.Config{
+		OutboxSchema:     rc.Mapping.Schema,
+		OutboxTable:      rc.Mapping.Table,
+		SkipOutbox:       skipOutbox,
+		StatusSchema:     rc.StatusSchema,
+		StatusTable:      rc.StatusTable,
+		CheckpointSchema: rc.CheckpointSchema,
+		CheckpointTable:  rc.CheckpointTable,
+		Publication:      rc.Publication,
+	})
+}

@@ -1,0 +1,493 @@
+package decoder
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Kind says what a pgoutput message meant to the relay.
+type Kind uint8
+
+// The kinds of decoded messages.
+const (
+	// KindIgnored is every message the relay does not act on.
+	KindIgnored Kind = iota
+	// KindBegin opens a transaction.
+	KindBegin
+	// KindCommit closes it; Message.EndLSN is Commit.TransactionEndLSN.
+	KindCommit
+	// KindEvent is an INSERT on the mapped table; Message.Event is set, or
+	// Message.Poison when the row cannot become a record.
+	KindEvent
+)
+
+// Header is one Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Event is one outbox row as a Kafka record. Its byte slices are its own
+// (copied out of the replication buffer) and stay valid after the next
+// Decode.
+type Event struct {
+	// ID is the event id column's text, or nil.
+	ID []byte
+	// Topic is the validated destination topic.
+	Topic string
+	// Key is the record key; nil for a NULL key.
+	Key []byte
+	// Value is the payload as PostgreSQL renders it; nil for NULL.
+	Value []byte
+	// Headers are "id", the header columns, then the headers object's keys.
+	Headers []Header
+	// Timestamp is the record timestamp; zero lets the producer set it.
+	Timestamp time.Time
+	// CommitLSN is the LSN of the commit record of the event's transaction.
+	CommitLSN uint64
+}
+
+// Size is the event's approximate in-memory size, for in-flight limits.
+func (e *Event) Size() int {
+	n := 128 + len(e.Topic) + len(e.Key) + len(e.Value)
+	for _, h := range e.Headers {
+		n += 32 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// Message is the decoded meaning of one pgoutput message.
+type Message struct {
+	Kind Kind
+	// EndLSN is set on KindCommit: the end of the commit record, the
+	// position to confirm once every event of the transaction is delivered.
+	EndLSN uint64
+	// Event is set on KindEvent.
+	Event Event
+	// Poison is set on KindEvent when the row is on the mapped table but
+	// cannot become a record (a NULL topic column in the template, an
+	// illegal topic name, a headers value that is not a JSON object). Event
+	// then holds what could be decoded. Poison rows are permanent failures:
+	// they belong in the status table, and the stream goes on.
+	Poison error
+}
+
+// PostgreSQL type OIDs the decoder checks column types against.
+const (
+	oidInt8        = 20
+	oidTimestamp   = 1114
+	oidTimestamptz = 1184
+)
+
+// relation is a cached Relation message, resolved against the mapping when
+// it names the outbox table.
+type relation struct {
+	mapped bool
+	ncols  int
+	// Column indexes by role; -1 when the table lacks the column.
+	id, key, payload, topic, headers, ts int
+	tsType                               uint32
+	headerCols                           []int
+	headerNames                          []string
+	template                             []templatePart // column parts resolved in templateCols
+	templateCols                         []int
+}
+
+// Decoder decodes pgoutput (protocol version 1) messages. Create it with
+// [New].
+type Decoder struct {
+	m         Mapping
+	template  []templatePart
+	relations map[uint32]*relation
+	commitLSN uint64
+
+	// cols holds the current tuple's column data, reused across inserts.
+	cols []column
+	// topics interns rendered topic names, so a topic is validated and
+	// allocated once, not once per event.
+	topics  map[string]topicEntry
+	scratch []byte
+}
+
+type topicEntry struct {
+	name string
+	err  error
+}
+
+// column is one decoded tuple column: null, or its text bytes.
+type column struct {
+	null bool
+	data []byte
+}
+
+// maxTopicCache bounds the topic intern table.
+const maxTopicCache = 10000
+
+// New returns a decoder for m, or an error if m is invalid.
+func New(m Mapping) (*Decoder, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	tmpl, _ := parseTemplate(m.TopicTemplate)
+	return &Decoder{
+		m:         m,
+		template:  tmpl,
+		relations: make(map[uint32]*relation),
+		topics:    make(map[string]topicEntry),
+	}, nil
+}
+
+// ErrMalformed wraps errors from messages that do not follow the pgoutput
+// format. The stream cannot continue past such a message.
+var ErrMalformed = errors.New("malformed pgoutput message")
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}
+
+// Decode decodes one pgoutput message (the WAL data of one XLogData). data
+// is only read during the call. A returned error is fatal for the stream: a
+// malformed message, or a Relation for the mapped table that lacks a
+// required column. Rows that cannot be relayed are reported in
+// Message.Poison instead.
+func (d *Decoder) Decode(data []byte) (Message, error) {
+	if len(data) == 0 {
+		return Message{}, malformed("empty message")
+	}
+	switch data[0] {
+	case 'B':
+		// Begin: final (commit) LSN, commit timestamp, xid.
+		if len(data) < 21 {
+			return Message{}, malformed("short Begin (%d bytes)", len(data))
+		}
+		d.commitLSN = binary.BigEndian.Uint64(data[1:9])
+		return Message{Kind: KindBegin}, nil
+	case 'C':
+		// Commit: flags, commit LSN, end LSN, commit timestamp.
+		if len(data) < 26 {
+			return Message{}, malformed("short Commit (%d bytes)", len(data))
+		}
+		return Message{Kind: KindCommit, EndLSN: binary.BigEndian.Uint64(data[10:18])}, nil
+	case 'R':
+		return Message{}, d.relation(data[1:])
+	case 'I':
+		return d.insert(data[1:])
+	default:
+		return Message{}, nil
+	}
+}
+
+// cstring reads a NUL-terminated string.
+func cstring(b []byte) (string, []byte, error) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", nil, malformed("unterminated string")
+	}
+	return string(b[:i]), b[i+1:], nil
+}
+
+func (d *Decoder) relation(b []byte) error {
+	if len(b) < 4 {
+		return malformed("short Relation")
+	}
+	relID := binary.BigEndian.Uint32(b)
+	nsp, b, err := cstring(b[4:])
+	if err != nil {
+		return err
+	}
+	name, b, err := cstring(b)
+	if err != nil {
+		return err
+	}
+	if len(b) < 3 {
+		return malformed("short Relation %s.%s", nsp, name)
+	}
+	ncols := int(binary.BigEndian.Uint16(b[1:3]))
+	b = b[3:]
+	names := make([]string, ncols)
+	types := make([]uint32, ncols)
+	for i := 0; i < ncols; i++ {
+		if len(b) < 1 {
+			return malformed("short Relation column")
+		}
+		names[i], b, err = cstring(b[1:])
+		if err != nil {
+			return err
+		}
+		if len(b) < 8 {
+			return malformed("short Relation column %q", names[i])
+		}
+		types[i] = binary.BigEndian.Uint32(b)
+		b = b[8:]
+	}
+	rel := &relation{ncols: ncols}
+	if nsp == d.m.Schema && name == d.m.Table {
+		if err := d.resolve(rel, names, types); err != nil {
+			return fmt.Errorf("outbox table %s.%s: %w", nsp, name, err)
+		}
+	}
+	d.relations[relID] = rel
+	return nil
+}
+
+// resolve maps the roles of the mapping onto the relation's columns.
+func (d *Decoder) resolve(rel *relation, names []string, types []uint32) error {
+	index := func(col string) int {
+		if col == "" {
+			return -1
+		}
+		for i, n := range names {
+			if n == col {
+				return i
+			}
+		}
+		return -1
+	}
+	need := func(role, col string) (int, error) {
+		i := index(col)
+		if i < 0 {
+			return -1, fmt.Errorf("has no column %q (the %s); map the right column with the flags of `cdc-relay run --help`", col, role)
+		}
+		return i, nil
+	}
+	var err error
+	rel.mapped = true
+	if rel.key, err = need("record key", d.m.KeyColumn); err != nil {
+		return err
+	}
+	if rel.payload, err = need("payload", d.m.PayloadColumn); err != nil {
+		return err
+	}
+	rel.id = index(d.m.IDColumn)
+	rel.topic = index(d.m.TopicColumn)
+	rel.headers = index(d.m.HeadersColumn)
+	rel.ts = index(d.m.TimestampColumn)
+	if rel.ts >= 0 {
+		rel.tsType = types[rel.ts]
+		switch rel.tsType {
+		case oidTimestamptz, oidTimestamp, oidInt8:
+		default:
+			return fmt.Errorf("timestamp column %q has type oid %d; want timestamptz, timestamp or bigint (epoch milliseconds)", d.m.TimestampColumn, rel.tsType)
+		}
+	}
+	for _, h := range d.m.HeaderColumns {
+		i, err := need("header column", h)
+		if err != nil {
+			return err
+		}
+		rel.headerCols = append(rel.headerCols, i)
+		rel.headerNames = append(rel.headerNames, h)
+	}
+	rel.template = d.template
+	rel.templateCols = make([]int, len(d.template))
+	for p, part := range d.template {
+		rel.templateCols[p] = -1
+		if part.column != "" {
+			if rel.templateCols[p], err = need("topic template input", part.column); err != nil {
+				return err
+			}
+		}
+	}
+	if rel.topic < 0 && len(d.template) == 0 {
+		return fmt.Errorf("has no topic column %q and the topic template is empty", d.m.TopicColumn)
+	}
+	return nil
+}
+
+// insert decodes an Insert: relation id, 'N', then the new tuple.
+func (d *Decoder) insert(b []byte) (Message, error) {
+	if len(b) < 7 || b[4] != 'N' {
+		return Message{}, malformed("short Insert")
+	}
+	relID := binary.BigEndian.Uint32(b)
+	rel, ok := d.relations[relID]
+	if !ok {
+		return Message{}, malformed("Insert for relation %d before its Relation message", relID)
+	}
+	if !rel.mapped {
+		return Message{}, nil
+	}
+	ncols := int(binary.BigEndian.Uint16(b[5:7]))
+	b = b[7:]
+	// Copy the tuple once; every field of the event is a slice of it.
+	tuple := make([]byte, len(b))
+	copy(tuple, b)
+	b = tuple
+	if cap(d.cols) < ncols {
+		d.cols = make([]column, ncols)
+	}
+	cols := d.cols[:ncols]
+	for i := range cols {
+		if len(b) < 1 {
+			return Message{}, malformed("short tuple")
+		}
+		switch b[0] {
+		case 'n', 'u':
+			cols[i] = column{null: true}
+			b = b[1:]
+		case 't', 'b':
+			if len(b) < 5 {
+				return Message{}, malformed("short tuple column")
+			}
+			n := int(binary.BigEndian.Uint32(b[1:5]))
+			if len(b) < 5+n {
+				return Message{}, malformed("tuple column of %d bytes overruns message", n)
+			}
+			cols[i] = column{data: b[5 : 5+n : 5+n]}
+			b = b[5+n:]
+		default:
+			return Message{}, malformed("tuple column kind %q", b[0])
+		}
+	}
+	return d.event(rel, cols), nil
+}
+
+// get returns column i, or a null column when the relation lacks it.
+func get(cols []column, i int) column {
+	if i < 0 || i >= len(cols) {
+		return column{null: true}
+	}
+	return cols[i]
+}
+
+func (d *Decoder) event(rel *relation, cols []column) Message {
+	msg := Message{Kind: KindEvent}
+	ev := &msg.Event
+	ev.CommitLSN = d.commitLSN
+	ev.Key = get(cols, rel.key).data
+	ev.Value = get(cols, rel.payload).data
+
+	nh := len(rel.headerCols)
+	id := get(cols, rel.id)
+	if !id.null {
+		ev.ID = id.data
+		nh++
+	}
+	ev.Headers = make([]Header, 0, nh)
+	if !id.null {
+		ev.Headers = append(ev.Headers, Header{Key: "id", Value: id.data})
+	}
+	for i, c := range rel.headerCols {
+		ev.Headers = append(ev.Headers, Header{Key: rel.headerNames[i], Value: get(cols, c).data})
+	}
+	if h := get(cols, rel.headers); !h.null {
+		var err error
+		if ev.Headers, err = appendJSONHeaders(ev.Headers, h.data); err != nil {
+			msg.Poison = fmt.Errorf("headers column %q: %w", d.m.HeadersColumn, err)
+		}
+	}
+	if ts := get(cols, rel.ts); !ts.null {
+		ev.Timestamp = parseTimestamp(ts.data, rel.tsType)
+	}
+
+	var err error
+	if t := get(cols, rel.topic); !t.null {
+		ev.Topic, err = d.intern(t.data)
+	} else {
+		ev.Topic, err = d.render(rel, cols)
+	}
+	if err != nil && msg.Poison == nil {
+		msg.Poison = err
+	}
+	return msg
+}
+
+// render builds the topic from the template.
+func (d *Decoder) render(rel *relation, cols []column) (string, error) {
+	buf := d.scratch[:0]
+	for p, part := range rel.template {
+		if part.column == "" {
+			buf = append(buf, part.literal...)
+			continue
+		}
+		c := get(cols, rel.templateCols[p])
+		if c.null {
+			return "", fmt.Errorf("topic template input column %q is NULL", part.column)
+		}
+		buf = append(buf, c.data...)
+	}
+	d.scratch = buf
+	return d.intern(buf)
+}
+
+// intern returns the validated topic named by b, allocating it once.
+func (d *Decoder) intern(b []byte) (string, error) {
+	if e, ok := d.topics[string(b)]; ok {
+		return e.name, e.err
+	}
+	if len(d.topics) >= maxTopicCache {
+		clear(d.topics)
+	}
+	name := string(b)
+	e := topicEntry{name: name, err: ValidTopic(name)}
+	d.topics[name] = e
+	return e.name, e.err
+}
+
+// appendJSONHeaders adds each key of a JSON object as a header. String
+// values are sent unquoted; null as a null header; anything else as its JSON
+// text.
+func appendJSONHeaders(hs []Header, obj []byte) ([]Header, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &m); err != nil {
+		return hs, fmt.Errorf("not a JSON object: %w", err)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		raw := m[k]
+		var v []byte
+		switch {
+		case len(raw) > 0 && raw[0] == '"':
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return hs, fmt.Errorf("header %q: %w", k, err)
+			}
+			v = []byte(s)
+		case string(raw) == "null":
+			v = nil
+		default:
+			v = raw
+		}
+		hs = append(hs, Header{Key: k, Value: v})
+	}
+	return hs, nil
+}
+
+// parseTimestamp parses a timestamp column's text. The replication
+// connection runs with DateStyle=ISO and TimeZone=UTC, so timestamptz reads
+// "2006-01-02 15:04:05.999999+00". An unparsable value (infinity, BC dates)
+// gives the zero time, and the producer stamps the record itself.
+func parseTimestamp(b []byte, typ uint32) time.Time {
+	s := string(b)
+	switch typ {
+	case oidInt8:
+		ms, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return time.Time{}
+		}
+		return time.UnixMilli(ms)
+	case oidTimestamp:
+		t, err := time.Parse("2006-01-02 15:04:05.999999", s)
+		if err != nil {
+			return time.Time{}
+		}
+		return t
+	default:
+		for _, layout := range []string{"2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05.999999-07:00", "2006-01-02 15:04:05.999999-07:00:00"} {
+			if t, err := time.Parse(layout, s); err == nil {
+				return t
+			}
+		}
+		return time.Time{}
+	}
+}

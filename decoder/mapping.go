@@ -1,0 +1,145 @@
+package decoder
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Mapping says which outbox table to relay and which of its columns play
+// which role in the Kafka record. A column name left empty disables that
+// role. The zero Mapping is not useful; start from [DefaultMapping].
+type Mapping struct {
+	// Schema and Table name the outbox table.
+	Schema, Table string
+
+	// IDColumn is the event id, sent as header "id" (the consumer's
+	// deduplication key). Optional: used when the table has it.
+	IDColumn string
+	// KeyColumn is the record key. Required.
+	KeyColumn string
+	// PayloadColumn is the record value, bytes exactly as PostgreSQL renders
+	// them. Required.
+	PayloadColumn string
+	// TopicColumn, when present and not null, names the topic and overrides
+	// TopicTemplate. Optional.
+	TopicColumn string
+	// HeadersColumn is a JSON object whose keys become record headers.
+	// Optional.
+	HeadersColumn string
+	// TimestampColumn is the record timestamp (timestamptz, timestamp, or
+	// bigint milliseconds since the epoch). Optional.
+	TimestampColumn string
+	// HeaderColumns are copied into headers of the same name. Required.
+	HeaderColumns []string
+	// TopicTemplate builds the topic when TopicColumn is absent or null;
+	// {column} is replaced by that column's value.
+	TopicTemplate string
+}
+
+// DefaultMapping is the layout that `cdc-relay migrate` creates:
+// public.outbox with the Debezium-like columns of DESIGN.md.
+func DefaultMapping() Mapping {
+	return Mapping{
+		Schema:          "public",
+		Table:           "outbox",
+		IDColumn:        "id",
+		KeyColumn:       "aggregate_id",
+		PayloadColumn:   "payload",
+		TopicColumn:     "topic",
+		HeadersColumn:   "headers",
+		TimestampColumn: "created_at",
+		HeaderColumns:   []string{"event_type", "aggregate_type", "aggregate_id"},
+		TopicTemplate:   "outbox.event.{aggregate_type}",
+	}
+}
+
+// ParseTable splits "schema.table" (or "table", meaning schema public).
+func ParseTable(s string) (schema, table string, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", "", fmt.Errorf("table name is empty")
+	}
+	schema, table, ok := strings.Cut(s, ".")
+	if !ok {
+		return "public", s, nil
+	}
+	if schema == "" || table == "" || strings.Contains(table, ".") {
+		return "", "", fmt.Errorf("table %q: want schema.table", s)
+	}
+	return schema, table, nil
+}
+
+// templatePart is a literal, or a column reference when column is set.
+type templatePart struct {
+	literal string
+	column  string
+}
+
+// parseTemplate splits a topic template into literals and {column}
+// references.
+func parseTemplate(t string) ([]templatePart, error) {
+	var parts []templatePart
+	for t != "" {
+		open := strings.IndexByte(t, '{')
+		if open < 0 {
+			parts = append(parts, templatePart{literal: t})
+			break
+		}
+		if open > 0 {
+			parts = append(parts, templatePart{literal: t[:open]})
+		}
+		end := strings.IndexByte(t[open:], '}')
+		if end < 0 {
+			return nil, fmt.Errorf("topic template %q: unclosed '{'", t)
+		}
+		col := t[open+1 : open+end]
+		if col == "" {
+			return nil, fmt.Errorf("topic template %q: empty {}", t)
+		}
+		parts = append(parts, templatePart{column: col})
+		t = t[open+end+1:]
+	}
+	return parts, nil
+}
+
+// Validate checks the mapping for mistakes that can be found without the
+// database: missing required roles and a malformed topic template.
+func (m Mapping) Validate() error {
+	if m.Schema == "" || m.Table == "" {
+		return fmt.Errorf("mapping: table is not set")
+	}
+	if m.KeyColumn == "" {
+		return fmt.Errorf("mapping: key column is not set")
+	}
+	if m.PayloadColumn == "" {
+		return fmt.Errorf("mapping: payload column is not set")
+	}
+	if m.TopicTemplate == "" && m.TopicColumn == "" {
+		return fmt.Errorf("mapping: set a topic template or a topic column")
+	}
+	if _, err := parseTemplate(m.TopicTemplate); err != nil {
+		return fmt.Errorf("mapping: %w", err)
+	}
+	return nil
+}
+
+// ValidTopic reports why name is not a legal Kafka topic name, or nil.
+// Kafka allows 1 to 249 characters of [a-zA-Z0-9._-], except "." and "..".
+func ValidTopic(name string) error {
+	if name == "" {
+		return fmt.Errorf("topic name is empty")
+	}
+	if len(name) > 249 {
+		return fmt.Errorf("topic name is %d characters long, Kafka allows 249", len(name))
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("topic name %q is not allowed", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q has illegal character %q (Kafka allows [a-zA-Z0-9._-])", name, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package migrations
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed sql/*.sql
+var files embed.FS
+
+// Config names the objects Apply creates. Every name is schema-qualified.
+type Config struct {
+	// OutboxSchema and OutboxTable name the outbox table. It is created with
+	// the default layout when missing, unless SkipOutbox is set.
+	OutboxSchema, OutboxTable string
+	// SkipOutbox leaves the outbox table alone (it must exist already).
+	SkipOutbox bool
+	// StatusSchema and StatusTable name the status table.
+	StatusSchema, StatusTable string
+	// CheckpointSchema and CheckpointTable name the checkpoint table; the
+	// migration history table lives in the same schema.
+	CheckpointSchema, CheckpointTable string
+	// Publication is created FOR TABLE the outbox WITH (publish = 'insert'),
+	// or, if it exists without the outbox table, the table is added to it.
+	Publication string
+}
+
+// Result says what Apply did.
+type Result struct {
+	// Applied lists the versions applied by this run.
+	Applied []int
+	// CreatedPublication is true when the publication was created, and
+	// AddedToPublication when the outbox table was added to an existing one.
+	CreatedPublication, AddedToPublication bool
+}
+
+// migration is one embedded versioned SQL file, NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func versioned() ([]migration, error) {
+	entries, err := fs.ReadDir(files, "sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, rest, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			continue // not versioned (outbox.sql)
+		}
+		b, err := files.ReadFile("sql/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: strings.TrimSuffix(rest, ".sql"), sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// CheckWALLevel returns an error that says how to fix it when the server's
+// wal_level is not logical.
+func CheckWALLevel(ctx context.Context, conn interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) error {
+	var level string
+	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
+		return fmt.Errorf("read wal_level: %w", err)
+	}
+	if level != "logical" {
+		return fmt.Errorf("wal_level is %q, but logical replication needs wal_level = logical: "+
+			"run ALTER SYSTEM SET wal_level = logical (or set it in postgresql.conf) and restart PostgreSQL", level)
+	}
+	return nil
+}
+
+// lockKey serialises concurrent migrate runs on one database.
+const lockKey = 0x63646372656c6179 // "cdcrelay"
+
+// Apply checks wal_level, then creates what Config names. It is idempotent.
+func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
+	var res Result
+	if err := CheckWALLevel(ctx, conn); err != nil {
+		return res, err
+	}
+	ms, err := versioned()
+	if err != nil {
+		return res, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
+	history := pgx.Identifier{cfg.CheckpointSchema, "cdc_relay_schema_migrations"}.Sanitize()
+	names := strings.NewReplacer(
+		"{{outbox}}", outbox,
+		"{{status}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(),
+		"{{status_due_index}}", pgx.Identifier{cfg.StatusTable + "_due_idx"}.Sanitize(),
+		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
+	)
+
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		return res, fmt.Errorf("take migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey)) //nolint:errcheck
+
+	if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+history+
+		" (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"); err != nil {
+		return res, fmt.Errorf("create migration history %s: %w", history, err)
+	}
+	applied := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM "+history)
+	if err != nil {
+		return res, fmt.Errorf("read migration history: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return res, err
+		}
+		applied[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("read migration history: %w", err)
+	}
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, names.Replace(m.sql)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO "+history+" (version, name) VALUES ($1, $2)", m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("apply migration %04d_%s: %w", m.version, m.name, err)
+		}
+		res.Applied = append(res.Applied, m.version)
+	}
+
+	if !cfg.SkipOutbox {
+		b, err := files.ReadFile("sql/outbox.sql")
+		if err != nil {
+			return res, err
+		}
+		if _, err := conn.Exec(ctx, names.Replace(string(b))); err != nil {
+			return res, fmt.Errorf("create outbox table %s: %w", outbox, err)
+		}
+	}
+
+	if err := publication(ctx, conn, cfg, outbox, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func publication(ctx context.Context, conn *pgx.Conn, cfg Config, outbox string, res *Result) error {
+	pub := pgx.Identifier{cfg.Publication}.Sanitize()
+	var exists, hasTable bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1),
+		EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3)`,
+		cfg.Publication, cfg.OutboxSchema, cfg.OutboxTable).Scan(&exists, &hasTable)
+	if err != nil {
+		return fmt.Errorf("look up publication %q: %w", cfg.Publication, err)
+	}
+	switch {
+	case !exists:
+		if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pub+" FOR TABLE "+outbox+" WITH (publish = 'insert')"); err != nil {
+			return fmt.Errorf("create publication %q for %s: %w", cfg.Publication, outbox, err)
+		}
+		res.CreatedPublication = true
+	case !hasTable:
+		if _, err := conn.Exec(ctx, "ALTER PUBLICATION "+pub+" ADD TABLE "+outbox); err != nil {
+			return fmt.Errorf("add %s to publication %q: %w", outbox, cfg.Publication, err)
+		}
+		res.AddedToPublication = true
+	}
+	return nil
+}

@@ -1,0 +1,10 @@
+CREATE TABLE IF NOT EXISTS {{outbox}} (
+    id             uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    aggregate_type text        NOT NULL,
+    aggregate_id   text        NOT NULL,
+    event_type     text        NOT NULL,
+    topic          text,
+    payload        jsonb       NOT NULL,
+    headers        jsonb,
+    created_at     timestamptz NOT NULL DEFAULT now()
+);

@@ -1,0 +1,416 @@
+// Package relay runs one relay: it checks the database is prepared, takes
+// leadership of the slot, and wires the pipeline of DESIGN.md —
+// replication → decoder → sink → checkpoint — until it is told to stop.
+//
+// Everything per event happens on the goroutine that reads the replication
+// stream, except the producer's acknowledgements, which come back on
+// franz-go's goroutines and only touch the checkpoint tracker.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// Config is everything a relay needs. See DefaultConfig.
+type Config struct {
+	// PostgresURL is the database with the outbox table. The role needs the
+	// REPLICATION attribute.
+	PostgresURL string
+	// Slot and Publication name the replication slot (created if missing)
+	// and the publication (created by `cdc-relay migrate`).
+	Slot, Publication string
+	// Mapping maps the outbox table onto Kafka records.
+	Mapping decoder.Mapping
+	// StatusSchema/StatusTable and CheckpointSchema/CheckpointTable name the
+	// relay's tables.
+	StatusSchema, StatusTable         string
+	CheckpointSchema, CheckpointTable string
+	// Kafka configures the producer.
+	Kafka sink.Config
+	// Limits bound the events and bytes in flight.
+	Limits checkpoint.Limits
+	// StatusInterval is the most time between standby status updates.
+	StatusInterval time.Duration
+	// StopTimeout bounds a graceful stop.
+	StopTimeout time.Duration
+	// CheckpointInterval is how often the confirmed position is saved in
+	// the checkpoint table (when it moved).
+	CheckpointInterval time.Duration
+	// AcceptSlotLoss lets the relay create a new slot although the
+	// checkpoint table shows an earlier one existed (events committed while
+	// no slot existed are then not relayed).
+	AcceptSlotLoss bool
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults the command line starts from.
+func DefaultConfig() Config {
+	return Config{
+		Slot:               "cdc_relay",
+		Publication:        "cdc_relay",
+		Mapping:            decoder.DefaultMapping(),
+		StatusSchema:       "public",
+		StatusTable:        "outbox_delivery",
+		CheckpointSchema:   "public",
+		CheckpointTable:    "cdc_relay_checkpoint",
+		Kafka:              sink.Config{ClientID: "cdc-relay", Linger: 5 * time.Millisecond},
+		Limits:             checkpoint.Limits{Events: 20000, Bytes: 64 << 20},
+		StatusInterval:     time.Second,
+		StopTimeout:        30 * time.Second,
+		CheckpointInterval: 10 * time.Second,
+	}
+}
+
+// Run runs the relay until ctx is done (a clean stop: the current
+// transaction is finished, in-flight events are acked, the position is
+// confirmed, and Run returns nil) or a fatal error.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dec, err := decoder.New(cfg.Mapping)
+	if err != nil {
+		return err
+	}
+	poolCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("parse PostgreSQL URL: %w", err)
+	}
+	poolCfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer pool.Close()
+	if err := preflight(ctx, pool, cfg); err != nil {
+		return err
+	}
+
+	release, err := lead(ctx, pool, cfg.Slot, log)
+	if err != nil {
+		return err
+	}
+	if release == nil {
+		return nil // stopped while waiting for leadership
+	}
+	defer release()
+
+	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay")
+	if err != nil {
+		return err
+	}
+	defer repl.Close(context.Background())
+
+	store := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable)
+	start, err := prepareSlot(ctx, pool, repl, store, cfg, log)
+	if err != nil {
+		return err
+	}
+
+	kcfg := cfg.Kafka
+	if kcfg.Logger == nil {
+		kcfg.Logger = log
+	}
+	if kcfg.MaxBufferedRecords == 0 {
+		kcfg.MaxBufferedRecords = int(cfg.Limits.Events) + 1000
+	}
+	if kcfg.MaxBufferedBytes == 0 && cfg.Limits.Bytes > 0 {
+		kcfg.MaxBufferedBytes = int(cfg.Limits.Bytes) * 2
+	}
+	snk, err := sink.New(kcfg)
+	if err != nil {
+		return err
+	}
+	defer snk.Close()
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := snk.Ping(pingCtx); err != nil {
+		log.Warn("Kafka does not answer yet; events will wait and be retried", "brokers", kcfg.Brokers, "err", err)
+	}
+	cancel()
+
+	tracker := checkpoint.NewTracker(start, cfg.Limits)
+	p := &pipeline{
+		dec:      dec,
+		tracker:  tracker,
+		sink:     snk,
+		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable),
+		log:      log,
+		ctx:      context.WithoutCancel(ctx),
+	}
+
+	var confirmed atomic.Uint64
+	confirmed.Store(uint64(start))
+	saverCtx, stopSaver := context.WithCancel(context.WithoutCancel(ctx))
+	var saverWG sync.WaitGroup
+	saverWG.Add(1)
+	go func() {
+		defer saverWG.Done()
+		saveLoop(saverCtx, store, cfg, &confirmed, p, log)
+	}()
+
+	err = repl.Stream(ctx, replication.Options{
+		Slot:           cfg.Slot,
+		Publication:    cfg.Publication,
+		Tracker:        tracker,
+		StatusInterval: cfg.StatusInterval,
+		StopTimeout:    cfg.StopTimeout,
+		Logger:         log,
+		OnConfirm:      func(lsn pglogrepl.LSN) { confirmed.Store(uint64(lsn)) },
+	}, p.handle)
+	stopSaver()
+	saverWG.Wait()
+
+	final := pglogrepl.LSN(confirmed.Load())
+	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := store.Save(saveCtx, cfg.Slot, final); serr != nil {
+		log.Warn("could not save the final checkpoint", "err", serr)
+	}
+	log.Info("relay stopped", "confirmed", final, "events", p.events.Load(), "failed", p.failed.Load())
+	return err
+}
+
+// preflight checks what `cdc-relay migrate` prepares, and says to run it.
+func preflight(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
+	if err := migrations.CheckWALLevel(ctx, pool); err != nil {
+		return err
+	}
+	m := cfg.Mapping
+	var outbox, statusT, cp, pub, inPub bool
+	err := pool.QueryRow(ctx, `SELECT
+		to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL,
+		EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $4),
+		EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = $4 AND schemaname = $5 AND tablename = $6)`,
+		pgx.Identifier{m.Schema, m.Table}.Sanitize(),
+		pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(),
+		pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
+		cfg.Publication, m.Schema, m.Table).Scan(&outbox, &statusT, &cp, &pub, &inPub)
+	if err != nil {
+		return fmt.Errorf("check the database is prepared: %w", err)
+	}
+	switch {
+	case !outbox:
+		return fmt.Errorf("outbox table %s.%s does not exist: create it with `cdc-relay migrate`, or point --table at your outbox table", m.Schema, m.Table)
+	case !statusT || !cp:
+		return fmt.Errorf("the relay's tables (%s.%s, %s.%s) do not exist: run `cdc-relay migrate` first",
+			cfg.StatusSchema, cfg.StatusTable, cfg.CheckpointSchema, cfg.CheckpointTable)
+	case !pub:
+		return fmt.Errorf("publication %q does not exist: run `cdc-relay migrate` first", cfg.Publication)
+	case !inPub:
+		return fmt.Errorf("publication %q does not include %s.%s: run `cdc-relay migrate` with the same --table and --publication", cfg.Publication, m.Schema, m.Table)
+	}
+	return nil
+}
+
+// lead takes the slot's advisory lock on a connection held for the relay's
+// life, waiting while another relay holds it. It returns nil, nil if ctx
+// ends while waiting.
+func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger) (func(), error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquire leadership connection: %w", err)
+	}
+	const q = "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay/' || $1, 0))"
+	warned := false
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, q, slot).Scan(&ok); err != nil {
+			conn.Release()
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("take leadership lock for slot %q: %w", slot, err)
+		}
+		if ok {
+			log.Info("leadership acquired", "slot", slot)
+			return func() {
+				// Closing the session releases the lock.
+				_ = conn.Conn().Close(context.Background())
+				conn.Release()
+			}, nil
+		}
+		if !warned {
+			log.Info("another relay leads this slot; standing by", "slot", slot)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			conn.Release()
+			return nil, nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// prepareSlot creates the slot when missing and returns the position the
+// stream resumes from.
+func prepareSlot(ctx context.Context, pool *pgxpool.Pool, repl *replication.Conn, store *checkpoint.Store, cfg Config, log *slog.Logger) (pglogrepl.LSN, error) {
+	stored, haveStored, err := store.Load(ctx, cfg.Slot)
+	if err != nil {
+		return 0, err
+	}
+	var plugin, confirmed string
+	var sameDB bool
+	err = pool.QueryRow(ctx, `SELECT plugin, coalesce(confirmed_flush_lsn::text, ''), database = current_database()
+		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Slot).Scan(&plugin, &confirmed, &sameDB)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if haveStored && !cfg.AcceptSlotLoss {
+			return 0, fmt.Errorf("replication slot %q does not exist, but the checkpoint table shows the relay confirmed %s on it: "+
+				"the slot was dropped, and events committed since then may be missing from Kafka. "+
+				"Check, then start with --accept-slot-loss to create a new slot", cfg.Slot, stored)
+		}
+		lsn, err := repl.CreateSlot(ctx, cfg.Slot)
+		if err != nil {
+			return 0, err
+		}
+		if err := store.Reset(ctx, cfg.Slot, lsn); err != nil {
+			return 0, err
+		}
+		log.Info("replication slot created", "slot", cfg.Slot, "at", lsn)
+		return lsn, nil
+	case err != nil:
+		return 0, fmt.Errorf("look up replication slot %q: %w", cfg.Slot, err)
+	}
+	if plugin != "pgoutput" {
+		return 0, fmt.Errorf("replication slot %q uses plugin %q; the relay needs pgoutput: choose another --slot", cfg.Slot, plugin)
+	}
+	if !sameDB {
+		return 0, fmt.Errorf("replication slot %q belongs to another database: choose another --slot", cfg.Slot)
+	}
+	lsn, err := pglogrepl.ParseLSN(confirmed)
+	if err != nil {
+		return 0, fmt.Errorf("replication slot %q: confirmed_flush_lsn %q: %w", cfg.Slot, confirmed, err)
+	}
+	if haveStored && stored > lsn {
+		log.Warn("the slot is behind the relay's checkpoint; transactions after the slot's position will be sent again",
+			"slot", cfg.Slot, "slot_confirmed", lsn, "checkpoint", stored)
+	}
+	log.Info("resuming from the slot's confirmed position", "slot", cfg.Slot, "at", lsn)
+	return lsn, nil
+}
+
+// saveLoop saves the confirmed position every CheckpointInterval when it
+// moved, and logs progress.
+func saveLoop(ctx context.Context, store *checkpoint.Store, cfg Config, confirmed *atomic.Uint64, p *pipeline, log *slog.Logger) {
+	t := time.NewTicker(cfg.CheckpointInterval)
+	defer t.Stop()
+	var saved uint64
+	var events int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c := confirmed.Load(); c != saved {
+			if err := store.Save(ctx, cfg.Slot, pglogrepl.LSN(c)); err != nil {
+				if ctx.Err() == nil {
+					log.Warn("could not save checkpoint", "err", err)
+				}
+				continue
+			}
+			saved = c
+		}
+		if n := p.events.Load(); n != events {
+			inflight, _ := p.tracker.InFlight()
+			log.Info("progress", "events", n, "failed", p.failed.Load(), "in_flight", inflight, "confirmed", pglogrepl.LSN(saved))
+			events = n
+		}
+	}
+}
+
+// pipeline handles the stream's messages in order.
+type pipeline struct {
+	dec      *decoder.Decoder
+	tracker  *checkpoint.Tracker
+	sink     *sink.Sink
+	failures *status.Store
+	log      *slog.Logger
+	ctx      context.Context
+
+	tx     *checkpoint.Txn
+	events atomic.Int64 // acked by Kafka
+	failed atomic.Int64 // recorded in the status table
+}
+
+func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
+	msg, err := p.dec.Decode(data)
+	if err != nil {
+		return fmt.Errorf("decode pgoutput message at %s: %w", start, err)
+	}
+	switch msg.Kind {
+	case decoder.KindBegin:
+		p.tx = p.tracker.Begin()
+	case decoder.KindCommit:
+		if p.tx == nil {
+			return fmt.Errorf("commit at %s without a begin", start)
+		}
+		p.tracker.Commit(p.tx, pglogrepl.LSN(msg.EndLSN))
+		p.tx = nil
+	case decoder.KindEvent:
+		if p.tx == nil {
+			return fmt.Errorf("insert at %s outside a transaction", start)
+		}
+		ev := &msg.Event
+		tx, size := p.tx, ev.Size()
+		p.tracker.Add(tx, size)
+		if msg.Poison != nil {
+			go p.fail(ev, tx, size, msg.Poison)
+			return nil
+		}
+		p.sink.Produce(sink.Record(ev), func(_ *kgo.Record, err error) {
+			switch {
+			case err == nil:
+				p.events.Add(1)
+				p.tracker.Done(tx, size)
+			case sink.Permanent(err):
+				go p.fail(ev, tx, size, err)
+			default:
+				// Not delivered (the producer is closing): the event stays
+				// in flight, its transaction unconfirmed, and PostgreSQL
+				// sends it again after a restart.
+				p.log.Warn("event not delivered; it will be sent again after a restart", "id", string(ev.ID), "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+// fail records a permanently undeliverable event in the status table,
+// retrying until it is stored, then lets the checkpoint pass it.
+func (p *pipeline) fail(ev *decoder.Event, tx *checkpoint.Txn, size int, reason error) {
+	p.log.Warn("event cannot be delivered; recording it in the status table", "id", string(ev.ID), "topic", ev.Topic, "reason", reason)
+	backoff := 100 * time.Millisecond
+	for {
+		err := p.failures.Failed(p.ctx, ev, reason)
+		if err == nil {
+			break
+		}
+		p.log.Error("could not record a failed event; retrying", "id", string(ev.ID), "err", err)
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 10*time.Second)
+	}
+	p.failed.Add(1)
+	p.tracker.Done(tx, size)
+}
