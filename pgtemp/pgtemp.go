@@ -134,19 +134,19 @@ func (c *Cluster) configure() error {
 	}
 	c.port = port
 	settings := map[string]string{
-		"wal_level":              c.opts.WALLevel,
-		"port":                   strconv.Itoa(port),
-		"listen_addresses":       "'127.0.0.1'",
+		"wal_level":               c.opts.WALLevel,
+		"port":                    strconv.Itoa(port),
+		"listen_addresses":        "'127.0.0.1'",
 		"unix_socket_directories": "'" + c.dir + "'",
-		"max_wal_senders":        "20",
-		"max_replication_slots":  "20",
-		"max_connections":        "100",
-		"fsync":                  "off",
-		"synchronous_commit":     "off",
-		"full_page_writes":       "off",
-		"shared_buffers":         "128MB",
-		"max_wal_size":           "1GB",
-		"log_min_messages":       "warning",
+		"max_wal_senders":         "20",
+		"max_replication_slots":   "20",
+		"max_connections":         "100",
+		"fsync":                   "off",
+		"synchronous_commit":      "off",
+		"full_page_writes":        "off",
+		"shared_buffers":          "128MB",
+		"max_wal_size":            "1GB",
+		"log_min_messages":        "warning",
 	}
 	for k, v := range c.opts.Settings {
 		settings[k] = v

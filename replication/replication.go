@@ -282,6 +282,7 @@ func (s *streamer) copyData(data []byte) error {
 			return fmt.Errorf("parse keepalive: %w", err)
 		}
 		kick := ka.ReplyRequested
+		s.opts.Logger.Debug("keepalive", "wal_end", ka.ServerWALEnd, "reply", ka.ReplyRequested, "in_tx", s.inTx)
 		if !s.inTx {
 			// In stream order: the position cannot overtake an event that
 			// was read before it.
@@ -338,6 +339,9 @@ func (s *streamer) sendStatus(reply bool) error {
 	})
 	if err != nil {
 		return fmt.Errorf("send standby status update (%s) on slot %q: %w", pos, s.opts.Slot, err)
+	}
+	if pos != s.lastSent {
+		s.opts.Logger.Debug("confirmed", "lsn", pos)
 	}
 	s.lastSent = pos
 	if s.opts.OnConfirm != nil {

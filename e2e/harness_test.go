@@ -1,0 +1,430 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cdc-relay/cdc-relay/pgtemp"
+)
+
+// The package shares one PostgreSQL cluster; each test gets its own
+// database, slot, topics and (with kfake) broker.
+var (
+	relayBin string
+	cluster  *pgtemp.Cluster
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "cdc-relay-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	relayBin = filepath.Join(dir, "cdc-relay")
+	build := exec.Command("go", "build", "-o", relayBin, "../cmd/cdc-relay")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build relay:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cluster, err = pgtemp.Start(ctx, pgtemp.Options{})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
+		return 1
+	}
+	defer cluster.Stop()
+	return m.Run()
+}
+
+// env is one test's world: a database, a broker and a topic prefix.
+type env struct {
+	t       *testing.T
+	db      string
+	url     string
+	slot    string
+	prefix  string // topic prefix, unique per test
+	brokers []string
+	kfake   *kfake.Cluster // nil for an external broker
+	conn    *pgx.Conn
+}
+
+var envSeq int
+
+// newEnv creates a database, migrates it, and starts a broker.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	envSeq++
+	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), envSeq)
+	e := &env{t: t, db: name, slot: name, prefix: "e2e." + name}
+	admin := mustConnect(t, cluster.URL("postgres"))
+	defer admin.Close(context.Background())
+	mustExec(t, admin, "CREATE DATABASE "+name)
+	e.url = cluster.URL(name)
+	t.Cleanup(func() {
+		a := mustConnect(t, cluster.URL("postgres"))
+		defer a.Close(context.Background())
+		_, _ = a.Exec(context.Background(), "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", e.slot)
+		_, _ = a.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+
+	if b := os.Getenv("CDC_RELAY_TEST_KAFKA_BROKERS"); b != "" {
+		e.brokers = strings.Split(b, ",")
+	} else {
+		kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4))
+		if err != nil {
+			t.Fatalf("start kfake: %v", err)
+		}
+		t.Cleanup(kc.Close)
+		e.kfake = kc
+		e.brokers = kc.ListenAddrs()
+	}
+
+	out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url).CombinedOutput()
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	e.conn = mustConnect(t, e.url)
+	t.Cleanup(func() { e.conn.Close(context.Background()) })
+	return e
+}
+
+// needKfake skips a test that uses kfake's fault hooks on another broker.
+func (e *env) needKfake() {
+	if e.kfake == nil {
+		e.t.Skip("needs kfake's fault-injection hooks; CDC_RELAY_TEST_KAFKA_BROKERS points at another broker")
+	}
+}
+
+// topic is the topic the default template gives aggregate type agg.
+func (e *env) topic(agg string) string { return e.prefix + "." + agg }
+
+func mustConnect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	return c
+}
+
+func mustExec(t *testing.T, c *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := c.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// relayProc is a running relay binary.
+type relayProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	log    *syncBuffer
+	done   chan struct{}
+	err    error
+	exited bool
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startRelay runs `cdc-relay run` and waits until it streams the slot.
+func (e *env) startRelay(extra ...string) *relayProc {
+	e.t.Helper()
+	args := []string{"run",
+		"--postgres-url", e.url,
+		"--kafka-brokers", strings.Join(e.brokers, ","),
+		"--kafka-create-topics",
+		"--slot", e.slot,
+		"--topic-template", e.prefix + ".{aggregate_type}",
+		"--status-interval", "200ms",
+		"--checkpoint-interval", "1s",
+	}
+	args = append(args, extra...)
+	p := &relayProc{t: e.t, log: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(relayBin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		e.t.Fatalf("start relay: %v", err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	e.t.Cleanup(func() {
+		if !p.exited {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if e.t.Failed() {
+			e.t.Logf("relay log:\n%s", p.log.String())
+		}
+	})
+	e.waitFor("the relay streams the slot", 60*time.Second, func() bool {
+		select {
+		case <-p.done:
+			e.t.Fatalf("relay exited early: %v\n%s", p.err, p.log.String())
+		default:
+		}
+		var active bool
+		err := e.conn.QueryRow(context.Background(),
+			"SELECT coalesce(bool_or(active), false) FROM pg_replication_slots WHERE slot_name = $1", e.slot).Scan(&active)
+		return err == nil && active
+	})
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit within timeout.
+func (p *relayProc) stop(timeout time.Duration) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		p.t.Fatalf("relay did not exit within %s of SIGTERM", timeout)
+	}
+	p.exited = true
+	if p.err != nil {
+		p.t.Fatalf("relay exited with %v after SIGTERM\n%s", p.err, p.log.String())
+	}
+}
+
+// kill sends SIGKILL.
+func (p *relayProc) kill() {
+	p.t.Helper()
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	p.exited = true
+}
+
+// peakRSS reads the relay's peak resident set (VmHWM) in bytes.
+func (p *relayProc) peakRSS() int64 {
+	p.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		p.t.Fatalf("read relay status: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				p.t.Fatalf("parse VmHWM %q: %v", line, err)
+			}
+			return kb << 10
+		}
+	}
+	p.t.Fatal("no VmHWM in /proc status")
+	return 0
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out after %s waiting until %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// insert inserts one event in its own statement on conn (or tx).
+func insert(t *testing.T, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, agg, key, eventType, payload string) {
+	t.Helper()
+	if _, err := q.Exec(context.Background(),
+		"INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ($1, $2, $3, $4)",
+		agg, key, eventType, payload); err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+}
+
+// slotLSN returns the slot's confirmed_flush_lsn.
+func (e *env) slotLSN() pglogrepl.LSN {
+	e.t.Helper()
+	var s string
+	if err := e.conn.QueryRow(context.Background(),
+		"SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", e.slot).Scan(&s); err != nil {
+		e.t.Fatalf("read slot: %v", err)
+	}
+	lsn, err := pglogrepl.ParseLSN(s)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return lsn
+}
+
+// currentLSN returns pg_current_wal_lsn().
+func (e *env) currentLSN() pglogrepl.LSN {
+	e.t.Helper()
+	var s string
+	if err := e.conn.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()::text").Scan(&s); err != nil {
+		e.t.Fatal(err)
+	}
+	lsn, _ := pglogrepl.ParseLSN(s)
+	return lsn
+}
+
+// insertLSN returns pg_current_wal_insert_lsn(): after a COMMIT returns,
+// at or past the end of its commit record (pg_current_wal_lsn() may still
+// be short of it).
+func (e *env) insertLSN() pglogrepl.LSN {
+	e.t.Helper()
+	var s string
+	if err := e.conn.QueryRow(context.Background(), "SELECT pg_current_wal_insert_lsn()::text").Scan(&s); err != nil {
+		e.t.Fatal(err)
+	}
+	lsn, _ := pglogrepl.ParseLSN(s)
+	return lsn
+}
+
+// client returns a Kafka client for reading back.
+func (e *env) client() *kgo.Client {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(cl.Close)
+	return cl
+}
+
+// endOffsets returns each partition's high watermark; an unknown topic has
+// none.
+func (e *env) endOffsets(cl *kgo.Client, topic string) map[int32]int64 {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = append(meta.Topics, mt)
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		e.t.Fatalf("metadata %s: %v", topic, err)
+	}
+	out := map[int32]int64{}
+	if len(mresp.Topics) == 0 || mresp.Topics[0].ErrorCode != 0 {
+		return out
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for _, p := range mresp.Topics[0].Partitions {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = p.Partition
+		rp.Timestamp = -1 // latest
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	shards := cl.RequestSharded(ctx, req)
+	for _, sh := range shards {
+		if sh.Err != nil {
+			e.t.Fatalf("list offsets %s: %v", topic, sh.Err)
+		}
+		for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					e.t.Fatalf("list offsets %s[%d]: error code %d", topic, p.Partition, p.ErrorCode)
+				}
+				out[p.Partition] = p.Offset
+			}
+		}
+	}
+	return out
+}
+
+// readAll reads every record of topic up to the high watermarks at the time
+// of the call.
+func (e *env) readAll(topic string) []*kgo.Record {
+	e.t.Helper()
+	ends := e.endOffsets(e.client(), topic)
+	total := int64(0)
+	for _, o := range ends {
+		total += o
+	}
+	if total == 0 {
+		return nil
+	}
+	return e.readN(topic, int(total), 60*time.Second)
+}
+
+// readN reads topic from the start until n records arrived; it fails the
+// test after timeout.
+func (e *env) readN(topic string, n int, timeout time.Duration) []*kgo.Record {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100*time.Millisecond),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var recs []*kgo.Record
+	for len(recs) < n {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			e.t.Fatalf("read %s: got %d of %d records within %s", topic, len(recs), n, timeout)
+		}
+		f.EachError(func(t string, p int32, err error) {
+			if !kerr.IsRetriable(err) {
+				e.t.Fatalf("fetch %s[%d]: %v", t, p, err)
+			}
+		})
+		recs = append(recs, f.Records()...)
+	}
+	return recs
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
