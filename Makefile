@@ -1,0 +1,40 @@
+# cdc-relay — the two commands of the quick start are `make demo` and `make test`.
+
+GO       ?= go
+BIN      ?= bin/cdc-relay
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.Version=$(VERSION)
+# Packages with concurrency run under the race detector; e2e drives the
+# built binary against a real PostgreSQL and Kafka over TCP.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
+
+.PHONY: all build demo test unit e2e lint deps clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cdc-relay
+
+## demo: the relay on a throwaway PostgreSQL and an in-process Kafka broker
+demo: deps build
+	./$(BIN) demo
+
+## test: lint, unit tests with -race, then the end-to-end suite
+test: deps lint unit e2e
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+e2e:
+	$(GO) test -count=1 -timeout 20m ./e2e/
+
+clean:
+	rm -rf bin

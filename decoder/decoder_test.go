@@ -1,0 +1,322 @@
+package decoder
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Builders for pgoutput (protocol 1) messages, as PostgreSQL writes them.
+
+type col struct {
+	name string
+	oid  uint32
+}
+
+var outboxCols = []col{
+	{"id", 2950}, {"aggregate_type", 25}, {"aggregate_id", 25}, {"event_type", 25},
+	{"topic", 25}, {"payload", 3802}, {"headers", 3802}, {"created_at", oidTimestamptz},
+}
+
+func relationMsg(id uint32, nsp, name string, cols []col) []byte {
+	b := []byte{'R'}
+	b = binary.BigEndian.AppendUint32(b, id)
+	b = append(append(b, nsp...), 0)
+	b = append(append(b, name...), 0)
+	b = append(b, 'd')
+	b = binary.BigEndian.AppendUint16(b, uint16(len(cols)))
+	for _, c := range cols {
+		b = append(b, 0)
+		b = append(append(b, c.name...), 0)
+		b = binary.BigEndian.AppendUint32(b, c.oid)
+		b = binary.BigEndian.AppendUint32(b, 0xFFFFFFFF)
+	}
+	return b
+}
+
+// insertMsg builds an Insert; a nil value is NULL.
+func insertMsg(rel uint32, vals ...*string) []byte {
+	b := []byte{'I'}
+	b = binary.BigEndian.AppendUint32(b, rel)
+	b = append(b, 'N')
+	b = binary.BigEndian.AppendUint16(b, uint16(len(vals)))
+	for _, v := range vals {
+		if v == nil {
+			b = append(b, 'n')
+			continue
+		}
+		b = append(b, 't')
+		b = binary.BigEndian.AppendUint32(b, uint32(len(*v)))
+		b = append(b, *v...)
+	}
+	return b
+}
+
+func s(v string) *string { return &v }
+
+func beginMsg(final uint64) []byte {
+	b := []byte{'B'}
+	b = binary.BigEndian.AppendUint64(b, final)
+	b = binary.BigEndian.AppendUint64(b, 0)
+	return binary.BigEndian.AppendUint32(b, 42)
+}
+
+func commitMsg(commit, end uint64) []byte {
+	b := []byte{'C', 0}
+	b = binary.BigEndian.AppendUint64(b, commit)
+	b = binary.BigEndian.AppendUint64(b, end)
+	return binary.BigEndian.AppendUint64(b, 0)
+}
+
+func mustDecode(t *testing.T, d *Decoder, msg []byte) Message {
+	t.Helper()
+	m, err := d.Decode(msg)
+	if err != nil {
+		t.Fatalf("decode %q: %v", msg[:1], err)
+	}
+	return m
+}
+
+func headerMap(hs []Header) map[string]string {
+	m := map[string]string{}
+	for _, h := range hs {
+		if h.Value == nil {
+			m[h.Key] = "<nil>"
+		} else {
+			m[h.Key] = string(h.Value)
+		}
+	}
+	return m
+}
+
+func TestDecodeOutboxInsert(t *testing.T) {
+	ts := "2026-11-22 16:59:15.123456+00"
+	tests := []struct {
+		name    string
+		row     []*string
+		topic   string
+		key     string
+		value   string
+		headers map[string]string
+		ts      time.Time
+		poison  string
+	}{
+		{
+			name:  "template topic",
+			row:   []*string{s("0b7e-id"), s("order"), s("o-1"), s("OrderPlaced"), nil, s(`{"total": 5}`), nil, s(ts)},
+			topic: "outbox.event.order", key: "o-1", value: `{"total": 5}`,
+			headers: map[string]string{"id": "0b7e-id", "event_type": "OrderPlaced", "aggregate_type": "order", "aggregate_id": "o-1"},
+			ts:      time.Date(2026, 11, 22, 16, 59, 15, 123456000, time.UTC),
+		},
+		{
+			name:  "topic column overrides the template; JSON headers",
+			row:   []*string{s("id2"), s("order"), s("o-2"), s("OrderPaid"), s("payments"), s(`{}`), s(`{"trace": "abc", "n": 3, "gone": null}`), s(ts)},
+			topic: "payments", key: "o-2", value: `{}`,
+			headers: map[string]string{"id": "id2", "event_type": "OrderPaid", "aggregate_type": "order", "aggregate_id": "o-2",
+				"trace": "abc", "n": "3", "gone": "<nil>"},
+			ts: time.Date(2026, 11, 22, 16, 59, 15, 123456000, time.UTC),
+		},
+		{
+			name:  "illegal topic name is poison",
+			row:   []*string{s("id3"), s("bad topic!*"), s("o-3"), s("X"), nil, s(`{}`), nil, nil},
+			topic: "outbox.event.bad topic!*", key: "o-3", value: `{}`,
+			headers: map[string]string{"id": "id3", "event_type": "X", "aggregate_type": "bad topic!*", "aggregate_id": "o-3"},
+			poison:  "illegal character",
+		},
+		{
+			name:  "headers that are not an object are poison",
+			row:   []*string{s("id4"), s("order"), s("o-4"), s("X"), nil, s(`{}`), s(`[1, 2]`), nil},
+			topic: "outbox.event.order", key: "o-4", value: `{}`,
+			headers: map[string]string{"id": "id4", "event_type": "X", "aggregate_type": "order", "aggregate_id": "o-4"},
+			poison:  "not a JSON object",
+		},
+		{
+			name: "NULL template input is poison",
+			row:  []*string{s("id5"), nil, s("o-5"), s("X"), nil, s(`{}`), nil, nil},
+			key:  "o-5", value: `{}`,
+			headers: map[string]string{"id": "id5", "event_type": "X", "aggregate_type": "<nil>", "aggregate_id": "o-5"},
+			poison:  `"aggregate_type" is NULL`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := New(DefaultMapping())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustDecode(t, d, relationMsg(16400, "public", "outbox", outboxCols))
+			if m := mustDecode(t, d, beginMsg(0x1000)); m.Kind != KindBegin {
+				t.Fatalf("kind %v, want begin", m.Kind)
+			}
+			m := mustDecode(t, d, insertMsg(16400, tt.row...))
+			if m.Kind != KindEvent {
+				t.Fatalf("kind %v, want event", m.Kind)
+			}
+			ev := m.Event
+			if tt.poison != "" {
+				if m.Poison == nil || !strings.Contains(m.Poison.Error(), tt.poison) {
+					t.Fatalf("poison %v, want one mentioning %q", m.Poison, tt.poison)
+				}
+			} else if m.Poison != nil {
+				t.Fatalf("unexpected poison: %v", m.Poison)
+			}
+			if ev.Topic != tt.topic || string(ev.Key) != tt.key || string(ev.Value) != tt.value {
+				t.Fatalf("topic %q key %q value %q; want %q %q %q", ev.Topic, ev.Key, ev.Value, tt.topic, tt.key, tt.value)
+			}
+			if got := headerMap(ev.Headers); len(got) != len(tt.headers) {
+				t.Fatalf("headers %v, want %v", got, tt.headers)
+			} else {
+				for k, v := range tt.headers {
+					if got[k] != v {
+						t.Fatalf("header %s = %q, want %q (all: %v)", k, got[k], v, got)
+					}
+				}
+			}
+			if !ev.Timestamp.Equal(tt.ts) {
+				t.Fatalf("timestamp %v, want %v", ev.Timestamp, tt.ts)
+			}
+			if ev.CommitLSN != 0x1000 {
+				t.Fatalf("commit LSN %x, want 1000", ev.CommitLSN)
+			}
+		})
+	}
+}
+
+func TestDecodeCopiesOutOfTheBuffer(t *testing.T) {
+	d, _ := New(DefaultMapping())
+	mustDecode(t, d, relationMsg(1, "public", "outbox", outboxCols))
+	msg := insertMsg(1, s("id"), s("order"), s("key"), s("E"), nil, s(`{"a": 1}`), nil, nil)
+	m := mustDecode(t, d, msg)
+	for i := range msg {
+		msg[i] = 'X' // the replication buffer is reused for the next message
+	}
+	if string(m.Event.Key) != "key" || string(m.Event.Value) != `{"a": 1}` {
+		t.Fatalf("event shares the input buffer: key %q value %q", m.Event.Key, m.Event.Value)
+	}
+}
+
+func TestDecodeIgnoresWhatIsNotAnOutboxInsert(t *testing.T) {
+	d, _ := New(DefaultMapping())
+	mustDecode(t, d, relationMsg(1, "public", "outbox", outboxCols))
+	mustDecode(t, d, relationMsg(2, "public", "orders", []col{{"id", 23}}))
+	for name, msg := range map[string][]byte{
+		"insert on another table": insertMsg(2, s("7")),
+		"update":                  append([]byte{'U'}, insertMsg(1)[1:]...),
+		"delete":                  {'D', 0, 0, 0, 1, 'K', 0, 0},
+		"truncate":                {'T', 0, 0, 0, 1, 0, 0, 0, 0, 1},
+		"origin":                  append([]byte{'O', 0, 0, 0, 0, 0, 0, 0, 1}, "x\x00"...),
+		"type":                    {'Y', 0, 0, 0, 1},
+	} {
+		if m := mustDecode(t, d, msg); m.Kind != KindIgnored {
+			t.Errorf("%s: kind %v, want ignored", name, m.Kind)
+		}
+	}
+}
+
+func TestDecodeCommitEndLSN(t *testing.T) {
+	d, _ := New(DefaultMapping())
+	m := mustDecode(t, d, commitMsg(0x10, 0x38))
+	if m.Kind != KindCommit || m.EndLSN != 0x38 {
+		t.Fatalf("got kind %v end %x; want commit with the end LSN 38, not the commit LSN", m.Kind, m.EndLSN)
+	}
+}
+
+func TestDecodeRelationErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		m    func(*Mapping)
+		cols []col
+		want string
+	}{
+		{"missing key column", func(m *Mapping) { m.KeyColumn = "aggregateid" }, outboxCols, `no column "aggregateid"`},
+		{"missing template column", func(m *Mapping) { m.TopicTemplate = "t.{kind}" }, outboxCols, `no column "kind"`},
+		{"bad timestamp type", nil, []col{{"aggregate_type", 25}, {"aggregate_id", 25}, {"event_type", 25}, {"payload", 25}, {"created_at", 25}}, "timestamp column"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := DefaultMapping()
+			if tt.m != nil {
+				tt.m(&m)
+			}
+			d, err := New(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = d.Decode(relationMsg(1, "public", "outbox", tt.cols))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeMalformed(t *testing.T) {
+	d, _ := New(DefaultMapping())
+	mustDecode(t, d, relationMsg(1, "public", "outbox", outboxCols))
+	full := insertMsg(1, s("id"), s("order"), s("key"), s("E"), nil, s(`{}`), nil, nil)
+	for name, msg := range map[string][]byte{
+		"empty":            {},
+		"short begin":      {'B', 1, 2},
+		"short commit":     {'C', 0, 1},
+		"truncated insert": full[:len(full)-3],
+		"unknown relation": insertMsg(99, s("x")),
+	} {
+		if _, err := d.Decode(msg); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: error %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+func TestCustomMapping(t *testing.T) {
+	// The seed "outbox" table with topic, key and payload_json columns and
+	// an epoch-millisecond timestamp.
+	m := Mapping{
+		Schema: "app", Table: "outbox", IDColumn: "idempotency_key", KeyColumn: "key",
+		PayloadColumn: "payload_json", TopicColumn: "topic", TimestampColumn: "created_ms",
+	}
+	d, err := New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := []col{{"seq", 20}, {"topic", 25}, {"key", 25}, {"payload_json", 25}, {"idempotency_key", 25}, {"status", 25}, {"created_ms", oidInt8}}
+	mustDecode(t, d, relationMsg(5, "app", "outbox", cols))
+	msg := mustDecode(t, d, insertMsg(5, s("1"), s("orders.v1"), s("k1"), s(`{"x":1}`), s("idem-1"), s("pending"), s("1700000000123")))
+	ev := msg.Event
+	if msg.Poison != nil || ev.Topic != "orders.v1" || string(ev.Key) != "k1" || string(ev.ID) != "idem-1" {
+		t.Fatalf("got %+v poison %v", ev, msg.Poison)
+	}
+	if !ev.Timestamp.Equal(time.UnixMilli(1700000000123)) {
+		t.Fatalf("timestamp %v", ev.Timestamp)
+	}
+	if hs := headerMap(ev.Headers); len(hs) != 1 || hs["id"] != "idem-1" {
+		t.Fatalf("headers %v, want only id", hs)
+	}
+	// The same table name in another schema is not the outbox.
+	mustDecode(t, d, relationMsg(6, "public", "outbox", cols))
+	if got := mustDecode(t, d, insertMsg(6, s("1"), s("t"), s("k"), s("{}"), s("i"), s("p"), s("1"))); got.Kind != KindIgnored {
+		t.Fatalf("insert on public.outbox decoded as %v for a mapping of app.outbox", got.Kind)
+	}
+}
+
+func TestValidTopic(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"outbox.event.order": true, "a_b-C.9": true, "": false, ".": false, "..": false,
+		"bad topic": false, "x/y": false, strings.Repeat("a", 249): true, strings.Repeat("a", 250): false,
+	} {
+		if err := ValidTopic(name); (err == nil) != ok {
+			t.Errorf("ValidTopic(%q) = %v, want ok=%v", name, err, ok)
+		}
+	}
+}
+
+func TestParseTemplate(t *testing.T) {
+	for tmpl, wantErr := range map[string]bool{
+		"outbox.event.{aggregate_type}": false, "plain": false, "{a}.{b}": false, "x.{": true, "x.{}": true,
+	} {
+		if _, err := parseTemplate(tmpl); (err != nil) != wantErr {
+			t.Errorf("parseTemplate(%q) error %v, want error=%v", tmpl, err, wantErr)
+		}
+	}
+}
