@@ -147,6 +147,18 @@ func New(m Mapping) (*Decoder, error) {
 // format. The stream cannot continue past such a message.
 var ErrMalformed = errors.New("malformed pgoutput message")
 
+// MappingError says the outbox table's columns do not fit the Mapping (a
+// required column is missing, or has the wrong type). The stream cannot
+// continue until the mapping or the table is fixed.
+type MappingError struct {
+	Table string
+	Err   error
+}
+
+func (e *MappingError) Error() string { return "outbox table " + e.Table + ": " + e.Err.Error() }
+
+func (e *MappingError) Unwrap() error { return e.Err }
+
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 }
@@ -229,7 +241,7 @@ func (d *Decoder) relation(b []byte) error {
 	rel := &relation{ncols: ncols}
 	if nsp == d.m.Schema && name == d.m.Table {
 		if err := d.resolve(rel, names, types); err != nil {
-			return fmt.Errorf("outbox table %s.%s: %w", nsp, name, err)
+			return &MappingError{Table: nsp + "." + name, Err: err}
 		}
 	}
 	d.relations[relID] = rel

@@ -169,6 +169,29 @@ func (s *syncBuffer) String() string {
 // startRelay runs `cdc-relay run` and waits until it streams the slot.
 func (e *env) startRelay(extra ...string) *relayProc {
 	e.t.Helper()
+	p := e.spawnRelay(extra...)
+	e.waitFor("the relay streams the slot", 60*time.Second, func() bool {
+		select {
+		case <-p.done:
+			e.t.Fatalf("relay exited early: %v\n%s", p.err, p.log.String())
+		default:
+		}
+		return e.slotActive()
+	})
+	return p
+}
+
+// slotActive reports whether a walsender streams the test's slot.
+func (e *env) slotActive() bool {
+	var active bool
+	err := e.conn.QueryRow(context.Background(),
+		"SELECT coalesce(bool_or(active), false) FROM pg_replication_slots WHERE slot_name = $1", e.slot).Scan(&active)
+	return err == nil && active
+}
+
+// spawnRelay runs `cdc-relay run` without waiting for it to stream.
+func (e *env) spawnRelay(extra ...string) *relayProc {
+	e.t.Helper()
 	args := []string{"run",
 		"--postgres-url", e.url,
 		"--kafka-brokers", strings.Join(e.brokers, ","),
@@ -198,18 +221,17 @@ func (e *env) startRelay(extra ...string) *relayProc {
 			e.t.Logf("relay log:\n%s", p.log.String())
 		}
 	})
-	e.waitFor("the relay streams the slot", 60*time.Second, func() bool {
-		select {
-		case <-p.done:
-			e.t.Fatalf("relay exited early: %v\n%s", p.err, p.log.String())
-		default:
-		}
-		var active bool
-		err := e.conn.QueryRow(context.Background(),
-			"SELECT coalesce(bool_or(active), false) FROM pg_replication_slots WHERE slot_name = $1", e.slot).Scan(&active)
-		return err == nil && active
-	})
 	return p
+}
+
+// running reports whether the process has not exited.
+func (p *relayProc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // stop sends SIGTERM and requires a clean exit within timeout.

@@ -142,7 +142,6 @@ func (c *Cluster) configure() error {
 		"max_replication_slots":   "20",
 		"max_connections":         "100",
 		"fsync":                   "off",
-		"synchronous_commit":      "off",
 		"full_page_writes":        "off",
 		"shared_buffers":          "128MB",
 		"max_wal_size":            "1GB",

@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -82,14 +84,17 @@ func DefaultConfig() Config {
 
 // Run runs the relay until ctx is done (a clean stop: the current
 // transaction is finished, in-flight events are acked, the position is
-// confirmed, and Run returns nil) or a fatal error.
+// confirmed, and Run returns nil) or a fatal error. A lost connection to
+// PostgreSQL (a restart, a dropped replication connection) is not fatal:
+// the relay reconnects with backoff and resumes from the slot's confirmed
+// position, retaking leadership first.
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+		cfg.Logger = log
 	}
-	dec, err := decoder.New(cfg.Mapping)
-	if err != nil {
+	if err := cfg.Mapping.Validate(); err != nil {
 		return err
 	}
 	poolCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
@@ -103,27 +108,6 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer pool.Close()
 	if err := preflight(ctx, pool, cfg); err != nil {
-		return err
-	}
-
-	release, err := lead(ctx, pool, cfg.Slot, log)
-	if err != nil {
-		return err
-	}
-	if release == nil {
-		return nil // stopped while waiting for leadership
-	}
-	defer release()
-
-	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay")
-	if err != nil {
-		return err
-	}
-	defer repl.Close(context.Background())
-
-	store := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable)
-	start, err := prepareSlot(ctx, pool, repl, store, cfg, log)
-	if err != nil {
 		return err
 	}
 
@@ -148,15 +132,83 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cancel()
 
-	tracker := checkpoint.NewTracker(start, cfg.Limits)
-	p := &pipeline{
-		dec:      dec,
-		tracker:  tracker,
-		sink:     snk,
-		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable),
-		log:      log,
-		ctx:      context.WithoutCancel(ctx),
+	r := &runner{cfg: cfg, log: log, pool: pool, sink: snk,
+		store:    checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable),
+		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)}
+	backoff := time.Second
+	for {
+		began := time.Now()
+		err := r.session(ctx)
+		switch {
+		case ctx.Err() != nil:
+			log.Info("relay stopped", "events", r.events.Load(), "failed", r.failed.Load())
+			if errors.Is(err, replication.ErrStopTimeout) {
+				log.Warn("stopped before every in-flight event was acked; they will be sent again after a restart")
+				return nil
+			}
+			return err
+		case errors.As(err, new(fatalError)):
+			return err
+		}
+		if time.Since(began) > time.Minute {
+			backoff = time.Second
+		}
+		log.Warn("replication session ended; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
 	}
+}
+
+// fatalError marks errors a reconnect cannot cure: the operator must act.
+type fatalError struct{ err error }
+
+func (e fatalError) Error() string { return e.err.Error() }
+func (e fatalError) Unwrap() error { return e.err }
+
+// runner holds what outlives a replication session: the pool, the producer
+// and the counters.
+type runner struct {
+	cfg      Config
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	sink     *sink.Sink
+	store    *checkpoint.Store
+	failures *status.Store
+
+	events atomic.Int64 // acked by Kafka
+	failed atomic.Int64 // recorded in the status table
+}
+
+// session leads, connects and streams until ctx is done or the stream
+// fails.
+func (r *runner) session(ctx context.Context) error {
+	cfg, log := r.cfg, r.log
+	release, err := lead(ctx, r.pool, cfg.Slot, log)
+	if err != nil || release == nil {
+		return err // nil: stopped while waiting for leadership
+	}
+	defer release()
+
+	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay")
+	if err != nil {
+		return classify(err)
+	}
+	defer repl.Close(context.Background())
+
+	start, err := prepareSlot(ctx, r.pool, repl, r.store, cfg, log)
+	if err != nil {
+		return err
+	}
+	dec, err := decoder.New(cfg.Mapping)
+	if err != nil {
+		return fatalError{err}
+	}
+	tracker := checkpoint.NewTracker(start, cfg.Limits)
+	p := &pipeline{runner: r, dec: dec, tracker: tracker, ctx: context.WithoutCancel(ctx)}
 
 	var confirmed atomic.Uint64
 	confirmed.Store(uint64(start))
@@ -165,7 +217,7 @@ func Run(ctx context.Context, cfg Config) error {
 	saverWG.Add(1)
 	go func() {
 		defer saverWG.Done()
-		saveLoop(saverCtx, store, cfg, &confirmed, p, log)
+		r.saveLoop(saverCtx, &confirmed, tracker)
 	}()
 
 	err = repl.Stream(ctx, replication.Options{
@@ -183,10 +235,23 @@ func Run(ctx context.Context, cfg Config) error {
 	final := pglogrepl.LSN(confirmed.Load())
 	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if serr := store.Save(saveCtx, cfg.Slot, final); serr != nil {
+	if serr := r.store.Save(saveCtx, cfg.Slot, final); serr != nil {
 		log.Warn("could not save the final checkpoint", "err", serr)
 	}
-	log.Info("relay stopped", "confirmed", final, "events", p.events.Load(), "failed", p.failed.Load())
+	log.Info("replication session ended", "confirmed", final)
+	if errors.Is(err, decoder.ErrMalformed) || errors.As(err, new(*decoder.MappingError)) {
+		return fatalError{err}
+	}
+	return err
+}
+
+// classify marks connection errors the operator must fix as fatal: bad
+// credentials, missing privileges, pg_hba rejections.
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "42")) {
+		return fatalError{err}
+	}
 	return err
 }
 
@@ -276,13 +341,13 @@ func prepareSlot(ctx context.Context, pool *pgxpool.Pool, repl *replication.Conn
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		if haveStored && !cfg.AcceptSlotLoss {
-			return 0, fmt.Errorf("replication slot %q does not exist, but the checkpoint table shows the relay confirmed %s on it: "+
+			return 0, fatalError{fmt.Errorf("replication slot %q does not exist, but the checkpoint table shows the relay confirmed %s on it: "+
 				"the slot was dropped, and events committed since then may be missing from Kafka. "+
-				"Check, then start with --accept-slot-loss to create a new slot", cfg.Slot, stored)
+				"Check, then start with --accept-slot-loss to create a new slot", cfg.Slot, stored)}
 		}
 		lsn, err := repl.CreateSlot(ctx, cfg.Slot)
 		if err != nil {
-			return 0, err
+			return 0, classify(err)
 		}
 		if err := store.Reset(ctx, cfg.Slot, lsn); err != nil {
 			return 0, err
@@ -293,10 +358,10 @@ func prepareSlot(ctx context.Context, pool *pgxpool.Pool, repl *replication.Conn
 		return 0, fmt.Errorf("look up replication slot %q: %w", cfg.Slot, err)
 	}
 	if plugin != "pgoutput" {
-		return 0, fmt.Errorf("replication slot %q uses plugin %q; the relay needs pgoutput: choose another --slot", cfg.Slot, plugin)
+		return 0, fatalError{fmt.Errorf("replication slot %q uses plugin %q; the relay needs pgoutput: choose another --slot", cfg.Slot, plugin)}
 	}
 	if !sameDB {
-		return 0, fmt.Errorf("replication slot %q belongs to another database: choose another --slot", cfg.Slot)
+		return 0, fatalError{fmt.Errorf("replication slot %q belongs to another database: choose another --slot", cfg.Slot)}
 	}
 	lsn, err := pglogrepl.ParseLSN(confirmed)
 	if err != nil {
@@ -312,11 +377,11 @@ func prepareSlot(ctx context.Context, pool *pgxpool.Pool, repl *replication.Conn
 
 // saveLoop saves the confirmed position every CheckpointInterval when it
 // moved, and logs progress.
-func saveLoop(ctx context.Context, store *checkpoint.Store, cfg Config, confirmed *atomic.Uint64, p *pipeline, log *slog.Logger) {
-	t := time.NewTicker(cfg.CheckpointInterval)
+func (r *runner) saveLoop(ctx context.Context, confirmed *atomic.Uint64, tracker *checkpoint.Tracker) {
+	t := time.NewTicker(r.cfg.CheckpointInterval)
 	defer t.Stop()
 	var saved uint64
-	var events int64
+	events := r.events.Load()
 	for {
 		select {
 		case <-ctx.Done():
@@ -324,17 +389,17 @@ func saveLoop(ctx context.Context, store *checkpoint.Store, cfg Config, confirme
 		case <-t.C:
 		}
 		if c := confirmed.Load(); c != saved {
-			if err := store.Save(ctx, cfg.Slot, pglogrepl.LSN(c)); err != nil {
+			if err := r.store.Save(ctx, r.cfg.Slot, pglogrepl.LSN(c)); err != nil {
 				if ctx.Err() == nil {
-					log.Warn("could not save checkpoint", "err", err)
+					r.log.Warn("could not save checkpoint", "err", err)
 				}
 				continue
 			}
 			saved = c
 		}
-		if n := p.events.Load(); n != events {
-			inflight, _ := p.tracker.InFlight()
-			log.Info("progress", "events", n, "failed", p.failed.Load(), "in_flight", inflight, "confirmed", pglogrepl.LSN(saved))
+		if n := r.events.Load(); n != events {
+			inflight, _ := tracker.InFlight()
+			r.log.Info("progress", "events", n, "failed", r.failed.Load(), "in_flight", inflight, "confirmed", pglogrepl.LSN(saved))
 			events = n
 		}
 	}
@@ -342,16 +407,12 @@ func saveLoop(ctx context.Context, store *checkpoint.Store, cfg Config, confirme
 
 // pipeline handles the stream's messages in order.
 type pipeline struct {
-	dec      *decoder.Decoder
-	tracker  *checkpoint.Tracker
-	sink     *sink.Sink
-	failures *status.Store
-	log      *slog.Logger
-	ctx      context.Context
+	*runner
+	dec     *decoder.Decoder
+	tracker *checkpoint.Tracker
+	ctx     context.Context
 
-	tx     *checkpoint.Txn
-	events atomic.Int64 // acked by Kafka
-	failed atomic.Int64 // recorded in the status table
+	tx *checkpoint.Txn
 }
 
 func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// checkAtLeastOnce requires every written event at least once and, per key,
+// commit order apart from redelivered runs: a key's sequence may step back
+// (a transaction sent again after a crash) but never skips ahead.
+func checkAtLeastOnce(t *testing.T, recs []*kgo.Record, perKey map[string]int) (dups int) {
+	t.Helper()
+	seen := map[string]int{}
+	next := map[string]int{}
+	for _, r := range recs {
+		p := decodeSeq(t, r)
+		if p.Seq > next[p.Key] {
+			t.Fatalf("key %s: seq %d arrived before %d (lost or reordered)", p.Key, p.Seq, next[p.Key])
+		}
+		if p.Seq == next[p.Key] {
+			next[p.Key]++
+		}
+		seen[header(r, "id")]++
+	}
+	for k, n := range perKey {
+		if next[k] != n {
+			t.Fatalf("key %s: %d of %d events arrived", k, next[k], n)
+		}
+	}
+	for _, n := range seen {
+		dups += n - 1
+	}
+	return dups
+}
+
+func (e *env) totalRecords(cl *kgo.Client, topic string) int {
+	n := int64(0)
+	for _, o := range e.endOffsets(cl, topic) {
+		n += o
+	}
+	return int(n)
+}
+
+func TestKill9LosesNothing(t *testing.T) {
+	e := newEnv(t)
+	relay := e.startRelay()
+	topic := e.topic("order")
+	done := make(chan map[string]int, 1)
+	go func() { done <- e.writeEvents(2, 2000, 5, 20) }()
+	cl := e.client()
+	start := e.slotLSN()
+	e.waitFor("some events arrive and are confirmed", 30*time.Second, func() bool {
+		return e.totalRecords(cl, topic) >= 2000 && e.slotLSN() > start
+	})
+	relay.kill()
+	killedAt := e.totalRecords(cl, topic)
+	perKey := <-done
+	relay = e.startRelay()
+	end := e.insertLSN()
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.slotLSN() >= end })
+	dups := checkAtLeastOnce(t, e.readAll(topic), perKey)
+	if killedAt >= 10000 {
+		t.Fatalf("the relay was killed after all %d events: the test did not kill it mid-stream", killedAt)
+	}
+	t.Logf("killed after %d of 10000 events; %d redelivered after the restart", killedAt, dups)
+	relay.stop(30 * time.Second)
+}
+
+func TestStandbyTakesOverWhenLeaderDies(t *testing.T) {
+	e := newEnv(t)
+	leader := e.startRelay()
+	standby := e.spawnRelay()
+	e.waitFor("the second relay stands by", 30*time.Second, func() bool {
+		return strings.Contains(standby.log.String(), "standing by")
+	})
+	insert(t, e.conn, "order", "k", "One", `{"n": 1}`)
+	e.readN(e.topic("order"), 1, 30*time.Second)
+	end := e.insertLSN()
+	e.waitFor("the leader confirms the first event", 30*time.Second, func() bool { return e.slotLSN() >= end })
+	if strings.Contains(standby.log.String(), "replication started") {
+		t.Fatal("the standby started streaming while the leader runs")
+	}
+
+	leader.kill()
+	e.waitFor("the standby takes over the slot", 60*time.Second, func() bool {
+		return strings.Contains(standby.log.String(), "replication started") && e.slotActive()
+	})
+	insert(t, e.conn, "order", "k", "Two", `{"n": 2}`)
+	// The standby resumes from the leader's confirmed position: the first
+	// event is not sent again.
+	recs := e.readN(e.topic("order"), 2, 30*time.Second)
+	assertValues(t, recs, []string{`{"n": 1}`, `{"n": 2}`})
+	standby.stop(30 * time.Second)
+}
+
+func TestPostgresRestartMidStream(t *testing.T) {
+	e := newEnv(t)
+	relay := e.startRelay()
+	topic := e.topic("order")
+	perKey := e.writeEvents(1, 300, 10, 10)
+	cl := e.client()
+	e.waitFor("some events arrive", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 300 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := cluster.Restart(ctx, "immediate"); err != nil {
+		t.Fatalf("restart PostgreSQL: %v", err)
+	}
+	e.conn = mustConnect(t, e.url)
+	t.Cleanup(func() { e.conn.Close(context.Background()) })
+	if !relay.running() {
+		t.Fatalf("the relay exited when PostgreSQL restarted: %v\n%s", relay.err, relay.log.String())
+	}
+	// Written after the restart: the relay must reconnect to deliver them.
+	more := e.writeEventsFrom(perKey, 100, 10)
+	e.waitFor("the relay streams again", 90*time.Second, e.slotActive)
+	end := e.insertLSN()
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.slotLSN() >= end })
+	dups := checkAtLeastOnce(t, e.readAll(topic), more)
+	t.Logf("%d events redelivered after the restart", dups)
+	relay.stop(30 * time.Second)
+}
+
+// writeEventsFrom continues the per-key sequences of perKey from one
+// connection: txs transactions of perTx events, round-robin over the keys.
+func (e *env) writeEventsFrom(perKey map[string]int, txs, perTx int) map[string]int {
+	e.t.Helper()
+	next := map[string]int{}
+	var keys []string
+	for k, n := range perKey {
+		next[k] = n
+		keys = append(keys, k)
+	}
+	i := 0
+	for x := 0; x < txs; x++ {
+		tx, err := e.conn.Begin(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for j := 0; j < perTx; j++ {
+			k := keys[i%len(keys)]
+			i++
+			insert(e.t, tx, "order", k, "OrderChanged", fmt.Sprintf(`{"key": %q, "seq": %d}`, k, next[k]))
+			next[k]++
+		}
+		if err := tx.Commit(context.Background()); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return next
+}
+
+func TestPoisonRowsGoToTheStatusTable(t *testing.T) {
+	e := newEnv(t)
+	e.startRelay()
+	ctx := context.Background()
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, topic, payload)
+		VALUES ('order', 'k', 'BadTopic', 'bad topic!*', '{"n": "bad topic"}')`)
+	// 2 MB: over the producer's 1 MB batch limit, and the broker's default.
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+		VALUES ('order', 'k', 'TooLarge', json_build_object('pad', repeat('x', 2000000))::jsonb)`)
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, headers)
+		VALUES ('order', 'k', 'BadHeaders', '{"n": "bad headers"}', '[1]')`)
+	insert(t, e.conn, "order", "k", "Good", `{"n": "good"}`)
+
+	recs := e.readN(e.topic("order"), 1, 30*time.Second)
+	assertValues(t, recs, []string{`{"n": "good"}`})
+	end := e.insertLSN()
+	e.waitFor("the slot confirms past the poison rows", 30*time.Second, func() bool { return e.slotLSN() >= end })
+
+	rows, err := e.conn.Query(ctx, `SELECT h->>'value', status, last_error, topic, length(record_value)
+		FROM outbox_delivery, jsonb_array_elements(headers) h WHERE h->>'key' = 'event_type' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for rows.Next() {
+		var eventType, status, reason, topic string
+		var size int
+		if err := rows.Scan(&eventType, &status, &reason, &topic, &size); err != nil {
+			t.Fatal(err)
+		}
+		if status != "FAILED" {
+			t.Errorf("%s: status %s, want FAILED", eventType, status)
+		}
+		if size == 0 {
+			t.Errorf("%s: the status row has no copy of the record value", eventType)
+		}
+		got[eventType] = reason
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for eventType, want := range map[string]string{
+		"BadTopic":   "illegal character",
+		"TooLarge":   "MESSAGE_TOO_LARGE",
+		"BadHeaders": "not a JSON object",
+	} {
+		if !strings.Contains(got[eventType], want) {
+			t.Errorf("%s: reason %q, want one mentioning %q (all: %v)", eventType, got[eventType], want, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("status table holds %d rows, want 3: %v", len(got), got)
+	}
+}
+
+func TestLostSlotIsReportedNotSkipped(t *testing.T) {
+	e := newEnv(t)
+	relay := e.startRelay()
+	insert(t, e.conn, "order", "k", "One", `{"n": 1}`)
+	e.readN(e.topic("order"), 1, 30*time.Second)
+	relay.stop(30 * time.Second)
+
+	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
+	insert(t, e.conn, "order", "k", "Lost", `{"n": "committed while no slot existed"}`)
+
+	args := []string{"run", "--postgres-url", e.url, "--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot}
+	out, err := exec.Command(relayBin, args...).CombinedOutput()
+	if err == nil {
+		t.Fatalf("the relay started on a recreated slot without a word:\n%s", out)
+	}
+	if !strings.Contains(string(out), "does not exist") || !strings.Contains(string(out), "--accept-slot-loss") {
+		t.Fatalf("the error does not explain the lost slot and the way out:\n%s", out)
+	}
+
+	relay = e.startRelay("--accept-slot-loss")
+	insert(t, e.conn, "order", "k", "Two", `{"n": 2}`)
+	recs := e.readN(e.topic("order"), 2, 30*time.Second)
+	assertValues(t, recs, []string{`{"n": 1}`, `{"n": 2}`})
+	relay.stop(30 * time.Second)
+}
