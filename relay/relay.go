@@ -412,7 +412,8 @@ type pipeline struct {
 	tracker *checkpoint.Tracker
 	ctx     context.Context
 
-	tx *checkpoint.Txn
+	tx          *checkpoint.Txn
+	undelivered atomic.Int64
 }
 
 func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
@@ -450,8 +451,10 @@ func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
 			default:
 				// Not delivered (the producer is closing): the event stays
 				// in flight, its transaction unconfirmed, and PostgreSQL
-				// sends it again after a restart.
-				p.log.Warn("event not delivered; it will be sent again after a restart", "id", string(ev.ID), "err", err)
+				// sends it again after a restart. Said once, not per event.
+				if p.undelivered.Add(1) == 1 {
+					p.log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(ev.ID), "err", err)
+				}
 			}
 		})
 	}

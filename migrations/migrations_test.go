@@ -1,0 +1,127 @@
+package migrations
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/pgtemp"
+)
+
+func defaultConfig() Config {
+	return Config{
+		OutboxSchema: "public", OutboxTable: "outbox",
+		StatusSchema: "public", StatusTable: "outbox_delivery",
+		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint",
+		Publication: "cdc_relay",
+	}
+}
+
+func startPG(t *testing.T) *pgx.Conn {
+	t.Helper()
+	if _, err := pgtemp.FindBin(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := pgtemp.Start(ctx, pgtemp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Stop() })
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func TestApplyIsIdempotent(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	res, err := Apply(ctx, conn, defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) == 0 || !res.CreatedPublication {
+		t.Fatalf("first run: %+v", res)
+	}
+	res, err = Apply(ctx, conn, defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 0 || res.CreatedPublication || res.AddedToPublication {
+		t.Fatalf("second run changed something: %+v", res)
+	}
+	var pubInsert, pubUpdate bool
+	if err := conn.QueryRow(ctx, "SELECT pubinsert, pubupdate FROM pg_publication WHERE pubname = 'cdc_relay'").Scan(&pubInsert, &pubUpdate); err != nil {
+		t.Fatal(err)
+	}
+	if !pubInsert || pubUpdate {
+		t.Fatalf("publication publishes insert=%v update=%v; want inserts only", pubInsert, pubUpdate)
+	}
+	// The default outbox accepts the minimal insert of DESIGN.md.
+	if _, err := conn.Exec(ctx, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('a', 'b', 'c', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestApplyMapsAnExistingTable(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	for _, sql := range []string{
+		"CREATE SCHEMA app",
+		"CREATE TABLE app.notification_outbox (id bigserial primary key, deal_id text, payload jsonb)",
+		"CREATE PUBLICATION shared_pub FOR TABLE app.notification_outbox",
+		"CREATE TABLE app.other (id int)",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := defaultConfig()
+	cfg.OutboxSchema, cfg.OutboxTable, cfg.SkipOutbox = "app", "notification_outbox", true
+	cfg.Publication = "shared_pub"
+	res, err := Apply(ctx, conn, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CreatedPublication || res.AddedToPublication {
+		t.Fatalf("publication already had the table: %+v", res)
+	}
+	// A publication without the table gets it added.
+	if _, err := conn.Exec(ctx, "CREATE PUBLICATION other_pub FOR TABLE app.other"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Publication = "other_pub"
+	if res, err = Apply(ctx, conn, cfg); err != nil || !res.AddedToPublication {
+		t.Fatalf("res %+v err %v; want the table added", res, err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'other_pub'").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("other_pub has %d tables (err %v), want 2", n, err)
+	}
+	// SkipOutbox left the mapped table alone and created no default one.
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('public.outbox') IS NOT NULL").Scan(&exists); err != nil || exists {
+		t.Fatalf("public.outbox exists=%v err %v", exists, err)
+	}
+}
+
+func TestApplyReportsAMissingTable(t *testing.T) {
+	conn := startPG(t)
+	cfg := defaultConfig()
+	cfg.OutboxTable, cfg.SkipOutbox = "missing", true
+	_, err := Apply(context.Background(), conn, cfg)
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("error %v, want one naming the missing table", err)
+	}
+}

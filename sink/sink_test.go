@@ -1,0 +1,53 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+func TestPermanent(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{kerr.MessageTooLarge, true},
+		{kerr.InvalidTopicException, true},
+		{kerr.TopicAuthorizationFailed, true},
+		{kerr.UnknownTopicOrPartition, true}, // only reaches the callback after the client's unknown-topic retries
+		{fmt.Errorf("produce: %w", kerr.RecordListTooLarge), true},
+		{kerr.NotLeaderForPartition, false},
+		{kerr.RequestTimedOut, false},
+		{kgo.ErrClientClosed, false},
+		{context.Canceled, false},
+		{errors.New("some I/O error"), false},
+	}
+	for _, tt := range tests {
+		if got := Permanent(tt.err); got != tt.want {
+			t.Errorf("Permanent(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestRecord(t *testing.T) {
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ev := &decoder.Event{
+		Topic: "t", Key: []byte("k"), Value: []byte("v"), Timestamp: ts,
+		Headers: []decoder.Header{{Key: "id", Value: []byte("1")}, {Key: "n", Value: nil}},
+	}
+	r := Record(ev)
+	if r.Topic != "t" || string(r.Key) != "k" || string(r.Value) != "v" || !r.Timestamp.Equal(ts) {
+		t.Fatalf("record %+v", r)
+	}
+	if len(r.Headers) != 2 || r.Headers[0].Key != "id" || string(r.Headers[0].Value) != "1" || r.Headers[1].Value != nil {
+		t.Fatalf("headers %+v", r.Headers)
+	}
+}
