@@ -8,12 +8,15 @@ LDFLAGS  := -s -w -X main.Version=$(VERSION)
 # built binary against a real PostgreSQL and Kafka over TCP.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build demo test unit e2e lint deps clean
+.PHONY: all build demo test test-kafka unit e2e lint deps deps-kafka clean
 
 all: build
 
 deps:
 	@./scripts/deps.sh
+
+deps-kafka:
+	@./scripts/deps.sh kafka
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cdc-relay
@@ -24,6 +27,10 @@ demo: deps build
 
 ## test: lint, unit tests with -race, then the end-to-end suite
 test: deps lint unit e2e
+
+## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven)
+test-kafka: deps deps-kafka
+	CDC_RELAY_TEST_KAFKA=apache $(GO) test -count=1 -timeout 30m ./e2e/
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,8 +52,7 @@ func TestKill9LosesNothing(t *testing.T) {
 	e := newEnv(t)
 	relay := e.startRelay()
 	topic := e.topic("order")
-	done := make(chan map[string]int, 1)
-	go func() { done <- e.writeEvents(2, 2000, 5, 20) }()
+	w := e.startWriter(0)
 	cl := e.client()
 	start := e.slotLSN()
 	e.waitFor("some events arrive and are confirmed", 30*time.Second, func() bool {
@@ -60,15 +60,13 @@ func TestKill9LosesNothing(t *testing.T) {
 	})
 	relay.kill()
 	killedAt := e.totalRecords(cl, topic)
-	perKey := <-done
+	w.waitWritten(w.count() + 1000) // more while the relay is down
+	perKey := w.stop()
 	relay = e.startRelay()
 	end := e.insertLSN()
 	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.slotLSN() >= end })
 	dups := checkAtLeastOnce(t, e.readAll(topic), perKey)
-	if killedAt >= 10000 {
-		t.Fatalf("the relay was killed after all %d events: the test did not kill it mid-stream", killedAt)
-	}
-	t.Logf("killed after %d of 10000 events; %d redelivered after the restart", killedAt, dups)
+	t.Logf("killed after %d of %d events; %d redelivered after the restart", killedAt, w.count(), dups)
 	relay.stop(30 * time.Second)
 }
 
@@ -235,4 +233,125 @@ func TestLostSlotIsReportedNotSkipped(t *testing.T) {
 	recs := e.readN(e.topic("order"), 2, 30*time.Second)
 	assertValues(t, recs, []string{`{"n": 1}`, `{"n": 2}`})
 	relay.stop(30 * time.Second)
+}
+
+// TestBrokerOutage stops the broker for 20 s mid-stream and starts it again
+// on the same port with its data: nothing lost, nothing duplicated (the
+// idempotent producer holds across the outage), and delivery resumes within
+// 10 s of the broker's return.
+func TestBrokerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s broker outage")
+	}
+	e := newEnv(t)
+	relay := e.startRelay()
+	topic := e.topic("order")
+	cl := e.client()
+
+	w := e.startWriter(10 * time.Millisecond)
+	e.waitFor("events flow", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 500 })
+	e.stopBroker()
+	t.Log("broker stopped")
+	time.Sleep(20 * time.Second) // the outage itself, not a synchronisation
+	before := time.Now()
+	e.startBroker()
+	cl = e.client()
+	atRestart := e.totalRecords(cl, topic)
+	e.waitFor("delivery resumes", 60*time.Second, func() bool { return e.totalRecords(cl, topic) > atRestart })
+	resumed := time.Since(before)
+	perKey := w.stop()
+	end := e.insertLSN()
+	e.waitFor("the slot confirms past the last commit", 2*time.Minute, func() bool { return e.slotLSN() >= end })
+	total := 0
+	for _, n := range perKey {
+		total += n
+	}
+	checkExactlyOnce(t, e.readAll(topic), total, perKey)
+	t.Logf("%d events; delivery resumed %s after the broker started (%d records were in the topic then)", total, resumed.Round(time.Millisecond), atRestart)
+	if resumed > 10*time.Second {
+		t.Errorf("delivery resumed %s after the broker came back, want within 10s", resumed)
+	}
+	if !relay.running() {
+		t.Fatalf("the relay exited during the outage: %v", relay.err)
+	}
+	relay.stop(30 * time.Second)
+}
+
+// writer inserts transactions of 10 events (keys key-0 … key-9, a sequence
+// per key) from one connection until stopped.
+type writer struct {
+	t       *testing.T
+	done    chan struct{}
+	result  chan map[string]int
+	written atomic.Int64
+}
+
+// startWriter starts a writer; every > 0 paces it to a transaction per
+// interval.
+func (e *env) startWriter(every time.Duration) *writer {
+	w := &writer{t: e.t, done: make(chan struct{}), result: make(chan map[string]int, 1)}
+	conn := mustConnect(e.t, e.url)
+	go func() {
+		defer conn.Close(context.Background())
+		perKey := map[string]int{}
+		defer func() { w.result <- perKey }()
+		for {
+			select {
+			case <-w.done:
+				return
+			default:
+			}
+			if every > 0 {
+				time.Sleep(every) // pacing, not synchronisation
+			}
+			tx, err := conn.Begin(context.Background())
+			if err != nil {
+				e.t.Error(err)
+				return
+			}
+			for j := 0; j < 10; j++ {
+				k := fmt.Sprintf("key-%d", j)
+				if _, err := tx.Exec(context.Background(),
+					"INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('order', $1, 'OrderChanged', $2)",
+					k, fmt.Sprintf(`{"key": %q, "seq": %d}`, k, perKey[k])); err != nil {
+					e.t.Error(err)
+					return
+				}
+			}
+			if err := tx.Commit(context.Background()); err != nil {
+				e.t.Error(err)
+				return
+			}
+			for j := 0; j < 10; j++ {
+				perKey[fmt.Sprintf("key-%d", j)]++
+			}
+			w.written.Add(10)
+		}
+	}()
+	return w
+}
+
+// count is how many events the writer has committed.
+func (w *writer) count() int { return int(w.written.Load()) }
+
+// waitWritten waits until the writer has committed n events.
+func (w *writer) waitWritten(n int) {
+	w.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for w.count() < n {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("the writer committed %d of %d events within 60s", w.count(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop stops the writer and returns the events committed per key.
+func (w *writer) stop() map[string]int {
+	close(w.done)
+	return <-w.result
+}
+
+func TestSASLSCRAMSHA512(t *testing.T) {
+	t.Skip("SASL SCRAM-SHA-512 against a broker that requires it: needs the relay's SASL options, which come with the operations issue (not landed yet)")
 }

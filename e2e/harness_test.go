@@ -22,15 +22,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cdc-relay/cdc-relay/e2e/kafka"
 	"github.com/cdc-relay/cdc-relay/pgtemp"
 )
 
 // The package shares one PostgreSQL cluster; each test gets its own
-// database, slot, topics and (with kfake) broker.
+// database, slot and topics. The broker comes from the environment:
+//
+//	CDC_RELAY_TEST_KAFKA=kfake   (default) an in-process kfake broker per test
+//	CDC_RELAY_TEST_KAFKA=apache  one real Apache Kafka broker for the package
+//	CDC_RELAY_TEST_KAFKA_BROKERS=host:port,…  a broker you already run
 var (
 	relayBin string
 	cluster  *pgtemp.Cluster
+	apache   *kafka.Broker
 )
+
+// brokerKind is "kfake", "apache" or "external".
+func brokerKind() string {
+	if os.Getenv("CDC_RELAY_TEST_KAFKA_BROKERS") != "" {
+		return "external"
+	}
+	if k := os.Getenv("CDC_RELAY_TEST_KAFKA"); k != "" {
+		return k
+	}
+	return "kfake"
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -58,19 +75,37 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cluster.Stop()
+	switch kind := brokerKind(); kind {
+	case "kfake", "external":
+	case "apache":
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		apache, err = kafka.Start(ctx, kafka.Options{})
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "start Apache Kafka:", err)
+			return 1
+		}
+		defer apache.Close()
+		fmt.Fprintf(os.Stderr, "e2e: Apache Kafka %s at %s\n", kafka.Version, apache.Addr())
+	default:
+		fmt.Fprintf(os.Stderr, "CDC_RELAY_TEST_KAFKA=%q: want kfake or apache\n", kind)
+		return 2
+	}
 	return m.Run()
 }
 
 // env is one test's world: a database, a broker and a topic prefix.
 type env struct {
-	t       *testing.T
-	db      string
-	url     string
-	slot    string
-	prefix  string // topic prefix, unique per test
-	brokers []string
-	kfake   *kfake.Cluster // nil for an external broker
-	conn    *pgx.Conn
+	t         *testing.T
+	db        string
+	url       string
+	slot      string
+	prefix    string // topic prefix, unique per test
+	brokers   []string
+	kfake     *kfake.Cluster // nil unless CDC_RELAY_TEST_KAFKA=kfake
+	kfakeDir  string
+	kfakePort int
+	conn      *pgx.Conn
 }
 
 var envSeq int
@@ -92,16 +127,14 @@ func newEnv(t *testing.T) *env {
 		_, _ = a.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
 
-	if b := os.Getenv("CDC_RELAY_TEST_KAFKA_BROKERS"); b != "" {
-		e.brokers = strings.Split(b, ",")
-	} else {
-		kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4))
-		if err != nil {
-			t.Fatalf("start kfake: %v", err)
-		}
-		t.Cleanup(kc.Close)
-		e.kfake = kc
-		e.brokers = kc.ListenAddrs()
+	switch brokerKind() {
+	case "external":
+		e.brokers = strings.Split(os.Getenv("CDC_RELAY_TEST_KAFKA_BROKERS"), ",")
+	case "apache":
+		e.brokers = []string{apache.Addr()}
+	default:
+		e.startKfake()
+		t.Cleanup(func() { e.kfake.Close() })
 	}
 
 	out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url).CombinedOutput()
@@ -113,10 +146,61 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// startKfake starts the test's kfake broker, on the same port and data
+// directory as before when it is restarted.
+func (e *env) startKfake() {
+	e.t.Helper()
+	if e.kfakeDir == "" {
+		e.kfakeDir = e.t.TempDir()
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4),
+		kfake.DataDir(e.kfakeDir), kfake.Ports(e.kfakePort)}
+	kc, err := kfake.NewCluster(opts...)
+	if err != nil {
+		e.t.Fatalf("start kfake: %v", err)
+	}
+	e.kfake = kc
+	e.brokers = kc.ListenAddrs()
+	if e.kfakePort == 0 {
+		_, port, _ := strings.Cut(e.brokers[0], ":")
+		e.kfakePort, _ = strconv.Atoi(port)
+	}
+}
+
+// stopBroker stops the test's broker, keeping its data; startBroker starts
+// it again on the same port. Not possible on an external broker.
+func (e *env) stopBroker() {
+	e.t.Helper()
+	switch brokerKind() {
+	case "apache":
+		if err := apache.Stop(); err != nil {
+			e.t.Fatal(err)
+		}
+	case "kfake":
+		e.kfake.Close()
+	default:
+		e.t.Skip("cannot stop an external broker (CDC_RELAY_TEST_KAFKA_BROKERS)")
+	}
+}
+
+func (e *env) startBroker() {
+	e.t.Helper()
+	switch brokerKind() {
+	case "apache":
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := apache.Start(ctx); err != nil {
+			e.t.Fatal(err)
+		}
+	case "kfake":
+		e.startKfake()
+	}
+}
+
 // needKfake skips a test that uses kfake's fault hooks on another broker.
 func (e *env) needKfake() {
 	if e.kfake == nil {
-		e.t.Skip("needs kfake's fault-injection hooks; CDC_RELAY_TEST_KAFKA_BROKERS points at another broker")
+		e.t.Skipf("needs kfake's fault-injection hooks; this run uses the %s broker", brokerKind())
 	}
 }
 

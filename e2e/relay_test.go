@@ -247,31 +247,23 @@ func TestSIGTERMRestartDeliversEverythingOnce(t *testing.T) {
 	topic := e.topic("order")
 
 	// Write continuously while the relay is stopped and started again.
-	done := make(chan map[string]int, 1)
-	go func() { done <- e.writeEvents(2, 400, 10, 20) }()
+	w := e.startWriter(0)
 	cl := e.client()
-	e.waitFor("some events arrive", 30*time.Second, func() bool {
-		n := int64(0)
-		for _, o := range e.endOffsets(cl, topic) {
-			n += o
-		}
-		return n >= 500
-	})
+	e.waitFor("some events arrive", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 500 })
 	relay.stop(30 * time.Second)
-	stoppedAt := 0
-	for _, o := range e.endOffsets(cl, topic) {
-		stoppedAt += int(o)
-	}
-	perKey := <-done
-	if stoppedAt >= 4000 {
+	stoppedAt := e.totalRecords(cl, topic)
+	w.waitWritten(w.count() + 1000)
+	perKey := w.stop()
+	total := w.count()
+	if stoppedAt >= total {
 		t.Fatalf("the relay stopped after all %d events: the test did not stop it mid-stream", stoppedAt)
 	}
 	// Inserted while stopped, too.
 	relay = e.startRelay()
 	end := e.insertLSN()
 	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.slotLSN() >= end })
-	checkExactlyOnce(t, e.readAll(topic), 4000, perKey)
-	t.Logf("stopped after %d of 4000 events", stoppedAt)
+	checkExactlyOnce(t, e.readAll(topic), total, perKey)
+	t.Logf("stopped after %d of %d events", stoppedAt, total)
 	relay.stop(30 * time.Second)
 }
 

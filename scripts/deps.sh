@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the demo and the tests need and the machine lacks:
 # PostgreSQL's server binaries (initdb, pg_ctl) and kcat, from Debian's
-# packages. Go itself must already be installed.
+# packages; with the argument "kafka", also Java and Maven for the real
+# Apache Kafka broker (make test-kafka). Go itself must already be installed.
 set -euo pipefail
 
 missing=()
@@ -10,6 +11,10 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
 fi
 if ! command -v kcat >/dev/null 2>&1; then
   missing+=(kcat)
+fi
+if [ "${1:-}" = kafka ]; then
+  command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+  command -v mvn >/dev/null 2>&1 || missing+=(maven)
 fi
 if ! command -v go >/dev/null 2>&1; then
   echo "deps: Go is not installed; get it from https://go.dev/dl/ (go.mod says which version)" >&2

@@ -1,0 +1,269 @@
+// Package kafka runs a real Apache Kafka broker for the e2e suite: one
+// combined broker+controller KRaft node from the jars that Maven fetches
+// (pom.xml beside this file) into a git-ignored cache, on free loopback
+// ports, with a small heap, its data in a temporary directory.
+//
+// The first Start runs Maven (minutes on a cold cache); later ones reuse the
+// jars and take seconds. Java 17+ and Maven must be installed.
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Version is the Kafka version pom.xml names.
+const Version = "4.4.0"
+
+// Options configures a broker.
+type Options struct {
+	// Config are extra server.properties settings, overriding the defaults.
+	Config map[string]string
+	// Heap is the JVM heap, default "512m".
+	Heap string
+}
+
+// Broker is a running broker. Stop and Start restart it on the same ports
+// with its data; Close stops it and removes the data.
+type Broker struct {
+	dir, libs      string
+	port, ctrlPort int
+	opts           Options
+	cmd            *exec.Cmd
+	exited         chan struct{}
+	logPath        string
+}
+
+// sourceDir is the directory of this file: pom.xml and the cache live here.
+func sourceDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// Jars makes sure the broker's jars are in the cache and returns the
+// directory holding them.
+func Jars(ctx context.Context) (string, error) {
+	dir := sourceDir()
+	libs := filepath.Join(dir, ".cache", "libs")
+	if _, err := os.Stat(filepath.Join(libs, "kafka_2.13-"+Version+".jar")); err == nil {
+		return libs, nil
+	}
+	if _, err := exec.LookPath("mvn"); err != nil {
+		return "", errors.New("the Apache Kafka broker needs Maven to fetch its jars: apt-get install maven (and openjdk-17-jre-headless)")
+	}
+	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "dependency:copy-dependencies",
+		"-DoutputDirectory="+libs, "-DincludeScope=runtime")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("fetch the Kafka %s jars with Maven: %w\n%s", Version, err, out)
+	}
+	return libs, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start fetches the jars if needed, formats KRaft storage in a temporary
+// directory, and starts the broker; it returns once the broker answers a
+// metadata request.
+func Start(ctx context.Context, opts Options) (*Broker, error) {
+	if _, err := exec.LookPath("java"); err != nil {
+		return nil, errors.New("the Apache Kafka broker needs Java 17 or later: apt-get install openjdk-17-jre-headless")
+	}
+	libs, err := Jars(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Heap == "" {
+		opts.Heap = "512m"
+	}
+	b := &Broker{libs: libs, opts: opts}
+	if b.dir, err = os.MkdirTemp("", "cdc-relay-kafka-"); err != nil {
+		return nil, err
+	}
+	if b.port, err = freePort(); err != nil {
+		return nil, err
+	}
+	if b.ctrlPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	b.logPath = filepath.Join(b.dir, "broker.log")
+	if err := b.writeConfig(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	format := b.java("kafka.tools.StorageTool", "format", "-t", base64.RawURLEncoding.EncodeToString(id), "-c", b.config())
+	if out, err := format.CombinedOutput(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("format KRaft storage: %w\n%s", err, out)
+	}
+	if err := b.Start(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Broker) config() string { return filepath.Join(b.dir, "server.properties") }
+
+func (b *Broker) writeConfig() error {
+	cfg := map[string]string{
+		"process.roles":                            "broker,controller",
+		"node.id":                                  "1",
+		"controller.quorum.voters":                 fmt.Sprintf("1@127.0.0.1:%d", b.ctrlPort),
+		"listeners":                                fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.port, b.ctrlPort),
+		"advertised.listeners":                     fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", b.port),
+		"controller.listener.names":                "CONTROLLER",
+		"listener.security.protocol.map":           "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"inter.broker.listener.name":               "PLAINTEXT",
+		"log.dirs":                                 filepath.Join(b.dir, "data"),
+		"offsets.topic.replication.factor":         "1",
+		"transaction.state.log.replication.factor": "1",
+		"transaction.state.log.min.isr":            "1",
+		"auto.create.topics.enable":                "true",
+		"num.partitions":                           "4",
+		"group.initial.rebalance.delay.ms":         "0",
+	}
+	for k, v := range b.opts.Config {
+		cfg[k] = v
+	}
+	keys := make([]string, 0, len(cfg))
+	for k := range cfg {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%s=%s\n", k, cfg[k])
+	}
+	if err := os.WriteFile(b.config(), []byte(sb.String()), 0o644); err != nil {
+		return err
+	}
+	log4j := "status = warn\nappender.console.type = Console\nappender.console.name = STDOUT\n" +
+		"appender.console.layout.type = PatternLayout\nappender.console.layout.pattern = [%d] %p %m (%c)%n\n" +
+		"rootLogger.level = warn\nrootLogger.appenderRef.stdout.ref = STDOUT\n"
+	return os.WriteFile(filepath.Join(b.dir, "log4j2.properties"), []byte(log4j), 0o644)
+}
+
+func (b *Broker) java(args ...string) *exec.Cmd {
+	full := append([]string{
+		"-Xms" + b.opts.Heap, "-Xmx" + b.opts.Heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dlog4j2.configurationFile=" + filepath.Join(b.dir, "log4j2.properties"),
+		"-cp", filepath.Join(b.libs, "*"),
+	}, args...)
+	cmd := exec.Command("java", full...)
+	cmd.Dir = b.dir
+	return cmd
+}
+
+// Addr is the broker's host:port.
+func (b *Broker) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
+
+// Start starts a stopped broker on its ports with its data and waits until
+// it answers.
+func (b *Broker) Start(ctx context.Context) error {
+	logf, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	b.cmd = b.java("kafka.Kafka", b.config())
+	b.cmd.Stdout, b.cmd.Stderr = logf, logf
+	if err := b.cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start Kafka: %w", err)
+	}
+	b.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}(b.cmd, b.exited)
+
+	ctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		err := cl.Ping(pctx)
+		pcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-b.exited:
+			return fmt.Errorf("Kafka exited while starting:\n%s", b.LogTail())
+		case <-ctx.Done():
+			return fmt.Errorf("Kafka did not answer within 120s (%v):\n%s", err, b.LogTail())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the broker cleanly (SIGTERM), keeping its data.
+func (b *Broker) Stop() error {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-b.exited:
+		return nil
+	default:
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.exited:
+		return nil
+	case <-time.After(60 * time.Second):
+		_ = b.cmd.Process.Kill()
+		<-b.exited
+		return errors.New("Kafka did not stop within 60s of SIGTERM; killed")
+	}
+}
+
+// LogTail returns the end of the broker's log.
+func (b *Broker) LogTail() string {
+	data, _ := os.ReadFile(b.logPath)
+	if len(data) > 4000 {
+		data = data[len(data)-4000:]
+	}
+	return string(data)
+}
+
+// Close stops the broker and removes its data.
+func (b *Broker) Close() {
+	if b.cmd != nil && b.cmd.Process != nil {
+		select {
+		case <-b.exited:
+		default:
+			_ = b.cmd.Process.Kill()
+			<-b.exited
+		}
+	}
+	_ = os.RemoveAll(b.dir)
+}
