@@ -71,13 +71,15 @@ func (t *Tracker) Add(tx *Txn, size int) {
 // Done marks one event of tx as delivered (acked by Kafka, or durably
 // recorded as failed). size must be what Add was given.
 func (t *Tracker) Done(tx *Txn, size int) {
-	t.events.Add(-1)
-	t.bytes.Add(-int64(size))
 	if tx.pending.Add(-1) == 0 {
 		t.mu.Lock()
 		t.advance()
 		t.mu.Unlock()
 	}
+	// Counted down after the advance, so that once WaitIdle sees nothing in
+	// flight, Safe already includes every delivered transaction.
+	t.bytes.Add(-int64(size))
+	t.events.Add(-1)
 	if t.waiting.Load() {
 		select {
 		case t.wake <- struct{}{}:

@@ -108,6 +108,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer pool.Close()
 	if err := preflight(ctx, pool, cfg); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return err
 	}
 
@@ -141,12 +144,15 @@ func Run(ctx context.Context, cfg Config) error {
 		err := r.session(ctx)
 		switch {
 		case ctx.Err() != nil:
-			log.Info("relay stopped", "events", r.events.Load(), "failed", r.failed.Load())
+			// Stopped, possibly while still starting; nothing is lost either
+			// way: what was not confirmed is sent again after a restart.
 			if errors.Is(err, replication.ErrStopTimeout) {
 				log.Warn("stopped before every in-flight event was acked; they will be sent again after a restart")
-				return nil
+			} else if err != nil && !errors.Is(err, context.Canceled) {
+				log.Warn("stopped with an error", "err", err)
 			}
-			return err
+			log.Info("relay stopped", "events", r.events.Load(), "failed", r.failed.Load())
+			return nil
 		case errors.As(err, new(fatalError)):
 			return err
 		}
@@ -208,7 +214,12 @@ func (r *runner) session(ctx context.Context) error {
 		return fatalError{err}
 	}
 	tracker := checkpoint.NewTracker(start, cfg.Limits)
-	p := &pipeline{runner: r, dec: dec, tracker: tracker, ctx: context.WithoutCancel(ctx)}
+	// Records of this session are cancelled when it ends: a reconnect sends
+	// them again from the slot, and a stop that timed out must not stay
+	// blocked in Produce behind a full producer buffer.
+	produceCtx, cancelProduce := context.WithCancel(context.Background())
+	defer cancelProduce()
+	p := &pipeline{runner: r, dec: dec, tracker: tracker, ctx: context.WithoutCancel(ctx), produceCtx: produceCtx}
 
 	var confirmed atomic.Uint64
 	confirmed.Store(uint64(start))
@@ -228,7 +239,9 @@ func (r *runner) session(ctx context.Context) error {
 		StopTimeout:    cfg.StopTimeout,
 		Logger:         log,
 		OnConfirm:      func(lsn pglogrepl.LSN) { confirmed.Store(uint64(lsn)) },
+		OnStopTimeout:  cancelProduce,
 	}, p.handle)
+	cancelProduce()
 	stopSaver()
 	saverWG.Wait()
 
@@ -412,6 +425,7 @@ type pipeline struct {
 	tracker *checkpoint.Tracker
 	ctx     context.Context
 
+	produceCtx  context.Context
 	tx          *checkpoint.Txn
 	undelivered atomic.Int64
 }
@@ -441,7 +455,7 @@ func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
 			go p.fail(ev, tx, size, msg.Poison)
 			return nil
 		}
-		p.sink.Produce(sink.Record(ev), func(_ *kgo.Record, err error) {
+		p.sink.Produce(p.produceCtx, sink.Record(ev), func(_ *kgo.Record, err error) {
 			switch {
 			case err == nil:
 				p.events.Add(1)

@@ -105,6 +105,9 @@ type Options struct {
 	// OnConfirm, if set, is called after each standby status update with
 	// the position it confirmed.
 	OnConfirm func(pglogrepl.LSN)
+	// OnStopTimeout, if set, is called when a stop outlives StopTimeout, so
+	// the caller can abandon work the handler may be blocked in.
+	OnStopTimeout func()
 }
 
 // ErrStopTimeout is returned when a stop could not finish the current
@@ -166,6 +169,9 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 		deadline = time.AfterFunc(opts.StopTimeout, func() {
 			s.hard.Store(true)
 			hardCancel()
+			if opts.OnStopTimeout != nil {
+				opts.OnStopTimeout()
+			}
 			_ = c.pg.Conn().SetReadDeadline(time.Now())
 		})
 		mu.Unlock()

@@ -97,8 +97,11 @@ func Record(ev *decoder.Event) *kgo.Record {
 // Produce sends r asynchronously; done is called once, from a producer
 // goroutine, with nil when Kafka acked the record, or the error that failed
 // it (see [Permanent]). Records of one partition complete in produce order.
-func (s *Sink) Produce(r *kgo.Record, done func(*kgo.Record, error)) {
-	s.cl.Produce(context.Background(), r, done)
+// Produce blocks while the client's buffer is full; cancelling ctx unblocks
+// it and fails the record, and every buffered record produced with ctx, with
+// ctx's error (not [Permanent]: the WAL still has them).
+func (s *Sink) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
+	s.cl.Produce(ctx, r, done)
 }
 
 // Ping checks that a broker answers.

@@ -3,7 +3,9 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -54,10 +56,21 @@ func (s *Store) Failed(ctx context.Context, ev *decoder.Event, reason error) err
 	if !ev.Timestamp.IsZero() {
 		ts = ev.Timestamp
 	}
-	_, err = s.db.Exec(ctx, "INSERT INTO "+s.table+
-		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn)"+
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn)",
-		id, ev.Topic, ev.Key, ev.Value, headers, ts, reason.Error(), pglogrepl.LSN(ev.CommitLSN).String())
+	insert := func(headers, ts any, reason string) error {
+		_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+
+			" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn)"+
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn)",
+			id, ev.Topic, ev.Key, ev.Value, headers, ts, reason, pglogrepl.LSN(ev.CommitLSN).String())
+		return err
+	}
+	err = insert(headers, ts, reason.Error())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		// A header or the timestamp cannot be stored (a NUL in a header, a
+		// timestamp out of range): keep the record without them rather
+		// than stall the stream on a row that can never be written.
+		err = insert(nil, nil, reason.Error()+" (headers and timestamp not stored: "+pgErr.Message+")")
+	}
 	if err != nil {
 		return fmt.Errorf("record failed event %s in %s: %w", ev.ID, s.table, err)
 	}

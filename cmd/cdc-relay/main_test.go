@@ -77,9 +77,10 @@ func TestEnvironmentFillsUnsetFlags(t *testing.T) {
 
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://relay:s3cret@db:5432/app":         "postgres://relay:xxxxx@db:5432/app",
-		"postgres://relay@db/app?password=s3cret&x=1": "postgres://relay@db/app?password=xxxxx&x=1",
-		"postgres://db/app":                           "postgres://db/app",
+		"postgres://relay:s3cret@db:5432/app":                        "postgres://relay@db:5432/app",
+		"postgres://relay@db/app?password=s3cret&sslpassword=s3cret": "postgres://relay@db:5432/app",
+		"host=db user=relay password=s3cret dbname=app port=6543":    "postgres://relay@db:6543/app",
+		"postgres://relay:s3cret@[::1]:5433/app?sslmode=disable":     "postgres://relay@[::1]:5433/app",
 	} {
 		got := redactURL(in)
 		if got != want || strings.Contains(got, "s3cret") {

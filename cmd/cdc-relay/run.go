@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -93,6 +97,9 @@ func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCol
 	if len(cfg.Kafka.Brokers) == 0 {
 		return usageError{"--kafka-brokers (or CDC_RELAY_KAFKA_BROKERS) is required"}
 	}
+	if cfg.Limits.Events <= 0 || cfg.Limits.Bytes <= 0 {
+		return usageError{"--max-in-flight-events and --max-in-flight-bytes must be positive: they bound the relay's memory"}
+	}
 	cfg.Mapping.HeaderColumns = splitList(headerCols)
 	if err := tables.apply(cfg); err != nil {
 		return err
@@ -137,19 +144,13 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
 }
 
-// redactURL hides the password of a connection URL for logging.
+// redactURL describes a connection string (URL or keyword/value form) for
+// logs: user, host, port and database, never a password.
 func redactURL(s string) string {
-	u, err := url.Parse(s)
+	cfg, err := pgconn.ParseConfig(s)
 	if err != nil {
-		return "(unparsable URL)"
+		return "(unparsable connection string)"
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
+	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), Path: "/" + cfg.Database}
 	return u.String()
 }
