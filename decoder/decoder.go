@@ -480,6 +480,11 @@ func appendJSONHeaders(hs []Header, obj []byte) ([]Header, error) {
 // "2006-01-02 15:04:05.999999+00". An unparsable value (infinity, BC dates)
 // gives the zero time, and the producer stamps the record itself.
 func parseTimestamp(b []byte, typ uint32) time.Time {
+	if typ == oidTimestamptz {
+		if t, ok := parseUTC(b); ok {
+			return t
+		}
+	}
 	s := string(b)
 	switch typ {
 	case oidInt8:
@@ -502,4 +507,52 @@ func parseTimestamp(b []byte, typ uint32) time.Time {
 		}
 		return time.Time{}
 	}
+}
+
+// parseUTC parses the form the relay's session renders every timestamptz in
+// (TimeZone=UTC, DateStyle=ISO): "2006-01-02 15:04:05[.ffffff]+00", without
+// time.Parse's generality. It is on the per-event path.
+func parseUTC(b []byte) (time.Time, bool) {
+	n := len(b)
+	if n < 22 || b[4] != '-' || b[7] != '-' || b[10] != ' ' || b[13] != ':' || b[16] != ':' ||
+		b[n-3] != '+' || b[n-2] != '0' || b[n-1] != '0' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) (int, bool) {
+		v := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	year, ok1 := num(b[0:4])
+	month, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hour, ok4 := num(b[11:13])
+	minute, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := b[19 : n-3]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		f, ok := num(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for i := len(frac) - 1; i < 9; i++ {
+			f *= 10
+		}
+		nsec = f
+	}
+	if month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 60 {
+		return time.Time{}, false
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
 }

@@ -320,3 +320,25 @@ func TestParseTemplate(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTimestamp(t *testing.T) {
+	tests := []struct {
+		in   string
+		typ  uint32
+		want time.Time
+	}{
+		{"2026-11-22 16:59:15.123456+00", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 123456000, time.UTC)},
+		{"2026-11-22 16:59:15.1+00", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 100000000, time.UTC)},
+		{"2026-11-22 16:59:15+00", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 0, time.UTC)},
+		{"2026-11-22 18:59:15.5+02", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 500000000, time.UTC)},
+		{"2026-11-22 22:29:15+05:30", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 0, time.UTC)},
+		{"infinity", oidTimestamptz, time.Time{}},
+		{"2026-11-22 16:59:15.25", oidTimestamp, time.Date(2026, 11, 22, 16, 59, 15, 250000000, time.UTC)},
+		{"1700000000123", oidInt8, time.UnixMilli(1700000000123)},
+	}
+	for _, tt := range tests {
+		if got := parseTimestamp([]byte(tt.in), tt.typ); !got.Equal(tt.want) {
+			t.Errorf("parseTimestamp(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

@@ -7,9 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -26,6 +29,7 @@ type RunCommand struct {
 	headerCol string
 	logLevel  string
 	logFormat string
+	debugAddr string
 }
 
 const runUsage = `Usage: cdc-relay run [flags]
@@ -58,6 +62,7 @@ func (c *RunCommand) flags() *flag.FlagSet {
 	registerRelayFlags(fs, &c.cfg, &c.tables, &c.brokers, &c.headerCol)
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
 	return fs
 }
 
@@ -126,7 +131,32 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	c.cfg.Logger = log
 	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "table", c.tables.table)
+	if c.debugAddr != "" {
+		srv, err := debugServer(c.debugAddr)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		log.Info("profiler listening", "addr", c.debugAddr)
+	}
 	return relay.Run(ctx, c.cfg)
+}
+
+// debugServer serves net/http/pprof on addr.
+func debugServer(addr string) (*http.Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--debug-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l) //nolint:errcheck // ends with Close
+	return srv, nil
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -42,6 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cdc-relay/cdc-relay/e2e/kafka"
 	"github.com/cdc-relay/cdc-relay/pgtemp"
 )
 
@@ -52,7 +53,7 @@ type config struct {
 	only                      string
 	relayArgs                 string
 	plot                      string
-	brokers                   string
+	apache                    bool
 }
 
 func main() {
@@ -67,7 +68,7 @@ func main() {
 	flag.StringVar(&c.only, "only", "", "run one part: drain, memory, latency or poller")
 	flag.StringVar(&c.relayArgs, "relay-args", "", "extra arguments for `cdc-relay run`")
 	flag.StringVar(&c.plot, "plot", "", "write the latency plot (PNG) here")
-	flag.StringVar(&c.brokers, "kafka-brokers", "", "use this broker instead of kfake (label the column with -broker-name)")
+	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker (Java and Maven needed; see e2e/kafka)")
 	flag.Parse()
 	for _, r := range strings.Split(rates, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(r))
@@ -98,6 +99,7 @@ type bench struct {
 	url      string
 	conn     *pgx.Conn
 	tmp      string
+	apache   *kafka.Broker
 }
 
 func run(ctx context.Context, c config, out io.Writer) error {
@@ -382,12 +384,24 @@ type drainResult struct {
 }
 
 func (b *bench) drain(ctx context.Context, out io.Writer) error {
-	var relay, recv []drainResult
+	if b.c.apache {
+		logf("starting Apache Kafka %s", kafka.Version)
+		var err error
+		if b.apache, err = kafka.Start(ctx, kafka.Options{}); err != nil {
+			return err
+		}
+		defer b.apache.Close()
+	}
+	var relay, recv, apache []drainResult
 	for round := 0; round < b.c.rounds; round++ {
 		relayFirst := round%2 == 0
-		r, v, err := b.drainRound(ctx, relayFirst)
+		r, v, a, err := b.drainRound(ctx, relayFirst)
 		if err != nil {
 			return err
+		}
+		if b.apache != nil {
+			logf("round %d: relay into Apache Kafka %s (%.0f/s, %.2f µs CPU/event)", round+1, a.wall.Round(time.Millisecond), rate(b.c.rows, a.wall), perEvent(a.cpu, b.c.rows))
+			apache = append(apache, a)
 		}
 		logf("round %d: relay %s (%.0f/s, %.2f µs CPU/event), pg_recvlogical %s (%.0f/s)", round+1,
 			r.wall.Round(time.Millisecond), rate(b.c.rows, r.wall), perEvent(r.cpu, b.c.rows),
@@ -400,6 +414,12 @@ func (b *bench) drain(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "### Drain: %d rows, %d per transaction, %d keys, ~300-byte payloads (median of %d rounds)\n\n", b.c.rows, b.c.perTx, b.c.keys, b.c.rounds)
 	fmt.Fprintf(out, "| | time | events/s | CPU per event | peak RSS |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(out, "| cdc-relay | %s | %.0f | %.2f µs | %.1f MiB |\n", time.Duration(mr).Round(time.Millisecond), rate(b.c.rows, time.Duration(mr)), perEvent(time.Duration(cpu), b.c.rows), rss/(1<<20))
+	if len(apache) > 0 {
+		ma := median(apache, func(d drainResult) float64 { return float64(d.wall) })
+		ca := median(apache, func(d drainResult) float64 { return float64(d.cpu) })
+		ra := median(apache, func(d drainResult) float64 { return float64(d.peakRSS) })
+		fmt.Fprintf(out, "| cdc-relay → Apache Kafka %s | %s | %.0f | %.2f µs | %.1f MiB |\n", kafka.Version, time.Duration(ma).Round(time.Millisecond), rate(b.c.rows, time.Duration(ma)), perEvent(time.Duration(ca), b.c.rows), ra/(1<<20))
+	}
 	fmt.Fprintf(out, "| pg_recvlogical | %s | %.0f | | |\n", time.Duration(mv).Round(time.Millisecond), rate(b.c.rows, time.Duration(mv)))
 	fmt.Fprintf(out, "\nRelay / pg_recvlogical rate: **%.2f×**. Rounds:", mv/mr)
 	for i := range relay {
@@ -428,17 +448,21 @@ func median[T any](xs []T, f func(T) float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
-func (b *bench) drainRound(ctx context.Context, relayFirst bool) (relay, recv drainResult, err error) {
+func (b *bench) drainRound(ctx context.Context, relayFirst bool) (relay, recv, apache drainResult, err error) {
 	if err = b.exec(ctx, "TRUNCATE outbox"); err != nil {
 		return
 	}
-	for _, slot := range []string{"bench_relay", "bench_recv"} {
+	slots := []string{"bench_relay", "bench_recv"}
+	if b.apache != nil {
+		slots = append(slots, "bench_apache")
+	}
+	for _, slot := range slots {
 		if err = b.exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot); err != nil {
 			return
 		}
 	}
 	defer func() {
-		for _, slot := range []string{"bench_relay", "bench_recv"} {
+		for _, slot := range slots {
 			_ = b.exec(ctx, "SELECT pg_drop_replication_slot($1)", slot)
 		}
 		_ = b.exec(ctx, "DELETE FROM cdc_relay_checkpoint")
@@ -451,28 +475,35 @@ func (b *bench) drainRound(ctx context.Context, relayFirst bool) (relay, recv dr
 		return
 	}
 	_ = b.exec(ctx, "CHECKPOINT")
-	runRelay := func() error {
+	runRelay := func(slot string, brokers []string, res *drainResult) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		base, err := ackedRecords(ctx, cl, "outbox.event.order")
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		p, err := b.startRelay(slot, brokers)
+		if err != nil {
+			return err
+		}
+		if err := waitAcked(ctx, cl, "outbox.event.order", base+int64(b.c.rows), p, 10*time.Minute); err != nil {
+			p.stop()
+			return err
+		}
+		*res = drainResult{wall: time.Since(start), cpu: p.cpu(), peakRSS: p.peakRSS()}
+		return p.stop()
+	}
+	runKfake := func() error {
 		broker, err := newBroker(true)
 		if err != nil {
 			return err
 		}
 		defer broker.Close()
-		cl, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...))
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		start := time.Now()
-		p, err := b.startRelay("bench_relay", broker.ListenAddrs())
-		if err != nil {
-			return err
-		}
-		if err := waitAcked(ctx, cl, "outbox.event.order", int64(b.c.rows), p, 10*time.Minute); err != nil {
-			p.stop()
-			return err
-		}
-		relay = drainResult{wall: time.Since(start), cpu: p.cpu(), peakRSS: p.peakRSS()}
-		return p.stop()
+		return runRelay("bench_relay", broker.ListenAddrs(), &relay)
 	}
 	runRecv := func() error {
 		bin, err := pgtemp.FindBin()
@@ -490,9 +521,12 @@ func (b *bench) drainRound(ctx context.Context, relayFirst bool) (relay, recv dr
 		recv = drainResult{wall: time.Since(start)}
 		return nil
 	}
-	steps := []func() error{runRelay, runRecv}
+	steps := []func() error{runKfake, runRecv}
 	if !relayFirst {
 		steps[0], steps[1] = steps[1], steps[0]
+	}
+	if b.apache != nil {
+		steps = append(steps, func() error { return runRelay("bench_apache", []string{b.apache.Addr()}, &apache) })
 	}
 	for _, step := range steps {
 		if err = step(); err != nil {
