@@ -8,7 +8,7 @@ LDFLAGS  := -s -w -X main.Version=$(VERSION)
 # built binary against a real PostgreSQL and Kafka over TCP.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build demo test test-kafka unit e2e lint deps deps-kafka clean
+.PHONY: all build demo test test-kafka bench unit e2e lint deps deps-kafka clean
 
 all: build
 
@@ -31,6 +31,10 @@ test: deps lint unit e2e
 ## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven)
 test-kafka: deps deps-kafka
 	CDC_RELAY_TEST_KAFKA=apache $(GO) test -count=1 -timeout 30m ./e2e/
+
+## bench: drain, latency, memory and polling-baseline benchmarks (about 10 minutes)
+bench: deps deps-kafka
+	$(GO) run ./e2e/bench -apache -plot docs/latency.png
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
