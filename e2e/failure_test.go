@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // checkAtLeastOnce requires every written event at least once and, per key,
@@ -364,26 +362,14 @@ func TestStopWhileKafkaIsDown(t *testing.T) {
 	e := newEnv(t)
 	e.needKfake()
 	relay := e.startRelay("--stop-timeout", "2s")
-	var mu sync.Mutex
-	blocked := true
-	e.kfake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		e.kfake.KeepControl()
-		mu.Lock()
-		defer mu.Unlock()
-		if blocked {
-			return nil, fmt.Errorf("broker unavailable (test)"), true
-		}
-		return nil, nil, false
-	})
+	unblock := e.blockProduce()
 	perKey := e.writeEvents(1, 50, 10, 10)
 	start := time.Now()
 	relay.stop(15 * time.Second)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("stop took %s with a 2s stop timeout", took)
 	}
-	mu.Lock()
-	blocked = false
-	mu.Unlock()
+	unblock()
 	relay = e.startRelay()
 	end := e.insertLSN()
 	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.slotLSN() >= end })

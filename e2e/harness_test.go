@@ -197,6 +197,29 @@ func (e *env) startBroker() {
 	}
 }
 
+// blockProduce makes the kfake broker refuse every produce request (the
+// connection is closed, a retriable failure) until the returned function is
+// called.
+func (e *env) blockProduce() (unblock func()) {
+	e.needKfake()
+	var mu sync.Mutex
+	blocked := true
+	e.kfake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.kfake.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		if blocked {
+			return nil, fmt.Errorf("broker unavailable (test)"), true
+		}
+		return nil, nil, false
+	})
+	return func() {
+		mu.Lock()
+		blocked = false
+		mu.Unlock()
+	}
+}
+
 // needKfake skips a test that uses kfake's fault hooks on another broker.
 func (e *env) needKfake() {
 	if e.kfake == nil {
@@ -443,41 +466,9 @@ func (e *env) endOffsets(cl *kgo.Client, topic string) map[int32]int64 {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	meta := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	meta.Topics = append(meta.Topics, mt)
-	mresp, err := meta.RequestWith(ctx, cl)
+	out, err := kafka.EndOffsets(ctx, cl, topic)
 	if err != nil {
-		e.t.Fatalf("metadata %s: %v", topic, err)
-	}
-	out := map[int32]int64{}
-	if len(mresp.Topics) == 0 || mresp.Topics[0].ErrorCode != 0 {
-		return out
-	}
-	req := kmsg.NewPtrListOffsetsRequest()
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	for _, p := range mresp.Topics[0].Partitions {
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = p.Partition
-		rp.Timestamp = -1 // latest
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	shards := cl.RequestSharded(ctx, req)
-	for _, sh := range shards {
-		if sh.Err != nil {
-			e.t.Fatalf("list offsets %s: %v", topic, sh.Err)
-		}
-		for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					e.t.Fatalf("list offsets %s[%d]: error code %d", topic, p.Partition, p.ErrorCode)
-				}
-				out[p.Partition] = p.Offset
-			}
-		}
+		e.t.Fatal(err)
 	}
 	return out
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cdc-relay/cdc-relay/pgtemp"
 )
@@ -398,17 +397,7 @@ func TestConfirmNeverPassesUnackedEvent(t *testing.T) {
 	e := newEnv(t)
 	e.needKfake()
 	e.startRelay()
-	var mu sync.Mutex
-	blocked := true
-	e.kfake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		e.kfake.KeepControl()
-		mu.Lock()
-		defer mu.Unlock()
-		if blocked {
-			return nil, fmt.Errorf("broker unavailable (test)"), true
-		}
-		return nil, nil, false
-	})
+	unblock := e.blockProduce()
 
 	tx, err := e.conn.Begin(context.Background())
 	if err != nil {
@@ -433,9 +422,7 @@ func TestConfirmNeverPassesUnackedEvent(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // pace the WAL writes; not a synchronisation
 	}
-	mu.Lock()
-	blocked = false
-	mu.Unlock()
+	unblock()
 	recs := e.readN(e.topic("order"), 1, 30*time.Second)
 	assertValues(t, recs, []string{`{"n": "held"}`})
 	end := e.insertLSN()

@@ -40,7 +40,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cdc-relay/cdc-relay/e2e/kafka"
 	"github.com/cdc-relay/cdc-relay/pgtemp"
@@ -311,39 +310,12 @@ func (p *relayProc) logTail() string {
 
 // ackedRecords sums the end offsets of topic.
 func ackedRecords(ctx context.Context, cl *kgo.Client, topic string) (int64, error) {
-	meta := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	meta.Topics = append(meta.Topics, mt)
-	mresp, err := meta.RequestWith(ctx, cl)
-	if err != nil {
-		return 0, err
-	}
-	if len(mresp.Topics) == 0 || mresp.Topics[0].ErrorCode != 0 {
-		return 0, nil
-	}
-	req := kmsg.NewPtrListOffsetsRequest()
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	for _, p := range mresp.Topics[0].Partitions {
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = p.Partition
-		rp.Timestamp = -1
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
+	ends, err := kafka.EndOffsets(ctx, cl, topic)
 	var total int64
-	for _, sh := range cl.RequestSharded(ctx, req) {
-		if sh.Err != nil {
-			return 0, sh.Err
-		}
-		for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
-			for _, p := range t.Partitions {
-				total += p.Offset
-			}
-		}
+	for _, o := range ends {
+		total += o
 	}
-	return total, nil
+	return total, err
 }
 
 // waitAcked polls until topic holds n records beyond base.
