@@ -35,7 +35,8 @@ type Header struct {
 
 // Event is one outbox row as a Kafka record. Its byte slices are its own
 // (copied out of the replication buffer) and stay valid after the next
-// Decode.
+// Decode; the Headers slice itself is the decoder's and is reused by the
+// next Decode: copy it to keep it.
 type Event struct {
 	// ID is the event id column's text, or nil.
 	ID []byte
@@ -109,6 +110,8 @@ type Decoder struct {
 
 	// cols holds the current tuple's column data, reused across inserts.
 	cols []column
+	// headers backs Event.Headers, reused across inserts.
+	headers []Header
 	// topics interns rendered topic names, so a topic is validated and
 	// allocated once, not once per event.
 	topics  map[string]topicEntry
@@ -381,7 +384,11 @@ func (d *Decoder) event(rel *relation, cols []column) Message {
 		ev.ID = id.data
 		nh++
 	}
-	ev.Headers = make([]Header, 0, nh)
+	ev.Headers = d.headers[:0]
+	if cap(ev.Headers) < nh {
+		ev.Headers = make([]Header, 0, nh+4)
+	}
+	defer func() { d.headers = ev.Headers[:0] }()
 	if !id.null {
 		ev.Headers = append(ev.Headers, Header{Key: "id", Value: id.data})
 	}

@@ -75,7 +75,7 @@ func DefaultConfig() Config {
 		CheckpointSchema:   "public",
 		CheckpointTable:    "cdc_relay_checkpoint",
 		Kafka:              sink.Config{ClientID: "cdc-relay", Linger: 5 * time.Millisecond},
-		Limits:             checkpoint.Limits{Events: 20000, Bytes: 64 << 20},
+		Limits:             checkpoint.Limits{Events: 10000, Bytes: 64 << 20},
 		StatusInterval:     time.Second,
 		StopTimeout:        30 * time.Second,
 		CheckpointInterval: 10 * time.Second,
@@ -220,6 +220,7 @@ func (r *runner) session(ctx context.Context) error {
 	produceCtx, cancelProduce := context.WithCancel(context.Background())
 	defer cancelProduce()
 	p := &pipeline{runner: r, dec: dec, tracker: tracker, ctx: context.WithoutCancel(ctx), produceCtx: produceCtx}
+	p.onAck = p.ack // one func value for every record
 
 	var confirmed atomic.Uint64
 	confirmed.Store(uint64(start))
@@ -426,6 +427,7 @@ type pipeline struct {
 	ctx     context.Context
 
 	produceCtx  context.Context
+	onAck       func(*kgo.Record, error)
 	tx          *checkpoint.Txn
 	undelivered atomic.Int64
 }
@@ -448,36 +450,59 @@ func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
 		if p.tx == nil {
 			return fmt.Errorf("insert at %s outside a transaction", start)
 		}
-		ev := &msg.Event
-		tx, size := p.tx, ev.Size()
-		p.tracker.Add(tx, size)
+		it := &inflight{Context: p.produceCtx, tx: p.tx, ev: msg.Event}
+		it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
+		it.size = it.ev.Size()
+		p.tracker.Add(it.tx, it.size)
 		if msg.Poison != nil {
-			go p.fail(ev, tx, size, msg.Poison)
+			go p.fail(it, msg.Poison)
 			return nil
 		}
-		p.sink.Produce(p.produceCtx, sink.Record(ev), func(_ *kgo.Record, err error) {
-			switch {
-			case err == nil:
-				p.events.Add(1)
-				p.tracker.Done(tx, size)
-			case sink.Permanent(err):
-				go p.fail(ev, tx, size, err)
-			default:
-				// Not delivered (the producer is closing): the event stays
-				// in flight, its transaction unconfirmed, and PostgreSQL
-				// sends it again after a restart. Said once, not per event.
-				if p.undelivered.Add(1) == 1 {
-					p.log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(ev.ID), "err", err)
-				}
-			}
-		})
+		sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
+		it.rec.Context = it
+		p.sink.Produce(p.produceCtx, &it.rec, p.onAck)
 	}
 	return nil
 }
 
+// inflight is one event on its way to Kafka, in one allocation: the record,
+// room for its headers, and what the checkpoint needs once Kafka answers.
+// The record's Context is the inflight itself (it embeds the session's
+// produce context, so cancellation works as for any record), which lets one
+// callback serve every record without a closure per event.
+type inflight struct {
+	context.Context
+	rec        kgo.Record
+	recHeaders [4]kgo.RecordHeader
+	ev         decoder.Event // kept for the status table
+	evHeaders  [4]decoder.Header
+	tx         *checkpoint.Txn
+	size       int
+}
+
+// ack is the producer callback of every record.
+func (p *pipeline) ack(r *kgo.Record, err error) {
+	it := r.Context.(*inflight)
+	switch {
+	case err == nil:
+		p.events.Add(1)
+		p.tracker.Done(it.tx, it.size)
+	case sink.Permanent(err):
+		go p.fail(it, err)
+	default:
+		// Not delivered (the producer is closing): the event stays in
+		// flight, its transaction unconfirmed, and PostgreSQL sends it again
+		// after a restart. Said once, not per event.
+		if p.undelivered.Add(1) == 1 {
+			p.log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(it.ev.ID), "err", err)
+		}
+	}
+}
+
 // fail records a permanently undeliverable event in the status table,
 // retrying until it is stored, then lets the checkpoint pass it.
-func (p *pipeline) fail(ev *decoder.Event, tx *checkpoint.Txn, size int, reason error) {
+func (p *pipeline) fail(it *inflight, reason error) {
+	ev := &it.ev
 	p.log.Warn("event cannot be delivered; recording it in the status table", "id", string(ev.ID), "topic", ev.Topic, "reason", reason)
 	backoff := 100 * time.Millisecond
 	for {
@@ -490,5 +515,5 @@ func (p *pipeline) fail(ev *decoder.Event, tx *checkpoint.Txn, size int, reason 
 		backoff = min(2*backoff, 10*time.Second)
 	}
 	p.failed.Add(1)
-	p.tracker.Done(tx, size)
+	p.tracker.Done(it.tx, it.size)
 }

@@ -79,19 +79,25 @@ func New(cfg Config) (*Sink, error) {
 
 // Record builds the Kafka record for ev. The record shares ev's slices.
 func Record(ev *decoder.Event) *kgo.Record {
-	r := &kgo.Record{
-		Topic:     ev.Topic,
-		Key:       ev.Key,
-		Value:     ev.Value,
-		Timestamp: ev.Timestamp,
-	}
-	if len(ev.Headers) > 0 {
-		r.Headers = make([]kgo.RecordHeader, len(ev.Headers))
-		for i, h := range ev.Headers {
-			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-	}
+	r := &kgo.Record{}
+	Fill(r, nil, ev)
 	return r
+}
+
+// Fill sets r to the record for ev, appending the headers to hdrs (pass a
+// slice with room for them to avoid an allocation). r shares ev's byte
+// slices.
+func Fill(r *kgo.Record, hdrs []kgo.RecordHeader, ev *decoder.Event) {
+	r.Topic = ev.Topic
+	r.Key = ev.Key
+	r.Value = ev.Value
+	r.Timestamp = ev.Timestamp
+	if len(ev.Headers) > 0 {
+		for _, h := range ev.Headers {
+			hdrs = append(hdrs, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+		r.Headers = hdrs
+	}
 }
 
 // Produce sends r asynchronously; done is called once, from a producer

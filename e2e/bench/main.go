@@ -43,6 +43,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/e2e/kafka"
 	"github.com/cdc-relay/cdc-relay/pgtemp"
+	"github.com/cdc-relay/cdc-relay/relay"
 )
 
 type config struct {
@@ -547,7 +548,9 @@ func (b *bench) memory(ctx context.Context, out io.Writer) error {
 	if err := p.stop(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "### Memory: one %d-row transaction\n\nRelay peak RSS: **%.1f MiB** (in-flight limits: the defaults, 20,000 events / 64 MiB).\n\n", b.c.rows, float64(rss)/(1<<20))
+	lim := relay.DefaultConfig().Limits
+	fmt.Fprintf(out, "### Memory: one %d-row transaction\n\nRelay peak RSS: **%.1f MiB** (default in-flight limits: %d events, %d MiB).\n\n",
+		b.c.rows, float64(rss)/(1<<20), lim.Events, lim.Bytes>>20)
 	return nil
 }
 
