@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // checkAtLeastOnce requires every written event at least once and, per key,
@@ -375,4 +376,45 @@ func TestStopWhileKafkaIsDown(t *testing.T) {
 	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.slotLSN() >= end })
 	checkAtLeastOnce(t, e.readAll(e.topic("order")), perKey)
 	relay.stop(30 * time.Second)
+}
+
+// TestBrokerRejectsRecordTooLarge: a record the client accepts but the
+// broker refuses (the topic's max.message.bytes) is classified permanent by
+// the broker's own error and goes to the status table; the stream goes on.
+// kfake does not enforce message size limits, so this runs on Apache Kafka.
+func TestBrokerRejectsRecordTooLarge(t *testing.T) {
+	e := newEnv(t)
+	if brokerKind() != "apache" {
+		t.Skipf("needs a broker that enforces max.message.bytes (kfake does not); run with CDC_RELAY_TEST_KAFKA=apache")
+	}
+	small := e.prefix + ".small"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = small, 1, 1
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "max.message.bytes", kmsg.StringPtr("100000")
+	rt.Configs = append(rt.Configs, cfg)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, e.client())
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic %s: %v %+v", small, err, resp)
+	}
+	e.startRelay()
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, topic, payload)
+		VALUES ('order', 'k', 'Big', $1, json_build_object('pad', repeat('x', 500000))::jsonb)`, small)
+	var reason string
+	e.waitFor("the large record is in the status table", 30*time.Second, func() bool {
+		err := e.conn.QueryRow(context.Background(), "SELECT last_error FROM outbox_delivery WHERE topic = $1", small).Scan(&reason)
+		return err == nil
+	})
+	if !strings.Contains(reason, "MESSAGE_TOO_LARGE") && !strings.Contains(reason, "RECORD_LIST_TOO_LARGE") {
+		t.Fatalf("status table reason %q, want the broker's MESSAGE_TOO_LARGE", reason)
+	}
+	// The stream goes on.
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, topic, payload)
+		VALUES ('order', 'k', 'Small', $1, '{"n": "fits"}')`, small)
+	recs := e.readN(small, 1, 30*time.Second)
+	assertValues(t, recs, []string{`{"n": "fits"}`})
 }

@@ -80,7 +80,7 @@ func New(cfg Config) (*Sink, error) {
 // Record builds the Kafka record for ev. The record shares ev's slices.
 func Record(ev *decoder.Event) *kgo.Record {
 	r := &kgo.Record{}
-	Fill(r, nil, ev)
+	Fill(r, make([]kgo.RecordHeader, 0, len(ev.Headers)), ev)
 	return r
 }
 
