@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -432,6 +433,9 @@ type pipeline struct {
 	undelivered atomic.Int64
 }
 
+// handle decodes one pgoutput message and acts on it: transaction
+// boundaries go to the tracker, events to the producer (or, if poison, to
+// the status table), counted in flight first.
 func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
 	msg, err := p.dec.Decode(data)
 	if err != nil {
@@ -452,7 +456,7 @@ func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
 		}
 		it := &inflight{Context: p.produceCtx, tx: p.tx, ev: msg.Event}
 		it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
-		it.size = it.ev.Size()
+		it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
 		p.tracker.Add(it.tx, it.size)
 		if msg.Poison != nil {
 			go p.fail(it, msg.Poison)
