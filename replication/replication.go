@@ -288,7 +288,9 @@ func (s *streamer) copyData(data []byte) error {
 			return fmt.Errorf("parse keepalive: %w", err)
 		}
 		kick := ka.ReplyRequested
-		s.opts.Logger.Debug("keepalive", "wal_end", ka.ServerWALEnd, "reply", ka.ReplyRequested, "in_tx", s.inTx)
+		if s.opts.Logger.Enabled(context.Background(), slog.LevelDebug) {
+			s.opts.Logger.Debug("keepalive", "wal_end", ka.ServerWALEnd, "reply", ka.ReplyRequested, "in_tx", s.inTx)
+		}
 		if !s.inTx {
 			// In stream order: the position cannot overtake an event that
 			// was read before it.
