@@ -105,6 +105,7 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		"{{outbox}}", outbox,
 		"{{status}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(),
 		"{{status_due_index}}", pgx.Identifier{cfg.StatusTable + "_due_idx"}.Sanitize(),
+		"{{status_event_index}}", pgx.Identifier{cfg.StatusTable + "_event_idx"}.Sanitize(),
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
 	)
 

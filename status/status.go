@@ -31,7 +31,9 @@ func NewStore(db DB, schema, table string) *Store {
 }
 
 // Failed records ev as FAILED with reason. When it returns nil the row is
-// committed, and the event may count as delivered for the checkpoint.
+// committed, and the event may count as delivered for the checkpoint. An
+// event with an id that is already recorded for the same commit (PostgreSQL
+// sent its transaction again) is not recorded twice.
 func (s *Store) Failed(ctx context.Context, ev *decoder.Event, reason error) error {
 	type header struct {
 		Key   string  `json:"key"`
@@ -59,7 +61,8 @@ func (s *Store) Failed(ctx context.Context, ev *decoder.Event, reason error) err
 	insert := func(headers, ts any, reason string) error {
 		_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+
 			" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn)"+
-			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn)",
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn)"+
+			" ON CONFLICT (commit_lsn, event_id) WHERE event_id IS NOT NULL DO NOTHING",
 			id, ev.Topic, ev.Key, ev.Value, headers, ts, reason, pglogrepl.LSN(ev.CommitLSN).String())
 		return err
 	}

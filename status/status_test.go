@@ -1,0 +1,80 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/pgtemp"
+)
+
+func TestFailedRecordsAnEventOnce(t *testing.T) {
+	if _, err := pgtemp.FindBin(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := pgtemp.Start(ctx, pgtemp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := migrations.Apply(ctx, conn, migrations.Config{
+		OutboxSchema: "public", OutboxTable: "outbox", StatusSchema: "public", StatusTable: "outbox_delivery",
+		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint", Publication: "cdc_relay",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(conn, "public", "outbox_delivery")
+	ev := &decoder.Event{ID: []byte("e-1"), Topic: "bad topic!*", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x1000,
+		Headers: []decoder.Header{{Key: "id", Value: []byte("e-1")}}}
+	for i := 0; i < 2; i++ { // the transaction is sent again after a crash
+		if err := store.Failed(ctx, ev, errors.New("illegal topic")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := *ev
+	other.CommitLSN = 0x2000 // the same id in another commit is another event
+	if err := store.Failed(ctx, &other, errors.New("illegal topic")); err != nil {
+		t.Fatal(err)
+	}
+	noID := &decoder.Event{Topic: "x", Value: []byte(`{}`), CommitLSN: 0x1000}
+	if err := store.Failed(ctx, noID, errors.New("no id")); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM outbox_delivery").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Fatalf("status table holds %d rows, want 3 (one per event)", n)
+	}
+	// A header PostgreSQL cannot store does not stall the event.
+	nul := &decoder.Event{ID: []byte("e-2"), Topic: "t", Value: []byte(`{}`), CommitLSN: 0x3000,
+		Headers: []decoder.Header{{Key: "h", Value: []byte("a\x00b")}}}
+	if err := store.Failed(ctx, nul, errors.New("poison")); err != nil {
+		t.Fatalf("a NUL in a header stalled the status row: %v", err)
+	}
+	var reason string
+	if err := conn.QueryRow(ctx, "SELECT last_error FROM outbox_delivery WHERE event_id = 'e-2'").Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := "headers and timestamp not stored"; !strings.Contains(reason, want) {
+		t.Fatalf("reason %q does not say %q", reason, want)
+	}
+}
