@@ -97,7 +97,6 @@ func run(m *testing.M) int {
 // env is one test's world: a database, a broker and a topic prefix.
 type env struct {
 	t         *testing.T
-	db        string
 	url       string
 	slot      string
 	prefix    string // topic prefix, unique per test
@@ -115,7 +114,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	envSeq++
 	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), envSeq)
-	e := &env{t: t, db: name, slot: name, prefix: "e2e." + name}
+	e := &env{t: t, slot: name, prefix: "e2e." + name}
 	admin := mustConnect(t, cluster.URL("postgres"))
 	defer admin.Close(context.Background())
 	mustExec(t, admin, "CREATE DATABASE "+name)

@@ -77,13 +77,6 @@ func New(cfg Config) (*Sink, error) {
 	return &Sink{cl: cl}, nil
 }
 
-// Record builds the Kafka record for ev. The record shares ev's slices.
-func Record(ev *decoder.Event) *kgo.Record {
-	r := &kgo.Record{}
-	Fill(r, make([]kgo.RecordHeader, 0, len(ev.Headers)), ev)
-	return r
-}
-
 // Fill sets r to the record for ev, appending the headers to hdrs (pass a
 // slice with room for them to avoid an allocation). r shares ev's byte
 // slices.

@@ -37,31 +37,19 @@ func TestPermanent(t *testing.T) {
 	}
 }
 
-func TestRecord(t *testing.T) {
+func TestFill(t *testing.T) {
 	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ev := &decoder.Event{
 		Topic: "t", Key: []byte("k"), Value: []byte("v"), Timestamp: ts,
 		Headers: []decoder.Header{{Key: "id", Value: []byte("1")}, {Key: "n", Value: nil}},
 	}
-	r := Record(ev)
+	r := &kgo.Record{}
+	Fill(r, nil, ev)
 	if r.Topic != "t" || string(r.Key) != "k" || string(r.Value) != "v" || !r.Timestamp.Equal(ts) {
 		t.Fatalf("record %+v", r)
 	}
 	if len(r.Headers) != 2 || r.Headers[0].Key != "id" || string(r.Headers[0].Value) != "1" || r.Headers[1].Value != nil {
 		t.Fatalf("headers %+v", r.Headers)
-	}
-}
-
-// BenchmarkRecord builds the Kafka record of an event with four headers.
-func BenchmarkRecord(b *testing.B) {
-	ev := &decoder.Event{Topic: "outbox.event.order", Key: []byte("key-42"), Value: make([]byte, 300),
-		Headers: []decoder.Header{{Key: "id", Value: []byte("5f0c1a5e")}, {Key: "event_type", Value: []byte("OrderPlaced")},
-			{Key: "aggregate_type", Value: []byte("order")}, {Key: "aggregate_id", Value: []byte("key-42")}}}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if r := Record(ev); r.Topic == "" {
-			b.Fatal("no topic")
-		}
 	}
 }
 
