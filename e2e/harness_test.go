@@ -22,8 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/cdc-relay/cdc-relay/e2e/kafka"
-	"github.com/cdc-relay/cdc-relay/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/kafkatest"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
 
 // The package shares one PostgreSQL cluster; each test gets its own
@@ -33,9 +33,10 @@ import (
 //	CDC_RELAY_TEST_KAFKA=apache  one real Apache Kafka broker for the package
 //	CDC_RELAY_TEST_KAFKA_BROKERS=host:port,…  a broker you already run
 var (
-	relayBin string
+	relayBin string // built with -race
+	plainBin string // the release build, for memory measurements
 	cluster  *pgtemp.Cluster
-	apache   *kafka.Broker
+	apache   *kafkatest.Broker
 )
 
 // brokerKind is "kfake", "apache" or "external".
@@ -60,12 +61,22 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	relayBin = filepath.Join(dir, "cdc-relay")
-	build := exec.Command("go", "build", "-o", relayBin, "../cmd/cdc-relay")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build relay:", err)
-		return 1
+	// The tests run a relay built with the race detector, so the
+	// concurrent code is checked where it really runs (a report fails the
+	// test, see spawnRelay); the memory test measures the release build.
+	relayBin = filepath.Join(dir, "cdc-relay-race")
+	plainBin = filepath.Join(dir, "cdc-relay")
+	for _, b := range []struct {
+		out  string
+		args []string
+	}{{relayBin, []string{"-race"}}, {plainBin, nil}} {
+		args := append(append([]string{"build"}, b.args...), "-o", b.out, "../cmd/cdc-relay")
+		build := exec.Command("go", args...)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "go %s: %v\n", strings.Join(args, " "), err)
+			return 1
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	cluster, err = pgtemp.Start(ctx, pgtemp.Options{})
@@ -79,14 +90,14 @@ func run(m *testing.M) int {
 	case "kfake", "external":
 	case "apache":
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		apache, err = kafka.Start(ctx, kafka.Options{})
+		apache, err = kafkatest.Start(ctx, kafkatest.Options{})
 		cancel()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "start Apache Kafka:", err)
 			return 1
 		}
 		defer apache.Close()
-		fmt.Fprintf(os.Stderr, "e2e: Apache Kafka %s at %s\n", kafka.Version, apache.Addr())
+		fmt.Fprintf(os.Stderr, "e2e: Apache Kafka %s at %s\n", kafkatest.Version, apache.Addr())
 	default:
 		fmt.Fprintf(os.Stderr, "CDC_RELAY_TEST_KAFKA=%q: want kfake or apache\n", kind)
 		return 2
@@ -275,7 +286,13 @@ func (s *syncBuffer) String() string {
 // startRelay runs `cdc-relay run` and waits until it streams the slot.
 func (e *env) startRelay(extra ...string) *relayProc {
 	e.t.Helper()
-	p := e.spawnRelay(extra...)
+	return e.startRelayBin(relayBin, extra...)
+}
+
+// startRelayBin is startRelay with the binary bin.
+func (e *env) startRelayBin(bin string, extra ...string) *relayProc {
+	e.t.Helper()
+	p := e.spawnRelayBin(bin, extra...)
 	e.waitFor("the relay streams the slot", 60*time.Second, func() bool {
 		select {
 		case <-p.done:
@@ -298,6 +315,12 @@ func (e *env) slotActive() bool {
 // spawnRelay runs `cdc-relay run` without waiting for it to stream.
 func (e *env) spawnRelay(extra ...string) *relayProc {
 	e.t.Helper()
+	return e.spawnRelayBin(relayBin, extra...)
+}
+
+// spawnRelayBin runs `cdc-relay run` from the binary bin.
+func (e *env) spawnRelayBin(bin string, extra ...string) *relayProc {
+	e.t.Helper()
 	args := []string{"run",
 		"--postgres-url", e.url,
 		"--kafka-brokers", strings.Join(e.brokers, ","),
@@ -309,7 +332,7 @@ func (e *env) spawnRelay(extra ...string) *relayProc {
 	}
 	args = append(args, extra...)
 	p := &relayProc{t: e.t, log: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(relayBin, args...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		e.t.Fatalf("start relay: %v", err)
@@ -322,6 +345,9 @@ func (e *env) spawnRelay(extra ...string) *relayProc {
 		if !p.exited {
 			_ = p.cmd.Process.Kill()
 			<-p.done
+		}
+		if strings.Contains(p.log.String(), "WARNING: DATA RACE") {
+			e.t.Errorf("the race detector reported a data race in the relay")
 		}
 		if e.t.Failed() {
 			e.t.Logf("relay log:\n%s", p.log.String())
@@ -465,7 +491,7 @@ func (e *env) endOffsets(cl *kgo.Client, topic string) map[int32]int64 {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := kafka.EndOffsets(ctx, cl, topic)
+	out, err := kafkatest.EndOffsets(ctx, cl, topic)
 	if err != nil {
 		e.t.Fatal(err)
 	}

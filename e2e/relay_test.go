@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cdc-relay/cdc-relay/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
 
 type seqPayload struct {
@@ -293,7 +293,7 @@ func TestLargeTransactionBoundedMemory(t *testing.T) {
 		t.Skip("200,000-row transaction")
 	}
 	e := newEnv(t)
-	relay := e.startRelay()
+	relay := e.startRelayBin(plainBin) // the race detector's shadow memory would dwarf the relay's
 	const rows = 200000
 	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
 		SELECT 'order', 'key-' || (g % 100), 'Bulk', json_build_object('seq', g, 'pad', repeat('x', 200))::jsonb

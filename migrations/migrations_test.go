@@ -2,14 +2,13 @@ package migrations
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
 
 func defaultConfig() Config {
@@ -23,19 +22,9 @@ func defaultConfig() Config {
 
 func startPG(t *testing.T) *pgx.Conn {
 	t.Helper()
-	if _, err := pgtemp.FindBin(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	pg := pgtemp.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pg, err := pgtemp.Start(ctx, pgtemp.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Stop() })
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package status
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,24 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/migrations"
-	"github.com/cdc-relay/cdc-relay/pgtemp"
 )
 
 func TestFailedRecordsAnEventOnce(t *testing.T) {
-	if _, err := pgtemp.FindBin(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	pg := pgtemp.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pg, err := pgtemp.Start(ctx, pgtemp.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Stop()
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)

@@ -41,8 +41,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cdc-relay/cdc-relay/e2e/kafka"
-	"github.com/cdc-relay/cdc-relay/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/kafkatest"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -68,7 +68,7 @@ func main() {
 	flag.StringVar(&c.only, "only", "", "run one part: drain, memory, latency or poller")
 	flag.StringVar(&c.relayArgs, "relay-args", "", "extra arguments for `cdc-relay run`")
 	flag.StringVar(&c.plot, "plot", "", "write the latency plot (PNG) here")
-	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker (Java and Maven needed; see e2e/kafka)")
+	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker (Java and Maven needed; see internal/kafkatest)")
 	flag.Parse()
 	for _, r := range strings.Split(rates, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(r))
@@ -99,7 +99,7 @@ type bench struct {
 	url      string
 	conn     *pgx.Conn
 	tmp      string
-	apache   *kafka.Broker
+	apache   *kafkatest.Broker
 }
 
 func run(ctx context.Context, c config, out io.Writer) error {
@@ -311,7 +311,7 @@ func (p *relayProc) logTail() string {
 
 // ackedRecords sums the end offsets of topic.
 func ackedRecords(ctx context.Context, cl *kgo.Client, topic string) (int64, error) {
-	ends, err := kafka.EndOffsets(ctx, cl, topic)
+	ends, err := kafkatest.EndOffsets(ctx, cl, topic)
 	var total int64
 	for _, o := range ends {
 		total += o
@@ -358,9 +358,9 @@ type drainResult struct {
 
 func (b *bench) drain(ctx context.Context, out io.Writer) error {
 	if b.c.apache {
-		logf("starting Apache Kafka %s", kafka.Version)
+		logf("starting Apache Kafka %s", kafkatest.Version)
 		var err error
-		if b.apache, err = kafka.Start(ctx, kafka.Options{}); err != nil {
+		if b.apache, err = kafkatest.Start(ctx, kafkatest.Options{}); err != nil {
 			return err
 		}
 		defer b.apache.Close()
@@ -391,7 +391,7 @@ func (b *bench) drain(ctx context.Context, out io.Writer) error {
 		ma := median(apache, func(d drainResult) float64 { return float64(d.wall) })
 		ca := median(apache, func(d drainResult) float64 { return float64(d.cpu) })
 		ra := median(apache, func(d drainResult) float64 { return float64(d.peakRSS) })
-		fmt.Fprintf(out, "| cdc-relay → Apache Kafka %s | %s | %.0f | %.2f µs | %.1f MiB |\n", kafka.Version, time.Duration(ma).Round(time.Millisecond), rate(b.c.rows, time.Duration(ma)), perEvent(time.Duration(ca), b.c.rows), ra/(1<<20))
+		fmt.Fprintf(out, "| cdc-relay → Apache Kafka %s | %s | %.0f | %.2f µs | %.1f MiB |\n", kafkatest.Version, time.Duration(ma).Round(time.Millisecond), rate(b.c.rows, time.Duration(ma)), perEvent(time.Duration(ca), b.c.rows), ra/(1<<20))
 	}
 	fmt.Fprintf(out, "| pg_recvlogical | %s | %.0f | | |\n", time.Duration(mv).Round(time.Millisecond), rate(b.c.rows, time.Duration(mv)))
 	fmt.Fprintf(out, "\nRelay / pg_recvlogical rate: **%.2f×**. Rounds:", mv/mr)

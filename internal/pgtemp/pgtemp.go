@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -21,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cdc-relay/cdc-relay/internal/freeport"
 )
 
 // Options configures a cluster. The zero value is a logical-replication
@@ -28,10 +29,6 @@ import (
 type Options struct {
 	// WALLevel is wal_level; default "logical".
 	WALLevel string
-	// Settings are extra postgresql.conf settings.
-	Settings map[string]string
-	// Port to listen on; 0 picks a free one.
-	Port int
 }
 
 // Cluster is a running temporary cluster.
@@ -65,16 +62,6 @@ func FindBin() (string, error) {
 func version(initdb string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
 	return v
-}
-
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Start creates and starts a cluster.
@@ -115,8 +102,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.remove()
 		return nil, err
 	}
-	if err := c.start(ctx); err != nil {
-		c.remove()
+	// pg_ctl start is not cancelled with ctx: killed after it forked the
+	// postmaster, it would leave a server running on a deleted directory.
+	// It runs to the end (bounded by its own -t), then a cancelled start
+	// stops the server again.
+	if err := c.start(context.WithoutCancel(ctx)); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		_ = c.Stop()
 		return nil, err
 	}
 	return c, nil
@@ -125,12 +120,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
 
 func (c *Cluster) configure() error {
-	port := c.opts.Port
-	if port == 0 {
-		var err error
-		if port, err = FreePort(); err != nil {
-			return err
-		}
+	port, err := freeport.Get()
+	if err != nil {
+		return err
 	}
 	c.port = port
 	settings := map[string]string{
@@ -146,9 +138,6 @@ func (c *Cluster) configure() error {
 		"shared_buffers":          "128MB",
 		"max_wal_size":            "1GB",
 		"log_min_messages":        "warning",
-	}
-	for k, v := range c.opts.Settings {
-		settings[k] = v
 	}
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
@@ -180,9 +169,9 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, name), args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	if c.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
-	}
+	// A process group of its own: a Ctrl-C or SIGHUP at the terminal
+	// reaches the caller, which stops the cluster, not the server directly.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		log, _ := os.ReadFile(c.logFile)
@@ -197,9 +186,6 @@ func tail(b []byte, n int) string {
 	}
 	return string(b)
 }
-
-// Port is the TCP port the cluster listens on.
-func (c *Cluster) Port() int { return c.port }
 
 // URL is a connection URL for database db as the superuser "postgres".
 func (c *Cluster) URL(db string) string {

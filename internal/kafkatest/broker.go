@@ -1,11 +1,11 @@
-// Package kafka runs a real Apache Kafka broker for the e2e suite: one
+// Package kafkatest runs a real Apache Kafka broker for the e2e suite: one
 // combined broker+controller KRaft node from the jars that Maven fetches
 // (pom.xml beside this file) into a git-ignored cache, on free loopback
 // ports, with a small heap, its data in a temporary directory.
 //
 // The first Start runs Maven (minutes on a cold cache); later ones reuse the
 // jars and take seconds. Java 17+ and Maven must be installed.
-package kafka
+package kafkatest
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/internal/freeport"
 )
 
 // Version is the Kafka version pom.xml names.
@@ -74,15 +75,6 @@ func Jars(ctx context.Context) (string, error) {
 	return libs, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Start fetches the jars if needed, formats KRaft storage in a temporary
 // directory, and starts the broker; it returns once the broker answers a
 // metadata request.
@@ -101,10 +93,10 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	if b.dir, err = os.MkdirTemp("", "cdc-relay-kafka-"); err != nil {
 		return nil, err
 	}
-	if b.port, err = freePort(); err != nil {
+	if b.port, err = freeport.Get(); err != nil {
 		return nil, err
 	}
-	if b.ctrlPort, err = freePort(); err != nil {
+	if b.ctrlPort, err = freeport.Get(); err != nil {
 		return nil, err
 	}
 	b.logPath = filepath.Join(b.dir, "broker.log")
