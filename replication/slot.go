@@ -1,0 +1,67 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+)
+
+// Querier is what a slot lookup needs of a connection or pool
+// (*pgx.Conn and *pgxpool.Pool have it).
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Slot is a replication slot as pg_replication_slots shows it.
+type Slot struct {
+	// Name of the slot.
+	Name string
+	// Plugin is the output plugin; the relay needs "pgoutput".
+	Plugin string
+	// SameDatabase is true when the slot belongs to the database the
+	// lookup's connection is on.
+	SameDatabase bool
+	// ConfirmedFlush is the position the slot's consumer confirmed last:
+	// the stream resumes after it.
+	ConfirmedFlush pglogrepl.LSN
+	// Active is true while a walsender streams the slot.
+	Active bool
+}
+
+// ErrSlotNotFound is returned (wrapped) by [LookupSlot] for a slot that
+// does not exist.
+var ErrSlotNotFound = errors.New("replication slot does not exist")
+
+// LookupSlot reads slot name from pg_replication_slots.
+func LookupSlot(ctx context.Context, q Querier, name string) (Slot, error) {
+	s := Slot{Name: name}
+	var confirmed string
+	err := q.QueryRow(ctx, `SELECT plugin, coalesce(confirmed_flush_lsn::text, ''),
+		database = current_database(), active
+		FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&s.Plugin, &confirmed, &s.SameDatabase, &s.Active)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return s, fmt.Errorf("%w: %q", ErrSlotNotFound, name)
+	case err != nil:
+		return s, fmt.Errorf("look up replication slot %q: %w", name, err)
+	}
+	if confirmed != "" {
+		if s.ConfirmedFlush, err = pglogrepl.ParseLSN(confirmed); err != nil {
+			return s, fmt.Errorf("replication slot %q: confirmed_flush_lsn %q: %w", name, confirmed, err)
+		}
+	}
+	return s, nil
+}
+
+// SlotActive reports whether a walsender streams slot name; a slot that
+// does not exist is not active.
+func SlotActive(ctx context.Context, q Querier, name string) (bool, error) {
+	s, err := LookupSlot(ctx, q, name)
+	if errors.Is(err, ErrSlotNotFound) {
+		return false, nil
+	}
+	return s.Active, err
+}
