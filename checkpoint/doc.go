@@ -10,5 +10,6 @@
 // and makes the reader wait while either is at its limit.
 //
 // A [Store] persists the confirmed position in the relay's checkpoint
-// table, beside the slot's own, so that a lost or recreated slot is noticed.
+// table, beside the slot's own, so that a lost slot is noticed; a [Saver]
+// keeps that row up to date while the relay streams.
 package checkpoint

@@ -24,10 +24,11 @@ type Limits struct {
 	Bytes int64
 }
 
-// Tracker orders transactions and computes the safe LSN. Begin, Commit and
-// Position must be called by one goroutine, in stream order; Done may be
-// called from any goroutine (producer callbacks). Safe and the wait methods
-// are safe for concurrent use.
+// Tracker orders transactions and computes the safe LSN. Begin, Add, Commit
+// and Position must be called by one goroutine, in stream order; Done may be
+// called from any goroutine (producer callbacks). Safe, InFlight, Full and
+// the wait methods are safe for concurrent use, and any number of
+// goroutines may wait at once.
 type Tracker struct {
 	limits Limits
 
@@ -39,14 +40,17 @@ type Tracker struct {
 	events atomic.Int64
 	bytes  atomic.Int64
 
-	waiting atomic.Bool
-	wake    chan struct{}
+	// Waiters: changed is closed (and cleared) when the counts go down
+	// while anyone waits, waking every waiter at once.
+	waiters atomic.Int32
+	waitMu  sync.Mutex
+	changed chan struct{} // under waitMu
 }
 
 // NewTracker returns a tracker whose safe position starts at start, the
 // slot's confirmed position: it never reports anything lower.
 func NewTracker(start pglogrepl.LSN, limits Limits) *Tracker {
-	t := &Tracker{limits: limits, wake: make(chan struct{}, 1)}
+	t := &Tracker{limits: limits}
 	t.safe.Store(uint64(start))
 	return t
 }
@@ -80,11 +84,13 @@ func (t *Tracker) Done(tx *Txn, size int) {
 	// flight, Safe already includes every delivered transaction.
 	t.bytes.Add(-int64(size))
 	t.events.Add(-1)
-	if t.waiting.Load() {
-		select {
-		case t.wake <- struct{}{}:
-		default:
+	if t.waiters.Load() > 0 {
+		t.waitMu.Lock()
+		if t.changed != nil {
+			close(t.changed)
+			t.changed = nil
 		}
+		t.waitMu.Unlock()
 	}
 }
 
@@ -150,14 +156,16 @@ func (t *Tracker) InFlight() (events, bytes int64) {
 	return t.events.Load(), t.bytes.Load()
 }
 
-func (t *Tracker) full() bool {
+// Full reports whether an in-flight limit is reached: the reader should
+// wait (see WaitCapacity) before reading more.
+func (t *Tracker) Full() bool {
 	return t.limits.Events > 0 && t.events.Load() >= t.limits.Events ||
 		t.limits.Bytes > 0 && t.bytes.Load() >= t.limits.Bytes
 }
 
 // WaitCapacity blocks while the in-flight limits are reached.
 func (t *Tracker) WaitCapacity(ctx context.Context) error {
-	return t.waitUntil(ctx, func() bool { return !t.full() })
+	return t.waitUntil(ctx, func() bool { return !t.Full() })
 }
 
 // WaitIdle blocks until no event is in flight.
@@ -165,18 +173,29 @@ func (t *Tracker) WaitIdle(ctx context.Context) error {
 	return t.waitUntil(ctx, func() bool { return t.events.Load() == 0 })
 }
 
+// waitUntil blocks until ok holds or ctx is done. ok must depend only on
+// what Done changes. A Done that lands after ok was checked closes the
+// channel taken before the check, so no wake-up is lost: the waiter is
+// counted before it checks, and Done counts down before it looks for
+// waiters.
 func (t *Tracker) waitUntil(ctx context.Context, ok func() bool) error {
 	if ok() {
 		return nil
 	}
-	defer t.waiting.Store(false)
+	t.waiters.Add(1)
+	defer t.waiters.Add(-1)
 	for {
-		t.waiting.Store(true)
+		t.waitMu.Lock()
+		if t.changed == nil {
+			t.changed = make(chan struct{})
+		}
+		changed := t.changed
+		t.waitMu.Unlock()
 		if ok() {
 			return nil
 		}
 		select {
-		case <-t.wake:
+		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,13 +94,16 @@ func TestModel(t *testing.T) {
 			inflight = make(chan func(), 100000)
 			wg       sync.WaitGroup
 		)
+		// check runs on the workers too: it reports with Errorf (Fatalf
+		// must not be called off the test goroutine) and once.
+		var failed atomic.Bool
 		check := func() {
 			mu.Lock()
 			defer mu.Unlock()
 			safe := tr.Safe()
 			for _, p := range open {
-				if p.n > 0 && p.end != 0 && safe >= p.end {
-					t.Fatalf("seed %d: safe %s reached the end %s of a transaction with %d events in flight", seed, safe, p.end, p.n)
+				if p.n > 0 && p.end != 0 && safe >= p.end && !failed.Swap(true) {
+					t.Errorf("seed %d: safe %s reached the end %s of a transaction with %d events in flight", seed, safe, p.end, p.n)
 				}
 			}
 		}
@@ -156,6 +160,9 @@ func TestModel(t *testing.T) {
 		}
 		close(inflight)
 		wg.Wait()
+		if failed.Load() {
+			t.FailNow()
+		}
 		// With nothing in flight the safe position is the last commit or
 		// keepalive.
 		if got := tr.Safe(); got != lsn {
@@ -205,6 +212,32 @@ func TestWaitCapacityAndIdle(t *testing.T) {
 	defer cancel()
 	if err := tr2.WaitCapacity(ctx); err == nil {
 		t.Fatal("WaitCapacity returned with the byte limit reached")
+	}
+}
+
+// TestEveryWaiterWakes: the reader waiting for capacity and a stop waiting
+// for idle wait at the same time; one Done must wake both.
+func TestEveryWaiterWakes(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		tr := NewTracker(0, Limits{Events: 1})
+		tx := tr.Begin()
+		tr.Add(tx, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		done := make(chan error, 3)
+		go func() { done <- tr.WaitCapacity(ctx) }()
+		go func() { done <- tr.WaitIdle(ctx) }()
+		go func() { done <- tr.WaitIdle(ctx) }()
+		for tr.waiters.Load() < 3 { // all three are waiting
+			time.Sleep(time.Millisecond)
+		}
+		tr.Done(tx, 1)
+		for j := 0; j < 3; j++ {
+			if err := <-done; err != nil {
+				cancel()
+				t.Fatalf("round %d: a waiter was not woken by Done: %v", i, err)
+			}
+		}
+		cancel()
 	}
 }
 

@@ -70,11 +70,15 @@ func versioned() ([]migration, error) {
 	return ms, nil
 }
 
+// Querier is what the checks need of a connection or pool (*pgx.Conn and
+// *pgxpool.Pool have it).
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // CheckWALLevel returns an error that says how to fix it when the server's
 // wal_level is not logical.
-func CheckWALLevel(ctx context.Context, conn interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}) error {
+func CheckWALLevel(ctx context.Context, conn Querier) error {
 	var level string
 	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
 		return fmt.Errorf("read wal_level: %w", err)
@@ -112,26 +116,23 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
 		return res, fmt.Errorf("take migration lock: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey)) //nolint:errcheck
+	defer func() {
+		// Closing the session would release the lock too.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
+	}()
 
 	if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+history+
 		" (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"); err != nil {
 		return res, fmt.Errorf("create migration history %s: %w", history, err)
 	}
-	applied := map[int]bool{}
-	rows, err := conn.Query(ctx, "SELECT version FROM "+history)
+	rows, _ := conn.Query(ctx, "SELECT version FROM "+history)
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	if err != nil {
-		return res, fmt.Errorf("read migration history: %w", err)
+		return res, fmt.Errorf("read migration history %s: %w", history, err)
 	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return res, err
-		}
+	applied := map[int]bool{}
+	for _, v := range versions {
 		applied[v] = true
-	}
-	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("read migration history: %w", err)
 	}
 	for _, m := range ms {
 		if applied[m.version] {
@@ -150,7 +151,15 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		res.Applied = append(res.Applied, m.version)
 	}
 
-	if !cfg.SkipOutbox {
+	if cfg.SkipOutbox {
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", outbox).Scan(&exists); err != nil {
+			return res, fmt.Errorf("look up outbox table %s: %w", outbox, err)
+		}
+		if !exists {
+			return res, fmt.Errorf("outbox table %s does not exist: create it, point --table at your outbox table, or run migrate without --skip-outbox to create the default one", outbox)
+		}
+	} else {
 		b, err := files.ReadFile("sql/outbox.sql")
 		if err != nil {
 			return res, err
@@ -166,14 +175,23 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	return res, nil
 }
 
-func publication(ctx context.Context, conn *pgx.Conn, cfg Config, outbox string, res *Result) error {
-	pub := pgx.Identifier{cfg.Publication}.Sanitize()
-	var exists, hasTable bool
-	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1),
+// lookupPublication reports whether cfg's publication exists and whether
+// it publishes the outbox table.
+func lookupPublication(ctx context.Context, q Querier, cfg Config) (exists, hasTable bool, err error) {
+	err = q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1),
 		EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3)`,
 		cfg.Publication, cfg.OutboxSchema, cfg.OutboxTable).Scan(&exists, &hasTable)
 	if err != nil {
-		return fmt.Errorf("look up publication %q: %w", cfg.Publication, err)
+		return false, false, fmt.Errorf("look up publication %q: %w", cfg.Publication, err)
+	}
+	return exists, hasTable, nil
+}
+
+func publication(ctx context.Context, conn *pgx.Conn, cfg Config, outbox string, res *Result) error {
+	pub := pgx.Identifier{cfg.Publication}.Sanitize()
+	exists, hasTable, err := lookupPublication(ctx, conn, cfg)
+	if err != nil {
+		return err
 	}
 	switch {
 	case !exists:

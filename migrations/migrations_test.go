@@ -108,9 +108,46 @@ func TestApplyMapsAnExistingTable(t *testing.T) {
 func TestApplyReportsAMissingTable(t *testing.T) {
 	conn := startPG(t)
 	cfg := defaultConfig()
-	cfg.OutboxTable, cfg.SkipOutbox = "missing", true
+	cfg.OutboxTable, cfg.SkipOutbox = "orders_outbox", true
 	_, err := Apply(context.Background(), conn, cfg)
-	if err == nil || !strings.Contains(err.Error(), "missing") {
-		t.Fatalf("error %v, want one naming the missing table", err)
+	want := `outbox table "public"."orders_outbox" does not exist`
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--skip-outbox") {
+		t.Fatalf("error %v, want one saying %q and what to do", err, want)
 	}
+}
+
+// TestCheck: the relay's start-up check names what is missing and what to
+// run, step by step as migrate would create it.
+func TestCheck(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := defaultConfig()
+	check := func(want string) {
+		t.Helper()
+		err := Check(ctx, conn, cfg)
+		switch {
+		case want == "" && err != nil:
+			t.Fatalf("Check: %v, want nil", err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Fatalf("Check: %v, want an error containing %q", err, want)
+		}
+	}
+	check(`outbox table "public"."outbox" does not exist`)
+	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
+		t.Fatal(err)
+	}
+	check("run `cdc-relay migrate` first")
+	cfg.SkipOutbox = true
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	check("")
+	if _, err := conn.Exec(ctx, "ALTER PUBLICATION cdc_relay DROP TABLE outbox"); err != nil {
+		t.Fatal(err)
+	}
+	check(`publication "cdc_relay" does not include "public"."outbox"`)
+	if _, err := conn.Exec(ctx, "DROP PUBLICATION cdc_relay"); err != nil {
+		t.Fatal(err)
+	}
+	check(`publication "cdc_relay" does not exist`)
 }

@@ -65,3 +65,16 @@ func SlotActive(ctx context.Context, q Querier, name string) (bool, error) {
 	}
 	return s.Active, err
 }
+
+// Usable returns an error that says what to do when the relay cannot
+// stream this slot: it uses another output plugin or belongs to another
+// database.
+func (s Slot) Usable() error {
+	if s.Plugin != "pgoutput" {
+		return fmt.Errorf("replication slot %q uses plugin %q; the relay needs pgoutput: choose another --slot", s.Name, s.Plugin)
+	}
+	if !s.SameDatabase {
+		return fmt.Errorf("replication slot %q belongs to another database: choose another --slot", s.Name)
+	}
+	return nil
+}

@@ -29,8 +29,6 @@ type Config struct {
 	AutoCreateTopics bool
 	// Logger receives the client's warnings and errors; nil for none.
 	Logger *slog.Logger
-	// Extra are further franz-go options, appended last.
-	Extra []kgo.Opt
 }
 
 // Sink is an idempotent Kafka producer. It is safe for concurrent use.
@@ -69,7 +67,6 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(kgoLogger{cfg.Logger}))
 	}
-	opts = append(opts, cfg.Extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create Kafka client: %w", err)
@@ -105,9 +102,6 @@ func (s *Sink) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record
 
 // Ping checks that a broker answers.
 func (s *Sink) Ping(ctx context.Context) error { return s.cl.Ping(ctx) }
-
-// Flush waits until every produced record has completed, or ctx is done.
-func (s *Sink) Flush(ctx context.Context) error { return s.cl.Flush(ctx) }
 
 // Close closes the client; records not yet acked fail with
 // kgo.ErrClientClosed (not [Permanent]: the WAL still has them).

@@ -13,73 +13,24 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
-
-	"github.com/cdc-relay/cdc-relay/checkpoint"
 )
 
-// Conn is a replication connection (replication=database).
-type Conn struct {
-	pg *pgconn.PgConn
-}
-
-// Connect opens a replication connection to url. The session runs with
-// TimeZone=UTC and DateStyle=ISO, which the decoder's timestamp parsing
-// relies on.
-func Connect(ctx context.Context, url, appName string) (*Conn, error) {
-	cfg, err := pgconn.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
-	}
-	cfg.RuntimeParams["replication"] = "database"
-	cfg.RuntimeParams["TimeZone"] = "UTC"
-	cfg.RuntimeParams["DateStyle"] = "ISO"
-	if appName != "" {
-		cfg.RuntimeParams["application_name"] = appName
-	}
-	pg, err := pgconn.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open replication connection to %s:%d as %q: %w%s", cfg.Host, cfg.Port, cfg.User, err, hint(err))
-	}
-	return &Conn{pg: pg}, nil
-}
-
-// hint says what an operator can do about common replication errors.
-func hint(err error) string {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return ""
-	}
-	switch {
-	case pgErr.Code == "42501" || strings.Contains(pgErr.Message, "replication role"):
-		return " (the role needs the REPLICATION attribute: ALTER ROLE <name> WITH REPLICATION)"
-	case strings.Contains(pgErr.Message, "pg_hba.conf") && strings.Contains(pgErr.Message, "replication"):
-		return " (allow it in pg_hba.conf with a line for database \"replication\" or the database name, then reload PostgreSQL)"
-	case strings.Contains(pgErr.Message, "wal_level"):
-		return " (set wal_level = logical and restart PostgreSQL)"
-	case pgErr.Code == "55006" || strings.Contains(pgErr.Message, "is active for PID"):
-		return " (another consumer is reading this slot; only one relay may run per slot)"
-	case strings.Contains(pgErr.Message, "publication") && strings.Contains(pgErr.Message, "does not exist"):
-		return " (create it with `cdc-relay migrate`)"
-	}
-	return ""
-}
-
-// Close closes the connection.
-func (c *Conn) Close(ctx context.Context) error { return c.pg.Close(ctx) }
-
-// CreateSlot creates a pgoutput logical slot and returns its consistent
-// point: the slot will stream transactions committed after it.
-func (c *Conn) CreateSlot(ctx context.Context, slot string) (pglogrepl.LSN, error) {
-	res, err := pglogrepl.CreateReplicationSlot(ctx, c.pg, slot, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication})
-	if err != nil {
-		return 0, fmt.Errorf("create replication slot %q: %w%s", slot, err, hint(err))
-	}
-	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
-	if err != nil {
-		return 0, fmt.Errorf("create replication slot %q: consistent point: %w", slot, err)
-	}
-	return lsn, nil
+// Tracker is what the stream needs of the checkpoint tracker
+// (*checkpoint.Tracker has it): the position it may confirm, a place for
+// keepalive positions, and the in-flight limits that pause reading.
+type Tracker interface {
+	// Safe is the position PostgreSQL may be told is flushed.
+	Safe() pglogrepl.LSN
+	// Position records a keepalive's position, read between transactions.
+	Position(lsn pglogrepl.LSN)
+	// Full reports whether an in-flight limit is reached.
+	Full() bool
+	// WaitCapacity blocks while an in-flight limit is reached.
+	WaitCapacity(ctx context.Context) error
+	// WaitIdle blocks until nothing is in flight.
+	WaitIdle(ctx context.Context) error
+	// InFlight reports the events and bytes in flight.
+	InFlight() (events, bytes int64)
 }
 
 // Handler receives the WAL data of each XLogData message (one pgoutput
@@ -93,7 +44,7 @@ type Options struct {
 	Slot, Publication string
 	// Tracker supplies the position to confirm, bounds what is in flight,
 	// and receives keepalive positions.
-	Tracker *checkpoint.Tracker
+	Tracker Tracker
 	// StatusInterval is the most time between standby status updates.
 	// Default 1s.
 	StatusInterval time.Duration
@@ -120,6 +71,12 @@ var ErrStopTimeout = errors.New("stop timed out before the in-flight transaction
 // When ctx is done it reads on to the end of the current transaction, waits
 // for every event in flight to be acked, confirms the final position, and
 // returns nil. The caller must not use the connection concurrently.
+//
+// Every read and write of the connection happens on the calling goroutine:
+// standby status updates are sent between messages, when the read deadline
+// set for the next update expires, and while reading waits for capacity. A
+// second goroutine only moves the read deadline (net.Conn allows that
+// concurrently) to wake the reader when a stop begins and when it times out.
 func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	if opts.StatusInterval <= 0 {
 		opts.StatusInterval = time.Second
@@ -139,23 +96,13 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	}
 	opts.Logger.Info("replication started", "slot", opts.Slot, "publication", opts.Publication, "from", opts.Tracker.Safe())
 
-	s := &streamer{c: c, opts: opts, h: h, kick: make(chan struct{}, 1)}
+	s := &streamer{c: c, opts: opts, h: h, nextStatus: time.Now().Add(opts.StatusInterval)}
 	// hardCtx ends waits that a stop must not outlive.
 	hardCtx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardCancel()
 
-	var wg sync.WaitGroup
-	statusDone := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.statusLoop(statusDone)
-	}()
-
-	// On stop: wake the reader now, and give up after StopTimeout.
 	readerDone := make(chan struct{})
-	var deadline *time.Timer
-	var mu sync.Mutex
+	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -165,87 +112,101 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 			return
 		}
 		s.stopping.Store(true)
-		mu.Lock()
-		deadline = time.AfterFunc(opts.StopTimeout, func() {
+		s.wake()
+		deadline := time.NewTimer(opts.StopTimeout)
+		defer deadline.Stop()
+		select {
+		case <-deadline.C:
 			s.hard.Store(true)
 			hardCancel()
 			if opts.OnStopTimeout != nil {
 				opts.OnStopTimeout()
 			}
-			_ = c.pg.Conn().SetReadDeadline(time.Now())
-		})
-		mu.Unlock()
-		_ = c.pg.Conn().SetReadDeadline(time.Now())
+			s.wake()
+		case <-readerDone:
+		}
 	}()
 
 	readErr := s.read(hardCtx)
-	close(readerDone)
 	if readErr == nil {
 		// Stopped at a transaction boundary: let the last events land.
-		if err := opts.Tracker.WaitIdle(hardCtx); err != nil {
-			ev, _ := opts.Tracker.InFlight()
-			opts.Logger.Warn("stop: events still in flight after the stop timeout", "events", ev)
-			readErr = ErrStopTimeout
+		if err := s.waitFor(hardCtx, opts.Tracker.WaitIdle, nil); err != nil {
+			if hardCtx.Err() == nil {
+				readErr = err
+			} else {
+				ev, _ := opts.Tracker.InFlight()
+				opts.Logger.Warn("stop: events still in flight after the stop timeout", "events", ev)
+				readErr = ErrStopTimeout
+			}
 		}
 	}
-	close(statusDone)
-	mu.Lock()
-	if deadline != nil {
-		deadline.Stop()
-	}
-	mu.Unlock()
+	close(readerDone)
 	wg.Wait()
 	// A final update, so the next start does not resend what was delivered.
-	if err := s.sendStatus(false); err != nil && readErr == nil {
+	if err := s.sendStatus(); err != nil && readErr == nil {
 		readErr = err
 	}
 	return readErr
 }
 
+// streamer is the state of one Stream call. Apart from the atomics, it is
+// used by the reading goroutine only.
 type streamer struct {
 	c    *Conn
 	opts Options
 	h    Handler
 
-	inTx     bool
-	stopping atomic.Bool
-	hard     atomic.Bool
-	// kick asks the status loop for an update now (a keepalive asked for a
-	// reply, or moved the safe position while idle).
-	kick chan struct{}
-
-	sendMu   sync.Mutex
-	lastSent pglogrepl.LSN
+	inTx       bool
+	stopping   atomic.Bool // a stop began: finish the transaction, then return
+	hard       atomic.Bool // the stop timed out: return now
+	nextStatus time.Time   // when the next standby status update is due
+	armed      time.Time   // the read deadline last set by the reader
+	lastSent   pglogrepl.LSN
 }
 
-// read is the reader loop. It returns nil after a clean stop.
+// wake makes a blocked read return a timeout now. Safe from any goroutine.
+func (s *streamer) wake() { _ = s.c.pg.Conn().SetReadDeadline(time.Now()) }
+
+// read is the reader loop. It returns nil after a clean stop at a
+// transaction boundary.
 func (s *streamer) read(hardCtx context.Context) error {
 	for {
+		if s.opts.Tracker.Full() {
+			// A stop between transactions need not wait for capacity: it
+			// reads nothing more.
+			stopNow := func() bool { return s.stopping.Load() && !s.inTx }
+			if err := s.waitFor(hardCtx, s.opts.Tracker.WaitCapacity, stopNow); err != nil {
+				if hardCtx.Err() != nil {
+					return ErrStopTimeout
+				}
+				return err
+			}
+		}
+		if s.armed != s.nextStatus {
+			if err := s.c.pg.Conn().SetReadDeadline(s.nextStatus); err != nil {
+				return fmt.Errorf("replication slot %q: set read deadline: %w", s.opts.Slot, err)
+			}
+			s.armed = s.nextStatus
+		}
+		// Checked after the deadline is set, so that a wake-up cannot be
+		// overwritten unseen.
+		if s.hard.Load() {
+			return s.stoppedHard()
+		}
 		if s.stopping.Load() && !s.inTx {
 			return nil
 		}
-		if err := s.opts.Tracker.WaitCapacity(hardCtx); err != nil {
-			return ErrStopTimeout
-		}
 		msg, err := s.c.pg.ReceiveMessage(context.Background())
 		if err != nil {
-			if pgconn.Timeout(err) {
-				if s.hard.Load() {
-					if s.inTx {
-						return ErrStopTimeout
-					}
-					return nil
-				}
-				if s.stopping.Load() && s.inTx {
-					// Finish the transaction being read before stopping.
-					_ = s.c.pg.Conn().SetReadDeadline(time.Time{})
-					if s.hard.Load() {
-						return ErrStopTimeout
-					}
-				}
-				continue
+			if !pgconn.Timeout(err) {
+				return fmt.Errorf("receive from replication slot %q: %w", s.opts.Slot, err)
 			}
-			return fmt.Errorf("receive from replication slot %q: %w", s.opts.Slot, err)
+			// The status deadline, or a wake-up from a stop.
+			s.armed = time.Time{}
+			if err := s.statusIfDue(); err != nil {
+				return err
+			}
+			continue
 		}
 		switch msg := msg.(type) {
 		case *pgproto3.CopyData:
@@ -259,6 +220,37 @@ func (s *streamer) read(hardCtx context.Context) error {
 			return fmt.Errorf("replication slot %q: server ended the stream", s.opts.Slot)
 		default:
 			// Notices and parameter statuses: nothing to do.
+		}
+	}
+}
+
+func (s *streamer) stoppedHard() error {
+	if s.inTx {
+		return ErrStopTimeout
+	}
+	return nil
+}
+
+// waitFor runs a tracker wait, sending standby status updates while it
+// lasts (the server drops a replica that stays silent for
+// wal_sender_timeout). It returns nil when the wait succeeds or done says
+// to stop waiting, and an error when the stop times out (hardCtx).
+func (s *streamer) waitFor(hardCtx context.Context, wait func(context.Context) error, done func() bool) error {
+	for {
+		wctx, cancel := context.WithDeadline(hardCtx, s.nextStatus)
+		err := wait(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case hardCtx.Err() != nil:
+			return hardCtx.Err()
+		}
+		if err := s.statusIfDue(); err != nil {
+			return err
+		}
+		if done != nil && done() {
+			return nil
 		}
 	}
 }
@@ -287,54 +279,35 @@ func (s *streamer) copyData(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("parse keepalive: %w", err)
 		}
-		kick := ka.ReplyRequested
 		if s.opts.Logger.Enabled(context.Background(), slog.LevelDebug) {
 			s.opts.Logger.Debug("keepalive", "wal_end", ka.ServerWALEnd, "reply", ka.ReplyRequested, "in_tx", s.inTx)
 		}
+		reply := ka.ReplyRequested
 		if !s.inTx {
 			// In stream order: the position cannot overtake an event that
 			// was read before it.
 			s.opts.Tracker.Position(ka.ServerWALEnd)
-			kick = kick || s.opts.Tracker.Safe() > s.sent()
+			reply = reply || s.opts.Tracker.Safe() > s.lastSent
 		}
-		if kick {
-			select {
-			case s.kick <- struct{}{}:
-			default:
-			}
+		if reply {
+			return s.sendStatus()
 		}
 	}
 	return nil
 }
 
-func (s *streamer) sent() pglogrepl.LSN {
-	s.sendMu.Lock()
-	defer s.sendMu.Unlock()
-	return s.lastSent
-}
-
-// statusLoop sends standby status updates until done is closed.
-func (s *streamer) statusLoop(done <-chan struct{}) {
-	t := time.NewTicker(s.opts.StatusInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		case <-s.kick:
-		}
-		if err := s.sendStatus(false); err != nil {
-			s.opts.Logger.Warn("standby status update failed", "err", err)
-		}
+// statusIfDue sends a standby status update when one is due.
+func (s *streamer) statusIfDue() error {
+	if time.Now().Before(s.nextStatus) {
+		return nil
 	}
+	return s.sendStatus()
 }
 
-// sendStatus confirms the tracker's safe position. It runs concurrently
-// with the reader: writes and reads use separate halves of the connection.
-func (s *streamer) sendStatus(reply bool) error {
-	s.sendMu.Lock()
-	defer s.sendMu.Unlock()
+// sendStatus confirms the tracker's safe position and schedules the next
+// update.
+func (s *streamer) sendStatus() error {
+	s.nextStatus = time.Now().Add(s.opts.StatusInterval)
 	pos := s.opts.Tracker.Safe()
 	if pos == 0 {
 		return nil
@@ -343,7 +316,6 @@ func (s *streamer) sendStatus(reply bool) error {
 		WALWritePosition: pos,
 		WALFlushPosition: pos,
 		WALApplyPosition: pos,
-		ReplyRequested:   reply,
 	})
 	if err != nil {
 		return fmt.Errorf("send standby status update (%s) on slot %q: %w", pos, s.opts.Slot, err)

@@ -1,0 +1,73 @@
+package pgerr_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/freeport"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+)
+
+func connect(t *testing.T, url string) error {
+	t.Helper()
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err == nil {
+		conn.Close(ctx)
+		t.Fatalf("connected to %s; want a failure", url)
+	}
+	return pgerr.Connect(cfg, err, "")
+}
+
+// TestConnect: the error names where it connected and the real cause, not
+// the refused TLS attempt that sslmode=prefer makes first, and says what to
+// check; the password never appears.
+func TestConnect(t *testing.T) {
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	free, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pg.URL disables TLS; these use the default sslmode=prefer.
+	tests := []struct {
+		name, url string
+		want      []string
+	}{
+		{"no such database", strings.Replace(pg.URL("nosuch"), "?sslmode=disable", "", 1), []string{
+			`as "postgres" (database "nosuch")`, `database "nosuch" does not exist`, "check the database name"}},
+		{"nothing listening", fmt.Sprintf("postgres://relay:s3cret@127.0.0.1:%d/app", free), []string{
+			fmt.Sprintf(`connect to PostgreSQL at 127.0.0.1:%d as "relay" (database "app")`, free), "connection refused", "is PostgreSQL running"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := connect(t, tt.url)
+			msg := err.Error()
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q lacks %q", msg, w)
+				}
+			}
+			for _, bad := range []string{"tls error", "server refused TLS", "s3cret", "\n"} {
+				if strings.Contains(msg, bad) {
+					t.Errorf("error %q contains %q", msg, bad)
+				}
+			}
+		})
+	}
+	var pgErr *pgconn.PgError
+	if err := connect(t, pg.URL("nosuch")); !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
+		t.Fatalf("errors.As(%v, *PgError) = %v, want the server's 3D000", err, pgErr)
+	}
+}

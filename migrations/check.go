@@ -1,0 +1,43 @@
+package migrations
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Check verifies that the database is prepared as [Apply] prepares it for
+// cfg, without changing anything: wal_level is logical, the outbox table,
+// the status table and the checkpoint table exist, and the publication
+// publishes the outbox table. Its error says what to run or change.
+func Check(ctx context.Context, q Querier, cfg Config) error {
+	if err := CheckWALLevel(ctx, q); err != nil {
+		return err
+	}
+	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
+	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+	checkpoint := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
+	var haveOutbox, haveStatus, haveCheckpoint bool
+	err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL",
+		outbox, status, checkpoint).Scan(&haveOutbox, &haveStatus, &haveCheckpoint)
+	if err != nil {
+		return fmt.Errorf("check the database is prepared: %w", err)
+	}
+	switch {
+	case !haveOutbox:
+		return fmt.Errorf("outbox table %s does not exist: create it with `cdc-relay migrate`, or point --table at your outbox table", outbox)
+	case !haveStatus || !haveCheckpoint:
+		return fmt.Errorf("the relay's tables (%s, %s) do not exist: run `cdc-relay migrate` first", status, checkpoint)
+	}
+	exists, hasTable, err := lookupPublication(ctx, q, cfg)
+	switch {
+	case err != nil:
+		return err
+	case !exists:
+		return fmt.Errorf("publication %q does not exist: run `cdc-relay migrate` first", cfg.Publication)
+	case !hasTable:
+		return fmt.Errorf("publication %q does not include %s: run `cdc-relay migrate` with the same --table and --publication", cfg.Publication, outbox)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package relay
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// Config is everything a relay needs. See DefaultConfig.
+type Config struct {
+	// PostgresURL is the database with the outbox table. The role needs the
+	// REPLICATION attribute.
+	PostgresURL string
+	// Slot and Publication name the replication slot (created if missing)
+	// and the publication (created by `cdc-relay migrate`).
+	Slot, Publication string
+	// Mapping maps the outbox table onto Kafka records.
+	Mapping decoder.Mapping
+	// StatusSchema/StatusTable and CheckpointSchema/CheckpointTable name the
+	// relay's tables.
+	StatusSchema, StatusTable         string
+	CheckpointSchema, CheckpointTable string
+	// Kafka configures the producer.
+	Kafka sink.Config
+	// Limits bound the events and bytes in flight.
+	Limits checkpoint.Limits
+	// StatusInterval is the most time between standby status updates.
+	StatusInterval time.Duration
+	// StopTimeout bounds a graceful stop.
+	StopTimeout time.Duration
+	// CheckpointInterval is how often the confirmed position is saved in
+	// the checkpoint table (when it moved).
+	CheckpointInterval time.Duration
+	// AcceptSlotLoss lets the relay create a new slot although the
+	// checkpoint table shows an earlier one existed (events committed while
+	// no slot existed are then not relayed).
+	AcceptSlotLoss bool
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults the command line starts from.
+func DefaultConfig() Config {
+	return Config{
+		Slot:               "cdc_relay",
+		Publication:        "cdc_relay",
+		Mapping:            decoder.DefaultMapping(),
+		StatusSchema:       "public",
+		StatusTable:        "outbox_delivery",
+		CheckpointSchema:   "public",
+		CheckpointTable:    "cdc_relay_checkpoint",
+		Kafka:              sink.Config{ClientID: "cdc-relay", Linger: 5 * time.Millisecond},
+		Limits:             checkpoint.Limits{Events: 10000, Bytes: 64 << 20},
+		StatusInterval:     time.Second,
+		StopTimeout:        30 * time.Second,
+		CheckpointInterval: 10 * time.Second,
+	}
+}
+
+// Tables returns the names `cdc-relay migrate` creates for this
+// configuration, for migrations.Apply and migrations.Check.
+func (c Config) Tables() migrations.Config {
+	return migrations.Config{
+		OutboxSchema:     c.Mapping.Schema,
+		OutboxTable:      c.Mapping.Table,
+		StatusSchema:     c.StatusSchema,
+		StatusTable:      c.StatusTable,
+		CheckpointSchema: c.CheckpointSchema,
+		CheckpointTable:  c.CheckpointTable,
+		Publication:      c.Publication,
+	}
+}

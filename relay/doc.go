@@ -1,0 +1,21 @@
+// Package relay runs one relay: it checks that the database is prepared,
+// takes leadership of the slot, and wires the pipeline
+// replication → decoder → sink → checkpoint until it is told to stop.
+//
+// One concern per file:
+//
+//	relay.go     Run: the reconnect loop and one replication session's wiring
+//	config.go    Config and its defaults
+//	leader.go    leadership: the slot's advisory lock, standing by
+//	resume.go    where a session resumes: the slot, created when missing,
+//	             checked against the checkpoint table
+//	pipeline.go  per event: decode, produce, ack, or park in the status table
+//	progress.go  the periodic progress log line
+//	errors.go    which errors end Run and which a reconnect cures
+//
+// Everything per event happens on the goroutine that reads the replication
+// stream, except the producer's acknowledgements, which come back on
+// franz-go's goroutines and only touch the checkpoint tracker, and the
+// status-table writes of undeliverable events, which run on goroutines of
+// their own so that the stream never waits for them.
+package relay

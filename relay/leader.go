@@ -1,0 +1,53 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// standbyPoll is how often a standby relay retries the leadership lock.
+const standbyPoll = 2 * time.Second
+
+// lead takes the slot's advisory lock on a connection held for the
+// session's life, waiting while another relay holds it. It returns a
+// function that releases the lock, or nil, nil if ctx ends while waiting.
+func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger) (release func(), err error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquire leadership connection: %w", err)
+	}
+	const q = "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay/' || $1, 0))"
+	warned := false
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, q, slot).Scan(&ok); err != nil {
+			conn.Release()
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("take leadership lock for slot %q: %w", slot, err)
+		}
+		if ok {
+			log.Info("leadership acquired", "slot", slot)
+			return func() {
+				// Closing the session releases the lock.
+				_ = conn.Conn().Close(context.Background())
+				conn.Release()
+			}, nil
+		}
+		if !warned {
+			log.Info("another relay leads this slot; standing by", "slot", slot)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			conn.Release()
+			return nil, nil
+		case <-time.After(standbyPoll):
+		}
+	}
+}

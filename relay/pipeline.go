@@ -1,0 +1,170 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// producer is what the pipeline needs of the Kafka producer (*sink.Sink).
+type producer interface {
+	// Produce sends r asynchronously and calls done once with the outcome.
+	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
+}
+
+// failureStore records events the fast path cannot deliver
+// (*status.Store). When Failed returns nil the record is durable.
+type failureStore interface {
+	Failed(ctx context.Context, ev *decoder.Event, reason error) error
+}
+
+// counters count what a relay delivered over its life, across sessions.
+type counters struct {
+	events atomic.Int64 // acked by Kafka
+	failed atomic.Int64 // recorded in the status table
+}
+
+// pipeline handles one replication session's messages in stream order:
+// transaction boundaries go to the tracker; each event is counted in flight,
+// then produced, or parked in the status table when it can never be a
+// Kafka record. The tracker lets the checkpoint pass an event once Kafka
+// acked it or its status row is committed.
+type pipeline struct {
+	log      *slog.Logger
+	producer producer
+	failures failureStore
+	count    *counters
+	dec      *decoder.Decoder
+	tracker  *checkpoint.Tracker
+
+	// failCtx bounds status-table writes; produceCtx is the records'
+	// context, cancelled when the session ends so that nothing stays
+	// blocked in the producer.
+	failCtx, produceCtx context.Context
+	retryBase           time.Duration // first wait between status-table attempts
+
+	onAck       func(*kgo.Record, error) // p.ack, one func value for every record
+	tx          *checkpoint.Txn          // the transaction being read
+	undelivered atomic.Int64
+}
+
+// newPipeline returns a pipeline; p's dependencies must be set.
+func newPipeline(p *pipeline) *pipeline {
+	p.onAck = p.ack
+	if p.retryBase == 0 {
+		p.retryBase = 100 * time.Millisecond
+	}
+	return p
+}
+
+// handle decodes one pgoutput message and applies it.
+func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
+	msg, err := p.dec.Decode(data)
+	if err != nil {
+		return fmt.Errorf("decode pgoutput message at %s: %w", start, err)
+	}
+	return p.apply(start, msg)
+}
+
+// apply acts on one decoded message.
+func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
+	switch msg.Kind {
+	case decoder.KindBegin:
+		p.tx = p.tracker.Begin()
+	case decoder.KindCommit:
+		if p.tx == nil {
+			return fmt.Errorf("commit at %s without a begin", start)
+		}
+		p.tracker.Commit(p.tx, pglogrepl.LSN(msg.EndLSN))
+		p.tx = nil
+	case decoder.KindEvent:
+		if p.tx == nil {
+			return fmt.Errorf("insert at %s outside a transaction", start)
+		}
+		it := &inflight{Context: p.produceCtx, tx: p.tx, ev: msg.Event}
+		it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
+		it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
+		p.tracker.Add(it.tx, it.size)
+		if msg.Poison != nil {
+			go p.fail(it, msg.Poison)
+			return nil
+		}
+		sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
+		it.rec.Context = it
+		p.producer.Produce(p.produceCtx, &it.rec, p.onAck)
+	}
+	return nil
+}
+
+// inflight is one event on its way to Kafka, in one allocation: the record,
+// room for its headers, and what the checkpoint needs once Kafka answers.
+// The record's Context is the inflight itself (it embeds the session's
+// produce context, so cancellation works as for any record), which lets one
+// callback serve every record without a closure per event.
+type inflight struct {
+	context.Context
+	rec        kgo.Record
+	recHeaders [4]kgo.RecordHeader
+	ev         decoder.Event // kept for the status table
+	evHeaders  [4]decoder.Header
+	tx         *checkpoint.Txn
+	size       int
+}
+
+// ack is the producer callback of every record.
+func (p *pipeline) ack(r *kgo.Record, err error) {
+	it := r.Context.(*inflight)
+	switch {
+	case err == nil:
+		p.count.events.Add(1)
+		p.tracker.Done(it.tx, it.size)
+	case sink.Permanent(err):
+		go p.fail(it, err)
+	default:
+		// Not delivered (the producer is closing, or the session ended):
+		// the event stays in flight, its transaction unconfirmed, and
+		// PostgreSQL sends it again after a restart. Said once, not per
+		// event.
+		if p.undelivered.Add(1) == 1 {
+			p.log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(it.ev.ID), "err", err)
+		}
+	}
+}
+
+// fail records a permanently undeliverable event in the status table,
+// retrying with backoff until it is stored, then lets the checkpoint pass
+// it. If failCtx ends first, the event stays in flight: unconfirmed, it is
+// sent again after a restart.
+func (p *pipeline) fail(it *inflight, reason error) {
+	ev := &it.ev
+	p.log.Warn("event cannot be delivered; recording it in the status table", "id", string(ev.ID), "topic", ev.Topic, "reason", reason)
+	backoff := p.retryBase
+	for {
+		err := p.failures.Failed(p.failCtx, ev, reason)
+		if err == nil {
+			break
+		}
+		if p.failCtx.Err() != nil {
+			p.log.Warn("stopped before a failed event was recorded; it will be sent again after a restart", "id", string(ev.ID))
+			return
+		}
+		p.log.Error("could not record a failed event; retrying", "id", string(ev.ID), "err", err, "in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-p.failCtx.Done():
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+	p.count.failed.Add(1)
+	p.tracker.Done(it.tx, it.size)
+}

@@ -1,0 +1,303 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// The pipeline's paths with fakes at its two seams, the producer and the
+// status store. The e2e suite proves the same paths against PostgreSQL and
+// Kafka; these pin down what the pipeline itself decides.
+
+// fakeProducer holds every produced record until the test answers it.
+type fakeProducer struct {
+	mu      sync.Mutex
+	pending []*kgo.Record
+	done    func(*kgo.Record, error)
+}
+
+func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, r)
+	f.done = done
+}
+
+// answer calls back every pending record with err, in produce order.
+func (f *fakeProducer) answer(err error) int {
+	f.mu.Lock()
+	recs, done := f.pending, f.done
+	f.pending = nil
+	f.mu.Unlock()
+	for _, r := range recs {
+		done(r, err)
+	}
+	return len(recs)
+}
+
+// fakeStore is the status table: it fails the first failures calls, and
+// blocks each call while block is set until ctx ends.
+type fakeStore struct {
+	mu       sync.Mutex
+	failures int
+	block    bool
+	calls    int
+	recorded []string // event ids with their reasons
+	called   chan struct{}
+}
+
+func (f *fakeStore) Failed(ctx context.Context, ev *decoder.Event, reason error) error {
+	f.mu.Lock()
+	f.calls++
+	block, fail := f.block, f.calls <= f.failures
+	if f.called != nil {
+		select {
+		case f.called <- struct{}{}:
+		default:
+		}
+	}
+	f.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if fail {
+		return errors.New("status table unavailable (test)")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recorded = append(f.recorded, string(ev.ID)+": "+reason.Error())
+	return nil
+}
+
+func (f *fakeStore) ids() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.recorded...)
+}
+
+// logBuffer collects log lines for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+type testPipeline struct {
+	*pipeline
+	prod   *fakeProducer
+	store  *fakeStore
+	logs   *logBuffer
+	cancel context.CancelFunc // ends the session: produce and status writes
+}
+
+func newTestPipeline(t *testing.T, store *fakeStore) *testPipeline {
+	t.Helper()
+	logs := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	tp := &testPipeline{prod: &fakeProducer{}, store: store, logs: logs, cancel: cancel}
+	tp.pipeline = newPipeline(&pipeline{
+		log:      slog.New(slog.NewTextHandler(logs, nil)),
+		producer: tp.prod, failures: store, count: &counters{},
+		tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}),
+		failCtx: ctx, produceCtx: ctx, retryBase: time.Millisecond,
+	})
+	return tp
+}
+
+// tx applies one transaction of events ending at end; a non-nil poison
+// makes every event poison.
+func (tp *testPipeline) tx(t *testing.T, end pglogrepl.LSN, poison error, ids ...string) {
+	t.Helper()
+	msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+	for _, id := range ids {
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Poison: poison, Event: decoder.Event{
+			ID: []byte(id), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: uint64(end) - 8,
+			Headers: []decoder.Header{{Key: "id", Value: []byte(id)}},
+		}})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: uint64(end)})
+	for _, m := range msgs {
+		if err := tp.apply(end-16, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitIdle waits until nothing is in flight.
+func (tp *testPipeline) waitIdle(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tp.tracker.WaitIdle(ctx); err != nil {
+		ev, _ := tp.tracker.InFlight()
+		t.Fatalf("%d events still in flight: %v", ev, err)
+	}
+}
+
+func TestPipelineConfirmsOnlyAfterAcks(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	tp.tx(t, 0x200, nil, "a", "b")
+	tp.tx(t, 0x300, nil, "c")
+	if got := tp.tracker.Safe(); got != 0x100 {
+		t.Fatalf("safe %s before any ack, want the start 0/100", got)
+	}
+	if n := tp.prod.answer(nil); n != 3 {
+		t.Fatalf("produced %d records, want 3", n)
+	}
+	if got := tp.tracker.Safe(); got != 0x300 {
+		t.Fatalf("safe %s after every ack, want the last commit 0/300", got)
+	}
+	if got := tp.count.events.Load(); got != 3 {
+		t.Fatalf("counted %d events delivered, want 3", got)
+	}
+}
+
+// TestPipelineParksWhatCanNeverBeDelivered: a poison row and a record Kafka
+// refuses for good go to the status table, and the checkpoint passes them
+// once their rows are stored; a status table that fails at first is
+// retried, not skipped.
+func TestPipelineParksWhatCanNeverBeDelivered(t *testing.T) {
+	tests := []struct {
+		name     string
+		poison   error
+		kafka    error
+		failures int // status-table calls that fail first
+		want     string
+	}{
+		{name: "poison row", poison: errors.New(`illegal topic "bad topic!*"`), want: `p: illegal topic "bad topic!*"`},
+		{name: "record too large", kafka: kerr.MessageTooLarge, want: "p: MESSAGE_TOO_LARGE"},
+		{name: "invalid topic", kafka: kerr.InvalidTopicException, want: "p: INVALID_TOPIC_EXCEPTION"},
+		{name: "status table down at first", poison: errors.New("headers not an object"), failures: 3, want: "p: headers not an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{failures: tt.failures}
+			tp := newTestPipeline(t, store)
+			tp.tx(t, 0x200, tt.poison, "p")
+			produced := tp.prod.answer(tt.kafka) // "p", unless poison
+			tp.tx(t, 0x300, nil, "ok")
+			produced += tp.prod.answer(nil)
+			want := map[bool]int{true: 1, false: 2}[tt.poison != nil]
+			if produced != want {
+				t.Fatalf("produced %d records, want %d (a poison row is never produced)", produced, want)
+			}
+			tp.waitIdle(t)
+			if got := tp.store.ids(); len(got) != 1 || !strings.Contains(got[0], tt.want) {
+				t.Fatalf("status table holds %q, want one row %q", got, tt.want)
+			}
+			if tp.store.calls != tt.failures+1 {
+				t.Fatalf("%d status-table calls, want %d (retried until stored, then once)", tp.store.calls, tt.failures+1)
+			}
+			if got := tp.tracker.Safe(); got != 0x300 {
+				t.Fatalf("safe %s, want 0/300: the parked event must not hold the checkpoint", got)
+			}
+			if got := tp.count.failed.Load(); got != 1 {
+				t.Fatalf("counted %d failed, want 1", got)
+			}
+		})
+	}
+}
+
+// TestPipelineKeepsUndeliveredInFlight: a record the producer gives back
+// undelivered (the session ended, the client closed) is not parked and not
+// confirmed, so PostgreSQL sends it again; the warning is said once.
+func TestPipelineKeepsUndeliveredInFlight(t *testing.T) {
+	for _, err := range []error{context.Canceled, kgo.ErrClientClosed} {
+		t.Run(err.Error(), func(t *testing.T) {
+			tp := newTestPipeline(t, &fakeStore{})
+			tp.tx(t, 0x200, nil, "a", "b", "c")
+			tp.prod.answer(err)
+			if got := tp.tracker.Safe(); got != 0x100 {
+				t.Fatalf("safe %s passed undelivered events", got)
+			}
+			if ev, _ := tp.tracker.InFlight(); ev != 3 {
+				t.Fatalf("%d events in flight, want 3", ev)
+			}
+			if got := tp.store.ids(); len(got) != 0 {
+				t.Fatalf("undelivered events parked: %q", got)
+			}
+			if n := tp.logs.count("events not delivered"); n != 1 {
+				t.Fatalf("warned %d times, want once", n)
+			}
+		})
+	}
+}
+
+// TestPipelineStopAbandonsABlockedStatusWrite: a status-table insert that
+// hangs (the table locked by someone else) gives up when the session ends;
+// the event stays unconfirmed and is sent again after a restart.
+func TestPipelineStopAbandonsABlockedStatusWrite(t *testing.T) {
+	store := &fakeStore{block: true, called: make(chan struct{}, 1)}
+	tp := newTestPipeline(t, store)
+	tp.tx(t, 0x200, errors.New("poison"), "p")
+	select {
+	case <-store.called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the status table was never written")
+	}
+	tp.cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for tp.logs.count("stopped before a failed event was recorded") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the blocked status write did not give up when the session ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := tp.tracker.Safe(); got != 0x100 {
+		t.Fatalf("safe %s passed an event whose status row was never written", got)
+	}
+	if got := tp.count.failed.Load(); got != 0 {
+		t.Fatalf("counted %d failed, want 0", got)
+	}
+}
+
+func TestPipelineRejectsAStreamOutOfOrder(t *testing.T) {
+	tests := []struct {
+		msg  decoder.Message
+		want string
+	}{
+		{decoder.Message{Kind: decoder.KindCommit, EndLSN: 0x200}, "commit at 0/180 without a begin"},
+		{decoder.Message{Kind: decoder.KindEvent}, "insert at 0/180 outside a transaction"},
+	}
+	for _, tt := range tests {
+		tp := newTestPipeline(t, &fakeStore{})
+		err := tp.apply(0x180, tt.msg)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("apply(%v) = %v, want %q", tt.msg.Kind, err, tt.want)
+		}
+	}
+}
+
+func ExampleConfig_Tables() {
+	cfg := DefaultConfig()
+	t := cfg.Tables()
+	fmt.Println(t.OutboxSchema+"."+t.OutboxTable, t.StatusTable, t.CheckpointTable, t.Publication)
+	// Output: public.outbox outbox_delivery cdc_relay_checkpoint cdc_relay
+}

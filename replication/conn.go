@@ -1,0 +1,78 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+)
+
+// Conn is a replication connection (replication=database).
+type Conn struct {
+	pg *pgconn.PgConn
+}
+
+// Connect opens a replication connection to url. The session runs with
+// TimeZone=UTC and DateStyle=ISO, which the decoder's timestamp parsing
+// relies on.
+func Connect(ctx context.Context, url, appName string) (*Conn, error) {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	cfg.RuntimeParams["TimeZone"] = "UTC"
+	cfg.RuntimeParams["DateStyle"] = "ISO"
+	if appName != "" {
+		cfg.RuntimeParams["application_name"] = appName
+	}
+	pg, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open replication connection: %w", pgerr.Connect(cfg, err, hint(err)))
+	}
+	return &Conn{pg: pg}, nil
+}
+
+// hint says what an operator can do about common replication errors.
+func hint(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return ""
+	}
+	switch {
+	case pgErr.Code == "42501" || strings.Contains(pgErr.Message, "replication role"):
+		return " (the role needs the REPLICATION attribute: ALTER ROLE <name> WITH REPLICATION)"
+	case strings.Contains(pgErr.Message, "pg_hba.conf") && strings.Contains(pgErr.Message, "replication"):
+		return " (allow it in pg_hba.conf with a line for database \"replication\" or the database name, then reload PostgreSQL)"
+	case strings.Contains(pgErr.Message, "wal_level"):
+		return " (set wal_level = logical and restart PostgreSQL)"
+	case pgErr.Code == "55006" || strings.Contains(pgErr.Message, "is active for PID"):
+		return " (another consumer is reading this slot; only one relay may run per slot)"
+	case strings.Contains(pgErr.Message, "publication") && strings.Contains(pgErr.Message, "does not exist"):
+		return " (create it with `cdc-relay migrate`)"
+	}
+	return ""
+}
+
+// Close closes the connection.
+func (c *Conn) Close(ctx context.Context) error { return c.pg.Close(ctx) }
+
+// CreateSlot creates a pgoutput logical slot and returns its consistent
+// point: the slot will stream transactions committed after it.
+func (c *Conn) CreateSlot(ctx context.Context, slot string) (pglogrepl.LSN, error) {
+	res, err := pglogrepl.CreateReplicationSlot(ctx, c.pg, slot, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication})
+	if err != nil {
+		return 0, fmt.Errorf("create replication slot %q: %w%s", slot, err, hint(err))
+	}
+	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
+	if err != nil {
+		return 0, fmt.Errorf("create replication slot %q: consistent point: %w", slot, err)
+	}
+	return lsn, nil
+}
