@@ -12,17 +12,23 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
 all: build
 
+# Each target installs only what it needs (scripts/deps.sh says what each
+# name is); cgo stays on wherever -race is used.
+## deps: what `make test` needs: PostgreSQL's server binaries, kcat, gcc
 deps:
-	@./scripts/deps.sh
+	@./scripts/deps.sh postgres kcat gcc
 
+## deps-kafka: Java and Maven, for the real Apache Kafka broker
 deps-kafka:
 	@./scripts/deps.sh kafka
 
+## build: the static binary, bin/cdc-relay
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cdc-relay
 
 ## demo: the relay on a throwaway PostgreSQL and an in-process Kafka broker
-demo: deps build
+demo: build
+	@./scripts/deps.sh postgres
 	./$(BIN) demo
 
 ## test: lint, unit tests with -race, then the end-to-end suite
@@ -30,22 +36,27 @@ test: deps lint unit e2e
 
 ## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven)
 test-kafka: deps deps-kafka
-	CDC_RELAY_TEST_KAFKA=apache $(GO) test -count=1 -timeout 30m ./e2e/
+	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GO) test -count=1 -timeout 30m ./e2e/
 
 ## bench: drain, latency, memory and polling-baseline benchmarks (about 10 minutes)
 bench: deps deps-kafka
-	$(GO) run ./e2e/bench -apache -plot docs/latency.png
+	cd e2e/bench && $(GO) run . -apache -plot ../../docs/latency.png
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd e2e/bench && $(GO) vet ./...
 
+## unit: unit tests with -race (some start a throwaway PostgreSQL)
 unit:
-	$(GO) test -race -count=1 $(UNIT_PKGS)
+	@./scripts/deps.sh postgres gcc
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(UNIT_PKGS)
 
+## e2e: the end-to-end suite on kfake (it builds the relay with -race)
 e2e:
-	$(GO) test -count=1 -timeout 20m ./e2e/
+	@./scripts/deps.sh postgres kcat gcc
+	CGO_ENABLED=1 $(GO) test -count=1 -timeout 20m ./e2e/
 
 clean:
 	rm -rf bin

@@ -29,11 +29,12 @@ type Config struct {
 	// Limits bound the events and bytes in flight.
 	Limits checkpoint.Limits
 	// StatusInterval is the most time between standby status updates.
+	// Zero means the default, as for the other intervals and timeouts.
 	StatusInterval time.Duration
 	// StopTimeout bounds a graceful stop.
 	StopTimeout time.Duration
 	// CheckpointInterval is how often the confirmed position is saved in
-	// the checkpoint table (when it moved).
+	// the checkpoint table (when it moved), and progress is logged.
 	CheckpointInterval time.Duration
 	// AcceptSlotLoss lets the relay create a new slot although the
 	// checkpoint table shows an earlier one existed (events committed while
@@ -59,6 +60,22 @@ func DefaultConfig() Config {
 		StopTimeout:        30 * time.Second,
 		CheckpointInterval: 10 * time.Second,
 	}
+}
+
+// withDefaults fills the intervals and timeouts left at zero (or below)
+// from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.StatusInterval <= 0 {
+		c.StatusInterval = d.StatusInterval
+	}
+	if c.StopTimeout <= 0 {
+		c.StopTimeout = d.StopTimeout
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = d.CheckpointInterval
+	}
+	return c
 }
 
 // Tables returns the names `cdc-relay migrate` creates for this

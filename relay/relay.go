@@ -25,6 +25,7 @@ import (
 // the relay reconnects with backoff and resumes from the slot's confirmed
 // position, retaking leadership first.
 func Run(ctx context.Context, cfg Config) error {
+	cfg = cfg.withDefaults()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // DemoCommand is `cdc-relay demo`: the relay end to end on a throwaway
@@ -25,6 +27,8 @@ type DemoCommand struct {
 	events   int
 	perTx    int
 	logLevel string
+
+	stopErr error // from stopping the cluster
 }
 
 const demoUsage = `Usage: cdc-relay demo [flags]
@@ -35,39 +39,60 @@ port, removed on exit) and an in-process Kafka-protocol broker (kfake),
 migrates, runs the relay, inserts sample outbox events in a few transactions,
 and prints each record as a consumer reads it back from the broker.
 
-It ends when all --events were read back, or on Ctrl-C. With --events 0 it
-keeps inserting a transaction a second until Ctrl-C.
+It ends when all --events were read back, or on Ctrl-C (SIGINT, SIGTERM or
+SIGHUP), and removes the cluster either way. With --events 0 it keeps
+inserting a transaction a second until Ctrl-C.
 `
 
 func (c *DemoCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	setUsage(fs, c.stderr, demoUsage)
-	fs.IntVar(&c.events, "events", 12, "how many events to insert and read back; 0 keeps going until Ctrl-C")
-	fs.IntVar(&c.perTx, "per-tx", 3, "events per transaction")
-	fs.StringVar(&c.logLevel, "log-level", "warn", "the relay's log level: debug, info, warn or error")
+	fs.IntVar(&c.events, "events", 12, "how many events to insert and read back, `n`; 0 keeps going until Ctrl-C")
+	fs.IntVar(&c.perTx, "per-tx", 3, "`n` events per transaction")
+	fs.StringVar(&c.logLevel, "log-level", "warn", "the relay's log `level`: debug, info, warn or error")
 	return fs
 }
 
-// Run parses args and runs the demo.
+// Usage writes demo's help.
+func (c *DemoCommand) Usage(w io.Writer) { printUsage(w, c.flags(), demoUsage, nil) }
+
+// Run parses args and runs the demo until it read every event back or ctx
+// is done. Either way the cluster and the broker are gone when it returns.
 func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	fs := c.flags()
-	if err := parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if c.events < 0 || c.perTx < 1 {
-		return usageError{"--events must be >= 0 and --per-tx >= 1"}
+	if c.events < 0 {
+		return usageError{fmt.Sprintf("--events %d: want 0 (until Ctrl-C) or more", c.events)}
+	}
+	if c.perTx < 1 {
+		return usageError{fmt.Sprintf("--per-tx %d: want 1 or more", c.perTx)}
 	}
 	log, err := newLogger(c.stderr, c.logLevel, "text")
 	if err != nil {
 		return err
 	}
+	err = c.run(ctx, log)
+	switch {
+	case c.stopErr != nil:
+		return fmt.Errorf("stop the throwaway PostgreSQL cluster (a postgres process may be left "+
+			"running on the data directory named here; stop it with pg_ctl -D <dir> stop): %w", c.stopErr)
+	case err != nil && ctx.Err() != nil:
+		// Stopped by a signal while starting: what the demo had started
+		// is gone, and stopping is what was asked.
+		fmt.Fprintln(c.stdout, "stopped; the throwaway PostgreSQL cluster is removed")
+		return nil
+	}
+	return err
+}
 
+func (c *DemoCommand) run(ctx context.Context, log *slog.Logger) error {
 	fmt.Fprintln(c.stdout, "starting a throwaway PostgreSQL cluster (wal_level=logical)…")
 	pg, err := pgtemp.Start(ctx, pgtemp.Options{})
 	if err != nil {
 		return fmt.Errorf("start PostgreSQL: %w", err)
 	}
-	defer pg.Stop()
+	defer func() { c.stopErr = pg.Stop() }()
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(3),
 		// Seeded so the consumer finds them at once; others are auto-created.
 		kfake.SeedTopics(3, "outbox.event.order", "outbox.event.customer"))
@@ -84,7 +109,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	cfg.Kafka.AutoCreateTopics = true
 	cfg.Logger = log
 	if _, err := Migrate(ctx, pgURL, cfg, false); err != nil {
-		return err
+		return fmt.Errorf("migrate: %w", err)
 	}
 	fmt.Fprintln(c.stdout, "migrated: public.outbox, public.outbox_delivery, public.cdc_relay_checkpoint, publication cdc_relay")
 
@@ -94,7 +119,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	defer func() {
 		stopRelay()
 		if err := <-relayDone; err != nil {
-			fmt.Fprintln(c.stderr, "relay:", err)
+			fmt.Fprintln(c.stderr, "cdc-relay demo: stop the relay:", err)
 		}
 	}()
 
@@ -107,7 +132,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 		kgo.MetadataMaxAge(500*time.Millisecond),
 	)
 	if err != nil {
-		return err
+		return fmt.Errorf("start the Kafka consumer: %w", err)
 	}
 	defer consumer.Close()
 
@@ -125,7 +150,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 		select {
 		case err := <-insertErr:
 			if err != nil && ctx.Err() == nil {
-				return err
+				return fmt.Errorf("insert sample events: %w", err)
 			}
 			insertErr = nil
 		case err := <-relayDone:
@@ -211,8 +236,7 @@ func waitStreaming(ctx context.Context, pgURL, slot string, relayDone chan error
 	defer conn.Close(context.Background())
 	deadline := time.After(60 * time.Second)
 	for {
-		var active bool
-		err := conn.QueryRow(ctx, "SELECT coalesce(bool_or(active), false) FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&active)
+		active, err := replication.SlotActive(ctx, conn, slot)
 		if err != nil {
 			return err
 		}

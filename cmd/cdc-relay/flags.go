@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/relay"
@@ -17,17 +20,26 @@ func envName(flagName string) string {
 	return "CDC_RELAY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// parse parses args, then fills every flag not given on the command line
-// from its environment variable.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError{err.Error()}
+// parseFlags parses args into fs, then fills every flag not given on the
+// command line from its environment variable. It prints nothing: -h and
+// --help return flag.ErrHelp (Main then prints the usage to stdout), and
+// every mistake is a usageError that names the flag and says what it wants.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+		msg := fmt.Sprintf("unexpected argument %q", fs.Arg(0))
+		// "--kafka-create-topics false": a boolean flag takes no separate value.
+		if i := len(args) - fs.NArg() - 1; i >= 0 {
+			name := strings.TrimLeft(args[i], "-")
+			if f := fs.Lookup(name); f != nil && isBoolFlag(f.Value) && !strings.Contains(args[i], "=") {
+				msg += fmt.Sprintf(" (a true/false flag takes its value after '=': --%s=%s)", name, fs.Arg(0))
+			}
+		}
+		return usageError{msg}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -38,33 +50,288 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
 			if e := fs.Set(f.Name, v); e != nil {
-				err = usageError{fmt.Sprintf("%s=%q: %v", envName(f.Name), v, e)}
+				err = usageError{fmt.Sprintf("%s=%q: %s", envName(f.Name), v, explain(f.Value, e))}
 			}
 		}
 	})
 	return err
 }
 
-// setUsage gives fs a usage text: the command's description, then each flag
-// with its environment variable.
-func setUsage(fs *flag.FlagSet, w io.Writer, head string) {
-	fs.SetOutput(w)
-	fs.Usage = func() {
-		fmt.Fprint(w, head)
-		fmt.Fprintln(w, "\nFlags (each also read from the environment variable shown):")
-		fs.VisitAll(func(f *flag.Flag) {
-			name, use := flag.UnquoteUsage(f)
-			fmt.Fprintf(w, "\n  --%s", f.Name)
-			if name != "" {
-				fmt.Fprintf(w, " %s", name)
-			}
-			fmt.Fprintf(w, "   [%s]\n\t%s", envName(f.Name), strings.ReplaceAll(use, "\n", "\n\t"))
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-				fmt.Fprintf(w, " (default %q)", f.DefValue)
-			}
-			fmt.Fprintln(w)
-		})
+// parseArgs runs fs.Parse and rewrites its errors: the flag package says
+// "parse error" for any bad value and nothing about what was meant.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	// Record which flag refused which value: the flag package's error
+	// keeps only the text.
+	var bad *badValue
+	values := map[string]flag.Value{}
+	fs.VisitAll(func(f *flag.Flag) {
+		values[f.Name] = f.Value
+		f.Value = recorder{Value: f.Value, name: f.Name, bad: &bad}
+	})
+	err := fs.Parse(args)
+	fs.VisitAll(func(f *flag.Flag) { f.Value = values[f.Name] })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		return flag.ErrHelp
+	case bad != nil:
+		return usageError{fmt.Sprintf("--%s %q: %s", bad.name, bad.value, explain(values[bad.name], bad.err))}
 	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		if s := suggestFlag(fs, name); s != "" {
+			msg += fmt.Sprintf(" (did you mean --%s?)", s)
+		}
+	} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		msg = fmt.Sprintf("--%s needs a value", name)
+	}
+	return usageError{msg}
+}
+
+// badValue is a value a flag refused.
+type badValue struct {
+	name, value string
+	err         error
+}
+
+// recorder wraps a flag's value to note a refused value.
+type recorder struct {
+	flag.Value
+	name string
+	bad  **badValue
+}
+
+func (r recorder) Set(s string) error {
+	err := r.Value.Set(s)
+	if err != nil {
+		*r.bad = &badValue{r.name, s, err}
+	}
+	return err
+}
+
+// IsBoolFlag keeps "--flag" without a value working for boolean flags.
+func (r recorder) IsBoolFlag() bool { return isBoolFlag(r.Value) }
+
+func isBoolFlag(v flag.Value) bool {
+	b, ok := v.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// explain says what a flag wants, for an error from its Set.
+func explain(v flag.Value, err error) string {
+	var typ any
+	if g, ok := v.(flag.Getter); ok {
+		typ = g.Get()
+	}
+	switch err.Error() {
+	case "parse error":
+		switch typ.(type) {
+		case bool:
+			return "want true or false"
+		case int, int64, uint, uint64:
+			return "want a whole number"
+		case float64:
+			return "want a number"
+		}
+	case "value out of range":
+		return "the number is out of range"
+	}
+	return err.Error()
+}
+
+// durationValue is a time.Duration flag whose errors say what is wrong
+// ("30" lacks a unit) instead of the flag package's "parse error".
+type durationValue time.Duration
+
+// durationVar defines a duration flag; negative durations are refused.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
+}
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		if _, numErr := strconv.ParseFloat(strings.TrimSpace(s), 64); numErr == nil {
+			return errors.New("a duration needs a unit, such as 30s or 500ms")
+		}
+		return errors.New("not a duration: want a number and a unit, such as 30s, 500ms or 1m30s")
+	}
+	if v < 0 {
+		return errors.New("a duration cannot be negative")
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+
+// Get makes durationValue a flag.Getter, as the flag package's own values are.
+func (d *durationValue) Get() any { return time.Duration(*d) }
+
+// suggestFlag returns the name of fs's flag nearest to name, or "".
+func suggestFlag(fs *flag.FlagSet, name string) string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return nearest(name, names)
+}
+
+// nearest returns the candidate that s most likely misspells: the closest
+// by edit distance if it is within about a third of s's length, else the
+// only candidate containing s (--brokers for --kafka-brokers), else "".
+func nearest(s string, candidates []string) string {
+	s = strings.ToLower(strings.ReplaceAll(s, "_", "-"))
+	best, bestDist := "", 0
+	for _, c := range candidates {
+		if d := editDistance(s, c); best == "" || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if best != "" && bestDist <= max(1, len(s)/3) {
+		return best
+	}
+	var containing []string
+	for _, c := range candidates {
+		if len(s) >= 3 && strings.Contains(c, s) {
+			containing = append(containing, c)
+		}
+	}
+	if len(containing) == 1 {
+		return containing[0]
+	}
+	return ""
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and swaps of adjacent bytes.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// flagSection is a titled group of flags in a command's usage, listed in
+// the order shown.
+type flagSection struct {
+	title string
+	names []string
+}
+
+// printUsage writes a command's usage: head, then its flags by section,
+// each with its environment variable, its description and its default.
+// Flags missing from sections are listed last.
+func printUsage(w io.Writer, fs *flag.FlagSet, head string, sections []flagSection) {
+	fmt.Fprint(w, head)
+	shown := map[string]bool{}
+	var all []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) { all = append(all, f) })
+	if len(all) == 0 {
+		return
+	}
+	fmt.Fprint(w, "\nEach flag can also be set by the environment variable shown beside it;\n"+
+		"the command line wins over the environment.\n")
+	width := 0
+	for _, f := range all {
+		width = max(width, len(flagSynopsis(f)))
+	}
+	for _, s := range sections {
+		fmt.Fprintf(w, "\n%s:\n", s.title)
+		for _, name := range s.names {
+			if f := fs.Lookup(name); f != nil && !shown[name] {
+				printFlag(w, f, width)
+				shown[name] = true
+			}
+		}
+	}
+	title := "\nFlags:\n"
+	if len(sections) > 0 {
+		title = "\nOther flags:\n"
+	}
+	for _, f := range all {
+		if !shown[f.Name] {
+			fmt.Fprint(w, title)
+			title = ""
+			printFlag(w, f, width)
+		}
+	}
+}
+
+// flagSynopsis is "--name placeholder".
+func flagSynopsis(f *flag.Flag) string {
+	name, _ := unquoteUsage(f)
+	if name == "" {
+		return "--" + f.Name
+	}
+	return "--" + f.Name + " " + name
+}
+
+// unquoteUsage is flag.UnquoteUsage, which does not know durationValue.
+func unquoteUsage(f *flag.Flag) (name, usage string) {
+	name, usage = flag.UnquoteUsage(f)
+	if _, ok := f.Value.(*durationValue); ok && name == "value" {
+		name = "duration"
+	}
+	return name, usage
+}
+
+func printFlag(w io.Writer, f *flag.Flag, width int) {
+	_, usage := unquoteUsage(f)
+	fmt.Fprintf(w, "  %-*s  %s\n", width, flagSynopsis(f), envName(f.Name))
+	switch f.DefValue {
+	case "", "false", "0", "0s":
+	default:
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(string); ok {
+				usage += fmt.Sprintf(" (default %q)", f.DefValue)
+				break
+			}
+		}
+		usage += fmt.Sprintf(" (default %s)", f.DefValue)
+	}
+	for _, line := range wrap(usage, 72) {
+		fmt.Fprintf(w, "      %s\n", line)
+	}
+}
+
+// wrap breaks s into lines of at most width bytes at spaces (a longer
+// word gets a line of its own).
+func wrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // tableFlags are the names every command shares: the outbox table, the
@@ -74,23 +341,25 @@ type tableFlags struct {
 }
 
 func (t *tableFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.table, "table", "public.outbox", "the outbox `schema.table`")
-	fs.StringVar(&t.statusTable, "status-table", "public.outbox_delivery", "the status table (`schema.table`) that holds events the fast path could not deliver")
-	fs.StringVar(&t.checkpointTable, "checkpoint-table", "public.cdc_relay_checkpoint", "the relay's checkpoint table (`schema.table`)")
-	fs.StringVar(&t.publication, "publication", "cdc_relay", "the publication the slot streams")
+	fs.StringVar(&t.table, "table", "public.outbox", "the outbox table, as `schema.table`; a name without a schema is in public")
+	fs.StringVar(&t.statusTable, "status-table", "public.outbox_delivery",
+		"the status table, as `schema.table`: it keeps the events that can never become a Kafka record, with the reason and a copy")
+	fs.StringVar(&t.checkpointTable, "checkpoint-table", "public.cdc_relay_checkpoint",
+		"the relay's checkpoint table, as `schema.table`: the confirmed position, saved so that a lost slot is noticed")
+	fs.StringVar(&t.publication, "publication", "cdc_relay", "the `name` of the publication of the outbox table, which the slot streams")
 }
 
 // apply copies the names into cfg.
 func (t *tableFlags) apply(cfg *relay.Config) error {
 	var err error
 	if cfg.Mapping.Schema, cfg.Mapping.Table, err = decoder.ParseTable(t.table); err != nil {
-		return usageError{"--table: " + err.Error()}
+		return usageError{fmt.Sprintf("--table %q: %v", t.table, err)}
 	}
 	if cfg.StatusSchema, cfg.StatusTable, err = decoder.ParseTable(t.statusTable); err != nil {
-		return usageError{"--status-table: " + err.Error()}
+		return usageError{fmt.Sprintf("--status-table %q: %v", t.statusTable, err)}
 	}
 	if cfg.CheckpointSchema, cfg.CheckpointTable, err = decoder.ParseTable(t.checkpointTable); err != nil {
-		return usageError{"--checkpoint-table: " + err.Error()}
+		return usageError{fmt.Sprintf("--checkpoint-table %q: %v", t.checkpointTable, err)}
 	}
 	cfg.Publication = t.publication
 	return nil

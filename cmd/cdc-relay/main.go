@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -20,49 +21,116 @@ import (
 var Version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	// SIGHUP as well: closing the terminal must stop the relay, or the demo
+	// and its throwaway PostgreSQL, as cleanly as Ctrl-C does.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// Main runs the command line and returns the exit code: 0 on success or a
-// clean stop, 1 on error, 2 on a usage error.
+// command is a subcommand.
+type command interface {
+	// Run parses args and runs. It returns flag.ErrHelp for -h or --help,
+	// a usageError for a mistake on the command line.
+	Run(ctx context.Context, args []string) error
+	// Usage writes the command's help: what it does and its flags.
+	Usage(w io.Writer)
+}
+
+// commandNames are the commands, in the order of the top-level usage.
+var commandNames = []string{"migrate", "run", "demo", "version", "help"}
+
+// newCommand returns the command called name, or nil.
+func newCommand(name string, stdout, stderr io.Writer) command {
+	switch name {
+	case "migrate":
+		return &MigrateCommand{stdout: stdout, stderr: stderr}
+	case "run":
+		return &RunCommand{stdout: stdout, stderr: stderr}
+	case "demo":
+		return &DemoCommand{stdout: stdout, stderr: stderr}
+	case "version":
+		return &VersionCommand{stdout: stdout}
+	}
+	return nil
+}
+
+// Main runs the command line and returns the exit code: 0 on success, a
+// clean stop or help, 1 on error, 2 on a usage error. Help goes to stdout,
+// errors to stderr.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
 	}
-	var err error
-	switch args[0] {
-	case "run":
-		err = (&RunCommand{stdout: stdout, stderr: stderr}).Run(ctx, args[1:])
-	case "migrate":
-		err = (&MigrateCommand{stdout: stdout, stderr: stderr}).Run(ctx, args[1:])
-	case "demo":
-		err = (&DemoCommand{stdout: stdout, stderr: stderr}).Run(ctx, args[1:])
-	case "version":
-		fmt.Fprintln(stdout, "cdc-relay", Version)
-		return 0
-	case "help", "-h", "-help", "--help":
-		usage(stdout)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "cdc-relay: unknown command %q\n\n", args[0])
-		usage(stderr)
-		return 2
+	name := args[0]
+	switch name {
+	case "-v", "-version", "--version":
+		name = "version"
+	case "-h", "-help", "--help":
+		name = "help"
 	}
+	if name == "help" {
+		return help(args[1:], stdout, stderr)
+	}
+	cmd := newCommand(name, stdout, stderr)
+	if cmd == nil {
+		return unknownCommand(name, stderr)
+	}
+	err := cmd.Run(ctx, args[1:])
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
+		cmd.Usage(stdout)
 		return 0
 	case errors.As(err, new(usageError)):
-		fmt.Fprintln(stderr, "cdc-relay:", err)
+		fmt.Fprintf(stderr, "cdc-relay %s: %v\n", name, err)
+		if name == "version" {
+			fmt.Fprintln(stderr, "Run 'cdc-relay help version' for its usage.")
+		} else {
+			fmt.Fprintf(stderr, "Run 'cdc-relay %s -h' for the flags.\n", name)
+		}
 		return 2
 	default:
-		fmt.Fprintln(stderr, "cdc-relay:", err)
+		fmt.Fprintf(stderr, "cdc-relay %s: %v\n", name, err)
 		return 1
 	}
+}
+
+// help is `cdc-relay help [command]`.
+func help(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	if len(args) > 1 {
+		fmt.Fprintf(stderr, "cdc-relay help: want one command, got %q\n", strings.Join(args, " "))
+		fmt.Fprintln(stderr, "Run 'cdc-relay help' for the commands.")
+		return 2
+	}
+	cmd := newCommand(args[0], stdout, stderr)
+	if cmd == nil {
+		return unknownCommand(args[0], stderr)
+	}
+	cmd.Usage(stdout)
+	return 0
+}
+
+// unknownCommand reports a command that does not exist.
+func unknownCommand(name string, stderr io.Writer) int {
+	if strings.HasPrefix(name, "-") {
+		fmt.Fprintf(stderr, "cdc-relay: unknown flag %s: flags go after the command, as in 'cdc-relay run %s'\n", name, name)
+	} else {
+		fmt.Fprintf(stderr, "cdc-relay: unknown command %q", name)
+		if s := nearest(name, commandNames); s != "" {
+			fmt.Fprintf(stderr, " (did you mean %s?)", s)
+		}
+		fmt.Fprintln(stderr)
+	}
+	fmt.Fprintln(stderr, "Run 'cdc-relay help' for the commands.")
+	return 2
 }
 
 func usage(w io.Writer) {
@@ -72,17 +140,18 @@ after Kafka acknowledged every event before it.
 
 Usage:
 
-	cdc-relay <command> [flags]
+  cdc-relay <command> [flags]
 
 Commands:
 
-	migrate   prepare a database: outbox table, status and checkpoint tables, publication
-	run       stream outbox inserts to Kafka
-	demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker
-	version   print the version
+  migrate   prepare a database: outbox table, status and checkpoint tables, publication
+  run       stream outbox inserts to Kafka
+  demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker
+  version   print the version (also --version)
+  help      print this help, or a command's: cdc-relay help run
 
 Every flag can also be set by an environment variable: --kafka-brokers is
-CDC_RELAY_KAFKA_BROKERS. Run "cdc-relay <command> -h" for a command's flags.
+CDC_RELAY_KAFKA_BROKERS. Run 'cdc-relay <command> -h' for a command's flags.
 `)
 }
 

@@ -3,56 +3,173 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"os"
 	"strings"
 	"testing"
 )
 
+// TestMain lets a test run the command line as a separate process (see
+// demo_test.go): the test binary, started with CDC_RELAY_TEST_RUN_MAIN=1,
+// is cdc-relay.
+func TestMain(m *testing.M) {
+	if os.Getenv("CDC_RELAY_TEST_RUN_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// clearEnv unsets every CDC_RELAY_ variable for the test, so that the
+// caller's environment cannot fill a flag.
+func clearEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "CDC_RELAY_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+}
+
 func TestMainExitCodes(t *testing.T) {
+	const (
+		runHelp   = "Usage: cdc-relay run [flags]"
+		topHelp   = "Commands:"
+		runHint   = "Run 'cdc-relay run -h' for the flags."
+		needsUnit = `a duration needs a unit, such as 30s or 500ms`
+	)
+	pg := []string{"--postgres-url", "postgres://x@h/db", "--kafka-brokers", "k:9092"}
 	tests := []struct {
 		name   string
 		args   []string
 		env    map[string]string
 		code   int
-		output string
+		stdout []string // each must be in stdout; nil: stdout must be empty
+		stderr []string // each must be in stderr; nil: stderr must be empty
+		absent []string // in neither
 	}{
-		{"no command", nil, nil, 2, "Commands:"},
-		{"unknown command", []string{"frobnicate"}, nil, 2, `unknown command "frobnicate"`},
-		{"help", []string{"help"}, nil, 0, "migrate"},
-		{"run help", []string{"run", "-h"}, nil, 0, "CDC_RELAY_KAFKA_BROKERS"},
-		{"run without postgres", []string{"run", "--kafka-brokers", "k:9092"}, nil, 2, "--postgres-url (or CDC_RELAY_POSTGRES_URL) is required"},
-		{"run without brokers", []string{"run", "--postgres-url", "postgres://x@h/db"}, nil, 2, "--kafka-brokers"},
-		{"bad table", []string{"run", "--postgres-url", "postgres://x@h/db", "--kafka-brokers", "k:1", "--table", "a.b.c"}, nil, 2, "--table"},
-		{"bad env value", []string{"run"}, map[string]string{"CDC_RELAY_MAX_IN_FLIGHT_EVENTS": "lots"}, 2, "CDC_RELAY_MAX_IN_FLIGHT_EVENTS"},
-		{"migrate without postgres", []string{"migrate"}, nil, 2, "--postgres-url"},
-		{"stray argument", []string{"migrate", "extra"}, nil, 2, `unexpected argument "extra"`},
-		{"version", []string{"version"}, nil, 0, "cdc-relay"},
+		// The top level.
+		{name: "no command", code: 2, stderr: []string{topHelp}},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2,
+			stderr: []string{`unknown command "frobnicate"`, "Run 'cdc-relay help' for the commands."}, absent: []string{topHelp, "did you mean"}},
+		{name: "misspelled command", args: []string{"rnu"}, code: 2, stderr: []string{`unknown command "rnu" (did you mean run?)`}},
+		{name: "flag before the command", args: []string{"--postgres-url", "x"}, code: 2, stderr: []string{"flags go after the command"}},
+		{name: "help", args: []string{"help"}, code: 0, stdout: []string{topHelp, "migrate"}},
+		{name: "--help", args: []string{"--help"}, code: 0, stdout: []string{topHelp}},
+		{name: "-h", args: []string{"-h"}, code: 0, stdout: []string{topHelp}},
+		{name: "help run", args: []string{"help", "run"}, code: 0, stdout: []string{runHelp, "CDC_RELAY_KAFKA_BROKERS", "--stop-timeout duration"}, absent: []string{topHelp}},
+		{name: "-h run", args: []string{"-h", "run"}, code: 0, stdout: []string{runHelp}, absent: []string{topHelp}},
+		{name: "help migrate", args: []string{"help", "migrate"}, code: 0, stdout: []string{"Usage: cdc-relay migrate", "--skip-outbox"}},
+		{name: "help demo", args: []string{"help", "demo"}, code: 0, stdout: []string{"Usage: cdc-relay demo", "--per-tx"}},
+		{name: "help version", args: []string{"help", "version"}, code: 0, stdout: []string{"Usage: cdc-relay version"}},
+		{name: "help help", args: []string{"help", "help"}, code: 0, stdout: []string{topHelp}},
+		{name: "help -h", args: []string{"help", "-h"}, code: 0, stdout: []string{topHelp}},
+		{name: "help nosuch", args: []string{"help", "nosuch"}, code: 2, stderr: []string{`unknown command "nosuch"`}},
+		{name: "help two commands", args: []string{"help", "run", "demo"}, code: 2, stderr: []string{"want one command"}},
+		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"cdc-relay " + Version + "\n"}},
+		{name: "--version", args: []string{"--version"}, code: 0, stdout: []string{"cdc-relay " + Version + "\n"}},
+		{name: "-version", args: []string{"-version"}, code: 0, stdout: []string{"cdc-relay " + Version + "\n"}},
+		{name: "-v", args: []string{"-v"}, code: 0, stdout: []string{"cdc-relay " + Version + "\n"}},
+		{name: "version with an argument", args: []string{"version", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
+
+		// Help goes to stdout with exit 0, however asked.
+		{name: "run -h", args: []string{"run", "-h"}, code: 0, stdout: []string{runHelp, "CDC_RELAY_KAFKA_BROKERS"}},
+		{name: "run --help", args: []string{"run", "--help"}, code: 0, stdout: []string{runHelp}},
+		{name: "run -help after flags", args: append(append([]string{"run"}, pg...), "-help"), code: 0, stdout: []string{runHelp}},
+		{name: "migrate -h", args: []string{"migrate", "-h"}, code: 0, stdout: []string{"Usage: cdc-relay migrate", "CDC_RELAY_POSTGRES_URL"}},
+		{name: "demo --help", args: []string{"demo", "--help"}, code: 0, stdout: []string{"Usage: cdc-relay demo", "CDC_RELAY_EVENTS"}},
+		{name: "version -h", args: []string{"version", "-h"}, code: 0, stdout: []string{"Usage: cdc-relay version"}},
+
+		// Usage errors: the error and a one-line hint on stderr, exit 2.
+		{name: "run without postgres", args: []string{"run", "--kafka-brokers", "k:9092"}, code: 2,
+			stderr: []string{"cdc-relay run: --postgres-url (or CDC_RELAY_POSTGRES_URL) is required", runHint}},
+		{name: "run without brokers", args: []string{"run", "--postgres-url", "postgres://x@h/db"}, code: 2, stderr: []string{"--kafka-brokers"}},
+		{name: "bad table", args: append(append([]string{"run"}, pg...), "--table", "a.b.c"), code: 2, stderr: []string{`--table "a.b.c"`}},
+		{name: "bad env number", args: []string{"run"}, env: map[string]string{"CDC_RELAY_MAX_IN_FLIGHT_EVENTS": "lots"}, code: 2,
+			stderr: []string{`CDC_RELAY_MAX_IN_FLIGHT_EVENTS="lots": want a whole number`}},
+		{name: "bad number", args: []string{"run", "--max-in-flight-bytes", "64MB"}, code: 2, stderr: []string{`--max-in-flight-bytes "64MB": want a whole number`}},
+		{name: "bad env bool", args: []string{"run"}, env: map[string]string{"CDC_RELAY_KAFKA_CREATE_TOPICS": "yes"}, code: 2,
+			stderr: []string{`CDC_RELAY_KAFKA_CREATE_TOPICS="yes": want true or false`}},
+		{name: "duration without unit", args: []string{"run", "--stop-timeout", "30"}, code: 2,
+			stderr: []string{`cdc-relay run: --stop-timeout "30": ` + needsUnit + "\n", runHint}, absent: []string{"parse error"}},
+		{name: "duration without unit, with =", args: []string{"run", "--status-interval=1"}, code: 2, stderr: []string{`--status-interval "1": ` + needsUnit}},
+		{name: "duration without unit from env", args: append([]string{"run"}, pg...), env: map[string]string{"CDC_RELAY_STOP_TIMEOUT": "30"}, code: 2,
+			stderr: []string{`CDC_RELAY_STOP_TIMEOUT="30": ` + needsUnit}, absent: []string{"parse error"}},
+		{name: "not a duration", args: []string{"run", "--kafka-linger", "soon"}, code: 2, stderr: []string{`--kafka-linger "soon": not a duration`}},
+		{name: "negative duration", args: []string{"run", "--stop-timeout", "-5s"}, code: 2, stderr: []string{`--stop-timeout "-5s": a duration cannot be negative`}},
+		{name: "zero interval", args: append(append([]string{"run"}, pg...), "--checkpoint-interval", "0s"), code: 2,
+			stderr: []string{"--checkpoint-interval must be more than 0s (the default is 10s)"}},
+		{name: "mistyped flag", args: []string{"run", "--kafka-broker", "k:9092"}, code: 2,
+			stderr: []string{"cdc-relay run: flag provided but not defined: -kafka-broker (did you mean --kafka-brokers?)\n" + runHint + "\n"},
+			absent: []string{runHelp, "Flags", "CDC_RELAY_"}},
+		{name: "shortened flag", args: []string{"run", "--brokers", "k:9092"}, code: 2, stderr: []string{"(did you mean --kafka-brokers?)"}},
+		{name: "swapped letters", args: []string{"migrate", "--tabel", "x"}, code: 2, stderr: []string{"(did you mean --table?)", "Run 'cdc-relay migrate -h' for the flags."}},
+		{name: "unknown flag, nothing near", args: []string{"run", "--xyzzy"}, code: 2, stderr: []string{"flag provided but not defined: -xyzzy\n"}, absent: []string{"did you mean"}},
+		{name: "flag without its value", args: []string{"run", "--postgres-url"}, code: 2, stderr: []string{"--postgres-url needs a value"}},
+		{name: "bool flag with a separate value", args: append(append([]string{"run"}, pg...), "--kafka-create-topics", "false"), code: 2,
+			stderr: []string{`unexpected argument "false" (a true/false flag takes its value after '=': --kafka-create-topics=false)`}},
+		{name: "bad log level", args: append(append([]string{"run"}, pg...), "--log-level", "loud"), code: 2, stderr: []string{`--log-level "loud"`}},
+		{name: "migrate without postgres", args: []string{"migrate"}, code: 2, stderr: []string{"--postgres-url"}},
+		{name: "stray argument", args: []string{"migrate", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
+		{name: "demo negative events", args: []string{"demo", "--events", "-1"}, code: 2, stderr: []string{"--events -1"}},
+		{name: "demo no events per transaction", args: []string{"demo", "--per-tx", "0"}, code: 2, stderr: []string{"--per-tx 0"}},
+
+		// Errors: exit 1, with context, and never a password.
+		{name: "migrate cannot connect", args: []string{"migrate", "--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: 1,
+			stderr: []string{"cdc-relay migrate: connect to PostgreSQL"}, absent: []string{"s3cret"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			var out, errOut bytes.Buffer
-			code := Main(context.Background(), tt.args, &out, &errOut)
-			all := out.String() + errOut.String()
+			var stdout, stderr bytes.Buffer
+			code := Main(context.Background(), tt.args, &stdout, &stderr)
+			report := "stdout:\n" + stdout.String() + "\nstderr:\n" + stderr.String()
 			if code != tt.code {
-				t.Fatalf("exit code %d, want %d; output:\n%s", code, tt.code, all)
+				t.Fatalf("exit code %d, want %d; %s", code, tt.code, report)
 			}
-			if !strings.Contains(all, tt.output) {
-				t.Fatalf("output lacks %q:\n%s", tt.output, all)
+			for _, c := range []struct {
+				name string
+				got  string
+				want []string
+			}{{"stdout", stdout.String(), tt.stdout}, {"stderr", stderr.String(), tt.stderr}} {
+				if c.want == nil && c.got != "" {
+					t.Errorf("%s should be empty; %s", c.name, report)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(c.got, w) {
+						t.Errorf("%s lacks %q; %s", c.name, w, report)
+					}
+				}
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(stdout.String()+stderr.String(), a) {
+					t.Errorf("output has %q; %s", a, report)
+				}
+			}
+			// The full usage is for -h and --help only: a usage error is
+			// the error and a hint.
+			if code == 2 && len(tt.args) > 0 {
+				if n := strings.Count(stderr.String(), "\n"); n > 2 {
+					t.Errorf("a usage error printed %d lines, want the error and a hint; %s", n, report)
+				}
 			}
 		})
 	}
 }
 
 func TestEnvironmentFillsUnsetFlags(t *testing.T) {
+	clearEnv(t)
 	t.Setenv("CDC_RELAY_POSTGRES_URL", "postgres://env@h/db")
 	t.Setenv("CDC_RELAY_KAFKA_BROKERS", "a:1, b:2")
 	t.Setenv("CDC_RELAY_SLOT", "from_env")
 	t.Setenv("CDC_RELAY_HEADER_COLUMNS", "type")
+	t.Setenv("CDC_RELAY_STOP_TIMEOUT", "1m30s")
 	c := &RunCommand{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
 	fs := c.flags()
-	if err := parse(fs, []string{"--slot", "from_flag"}); err != nil {
+	if err := parseFlags(fs, []string{"--slot", "from_flag", "--kafka-create-topics"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := finishRelayConfig(&c.cfg, &c.tables, c.brokers, c.headerCol); err != nil {
@@ -70,8 +187,75 @@ func TestEnvironmentFillsUnsetFlags(t *testing.T) {
 	if got := strings.Join(c.cfg.Mapping.HeaderColumns, ","); got != "type" {
 		t.Errorf("header columns %q", got)
 	}
+	if c.cfg.StopTimeout.String() != "1m30s" {
+		t.Errorf("stop timeout %s, want 1m30s from the environment", c.cfg.StopTimeout)
+	}
+	if !c.cfg.Kafka.AutoCreateTopics {
+		t.Errorf("--kafka-create-topics without a value must set it")
+	}
 	if c.cfg.Mapping.Schema != "public" || c.cfg.Mapping.Table != "outbox" || c.cfg.Publication != "cdc_relay" {
 		t.Errorf("defaults: table %s.%s publication %s", c.cfg.Mapping.Schema, c.cfg.Mapping.Table, c.cfg.Publication)
+	}
+}
+
+// TestUsageSections checks that each command's usage shows every flag
+// once, in a section, with its environment variable and a description.
+func TestUsageSections(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		fs       *flag.FlagSet
+		sections []flagSection
+	}{
+		{"run", (&RunCommand{}).flags(), runSections},
+		{"migrate", (&MigrateCommand{}).flags(), migrateSections},
+	} {
+		seen := map[string]bool{}
+		for _, s := range c.sections {
+			for _, name := range s.names {
+				if c.fs.Lookup(name) == nil {
+					t.Errorf("%s: section %q lists --%s, which is not a flag", c.name, s.title, name)
+				}
+				if seen[name] {
+					t.Errorf("%s: --%s is in two sections", c.name, name)
+				}
+				seen[name] = true
+			}
+		}
+		c.fs.VisitAll(func(f *flag.Flag) {
+			if !seen[f.Name] {
+				t.Errorf("%s: --%s is in no section", c.name, f.Name)
+			}
+		})
+		var out bytes.Buffer
+		printUsage(&out, c.fs, "", c.sections)
+		if strings.Contains(out.String(), "Other flags") {
+			t.Errorf("%s: usage has flags outside the sections:\n%s", c.name, out.String())
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if len(line) > 80 {
+				t.Errorf("%s: usage line longer than 80 columns: %q", c.name, line)
+			}
+		}
+	}
+}
+
+func TestNearest(t *testing.T) {
+	flags := []string{"kafka-brokers", "kafka-linger", "postgres-url", "slot", "stop-timeout", "table", "topic-column", "topic-template"}
+	for in, want := range map[string]string{
+		"kafka-broker":  "kafka-brokers",
+		"postgres_url":  "postgres-url",
+		"Postgres-URL":  "postgres-url",
+		"slto":          "slot",
+		"brokers":       "kafka-brokers",
+		"timeout":       "stop-timeout",
+		"topic":         "", // two flags contain it
+		"xyzzy":         "",
+		"v":             "",
+		"kafka-lingerr": "kafka-linger",
+	} {
+		if got := nearest(in, flags); got != want {
+			t.Errorf("nearest(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -34,21 +35,38 @@ missing.
     headers jsonb, created_at timestamptz);
   - creates the publication FOR TABLE <outbox> WITH (publish = 'insert'), or
     adds the outbox table to an existing publication.
+
+Pass "cdc-relay run" the same table and publication flags.
+
+Example:
+
+  cdc-relay migrate --postgres-url postgres://admin:secret@db:5432/app
 `
+
+// migrateSections orders migrate's flags in its usage.
+var migrateSections = []flagSection{
+	{"Connection (required)", []string{"postgres-url"}},
+	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
+}
 
 func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	setUsage(fs, c.stderr, migrateUsage)
-	fs.StringVar(&c.postgresURL, "postgres-url", "", "PostgreSQL connection `URL`; the role needs CREATE on the schemas")
+	fs.StringVar(&c.postgresURL, "postgres-url", "",
+		"PostgreSQL connection `URL`, such as postgres://admin:secret@db:5432/app; the role needs CREATE on the schemas")
 	c.tables.register(fs)
-	fs.BoolVar(&c.skipOutbox, "skip-outbox", false, "do not create the outbox table (map an existing one with run's column flags)")
+	fs.BoolVar(&c.skipOutbox, "skip-outbox", false, "do not create the outbox table: map an existing one with run's column flags")
 	return fs
+}
+
+// Usage writes migrate's help.
+func (c *MigrateCommand) Usage(w io.Writer) {
+	printUsage(w, c.flags(), migrateUsage, migrateSections)
 }
 
 // Run parses args and migrates.
 func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	fs := c.flags()
-	if err := parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if c.postgresURL == "" {
@@ -75,19 +93,16 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 
 // Migrate applies the migrations for a relay configuration.
 func Migrate(ctx context.Context, postgresURL string, rc relay.Config, skipOutbox bool) (migrations.Result, error) {
-	conn, err := pgx.Connect(ctx, postgresURL)
+	cfg, err := pgx.ParseConfig(postgresURL)
 	if err != nil {
-		return migrations.Result{}, fmt.Errorf("connect to PostgreSQL: %w", err)
+		return migrations.Result{}, fmt.Errorf("parse PostgreSQL URL: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return migrations.Result{}, pgerr.Connect(&cfg.Config, err, "")
 	}
 	defer conn.Close(context.Background())
-	return migrations.Apply(ctx, conn, migrations.Config{
-		OutboxSchema:     rc.Mapping.Schema,
-		OutboxTable:      rc.Mapping.Table,
-		SkipOutbox:       skipOutbox,
-		StatusSchema:     rc.StatusSchema,
-		StatusTable:      rc.StatusTable,
-		CheckpointSchema: rc.CheckpointSchema,
-		CheckpointTable:  rc.CheckpointTable,
-		Publication:      rc.Publication,
-	})
+	tables := rc.Tables()
+	tables.SkipOutbox = skipOutbox
+	return migrations.Apply(ctx, conn, tables)
 }

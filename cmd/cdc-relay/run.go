@@ -34,66 +34,91 @@ type RunCommand struct {
 
 const runUsage = `Usage: cdc-relay run [flags]
 
-Streams inserts on the outbox table from a pgoutput replication slot to Kafka.
-Creates the slot if it is missing; run "cdc-relay migrate" first to create the
-tables and the publication. The database needs wal_level = logical and a role
-with the REPLICATION attribute.
+Streams the rows inserted into the outbox table to Kafka, read from a pgoutput
+logical replication slot. Run "cdc-relay migrate" first: it creates the
+relay's tables and the publication. The slot is created on the first run.
+PostgreSQL needs wal_level = logical, and the role the REPLICATION attribute.
 
-Each record: topic = the topic column when not null, else the topic template;
-key = the key column; value = the payload column as PostgreSQL renders it;
-headers "id", the header columns, and every key of the headers column's JSON
-object; timestamp = the timestamp column.
+Each row becomes one Kafka record:
+
+  topic      the topic column when not NULL, else the topic template
+  key        the key column
+  value      the payload column, as PostgreSQL renders it
+  headers    "id", the header columns, and each key of the headers column
+  timestamp  the timestamp column
 
 The position is confirmed to PostgreSQL only after Kafka acknowledged every
-event before it. SIGINT or SIGTERM stops cleanly: the current transaction is
-finished, in-flight events are acknowledged, the position is confirmed, and a
-restart sends nothing twice.
+event before it. SIGINT, SIGTERM or SIGHUP stops cleanly: the current
+transaction is finished, its events are acknowledged, the position is
+confirmed, and a restart sends nothing twice.
 
 Example:
 
-	cdc-relay run --postgres-url postgres://relay:secret@db:5432/app \
-	    --kafka-brokers kafka-1:9092,kafka-2:9092
+  cdc-relay run --postgres-url postgres://relay:secret@db:5432/app \
+      --kafka-brokers kafka-1:9092,kafka-2:9092
 `
+
+// runSections orders run's flags in its usage.
+var runSections = []flagSection{
+	{"Connections (both required)", []string{"postgres-url", "kafka-brokers"}},
+	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table", "accept-slot-loss"}},
+	{"From row to Kafka record", []string{
+		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
+		"header-columns", "headers-column", "timestamp-column"}},
+	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
+	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "checkpoint-interval"}},
+	{"Logging and debugging", []string{"log-level", "log-format", "debug-addr"}},
+}
 
 func (c *RunCommand) flags() *flag.FlagSet {
 	c.cfg = relay.DefaultConfig()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	setUsage(fs, c.stderr, runUsage)
 	registerRelayFlags(fs, &c.cfg, &c.tables, &c.brokers, &c.headerCol)
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
 	return fs
 }
 
+// Usage writes run's help.
+func (c *RunCommand) Usage(w io.Writer) { printUsage(w, c.flags(), runUsage, runSections) }
+
 // registerRelayFlags registers the flags of relay.Config.
 func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags, brokers, headerCols *string) {
 	m := &cfg.Mapping
-	fs.StringVar(&cfg.PostgresURL, "postgres-url", "", "PostgreSQL connection `URL` (postgres://user:pass@host:5432/db); the role needs REPLICATION")
-	fs.StringVar(brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated `host:port` list")
-	fs.StringVar(&cfg.Slot, "slot", cfg.Slot, "the replication slot; created (pgoutput) if missing")
+	fs.StringVar(&cfg.PostgresURL, "postgres-url", "",
+		"PostgreSQL connection `URL`, such as postgres://relay:secret@db:5432/app; the role needs the REPLICATION attribute")
+	fs.StringVar(brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated: `host:port,...`")
+	fs.StringVar(&cfg.Slot, "slot", cfg.Slot, "the `name` of the logical replication slot, created (pgoutput) when missing; one relay streams it at a time, others wait")
 	tables.register(fs)
-	fs.StringVar(&m.TopicTemplate, "topic-template", m.TopicTemplate, "the topic when the topic column is absent or NULL; {column} is replaced by that column's value")
-	fs.StringVar(&m.IDColumn, "id-column", m.IDColumn, "column sent as header \"id\", the consumers' dedup key (used if present)")
-	fs.StringVar(&m.KeyColumn, "key-column", m.KeyColumn, "column used as the record key")
-	fs.StringVar(&m.PayloadColumn, "payload-column", m.PayloadColumn, "column used as the record value, bytes as PostgreSQL renders them")
-	fs.StringVar(&m.TopicColumn, "topic-column", m.TopicColumn, "column naming the topic, overriding the template when not NULL (used if present)")
-	fs.StringVar(&m.HeadersColumn, "headers-column", m.HeadersColumn, "JSON object column whose keys become headers (used if present)")
-	fs.StringVar(&m.TimestampColumn, "timestamp-column", m.TimestampColumn, "timestamptz, timestamp or bigint-milliseconds column used as the record timestamp (used if present)")
+	fs.StringVar(&m.TopicTemplate, "topic-template", m.TopicTemplate,
+		"the topic `template` for a row whose topic column is absent or NULL: each {column} is replaced by that column's value")
+	fs.StringVar(&m.TopicColumn, "topic-column", m.TopicColumn, "the `column` naming the record's topic, used instead of the template when not NULL; ignored if the table lacks it")
+	fs.StringVar(&m.KeyColumn, "key-column", m.KeyColumn, "the `column` used as the record key")
+	fs.StringVar(&m.PayloadColumn, "payload-column", m.PayloadColumn, "the `column` used as the record value, the bytes as PostgreSQL renders them")
+	fs.StringVar(&m.IDColumn, "id-column", m.IDColumn, "the `column` sent as header \"id\", the consumers' deduplication key; ignored if the table lacks it")
 	*headerCols = strings.Join(m.HeaderColumns, ",")
-	fs.StringVar(headerCols, "header-columns", *headerCols, "comma-separated columns copied into headers of the same name")
-	fs.Int64Var(&cfg.Limits.Events, "max-in-flight-events", cfg.Limits.Events, "most events read but not yet acked; reading pauses at the limit")
-	fs.Int64Var(&cfg.Limits.Bytes, "max-in-flight-bytes", cfg.Limits.Bytes, "most event bytes read but not yet acked; reading pauses at the limit")
-	fs.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "most time between standby status updates to PostgreSQL")
-	fs.DurationVar(&cfg.StopTimeout, "stop-timeout", cfg.StopTimeout, "on SIGTERM, how long to wait for the current transaction and in-flight acks")
-	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", cfg.CheckpointInterval, "how often the confirmed position is saved in the checkpoint table")
-	fs.DurationVar(&cfg.Kafka.Linger, "kafka-linger", cfg.Kafka.Linger, "how long a partition's batch waits for more records")
-	fs.StringVar(&cfg.Kafka.ClientID, "kafka-client-id", cfg.Kafka.ClientID, "Kafka client id")
+	fs.StringVar(headerCols, "header-columns", *headerCols, "comma-separated `columns` copied into headers of the same name")
+	fs.StringVar(&m.HeadersColumn, "headers-column", m.HeadersColumn, "a JSON object `column` whose keys and values become headers; ignored if the table lacks it")
+	fs.StringVar(&m.TimestampColumn, "timestamp-column", m.TimestampColumn,
+		"the `column` used as the record timestamp: timestamptz, timestamp or bigint epoch milliseconds; ignored if the table lacks it")
+	fs.Int64Var(&cfg.Limits.Events, "max-in-flight-events", cfg.Limits.Events,
+		"at most `n` events read but not yet acknowledged by Kafka; reading pauses at the limit")
+	fs.Int64Var(&cfg.Limits.Bytes, "max-in-flight-bytes", cfg.Limits.Bytes,
+		"at most `n` bytes of events read but not yet acknowledged by Kafka; reading pauses at the limit")
+	durationVar(fs, &cfg.StopTimeout, "stop-timeout", cfg.StopTimeout,
+		"when stopping (SIGINT, SIGTERM or SIGHUP), how long to wait for the current transaction and its acknowledgements; what is not confirmed by then is sent again after a restart")
+	durationVar(fs, &cfg.StatusInterval, "status-interval", cfg.StatusInterval, "the most time between standby status updates to PostgreSQL")
+	durationVar(fs, &cfg.CheckpointInterval, "checkpoint-interval", cfg.CheckpointInterval,
+		"how often the confirmed position is saved in the checkpoint table")
+	durationVar(fs, &cfg.Kafka.Linger, "kafka-linger", cfg.Kafka.Linger, "how long a partition's batch waits for more records; 0s sends at once")
+	fs.StringVar(&cfg.Kafka.ClientID, "kafka-client-id", cfg.Kafka.ClientID, "the Kafka client `id`, as brokers log it")
 	fs.BoolVar(&cfg.Kafka.AutoCreateTopics, "kafka-create-topics", false, "ask the broker to create missing topics (the broker must allow it)")
-	fs.BoolVar(&cfg.AcceptSlotLoss, "accept-slot-loss", false, "create a new slot although the checkpoint table shows the old one was lost")
+	fs.BoolVar(&cfg.AcceptSlotLoss, "accept-slot-loss", false,
+		"create a new slot although the checkpoint table shows that the old one was dropped; events committed while no slot existed are not relayed")
 }
 
-// finish completes cfg after parsing.
+// finishRelayConfig completes cfg after parsing.
 func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCols string) error {
 	if cfg.PostgresURL == "" {
 		return usageError{"--postgres-url (or CDC_RELAY_POSTGRES_URL) is required"}
@@ -104,6 +129,19 @@ func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCol
 	}
 	if cfg.Limits.Events <= 0 || cfg.Limits.Bytes <= 0 {
 		return usageError{"--max-in-flight-events and --max-in-flight-bytes must be positive: they bound the relay's memory"}
+	}
+	def := relay.DefaultConfig()
+	for _, d := range []struct {
+		name       string
+		value, def time.Duration
+	}{
+		{"stop-timeout", cfg.StopTimeout, def.StopTimeout},
+		{"status-interval", cfg.StatusInterval, def.StatusInterval},
+		{"checkpoint-interval", cfg.CheckpointInterval, def.CheckpointInterval},
+	} {
+		if d.value <= 0 {
+			return usageError{fmt.Sprintf("--%s must be more than 0s (the default is %s)", d.name, d.def)}
+		}
 	}
 	cfg.Mapping.HeaderColumns = splitList(headerCols)
 	if err := tables.apply(cfg); err != nil {
@@ -118,7 +156,7 @@ func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCol
 // Run parses args and runs the relay until ctx is done.
 func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	fs := c.flags()
-	if err := parse(fs, args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := finishRelayConfig(&c.cfg, &c.tables, c.brokers, c.headerCol); err != nil {
@@ -155,7 +193,8 @@ func debugServer(addr string) (*http.Server, error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l) //nolint:errcheck // ends with Close
+	// Serve returns http.ErrServerClosed once run's deferred Close ends it.
+	go func() { _ = srv.Serve(l) }()
 	return srv, nil
 }
 
