@@ -172,6 +172,8 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	// A process group of its own: a Ctrl-C or SIGHUP at the terminal
 	// reaches the caller, which stops the cluster, not the server directly.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
+	// Cancelled, the whole group goes (initdb runs children of its own).
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		log, _ := os.ReadFile(c.logFile)
