@@ -270,7 +270,7 @@ func TestDecodeMalformed(t *testing.T) {
 }
 
 func TestCustomMapping(t *testing.T) {
-	// The seed "outbox" table with topic, key and payload_json columns and
+	// An "outbox" table of another layout: topic, key and payload_json columns and
 	// an epoch-millisecond timestamp.
 	m := Mapping{
 		Schema: "app", Table: "outbox", IDColumn: "idempotency_key", KeyColumn: "key",

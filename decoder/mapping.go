@@ -37,7 +37,7 @@ type Mapping struct {
 }
 
 // DefaultMapping is the layout that `cdc-relay migrate` creates:
-// public.outbox with the Debezium-like columns of DESIGN.md.
+// public.outbox with the Debezium-like columns of docs/DESIGN.md.
 func DefaultMapping() Mapping {
 	return Mapping{
 		Schema:          "public",

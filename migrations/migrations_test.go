@@ -57,7 +57,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 	if !pubInsert || pubUpdate {
 		t.Fatalf("publication publishes insert=%v update=%v; want inserts only", pubInsert, pubUpdate)
 	}
-	// The default outbox accepts the minimal insert of DESIGN.md.
+	// The default outbox accepts the minimal insert of docs/DESIGN.md.
 	if _, err := conn.Exec(ctx, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('a', 'b', 'c', '{}')`); err != nil {
 		t.Fatal(err)
 	}

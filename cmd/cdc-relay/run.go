@@ -50,7 +50,8 @@ Each row becomes one Kafka record:
 The position is confirmed to PostgreSQL only after Kafka acknowledged every
 event before it. SIGINT, SIGTERM or SIGHUP stops cleanly: the current
 transaction is finished, its events are acknowledged, the position is
-confirmed, and a restart sends nothing twice.
+confirmed, and a restart sends nothing twice. What is not acknowledged
+within --stop-timeout stays unconfirmed and is sent again after a restart.
 
 Example:
 

@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS {{status}} (
 CREATE INDEX IF NOT EXISTS {{status_due_index}} ON {{status}} (next_attempt_at) WHERE status = 'FAILED';
 
 -- The checkpoint table: the last position each slot's relay confirmed, kept
--- beside the slot's own so a lost or recreated slot is noticed.
+-- beside the slot's own so a lost slot is noticed.
 CREATE TABLE IF NOT EXISTS {{checkpoint}} (
     slot_name  text        PRIMARY KEY,
     lsn        pg_lsn      NOT NULL,
