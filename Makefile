@@ -38,7 +38,7 @@ test: deps lint unit e2e
 test-kafka: deps deps-kafka
 	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GO) test -count=1 -timeout 30m ./e2e/
 
-## bench: drain, latency, memory and polling-baseline benchmarks (about 10 minutes)
+## bench: drain, latency, memory and polling-baseline benchmarks (about 20 minutes)
 bench: deps deps-kafka
 	cd e2e/bench && $(GO) run . -apache -plot ../../docs/latency.png
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +22,8 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/internal/kafkatest"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/relayproc"
+	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // The package shares one PostgreSQL cluster; each test gets its own
@@ -256,31 +256,10 @@ func mustExec(t *testing.T, c *pgx.Conn, sql string, args ...any) {
 	}
 }
 
-// relayProc is a running relay binary.
+// relayProc is a running relay binary; its methods fail the test.
 type relayProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	log    *syncBuffer
-	done   chan struct{}
-	err    error
-	exited bool
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	*relayproc.Proc
+	t *testing.T
 }
 
 // startRelay runs `cdc-relay run` and waits until it streams the slot.
@@ -294,10 +273,8 @@ func (e *env) startRelayBin(bin string, extra ...string) *relayProc {
 	e.t.Helper()
 	p := e.spawnRelayBin(bin, extra...)
 	e.waitFor("the relay streams the slot", 60*time.Second, func() bool {
-		select {
-		case <-p.done:
-			e.t.Fatalf("relay exited early: %v\n%s", p.err, p.log.String())
-		default:
+		if !p.Running() {
+			e.t.Fatalf("relay exited early: %v\n%s", p.Err(), p.Log())
 		}
 		return e.slotActive()
 	})
@@ -306,10 +283,12 @@ func (e *env) startRelayBin(bin string, extra ...string) *relayProc {
 
 // slotActive reports whether a walsender streams the test's slot.
 func (e *env) slotActive() bool {
-	var active bool
-	err := e.conn.QueryRow(context.Background(),
-		"SELECT coalesce(bool_or(active), false) FROM pg_replication_slots WHERE slot_name = $1", e.slot).Scan(&active)
-	return err == nil && active
+	e.t.Helper()
+	active, err := replication.SlotActive(context.Background(), e.conn, e.slot)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return active
 }
 
 // spawnRelay runs `cdc-relay run` without waiting for it to stream.
@@ -318,7 +297,8 @@ func (e *env) spawnRelay(extra ...string) *relayProc {
 	return e.spawnRelayBin(relayBin, extra...)
 }
 
-// spawnRelayBin runs `cdc-relay run` from the binary bin.
+// spawnRelayBin runs `cdc-relay run` from the binary bin. When the test
+// ends the process is killed, and a data race in its log fails the test.
 func (e *env) spawnRelayBin(bin string, extra ...string) *relayProc {
 	e.t.Helper()
 	args := []string{"run",
@@ -330,85 +310,38 @@ func (e *env) spawnRelayBin(bin string, extra ...string) *relayProc {
 		"--status-interval", "200ms",
 		"--checkpoint-interval", "1s",
 	}
-	args = append(args, extra...)
-	p := &relayProc{t: e.t, log: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
-		e.t.Fatalf("start relay: %v", err)
+	proc, err := relayproc.Start(bin, append(args, extra...)...)
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
 	e.t.Cleanup(func() {
-		if !p.exited {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if strings.Contains(p.log.String(), "WARNING: DATA RACE") {
+		proc.Kill()
+		if strings.Contains(proc.Log(), "WARNING: DATA RACE") {
 			e.t.Errorf("the race detector reported a data race in the relay")
 		}
 		if e.t.Failed() {
-			e.t.Logf("relay log:\n%s", p.log.String())
+			e.t.Logf("relay log:\n%s", proc.Log())
 		}
 	})
-	return p
-}
-
-// running reports whether the process has not exited.
-func (p *relayProc) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
+	return &relayProc{Proc: proc, t: e.t}
 }
 
 // stop sends SIGTERM and requires a clean exit within timeout.
 func (p *relayProc) stop(timeout time.Duration) {
 	p.t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		p.t.Fatalf("SIGTERM: %v", err)
+	if err := p.Stop(timeout); err != nil {
+		p.t.Fatalf("%v\n%s", err, p.Log())
 	}
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		p.t.Fatalf("relay did not exit within %s of SIGTERM", timeout)
-	}
-	p.exited = true
-	if p.err != nil {
-		p.t.Fatalf("relay exited with %v after SIGTERM\n%s", p.err, p.log.String())
-	}
-}
-
-// kill sends SIGKILL.
-func (p *relayProc) kill() {
-	p.t.Helper()
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	p.exited = true
 }
 
 // peakRSS reads the relay's peak resident set (VmHWM) in bytes.
 func (p *relayProc) peakRSS() int64 {
 	p.t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	rss, err := p.PeakRSS()
 	if err != nil {
-		p.t.Fatalf("read relay status: %v", err)
+		p.t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				p.t.Fatalf("parse VmHWM %q: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	p.t.Fatal("no VmHWM in /proc status")
-	return 0
+	return rss
 }
 
 // waitFor polls cond until it holds, failing the test after timeout.
@@ -435,42 +368,34 @@ func insert(t *testing.T, q interface {
 	}
 }
 
-// slotLSN returns the slot's confirmed_flush_lsn.
-func (e *env) slotLSN() pglogrepl.LSN {
+// Positions e.lsn reads, each a query of one pg_lsn (@slot is the test's
+// slot).
+const (
+	// slotLSN is the slot's confirmed_flush_lsn.
+	slotLSN = "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = @slot"
+	// currentLSN is pg_current_wal_lsn(): the end of the WAL written out.
+	currentLSN = "SELECT pg_current_wal_lsn()"
+	// insertLSN is pg_current_wal_insert_lsn(): after a COMMIT returns, at
+	// or past the end of its commit record (pg_current_wal_lsn() may still
+	// be short of it).
+	insertLSN = "SELECT pg_current_wal_insert_lsn()"
+)
+
+// lsn reads one of the positions above on the test's connection.
+func (e *env) lsn(query string) pglogrepl.LSN {
 	e.t.Helper()
-	var s string
-	if err := e.conn.QueryRow(context.Background(),
-		"SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", e.slot).Scan(&s); err != nil {
-		e.t.Fatalf("read slot: %v", err)
+	var s *string
+	if err := e.conn.QueryRow(context.Background(), "SELECT ("+query+")::text",
+		pgx.NamedArgs{"slot": e.slot}).Scan(&s); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
 	}
-	lsn, err := pglogrepl.ParseLSN(s)
+	if s == nil {
+		e.t.Fatalf("%s: no position (slot %s)", query, e.slot)
+	}
+	lsn, err := pglogrepl.ParseLSN(*s)
 	if err != nil {
-		e.t.Fatal(err)
+		e.t.Fatalf("%s: %v", query, err)
 	}
-	return lsn
-}
-
-// currentLSN returns pg_current_wal_lsn().
-func (e *env) currentLSN() pglogrepl.LSN {
-	e.t.Helper()
-	var s string
-	if err := e.conn.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()::text").Scan(&s); err != nil {
-		e.t.Fatal(err)
-	}
-	lsn, _ := pglogrepl.ParseLSN(s)
-	return lsn
-}
-
-// insertLSN returns pg_current_wal_insert_lsn(): after a COMMIT returns,
-// at or past the end of its commit record (pg_current_wal_lsn() may still
-// be short of it).
-func (e *env) insertLSN() pglogrepl.LSN {
-	e.t.Helper()
-	var s string
-	if err := e.conn.QueryRow(context.Background(), "SELECT pg_current_wal_insert_lsn()::text").Scan(&s); err != nil {
-		e.t.Fatal(err)
-	}
-	lsn, _ := pglogrepl.ParseLSN(s)
 	return lsn
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -124,8 +123,8 @@ func TestExactlyOnceInCommitOrder(t *testing.T) {
 	e := newEnv(t)
 	relay := e.startRelay()
 	perKey := e.writeEvents(5, 1000, 10, 50)
-	end := e.insertLSN()
-	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.slotLSN() >= end })
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
 	recs := e.readAll(e.topic("order"))
 	checkExactlyOnce(t, recs, 10000, perKey)
 	if len(perKey) != 50 {
@@ -259,8 +258,8 @@ func TestSIGTERMRestartDeliversEverythingOnce(t *testing.T) {
 	}
 	// Inserted while stopped, too.
 	relay = e.startRelay()
-	end := e.insertLSN()
-	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.slotLSN() >= end })
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
 	checkExactlyOnce(t, e.readAll(topic), total, perKey)
 	t.Logf("stopped after %d of %d events", stoppedAt, total)
 	relay.stop(30 * time.Second)
@@ -271,18 +270,18 @@ func TestIdleSlotFollowsWAL(t *testing.T) {
 	e.startRelay()
 	// No outbox traffic; 50 MB of WAL elsewhere.
 	mustExec(t, e.conn, "CREATE TABLE filler (id serial, pad text)")
-	from := e.currentLSN()
+	from := e.lsn(currentLSN)
 	for i := 0; i < 10; i++ {
 		mustExec(t, e.conn, "INSERT INTO filler (pad) SELECT repeat(md5(g::text), 32) FROM generate_series(1, 5000) g")
 	}
-	written := e.currentLSN()
+	written := e.lsn(currentLSN)
 	if written-from < 50<<20 {
 		t.Fatalf("wrote only %d bytes of WAL, want 50 MB", written-from)
 	}
 	start := time.Now()
 	var lag int64
 	e.waitFor("confirmed_flush_lsn is within 1 MB of pg_current_wal_lsn()", 30*time.Second, func() bool {
-		lag = int64(e.currentLSN()) - int64(e.slotLSN())
+		lag = int64(e.lsn(currentLSN)) - int64(e.lsn(slotLSN))
 		return lag < 1<<20
 	})
 	t.Logf("slot within %d bytes of the WAL end %s after the writes", lag, time.Since(start).Round(time.Millisecond))
@@ -298,8 +297,8 @@ func TestLargeTransactionBoundedMemory(t *testing.T) {
 	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
 		SELECT 'order', 'key-' || (g % 100), 'Bulk', json_build_object('seq', g, 'pad', repeat('x', 200))::jsonb
 		FROM generate_series(1, $1) g`, rows)
-	end := e.insertLSN()
-	e.waitFor("the 200,000-row transaction is confirmed", 3*time.Minute, func() bool { return e.slotLSN() >= end })
+	end := e.lsn(insertLSN)
+	e.waitFor("the 200,000-row transaction is confirmed", 3*time.Minute, func() bool { return e.lsn(slotLSN) >= end })
 	rss := relay.peakRSS()
 	t.Logf("relay peak RSS %.1f MiB for one %d-row transaction", float64(rss)/(1<<20), rows)
 	if rss >= 200<<20 {
@@ -404,20 +403,16 @@ func TestConfirmNeverPassesUnackedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	insert(t, tx, "order", "k", "Held", `{"n": "held"}`)
-	var before string
-	if err := tx.QueryRow(context.Background(), "SELECT pg_current_wal_insert_lsn()::text").Scan(&before); err != nil {
-		t.Fatal(err)
-	}
+	beforeCommit := e.lsn(insertLSN) // on e.conn, inside tx
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	beforeCommit := mustLSN(t, before)
 
 	mustExec(t, e.conn, "CREATE TABLE filler (pad text)")
 	deadline := time.Now().Add(4 * time.Second)
 	for time.Now().Before(deadline) {
 		mustExec(t, e.conn, "INSERT INTO filler SELECT repeat('x', 1000) FROM generate_series(1, 200)")
-		if got := e.slotLSN(); got > beforeCommit {
+		if got := e.lsn(slotLSN); got > beforeCommit {
 			t.Fatalf("slot confirmed %s, past the commit of an event Kafka has not acked (commit after %s)", got, beforeCommit)
 		}
 		time.Sleep(50 * time.Millisecond) // pace the WAL writes; not a synchronisation
@@ -425,15 +420,6 @@ func TestConfirmNeverPassesUnackedEvent(t *testing.T) {
 	unblock()
 	recs := e.readN(e.topic("order"), 1, 30*time.Second)
 	assertValues(t, recs, []string{`{"n": "held"}`})
-	end := e.insertLSN()
-	e.waitFor("the slot advances once the event is acked", 30*time.Second, func() bool { return e.slotLSN() >= end })
-}
-
-func mustLSN(t *testing.T, s string) pglogrepl.LSN {
-	t.Helper()
-	lsn, err := pglogrepl.ParseLSN(s)
-	if err != nil {
-		t.Fatalf("parse LSN %q: %v", s, err)
-	}
-	return lsn
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot advances once the event is acked", 30*time.Second, func() bool { return e.lsn(slotLSN) >= end })
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The polling baseline, as seed 000 describes it.
+// The polling baseline: a 500 ms polling outbox like the ones teams run today.
 const (
 	pollInterval = 500 * time.Millisecond
 	pollBatch    = 50
