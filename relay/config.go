@@ -54,7 +54,7 @@ func DefaultConfig() Config {
 		StatusTable:        "outbox_delivery",
 		CheckpointSchema:   "public",
 		CheckpointTable:    "cdc_relay_checkpoint",
-		Kafka:              sink.Config{ClientID: "cdc-relay", Linger: 5 * time.Millisecond},
+		Kafka:              sink.Config{ClientID: "cdc-relay", Linger: 5 * time.Millisecond, AutoCreateTopics: true},
 		Limits:             checkpoint.Limits{Events: 10000, Bytes: 64 << 20},
 		StatusInterval:     time.Second,
 		StopTimeout:        30 * time.Second,

@@ -20,6 +20,8 @@ import (
 type producer interface {
 	// Produce sends r asynchronously and calls done once with the outcome.
 	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
+	// ProduceAlone sends r in a batch of its own and returns the outcome.
+	ProduceAlone(ctx context.Context, r *kgo.Record) error
 }
 
 // failureStore records events the fast path cannot deliver
@@ -41,6 +43,7 @@ type counters struct {
 // acked it or its status row is committed.
 type pipeline struct {
 	log      *slog.Logger
+	causes   *causeLog // undeliverable events, by cause
 	producer producer
 	failures failureStore
 	count    *counters
@@ -61,6 +64,9 @@ type pipeline struct {
 // newPipeline returns a pipeline; p's dependencies must be set.
 func newPipeline(p *pipeline) *pipeline {
 	p.onAck = p.ack
+	if p.causes == nil {
+		p.causes = newCauseLog(p.log, time.Minute)
+	}
 	if p.retryBase == 0 {
 		p.retryBase = 100 * time.Millisecond
 	}
@@ -119,6 +125,7 @@ type inflight struct {
 	evHeaders  [4]decoder.Header
 	tx         *checkpoint.Txn
 	size       int
+	alone      bool // produced again in a batch of its own (see ack)
 }
 
 // ack is the producer callback of every record.
@@ -128,6 +135,12 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	case err == nil:
 		p.count.events.Add(1)
 		p.tracker.Done(it.tx, it.size)
+	case sink.TooLarge(err) && !it.alone && sink.RecordBytes(r) <= sink.BatchMaxBytes:
+		// The broker refused the batch the record was in (a topic whose
+		// max.message.bytes is below the batch size), not necessarily the
+		// record: alone, it fits or fails for itself.
+		it.alone = true
+		go func() { p.ack(r, p.producer.ProduceAlone(p.produceCtx, r)) }()
 	case sink.Permanent(err):
 		go p.fail(it, err)
 	default:
@@ -147,7 +160,7 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 // sent again after a restart.
 func (p *pipeline) fail(it *inflight, reason error) {
 	ev := &it.ev
-	p.log.Warn("event cannot be delivered; recording it in the status table", "id", string(ev.ID), "topic", ev.Topic, "reason", reason)
+	p.causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
 	backoff := p.retryBase
 	for {
 		err := p.failures.Failed(p.failCtx, ev, reason)
@@ -158,7 +171,7 @@ func (p *pipeline) fail(it *inflight, reason error) {
 			p.log.Warn("stopped before a failed event was recorded; it will be sent again after a restart", "id", string(ev.ID))
 			return
 		}
-		p.log.Error("could not record a failed event; retrying", "id", string(ev.ID), "err", err, "in", backoff)
+		p.causes.add("could not record an undeliverable event in the status table; retrying", "status table: "+sink.Cause(err), string(ev.ID), ev.Topic, err)
 		select {
 		case <-time.After(backoff):
 		case <-p.failCtx.Done():

@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cancel()
 
-	r := &runner{cfg: cfg, log: log, pool: pool, sink: snk,
+	r := &runner{cfg: cfg, log: log, pool: pool, sink: snk, causes: newCauseLog(log, time.Minute),
 		store:    checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable),
 		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)}
 	backoff := time.Second
@@ -121,6 +121,7 @@ type runner struct {
 	sink     *sink.Sink
 	store    *checkpoint.Store
 	failures *status.Store
+	causes   *causeLog
 	count    counters
 }
 
@@ -155,7 +156,7 @@ func (r *runner) session(ctx context.Context) error {
 	// buffer, or in an insert behind a lock.
 	produceCtx, cancelProduce := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelProduce()
-	p := newPipeline(&pipeline{log: log, producer: r.sink, failures: r.failures, count: &r.count,
+	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count,
 		dec: dec, tracker: tracker, failCtx: produceCtx, produceCtx: produceCtx})
 
 	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, log)

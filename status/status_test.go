@@ -2,6 +2,8 @@ package status
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -63,7 +65,25 @@ func TestFailedRecordsAnEventOnce(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT last_error FROM outbox_delivery WHERE event_id = 'e-2'").Scan(&reason); err != nil {
 		t.Fatal(err)
 	}
-	if want := "headers and timestamp not stored"; !strings.Contains(reason, want) {
+	if want := "not stored: headers and timestamp"; !strings.Contains(reason, want) {
 		t.Fatalf("reason %q does not say %q", reason, want)
+	}
+	// An id too long for the unique index (random, so that PostgreSQL
+	// cannot compress it to fit) is shortened, not a stall, and
+	// the same event sent again is still recorded once.
+	random := make([]byte, 2000)
+	_, _ = rand.Read(random)
+	long := &decoder.Event{ID: []byte(hex.EncodeToString(random)), Topic: "t", Value: []byte(`{}`), CommitLSN: 0x4000}
+	for i := 0; i < 2; i++ {
+		if err := store.Failed(ctx, long, errors.New("poison")); err != nil {
+			t.Fatalf("a 3000-byte event id stalled the status row: %v", err)
+		}
+	}
+	var ids int
+	if err := conn.QueryRow(ctx, "SELECT count(*), max(last_error) FROM outbox_delivery WHERE commit_lsn = '0/4000'").Scan(&ids, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := "the event id's 4000 bytes, shortened"; ids != 1 || !strings.Contains(reason, want) {
+		t.Fatalf("%d rows, reason %q; want one row saying %q", ids, reason, want)
 	}
 }

@@ -114,7 +114,8 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 		"how often the confirmed position is saved in the checkpoint table")
 	durationVar(fs, &cfg.Kafka.Linger, "kafka-linger", cfg.Kafka.Linger, "how long a partition's batch waits for more records; 0s sends at once")
 	fs.StringVar(&cfg.Kafka.ClientID, "kafka-client-id", cfg.Kafka.ClientID, "the Kafka client `id`, as brokers log it")
-	fs.BoolVar(&cfg.Kafka.AutoCreateTopics, "kafka-create-topics", false, "ask the broker to create missing topics (the broker must allow it)")
+	fs.BoolVar(&cfg.Kafka.AutoCreateTopics, "kafka-create-topics", cfg.Kafka.AutoCreateTopics,
+		"ask the broker to create a missing topic (the broker decides: auto.create.topics.enable); =false never asks, and events for a missing topic are parked in the status table")
 	fs.BoolVar(&cfg.AcceptSlotLoss, "accept-slot-loss", false,
 		"create a new slot although the checkpoint table shows that the old one was dropped; events committed while no slot existed are not relayed")
 }
