@@ -110,6 +110,7 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		"{{status}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(),
 		"{{status_due_index}}", pgx.Identifier{cfg.StatusTable + "_due_idx"}.Sanitize(),
 		"{{status_event_index}}", pgx.Identifier{cfg.StatusTable + "_event_idx"}.Sanitize(),
+		"{{status_done_index}}", pgx.Identifier{cfg.StatusTable + "_done_idx"}.Sanitize(),
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
 	)
 

@@ -151,7 +151,7 @@ func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Dur
 }
 
 func (d *durationValue) Set(s string) error {
-	v, err := time.ParseDuration(strings.TrimSpace(s))
+	v, err := parseDuration(strings.TrimSpace(s))
 	if err != nil {
 		if _, numErr := strconv.ParseFloat(strings.TrimSpace(s), 64); numErr == nil {
 			return errors.New("a duration needs a unit, such as 30s or 500ms")
@@ -165,7 +165,37 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
-func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) String() string { return formatDuration(time.Duration(*d)) }
+
+// parseDuration is time.ParseDuration with days: "7d", "1d12h".
+func parseDuration(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseUint(days, 10, 16)
+	if err != nil {
+		return time.ParseDuration(s) // for its error
+	}
+	v := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, err
+		}
+		v += r
+	}
+	return v, nil
+}
+
+// formatDuration writes whole days as days: 7d, not 168h0m0s.
+func formatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return d.String()
+}
 
 // Get makes durationValue a flag.Getter, as the flag package's own values are.
 func (d *durationValue) Get() any { return time.Duration(*d) }

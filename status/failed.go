@@ -10,27 +10,10 @@ import (
 	"strings"
 
 	"github.com/jackc/pglogrepl"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
-
-// DB is what the store needs of a connection pool (*pgxpool.Pool has it).
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-// Store writes to the status table.
-type Store struct {
-	db    DB
-	table string // quoted
-}
-
-// NewStore returns a store on schema.table.
-func NewStore(db DB, schema, table string) *Store {
-	return &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize()}
-}
 
 // Failed records ev as FAILED with reason. When it returns nil the row is
 // committed, and the event may count as delivered for the checkpoint. An
