@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,6 +14,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -158,6 +160,24 @@ func (r *runner) session(ctx context.Context) error {
 	defer cancelProduce()
 	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count,
 		dec: dec, tracker: tracker, failCtx: produceCtx, produceCtx: produceCtx})
+
+	// Beside the stream, on the leader only: the poller re-delivers parked
+	// events. It stops when the stop begins or the session ends.
+	sideCtx, stopSide := context.WithCancel(ctx)
+	var side sync.WaitGroup
+	defer func() {
+		stopSide()
+		side.Wait()
+	}()
+	pollerCfg := cfg.Poller
+	if pollerCfg.Logger == nil {
+		pollerCfg.Logger = log
+	}
+	side.Add(1)
+	go func() {
+		defer side.Done()
+		poller.New(r.failures, r.sink, pollerCfg).Run(sideCtx)
+	}()
 
 	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, log)
 	stopProgress := r.reportProgress(cfg.CheckpointInterval, tracker, saver)

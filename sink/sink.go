@@ -123,6 +123,45 @@ func (s *Sink) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record
 	s.cl.Produce(ctx, r, done)
 }
 
+// ProduceWait produces recs and waits until Kafka answered each of them,
+// or ctx ends: errs[i] is recs[i]'s outcome, or ctx's error for a record
+// still unanswered then (it may yet be delivered: the caller must treat it
+// as not known).
+func (s *Sink) ProduceWait(ctx context.Context, recs []*kgo.Record) []error {
+	if len(recs) == 0 {
+		return nil
+	}
+	type answer struct {
+		i   int
+		err error
+	}
+	index := make(map[*kgo.Record]int, len(recs))
+	for i, r := range recs {
+		index[r] = i
+	}
+	answers := make(chan answer, len(recs)) // never blocks a callback
+	cb := func(r *kgo.Record, err error) { answers <- answer{index[r], err} }
+	for _, r := range recs {
+		s.cl.Produce(ctx, r, cb)
+	}
+	errs := make([]error, len(recs))
+	answered := make([]bool, len(recs))
+	for n := 0; n < len(recs); n++ {
+		select {
+		case a := <-answers:
+			errs[a.i], answered[a.i] = a.err, true
+		case <-ctx.Done():
+			for i := range errs {
+				if !answered[i] {
+					errs[i] = ctx.Err()
+				}
+			}
+			return errs
+		}
+	}
+	return errs
+}
+
 // ProduceAlone sends r in a batch of its own and waits for the outcome. It
 // is for a record that failed with MESSAGE_TOO_LARGE in a batch with
 // others, where the broker's limit (the topic's max.message.bytes) is below
