@@ -16,6 +16,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -162,7 +163,8 @@ func (r *runner) session(ctx context.Context) error {
 		dec: dec, tracker: tracker, failCtx: produceCtx, produceCtx: produceCtx})
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
-	// events. It stops when the stop begins or the session ends.
+	// events, and retention deletes old rows. They stop when the stop
+	// begins or the session ends.
 	sideCtx, stopSide := context.WithCancel(ctx)
 	var side sync.WaitGroup
 	defer func() {
@@ -173,10 +175,22 @@ func (r *runner) session(ctx context.Context) error {
 	if pollerCfg.Logger == nil {
 		pollerCfg.Logger = log
 	}
-	side.Add(1)
+	retentionCfg := cfg.Retention
+	if retentionCfg.Logger == nil {
+		retentionCfg.Logger = log
+	}
+	cleaner := retention.New(r.pool, retention.Options{
+		OutboxSchema: cfg.Mapping.Schema, OutboxTable: cfg.Mapping.Table, TimestampColumn: cfg.Mapping.TimestampColumn,
+		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: retentionCfg,
+	})
+	side.Add(2)
 	go func() {
 		defer side.Done()
 		poller.New(r.failures, r.sink, pollerCfg).Run(sideCtx)
+	}()
+	go func() {
+		defer side.Done()
+		cleaner.Run(sideCtx)
 	}()
 
 	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, log)
