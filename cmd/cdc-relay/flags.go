@@ -48,6 +48,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if set[f.Name] || err != nil {
 			return
 		}
+		if _, ok := f.Value.(commandLineOnly); ok {
+			return
+		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = usageError{fmt.Sprintf("%s=%q: %s", envName(f.Name), v, explain(f.Value, e))}
@@ -55,6 +58,31 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	return err
+}
+
+// commandLineOnly marks a flag that is never read from the environment:
+// one that chooses what a command does to data (failed purge --dead), which
+// a variable left set in a shell must not choose.
+type commandLineOnly struct{ flag.Value }
+
+// IsBoolFlag keeps "--flag" without a value working for boolean flags.
+func (c commandLineOnly) IsBoolFlag() bool { return isBoolFlag(c.Value) }
+
+// Get keeps the wrapped value a flag.Getter.
+func (c commandLineOnly) Get() any {
+	if g, ok := c.Value.(flag.Getter); ok {
+		return g.Get()
+	}
+	return nil
+}
+
+// onlyOnCommandLine makes the named flags of fs command-line only.
+func onlyOnCommandLine(fs *flag.FlagSet, names ...string) {
+	for _, name := range names {
+		if f := fs.Lookup(name); f != nil {
+			f.Value = commandLineOnly{f.Value}
+		}
+	}
 }
 
 // parseArgs runs fs.Parse and rewrites its errors: the flag package says
@@ -317,7 +345,11 @@ func flagSynopsis(f *flag.Flag) string {
 // unquoteUsage is flag.UnquoteUsage, which does not know durationValue.
 func unquoteUsage(f *flag.Flag) (name, usage string) {
 	name, usage = flag.UnquoteUsage(f)
-	if _, ok := f.Value.(*durationValue); ok && name == "value" {
+	v := f.Value
+	if c, ok := v.(commandLineOnly); ok {
+		v = c.Value
+	}
+	if _, ok := v.(*durationValue); ok && name == "value" {
 		name = "duration"
 	}
 	return name, usage
@@ -325,7 +357,11 @@ func unquoteUsage(f *flag.Flag) (name, usage string) {
 
 func printFlag(w io.Writer, f *flag.Flag, width int) {
 	_, usage := unquoteUsage(f)
-	fmt.Fprintf(w, "  %-*s  %s\n", width, flagSynopsis(f), envName(f.Name))
+	env := envName(f.Name)
+	if _, ok := f.Value.(commandLineOnly); ok {
+		env = "(command line only)"
+	}
+	fmt.Fprintf(w, "  %-*s  %s\n", width, flagSynopsis(f), env)
 	switch f.DefValue {
 	case "", "false", "0", "0s":
 	default:
