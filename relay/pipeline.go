@@ -24,10 +24,12 @@ type producer interface {
 	ProduceAlone(ctx context.Context, r *kgo.Record) error
 }
 
-// failureStore records events the fast path cannot deliver
-// (*status.Store). When Failed returns nil the record is durable.
+// failureStore parks events the fast path cannot deliver (*status.Store):
+// Failed for the poller to try again, Dead for an operator. When either
+// returns nil the row is durable.
 type failureStore interface {
 	Failed(ctx context.Context, ev *decoder.Event, reason error) error
+	Dead(ctx context.Context, ev *decoder.Event, reason error) error
 }
 
 // counters count what a relay delivered over its life, across sessions.
@@ -102,7 +104,8 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 		it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
 		p.tracker.Add(it.tx, it.size)
 		if msg.Poison != nil {
-			go p.fail(it, msg.Poison)
+			// The row cannot become its record: trying again would not help.
+			go p.fail(it, msg.Poison, p.failures.Dead)
 			return nil
 		}
 		sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
@@ -142,7 +145,7 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 		it.alone = true
 		go func() { p.ack(r, p.producer.ProduceAlone(p.produceCtx, r)) }()
 	case sink.Permanent(err):
-		go p.fail(it, err)
+		go p.fail(it, err, p.failures.Failed)
 	default:
 		// Not delivered (the producer is closing, or the session ended):
 		// the event stays in flight, its transaction unconfirmed, and
@@ -154,16 +157,16 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	}
 }
 
-// fail records a permanently undeliverable event in the status table,
+// fail parks an undeliverable event in the status table with park,
 // retrying with backoff until it is stored, then lets the checkpoint pass
 // it. If failCtx ends first, the event stays in flight: unconfirmed, it is
 // sent again after a restart.
-func (p *pipeline) fail(it *inflight, reason error) {
+func (p *pipeline) fail(it *inflight, reason error, park func(context.Context, *decoder.Event, error) error) {
 	ev := &it.ev
 	p.causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
 	backoff := p.retryBase
 	for {
-		err := p.failures.Failed(p.failCtx, ev, reason)
+		err := park(p.failCtx, ev, reason)
 		if err == nil {
 			break
 		}

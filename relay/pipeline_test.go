@@ -72,6 +72,14 @@ type fakeStore struct {
 }
 
 func (f *fakeStore) Failed(ctx context.Context, ev *decoder.Event, reason error) error {
+	return f.park(ctx, ev, "FAILED", reason)
+}
+
+func (f *fakeStore) Dead(ctx context.Context, ev *decoder.Event, reason error) error {
+	return f.park(ctx, ev, "DEAD", reason)
+}
+
+func (f *fakeStore) park(ctx context.Context, ev *decoder.Event, state string, reason error) error {
 	f.mu.Lock()
 	f.calls++
 	block, fail := f.block, f.calls <= f.failures
@@ -91,7 +99,7 @@ func (f *fakeStore) Failed(ctx context.Context, ev *decoder.Event, reason error)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.recorded = append(f.recorded, string(ev.ID)+": "+reason.Error())
+	f.recorded = append(f.recorded, state+" "+string(ev.ID)+": "+reason.Error())
 	return nil
 }
 
@@ -202,11 +210,11 @@ func TestPipelineParksWhatCanNeverBeDelivered(t *testing.T) {
 		failures int // status-table calls that fail first
 		want     string
 	}{
-		{name: "poison row", poison: errors.New(`illegal topic "bad topic!*"`), want: `p: illegal topic "bad topic!*"`},
-		{name: "record too large", kafka: kerr.MessageTooLarge, want: "p: MESSAGE_TOO_LARGE"},
-		{name: "invalid topic", kafka: kerr.InvalidTopicException, want: "p: INVALID_TOPIC_EXCEPTION"},
-		{name: "status table down at first", poison: errors.New("headers not an object"), failures: 3, want: "p: headers not an object"},
-		{name: "an error franz-go gave up on", kafka: errors.New("unknown producer error"), want: "p: unknown producer error"},
+		{name: "poison row", poison: errors.New(`illegal topic "bad topic!*"`), want: `DEAD p: illegal topic "bad topic!*"`},
+		{name: "record too large", kafka: kerr.MessageTooLarge, want: "FAILED p: MESSAGE_TOO_LARGE"},
+		{name: "invalid topic", kafka: kerr.InvalidTopicException, want: "FAILED p: INVALID_TOPIC_EXCEPTION"},
+		{name: "status table down at first", poison: errors.New("headers not an object"), failures: 3, want: "DEAD p: headers not an object"},
+		{name: "an error franz-go gave up on", kafka: errors.New("unknown producer error"), want: "FAILED p: unknown producer error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

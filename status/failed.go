@@ -15,10 +15,12 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
-// Failed records ev as FAILED with reason. When it returns nil the row is
-// committed, and the event may count as delivered for the checkpoint. An
-// event with an id that is already recorded for the same commit (PostgreSQL
-// sent its transaction again) is not recorded twice.
+// Failed parks ev as FAILED with reason: Kafka refused it (too large, a
+// topic missing or not writable), and the poller will try it again. When
+// it returns nil the row is committed, and the event may count as
+// delivered for the checkpoint. An event with an id that is already
+// recorded for the same commit (PostgreSQL sent its transaction again) is
+// not recorded twice.
 //
 // A row PostgreSQL refuses for its data (a NUL in a header, a timestamp out
 // of range, an event id too long for the unique index) is stored with what
@@ -26,7 +28,22 @@ import (
 // come back on every retry and stall the stream. Other errors (the database
 // down, a lock timeout) are returned, for the caller to retry.
 func (s *Store) Failed(ctx context.Context, ev *decoder.Event, reason error) error {
+	return s.park(ctx, ev, Failed, reason)
+}
+
+// Dead parks ev as DEAD with reason, as Failed does: the row itself cannot
+// become the record it asks for (an illegal topic name, headers that are
+// not a JSON object), so trying again would fail again, or deliver
+// something else. The poller leaves it alone; an operator may fix the
+// cause and retry it (`cdc-relay failed retry`), which delivers the copy
+// stored here.
+func (s *Store) Dead(ctx context.Context, ev *decoder.Event, reason error) error {
+	return s.park(ctx, ev, Dead, reason)
+}
+
+func (s *Store) park(ctx context.Context, ev *decoder.Event, state string, reason error) error {
 	row := s.row(ev, reason)
+	row.status = state
 	err := s.insert(ctx, row)
 	for _, degrade := range []func(*failedRow, *pgconn.PgError) bool{dropHeadersAndTimestamp, shortenID, dropID} {
 		var pgErr *pgconn.PgError
@@ -38,7 +55,7 @@ func (s *Store) Failed(ctx context.Context, ev *decoder.Event, reason error) err
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("record failed event %s in %s: %w", ev.ID, s.table, err)
+		return fmt.Errorf("park event %s in %s: %w", ev.ID, s.table, err)
 	}
 	return nil
 }
@@ -51,6 +68,7 @@ type failedRow struct {
 	headers       []byte // JSON
 	reason        string
 	commitLSN     string
+	status        string
 	dropped       []string
 }
 
@@ -76,10 +94,10 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 		headers = r.headers
 	}
 	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+
-		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn)"+
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn)"+
+		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status)"+
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9)"+
 		" ON CONFLICT (commit_lsn, event_id) WHERE event_id IS NOT NULL DO NOTHING",
-		r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN)
+		r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status)
 	return err
 }
 

@@ -55,6 +55,16 @@ func TestFailedRecordsAnEventOnce(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("status table holds %d rows, want 3 (one per event)", n)
 	}
+	// A row that cannot become its record is parked DEAD: the poller leaves
+	// it for an operator.
+	poison := &decoder.Event{ID: []byte("e-dead"), Topic: "bad topic!*", Value: []byte(`{}`), CommitLSN: 0x2800}
+	if err := store.Dead(ctx, poison, errors.New("illegal topic")); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	if err := conn.QueryRow(ctx, "SELECT status FROM outbox_delivery WHERE event_id = 'e-dead'").Scan(&state); err != nil || state != Dead {
+		t.Fatalf("poison row parked as %q (%v), want DEAD", state, err)
+	}
 	// A header PostgreSQL cannot store does not stall the event.
 	nul := &decoder.Event{ID: []byte("e-2"), Topic: "t", Value: []byte(`{}`), CommitLSN: 0x3000,
 		Headers: []decoder.Header{{Key: "h", Value: []byte("a\x00b")}}}
