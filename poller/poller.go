@@ -50,12 +50,11 @@ type Poller struct {
 	store Store
 	prod  Producer
 	cfg   Config
-	now   func() time.Time
 }
 
 // New returns a poller over store producing with prod.
 func New(store Store, prod Producer, cfg Config) *Poller {
-	return &Poller{store: store, prod: prod, cfg: cfg.withDefaults(), now: time.Now}
+	return &Poller{store: store, prod: prod, cfg: cfg.withDefaults()}
 }
 
 // Run claims and delivers due rows until ctx ends: a full batch is
@@ -125,7 +124,7 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) []status.Outcom
 				o.Err = fmt.Errorf("%w; and the dead-letter topic %q refused it: %v", o.Err, p.cfg.DeadLetterTopic, err)
 			}
 		default:
-			o.NextAttemptAt = p.now().Add(p.backoff(rows[i].Attempts + 1))
+			o.RetryIn = p.backoff(rows[i].Attempts + 1)
 			failed++
 		}
 		out = append(out, o)

@@ -18,8 +18,9 @@ type Outcome struct {
 	Dead bool
 	// Err is why the attempt failed, for last_error (when not Delivered).
 	Err error
-	// NextAttemptAt is when to try again (when neither Delivered nor Dead).
-	NextAttemptAt time.Time
+	// RetryIn is how long after now to try again (when neither Delivered
+	// nor Dead).
+	RetryIn time.Duration
 }
 
 // Claim locks up to limit FAILED rows that are due (next_attempt_at has
@@ -46,12 +47,12 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 		for _, o := range deliver(ctx, due) {
 			switch {
 			case o.Delivered:
-				b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = now(), updated_at = now() WHERE id = $1", o.ID)
+				b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = $1", o.ID)
 			case o.Dead:
-				b.Queue("UPDATE "+s.table+" SET status = 'DEAD', attempts = attempts + 1, last_error = $2, updated_at = now() WHERE id = $1", o.ID, sanitize(o.Err.Error()))
+				b.Queue("UPDATE "+s.table+" SET status = 'DEAD', attempts = attempts + 1, last_error = $2, updated_at = clock_timestamp() WHERE id = $1", o.ID, sanitize(o.Err.Error()))
 			default:
-				b.Queue("UPDATE "+s.table+" SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3, updated_at = now() WHERE id = $1",
-					o.ID, sanitize(o.Err.Error()), o.NextAttemptAt)
+				b.Queue("UPDATE "+s.table+" SET attempts = attempts + 1, last_error = $2, next_attempt_at = clock_timestamp() + $3::interval,"+
+					" updated_at = clock_timestamp() WHERE id = $1", o.ID, sanitize(o.Err.Error()), o.RetryIn)
 			}
 		}
 		if b.Len() == 0 {
