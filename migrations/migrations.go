@@ -36,6 +36,8 @@ type Config struct {
 type Result struct {
 	// Applied lists the versions applied by this run.
 	Applied []int
+	// CreatedOutbox is true when the default outbox table was created.
+	CreatedOutbox bool
 	// CreatedPublication is true when the publication was created, and
 	// AddedToPublication when the outbox table was added to an existing one.
 	CreatedPublication, AddedToPublication bool
@@ -110,6 +112,8 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		"{{status}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(),
 		"{{status_due_index}}", pgx.Identifier{cfg.StatusTable + "_due_idx"}.Sanitize(),
 		"{{status_event_index}}", pgx.Identifier{cfg.StatusTable + "_event_idx"}.Sanitize(),
+		"{{outbox_created_index}}", pgx.Identifier{cfg.OutboxTable + "_created_at_idx"}.Sanitize(),
+		"{{status_done_index}}", pgx.Identifier{cfg.StatusTable + "_done_idx"}.Sanitize(),
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
 	)
 
@@ -151,22 +155,28 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		res.Applied = append(res.Applied, m.version)
 	}
 
-	if cfg.SkipOutbox {
-		var exists bool
-		if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", outbox).Scan(&exists); err != nil {
-			return res, fmt.Errorf("look up outbox table %s: %w", outbox, err)
-		}
-		if !exists {
-			return res, fmt.Errorf("outbox table %s does not exist: create it, point --table at your outbox table, or run migrate without --skip-outbox to create the default one", outbox)
-		}
-	} else {
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", outbox).Scan(&exists); err != nil {
+		return res, fmt.Errorf("look up outbox table %s: %w", outbox, err)
+	}
+	switch {
+	case !exists && cfg.SkipOutbox:
+		return res, fmt.Errorf("outbox table %s does not exist: create it, point --table at your outbox table, or run migrate without --skip-outbox to create the default one", outbox)
+	case !exists:
+		// Created with its index on created_at (retention deletes by it);
+		// an existing table is never altered.
 		b, err := files.ReadFile("sql/outbox.sql")
 		if err != nil {
 			return res, err
 		}
-		if _, err := conn.Exec(ctx, names.Replace(string(b))); err != nil {
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, names.Replace(string(b)))
+			return err
+		})
+		if err != nil {
 			return res, fmt.Errorf("create outbox table %s: %w", outbox, err)
 		}
+		res.CreatedOutbox = true
 	}
 
 	if err := publication(ctx, conn, cfg, outbox, &res); err != nil {

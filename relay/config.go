@@ -7,6 +7,8 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -36,6 +38,11 @@ type Config struct {
 	// CheckpointInterval is how often the confirmed position is saved in
 	// the checkpoint table (when it moved), and progress is logged.
 	CheckpointInterval time.Duration
+	// Poller re-delivers parked events: the status table's FAILED rows.
+	Poller poller.Config
+	// Retention deletes old outbox rows and old DELIVERED and DEAD status
+	// rows.
+	Retention retention.Config
 	// AcceptSlotLoss lets the relay create a new slot although the
 	// checkpoint table shows an earlier one existed (events committed while
 	// no slot existed are then not relayed).
@@ -54,11 +61,13 @@ func DefaultConfig() Config {
 		StatusTable:        "outbox_delivery",
 		CheckpointSchema:   "public",
 		CheckpointTable:    "cdc_relay_checkpoint",
-		Kafka:              sink.Config{ClientID: "cdc-relay", Linger: 5 * time.Millisecond},
+		Kafka:              sink.Config{ClientID: "cdc-relay", Linger: 5 * time.Millisecond, AutoCreateTopics: true},
 		Limits:             checkpoint.Limits{Events: 10000, Bytes: 64 << 20},
 		StatusInterval:     time.Second,
 		StopTimeout:        30 * time.Second,
 		CheckpointInterval: 10 * time.Second,
+		Poller:             poller.DefaultConfig(),
+		Retention:          retention.DefaultConfig(),
 	}
 }
 

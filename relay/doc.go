@@ -4,7 +4,9 @@
 //
 // One concern per file:
 //
-//	relay.go     Run: the reconnect loop and one replication session's wiring
+//	relay.go     Run: the reconnect loop and one replication session's wiring,
+//	             with the parts beside the stream (packages poller and
+//	             retention)
 //	config.go    Config and its defaults
 //	leader.go    leadership: the slot's advisory lock, standing by
 //	resume.go    where a session resumes: the slot, created when missing,

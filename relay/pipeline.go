@@ -20,12 +20,16 @@ import (
 type producer interface {
 	// Produce sends r asynchronously and calls done once with the outcome.
 	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
+	// ProduceAlone sends r in a batch of its own and returns the outcome.
+	ProduceAlone(ctx context.Context, r *kgo.Record) error
 }
 
-// failureStore records events the fast path cannot deliver
-// (*status.Store). When Failed returns nil the record is durable.
+// failureStore parks events the fast path cannot deliver (*status.Store):
+// Failed for the poller to try again, Dead for an operator. When either
+// returns nil the row is durable.
 type failureStore interface {
 	Failed(ctx context.Context, ev *decoder.Event, reason error) error
+	Dead(ctx context.Context, ev *decoder.Event, reason error) error
 }
 
 // counters count what a relay delivered over its life, across sessions.
@@ -41,6 +45,7 @@ type counters struct {
 // acked it or its status row is committed.
 type pipeline struct {
 	log      *slog.Logger
+	causes   *causeLog // undeliverable events, by cause
 	producer producer
 	failures failureStore
 	count    *counters
@@ -61,6 +66,9 @@ type pipeline struct {
 // newPipeline returns a pipeline; p's dependencies must be set.
 func newPipeline(p *pipeline) *pipeline {
 	p.onAck = p.ack
+	if p.causes == nil {
+		p.causes = newCauseLog(p.log, time.Minute)
+	}
 	if p.retryBase == 0 {
 		p.retryBase = 100 * time.Millisecond
 	}
@@ -96,7 +104,8 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 		it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
 		p.tracker.Add(it.tx, it.size)
 		if msg.Poison != nil {
-			go p.fail(it, msg.Poison)
+			// The row cannot become its record: trying again would not help.
+			go p.fail(it, msg.Poison, p.failures.Dead)
 			return nil
 		}
 		sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
@@ -119,6 +128,7 @@ type inflight struct {
 	evHeaders  [4]decoder.Header
 	tx         *checkpoint.Txn
 	size       int
+	alone      bool // produced again in a batch of its own (see ack)
 }
 
 // ack is the producer callback of every record.
@@ -128,8 +138,14 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	case err == nil:
 		p.count.events.Add(1)
 		p.tracker.Done(it.tx, it.size)
+	case sink.TooLarge(err) && !it.alone && sink.RecordBytes(r) <= sink.BatchMaxBytes:
+		// The broker refused the batch the record was in (a topic whose
+		// max.message.bytes is below the batch size), not necessarily the
+		// record: alone, it fits or fails for itself.
+		it.alone = true
+		go func() { p.ack(r, p.producer.ProduceAlone(p.produceCtx, r)) }()
 	case sink.Permanent(err):
-		go p.fail(it, err)
+		go p.fail(it, err, p.failures.Failed)
 	default:
 		// Not delivered (the producer is closing, or the session ended):
 		// the event stays in flight, its transaction unconfirmed, and
@@ -141,16 +157,16 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	}
 }
 
-// fail records a permanently undeliverable event in the status table,
+// fail parks an undeliverable event in the status table with park,
 // retrying with backoff until it is stored, then lets the checkpoint pass
 // it. If failCtx ends first, the event stays in flight: unconfirmed, it is
 // sent again after a restart.
-func (p *pipeline) fail(it *inflight, reason error) {
+func (p *pipeline) fail(it *inflight, reason error, park func(context.Context, *decoder.Event, error) error) {
 	ev := &it.ev
-	p.log.Warn("event cannot be delivered; recording it in the status table", "id", string(ev.ID), "topic", ev.Topic, "reason", reason)
+	p.causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
 	backoff := p.retryBase
 	for {
-		err := p.failures.Failed(p.failCtx, ev, reason)
+		err := park(p.failCtx, ev, reason)
 		if err == nil {
 			break
 		}
@@ -158,7 +174,7 @@ func (p *pipeline) fail(it *inflight, reason error) {
 			p.log.Warn("stopped before a failed event was recorded; it will be sent again after a restart", "id", string(ev.ID))
 			return
 		}
-		p.log.Error("could not record a failed event; retrying", "id", string(ev.ID), "err", err, "in", backoff)
+		p.causes.add("could not record an undeliverable event in the status table; retrying", "status table: "+sink.Cause(err), string(ev.ID), ev.Topic, err)
 		select {
 		case <-time.After(backoff):
 		case <-p.failCtx.Done():

@@ -28,6 +28,9 @@ type fakeProducer struct {
 	mu      sync.Mutex
 	pending []*kgo.Record
 	done    func(*kgo.Record, error)
+
+	alone      error // ProduceAlone's answer
+	aloneCalls int
 }
 
 func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
@@ -35,6 +38,14 @@ func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.
 	defer f.mu.Unlock()
 	f.pending = append(f.pending, r)
 	f.done = done
+}
+
+// ProduceAlone answers with alone's error.
+func (f *fakeProducer) ProduceAlone(_ context.Context, r *kgo.Record) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.aloneCalls++
+	return f.alone
 }
 
 // answer calls back every pending record with err, in produce order.
@@ -61,6 +72,14 @@ type fakeStore struct {
 }
 
 func (f *fakeStore) Failed(ctx context.Context, ev *decoder.Event, reason error) error {
+	return f.park(ctx, ev, "FAILED", reason)
+}
+
+func (f *fakeStore) Dead(ctx context.Context, ev *decoder.Event, reason error) error {
+	return f.park(ctx, ev, "DEAD", reason)
+}
+
+func (f *fakeStore) park(ctx context.Context, ev *decoder.Event, state string, reason error) error {
 	f.mu.Lock()
 	f.calls++
 	block, fail := f.block, f.calls <= f.failures
@@ -80,7 +99,7 @@ func (f *fakeStore) Failed(ctx context.Context, ev *decoder.Event, reason error)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.recorded = append(f.recorded, string(ev.ID)+": "+reason.Error())
+	f.recorded = append(f.recorded, state+" "+string(ev.ID)+": "+reason.Error())
 	return nil
 }
 
@@ -191,15 +210,17 @@ func TestPipelineParksWhatCanNeverBeDelivered(t *testing.T) {
 		failures int // status-table calls that fail first
 		want     string
 	}{
-		{name: "poison row", poison: errors.New(`illegal topic "bad topic!*"`), want: `p: illegal topic "bad topic!*"`},
-		{name: "record too large", kafka: kerr.MessageTooLarge, want: "p: MESSAGE_TOO_LARGE"},
-		{name: "invalid topic", kafka: kerr.InvalidTopicException, want: "p: INVALID_TOPIC_EXCEPTION"},
-		{name: "status table down at first", poison: errors.New("headers not an object"), failures: 3, want: "p: headers not an object"},
+		{name: "poison row", poison: errors.New(`illegal topic "bad topic!*"`), want: `DEAD p: illegal topic "bad topic!*"`},
+		{name: "record too large", kafka: kerr.MessageTooLarge, want: "FAILED p: MESSAGE_TOO_LARGE"},
+		{name: "invalid topic", kafka: kerr.InvalidTopicException, want: "FAILED p: INVALID_TOPIC_EXCEPTION"},
+		{name: "status table down at first", poison: errors.New("headers not an object"), failures: 3, want: "DEAD p: headers not an object"},
+		{name: "an error franz-go gave up on", kafka: errors.New("unknown producer error"), want: "FAILED p: unknown producer error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &fakeStore{failures: tt.failures}
 			tp := newTestPipeline(t, store)
+			tp.prod.alone = tt.kafka // a cause that stays fails alone too
 			tp.tx(t, 0x200, tt.poison, "p")
 			produced := tp.prod.answer(tt.kafka) // "p", unless poison
 			tp.tx(t, 0x300, nil, "ok")
@@ -275,6 +296,85 @@ func TestPipelineStopAbandonsABlockedStatusWrite(t *testing.T) {
 	}
 	if got := tp.count.failed.Load(); got != 0 {
 		t.Fatalf("counted %d failed, want 0", got)
+	}
+}
+
+// TestPipelineRetriesATooLargeBatchRecordAlone: MESSAGE_TOO_LARGE for a
+// record that fits a batch on its own means its batch was too large for
+// the topic: the record is produced again alone, and parked only if it
+// fails alone too. A record too large for any batch is parked at once.
+func TestPipelineRetriesATooLargeBatchRecordAlone(t *testing.T) {
+	tooLarge := fmt.Errorf("%w (uncompressed_bytes=1200000, compressed_bytes=1200000)", kerr.MessageTooLarge)
+	tests := []struct {
+		name       string
+		value      int   // payload bytes
+		alone      error // outcome alone
+		aloneCalls int
+		parked     int
+	}{
+		{"fits alone", 100, nil, 1, 0},
+		{"too large alone too", 100, kerr.MessageTooLarge, 1, 1},
+		{"too large for any batch", 2 << 20, nil, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tp := newTestPipeline(t, &fakeStore{})
+			tp.prod.alone = tt.alone
+			if err := tp.apply(0x180, decoder.Message{Kind: decoder.KindBegin}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tp.apply(0x190, decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{
+				ID: []byte("big"), Topic: "orders", Value: bytes.Repeat([]byte("x"), tt.value)}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tp.apply(0x1a0, decoder.Message{Kind: decoder.KindCommit, EndLSN: 0x200}); err != nil {
+				t.Fatal(err)
+			}
+			tp.prod.answer(tooLarge)
+			tp.waitIdle(t)
+			if tp.prod.aloneCalls != tt.aloneCalls {
+				t.Errorf("produced alone %d times, want %d", tp.prod.aloneCalls, tt.aloneCalls)
+			}
+			if got := len(tp.store.ids()); got != tt.parked {
+				t.Errorf("%d parked, want %d", got, tt.parked)
+			}
+			if got, want := tp.count.events.Load(), int64(1-tt.parked); got != want {
+				t.Errorf("%d delivered, want %d", got, want)
+			}
+			if got := tp.tracker.Safe(); got != 0x200 {
+				t.Errorf("safe %s, want 0/200", got)
+			}
+		})
+	}
+}
+
+// TestPipelineLogsByCause: a thousand poison rows of one cause give one
+// line at once and one summary, not a line per event.
+func TestPipelineLogsByCause(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tp.causes.now = func() time.Time { return clock }
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("e%d", i)
+	}
+	tp.tx(t, 0x200, errors.New(`illegal topic "x y": not allowed`), ids...)
+	tp.tx(t, 0x300, errors.New("headers column is not a JSON object"), "h1", "h2")
+	tp.waitIdle(t)
+	if n := tp.logs.count("event cannot be delivered"); n != 2 {
+		t.Fatalf("%d lines for 1002 undeliverable events of two causes, want 2 (one per cause)", n)
+	}
+	clock = clock.Add(time.Minute)
+	tp.causes.flush()
+	if n := tp.logs.count("more events of the same cause"); n != 2 {
+		t.Fatalf("%d summary lines, want 2", n)
+	}
+	if n := tp.logs.count("events=999"); n != 1 {
+		t.Fatalf("no summary counting the other 999 events:\n%s", tp.logs.b.String())
+	}
+	tp.causes.flush() // nothing new: nothing more
+	if n := tp.logs.count("more events of the same cause"); n != 2 {
+		t.Fatalf("%d summary lines after an empty interval, want 2", n)
 	}
 }
 

@@ -7,7 +7,8 @@ import (
 )
 
 // reportProgress logs a progress line every interval in which events were
-// delivered, until the returned function is called.
+// delivered, and the counts of undeliverable events by cause, until the
+// returned function is called.
 func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker, saver *checkpoint.Saver) (stop func()) {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -22,6 +23,7 @@ func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker
 				return
 			case <-t.C:
 			}
+			r.causes.flush()
 			if n := r.count.events.Load(); n != last {
 				inflight, _ := tracker.InFlight()
 				r.log.Info("progress", "events", n, "failed", r.count.failed.Load(), "in_flight", inflight, "confirmed", saver.Position())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,7 +14,9 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -78,7 +81,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cancel()
 
-	r := &runner{cfg: cfg, log: log, pool: pool, sink: snk,
+	r := &runner{cfg: cfg, log: log, pool: pool, sink: snk, causes: newCauseLog(log, time.Minute),
 		store:    checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable),
 		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)}
 	backoff := time.Second
@@ -121,6 +124,7 @@ type runner struct {
 	sink     *sink.Sink
 	store    *checkpoint.Store
 	failures *status.Store
+	causes   *causeLog
 	count    counters
 }
 
@@ -155,8 +159,39 @@ func (r *runner) session(ctx context.Context) error {
 	// buffer, or in an insert behind a lock.
 	produceCtx, cancelProduce := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelProduce()
-	p := newPipeline(&pipeline{log: log, producer: r.sink, failures: r.failures, count: &r.count,
+	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count,
 		dec: dec, tracker: tracker, failCtx: produceCtx, produceCtx: produceCtx})
+
+	// Beside the stream, on the leader only: the poller re-delivers parked
+	// events, and retention deletes old rows. They stop when the stop
+	// begins or the session ends.
+	sideCtx, stopSide := context.WithCancel(ctx)
+	var side sync.WaitGroup
+	defer func() {
+		stopSide()
+		side.Wait()
+	}()
+	pollerCfg := cfg.Poller
+	if pollerCfg.Logger == nil {
+		pollerCfg.Logger = log
+	}
+	retentionCfg := cfg.Retention
+	if retentionCfg.Logger == nil {
+		retentionCfg.Logger = log
+	}
+	cleaner := retention.New(r.pool, retention.Options{
+		OutboxSchema: cfg.Mapping.Schema, OutboxTable: cfg.Mapping.Table, TimestampColumn: cfg.Mapping.TimestampColumn,
+		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: retentionCfg,
+	})
+	side.Add(2)
+	go func() {
+		defer side.Done()
+		poller.New(r.failures, r.sink, pollerCfg).Run(sideCtx)
+	}()
+	go func() {
+		defer side.Done()
+		cleaner.Run(sideCtx)
+	}()
 
 	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, log)
 	stopProgress := r.reportProgress(cfg.CheckpointInterval, tracker, saver)

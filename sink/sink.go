@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,9 +33,29 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// BatchMaxBytes is the most bytes of records the producer puts in one
+// batch (Kafka's default max.message.bytes). A record larger than this
+// fails at once with MESSAGE_TOO_LARGE without reaching the broker.
+const BatchMaxBytes = 1000012
+
+// RecordBytes is roughly what a record counts against BatchMaxBytes: its
+// key, value and headers.
+func RecordBytes(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
 // Sink is an idempotent Kafka producer. It is safe for concurrent use.
 type Sink struct {
-	cl *kgo.Client
+	cl   *kgo.Client
+	opts []kgo.Opt // the client's options, for the one-record client
+
+	aloneOnce sync.Once
+	alone     *kgo.Client // produces one record per batch; see ProduceAlone
+	aloneErr  error
 }
 
 // New creates the producer. It does not wait for the brokers: records
@@ -50,6 +72,7 @@ func New(cfg Config) (*Sink, error) {
 		// bump the idempotent sequence and could reorder its key.
 		kgo.RecordDeliveryTimeout(0),
 		kgo.ProducerLinger(cfg.Linger),
+		kgo.ProducerBatchMaxBytes(BatchMaxBytes),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	}
 	if cfg.ClientID != "" {
@@ -71,7 +94,7 @@ func New(cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create Kafka client: %w", err)
 	}
-	return &Sink{cl: cl}, nil
+	return &Sink{cl: cl, opts: opts}, nil
 }
 
 // Fill sets r to the record for ev, appending the headers to hdrs (pass a
@@ -100,27 +123,110 @@ func (s *Sink) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record
 	s.cl.Produce(ctx, r, done)
 }
 
+// ProduceWait produces recs and waits until Kafka answered each of them,
+// or ctx ends: errs[i] is recs[i]'s outcome, or ctx's error for a record
+// still unanswered then (it may yet be delivered: the caller must treat it
+// as not known).
+func (s *Sink) ProduceWait(ctx context.Context, recs []*kgo.Record) []error {
+	if len(recs) == 0 {
+		return nil
+	}
+	type answer struct {
+		i   int
+		err error
+	}
+	index := make(map[*kgo.Record]int, len(recs))
+	for i, r := range recs {
+		index[r] = i
+	}
+	answers := make(chan answer, len(recs)) // never blocks a callback
+	cb := func(r *kgo.Record, err error) { answers <- answer{index[r], err} }
+	for _, r := range recs {
+		s.cl.Produce(ctx, r, cb)
+	}
+	errs := make([]error, len(recs))
+	answered := make([]bool, len(recs))
+	for n := 0; n < len(recs); n++ {
+		select {
+		case a := <-answers:
+			errs[a.i], answered[a.i] = a.err, true
+		case <-ctx.Done():
+			for i := range errs {
+				if !answered[i] {
+					errs[i] = ctx.Err()
+				}
+			}
+			return errs
+		}
+	}
+	return errs
+}
+
+// ProduceAlone sends r in a batch of its own and waits for the outcome. It
+// is for a record that failed with MESSAGE_TOO_LARGE in a batch with
+// others, where the broker's limit (the topic's max.message.bytes) is below
+// the producer's batch size: alone, the record fits or is itself too large.
+// A second client, created on first use, produces one record at a time.
+func (s *Sink) ProduceAlone(ctx context.Context, r *kgo.Record) error {
+	s.aloneOnce.Do(func() {
+		opts := append(append([]kgo.Opt(nil), s.opts...), kgo.MaxBufferedRecords(1), kgo.ProducerLinger(0))
+		s.alone, s.aloneErr = kgo.NewClient(opts...)
+	})
+	switch {
+	case s.aloneErr != nil:
+		return fmt.Errorf("create Kafka client: %w", s.aloneErr)
+	case s.alone == nil:
+		return kgo.ErrClientClosed // Close ran first
+	}
+	return s.alone.ProduceSync(ctx, r).FirstErr()
+}
+
 // Ping checks that a broker answers.
 func (s *Sink) Ping(ctx context.Context) error { return s.cl.Ping(ctx) }
 
 // Close closes the client; records not yet acked fail with
 // kgo.ErrClientClosed (not [Permanent]: the WAL still has them).
-func (s *Sink) Close() { s.cl.Close() }
-
-// Permanent reports whether err will fail again however often the record is
-// retried: too large, invalid or unknown topic, not authorized. Those records
-// belong in the status table. Retriable errors never reach the callback
-// (they are retried without limit); a closed client or cancelled context is
-// not permanent either: the record was simply not delivered.
-func Permanent(err error) bool {
-	if err == nil || errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
+func (s *Sink) Close() {
+	s.cl.Close()
+	s.aloneOnce.Do(func() {}) // no one-record client after Close
+	if s.alone != nil {
+		s.alone.Close()
 	}
+}
+
+// Permanent reports whether err means the record will not be delivered
+// as it is, however often it is retried: too large, an invalid topic, the
+// topic missing (once franz-go's unknown-topic retries are spent), not
+// authorized, a corrupt message, or any other error franz-go gives up on.
+// With no retry limit and no delivery timeout, franz-go retries everything
+// else without end, so every error that reaches the callback is permanent
+// except a closed client or a cancelled context: that record was simply
+// not delivered, and the WAL still has it. A permanent record belongs in
+// the status table, never in flight forever.
+func Permanent(err error) bool {
+	return err != nil && !errors.Is(err, kgo.ErrClientClosed) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// TooLarge reports whether err says a record, or the batch it was in, is
+// larger than the broker or the client accepts.
+func TooLarge(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
+}
+
+// Cause names err's kind for counting and logging: the Kafka error code's
+// name (such as MESSAGE_TOO_LARGE) when there is one, else the error's text
+// up to its first detail.
+func Cause(err error) string {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		return !ke.Retriable || ke == kerr.UnknownTopicOrPartition
+		return ke.Message
 	}
-	return false
+	msg := err.Error()
+	if i := strings.IndexAny(msg, ":\"("); i > 0 {
+		msg = strings.TrimSpace(msg[:i])
+	}
+	return msg
 }
 
 // kgoLogger adapts slog to franz-go's logger, at warn level and above.

@@ -24,15 +24,38 @@ func TestPermanent(t *testing.T) {
 		{kerr.TopicAuthorizationFailed, true},
 		{kerr.UnknownTopicOrPartition, true}, // only reaches the callback after the client's unknown-topic retries
 		{fmt.Errorf("produce: %w", kerr.RecordListTooLarge), true},
-		{kerr.NotLeaderForPartition, false},
-		{kerr.RequestTimedOut, false},
+		{kerr.CorruptMessage, true}, // retriable to Kafka, but franz-go fails the record
+		{fmt.Errorf("%w (uncompressed_bytes=10, compressed_bytes=10)", kerr.MessageTooLarge), true},
+		{errors.New("an error franz-go gave up on"), true}, // never in flight forever
 		{kgo.ErrClientClosed, false},
 		{context.Canceled, false},
-		{errors.New("some I/O error"), false},
+		{fmt.Errorf("produce: %w", context.DeadlineExceeded), false},
 	}
 	for _, tt := range tests {
 		if got := Permanent(tt.err); got != tt.want {
 			t.Errorf("Permanent(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestTooLargeAndCause(t *testing.T) {
+	tests := []struct {
+		err      error
+		tooLarge bool
+		cause    string
+	}{
+		{fmt.Errorf("%w (uncompressed_bytes=2000123)", kerr.MessageTooLarge), true, "MESSAGE_TOO_LARGE"},
+		{kerr.RecordListTooLarge, true, "RECORD_LIST_TOO_LARGE"},
+		{kerr.TopicAuthorizationFailed, false, "TOPIC_AUTHORIZATION_FAILED"},
+		{errors.New(`illegal topic "bad topic!*": only ASCII letters`), false, "illegal topic"},
+		{errors.New("headers column is not a JSON object"), false, "headers column is not a JSON object"},
+	}
+	for _, tt := range tests {
+		if got := TooLarge(tt.err); got != tt.tooLarge {
+			t.Errorf("TooLarge(%v) = %v, want %v", tt.err, got, tt.tooLarge)
+		}
+		if got := Cause(tt.err); got != tt.cause {
+			t.Errorf("Cause(%v) = %q, want %q", tt.err, got, tt.cause)
 		}
 	}
 }

@@ -1,7 +1,11 @@
-// Package status writes the status table: one row per event the fast path
-// could not deliver (too large, an invalid topic, an undecodable row), with a
-// full copy of the record and the reason, so the stream can move past it
-// without losing it. Rows start FAILED. Nothing delivers them again yet: an
-// operator reads them (and, once the cause is fixed, re-publishes them) with
-// SQL.
+// Package status keeps the status table: one row per event the fast path
+// could not deliver (too large, an invalid or missing topic, an
+// undecodable row), with a full copy of the record and the reason, so the
+// stream can move past it without losing it.
+//
+// [Store.Failed] parks an event as FAILED (failed.go). [Store.Claim] hands
+// due FAILED rows to the poller and records what became of them: DELIVERED,
+// FAILED again with the next attempt time, or DEAD (claim.go). List, Get,
+// Retry and Purge serve the operator's `cdc-relay failed` commands
+// (admin.go). store.go holds the row and the table.
 package status

@@ -2,6 +2,8 @@ package status
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -53,6 +55,16 @@ func TestFailedRecordsAnEventOnce(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("status table holds %d rows, want 3 (one per event)", n)
 	}
+	// A row that cannot become its record is parked DEAD: the poller leaves
+	// it for an operator.
+	poison := &decoder.Event{ID: []byte("e-dead"), Topic: "bad topic!*", Value: []byte(`{}`), CommitLSN: 0x2800}
+	if err := store.Dead(ctx, poison, errors.New("illegal topic")); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	if err := conn.QueryRow(ctx, "SELECT status FROM outbox_delivery WHERE event_id = 'e-dead'").Scan(&state); err != nil || state != Dead {
+		t.Fatalf("poison row parked as %q (%v), want DEAD", state, err)
+	}
 	// A header PostgreSQL cannot store does not stall the event.
 	nul := &decoder.Event{ID: []byte("e-2"), Topic: "t", Value: []byte(`{}`), CommitLSN: 0x3000,
 		Headers: []decoder.Header{{Key: "h", Value: []byte("a\x00b")}}}
@@ -63,7 +75,25 @@ func TestFailedRecordsAnEventOnce(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT last_error FROM outbox_delivery WHERE event_id = 'e-2'").Scan(&reason); err != nil {
 		t.Fatal(err)
 	}
-	if want := "headers and timestamp not stored"; !strings.Contains(reason, want) {
+	if want := "not stored: headers and timestamp"; !strings.Contains(reason, want) {
 		t.Fatalf("reason %q does not say %q", reason, want)
+	}
+	// An id too long for the unique index (random, so that PostgreSQL
+	// cannot compress it to fit) is shortened, not a stall, and
+	// the same event sent again is still recorded once.
+	random := make([]byte, 2000)
+	_, _ = rand.Read(random)
+	long := &decoder.Event{ID: []byte(hex.EncodeToString(random)), Topic: "t", Value: []byte(`{}`), CommitLSN: 0x4000}
+	for i := 0; i < 2; i++ {
+		if err := store.Failed(ctx, long, errors.New("poison")); err != nil {
+			t.Fatalf("a 3000-byte event id stalled the status row: %v", err)
+		}
+	}
+	var ids int
+	if err := conn.QueryRow(ctx, "SELECT count(*), max(last_error) FROM outbox_delivery WHERE commit_lsn = '0/4000'").Scan(&ids, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := "the event id's 4000 bytes, shortened"; ids != 1 || !strings.Contains(reason, want) {
+		t.Fatalf("%d rows, reason %q; want one row saying %q", ids, reason, want)
 	}
 }

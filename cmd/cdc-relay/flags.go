@@ -48,6 +48,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if set[f.Name] || err != nil {
 			return
 		}
+		if _, ok := f.Value.(commandLineOnly); ok {
+			return
+		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = usageError{fmt.Sprintf("%s=%q: %s", envName(f.Name), v, explain(f.Value, e))}
@@ -55,6 +58,31 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	return err
+}
+
+// commandLineOnly marks a flag that is never read from the environment:
+// one that chooses what a command does to data (failed purge --dead), which
+// a variable left set in a shell must not choose.
+type commandLineOnly struct{ flag.Value }
+
+// IsBoolFlag keeps "--flag" without a value working for boolean flags.
+func (c commandLineOnly) IsBoolFlag() bool { return isBoolFlag(c.Value) }
+
+// Get keeps the wrapped value a flag.Getter.
+func (c commandLineOnly) Get() any {
+	if g, ok := c.Value.(flag.Getter); ok {
+		return g.Get()
+	}
+	return nil
+}
+
+// onlyOnCommandLine makes the named flags of fs command-line only.
+func onlyOnCommandLine(fs *flag.FlagSet, names ...string) {
+	for _, name := range names {
+		if f := fs.Lookup(name); f != nil {
+			f.Value = commandLineOnly{f.Value}
+		}
+	}
 }
 
 // parseArgs runs fs.Parse and rewrites its errors: the flag package says
@@ -151,7 +179,7 @@ func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Dur
 }
 
 func (d *durationValue) Set(s string) error {
-	v, err := time.ParseDuration(strings.TrimSpace(s))
+	v, err := parseDuration(strings.TrimSpace(s))
 	if err != nil {
 		if _, numErr := strconv.ParseFloat(strings.TrimSpace(s), 64); numErr == nil {
 			return errors.New("a duration needs a unit, such as 30s or 500ms")
@@ -165,7 +193,37 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
-func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) String() string { return formatDuration(time.Duration(*d)) }
+
+// parseDuration is time.ParseDuration with days: "7d", "1d12h".
+func parseDuration(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseUint(days, 10, 16)
+	if err != nil {
+		return time.ParseDuration(s) // for its error
+	}
+	v := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, err
+		}
+		v += r
+	}
+	return v, nil
+}
+
+// formatDuration writes whole days as days: 7d, not 168h0m0s.
+func formatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return d.String()
+}
 
 // Get makes durationValue a flag.Getter, as the flag package's own values are.
 func (d *durationValue) Get() any { return time.Duration(*d) }
@@ -287,7 +345,11 @@ func flagSynopsis(f *flag.Flag) string {
 // unquoteUsage is flag.UnquoteUsage, which does not know durationValue.
 func unquoteUsage(f *flag.Flag) (name, usage string) {
 	name, usage = flag.UnquoteUsage(f)
-	if _, ok := f.Value.(*durationValue); ok && name == "value" {
+	v := f.Value
+	if c, ok := v.(commandLineOnly); ok {
+		v = c.Value
+	}
+	if _, ok := v.(*durationValue); ok && name == "value" {
 		name = "duration"
 	}
 	return name, usage
@@ -295,7 +357,11 @@ func unquoteUsage(f *flag.Flag) (name, usage string) {
 
 func printFlag(w io.Writer, f *flag.Flag, width int) {
 	_, usage := unquoteUsage(f)
-	fmt.Fprintf(w, "  %-*s  %s\n", width, flagSynopsis(f), envName(f.Name))
+	env := envName(f.Name)
+	if _, ok := f.Value.(commandLineOnly); ok {
+		env = "(command line only)"
+	}
+	fmt.Fprintf(w, "  %-*s  %s\n", width, flagSynopsis(f), env)
 	switch f.DefValue {
 	case "", "false", "0", "0s":
 	default:

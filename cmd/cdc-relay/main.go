@@ -39,7 +39,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "demo", "version", "help"}
+var commandNames = []string{"migrate", "run", "failed", "demo", "version", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -48,6 +48,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &MigrateCommand{stdout: stdout, stderr: stderr}
 	case "run":
 		return &RunCommand{stdout: stdout, stderr: stderr}
+	case "failed":
+		return &FailedCommand{stdout: stdout, stderr: stderr}
 	case "demo":
 		return &DemoCommand{stdout: stdout, stderr: stderr}
 	case "version":
@@ -146,6 +148,7 @@ Commands:
 
   migrate   prepare a database: outbox table, status and checkpoint tables, publication
   run       stream outbox inserts to Kafka
+  failed    list, show, retry or purge the events parked in the status table
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker
   version   print the version (also --version)
   help      print this help, or a command's: cdc-relay help run

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -68,6 +69,8 @@ var runSections = []flagSection{
 		"header-columns", "headers-column", "timestamp-column"}},
 	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
 	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "checkpoint-interval"}},
+	{"Parked events (the status table)", []string{"retry-base", "retry-max", "max-attempts", "retry-batch", "dead-letter-topic"}},
+	{"Retention", []string{"retention", "status-retention", "cleanup-interval"}},
 	{"Logging and debugging", []string{"log-level", "log-format", "debug-addr"}},
 }
 
@@ -114,7 +117,22 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 		"how often the confirmed position is saved in the checkpoint table")
 	durationVar(fs, &cfg.Kafka.Linger, "kafka-linger", cfg.Kafka.Linger, "how long a partition's batch waits for more records; 0s sends at once")
 	fs.StringVar(&cfg.Kafka.ClientID, "kafka-client-id", cfg.Kafka.ClientID, "the Kafka client `id`, as brokers log it")
-	fs.BoolVar(&cfg.Kafka.AutoCreateTopics, "kafka-create-topics", false, "ask the broker to create missing topics (the broker must allow it)")
+	fs.BoolVar(&cfg.Kafka.AutoCreateTopics, "kafka-create-topics", cfg.Kafka.AutoCreateTopics,
+		"ask the broker to create a missing topic (the broker decides: auto.create.topics.enable); =false never asks, and events for a missing topic are parked in the status table")
+	pc := &cfg.Poller
+	durationVar(fs, &pc.RetryBase, "retry-base", pc.RetryBase,
+		"the wait before a parked event is tried again after its first failed attempt; each failure doubles it, with jitter")
+	durationVar(fs, &pc.RetryMax, "retry-max", pc.RetryMax, "the longest wait between attempts to deliver a parked event")
+	fs.IntVar(&pc.MaxAttempts, "max-attempts", pc.MaxAttempts, "after `n` failed attempts a parked event is marked DEAD and no longer tried")
+	fs.IntVar(&pc.Batch, "retry-batch", pc.Batch, "at most `n` parked events are claimed and produced at once")
+	fs.StringVar(&pc.DeadLetterTopic, "dead-letter-topic", pc.DeadLetterTopic,
+		"also produce each event marked DEAD to this `topic`, with the error in its headers")
+	rc := &cfg.Retention
+	durationVar(fs, &rc.Outbox, "retention", rc.Outbox,
+		"delete outbox rows older than this, by the timestamp column (safe: their inserts are already in the WAL); 0s keeps them")
+	durationVar(fs, &rc.Status, "status-retention", rc.Status,
+		"delete DELIVERED and DEAD status rows older than this; FAILED rows are always kept; 0s keeps them")
+	durationVar(fs, &rc.Interval, "cleanup-interval", rc.Interval, "how often retention runs")
 	fs.BoolVar(&cfg.AcceptSlotLoss, "accept-slot-loss", false,
 		"create a new slot although the checkpoint table shows that the old one was dropped; events committed while no slot existed are not relayed")
 }
@@ -139,9 +157,20 @@ func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCol
 		{"stop-timeout", cfg.StopTimeout, def.StopTimeout},
 		{"status-interval", cfg.StatusInterval, def.StatusInterval},
 		{"checkpoint-interval", cfg.CheckpointInterval, def.CheckpointInterval},
+		{"retry-base", cfg.Poller.RetryBase, def.Poller.RetryBase},
+		{"retry-max", cfg.Poller.RetryMax, def.Poller.RetryMax},
+		{"cleanup-interval", cfg.Retention.Interval, def.Retention.Interval},
 	} {
 		if d.value <= 0 {
 			return usageError{fmt.Sprintf("--%s must be more than 0s (the default is %s)", d.name, d.def)}
+		}
+	}
+	if cfg.Poller.MaxAttempts < 1 || cfg.Poller.Batch < 1 {
+		return usageError{"--max-attempts and --retry-batch must be at least 1"}
+	}
+	if cfg.Poller.DeadLetterTopic != "" {
+		if err := decoder.ValidTopic(cfg.Poller.DeadLetterTopic); err != nil {
+			return usageError{"--dead-letter-topic: " + err.Error()}
 		}
 	}
 	cfg.Mapping.HeaderColumns = splitList(headerCols)

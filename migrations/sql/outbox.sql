@@ -1,4 +1,4 @@
-CREATE TABLE IF NOT EXISTS {{outbox}} (
+CREATE TABLE {{outbox}} (
     id             uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     aggregate_type text        NOT NULL,
     aggregate_id   text        NOT NULL,
@@ -8,3 +8,5 @@ CREATE TABLE IF NOT EXISTS {{outbox}} (
     headers        jsonb,
     created_at     timestamptz NOT NULL DEFAULT now()
 );
+-- Retention deletes old rows by created_at.
+CREATE INDEX {{outbox_created_index}} ON {{outbox}} (created_at);

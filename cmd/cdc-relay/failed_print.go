@@ -1,0 +1,298 @@
+package main
+
+// How `cdc-relay failed` prints status rows: a table for people, one
+// record in full, and JSON for scripts.
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// tableWidth is the width a list's lines are cut to fit: $COLUMNS, else 120.
+func tableWidth() int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n >= 40 {
+		return n
+	}
+	return 120
+}
+
+// writeTable writes rows as a table for people: the event id cut to the
+// first 8 characters (a UUID's first group; show prints it whole), the
+// last error cut so that a line fits tableWidth.
+func writeTable(w io.Writer, rows []status.Row, now time.Time) error {
+	head := []string{"ID", "STATUS", "ATTEMPTS", "TOPIC", "EVENT ID", "NEXT ATTEMPT", "LAST ERROR"}
+	cells := [][]string{head}
+	for _, r := range rows {
+		cells = append(cells, []string{
+			strconv.FormatInt(r.ID, 10), r.Status, strconv.Itoa(r.Attempts), cutText(tableCell(r.Topic), 40),
+			cutText(tableCell(r.EventID), 9), nextAttempt(r, now), tableCell(r.LastError),
+		})
+	}
+	const pad = 2
+	used := 0 // the width of the columns before the last error
+	for col := 0; col < len(head)-1; col++ {
+		width := 0
+		for _, line := range cells {
+			width = max(width, utf8.RuneCountInString(line[col]))
+		}
+		used += width + pad
+	}
+	errWidth := max(30, tableWidth()-used)
+	tw := tabwriter.NewWriter(w, 0, 0, pad, ' ', 0)
+	for i, line := range cells {
+		if i > 0 {
+			line[len(line)-1] = cutText(line[len(line)-1], errWidth)
+		}
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
+	}
+	return tw.Flush()
+}
+
+// nextAttempt says when the poller tries a FAILED row next: "due", or
+// "in 4m10s"; "-" for other states, which it does not try.
+func nextAttempt(r status.Row, now time.Time) string {
+	if r.Status != status.Failed {
+		return "-"
+	}
+	if d := r.NextAttemptAt.Sub(now); d > 0 {
+		return "in " + roughly(d)
+	}
+	return "due"
+}
+
+// roughly writes d for people, to the second under a minute, else to the
+// minute, and in days from two days on: 45s, 12m, 1h, 1h30m, 3d.
+func roughly(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", max(1, int(d.Round(time.Second)/time.Second)))
+	}
+	d = d.Round(time.Minute)
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case h >= 48:
+		return fmt.Sprintf("%dd", (h+12)/24)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}
+
+// tableCell makes s one line of printable text: control characters (tabs,
+// newlines) become spaces, and an empty cell is "-".
+func tableCell(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if s = strings.TrimSpace(s); s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cutText shortens s to n characters, the last one "…" when it cut.
+func cutText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// The record of `failed show`.
+
+// writeRecord writes the whole of row for people.
+func writeRecord(w io.Writer, r status.Row, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
+	field("id", strconv.FormatInt(r.ID, 10))
+	field("status", r.Status)
+	field("attempts", strconv.Itoa(r.Attempts))
+	next := "-"
+	if r.Status == status.Failed {
+		next = formatTime(r.NextAttemptAt) + " (" + nextAttempt(r, now) + ")"
+	}
+	field("next attempt", next)
+	field("last error", tableCell(r.LastError))
+	field("topic", r.Topic)
+	field("event id", dashIfEmpty(r.EventID))
+	field("key", inlineBytes(r.Key))
+	field("timestamp", formatTime(r.Timestamp))
+	field("commit lsn", r.CommitLSN.String())
+	field("created", formatTime(r.CreatedAt))
+	field("updated", formatTime(r.UpdatedAt))
+	field("delivered", formatTime(r.DeliveredAt))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Headers) == 0 {
+		fmt.Fprintln(w, "headers: -")
+	} else {
+		fmt.Fprintln(w, "headers:")
+	}
+	for _, h := range r.Headers {
+		v := "(null)"
+		if h.Value != nil {
+			v = inlineBytes(h.Value)
+		}
+		fmt.Fprintf(w, "  %s: %s\n", tableCell(h.Key), v)
+	}
+	_, err := fmt.Fprintf(w, "value:\n%s\n", indentLines(blockBytes(r.Value), "  "))
+	return err
+}
+
+// inlineBytes renders bytes on one line: the text when it is printable
+// UTF-8, quoted when it has control characters, else base64.
+func inlineBytes(b []byte) string {
+	switch {
+	case b == nil:
+		return "(null)"
+	case len(b) == 0:
+		return `""`
+	case !utf8.Valid(b):
+		return "base64:" + base64.StdEncoding.EncodeToString(b)
+	case strings.ContainsFunc(string(b), unicode.IsControl):
+		return strconv.Quote(string(b))
+	}
+	return string(b)
+}
+
+// blockBytes renders a value over several lines: pretty-printed JSON,
+// else text, else base64.
+func blockBytes(b []byte) string {
+	if b == nil {
+		return "(null)"
+	}
+	if json.Valid(b) {
+		var out strings.Builder
+		enc := json.NewEncoder(&out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(json.RawMessage(b)); err == nil {
+			return strings.TrimSuffix(out.String(), "\n")
+		}
+	}
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return fmt.Sprintf("(%d bytes, not UTF-8; base64:)\n%s", len(b), base64.StdEncoding.EncodeToString(b))
+}
+
+func indentLines(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// formatTime is RFC 3339 in UTC to the second, or "-" for no time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// The JSON of `failed list --json` and `failed show --json`.
+
+// jsonRow is a status row for scripts; see failedHeads["list"] for the
+// encoding of the key and the value.
+type jsonRow struct {
+	ID            int64        `json:"id"`
+	Status        string       `json:"status"`
+	Attempts      int          `json:"attempts"`
+	NextAttemptAt time.Time    `json:"next_attempt_at"`
+	LastError     string       `json:"last_error"`
+	Topic         string       `json:"topic"`
+	EventID       *string      `json:"event_id"`
+	Key           *string      `json:"key"`
+	KeyEncoding   string       `json:"key_encoding,omitempty"`
+	Value         any          `json:"value"`
+	ValueEncoding string       `json:"value_encoding,omitempty"`
+	Headers       []jsonHeader `json:"headers"`
+	Timestamp     *time.Time   `json:"timestamp"`
+	CommitLSN     string       `json:"commit_lsn"`
+	CreatedAt     time.Time    `json:"created_at"`
+	UpdatedAt     time.Time    `json:"updated_at"`
+	DeliveredAt   *time.Time   `json:"delivered_at"`
+}
+
+// jsonHeader is a record header; a NULL value is null.
+type jsonHeader struct {
+	Key   string  `json:"key"`
+	Value *string `json:"value"`
+}
+
+func toJSON(r status.Row) jsonRow {
+	j := jsonRow{
+		ID: r.ID, Status: r.Status, Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC(), LastError: r.LastError,
+		Topic: r.Topic, Headers: []jsonHeader{}, CommitLSN: r.CommitLSN.String(),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		EventID: optString(r.EventID != "", r.EventID), Timestamp: optTime(r.Timestamp), DeliveredAt: optTime(r.DeliveredAt),
+	}
+	if r.Key != nil {
+		j.KeyEncoding, j.Key = "text", optString(true, string(r.Key))
+		if !utf8.Valid(r.Key) {
+			j.KeyEncoding, j.Key = "base64", optString(true, base64.StdEncoding.EncodeToString(r.Key))
+		}
+	}
+	switch {
+	case r.Value == nil:
+	case json.Valid(r.Value):
+		j.ValueEncoding, j.Value = "json", json.RawMessage(r.Value)
+	case utf8.Valid(r.Value):
+		j.ValueEncoding, j.Value = "text", string(r.Value)
+	default:
+		j.ValueEncoding, j.Value = "base64", base64.StdEncoding.EncodeToString(r.Value)
+	}
+	for _, h := range r.Headers {
+		jh := jsonHeader{Key: h.Key}
+		if h.Value != nil {
+			jh.Value = optString(true, string(h.Value))
+		}
+		j.Headers = append(j.Headers, jh)
+	}
+	return j
+}
+
+func optString(ok bool, s string) *string {
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// writeIndentedJSON writes v indented, without escaping <, > and &.
+func writeIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

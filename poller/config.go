@@ -1,0 +1,54 @@
+package poller
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config configures a Poller. Zero fields take the defaults of
+// DefaultConfig.
+type Config struct {
+	// Batch is the most rows claimed at once.
+	Batch int
+	// Interval is how often the poller looks for due rows when the last
+	// look found none.
+	Interval time.Duration
+	// RetryBase is the wait after the first failed attempt; each further
+	// failure doubles it, up to RetryMax, with jitter.
+	RetryBase, RetryMax time.Duration
+	// MaxAttempts is how many failed attempts make a row DEAD.
+	MaxAttempts int
+	// DeadLetterTopic, if set, also receives each event marked DEAD, with
+	// the error in its headers.
+	DeadLetterTopic string
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Batch: 100, Interval: time.Second, RetryBase: time.Second, RetryMax: 5 * time.Minute, MaxAttempts: 10}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Batch <= 0 {
+		c.Batch = d.Batch
+	}
+	if c.Interval <= 0 {
+		c.Interval = d.Interval
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = d.RetryBase
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = d.RetryMax
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = d.MaxAttempts
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

@@ -1,0 +1,175 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// Headers the poller adds to a re-delivered record, beside its own.
+const (
+	// HeaderAttempts is the attempt that delivered the record: 1 for the
+	// poller's first.
+	HeaderAttempts = "cdc-relay-attempts"
+	// HeaderCommitLSN is the commit LSN of the event's transaction.
+	HeaderCommitLSN = "cdc-relay-commit-lsn"
+	// HeaderError is the last error, on a dead-letter record.
+	HeaderError = "cdc-relay-error"
+	// HeaderOriginalTopic is the event's topic, on a dead-letter record.
+	HeaderOriginalTopic = "cdc-relay-original-topic"
+)
+
+// Store is what the poller needs of the status table (*status.Store).
+type Store interface {
+	Claim(ctx context.Context, limit int, deliver func(context.Context, []status.Row) []status.Outcome) (int, error)
+}
+
+// Producer is what the poller needs of the Kafka producer (*sink.Sink).
+type Producer interface {
+	// ProduceWait produces recs and returns each one's outcome, or ctx's
+	// error for those unanswered when ctx ends.
+	ProduceWait(ctx context.Context, recs []*kgo.Record) []error
+}
+
+// attemptTimeout bounds how long one batch waits for Kafka. Records still
+// unanswered then are not counted as attempts: they are tried again later
+// (and may arrive twice; consumers deduplicate on the id header).
+const attemptTimeout = 30 * time.Second
+
+// Poller re-delivers parked events. Run it on the leader only.
+type Poller struct {
+	store Store
+	prod  Producer
+	cfg   Config
+}
+
+// New returns a poller over store producing with prod.
+func New(store Store, prod Producer, cfg Config) *Poller {
+	return &Poller{store: store, prod: prod, cfg: cfg.withDefaults()}
+}
+
+// Run claims and delivers due rows until ctx ends: a full batch is
+// followed at once by the next, otherwise it looks again after
+// Config.Interval. Errors are logged, and it goes on.
+func (p *Poller) Run(ctx context.Context) {
+	for {
+		n, err := p.RunOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			p.cfg.Logger.Warn("parked events: could not claim or update rows; trying again", "err", err, "in", p.cfg.Interval)
+		}
+		if err != nil || n < p.cfg.Batch {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(p.cfg.Interval):
+			}
+		}
+	}
+}
+
+// RunOnce claims one batch of due rows and tries to deliver each; it
+// returns how many rows it claimed.
+func (p *Poller) RunOnce(ctx context.Context) (int, error) {
+	return p.store.Claim(ctx, p.cfg.Batch, p.deliver)
+}
+
+// deliver produces the claimed rows and says what became of each. A row
+// whose outcome is unknown (Kafka did not answer in time, or the relay is
+// stopping) gets no outcome: it stays as it was, and that try is not an
+// attempt.
+func (p *Poller) deliver(ctx context.Context, rows []status.Row) []status.Outcome {
+	errs := make([]error, len(rows))
+	var recs []*kgo.Record
+	var sent []int // the row of each record
+	for i, row := range rows {
+		if err := decoder.ValidTopic(row.Topic); err != nil {
+			errs[i] = err // not a Kafka topic: never produced
+			continue
+		}
+		recs = append(recs, record(row, row.Topic))
+		sent = append(sent, i)
+	}
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	for j, err := range p.prod.ProduceWait(actx, recs) {
+		errs[sent[j]] = err
+	}
+	cancel()
+
+	var out []status.Outcome
+	var delivered, failed, dead int
+	for i, err := range errs {
+		o := status.Outcome{ID: rows[i].ID, Err: err}
+		switch {
+		case err == nil:
+			o.Delivered = true
+			delivered++
+		case !sink.Permanent(err):
+			continue // unknown outcome
+		case rows[i].Attempts+1 >= p.cfg.MaxAttempts:
+			o.Dead = true
+			dead++
+			if err := p.deadLetter(ctx, rows[i], o.Err); err != nil {
+				o.Err = fmt.Errorf("%w; and the dead-letter topic %q refused it: %v", o.Err, p.cfg.DeadLetterTopic, err)
+			}
+		default:
+			o.RetryIn = p.backoff(rows[i].Attempts + 1)
+			failed++
+		}
+		out = append(out, o)
+	}
+	if delivered+failed+dead > 0 {
+		p.cfg.Logger.Info("parked events tried again", "delivered", delivered, "failed", failed, "dead", dead)
+	}
+	return out
+}
+
+// record is row as a Kafka record for topic, with the poller's headers.
+func record(row status.Row, topic string) *kgo.Record {
+	r := &kgo.Record{Topic: topic, Key: row.Key, Value: row.Value, Timestamp: row.Timestamp}
+	for _, h := range row.Headers {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	r.Headers = append(r.Headers,
+		kgo.RecordHeader{Key: HeaderAttempts, Value: []byte(strconv.Itoa(row.Attempts + 1))},
+		kgo.RecordHeader{Key: HeaderCommitLSN, Value: []byte(row.CommitLSN.String())})
+	return r
+}
+
+// deadLetter produces a dead row to the dead-letter topic, if there is one.
+func (p *Poller) deadLetter(ctx context.Context, row status.Row, cause error) error {
+	if p.cfg.DeadLetterTopic == "" {
+		return nil
+	}
+	r := record(row, p.cfg.DeadLetterTopic)
+	r.Headers = append(r.Headers,
+		kgo.RecordHeader{Key: HeaderError, Value: []byte(cause.Error())},
+		kgo.RecordHeader{Key: HeaderOriginalTopic, Value: []byte(row.Topic)})
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	errs := p.prod.ProduceWait(actx, []*kgo.Record{r})
+	return errors.Join(errs...)
+}
+
+// backoff is the wait after the n-th failed attempt: RetryBase doubled
+// n-1 times, at most RetryMax, then jittered by ±20% so that rows parked
+// together are not tried together forever.
+func (p *Poller) backoff(n int) time.Duration {
+	d := p.cfg.RetryBase
+	for i := 1; i < n && d < p.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, p.cfg.RetryMax)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}

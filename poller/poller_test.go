@@ -1,0 +1,154 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// fakeStore hands out rows once and keeps the outcomes.
+type fakeStore struct {
+	rows     []status.Row
+	outcomes []status.Outcome
+}
+
+func (f *fakeStore) Claim(ctx context.Context, limit int, deliver func(context.Context, []status.Row) []status.Outcome) (int, error) {
+	rows := f.rows[:min(limit, len(f.rows))]
+	f.rows = f.rows[len(rows):]
+	f.outcomes = append(f.outcomes, deliver(ctx, rows)...)
+	return len(rows), nil
+}
+
+// fakeProducer answers each record by topic.
+type fakeProducer struct {
+	errs     map[string]error // by topic; missing: delivered
+	produced []*kgo.Record
+}
+
+func (f *fakeProducer) ProduceWait(_ context.Context, recs []*kgo.Record) []error {
+	out := make([]error, len(recs))
+	for i, r := range recs {
+		f.produced = append(f.produced, r)
+		out[i] = f.errs[r.Topic]
+	}
+	return out
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func TestDeliver(t *testing.T) {
+	row := func(id int64, topic string, attempts int) status.Row {
+		return status.Row{ID: id, EventID: "e", Topic: topic, Key: []byte("k"), Value: []byte(`{}`), Attempts: attempts,
+			CommitLSN: 0x1A2B, Headers: []decoder.Header{{Key: "id", Value: []byte("e")}}}
+	}
+	tests := []struct {
+		name    string
+		row     status.Row
+		errs    map[string]error
+		want    status.Outcome // ID is the row's
+		waitMin time.Duration  // for a failure: next attempt at least this far
+		waitMax time.Duration
+		none    bool // no outcome: not an attempt
+	}{
+		{name: "delivered", row: row(1, "orders", 0), want: status.Outcome{Delivered: true}},
+		{name: "first failure waits the base", row: row(2, "missing", 0), errs: map[string]error{"missing": kerr.UnknownTopicOrPartition},
+			want: status.Outcome{Err: kerr.UnknownTopicOrPartition}, waitMin: 800 * time.Millisecond, waitMax: 1200 * time.Millisecond},
+		{name: "fourth failure waits 8 bases", row: row(3, "missing", 3), errs: map[string]error{"missing": kerr.UnknownTopicOrPartition},
+			want: status.Outcome{Err: kerr.UnknownTopicOrPartition}, waitMin: 6400 * time.Millisecond, waitMax: 9600 * time.Millisecond},
+		{name: "capped at the max", row: row(4, "missing", 8), errs: map[string]error{"missing": kerr.UnknownTopicOrPartition},
+			want: status.Outcome{Err: kerr.UnknownTopicOrPartition}, waitMin: 48 * time.Second, waitMax: 72 * time.Second},
+		{name: "last attempt: dead", row: row(5, "missing", 9), errs: map[string]error{"missing": kerr.UnknownTopicOrPartition},
+			want: status.Outcome{Dead: true, Err: kerr.UnknownTopicOrPartition}},
+		{name: "not a Kafka topic: never produced", row: row(6, "bad topic!*", 0),
+			want: status.Outcome{Err: errors.New("not a topic")}, waitMin: 800 * time.Millisecond, waitMax: 1200 * time.Millisecond},
+		{name: "no answer in time: not an attempt", row: row(7, "slow", 0), errs: map[string]error{"slow": context.DeadlineExceeded}, none: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{rows: []status.Row{tt.row}}
+			prod := &fakeProducer{errs: tt.errs}
+			p := New(store, prod, Config{RetryBase: time.Second, RetryMax: time.Minute, MaxAttempts: 10})
+			if n, err := p.RunOnce(context.Background()); n != 1 || err != nil {
+				t.Fatalf("RunOnce = %d, %v", n, err)
+			}
+			if tt.none {
+				if len(store.outcomes) != 0 {
+					t.Fatalf("outcomes %+v, want none", store.outcomes)
+				}
+				return
+			}
+			if len(store.outcomes) != 1 {
+				t.Fatalf("outcomes %+v, want one", store.outcomes)
+			}
+			o := store.outcomes[0]
+			if o.ID != tt.row.ID || o.Delivered != tt.want.Delivered || o.Dead != tt.want.Dead || (o.Err == nil) != (tt.want.Err == nil) {
+				t.Fatalf("outcome %+v, want %+v", o, tt.want)
+			}
+			if tt.waitMax > 0 {
+				if wait := o.RetryIn; wait < tt.waitMin || wait > tt.waitMax {
+					t.Fatalf("next attempt in %s, want %s to %s", wait, tt.waitMin, tt.waitMax)
+				}
+			}
+			if tt.row.Topic == "bad topic!*" {
+				if len(prod.produced) != 0 {
+					t.Fatalf("produced to an illegal topic")
+				}
+				return
+			}
+			r := prod.produced[0]
+			if got := header(r, HeaderAttempts); got != strconv.Itoa(tt.row.Attempts+1) {
+				t.Errorf("%s header %q, want %d", HeaderAttempts, got, tt.row.Attempts+1)
+			}
+			if got := header(r, HeaderCommitLSN); got != "0/1A2B" {
+				t.Errorf("%s header %q, want 0/1A2B", HeaderCommitLSN, got)
+			}
+			if got := header(r, "id"); got != "e" {
+				t.Errorf("original header id %q, want e", got)
+			}
+		})
+	}
+}
+
+// TestDeadLetter: a row marked DEAD also goes to the dead-letter topic,
+// with its error and original topic in headers; if that topic refuses it
+// too, the row says so.
+func TestDeadLetter(t *testing.T) {
+	for _, dlqErr := range []error{nil, kerr.TopicAuthorizationFailed} {
+		store := &fakeStore{rows: []status.Row{{ID: 9, Topic: "orders", Value: []byte(`{}`), Attempts: 2}}}
+		prod := &fakeProducer{errs: map[string]error{"orders": kerr.MessageTooLarge, "dead": dlqErr}}
+		p := New(store, prod, Config{MaxAttempts: 3, DeadLetterTopic: "dead"})
+		if _, err := p.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		o := store.outcomes[0]
+		if !o.Dead {
+			t.Fatalf("outcome %+v, want dead", o)
+		}
+		dl := prod.produced[1]
+		if dl.Topic != "dead" || header(dl, HeaderOriginalTopic) != "orders" || header(dl, HeaderError) != kerr.MessageTooLarge.Error() {
+			t.Fatalf("dead-letter record %s headers %v", dl.Topic, dl.Headers)
+		}
+		if !errors.Is(o.Err, kerr.MessageTooLarge) {
+			t.Fatalf("last error %q lost the cause", o.Err)
+		}
+		if said := strings.Contains(o.Err.Error(), `dead-letter topic "dead" refused it`); said != (dlqErr != nil) {
+			t.Fatalf("last error %q; the dead-letter topic refused it: %v", o.Err, dlqErr != nil)
+		}
+	}
+}

@@ -1,0 +1,307 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what a Cleaner needs of a connection pool (*pgxpool.Pool has it;
+// so does *pgx.Conn, for one goroutine at a time).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Options names the tables a Cleaner works on, and configures it.
+type Options struct {
+	// OutboxSchema and OutboxTable name the outbox table.
+	OutboxSchema, OutboxTable string
+	// TimestampColumn is the outbox table's mapped timestamp column
+	// (decoder.Mapping.TimestampColumn): timestamptz, timestamp (read as
+	// UTC) or bigint milliseconds since the epoch. Empty, or a column the
+	// table does not have, disables outbox retention.
+	TimestampColumn string
+	// StatusSchema and StatusTable name the status table.
+	StatusSchema, StatusTable string
+	// Config is the retention periods, the interval, the batch size and
+	// the logger.
+	Config Config
+}
+
+// Result says what one cleanup did.
+type Result struct {
+	// OutboxRows and StatusRows are the rows deleted from each table.
+	OutboxRows, StatusRows int64
+	// Statements is the number of DELETE statements run (the look-ups
+	// that precede them are not counted).
+	Statements int
+	// Longest is the duration of the slowest DELETE statement.
+	Longest time.Duration
+	// Elapsed is the duration of the whole cleanup.
+	Elapsed time.Duration
+}
+
+// Deleted is the number of rows deleted from both tables.
+func (r Result) Deleted() int64 { return r.OutboxRows + r.StatusRows }
+
+// Timestamp column types the relay supports, by type oid (as the decoder
+// accepts them).
+const (
+	oidInt8        = 20
+	oidTimestamp   = 1114
+	oidTimestamptz = 1184
+)
+
+// Cleaner deletes old outbox rows and old DELIVERED and DEAD status rows.
+//
+// Every DELETE removes at most Config.BatchRows rows and runs in its own
+// transaction, so none holds locks, or keeps a large transaction open,
+// for long. A batch is chosen by the retention condition alone, as
+//
+//	DELETE FROM t WHERE ctid = ANY (ARRAY(
+//	    SELECT ctid FROM t WHERE <column> < $cutoff LIMIT $batch))
+//
+// so with an index on the timestamp column each statement reads only the
+// rows it deletes, and a cleanup with little to delete is cheap. Without
+// one, each statement scans the table until it has found a batch, which
+// is acceptable while old rows are many, but the last statement of every
+// cleanup (the one that finds fewer rows than a batch) reads the whole
+// table: a full scan of the outbox every Config.Interval. The status table
+// has an index (on updated_at, for rows that are not FAILED). The default
+// outbox table that `cdc-relay migrate` creates has none on created_at;
+// for a large outbox create one, for example
+//
+//	CREATE INDEX CONCURRENTLY outbox_created_at_idx ON public.outbox (created_at);
+//
+// The first cleanup logs a line with that statement when the timestamp
+// column is not the first column of an index.
+//
+// The cutoff is taken from the database's clock once per cleanup, so a
+// cleanup ends even while new rows are inserted. Rows whose timestamp is
+// NULL are never deleted.
+//
+// A Cleaner is safe for concurrent use when its DB is (a pool). Two
+// cleaners on the same tables are harmless: they delete each row once.
+type Cleaner struct {
+	db  DB
+	cfg Config
+
+	outbox, status string // quoted, schema-qualified
+	tsColumn       string // unquoted
+
+	mu sync.Mutex
+	// looked is true once the timestamp column has been looked up; then
+	// outboxSQL is the batch DELETE, or "" when outbox retention is
+	// disabled, and outboxArg turns the cutoff into its parameter.
+	looked    bool
+	outboxSQL string
+	outboxArg func(time.Time) any
+}
+
+// New returns a cleaner. It does no I/O: the outbox table's timestamp
+// column is looked up by the first cleanup that needs it. Config.Interval
+// and Config.BatchRows left at zero take the defaults of DefaultConfig.
+func New(db DB, opts Options) *Cleaner {
+	return &Cleaner{
+		db:       db,
+		cfg:      opts.Config.withDefaults(),
+		outbox:   pgx.Identifier{opts.OutboxSchema, opts.OutboxTable}.Sanitize(),
+		status:   pgx.Identifier{opts.StatusSchema, opts.StatusTable}.Sanitize(),
+		tsColumn: opts.TimestampColumn,
+	}
+}
+
+// batchDelete returns a statement that deletes at most $2 rows of table
+// for which where (with the cutoff as $1) holds.
+func batchDelete(table, where string) string {
+	return "DELETE FROM " + table + " WHERE ctid = ANY (ARRAY(SELECT ctid FROM " + table +
+		" WHERE " + where + " LIMIT $2))"
+}
+
+// statusWhere selects the status rows retention may delete. The first
+// condition is the predicate of the status table's partial index on
+// updated_at (so the index is used); the second names the deletable
+// states, so a FAILED row, or any state added later, is never deleted.
+const statusWhere = `status <> 'FAILED' AND status IN ('DELIVERED', 'DEAD') AND updated_at < $1::timestamptz`
+
+// RunOnce does one cleanup: it deletes outbox rows older than
+// Config.Outbox and DELIVERED and DEAD status rows older than
+// Config.Status, batch by batch, until a batch deletes fewer rows than
+// Config.BatchRows. A retention of zero skips its table. An error on one
+// table does not stop the other. When ctx ends it stops after the
+// statement in progress is cancelled and returns ctx's error. The Result
+// counts what was deleted, also when an error is returned.
+func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
+	start := time.Now()
+	var res Result
+	if c.cfg.Outbox <= 0 && c.cfg.Status <= 0 {
+		return res, nil
+	}
+	var now time.Time
+	if err := c.db.QueryRow(ctx, "SELECT statement_timestamp()").Scan(&now); err != nil {
+		return res, fmt.Errorf("read the database's clock: %w", err)
+	}
+	var errs []error
+	if c.cfg.Outbox > 0 {
+		sql, arg, err := c.outboxStatement(ctx)
+		if err == nil && sql != "" {
+			res.OutboxRows, err = c.deleteOld(ctx, &res, c.outbox, sql, arg(now.Add(-c.cfg.Outbox)))
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.cfg.Status > 0 && ctx.Err() == nil {
+		n, err := c.deleteOld(ctx, &res, c.status, batchDelete(c.status, statusWhere), now.Add(-c.cfg.Status))
+		res.StatusRows = n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	res.Elapsed = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("retention cleanup: %w", err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// deleteOld runs sql until a batch deletes fewer than Config.BatchRows
+// rows, and returns the rows deleted.
+func (c *Cleaner) deleteOld(ctx context.Context, res *Result, table, sql string, cutoff any) (int64, error) {
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		t0 := time.Now()
+		tag, err := c.db.Exec(ctx, sql, cutoff, c.cfg.BatchRows)
+		d := time.Since(t0)
+		res.Statements++
+		res.Longest = max(res.Longest, d)
+		if err != nil {
+			return total, fmt.Errorf("delete old rows from %s: %w", table, err)
+		}
+		n := tag.RowsAffected()
+		total += n
+		if n < int64(c.cfg.BatchRows) {
+			return total, nil
+		}
+	}
+}
+
+// outboxStatement returns the outbox table's batch DELETE and the function
+// that turns a cutoff into its parameter, looking up the timestamp
+// column's type on first use. sql is "" when outbox retention is disabled
+// (no usable timestamp column); that is logged once. A failed look-up is
+// tried again by the next cleanup.
+func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, arg func(time.Time) any, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.looked {
+		return c.outboxSQL, c.outboxArg, nil
+	}
+	log := c.cfg.Logger
+	disable := func(why string) (string, func(time.Time) any, error) {
+		c.looked, c.outboxSQL, c.outboxArg = true, "", nil
+		log.Warn("outbox retention disabled: "+why+
+			"; set --timestamp-column to the outbox table's timestamp column (timestamptz, timestamp or bigint epoch milliseconds), or --retention=0s to keep outbox rows",
+			"table", c.outbox, "column", c.tsColumn)
+		return "", nil, nil
+	}
+	if c.tsColumn == "" {
+		return disable("no timestamp column is mapped")
+	}
+	var (
+		exists, indexed bool
+		typ             *uint32
+		name            *string
+	)
+	// indexed: a valid index, not partial, that starts with the column.
+	err = c.db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, a.atttypid, format_type(a.atttypid, a.atttypmod),
+			EXISTS (SELECT 1 FROM pg_index AS i WHERE i.indrelid = a.attrelid AND i.indkey[0] = a.attnum
+				AND i.indisvalid AND i.indpred IS NULL)
+		FROM (SELECT 1) AS one
+		LEFT JOIN pg_attribute AS a ON a.attrelid = to_regclass($1) AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped`,
+		c.outbox, c.tsColumn).Scan(&exists, &typ, &name, &indexed)
+	switch {
+	case err != nil:
+		return "", nil, fmt.Errorf("look up timestamp column %q of %s: %w", c.tsColumn, c.outbox, err)
+	case !exists:
+		return "", nil, fmt.Errorf("delete old rows from %s: the table does not exist", c.outbox)
+	case typ == nil:
+		return disable("the outbox table has no column " + strconv.Quote(c.tsColumn))
+	}
+	col := pgx.Identifier{c.tsColumn}.Sanitize()
+	switch *typ {
+	case oidTimestamptz:
+		c.outboxSQL = batchDelete(c.outbox, col+" < $1::timestamptz")
+		c.outboxArg = func(t time.Time) any { return t }
+	case oidTimestamp:
+		// The relay reads a timestamp without time zone as UTC.
+		c.outboxSQL = batchDelete(c.outbox, col+" < ($1::timestamptz AT TIME ZONE 'UTC')")
+		c.outboxArg = func(t time.Time) any { return t }
+	case oidInt8:
+		c.outboxSQL = batchDelete(c.outbox, col+" < $1::bigint")
+		c.outboxArg = func(t time.Time) any { return t.UnixMilli() }
+	default:
+		return disable(fmt.Sprintf("timestamp column %q has type %s", c.tsColumn, *name))
+	}
+	c.looked = true
+	if !indexed {
+		log.Info("outbox retention: the timestamp column has no index, so each cleanup reads the outbox table until it has found a batch, "+
+			"and its last batch reads the whole table; for a large table create one",
+			"table", c.outbox, "column", c.tsColumn,
+			"sql", "CREATE INDEX CONCURRENTLY ON "+c.outbox+" ("+col+")")
+	}
+	return c.outboxSQL, c.outboxArg, nil
+}
+
+// Run runs a cleanup at once and then Config.Interval after the end of
+// each, until ctx ends. It logs one line for each cleanup that deleted
+// rows, and each error, and goes on. With both retentions zero it returns
+// at once.
+func (c *Cleaner) Run(ctx context.Context) {
+	log := c.cfg.Logger
+	if c.cfg.Outbox <= 0 && c.cfg.Status <= 0 {
+		log.Info("retention off: outbox and status rows are kept")
+		return
+	}
+	log.Info("retention on", "outbox", durationOrKept(c.cfg.Outbox), "status", durationOrKept(c.cfg.Status),
+		"every", c.cfg.Interval, "batch_rows", c.cfg.BatchRows)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		res, err := c.RunOnce(ctx)
+		if res.Deleted() > 0 {
+			log.Info("old rows deleted", "outbox_rows", res.OutboxRows, "status_rows", res.StatusRows,
+				"statements", res.Statements, "longest", res.Longest.Round(time.Millisecond), "took", res.Elapsed.Round(time.Millisecond))
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			log.Warn("retention cleanup failed; trying again", "err", err, "in", c.cfg.Interval)
+		}
+		timer.Reset(c.cfg.Interval)
+	}
+}
+
+// durationOrKept renders a retention period for the log.
+func durationOrKept(d time.Duration) string {
+	if d <= 0 {
+		return "kept"
+	}
+	return d.String()
+}

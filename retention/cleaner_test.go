@@ -1,0 +1,551 @@
+package retention
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/migrations"
+)
+
+// startDB starts a throwaway PostgreSQL with the relay's tables and the
+// default outbox table, and returns a pool on it. The pool's sessions run
+// in a time zone far from UTC, so a comparison that depended on the
+// session's time zone would fail the tests.
+func startDB(t *testing.T) (context.Context, *pgxpool.Pool) {
+	t.Helper()
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := migrations.Apply(ctx, conn, migrations.Config{
+		OutboxSchema: "public", OutboxTable: "outbox", StatusSchema: "public", StatusTable: "outbox_delivery",
+		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint", Publication: "cdc_relay",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["timezone"] = "Pacific/Honolulu" // UTC-10
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return ctx, pool
+}
+
+// options are the Options for the default tables with cfg.
+func options(cfg Config) Options {
+	return Options{OutboxSchema: "public", OutboxTable: "outbox", TimestampColumn: "created_at",
+		StatusSchema: "public", StatusTable: "outbox_delivery", Config: cfg}
+}
+
+func exec(t *testing.T, ctx context.Context, db DB, sql string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func count(t *testing.T, ctx context.Context, db DB, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// insertOutbox inserts n default-layout outbox rows created age ago.
+func insertOutbox(t *testing.T, ctx context.Context, db DB, n int, age time.Duration) {
+	t.Helper()
+	exec(t, ctx, db, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
+		SELECT 'order', i::text, 'OrderPlaced', jsonb_build_object('seq', i), now() - $2::interval
+		FROM generate_series(1, $1) AS i`, n, age)
+}
+
+// insertStatus inserts n status rows in state st, last updated age ago.
+func insertStatus(t *testing.T, ctx context.Context, db DB, st string, n int, age time.Duration) {
+	t.Helper()
+	exec(t, ctx, db, `INSERT INTO outbox_delivery (topic, last_error, status, updated_at)
+		SELECT 't', 'test', $2, now() - $3::interval FROM generate_series(1, $1)`, n, st, age)
+}
+
+// quiet is a Config with only the given retentions and a logger that
+// writes to the test's log.
+func quiet(t *testing.T, outbox, status time.Duration) Config {
+	cfg := DefaultConfig()
+	cfg.Outbox, cfg.Status = outbox, status
+	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	return cfg
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// syncBuffer is a log destination safe for Run's goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestOutboxRetentionByTimestampType(t *testing.T) {
+	ctx, pool := startDB(t)
+	tests := []struct {
+		name, typ string
+		// value is the column's SQL value for a row age ago ($1, an
+		// interval).
+		value string
+	}{
+		{"timestamptz", "timestamptz", "now() - $1::interval"},
+		{"timestamp in UTC", "timestamp", "(now() AT TIME ZONE 'UTC') - $1::interval"},
+		{"bigint epoch milliseconds", "bigint", "(extract(epoch FROM now() - $1::interval) * 1000)::bigint"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			table := "events_" + string(rune('a'+i))
+			// A column name that needs quoting.
+			exec(t, ctx, pool, `CREATE TABLE `+table+` (id bigserial PRIMARY KEY, "Occurred At" `+tc.typ+`)`)
+			insert := func(age string, n int) {
+				exec(t, ctx, pool, `INSERT INTO `+table+` ("Occurred At") SELECT `+tc.value+` FROM generate_series(1, $2)`, age, n)
+			}
+			insert("3 days", 4)     // old
+			insert("61 minutes", 3) // old
+			insert("59 minutes", 5) // kept; 10 hours off if read in the session's time zone
+			insert("0 seconds", 6)  // kept
+			exec(t, ctx, pool, `INSERT INTO `+table+` ("Occurred At") VALUES (NULL)`)
+
+			c := New(pool, Options{OutboxSchema: "public", OutboxTable: table, TimestampColumn: "Occurred At",
+				StatusSchema: "public", StatusTable: "outbox_delivery", Config: quiet(t, time.Hour, 0)})
+			res, err := c.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OutboxRows != 7 || res.StatusRows != 0 {
+				t.Fatalf("deleted %d outbox and %d status rows, want 7 and 0", res.OutboxRows, res.StatusRows)
+			}
+			if res.Statements != 1 || res.Longest <= 0 || res.Elapsed < res.Longest {
+				t.Fatalf("result %+v: want 1 statement with its duration", res)
+			}
+			if n := count(t, ctx, pool, `SELECT count(*) FROM `+table); n != 12 {
+				t.Fatalf("%d rows left, want 12 (11 new, 1 NULL)", n)
+			}
+			if n := count(t, ctx, pool, `SELECT count(*) FROM `+table+` WHERE "Occurred At" < `+tc.value, "60 minutes"); n != 0 {
+				t.Fatalf("%d rows older than the retention left", n)
+			}
+			// Nothing more to delete.
+			if res, err = c.RunOnce(ctx); err != nil || res.OutboxRows != 0 {
+				t.Fatalf("second cleanup: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+func TestStatusRetentionNeverDeletesFailed(t *testing.T) {
+	ctx, pool := startDB(t)
+	for _, st := range []string{"FAILED", "DELIVERED", "DEAD"} {
+		insertStatus(t, ctx, pool, st, 3, 400*24*time.Hour) // old
+		insertStatus(t, ctx, pool, st, 2, 2*time.Hour)      // old
+		insertStatus(t, ctx, pool, st, 4, 30*time.Minute)   // kept
+	}
+	insertOutbox(t, ctx, pool, 5, 400*24*time.Hour) // kept: outbox retention is off
+
+	res, err := New(pool, options(quiet(t, 0, time.Hour))).RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusRows != 10 || res.OutboxRows != 0 {
+		t.Fatalf("deleted %d status and %d outbox rows, want 10 and 0", res.StatusRows, res.OutboxRows)
+	}
+	left := map[string]int64{}
+	rows, _ := pool.Query(ctx, `SELECT status, count(*) FROM outbox_delivery GROUP BY status`)
+	var st string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error { left[st] = n; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := (map[string]int64{"FAILED": 9, "DELIVERED": 4, "DEAD": 4}); len(left) != 3 ||
+		left["FAILED"] != want["FAILED"] || left["DELIVERED"] != want["DELIVERED"] || left["DEAD"] != want["DEAD"] {
+		t.Fatalf("rows left by status: %v, want %v", left, want)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM outbox_delivery WHERE status <> 'FAILED' AND updated_at < now() - interval '1 hour'`); n != 0 {
+		t.Fatalf("%d old DELIVERED or DEAD rows left", n)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM outbox`); n != 5 {
+		t.Fatalf("%d outbox rows left, want 5", n)
+	}
+}
+
+func TestBatchRows(t *testing.T) {
+	ctx, pool := startDB(t)
+	insertOutbox(t, ctx, pool, 25, 2*time.Hour)
+	insertOutbox(t, ctx, pool, 3, 0)
+	insertStatus(t, ctx, pool, "DELIVERED", 20, 2*time.Hour)
+	insertStatus(t, ctx, pool, "FAILED", 20, 2*time.Hour)
+
+	cfg := quiet(t, time.Hour, time.Hour)
+	cfg.BatchRows = 10
+	res, err := New(pool, options(cfg)).RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Outbox: 10, 10, 5. Status: 10, 10, 0.
+	if res.OutboxRows != 25 || res.StatusRows != 20 || res.Statements != 6 {
+		t.Fatalf("result %+v: want 25 outbox rows, 20 status rows, 6 statements", res)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM outbox`); n != 3 {
+		t.Fatalf("%d outbox rows left, want 3", n)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM outbox_delivery`); n != 20 {
+		t.Fatalf("%d status rows left, want the 20 FAILED ones", n)
+	}
+}
+
+// TestBatchStatementsUseTheIndex checks the plans: with an index on the
+// timestamp column, a batch reads the index, never the whole table.
+func TestBatchStatementsUseTheIndex(t *testing.T) {
+	ctx, pool := startDB(t) // migrate creates the outbox with its index
+	insertOutbox(t, ctx, pool, 20000, 0)
+	insertStatus(t, ctx, pool, "FAILED", 20000, 0)
+	insertStatus(t, ctx, pool, "DELIVERED", 20000, 0)
+	exec(t, ctx, pool, `ANALYZE outbox, outbox_delivery`)
+
+	c := New(pool, options(quiet(t, time.Hour, time.Hour)))
+	outboxSQL, _, err := c.outboxStatement(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sql := range map[string]string{
+		"outbox": outboxSQL,
+		"status": batchDelete(c.status, statusWhere),
+	} {
+		var plan strings.Builder
+		rows, _ := pool.Query(ctx, "EXPLAIN "+sql, time.Now().Add(-time.Hour), 10000)
+		var line string
+		if _, err := pgx.ForEachRow(rows, []any{&line}, func() error { plan.WriteString(line + "\n"); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s:\n%s", name, plan.String())
+		if !strings.Contains(plan.String(), "Index") || strings.Contains(plan.String(), "Seq Scan") {
+			t.Errorf("%s: the batch does not read the timestamp index:\n%s", name, plan.String())
+		}
+		if !strings.Contains(plan.String(), "Tid Scan") {
+			t.Errorf("%s: the delete does not go by ctid:\n%s", name, plan.String())
+		}
+	}
+}
+
+func TestLogsAMissingIndexOnce(t *testing.T) {
+	ctx, pool := startDB(t)
+	exec(t, ctx, pool, `DROP INDEX outbox_created_at_idx`) // a table of the user's own
+	for _, index := range []bool{false, true} {
+		if index {
+			exec(t, ctx, pool, `CREATE INDEX ON outbox (created_at)`)
+		}
+		var log bytes.Buffer
+		cfg := quiet(t, time.Hour, 0)
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		c := New(pool, options(cfg))
+		for i := 0; i < 2; i++ {
+			if _, err := c.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 1
+		if index {
+			want = 0
+		}
+		if n := strings.Count(log.String(), "has no index"); n != want {
+			t.Fatalf("index %v: %d lines about the missing index, want %d:\n%s", index, n, want, log.String())
+		}
+		if !index && !strings.Contains(log.String(), `CREATE INDEX CONCURRENTLY ON \"public\".\"outbox\" (\"created_at\")`) {
+			t.Fatalf("the line does not say what to run:\n%s", log.String())
+		}
+	}
+}
+
+func TestZeroRetentionDisables(t *testing.T) {
+	ctx, pool := startDB(t)
+	insertOutbox(t, ctx, pool, 5, 400*24*time.Hour)
+	insertStatus(t, ctx, pool, "DELIVERED", 5, 400*24*time.Hour)
+	for _, tc := range []struct {
+		name           string
+		outbox, status time.Duration
+		// wantOutbox and wantStatus are the rows left afterwards.
+		wantOutbox, wantStatus int64
+	}{
+		{"both zero", 0, 0, 5, 5},
+		{"outbox zero", 0, time.Hour, 5, 0},
+		{"status zero", time.Hour, 0, 0, 0},
+	} {
+		res, err := New(pool, options(quiet(t, tc.outbox, tc.status))).RunOnce(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if tc.name == "both zero" && res.Statements != 0 {
+			t.Fatalf("%s: %d statements, want none", tc.name, res.Statements)
+		}
+		if n := count(t, ctx, pool, `SELECT count(*) FROM outbox`); n != tc.wantOutbox {
+			t.Fatalf("%s: %d outbox rows left, want %d", tc.name, n, tc.wantOutbox)
+		}
+		if n := count(t, ctx, pool, `SELECT count(*) FROM outbox_delivery`); n != tc.wantStatus {
+			t.Fatalf("%s: %d status rows left, want %d", tc.name, n, tc.wantStatus)
+		}
+	}
+}
+
+func TestMissingTimestampColumnDisablesOutboxRetention(t *testing.T) {
+	ctx, pool := startDB(t)
+	for _, column := range []string{"occurred_at", ""} {
+		insertOutbox(t, ctx, pool, 5, 400*24*time.Hour)
+		insertStatus(t, ctx, pool, "DEAD", 5, 400*24*time.Hour)
+		var log bytes.Buffer
+		cfg := DefaultConfig()
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		opts := options(cfg)
+		opts.TimestampColumn = column
+		c := New(pool, opts)
+		for i := 0; i < 3; i++ {
+			res, err := c.RunOnce(ctx)
+			if err != nil {
+				t.Fatalf("column %q: cleanup %d: %v", column, i, err)
+			}
+			if res.OutboxRows != 0 {
+				t.Fatalf("column %q: deleted %d outbox rows", column, res.OutboxRows)
+			}
+		}
+		// Status retention goes on.
+		if n := count(t, ctx, pool, `SELECT count(*) FROM outbox_delivery`); n != 0 {
+			t.Fatalf("column %q: %d old DEAD rows left", column, n)
+		}
+		if n := count(t, ctx, pool, `SELECT count(*) FROM outbox`); n != 5 {
+			t.Fatalf("column %q: %d outbox rows left, want 5", column, n)
+		}
+		t.Logf("column %q: %s", column, log.String())
+		if got := strings.Count(log.String(), "outbox retention disabled"); got != 1 {
+			t.Fatalf("column %q: logged %d times, want once:\n%s", column, got, log.String())
+		}
+		if !strings.Contains(log.String(), "--timestamp-column") || (column != "" && !strings.Contains(log.String(), column)) {
+			t.Fatalf("column %q: the log line does not say which column and which flag:\n%s", column, log.String())
+		}
+		exec(t, ctx, pool, `TRUNCATE outbox`)
+	}
+}
+
+func TestUnsupportedTimestampTypeDisablesOutboxRetention(t *testing.T) {
+	ctx, pool := startDB(t)
+	exec(t, ctx, pool, `CREATE TABLE events (id bigserial PRIMARY KEY, at text)`)
+	exec(t, ctx, pool, `INSERT INTO events (at) VALUES ('2000-01-01')`)
+	var log bytes.Buffer
+	cfg := quiet(t, time.Hour, 0)
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	c := New(pool, Options{OutboxSchema: "public", OutboxTable: "events", TimestampColumn: "at",
+		StatusSchema: "public", StatusTable: "outbox_delivery", Config: cfg})
+	if res, err := c.RunOnce(ctx); err != nil || res.Statements != 0 {
+		t.Fatalf("cleanup: %+v, %v", res, err)
+	}
+	if !strings.Contains(log.String(), "has type text") {
+		t.Fatalf("the log does not name the type:\n%s", log.String())
+	}
+}
+
+func TestMissingTableIsAnError(t *testing.T) {
+	ctx, pool := startDB(t)
+	opts := options(quiet(t, time.Hour, 0))
+	opts.OutboxTable = "no_such_table"
+	_, err := New(pool, opts).RunOnce(ctx)
+	if err == nil || !strings.Contains(err.Error(), `"public"."no_such_table"`) {
+		t.Fatalf("err = %v, want one naming the table", err)
+	}
+}
+
+func TestStopsWhenContextEnds(t *testing.T) {
+	ctx, pool := startDB(t)
+	insertOutbox(t, ctx, pool, 100, 2*time.Hour)
+	cfg := quiet(t, time.Hour, time.Hour)
+	cfg.BatchRows = 10
+	c := New(pool, options(cfg))
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	res, err := c.RunOnce(done)
+	if !errors.Is(err, context.Canceled) || res.Statements != 0 {
+		t.Fatalf("cleanup after the end: %+v, %v; want context.Canceled and no statement", res, err)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM outbox`); n != 100 {
+		t.Fatalf("%d outbox rows left, want 100", n)
+	}
+}
+
+func TestCancelStopsABlockedStatement(t *testing.T) {
+	ctx, pool := startDB(t)
+	insertOutbox(t, ctx, pool, 10, 2*time.Hour)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	exec(t, ctx, tx, `LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE`)
+
+	runCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	res, err := New(pool, options(quiet(t, time.Hour, time.Hour))).RunOnce(runCtx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Fatalf("RunOnce returned %v after its context ended", took)
+	}
+	if res.Statements != 1 || res.StatusRows != 0 {
+		t.Fatalf("result %+v: want the one cancelled statement, and no status cleanup after it", res)
+	}
+}
+
+func TestRunLogsEachCleanupThatDeletes(t *testing.T) {
+	ctx, pool := startDB(t)
+	insertOutbox(t, ctx, pool, 30, 2*time.Hour)
+	insertStatus(t, ctx, pool, "DELIVERED", 3, 2*time.Hour)
+	var log syncBuffer
+	cfg := DefaultConfig()
+	cfg.Outbox, cfg.Status, cfg.Interval = time.Hour, time.Hour, 20*time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	runCtx, stop := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		New(pool, options(cfg)).Run(runCtx)
+	}()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30 s; log:\n%s", what, log.String())
+			}
+		}
+	}
+	waitFor("first cleanup", func() bool { return strings.Count(log.String(), "old rows deleted") == 1 })
+	if !strings.Contains(log.String(), "outbox_rows=30 status_rows=3") {
+		t.Fatalf("log line does not count the rows:\n%s", log.String())
+	}
+	// Idle cleanups log nothing; the next one that deletes logs again.
+	time.Sleep(100 * time.Millisecond)
+	if n := strings.Count(log.String(), "old rows deleted"); n != 1 {
+		t.Fatalf("%d lines for one cleanup that deleted:\n%s", n, log.String())
+	}
+	insertOutbox(t, ctx, pool, 2, 2*time.Hour)
+	waitFor("second cleanup", func() bool { return strings.Count(log.String(), "old rows deleted") == 2 })
+
+	// An error is logged, and Run goes on.
+	exec(t, ctx, pool, `ALTER TABLE outbox_delivery RENAME TO outbox_delivery_away`)
+	waitFor("error logged", func() bool { return strings.Contains(log.String(), "retention cleanup failed") })
+	exec(t, ctx, pool, `ALTER TABLE outbox_delivery_away RENAME TO outbox_delivery`)
+	insertOutbox(t, ctx, pool, 1, 2*time.Hour)
+	waitFor("cleanup after the error", func() bool { return strings.Count(log.String(), "old rows deleted") == 3 })
+
+	stop()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	t.Log(log.String())
+}
+
+// TestMillionOldOutboxRows deletes 1,000,000 old outbox rows with the
+// default configuration, on the default outbox table as `migrate` creates
+// it (no index on created_at) and with the recommended index. No single
+// statement may take 1 s.
+func TestMillionOldOutboxRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000,000 rows: skipped with -short")
+	}
+	ctx, pool := startDB(t)
+	const rows = 1000000
+	for _, index := range []bool{false, true} {
+		name := "no index on created_at"
+		if index {
+			name = "index on created_at"
+		}
+		t.Run(name, func(t *testing.T) {
+			exec(t, ctx, pool, `TRUNCATE outbox`)
+			exec(t, ctx, pool, `DROP INDEX IF EXISTS outbox_created_at_idx`)
+			if index {
+				exec(t, ctx, pool, `CREATE INDEX outbox_created_at_idx ON outbox (created_at)`)
+			}
+			t0 := time.Now()
+			insertOutbox(t, ctx, pool, rows, 30*24*time.Hour)
+			insertOutbox(t, ctx, pool, 1000, 0)
+			exec(t, ctx, pool, `VACUUM ANALYZE outbox`)
+			t.Logf("inserted %d old and 1,000 new outbox rows in %v", rows, time.Since(t0).Round(time.Millisecond))
+
+			cfg := DefaultConfig()
+			cfg.Status = 0 // count the outbox's statements only
+			cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+			res, err := New(pool, options(cfg)).RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("deleted %d outbox rows in %v: %d statements, longest %v, %.0f rows/s",
+				res.OutboxRows, res.Elapsed.Round(time.Millisecond), res.Statements,
+				res.Longest.Round(time.Millisecond), float64(res.OutboxRows)/res.Elapsed.Seconds())
+			if res.OutboxRows != rows {
+				t.Fatalf("deleted %d rows, want %d", res.OutboxRows, rows)
+			}
+			if want := rows/cfg.BatchRows + 1; res.Statements != want {
+				t.Fatalf("%d statements, want %d", res.Statements, want)
+			}
+			if res.Longest >= time.Second {
+				t.Fatalf("the longest statement took %v, want under 1 s", res.Longest)
+			}
+			if n := count(t, ctx, pool, `SELECT count(*) FROM outbox`); n != 1000 {
+				t.Fatalf("%d outbox rows left, want the 1,000 new ones", n)
+			}
+
+			// The steady state: a large table of new rows, and the few
+			// that aged past the retention since the last cleanup.
+			insertOutbox(t, ctx, pool, rows, 0)
+			insertOutbox(t, ctx, pool, 5000, 30*24*time.Hour)
+			exec(t, ctx, pool, `VACUUM ANALYZE outbox`)
+			if res, err = New(pool, options(cfg)).RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("steady state: deleted %d of %d outbox rows in %v: %d statements, longest %v",
+				res.OutboxRows, rows+6000, res.Elapsed.Round(time.Millisecond), res.Statements, res.Longest.Round(time.Millisecond))
+			if res.OutboxRows != 5000 || res.Longest >= time.Second {
+				t.Fatalf("steady state: %+v, want 5,000 rows deleted, no statement of 1 s", res)
+			}
+		})
+	}
+}

@@ -1,0 +1,46 @@
+package retention
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config configures a Cleaner. See DefaultConfig.
+type Config struct {
+	// Interval is the time between cleanups; zero or less takes the
+	// default.
+	Interval time.Duration
+	// Outbox is how long outbox rows are kept, by the mapped timestamp
+	// column; zero (or less) keeps them.
+	Outbox time.Duration
+	// Status is how long DELIVERED and DEAD status rows are kept; zero (or
+	// less) keeps them. FAILED rows are always kept.
+	Status time.Duration
+	// BatchRows is the most rows one DELETE statement removes; zero or less
+	// takes the default.
+	BatchRows int
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults: every minute, outbox rows kept 7
+// days, DELIVERED and DEAD status rows 30 days, 10,000 rows a statement.
+func DefaultConfig() Config {
+	return Config{Interval: time.Minute, Outbox: 7 * 24 * time.Hour, Status: 30 * 24 * time.Hour, BatchRows: 10000}
+}
+
+// withDefaults fills Interval, BatchRows and Logger when they are unset.
+// Outbox and Status keep their values: zero means "keep the rows".
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Interval <= 0 {
+		c.Interval = d.Interval
+	}
+	if c.BatchRows <= 0 {
+		c.BatchRows = d.BatchRows
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

@@ -1,0 +1,15 @@
+// Package retention keeps the outbox table and the status table small: it
+// deletes outbox rows older than the retention period (by the mapped
+// timestamp column) and DELIVERED and DEAD status rows older than theirs,
+// in batches small enough that no statement holds locks for long. It never
+// deletes FAILED rows.
+//
+// Deleting a committed outbox row never loses its event: the insert is
+// already in the WAL, and the publication publishes inserts only.
+//
+// A [Cleaner] does the work: [New] names the tables, [Cleaner.RunOnce]
+// does one cleanup and reports it in a [Result], and [Cleaner.Run] cleans
+// up every [Config.Interval] until its context ends. A cleanup is cheap
+// when the outbox table has an index on its timestamp column; see
+// [Cleaner] for why, and for the statement that creates one.
+package retention

@@ -1,0 +1,322 @@
+package status
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file is what operators do to the status table: list and read rows,
+// make them due again, delete them.
+
+// ErrNotFound means the status table has no row with an id that Get, Retry
+// or Purge was given. Test for it with errors.Is.
+var ErrNotFound = errors.New("not found")
+
+// ErrDelivered means Retry was given the id of a DELIVERED row: the event
+// reached Kafka, and retrying it would send it twice. Test for it with
+// errors.Is.
+var ErrDelivered = errors.New("already delivered")
+
+// ListOptions says which rows List returns.
+type ListOptions struct {
+	// Status keeps the rows in this state (Failed, Delivered or Dead);
+	// "" keeps every state.
+	Status string
+	// Topic keeps the rows of this topic, compared exactly; "" keeps every
+	// topic.
+	Topic string
+	// Limit is the most rows returned; 0 or less returns them all.
+	Limit int
+}
+
+// List returns the rows that match opts, newest first (by id, which grows
+// with every row recorded). It reads only.
+func (s *Store) List(ctx context.Context, opts ListOptions) ([]Row, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if opts.Status != "" {
+		if err := checkState(opts.Status); err != nil {
+			return nil, err
+		}
+		args = append(args, opts.Status)
+		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+	}
+	if opts.Topic != "" {
+		args = append(args, opts.Topic)
+		where = append(where, fmt.Sprintf("topic = $%d", len(args)))
+	}
+	sql := "SELECT " + rowColumns + " FROM " + s.table
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	sql += " ORDER BY id DESC"
+	if opts.Limit > 0 {
+		args = append(args, opts.Limit)
+		sql += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	rows, err := s.db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", s.table, err)
+	}
+	list, err := pgx.CollectRows(rows, scanRow)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", s.table, err)
+	}
+	return list, nil
+}
+
+// Get returns the row with id. An id that is not in the table is an error
+// for which errors.Is(err, ErrNotFound) is true. It reads only.
+func (s *Store) Get(ctx context.Context, id int64) (Row, error) {
+	rows, err := s.db.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE id = $1", id)
+	if err != nil {
+		return Row{}, fmt.Errorf("read id %d from %s: %w", id, s.table, err)
+	}
+	row, err := pgx.CollectExactlyOneRow(rows, scanRow)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Row{}, s.notFound(id)
+	}
+	if err != nil {
+		return Row{}, fmt.Errorf("read id %d from %s: %w", id, s.table, err)
+	}
+	return row, nil
+}
+
+// Change is a row that Retry or Purge acted on.
+type Change struct {
+	ID int64
+	// Was is the row's state before: Failed or Dead for Retry, any state
+	// for Purge.
+	Was string
+}
+
+// RetryOptions says which rows Retry makes due again: the rows named by
+// IDs, or with All every FAILED and DEAD row (only those of Status when it
+// is set). Give IDs or All, not both.
+type RetryOptions struct {
+	IDs []int64
+	All bool
+	// Status narrows All to Failed or Dead rows; "" takes both.
+	Status string
+}
+
+// Retry puts rows back to FAILED with attempts 0 and next_attempt_at and
+// updated_at now(), so that the poller tries each at once, with its full
+// number of attempts. It changes only the rows selected by opts, and of
+// those only FAILED and DEAD rows: a DELIVERED row is never changed (its
+// event reached Kafka). The columns that hold the record and last_error
+// are left as they are. It waits for a row the poller has locked, and
+// then sees its latest state.
+//
+// It returns the rows it changed, ordered by id. With IDs, the ids it
+// could not retry are reported in the error, after the others have been
+// retried and committed: errors.Is(err, ErrNotFound) for an id not in the
+// table, errors.Is(err, ErrDelivered) for a DELIVERED row. The changes
+// returned are valid even when the error is not nil. With All, nothing to
+// retry is an empty result and no error.
+func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) {
+	var (
+		cond string
+		arg  any
+	)
+	switch {
+	case len(opts.IDs) > 0 && opts.All:
+		return nil, errors.New("retry: give ids or All, not both")
+	case len(opts.IDs) == 0 && !opts.All:
+		return nil, errors.New("retry: give the ids to retry, or All")
+	case opts.Status != "" && !opts.All:
+		return nil, errors.New("retry: Status narrows All; with ids, each named row is retried")
+	case opts.All:
+		states := []string{Failed, Dead}
+		switch opts.Status {
+		case "":
+		case Failed, Dead:
+			states = []string{opts.Status}
+		case Delivered:
+			return nil, errors.New("retry: DELIVERED events are never retried: they reached Kafka")
+		default:
+			return nil, checkState(opts.Status)
+		}
+		cond, arg = "status = ANY($1)", states
+	default:
+		cond, arg = "id = ANY($1) AND status IN ('FAILED', 'DEAD')", opts.IDs
+	}
+	var changes []Change
+	var skipped error // ids not retried; the others still commit
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		// The CTE locks the rows and, for a row another transaction
+		// changed meanwhile, checks its state again before the update.
+		rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status FROM "+s.table+" WHERE "+cond+" FOR UPDATE)"+
+			" UPDATE "+s.table+" AS d SET status = 'FAILED', attempts = 0, next_attempt_at = now(), updated_at = now()"+
+			" FROM target WHERE d.id = target.id RETURNING d.id, target.status", arg)
+		if err != nil {
+			return err
+		}
+		if changes, err = collectChanges(rows); err != nil {
+			return err
+		}
+		if !opts.All {
+			skipped, err = s.explainSkipped(ctx, tx, opts.IDs, changes)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry in %s: %w", s.table, err)
+	}
+	return changes, skipped
+}
+
+// explainSkipped says why each of ids missing from changes was not
+// retried, joined in skipped; err is a failed query.
+func (s *Store) explainSkipped(ctx context.Context, tx pgx.Tx, ids []int64, changes []Change) (skipped, err error) {
+	missing := missingIDs(ids, changes)
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, "SELECT id, status, delivered_at FROM "+s.table+" WHERE id = ANY($1)", missing)
+	if err != nil {
+		return nil, err
+	}
+	type found struct {
+		status    string
+		delivered *time.Time
+	}
+	present := map[int64]found{}
+	var (
+		id int64
+		f  found
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &f.status, &f.delivered}, func() error {
+		present[id] = f
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, id := range missing {
+		f, ok := present[id]
+		switch {
+		case !ok:
+			errs = append(errs, s.notFound(id))
+		case f.status == Delivered && f.delivered != nil:
+			errs = append(errs, fmt.Errorf("id %d %w at %s: retry sends FAILED and DEAD events only",
+				id, ErrDelivered, f.delivered.UTC().Format(time.RFC3339)))
+		default:
+			errs = append(errs, fmt.Errorf("id %d %w: retry sends FAILED and DEAD events only", id, ErrDelivered))
+		}
+	}
+	return errors.Join(errs...), nil
+}
+
+// PurgeOptions says which rows Purge deletes: the rows named by IDs,
+// whatever their state, or with Dead every DEAD row (only those last
+// updated more than OlderThan ago when it is more than 0). Give IDs or
+// Dead, not both.
+type PurgeOptions struct {
+	IDs       []int64
+	Dead      bool
+	OlderThan time.Duration
+}
+
+// Purge deletes rows from the status table. It deletes only the rows
+// selected by opts: a row named by id is deleted in any state, FAILED
+// included (the caller named it; the returned Change says what it was);
+// with Dead, only DEAD rows, never FAILED or DELIVERED ones. For a DEAD
+// row, updated_at is when it was marked DEAD unless it was changed since.
+//
+// It returns the rows it deleted, ordered by id. With IDs, the ids that
+// are not in the table are reported in the error (errors.Is(err,
+// ErrNotFound)) after the others have been deleted; the changes returned
+// are valid even when the error is not nil. With Dead, nothing to delete
+// is an empty result and no error.
+func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) {
+	var (
+		sql  = "DELETE FROM " + s.table + " WHERE "
+		args []any
+	)
+	switch {
+	case len(opts.IDs) > 0 && opts.Dead:
+		return nil, errors.New("purge: give ids or Dead, not both")
+	case len(opts.IDs) == 0 && !opts.Dead:
+		return nil, errors.New("purge: give the ids to purge, or Dead")
+	case opts.OlderThan < 0:
+		return nil, fmt.Errorf("purge: OlderThan %s is negative", opts.OlderThan)
+	case opts.OlderThan > 0 && !opts.Dead:
+		return nil, errors.New("purge: OlderThan narrows Dead; with ids, each named row is deleted")
+	case opts.Dead:
+		sql += "status = 'DEAD'"
+		if opts.OlderThan > 0 {
+			sql += " AND updated_at < now() - $1::bigint * interval '1 microsecond'"
+			args = append(args, opts.OlderThan.Microseconds())
+		}
+	default:
+		sql += "id = ANY($1)"
+		args = append(args, opts.IDs)
+	}
+	rows, err := s.db.Query(ctx, sql+" RETURNING id, status", args...)
+	if err != nil {
+		return nil, fmt.Errorf("purge from %s: %w", s.table, err)
+	}
+	changes, err := collectChanges(rows)
+	if err != nil {
+		return nil, fmt.Errorf("purge from %s: %w", s.table, err)
+	}
+	var errs []error
+	for _, id := range missingIDs(opts.IDs, changes) {
+		errs = append(errs, s.notFound(id))
+	}
+	return changes, errors.Join(errs...)
+}
+
+// collectChanges reads rows of (id, status), ordered by id.
+func collectChanges(rows pgx.Rows) ([]Change, error) {
+	changes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Change, error) {
+		var c Change
+		err := r.Scan(&c.ID, &c.Was)
+		return c, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(changes, func(a, b Change) int { return cmp.Compare(a.ID, b.ID) })
+	return changes, nil
+}
+
+// missingIDs returns the ids, each once and in the order given, that
+// changes lacks.
+func missingIDs(ids []int64, changes []Change) []int64 {
+	done := make(map[int64]bool, len(changes))
+	for _, c := range changes {
+		done[c.ID] = true
+	}
+	var missing []int64
+	for _, id := range ids {
+		if !done[id] {
+			missing = append(missing, id)
+			done[id] = true
+		}
+	}
+	return missing
+}
+
+func (s *Store) notFound(id int64) error {
+	return fmt.Errorf("id %d %w in %s", id, ErrNotFound, s.table)
+}
+
+// checkState returns an error unless state is one a row can have.
+func checkState(state string) error {
+	switch state {
+	case Failed, Delivered, Dead:
+		return nil
+	}
+	return fmt.Errorf("status %q: want %s, %s or %s", state, Failed, Dead, Delivered)
+}

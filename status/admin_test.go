@@ -1,0 +1,340 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/migrations"
+)
+
+// adminDB is a migrated database on a throwaway cluster, for the tests of
+// admin.go.
+type adminDB struct {
+	url   string
+	conn  *pgx.Conn
+	store *Store
+}
+
+func newAdminDB(t *testing.T) (context.Context, *adminDB) {
+	t.Helper()
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := migrations.Apply(ctx, conn, migrations.Config{
+		OutboxSchema: "public", OutboxTable: "outbox", StatusSchema: "public", StatusTable: "outbox_delivery",
+		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint", Publication: "cdc_relay",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, &adminDB{url: pg.URL("postgres"), conn: conn, store: NewStore(conn, "public", "outbox_delivery")}
+}
+
+// fixture empties the table and records the rows of every test, ids 1 to 5:
+//
+//	1 FAILED     topic a, 2 attempts, next attempt in an hour
+//	2 DEAD       topic a, marked dead 10 days ago
+//	3 DEAD       topic b, marked dead an hour ago
+//	4 DELIVERED  topic b, delivered 2 days ago
+//	5 FAILED     topic b, never tried
+func (db *adminDB) fixture(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if _, err := db.conn.Exec(ctx, "TRUNCATE outbox_delivery RESTART IDENTITY"); err != nil {
+		t.Fatal(err)
+	}
+	for i, topic := range []string{"a", "a", "b", "b", "b"} {
+		ev := &decoder.Event{ID: []byte(fmt.Sprintf("e-%d", i+1)), Topic: topic, Key: []byte("k"),
+			Value: []byte(`{"n": 1}`), CommitLSN: uint64(0x1000 * (i + 1)),
+			Headers: []decoder.Header{{Key: "event_type", Value: []byte("Created")}}}
+		if err := db.store.Failed(ctx, ev, errors.New("unknown topic")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sql := range []string{
+		"UPDATE outbox_delivery SET attempts = 2, next_attempt_at = now() + interval '1 hour' WHERE id = 1",
+		"UPDATE outbox_delivery SET status = 'DEAD', attempts = 5, updated_at = now() - interval '10 days' WHERE id = 2",
+		"UPDATE outbox_delivery SET status = 'DEAD', attempts = 5, updated_at = now() - interval '1 hour' WHERE id = 3",
+		"UPDATE outbox_delivery SET status = 'DELIVERED', attempts = 1, updated_at = now() - interval '2 days', delivered_at = now() - interval '2 days' WHERE id = 4",
+	} {
+		if _, err := db.conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rows returns every row by id.
+func (db *adminDB) rows(ctx context.Context, t *testing.T) map[int64]Row {
+	t.Helper()
+	list, err := db.store.List(ctx, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[int64]Row{}
+	for _, r := range list {
+		m[r.ID] = r
+	}
+	return m
+}
+
+func ids(rows []Row) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestListAndGet(t *testing.T) {
+	ctx, db := newAdminDB(t)
+	db.fixture(ctx, t)
+	for _, tt := range []struct {
+		name string
+		opts ListOptions
+		want []int64
+	}{
+		{"every row, newest first", ListOptions{}, []int64{5, 4, 3, 2, 1}},
+		{"by status", ListOptions{Status: Dead}, []int64{3, 2}},
+		{"by topic", ListOptions{Topic: "a"}, []int64{2, 1}},
+		{"by status and topic", ListOptions{Status: Failed, Topic: "b"}, []int64{5}},
+		{"limit", ListOptions{Limit: 2}, []int64{5, 4}},
+		{"nothing matches", ListOptions{Topic: "nosuch"}, []int64{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := db.store.List(ctx, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ids(got), tt.want) {
+				t.Fatalf("ids %v, want %v", ids(got), tt.want)
+			}
+		})
+	}
+	if _, err := db.store.List(ctx, ListOptions{Status: "failed"}); err == nil {
+		t.Error("List took a status that is not a state")
+	}
+
+	row, err := db.store.Get(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ID != 4 || row.Status != Delivered || row.Topic != "b" || row.EventID != "e-4" || string(row.Key) != "k" ||
+		string(row.Value) != `{"n": 1}` || len(row.Headers) != 1 || string(row.Headers[0].Value) != "Created" ||
+		row.CommitLSN != 0x4000 || row.DeliveredAt.IsZero() || row.LastError != "unknown topic" {
+		t.Errorf("Get(4) = %+v", row)
+	}
+	_, err = db.store.Get(ctx, 99)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(99): %v, want ErrNotFound", err)
+	}
+	if want := `id 99 not found in "public"."outbox_delivery"`; err.Error() != want {
+		t.Errorf("Get(99): %q, want %q", err, want)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	ctx, db := newAdminDB(t)
+	for _, tt := range []struct {
+		name    string
+		opts    RetryOptions
+		want    []Change
+		wantErr []error // each errors.Is the error; nil: no error
+		bad     bool    // the options are refused before anything is done
+	}{
+		{name: "by id", opts: RetryOptions{IDs: []int64{1, 3}}, want: []Change{{1, Failed}, {3, Dead}}},
+		{name: "ids repeated and out of order", opts: RetryOptions{IDs: []int64{3, 2, 3}}, want: []Change{{2, Dead}, {3, Dead}}},
+		{name: "all", opts: RetryOptions{All: true}, want: []Change{{1, Failed}, {2, Dead}, {3, Dead}, {5, Failed}}},
+		{name: "all DEAD", opts: RetryOptions{All: true, Status: Dead}, want: []Change{{2, Dead}, {3, Dead}}},
+		{name: "all FAILED", opts: RetryOptions{All: true, Status: Failed}, want: []Change{{1, Failed}, {5, Failed}}},
+		{name: "a delivered row is refused, the others retried", opts: RetryOptions{IDs: []int64{4, 2}},
+			want: []Change{{2, Dead}}, wantErr: []error{ErrDelivered}},
+		{name: "a missing id is reported, the others retried", opts: RetryOptions{IDs: []int64{99, 5, 4}},
+			want: []Change{{5, Failed}}, wantErr: []error{ErrNotFound, ErrDelivered}},
+		{name: "nothing at all", opts: RetryOptions{IDs: []int64{99}}, want: []Change{}, wantErr: []error{ErrNotFound}},
+		{name: "ids and all", opts: RetryOptions{IDs: []int64{1}, All: true}, bad: true},
+		{name: "neither ids nor all", opts: RetryOptions{}, bad: true},
+		{name: "status without all", opts: RetryOptions{IDs: []int64{1}, Status: Dead}, bad: true},
+		{name: "all DELIVERED", opts: RetryOptions{All: true, Status: Delivered}, bad: true},
+		{name: "all of a status that is not one", opts: RetryOptions{All: true, Status: "LOST"}, bad: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db.fixture(ctx, t)
+			before := db.rows(ctx, t)
+			var now time.Time
+			if err := db.conn.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+				t.Fatal(err)
+			}
+			got, err := db.store.Retry(ctx, tt.opts)
+			if tt.bad {
+				if err == nil {
+					t.Fatalf("Retry(%+v) took options it should refuse", tt.opts)
+				}
+				tt.want = nil
+			} else {
+				for _, want := range tt.wantErr {
+					if !errors.Is(err, want) {
+						t.Errorf("error %v, want one that is %v", err, want)
+					}
+				}
+				if tt.wantErr == nil && err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, tt.want) {
+					t.Fatalf("changed %v, want %v", got, tt.want)
+				}
+			}
+			after := db.rows(ctx, t)
+			retried := map[int64]bool{}
+			for _, c := range tt.want {
+				retried[c.ID] = true
+			}
+			for id, b := range before {
+				a := after[id]
+				if !retried[id] {
+					if !sameRow(a, b) {
+						t.Errorf("row %d was not named but changed:\nbefore %+v\nafter  %+v", id, b, a)
+					}
+					continue
+				}
+				if a.Status != Failed || a.Attempts != 0 {
+					t.Errorf("row %d: status %s, %d attempts; want FAILED, 0", id, a.Status, a.Attempts)
+				}
+				if a.NextAttemptAt.Before(now) || a.NextAttemptAt.After(time.Now().Add(time.Minute)) {
+					t.Errorf("row %d: next attempt %s, want now (%s)", id, a.NextAttemptAt, now)
+				}
+				if a.UpdatedAt.Before(now) {
+					t.Errorf("row %d: updated_at %s not moved to now (%s)", id, a.UpdatedAt, now)
+				}
+				if a.LastError != b.LastError || !bytes.Equal(a.Value, b.Value) || a.EventID != b.EventID {
+					t.Errorf("row %d: the record or its last error changed", id)
+				}
+			}
+		})
+	}
+}
+
+// TestRetryWaitsForThePoller: a row the poller has locked and then marks
+// DELIVERED is not retried, although it was FAILED when Retry started.
+func TestRetryWaitsForThePoller(t *testing.T) {
+	ctx, db := newAdminDB(t)
+	db.fixture(ctx, t)
+	poller, err := pgx.Connect(ctx, db.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer poller.Close(context.Background())
+	tx, err := poller.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT id FROM outbox_delivery WHERE id = 1 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		changes []Change
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		changes, err := db.store.Retry(ctx, RetryOptions{IDs: []int64{1, 5}})
+		done <- result{changes, err}
+	}()
+	// Wait until Retry waits on the poller's lock.
+	for waiting := false; !waiting; time.Sleep(10 * time.Millisecond) {
+		if err := poller.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH target%'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Exec(ctx, "UPDATE outbox_delivery SET status = 'DELIVERED', delivered_at = now() WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if !errors.Is(r.err, ErrDelivered) || !slices.Equal(r.changes, []Change{{5, Failed}}) {
+		t.Fatalf("Retry = %v, %v; want row 5 retried and row 1 refused as delivered", r.changes, r.err)
+	}
+	if got := db.rows(ctx, t)[1]; got.Status != Delivered || got.Attempts != 2 {
+		t.Fatalf("row 1 is %s with %d attempts, want DELIVERED as the poller left it", got.Status, got.Attempts)
+	}
+}
+
+func TestPurge(t *testing.T) {
+	ctx, db := newAdminDB(t)
+	for _, tt := range []struct {
+		name    string
+		opts    PurgeOptions
+		want    []Change
+		wantErr error // errors.Is the error; nil: no error
+		bad     bool  // the options are refused before anything is done
+	}{
+		{name: "by id, FAILED included", opts: PurgeOptions{IDs: []int64{1, 4}}, want: []Change{{1, Failed}, {4, Delivered}}},
+		{name: "every DEAD row", opts: PurgeOptions{Dead: true}, want: []Change{{2, Dead}, {3, Dead}}},
+		{name: "DEAD rows older than a day", opts: PurgeOptions{Dead: true, OlderThan: 24 * time.Hour}, want: []Change{{2, Dead}}},
+		{name: "DEAD rows older than a month", opts: PurgeOptions{Dead: true, OlderThan: 30 * 24 * time.Hour}, want: []Change{}},
+		{name: "a missing id is reported, the others purged", opts: PurgeOptions{IDs: []int64{5, 99}},
+			want: []Change{{5, Failed}}, wantErr: ErrNotFound},
+		{name: "ids and dead", opts: PurgeOptions{IDs: []int64{1}, Dead: true}, bad: true},
+		{name: "neither", opts: PurgeOptions{}, bad: true},
+		{name: "older than without dead", opts: PurgeOptions{IDs: []int64{2}, OlderThan: time.Hour}, bad: true},
+		{name: "negative age", opts: PurgeOptions{Dead: true, OlderThan: -time.Hour}, bad: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			db.fixture(ctx, t)
+			before := db.rows(ctx, t)
+			got, err := db.store.Purge(ctx, tt.opts)
+			switch {
+			case tt.bad:
+				if err == nil {
+					t.Fatalf("Purge(%+v) took options it should refuse", tt.opts)
+				}
+				tt.want = nil
+			case tt.wantErr != nil:
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("error %v, want one that is %v", err, tt.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("purged %v, want %v", got, tt.want)
+			}
+			after := db.rows(ctx, t)
+			purged := map[int64]bool{}
+			for _, c := range tt.want {
+				purged[c.ID] = true
+			}
+			for id, b := range before {
+				a, ok := after[id]
+				switch {
+				case purged[id] && ok:
+					t.Errorf("row %d is still there", id)
+				case !purged[id] && !ok:
+					t.Errorf("row %d was deleted but not named", id)
+				case !purged[id] && !sameRow(a, b):
+					t.Errorf("row %d was not named but changed", id)
+				}
+			}
+		})
+	}
+}
+
+// sameRow reports whether a and b hold the same values.
+func sameRow(a, b Row) bool {
+	return a.ID == b.ID && a.Status == b.Status && a.Attempts == b.Attempts && a.NextAttemptAt.Equal(b.NextAttemptAt) &&
+		a.UpdatedAt.Equal(b.UpdatedAt) && a.LastError == b.LastError && bytes.Equal(a.Value, b.Value) && a.DeliveredAt.Equal(b.DeliveredAt)
+}

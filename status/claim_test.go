@@ -1,0 +1,103 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/migrations"
+)
+
+// claimTestStore is a migrated status table on a throwaway cluster.
+func claimTestStore(t *testing.T) (*Store, *pgxpool.Pool) {
+	t.Helper()
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := migrations.Apply(ctx, conn.Conn(), migrations.Config{
+		OutboxSchema: "public", OutboxTable: "outbox", StatusSchema: "public", StatusTable: "outbox_delivery",
+		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint", Publication: "cdc_relay",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return NewStore(pool, "public", "outbox_delivery"), pool
+}
+
+// TestClaim: due FAILED rows only, each outcome written as its state, and
+// a row another claim holds is skipped, not waited for.
+func TestClaim(t *testing.T) {
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	for i, id := range []string{"a", "b", "c", "later"} {
+		ev := &decoder.Event{ID: []byte(id), Topic: "orders", Key: []byte("k"), Value: []byte(`{"n": 1}`), CommitLSN: uint64(0x100 * (i + 1)),
+			Headers: []decoder.Header{{Key: "id", Value: []byte(id)}}}
+		if err := store.Failed(ctx, ev, kerr.UnknownTopicOrPartition); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() + interval '1 hour' WHERE event_id = 'later'"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := store.Claim(ctx, 10, func(ctx context.Context, rows []Row) []Outcome {
+		if len(rows) != 3 || rows[0].EventID != "a" || string(rows[0].Value) != `{"n": 1}` || string(rows[0].Headers[0].Value) != "a" || rows[0].CommitLSN != 0x100 {
+			t.Errorf("claimed %+v, want rows a, b, c with their records", rows)
+			return nil
+		}
+		// While this claim holds them, another claims nothing.
+		other, err := store.Claim(ctx, 10, func(context.Context, []Row) []Outcome { return nil })
+		if err != nil || other != 0 {
+			t.Errorf("a second claim got %d rows (%v), want none: the first holds them", other, err)
+		}
+		return []Outcome{
+			{ID: rows[0].ID, Delivered: true},
+			{ID: rows[1].ID, Err: errors.New("still missing"), RetryIn: time.Minute},
+			{ID: rows[2].ID, Dead: true, Err: errors.New("gave up")},
+		}
+	})
+	if err != nil || n != 3 {
+		t.Fatalf("Claim = %d, %v; want 3 rows", n, err)
+	}
+	want := map[string]struct {
+		status, lastError string
+		attempts          int
+		delivered         bool
+	}{
+		"a":     {Delivered, "UNKNOWN_TOPIC_OR_PARTITION", 1, true},
+		"b":     {Failed, "still missing", 1, false},
+		"c":     {Dead, "gave up", 1, false},
+		"later": {Failed, "UNKNOWN_TOPIC_OR_PARTITION", 0, false},
+	}
+	for id, w := range want {
+		var st, lastError string
+		var attempts int
+		var delivered bool
+		var retryIn time.Duration
+		err := pool.QueryRow(ctx, "SELECT status, attempts, last_error, delivered_at IS NOT NULL, next_attempt_at - updated_at FROM outbox_delivery WHERE event_id = $1", id).
+			Scan(&st, &attempts, &lastError, &delivered, &retryIn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st != w.status || attempts != w.attempts || delivered != w.delivered || !strings.Contains(lastError, w.lastError) {
+			t.Errorf("row %s: %s, %d attempts, delivered %v, %q; want %+v", id, st, attempts, delivered, lastError, w)
+		}
+		if id == "b" && (retryIn < time.Minute || retryIn > time.Minute+time.Second) {
+			t.Errorf("row b: next attempt %s after its update, want a minute", retryIn)
+		}
+	}
+}

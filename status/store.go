@@ -1,0 +1,121 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// DB is what the store needs of a connection pool (*pgxpool.Pool and
+// *pgx.Conn have it).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Store reads and writes the status table. It is safe for concurrent use
+// when its DB is (a pool).
+type Store struct {
+	db    DB
+	table string // quoted
+}
+
+// NewStore returns a store on schema.table.
+func NewStore(db DB, schema, table string) *Store {
+	return &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize()}
+}
+
+// Table is the status table's quoted, schema-qualified name.
+func (s *Store) Table() string { return s.table }
+
+// The states of a row.
+const (
+	// Failed rows wait for the poller (or an operator).
+	Failed = "FAILED"
+	// Delivered rows were re-delivered; retention deletes them in time.
+	Delivered = "DELIVERED"
+	// Dead rows failed every attempt; an operator may retry them.
+	Dead = "DEAD"
+)
+
+// Row is one row of the status table: an event the fast path could not
+// deliver, with a copy of its record.
+type Row struct {
+	ID            int64
+	EventID       string // "" when the event had none
+	Topic         string
+	Key, Value    []byte
+	Headers       []decoder.Header
+	Timestamp     time.Time // zero when not stored
+	Status        string    // Failed, Delivered or Dead
+	Attempts      int       // failed delivery attempts by the poller
+	LastError     string
+	NextAttemptAt time.Time
+	CommitLSN     pglogrepl.LSN // the commit of the event's transaction
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	DeliveredAt   time.Time // zero unless Delivered
+}
+
+// rowColumns are the columns scanRow reads, in its order.
+const rowColumns = `id, coalesce(event_id, ''), topic, record_key, record_value, headers, record_timestamp,
+	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at`
+
+// scanRow reads one Row selected with rowColumns.
+func scanRow(r pgx.CollectableRow) (Row, error) {
+	var (
+		row           Row
+		headers       []byte
+		ts, delivered *time.Time
+		commitLSN     string
+	)
+	err := r.Scan(&row.ID, &row.EventID, &row.Topic, &row.Key, &row.Value, &headers, &ts,
+		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered)
+	if err != nil {
+		return row, err
+	}
+	if ts != nil {
+		row.Timestamp = *ts
+	}
+	if delivered != nil {
+		row.DeliveredAt = *delivered
+	}
+	if row.CommitLSN, err = pglogrepl.ParseLSN(commitLSN); err != nil {
+		return row, fmt.Errorf("status row %d: commit_lsn %q: %w", row.ID, commitLSN, err)
+	}
+	if row.Headers, err = decodeHeaders(headers); err != nil {
+		return row, fmt.Errorf("status row %d: headers: %w", row.ID, err)
+	}
+	return row, nil
+}
+
+// decodeHeaders reads what encodeHeaders wrote.
+func decodeHeaders(b []byte) ([]decoder.Header, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var hs []struct {
+		Key   string  `json:"key"`
+		Value *string `json:"value"`
+	}
+	if err := json.Unmarshal(b, &hs); err != nil {
+		return nil, err
+	}
+	out := make([]decoder.Header, len(hs))
+	for i, h := range hs {
+		out[i].Key = h.Key
+		if h.Value != nil {
+			out[i].Value = []byte(*h.Value)
+		}
+	}
+	return out, nil
+}
