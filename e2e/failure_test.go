@@ -186,8 +186,10 @@ func TestPoisonRowsGoToTheStatusTable(t *testing.T) {
 		if err := rows.Scan(&eventType, &status, &reason, &topic, &size); err != nil {
 			t.Fatal(err)
 		}
-		if status != "FAILED" {
-			t.Errorf("%s: status %s, want FAILED", eventType, status)
+		// What Kafka refused waits for the poller; a row that cannot become
+		// its record waits for an operator.
+		if want := map[string]string{"TooLarge": "FAILED"}[eventType]; want == "" && status != "DEAD" || want != "" && status != want {
+			t.Errorf("%s: status %s, want %s", eventType, status, map[bool]string{true: "FAILED", false: "DEAD"}[eventType == "TooLarge"])
 		}
 		if size == 0 {
 			t.Errorf("%s: the status row has no copy of the record value", eventType)
@@ -224,7 +226,7 @@ func TestLostSlotIsReportedNotSkipped(t *testing.T) {
 	args := []string{"run", "--postgres-url", e.url, "--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot}
 	out, err := exec.Command(relayBin, args...).CombinedOutput()
 	if err == nil {
-		t.Fatalf("the relay started on a recreated slot without a word:\n%s", out)
+		t.Fatalf("the relay started on a dropped slot's name without a word:\n%s", out)
 	}
 	if !strings.Contains(string(out), "does not exist") || !strings.Contains(string(out), "--accept-slot-loss") {
 		t.Fatalf("the error does not explain the lost slot and the way out:\n%s", out)
@@ -365,6 +367,31 @@ func TestStopWhileKafkaIsDown(t *testing.T) {
 	start := time.Now()
 	relay.stop(15 * time.Second)
 	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("stop took %s with a 2s stop timeout", took)
+	}
+	unblock()
+	relay = e.startRelay()
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
+	checkAtLeastOnce(t, e.readAll(e.topic("order")), perKey)
+	relay.stop(30 * time.Second)
+}
+
+// TestStopAtTheInFlightLimit: SIGTERM while the reader waits for
+// capacity (the in-flight limit reached, Kafka refusing everything) ends
+// within the stop timeout, and a restart delivers everything.
+func TestStopAtTheInFlightLimit(t *testing.T) {
+	e := newEnv(t)
+	e.needKfake()
+	relay := e.startRelay("--stop-timeout", "2s", "--max-in-flight-events", "20")
+	unblock := e.blockProduce()
+	// 200 events, ten times the limit, none of which Kafka accepts: the
+	// reader reaches the limit with the first transactions (each is
+	// streamed as it commits) and waits there for the rest of the writes.
+	perKey := e.writeEvents(1, 20, 10, 10)
+	start := time.Now()
+	relay.stop(15 * time.Second)
+	if took := time.Since(start); took > 6*time.Second {
 		t.Fatalf("stop took %s with a 2s stop timeout", took)
 	}
 	unblock()

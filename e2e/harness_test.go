@@ -271,14 +271,7 @@ func (e *env) startRelay(extra ...string) *relayProc {
 // startRelayBin is startRelay with the binary bin.
 func (e *env) startRelayBin(bin string, extra ...string) *relayProc {
 	e.t.Helper()
-	p := e.spawnRelayBin(bin, extra...)
-	e.waitFor("the relay streams the slot", 60*time.Second, func() bool {
-		if !p.Running() {
-			e.t.Fatalf("relay exited early: %v\n%s", p.Err(), p.Log())
-		}
-		return e.slotActive()
-	})
-	return p
+	return e.startRelayArgs(bin, e.relayArgs(extra...)...)
 }
 
 // slotActive reports whether a walsender streams the test's slot.
@@ -297,20 +290,46 @@ func (e *env) spawnRelay(extra ...string) *relayProc {
 	return e.spawnRelayBin(relayBin, extra...)
 }
 
-// spawnRelayBin runs `cdc-relay run` from the binary bin. When the test
-// ends the process is killed, and a data race in its log fails the test.
+// spawnRelayBin runs `cdc-relay run` from the binary bin without waiting
+// for it to stream.
 func (e *env) spawnRelayBin(bin string, extra ...string) *relayProc {
 	e.t.Helper()
-	args := []string{"run",
+	return e.spawnRelayArgs(bin, e.relayArgs(extra...)...)
+}
+
+// relayArgs are the arguments of `cdc-relay run` for the test's database,
+// broker, slot and topic prefix, with quicker status updates and
+// checkpoints than the defaults, then extra.
+func (e *env) relayArgs(extra ...string) []string {
+	return append([]string{"run",
 		"--postgres-url", e.url,
 		"--kafka-brokers", strings.Join(e.brokers, ","),
-		"--kafka-create-topics",
 		"--slot", e.slot,
 		"--topic-template", e.prefix + ".{aggregate_type}",
 		"--status-interval", "200ms",
 		"--checkpoint-interval", "1s",
-	}
-	proc, err := relayproc.Start(bin, append(args, extra...)...)
+	}, extra...)
+}
+
+// startRelayArgs runs the binary bin with exactly args and waits until it
+// streams the test's slot (args must name it).
+func (e *env) startRelayArgs(bin string, args ...string) *relayProc {
+	e.t.Helper()
+	p := e.spawnRelayArgs(bin, args...)
+	e.waitFor("the relay streams the slot", 60*time.Second, func() bool {
+		if !p.Running() {
+			e.t.Fatalf("relay exited early: %v\n%s", p.Err(), p.Log())
+		}
+		return e.slotActive()
+	})
+	return p
+}
+
+// spawnRelayArgs runs the binary bin with exactly args. When the test ends
+// the process is killed, and a data race in its log fails the test.
+func (e *env) spawnRelayArgs(bin string, args ...string) *relayProc {
+	e.t.Helper()
+	proc, err := relayproc.Start(bin, args...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -146,7 +146,26 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	if err := s.sendStatus(); err != nil && readErr == nil {
 		readErr = err
 	}
+	if readErr == nil || errors.Is(readErr, ErrStopTimeout) {
+		s.endCopy()
+	}
 	return readErr
+}
+
+// endCopyTimeout bounds the wait for the server to end the stream.
+const endCopyTimeout = 5 * time.Second
+
+// endCopy ends the stream the way the protocol does (CopyDone, and the
+// server's reply), so the server has applied the final standby status
+// update before the connection closes. Closing at once instead races with
+// the walsender: one that is still sending meets a reset connection and
+// exits before it reads the update, and the next start resends what was
+// delivered.
+func (s *streamer) endCopy() {
+	_ = s.c.pg.Conn().SetReadDeadline(time.Now().Add(endCopyTimeout))
+	if _, err := pglogrepl.SendStandbyCopyDone(context.Background(), s.c.pg); err != nil {
+		s.opts.Logger.Warn("stop: the server did not confirm the end of the stream; the next start may send some events again", "err", err)
+	}
 }
 
 // streamer is the state of one Stream call. Apart from the atomics, it is

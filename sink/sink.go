@@ -73,6 +73,10 @@ func New(cfg Config) (*Sink, error) {
 		kgo.RecordDeliveryTimeout(0),
 		kgo.ProducerLinger(cfg.Linger),
 		kgo.ProducerBatchMaxBytes(BatchMaxBytes),
+		// A topic that does not exist fails its records after 4 metadata
+		// loads (franz-go's unknown-topic retries), at most one a second:
+		// about 5 s in flight instead of about 25 s with the default.
+		kgo.MetadataMinAge(time.Second),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	}
 	if cfg.ClientID != "" {

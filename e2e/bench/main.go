@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 20 minutes)
-//	go run . -only latency,poller  # some parts: drain, memory, latency, poller
+//	go run . -only latency,poller  # some parts: drain, memory, parked, latency, poller
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -21,6 +21,9 @@
 // connections; commit-to-ack is from the client's COMMIT returning to a
 // consumer reading the record. Each rate runs -repeat times; the median and
 // the range of p50 and p99 are printed, with where the CPU went.
+//
+// Parked: the relay's poller delivering -parked events parked in the
+// status table.
 //
 // Polling baseline: a 500 ms polling outbox like the ones teams run today
 // (batch 50, FOR UPDATE SKIP LOCKED, created_at older than 1 s, a status
@@ -58,6 +61,7 @@ import (
 
 type config struct {
 	rows, perTx, singleRows, keys, rounds, repeat int
+	parkedRows                                    int
 	rates                                         []int
 	duration                                      time.Duration
 	only                                          string
@@ -74,11 +78,12 @@ func main() {
 	flag.IntVar(&c.perTx, "per-tx", 1000, "rows per transaction in the batched drain backlog")
 	flag.IntVar(&c.singleRows, "single-rows", 100000, "one-row transactions in the second drain backlog (0: skip it)")
 	flag.IntVar(&c.keys, "keys", 1000, "distinct keys")
+	flag.IntVar(&c.parkedRows, "parked", 100000, "events parked in the status table for the poller part")
 	flag.IntVar(&c.rounds, "rounds", 3, "drain rounds (the pair alternates which goes first)")
 	flag.StringVar(&rates, "rates", "500,2000,5000,10000", "offered rates for the latency runs, events/s")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "length of each latency run")
 	flag.IntVar(&c.repeat, "repeat", 3, "latency runs per rate (median and range are printed)")
-	flag.StringVar(&c.only, "only", "", "run only these parts, comma-separated: drain, memory, latency, poller")
+	flag.StringVar(&c.only, "only", "", "run only these parts, comma-separated: drain, memory, parked, latency, poller")
 	flag.StringVar(&c.relayArgs, "relay-args", "", "extra arguments for `cdc-relay run` (e.g. --debug-addr 127.0.0.1:6060 for pprof)")
 	flag.StringVar(&c.plot, "plot", "", "write the latency plot (PNG) here")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load generator, consumer, in-process broker) here")
@@ -183,6 +188,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if want("memory") {
 		if err := b.memory(ctx, out); err != nil {
+			return err
+		}
+	}
+	if want("parked") {
+		if err := b.parked(ctx, out); err != nil {
 			return err
 		}
 	}
