@@ -357,49 +357,40 @@ func (w *writer) stop() map[string]int {
 }
 
 // TestStopWhileKafkaIsDown: SIGTERM while no produce succeeds ends within
-// the stop timeout with exit 0, and a restart delivers what was pending.
+// the stop timeout with exit 0, also while the reader waits for capacity
+// at the in-flight limit, and a restart delivers what was pending.
 func TestStopWhileKafkaIsDown(t *testing.T) {
-	e := newEnv(t)
-	e.needKfake()
-	relay := e.startRelay("--stop-timeout", "2s")
-	unblock := e.blockProduce()
-	perKey := e.writeEvents(1, 50, 10, 10)
-	start := time.Now()
-	relay.stop(15 * time.Second)
-	if took := time.Since(start); took > 10*time.Second {
-		t.Fatalf("stop took %s with a 2s stop timeout", took)
+	tests := []struct {
+		name  string
+		limit string // --max-in-flight-events
+		txs   int    // of 10 events each
+	}{
+		{"in flight below the limit", "10000", 50},
+		// Ten times the limit, none of which Kafka accepts: the reader
+		// reaches the limit with the first transactions (each is streamed
+		// as it commits) and waits there for the rest of the writes.
+		{"reader at the in-flight limit", "20", 20},
 	}
-	unblock()
-	relay = e.startRelay()
-	end := e.lsn(insertLSN)
-	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
-	checkAtLeastOnce(t, e.readAll(e.topic("order")), perKey)
-	relay.stop(30 * time.Second)
-}
-
-// TestStopAtTheInFlightLimit: SIGTERM while the reader waits for
-// capacity (the in-flight limit reached, Kafka refusing everything) ends
-// within the stop timeout, and a restart delivers everything.
-func TestStopAtTheInFlightLimit(t *testing.T) {
-	e := newEnv(t)
-	e.needKfake()
-	relay := e.startRelay("--stop-timeout", "2s", "--max-in-flight-events", "20")
-	unblock := e.blockProduce()
-	// 200 events, ten times the limit, none of which Kafka accepts: the
-	// reader reaches the limit with the first transactions (each is
-	// streamed as it commits) and waits there for the rest of the writes.
-	perKey := e.writeEvents(1, 20, 10, 10)
-	start := time.Now()
-	relay.stop(15 * time.Second)
-	if took := time.Since(start); took > 6*time.Second {
-		t.Fatalf("stop took %s with a 2s stop timeout", took)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.needKfake()
+			relay := e.startRelay("--stop-timeout", "2s", "--max-in-flight-events", tt.limit)
+			unblock := e.blockProduce()
+			perKey := e.writeEvents(1, tt.txs, 10, 10)
+			start := time.Now()
+			relay.stop(15 * time.Second)
+			if took := time.Since(start); took > 6*time.Second {
+				t.Fatalf("stop took %s with a 2s stop timeout", took)
+			}
+			unblock()
+			relay = e.startRelay()
+			end := e.lsn(insertLSN)
+			e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
+			checkAtLeastOnce(t, e.readAll(e.topic("order")), perKey)
+			relay.stop(30 * time.Second)
+		})
 	}
-	unblock()
-	relay = e.startRelay()
-	end := e.lsn(insertLSN)
-	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
-	checkAtLeastOnce(t, e.readAll(e.topic("order")), perKey)
-	relay.stop(30 * time.Second)
 }
 
 // TestBrokerRejectsRecordTooLarge: a record the client accepts but the

@@ -32,6 +32,18 @@ type Config struct {
 	Publication string
 }
 
+// DefaultConfig names what `cdc-relay migrate` creates without flags:
+// public.outbox, public.outbox_delivery, public.cdc_relay_checkpoint and
+// the publication cdc_relay.
+func DefaultConfig() Config {
+	return Config{
+		OutboxSchema: "public", OutboxTable: "outbox",
+		StatusSchema: "public", StatusTable: "outbox_delivery",
+		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint",
+		Publication: "cdc_relay",
+	}
+}
+
 // Result says what Apply did.
 type Result struct {
 	// Applied lists the versions applied by this run.

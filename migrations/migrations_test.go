@@ -11,15 +11,6 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
 
-func defaultConfig() Config {
-	return Config{
-		OutboxSchema: "public", OutboxTable: "outbox",
-		StatusSchema: "public", StatusTable: "outbox_delivery",
-		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint",
-		Publication: "cdc_relay",
-	}
-}
-
 func startPG(t *testing.T) *pgx.Conn {
 	t.Helper()
 	pg := pgtemp.StartT(t, pgtemp.Options{})
@@ -36,14 +27,14 @@ func startPG(t *testing.T) *pgx.Conn {
 func TestApplyIsIdempotent(t *testing.T) {
 	conn := startPG(t)
 	ctx := context.Background()
-	res, err := Apply(ctx, conn, defaultConfig())
+	res, err := Apply(ctx, conn, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Applied) == 0 || !res.CreatedPublication {
 		t.Fatalf("first run: %+v", res)
 	}
-	res, err = Apply(ctx, conn, defaultConfig())
+	res, err = Apply(ctx, conn, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +67,7 @@ func TestApplyMapsAnExistingTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := defaultConfig()
+	cfg := DefaultConfig()
 	cfg.OutboxSchema, cfg.OutboxTable, cfg.SkipOutbox = "app", "notification_outbox", true
 	cfg.Publication = "shared_pub"
 	res, err := Apply(ctx, conn, cfg)
@@ -107,7 +98,7 @@ func TestApplyMapsAnExistingTable(t *testing.T) {
 
 func TestApplyReportsAMissingTable(t *testing.T) {
 	conn := startPG(t)
-	cfg := defaultConfig()
+	cfg := DefaultConfig()
 	cfg.OutboxTable, cfg.SkipOutbox = "orders_outbox", true
 	_, err := Apply(context.Background(), conn, cfg)
 	want := `outbox table "public"."orders_outbox" does not exist`
@@ -121,7 +112,7 @@ func TestApplyReportsAMissingTable(t *testing.T) {
 func TestCheck(t *testing.T) {
 	conn := startPG(t)
 	ctx := context.Background()
-	cfg := defaultConfig()
+	cfg := DefaultConfig()
 	check := func(want string) {
 		t.Helper()
 		err := Check(ctx, conn, cfg)

@@ -31,10 +31,7 @@ func startDB(t *testing.T) (context.Context, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := migrations.Apply(ctx, conn, migrations.Config{
-		OutboxSchema: "public", OutboxTable: "outbox", StatusSchema: "public", StatusTable: "outbox_delivery",
-		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint", Publication: "cdc_relay",
-	}); err != nil {
+	if _, err := migrations.Apply(ctx, conn, migrations.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := pgxpool.ParseConfig(pg.URL("postgres"))

@@ -34,10 +34,7 @@ func newAdminDB(t *testing.T) (context.Context, *adminDB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := migrations.Apply(ctx, conn, migrations.Config{
-		OutboxSchema: "public", OutboxTable: "outbox", StatusSchema: "public", StatusTable: "outbox_delivery",
-		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint", Publication: "cdc_relay",
-	}); err != nil {
+	if _, err := migrations.Apply(ctx, conn, migrations.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
 	return ctx, &adminDB{url: pg.URL("postgres"), conn: conn, store: NewStore(conn, "public", "outbox_delivery")}

@@ -30,10 +30,7 @@ func claimTestStore(t *testing.T) (*Store, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := migrations.Apply(ctx, conn.Conn(), migrations.Config{
-		OutboxSchema: "public", OutboxTable: "outbox", StatusSchema: "public", StatusTable: "outbox_delivery",
-		CheckpointSchema: "public", CheckpointTable: "cdc_relay_checkpoint", Publication: "cdc_relay",
-	}); err != nil {
+	if _, err := migrations.Apply(ctx, conn.Conn(), migrations.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
 	return NewStore(pool, "public", "outbox_delivery"), pool

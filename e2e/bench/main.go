@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 20 minutes)
-//	go run . -only latency,poller  # some parts: drain, memory, parked, latency, poller
+//	go run . -only latency,poller  # some parts: drain, memory, retention, parked, latency, poller
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -21,6 +21,9 @@
 // connections; commit-to-ack is from the client's COMMIT returning to a
 // consumer reading the record. Each rate runs -repeat times; the median and
 // the range of p50 and p99 are printed, with where the CPU went.
+//
+// Retention: the relay's throughput while its cleanup deletes -rows old
+// outbox rows.
 //
 // Parked: the relay's poller delivering -parked events parked in the
 // status table.
@@ -83,7 +86,7 @@ func main() {
 	flag.StringVar(&rates, "rates", "500,2000,5000,10000", "offered rates for the latency runs, events/s")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "length of each latency run")
 	flag.IntVar(&c.repeat, "repeat", 3, "latency runs per rate (median and range are printed)")
-	flag.StringVar(&c.only, "only", "", "run only these parts, comma-separated: drain, memory, parked, latency, poller")
+	flag.StringVar(&c.only, "only", "", "run only these parts, comma-separated: drain, memory, retention, parked, latency, poller")
 	flag.StringVar(&c.relayArgs, "relay-args", "", "extra arguments for `cdc-relay run` (e.g. --debug-addr 127.0.0.1:6060 for pprof)")
 	flag.StringVar(&c.plot, "plot", "", "write the latency plot (PNG) here")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load generator, consumer, in-process broker) here")
@@ -188,6 +191,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if want("memory") {
 		if err := b.memory(ctx, out); err != nil {
+			return err
+		}
+	}
+	if want("retention") {
+		if err := b.retention(ctx, out); err != nil {
 			return err
 		}
 	}
