@@ -34,7 +34,7 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	var claimed int
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+
-			" WHERE status = 'FAILED' AND next_attempt_at <= now() ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED", limit)
+			" WHERE status = 'FAILED' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED", limit)
 		due, err := pgx.CollectRows(rows, scanRow)
 		if err != nil {
 			return fmt.Errorf("claim due rows of %s: %w", s.table, err)

@@ -101,8 +101,8 @@ func main() {
 	}
 	if c.only != "" {
 		for _, part := range strings.Split(c.only, ",") {
-			if !slices.Contains([]string{"drain", "memory", "latency", "poller"}, part) {
-				fatalf("-only: unknown part %q (want drain, memory, latency or poller)", part)
+			if !slices.Contains([]string{"drain", "memory", "retention", "parked", "latency", "poller"}, part) {
+				fatalf("-only: unknown part %q (want drain, memory, retention, parked, latency or poller)", part)
 			}
 		}
 	}
