@@ -30,6 +30,9 @@ func Check(ctx context.Context, q Querier, cfg Config) error {
 	case !haveStatus || !haveCheckpoint:
 		return fmt.Errorf("the relay's tables (%s, %s) do not exist: run `cdc-relay migrate` first", status, checkpoint)
 	}
+	if err := checkVersion(ctx, q, cfg); err != nil {
+		return err
+	}
 	exists, hasTable, err := lookupPublication(ctx, q, cfg)
 	switch {
 	case err != nil:
@@ -38,6 +41,32 @@ func Check(ctx context.Context, q Querier, cfg Config) error {
 		return fmt.Errorf("publication %q does not exist: run `cdc-relay migrate` first", cfg.Publication)
 	case !hasTable:
 		return fmt.Errorf("publication %q does not include %s: run `cdc-relay migrate` with the same --table and --publication", cfg.Publication, outbox)
+	}
+	return nil
+}
+
+// checkVersion requires every embedded migration to be applied: a relay
+// upgraded without running migrate would otherwise fail on a column it
+// expects, over and over.
+func checkVersion(ctx context.Context, q Querier, cfg Config) error {
+	ms, err := versioned()
+	if err != nil {
+		return fmt.Errorf("read embedded migrations: %w", err)
+	}
+	want := ms[len(ms)-1].version
+	history := historyTable(cfg)
+	var exists bool
+	var have int
+	if err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", history).Scan(&exists); err != nil {
+		return fmt.Errorf("look up the migration history %s: %w", history, err)
+	}
+	if exists {
+		if err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+history).Scan(&have); err != nil {
+			return fmt.Errorf("read the migration history %s: %w", history, err)
+		}
+	}
+	if have < want {
+		return fmt.Errorf("the relay's tables are at migration %d, and this relay needs %d: run `cdc-relay migrate` (with the same table flags) first", have, want)
 	}
 	return nil
 }

@@ -104,6 +104,12 @@ func CheckWALLevel(ctx context.Context, conn Querier) error {
 	return nil
 }
 
+// historyTable is the quoted name of the table recording the applied
+// migrations, in the checkpoint table's schema.
+func historyTable(cfg Config) string {
+	return pgx.Identifier{cfg.CheckpointSchema, "cdc_relay_schema_migrations"}.Sanitize()
+}
+
 // lockKey serialises concurrent migrate runs on one database.
 const lockKey = 0x63646372656c6179 // "cdcrelay"
 
@@ -118,7 +124,7 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		return res, fmt.Errorf("read embedded migrations: %w", err)
 	}
 	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
-	history := pgx.Identifier{cfg.CheckpointSchema, "cdc_relay_schema_migrations"}.Sanitize()
+	history := historyTable(cfg)
 	names := strings.NewReplacer(
 		"{{outbox}}", outbox,
 		"{{status}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(),

@@ -133,6 +133,15 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("")
+	// A relay newer than the tables: migrate has not run since the upgrade.
+	if _, err := conn.Exec(ctx, "DELETE FROM cdc_relay_schema_migrations WHERE version = (SELECT max(version) FROM cdc_relay_schema_migrations)"); err != nil {
+		t.Fatal(err)
+	}
+	check("run `cdc-relay migrate`")
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	check("")
 	if _, err := conn.Exec(ctx, "ALTER PUBLICATION cdc_relay DROP TABLE outbox"); err != nil {
 		t.Fatal(err)
 	}

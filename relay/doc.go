@@ -17,7 +17,9 @@
 //
 // Everything per event happens on the goroutine that reads the replication
 // stream, except the producer's acknowledgements, which come back on
-// franz-go's goroutines and only touch the checkpoint tracker, and the
-// status-table writes of undeliverable events, which run on goroutines of
-// their own so that the stream never waits for them.
+// franz-go's goroutines and touch the checkpoint tracker; records a broker
+// refused with their batch, which one goroutine produces again alone, in
+// order; and the status-table writes of undeliverable events, which run on
+// goroutines of their own so that the stream never waits for them. The
+// poller produces with a Kafka client of its own.
 package relay

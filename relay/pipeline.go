@@ -2,13 +2,16 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -59,13 +62,18 @@ type pipeline struct {
 	retryBase           time.Duration // first wait between status-table attempts
 
 	onAck       func(*kgo.Record, error) // p.ack, one func value for every record
+	alone       fifo                     // records to produce again one at a time
 	tx          *checkpoint.Txn          // the transaction being read
 	undelivered atomic.Int64
 }
 
-// newPipeline returns a pipeline; p's dependencies must be set.
+// newPipeline returns a pipeline; p's dependencies must be set. It starts
+// the goroutine that produces records again alone, which ends with
+// produceCtx.
 func newPipeline(p *pipeline) *pipeline {
 	p.onAck = p.ack
+	p.alone.wake = make(chan struct{}, 1)
+	go p.produceAlone()
 	if p.causes == nil {
 		p.causes = newCauseLog(p.log, time.Minute)
 	}
@@ -115,6 +123,52 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	return nil
 }
 
+// produceAlone produces the records of p.alone one at a time, in order,
+// and acks each with its outcome, until produceCtx ends (what is left then
+// stays unconfirmed and is sent again by the next session).
+func (p *pipeline) produceAlone() {
+	for {
+		select {
+		case <-p.produceCtx.Done():
+			return
+		case <-p.alone.wake:
+		}
+		for it := p.alone.pop(); it != nil; it = p.alone.pop() {
+			p.ack(&it.rec, p.producer.ProduceAlone(p.produceCtx, &it.rec))
+		}
+	}
+}
+
+// fifo is an unbounded queue of events, safe for concurrent use; push
+// never blocks (it runs on the producer's callback goroutines).
+type fifo struct {
+	mu    sync.Mutex
+	items []*inflight
+	wake  chan struct{} // has a token while items may be waiting
+}
+
+func (q *fifo) push(it *inflight) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *fifo) pop() *inflight {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		return nil
+	}
+	it := q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	return it
+}
+
 // inflight is one event on its way to Kafka, in one allocation: the record,
 // room for its headers, and what the checkpoint needs once Kafka answers.
 // The record's Context is the inflight itself (it embeds the session's
@@ -138,12 +192,14 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	case err == nil:
 		p.count.events.Add(1)
 		p.tracker.Done(it.tx, it.size)
-	case sink.TooLarge(err) && !it.alone && sink.RecordBytes(r) <= sink.BatchMaxBytes:
+	case !it.alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= sink.BatchMaxBytes:
 		// The broker refused the batch the record was in (a topic whose
-		// max.message.bytes is below the batch size), not necessarily the
-		// record: alone, it fits or fails for itself.
+		// max.message.bytes is below the batch size, another record's
+		// fault), not necessarily the record: alone, it is delivered or
+		// fails for itself. Records go again one at a time, in the order
+		// they failed, so a key's order holds among them.
 		it.alone = true
-		go func() { p.ack(r, p.producer.ProduceAlone(p.produceCtx, r)) }()
+		p.alone.push(it)
 	case sink.Permanent(err):
 		go p.fail(it, err, p.failures.Failed)
 	default:
@@ -174,7 +230,7 @@ func (p *pipeline) fail(it *inflight, reason error, park func(context.Context, *
 			p.log.Warn("stopped before a failed event was recorded; it will be sent again after a restart", "id", string(ev.ID))
 			return
 		}
-		p.causes.add("could not record an undeliverable event in the status table; retrying", "status table: "+sink.Cause(err), string(ev.ID), ev.Topic, err)
+		p.causes.add("could not record an undeliverable event in the status table; retrying", storeCause(err), string(ev.ID), ev.Topic, err)
 		select {
 		case <-time.After(backoff):
 		case <-p.failCtx.Done():
@@ -183,4 +239,15 @@ func (p *pipeline) fail(it *inflight, reason error, park func(context.Context, *
 	}
 	p.count.failed.Add(1)
 	p.tracker.Done(it.tx, it.size)
+}
+
+// storeCause names a status-table error for the cause log: its SQLSTATE,
+// or the connection (never anything of the event, which would make every
+// event a cause of its own).
+func storeCause(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return "status table: SQLSTATE " + pgErr.Code
+	}
+	return "status table: no connection"
 }

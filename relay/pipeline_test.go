@@ -29,8 +29,10 @@ type fakeProducer struct {
 	pending []*kgo.Record
 	done    func(*kgo.Record, error)
 
-	alone      error // ProduceAlone's answer
+	alone      error            // ProduceAlone's answer
+	aloneByID  map[string]error // ProduceAlone's answer by the record's id
 	aloneCalls int
+	aloneOrder []string
 }
 
 func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
@@ -40,11 +42,22 @@ func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.
 	f.done = done
 }
 
-// ProduceAlone answers with alone's error.
+// ProduceAlone answers with aloneByID's error for the record's id header,
+// else alone's, and notes the order.
 func (f *fakeProducer) ProduceAlone(_ context.Context, r *kgo.Record) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.aloneCalls++
+	id := ""
+	for _, h := range r.Headers {
+		if h.Key == "id" {
+			id = string(h.Value)
+		}
+	}
+	f.aloneOrder = append(f.aloneOrder, id)
+	if err, ok := f.aloneByID[id]; ok {
+		return err
+	}
 	return f.alone
 }
 
@@ -345,6 +358,28 @@ func TestPipelineRetriesATooLargeBatchRecordAlone(t *testing.T) {
 				t.Errorf("safe %s, want 0/200", got)
 			}
 		})
+	}
+}
+
+// TestPipelineBatchMatesGoAloneInOrder: one record the broker refuses
+// fails its whole batch (and franz-go every record buffered behind it);
+// each is produced again alone, in the order they failed, and only the
+// record that fails alone too is parked.
+func TestPipelineBatchMatesGoAloneInOrder(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	tp.prod.aloneByID = map[string]error{"b": kerr.InvalidRecord}
+	tp.tx(t, 0x200, nil, "a", "b", "c")
+	tp.tx(t, 0x300, nil, "d")
+	tp.prod.answer(kerr.InvalidRecord)
+	tp.waitIdle(t)
+	if got := strings.Join(tp.prod.aloneOrder, ","); got != "a,b,c,d" {
+		t.Fatalf("produced alone in the order %s, want a,b,c,d", got)
+	}
+	if got := tp.store.ids(); len(got) != 1 || !strings.HasPrefix(got[0], "FAILED b:") {
+		t.Fatalf("parked %q, want only b", got)
+	}
+	if got := tp.tracker.Safe(); got != 0x300 {
+		t.Fatalf("safe %s, want 0/300", got)
 	}
 }
 

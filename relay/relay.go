@@ -41,7 +41,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("parse PostgreSQL URL: %w", err)
 	}
-	poolCfg.MaxConns = 4
+	// Leadership holds one connection for the session; the status writes,
+	// the poller, retention and the checkpoint saver share the rest.
+	poolCfg.MaxConns = 8
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -75,13 +77,33 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer snk.Close()
+	// The poller produces with a client of its own: franz-go fails every
+	// record buffered behind one whose context ends, so a poller batch that
+	// times out must never share a partition buffer with the stream.
+	pcfg := kcfg
+	pcfg.ClientID = kcfg.ClientID + "-poller"
+	pcfg.MaxBufferedRecords = max(cfg.Poller.Batch, poller.DefaultConfig().Batch) * 2
+	pcfg.MaxBufferedBytes = 0
+	pollSink, err := sink.New(pcfg)
+	if err != nil {
+		return err
+	}
+	defer pollSink.Close()
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	if err := snk.Ping(pingCtx); err != nil {
 		log.Warn("Kafka does not answer yet; events will wait and be retried", "brokers", kcfg.Brokers, "err", err)
 	}
 	cancel()
 
-	r := &runner{cfg: cfg, log: log, pool: pool, sink: snk, causes: newCauseLog(log, time.Minute),
+	retentionCfg := cfg.Retention
+	if retentionCfg.Logger == nil {
+		retentionCfg.Logger = log
+	}
+	r := &runner{cfg: cfg, log: log, pool: pool, sink: snk, pollSink: pollSink, causes: newCauseLog(log, time.Minute),
+		cleaner: retention.New(pool, retention.Options{
+			OutboxSchema: cfg.Mapping.Schema, OutboxTable: cfg.Mapping.Table, TimestampColumn: cfg.Mapping.TimestampColumn,
+			StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: retentionCfg,
+		}),
 		store:    checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable),
 		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)}
 	backoff := time.Second
@@ -124,6 +146,8 @@ type runner struct {
 	sink     *sink.Sink
 	store    *checkpoint.Store
 	failures *status.Store
+	pollSink *sink.Sink         // the poller's own producer
+	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	causes   *causeLog
 	count    counters
 }
@@ -175,22 +199,14 @@ func (r *runner) session(ctx context.Context) error {
 	if pollerCfg.Logger == nil {
 		pollerCfg.Logger = log
 	}
-	retentionCfg := cfg.Retention
-	if retentionCfg.Logger == nil {
-		retentionCfg.Logger = log
-	}
-	cleaner := retention.New(r.pool, retention.Options{
-		OutboxSchema: cfg.Mapping.Schema, OutboxTable: cfg.Mapping.Table, TimestampColumn: cfg.Mapping.TimestampColumn,
-		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: retentionCfg,
-	})
 	side.Add(2)
 	go func() {
 		defer side.Done()
-		poller.New(r.failures, r.sink, pollerCfg).Run(sideCtx)
+		poller.New(r.failures, r.pollSink, pollerCfg).Run(sideCtx)
 	}()
 	go func() {
 		defer side.Done()
-		cleaner.Run(sideCtx)
+		r.cleaner.Run(sideCtx)
 	}()
 
 	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, log)

@@ -121,8 +121,10 @@ func Fill(r *kgo.Record, hdrs []kgo.RecordHeader, ev *decoder.Event) {
 // goroutine, with nil when Kafka acked the record, or the error that failed
 // it (see [Permanent]). Records of one partition complete in produce order.
 // Produce blocks while the client's buffer is full; cancelling ctx unblocks
-// it and fails the record, and every buffered record produced with ctx, with
-// ctx's error (not [Permanent]: the WAL still has them).
+// it and fails the record with ctx's error (not [Permanent]: the WAL still
+// has it). franz-go then fails every record buffered behind it in its
+// partition too, whatever their contexts: so all records of one Sink must
+// share one context, which ends only when none of them is wanted any more.
 func (s *Sink) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
 	s.cl.Produce(ctx, r, done)
 }
@@ -210,6 +212,24 @@ func (s *Sink) Close() {
 func Permanent(err error) bool {
 	return err != nil && !errors.Is(err, kgo.ErrClientClosed) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// MaybeTheBatch reports whether err, a broker's refusal, may be about the
+// batch the record was in rather than the record: Kafka answers per batch,
+// and franz-go then fails every record buffered for that partition with
+// the same error. Refusals of the destination (a topic missing, invalid or
+// not writable) apply to every record of the topic, and errors that did
+// not come from the broker are the record's own.
+func MaybeTheBatch(err error) bool {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return false
+	}
+	switch ke {
+	case kerr.UnknownTopicOrPartition, kerr.UnknownTopicID, kerr.TopicAuthorizationFailed, kerr.InvalidTopicException:
+		return false
+	}
+	return true
 }
 
 // TooLarge reports whether err says a record, or the batch it was in, is

@@ -31,37 +31,46 @@ type Outcome struct {
 // time and last error. Rows deliver does not answer for are left as they
 // were. Claim returns how many rows it claimed.
 func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Context, []Row) []Outcome) (int, error) {
-	var claimed int
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+
-			" WHERE status = 'FAILED' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED", limit)
-		due, err := pgx.CollectRows(rows, scanRow)
-		if err != nil {
-			return fmt.Errorf("claim due rows of %s: %w", s.table, err)
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
+	}
+	// What Kafka answered is written even when ctx ends meanwhile (a stop):
+	// rolling it back would send delivered events again.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
+	defer cancel()
+	defer func() { _ = tx.Rollback(wctx) }() // after Commit, a no-op
+	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+
+		" WHERE status = 'FAILED' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED", limit)
+	due, err := pgx.CollectRows(rows, scanRow)
+	if err != nil {
+		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
+	}
+	if len(due) == 0 {
+		return 0, tx.Commit(wctx)
+	}
+	var b pgx.Batch
+	for _, o := range deliver(ctx, due) {
+		switch {
+		case o.Delivered:
+			b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = $1", o.ID)
+		case o.Dead:
+			b.Queue("UPDATE "+s.table+" SET status = 'DEAD', attempts = attempts + 1, last_error = $2, updated_at = clock_timestamp() WHERE id = $1", o.ID, sanitize(o.Err.Error()))
+		default:
+			b.Queue("UPDATE "+s.table+" SET attempts = attempts + 1, last_error = $2, updated_at = t.now, next_attempt_at = t.now + $3::interval"+
+				" FROM (SELECT clock_timestamp() AS now) t WHERE id = $1", o.ID, sanitize(o.Err.Error()), o.RetryIn)
 		}
-		claimed = len(due)
-		if claimed == 0 {
-			return nil
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(wctx, &b).Close(); err != nil {
+			return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 		}
-		var b pgx.Batch
-		for _, o := range deliver(ctx, due) {
-			switch {
-			case o.Delivered:
-				b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = $1", o.ID)
-			case o.Dead:
-				b.Queue("UPDATE "+s.table+" SET status = 'DEAD', attempts = attempts + 1, last_error = $2, updated_at = clock_timestamp() WHERE id = $1", o.ID, sanitize(o.Err.Error()))
-			default:
-				b.Queue("UPDATE "+s.table+" SET attempts = attempts + 1, last_error = $2, next_attempt_at = clock_timestamp() + $3::interval,"+
-					" updated_at = clock_timestamp() WHERE id = $1", o.ID, sanitize(o.Err.Error()), o.RetryIn)
-			}
-		}
-		if b.Len() == 0 {
-			return nil
-		}
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
-		}
-		return nil
-	})
-	return claimed, err
+	}
+	if err := tx.Commit(wctx); err != nil {
+		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
+	}
+	return len(due), nil
 }
+
+// outcomeTimeout bounds writing a batch's outcomes after a stop began.
+const outcomeTimeout = 10 * time.Second

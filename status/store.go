@@ -34,9 +34,6 @@ func NewStore(db DB, schema, table string) *Store {
 	return &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize()}
 }
 
-// Table is the status table's quoted, schema-qualified name.
-func (s *Store) Table() string { return s.table }
-
 // The states of a row.
 const (
 	// Failed rows wait for the poller (or an operator).

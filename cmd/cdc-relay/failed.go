@@ -132,7 +132,7 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 	fs.StringVar(&c.postgresURL, "postgres-url", "",
 		"PostgreSQL connection `URL`, such as postgres://admin:secret@db:5432/app; the role needs SELECT on the status table, and UPDATE and DELETE to retry and purge")
 	fs.StringVar(&c.statusTable, "status-table", "public.outbox_delivery",
-		"the status table, as `schema.table`: it keeps the events that can never become a Kafka record, with the reason and a copy")
+		"the status table, as `schema.table`: it keeps a copy of each event the relay could not deliver, with the reason, until it is delivered or dealt with")
 	switch sub {
 	case "list":
 		fs.StringVar(&c.state, "status", "", "only the events in this `state`: FAILED, DEAD or DELIVERED (in any case); all when empty")

@@ -409,7 +409,7 @@ type tableFlags struct {
 func (t *tableFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.table, "table", "public.outbox", "the outbox table, as `schema.table`; a name without a schema is in public")
 	fs.StringVar(&t.statusTable, "status-table", "public.outbox_delivery",
-		"the status table, as `schema.table`: it keeps the events that can never become a Kafka record, with the reason and a copy")
+		"the status table, as `schema.table`: it keeps a copy of each event the relay could not deliver, with the reason, until it is delivered or dealt with")
 	fs.StringVar(&t.checkpointTable, "checkpoint-table", "public.cdc_relay_checkpoint",
 		"the relay's checkpoint table, as `schema.table`: the confirmed position, saved so that a lost slot is noticed")
 	fs.StringVar(&t.publication, "publication", "cdc_relay", "the `name` of the publication of the outbox table, which the slot streams")

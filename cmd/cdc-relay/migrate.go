@@ -81,6 +81,9 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "migrated %s: applied %d migration(s)", redactURL(c.postgresURL), len(res.Applied))
+	if res.CreatedOutbox {
+		fmt.Fprintf(c.stdout, ", created table %s.%s", rc.Mapping.Schema, rc.Mapping.Table)
+	}
 	switch {
 	case res.CreatedPublication:
 		fmt.Fprintf(c.stdout, ", created publication %q", rc.Publication)
