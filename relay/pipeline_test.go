@@ -17,6 +17,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 )
 
 // The pipeline's paths with fakes at its two seams, the producer and the
@@ -123,22 +124,10 @@ func (f *fakeStore) ids() []string {
 }
 
 // logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type logBuffer struct{ syncbuf.Buffer }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
+// count counts the occurrences of s.
+func (l *logBuffer) count(s string) int { return strings.Count(l.String(), s) }
 
 type testPipeline struct {
 	*pipeline
@@ -405,7 +394,7 @@ func TestPipelineLogsByCause(t *testing.T) {
 		t.Fatalf("%d summary lines, want 2", n)
 	}
 	if n := tp.logs.count("events=999"); n != 1 {
-		t.Fatalf("no summary counting the other 999 events:\n%s", tp.logs.b.String())
+		t.Fatalf("no summary counting the other 999 events:\n%s", tp.logs.String())
 	}
 	tp.causes.flush() // nothing new: nothing more
 	if n := tp.logs.count("more events of the same cause"); n != 2 {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -98,24 +98,6 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-// syncBuffer is a log destination safe for Run's goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestOutboxRetentionByTimestampType(t *testing.T) {
@@ -434,7 +416,7 @@ func TestRunLogsEachCleanupThatDeletes(t *testing.T) {
 	ctx, pool := startDB(t)
 	insertOutbox(t, ctx, pool, 30, 2*time.Hour)
 	insertStatus(t, ctx, pool, "DELIVERED", 3, 2*time.Hour)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	cfg := DefaultConfig()
 	cfg.Outbox, cfg.Status, cfg.Interval = time.Hour, time.Hour, 20*time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))

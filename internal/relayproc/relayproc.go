@@ -1,22 +1,22 @@
 package relayproc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 )
 
 // Proc is a running (or exited) relay process.
 type Proc struct {
 	cmd  *exec.Cmd
-	log  logBuffer
+	log  syncbuf.Buffer
 	done chan struct{}
 	err  error // the exit error, set before done is closed
 }
@@ -152,23 +152,4 @@ func parseVmHWM(status string) (int64, error) {
 		}
 	}
 	return 0, errors.New("relay peak RSS: no VmHWM in /proc status")
-}
-
-// logBuffer is the process's output, written by exec's copying goroutines
-// and read by the caller.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
