@@ -142,11 +142,13 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	}
 	close(readerDone)
 	wg.Wait()
-	// A final update, so the next start does not resend what was delivered.
-	if err := s.sendStatus(); err != nil && readErr == nil {
-		readErr = err
-	}
+	// After a stop, a final update, so the next start does not resend what
+	// was delivered. Not after a failed read: pgconn is closing the
+	// connection then, and writes to it on a goroutine of its own.
 	if readErr == nil || errors.Is(readErr, ErrStopTimeout) {
+		if err := s.sendStatus(); err != nil && readErr == nil {
+			readErr = err
+		}
 		s.endCopy()
 	}
 	return readErr
