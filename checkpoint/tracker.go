@@ -163,10 +163,20 @@ func (t *Tracker) Full() bool {
 		t.limits.Bytes > 0 && t.bytes.Load() >= t.limits.Bytes
 }
 
-// WaitCapacity blocks while the in-flight limits are reached.
+// WaitCapacity blocks while the in-flight limits are reached, and then
+// until what is in flight is a tenth below each limit: a reader at the
+// limit resumes for a run of events, not for one event per acknowledgement
+// (each wait has a cost: a timer, a wake-up).
 func (t *Tracker) WaitCapacity(ctx context.Context) error {
-	return t.waitUntil(ctx, func() bool { return !t.Full() })
+	return t.waitUntil(ctx, func() bool {
+		return (t.limits.Events <= 0 || t.events.Load() < lowWater(t.limits.Events)) &&
+			(t.limits.Bytes <= 0 || t.bytes.Load() < lowWater(t.limits.Bytes))
+	})
 }
+
+// lowWater is where a reader waiting at limit resumes: a tenth below it
+// (the limit itself for limits under ten).
+func lowWater(limit int64) int64 { return limit - limit/10 }
 
 // WaitIdle blocks until no event is in flight.
 func (t *Tracker) WaitIdle(ctx context.Context) error {

@@ -205,6 +205,23 @@ func TestWaitCapacityAndIdle(t *testing.T) {
 		t.Fatal("WaitIdle did not wake when the last event was acked")
 	}
 
+	// At the limit, the wait lasts until a tenth is free, not one event.
+	tr3 := NewTracker(0, Limits{Events: 20})
+	tx3 := tr3.Begin()
+	for i := 0; i < 20; i++ {
+		tr3.Add(tx3, 1)
+	}
+	tr3.Done(tx3, 1) // 19 in flight: below the limit, not below 18
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if err := tr3.WaitCapacity(ctx); err == nil {
+		t.Fatal("WaitCapacity returned one event below the limit; want a tenth below")
+	}
+	cancel()
+	tr3.Done(tx3, 1)
+	tr3.Done(tx3, 1) // 17
+	if err := tr3.WaitCapacity(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	// The byte limit alone also blocks.
 	tr2 := NewTracker(0, Limits{Bytes: 100})
 	tr2.Add(tr2.Begin(), 150)
