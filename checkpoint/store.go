@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -17,7 +18,9 @@ type DB interface {
 }
 
 // Store keeps one row per slot in the checkpoint table that `cdc-relay
-// migrate` creates: the last position the relay confirmed.
+// migrate` creates. The relay saves a position there before it confirms
+// that position to PostgreSQL (write-ahead), so the slot's confirmed
+// position never passes the row while only the relay confirms.
 type Store struct {
 	db    DB
 	table string // quoted
@@ -28,28 +31,43 @@ func NewStore(db DB, schema, table string) *Store {
 	return &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize()}
 }
 
-// Load returns the stored position for slot; ok is false when there is none.
-func (s *Store) Load(ctx context.Context, slot string) (lsn pglogrepl.LSN, ok bool, err error) {
-	var text string
-	err = s.db.QueryRow(ctx, "SELECT lsn::text FROM "+s.table+" WHERE slot_name = $1", slot).Scan(&text)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("read checkpoint of slot %q from %s: %w", slot, s.table, err)
-	}
-	lsn, err = pglogrepl.ParseLSN(text)
-	if err != nil {
-		return 0, false, fmt.Errorf("read checkpoint of slot %q: %w", slot, err)
-	}
-	return lsn, true, nil
+// Checkpoint is a slot's row in the checkpoint table.
+type Checkpoint struct {
+	// LSN is the newest position saved for the slot.
+	LSN pglogrepl.LSN
+	// UpdatedAt is when it was saved.
+	UpdatedAt time.Time
+	// WriteAhead is true when the row was saved by a relay that saves
+	// before it confirms: then a slot whose confirmed position is ahead of
+	// LSN was not advanced by the relay. Rows saved by older relays lag
+	// their confirmations and prove nothing.
+	WriteAhead bool
 }
 
-// Save stores lsn as slot's confirmed position. It never moves a stored
-// position backwards.
+// Load returns the stored checkpoint for slot; ok is false when there is
+// none.
+func (s *Store) Load(ctx context.Context, slot string) (cp Checkpoint, ok bool, err error) {
+	var text string
+	err = s.db.QueryRow(ctx, "SELECT lsn::text, updated_at, write_ahead FROM "+s.table+" WHERE slot_name = $1", slot).
+		Scan(&text, &cp.UpdatedAt, &cp.WriteAhead)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cp, false, nil
+	}
+	if err != nil {
+		return cp, false, fmt.Errorf("read checkpoint of slot %q from %s: %w", slot, s.table, err)
+	}
+	cp.LSN, err = pglogrepl.ParseLSN(text)
+	if err != nil {
+		return cp, false, fmt.Errorf("read checkpoint of slot %q: %w", slot, err)
+	}
+	return cp, true, nil
+}
+
+// Save stores lsn as slot's checkpoint, before it is confirmed to
+// PostgreSQL. It never moves a stored position backwards.
 func (s *Store) Save(ctx context.Context, slot string, lsn pglogrepl.LSN) error {
-	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+" (slot_name, lsn, updated_at) VALUES ($1, $2::pg_lsn, now())"+
-		" ON CONFLICT (slot_name) DO UPDATE SET lsn = GREATEST("+s.table+".lsn, EXCLUDED.lsn), updated_at = now()",
+	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+" (slot_name, lsn, updated_at, write_ahead) VALUES ($1, $2::pg_lsn, now(), true)"+
+		" ON CONFLICT (slot_name) DO UPDATE SET lsn = GREATEST("+s.table+".lsn, EXCLUDED.lsn), updated_at = now(), write_ahead = true",
 		slot, lsn.String())
 	if err != nil {
 		return fmt.Errorf("save checkpoint %s of slot %q: %w", lsn, slot, err)
@@ -57,11 +75,11 @@ func (s *Store) Save(ctx context.Context, slot string, lsn pglogrepl.LSN) error 
 	return nil
 }
 
-// Reset replaces slot's stored position, for a slot that was recreated on
-// purpose.
+// Reset replaces slot's stored position, for a slot that was created or
+// re-created on purpose: it may move the position backwards.
 func (s *Store) Reset(ctx context.Context, slot string, lsn pglogrepl.LSN) error {
-	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+" (slot_name, lsn, updated_at) VALUES ($1, $2::pg_lsn, now())"+
-		" ON CONFLICT (slot_name) DO UPDATE SET lsn = EXCLUDED.lsn, updated_at = now()", slot, lsn.String())
+	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+" (slot_name, lsn, updated_at, write_ahead) VALUES ($1, $2::pg_lsn, now(), true)"+
+		" ON CONFLICT (slot_name) DO UPDATE SET lsn = EXCLUDED.lsn, updated_at = now(), write_ahead = true", slot, lsn.String())
 	if err != nil {
 		return fmt.Errorf("reset checkpoint of slot %q: %w", slot, err)
 	}

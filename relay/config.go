@@ -35,8 +35,10 @@ type Config struct {
 	StatusInterval time.Duration
 	// StopTimeout bounds a graceful stop.
 	StopTimeout time.Duration
-	// CheckpointInterval is how often the confirmed position is saved in
-	// the checkpoint table (when it moved), and progress is logged.
+	// CheckpointInterval is how often the delivered position is saved in
+	// the checkpoint table while it moves. PostgreSQL is told a position
+	// only once it is saved, and after a PostgreSQL restart the relay
+	// resumes from the row: at most this much is sent again.
 	CheckpointInterval time.Duration
 	// Poller re-delivers parked events: the status table's FAILED rows.
 	Poller poller.Config
@@ -65,7 +67,7 @@ func DefaultConfig() Config {
 		Limits:             checkpoint.Limits{Events: 10000, Bytes: 64 << 20},
 		StatusInterval:     time.Second,
 		StopTimeout:        30 * time.Second,
-		CheckpointInterval: 10 * time.Second,
+		CheckpointInterval: time.Second,
 		Poller:             poller.DefaultConfig(),
 		Retention:          retention.DefaultConfig(),
 	}

@@ -6,6 +6,9 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 )
 
+// progressInterval is how often progress is logged while events flow.
+const progressInterval = 10 * time.Second
+
 // reportProgress logs a progress line every interval in which events were
 // delivered, and the counts of undeliverable events by cause, until the
 // returned function is called.
@@ -26,7 +29,7 @@ func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker
 			r.causes.flush()
 			if n := r.count.events.Load(); n != last {
 				inflight, _ := tracker.InFlight()
-				r.log.Info("progress", "events", n, "failed", r.count.failed.Load(), "in_flight", inflight, "confirmed", saver.Position())
+				r.log.Info("progress", "events", n, "failed", r.count.failed.Load(), "in_flight", inflight, "checkpoint", saver.Saved())
 				last = n
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -177,6 +178,10 @@ func (r *runner) session(ctx context.Context) error {
 		return fatalError{err}
 	}
 	tracker := checkpoint.NewTracker(start, cfg.Limits)
+	// Write-ahead: PostgreSQL is told a position only once the checkpoint
+	// row holds it (see resume).
+	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, tracker.Safe, log)
+	confirm := gate{Tracker: tracker, bounds: []func() pglogrepl.LSN{saver.Saved}}
 	// Records and status-table writes of this session are cancelled when it
 	// ends: a reconnect sends them again from the slot, and a stop that
 	// timed out must not stay blocked in Produce behind a full producer
@@ -209,17 +214,16 @@ func (r *runner) session(ctx context.Context) error {
 		r.cleaner.Run(sideCtx)
 	}()
 
-	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, log)
-	stopProgress := r.reportProgress(cfg.CheckpointInterval, tracker, saver)
+	stopProgress := r.reportProgress(progressInterval, tracker, saver)
 	err = repl.Stream(ctx, replication.Options{
 		Slot:           cfg.Slot,
 		Publication:    cfg.Publication,
-		Tracker:        tracker,
-		StatusInterval: cfg.StatusInterval,
-		StopTimeout:    cfg.StopTimeout,
-		Logger:         log,
-		OnConfirm:      saver.Confirmed,
-		OnStopTimeout:  cancelProduce,
+		Tracker:           confirm,
+		StatusInterval:    cfg.StatusInterval,
+		StopTimeout:       cfg.StopTimeout,
+		Logger:            log,
+		BeforeFinalStatus: saver.Flush,
+		OnStopTimeout:     cancelProduce,
 	}, p.handle)
 	cancelProduce()
 	stopProgress()

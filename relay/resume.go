@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 
@@ -12,13 +13,22 @@ import (
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
-// resume returns the position a session streams from: the slot's confirmed
-// position, checked against the relay's checkpoint row. A missing slot is
-// created, unless the checkpoint row shows the relay confirmed positions
-// on an earlier one: then events may be missing from Kafka, and the
-// operator must accept that (Config.AcceptSlotLoss).
+// resume returns the position a session streams from, and stores it in the
+// checkpoint row before anything is confirmed.
+//
+// The checkpoint row is saved before each confirmation, so the slot's
+// confirmed position is never ahead of it while only the relay confirms:
+//   - a slot behind the row lost its last confirmations (PostgreSQL 15 does
+//     not always persist them at shutdown): the session starts from the
+//     row, and PostgreSQL skips the transactions that end before it;
+//   - a slot ahead of the row was re-created or advanced by another
+//     consumer: the transactions between were never read by the relay, so
+//     the session refuses to start (see [SlotGapError]) unless
+//     Config.AcceptSlotLoss is set;
+//   - a missing slot is created, unless the row shows an earlier slot
+//     existed: the same gap, from the row to now.
 func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, store *checkpoint.Store, cfg Config, log *slog.Logger) (pglogrepl.LSN, error) {
-	stored, haveStored, err := store.Load(ctx, cfg.Slot)
+	cp, haveStored, err := store.Load(ctx, cfg.Slot)
 	if err != nil {
 		return 0, err
 	}
@@ -26,9 +36,7 @@ func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, 
 	switch {
 	case errors.Is(err, replication.ErrSlotNotFound):
 		if haveStored && !cfg.AcceptSlotLoss {
-			return 0, fatalError{fmt.Errorf("replication slot %q does not exist, but the checkpoint table shows the relay confirmed %s on it: "+
-				"the slot was dropped, and events committed since then may be missing from Kafka. "+
-				"Check, then start with --accept-slot-loss to create a new slot", cfg.Slot, stored)}
+			return 0, fatalError{&SlotGapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}}
 		}
 		lsn, err := repl.CreateSlot(ctx, cfg.Slot)
 		if err != nil {
@@ -37,7 +45,12 @@ func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, 
 		if err := store.Reset(ctx, cfg.Slot, lsn); err != nil {
 			return 0, err
 		}
-		log.Info("replication slot created", "slot", cfg.Slot, "at", lsn)
+		if haveStored {
+			log.Warn("replication slot created again (--accept-slot-loss): transactions committed while it did not exist are not relayed",
+				"slot", cfg.Slot, "checkpoint", cp.LSN, "at", lsn)
+		} else {
+			log.Info("replication slot created", "slot", cfg.Slot, "at", lsn)
+		}
 		return lsn, nil
 	case err != nil:
 		return 0, err
@@ -45,10 +58,57 @@ func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, 
 	if err := slot.Usable(); err != nil {
 		return 0, fatalError{err}
 	}
-	if haveStored && stored > slot.ConfirmedFlush {
-		log.Warn("the slot is behind the relay's checkpoint; transactions after the slot's position will be sent again",
-			"slot", cfg.Slot, "slot_confirmed", slot.ConfirmedFlush, "checkpoint", stored)
+	start := slot.ConfirmedFlush
+	switch {
+	case !haveStored:
+		log.Info("resuming from the slot's confirmed position (no checkpoint row yet)", "slot", cfg.Slot, "at", start)
+	case start > cp.LSN && !cp.WriteAhead:
+		// Saved by a relay from before the write-ahead rule: it lagged
+		// its confirmations, so the slot being ahead proves nothing.
+		log.Info("resuming from the slot's confirmed position (checkpoint row from an earlier version)", "slot", cfg.Slot, "at", start)
+	case start > cp.LSN && cfg.AcceptSlotLoss:
+		log.Warn("the slot is ahead of the relay's checkpoint (--accept-slot-loss): transactions between them are not relayed",
+			"slot", cfg.Slot, "checkpoint", cp.LSN, "slot_confirmed", start)
+	case start > cp.LSN:
+		return 0, fatalError{&SlotGapError{Slot: cfg.Slot, Checkpoint: cp, SlotLSN: start}}
+	case cp.LSN > start:
+		log.Info("resuming from the checkpoint row, ahead of the slot's confirmed position (the slot lost its last confirmations)",
+			"slot", cfg.Slot, "at", cp.LSN, "slot_confirmed", start)
+		start = cp.LSN
+	default:
+		log.Info("resuming from the slot's confirmed position", "slot", cfg.Slot, "at", start)
 	}
-	log.Info("resuming from the slot's confirmed position", "slot", cfg.Slot, "at", slot.ConfirmedFlush)
-	return slot.ConfirmedFlush, nil
+	if err := store.Save(ctx, cfg.Slot, start); err != nil {
+		return 0, err
+	}
+	return start, nil
+}
+
+// SlotGapError says the relay never read a stretch of the WAL: its slot was
+// dropped (Dropped), or re-created or advanced by another consumer
+// (SlotLSN ahead of the checkpoint). Outbox rows committed in the gap may
+// be missing from Kafka; `cdc-relay recover` publishes them again.
+type SlotGapError struct {
+	// Slot is the replication slot's name.
+	Slot string
+	// Checkpoint is the relay's last saved position on the slot.
+	Checkpoint checkpoint.Checkpoint
+	// SlotLSN is the slot's confirmed position, when it exists.
+	SlotLSN pglogrepl.LSN
+	// Dropped is true when the slot does not exist.
+	Dropped bool
+}
+
+func (e *SlotGapError) Error() string {
+	ago := time.Since(e.Checkpoint.UpdatedAt).Round(time.Second)
+	const what = "Outbox rows committed since then may be missing from Kafka. " +
+		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column) and resume, " +
+		"or start with --accept-slot-loss to go on without them"
+	if e.Dropped {
+		return fmt.Sprintf("replication slot %q does not exist, but the relay's checkpoint shows it read the slot up to %s, %s ago (%s): the slot was dropped. %s",
+			e.Slot, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339), what)
+	}
+	return fmt.Sprintf("replication slot %q is at %s, ahead of the relay's checkpoint %s saved %s ago (%s): the slot was re-created or advanced by another consumer, "+
+		"and the relay never read the WAL from %s to %s. %s",
+		e.Slot, e.SlotLSN, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339), e.Checkpoint.LSN, e.SlotLSN, what)
 }

@@ -56,6 +56,12 @@ type Options struct {
 	// OnConfirm, if set, is called after each standby status update with
 	// the position it confirmed.
 	OnConfirm func(pglogrepl.LSN)
+	// BeforeFinalStatus, if set, is called after a stop, before the final
+	// standby status update, with a context bounded by a few seconds: a
+	// caller whose Tracker.Safe waits for the position to be saved first
+	// saves it there, so the final update confirms everything delivered.
+	// An error is logged, and the update confirms what Safe allows.
+	BeforeFinalStatus func(context.Context) error
 	// OnStopTimeout, if set, is called when a stop outlives StopTimeout, so
 	// the caller can abandon work the handler may be blocked in.
 	OnStopTimeout func()
@@ -146,6 +152,13 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	// was delivered. Not after a failed read: pgconn is closing the
 	// connection then, and writes to it on a goroutine of its own.
 	if readErr == nil || errors.Is(readErr, ErrStopTimeout) {
+		if opts.BeforeFinalStatus != nil {
+			fctx, cancel := context.WithTimeout(context.Background(), endCopyTimeout)
+			if err := opts.BeforeFinalStatus(fctx); err != nil {
+				opts.Logger.Warn("stop: could not save the final position; the next start may send some events again", "err", err)
+			}
+			cancel()
+		}
 		if err := s.sendStatus(); err != nil && readErr == nil {
 			readErr = err
 		}

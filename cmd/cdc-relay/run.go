@@ -114,7 +114,7 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 		"when stopping (SIGINT, SIGTERM or SIGHUP), how long to wait for the current transaction and its acknowledgements; what is not confirmed by then is sent again after a restart")
 	durationVar(fs, &cfg.StatusInterval, "status-interval", cfg.StatusInterval, "the most time between standby status updates to PostgreSQL")
 	durationVar(fs, &cfg.CheckpointInterval, "checkpoint-interval", cfg.CheckpointInterval,
-		"how often the confirmed position is saved in the checkpoint table")
+		"how often the delivered position is saved in the checkpoint table; PostgreSQL is told a position only after it is saved, and a restart resends at most this much")
 	durationVar(fs, &cfg.Kafka.Linger, "kafka-linger", cfg.Kafka.Linger, "how long a partition's batch waits for more records; 0s sends at once")
 	fs.StringVar(&cfg.Kafka.ClientID, "kafka-client-id", cfg.Kafka.ClientID, "the Kafka client `id`, as brokers log it")
 	fs.BoolVar(&cfg.Kafka.AutoCreateTopics, "kafka-create-topics", cfg.Kafka.AutoCreateTopics,
