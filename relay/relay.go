@@ -216,8 +216,8 @@ func (r *runner) session(ctx context.Context) error {
 
 	stopProgress := r.reportProgress(progressInterval, tracker, saver)
 	err = repl.Stream(ctx, replication.Options{
-		Slot:           cfg.Slot,
-		Publication:    cfg.Publication,
+		Slot:              cfg.Slot,
+		Publication:       cfg.Publication,
 		Tracker:           confirm,
 		StatusInterval:    cfg.StatusInterval,
 		StopTimeout:       cfg.StopTimeout,
