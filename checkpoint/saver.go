@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 )
 
 // Saver keeps a slot's checkpoint row ahead of what is confirmed to
@@ -16,28 +18,46 @@ import (
 // the bound the stream may confirm up to. Save failures are logged and
 // retried at the next interval; confirmation waits meanwhile.
 type Saver struct {
-	store  *Store
-	slot   string
-	log    *slog.Logger
-	source func() pglogrepl.LSN
+	store *Store
+	slot  string
+	opts  SaverOptions
 
-	mu     sync.Mutex // one save at a time, so saved only grows
-	saved  atomic.Uint64
-	cancel context.CancelFunc // ends the loop, and a save in progress
-	done   chan struct{}
+	mu       sync.Mutex // one save at a time, so saved only grows
+	saved    atomic.Uint64
+	shutdown sync.Once
+	cancel   context.CancelFunc // ends the loop, and a save in progress
+	done     chan struct{}
 }
 
-// StartSaver starts saving source's position for slot every interval. start
-// must already be stored (the position the session resumed from). log
-// receives save failures; nil discards them.
-func (s *Store) StartSaver(slot string, start pglogrepl.LSN, every time.Duration, source func() pglogrepl.LSN, log *slog.Logger) *Saver {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// SaverOptions configures a [Saver].
+type SaverOptions struct {
+	// Every is the interval between saves. Default 1s.
+	Every time.Duration
+	// Source is the position to save (the tracker's safe position).
+	Source func() pglogrepl.LSN
+	// OnServerShutdown, if set, is called once when a save fails because
+	// the server is shutting down. A fast shutdown waits for each logical
+	// walsender's client to confirm everything sent, which the stream
+	// cannot do while nothing can be saved: the caller must end the stream
+	// so the shutdown can finish.
+	OnServerShutdown func()
+	// Logger receives save failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// StartSaver starts saving opts.Source's position for slot. start must
+// already be stored (the position the session resumed from).
+func (s *Store) StartSaver(slot string, start pglogrepl.LSN, opts SaverOptions) *Saver {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Every <= 0 {
+		opts.Every = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sv := &Saver{store: s, slot: slot, log: log, source: source, cancel: cancel, done: make(chan struct{})}
+	sv := &Saver{store: s, slot: slot, opts: opts, cancel: cancel, done: make(chan struct{})}
 	sv.saved.Store(uint64(start))
-	go sv.loop(ctx, every)
+	go sv.loop(ctx)
 	return sv
 }
 
@@ -51,20 +71,23 @@ func (sv *Saver) Saved() pglogrepl.LSN { return pglogrepl.LSN(sv.saved.Load()) }
 func (sv *Saver) Flush(ctx context.Context) error {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	pos := sv.source()
+	pos := sv.opts.Source()
 	if pos <= sv.Saved() {
 		return nil
 	}
 	if err := sv.store.Save(ctx, sv.slot, pos); err != nil {
+		if pgerr.ShuttingDown(err) && sv.opts.OnServerShutdown != nil {
+			sv.shutdown.Do(sv.opts.OnServerShutdown)
+		}
 		return err
 	}
 	sv.saved.Store(uint64(pos))
 	return nil
 }
 
-func (sv *Saver) loop(ctx context.Context, every time.Duration) {
+func (sv *Saver) loop(ctx context.Context) {
 	defer close(sv.done)
-	t := time.NewTicker(every)
+	t := time.NewTicker(sv.opts.Every)
 	defer t.Stop()
 	for {
 		select {
@@ -73,7 +96,7 @@ func (sv *Saver) loop(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 		if err := sv.Flush(ctx); err != nil && ctx.Err() == nil {
-			sv.log.Warn("could not save the checkpoint; PostgreSQL is not told of new positions until it is saved (retrying)", "err", err)
+			sv.opts.Logger.Warn("could not save the checkpoint; PostgreSQL is not told of new positions until it is saved (retrying)", "err", err)
 		}
 	}
 }

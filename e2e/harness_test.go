@@ -307,12 +307,12 @@ func (e *env) relayArgs(extra ...string) []string {
 		"--slot", e.slot,
 		"--topic-template", e.prefix + ".{aggregate_type}",
 		"--status-interval", "200ms",
-		"--checkpoint-interval", "1s",
 	}, extra...)
 }
 
 // startRelayArgs runs the binary bin with exactly args and waits until it
-// streams the test's slot (args must name it).
+// streams the test's slot (args must name it). The slot is active while it
+// is being created, too: the log says when streaming began.
 func (e *env) startRelayArgs(bin string, args ...string) *relayProc {
 	e.t.Helper()
 	p := e.spawnRelayArgs(bin, args...)
@@ -320,7 +320,7 @@ func (e *env) startRelayArgs(bin string, args ...string) *relayProc {
 		if !p.Running() {
 			e.t.Fatalf("relay exited early: %v\n%s", p.Err(), p.Log())
 		}
-		return e.slotActive()
+		return strings.Contains(p.Log(), "replication started") && e.slotActive()
 	})
 	return p
 }

@@ -67,7 +67,7 @@ func DefaultConfig() Config {
 		Limits:             checkpoint.Limits{Events: 10000, Bytes: 64 << 20},
 		StatusInterval:     time.Second,
 		StopTimeout:        30 * time.Second,
-		CheckpointInterval: time.Second,
+		CheckpointInterval: 250 * time.Millisecond,
 		Poller:             poller.DefaultConfig(),
 		Retention:          retention.DefaultConfig(),
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -38,30 +39,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Mapping.Validate(); err != nil {
 		return err
 	}
-	poolCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
+	pool, err := openPool(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("parse PostgreSQL URL: %w", err)
-	}
-	// Leadership holds one connection for the session; the status writes,
-	// the poller, retention and the checkpoint saver share the rest.
-	poolCfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return fmt.Errorf("connect to PostgreSQL: %w", err)
-	}
-	defer pool.Close()
-	if err := pool.Ping(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
-		return pgerr.Connect(&poolCfg.ConnConfig.Config, err, "")
-	}
-	if err := migrations.Check(ctx, pool, cfg.Tables()); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return err
 	}
+	defer pool.Close()
 
 	kcfg := cfg.Kafka
 	if kcfg.Logger == nil {
@@ -138,6 +123,31 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
+// openPool connects to PostgreSQL and checks that `cdc-relay migrate`
+// prepared the database for cfg.
+func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+	poolCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
+	}
+	// Leadership holds one connection for the session; the status writes,
+	// the poller, retention and the checkpoint saver share the rest.
+	poolCfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, pgerr.Connect(&poolCfg.ConnConfig.Config, err, "")
+	}
+	if err := migrations.Check(ctx, pool, cfg.Tables()); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
 // runner holds what outlives a replication session: the pool, the producer,
 // the relay's tables and the counters.
 type runner struct {
@@ -180,7 +190,18 @@ func (r *runner) session(ctx context.Context) error {
 	tracker := checkpoint.NewTracker(start, cfg.Limits)
 	// Write-ahead: PostgreSQL is told a position only once the checkpoint
 	// row holds it (see resume).
-	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, tracker.Safe, log)
+	streamCtx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	var shutdown atomic.Bool
+	saver := r.store.StartSaver(cfg.Slot, start, checkpoint.SaverOptions{
+		Every:  cfg.CheckpointInterval,
+		Source: tracker.Safe,
+		OnServerShutdown: func() {
+			shutdown.Store(true)
+			stopStream()
+		},
+		Logger: log,
+	})
 	confirm := gate{Tracker: tracker, bounds: []func() pglogrepl.LSN{saver.Saved}}
 	// Records and status-table writes of this session are cancelled when it
 	// ends: a reconnect sends them again from the slot, and a stop that
@@ -215,9 +236,10 @@ func (r *runner) session(ctx context.Context) error {
 	}()
 
 	stopProgress := r.reportProgress(progressInterval, tracker, saver)
-	err = repl.Stream(ctx, replication.Options{
+	err = repl.Stream(streamCtx, replication.Options{
 		Slot:              cfg.Slot,
 		Publication:       cfg.Publication,
+		Start:             start,
 		Tracker:           confirm,
 		StatusInterval:    cfg.StatusInterval,
 		StopTimeout:       cfg.StopTimeout,
@@ -234,7 +256,12 @@ func (r *runner) session(ctx context.Context) error {
 	if serr != nil {
 		log.Warn("could not save the final checkpoint", "err", serr)
 	}
-	log.Info("replication session ended", "confirmed", final)
+	log.Info("replication session ended", "checkpoint", final)
+	if err == nil && shutdown.Load() && ctx.Err() == nil {
+		// Stopped so that PostgreSQL's shutdown can finish: it waits for
+		// the stream to confirm what it sent, which is not saved.
+		return errors.New("PostgreSQL is shutting down: the stream stopped so the shutdown can finish; the relay reconnects when it is back")
+	}
 	if errors.Is(err, decoder.ErrMalformed) || errors.As(err, new(*decoder.MappingError)) {
 		return fatalError{err}
 	}

@@ -42,6 +42,10 @@ type Handler func(walStart pglogrepl.LSN, data []byte) error
 type Options struct {
 	// Slot and Publication to stream.
 	Slot, Publication string
+	// Start is the position to stream from: PostgreSQL skips transactions
+	// that end before it. Zero, or a position behind the slot's confirmed
+	// one, streams from the slot's confirmed position.
+	Start pglogrepl.LSN
 	// Tracker supplies the position to confirm, bounds what is in flight,
 	// and receives keepalive positions.
 	Tracker Tracker
@@ -94,13 +98,13 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	pub := strings.ReplaceAll(opts.Publication, `'`, `''`)
-	err := pglogrepl.StartReplication(context.WithoutCancel(ctx), c.pg, opts.Slot, 0, pglogrepl.StartReplicationOptions{
+	err := pglogrepl.StartReplication(context.WithoutCancel(ctx), c.pg, opts.Slot, opts.Start, pglogrepl.StartReplicationOptions{
 		PluginArgs: []string{"proto_version '1'", "publication_names '" + pub + "'"},
 	})
 	if err != nil {
 		return fmt.Errorf("start replication on slot %q: %w%s", opts.Slot, err, hint(err))
 	}
-	opts.Logger.Info("replication started", "slot", opts.Slot, "publication", opts.Publication, "from", opts.Tracker.Safe())
+	opts.Logger.Info("replication started", "slot", opts.Slot, "publication", opts.Publication, "from", opts.Start)
 
 	s := &streamer{c: c, opts: opts, h: h, nextStatus: time.Now().Add(opts.StatusInterval)}
 	// hardCtx ends waits that a stop must not outlive.

@@ -39,7 +39,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "failed", "demo", "version", "help"}
+var commandNames = []string{"migrate", "run", "failed", "recover", "demo", "version", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -50,6 +50,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &RunCommand{stdout: stdout, stderr: stderr}
 	case "failed":
 		return &FailedCommand{stdout: stdout, stderr: stderr}
+	case "recover":
+		return &RecoverCommand{stdout: stdout, stderr: stderr}
 	case "demo":
 		return &DemoCommand{stdout: stdout, stderr: stderr}
 	case "version":
@@ -149,6 +151,7 @@ Commands:
   migrate   prepare a database: outbox table, status and checkpoint tables, publication
   run       stream outbox inserts to Kafka
   failed    list, show, retry or purge the events parked in the status table
+  recover   publish again the outbox rows of WAL the relay never read (a dropped or re-created slot)
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker
   version   print the version (also --version)
   help      print this help, or a command's: cdc-relay help run

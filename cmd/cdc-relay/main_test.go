@@ -98,7 +98,7 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "not a duration", args: []string{"run", "--kafka-linger", "soon"}, code: 2, stderr: []string{`--kafka-linger "soon": not a duration`}},
 		{name: "negative duration", args: []string{"run", "--stop-timeout", "-5s"}, code: 2, stderr: []string{`--stop-timeout "-5s": a duration cannot be negative`}},
 		{name: "zero interval", args: append(append([]string{"run"}, pg...), "--checkpoint-interval", "0s"), code: 2,
-			stderr: []string{"--checkpoint-interval must be more than 0s (the default is 1s)"}},
+			stderr: []string{"--checkpoint-interval must be more than 0s (the default is 250ms)"}},
 		{name: "mistyped flag", args: []string{"run", "--kafka-broker", "k:9092"}, code: 2,
 			stderr: []string{"cdc-relay run: flag provided but not defined: -kafka-broker (did you mean --kafka-brokers?)\n" + runHint + "\n"},
 			absent: []string{runHelp, "Flags", "CDC_RELAY_"}},

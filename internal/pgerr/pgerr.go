@@ -87,3 +87,17 @@ func Hint(err error) string {
 	}
 	return ""
 }
+
+// ShuttingDown reports whether err says the server is shutting down: a
+// session terminated by a shutdown (SQLSTATE 57P01, 57P02) or a connection
+// refused while it lasts (57P03, "the database system is shutting down").
+func ShuttingDown(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03":
+			return true
+		}
+	}
+	return err != nil && strings.Contains(err.Error(), "the database system is shutting down")
+}

@@ -71,3 +71,23 @@ func TestConnect(t *testing.T) {
 		t.Fatalf("errors.As(%v, *PgError) = %v, want the server's 3D000", err, pgErr)
 	}
 }
+
+func TestShuttingDown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"terminated by a fast shutdown", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, true},
+		{"terminated by a crash", &pgconn.PgError{Code: "57P02"}, true},
+		{"refused while shutting down", fmt.Errorf("connect: %w", &pgconn.PgError{Code: "57P03", Message: "the database system is shutting down"}), true},
+		{"the message only", errors.New("failed to connect: FATAL: the database system is shutting down (SQLSTATE 57P03)"), true},
+		{"a lock timeout", &pgconn.PgError{Code: "55P03"}, false},
+		{"connection refused", errors.New("dial tcp 127.0.0.1:5432: connect: connection refused"), false},
+		{"nil", nil, false},
+	} {
+		if got := pgerr.ShuttingDown(tc.err); got != tc.want {
+			t.Errorf("%s: ShuttingDown = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

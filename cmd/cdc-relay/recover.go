@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// RecoverCommand is `cdc-relay recover`: publish again the outbox rows of
+// a stretch of WAL the relay never read.
+type RecoverCommand struct {
+	stdout, stderr io.Writer
+
+	cfg       relay.Config
+	tables    tableFlags
+	brokers   string
+	headerCol string
+	since     string
+	opts      relay.RecoverOptions
+}
+
+const recoverUsage = `Usage: cdc-relay recover [flags]
+
+Repairs what "cdc-relay run" refuses to start on: a replication slot that was
+dropped, or re-created or advanced by another consumer, so that the relay
+never read part of the WAL, and outbox rows committed then may be missing
+from Kafka.
+
+recover takes the slot (no relay may run on it meanwhile), creates it again if
+it is missing, publishes again every outbox row whose timestamp column is at
+or after the relay's last checkpoint (less --margin, for transactions that
+wrote their rows before it and committed after), and moves the checkpoint to
+the slot's position. The next "cdc-relay run" resumes from there.
+
+Rows already in Kafka, and rows committed after the slot's position, arrive
+twice: consumers deduplicate on the "id" header, as for any restart. Rows
+already deleted from the outbox table (by --retention) cannot be published
+again. Use --dry-run first to see how many rows it would publish.
+
+Pass it the same flags as "cdc-relay run": the mapping decides each row's
+topic, key, value and headers, as for the stream. It accepts every flag of
+run; those not listed below have no effect here.
+
+Example:
+
+  cdc-relay recover --dry-run --postgres-url postgres://relay:secret@db:5432/app \
+      --kafka-brokers kafka-1:9092
+`
+
+// recoverSections orders recover's flags in its usage.
+var recoverSections = []flagSection{
+	{"What to publish again", []string{"dry-run", "margin", "since"}},
+	{"Connections (both required)", []string{"postgres-url", "kafka-brokers"}},
+	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table"}},
+	{"From row to Kafka record", []string{
+		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
+		"header-columns", "headers-column", "timestamp-column"}},
+	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
+}
+
+func (c *RecoverCommand) flags() *flag.FlagSet {
+	c.cfg = relay.DefaultConfig()
+	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
+	registerRelayFlags(fs, &c.cfg, &c.tables, &c.brokers, &c.headerCol)
+	fs.BoolVar(&c.opts.DryRun, "dry-run", false, "count the rows it would publish again, and change nothing")
+	c.opts.Margin = 10 * time.Minute
+	durationVar(fs, &c.opts.Margin, "margin", c.opts.Margin,
+		"also publish rows written this long before the checkpoint, for transactions that committed after it")
+	fs.StringVar(&c.since, "since", "", "publish rows whose timestamp column is at or after this `time` (RFC 3339, such as 2026-11-23T08:00:00Z) instead")
+	// What to publish is chosen on the command line, never by a variable
+	// left set in a shell.
+	onlyOnCommandLine(fs, "dry-run", "margin", "since")
+	return fs
+}
+
+// Usage writes recover's help.
+func (c *RecoverCommand) Usage(w io.Writer) {
+	printUsage(w, listedOnly(c.flags(), recoverSections), recoverUsage, recoverSections)
+}
+
+// listedOnly returns a flag set with only the flags sections name: recover
+// accepts every flag of run, so that one command line serves both, but
+// lists only those it uses.
+func listedOnly(fs *flag.FlagSet, sections []flagSection) *flag.FlagSet {
+	out := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	for _, s := range sections {
+		for _, name := range s.names {
+			if f := fs.Lookup(name); f != nil {
+				out.Var(f.Value, f.Name, f.Usage)
+			}
+		}
+	}
+	return out
+}
+
+// Run parses args and recovers.
+func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
+	fs := c.flags()
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := finishRelayConfig(&c.cfg, &c.tables, c.brokers, c.headerCol); err != nil {
+		return err
+	}
+	if c.since != "" {
+		t, err := time.Parse(time.RFC3339Nano, c.since)
+		if err != nil {
+			return usageError{fmt.Sprintf("--since %q: want a time such as 2026-11-23T08:00:00Z", c.since)}
+		}
+		c.opts.Since = t
+	}
+	log, err := newLogger(c.stderr, "info", "text")
+	if err != nil {
+		return err
+	}
+	c.cfg.Logger = log
+	res, err := relay.Recover(ctx, c.cfg, c.opts)
+	if errors.Is(err, relay.ErrNothingToRecover) {
+		fmt.Fprintf(c.stdout, "%s: slot %q is at %s, the relay's checkpoint at %s\n", err, c.cfg.Slot, res.Gap.SlotLSN, res.Gap.Checkpoint.LSN)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	gap := fmt.Sprintf("%s to %s", res.Gap.Checkpoint.LSN, res.Gap.SlotLSN)
+	if res.Gap.Dropped && c.opts.DryRun {
+		gap = fmt.Sprintf("%s to now (the slot was dropped)", res.Gap.Checkpoint.LSN)
+	}
+	if c.opts.DryRun {
+		fmt.Fprintf(c.stdout, "dry run: the relay never read the WAL from %s; %d outbox row(s) written since %s would be published again\n",
+			gap, res.Rows, res.Since.UTC().Format(time.RFC3339))
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "recovered the WAL from %s: %d outbox row(s) written since %s, %d published again, %d parked in the status table\n",
+		gap, res.Rows, res.Since.UTC().Format(time.RFC3339), res.Published, res.Parked)
+	fmt.Fprintf(c.stdout, "the checkpoint is at %s: start \"cdc-relay run\" to resume\n", res.Resume)
+	return nil
+}

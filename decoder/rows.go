@@ -1,0 +1,42 @@
+package decoder
+
+import "bytes"
+
+// Rows decodes outbox rows read with SQL rather than from the WAL, with
+// the same mapping the stream applies: `cdc-relay recover` publishes again
+// the rows of a stretch of WAL the relay never read. Create it with
+// [Decoder.Rows].
+type Rows struct {
+	d   *Decoder
+	rel *relation
+}
+
+// Rows returns a decoder for rows of the mapped table that carry these
+// columns, in this order, with these type OIDs (a query's field
+// descriptions). It returns a [*MappingError] when the columns do not fit
+// the mapping, as a Relation message would.
+func (d *Decoder) Rows(names []string, types []uint32) (*Rows, error) {
+	rel := &relation{ncols: len(names)}
+	if err := d.resolve(rel, names, types); err != nil {
+		return nil, &MappingError{Table: d.m.Schema + "." + d.m.Table, Err: err}
+	}
+	return &Rows{d: d, rel: rel}, nil
+}
+
+// Decode returns the event for one row: values[i] is column i in the text
+// format PostgreSQL sends with TimeZone=UTC and DateStyle=ISO, nil for
+// NULL. commitLSN becomes Event.CommitLSN. The event's byte slices are
+// copies; its Headers slice is reused by the next Decode, as with
+// [Decoder.Decode].
+func (r *Rows) Decode(values [][]byte, commitLSN uint64) Message {
+	cols := make([]column, len(values))
+	for i, v := range values {
+		if v == nil {
+			cols[i] = column{null: true}
+		} else {
+			cols[i] = column{data: bytes.Clone(v)}
+		}
+	}
+	r.d.commitLSN = commitLSN
+	return r.d.event(r.rel, cols)
+}
