@@ -147,7 +147,7 @@ func newEnv(t *testing.T) *env {
 		t.Cleanup(func() { e.kfake.Close() })
 	}
 
-	out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url).CombinedOutput()
+	out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url, "--slot", e.slot).CombinedOutput()
 	if err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}

@@ -45,28 +45,35 @@ func Check(ctx context.Context, q Querier, cfg Config) error {
 	return nil
 }
 
-// checkVersion requires every embedded migration to be applied: a relay
-// upgraded without running migrate would otherwise fail on a column it
-// expects, over and over.
+// newest names a column each relay table gains in its newest migration: a
+// relay upgraded without running migrate would otherwise fail on a column
+// it expects, over and over. The tables are checked, not the history: the
+// history is one per schema, and the tables are named by flags.
+var newest = []struct {
+	status  bool // the status table, else the checkpoint table
+	column  string
+	version int
+}{
+	{status: true, column: "delivered_at", version: 3},
+	{column: "write_ahead", version: 4},
+}
+
+// checkVersion requires each relay table to have its newest migration.
 func checkVersion(ctx context.Context, q Querier, cfg Config) error {
-	ms, err := versioned()
-	if err != nil {
-		return fmt.Errorf("read embedded migrations: %w", err)
-	}
-	want := ms[len(ms)-1].version
-	history := historyTable(cfg)
-	var exists bool
-	var have int
-	if err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", history).Scan(&exists); err != nil {
-		return fmt.Errorf("look up the migration history %s: %w", history, err)
-	}
-	if exists {
-		if err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+history).Scan(&have); err != nil {
-			return fmt.Errorf("read the migration history %s: %w", history, err)
+	for _, n := range newest {
+		table := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
+		if n.status {
+			table = pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
 		}
-	}
-	if have < want {
-		return fmt.Errorf("the relay's tables are at migration %d, and this relay needs %d: run `cdc-relay migrate` (with the same table flags) first", have, want)
+		var ok bool
+		err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped)",
+			table, n.column).Scan(&ok)
+		if err != nil {
+			return fmt.Errorf("check the columns of %s: %w", table, err)
+		}
+		if !ok {
+			return fmt.Errorf("%s lacks column %q (migration %d), which this relay needs: run `cdc-relay migrate` (with the same table flags) first", table, n.column, n.version)
+		}
 	}
 	return nil
 }

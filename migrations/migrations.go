@@ -46,7 +46,9 @@ func DefaultConfig() Config {
 
 // Result says what Apply did.
 type Result struct {
-	// Applied lists the versions applied by this run.
+	// Applied lists the versions this run applied for the first time in
+	// the schema's history. (Every migration runs every time: each is
+	// idempotent, so Apply converges on the tables Config names.)
 	Applied []int
 	// CreatedOutbox is true when the default outbox table was created.
 	CreatedOutbox bool
@@ -156,21 +158,24 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	for _, v := range versions {
 		applied[v] = true
 	}
+	// Every migration runs every time: each is idempotent, and the history
+	// is one per schema while the tables it creates are named by flags. So
+	// a second relay's tables in the same schema are created too, and a
+	// dropped table is created again.
 	for _, m := range ms {
-		if applied[m.version] {
-			continue
-		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, names.Replace(m.sql)); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO "+history+" (version, name) VALUES ($1, $2)", m.version, m.name)
+			_, err := tx.Exec(ctx, "INSERT INTO "+history+" (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING", m.version, m.name)
 			return err
 		})
 		if err != nil {
 			return res, fmt.Errorf("apply migration %04d_%s: %w", m.version, m.name, err)
 		}
-		res.Applied = append(res.Applied, m.version)
+		if !applied[m.version] {
+			res.Applied = append(res.Applied, m.version)
+		}
 	}
 
 	var exists bool

@@ -134,7 +134,7 @@ func TestCheck(t *testing.T) {
 	}
 	check("")
 	// A relay newer than the tables: migrate has not run since the upgrade.
-	if _, err := conn.Exec(ctx, "DELETE FROM cdc_relay_schema_migrations WHERE version = (SELECT max(version) FROM cdc_relay_schema_migrations)"); err != nil {
+	if _, err := conn.Exec(ctx, "ALTER TABLE cdc_relay_checkpoint DROP COLUMN write_ahead"); err != nil {
 		t.Fatal(err)
 	}
 	check("run `cdc-relay migrate`")
@@ -150,4 +150,35 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(`publication "cdc_relay" does not exist`)
+}
+
+// TestApplyConvergesOnTheNamedTables: a second relay's tables in the same
+// schema are created though the history already lists every migration,
+// and a dropped status table is created again.
+func TestApplyConvergesOnTheNamedTables(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	first := DefaultConfig()
+	second := DefaultConfig()
+	second.StatusTable, second.CheckpointTable, second.Publication = "billing_delivery", "billing_checkpoint", "billing"
+	for _, cfg := range []Config{first, second} {
+		if _, err := Apply(ctx, conn, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := Check(ctx, conn, cfg); err != nil {
+			t.Fatalf("after migrate with %s/%s: %v", cfg.StatusTable, cfg.CheckpointTable, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "DROP TABLE outbox_delivery"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(ctx, conn, first); err == nil || !strings.Contains(err.Error(), "run `cdc-relay migrate`") {
+		t.Fatalf("Check with the status table dropped: %v", err)
+	}
+	if _, err := Apply(ctx, conn, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(ctx, conn, first); err != nil {
+		t.Fatalf("migrate did not create the dropped status table again: %v", err)
+	}
 }

@@ -59,6 +59,7 @@ func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, 
 		return 0, fatalError{err}
 	}
 	start := slot.ConfirmedFlush
+	log.Info("replication slot found", "slot", cfg.Slot, "confirmed", start, "wal_retained", slot.Retained())
 	switch {
 	case !haveStored:
 		log.Info("resuming from the slot's confirmed position (no checkpoint row yet)", "slot", cfg.Slot, "at", start)

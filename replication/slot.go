@@ -29,6 +29,9 @@ type Slot struct {
 	ConfirmedFlush pglogrepl.LSN
 	// Active is true while a walsender streams the slot.
 	Active bool
+	// RetainedBytes is how much WAL the slot keeps on the server's disk:
+	// from its restart position to the current WAL position.
+	RetainedBytes int64
 }
 
 // ErrSlotNotFound is returned (wrapped) by [LookupSlot] for a slot that
@@ -40,8 +43,9 @@ func LookupSlot(ctx context.Context, q Querier, name string) (Slot, error) {
 	s := Slot{Name: name}
 	var confirmed string
 	err := q.QueryRow(ctx, `SELECT plugin, coalesce(confirmed_flush_lsn::text, ''),
-		database = current_database(), active
-		FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&s.Plugin, &confirmed, &s.SameDatabase, &s.Active)
+		database = current_database(), active,
+		coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint
+		FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&s.Plugin, &confirmed, &s.SameDatabase, &s.Active, &s.RetainedBytes)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return s, fmt.Errorf("%w: %q", ErrSlotNotFound, name)
@@ -77,4 +81,19 @@ func (s Slot) Usable() error {
 		return fmt.Errorf("replication slot %q belongs to another database: choose another --slot", s.Name)
 	}
 	return nil
+}
+
+// Retained describes RetainedBytes for a person: 512 B, 3.2 MiB, 1.5 GiB.
+func (s Slot) Retained() string {
+	const unit = 1024
+	n := s.RetainedBytes
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -108,10 +108,10 @@ func (c *DemoCommand) run(ctx context.Context, log *slog.Logger) error {
 	cfg.Kafka.Brokers = broker.ListenAddrs()
 	cfg.Kafka.AutoCreateTopics = true
 	cfg.Logger = log
-	if _, err := Migrate(ctx, pgURL, cfg, false); err != nil {
+	if _, err := Migrate(ctx, pgURL, cfg, MigrateOptions{}); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	fmt.Fprintln(c.stdout, "migrated: public.outbox, public.outbox_delivery, public.cdc_relay_checkpoint, publication cdc_relay")
+	fmt.Fprintln(c.stdout, "migrated: public.outbox, public.outbox_delivery, public.cdc_relay_checkpoint, publication cdc_relay, slot cdc_relay")
 
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	relayDone := make(chan error, 1)

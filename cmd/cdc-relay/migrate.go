@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -20,6 +22,8 @@ type MigrateCommand struct {
 	postgresURL string
 	tables      tableFlags
 	skipOutbox  bool
+	slot        string
+	noSlot      bool
 }
 
 const migrateUsage = `Usage: cdc-relay migrate [flags]
@@ -34,9 +38,18 @@ missing.
     (id uuid, aggregate_type, aggregate_id, event_type, topic, payload jsonb,
     headers jsonb, created_at timestamptz);
   - creates the publication FOR TABLE <outbox> WITH (publish = 'insert'), or
-    adds the outbox table to an existing publication.
+    adds the outbox table to an existing publication;
+  - creates the replication slot (unless --no-slot), so that the events
+    committed from now on wait in the WAL for the relay's first run. That
+    needs a role with the REPLICATION attribute; without it, migrate says so
+    and the first run creates the slot. An unread slot keeps the WAL on the
+    server's disk: start the relay soon after.
 
-Pass "cdc-relay run" the same table and publication flags.
+Every migration is idempotent and runs every time, so migrate converges on
+the tables the flags name: a second relay's tables in the same database, or
+a table dropped by mistake, are created too.
+
+Pass "cdc-relay run" the same table, publication and slot flags.
 
 Example:
 
@@ -47,6 +60,7 @@ Example:
 var migrateSections = []flagSection{
 	{"Connection (required)", []string{"postgres-url"}},
 	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
+	{"Replication slot", []string{"slot", "no-slot"}},
 }
 
 func (c *MigrateCommand) flags() *flag.FlagSet {
@@ -55,6 +69,8 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 		"PostgreSQL connection `URL`, such as postgres://admin:secret@db:5432/app; the role needs CREATE on the schemas")
 	c.tables.register(fs)
 	fs.BoolVar(&c.skipOutbox, "skip-outbox", false, "do not create the outbox table: map an existing one with run's column flags")
+	fs.StringVar(&c.slot, "slot", relay.DefaultConfig().Slot, "the `name` of the logical replication slot to create (pgoutput) when missing")
+	fs.BoolVar(&c.noSlot, "no-slot", false, "do not create the replication slot: create it elsewhere, or let the first run create it")
 	return fs
 }
 
@@ -72,11 +88,11 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if c.postgresURL == "" {
 		return usageError{"--postgres-url (or CDC_RELAY_POSTGRES_URL) is required"}
 	}
-	var rc relay.Config
+	rc := relay.Config{Slot: c.slot}
 	if err := c.tables.apply(&rc); err != nil {
 		return err
 	}
-	res, err := Migrate(ctx, c.postgresURL, rc, c.skipOutbox)
+	res, err := Migrate(ctx, c.postgresURL, rc, MigrateOptions{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot})
 	if err != nil {
 		return err
 	}
@@ -91,21 +107,62 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.stdout, ", added %s.%s to publication %q", rc.Mapping.Schema, rc.Mapping.Table, rc.Publication)
 	}
 	fmt.Fprintln(c.stdout)
+	switch {
+	case c.noSlot:
+	case res.SlotErr != nil:
+		fmt.Fprintf(c.stdout, "could not create replication slot %q: %v\n"+
+			"the first `cdc-relay run` creates it, and events committed before then are not relayed; "+
+			"to keep them, run migrate as a role with the REPLICATION attribute now\n", c.slot, res.SlotErr)
+	case res.Slot.Created:
+		fmt.Fprintf(c.stdout, "created replication slot %q at %s: events committed from now on wait for the relay (the slot keeps WAL until it reads them)\n",
+			c.slot, res.Slot.Slot.ConfirmedFlush)
+	default:
+		fmt.Fprintf(c.stdout, "replication slot %q exists (confirmed %s, keeping %s of WAL)\n",
+			c.slot, res.Slot.Slot.ConfirmedFlush, res.Slot.Slot.Retained())
+	}
 	return nil
 }
 
-// Migrate applies the migrations for a relay configuration.
-func Migrate(ctx context.Context, postgresURL string, rc relay.Config, skipOutbox bool) (migrations.Result, error) {
+// MigrateOptions are migrate's choices beyond the names in relay.Config.
+type MigrateOptions struct {
+	// SkipOutbox leaves the outbox table alone: it must exist.
+	SkipOutbox bool
+	// NoSlot does not create the replication slot.
+	NoSlot bool
+}
+
+// MigrateResult says what Migrate did.
+type MigrateResult struct {
+	migrations.Result
+	// Slot is the replication slot, unless MigrateOptions.NoSlot.
+	Slot relay.PreparedSlot
+	// SlotErr says why the slot could not be created for lack of a
+	// privilege; migrate goes on without it.
+	SlotErr error
+}
+
+// Migrate applies the migrations for a relay configuration, then creates
+// its replication slot unless opts.NoSlot.
+func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts MigrateOptions) (MigrateResult, error) {
+	var res MigrateResult
 	cfg, err := pgx.ParseConfig(postgresURL)
 	if err != nil {
-		return migrations.Result{}, fmt.Errorf("parse PostgreSQL URL: %w", err)
+		return res, fmt.Errorf("parse PostgreSQL URL: %w", err)
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return migrations.Result{}, pgerr.Connect(&cfg.Config, err, "")
+		return res, pgerr.Connect(&cfg.Config, err, "")
 	}
 	defer conn.Close(context.Background())
 	tables := rc.Tables()
-	tables.SkipOutbox = skipOutbox
-	return migrations.Apply(ctx, conn, tables)
+	tables.SkipOutbox = opts.SkipOutbox
+	if res.Result, err = migrations.Apply(ctx, conn, tables); err != nil || opts.NoSlot {
+		return res, err
+	}
+	res.Slot, err = relay.PrepareSlot(ctx, conn, rc)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+		res.SlotErr, err = err, nil
+	}
+	return res, err
 }

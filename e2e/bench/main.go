@@ -173,7 +173,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	defer b.pg.Stop()
 	b.url = b.pg.URL("postgres")
-	if o, err := exec.Command(b.relayBin, "migrate", "--postgres-url", b.url).CombinedOutput(); err != nil {
+	if o, err := exec.Command(b.relayBin, "migrate", "--postgres-url", b.url, "--no-slot").CombinedOutput(); err != nil {
 		return fmt.Errorf("migrate: %v\n%s", err, o)
 	}
 	if b.conn, err = pgx.Connect(ctx, b.url); err != nil {
