@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -16,9 +17,61 @@ const standbyPoll = 2 * time.Second
 // recover`) at a time leads a slot.
 const leaderLock = "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay/' || $1, 0))"
 
-// tryLead takes the slot's advisory lock if no one holds it. It returns a
-// release function, or nil when another session holds the lock.
-func tryLead(ctx context.Context, pool *pgxpool.Pool, slot string) (release func(), err error) {
+// stillLeader reports whether this session still holds the slot's lock.
+const stillLeader = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted
+	AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('cdc-relay/' || $1, 0))`
+
+// leadership is the slot's advisory lock, held by one session for as long
+// as the relay leads.
+type leadership struct {
+	conn *pgxpool.Conn
+	slot string
+}
+
+// release ends the lock's session, which releases the lock.
+func (l *leadership) release() {
+	_ = l.conn.Conn().Close(context.Background())
+	l.conn.Release()
+}
+
+// errLostLeadership says the leader's lock session ended or stopped
+// answering: another relay may lead the slot now.
+var errLostLeadership = errors.New("lost the leadership lock")
+
+// watch checks every interval, until ctx ends, that the lock's session
+// still holds the lock, waiting at most timeout for an answer. When it does
+// not (a terminated session releases its locks at once, and a session that
+// does not answer may be gone), another relay may lead: watch calls lost
+// once, with the reason, and returns.
+func (l *leadership) watch(ctx context.Context, every, timeout time.Duration, lost func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		qctx, cancel := context.WithTimeout(ctx, timeout)
+		var held bool
+		err := l.conn.QueryRow(qctx, stillLeader, l.slot).Scan(&held)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			lost(fmt.Errorf("%w on slot %q: its session failed: %w", errLostLeadership, l.slot, err))
+			return
+		case !held:
+			lost(fmt.Errorf("%w on slot %q: its session no longer holds it", errLostLeadership, l.slot))
+			return
+		}
+	}
+}
+
+// tryLead takes the slot's advisory lock if no one holds it. It returns
+// nil, nil when another session holds the lock.
+func tryLead(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire leadership connection: %w", err)
@@ -32,16 +85,13 @@ func tryLead(ctx context.Context, pool *pgxpool.Pool, slot string) (release func
 		conn.Release()
 		return nil, nil
 	}
-	return func() {
-		_ = conn.Conn().Close(context.Background())
-		conn.Release()
-	}, nil
+	return &leadership{conn: conn, slot: slot}, nil
 }
 
 // lead takes the slot's advisory lock on a connection held for the
-// session's life, waiting while another relay holds it. It returns a
-// function that releases the lock, or nil, nil if ctx ends while waiting.
-func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger) (release func(), err error) {
+// session's life, waiting while another relay holds it. It returns nil,
+// nil if ctx ends while waiting.
+func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger) (*leadership, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire leadership connection: %w", err)
@@ -58,11 +108,7 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 		}
 		if ok {
 			log.Info("leadership acquired", "slot", slot)
-			return func() {
-				// Closing the session releases the lock.
-				_ = conn.Conn().Close(context.Background())
-				conn.Release()
-			}, nil
+			return &leadership{conn: conn, slot: slot}, nil
 		}
 		if !warned {
 			log.Info("another relay leads this slot; standing by", "slot", slot)

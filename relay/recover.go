@@ -88,14 +88,14 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		return res, err
 	}
 	defer pool.Close()
-	release, err := tryLead(ctx, pool, cfg.Slot)
+	lock, err := tryLead(ctx, pool, cfg.Slot)
 	if err != nil {
 		return res, err
 	}
-	if release == nil {
+	if lock == nil {
 		return res, fmt.Errorf("a relay is running on slot %q: stop every relay on it before you recover", cfg.Slot)
 	}
-	defer release()
+	defer lock.release()
 
 	store := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable)
 	cp, haveStored, err := store.Load(ctx, cfg.Slot)

@@ -123,6 +123,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
+// leaderCheckTimeout bounds the leader's check of its lock session: one
+// that does not answer for this long may be gone, and its lock with it.
+const leaderCheckTimeout = 10 * time.Second
+
 // openPool connects to PostgreSQL and checks that `cdc-relay migrate`
 // prepared the database for cfg.
 func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
@@ -167,11 +171,11 @@ type runner struct {
 // fails.
 func (r *runner) session(ctx context.Context) error {
 	cfg, log := r.cfg, r.log
-	release, err := lead(ctx, r.pool, cfg.Slot, log)
-	if err != nil || release == nil {
+	lock, err := lead(ctx, r.pool, cfg.Slot, log)
+	if err != nil || lock == nil {
 		return err // nil: stopped while waiting for leadership
 	}
-	defer release()
+	defer lock.release()
 
 	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay")
 	if err != nil {
@@ -225,7 +229,19 @@ func (r *runner) session(ctx context.Context) error {
 	if pollerCfg.Logger == nil {
 		pollerCfg.Logger = log
 	}
-	side.Add(2)
+	// A leader whose lock session ends stops producing at once: another
+	// relay may take the lock and the slot.
+	var lost atomic.Pointer[error]
+	side.Add(3)
+	go func() {
+		defer side.Done()
+		lock.watch(sideCtx, cfg.StatusInterval, leaderCheckTimeout, func(err error) {
+			lost.Store(&err)
+			log.Error("lost the leadership lock; stopping at once", "err", err)
+			cancelProduce()
+			repl.Abort()
+		})
+	}()
 	go func() {
 		defer side.Done()
 		poller.New(r.failures, r.pollSink, pollerCfg).Run(sideCtx)
@@ -257,6 +273,9 @@ func (r *runner) session(ctx context.Context) error {
 		log.Warn("could not save the final checkpoint", "err", serr)
 	}
 	log.Info("replication session ended", "checkpoint", final)
+	if e := lost.Load(); e != nil {
+		return *e
+	}
 	if err == nil && shutdown.Load() && ctx.Err() == nil {
 		// Stopped so that PostgreSQL's shutdown can finish: it waits for
 		// the stream to confirm what it sent, which is not saved.

@@ -59,6 +59,12 @@ func hint(err error) string {
 	return ""
 }
 
+// Abort closes the network connection at once. It is safe from any
+// goroutine: a [Conn.Stream] in progress returns an error without
+// confirming anything more. It is for a relay that must stop reading now
+// (it lost its leadership); Close the Conn afterwards as usual.
+func (c *Conn) Abort() { _ = c.pg.Conn().Close() }
+
 // Close closes the connection.
 func (c *Conn) Close(ctx context.Context) error { return c.pg.Close(ctx) }
 

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// checkOneProducerAtATime requires that no two relays produced at once:
+// in each partition, in offset order, a producer id that gave way to
+// another never comes back. It returns the producer ids seen.
+func checkOneProducerAtATime(t *testing.T, recs []*kgo.Record) map[int64]bool {
+	t.Helper()
+	type run struct {
+		current int64
+		retired map[int64]bool
+	}
+	runs := map[int32]*run{}
+	ids := map[int64]bool{}
+	for _, r := range recs {
+		ids[r.ProducerID] = true
+		p := runs[r.Partition]
+		if p == nil {
+			p = &run{current: r.ProducerID, retired: map[int64]bool{}}
+			runs[r.Partition] = p
+		}
+		if r.ProducerID == p.current {
+			continue
+		}
+		if p.retired[r.ProducerID] {
+			t.Fatalf("partition %d, offset %d: producer %d is back after producer %d took over: two relays produced at once",
+				r.Partition, r.Offset, r.ProducerID, p.current)
+		}
+		p.retired[p.current] = true
+		p.current = r.ProducerID
+	}
+	return ids
+}
+
+// leaderLockPID is the server process that holds the slot's leadership
+// lock, or 0.
+func (e *env) leaderLockPID() int {
+	e.t.Helper()
+	var pid int
+	err := e.conn.QueryRow(context.Background(), `SELECT coalesce(max(pid), 0) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('cdc-relay/' || $1, 0)`, e.slot).Scan(&pid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pid
+}
+
+// TestFailoverUnderLoad: two relays on one slot while events are written
+// at full speed; the leader is SIGKILLed. The standby produces within 10 s,
+// nothing is lost, and at no moment did both produce.
+func TestFailoverUnderLoad(t *testing.T) {
+	e := newEnv(t)
+	leader := e.startRelay()
+	standby := e.spawnRelay()
+	e.waitFor("the second relay stands by", 30*time.Second, func() bool { return strings.Contains(standby.Log(), "standing by") })
+	topic := e.topic("order")
+	cl := e.client()
+	w := e.startWriter(0)
+	e.waitFor("events flow", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 5000 })
+
+	leader.Kill()
+	killed := time.Now()
+	atKill := e.totalRecords(cl, topic) // the dead leader produces nothing more
+	e.waitFor("the standby produces", 30*time.Second, func() bool { return e.totalRecords(cl, topic) > atKill })
+	takeover := time.Since(killed)
+	w.waitWritten(w.count() + 2000)
+	perKey := w.stop()
+
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
+	recs := e.readAll(topic)
+	dups := checkAtLeastOnce(t, recs, perKey)
+	ids := checkOneProducerAtATime(t, recs)
+	t.Logf("leader killed after %d records; the standby produced %s later; %d events, %d sent twice, %d producer ids",
+		atKill, takeover.Round(time.Millisecond), len(recs)-dups, dups, len(ids))
+	if takeover > 10*time.Second {
+		t.Errorf("the standby produced %s after the leader died, want within 10s", takeover.Round(time.Millisecond))
+	}
+	standby.stop(30 * time.Second)
+}
+
+// TestLeaderStepsDownWhenItsLockSessionEnds: the leader's lock session is
+// terminated while the leader runs (a DBA's pg_terminate_backend, a
+// connection cut). The leader stops producing and stands by; the standby
+// takes the lock and the slot; nothing is lost, and the two never produce
+// at once.
+func TestLeaderStepsDownWhenItsLockSessionEnds(t *testing.T) {
+	e := newEnv(t)
+	leader := e.startRelay()
+	standby := e.spawnRelay()
+	e.waitFor("the second relay stands by", 30*time.Second, func() bool { return strings.Contains(standby.Log(), "standing by") })
+	topic := e.topic("order")
+	cl := e.client()
+	w := e.startWriter(0)
+	e.waitFor("events flow", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 5000 })
+
+	pid := e.leaderLockPID()
+	if pid == 0 {
+		t.Fatal("no session holds the leadership lock")
+	}
+	mustExec(t, e.conn, "SELECT pg_terminate_backend($1)", pid)
+	ended := time.Now()
+	e.waitFor("the standby streams", 60*time.Second, func() bool { return strings.Contains(standby.Log(), "replication started") })
+	t.Logf("the standby streams %s after the leader's lock session ended", time.Since(ended).Round(time.Millisecond))
+	if !leader.Running() {
+		t.Fatalf("the old leader exited: %v", leader.Err())
+	}
+	w.waitWritten(w.count() + 2000)
+	perKey := w.stop()
+
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
+	recs := e.readAll(topic)
+	dups := checkAtLeastOnce(t, recs, perKey)
+	ids := checkOneProducerAtATime(t, recs)
+	t.Logf("%d events, %d sent twice, %d producer ids", len(recs)-dups, dups, len(ids))
+	e.waitFor("the old leader stands by", 30*time.Second, func() bool {
+		return strings.Count(leader.Log(), "standing by") >= 1
+	})
+	leader.stop(30 * time.Second)
+	standby.stop(30 * time.Second)
+}
+
+// TestStandbyKeepsStandingByWhenItsConnectionEnds: the standby's
+// connection is terminated while the leader runs. The standby reconnects
+// and stands by again: it neither claims leadership nor streams.
+func TestStandbyKeepsStandingByWhenItsConnectionEnds(t *testing.T) {
+	e := newEnv(t)
+	leader := e.startRelay()
+	standby := e.spawnRelay()
+	e.waitFor("the second relay stands by", 30*time.Second, func() bool { return strings.Contains(standby.Log(), "standing by") })
+	leaderLock := e.leaderLockPID()
+	// Every session of the test's database that is not the leader's lock,
+	// its replication connection, or this test's: the standby's, and the
+	// leader's pool (which reconnects on its own).
+	mustExec(t, e.conn, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> $1 AND backend_type = 'client backend'`, leaderLock)
+	insert(t, e.conn, "order", "k", "One", `{"n": 1}`)
+	e.readN(e.topic("order"), 1, 30*time.Second)
+	e.waitFor("the standby stands by again", 30*time.Second, func() bool { return strings.Count(standby.Log(), "standing by") >= 2 })
+	insert(t, e.conn, "order", "k", "Two", `{"n": 2}`)
+	e.readN(e.topic("order"), 2, 30*time.Second)
+	if strings.Contains(standby.Log(), "leadership acquired") || strings.Contains(standby.Log(), "replication started") {
+		t.Fatalf("the standby claimed leadership while the leader runs:\n%s", standby.Log())
+	}
+	if !standby.Running() {
+		t.Fatalf("the standby exited: %v", standby.Err())
+	}
+	leader.stop(30 * time.Second)
+	e.waitFor("the standby takes over", 60*time.Second, func() bool { return strings.Contains(standby.Log(), "replication started") })
+	standby.stop(30 * time.Second)
+}
