@@ -60,6 +60,9 @@ type pipeline struct {
 	// blocked in the producer.
 	failCtx, produceCtx context.Context
 	retryBase           time.Duration // first wait between status-table attempts
+	// stop, if set, ends the session with err at once: for a status table
+	// that refuses every write for a reason retries cannot fix.
+	stop func(err error)
 
 	onAck       func(*kgo.Record, error) // p.ack, one func value for every record
 	alone       fifo                     // records to produce again one at a time
@@ -230,6 +233,13 @@ func (p *pipeline) fail(it *inflight, reason error, park func(context.Context, *
 			p.log.Warn("stopped before a failed event was recorded; it will be sent again after a restart", "id", string(ev.ID))
 			return
 		}
+		if refused(err) && p.stop != nil {
+			// A missing table or privilege: every retry would fail, and
+			// the stream would stall behind this event.
+			p.stop(fatalError{fmt.Errorf("the status table refuses to record an undeliverable event (%w): "+
+				"run `cdc-relay migrate` with the same table flags if it was dropped, or grant the relay's role INSERT and UPDATE on it", err)})
+			return
+		}
 		p.causes.add("could not record an undeliverable event in the status table; retrying", storeCause(err), string(ev.ID), ev.Topic, err)
 		select {
 		case <-time.After(backoff):
@@ -239,6 +249,14 @@ func (p *pipeline) fail(it *inflight, reason error, park func(context.Context, *
 	}
 	p.count.failed.Add(1)
 	p.tracker.Done(it.tx, it.size)
+}
+
+// refused reports whether a status-table error will not go away by
+// itself: SQLSTATE class 42 (a missing table or column, a missing
+// privilege).
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "42"
 }
 
 // storeCause names a status-table error for the cause log: its SQLSTATE,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -79,6 +80,7 @@ func (f *fakeProducer) answer(err error) int {
 type fakeStore struct {
 	mu       sync.Mutex
 	failures int
+	failWith error // what the failing calls return; a generic error when nil
 	block    bool
 	calls    int
 	recorded []string // event ids with their reasons
@@ -109,6 +111,9 @@ func (f *fakeStore) park(ctx context.Context, ev *decoder.Event, state string, r
 		return ctx.Err()
 	}
 	if fail {
+		if f.failWith != nil {
+			return f.failWith
+		}
 		return errors.New("status table unavailable (test)")
 	}
 	f.mu.Lock()
@@ -243,6 +248,49 @@ func TestPipelineParksWhatCanNeverBeDelivered(t *testing.T) {
 			}
 			if got := tp.count.failed.Load(); got != 1 {
 				t.Fatalf("counted %d failed, want 1", got)
+			}
+		})
+	}
+}
+
+// TestPipelineStopsWhenTheStatusTableRefuses: a status table that refuses
+// writes for a reason retries cannot fix (SQLSTATE class 42: dropped,
+// privilege revoked) ends the session with a fatal error that says what to
+// do, rather than stalling the stream behind the event; any other error is
+// retried.
+func TestPipelineStopsWhenTheStatusTableRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		stop bool
+	}{
+		{name: "privilege revoked", err: &pgconn.PgError{Code: "42501", Message: "permission denied for table outbox_delivery"}, stop: true},
+		{name: "table dropped", err: &pgconn.PgError{Code: "42P01", Message: `relation "outbox_delivery" does not exist`}, stop: true},
+		{name: "lock timeout", err: &pgconn.PgError{Code: "55P03", Message: "canceling statement due to lock timeout"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{failures: 3, failWith: tt.err}
+			tp := newTestPipeline(t, store)
+			stopped := make(chan error, 1)
+			tp.stop = func(err error) { stopped <- err }
+			tp.tx(t, 0x200, errors.New("headers not an object"), "p")
+			if !tt.stop {
+				tp.waitIdle(t)
+				if len(stopped) != 0 {
+					t.Fatalf("stopped on a passing error: %v", <-stopped)
+				}
+				return
+			}
+			select {
+			case err := <-stopped:
+				if !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), "cdc-relay migrate") || !strings.Contains(err.Error(), tt.err.Error()) {
+					t.Fatalf("stopped with %v, want a fatal error naming the cause and the fix", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the session did not stop")
+			}
+			if store.calls != 1 {
+				t.Fatalf("%d status-table calls, want 1 (no retries)", store.calls)
 			}
 		})
 	}

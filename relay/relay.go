@@ -213,8 +213,18 @@ func (r *runner) session(ctx context.Context) error {
 	// buffer, or in an insert behind a lock.
 	produceCtx, cancelProduce := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelProduce()
+	// stop ends the session at once with an error: nothing more is read,
+	// produced or confirmed.
+	var stopped atomic.Pointer[error]
+	stop := func(err error) {
+		if stopped.CompareAndSwap(nil, &err) {
+			log.Error("stopping at once", "err", err)
+			cancelProduce()
+			repl.Abort()
+		}
+	}
 	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count,
-		dec: dec, tracker: tracker, failCtx: produceCtx, produceCtx: produceCtx})
+		dec: dec, tracker: tracker, failCtx: produceCtx, produceCtx: produceCtx, stop: stop})
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
 	// events, and retention deletes old rows. They stop when the stop
@@ -231,16 +241,10 @@ func (r *runner) session(ctx context.Context) error {
 	}
 	// A leader whose lock session ends stops producing at once: another
 	// relay may take the lock and the slot.
-	var lost atomic.Pointer[error]
 	side.Add(3)
 	go func() {
 		defer side.Done()
-		lock.watch(sideCtx, cfg.StatusInterval, leaderCheckTimeout, func(err error) {
-			lost.Store(&err)
-			log.Error("lost the leadership lock; stopping at once", "err", err)
-			cancelProduce()
-			repl.Abort()
-		})
+		lock.watch(sideCtx, cfg.StatusInterval, leaderCheckTimeout, stop)
 	}()
 	go func() {
 		defer side.Done()
@@ -273,7 +277,7 @@ func (r *runner) session(ctx context.Context) error {
 		log.Warn("could not save the final checkpoint", "err", serr)
 	}
 	log.Info("replication session ended", "checkpoint", final)
-	if e := lost.Load(); e != nil {
+	if e := stopped.Load(); e != nil {
 		return *e
 	}
 	if err == nil && shutdown.Load() && ctx.Err() == nil {
