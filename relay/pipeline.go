@@ -195,6 +195,11 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	case err == nil:
 		p.count.events.Add(1)
 		p.tracker.Done(it.tx, it.size)
+	case sink.ProducerRefused(err) && p.stop != nil:
+		// Every record would fail so: the event stays in flight, and the
+		// session ends for the operator to fix the cause.
+		p.stop(fatalError{fmt.Errorf("Kafka refuses the relay's producer (%w): "+
+			"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster, and check its credentials", err)})
 	case !it.alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= sink.BatchMaxBytes:
 		// The broker refused the batch the record was in (a topic whose
 		// max.message.bytes is below the batch size, another record's

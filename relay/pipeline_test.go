@@ -296,6 +296,31 @@ func TestPipelineStopsWhenTheStatusTableRefuses(t *testing.T) {
 	}
 }
 
+// TestPipelineStopsWhenKafkaRefusesTheProducer: an error that refuses the
+// producer itself (an ACL of the cluster) ends the session with a fatal
+// error; the event is neither parked nor confirmed.
+func TestPipelineStopsWhenKafkaRefusesTheProducer(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	stopped := make(chan error, 1)
+	tp.stop = func(err error) { stopped <- err }
+	tp.tx(t, 0x200, nil, "a")
+	tp.prod.answer(kerr.ClusterAuthorizationFailed)
+	select {
+	case err := <-stopped:
+		if !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), "IDEMPOTENT_WRITE") {
+			t.Fatalf("stopped with %v, want a fatal error naming the ACL", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session did not stop")
+	}
+	if got := tp.store.ids(); len(got) != 0 {
+		t.Fatalf("parked %q; want nothing parked", got)
+	}
+	if got := tp.tracker.Safe(); got != 0x100 {
+		t.Fatalf("safe %s, want the start: the event was not delivered", got)
+	}
+}
+
 // TestPipelineKeepsUndeliveredInFlight: a record the producer gives back
 // undelivered (the session ended, the client closed) is not parked and not
 // confirmed, so PostgreSQL sends it again; the warning is said once.

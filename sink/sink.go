@@ -214,6 +214,24 @@ func Permanent(err error) bool {
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
+// ProducerRefused reports whether err refuses the producer itself, not a
+// record: the cluster does not let the relay's principal write
+// idempotently (CLUSTER_AUTHORIZATION_FAILED: the IDEMPOTENT_WRITE or the
+// cluster's WRITE ACL is missing), or its SASL login fails. Every record
+// would fail the same way; parking each of them would only move the whole
+// stream into the status table, out of order.
+func ProducerRefused(err error) bool {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return false
+	}
+	switch ke {
+	case kerr.ClusterAuthorizationFailed, kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState:
+		return true
+	}
+	return false
+}
+
 // MaybeTheBatch reports whether err, a broker's refusal, may be about the
 // batch the record was in rather than the record: Kafka answers per batch,
 // and franz-go then fails every record buffered for that partition with

@@ -38,6 +38,24 @@ func TestPermanent(t *testing.T) {
 	}
 }
 
+func TestProducerRefused(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{kerr.ClusterAuthorizationFailed, true},
+		{fmt.Errorf("produce: %w", kerr.SaslAuthenticationFailed), true},
+		{kerr.TopicAuthorizationFailed, false}, // one topic: park its events
+		{kerr.MessageTooLarge, false},
+		{errors.New("an error franz-go gave up on"), false},
+		{nil, false},
+	} {
+		if got := ProducerRefused(tt.err); got != tt.want {
+			t.Errorf("ProducerRefused(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
 func TestTooLargeAndCause(t *testing.T) {
 	tests := []struct {
 		err      error
