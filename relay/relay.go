@@ -178,10 +178,20 @@ func (r *runner) session(ctx context.Context) error {
 		return fatalError{err}
 	}
 	tracker := checkpoint.NewTracker(start, cfg.Limits)
+	// The watch stops the stream when the outbox table leaves the
+	// publication, and neither the checkpoint nor PostgreSQL is told a
+	// position it does not vouch for.
+	streamCtx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	watch, err := watchTable(ctx, r.pool, cfg, start, stopStream, log)
+	if err != nil {
+		return err
+	}
+	watched := gate{Tracker: tracker, bounds: []func() pglogrepl.LSN{watch.Vouched}}
 	// Write-ahead: PostgreSQL is told a position only once the checkpoint
 	// row holds it (see resume).
-	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, tracker.Safe, log)
-	confirm := gate{Tracker: tracker, bounds: []func() pglogrepl.LSN{saver.Saved}}
+	saver := r.store.StartSaver(cfg.Slot, start, cfg.CheckpointInterval, watched.Safe, log)
+	confirm := gate{Tracker: tracker, bounds: []func() pglogrepl.LSN{watch.Vouched, saver.Saved}}
 	// Records and status-table writes of this session are cancelled when it
 	// ends: a reconnect sends them again from the slot, and a stop that
 	// timed out must not stay blocked in Produce behind a full producer
@@ -189,7 +199,7 @@ func (r *runner) session(ctx context.Context) error {
 	produceCtx, cancelProduce := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelProduce()
 	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count,
-		dec: dec, tracker: tracker, failCtx: produceCtx, produceCtx: produceCtx})
+		dec: dec, tracker: tracker, relation: watch.relation, failCtx: produceCtx, produceCtx: produceCtx})
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
 	// events, and retention deletes old rows. They stop when the stop
@@ -215,26 +225,32 @@ func (r *runner) session(ctx context.Context) error {
 	}()
 
 	stopProgress := r.reportProgress(progressInterval, tracker, saver)
-	err = repl.Stream(ctx, replication.Options{
+	stopWatch := watch.start(cfg.StatusInterval)
+	err = repl.Stream(streamCtx, replication.Options{
 		Slot:              cfg.Slot,
 		Publication:       cfg.Publication,
 		Tracker:           confirm,
 		StatusInterval:    cfg.StatusInterval,
 		StopTimeout:       cfg.StopTimeout,
 		Logger:            log,
-		BeforeFinalStatus: saver.Flush,
+		BeforeFinalStatus: func(ctx context.Context) error { watch.refresh(ctx); return saver.Flush(ctx) },
 		OnStopTimeout:     cancelProduce,
 	}, p.handle)
 	cancelProduce()
 	stopProgress()
+	stopWatch()
 
 	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	watch.refresh(saveCtx)
 	final, serr := saver.Close(saveCtx)
 	if serr != nil {
 		log.Warn("could not save the final checkpoint", "err", serr)
 	}
 	log.Info("replication session ended", "confirmed", final)
+	if werr := watch.Err(); werr != nil {
+		return fatalError{werr}
+	}
 	if errors.Is(err, decoder.ErrMalformed) || errors.As(err, new(*decoder.MappingError)) {
 		return fatalError{err}
 	}
