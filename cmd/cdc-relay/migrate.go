@@ -33,8 +33,10 @@ missing.
   - creates the outbox table with the default layout if it does not exist
     (id uuid, aggregate_type, aggregate_id, event_type, topic, payload jsonb,
     headers jsonb, created_at timestamptz);
-  - creates the publication FOR TABLE <outbox> WITH (publish = 'insert'), or
-    adds the outbox table to an existing publication.
+  - creates the publication FOR TABLE <outbox> WITH (publish = 'insert',
+    publish_via_partition_root = true), or adds the outbox table to an
+    existing publication (for a partitioned outbox, one that publishes via
+    the root: it says how to set that).
 
 Pass "cdc-relay run" the same table and publication flags.
 
