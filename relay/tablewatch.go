@@ -173,7 +173,7 @@ func (w *tableWatch) judge(p migrations.Publication) *tableGoneError {
 	switch {
 	case p.TableOID == 0:
 		gone.what = fmt.Sprintf("the outbox table %s no longer exists (dropped or renamed)", outbox)
-		gone.fix = "create it again and add it to the publication with `cdc-relay migrate` (the same --table and --publication)"
+		gone.fix = "rename it back, or create it again, and add it to the publication with `cdc-relay migrate` (the same --table and --publication)"
 	case p.TableOID != w.oid:
 		gone.what = fmt.Sprintf("the outbox table %s was dropped and created again (OID %d, now %d): a new table is not in the publication until it is added", outbox, w.oid, p.TableOID)
 	case !p.Exists:
