@@ -25,6 +25,10 @@ const (
 	// KindEvent is an INSERT on the mapped table; Message.Event is set, or
 	// Message.Poison when the row cannot become a record.
 	KindEvent
+	// KindRelation is a Relation message for the mapped table (PostgreSQL
+	// sends one before the first row of a table in a session, and again
+	// after its schema changed); Message.Relation describes it.
+	KindRelation
 )
 
 // Header is one Kafka record header.
@@ -73,10 +77,27 @@ type Message struct {
 	Event Event
 	// Poison is set on KindEvent when the row is on the mapped table but
 	// cannot become a record (a NULL topic column in the template, an
-	// illegal topic name, a headers value that is not a JSON object). Event
-	// then holds what could be decoded. Poison rows are permanent failures:
-	// they belong in the status table, and the stream goes on.
+	// illegal topic name, a headers value that is not a JSON object, a
+	// table whose columns did not fit the mapping when the row was
+	// written). Event then holds what could be decoded. Poison rows are
+	// permanent failures: they belong in the status table, and the stream
+	// goes on.
 	Poison error
+	// Relation is set on KindRelation.
+	Relation Relation
+}
+
+// Relation is what a Relation message for the mapped table says.
+type Relation struct {
+	// OID is the table's OID. Another OID under the mapped name is another
+	// table: the outbox table was dropped and created again.
+	OID uint32
+	// Unfit is nil when the table's columns, as they were when its rows
+	// were written, fit the mapping. Otherwise every row of the table is
+	// Poison until the next Relation message for it (the table's schema
+	// changed back): the stream never stops on a schema of the past, which
+	// PostgreSQL sends again on every restart until the slot passes it.
+	Unfit *MappingError
 }
 
 // PostgreSQL type OIDs the decoder checks column types against.
@@ -98,6 +119,11 @@ type relation struct {
 	headerNames                          []string
 	template                             []templatePart // column parts resolved in templateCols
 	templateCols                         []int
+	// poison, when set, is the reason every row of the relation is parked:
+	// its columns did not fit the mapping. noTopic says the rows lack a
+	// required column: their parked copies get no topic.
+	poison  error
+	noTopic bool
 }
 
 // Decoder decodes pgoutput (protocol version 1) messages. Create it with
@@ -107,6 +133,7 @@ type Decoder struct {
 	template  []templatePart
 	relations map[uint32]*relation
 	commitLSN uint64
+	rel       Relation // the last Relation message's, when it was for the mapped table
 
 	// cols holds the current tuple's column data, reused across inserts.
 	cols []column
@@ -150,12 +177,15 @@ func New(m Mapping) (*Decoder, error) {
 // format. The stream cannot continue past such a message.
 var ErrMalformed = errors.New("malformed pgoutput message")
 
-// MappingError says the outbox table's columns do not fit the Mapping (a
-// required column is missing, or has the wrong type). The stream cannot
-// continue until the mapping or the table is fixed.
+// MappingError says the outbox table's columns do not fit the Mapping: a
+// required column is missing (Missing names it), or the timestamp column
+// has a type the mapping cannot use.
 type MappingError struct {
 	Table string
 	Err   error
+	// Missing is the required column the table lacks; "" when the problem
+	// is a column's type.
+	Missing string
 }
 
 func (e *MappingError) Error() string { return "outbox table " + e.Table + ": " + e.Err.Error() }
@@ -168,9 +198,9 @@ func malformed(format string, args ...any) error {
 
 // Decode decodes one pgoutput message (the WAL data of one XLogData). data
 // is only read during the call. A returned error is fatal for the stream: a
-// malformed message, or a Relation for the mapped table that lacks a
-// required column. Rows that cannot be relayed are reported in
-// Message.Poison instead.
+// malformed message. Rows that cannot be relayed are reported in
+// Message.Poison instead, and a mapped table whose columns do not fit the
+// mapping in Message.Relation.Unfit.
 func (d *Decoder) Decode(data []byte) (Message, error) {
 	if len(data) == 0 {
 		return Message{}, malformed("empty message")
@@ -190,7 +220,10 @@ func (d *Decoder) Decode(data []byte) (Message, error) {
 		}
 		return Message{Kind: KindCommit, EndLSN: binary.BigEndian.Uint64(data[10:18])}, nil
 	case 'R':
-		return Message{}, d.relation(data[1:])
+		if err := d.relation(data[1:]); err != nil || d.rel.OID == 0 {
+			return Message{}, err
+		}
+		return Message{Kind: KindRelation, Relation: d.rel}, nil
 	case 'I':
 		return d.insert(data[1:])
 	default:
@@ -242,17 +275,40 @@ func (d *Decoder) relation(b []byte) error {
 		b = b[8:]
 	}
 	rel := &relation{ncols: ncols}
+	d.rel = Relation{}
 	if nsp == d.m.Schema && name == d.m.Table {
-		if err := d.resolve(rel, names, types); err != nil {
-			return &MappingError{Table: nsp + "." + name, Err: err}
+		d.rel.OID = relID
+		if me := d.resolve(rel, names, types); me != nil {
+			me.Table = nsp + "." + name
+			d.rel.Unfit = me
+			rel.poison, rel.noTopic = poisonOf(me), me.Missing != ""
 		}
 	}
 	d.relations[relID] = rel
 	return nil
 }
 
-// resolve maps the roles of the mapping onto the relation's columns.
-func (d *Decoder) resolve(rel *relation, names []string, types []uint32) error {
+// poisonOf is the reason each row of an unfit relation is parked with.
+func poisonOf(me *MappingError) error {
+	if me.Missing != "" {
+		return fmt.Errorf("%w; the row is still in the outbox table: publish it again from there (`cdc-relay recover --since TIME`). "+
+			"Its parked copy has no topic, so that `cdc-relay failed retry` cannot deliver it without the column", me)
+	}
+	return fmt.Errorf("%w; the parked copy has every part of the record but its timestamp: "+
+		"`cdc-relay failed retry` delivers it with the time of delivery", me)
+}
+
+// roleFlags names the flag of `cdc-relay run` that maps each required role.
+var roleFlags = map[string]string{
+	"record key":           "--key-column",
+	"payload":              "--payload-column",
+	"header column":        "--header-columns",
+	"topic template input": "--topic-template",
+}
+
+// resolve maps the roles of the mapping onto the relation's columns. Every
+// role is resolved, also after a problem; the first problem is returned.
+func (d *Decoder) resolve(rel *relation, names []string, types []uint32) *MappingError {
 	index := func(col string) int {
 		if col == "" {
 			return -1
@@ -264,39 +320,25 @@ func (d *Decoder) resolve(rel *relation, names []string, types []uint32) error {
 		}
 		return -1
 	}
-	need := func(role, col string) (int, error) {
+	var first *MappingError
+	need := func(role, col string) int {
 		i := index(col)
-		if i < 0 {
-			return -1, fmt.Errorf("has no column %q (the %s); map the right column with the flags of `cdc-relay run --help`", col, role)
+		if i < 0 && first == nil {
+			first = &MappingError{Missing: col, Err: fmt.Errorf(
+				"has no column %q (the %s): rename the column back, or map the column that holds it with %s (see `cdc-relay run --help`)",
+				col, role, roleFlags[role])}
 		}
-		return i, nil
+		return i
 	}
-	var err error
 	rel.mapped = true
-	if rel.key, err = need("record key", d.m.KeyColumn); err != nil {
-		return err
-	}
-	if rel.payload, err = need("payload", d.m.PayloadColumn); err != nil {
-		return err
-	}
+	rel.key = need("record key", d.m.KeyColumn)
+	rel.payload = need("payload", d.m.PayloadColumn)
 	rel.id = index(d.m.IDColumn)
 	rel.topic = index(d.m.TopicColumn)
 	rel.headers = index(d.m.HeadersColumn)
 	rel.ts = index(d.m.TimestampColumn)
-	if rel.ts >= 0 {
-		rel.tsType = types[rel.ts]
-		switch rel.tsType {
-		case oidTimestamptz, oidTimestamp, oidInt8:
-		default:
-			return fmt.Errorf("timestamp column %q has type oid %d; want timestamptz, timestamp or bigint (epoch milliseconds)", d.m.TimestampColumn, rel.tsType)
-		}
-	}
 	for _, h := range d.m.HeaderColumns {
-		i, err := need("header column", h)
-		if err != nil {
-			return err
-		}
-		rel.headerCols = append(rel.headerCols, i)
+		rel.headerCols = append(rel.headerCols, need("header column", h))
 		rel.headerNames = append(rel.headerNames, h)
 	}
 	rel.template = d.template
@@ -304,15 +346,57 @@ func (d *Decoder) resolve(rel *relation, names []string, types []uint32) error {
 	for p, part := range d.template {
 		rel.templateCols[p] = -1
 		if part.column != "" {
-			if rel.templateCols[p], err = need("topic template input", part.column); err != nil {
-				return err
+			rel.templateCols[p] = need("topic template input", part.column)
+		}
+	}
+	if rel.topic < 0 && len(d.template) == 0 && first == nil {
+		first = &MappingError{Missing: d.m.TopicColumn, Err: fmt.Errorf(
+			"has no topic column %q and the topic template is empty: rename the column back, or map it with --topic-column", d.m.TopicColumn)}
+	}
+	if rel.ts >= 0 {
+		rel.tsType = types[rel.ts]
+		switch rel.tsType {
+		case oidTimestamptz, oidTimestamp, oidInt8:
+		default:
+			rel.ts = -1
+			if first == nil {
+				first = &MappingError{Err: fmt.Errorf(
+					"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch milliseconds): "+
+						"change its type back, or map another column with --timestamp-column (--timestamp-column '' for none)",
+					d.m.TimestampColumn, typeName(rel.tsType))}
 			}
 		}
 	}
-	if rel.topic < 0 && len(d.template) == 0 {
-		return fmt.Errorf("has no topic column %q and the topic template is empty", d.m.TopicColumn)
+	return first
+}
+
+// typeName names the types a timestamp column is likely to be changed to.
+func typeName(oid uint32) string {
+	switch oid {
+	case 16:
+		return "boolean"
+	case 21:
+		return "smallint"
+	case 23:
+		return "integer"
+	case 25:
+		return "text"
+	case 700:
+		return "real"
+	case 701:
+		return "double precision"
+	case 1043:
+		return "character varying"
+	case 1082:
+		return "date"
+	case 1083:
+		return "time"
+	case 1266:
+		return "time with time zone"
+	case 1700:
+		return "numeric"
 	}
-	return nil
+	return "oid " + strconv.FormatUint(uint64(oid), 10)
 }
 
 // insert decodes an Insert: relation id, 'N', then the new tuple.
@@ -405,6 +489,12 @@ func (d *Decoder) event(rel *relation, cols []column) Message {
 		ev.Timestamp = parseTimestamp(ts.data, rel.tsType)
 	}
 
+	if rel.poison != nil {
+		msg.Poison = rel.poison
+		if rel.noTopic {
+			return msg
+		}
+	}
 	var err error
 	if t := get(cols, rel.topic); !t.null {
 		ev.Topic, err = d.intern(t.data)

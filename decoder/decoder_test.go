@@ -223,32 +223,112 @@ func TestDecodeCommitEndLSN(t *testing.T) {
 	}
 }
 
-func TestDecodeRelationErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		m    func(*Mapping)
-		cols []col
-		want string
-	}{
-		{"missing key column", func(m *Mapping) { m.KeyColumn = "aggregateid" }, outboxCols, `no column "aggregateid"`},
-		{"missing template column", func(m *Mapping) { m.TopicTemplate = "t.{kind}" }, outboxCols, `no column "kind"`},
-		{"bad timestamp type", nil, []col{{"aggregate_type", 25}, {"aggregate_id", 25}, {"event_type", 25}, {"payload", 25}, {"created_at", 25}}, "timestamp column"},
+// TestDecodeUnfitRelation: a Relation message whose columns do not fit the
+// mapping (a column renamed or its type changed; PostgreSQL replays such a
+// schema of the past after every restart until the slot passes it) makes
+// each row of the table poison, with a reason that names the column and
+// the fix, instead of stopping the stream; once the schema changes back,
+// rows are relayed again.
+func TestDecodeUnfitRelation(t *testing.T) {
+	// change returns outboxCols with column from renamed to (and of type
+	// oid, if not 0).
+	change := func(from, to string, oid uint32) []col {
+		out := append([]col(nil), outboxCols...)
+		for i := range out {
+			if out[i].name == from {
+				out[i].name = to
+				if oid != 0 {
+					out[i].oid = oid
+				}
+			}
+		}
+		return out
 	}
+	tests := []struct {
+		name    string
+		headers []string // the header columns, when not the default
+		cols    []col
+		want    string // in the Relation's Unfit and in each row's Poison
+		missing string
+		fix     string
+	}{
+		{"key column renamed", nil, change("aggregate_id", "aggregateid", 0), `no column "aggregate_id" (the record key)`, "aggregate_id", "--key-column"},
+		{"payload column renamed", nil, change("payload", "body", 0), `no column "payload" (the payload)`, "payload", "--payload-column"},
+		{"header column renamed", nil, change("event_type", "type", 0), `no column "event_type" (the header column)`, "event_type", "--header-columns"},
+		{"template input renamed", []string{"event_type"}, change("aggregate_type", "kind", 0), `no column "aggregate_type" (the topic template input)`, "aggregate_type", "--topic-template"},
+		{"timestamp of type text", nil, change("created_at", "created_at", 25), `timestamp column "created_at" has type text`, "", "--timestamp-column"},
+	}
+	row := insertMsg(7, s("id-1"), s("order"), s("o-1"), s("OrderPlaced"), nil, s(`{"n": 1}`), nil, s("2026-11-22 16:59:15+00"))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := DefaultMapping()
-			if tt.m != nil {
-				tt.m(&m)
+			if tt.headers != nil {
+				m.HeaderColumns = tt.headers
 			}
 			d, err := New(m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = d.Decode(relationMsg(1, "public", "outbox", tt.cols))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
+			rel := mustDecode(t, d, relationMsg(7, "public", "outbox", tt.cols))
+			if rel.Kind != KindRelation || rel.Relation.OID != 7 {
+				t.Fatalf("kind %v oid %d, want the mapped table's Relation with oid 7", rel.Kind, rel.Relation.OID)
+			}
+			unfit := rel.Relation.Unfit
+			if unfit == nil || !strings.Contains(unfit.Error(), tt.want) || !strings.Contains(unfit.Error(), tt.fix) || unfit.Missing != tt.missing {
+				t.Fatalf("Unfit %v, want one saying %q and %s, missing %q", unfit, tt.want, tt.fix, tt.missing)
+			}
+			if err := m.CheckColumns(names(tt.cols), types(tt.cols)); err == nil || err.Error() != unfit.Error() {
+				t.Fatalf("CheckColumns: %v, want the Relation's %v", err, unfit)
+			}
+
+			msg := mustDecode(t, d, row)
+			if msg.Kind != KindEvent || msg.Poison == nil || !strings.Contains(msg.Poison.Error(), tt.want) {
+				t.Fatalf("row: kind %v poison %v, want an event parked for %q", msg.Kind, msg.Poison, tt.want)
+			}
+			if string(msg.Event.ID) != "id-1" {
+				t.Errorf("the parked copy lost the id: %q", msg.Event.ID)
+			}
+			// A copy without a required column must never be delivered: it
+			// gets no topic. One with an unusable timestamp is whole but
+			// for the timestamp.
+			switch {
+			case tt.missing != "" && msg.Event.Topic != "":
+				t.Errorf("topic %q for a row without its %s, want none", msg.Event.Topic, tt.missing)
+			case tt.missing == "" && (msg.Event.Topic != "outbox.event.order" || !msg.Event.Timestamp.IsZero()):
+				t.Errorf("topic %q timestamp %v, want the topic and no timestamp", msg.Event.Topic, msg.Event.Timestamp)
+			}
+
+			// The schema changes back.
+			if back := mustDecode(t, d, relationMsg(7, "public", "outbox", outboxCols)); back.Relation.Unfit != nil {
+				t.Fatalf("the default layout is unfit: %v", back.Relation.Unfit)
+			}
+			msg = mustDecode(t, d, row)
+			if msg.Poison != nil || string(msg.Event.Key) != "o-1" || msg.Event.Timestamp.IsZero() {
+				t.Fatalf("after the schema changed back: poison %v key %q timestamp %v", msg.Poison, msg.Event.Key, msg.Event.Timestamp)
 			}
 		})
+	}
+}
+
+func names(cols []col) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.name
+	}
+	return out
+}
+
+func types(cols []col) []uint32 {
+	out := make([]uint32, len(cols))
+	for i, c := range cols {
+		out[i] = c.oid
+	}
+	return out
+}
+
+func TestCheckColumnsFits(t *testing.T) {
+	if err := DefaultMapping().CheckColumns(names(outboxCols), types(outboxCols)); err != nil {
+		t.Fatalf("the default layout: %v", err)
 	}
 }
 

@@ -4,9 +4,10 @@
 // first change to each table, and decodes an INSERT on the mapped outbox
 // table straight from pgoutput's tuple format into an [Event]: topic, key,
 // value, headers and timestamp, as the [Mapping] says. Transaction
-// boundaries (Begin, Commit) are reported so the caller can track them;
-// every other message (UPDATE, DELETE, TRUNCATE, inserts on other tables)
-// decodes to [KindIgnored].
+// boundaries (Begin, Commit) are reported so the caller can track them, and
+// so is each Relation message for the outbox table ([Relation]: its OID,
+// and whether its columns fit the mapping); every other message (UPDATE,
+// DELETE, TRUNCATE, inserts on other tables) decodes to [KindIgnored].
 //
 // A Decoder is not safe for concurrent use: it is fed by the single goroutine
 // that reads the replication stream, in stream order.

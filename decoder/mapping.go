@@ -123,6 +123,21 @@ func (m Mapping) Validate() error {
 	return nil
 }
 
+// CheckColumns reports whether a table with these columns (names and type
+// OIDs, in order) fits the mapping, as the decoder would find in a Relation
+// message: nil, or a *MappingError that says why not.
+func (m Mapping) CheckColumns(names []string, types []uint32) error {
+	d, err := New(m)
+	if err != nil {
+		return err
+	}
+	if me := d.resolve(&relation{ncols: len(names)}, names, types); me != nil {
+		me.Table = m.Schema + "." + m.Table
+		return me
+	}
+	return nil
+}
+
 // ValidTopic reports why name is not a legal Kafka topic name, or nil.
 // Kafka allows 1 to 249 characters of [a-zA-Z0-9._-], except "." and "..".
 func ValidTopic(name string) error {

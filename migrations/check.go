@@ -33,13 +33,16 @@ func Check(ctx context.Context, q Querier, cfg Config) error {
 	if err := checkVersion(ctx, q, cfg); err != nil {
 		return err
 	}
-	exists, hasTable, err := lookupPublication(ctx, q, cfg)
+	p, err := LookupPublication(ctx, q, cfg)
 	switch {
 	case err != nil:
 		return err
-	case !exists:
+	case !p.Exists:
 		return fmt.Errorf("publication %q does not exist: run `cdc-relay migrate` first", cfg.Publication)
-	case !hasTable:
+	case p.Partitioned && !p.ViaRoot:
+		return fmt.Errorf("publication %q publishes the rows of the partitioned table %s under the names of its partitions, which the relay does not read: run %s",
+			cfg.Publication, outbox, ViaRootFix(cfg.Publication))
+	case !p.HasTable:
 		return fmt.Errorf("publication %q does not include %s: run `cdc-relay migrate` with the same --table and --publication", cfg.Publication, outbox)
 	}
 	return nil

@@ -27,8 +27,9 @@ type Config struct {
 	// CheckpointSchema and CheckpointTable name the checkpoint table; the
 	// migration history table lives in the same schema.
 	CheckpointSchema, CheckpointTable string
-	// Publication is created FOR TABLE the outbox WITH (publish = 'insert'),
-	// or, if it exists without the outbox table, the table is added to it.
+	// Publication is created FOR TABLE the outbox WITH (publish =
+	// 'insert', publish_via_partition_root = true), or, if it exists
+	// without the outbox table, the table is added to it.
 	Publication string
 }
 
@@ -208,31 +209,85 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	return res, nil
 }
 
-// lookupPublication reports whether cfg's publication exists and whether
-// it publishes the outbox table.
-func lookupPublication(ctx context.Context, q Querier, cfg Config) (exists, hasTable bool, err error) {
-	err = q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1),
-		EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3)`,
-		cfg.Publication, cfg.OutboxSchema, cfg.OutboxTable).Scan(&exists, &hasTable)
+// Publication is how a publication covers the outbox table.
+type Publication struct {
+	// Exists is true when the publication exists.
+	Exists bool
+	// ViaRoot is its publish_via_partition_root: rows inserted into
+	// partitions are published as rows of the partitioned table.
+	ViaRoot bool
+	// TableOID is the outbox table's OID; 0 when no table has its name.
+	TableOID uint32
+	// Partitioned is true when the outbox table is partitioned.
+	Partitioned bool
+	// HasTable is true when the publication publishes the outbox table's
+	// inserts under the table's own name, as the relay needs them: the
+	// table itself, or a partitioned table published via its root.
+	HasTable bool
+	// ServerVersion is the server's server_version_num.
+	ServerVersion int
+}
+
+// LookupPublication reports how cfg's publication covers the outbox table.
+// A partitioned table published without publish_via_partition_root is not
+// HasTable: its rows are published under the names of its partitions.
+func LookupPublication(ctx context.Context, q Querier, cfg Config) (Publication, error) {
+	var p Publication
+	var oid *uint32
+	// pubviaroot read through to_jsonb: the column is missing before
+	// PostgreSQL 13.
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1),
+		coalesce((SELECT (to_jsonb(p) ->> 'pubviaroot')::boolean FROM pg_publication AS p WHERE pubname = $1), false),
+		to_regclass($4)::oid,
+		coalesce((SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass($4)), false),
+		EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3),
+		current_setting('server_version_num')::int`,
+		cfg.Publication, cfg.OutboxSchema, cfg.OutboxTable, pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()).
+		Scan(&p.Exists, &p.ViaRoot, &oid, &p.Partitioned, &p.HasTable, &p.ServerVersion)
 	if err != nil {
-		return false, false, fmt.Errorf("look up publication %q: %w", cfg.Publication, err)
+		return p, fmt.Errorf("look up publication %q: %w", cfg.Publication, err)
 	}
-	return exists, hasTable, nil
+	if oid != nil {
+		p.TableOID = *oid
+	}
+	// pg_publication_tables lists the partitions, not the table, when the
+	// publication does not publish via the root.
+	p.HasTable = p.HasTable && (!p.Partitioned || p.ViaRoot)
+	return p, nil
+}
+
+// ViaRootFix is the statement that makes publication pub publish the rows
+// of a partitioned outbox table under the table's name.
+func ViaRootFix(pub string) string {
+	return "ALTER PUBLICATION " + pgx.Identifier{pub}.Sanitize() + " SET (publish_via_partition_root = true)"
 }
 
 func publication(ctx context.Context, conn *pgx.Conn, cfg Config, outbox string, res *Result) error {
 	pub := pgx.Identifier{cfg.Publication}.Sanitize()
-	exists, hasTable, err := lookupPublication(ctx, conn, cfg)
+	p, err := LookupPublication(ctx, conn, cfg)
 	if err != nil {
 		return err
 	}
 	switch {
-	case !exists:
-		if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pub+" FOR TABLE "+outbox+" WITH (publish = 'insert')"); err != nil {
+	case !p.Exists:
+		// Via the root: a partitioned outbox's rows are published as rows
+		// of the table, which is what the relay decodes (PostgreSQL 13+;
+		// no effect on a table that is not partitioned).
+		with := "publish = 'insert'"
+		if p.ServerVersion >= 130000 {
+			with += ", publish_via_partition_root = true"
+		}
+		if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pub+" FOR TABLE "+outbox+" WITH ("+with+")"); err != nil {
 			return fmt.Errorf("create publication %q for %s: %w", cfg.Publication, outbox, err)
 		}
 		res.CreatedPublication = true
-	case !hasTable:
+	case p.Partitioned && !p.ViaRoot:
+		// Not changed here: the option changes what every subscriber of
+		// the publication receives, not only the relay.
+		return fmt.Errorf("publication %q does not publish via the partition root, so the rows of the partitioned table %s are published "+
+			"under the names of its partitions, which the relay does not read: run %s (it changes what every subscriber of the publication receives), then migrate again",
+			cfg.Publication, outbox, ViaRootFix(cfg.Publication))
+	case !p.HasTable:
 		if _, err := conn.Exec(ctx, "ALTER PUBLICATION "+pub+" ADD TABLE "+outbox); err != nil {
 			return fmt.Errorf("add %s to publication %q: %w", outbox, cfg.Publication, err)
 		}

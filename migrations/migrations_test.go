@@ -182,3 +182,62 @@ func TestApplyConvergesOnTheNamedTables(t *testing.T) {
 		t.Fatalf("migrate did not create the dropped status table again: %v", err)
 	}
 }
+
+// TestPartitionedOutbox: a partitioned outbox table is published via its
+// root, so its rows reach the relay under the table's name; migrate says
+// how to fix a publication that publishes its partitions instead, and is
+// idempotent on it.
+func TestPartitionedOutbox(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	for _, sql := range []string{
+		`CREATE TABLE outbox (id uuid NOT NULL DEFAULT gen_random_uuid(), aggregate_type text NOT NULL, aggregate_id text NOT NULL,
+			event_type text NOT NULL, topic text, payload jsonb NOT NULL, headers jsonb, created_at timestamptz NOT NULL DEFAULT now(),
+			PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at)`,
+		`CREATE TABLE outbox_2026_01 PARTITION OF outbox FOR VALUES FROM ('2026-01-01') TO ('2026-02-01')`,
+		`CREATE TABLE outbox_default PARTITION OF outbox DEFAULT`,
+		// A publication as an older migrate created it: the partitions are
+		// published under their own names.
+		`CREATE PUBLICATION old_pub FOR TABLE outbox WITH (publish = 'insert')`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.SkipOutbox = true
+	for range 2 {
+		res, err := Apply(ctx, conn, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.AddedToPublication {
+			t.Fatalf("the publication was created with the table: %+v", res)
+		}
+		if err := Check(ctx, conn, cfg); err != nil {
+			t.Fatalf("Check after migrate: %v", err)
+		}
+	}
+	var viaRoot bool
+	if err := conn.QueryRow(ctx, "SELECT pubviaroot FROM pg_publication WHERE pubname = 'cdc_relay'").Scan(&viaRoot); err != nil || !viaRoot {
+		t.Fatalf("publish_via_partition_root = %v (err %v), want true", viaRoot, err)
+	}
+
+	cfg.Publication = "old_pub"
+	want := `ALTER PUBLICATION "old_pub" SET (publish_via_partition_root = true)`
+	if _, err := Apply(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("migrate on a publication of the partitions: %v, want the fix %s", err, want)
+	}
+	if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Check on a publication of the partitions: %v, want the fix %s", err, want)
+	}
+	if _, err := conn.Exec(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Apply(ctx, conn, cfg); err != nil || res.AddedToPublication || res.CreatedPublication {
+		t.Fatalf("migrate after the fix: %+v, %v; want nothing to do", res, err)
+	}
+	if err := Check(ctx, conn, cfg); err != nil {
+		t.Fatalf("Check after the fix: %v", err)
+	}
+}

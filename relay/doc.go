@@ -12,6 +12,10 @@
 //	resume.go    where a session resumes: the slot, created when missing,
 //	             checked against the checkpoint table
 //	pipeline.go  per event: decode, produce, ack, or park in the status table
+//	tablewatch.go  beside the stream: the outbox table stays in the
+//	             publication with its OID, or the session ends; the positions
+//	             it vouches for bound what is confirmed
+//	columns.go   a Relation message whose columns no longer fit the mapping
 //	progress.go  the periodic progress log line
 //	errors.go    which errors end Run and which a reconnect cures
 //

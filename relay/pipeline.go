@@ -54,6 +54,9 @@ type pipeline struct {
 	count    *counters
 	dec      *decoder.Decoder
 	tracker  *checkpoint.Tracker
+	// relation, if set, judges each Relation message for the outbox
+	// table (a new OID, columns that do not fit); an error ends the stream.
+	relation func(context.Context, decoder.Relation) error
 
 	// failCtx bounds status-table writes; produceCtx is the records'
 	// context, cancelled when the session ends so that nothing stays
@@ -106,6 +109,10 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 		}
 		p.tracker.Commit(p.tx, pglogrepl.LSN(msg.EndLSN))
 		p.tx = nil
+	case decoder.KindRelation:
+		if p.relation != nil {
+			return p.relation(p.produceCtx, msg.Relation)
+		}
 	case decoder.KindEvent:
 		if p.tx == nil {
 			return fmt.Errorf("insert at %s outside a transaction", start)

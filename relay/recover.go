@@ -44,7 +44,13 @@ type RecoverResult struct {
 	// them reached Kafka, Parked went to the status table (rows that cannot
 	// become records, or that Kafka refused for good).
 	Rows, Published, Parked int
-	// Resume is the position the next `cdc-relay run` starts from.
+	// NoGap is true when the relay read every transaction (the slot is
+	// not ahead of its checkpoint): with RecoverOptions.Since, Recover then
+	// publishes again the rows written since, and leaves the checkpoint
+	// alone.
+	NoGap bool
+	// Resume is the position the next `cdc-relay run` starts from, after a
+	// gap.
 	Resume pglogrepl.LSN
 }
 
@@ -58,7 +64,10 @@ const recoverBatch = 1000
 
 // Recover repairs a [SlotGapError]: the relay's slot was dropped, or
 // re-created or advanced by another consumer, so the relay never read some
-// of the WAL. It takes the slot's leadership (no relay may run on the slot
+// of the WAL. With RecoverOptions.Since and no gap, it publishes again the
+// rows written since then and changes nothing else: rows the stream never
+// published (the outbox table left the publication) or parked without
+// their record (a required column was missing). It takes the slot's leadership (no relay may run on the slot
 // meanwhile), creates the slot if it is missing (so nothing committed from
 // now on is lost), publishes again every outbox row whose timestamp column
 // is at or after RecoverOptions.Since, and then moves the checkpoint row to
@@ -102,26 +111,27 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 	if err != nil {
 		return res, err
 	}
-	if !haveStored {
-		return res, fmt.Errorf("the checkpoint table has no row for slot %q: the relay never ran on it, so there is nothing to recover", cfg.Slot)
-	}
 	res.Gap = SlotGapError{Slot: cfg.Slot, Checkpoint: cp}
 	slot, err := replication.LookupSlot(ctx, pool, cfg.Slot)
 	switch {
 	case errors.Is(err, replication.ErrSlotNotFound):
 		res.Gap.Dropped = true
+		res.NoGap = !haveStored
 	case err != nil:
 		return res, err
-	case slot.ConfirmedFlush <= cp.LSN:
-		return res, ErrNothingToRecover
 	default:
 		if err := slot.Usable(); err != nil {
 			return res, err
 		}
 		res.Gap.SlotLSN = slot.ConfirmedFlush
+		// As in resume: a row of an earlier version proves nothing.
+		res.NoGap = !haveStored || !cp.WriteAhead || slot.ConfirmedFlush <= cp.LSN
 	}
 	res.Since = opts.Since
-	if res.Since.IsZero() {
+	switch {
+	case res.NoGap && res.Since.IsZero():
+		return res, ErrNothingToRecover
+	case res.Since.IsZero():
 		res.Since = cp.UpdatedAt.Add(-opts.Margin)
 	}
 
@@ -134,7 +144,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		res.Rows, err = out.count(ctx)
 		return res, err
 	}
-	if res.Gap.Dropped {
+	if res.Gap.Dropped && !res.NoGap {
 		// Before reading the rows: whatever commits from now on is kept.
 		repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay recover")
 		if err != nil {
@@ -161,6 +171,9 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 	failures := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)
 	if err := out.publish(ctx, snk, failures, uint64(cp.LSN), &res, log); err != nil {
 		return res, err
+	}
+	if res.NoGap {
+		return res, nil // the checkpoint stays where it is
 	}
 	if err := store.Reset(ctx, cfg.Slot, res.Gap.SlotLSN); err != nil {
 		return res, err

@@ -192,21 +192,29 @@ func (r *runner) session(ctx context.Context) error {
 		return fatalError{err}
 	}
 	tracker := checkpoint.NewTracker(start, cfg.Limits)
-	// Write-ahead: PostgreSQL is told a position only once the checkpoint
-	// row holds it (see resume).
+	// The watch stops the stream when the outbox table leaves the
+	// publication, and neither the checkpoint nor PostgreSQL is told a
+	// position it does not vouch for.
 	streamCtx, stopStream := context.WithCancel(ctx)
 	defer stopStream()
+	watch, err := watchTable(ctx, r.pool, cfg, start, stopStream, log)
+	if err != nil {
+		return err
+	}
+	watched := gate{Tracker: tracker, bounds: []func() pglogrepl.LSN{watch.Vouched}}
+	// Write-ahead: PostgreSQL is told a position only once the checkpoint
+	// row holds it (see resume).
 	var shutdown atomic.Bool
 	saver := r.store.StartSaver(cfg.Slot, start, checkpoint.SaverOptions{
 		Every:  cfg.CheckpointInterval,
-		Source: tracker.Safe,
+		Source: watched.Safe,
 		OnServerShutdown: func() {
 			shutdown.Store(true)
 			stopStream()
 		},
 		Logger: log,
 	})
-	confirm := gate{Tracker: tracker, bounds: []func() pglogrepl.LSN{saver.Saved}}
+	confirm := gate{Tracker: tracker, bounds: []func() pglogrepl.LSN{watch.Vouched, saver.Saved}}
 	// Records and status-table writes of this session are cancelled when it
 	// ends: a reconnect sends them again from the slot, and a stop that
 	// timed out must not stay blocked in Produce behind a full producer
@@ -224,7 +232,7 @@ func (r *runner) session(ctx context.Context) error {
 		}
 	}
 	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count,
-		dec: dec, tracker: tracker, failCtx: produceCtx, produceCtx: produceCtx, stop: stop})
+		dec: dec, tracker: tracker, relation: watch.relation, failCtx: produceCtx, produceCtx: produceCtx, stop: stop})
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
 	// events, and retention deletes old rows. They stop when the stop
@@ -256,6 +264,7 @@ func (r *runner) session(ctx context.Context) error {
 	}()
 
 	stopProgress := r.reportProgress(progressInterval, tracker, saver)
+	stopWatch := watch.start(cfg.StatusInterval)
 	err = repl.Stream(streamCtx, replication.Options{
 		Slot:              cfg.Slot,
 		Publication:       cfg.Publication,
@@ -264,14 +273,16 @@ func (r *runner) session(ctx context.Context) error {
 		StatusInterval:    cfg.StatusInterval,
 		StopTimeout:       cfg.StopTimeout,
 		Logger:            log,
-		BeforeFinalStatus: saver.Flush,
+		BeforeFinalStatus: func(ctx context.Context) error { watch.refresh(ctx); return saver.Flush(ctx) },
 		OnStopTimeout:     cancelProduce,
 	}, p.handle)
 	cancelProduce()
 	stopProgress()
+	stopWatch()
 
 	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	watch.refresh(saveCtx)
 	final, serr := saver.Close(saveCtx)
 	if serr != nil {
 		log.Warn("could not save the final checkpoint", "err", serr)
@@ -279,6 +290,9 @@ func (r *runner) session(ctx context.Context) error {
 	log.Info("replication session ended", "checkpoint", final)
 	if e := stopped.Load(); e != nil {
 		return *e
+	}
+	if werr := watch.Err(); werr != nil {
+		return fatalError{werr}
 	}
 	if err == nil && shutdown.Load() && ctx.Err() == nil {
 		// Stopped so that PostgreSQL's shutdown can finish: it waits for

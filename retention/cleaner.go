@@ -67,6 +67,7 @@ const (
 //
 //	DELETE FROM t WHERE ctid = ANY (ARRAY(
 //	    SELECT ctid FROM t WHERE <column> < $cutoff LIMIT $batch))
+//	  AND (<column> < $cutoff) IS TRUE
 //
 // so with an index on the timestamp column each statement reads only the
 // rows it deletes, and a cleanup with little to delete is cheap. Without
@@ -86,6 +87,11 @@ const (
 // The cutoff is taken from the database's clock once per cleanup, so a
 // cleanup ends even while new rows are inserted. Rows whose timestamp is
 // NULL are never deleted.
+//
+// A partitioned outbox table is cleaned the same way, partition by
+// partition as the statement finds old rows; the empty partitions stay.
+// Dropping old partitions is cheaper: with --retention 0 the relay leaves
+// that to you.
 //
 // A Cleaner is safe for concurrent use when its DB is (a pool). Two
 // cleaners on the same tables are harmless: they delete each row once.
@@ -118,11 +124,16 @@ func New(db DB, opts Options) *Cleaner {
 	}
 }
 
-// batchDelete returns a statement that deletes at most $2 rows of table
-// for which where (with the cutoff as $1) holds.
+// batchDelete returns a statement that deletes a batch of $2 rows of table
+// for which where (with the cutoff as $1) holds. The condition is checked
+// again on each row deleted: in a partitioned table a ctid names a row in
+// each partition, and only old ones may go (a batch may then delete more
+// than $2 rows, all of them old). It is checked as "IS TRUE", which no
+// index serves, so that the planner finds the rows by ctid and does not
+// read every old row through the index once per batch.
 func batchDelete(table, where string) string {
 	return "DELETE FROM " + table + " WHERE ctid = ANY (ARRAY(SELECT ctid FROM " + table +
-		" WHERE " + where + " LIMIT $2))"
+		" WHERE " + where + " LIMIT $2)) AND (" + where + ") IS TRUE"
 }
 
 // statusWhere selects the status rows retention may delete. The first

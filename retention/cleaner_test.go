@@ -528,3 +528,31 @@ func TestMillionOldOutboxRows(t *testing.T) {
 		})
 	}
 }
+
+// TestPartitionedOutbox: in a partitioned outbox a ctid names a row in
+// each partition; a batch deletes old rows only, never the new rows of
+// another partition that share their ctids.
+func TestPartitionedOutbox(t *testing.T) {
+	ctx, pool := startDB(t)
+	exec(t, ctx, pool, `CREATE TABLE p_outbox (id bigserial, created_at timestamptz NOT NULL) PARTITION BY RANGE (created_at)`)
+	exec(t, ctx, pool, `CREATE TABLE p_outbox_2020 PARTITION OF p_outbox FOR VALUES FROM ('2020-01-01') TO ('2021-01-01')`)
+	exec(t, ctx, pool, `CREATE TABLE p_outbox_default PARTITION OF p_outbox DEFAULT`)
+	// The same ctids, (0,1) to (0,5), in both partitions.
+	exec(t, ctx, pool, `INSERT INTO p_outbox (created_at) SELECT now() FROM generate_series(1, 5)`)
+	exec(t, ctx, pool, `INSERT INTO p_outbox (created_at) SELECT '2020-06-01'::timestamptz + i * interval '1 day' FROM generate_series(1, 5) AS i`)
+	exec(t, ctx, pool, `INSERT INTO p_outbox (created_at) SELECT now() - interval '2 hours' FROM generate_series(1, 3)`) // old, default partition
+
+	cfg := quiet(t, time.Hour, 0)
+	cfg.BatchRows = 2
+	res, err := New(pool, Options{OutboxSchema: "public", OutboxTable: "p_outbox", TimestampColumn: "created_at",
+		StatusSchema: "public", StatusTable: "outbox_delivery", Config: cfg}).RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM p_outbox WHERE created_at > now() - interval '1 hour'`); n != 5 {
+		t.Fatalf("%d of 5 new rows left (result %+v)", n, res)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM p_outbox`); n != 5 || res.OutboxRows != 8 {
+		t.Fatalf("%d rows left, %d deleted; want the 5 new ones left and 8 deleted", n, res.OutboxRows)
+	}
+}

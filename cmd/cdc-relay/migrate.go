@@ -37,8 +37,10 @@ missing.
   - creates the outbox table with the default layout if it does not exist
     (id uuid, aggregate_type, aggregate_id, event_type, topic, payload jsonb,
     headers jsonb, created_at timestamptz);
-  - creates the publication FOR TABLE <outbox> WITH (publish = 'insert'), or
-    adds the outbox table to an existing publication;
+  - creates the publication FOR TABLE <outbox> WITH (publish = 'insert',
+    publish_via_partition_root = true), or adds the outbox table to an
+    existing publication (for a partitioned outbox, one that publishes via
+    the root: it says how to set that);
   - creates the replication slot (unless --no-slot), so that the events
     committed from now on wait in the WAL for the relay's first run. That
     needs a role with the REPLICATION attribute; without it, migrate says so

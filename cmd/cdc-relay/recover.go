@@ -37,6 +37,11 @@ or after the relay's last checkpoint (less --margin, for transactions that
 wrote their rows before it and committed after), and moves the checkpoint to
 the slot's position. The next "cdc-relay run" resumes from there.
 
+With --since and no gap, recover publishes again the rows written since
+then and changes nothing else: for rows the stream never published (the
+outbox table had left the publication) or parked without their record (a
+required column was missing), as the relay's error says.
+
 Rows already in Kafka, and rows committed after the slot's position, arrive
 twice: consumers deduplicate on the "id" header, as for any restart. Rows
 already deleted from the outbox table (by --retention) cannot be published
@@ -126,6 +131,19 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if res.NoGap {
+		verb := "published again"
+		if c.opts.DryRun {
+			verb = "would be published again"
+		}
+		fmt.Fprintf(c.stdout, "the relay read every transaction of slot %q; %d outbox row(s) written since %s %s",
+			c.cfg.Slot, res.Rows, res.Since.UTC().Format(time.RFC3339), verb)
+		if !c.opts.DryRun {
+			fmt.Fprintf(c.stdout, " (%d published, %d parked in the status table)", res.Published, res.Parked)
+		}
+		fmt.Fprintln(c.stdout)
+		return nil
 	}
 	gap := fmt.Sprintf("%s to %s", res.Gap.Checkpoint.LSN, res.Gap.SlotLSN)
 	if res.Gap.Dropped && c.opts.DryRun {

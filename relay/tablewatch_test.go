@@ -1,0 +1,221 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/migrations"
+)
+
+// The table watch against a real PostgreSQL: each case changes the outbox
+// table or the publication under a watch, as an operator would.
+
+// watchDB is a database prepared by migrate, with a watch on its outbox
+// table.
+type watchDB struct {
+	t       *testing.T
+	conn    *pgx.Conn
+	w       *tableWatch
+	stopped bool
+}
+
+func newWatchDB(t *testing.T, pg *pgtemp.Cluster, name string, setup ...string) *watchDB {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, pg.URL(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	db := &watchDB{t: t, conn: conn}
+	for _, sql := range setup {
+		db.exec(sql)
+	}
+	cfg := DefaultConfig()
+	tables := cfg.Tables()
+	tables.SkipOutbox = len(setup) > 0
+	if _, err := migrations.Apply(ctx, conn, tables); err != nil {
+		t.Fatal(err)
+	}
+	// A pool, as in the relay: the periodic check runs beside the test.
+	pool, err := pgxpool.New(ctx, pg.URL(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db.w, err = watchTable(ctx, pool, cfg, 0, func() { db.stopped = true }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func (db *watchDB) exec(sql string) {
+	db.t.Helper()
+	if _, err := db.conn.Exec(context.Background(), sql); err != nil {
+		db.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func (db *watchDB) walLSN() pglogrepl.LSN {
+	db.t.Helper()
+	var s string
+	if err := db.conn.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()::text").Scan(&s); err != nil {
+		db.t.Fatal(err)
+	}
+	lsn, err := pglogrepl.ParseLSN(s)
+	if err != nil {
+		db.t.Fatal(err)
+	}
+	return lsn
+}
+
+const partitionedOutbox = `CREATE TABLE outbox (id uuid NOT NULL DEFAULT gen_random_uuid(), aggregate_type text NOT NULL,
+	aggregate_id text NOT NULL, event_type text NOT NULL, topic text, payload jsonb NOT NULL, headers jsonb,
+	created_at timestamptz NOT NULL DEFAULT now()) PARTITION BY RANGE (created_at)`
+
+func TestTableWatch(t *testing.T) {
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	tests := []struct {
+		name   string
+		setup  []string // instead of migrate's outbox table
+		change []string
+		want   string // in the error; "" when the table stays published
+	}{
+		{"unchanged", nil, []string{"INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('a', 'k', 'e', '{}')"}, ""},
+		{"removed from the publication", nil, []string{"ALTER PUBLICATION cdc_relay DROP TABLE outbox"}, `was removed from publication "cdc_relay"`},
+		{"dropped", nil, []string{"DROP TABLE outbox"}, "no longer exists (dropped or renamed)"},
+		{"renamed", nil, []string{"ALTER TABLE outbox RENAME TO outbox_old"}, "no longer exists (dropped or renamed)"},
+		// Even added back at once: inserts in between were not published.
+		{"dropped and created again", nil, []string{"DROP TABLE outbox", "CREATE TABLE outbox (id int)", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"}, "was dropped and created again"},
+		{"publication dropped", nil, []string{"DROP PUBLICATION cdc_relay"}, `publication "cdc_relay" no longer exists`},
+		{"partitioned, published via the root", []string{partitionedOutbox, "CREATE TABLE outbox_all PARTITION OF outbox DEFAULT"},
+			[]string{"INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('a', 'k', 'e', '{}')"}, ""},
+		{"partitioned, partitions published by name", []string{partitionedOutbox, "CREATE TABLE outbox_all PARTITION OF outbox DEFAULT"},
+			[]string{"ALTER PUBLICATION cdc_relay SET (publish_via_partition_root = false)"}, "SET (publish_via_partition_root = true)"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newWatchDB(t, pg, fmt.Sprintf("watch_%d", i), tt.setup...)
+			if err := db.w.check(ctx); err != nil {
+				t.Fatalf("check before the change: %v", err)
+			}
+			before := db.walLSN()
+			vouched := db.w.Vouched()
+			for _, sql := range tt.change {
+				db.exec(sql)
+			}
+			err := db.w.check(ctx)
+			if tt.want == "" {
+				if err != nil || db.w.Vouched() <= vouched || db.stopped {
+					t.Fatalf("check: %v, vouched %s after %s; want a newer position and no stop", err, db.w.Vouched(), vouched)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "cdc-relay recover") {
+				t.Fatalf("check: %v; want an error saying %q and how to recover", err, tt.want)
+			}
+			if !db.stopped || db.w.Err() == nil {
+				t.Fatalf("stopped %v, Err %v: want the stream stopped and the error kept", db.stopped, db.w.Err())
+			}
+			db.exec("INSERT INTO cdc_relay_checkpoint VALUES ('more WAL', '0/0')")
+			if err := db.w.check(ctx); err == nil || db.w.Vouched() > before {
+				t.Fatalf("a later check: %v, vouched %s; want the error and nothing past %s", err, db.w.Vouched(), before)
+			}
+		})
+	}
+}
+
+func TestTableWatchRelation(t *testing.T) {
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	missingKey := &decoder.MappingError{Table: "public.outbox", Missing: "aggregate_id", Err: errors.New(`has no column "aggregate_id"`)}
+	tests := []struct {
+		name   string
+		change []string
+		rels   func(oid uint32) []decoder.Relation
+		want   string // in the error of the last Relation; "" for none
+		fatal  bool   // the watch fails (stops vouching)
+	}{
+		{"the table's own", nil, func(oid uint32) []decoder.Relation { return []decoder.Relation{{OID: oid}, {OID: oid}} }, "", false},
+		{"another table after it", nil, func(oid uint32) []decoder.Relation { return []decoder.Relation{{OID: oid}, {OID: oid + 1}} },
+			"was dropped and created again", true},
+		{"an earlier table, replayed", nil, func(oid uint32) []decoder.Relation { return []decoder.Relation{{OID: oid - 1}, {OID: oid}} }, "", false},
+		{"an earlier table, then the table was re-created", []string{"DROP TABLE outbox", "CREATE TABLE outbox (id int)"},
+			func(oid uint32) []decoder.Relation { return []decoder.Relation{{OID: oid - 1}} }, "was dropped and created again", true},
+		{"a key column missing then, back now", nil,
+			func(oid uint32) []decoder.Relation { return []decoder.Relation{{OID: oid, Unfit: missingKey}} }, "", false},
+		{"a key column missing then and now", []string{"ALTER TABLE outbox RENAME aggregate_id TO agg_id"},
+			func(oid uint32) []decoder.Relation { return []decoder.Relation{{OID: oid, Unfit: missingKey}} }, `no column "aggregate_id" (the record key)`, false},
+		{"a timestamp column of type text now", []string{"ALTER TABLE outbox ALTER COLUMN created_at TYPE text"},
+			func(oid uint32) []decoder.Relation {
+				return []decoder.Relation{{OID: oid, Unfit: &decoder.MappingError{Table: "public.outbox", Err: errors.New("timestamp column")}}}
+			}, "", false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newWatchDB(t, pg, fmt.Sprintf("relation_%d", i))
+			for _, sql := range tt.change {
+				db.exec(sql)
+			}
+			rels := tt.rels(db.w.oid)
+			var err error
+			for _, rel := range rels {
+				if err = db.w.relation(ctx, rel); err != nil {
+					break
+				}
+			}
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("relation: %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("relation: %v, want an error saying %q", err, tt.want)
+			case tt.want != "" && !errors.As(err, new(fatalError)) && !tt.fatal:
+				t.Fatalf("relation: %v is not fatal", err)
+			}
+			if tt.want != "" && strings.Contains(tt.want, "record key") && !strings.Contains(err.Error(), "--key-column") {
+				t.Errorf("the error does not name the flag: %v", err)
+			}
+			if got := db.w.Err() != nil; got != tt.fatal || db.stopped != tt.fatal {
+				t.Fatalf("watch failed %v, stream stopped %v; want %v", got, db.stopped, tt.fatal)
+			}
+		})
+	}
+}
+
+// TestTableWatchChecksEveryInterval: the periodic check stops the stream
+// without any message from it.
+func TestTableWatchChecksEveryInterval(t *testing.T) {
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	db := newWatchDB(t, pg, "periodic")
+	stopped := make(chan struct{})
+	db.w.stop = func() { close(stopped) }
+	stop := db.w.start(20 * time.Millisecond)
+	defer stop()
+	db.exec("ALTER PUBLICATION cdc_relay DROP TABLE outbox")
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not stop the stream within 10s of the table leaving the publication")
+	}
+}
