@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -54,7 +55,9 @@ type Event struct {
 	CommitLSN uint64
 }
 
-// Size is the event's approximate in-memory size, for in-flight limits.
+// Size is the event's approximate in-memory size, for in-flight limits. It
+// is at least the bytes the decoder allocated for the event: an event holds
+// copies of its own columns only, never the rest of the row.
 func (e *Event) Size() int {
 	n := 128 + len(e.Topic) + len(e.Key) + len(e.Value)
 	for _, h := range e.Headers {
@@ -98,6 +101,9 @@ type relation struct {
 	headerNames                          []string
 	template                             []templatePart // column parts resolved in templateCols
 	templateCols                         []int
+	// kept are the distinct columns whose bytes an event keeps (id, key,
+	// payload, header columns): only these are copied out of the message.
+	kept []int
 }
 
 // Decoder decodes pgoutput (protocol version 1) messages. Create it with
@@ -108,8 +114,8 @@ type Decoder struct {
 	relations map[uint32]*relation
 	commitLSN uint64
 
-	// cols holds the current tuple's column data, reused across inserts.
-	cols []column
+	// spans locates the current tuple's columns, reused across inserts.
+	spans []span
 	// headers backs Event.Headers, reused across inserts.
 	headers []Header
 	// topics interns rendered topic names, so a topic is validated and
@@ -312,6 +318,13 @@ func (d *Decoder) resolve(rel *relation, names []string, types []uint32) error {
 	if rel.topic < 0 && len(d.template) == 0 {
 		return fmt.Errorf("has no topic column %q and the topic template is empty", d.m.TopicColumn)
 	}
+	// The topic, template, timestamp and headers columns are read during
+	// Decode only (the topic is interned, the rest parsed into new values).
+	for _, i := range append([]int{rel.id, rel.key, rel.payload}, rel.headerCols...) {
+		if i >= 0 && !slices.Contains(rel.kept, i) {
+			rel.kept = append(rel.kept, i)
+		}
+	}
 	return nil
 }
 
@@ -329,57 +342,100 @@ func (d *Decoder) insert(b []byte) (Message, error) {
 		return Message{}, nil
 	}
 	ncols := int(binary.BigEndian.Uint16(b[5:7]))
-	b = b[7:]
-	// Copy the tuple once; every field of the event is a slice of it.
-	tuple := make([]byte, len(b))
-	copy(tuple, b)
-	b = tuple
-	if cap(d.cols) < ncols {
-		d.cols = make([]column, ncols)
+	r := row{msg: b}
+	if cap(d.spans) < ncols {
+		d.spans = make([]span, ncols)
 	}
-	cols := d.cols[:ncols]
-	for i := range cols {
-		if len(b) < 1 {
+	r.spans = d.spans[:ncols]
+	// First where each column is in the message (offsets: no pointers, so
+	// nothing outlives the call and writing them costs no write barrier).
+	off := 7
+	for i := range r.spans {
+		if len(b)-off < 1 {
 			return Message{}, malformed("short tuple")
 		}
-		switch b[0] {
+		switch b[off] {
 		case 'n', 'u':
-			cols[i] = column{null: true}
-			b = b[1:]
+			r.spans[i] = span{n: -1}
+			off++
 		case 't', 'b':
-			if len(b) < 5 {
+			if len(b)-off < 5 {
 				return Message{}, malformed("short tuple column")
 			}
-			n := int(binary.BigEndian.Uint32(b[1:5]))
-			if len(b) < 5+n {
+			n := int(binary.BigEndian.Uint32(b[off+1:]))
+			off += 5
+			if n < 0 || len(b)-off < n {
 				return Message{}, malformed("tuple column of %d bytes overruns message", n)
 			}
-			cols[i] = column{data: b[5 : 5+n : 5+n]}
-			b = b[5+n:]
+			r.spans[i] = span{off: off, n: n}
+			off += n
 		default:
-			return Message{}, malformed("tuple column kind %q", b[0])
+			return Message{}, malformed("tuple column kind %q", b[off])
 		}
 	}
-	return d.event(rel, cols), nil
+	// Then the columns the event keeps are copied into one buffer of
+	// exactly their size: an event never holds the rest of the row (an
+	// unmapped column of megabytes), and Event.Size covers what it holds.
+	n := 0
+	for _, i := range rel.kept {
+		if i < ncols && r.spans[i].n > 0 {
+			n += r.spans[i].n
+		}
+	}
+	r.own = make([]byte, n)
+	n = 0
+	for _, i := range rel.kept {
+		if i >= ncols || r.spans[i].n < 0 {
+			continue
+		}
+		sp := &r.spans[i]
+		copy(r.own[n:], b[sp.off:sp.off+sp.n])
+		*sp = span{off: n, n: sp.n, own: true}
+		n += sp.n
+	}
+	return d.event(rel, &r), nil
 }
 
-// get returns column i, or a null column when the relation lacks it.
-func get(cols []column, i int) column {
-	if i < 0 || i >= len(cols) {
+// span is where a tuple column's bytes are: in the message, or in the
+// event's own buffer (own) once kept. n < 0 is NULL.
+type span struct {
+	off, n int
+	own    bool
+}
+
+// row is one decoded tuple: the message (valid during Decode only), the
+// event's own copy of the kept columns, and each column's span.
+type row struct {
+	msg, own []byte
+	spans    []span
+}
+
+// col returns column i, or a null column when the relation lacks it. Its
+// data is the event's own for a kept column, else valid during Decode only.
+func (r *row) col(i int) column {
+	if i < 0 || i >= len(r.spans) {
 		return column{null: true}
 	}
-	return cols[i]
+	sp := r.spans[i]
+	switch {
+	case sp.n < 0:
+		return column{null: true}
+	case sp.own:
+		return column{data: r.own[sp.off : sp.off+sp.n : sp.off+sp.n]}
+	default:
+		return column{data: r.msg[sp.off : sp.off+sp.n : sp.off+sp.n]}
+	}
 }
 
-func (d *Decoder) event(rel *relation, cols []column) Message {
+func (d *Decoder) event(rel *relation, r *row) Message {
 	msg := Message{Kind: KindEvent}
 	ev := &msg.Event
 	ev.CommitLSN = d.commitLSN
-	ev.Key = get(cols, rel.key).data
-	ev.Value = get(cols, rel.payload).data
+	ev.Key = r.col(rel.key).data
+	ev.Value = r.col(rel.payload).data
 
 	nh := len(rel.headerCols)
-	id := get(cols, rel.id)
+	id := r.col(rel.id)
 	if !id.null {
 		ev.ID = id.data
 		nh++
@@ -393,23 +449,23 @@ func (d *Decoder) event(rel *relation, cols []column) Message {
 		ev.Headers = append(ev.Headers, Header{Key: "id", Value: id.data})
 	}
 	for i, c := range rel.headerCols {
-		ev.Headers = append(ev.Headers, Header{Key: rel.headerNames[i], Value: get(cols, c).data})
+		ev.Headers = append(ev.Headers, Header{Key: rel.headerNames[i], Value: r.col(c).data})
 	}
-	if h := get(cols, rel.headers); !h.null {
+	if h := r.col(rel.headers); !h.null {
 		var err error
 		if ev.Headers, err = appendJSONHeaders(ev.Headers, h.data); err != nil {
 			msg.Poison = fmt.Errorf("headers column %q: %w", d.m.HeadersColumn, err)
 		}
 	}
-	if ts := get(cols, rel.ts); !ts.null {
+	if ts := r.col(rel.ts); !ts.null {
 		ev.Timestamp = parseTimestamp(ts.data, rel.tsType)
 	}
 
 	var err error
-	if t := get(cols, rel.topic); !t.null {
+	if t := r.col(rel.topic); !t.null {
 		ev.Topic, err = d.intern(t.data)
 	} else {
-		ev.Topic, err = d.render(rel, cols)
+		ev.Topic, err = d.render(rel, r)
 	}
 	if err != nil && msg.Poison == nil {
 		msg.Poison = err
@@ -418,14 +474,14 @@ func (d *Decoder) event(rel *relation, cols []column) Message {
 }
 
 // render builds the topic from the template.
-func (d *Decoder) render(rel *relation, cols []column) (string, error) {
+func (d *Decoder) render(rel *relation, r *row) (string, error) {
 	buf := d.scratch[:0]
 	for p, part := range rel.template {
 		if part.column == "" {
 			buf = append(buf, part.literal...)
 			continue
 		}
-		c := get(cols, rel.templateCols[p])
+		c := r.col(rel.templateCols[p])
 		if c.null {
 			return "", fmt.Errorf("topic template input column %q is NULL", part.column)
 		}

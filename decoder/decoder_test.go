@@ -3,6 +3,7 @@ package decoder
 import (
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -340,5 +341,75 @@ func TestParseTimestamp(t *testing.T) {
 		if got := parseTimestamp([]byte(tt.in), tt.typ); !got.Equal(tt.want) {
 			t.Errorf("parseTimestamp(%q) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestEventHoldsOnlyItsColumns: a row with a large column the mapping does
+// not use yields an event that allocates (and so holds) no more than its
+// Size, wherever the large column is and whatever is NULL; the in-flight
+// byte limit counts Size.
+func TestEventHoldsOnlyItsColumns(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	withBlob := func(at int) []col {
+		cols := append([]col{}, outboxCols[:at]...)
+		cols = append(cols, col{"blob", 25})
+		return append(cols, outboxCols[at:]...)
+	}
+	row := func(at int, vals ...*string) []*string {
+		r := append([]*string{}, vals[:at]...)
+		r = append(r, &big)
+		return append(r, vals[at:]...)
+	}
+	ts := s("2026-11-22 16:59:15.123456+00")
+	full := []*string{s("5f0c1a5e-9d4b-4c1e-8f3a-2b6d7e8f9a0b"), s("order"), s("key-42"), s("OrderPlaced"), nil, s(`{"total": 5}`), nil, ts}
+	tests := []struct {
+		name string
+		at   int // where the unmapped column is
+		vals []*string
+	}{
+		{"large column first", 0, full},
+		{"large column between", 5, full},
+		{"large column last", len(outboxCols), full},
+		{"topic column set", 3, []*string{s("id"), s("order"), s("k"), s("E"), s("explicit.topic"), s(`{}`), nil, ts}},
+		{"NULL id and payload", 2, []*string{nil, s("order"), s("k"), s("E"), nil, nil, nil, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := New(DefaultMapping())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustDecode(t, d, relationMsg(1, "public", "outbox", withBlob(tt.at)))
+			msg := insertMsg(1, row(tt.at, tt.vals...)...)
+			m := mustDecode(t, d, msg) // warm the decoder's reused state
+			if m.Poison != nil {
+				t.Fatal(m.Poison)
+			}
+			const runs = 50
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := 0; i < runs; i++ {
+				m, err = d.Decode(msg)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			perEvent := int(after.TotalAlloc-before.TotalAlloc) / runs
+			if size := m.Event.Size(); perEvent > size {
+				t.Fatalf("decoding allocated %d bytes per event, more than its Size %d: the event holds bytes the in-flight limit does not count", perEvent, size)
+			}
+			for _, b := range [][]byte{m.Event.ID, m.Event.Key, m.Event.Value} {
+				if cap(b) != len(b) {
+					t.Fatalf("a field of %d bytes has a capacity of %d", len(b), cap(b))
+				}
+			}
+			for i := range msg {
+				msg[i] = 'X'
+			}
+			if got, want := string(m.Event.Key), *tt.vals[2]; got != want {
+				t.Fatalf("key %q after the message was overwritten, want %q", got, want)
+			}
+		})
 	}
 }
