@@ -76,7 +76,8 @@ type Message struct {
 	Event Event
 	// Poison is set on KindEvent when the row is on the mapped table but
 	// cannot become a record (a NULL topic column in the template, an
-	// illegal topic name, a headers value that is not a JSON object). Event
+	// illegal topic name, a topic Mapping.AllowedTopics does not allow, a
+	// headers value that is not a JSON object). Event
 	// then holds what could be decoded. Poison rows are permanent failures:
 	// they belong in the status table, and the stream goes on.
 	Poison error
@@ -121,6 +122,7 @@ type Decoder struct {
 	// topics interns rendered topic names, so a topic is validated and
 	// allocated once, not once per event.
 	topics  map[string]topicEntry
+	allowed func(topic string) error // Mapping.AllowedTopics
 	scratch []byte
 }
 
@@ -144,11 +146,13 @@ func New(m Mapping) (*Decoder, error) {
 		return nil, err
 	}
 	tmpl, _ := parseTemplate(m.TopicTemplate)
+	allowed, _ := m.topicFilter()
 	return &Decoder{
 		m:         m,
 		template:  tmpl,
 		relations: make(map[uint32]*relation),
 		topics:    make(map[string]topicEntry),
+		allowed:   allowed,
 	}, nil
 }
 
@@ -491,7 +495,9 @@ func (d *Decoder) render(rel *relation, r *row) (string, error) {
 	return d.intern(buf)
 }
 
-// intern returns the validated topic named by b, allocating it once.
+// intern returns the validated topic named by b, allocating it once: a
+// legal Kafka topic name that Mapping.AllowedTopics allows, or the reason
+// it is not.
 func (d *Decoder) intern(b []byte) (string, error) {
 	if e, ok := d.topics[string(b)]; ok {
 		return e.name, e.err
@@ -501,6 +507,9 @@ func (d *Decoder) intern(b []byte) (string, error) {
 	}
 	name := string(b)
 	e := topicEntry{name: name, err: ValidTopic(name)}
+	if e.err == nil {
+		e.err = d.allowed(name)
+	}
 	d.topics[name] = e
 	return e.name, e.err
 }

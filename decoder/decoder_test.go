@@ -413,3 +413,82 @@ func TestEventHoldsOnlyItsColumns(t *testing.T) {
 		})
 	}
 }
+
+// TestAllowedTopics: an event whose whole topic (from the topic column or
+// the template) does not match --allowed-topics is poison, with a reason
+// that names the topic and the flag; by default topics starting with "_"
+// or "connect-" are refused.
+func TestAllowedTopics(t *testing.T) {
+	tests := []struct {
+		allowed string
+		topic   string // in the topic column; "" renders the template
+		agg     string
+		ok      bool
+	}{
+		{"", "_schemas", "order", false},
+		{"", "__consumer_offsets", "order", false},
+		{"", "connect-configs", "order", false},
+		{"", "", "order", true}, // outbox.event.order
+		{"", "connector.events", "order", true},
+		{"", "my_topic", "order", true},
+		{"", "orders.connect-x", "order", true},
+		{`orders\..*`, "orders.v1", "order", true},
+		{`orders\..*`, "xorders.v1", "order", false}, // the whole topic must match
+		{`orders|payments`, "payments", "order", true},
+		{`orders|payments`, "orderspayments", "order", false},
+		{`outbox\.event\.(order|payment)`, "", "payment", true},
+		{`outbox\.event\.(order|payment)`, "", "refund", false},
+		{`.*`, "_schemas", "order", true},
+		{`.*`, "connect-offsets", "order", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.allowed+" "+tt.topic+tt.agg, func(t *testing.T) {
+			m := DefaultMapping()
+			m.AllowedTopics = tt.allowed
+			d, err := New(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustDecode(t, d, relationMsg(1, "public", "outbox", outboxCols))
+			topic := s(tt.topic)
+			if tt.topic == "" {
+				topic = nil
+			}
+			// Twice: the second decode takes the interned topic.
+			for i := 0; i < 2; i++ {
+				msg := mustDecode(t, d, insertMsg(1, s("id"), s(tt.agg), s("k"), s("E"), topic, s(`{}`), nil, nil))
+				want := tt.topic
+				if want == "" {
+					want = "outbox.event." + tt.agg
+				}
+				if msg.Event.Topic != want {
+					t.Fatalf("topic %q, want %q", msg.Event.Topic, want)
+				}
+				if tt.ok {
+					if msg.Poison != nil {
+						t.Fatalf("topic %q refused: %v", want, msg.Poison)
+					}
+					continue
+				}
+				if msg.Poison == nil {
+					t.Fatalf("topic %q allowed, want it refused", want)
+				}
+				for _, part := range []string{`"` + want + `"`, "--allowed-topics"} {
+					if !strings.Contains(msg.Poison.Error(), part) {
+						t.Fatalf("reason %q does not mention %s", msg.Poison, part)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAllowedTopicsMustBeARegularExpression(t *testing.T) {
+	for _, pattern := range []string{`orders.(`, `a)|(b`, `[`} {
+		m := DefaultMapping()
+		m.AllowedTopics = pattern
+		if _, err := New(m); err == nil || !strings.Contains(err.Error(), "--allowed-topics") {
+			t.Errorf("New with allowed topics %q: error %v, want one naming --allowed-topics", pattern, err)
+		}
+	}
+}
