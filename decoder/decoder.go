@@ -346,6 +346,9 @@ func (d *Decoder) insert(b []byte) (Message, error) {
 		return Message{}, nil
 	}
 	ncols := int(binary.BigEndian.Uint16(b[5:7]))
+	if ncols > len(b)-7 { // each column takes a byte at least
+		return Message{}, malformed("Insert of %d columns in %d bytes", ncols, len(b))
+	}
 	r := row{msg: b}
 	if cap(d.spans) < ncols {
 		d.spans = make([]span, ncols)
