@@ -77,9 +77,9 @@ type Message struct {
 	// Poison is set on KindEvent when the row is on the mapped table but
 	// cannot become a record (a NULL topic column in the template, an
 	// illegal topic name, a topic Mapping.AllowedTopics does not allow, a
-	// headers value that is not a JSON object). Event
-	// then holds what could be decoded. Poison rows are permanent failures:
-	// they belong in the status table, and the stream goes on.
+	// headers value that is not a JSON object). Event then holds what
+	// could be decoded. Poison rows are permanent failures: they belong in
+	// the status table, and the stream goes on.
 	Poison error
 }
 
