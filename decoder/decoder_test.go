@@ -355,7 +355,7 @@ func TestEventHoldsOnlyItsColumns(t *testing.T) {
 		cols = append(cols, col{"blob", 25})
 		return append(cols, outboxCols[at:]...)
 	}
-	row := func(at int, vals ...*string) []*string {
+	valsWithBlob := func(at int, vals ...*string) []*string {
 		r := append([]*string{}, vals[:at]...)
 		r = append(r, &big)
 		return append(r, vals[at:]...)
@@ -380,7 +380,7 @@ func TestEventHoldsOnlyItsColumns(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustDecode(t, d, relationMsg(1, "public", "outbox", withBlob(tt.at)))
-			msg := insertMsg(1, row(tt.at, tt.vals...)...)
+			msg := insertMsg(1, valsWithBlob(tt.at, tt.vals...)...)
 			m := mustDecode(t, d, msg) // warm the decoder's reused state
 			if m.Poison != nil {
 				t.Fatal(m.Poison)
