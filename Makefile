@@ -2,13 +2,14 @@
 
 GO       ?= go
 BIN      ?= bin/cdc-relay
+FUZZTIME ?= 30s
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.Version=$(VERSION)
 # Packages with concurrency run under the race detector; e2e drives the
 # built binary against a real PostgreSQL and Kafka over TCP.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build demo test test-kafka bench unit e2e lint deps deps-kafka clean
+.PHONY: all build demo test test-kafka bench unit fuzz e2e lint deps deps-kafka clean
 
 all: build
 
@@ -31,8 +32,8 @@ demo: build
 	@./scripts/deps.sh postgres
 	./$(BIN) demo
 
-## test: lint, unit tests with -race, then the end-to-end suite
-test: deps lint unit e2e
+## test: lint, unit tests with -race, the decoder's fuzz target, then the end-to-end suite
+test: deps lint unit fuzz e2e
 
 ## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven)
 test-kafka: deps deps-kafka
@@ -52,6 +53,11 @@ lint:
 unit:
 	@./scripts/deps.sh postgres gcc
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(UNIT_PKGS)
+
+## fuzz: the decoder's fuzz target for FUZZTIME (30s); a failing input is
+# written to decoder/testdata/fuzz/FuzzDecode/, to be kept there as a seed
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./decoder/
 
 ## e2e: the end-to-end suite on kfake (it builds the relay with -race)
 e2e:

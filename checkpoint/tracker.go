@@ -32,9 +32,14 @@ type Limits struct {
 type Tracker struct {
 	limits Limits
 
-	mu    sync.Mutex
-	queue []*Txn // transactions not yet safe, oldest first, from head
-	head  int
+	mu sync.Mutex
+	// queue holds the transactions not yet safe, oldest first, from head.
+	// A transaction or keepalive position that becomes safe exactly when
+	// the entry before it does is merged into that entry, so the queue is
+	// bounded by the events in flight, not by the transactions read.
+	queue     []*Txn
+	head      int
+	compactAt int // the queue length at which push compacts it next
 
 	safe   atomic.Uint64
 	events atomic.Int64
@@ -59,7 +64,7 @@ func NewTracker(start pglogrepl.LSN, limits Limits) *Tracker {
 func (t *Tracker) Begin() *Txn {
 	tx := &Txn{}
 	t.mu.Lock()
-	t.queue = append(t.queue, tx)
+	t.push(tx)
 	t.mu.Unlock()
 	return tx
 }
@@ -101,6 +106,15 @@ func (t *Tracker) Commit(tx *Txn, end pglogrepl.LSN) {
 	tx.end = end
 	tx.closed = true
 	t.advance()
+	if n := len(t.queue); n-t.head >= 2 && settled(tx) {
+		// Nothing in flight, but behind a transaction with events in
+		// flight: tx becomes safe exactly when the one before it does, so
+		// that entry takes tx's end instead of the queue taking an entry.
+		prev := t.queue[n-2]
+		prev.end = max(prev.end, end)
+		t.queue[n-1] = nil
+		t.queue = t.queue[:n-1]
+	}
 	t.mu.Unlock()
 }
 
@@ -110,12 +124,55 @@ func (t *Tracker) Commit(tx *Txn, end pglogrepl.LSN) {
 // its Commit is a bug.
 func (t *Tracker) Position(lsn pglogrepl.LSN) {
 	t.mu.Lock()
-	if t.head == len(t.queue) {
+	if n := len(t.queue); t.head == n {
 		t.raise(lsn)
 	} else {
-		t.queue = append(t.queue, &Txn{end: lsn, closed: true})
+		// The last transaction is closed (no Begin is open), and the
+		// position becomes safe exactly when it does: no entry of its own.
+		tail := t.queue[n-1]
+		tail.end = max(tail.end, lsn)
 	}
 	t.mu.Unlock()
+}
+
+// settled reports whether tx is closed with no event in flight: it becomes
+// safe exactly when the transaction before it does, and that stays so (Add
+// is not called after Commit). Called with mu held.
+func settled(tx *Txn) bool { return tx.closed && tx.pending.Load() == 0 }
+
+// push appends tx to the queue, compacting the queue first when it has
+// doubled since the last compaction: O(1) per transaction. Called with mu
+// held.
+func (t *Tracker) push(tx *Txn) {
+	if len(t.queue)-t.head >= max(t.compactAt, minCompact) {
+		t.compact()
+		t.compactAt = 2 * (len(t.queue) - t.head)
+	}
+	t.queue = append(t.queue, tx)
+}
+
+// minCompact is the shortest queue that compact runs on.
+const minCompact = 64
+
+// compact merges each settled transaction behind another one into it (see
+// Commit). Settled entries are left behind when events are acknowledged
+// after their transaction's commit, while an earlier event is still in
+// flight. Afterwards every entry has an event in flight or is open, so the
+// queue holds at most one entry per event in flight, and between
+// compactions at most twice that (or minCompact). Called with mu held.
+func (t *Tracker) compact() {
+	q := t.queue[t.head:]
+	n := 0
+	for _, tx := range q {
+		if n > 0 && settled(tx) {
+			q[n-1].end = max(q[n-1].end, tx.end)
+			continue
+		}
+		q[n] = tx
+		n++
+	}
+	clear(q[n:])
+	t.queue = t.queue[:t.head+n]
 }
 
 // advance pops finished transactions off the head. Called with mu held.

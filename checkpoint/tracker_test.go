@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"context"
 	"math/rand"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,23 +78,32 @@ func TestNeverBelowStart(t *testing.T) {
 	}
 }
 
-// TestModel drives the tracker with a random stream and random ack order
-// from many goroutines, and checks after every step that the safe position
-// never passes the end of a transaction with an event in flight.
+// TestModel drives the tracker with a random stream (transactions with
+// and without events, runs of empty transactions, keepalives, events held
+// back for a while, one for most of the stream) and random ack order from many
+// goroutines. After every step it checks that the safe position never
+// passes the end of a transaction with an event in flight; whenever every
+// released ack is processed, that the safe position is exactly the end of
+// the newest fully delivered prefix, and that the queue stays within its
+// bound (entries without events collapse).
 func TestModel(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		tr := NewTracker(0, Limits{})
-		type pending struct {
-			tx  *Txn
-			end pglogrepl.LSN
-			n   int
+		// entry is a transaction or keepalive position, as the model sees it.
+		type entry struct {
+			end  pglogrepl.LSN
+			n    int   // events not yet acked (counted down before Done)
+			left int64 // events whose Done has not returned
 		}
 		var (
-			mu       sync.Mutex
-			open     []*pending // transactions with events not yet acked, in order
-			inflight = make(chan func(), 100000)
-			wg       sync.WaitGroup
+			mu          sync.Mutex
+			entries     []*entry // every entry not known delivered, in stream order
+			withEvents  []*entry // the entries among them with events, some acked
+			inflight    = make(chan func(), 100000)
+			released    sync.WaitGroup // acks sent to the workers, not yet processed
+			wg          sync.WaitGroup
+			outstanding atomic.Int64 // entries with an event whose Done has not returned
 		)
 		// check runs on the workers too: it reports with Errorf (Fatalf
 		// must not be called off the test goroutine) and once.
@@ -101,9 +112,9 @@ func TestModel(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			safe := tr.Safe()
-			for _, p := range open {
-				if p.n > 0 && p.end != 0 && safe >= p.end && !failed.Swap(true) {
-					t.Errorf("seed %d: safe %s reached the end %s of a transaction with %d events in flight", seed, safe, p.end, p.n)
+			for _, e := range withEvents {
+				if e.n > 0 && e.end != 0 && safe >= e.end && !failed.Swap(true) {
+					t.Errorf("seed %d: safe %s reached the end %s of a transaction with %d events in flight", seed, safe, e.end, e.n)
 				}
 			}
 		}
@@ -114,50 +125,132 @@ func TestModel(t *testing.T) {
 				for ack := range inflight {
 					ack()
 					check()
+					released.Done()
 				}
 			}()
 		}
-		var acks []func()
-		lsn := pglogrepl.LSN(0)
-		for i := 0; i < 2000; i++ {
-			lsn += pglogrepl.LSN(1 + rng.Intn(100))
-			if rng.Intn(4) == 0 {
-				tr.Position(lsn)
-				continue
-			}
-			tx := tr.Begin()
-			p := &pending{tx: tx}
-			n := rng.Intn(4)
+		release := func(a func()) {
+			released.Add(1)
+			inflight <- a
+		}
+		maxOutstanding := int64(0)
+		// quiescent waits for every released ack, then checks the safe
+		// position exactly and the queue's length.
+		want := pglogrepl.LSN(0) // the end of the delivered prefix
+		quiescent := func(step int) {
+			released.Wait()
 			mu.Lock()
-			p.n = n
-			open = append(open, p)
+			for len(entries) > 0 && entries[0].n == 0 {
+				want = max(want, entries[0].end)
+				entries = entries[1:]
+			}
+			withEvents = slices.DeleteFunc(withEvents, func(e *entry) bool { return e.n == 0 })
+			mu.Unlock()
+			if got := tr.Safe(); got != want {
+				t.Fatalf("seed %d step %d: safe %s, want %s: the end of the newest delivered prefix", seed, step, got, want)
+			}
+			if n, _ := tr.queued(); n > max(2*int(maxOutstanding), minCompact) {
+				t.Fatalf("seed %d step %d: %d entries queued with at most %d transactions in flight at once", seed, step, n, maxOutstanding)
+			}
+		}
+		var acks []func()
+		// held are acks held back until a step: the seed's first one until
+		// stuckUntil, and a few others for up to 300 steps.
+		held := map[int][]func(){}
+		const steps, stuckUntil = 2000, 1500
+		step := 0
+		lsn := pglogrepl.LSN(0)
+		commit := func(n int) {
+			tx := tr.Begin()
+			e := &entry{n: n, left: int64(n)}
+			mu.Lock()
+			entries = append(entries, e)
+			if n > 0 {
+				withEvents = append(withEvents, e)
+				outstanding.Add(1)
+			}
 			mu.Unlock()
 			for j := 0; j < n; j++ {
 				tr.Add(tx, 1)
-				acks = append(acks, func() {
+				ack := func() {
 					mu.Lock()
-					p.n--
+					e.n--
 					mu.Unlock()
 					tr.Done(tx, 1)
-				})
+					mu.Lock()
+					e.left--
+					if e.left == 0 {
+						outstanding.Add(-1)
+					}
+					mu.Unlock()
+				}
+				switch {
+				case len(held) == 0:
+					held[stuckUntil] = append(held[stuckUntil], ack)
+				case rng.Intn(30) == 0:
+					at := step + 1 + rng.Intn(300)
+					held[at] = append(held[at], ack)
+				default:
+					acks = append(acks, ack)
+				}
 			}
+			maxOutstanding = max(maxOutstanding, outstanding.Load())
 			lsn += pglogrepl.LSN(1 + rng.Intn(100))
 			mu.Lock()
-			p.end = lsn
+			e.end = lsn
 			mu.Unlock()
 			tr.Commit(tx, lsn)
+		}
+		position := func() {
+			lsn += pglogrepl.LSN(1 + rng.Intn(100))
+			mu.Lock()
+			entries = append(entries, &entry{end: lsn})
+			mu.Unlock()
+			tr.Position(lsn)
+		}
+		for i := 0; i < steps; i++ {
+			step = i
+			switch r := rng.Intn(10); {
+			case r < 2:
+				position()
+			case r == 2:
+				// A run of transactions on other tables (empty, as
+				// pgoutput sends them before PostgreSQL 15) and keepalives.
+				for k := rng.Intn(50); k > 0; k-- {
+					if rng.Intn(5) == 0 {
+						position()
+					} else {
+						commit(0)
+					}
+				}
+			default:
+				commit(rng.Intn(4))
+			}
 			check()
+			for _, a := range held[i] {
+				release(a)
+			}
+			delete(held, i)
 			// Release a random subset of acks, out of order.
 			rng.Shuffle(len(acks), func(a, b int) { acks[a], acks[b] = acks[b], acks[a] })
 			k := rng.Intn(len(acks) + 1)
 			for _, a := range acks[:k] {
-				inflight <- a
+				release(a)
 			}
 			acks = acks[k:]
+			if i%50 == 0 || i == stuckUntil-1 {
+				quiescent(i)
+			}
 		}
 		for _, a := range acks {
-			inflight <- a
+			release(a)
 		}
+		for _, as := range held {
+			for _, a := range as {
+				release(a)
+			}
+		}
+		quiescent(steps)
 		close(inflight)
 		wg.Wait()
 		if failed.Load() {
@@ -168,7 +261,96 @@ func TestModel(t *testing.T) {
 		if got := tr.Safe(); got != lsn {
 			t.Fatalf("seed %d: safe %s after all acks, want %s", seed, got, lsn)
 		}
+		if n, _ := tr.queued(); n != 0 {
+			t.Fatalf("seed %d: %d entries queued with nothing in flight", seed, n)
+		}
 	}
+}
+
+// TestStuckEventThenEmptyTransactions: one event stuck in flight, then two
+// million transactions without events and keepalives (transactions on other
+// tables, which pgoutput sends as Begin/Commit before PostgreSQL 15). They
+// collapse into one queue entry; the queue and the heap stay small; acking
+// the stuck event moves the safe position to the last one's end.
+func TestStuckEventThenEmptyTransactions(t *testing.T) {
+	tests := []struct {
+		name string
+		// events: each transaction has one event, acked after the next
+		// transaction's commit (so the entries collapse only in compact).
+		events bool
+		txs    int
+	}{
+		{"empty transactions and keepalives", false, 2_000_000},
+		{"transactions acked after their commit", true, 200_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+
+			tr := NewTracker(0, Limits{})
+			stuck := tr.Begin()
+			tr.Add(stuck, 100)
+			tr.Commit(stuck, 10)
+			lsn := pglogrepl.LSN(10)
+			var prev *Txn
+			maxQueued, maxCap := 0, 0
+			for i := 0; i < tt.txs; i++ {
+				lsn += 2
+				if i%1000 == 999 {
+					tr.Position(lsn)
+					continue
+				}
+				tx := tr.Begin()
+				if tt.events {
+					tr.Add(tx, 100)
+				}
+				tr.Commit(tx, lsn)
+				if prev != nil {
+					tr.Done(prev, 100)
+				}
+				if tt.events {
+					prev = tx
+				}
+				if i%1000 == 0 {
+					n, c := tr.queued()
+					maxQueued, maxCap = max(maxQueued, n), max(maxCap, c)
+				}
+			}
+			if prev != nil {
+				tr.Done(prev, 100)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			n, c := tr.queued()
+			maxQueued, maxCap = max(maxQueued, n), max(maxCap, c)
+			t.Logf("queue: at most %d entries, capacity %d; heap grew by %d KiB", maxQueued, maxCap, (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>10)
+			if maxQueued > 2*minCompact || maxCap > 4*minCompact {
+				t.Fatalf("queue reached %d entries (capacity %d) behind one stuck event", maxQueued, maxCap)
+			}
+			if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 1<<20 {
+				t.Fatalf("heap grew by %d KiB behind one stuck event", grew>>10)
+			}
+			if got := tr.Safe(); got != 0 {
+				t.Fatalf("safe %s passed the stuck event", got)
+			}
+			tr.Done(stuck, 100)
+			if got := tr.Safe(); got != lsn {
+				t.Fatalf("safe %s after the stuck event was acked, want the last entry's end %s", got, lsn)
+			}
+			if n, _ := tr.queued(); n != 0 {
+				t.Fatalf("%d entries queued with nothing in flight", n)
+			}
+		})
+	}
+}
+
+// queued returns the queue's length and capacity.
+func (t *Tracker) queued() (n, capacity int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.queue) - t.head, cap(t.queue)
 }
 
 func TestWaitCapacityAndIdle(t *testing.T) {
@@ -269,5 +451,24 @@ func BenchmarkTrackEvent(b *testing.B) {
 		}
 		tr.Add(tx, 300)
 		tr.Done(tx, 300)
+	}
+}
+
+// BenchmarkTrackEmptyTransaction: a transaction without events (Begin and
+// Commit), with nothing in flight and behind a stuck event.
+func BenchmarkTrackEmptyTransaction(b *testing.B) {
+	for _, stuck := range []bool{false, true} {
+		b.Run(map[bool]string{false: "idle", true: "behind a stuck event"}[stuck], func(b *testing.B) {
+			tr := NewTracker(0, Limits{})
+			if stuck {
+				tx := tr.Begin()
+				tr.Add(tx, 1)
+				tr.Commit(tx, 1)
+			}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				tr.Commit(tr.Begin(), pglogrepl.LSN(i+2))
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -58,7 +59,9 @@ type Event struct {
 	CommitLSN uint64
 }
 
-// Size is the event's approximate in-memory size, for in-flight limits.
+// Size is the event's approximate in-memory size, for in-flight limits. It
+// is at least the bytes the decoder allocated for the event: an event holds
+// copies of its own columns only, never the rest of the row.
 func (e *Event) Size() int {
 	n := 128 + len(e.Topic) + len(e.Key) + len(e.Value)
 	for _, h := range e.Headers {
@@ -77,11 +80,11 @@ type Message struct {
 	Event Event
 	// Poison is set on KindEvent when the row is on the mapped table but
 	// cannot become a record (a NULL topic column in the template, an
-	// illegal topic name, a headers value that is not a JSON object, a
-	// table whose columns did not fit the mapping when the row was
-	// written). Event then holds what could be decoded. Poison rows are
-	// permanent failures: they belong in the status table, and the stream
-	// goes on.
+	// illegal topic name, a topic Mapping.AllowedTopics does not allow, a
+	// headers value that is not a JSON object, a table whose columns did
+	// not fit the mapping when the row was written). Event then holds what
+	// could be decoded. Poison rows are permanent failures: they belong in
+	// the status table, and the stream goes on.
 	Poison error
 	// Relation is set on KindRelation.
 	Relation Relation
@@ -124,6 +127,9 @@ type relation struct {
 	// required column: their parked copies get no topic.
 	poison  error
 	noTopic bool
+	// kept are the distinct columns whose bytes an event keeps (id, key,
+	// payload, header columns): only these are copied out of the message.
+	kept []int
 }
 
 // Decoder decodes pgoutput (protocol version 1) messages. Create it with
@@ -135,13 +141,14 @@ type Decoder struct {
 	commitLSN uint64
 	rel       Relation // the last Relation message's, when it was for the mapped table
 
-	// cols holds the current tuple's column data, reused across inserts.
-	cols []column
+	// spans locates the current tuple's columns, reused across inserts.
+	spans []span
 	// headers backs Event.Headers, reused across inserts.
 	headers []Header
 	// topics interns rendered topic names, so a topic is validated and
 	// allocated once, not once per event.
 	topics  map[string]topicEntry
+	allowed func(topic string) error // Mapping.AllowedTopics
 	scratch []byte
 }
 
@@ -165,11 +172,13 @@ func New(m Mapping) (*Decoder, error) {
 		return nil, err
 	}
 	tmpl, _ := parseTemplate(m.TopicTemplate)
+	allowed, _ := m.topicFilter()
 	return &Decoder{
 		m:         m,
 		template:  tmpl,
 		relations: make(map[uint32]*relation),
 		topics:    make(map[string]topicEntry),
+		allowed:   allowed,
 	}, nil
 }
 
@@ -367,6 +376,13 @@ func (d *Decoder) resolve(rel *relation, names []string, types []uint32) *Mappin
 			}
 		}
 	}
+	// The topic, template, timestamp and headers columns are read during
+	// Decode only (the topic is interned, the rest parsed into new values).
+	for _, i := range append([]int{rel.id, rel.key, rel.payload}, rel.headerCols...) {
+		if i >= 0 && !slices.Contains(rel.kept, i) {
+			rel.kept = append(rel.kept, i)
+		}
+	}
 	return first
 }
 
@@ -413,57 +429,103 @@ func (d *Decoder) insert(b []byte) (Message, error) {
 		return Message{}, nil
 	}
 	ncols := int(binary.BigEndian.Uint16(b[5:7]))
-	b = b[7:]
-	// Copy the tuple once; every field of the event is a slice of it.
-	tuple := make([]byte, len(b))
-	copy(tuple, b)
-	b = tuple
-	if cap(d.cols) < ncols {
-		d.cols = make([]column, ncols)
+	if ncols > len(b)-7 { // each column takes a byte at least
+		return Message{}, malformed("Insert of %d columns in %d bytes", ncols, len(b))
 	}
-	cols := d.cols[:ncols]
-	for i := range cols {
-		if len(b) < 1 {
+	r := row{msg: b}
+	if cap(d.spans) < ncols {
+		d.spans = make([]span, ncols)
+	}
+	r.spans = d.spans[:ncols]
+	// First where each column is in the message (offsets: no pointers, so
+	// nothing outlives the call and writing them costs no write barrier).
+	off := 7
+	for i := range r.spans {
+		if len(b)-off < 1 {
 			return Message{}, malformed("short tuple")
 		}
-		switch b[0] {
+		switch b[off] {
 		case 'n', 'u':
-			cols[i] = column{null: true}
-			b = b[1:]
+			r.spans[i] = span{n: -1}
+			off++
 		case 't', 'b':
-			if len(b) < 5 {
+			if len(b)-off < 5 {
 				return Message{}, malformed("short tuple column")
 			}
-			n := int(binary.BigEndian.Uint32(b[1:5]))
-			if len(b) < 5+n {
+			n := int(binary.BigEndian.Uint32(b[off+1:]))
+			off += 5
+			if n < 0 || len(b)-off < n {
 				return Message{}, malformed("tuple column of %d bytes overruns message", n)
 			}
-			cols[i] = column{data: b[5 : 5+n : 5+n]}
-			b = b[5+n:]
+			r.spans[i] = span{off: off, n: n}
+			off += n
 		default:
-			return Message{}, malformed("tuple column kind %q", b[0])
+			return Message{}, malformed("tuple column kind %q", b[off])
 		}
 	}
-	return d.event(rel, cols), nil
+	// Then the columns the event keeps are copied into one buffer of
+	// exactly their size: an event never holds the rest of the row (an
+	// unmapped column of megabytes), and Event.Size covers what it holds.
+	n := 0
+	for _, i := range rel.kept {
+		if i < ncols && r.spans[i].n > 0 {
+			n += r.spans[i].n
+		}
+	}
+	r.own = make([]byte, n)
+	n = 0
+	for _, i := range rel.kept {
+		if i >= ncols || r.spans[i].n < 0 {
+			continue
+		}
+		sp := &r.spans[i]
+		copy(r.own[n:], b[sp.off:sp.off+sp.n])
+		*sp = span{off: n, n: sp.n, own: true}
+		n += sp.n
+	}
+	return d.event(rel, &r), nil
 }
 
-// get returns column i, or a null column when the relation lacks it.
-func get(cols []column, i int) column {
-	if i < 0 || i >= len(cols) {
+// span is where a tuple column's bytes are: in the message, or in the
+// event's own buffer (own) once kept. n < 0 is NULL.
+type span struct {
+	off, n int
+	own    bool
+}
+
+// row is one decoded tuple: the message (valid during Decode only), the
+// event's own copy of the kept columns, and each column's span.
+type row struct {
+	msg, own []byte
+	spans    []span
+}
+
+// col returns column i, or a null column when the relation lacks it. Its
+// data is the event's own for a kept column, else valid during Decode only.
+func (r *row) col(i int) column {
+	if i < 0 || i >= len(r.spans) {
 		return column{null: true}
 	}
-	return cols[i]
+	sp := r.spans[i]
+	switch {
+	case sp.n < 0:
+		return column{null: true}
+	case sp.own:
+		return column{data: r.own[sp.off : sp.off+sp.n : sp.off+sp.n]}
+	default:
+		return column{data: r.msg[sp.off : sp.off+sp.n : sp.off+sp.n]}
+	}
 }
 
-func (d *Decoder) event(rel *relation, cols []column) Message {
+func (d *Decoder) event(rel *relation, r *row) Message {
 	msg := Message{Kind: KindEvent}
 	ev := &msg.Event
 	ev.CommitLSN = d.commitLSN
-	ev.Key = get(cols, rel.key).data
-	ev.Value = get(cols, rel.payload).data
+	ev.Key = r.col(rel.key).data
+	ev.Value = r.col(rel.payload).data
 
 	nh := len(rel.headerCols)
-	id := get(cols, rel.id)
+	id := r.col(rel.id)
 	if !id.null {
 		ev.ID = id.data
 		nh++
@@ -477,15 +539,15 @@ func (d *Decoder) event(rel *relation, cols []column) Message {
 		ev.Headers = append(ev.Headers, Header{Key: "id", Value: id.data})
 	}
 	for i, c := range rel.headerCols {
-		ev.Headers = append(ev.Headers, Header{Key: rel.headerNames[i], Value: get(cols, c).data})
+		ev.Headers = append(ev.Headers, Header{Key: rel.headerNames[i], Value: r.col(c).data})
 	}
-	if h := get(cols, rel.headers); !h.null {
+	if h := r.col(rel.headers); !h.null {
 		var err error
 		if ev.Headers, err = appendJSONHeaders(ev.Headers, h.data); err != nil {
 			msg.Poison = fmt.Errorf("headers column %q: %w", d.m.HeadersColumn, err)
 		}
 	}
-	if ts := get(cols, rel.ts); !ts.null {
+	if ts := r.col(rel.ts); !ts.null {
 		ev.Timestamp = parseTimestamp(ts.data, rel.tsType)
 	}
 
@@ -496,10 +558,10 @@ func (d *Decoder) event(rel *relation, cols []column) Message {
 		}
 	}
 	var err error
-	if t := get(cols, rel.topic); !t.null {
+	if t := r.col(rel.topic); !t.null {
 		ev.Topic, err = d.intern(t.data)
 	} else {
-		ev.Topic, err = d.render(rel, cols)
+		ev.Topic, err = d.render(rel, r)
 	}
 	if err != nil && msg.Poison == nil {
 		msg.Poison = err
@@ -508,14 +570,14 @@ func (d *Decoder) event(rel *relation, cols []column) Message {
 }
 
 // render builds the topic from the template.
-func (d *Decoder) render(rel *relation, cols []column) (string, error) {
+func (d *Decoder) render(rel *relation, r *row) (string, error) {
 	buf := d.scratch[:0]
 	for p, part := range rel.template {
 		if part.column == "" {
 			buf = append(buf, part.literal...)
 			continue
 		}
-		c := get(cols, rel.templateCols[p])
+		c := r.col(rel.templateCols[p])
 		if c.null {
 			return "", fmt.Errorf("topic template input column %q is NULL", part.column)
 		}
@@ -525,7 +587,9 @@ func (d *Decoder) render(rel *relation, cols []column) (string, error) {
 	return d.intern(buf)
 }
 
-// intern returns the validated topic named by b, allocating it once.
+// intern returns the validated topic named by b, allocating it once: a
+// legal Kafka topic name that Mapping.AllowedTopics allows, or the reason
+// it is not.
 func (d *Decoder) intern(b []byte) (string, error) {
 	if e, ok := d.topics[string(b)]; ok {
 		return e.name, e.err
@@ -535,6 +599,9 @@ func (d *Decoder) intern(b []byte) (string, error) {
 	}
 	name := string(b)
 	e := topicEntry{name: name, err: ValidTopic(name)}
+	if e.err == nil {
+		e.err = d.allowed(name)
+	}
 	d.topics[name] = e
 	return e.name, e.err
 }

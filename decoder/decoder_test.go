@@ -3,6 +3,7 @@ package decoder
 import (
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -419,6 +420,155 @@ func TestParseTimestamp(t *testing.T) {
 	for _, tt := range tests {
 		if got := parseTimestamp([]byte(tt.in), tt.typ); !got.Equal(tt.want) {
 			t.Errorf("parseTimestamp(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestEventHoldsOnlyItsColumns: a row with a large column the mapping does
+// not use yields an event that allocates (and so holds) no more than its
+// Size, wherever the large column is and whatever is NULL; the in-flight
+// byte limit counts Size.
+func TestEventHoldsOnlyItsColumns(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	withBlob := func(at int) []col {
+		cols := append([]col{}, outboxCols[:at]...)
+		cols = append(cols, col{"blob", 25})
+		return append(cols, outboxCols[at:]...)
+	}
+	valsWithBlob := func(at int, vals ...*string) []*string {
+		r := append([]*string{}, vals[:at]...)
+		r = append(r, &big)
+		return append(r, vals[at:]...)
+	}
+	ts := s("2026-11-22 16:59:15.123456+00")
+	full := []*string{s("5f0c1a5e-9d4b-4c1e-8f3a-2b6d7e8f9a0b"), s("order"), s("key-42"), s("OrderPlaced"), nil, s(`{"total": 5}`), nil, ts}
+	tests := []struct {
+		name string
+		at   int // where the unmapped column is
+		vals []*string
+	}{
+		{"large column first", 0, full},
+		{"large column between", 5, full},
+		{"large column last", len(outboxCols), full},
+		{"topic column set", 3, []*string{s("id"), s("order"), s("k"), s("E"), s("explicit.topic"), s(`{}`), nil, ts}},
+		{"NULL id and payload", 2, []*string{nil, s("order"), s("k"), s("E"), nil, nil, nil, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := New(DefaultMapping())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustDecode(t, d, relationMsg(1, "public", "outbox", withBlob(tt.at)))
+			msg := insertMsg(1, valsWithBlob(tt.at, tt.vals...)...)
+			m := mustDecode(t, d, msg) // warm the decoder's reused state
+			if m.Poison != nil {
+				t.Fatal(m.Poison)
+			}
+			const runs = 50
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := 0; i < runs; i++ {
+				m, err = d.Decode(msg)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			perEvent := int(after.TotalAlloc-before.TotalAlloc) / runs
+			if size := m.Event.Size(); perEvent > size {
+				t.Fatalf("decoding allocated %d bytes per event, more than its Size %d: the event holds bytes the in-flight limit does not count", perEvent, size)
+			}
+			for _, b := range [][]byte{m.Event.ID, m.Event.Key, m.Event.Value} {
+				if cap(b) != len(b) {
+					t.Fatalf("a field of %d bytes has a capacity of %d", len(b), cap(b))
+				}
+			}
+			for i := range msg {
+				msg[i] = 'X'
+			}
+			if got, want := string(m.Event.Key), *tt.vals[2]; got != want {
+				t.Fatalf("key %q after the message was overwritten, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestAllowedTopics: an event whose whole topic (from the topic column or
+// the template) does not match --allowed-topics is poison, with a reason
+// that names the topic and the flag; by default topics starting with "_"
+// or "connect-" are refused.
+func TestAllowedTopics(t *testing.T) {
+	tests := []struct {
+		allowed string
+		topic   string // in the topic column; "" renders the template
+		agg     string
+		ok      bool
+	}{
+		{"", "_schemas", "order", false},
+		{"", "__consumer_offsets", "order", false},
+		{"", "connect-configs", "order", false},
+		{"", "", "order", true}, // outbox.event.order
+		{"", "connector.events", "order", true},
+		{"", "my_topic", "order", true},
+		{"", "orders.connect-x", "order", true},
+		{`orders\..*`, "orders.v1", "order", true},
+		{`orders\..*`, "xorders.v1", "order", false}, // the whole topic must match
+		{`orders|payments`, "payments", "order", true},
+		{`orders|payments`, "orderspayments", "order", false},
+		{`outbox\.event\.(order|payment)`, "", "payment", true},
+		{`outbox\.event\.(order|payment)`, "", "refund", false},
+		{`.*`, "_schemas", "order", true},
+		{`.*`, "connect-offsets", "order", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.allowed+" "+tt.topic+tt.agg, func(t *testing.T) {
+			m := DefaultMapping()
+			m.AllowedTopics = tt.allowed
+			d, err := New(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustDecode(t, d, relationMsg(1, "public", "outbox", outboxCols))
+			topic := s(tt.topic)
+			if tt.topic == "" {
+				topic = nil
+			}
+			// Twice: the second decode takes the interned topic.
+			for i := 0; i < 2; i++ {
+				msg := mustDecode(t, d, insertMsg(1, s("id"), s(tt.agg), s("k"), s("E"), topic, s(`{}`), nil, nil))
+				want := tt.topic
+				if want == "" {
+					want = "outbox.event." + tt.agg
+				}
+				if msg.Event.Topic != want {
+					t.Fatalf("topic %q, want %q", msg.Event.Topic, want)
+				}
+				if tt.ok {
+					if msg.Poison != nil {
+						t.Fatalf("topic %q refused: %v", want, msg.Poison)
+					}
+					continue
+				}
+				if msg.Poison == nil {
+					t.Fatalf("topic %q allowed, want it refused", want)
+				}
+				for _, part := range []string{`"` + want + `"`, "--allowed-topics"} {
+					if !strings.Contains(msg.Poison.Error(), part) {
+						t.Fatalf("reason %q does not mention %s", msg.Poison, part)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAllowedTopicsMustBeARegularExpression(t *testing.T) {
+	for _, pattern := range []string{`orders.(`, `a)|(b`, `[`} {
+		m := DefaultMapping()
+		m.AllowedTopics = pattern
+		if _, err := New(m); err == nil || !strings.Contains(err.Error(), "--allowed-topics") {
+			t.Errorf("New with allowed topics %q: error %v, want one naming --allowed-topics", pattern, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package decoder
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -34,6 +35,13 @@ type Mapping struct {
 	// TopicTemplate builds the topic when TopicColumn is absent or null;
 	// {column} is replaced by that column's value.
 	TopicTemplate string
+	// AllowedTopics is a Go regular expression that an event's whole topic
+	// must match; an event for any other topic is poison. Empty allows
+	// every topic that does not start with "_" or "connect-" (Kafka's
+	// internal topics such as __consumer_offsets, and those of its tools:
+	// _schemas, connect-configs), so that a role that may insert into the
+	// outbox cannot write them.
+	AllowedTopics string
 }
 
 // DefaultMapping is the layout that `cdc-relay migrate` creates:
@@ -120,6 +128,9 @@ func (m Mapping) Validate() error {
 	if _, err := parseTemplate(m.TopicTemplate); err != nil {
 		return fmt.Errorf("mapping: %w", err)
 	}
+	if _, err := m.topicFilter(); err != nil {
+		return fmt.Errorf("mapping: %w", err)
+	}
 	return nil
 }
 
@@ -136,6 +147,32 @@ func (m Mapping) CheckColumns(names []string, types []uint32) error {
 		return me
 	}
 	return nil
+}
+
+// topicFilter returns the check of AllowedTopics: it says why a topic is
+// not allowed, or returns nil.
+func (m Mapping) topicFilter() (func(topic string) error, error) {
+	pattern := m.AllowedTopics
+	if pattern == "" {
+		return func(topic string) error {
+			if strings.HasPrefix(topic, "_") || strings.HasPrefix(topic, "connect-") {
+				return fmt.Errorf(`topic %q is not allowed: by default no topic may start with "_" or "connect-" (Kafka's and its tools' own topics); --allowed-topics sets which topics are`, topic)
+			}
+			return nil
+		}, nil
+	}
+	// Compiled alone first: balanced on its own, the pattern cannot escape
+	// the anchors around it.
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, fmt.Errorf("--allowed-topics %q is not a Go regular expression: %w", pattern, err)
+	}
+	re := regexp.MustCompile(`^(?:` + pattern + `)$`)
+	return func(topic string) error {
+		if !re.MatchString(topic) {
+			return fmt.Errorf("topic %q is not allowed: it does not match --allowed-topics %q", topic, pattern)
+		}
+		return nil
+	}, nil
 }
 
 // ValidTopic reports why name is not a legal Kafka topic name, or nil.

@@ -1,7 +1,5 @@
 package decoder
 
-import "bytes"
-
 // Rows decodes outbox rows read with SQL rather than from the WAL, with
 // the same mapping the stream applies: `cdc-relay recover` publishes again
 // the rows of a stretch of WAL the relay never read. Create it with
@@ -17,8 +15,9 @@ type Rows struct {
 // the mapping, as a Relation message would.
 func (d *Decoder) Rows(names []string, types []uint32) (*Rows, error) {
 	rel := &relation{ncols: len(names)}
-	if err := d.resolve(rel, names, types); err != nil {
-		return nil, &MappingError{Table: d.m.Schema + "." + d.m.Table, Err: err}
+	if me := d.resolve(rel, names, types); me != nil {
+		me.Table = d.m.Schema + "." + d.m.Table
+		return nil, me
 	}
 	return &Rows{d: d, rel: rel}, nil
 }
@@ -29,14 +28,19 @@ func (d *Decoder) Rows(names []string, types []uint32) (*Rows, error) {
 // copies; its Headers slice is reused by the next Decode, as with
 // [Decoder.Decode].
 func (r *Rows) Decode(values [][]byte, commitLSN uint64) Message {
-	cols := make([]column, len(values))
+	n := 0
+	for _, v := range values {
+		n += len(v)
+	}
+	row := row{own: make([]byte, 0, n), spans: make([]span, len(values))}
 	for i, v := range values {
 		if v == nil {
-			cols[i] = column{null: true}
-		} else {
-			cols[i] = column{data: bytes.Clone(v)}
+			row.spans[i] = span{n: -1}
+			continue
 		}
+		row.spans[i] = span{off: len(row.own), n: len(v), own: true}
+		row.own = append(row.own, v...)
 	}
 	r.d.commitLSN = commitLSN
-	return r.d.event(r.rel, cols)
+	return r.d.event(r.rel, &row)
 }

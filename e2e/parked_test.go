@@ -274,3 +274,36 @@ func TestBatchTooLargeForTheTopic(t *testing.T) {
 	}
 	p.stop(30 * time.Second)
 }
+
+// TestReservedTopicIsParked: with the default --allowed-topics, an event
+// that names _schemas (Schema Registry's topic) in its topic column is
+// parked DEAD with a reason that names the topic and the flag, and nothing
+// is written to _schemas; the next event is delivered and the slot moves
+// past both.
+func TestReservedTopicIsParked(t *testing.T) {
+	e := newEnv(t)
+	cl := e.client()
+	before := e.totalRecords(cl, "_schemas")
+	e.startRelay()
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, topic, payload)
+		VALUES ('order', 'k', 'Schema', '_schemas', '{"n": "schema"}')`)
+	insert(t, e.conn, "order", "k", "Good", `{"n": "good"}`)
+
+	assertValues(t, e.readN(e.topic("order"), 1, 30*time.Second), []string{`{"n": "good"}`})
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past both events", 30*time.Second, func() bool { return e.lsn(slotLSN) >= end })
+	var status, reason string
+	if err := e.conn.QueryRow(context.Background(),
+		"SELECT status, last_error FROM outbox_delivery WHERE topic = '_schemas'").Scan(&status, &reason); err != nil {
+		t.Fatalf("the _schemas event is not in the status table: %v", err)
+	}
+	if status != "DEAD" || !strings.Contains(reason, `"_schemas"`) || !strings.Contains(reason, "--allowed-topics") {
+		t.Fatalf("status %s, reason %q; want DEAD and a reason naming the topic and --allowed-topics", status, reason)
+	}
+	if n := e.statusCount(""); n != 1 {
+		t.Fatalf("%d events parked, want only the _schemas one", n)
+	}
+	if after := e.totalRecords(cl, "_schemas"); after != before {
+		t.Fatalf("_schemas went from %d to %d records", before, after)
+	}
+}

@@ -66,7 +66,7 @@ var runSections = []flagSection{
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table", "accept-slot-loss"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column"}},
+		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
 	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
 	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "checkpoint-interval"}},
 	{"Parked events (the status table)", []string{"retry-base", "retry-max", "max-attempts", "retry-batch", "dead-letter-topic"}},
@@ -106,6 +106,9 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 	fs.StringVar(&m.HeadersColumn, "headers-column", m.HeadersColumn, "a JSON object `column` whose keys and values become headers; ignored if the table lacks it")
 	fs.StringVar(&m.TimestampColumn, "timestamp-column", m.TimestampColumn,
 		"the `column` used as the record timestamp: timestamptz, timestamp or bigint epoch milliseconds; ignored if the table lacks it")
+	fs.StringVar(&m.AllowedTopics, "allowed-topics", m.AllowedTopics,
+		"a Go regular `expression` that the whole topic of a row must match, or the row is parked DEAD in the status table; "+
+			"empty allows every topic that does not start with _ or connect- (Kafka's own and its tools': __consumer_offsets, _schemas, connect-configs); .* allows all")
 	fs.Int64Var(&cfg.Limits.Events, "max-in-flight-events", cfg.Limits.Events,
 		"at most `n` events read but not yet acknowledged by Kafka; reading pauses at the limit")
 	fs.Int64Var(&cfg.Limits.Bytes, "max-in-flight-bytes", cfg.Limits.Bytes,
