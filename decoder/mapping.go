@@ -149,6 +149,23 @@ func (m Mapping) CheckColumns(names []string, types []uint32) error {
 	return nil
 }
 
+// TopicCheck returns the check every topic the relay writes must pass, the
+// stream's and the poller's alike: a legal Kafka topic name that
+// AllowedTopics allows. The check says why a topic fails, or returns nil.
+// It returns an error when AllowedTopics is not a regular expression.
+func (m Mapping) TopicCheck() (func(topic string) error, error) {
+	allowed, err := m.topicFilter()
+	if err != nil {
+		return nil, err
+	}
+	return func(topic string) error {
+		if err := ValidTopic(topic); err != nil {
+			return err
+		}
+		return allowed(topic)
+	}, nil
+}
+
 // topicFilter returns the check of AllowedTopics: it says why a topic is
 // not allowed, or returns nil.
 func (m Mapping) topicFilter() (func(topic string) error, error) {

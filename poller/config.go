@@ -21,6 +21,11 @@ type Config struct {
 	// DeadLetterTopic, if set, also receives each event marked DEAD, with
 	// the error in its headers.
 	DeadLetterTopic string
+	// CheckTopic, if set, says why a row's topic must not be written
+	// (decoder.Mapping.TopicCheck: --allowed-topics): such a row is never
+	// produced, and its attempt fails with the reason. Unset, only Kafka's
+	// rules for topic names apply.
+	CheckTopic func(topic string) error
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

@@ -93,9 +93,13 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) []status.Outcom
 	errs := make([]error, len(rows))
 	var recs []*kgo.Record
 	var sent []int // the row of each record
+	check := p.cfg.CheckTopic
+	if check == nil {
+		check = decoder.ValidTopic
+	}
 	for i, row := range rows {
-		if err := decoder.ValidTopic(row.Topic); err != nil {
-			errs[i] = err // not a Kafka topic: never produced
+		if err := check(row.Topic); err != nil {
+			errs[i] = err // not a topic the relay may write: never produced
 			continue
 		}
 		recs = append(recs, record(row, row.Topic))

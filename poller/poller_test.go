@@ -78,12 +78,18 @@ func TestDeliver(t *testing.T) {
 		{name: "not a Kafka topic: never produced", row: row(6, "bad topic!*", 0),
 			want: status.Outcome{Err: errors.New("not a topic")}, waitMin: 800 * time.Millisecond, waitMax: 1200 * time.Millisecond},
 		{name: "no answer in time: not an attempt", row: row(7, "slow", 0), errs: map[string]error{"slow": context.DeadlineExceeded}, none: true},
+		{name: "a topic --allowed-topics refuses: never produced", row: row(8, "_schemas", 0),
+			want: status.Outcome{Err: errors.New("not allowed")}, waitMin: 800 * time.Millisecond, waitMax: 1200 * time.Millisecond},
+	}
+	check, err := decoder.DefaultMapping().TopicCheck()
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &fakeStore{rows: []status.Row{tt.row}}
 			prod := &fakeProducer{errs: tt.errs}
-			p := New(store, prod, Config{RetryBase: time.Second, RetryMax: time.Minute, MaxAttempts: 10})
+			p := New(store, prod, Config{RetryBase: time.Second, RetryMax: time.Minute, MaxAttempts: 10, CheckTopic: check})
 			if n, err := p.RunOnce(context.Background()); n != 1 || err != nil {
 				t.Fatalf("RunOnce = %d, %v", n, err)
 			}
@@ -105,9 +111,9 @@ func TestDeliver(t *testing.T) {
 					t.Fatalf("next attempt in %s, want %s to %s", wait, tt.waitMin, tt.waitMax)
 				}
 			}
-			if tt.row.Topic == "bad topic!*" {
+			if tt.row.Topic == "bad topic!*" || tt.row.Topic == "_schemas" {
 				if len(prod.produced) != 0 {
-					t.Fatalf("produced to an illegal topic")
+					t.Fatalf("produced to a topic the relay must not write")
 				}
 				return
 			}

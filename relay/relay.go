@@ -247,6 +247,10 @@ func (r *runner) session(ctx context.Context) error {
 	if pollerCfg.Logger == nil {
 		pollerCfg.Logger = log
 	}
+	if pollerCfg.CheckTopic == nil {
+		// Validated with the mapping in Run: the same topics as the stream.
+		pollerCfg.CheckTopic, _ = cfg.Mapping.TopicCheck()
+	}
 	// A leader whose lock session ends stops producing at once: another
 	// relay may take the lock and the slot.
 	side.Add(3)
