@@ -16,6 +16,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -197,7 +198,7 @@ type outboxReader struct {
 func newOutboxReader(ctx context.Context, cfg Config, since time.Time) (*outboxReader, error) {
 	pgCfg, err := pgconn.ParseConfig(cfg.PostgresURL)
 	if err != nil {
-		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
 	pgCfg.RuntimeParams["TimeZone"] = "UTC"
 	pgCfg.RuntimeParams["DateStyle"] = "ISO"

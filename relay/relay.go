@@ -132,7 +132,7 @@ const leaderCheckTimeout = 10 * time.Second
 func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	poolCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
 	if err != nil {
-		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
 	// Leadership holds one connection for the session; the status writes,
 	// the poller, retention and the checkpoint saver share the rest.

@@ -23,7 +23,7 @@ type Conn struct {
 func Connect(ctx context.Context, url, appName string) (*Conn, error) {
 	cfg, err := pgconn.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse PostgreSQL URL: %w", err)
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["TimeZone"] = "UTC"

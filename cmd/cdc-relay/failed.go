@@ -373,7 +373,7 @@ func parseIDs(operands []string) ([]int64, error) {
 func openStatusConn(ctx context.Context, url string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse --postgres-url: %w", err)
+		return nil, fmt.Errorf("parse --postgres-url: %w", pgerr.Parse(err))
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

@@ -117,6 +117,15 @@ func TestMainExitCodes(t *testing.T) {
 		// Errors: exit 1, with context, and never a password.
 		{name: "migrate cannot connect", args: []string{"migrate", "--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: 1,
 			stderr: []string{"cdc-relay migrate: connect to PostgreSQL"}, absent: []string{"s3cret"}},
+		// A connection string that does not parse is quoted without its
+		// password, in the spaced and quoted forms too.
+		{name: "run with an unparsable connection string", args: []string{"run", "--kafka-brokers", "k:9092",
+			"--postgres-url", "host=127.0.0.1 user=relay password = 's3 cret' port=x"}, code: 1,
+			stderr: []string{"parse PostgreSQL URL: cannot parse `host=127.0.0.1 user=relay password = xxxxx port=x`: invalid port"}, absent: []string{"cret"}},
+		{name: "migrate with an unparsable connection string", args: []string{"migrate", "--postgres-url", "host=127.0.0.1 password= s3cret port=x"}, code: 1,
+			stderr: []string{"cannot parse `host=127.0.0.1 password=", "invalid port"}, absent: []string{"cret"}},
+		{name: "failed with an unparsable connection string", args: []string{"failed", "list", "--postgres-url", `host=127.0.0.1 password ='s3\' cret' port=x`}, code: 1,
+			stderr: []string{"cannot parse `host=127.0.0.1 password =xxxxx port=x`"}, absent: []string{"cret"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,6 +273,10 @@ func TestRedactURL(t *testing.T) {
 		"postgres://relay:s3cret@db:5432/app":                        "postgres://relay@db:5432/app",
 		"postgres://relay@db/app?password=s3cret&sslpassword=s3cret": "postgres://relay@db:5432/app",
 		"host=db user=relay password=s3cret dbname=app port=6543":    "postgres://relay@db:6543/app",
+		"host=db user=relay password = s3cret dbname=app":            "postgres://relay@db:5432/app",
+		"host=db user=relay password= 's3 cret' dbname=app":          "postgres://relay@db:5432/app",
+		`host=db user=relay password ='s3\' cret' dbname=app`:        "postgres://relay@db:5432/app",
+		"host=db user=relay password = s3cret port=x":                "(unparsable connection string)",
 		"postgres://relay:s3cret@[::1]:5433/app?sslmode=disable":     "postgres://relay@[::1]:5433/app",
 	} {
 		got := redactURL(in)

@@ -149,7 +149,7 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Migr
 	var res MigrateResult
 	cfg, err := pgx.ParseConfig(postgresURL)
 	if err != nil {
-		return res, fmt.Errorf("parse PostgreSQL URL: %w", err)
+		return res, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
