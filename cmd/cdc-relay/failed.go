@@ -36,6 +36,8 @@ type FailedCommand struct {
 	olderThan   time.Duration
 
 	given map[string]bool // the flags given on the command line
+
+	postgresURLFile string
 }
 
 // failedSubcommands are failed's subcommands, in the order of its usage.
@@ -60,10 +62,10 @@ Subcommands:
          delete events from the status table
 
 IDs are the numbers in the ID column of 'cdc-relay failed list'. Each
-subcommand takes --postgres-url (CDC_RELAY_POSTGRES_URL) and --status-table
-(CDC_RELAY_STATUS_TABLE), and every flag can be set by its environment
-variable, as for the other commands. 'cdc-relay failed <subcommand> -h' says
-more.
+subcommand takes --postgres-url (CDC_RELAY_POSTGRES_URL) or
+--postgres-url-file, and --status-table (CDC_RELAY_STATUS_TABLE), and every
+flag can be set by its environment variable, as for the other commands.
+'cdc-relay failed <subcommand> -h' says more.
 
 Exit status: 0 when it did what it was asked; 1 on an error, or when it did
 not do all it was asked (an id not in the table, a DELIVERED event to retry,
@@ -131,6 +133,7 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 	fs := flag.NewFlagSet("failed "+sub, flag.ContinueOnError)
 	fs.StringVar(&c.postgresURL, "postgres-url", "",
 		"PostgreSQL connection `URL`, such as postgres://admin:secret@db:5432/app; the role needs SELECT on the status table, and UPDATE and DELETE to retry and purge")
+	registerPostgresURLFile(fs, &c.postgresURLFile)
 	fs.StringVar(&c.statusTable, "status-table", "public.outbox_delivery",
 		"the status table, as `schema.table`: it keeps a copy of each event the relay could not deliver, with the reason, until it is delivered or dealt with")
 	switch sub {
@@ -157,7 +160,7 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 
 // failedSections orders each subcommand's flags in its usage.
 func failedSections(sub string) []flagSection {
-	conn := flagSection{"Connection (--postgres-url required)", []string{"postgres-url", "status-table"}}
+	conn := flagSection{"Connection (--postgres-url or --postgres-url-file required)", []string{"postgres-url", "postgres-url-file", "status-table"}}
 	switch sub {
 	case "list":
 		return []flagSection{conn, {"Which events", []string{"status", "topic", "limit"}}, {"Output", []string{"json"}}}
@@ -260,8 +263,12 @@ func checkSubcommand(sub string) error {
 // it on a store. Every mistake is found here, before connecting.
 func (c *FailedCommand) prepare(operands []string) (func(context.Context, *status.Store) error, error) {
 	usage := func(format string, a ...any) error { return usageError{c.sub + ": " + fmt.Sprintf(format, a...)} }
+	var err error
+	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
+		return nil, usage("%s", err)
+	}
 	if c.postgresURL == "" {
-		return nil, usage("--postgres-url (or CDC_RELAY_POSTGRES_URL) is required")
+		return nil, usage("%s", postgresURLRequired)
 	}
 	if c.sub == "list" && len(operands) > 0 {
 		return nil, usage("unexpected argument %q: list takes flags only (show ID prints one event)", operands[0])

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,6 +41,19 @@ func TestMainExitCodes(t *testing.T) {
 		needsUnit = `a duration needs a unit, such as 30s or 500ms`
 	)
 	pg := []string{"--postgres-url", "postgres://x@h/db", "--kafka-brokers", "k:9092"}
+	// A connection string in a file that parses only as far as its port:
+	// the error shows that the file was read, and must not show the
+	// password.
+	dir := t.TempDir()
+	urlFile := filepath.Join(dir, "postgres-url")
+	if err := os.WriteFile(urlFile, []byte("\n  host=127.0.0.1 user=relay password = 's3 cret' port=x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyFile := filepath.Join(dir, "empty")
+	if err := os.WriteFile(emptyFile, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const fromFile = "cannot parse `host=127.0.0.1 user=relay password = xxxxx port=x`: invalid port"
 	tests := []struct {
 		name   string
 		args   []string
@@ -110,6 +125,14 @@ func TestMainExitCodes(t *testing.T) {
 			stderr: []string{`unexpected argument "false" (a true/false flag takes its value after '=': --kafka-create-topics=false)`}},
 		{name: "bad log level", args: append(append([]string{"run"}, pg...), "--log-level", "loud"), code: 2, stderr: []string{`--log-level "loud"`}},
 		{name: "migrate without postgres", args: []string{"migrate"}, code: 2, stderr: []string{"--postgres-url"}},
+		{name: "both URL flags", args: []string{"run", "--postgres-url", "postgres://x@h/db", "--postgres-url-file", urlFile, "--kafka-brokers", "k:9092"}, code: 2,
+			stderr: []string{"both --postgres-url and --postgres-url-file are set"}, absent: []string{"cret"}},
+		{name: "URL in the environment, file on the command line", args: []string{"migrate", "--postgres-url-file", urlFile},
+			env: map[string]string{"CDC_RELAY_POSTGRES_URL": "postgres://x@h/db"}, code: 2, stderr: []string{"both --postgres-url and --postgres-url-file are set"}},
+		{name: "missing URL file", args: []string{"failed", "list", "--postgres-url-file", filepath.Join(dir, "nosuch")}, code: 2,
+			stderr: []string{"--postgres-url-file: open " + filepath.Join(dir, "nosuch") + ": no such file or directory"}},
+		{name: "empty URL file", args: []string{"run", "--postgres-url-file", emptyFile, "--kafka-brokers", "k:9092"}, code: 2,
+			stderr: []string{fmt.Sprintf("--postgres-url-file %q is empty", emptyFile)}},
 		{name: "stray argument", args: []string{"migrate", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
 		{name: "demo negative events", args: []string{"demo", "--events", "-1"}, code: 2, stderr: []string{"--events -1"}},
 		{name: "demo no events per transaction", args: []string{"demo", "--per-tx", "0"}, code: 2, stderr: []string{"--per-tx 0"}},
@@ -124,6 +147,12 @@ func TestMainExitCodes(t *testing.T) {
 			stderr: []string{"parse PostgreSQL URL: cannot parse `host=127.0.0.1 user=relay password = xxxxx port=x`: invalid port"}, absent: []string{"cret"}},
 		{name: "migrate with an unparsable connection string", args: []string{"migrate", "--postgres-url", "host=127.0.0.1 password= s3cret port=x"}, code: 1,
 			stderr: []string{"cannot parse `host=127.0.0.1 password=", "invalid port"}, absent: []string{"cret"}},
+		{name: "run reads the URL file", args: []string{"run", "--postgres-url-file", urlFile, "--kafka-brokers", "k:9092"}, code: 1,
+			stderr: []string{fromFile}, absent: []string{"cret"}},
+		{name: "migrate reads the URL file", args: []string{"migrate"}, env: map[string]string{"CDC_RELAY_POSTGRES_URL_FILE": urlFile}, code: 1,
+			stderr: []string{fromFile}, absent: []string{"cret"}},
+		{name: "failed reads the URL file", args: []string{"failed", "show", "1", "--postgres-url-file", urlFile}, code: 1,
+			stderr: []string{fromFile}, absent: []string{"cret"}},
 		{name: "failed with an unparsable connection string", args: []string{"failed", "list", "--postgres-url", `host=127.0.0.1 password ='s3\' cret' port=x`}, code: 1,
 			stderr: []string{"cannot parse `host=127.0.0.1 password =xxxxx port=x`"}, absent: []string{"cret"}},
 	}

@@ -24,6 +24,8 @@ type MigrateCommand struct {
 	skipOutbox  bool
 	slot        string
 	noSlot      bool
+
+	postgresURLFile string
 }
 
 const migrateUsage = `Usage: cdc-relay migrate [flags]
@@ -60,7 +62,7 @@ Example:
 
 // migrateSections orders migrate's flags in its usage.
 var migrateSections = []flagSection{
-	{"Connection (required)", []string{"postgres-url"}},
+	{"Connection (required)", []string{"postgres-url", "postgres-url-file"}},
 	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
 	{"Replication slot", []string{"slot", "no-slot"}},
 }
@@ -69,6 +71,7 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.StringVar(&c.postgresURL, "postgres-url", "",
 		"PostgreSQL connection `URL`, such as postgres://admin:secret@db:5432/app; the role needs CREATE on the schemas")
+	registerPostgresURLFile(fs, &c.postgresURLFile)
 	c.tables.register(fs)
 	fs.BoolVar(&c.skipOutbox, "skip-outbox", false, "do not create the outbox table: map an existing one with run's column flags")
 	fs.StringVar(&c.slot, "slot", relay.DefaultConfig().Slot, "the `name` of the logical replication slot to create (pgoutput) when missing")
@@ -87,8 +90,12 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	var err error
+	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
+		return err
+	}
 	if c.postgresURL == "" {
-		return usageError{"--postgres-url (or CDC_RELAY_POSTGRES_URL) is required"}
+		return usageError{postgresURLRequired}
 	}
 	rc := relay.Config{Slot: c.slot}
 	if err := c.tables.apply(&rc); err != nil {

@@ -31,6 +31,8 @@ type RunCommand struct {
 	logLevel  string
 	logFormat string
 	debugAddr string
+
+	postgresURLFile string
 }
 
 const runUsage = `Usage: cdc-relay run [flags]
@@ -39,6 +41,12 @@ Streams the rows inserted into the outbox table to Kafka, read from a pgoutput
 logical replication slot. Run "cdc-relay migrate" first: it creates the
 relay's tables and the publication. The slot is created on the first run.
 PostgreSQL needs wal_level = logical, and the role the REPLICATION attribute.
+
+Keep the password off the command line, where ps shows it to every user of
+the machine: set CDC_RELAY_POSTGRES_URL, or put the connection string in a
+file readable by the relay only and pass --postgres-url-file, or leave the
+password out of it and use PGPASSWORD or ~/.pgpass. --postgres-url and
+--postgres-url-file exclude each other, wherever each is set.
 
 Each row becomes one Kafka record:
 
@@ -56,13 +64,13 @@ within --stop-timeout stays unconfirmed and is sent again after a restart.
 
 Example:
 
-  cdc-relay run --postgres-url postgres://relay:secret@db:5432/app \
-      --kafka-brokers kafka-1:9092,kafka-2:9092
+  export CDC_RELAY_POSTGRES_URL=postgres://relay:secret@db:5432/app
+  cdc-relay run --kafka-brokers kafka-1:9092,kafka-2:9092
 `
 
 // runSections orders run's flags in its usage.
 var runSections = []flagSection{
-	{"Connections (both required)", []string{"postgres-url", "kafka-brokers"}},
+	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table", "accept-slot-loss"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
@@ -78,6 +86,7 @@ func (c *RunCommand) flags() *flag.FlagSet {
 	c.cfg = relay.DefaultConfig()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	registerRelayFlags(fs, &c.cfg, &c.tables, &c.brokers, &c.headerCol)
+	registerPostgresURLFile(fs, &c.postgresURLFile)
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
@@ -143,7 +152,7 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 // finishRelayConfig completes cfg after parsing.
 func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCols string) error {
 	if cfg.PostgresURL == "" {
-		return usageError{"--postgres-url (or CDC_RELAY_POSTGRES_URL) is required"}
+		return usageError{postgresURLRequired}
 	}
 	cfg.Kafka.Brokers = splitList(brokers)
 	if len(cfg.Kafka.Brokers) == 0 {
@@ -190,6 +199,10 @@ func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCol
 func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	fs := c.flags()
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if c.cfg.PostgresURL, err = postgresURLFrom(c.cfg.PostgresURL, c.postgresURLFile); err != nil {
 		return err
 	}
 	if err := finishRelayConfig(&c.cfg, &c.tables, c.brokers, c.headerCol); err != nil {
