@@ -39,6 +39,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Mapping.Validate(); err != nil {
 		return err
 	}
+	if err := replication.ValidSlotName(cfg.Slot); err != nil {
+		return fmt.Errorf("%w: choose another --slot", err)
+	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -71,6 +71,9 @@ func (c *Conn) Close(ctx context.Context) error { return c.pg.Close(ctx) }
 // CreateSlot creates a pgoutput logical slot and returns its consistent
 // point: the slot will stream transactions committed after it.
 func (c *Conn) CreateSlot(ctx context.Context, slot string) (pglogrepl.LSN, error) {
+	if err := ValidSlotName(slot); err != nil {
+		return 0, err
+	}
 	res, err := pglogrepl.CreateReplicationSlot(ctx, c.pg, slot, "pgoutput",
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication})
 	if err != nil {

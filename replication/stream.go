@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,9 +96,11 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	pub := strings.ReplaceAll(opts.Publication, `'`, `''`)
+	if err := ValidSlotName(opts.Slot); err != nil {
+		return err
+	}
 	err := pglogrepl.StartReplication(context.WithoutCancel(ctx), c.pg, opts.Slot, opts.Start, pglogrepl.StartReplicationOptions{
-		PluginArgs: []string{"proto_version '1'", "publication_names '" + pub + "'"},
+		PluginArgs: []string{"proto_version '1'", publicationNamesOption(opts.Publication)},
 	})
 	if err != nil {
 		return fmt.Errorf("start replication on slot %q: %w%s", opts.Slot, err, hint(err))

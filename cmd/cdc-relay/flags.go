@@ -427,6 +427,9 @@ func (t *tableFlags) apply(cfg *relay.Config) error {
 	if cfg.CheckpointSchema, cfg.CheckpointTable, err = decoder.ParseTable(t.checkpointTable); err != nil {
 		return usageError{fmt.Sprintf("--checkpoint-table %q: %v", t.checkpointTable, err)}
 	}
+	if t.publication == "" {
+		return usageError{"--publication is empty: name the publication of the outbox table"}
+	}
 	cfg.Publication = t.publication
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // RunCommand is `cdc-relay run`: stream outbox inserts to Kafka.
@@ -102,7 +103,7 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", "",
 		"PostgreSQL connection `URL`, such as postgres://relay:secret@db:5432/app; the role needs the REPLICATION attribute")
 	fs.StringVar(brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated: `host:port,...`")
-	fs.StringVar(&cfg.Slot, "slot", cfg.Slot, "the `name` of the logical replication slot, created (pgoutput) when missing; one relay streams it at a time, others wait")
+	fs.StringVar(&cfg.Slot, "slot", cfg.Slot, "the `name` of the logical replication slot (lower-case letters, digits and underscores), created (pgoutput) when missing; one relay streams it at a time, others wait")
 	tables.register(fs)
 	fs.StringVar(&m.TopicTemplate, "topic-template", m.TopicTemplate,
 		"the topic `template` for a row whose topic column is absent or NULL: each {column} is replaced by that column's value")
@@ -184,6 +185,9 @@ func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCol
 		if err := decoder.ValidTopic(cfg.Poller.DeadLetterTopic); err != nil {
 			return usageError{"--dead-letter-topic: " + err.Error()}
 		}
+	}
+	if err := replication.ValidSlotName(cfg.Slot); err != nil {
+		return usageError{"--slot: " + err.Error()}
 	}
 	cfg.Mapping.HeaderColumns = splitList(headerCols)
 	if err := tables.apply(cfg); err != nil {
