@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,9 @@ type Config struct {
 	AutoCreateTopics bool
 	// Logger receives the client's warnings and errors; nil for none.
 	Logger *slog.Logger
+	// Dial, if set, opens the connections to the brokers (the relay's sets
+	// TCP keepalives); nil uses franz-go's dialer.
+	Dial func(ctx context.Context, network, host string) (net.Conn, error)
 }
 
 // BatchMaxBytes is the most bytes of records the producer puts in one
@@ -93,6 +97,9 @@ func New(cfg Config) (*Sink, error) {
 	}
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(kgoLogger{cfg.Logger}))
+	}
+	if cfg.Dial != nil {
+		opts = append(opts, kgo.Dialer(cfg.Dial))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -1,0 +1,41 @@
+package keepalive
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func TestDialer(t *testing.T) {
+	for _, tt := range []struct {
+		within, idle, interval time.Duration
+	}{
+		{30 * time.Second, 15 * time.Second, 5 * time.Second},
+		{5 * time.Second, 2500 * time.Millisecond, time.Second},
+	} {
+		ka := Dialer(tt.within).KeepAliveConfig
+		if !ka.Enable || ka.Idle != tt.idle || ka.Interval != tt.interval || ka.Count != 3 {
+			t.Errorf("Dialer(%s): %+v, want idle %s, interval %s, 3 probes", tt.within, ka, tt.idle, tt.interval)
+		}
+		if dead := ka.Idle + time.Duration(ka.Count)*ka.Interval; dead > tt.within+time.Second {
+			t.Errorf("Dialer(%s) declares a peer dead after %s", tt.within, dead)
+		}
+	}
+}
+
+func TestPostgreSQLKeepsAConnectTimeoutOfTheURL(t *testing.T) {
+	for url, want := range map[string]time.Duration{
+		"postgres://u@h/db":                   30 * time.Second,
+		"postgres://u@h/db?connect_timeout=7": 7 * time.Second,
+	} {
+		cfg, err := pgconn.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		PostgreSQL(cfg, 30*time.Second)
+		if cfg.ConnectTimeout != want || cfg.DialFunc == nil {
+			t.Errorf("%s: connect timeout %s, want %s", url, cfg.ConnectTimeout, want)
+		}
+	}
+}
