@@ -35,6 +35,14 @@ type Config struct {
 	StatusInterval time.Duration
 	// StopTimeout bounds a graceful stop.
 	StopTimeout time.Duration
+	// ReplicationTimeout is how long PostgreSQL may stay silent on the
+	// replication connection (the relay asks for a keepalive after a third
+	// of it) before the session ends and the relay reconnects. It also
+	// bounds each write there, sets the TCP keepalives of every connection
+	// (PostgreSQL and Kafka) to drop a dead peer within about this time,
+	// and is the connect and ping timeout of connections to PostgreSQL
+	// unless the URL sets connect_timeout or pool_ping_timeout.
+	ReplicationTimeout time.Duration
 	// CheckpointInterval is how often the delivered position is saved in
 	// the checkpoint table while it moves. PostgreSQL is told a position
 	// only once it is saved, and after a PostgreSQL restart the relay
@@ -67,6 +75,7 @@ func DefaultConfig() Config {
 		Limits:             checkpoint.Limits{Events: 10000, Bytes: 64 << 20},
 		StatusInterval:     time.Second,
 		StopTimeout:        30 * time.Second,
+		ReplicationTimeout: 30 * time.Second,
 		CheckpointInterval: 250 * time.Millisecond,
 		Poller:             poller.DefaultConfig(),
 		Retention:          retention.DefaultConfig(),
@@ -85,6 +94,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = d.CheckpointInterval
+	}
+	if c.ReplicationTimeout <= 0 {
+		c.ReplicationTimeout = d.ReplicationTimeout
 	}
 	return c
 }

@@ -122,3 +122,6 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 		}
 	}
 }
+
+// pid is the process id of the lock session's server process.
+func (l *leadership) pid() uint32 { return l.conn.Conn().PgConn().PID() }

@@ -147,7 +147,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 	}
 	if res.Gap.Dropped && !res.NoGap {
 		// Before reading the rows: whatever commits from now on is kept.
-		repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay recover")
+		repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay recover", cfg.ReplicationTimeout)
 		if err != nil {
 			return res, err
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/keepalive"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
@@ -49,11 +50,16 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 
 	kcfg := cfg.Kafka
 	if kcfg.Logger == nil {
 		kcfg.Logger = log
+	}
+	if kcfg.Dial == nil {
+		d := keepalive.Dialer(cfg.ReplicationTimeout)
+		d.Timeout = 10 * time.Second // franz-go's default
+		kcfg.Dial = d.DialContext
 	}
 	if kcfg.MaxBufferedRecords == 0 {
 		kcfg.MaxBufferedRecords = int(cfg.Limits.Events) + 1000
@@ -140,6 +146,12 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	// Leadership holds one connection for the session; the status writes,
 	// the poller, retention and the checkpoint saver share the rest.
 	poolCfg.MaxConns = 8
+	keepalive.PostgreSQL(&poolCfg.ConnConfig.Config, cfg.ReplicationTimeout)
+	if poolCfg.PingTimeout == 0 {
+		// An idle connection that a partition left silent must not hold
+		// up the one who takes it from the pool.
+		poolCfg.PingTimeout = cfg.ReplicationTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -168,23 +180,37 @@ type runner struct {
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	causes   *causeLog
 	count    counters
+	orphans  orphans // of the last session that failed
 }
 
 // session leads, connects and streams until ctx is done or the stream
 // fails.
-func (r *runner) session(ctx context.Context) error {
+func (r *runner) session(ctx context.Context) (err error) {
 	cfg, log := r.cfg, r.log
+	if err := r.orphans.end(ctx, r.pool, cfg.Slot, cfg.ReplicationTimeout, log); err != nil {
+		return err
+	}
 	lock, err := lead(ctx, r.pool, cfg.Slot, log)
 	if err != nil || lock == nil {
 		return err // nil: stopped while waiting for leadership
 	}
 	defer lock.release()
+	var walsender uint32
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			// Perhaps the network failed: the next session gets new
+			// connections, and ends what this one leaves behind.
+			r.pool.Reset()
+			r.orphans = orphans{walsender: walsender, leader: lock.pid()}
+		}
+	}()
 
-	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay")
+	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay", cfg.ReplicationTimeout)
 	if err != nil {
 		return classify(err)
 	}
 	defer repl.Close(context.Background())
+	walsender = repl.PID()
 
 	start, err := resume(ctx, r.pool, repl, r.store, cfg, log)
 	if err != nil {
@@ -279,6 +305,7 @@ func (r *runner) session(ctx context.Context) error {
 		Tracker:           confirm,
 		StatusInterval:    cfg.StatusInterval,
 		StopTimeout:       cfg.StopTimeout,
+		Timeout:           cfg.ReplicationTimeout,
 		Logger:            log,
 		BeforeFinalStatus: func(ctx context.Context) error { watch.refresh(ctx); return saver.Flush(ctx) },
 		OnStopTimeout:     cancelProduce,
@@ -286,6 +313,12 @@ func (r *runner) session(ctx context.Context) error {
 	cancelProduce()
 	stopProgress()
 	stopWatch()
+	if err != nil || stopped.Load() != nil {
+		// Perhaps the network failed (the stream found PostgreSQL silent,
+		// the leadership check got no answer): the final checkpoint gets
+		// a new connection.
+		r.pool.Reset()
+	}
 
 	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/internal/keepalive"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 )
 
@@ -19,12 +21,15 @@ type Conn struct {
 
 // Connect opens a replication connection to url. The session runs with
 // TimeZone=UTC and DateStyle=ISO, which the decoder's timestamp parsing
-// relies on.
-func Connect(ctx context.Context, url, appName string) (*Conn, error) {
+// relies on. timeout is the replication timeout (see Options.Timeout): the
+// connection sends TCP keepalives that drop a dead peer within about that
+// time, and connecting gives up after it unless url sets connect_timeout.
+func Connect(ctx context.Context, url, appName string, timeout time.Duration) (*Conn, error) {
 	cfg, err := pgconn.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
+	keepalive.PostgreSQL(cfg, timeout)
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["TimeZone"] = "UTC"
 	cfg.RuntimeParams["DateStyle"] = "ISO"
@@ -65,8 +70,19 @@ func hint(err error) string {
 // (it lost its leadership); Close the Conn afterwards as usual.
 func (c *Conn) Abort() { _ = c.pg.Conn().Close() }
 
-// Close closes the connection.
-func (c *Conn) Close(ctx context.Context) error { return c.pg.Close(ctx) }
+// closeTimeout bounds the goodbye that Close writes to the server.
+const closeTimeout = 5 * time.Second
+
+// Close closes the connection. It first writes the protocol's goodbye, for
+// at most a few seconds: into a silent network, that write could block.
+func (c *Conn) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	return c.pg.Close(ctx)
+}
+
+// PID is the process id of the connection's walsender on the server.
+func (c *Conn) PID() uint32 { return c.pg.PID() }
 
 // CreateSlot creates a pgoutput logical slot and returns its consistent
 // point: the slot will stream transactions committed after it.

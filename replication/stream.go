@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,14 @@ type Options struct {
 	// StopTimeout bounds a stop: finishing the transaction being read and
 	// waiting for its events to be acked. Default 30s.
 	StopTimeout time.Duration
+	// Timeout is the most time the server may stay silent. A server with
+	// nothing to send sends nothing, so after a third of it without a
+	// message the reader asks for a keepalive (a status update with the
+	// reply flag); when nothing at all arrives for Timeout, Stream returns
+	// an error wrapping ErrSilent. Time the reader spends not reading
+	// (waiting for capacity) does not count. Timeout also bounds each
+	// write and START_REPLICATION. Default 30s.
+	Timeout time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// OnConfirm, if set, is called after each standby status update with
@@ -76,6 +85,13 @@ type Options struct {
 // restart), but consumers may see some of its events twice.
 var ErrStopTimeout = errors.New("stop timed out before the in-flight transaction was delivered")
 
+// ErrSilent is returned (wrapped) by [Conn.Stream] when nothing came from
+// the server for Options.Timeout, not even the keepalive it was asked for,
+// or a write to it did not complete within that time: the connection is
+// presumed dead (a partition, a hung proxy), although no error says so.
+// Nothing is lost: a new session resumes from the slot.
+var ErrSilent = errors.New("the connection to PostgreSQL is presumed dead")
+
 // Stream starts replication and runs until ctx is done or an error occurs.
 // When ctx is done it reads on to the end of the current transaction, waits
 // for every event in flight to be acked, confirms the final position, and
@@ -93,21 +109,30 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 30 * time.Second
 	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := ValidSlotName(opts.Slot); err != nil {
 		return err
 	}
-	err := pglogrepl.StartReplication(context.WithoutCancel(ctx), c.pg, opts.Slot, opts.Start, pglogrepl.StartReplicationOptions{
+	startCtx, cancelStart := context.WithTimeout(context.WithoutCancel(ctx), opts.Timeout)
+	err := pglogrepl.StartReplication(startCtx, c.pg, opts.Slot, opts.Start, pglogrepl.StartReplicationOptions{
 		PluginArgs: []string{"proto_version '1'", publicationNamesOption(opts.Publication)},
 	})
+	if err != nil && startCtx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("%w (no answer within %s): %w", ErrSilent, opts.Timeout, err)
+	}
+	cancelStart()
 	if err != nil {
 		return fmt.Errorf("start replication on slot %q: %w%s", opts.Slot, err, hint(err))
 	}
 	opts.Logger.Info("replication started", "slot", opts.Slot, "publication", opts.Publication, "from", opts.Start)
 
-	s := &streamer{c: c, opts: opts, h: h, nextStatus: time.Now().Add(opts.StatusInterval)}
+	now := time.Now()
+	s := &streamer{c: c, opts: opts, h: h, nextStatus: now.Add(opts.StatusInterval), heard: now}
 	// hardCtx ends waits that a stop must not outlive.
 	hardCtx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardCancel()
@@ -183,6 +208,7 @@ const endCopyTimeout = 5 * time.Second
 // delivered.
 func (s *streamer) endCopy() {
 	_ = s.c.pg.Conn().SetReadDeadline(time.Now().Add(endCopyTimeout))
+	_ = s.c.pg.Conn().SetWriteDeadline(time.Now().Add(endCopyTimeout))
 	if _, err := pglogrepl.SendStandbyCopyDone(context.Background(), s.c.pg); err != nil {
 		s.opts.Logger.Warn("stop: the server did not confirm the end of the stream; the next start may send some events again", "err", err)
 	}
@@ -201,6 +227,12 @@ type streamer struct {
 	nextStatus time.Time   // when the next standby status update is due
 	armed      time.Time   // the read deadline last set by the reader
 	lastSent   pglogrepl.LSN
+
+	// The server's silence, checked when the reader wakes (see
+	// checkSilence): a flag per message costs less than a clock reading.
+	got    bool      // a message arrived since the reader last woke
+	heard  time.Time // when the reader last knew the server was alive, or began to listen again
+	probed bool      // a keepalive was asked for since heard
 }
 
 // wake makes a blocked read return a timeout now. Safe from any goroutine.
@@ -220,12 +252,15 @@ func (s *streamer) read(hardCtx context.Context) error {
 				}
 				return err
 			}
+			// The server's silence counts from here: while waiting, the
+			// reader did not listen.
+			s.heard, s.probed = time.Now(), false
 		}
-		if s.armed != s.nextStatus {
-			if err := s.c.pg.Conn().SetReadDeadline(s.nextStatus); err != nil {
+		if d := s.deadline(); s.armed != d {
+			if err := s.c.pg.Conn().SetReadDeadline(d); err != nil {
 				return fmt.Errorf("replication slot %q: set read deadline: %w", s.opts.Slot, err)
 			}
-			s.armed = s.nextStatus
+			s.armed = d
 		}
 		// Checked after the deadline is set, so that a wake-up cannot be
 		// overwritten unseen.
@@ -240,13 +275,18 @@ func (s *streamer) read(hardCtx context.Context) error {
 			if !pgconn.Timeout(err) {
 				return fmt.Errorf("receive from replication slot %q: %w", s.opts.Slot, err)
 			}
-			// The status deadline, or a wake-up from a stop.
+			// The status deadline, the silence deadline, or a wake-up from
+			// a stop.
 			s.armed = time.Time{}
+			if err := s.checkSilence(); err != nil {
+				return err
+			}
 			if err := s.statusIfDue(); err != nil {
 				return err
 			}
 			continue
 		}
+		s.got = true
 		switch msg := msg.(type) {
 		case *pgproto3.CopyData:
 			if err := s.copyData(msg.Data); err != nil {
@@ -335,6 +375,41 @@ func (s *streamer) copyData(data []byte) error {
 	return nil
 }
 
+// deadline is when the reader must wake: for the next standby status
+// update, or to ask a quiet server for a keepalive, or to give up on a
+// silent one.
+func (s *streamer) deadline() time.Time {
+	silence := s.heard.Add(s.opts.Timeout)
+	if !s.probed {
+		silence = s.heard.Add(s.opts.Timeout / 3)
+	}
+	if silence.Before(s.nextStatus) {
+		return silence
+	}
+	return s.nextStatus
+}
+
+// checkSilence runs each time the reader wakes without a message: it notes
+// whether any arrived since it last woke, asks a server that has been quiet
+// for a third of the timeout for a keepalive, and returns an error wrapping
+// ErrSilent when the server has said nothing for the whole timeout.
+func (s *streamer) checkSilence() error {
+	now := time.Now()
+	if s.got {
+		s.got, s.heard, s.probed = false, now, false
+		return nil
+	}
+	quiet := now.Sub(s.heard)
+	switch {
+	case quiet >= s.opts.Timeout:
+		return fmt.Errorf("replication slot %q: no message from PostgreSQL for %s: %w", s.opts.Slot, s.opts.Timeout, ErrSilent)
+	case !s.probed && quiet >= s.opts.Timeout/3:
+		s.probed = true
+		return s.send(true)
+	}
+	return nil
+}
+
 // statusIfDue sends a standby status update when one is due.
 func (s *streamer) statusIfDue() error {
 	if time.Now().Before(s.nextStatus) {
@@ -345,17 +420,28 @@ func (s *streamer) statusIfDue() error {
 
 // sendStatus confirms the tracker's safe position and schedules the next
 // update.
-func (s *streamer) sendStatus() error {
+func (s *streamer) sendStatus() error { return s.send(false) }
+
+// send is sendStatus; with reply set, the update asks the server to answer
+// at once with a keepalive. The write may take at most Options.Timeout.
+func (s *streamer) send(reply bool) error {
 	s.nextStatus = time.Now().Add(s.opts.StatusInterval)
 	pos := s.opts.Tracker.Safe()
 	if pos == 0 {
 		return nil
 	}
+	if err := s.c.pg.Conn().SetWriteDeadline(time.Now().Add(s.opts.Timeout)); err != nil {
+		return fmt.Errorf("replication slot %q: set write deadline: %w", s.opts.Slot, err)
+	}
 	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), s.c.pg, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: pos,
 		WALFlushPosition: pos,
 		WALApplyPosition: pos,
+		ReplyRequested:   reply,
 	})
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("%w (a write did not complete within %s): %w", ErrSilent, s.opts.Timeout, err)
+	}
 	if err != nil {
 		return fmt.Errorf("send standby status update (%s) on slot %q: %w", pos, s.opts.Slot, err)
 	}

@@ -77,7 +77,7 @@ var runSections = []flagSection{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
 		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
 	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
-	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "checkpoint-interval"}},
+	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "replication-timeout", "checkpoint-interval"}},
 	{"Parked events (the status table)", []string{"retry-base", "retry-max", "max-attempts", "retry-batch", "dead-letter-topic"}},
 	{"Retention", []string{"retention", "status-retention", "cleanup-interval"}},
 	{"Logging and debugging", []string{"log-level", "log-format", "debug-addr"}},
@@ -126,6 +126,8 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 	durationVar(fs, &cfg.StopTimeout, "stop-timeout", cfg.StopTimeout,
 		"when stopping (SIGINT, SIGTERM or SIGHUP), how long to wait for the current transaction and its acknowledgements; what is not confirmed by then is sent again after a restart")
 	durationVar(fs, &cfg.StatusInterval, "status-interval", cfg.StatusInterval, "the most time between standby status updates to PostgreSQL")
+	durationVar(fs, &cfg.ReplicationTimeout, "replication-timeout", cfg.ReplicationTimeout,
+		"when nothing has come from PostgreSQL for this long (the relay asks for a keepalive after a third of it), the connection is presumed dead and the relay reconnects, resuming from the slot; also the TCP keepalive timing of every connection")
 	durationVar(fs, &cfg.CheckpointInterval, "checkpoint-interval", cfg.CheckpointInterval,
 		"how often the delivered position is saved in the checkpoint table; PostgreSQL is told a position only after it is saved, and a restart resends at most this much")
 	durationVar(fs, &cfg.Kafka.Linger, "kafka-linger", cfg.Kafka.Linger, "how long a partition's batch waits for more records; 0s sends at once")
@@ -169,6 +171,7 @@ func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCol
 	}{
 		{"stop-timeout", cfg.StopTimeout, def.StopTimeout},
 		{"status-interval", cfg.StatusInterval, def.StatusInterval},
+		{"replication-timeout", cfg.ReplicationTimeout, def.ReplicationTimeout},
 		{"checkpoint-interval", cfg.CheckpointInterval, def.CheckpointInterval},
 		{"retry-base", cfg.Poller.RetryBase, def.Poller.RetryBase},
 		{"retry-max", cfg.Poller.RetryMax, def.Poller.RetryMax},

@@ -1,0 +1,118 @@
+package replication_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/tcpproxy"
+	"github.com/cdc-relay/cdc-relay/replication"
+)
+
+// tracker is a fake of the checkpoint tracker: nothing is ever in flight,
+// and the safe position follows the keepalives.
+type tracker struct{ safe atomic.Uint64 }
+
+func (t *tracker) Safe() pglogrepl.LSN                { return pglogrepl.LSN(t.safe.Load()) }
+func (t *tracker) Position(lsn pglogrepl.LSN)         { t.safe.Store(uint64(max(t.Safe(), lsn))) }
+func (t *tracker) Full() bool                         { return false }
+func (t *tracker) WaitCapacity(context.Context) error { return nil }
+func (t *tracker) WaitIdle(context.Context) error     { return nil }
+func (t *tracker) InFlight() (int64, int64)           { return 0, 0 }
+
+// TestStreamTimeout: an idle server sends nothing of its own accord, so
+// the stream asks it for keepalives and runs on; a server behind a silent
+// network ends the stream with ErrSilent within the timeout and a status
+// interval or so.
+func TestStreamTimeout(t *testing.T) {
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE TABLE t (id int); CREATE PUBLICATION p FOR TABLE t"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgconn.ParseConfig(pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+
+	const timeout = 1500 * time.Millisecond
+	tests := []struct {
+		name    string
+		silence bool
+	}{
+		{"idle server", false},
+		{"silent network", true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			proxy, err := tcpproxy.Start(server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			conn, err := replication.Connect(ctx, strings.Replace(pg.URL("postgres"), server, proxy.Addr(), 1), "test", timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			slot := "s" + strconv.Itoa(i)
+			start, err := conn.CreateSlot(ctx, slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := &tracker{}
+			tr.safe.Store(uint64(start))
+			// Idle for several timeouts; a status update goes out every
+			// timeout, so only the asked-for keepalives come back.
+			sctx, stop := context.WithTimeout(ctx, 4*timeout)
+			defer stop()
+			done := make(chan error, 1)
+			began := time.Now()
+			go func() {
+				done <- conn.Stream(sctx, replication.Options{Slot: slot, Publication: "p", Tracker: tr,
+					StatusInterval: timeout, StopTimeout: timeout, Timeout: timeout}, func(pglogrepl.LSN, []byte) error { return nil })
+			}()
+			if tt.silence {
+				for deadline := time.Now().Add(10 * time.Second); ; {
+					if active, err := replication.SlotActive(ctx, admin, slot); err != nil {
+						t.Fatal(err)
+					} else if active {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the stream did not start within 10s")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				proxy.Silence()
+			}
+			err = <-done
+			took := time.Since(began)
+			switch {
+			case !tt.silence && err != nil:
+				t.Fatalf("the stream of an idle server ended after %s: %v", took, err)
+			case tt.silence && !errors.Is(err, replication.ErrSilent):
+				t.Fatalf("the stream behind a silent network ended after %s with %v, want ErrSilent", took, err)
+			case tt.silence && took > timeout+time.Second:
+				t.Fatalf("the silence was noticed after %s, want about %s", took, timeout)
+			}
+			t.Logf("%s: returned after %s: %v", tt.name, took.Round(10*time.Millisecond), err)
+		})
+	}
+}
