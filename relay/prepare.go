@@ -26,6 +26,9 @@ type PreparedSlot struct {
 // attribute.
 func PrepareSlot(ctx context.Context, db checkpoint.DB, cfg Config) (PreparedSlot, error) {
 	var res PreparedSlot
+	if err := replication.ValidSlotName(cfg.Slot); err != nil {
+		return res, err
+	}
 	slot, err := replication.LookupSlot(ctx, db, cfg.Slot)
 	switch {
 	case errors.Is(err, replication.ErrSlotNotFound):

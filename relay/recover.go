@@ -90,6 +90,9 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 	if err := cfg.Mapping.Validate(); err != nil {
 		return res, err
 	}
+	if err := replication.ValidSlotName(cfg.Slot); err != nil {
+		return res, fmt.Errorf("%w: choose another --slot", err)
+	}
 	if cfg.Mapping.TimestampColumn == "" {
 		return res, errors.New("recover finds the rows to publish again by the timestamp column, and none is mapped: set --timestamp-column")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // MigrateCommand is `cdc-relay migrate`: prepare a database.
@@ -96,6 +97,11 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	}
 	if c.postgresURL == "" {
 		return usageError{postgresURLRequired}
+	}
+	if !c.noSlot {
+		if err := replication.ValidSlotName(c.slot); err != nil {
+			return usageError{"--slot: " + err.Error()}
+		}
 	}
 	rc := relay.Config{Slot: c.slot}
 	if err := c.tables.apply(&rc); err != nil {

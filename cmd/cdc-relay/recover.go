@@ -22,6 +22,8 @@ type RecoverCommand struct {
 	headerCol string
 	since     string
 	opts      relay.RecoverOptions
+
+	postgresURLFile string
 }
 
 const recoverUsage = `Usage: cdc-relay recover [flags]
@@ -60,7 +62,7 @@ Example:
 // recoverSections orders recover's flags in its usage.
 var recoverSections = []flagSection{
 	{"What to publish again", []string{"dry-run", "margin", "since"}},
-	{"Connections (both required)", []string{"postgres-url", "kafka-brokers"}},
+	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
@@ -72,6 +74,7 @@ func (c *RecoverCommand) flags() *flag.FlagSet {
 	c.cfg = relay.DefaultConfig()
 	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
 	registerRelayFlags(fs, &c.cfg, &c.tables, &c.brokers, &c.headerCol)
+	registerPostgresURLFile(fs, &c.postgresURLFile)
 	fs.BoolVar(&c.opts.DryRun, "dry-run", false, "count the rows it would publish again, and change nothing")
 	c.opts.Margin = 10 * time.Minute
 	durationVar(fs, &c.opts.Margin, "margin", c.opts.Margin,
@@ -107,6 +110,10 @@ func listedOnly(fs *flag.FlagSet, sections []flagSection) *flag.FlagSet {
 func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	fs := c.flags()
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if c.cfg.PostgresURL, err = postgresURLFrom(c.cfg.PostgresURL, c.postgresURLFile); err != nil {
 		return err
 	}
 	if err := finishRelayConfig(&c.cfg, &c.tables, c.brokers, c.headerCol); err != nil {
