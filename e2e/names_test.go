@@ -17,7 +17,12 @@ func TestPublicationNameWithCapitals(t *testing.T) {
 	for _, pub := range []string{"MyPub", `Outbox "Events", v2`} {
 		t.Run(pub, func(t *testing.T) {
 			e := newEnv(t)
-			if out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url, "--publication", pub).CombinedOutput(); err != nil {
+			// pgoutput looks a publication up as of the WAL it decodes, so
+			// the slot newEnv's migrate made, older than this publication,
+			// would never see it: migrate makes them again, in order.
+			mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
+			mustExec(t, e.conn, "DELETE FROM cdc_relay_checkpoint WHERE slot_name = $1", e.slot)
+			if out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url, "--slot", e.slot, "--publication", pub).CombinedOutput(); err != nil {
 				t.Fatalf("migrate --publication %q: %v\n%s", pub, err, out)
 			}
 			relay := e.startRelay("--publication", pub)

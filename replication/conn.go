@@ -59,7 +59,7 @@ func hint(err error) string {
 	case pgErr.Code == "55006" || strings.Contains(pgErr.Message, "is active for PID"):
 		return " (another consumer is reading this slot; only one relay may run per slot)"
 	case strings.Contains(pgErr.Message, "publication") && strings.Contains(pgErr.Message, "does not exist"):
-		return " (create it with `cdc-relay migrate`)"
+		return " (create it with `cdc-relay migrate`; if it exists, it is newer than the slot's position, and pgoutput reads publications as of the WAL it decodes: the slot must be created after the publication)"
 	}
 	return ""
 }
