@@ -55,8 +55,9 @@ run; those not listed below have no effect here.
 
 Example:
 
-  cdc-relay recover --dry-run --postgres-url postgres://relay:secret@db:5432/app \
-      --kafka-brokers kafka-1:9092
+  export CDC_RELAY_POSTGRES_URL=postgres://relay:secret@db:5432/app
+  cdc-relay recover --dry-run --kafka-brokers kafka-1:9092
+  cdc-relay recover --kafka-brokers kafka-1:9092
 `
 
 // recoverSections orders recover's flags in its usage.
