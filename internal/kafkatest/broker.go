@@ -106,6 +106,10 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	}
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
+	// The first character must not be "-" (62) or "_": the storage tool's
+	// argument parser reads "-…" as an option, as Kafka's own random ids
+	// know. With the top bit clear, it is one of A–Z, a–f.
+	id[0] &= 0x7f
 	format := b.java("kafka.tools.StorageTool", "format", "-t", base64.RawURLEncoding.EncodeToString(id), "-c", b.config())
 	if out, err := format.CombinedOutput(); err != nil {
 		b.Close()
