@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ type Saver struct {
 	slot  string
 	opts  SaverOptions
 
-	mu       sync.Mutex // one save at a time, so saved only grows
+	turn     chan struct{} // one save at a time, so saved only grows; a waiter may give up
 	saved    atomic.Uint64
 	shutdown sync.Once
 	cancel   context.CancelFunc // ends the loop, and a save in progress
@@ -55,7 +56,7 @@ func (s *Store) StartSaver(slot string, start pglogrepl.LSN, opts SaverOptions) 
 		opts.Every = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sv := &Saver{store: s, slot: slot, opts: opts, cancel: cancel, done: make(chan struct{})}
+	sv := &Saver{store: s, slot: slot, opts: opts, cancel: cancel, done: make(chan struct{}), turn: make(chan struct{}, 1)}
 	sv.saved.Store(uint64(start))
 	go sv.loop(ctx)
 	return sv
@@ -69,8 +70,12 @@ func (sv *Saver) Saved() pglogrepl.LSN { return pglogrepl.LSN(sv.saved.Load()) }
 // Flush saves the source's position now, so that a final confirmation can
 // include everything delivered.
 func (sv *Saver) Flush(ctx context.Context) error {
-	sv.mu.Lock()
-	defer sv.mu.Unlock()
+	select {
+	case sv.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("save the checkpoint of slot %q: %w (a save in progress is blocked)", sv.slot, ctx.Err())
+	}
+	defer func() { <-sv.turn }()
 	pos := sv.opts.Source()
 	if pos <= sv.Saved() {
 		return nil
@@ -85,6 +90,10 @@ func (sv *Saver) Flush(ctx context.Context) error {
 	return nil
 }
 
+// saveTimeout bounds one save of the loop; it is retried at the next
+// interval.
+const saveTimeout = 10 * time.Second
+
 func (sv *Saver) loop(ctx context.Context) {
 	defer close(sv.done)
 	t := time.NewTicker(sv.opts.Every)
@@ -95,7 +104,12 @@ func (sv *Saver) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := sv.Flush(ctx); err != nil && ctx.Err() == nil {
+		// Bounded: a save blocked behind a lock (a migration waiting for
+		// a long reader) must not hold confirmation back unseen.
+		sctx, cancel := context.WithTimeout(ctx, saveTimeout)
+		err := sv.Flush(sctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			sv.opts.Logger.Warn("could not save the checkpoint; PostgreSQL is not told of new positions until it is saved (retrying)", "err", err)
 		}
 	}

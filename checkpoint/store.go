@@ -75,6 +75,16 @@ func (s *Store) Save(ctx context.Context, slot string, lsn pglogrepl.LSN) error 
 	return nil
 }
 
+// Init stores lsn as slot's checkpoint unless the slot has one already.
+func (s *Store) Init(ctx context.Context, slot string, lsn pglogrepl.LSN) error {
+	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+" (slot_name, lsn, updated_at, write_ahead) VALUES ($1, $2::pg_lsn, now(), true)"+
+		" ON CONFLICT (slot_name) DO NOTHING", slot, lsn.String())
+	if err != nil {
+		return fmt.Errorf("store the first checkpoint of slot %q: %w", slot, err)
+	}
+	return nil
+}
+
 // Reset replaces slot's stored position, for a slot that was created or
 // re-created on purpose: it may move the position backwards.
 func (s *Store) Reset(ctx context.Context, slot string, lsn pglogrepl.LSN) error {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -282,6 +283,16 @@ func (e *env) slotActive() bool {
 		e.t.Fatal(err)
 	}
 	return active
+}
+
+// slotExists reports whether the test's slot exists.
+func (e *env) slotExists() bool {
+	e.t.Helper()
+	_, err := replication.LookupSlot(context.Background(), e.conn, e.slot)
+	if err != nil && !errors.Is(err, replication.ErrSlotNotFound) {
+		e.t.Fatal(err)
+	}
+	return err == nil
 }
 
 // spawnRelay runs `cdc-relay run` without waiting for it to stream.

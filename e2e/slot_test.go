@@ -35,6 +35,16 @@ func TestSlotGapRefusedThenRecovered(t *testing.T) {
 			insert(t, e.conn, "order", "k", "Lost", `{"n": "lost"}`)
 			if tc.recreate {
 				mustExec(t, e.conn, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", e.slot)
+			} else {
+				// migrate (a deploy runs it first) must not create the
+				// slot again: that would hide the gap.
+				out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url, "--slot", e.slot).CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "did not create replication slot") {
+					t.Fatalf("migrate after the slot was dropped: %v\n%s", err, out)
+				}
+				if e.slotExists() {
+					t.Fatalf("migrate created the dropped slot again:\n%s", out)
+				}
 			}
 
 			out, err := exec.Command(relayBin, e.relayArgs()...).CombinedOutput()

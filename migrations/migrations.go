@@ -3,6 +3,7 @@ package migrations
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 //go:embed sql/*.sql
@@ -113,6 +115,9 @@ func historyTable(cfg Config) string {
 	return pgx.Identifier{cfg.CheckpointSchema, "cdc_relay_schema_migrations"}.Sanitize()
 }
 
+// lockTimeout is the longest a migration waits for a table's lock.
+const lockTimeout = "5s"
+
 // lockKey serialises concurrent migrate runs on one database.
 const lockKey = 0x63646372656c6179 // "cdcrelay"
 
@@ -138,6 +143,13 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
 	)
 
+	// Every migration runs every time and takes its table's lock, even
+	// when it has nothing to do: it must not queue for long behind a long
+	// query, since a running relay's writes to the same table queue behind
+	// it meanwhile.
+	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+lockTimeout+"'"); err != nil {
+		return res, fmt.Errorf("set lock_timeout: %w", err)
+	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
 		return res, fmt.Errorf("take migration lock: %w", err)
 	}
@@ -171,6 +183,11 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 			_, err := tx.Exec(ctx, "INSERT INTO "+history+" (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING", m.version, m.name)
 			return err
 		})
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			return res, fmt.Errorf("apply migration %04d_%s: waited %s for a table lock that another session holds (a long query or transaction on the relay's tables): "+
+				"nothing was changed; run migrate again when it has ended: %w", m.version, m.name, lockTimeout, err)
+		}
 		if err != nil {
 			return res, fmt.Errorf("apply migration %04d_%s: %w", m.version, m.name, err)
 		}

@@ -241,3 +241,35 @@ func TestPartitionedOutbox(t *testing.T) {
 		t.Fatalf("Check after the fix: %v", err)
 	}
 }
+
+// TestApplyDoesNotQueueBehindALongQuery: every migration takes its table's
+// lock, so behind a long reader it would queue, and a running relay's
+// writes would queue behind it. It gives up after lockTimeout instead.
+func TestApplyDoesNotQueueBehindALongQuery(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	if _, err := Apply(ctx, conn, DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := pgx.Connect(ctx, conn.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close(ctx)
+	tx, err := reader.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM outbox_delivery"); err != nil { // holds ACCESS SHARE until the end
+		t.Fatal(err)
+	}
+	began := time.Now()
+	_, err = Apply(ctx, conn, DefaultConfig())
+	if err == nil || !strings.Contains(err.Error(), "run migrate again") {
+		t.Fatalf("Apply behind a long reader: %v, want an error after the lock timeout", err)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Fatalf("Apply waited %s", took)
+	}
+}

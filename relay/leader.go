@@ -26,6 +26,9 @@ const stillLeader = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backen
 type leadership struct {
 	conn *pgxpool.Conn
 	slot string
+	// serverStart is pg_postmaster_start_time() when the lock was taken:
+	// a process id means the same process only while it is unchanged.
+	serverStart time.Time
 }
 
 // release ends the lock's session, which releases the lock.
@@ -107,8 +110,13 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 			return nil, fmt.Errorf("take leadership lock for slot %q: %w", slot, err)
 		}
 		if ok {
+			l := &leadership{conn: conn, slot: slot}
+			if err := conn.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&l.serverStart); err != nil {
+				l.release()
+				return nil, fmt.Errorf("read the server's start time: %w", err)
+			}
 			log.Info("leadership acquired", "slot", slot)
-			return &leadership{conn: conn, slot: slot}, nil
+			return l, nil
 		}
 		if !warned {
 			log.Info("another relay leads this slot; standing by", "slot", slot)

@@ -23,7 +23,8 @@ import (
 // After a session that failed otherwise, they are normally gone already;
 // ending one that is still on its way out does no harm.
 type orphans struct {
-	walsender, leader uint32 // process ids; 0 for none
+	walsender, leader uint32    // process ids; 0 for none
+	serverStart       time.Time // of the server they ran on: after a restart, ids are reused
 }
 
 // end terminates the processes o names that are still what they
@@ -32,7 +33,7 @@ type orphans struct {
 // waits, for at most timeout, until they have exited, and forgets them.
 // On an error it keeps them, for the next session to try again.
 func (o *orphans) end(ctx context.Context, pool *pgxpool.Pool, slot string, timeout time.Duration, log *slog.Logger) error {
-	if *o == (orphans{}) {
+	if o.walsender == 0 && o.leader == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -41,12 +42,15 @@ func (o *orphans) end(ctx context.Context, pool *pgxpool.Pool, slot string, time
 	// its low half in objid, with objsubid 1. pg_terminate_backend is in
 	// the select list, not in a WHERE: there the planner could run it
 	// before the conditions that pick the rows.
+	// Only on the server they ran on: after a restart, another relay's
+	// processes may have the same ids.
 	rows, _ := pool.Query(ctx, `SELECT pid, pg_terminate_backend(pid) FROM (
 		SELECT active_pid AS pid FROM pg_replication_slots WHERE slot_name = $1 AND active_pid = $2
 		UNION
 		SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $3 AND objsubid = 1
-			AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('cdc-relay/' || $1, 0)) orphan`,
-		slot, int32(o.walsender), int32(o.leader))
+			AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('cdc-relay/' || $1, 0)) orphan
+		WHERE pg_postmaster_start_time() = $4`,
+		slot, int32(o.walsender), int32(o.leader), o.serverStart)
 	type result struct {
 		PID   int32
 		Ended bool

@@ -21,16 +21,25 @@ type PreparedSlot struct {
 // that the events committed from now on are kept for the relay's first
 // `run`, and records the slot's position as the relay's checkpoint when
 // the relay has none. It never moves an existing checkpoint: a slot the
-// relay read before, and that was dropped, is still refused by `run` and
-// repaired by `cdc-relay recover`. The role needs the REPLICATION
-// attribute.
+// relay read before, and that was dropped, is not created again: it
+// returns a [*SlotGapError], and `cdc-relay recover` repairs the gap. The
+// role needs the REPLICATION attribute.
 func PrepareSlot(ctx context.Context, db checkpoint.DB, cfg Config) (PreparedSlot, error) {
 	var res PreparedSlot
 	if err := replication.ValidSlotName(cfg.Slot); err != nil {
 		return res, err
 	}
+	store := checkpoint.NewStore(db, cfg.CheckpointSchema, cfg.CheckpointTable)
+	cp, haveStored, err := store.Load(ctx, cfg.Slot)
+	if err != nil {
+		return res, err
+	}
 	slot, err := replication.LookupSlot(ctx, db, cfg.Slot)
 	switch {
+	case errors.Is(err, replication.ErrSlotNotFound) && haveStored:
+		// Creating it would hide the gap from `run` (a row of an earlier
+		// version proves nothing about a slot that exists).
+		return res, &SlotGapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}
 	case errors.Is(err, replication.ErrSlotNotFound):
 		var text string
 		if err := db.QueryRow(ctx, "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')", cfg.Slot).Scan(&text); err != nil {
@@ -47,10 +56,8 @@ func PrepareSlot(ctx context.Context, db checkpoint.DB, cfg Config) (PreparedSlo
 	if err := slot.Usable(); err != nil {
 		return res, err
 	}
-	store := checkpoint.NewStore(db, cfg.CheckpointSchema, cfg.CheckpointTable)
-	_, haveStored, err := store.Load(ctx, cfg.Slot)
-	if err != nil || haveStored {
-		return res, err
+	if haveStored {
+		return res, nil
 	}
-	return res, store.Reset(ctx, cfg.Slot, slot.ConfirmedFlush)
+	return res, store.Init(ctx, cfg.Slot, slot.ConfirmedFlush)
 }

@@ -106,7 +106,8 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		return res, err
 	}
 	if lock == nil {
-		return res, fmt.Errorf("a relay is running on slot %q: stop every relay on it before you recover", cfg.Slot)
+		return res, fmt.Errorf("a relay is running on slot %q, or PostgreSQL still keeps the session of one that died (until --replication-timeout): "+
+			"stop every relay on the slot, then try again", cfg.Slot)
 	}
 	defer lock.release()
 
@@ -123,6 +124,9 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		res.NoGap = !haveStored
 	case err != nil:
 		return res, err
+	case slot.Lost && haveStored:
+		// Invalidated (max_slot_wal_keep_size): as good as dropped.
+		res.Gap.Dropped = true
 	default:
 		if err := slot.Usable(); err != nil {
 			return res, err
@@ -149,6 +153,12 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		return res, err
 	}
 	if res.Gap.Dropped && !res.NoGap {
+		if slot.Lost {
+			if _, err := pool.Exec(ctx, "SELECT pg_drop_replication_slot($1)", cfg.Slot); err != nil {
+				return res, fmt.Errorf("drop the invalidated replication slot %q: %w", cfg.Slot, err)
+			}
+			log.Info("dropped the invalidated replication slot", "slot", cfg.Slot)
+		}
 		// Before reading the rows: whatever commits from now on is kept.
 		repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay recover", cfg.ReplicationTimeout)
 		if err != nil {

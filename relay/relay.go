@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,6 +133,25 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
+// serverShuttingDown reports whether PostgreSQL refuses new sessions
+// because it is shutting down.
+func (r *runner) serverShuttingDown(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	// An idle connection the shutdown closed fails for itself first; the
+	// next one is new.
+	for range 3 {
+		_, err := r.pool.Exec(ctx, "SELECT 1")
+		switch {
+		case err == nil:
+			return false
+		case pgerr.ShuttingDown(err), strings.Contains(err.Error(), "connection refused"):
+			return true
+		}
+	}
+	return false
+}
+
 // leaderCheckTimeout bounds the leader's check of its lock session: one
 // that does not answer for this long may be gone, and its lock with it.
 const leaderCheckTimeout = 10 * time.Second
@@ -147,6 +167,10 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	// the poller, retention and the checkpoint saver share the rest.
 	poolCfg.MaxConns = 8
 	keepalive.PostgreSQL(&poolCfg.ConnConfig.Config, cfg.ReplicationTimeout)
+	// A checkpoint row or a status row the relay counts on must survive a
+	// crash of the server, whatever the role's or database's default: a
+	// lost checkpoint save would look like a gap in the slot.
+	poolCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	if poolCfg.PingTimeout == 0 {
 		// An idle connection that a partition left silent must not hold
 		// up the one who takes it from the pool.
@@ -201,7 +225,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 			// Perhaps the network failed: the next session gets new
 			// connections, and ends what this one leaves behind.
 			r.pool.Reset()
-			r.orphans = orphans{walsender: walsender, leader: lock.pid()}
+			r.orphans = orphans{walsender: walsender, leader: lock.pid(), serverStart: lock.serverStart}
 		}
 	}()
 
@@ -285,7 +309,19 @@ func (r *runner) session(ctx context.Context) (err error) {
 	side.Add(3)
 	go func() {
 		defer side.Done()
-		lock.watch(sideCtx, cfg.StatusInterval, leaderCheckTimeout, stop)
+		lock.watch(sideCtx, cfg.StatusInterval, leaderCheckTimeout, func(err error) {
+			if pgerr.ShuttingDown(err) && r.serverShuttingDown(sideCtx) {
+				// A fast shutdown ends every session, the lock's too, and
+				// no one can take the lock until the server is back: a
+				// clean stop, as when a save meets the shutdown. (A
+				// pg_terminate_backend says the same, but the server
+				// still takes new sessions.)
+				shutdown.Store(true)
+				stopStream()
+				return
+			}
+			stop(err)
+		})
 	}()
 	go func() {
 		defer side.Done()

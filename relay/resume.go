@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -39,7 +40,12 @@ func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, 
 			return 0, fatalError{&SlotGapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}}
 		}
 		lsn, err := repl.CreateSlot(ctx, cfg.Slot)
-		if err != nil {
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "42710":
+			// Created meanwhile (by migrate, say): the next session finds it.
+			return 0, err
+		case err != nil:
 			return 0, classify(err)
 		}
 		if err := store.Reset(ctx, cfg.Slot, lsn); err != nil {
@@ -57,6 +63,11 @@ func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, 
 	}
 	if err := slot.Usable(); err != nil {
 		return 0, fatalError{err}
+	}
+	if slot.ConfirmedFlush == 0 {
+		// Listed before its consistent point is found: it is being
+		// created (by migrate, say), and waits for open transactions.
+		return 0, fmt.Errorf("replication slot %q is still being created (it waits for the transactions open when it began); trying again", cfg.Slot)
 	}
 	start := slot.ConfirmedFlush
 	log.Info("replication slot found", "slot", cfg.Slot, "confirmed", start, "wal_retained", slot.Retained())

@@ -32,6 +32,10 @@ type Slot struct {
 	// RetainedBytes is how much WAL the slot keeps on the server's disk:
 	// from its restart position to the current WAL position.
 	RetainedBytes int64
+	// Lost is true when PostgreSQL invalidated the slot: it removed WAL
+	// the slot still needed (max_slot_wal_keep_size), so the slot cannot
+	// stream any more.
+	Lost bool
 }
 
 // ErrSlotNotFound is returned (wrapped) by [LookupSlot] for a slot that
@@ -44,8 +48,9 @@ func LookupSlot(ctx context.Context, q Querier, name string) (Slot, error) {
 	var confirmed string
 	err := q.QueryRow(ctx, `SELECT plugin, coalesce(confirmed_flush_lsn::text, ''),
 		database = current_database(), active,
-		coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint
-		FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&s.Plugin, &confirmed, &s.SameDatabase, &s.Active, &s.RetainedBytes)
+		coalesce(pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END, restart_lsn), 0)::bigint,
+		coalesce(wal_status = 'lost', false)
+		FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&s.Plugin, &confirmed, &s.SameDatabase, &s.Active, &s.RetainedBytes, &s.Lost)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return s, fmt.Errorf("%w: %q", ErrSlotNotFound, name)
@@ -79,6 +84,11 @@ func (s Slot) Usable() error {
 	}
 	if !s.SameDatabase {
 		return fmt.Errorf("replication slot %q belongs to another database: choose another --slot", s.Name)
+	}
+	if s.Lost {
+		return fmt.Errorf("replication slot %q was invalidated by PostgreSQL: it removed WAL the slot still needed (max_slot_wal_keep_size), "+
+			"so events committed since the slot's position may be missing from Kafka. Run `cdc-relay recover` (it creates the slot again and "+
+			"publishes the outbox rows written since the relay's checkpoint), and consider a larger max_slot_wal_keep_size", s.Name)
 	}
 	return nil
 }

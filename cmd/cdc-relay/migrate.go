@@ -124,6 +124,8 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	fmt.Fprintln(c.stdout)
 	switch {
 	case c.noSlot:
+	case errors.As(res.SlotErr, new(*relay.SlotGapError)):
+		fmt.Fprintf(c.stdout, "did not create replication slot %q: %v\n", c.slot, res.SlotErr)
 	case res.SlotErr != nil:
 		fmt.Fprintf(c.stdout, "could not create replication slot %q: %v\n"+
 			"the first `cdc-relay run` creates it, and events committed before then are not relayed; "+
@@ -151,8 +153,10 @@ type MigrateResult struct {
 	migrations.Result
 	// Slot is the replication slot, unless MigrateOptions.NoSlot.
 	Slot relay.PreparedSlot
-	// SlotErr says why the slot could not be created for lack of a
-	// privilege; migrate goes on without it.
+	// SlotErr says why the slot was not created: a missing privilege, or
+	// a slot the relay read before that was dropped (a *relay.SlotGapError:
+	// creating it would hide the gap; `cdc-relay recover` repairs it).
+	// migrate goes on without it.
 	SlotErr error
 }
 
@@ -176,7 +180,7 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Migr
 	}
 	res.Slot, err = relay.PrepareSlot(ctx, conn, rc)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" || errors.As(err, new(*relay.SlotGapError)) {
 		res.SlotErr, err = err, nil
 	}
 	return res, err

@@ -63,11 +63,11 @@ Example:
 // recoverSections orders recover's flags in its usage.
 var recoverSections = []flagSection{
 	{"What to publish again", []string{"dry-run", "margin", "since"}},
-	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
+	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers", "replication-timeout"}},
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column"}},
+		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
 	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
 }
 

@@ -5,6 +5,7 @@ package keepalive
 
 import (
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,9 +28,28 @@ func Dialer(within time.Duration) *net.Dialer {
 
 // PostgreSQL makes cfg's connections use [Dialer](within), and, unless the
 // connection string set connect_timeout, gives up connecting after within.
+// It asks the server to probe its end the same way (tcp_keepalives_*,
+// tcp_user_timeout, unless the connection string sets them): a session
+// whose client vanished without a word (a power loss, a partition) would
+// otherwise keep what it holds, such as the relay's leadership lock, for
+// the server's system default of two hours or more.
 func PostgreSQL(cfg *pgconn.Config, within time.Duration) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = within
+	}
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	secs := func(d time.Duration) string { return strconv.Itoa(max(int(d/time.Second), 1)) }
+	for name, value := range map[string]string{
+		"tcp_keepalives_idle":     secs(within / 2),
+		"tcp_keepalives_interval": secs(within / 6),
+		"tcp_keepalives_count":    "3",
+		"tcp_user_timeout":        strconv.Itoa(int(within / time.Millisecond)),
+	} {
+		if _, set := cfg.RuntimeParams[name]; !set {
+			cfg.RuntimeParams[name] = value
+		}
 	}
 	d := Dialer(within)
 	d.Timeout = cfg.ConnectTimeout

@@ -39,3 +39,20 @@ func TestPostgreSQLKeepsAConnectTimeoutOfTheURL(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgreSQLAsksTheServerToProbe: the server probes its end too, so a
+// session whose client vanished releases what it holds within the time;
+// a setting of the connection string wins.
+func TestPostgreSQLAsksTheServerToProbe(t *testing.T) {
+	cfg, err := pgconn.ParseConfig("postgres://u@h/db?tcp_keepalives_count=9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	PostgreSQL(cfg, 30*time.Second)
+	want := map[string]string{"tcp_keepalives_idle": "15", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "9", "tcp_user_timeout": "30000"}
+	for name, v := range want {
+		if got := cfg.RuntimeParams[name]; got != v {
+			t.Errorf("%s = %q, want %q", name, got, v)
+		}
+	}
+}

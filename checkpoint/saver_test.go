@@ -1,0 +1,112 @@
+package checkpoint
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// fakeDB is the checkpoint table: Exec records the position saved, blocks
+// until its context ends while block is set, or fails with fail.
+type fakeDB struct {
+	mu     sync.Mutex
+	saved  []string
+	block  bool
+	fail   error
+	called chan struct{}
+}
+
+func (f *fakeDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	f.mu.Lock()
+	block, fail := f.block, f.fail
+	f.mu.Unlock()
+	select {
+	case f.called <- struct{}{}:
+	default:
+	}
+	if block {
+		<-ctx.Done()
+		return pgconn.CommandTag{}, ctx.Err()
+	}
+	if fail != nil {
+		return pgconn.CommandTag{}, fail
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.saved = append(f.saved, args[1].(string))
+	return pgconn.CommandTag{}, nil
+}
+
+func (f *fakeDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row { panic("not used") }
+
+func TestSaverSavesBeforeItVouches(t *testing.T) {
+	db := &fakeDB{called: make(chan struct{}, 1)}
+	var pos atomic.Uint64
+	pos.Store(0x100)
+	sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: time.Hour, Source: func() pglogrepl.LSN { return pglogrepl.LSN(pos.Load()) }})
+	pos.Store(0x200)
+	if got := sv.Saved(); got != 0x100 {
+		t.Fatalf("Saved %s before any save, want the start 0/100", got)
+	}
+	if err := sv.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sv.Saved(); got != 0x200 || len(db.saved) != 1 || db.saved[0] != "0/200" {
+		t.Fatalf("after Flush: Saved %s, saved rows %v; want 0/200 once", got, db.saved)
+	}
+	if err := sv.Flush(context.Background()); err != nil || len(db.saved) != 1 {
+		t.Fatalf("a Flush with nothing new saved again: %v, %v", err, db.saved)
+	}
+	if final, err := sv.Close(context.Background()); err != nil || final != 0x200 {
+		t.Fatalf("Close = %s, %v", final, err)
+	}
+}
+
+// TestSaverFlushGivesUpWhenASaveIsBlocked: a save blocked behind a lock
+// holds the saver's turn, and a Flush bounded by its context (a stop's
+// final save) returns at its deadline instead of waiting for it.
+func TestSaverFlushGivesUpWhenASaveIsBlocked(t *testing.T) {
+	db := &fakeDB{block: true, called: make(chan struct{}, 1)}
+	var pos atomic.Uint64
+	pos.Store(0x100)
+	sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: 10 * time.Millisecond, Source: func() pglogrepl.LSN { return pglogrepl.LSN(pos.Load()) }})
+	defer sv.cancel()
+	pos.Store(0x200)
+	select {
+	case <-db.called: // the loop's save is blocked now
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loop did not save")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	err := sv.Flush(ctx)
+	if err == nil || time.Since(began) > 2*time.Second {
+		t.Fatalf("Flush = %v after %s; want an error at its deadline", err, time.Since(began))
+	}
+	if got := sv.Saved(); got != 0x100 {
+		t.Fatalf("Saved %s while no save succeeded, want 0/100", got)
+	}
+}
+
+func TestSaverReportsAServerShutdown(t *testing.T) {
+	db := &fakeDB{fail: &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, called: make(chan struct{}, 1)}
+	var calls atomic.Int32
+	sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: time.Hour,
+		Source: func() pglogrepl.LSN { return 0x200 }, OnServerShutdown: func() { calls.Add(1) }})
+	for range 3 {
+		if err := sv.Flush(context.Background()); err == nil {
+			t.Fatal("Flush succeeded on a failing table")
+		}
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("OnServerShutdown called %d times, want once", calls.Load())
+	}
+	sv.cancel()
+}
