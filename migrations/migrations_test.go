@@ -273,3 +273,34 @@ func TestApplyDoesNotQueueBehindALongQuery(t *testing.T) {
 		t.Fatalf("Apply waited %s", took)
 	}
 }
+
+// TestGrants: the printed SQL names the configured tables, quoted, and
+// runs as is (twice: an existing role is altered, not created again).
+func TestGrants(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.StatusSchema, cfg.StatusTable = "relay", "Delivery"
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA relay"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	sql := Grants(cfg, "Relay Role")
+	for _, want := range []string{`ALTER ROLE "Relay Role" WITH LOGIN REPLICATION`, `GRANT USAGE ON SCHEMA "relay" TO "Relay Role"`,
+		`ON "relay"."Delivery" TO "Relay Role"`, `GRANT SELECT, DELETE ON "public"."outbox"`} {
+		if !strings.Contains(sql, want) {
+			t.Errorf("grants lack %q:\n%s", want, sql)
+		}
+	}
+	for range 2 {
+		if _, err := conn.PgConn().Exec(ctx, sql).ReadAll(); err != nil {
+			t.Fatalf("%v\n%s", err, sql)
+		}
+	}
+	var seq bool
+	if err := conn.QueryRow(ctx, `SELECT has_sequence_privilege('Relay Role', pg_get_serial_sequence('"relay"."Delivery"', 'id'), 'USAGE')`).Scan(&seq); err != nil || !seq {
+		t.Fatalf("the role may not use the status table's id sequence: %v %v", seq, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,6 +26,7 @@ type MigrateCommand struct {
 	skipOutbox  bool
 	slot        string
 	noSlot      bool
+	grantsFor   string
 
 	postgresURLFile string
 }
@@ -66,6 +68,7 @@ var migrateSections = []flagSection{
 	{"Connection (required)", []string{"postgres-url", "postgres-url-file"}},
 	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
 	{"Replication slot", []string{"slot", "no-slot"}},
+	{"A role for the relay", []string{"print-grants"}},
 }
 
 func (c *MigrateCommand) flags() *flag.FlagSet {
@@ -77,6 +80,9 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs.BoolVar(&c.skipOutbox, "skip-outbox", false, "do not create the outbox table: map an existing one with run's column flags")
 	fs.StringVar(&c.slot, "slot", relay.DefaultConfig().Slot, "the `name` of the logical replication slot to create (pgoutput) when missing")
 	fs.BoolVar(&c.noSlot, "no-slot", false, "do not create the replication slot: create it elsewhere, or let the first run create it")
+	fs.StringVar(&c.grantsFor, "print-grants", "",
+		"print the SQL that creates `role` with the least the relay needs for these tables (LOGIN, REPLICATION, SELECT and DELETE on the outbox, writing the relay's tables), and change nothing")
+	onlyOnCommandLine(fs, "print-grants")
 	return fs
 }
 
@@ -90,6 +96,17 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	fs := c.flags()
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if c.grantsFor != "" {
+		if strings.Contains(c.grantsFor, "$") {
+			return usageError{fmt.Sprintf("--print-grants %q: a role name with \"$\" is not supported", c.grantsFor)}
+		}
+		var rc relay.Config
+		if err := c.tables.apply(&rc); err != nil {
+			return err
+		}
+		fmt.Fprint(c.stdout, migrations.Grants(rc.Tables(), c.grantsFor))
+		return nil
 	}
 	var err error
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {

@@ -1,0 +1,49 @@
+package migrations
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Grants returns the SQL, for an administrator to run after migrate, that
+// creates role with the least the relay needs for cfg's tables: LOGIN and
+// REPLICATION (the replication connection, and creating the slot), USAGE
+// on the tables' schemas, SELECT on the outbox table (the relay reads the
+// WAL, but `recover` reads the table) and DELETE on it (retention; not
+// needed with --retention 0s), and writing the status table (with its id
+// sequence) and the checkpoint table. It grants nothing on the
+// publication: streaming needs no privilege on it. An existing role gets
+// the attributes and grants without being created again.
+func Grants(cfg Config, role string) string {
+	r := pgx.Identifier{role}.Sanitize()
+	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
+	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+	checkpoint := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- A least-privilege role for cdc-relay. Run as an administrator after `cdc-relay migrate`,\n")
+	fmt.Fprintf(&b, "-- then give the role a password (ALTER ROLE %s PASSWORD '...') and allow it for\n", r)
+	fmt.Fprintf(&b, "-- replication connections in pg_hba.conf.\n")
+	fmt.Fprintf(&b, "DO $$ BEGIN\n  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = %s) THEN\n    CREATE ROLE %s;\n  END IF;\nEND $$;\n",
+		quoteLiteral(role), r)
+	fmt.Fprintf(&b, "ALTER ROLE %s WITH LOGIN REPLICATION;\n", r)
+	seen := map[string]bool{}
+	for _, schema := range []string{cfg.OutboxSchema, cfg.StatusSchema, cfg.CheckpointSchema} {
+		if !seen[schema] {
+			seen[schema] = true
+			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{schema}.Sanitize(), r)
+		}
+	}
+	fmt.Fprintf(&b, "-- The outbox: SELECT for `cdc-relay recover`, DELETE for retention (--retention 0s needs none).\n")
+	fmt.Fprintf(&b, "GRANT SELECT, DELETE ON %s TO %s;\n", outbox, r)
+	fmt.Fprintf(&b, "-- The relay's own tables.\n")
+	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s;\n", status, r)
+	fmt.Fprintf(&b, "DO $$ BEGIN\n  EXECUTE format('GRANT USAGE ON SEQUENCE %%s TO %%I', pg_get_serial_sequence(%s, 'id'), %s);\nEND $$;\n",
+		quoteLiteral(status), quoteLiteral(role))
+	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE ON %s TO %s;\n", checkpoint, r)
+	return b.String()
+}
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
