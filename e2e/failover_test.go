@@ -53,38 +53,61 @@ func (e *env) leaderLockPID() int {
 	return pid
 }
 
+// failover is a leader and a standby on the test's slot, with a writer
+// committing events at full speed.
+type failover struct {
+	e               *env
+	leader, standby *relayProc
+	topic           string
+	cl              *kgo.Client
+	w               *writer
+}
+
+// startFailover starts the two relays and the writer, and waits until the
+// standby stands by and events flow.
+func (e *env) startFailover() *failover {
+	e.t.Helper()
+	f := &failover{e: e, leader: e.startRelay(), standby: e.spawnRelay(), topic: e.topic("order"), cl: e.client()}
+	e.waitFor("the second relay stands by", 30*time.Second, func() bool { return strings.Contains(f.standby.Log(), "standing by") })
+	f.w = e.startWriter(0)
+	e.waitFor("events flow", 30*time.Second, func() bool { return e.totalRecords(f.cl, f.topic) >= 5000 })
+	return f
+}
+
+// finish lets the writer commit 2,000 more events and stops it, waits
+// until the slot confirms them, and requires every event in Kafka and no
+// two producers at once. It returns the events, those sent twice, and the
+// producer ids seen.
+func (f *failover) finish() (events, dups, producers int) {
+	e := f.e
+	e.t.Helper()
+	f.w.waitWritten(f.w.count() + 2000)
+	perKey := f.w.stop()
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
+	recs := e.readAll(f.topic)
+	dups = checkAtLeastOnce(e.t, recs, perKey)
+	return len(recs) - dups, dups, len(checkOneProducerAtATime(e.t, recs))
+}
+
 // TestFailoverUnderLoad: two relays on one slot while events are written
 // at full speed; the leader is SIGKILLed. The standby produces within 10 s,
 // nothing is lost, and at no moment did both produce.
 func TestFailoverUnderLoad(t *testing.T) {
 	e := newEnv(t)
-	leader := e.startRelay()
-	standby := e.spawnRelay()
-	e.waitFor("the second relay stands by", 30*time.Second, func() bool { return strings.Contains(standby.Log(), "standing by") })
-	topic := e.topic("order")
-	cl := e.client()
-	w := e.startWriter(0)
-	e.waitFor("events flow", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 5000 })
-
-	leader.Kill()
+	f := e.startFailover()
+	f.leader.Kill()
 	killed := time.Now()
-	atKill := e.totalRecords(cl, topic) // the dead leader produces nothing more
-	e.waitFor("the standby produces", 30*time.Second, func() bool { return e.totalRecords(cl, topic) > atKill })
+	atKill := e.totalRecords(f.cl, f.topic) // the dead leader produces nothing more
+	e.waitFor("the standby produces", 30*time.Second, func() bool { return e.totalRecords(f.cl, f.topic) > atKill })
 	takeover := time.Since(killed)
-	w.waitWritten(w.count() + 2000)
-	perKey := w.stop()
-
-	end := e.lsn(insertLSN)
-	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
-	recs := e.readAll(topic)
-	dups := checkAtLeastOnce(t, recs, perKey)
-	ids := checkOneProducerAtATime(t, recs)
+	events, dups, producers := f.finish()
 	t.Logf("leader killed after %d records; the standby produced %s later; %d events, %d sent twice, %d producer ids",
-		atKill, takeover.Round(time.Millisecond), len(recs)-dups, dups, len(ids))
+		atKill, takeover.Round(time.Millisecond), events, dups, producers)
 	if takeover > 10*time.Second {
 		t.Errorf("the standby produced %s after the leader died, want within 10s", takeover.Round(time.Millisecond))
 	}
-	standby.stop(30 * time.Second)
+	f.standby.stop(30 * time.Second)
 }
 
 // TestLeaderStepsDownWhenItsLockSessionEnds: the leader's lock session is
@@ -94,39 +117,25 @@ func TestFailoverUnderLoad(t *testing.T) {
 // at once.
 func TestLeaderStepsDownWhenItsLockSessionEnds(t *testing.T) {
 	e := newEnv(t)
-	leader := e.startRelay()
-	standby := e.spawnRelay()
-	e.waitFor("the second relay stands by", 30*time.Second, func() bool { return strings.Contains(standby.Log(), "standing by") })
-	topic := e.topic("order")
-	cl := e.client()
-	w := e.startWriter(0)
-	e.waitFor("events flow", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 5000 })
-
+	f := e.startFailover()
 	pid := e.leaderLockPID()
 	if pid == 0 {
 		t.Fatal("no session holds the leadership lock")
 	}
 	mustExec(t, e.conn, "SELECT pg_terminate_backend($1)", pid)
 	ended := time.Now()
-	e.waitFor("the standby streams", 60*time.Second, func() bool { return strings.Contains(standby.Log(), "replication started") })
+	e.waitFor("the standby streams", 60*time.Second, func() bool { return strings.Contains(f.standby.Log(), "replication started") })
 	t.Logf("the standby streams %s after the leader's lock session ended", time.Since(ended).Round(time.Millisecond))
-	if !leader.Running() {
-		t.Fatalf("the old leader exited: %v", leader.Err())
+	if !f.leader.Running() {
+		t.Fatalf("the old leader exited: %v", f.leader.Err())
 	}
-	w.waitWritten(w.count() + 2000)
-	perKey := w.stop()
-
-	end := e.lsn(insertLSN)
-	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
-	recs := e.readAll(topic)
-	dups := checkAtLeastOnce(t, recs, perKey)
-	ids := checkOneProducerAtATime(t, recs)
-	t.Logf("%d events, %d sent twice, %d producer ids", len(recs)-dups, dups, len(ids))
+	events, dups, producers := f.finish()
+	t.Logf("%d events, %d sent twice, %d producer ids", events, dups, producers)
 	e.waitFor("the old leader stands by", 30*time.Second, func() bool {
-		return strings.Count(leader.Log(), "standing by") >= 1
+		return strings.Count(f.leader.Log(), "standing by") >= 1
 	})
-	leader.stop(30 * time.Second)
-	standby.stop(30 * time.Second)
+	f.leader.stop(30 * time.Second)
+	f.standby.stop(30 * time.Second)
 }
 
 // TestStandbyKeepsStandingByWhenItsConnectionEnds: the standby's

@@ -58,9 +58,11 @@ func TestKill9LosesNothing(t *testing.T) {
 	cl := e.client()
 	start := e.lsn(slotLSN)
 	e.waitFor("some events arrive and are confirmed", 30*time.Second, func() bool {
+		e.checkWriteAhead()
 		return e.totalRecords(cl, topic) >= 2000 && e.lsn(slotLSN) > start
 	})
 	relay.Kill()
+	e.checkWriteAhead() // else the restart would see a gap that is not there
 	killedAt := e.totalRecords(cl, topic)
 	w.waitWritten(w.count() + 1000) // more while the relay is down
 	perKey := w.stop()

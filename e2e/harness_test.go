@@ -409,6 +409,8 @@ const (
 	// or past the end of its commit record (pg_current_wal_lsn() may still
 	// be short of it).
 	insertLSN = "SELECT pg_current_wal_insert_lsn()"
+	// checkpointLSN is the relay's checkpoint row for the slot.
+	checkpointLSN = "SELECT lsn FROM cdc_relay_checkpoint WHERE slot_name = @slot"
 )
 
 // lsn reads one of the positions above on the test's connection.
@@ -427,6 +429,16 @@ func (e *env) lsn(query string) pglogrepl.LSN {
 		e.t.Fatalf("%s: %v", query, err)
 	}
 	return lsn
+}
+
+// checkWriteAhead requires the slot's confirmed position to be at or
+// behind the relay's checkpoint row: the row is saved before a position is
+// confirmed. The slot is read first; the row only grows.
+func (e *env) checkWriteAhead() {
+	e.t.Helper()
+	if slot, row := e.lsn(slotLSN), e.lsn(checkpointLSN); slot > row {
+		e.t.Fatalf("the slot confirmed %s, past the checkpoint row's %s", slot, row)
+	}
 }
 
 // client returns a Kafka client for reading back.

@@ -16,10 +16,6 @@ import (
 // removed from the publication, partitioned, its columns renamed or their
 // types changed.
 
-// checkpointLSN is the relay's checkpoint row for the test's slot (for
-// e.lsn).
-const checkpointLSN = "SELECT lsn FROM cdc_relay_checkpoint WHERE slot_name = @slot"
-
 // outboxColumns is the default outbox layout (migrations/sql/outbox.sql).
 const outboxColumns = `id uuid NOT NULL DEFAULT gen_random_uuid(), aggregate_type text NOT NULL, aggregate_id text NOT NULL,
 	event_type text NOT NULL, topic text, payload jsonb NOT NULL, headers jsonb, created_at timestamptz NOT NULL DEFAULT now()`

@@ -16,14 +16,9 @@ import (
 type RecoverCommand struct {
 	stdout, stderr io.Writer
 
-	cfg       relay.Config
-	tables    tableFlags
-	brokers   string
-	headerCol string
-	since     string
-	opts      relay.RecoverOptions
-
-	postgresURLFile string
+	relayFlags
+	since string
+	opts  relay.RecoverOptions
 }
 
 const recoverUsage = `Usage: cdc-relay recover [flags]
@@ -72,10 +67,8 @@ var recoverSections = []flagSection{
 }
 
 func (c *RecoverCommand) flags() *flag.FlagSet {
-	c.cfg = relay.DefaultConfig()
 	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
-	registerRelayFlags(fs, &c.cfg, &c.tables, &c.brokers, &c.headerCol)
-	registerPostgresURLFile(fs, &c.postgresURLFile)
+	c.relayFlags.register(fs)
 	fs.BoolVar(&c.opts.DryRun, "dry-run", false, "count the rows it would publish again, and change nothing")
 	c.opts.Margin = 10 * time.Minute
 	durationVar(fs, &c.opts.Margin, "margin", c.opts.Margin,
@@ -113,11 +106,7 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var err error
-	if c.cfg.PostgresURL, err = postgresURLFrom(c.cfg.PostgresURL, c.postgresURLFile); err != nil {
-		return err
-	}
-	if err := finishRelayConfig(&c.cfg, &c.tables, c.brokers, c.headerCol); err != nil {
+	if err := c.finish(); err != nil {
 		return err
 	}
 	if c.since != "" {

@@ -25,15 +25,35 @@ import (
 type RunCommand struct {
 	stdout, stderr io.Writer
 
-	cfg       relay.Config
-	tables    tableFlags
-	brokers   string
-	headerCol string
+	relayFlags
 	logLevel  string
 	logFormat string
 	debugAddr string
+}
 
+// relayFlags are the flags of relay.Config, which run and recover share.
+type relayFlags struct {
+	cfg             relay.Config
+	tables          tableFlags
+	brokers         string
+	headerCol       string
 	postgresURLFile string
+}
+
+// register sets cfg to the defaults and registers its flags on fs.
+func (r *relayFlags) register(fs *flag.FlagSet) {
+	r.cfg = relay.DefaultConfig()
+	registerRelayFlags(fs, &r.cfg, &r.tables, &r.brokers, &r.headerCol)
+	registerPostgresURLFile(fs, &r.postgresURLFile)
+}
+
+// finish completes cfg after parsing.
+func (r *relayFlags) finish() error {
+	var err error
+	if r.cfg.PostgresURL, err = postgresURLFrom(r.cfg.PostgresURL, r.postgresURLFile); err != nil {
+		return err
+	}
+	return finishRelayConfig(&r.cfg, &r.tables, r.brokers, r.headerCol)
 }
 
 const runUsage = `Usage: cdc-relay run [flags]
@@ -84,10 +104,8 @@ var runSections = []flagSection{
 }
 
 func (c *RunCommand) flags() *flag.FlagSet {
-	c.cfg = relay.DefaultConfig()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	registerRelayFlags(fs, &c.cfg, &c.tables, &c.brokers, &c.headerCol)
-	registerPostgresURLFile(fs, &c.postgresURLFile)
+	c.relayFlags.register(fs)
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
@@ -208,11 +226,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var err error
-	if c.cfg.PostgresURL, err = postgresURLFrom(c.cfg.PostgresURL, c.postgresURLFile); err != nil {
-		return err
-	}
-	if err := finishRelayConfig(&c.cfg, &c.tables, c.brokers, c.headerCol); err != nil {
+	if err := c.finish(); err != nil {
 		return err
 	}
 	log, err := newLogger(c.stderr, c.logLevel, c.logFormat)
