@@ -1,0 +1,14 @@
+// Package metrics holds the relay's Prometheus metrics, on a registry of
+// their own (no package-level state): counters and histograms that the
+// pipeline, the poller and retention update as things happen, and the
+// relay's live state (in flight, lag, leadership, the status table's
+// counts), read from a [Snapshot] once per scrape.
+//
+// Nothing here is on the per-event path except [Metrics.CommitToAck]: the
+// per-event counts (read, produced) are the relay's own atomic counters,
+// reported through the snapshot, so counting costs the stream nothing it
+// did not already pay.
+//
+//	metrics.go   the metrics, their names and help
+//	snapshot.go  the live state, collected from one snapshot per scrape
+package metrics

@@ -1,0 +1,94 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Snapshot is the relay's live state, read once per scrape.
+type Snapshot struct {
+	// EventsRead counts the outbox inserts read from the slot;
+	// EventsProduced those Kafka acknowledged. Both only go up over the
+	// relay's life.
+	EventsRead, EventsProduced uint64
+	// InFlightEvents and InFlightBytes are what was read and is not yet
+	// delivered or parked.
+	InFlightEvents, InFlightBytes int64
+	// LagBytes is the server's WAL end, as last heard, less the confirmed
+	// position.
+	LagBytes uint64
+	// LagSeconds is the time since the commit of the oldest transaction
+	// read whose events are not all delivered; 0 when nothing is in flight.
+	LagSeconds float64
+	// ConfirmedLSN is the position last confirmed to PostgreSQL.
+	ConfirmedLSN uint64
+	// Leader: this relay holds the slot's lock. Paused: reading is paused.
+	// Ready: see the relay's readiness.
+	Leader, Paused, Ready bool
+	// SlotWALRetained is the WAL the slot keeps on the server, in bytes, as
+	// last checked; -1 when not known.
+	SlotWALRetained int64
+	// Failed and Dead are the status table's FAILED and DEAD rows, as last
+	// counted; -1 when not known.
+	Failed, Dead int64
+}
+
+// snapshotCollector reports a Snapshot as gauges and counters.
+type snapshotCollector struct{ snapshot func() Snapshot }
+
+var (
+	descRead        = desc("cdc_relay_events_read_total", "Outbox inserts read from the replication slot.")
+	descProduced    = desc("cdc_relay_events_produced_total", "Events of the stream that Kafka acknowledged.")
+	descInFlight    = desc("cdc_relay_in_flight_events", "Events read and not yet delivered or parked.")
+	descInFlightB   = desc("cdc_relay_in_flight_bytes", "Bytes of the events read and not yet delivered or parked.")
+	descLagBytes    = desc("cdc_relay_replication_lag_bytes", "The server's WAL end, as last heard, less the position confirmed to PostgreSQL.")
+	descLagSeconds  = desc("cdc_relay_replication_lag_seconds", "Time since the commit of the oldest transaction read whose events are not all delivered; 0 when nothing is in flight.")
+	descConfirmed   = desc("cdc_relay_confirmed_lsn", "The WAL position last confirmed to PostgreSQL, as a number.")
+	descLeader      = desc("cdc_relay_leader", "1 while this relay holds the slot's lock and streams it, else 0.")
+	descPaused      = desc("cdc_relay_paused", "1 while reading the slot is paused (POST /pause), else 0.")
+	descReady       = desc("cdc_relay_ready", "1 while the relay is ready (as /readyz), else 0.")
+	descWALRetained = desc("cdc_relay_slot_wal_retained_bytes", "WAL the replication slot keeps on the server, as last checked.")
+	descStatusRows  = prometheus.NewDesc("cdc_relay_status_rows", "Rows of the status table in a state, as last counted: FAILED (waiting to be tried again) or DEAD (given up).", []string{"state"}, nil)
+)
+
+func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+
+func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds,
+		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows} {
+		ch <- d
+	}
+}
+
+func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.snapshot()
+	counter := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v) }
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter(descRead, float64(s.EventsRead))
+	counter(descProduced, float64(s.EventsProduced))
+	gauge(descInFlight, float64(s.InFlightEvents))
+	gauge(descInFlightB, float64(s.InFlightBytes))
+	gauge(descLagBytes, float64(s.LagBytes))
+	gauge(descLagSeconds, s.LagSeconds)
+	gauge(descConfirmed, float64(s.ConfirmedLSN))
+	gauge(descLeader, b2f(s.Leader))
+	gauge(descPaused, b2f(s.Paused))
+	gauge(descReady, b2f(s.Ready))
+	if s.SlotWALRetained >= 0 {
+		gauge(descWALRetained, float64(s.SlotWALRetained))
+	}
+	if s.Failed >= 0 {
+		gauge(descStatusRows, float64(s.Failed), "FAILED")
+	}
+	if s.Dead >= 0 {
+		gauge(descStatusRows, float64(s.Dead), "DEAD")
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
