@@ -61,7 +61,9 @@ func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.snapshot()
-	counter := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v) }
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
