@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 )
@@ -12,9 +13,13 @@ import (
 // count of its events still in flight.
 type Txn struct {
 	pending atomic.Int64
+	commit  time.Time     // when it committed, set by Begin
 	end     pglogrepl.LSN // set by Commit, under Tracker.mu
 	closed  bool          // under Tracker.mu
 }
+
+// CommitTime is when the transaction committed, as given to Begin.
+func (tx *Txn) CommitTime() time.Time { return tx.commit }
 
 // Limits bounds what may be in flight at once. A zero field means no limit.
 type Limits struct {
@@ -60,9 +65,10 @@ func NewTracker(start pglogrepl.LSN, limits Limits) *Tracker {
 	return t
 }
 
-// Begin opens a transaction at the tail of the queue.
-func (t *Tracker) Begin() *Txn {
-	tx := &Txn{}
+// Begin opens a transaction at the tail of the queue; commit is when it
+// committed (pgoutput's Begin says so), for OldestCommit.
+func (t *Tracker) Begin(commit time.Time) *Txn {
+	tx := &Txn{commit: commit}
 	t.mu.Lock()
 	t.push(tx)
 	t.mu.Unlock()
@@ -207,6 +213,19 @@ func (t *Tracker) raise(lsn pglogrepl.LSN) {
 // Safe is the position PostgreSQL may be told is flushed: no event of a
 // transaction ending at or before it is still in flight.
 func (t *Tracker) Safe() pglogrepl.LSN { return pglogrepl.LSN(t.safe.Load()) }
+
+// OldestCommit returns the commit time of the oldest transaction that is
+// not yet safe (read, with events in flight or still being read), and
+// false when there is none. Transactions that finish behind an unfinished
+// one are merged into it, so the oldest is never lost.
+func (t *Tracker) OldestCommit() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.head == len(t.queue) {
+		return time.Time{}, false
+	}
+	return t.queue[t.head].commit, true
+}
 
 // InFlight reports the events and bytes read but not yet delivered.
 func (t *Tracker) InFlight() (events, bytes int64) {

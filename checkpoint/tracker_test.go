@@ -15,10 +15,10 @@ import (
 
 func TestSafeWaitsForEveryEarlierTransaction(t *testing.T) {
 	tr := NewTracker(100, Limits{})
-	a := tr.Begin()
+	a := tr.Begin(time.Time{})
 	tr.Add(a, 10)
 	tr.Commit(a, 200)
-	b := tr.Begin()
+	b := tr.Begin(time.Time{})
 	tr.Add(b, 10)
 	tr.Commit(b, 300)
 	tr.Position(400) // keepalive after both
@@ -41,7 +41,7 @@ func TestSafeWaitsForEveryEarlierTransaction(t *testing.T) {
 
 func TestOpenTransactionHoldsSafe(t *testing.T) {
 	tr := NewTracker(0, Limits{})
-	tx := tr.Begin()
+	tx := tr.Begin(time.Time{})
 	tr.Add(tx, 1)
 	tr.Done(tx, 1) // acked before its commit was read
 	if got := tr.Safe(); got != 0 {
@@ -55,7 +55,7 @@ func TestOpenTransactionHoldsSafe(t *testing.T) {
 
 func TestEmptyTransactionAndIdleKeepalive(t *testing.T) {
 	tr := NewTracker(10, Limits{})
-	tr.Commit(tr.Begin(), 20)
+	tr.Commit(tr.Begin(time.Time{}), 20)
 	if got := tr.Safe(); got != 20 {
 		t.Fatalf("safe %s after an empty transaction, want 0/14", got)
 	}
@@ -71,7 +71,7 @@ func TestEmptyTransactionAndIdleKeepalive(t *testing.T) {
 
 func TestNeverBelowStart(t *testing.T) {
 	tr := NewTracker(1000, Limits{})
-	tr.Commit(tr.Begin(), 500)
+	tr.Commit(tr.Begin(time.Time{}), 500)
 	tr.Position(600)
 	if got := tr.Safe(); got != 1000 {
 		t.Fatalf("safe %s, below the slot's confirmed start", got)
@@ -161,7 +161,7 @@ func TestModel(t *testing.T) {
 		step := 0
 		lsn := pglogrepl.LSN(0)
 		commit := func(n int) {
-			tx := tr.Begin()
+			tx := tr.Begin(time.Time{})
 			e := &entry{n: n, left: int64(n)}
 			mu.Lock()
 			entries = append(entries, e)
@@ -290,7 +290,7 @@ func TestStuckEventThenEmptyTransactions(t *testing.T) {
 			runtime.ReadMemStats(&before)
 
 			tr := NewTracker(0, Limits{})
-			stuck := tr.Begin()
+			stuck := tr.Begin(time.Time{})
 			tr.Add(stuck, 100)
 			tr.Commit(stuck, 10)
 			lsn := pglogrepl.LSN(10)
@@ -302,7 +302,7 @@ func TestStuckEventThenEmptyTransactions(t *testing.T) {
 					tr.Position(lsn)
 					continue
 				}
-				tx := tr.Begin()
+				tx := tr.Begin(time.Time{})
 				if tt.events {
 					tr.Add(tx, 100)
 				}
@@ -355,7 +355,7 @@ func (t *Tracker) queued() (n, capacity int) {
 
 func TestWaitCapacityAndIdle(t *testing.T) {
 	tr := NewTracker(0, Limits{Events: 2, Bytes: 1000})
-	tx := tr.Begin()
+	tx := tr.Begin(time.Time{})
 	tr.Add(tx, 10)
 	tr.Add(tx, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -389,7 +389,7 @@ func TestWaitCapacityAndIdle(t *testing.T) {
 
 	// At the limit, the wait lasts until a tenth is free, not one event.
 	tr3 := NewTracker(0, Limits{Events: 20})
-	tx3 := tr3.Begin()
+	tx3 := tr3.Begin(time.Time{})
 	for i := 0; i < 20; i++ {
 		tr3.Add(tx3, 1)
 	}
@@ -406,7 +406,7 @@ func TestWaitCapacityAndIdle(t *testing.T) {
 	}
 	// The byte limit alone also blocks.
 	tr2 := NewTracker(0, Limits{Bytes: 100})
-	tr2.Add(tr2.Begin(), 150)
+	tr2.Add(tr2.Begin(time.Time{}), 150)
 	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := tr2.WaitCapacity(ctx); err == nil {
@@ -419,7 +419,7 @@ func TestWaitCapacityAndIdle(t *testing.T) {
 func TestEveryWaiterWakes(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		tr := NewTracker(0, Limits{Events: 1})
-		tx := tr.Begin()
+		tx := tr.Begin(time.Time{})
 		tr.Add(tx, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		done := make(chan error, 3)
@@ -443,11 +443,11 @@ func TestEveryWaiterWakes(t *testing.T) {
 func BenchmarkTrackEvent(b *testing.B) {
 	tr := NewTracker(0, Limits{})
 	b.ReportAllocs()
-	tx := tr.Begin()
+	tx := tr.Begin(time.Time{})
 	for i := 0; i < b.N; i++ {
 		if i%1000 == 0 {
 			tr.Commit(tx, pglogrepl.LSN(i))
-			tx = tr.Begin()
+			tx = tr.Begin(time.Time{})
 		}
 		tr.Add(tx, 300)
 		tr.Done(tx, 300)
@@ -461,14 +461,36 @@ func BenchmarkTrackEmptyTransaction(b *testing.B) {
 		b.Run(map[bool]string{false: "idle", true: "behind a stuck event"}[stuck], func(b *testing.B) {
 			tr := NewTracker(0, Limits{})
 			if stuck {
-				tx := tr.Begin()
+				tx := tr.Begin(time.Time{})
 				tr.Add(tx, 1)
 				tr.Commit(tx, 1)
 			}
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				tr.Commit(tr.Begin(), pglogrepl.LSN(i+2))
+				tr.Commit(tr.Begin(time.Time{}), pglogrepl.LSN(i+2))
 			}
 		})
+	}
+}
+
+// TestOldestCommit: the oldest unfinished transaction's commit time, also
+// when a later one finished before it; none once everything is safe.
+func TestOldestCommit(t *testing.T) {
+	tr := NewTracker(0, Limits{})
+	if _, ok := tr.OldestCommit(); ok {
+		t.Fatal("an empty tracker has an oldest commit")
+	}
+	t1, t2 := time.Unix(100, 0), time.Unix(200, 0)
+	a := tr.Begin(t1)
+	tr.Add(a, 10)
+	tr.Commit(a, 10)
+	b := tr.Begin(t2)
+	tr.Commit(b, 20) // no events: merged into a
+	if got, ok := tr.OldestCommit(); !ok || !got.Equal(t1) {
+		t.Fatalf("oldest commit %v %v, want %v", got, ok, t1)
+	}
+	tr.Done(a, 10)
+	if got, ok := tr.OldestCommit(); ok {
+		t.Fatalf("oldest commit %v after everything is safe", got)
 	}
 }

@@ -76,6 +76,9 @@ type Message struct {
 	// EndLSN is set on KindCommit: the end of the commit record, the
 	// position to confirm once every event of the transaction is delivered.
 	EndLSN uint64
+	// CommitTime is set on KindBegin: when the transaction committed, by
+	// the server's clock.
+	CommitTime time.Time
 	// Event is set on KindEvent.
 	Event Event
 	// Poison is set on KindEvent when the row is on the mapped table but
@@ -221,7 +224,7 @@ func (d *Decoder) Decode(data []byte) (Message, error) {
 			return Message{}, malformed("short Begin (%d bytes)", len(data))
 		}
 		d.commitLSN = binary.BigEndian.Uint64(data[1:9])
-		return Message{Kind: KindBegin}, nil
+		return Message{Kind: KindBegin, CommitTime: pgTime(int64(binary.BigEndian.Uint64(data[9:17])))}, nil
 	case 'C':
 		// Commit: flags, commit LSN, end LSN, commit timestamp.
 		if len(data) < 26 {
@@ -719,4 +722,11 @@ func parseUTC(b []byte) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// pgTime converts a pgoutput timestamp, microseconds since 2000-01-01 UTC,
+// to a time.
+func pgTime(micros int64) time.Time {
+	const unixTo2000 = 946684800 // seconds from the Unix epoch to 2000-01-01
+	return time.UnixMicro(micros + unixTo2000*1e6)
 }

@@ -572,3 +572,21 @@ func TestAllowedTopicsMustBeARegularExpression(t *testing.T) {
 		}
 	}
 }
+
+// TestBeginCarriesTheCommitTime: pgoutput's microseconds since 2000-01-01
+// become the transaction's commit time.
+func TestBeginCarriesTheCommitTime(t *testing.T) {
+	d, err := New(DefaultMapping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2026, 11, 23, 4, 5, 6, 789000, time.UTC)
+	b := []byte{'B'}
+	b = binary.BigEndian.AppendUint64(b, 0x1000)
+	b = binary.BigEndian.AppendUint64(b, uint64(want.Sub(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).Microseconds()))
+	b = binary.BigEndian.AppendUint32(b, 42)
+	m := mustDecode(t, d, b)
+	if !m.CommitTime.Equal(want) {
+		t.Errorf("commit time %s, want %s", m.CommitTime, want)
+	}
+}

@@ -310,7 +310,8 @@ func (e *env) spawnRelayBin(bin string, extra ...string) *relayProc {
 
 // relayArgs are the arguments of `cdc-relay run` for the test's database,
 // broker, slot and topic prefix, with quicker status updates and
-// checkpoints than the defaults, then extra.
+// checkpoints than the defaults and endpoints on a port of their own
+// (relayProc.endpoint), then extra.
 func (e *env) relayArgs(extra ...string) []string {
 	return append([]string{"run",
 		"--postgres-url", e.url,
@@ -318,6 +319,7 @@ func (e *env) relayArgs(extra ...string) []string {
 		"--slot", e.slot,
 		"--topic-template", e.prefix + ".{aggregate_type}",
 		"--status-interval", "200ms",
+		"--metrics-addr", "127.0.0.1:0", // relays run side by side
 	}, extra...)
 }
 

@@ -1,8 +1,11 @@
 package poller
 
 import (
+	"context"
 	"log/slog"
 	"time"
+
+	"github.com/cdc-relay/cdc-relay/metrics"
 )
 
 // Config configures a Poller. Zero fields take the defaults of
@@ -26,6 +29,11 @@ type Config struct {
 	// produced, and its attempt fails with the reason. Unset, only Kafka's
 	// rules for topic names apply.
 	CheckTopic func(topic string) error
+	// Hold, if set, is called before each claim and blocks while the relay
+	// is paused (an error, ctx's, ends Run).
+	Hold func(ctx context.Context) error
+	// Metrics, if set, counts the poller's cycles, claims and outcomes.
+	Metrics *metrics.Metrics
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

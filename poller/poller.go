@@ -62,6 +62,9 @@ func New(store Store, prod Producer, cfg Config) *Poller {
 // Config.Interval. Errors are logged, and it goes on.
 func (p *Poller) Run(ctx context.Context) {
 	for {
+		if p.cfg.Hold != nil && p.cfg.Hold(ctx) != nil {
+			return
+		}
 		n, err := p.RunOnce(ctx)
 		if ctx.Err() != nil {
 			return
@@ -82,7 +85,14 @@ func (p *Poller) Run(ctx context.Context) {
 // RunOnce claims one batch of due rows and tries to deliver each; it
 // returns how many rows it claimed.
 func (p *Poller) RunOnce(ctx context.Context) (int, error) {
-	return p.store.Claim(ctx, p.cfg.Batch, p.deliver)
+	began := time.Now()
+	n, err := p.store.Claim(ctx, p.cfg.Batch, p.deliver)
+	if m := p.cfg.Metrics; m != nil {
+		m.PollerCycles.Inc()
+		m.PollerCycleDuration.Observe(time.Since(began).Seconds())
+		m.PollerRowsClaimed.Add(float64(n))
+	}
+	return n, err
 }
 
 // deliver produces the claimed rows and says what became of each. A row
@@ -132,6 +142,11 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) []status.Outcom
 			failed++
 		}
 		out = append(out, o)
+	}
+	if m := p.cfg.Metrics; m != nil {
+		m.PollerDelivered.Add(float64(delivered))
+		m.PollerFailed.Add(float64(failed + dead))
+		m.EventsDead.Add(float64(dead))
 	}
 	if delivered+failed+dead > 0 {
 		p.cfg.Logger.Info("parked events tried again", "delivered", delivered, "failed", failed, "dead", dead)

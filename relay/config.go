@@ -57,6 +57,8 @@ type Config struct {
 	// checkpoint table shows an earlier one existed (events committed while
 	// no slot existed are then not relayed).
 	AcceptSlotLoss bool
+	// Version is the relay's version, for Status and the metrics.
+	Version string
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

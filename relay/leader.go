@@ -92,9 +92,10 @@ func tryLead(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership,
 }
 
 // lead takes the slot's advisory lock on a connection held for the
-// session's life, waiting while another relay holds it. It returns nil,
-// nil if ctx ends while waiting.
-func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger) (*leadership, error) {
+// session's life, waiting while another relay holds it (standby, if set, is
+// called when the wait begins). It returns nil, nil if ctx ends while
+// waiting.
+func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger, standby func()) (*leadership, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire leadership connection: %w", err)
@@ -121,6 +122,9 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 		if !warned {
 			log.Info("another relay leads this slot; standing by", "slot", slot)
 			warned = true
+			if standby != nil {
+				standby()
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -35,8 +36,10 @@ type failureStore interface {
 	Dead(ctx context.Context, ev *decoder.Event, reason error) error
 }
 
-// counters count what a relay delivered over its life, across sessions.
+// counters count what a relay read and delivered over its life, across
+// sessions.
 type counters struct {
+	read   atomic.Int64 // events read from the slot
 	events atomic.Int64 // acked by Kafka
 	failed atomic.Int64 // recorded in the status table
 }
@@ -52,6 +55,7 @@ type pipeline struct {
 	producer producer
 	failures failureStore
 	count    *counters
+	metrics  *metrics.Metrics // nil: newPipeline makes some of its own
 	dec      *decoder.Decoder
 	tracker  *checkpoint.Tracker
 	// relation, if set, judges each Relation message for the outbox
@@ -78,6 +82,9 @@ type pipeline struct {
 // produceCtx.
 func newPipeline(p *pipeline) *pipeline {
 	p.onAck = p.ack
+	if p.metrics == nil {
+		p.metrics = metrics.New("", nil)
+	}
 	p.alone.wake = make(chan struct{}, 1)
 	go p.produceAlone()
 	if p.causes == nil {
@@ -102,7 +109,7 @@ func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
 func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	switch msg.Kind {
 	case decoder.KindBegin:
-		p.tx = p.tracker.Begin()
+		p.tx = p.tracker.Begin(msg.CommitTime)
 	case decoder.KindCommit:
 		if p.tx == nil {
 			return fmt.Errorf("commit at %s without a begin", start)
@@ -117,13 +124,14 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 		if p.tx == nil {
 			return fmt.Errorf("insert at %s outside a transaction", start)
 		}
+		p.count.read.Add(1)
 		it := &inflight{Context: p.produceCtx, tx: p.tx, ev: msg.Event}
 		it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
 		it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
 		p.tracker.Add(it.tx, it.size)
 		if msg.Poison != nil {
 			// The row cannot become its record: trying again would not help.
-			go p.fail(it, msg.Poison, p.failures.Dead)
+			go p.fail(it, msg.Poison, invalidRow, p.failures.Dead)
 			return nil
 		}
 		sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
@@ -198,8 +206,12 @@ type inflight struct {
 // ack is the producer callback of every record.
 func (p *pipeline) ack(r *kgo.Record, err error) {
 	it := r.Context.(*inflight)
+	if err != nil {
+		p.metrics.ProduceErrors.WithLabelValues(sink.Cause(err)).Inc()
+	}
 	switch {
 	case err == nil:
+		p.metrics.CommitToAck.Observe(max(0, time.Since(it.tx.CommitTime()).Seconds()))
 		p.count.events.Add(1)
 		p.tracker.Done(it.tx, it.size)
 	case sink.ProducerRefused(err) && p.stop != nil:
@@ -216,7 +228,7 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 		it.alone = true
 		p.alone.push(it)
 	case sink.Permanent(err):
-		go p.fail(it, err, p.failures.Failed)
+		go p.fail(it, err, sink.Cause(err), p.failures.Failed)
 	default:
 		// Not delivered (the producer is closing, or the session ended):
 		// the event stays in flight, its transaction unconfirmed, and
@@ -228,11 +240,15 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	}
 }
 
+// invalidRow is the parked-events metric's reason for a row that cannot
+// become a record.
+const invalidRow = "invalid_row"
+
 // fail parks an undeliverable event in the status table with park,
 // retrying with backoff until it is stored, then lets the checkpoint pass
-// it. If failCtx ends first, the event stays in flight: unconfirmed, it is
-// sent again after a restart.
-func (p *pipeline) fail(it *inflight, reason error, park func(context.Context, *decoder.Event, error) error) {
+// it; cause names the reason in the metrics. If failCtx ends first, the
+// event stays in flight: unconfirmed, it is sent again after a restart.
+func (p *pipeline) fail(it *inflight, reason error, cause string, park func(context.Context, *decoder.Event, error) error) {
 	ev := &it.ev
 	p.causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
 	backoff := p.retryBase
@@ -260,6 +276,10 @@ func (p *pipeline) fail(it *inflight, reason error, park func(context.Context, *
 		backoff = min(2*backoff, 10*time.Second)
 	}
 	p.count.failed.Add(1)
+	p.metrics.EventsParked.WithLabelValues(cause).Inc()
+	if cause == invalidRow {
+		p.metrics.EventsDead.Inc()
+	}
 	p.tracker.Done(it.tx, it.size)
 }
 

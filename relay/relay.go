@@ -17,6 +17,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/keepalive"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -25,25 +26,100 @@ import (
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
+// Relay is one relay: Run it, and meanwhile, from any goroutine, read its
+// Status, pause and resume it, and serve its Metrics.
+type Relay struct {
+	cfg      Config
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	pause    pauseSwitch
+	state    state
+	count    counters
+	failures atomic.Pointer[status.Store] // once Run has connected
+}
+
+// New returns a relay for cfg, or the error that makes cfg unusable.
+func New(cfg Config) (*Relay, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Mapping.Validate(); err != nil {
+		return nil, err
+	}
+	if err := replication.ValidSlotName(cfg.Slot); err != nil {
+		return nil, fmt.Errorf("%w: choose another --slot", err)
+	}
+	r := &Relay{cfg: cfg, log: cfg.Logger}
+	r.metrics = metrics.New(cfg.Version, r.snapshot)
+	return r, nil
+}
+
+// Run runs a relay for cfg until ctx is done; see Relay.Run.
+func Run(ctx context.Context, cfg Config) error {
+	r, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return r.Run(ctx)
+}
+
+// Metrics returns the relay's metrics; serve Metrics().Registry.
+func (r *Relay) Metrics() *metrics.Metrics { return r.metrics }
+
+// Pause pauses the relay: after the transaction being read, it reads
+// nothing more from the slot (the WAL keeps the events; PostgreSQL is still
+// told what was delivered), and the poller stops re-delivering parked
+// events. It reports whether the relay was running. A pause lasts until
+// Resume, across reconnects, but not across a restart of the process.
+func (r *Relay) Pause() bool {
+	if !r.pause.Pause() {
+		return false
+	}
+	r.log.Info("paused: reading the slot stops after the current transaction")
+	return true
+}
+
+// Resume undoes Pause; it reports whether the relay was paused.
+func (r *Relay) Resume() bool {
+	if !r.pause.Resume() {
+		return false
+	}
+	r.log.Info("resumed")
+	return true
+}
+
+// ErrNotConnected is returned by the methods that need the database before
+// Run has connected to it.
+var ErrNotConnected = errors.New("the relay is not connected to PostgreSQL yet")
+
+// Failed lists parked events (see status.Store.List).
+func (r *Relay) Failed(ctx context.Context, opts status.ListOptions) ([]status.Row, error) {
+	s := r.failures.Load()
+	if s == nil {
+		return nil, ErrNotConnected
+	}
+	return s.List(ctx, opts)
+}
+
+// Retry makes parked events due at once (see status.Store.Retry).
+func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.Change, error) {
+	s := r.failures.Load()
+	if s == nil {
+		return nil, ErrNotConnected
+	}
+	return s.Retry(ctx, opts)
+}
+
 // Run runs the relay until ctx is done (a clean stop: the current
 // transaction is finished, in-flight events are acked, the position is
 // confirmed, and Run returns nil) or a fatal error. A lost connection to
 // PostgreSQL (a restart, a dropped replication connection) is not fatal:
 // the relay reconnects with backoff and resumes from the slot's confirmed
-// position, retaking leadership first.
-func Run(ctx context.Context, cfg Config) error {
-	cfg = cfg.withDefaults()
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-		cfg.Logger = log
-	}
-	if err := cfg.Mapping.Validate(); err != nil {
-		return err
-	}
-	if err := replication.ValidSlotName(cfg.Slot); err != nil {
-		return fmt.Errorf("%w: choose another --slot", err)
-	}
+// position, retaking leadership first. Run once.
+func (r *Relay) Run(ctx context.Context) error {
+	defer r.state.setRole(RoleStopped)
+	cfg, log := r.cfg, r.log
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -95,17 +171,29 @@ func Run(ctx context.Context, cfg Config) error {
 	if retentionCfg.Logger == nil {
 		retentionCfg.Logger = log
 	}
-	r := &runner{cfg: cfg, log: log, pool: pool, sink: snk, pollSink: pollSink, causes: newCauseLog(log, time.Minute),
+	retentionCfg.Metrics = r.metrics
+	health, stopHealth := context.WithCancel(ctx)
+	healthDone := make(chan struct{})
+	go func() {
+		defer close(healthDone)
+		r.watchHealth(health, pool, snk)
+	}()
+	defer func() {
+		stopHealth()
+		<-healthDone
+	}()
+	rn := &runner{Relay: r, pool: pool, sink: snk, pollSink: pollSink, causes: newCauseLog(log, time.Minute),
 		cleaner: retention.New(pool, retention.Options{
 			OutboxSchema: cfg.Mapping.Schema, OutboxTable: cfg.Mapping.Table, TimestampColumn: cfg.Mapping.TimestampColumn,
 			StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: retentionCfg,
 		}),
 		store:    checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable),
 		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)}
+	r.failures.Store(rn.failures)
 	backoff := time.Second
 	for {
 		began := time.Now()
-		err := r.session(ctx)
+		err := rn.session(ctx)
 		switch {
 		case ctx.Err() != nil:
 			// Stopped, possibly while still starting; nothing is lost either
@@ -115,10 +203,13 @@ func Run(ctx context.Context, cfg Config) error {
 			} else if err != nil && !errors.Is(err, context.Canceled) {
 				log.Warn("stopped with an error", "err", err)
 			}
-			log.Info("relay stopped", "events", r.count.events.Load(), "failed", r.count.failed.Load())
+			log.Info("relay stopped", "events", rn.count.events.Load(), "failed", rn.count.failed.Load())
 			return nil
 		case errors.As(err, new(fatalError)):
 			return err
+		}
+		if err != nil {
+			r.state.sessionFailed(err)
 		}
 		if time.Since(began) > time.Minute {
 			backoff = time.Second
@@ -191,11 +282,10 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// runner holds what outlives a replication session: the pool, the producer,
-// the relay's tables and the counters.
+// runner holds what outlives a replication session within Run: the pool,
+// the producers, the relay's tables.
 type runner struct {
-	cfg      Config
-	log      *slog.Logger
+	*Relay
 	pool     *pgxpool.Pool
 	sink     *sink.Sink
 	store    *checkpoint.Store
@@ -203,7 +293,6 @@ type runner struct {
 	pollSink *sink.Sink         // the poller's own producer
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	causes   *causeLog
-	count    counters
 	orphans  orphans // of the last session that failed
 }
 
@@ -214,11 +303,17 @@ func (r *runner) session(ctx context.Context) (err error) {
 	if err := r.orphans.end(ctx, r.pool, cfg.Slot, cfg.ReplicationTimeout, log); err != nil {
 		return err
 	}
-	lock, err := lead(ctx, r.pool, cfg.Slot, log)
+	defer r.state.setRole(RoleStarting)
+	lock, err := lead(ctx, r.pool, cfg.Slot, log, func() {
+		// Standing by works: the last session's error is history.
+		r.state.setRole(RoleStandby)
+		r.state.clearError()
+	})
 	if err != nil || lock == nil {
 		return err // nil: stopped while waiting for leadership
 	}
 	defer lock.release()
+	r.state.setRole(RoleLeader)
 	var walsender uint32
 	defer func() {
 		if err != nil && ctx.Err() == nil {
@@ -245,6 +340,8 @@ func (r *runner) session(ctx context.Context) (err error) {
 		return fatalError{err}
 	}
 	tracker := checkpoint.NewTracker(start, cfg.Limits)
+	r.state.tracker.Store(tracker)
+	defer r.state.tracker.Store(nil)
 	// The watch stops the stream when the outbox table leaves the
 	// publication, and neither the checkpoint nor PostgreSQL is told a
 	// position it does not vouch for.
@@ -284,7 +381,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 			repl.Abort()
 		}
 	}
-	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count,
+	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count, metrics: r.metrics,
 		dec: dec, tracker: tracker, relation: watch.relation, failCtx: produceCtx, produceCtx: produceCtx, stop: stop})
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
@@ -300,6 +397,8 @@ func (r *runner) session(ctx context.Context) (err error) {
 	if pollerCfg.Logger == nil {
 		pollerCfg.Logger = log
 	}
+	pollerCfg.Metrics = r.metrics
+	pollerCfg.Hold = r.pause.WaitResumed
 	if pollerCfg.CheckTopic == nil {
 		// Validated with the mapping in Run: the same topics as the stream.
 		pollerCfg.CheckTopic, _ = cfg.Mapping.TopicCheck()
@@ -345,7 +444,14 @@ func (r *runner) session(ctx context.Context) (err error) {
 		Logger:            log,
 		BeforeFinalStatus: func(ctx context.Context) error { watch.refresh(ctx); return saver.Flush(ctx) },
 		OnStopTimeout:     cancelProduce,
+		Pause:             &r.pause,
+		OnStarted: func() {
+			r.state.streaming.Store(true)
+			r.state.clearError()
+		},
+		OnConfirm: func(lsn pglogrepl.LSN) { r.state.confirmed.Store(uint64(lsn)) },
 	}, p.handle)
+	r.state.streaming.Store(false)
 	cancelProduce()
 	stopProgress()
 	stopWatch()

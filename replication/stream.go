@@ -33,6 +33,15 @@ type Tracker interface {
 	InFlight() (events, bytes int64)
 }
 
+// Pauser holds reading between transactions (see Options.Pause).
+type Pauser interface {
+	// Paused reports whether reading is paused. It is called before each
+	// message read between transactions, so it must be cheap.
+	Paused() bool
+	// WaitResumed blocks until reading is no longer paused, or ctx ends.
+	WaitResumed(ctx context.Context) error
+}
+
 // Handler receives the WAL data of each XLogData message (one pgoutput
 // message) in stream order. data is valid only during the call. An error
 // stops the stream.
@@ -63,8 +72,15 @@ type Options struct {
 	// (waiting for capacity) does not count. Timeout also bounds each
 	// write and START_REPLICATION. Default 30s.
 	Timeout time.Duration
+	// Pause, if set, holds reading between transactions while it reports
+	// paused. Standby status updates go on meanwhile, so the server keeps
+	// the connection (the slot keeps the WAL), events in flight are
+	// confirmed as they are delivered, and a stop ends the wait.
+	Pause Pauser
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// OnStarted, if set, is called once the server has started streaming.
+	OnStarted func()
 	// OnConfirm, if set, is called after each standby status update with
 	// the position it confirmed.
 	OnConfirm func(pglogrepl.LSN)
@@ -130,6 +146,9 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 		return fmt.Errorf("start replication on slot %q: %w%s", opts.Slot, err, hint(err))
 	}
 	opts.Logger.Info("replication started", "slot", opts.Slot, "publication", opts.Publication, "from", opts.Start)
+	if opts.OnStarted != nil {
+		opts.OnStarted()
+	}
 
 	now := time.Now()
 	s := &streamer{c: c, opts: opts, h: h, nextStatus: now.Add(opts.StatusInterval), heard: now}
@@ -254,6 +273,15 @@ func (s *streamer) read(hardCtx context.Context) error {
 			}
 			// The server's silence counts from here: while waiting, the
 			// reader did not listen.
+			s.heard, s.probed = time.Now(), false
+		}
+		if s.opts.Pause != nil && !s.inTx && s.opts.Pause.Paused() {
+			if err := s.waitFor(hardCtx, s.opts.Pause.WaitResumed, s.stopping.Load); err != nil {
+				if hardCtx.Err() != nil {
+					return ErrStopTimeout
+				}
+				return err
+			}
 			s.heard, s.probed = time.Now(), false
 		}
 		if d := s.deadline(); s.armed != d {

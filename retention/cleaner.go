@@ -295,6 +295,10 @@ func (c *Cleaner) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		res, err := c.RunOnce(ctx)
+		if m := c.cfg.Metrics; m != nil {
+			m.RetentionDeleted.WithLabelValues("outbox").Add(float64(res.OutboxRows))
+			m.RetentionDeleted.WithLabelValues("status").Add(float64(res.StatusRows))
+		}
 		if res.Deleted() > 0 {
 			log.Info("old rows deleted", "outbox_rows", res.OutboxRows, "status_rows", res.StatusRows,
 				"statements", res.Statements, "longest", res.Longest.Round(time.Millisecond), "took", res.Elapsed.Round(time.Millisecond))

@@ -3,6 +3,8 @@ package retention
 import (
 	"log/slog"
 	"time"
+
+	"github.com/cdc-relay/cdc-relay/metrics"
 )
 
 // Config configures a Cleaner. See DefaultConfig.
@@ -19,6 +21,8 @@ type Config struct {
 	// BatchRows is the most rows one DELETE statement removes; zero or less
 	// takes the default.
 	BatchRows int
+	// Metrics, if set, counts the rows deleted.
+	Metrics *metrics.Metrics
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

@@ -404,11 +404,10 @@ func (c *FailedCommand) list(ctx context.Context, s *status.Store, opts status.L
 		rows = rows[:limit]
 	}
 	if c.json {
-		out := make([]jsonRow, len(rows))
-		for i, r := range rows {
-			out[i] = toJSON(r)
+		if rows == nil {
+			rows = []status.Row{} // [], not null
 		}
-		err = writeIndentedJSON(c.stdout, out)
+		err = writeIndentedJSON(c.stdout, rows)
 	} else if len(rows) == 0 {
 		_, err = fmt.Fprintf(c.stdout, "no %s in %s\n", describeList(opts), c.statusTable)
 	} else {
@@ -442,7 +441,7 @@ func (c *FailedCommand) show(ctx context.Context, s *status.Store, id int64) err
 		return withListHint(err)
 	}
 	if c.json {
-		return writeIndentedJSON(c.stdout, toJSON(row))
+		return writeIndentedJSON(c.stdout, row)
 	}
 	return writeRecord(c.stdout, row, time.Now())
 }

@@ -26,6 +26,7 @@ type RunCommand struct {
 	stdout, stderr io.Writer
 
 	relayFlags
+	admin     adminFlags
 	logLevel  string
 	logFormat string
 	debugAddr string
@@ -100,12 +101,14 @@ var runSections = []flagSection{
 	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "replication-timeout", "checkpoint-interval"}},
 	{"Parked events (the status table)", []string{"retry-base", "retry-max", "max-attempts", "retry-batch", "dead-letter-topic"}},
 	{"Retention", []string{"retention", "status-retention", "cleanup-interval"}},
+	{"Metrics, health and admin endpoints", []string{"metrics-addr", "admin-token", "admin-token-file"}},
 	{"Logging and debugging", []string{"log-level", "log-format", "debug-addr"}},
 }
 
 func (c *RunCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c.relayFlags.register(fs)
+	c.admin.register(fs)
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
@@ -229,11 +232,15 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := c.finish(); err != nil {
 		return err
 	}
+	if err := c.admin.finish(); err != nil {
+		return err
+	}
 	log, err := newLogger(c.stderr, c.logLevel, c.logFormat)
 	if err != nil {
 		return err
 	}
 	c.cfg.Logger = log
+	c.cfg.Version = Version
 	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "table", c.tables.table)
 	if c.debugAddr != "" {
@@ -244,7 +251,19 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		defer srv.Close()
 		log.Info("profiler listening", "addr", c.debugAddr)
 	}
-	return relay.Run(ctx, c.cfg)
+	rel, err := relay.New(c.cfg)
+	if err != nil {
+		return err
+	}
+	srv, err := c.admin.serve(rel, log)
+	if err != nil {
+		return err
+	}
+	if srv != nil {
+		defer srv.Close()
+		log.Info("serving metrics and health", "addr", srv.Addr(), "admin_token", c.admin.token != "")
+	}
+	return rel.Run(ctx)
 }
 
 // debugServer serves net/http/pprof on addr.

@@ -1,0 +1,18 @@
+// Package admin serves a relay's HTTP endpoints, beside the pipeline:
+//
+//	GET  /metrics             Prometheus metrics
+//	GET  /healthz             200 while the process runs
+//	GET  /readyz              200 when the relay is ready, else 503 and why
+//	GET  /status              the relay's Status, as JSON
+//	POST /pause, /resume      stop and start reading the slot
+//	GET  /failed              parked events, as JSON (?state=, ?topic=, ?limit=)
+//	POST /failed/{id}/retry   make a parked event due at once
+//
+// The last four are the admin endpoints. With a token (Options.Token) they
+// need the header "Authorization: Bearer <token>" and answer 401 without
+// it; without one they answer only on a loopback address, and 403
+// elsewhere. GET /failed is among them because it shows event payloads.
+//
+//	server.go    the listener, the routes, and the token rule
+//	handlers.go  the endpoints
+package admin

@@ -1,0 +1,146 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	st := s.relay.Status()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !st.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "not ready:", st.NotReady)
+		return
+	}
+	fmt.Fprintln(w, "ready:", st.Role)
+}
+
+func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.relay.Status())
+}
+
+// pauseResult is the answer of /pause and /resume.
+type pauseResult struct {
+	Paused bool `json:"paused"`
+	// Changed is false when the relay already was so.
+	Changed bool `json:"changed"`
+}
+
+func (s *Server) pause(w http.ResponseWriter, req *http.Request) {
+	changed := s.relay.Pause()
+	if changed {
+		s.opts.Logger.Info("paused through the admin endpoint", "from", req.RemoteAddr)
+	}
+	writeJSON(w, http.StatusOK, pauseResult{Paused: true, Changed: changed})
+}
+
+func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
+	changed := s.relay.Resume()
+	if changed {
+		s.opts.Logger.Info("resumed through the admin endpoint", "from", req.RemoteAddr)
+	}
+	writeJSON(w, http.StatusOK, pauseResult{Paused: false, Changed: changed})
+}
+
+// defaultFailedLimit is how many rows GET /failed returns without ?limit=.
+const defaultFailedLimit = 100
+
+func (s *Server) failed(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	opts := status.ListOptions{Status: strings.ToUpper(q.Get("state")), Topic: q.Get("topic"), Limit: defaultFailedLimit}
+	switch opts.Status {
+	case "":
+		opts.Status = status.Failed
+	case status.Failed, status.Dead, status.Delivered:
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want FAILED, DEAD or DELIVERED", q.Get("state")))
+		return
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a positive number", l))
+			return
+		}
+		opts.Limit = n
+	}
+	rows, err := s.relay.Failed(req.Context(), opts)
+	if err != nil {
+		writeError(w, errorStatus(err), err)
+		return
+	}
+	if rows == nil {
+		rows = []status.Row{}
+	}
+	writeJSON(w, http.StatusOK, rows)
+}
+
+// retryResult is the answer of POST /failed/{id}/retry.
+type retryResult struct {
+	ID int64 `json:"id"`
+	// Was is the row's state before: FAILED or DEAD.
+	Was string `json:"was"`
+}
+
+func (s *Server) retry(w http.ResponseWriter, req *http.Request) {
+	id, err := strconv.ParseInt(req.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("id %q: want the number `cdc-relay failed list` shows", req.PathValue("id")))
+		return
+	}
+	changes, err := s.relay.Retry(req.Context(), status.RetryOptions{IDs: []int64{id}})
+	if err != nil {
+		writeError(w, errorStatus(err), err)
+		return
+	}
+	if len(changes) != 1 {
+		writeError(w, http.StatusNotFound, fmt.Errorf("id %d: %w", id, status.ErrNotFound))
+		return
+	}
+	s.opts.Logger.Info("parked event made due through the admin endpoint", "id", id, "was", changes[0].Was, "from", req.RemoteAddr)
+	writeJSON(w, http.StatusOK, retryResult{ID: id, Was: changes[0].Was})
+}
+
+// errorStatus is the HTTP status for an error of the relay's status
+// table.
+func errorStatus(err error) int {
+	switch {
+	case errors.Is(err, status.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, status.ErrDelivered):
+		return http.StatusConflict
+	case errors.Is(err, relay.ErrNotConnected):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, errorBody{Error: err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

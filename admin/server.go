@@ -1,0 +1,117 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// Relay is what the server needs of the relay (*relay.Relay has it).
+type Relay interface {
+	Status() relay.Status
+	Pause() bool
+	Resume() bool
+	Failed(ctx context.Context, opts status.ListOptions) ([]status.Row, error)
+	Retry(ctx context.Context, opts status.RetryOptions) ([]status.Change, error)
+}
+
+// Options configures a Server.
+type Options struct {
+	// Addr is the host:port to listen on; port 0 picks one (see
+	// Server.Addr).
+	Addr string
+	// Token, if set, is the bearer token the admin endpoints require.
+	Token string
+	// Gatherer is what /metrics serves; nil serves nothing there.
+	Gatherer prometheus.Gatherer
+	// Logger receives the admin actions taken; nil discards.
+	Logger *slog.Logger
+}
+
+// Server serves a relay's endpoints on one listener.
+type Server struct {
+	relay    Relay
+	opts     Options
+	loopback bool // the listener is on a loopback address
+	ln       net.Listener
+	srv      *http.Server
+}
+
+// Listen binds opts.Addr and starts serving r's endpoints until Close.
+func Listen(r Relay, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", opts.Addr, err)
+	}
+	s := &Server{relay: r, opts: opts, ln: ln, loopback: isLoopback(ln.Addr())}
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }() // returns http.ErrServerClosed after Close
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops the server, waiting up to a few seconds for requests in
+// progress.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	if s.opts.Gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /status", s.status)
+	mux.HandleFunc("POST /pause", s.admin(s.pause))
+	mux.HandleFunc("POST /resume", s.admin(s.resume))
+	mux.HandleFunc("GET /failed", s.admin(s.failed))
+	mux.HandleFunc("POST /failed/{id}/retry", s.admin(s.retry))
+	return mux
+}
+
+// admin guards an admin endpoint with the token rule (see the package
+// doc).
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		switch {
+		case s.opts.Token != "":
+			got, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="cdc-relay"`)
+				writeError(w, http.StatusUnauthorized, errors.New("this endpoint needs the header \"Authorization: Bearer <token>\" with the relay's --admin-token"))
+				return
+			}
+		case !s.loopback:
+			writeError(w, http.StatusForbidden, errors.New("admin endpoints on a non-loopback address need a token: start the relay with --admin-token (or CDC_RELAY_ADMIN_TOKEN)"))
+			return
+		}
+		h(w, req)
+	}
+}
+
+// isLoopback reports whether a listener's address is on loopback only.
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

@@ -1,0 +1,313 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// endpointLine is the relay's log line naming where it serves /metrics.
+var endpointLine = regexp.MustCompile(`msg="serving metrics and health" addr=(\S+)`)
+
+// endpoint returns the base URL of the relay's HTTP endpoints, from its
+// log.
+func (p *relayProc) endpoint() string {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := endpointLine.FindStringSubmatch(p.Log()); m != nil {
+			return "http://" + m[1]
+		}
+		if time.Now().After(deadline) || !p.Running() {
+			p.t.Fatalf("the relay does not say where it serves /metrics\n%s", p.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// call makes one HTTP request of the relay and returns the status code and
+// the body; token, if set, is sent as a bearer token.
+func (p *relayProc) call(method, path, token string) (int, string) {
+	p.t.Helper()
+	req, err := http.NewRequest(method, p.endpoint()+path, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		p.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		p.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// status reads GET /status.
+func (p *relayProc) status() relay.Status {
+	p.t.Helper()
+	code, body := p.call("GET", "/status", "")
+	var st relay.Status
+	if code != http.StatusOK {
+		p.t.Fatalf("GET /status: %d %s", code, body)
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		p.t.Fatalf("GET /status: %v\n%s", err, body)
+	}
+	return st
+}
+
+// scrape reads GET /metrics: the text, and the families by name.
+func (p *relayProc) scrape() (string, map[string]*dto.MetricFamily) {
+	p.t.Helper()
+	code, body := p.call("GET", "/metrics", "")
+	if code != http.StatusOK {
+		p.t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		p.t.Fatalf("parse /metrics: %v", err)
+	}
+	return body, families
+}
+
+// value is the value of the metric name (with the labels given as
+// name=value pairs) in families: a counter's, a gauge's, or a histogram's
+// sample count. Absent is -1.
+func value(families map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f, ok := families[name]
+	if !ok {
+		return -1
+	}
+next:
+	for _, m := range f.Metric {
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.Label {
+				if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// TestMetricsCountEveryEvent: during a run of 10,000 events, /metrics
+// counts each of them read, produced and timed from commit to ack; lag
+// returns to 0 once the relay is idle; promtool finds no naming problem;
+// /status agrees; and the info-level log of the whole run is short and
+// never holds the PostgreSQL password.
+func TestMetricsCountEveryEvent(t *testing.T) {
+	e := newEnv(t)
+	const password = "pw-kept-out-of-the-log" // the test cluster trusts every login
+	url := strings.Replace(e.url, "postgres@", "postgres:"+password+"@", 1)
+	if url == e.url {
+		t.Fatalf("no user in %s", e.url)
+	}
+	args := append(withoutFlag(e.relayArgs(), "--postgres-url"), "--postgres-url", url)
+	p := e.startRelayArgs(relayBin, args...)
+
+	const txns, perTx = 100, 100
+	ctx := context.Background()
+	for i := range txns {
+		if _, err := e.conn.Exec(ctx, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+			SELECT 'order', 'k' || (g % 10), 'OrderPlaced', jsonb_build_object('n', g) FROM generate_series($1::int, $2::int) g`,
+			i*perTx, (i+1)*perTx-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.readN(e.topic("order"), txns*perTx, 60*time.Second)
+
+	var text string
+	var families map[string]*dto.MetricFamily
+	e.waitFor("the relay is idle: nothing in flight, no lag", 30*time.Second, func() bool {
+		text, families = p.scrape()
+		return value(families, "cdc_relay_in_flight_events") == 0 &&
+			value(families, "cdc_relay_replication_lag_seconds") == 0 &&
+			value(families, "cdc_relay_replication_lag_bytes") == 0
+	})
+	for _, c := range []struct {
+		name string
+		want float64
+	}{
+		{"cdc_relay_events_read_total", txns * perTx},
+		{"cdc_relay_events_produced_total", txns * perTx},
+		{"cdc_relay_commit_to_ack_seconds", txns * perTx}, // the histogram's count
+		{"cdc_relay_leader", 1},
+		{"cdc_relay_ready", 1},
+		{"cdc_relay_paused", 0},
+		{"cdc_relay_in_flight_bytes", 0},
+	} {
+		if got := value(families, c.name); got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := value(families, "cdc_relay_slot_wal_retained_bytes"); got <= 0 {
+		t.Errorf("cdc_relay_slot_wal_retained_bytes = %v, want the WAL the slot holds", got)
+	}
+	if got := value(families, "cdc_relay_status_rows", "state", "FAILED"); got != 0 {
+		t.Errorf("cdc_relay_status_rows{state=FAILED} = %v, want 0", got)
+	}
+	if got := value(families, "cdc_relay_confirmed_lsn"); got < float64(e.lsn(slotLSN)) {
+		t.Errorf("cdc_relay_confirmed_lsn = %v, behind the slot's %s", got, e.lsn(slotLSN))
+	}
+	promtool := exec.Command("promtool", "check", "metrics")
+	promtool.Stdin = strings.NewReader(text)
+	if out, err := promtool.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s\n(scripts/deps.sh promtool installs it)", err, out)
+	}
+
+	st := p.status()
+	if st.Role != relay.RoleLeader || !st.Ready || !st.Streaming || st.EventsProduced != txns*perTx || st.Slot != e.slot {
+		t.Errorf("GET /status = %+v, want a ready, streaming leader of %s that produced %d events", st, e.slot, txns*perTx)
+	}
+	if code, body := p.call("GET", "/healthz", ""); code != http.StatusOK {
+		t.Errorf("GET /healthz: %d %s", code, body)
+	}
+
+	p.stop(30 * time.Second)
+	log := p.Log()
+	if strings.Contains(log, password) {
+		t.Errorf("the relay logged the PostgreSQL password")
+	}
+	if lines := strings.Count(log, "\n"); lines >= 50 {
+		t.Errorf("the info-level log of a %d-event run has %d lines, want under 50:\n%s", txns*perTx, lines, log)
+	} else {
+		t.Logf("the info-level log of a %d-event run has %d lines", txns*perTx, lines)
+	}
+}
+
+// TestReadyzFollowsTheBroker: /readyz turns not ready within 10 s of the
+// broker going away, and ready again once it is back.
+func TestReadyzFollowsTheBroker(t *testing.T) {
+	e := newEnv(t)
+	p := e.startRelay()
+	ready := func() bool {
+		code, _ := p.call("GET", "/readyz", "")
+		return code == http.StatusOK
+	}
+	e.waitFor("the relay is ready", 30*time.Second, ready)
+	e.stopBroker()
+	gone := time.Now()
+	e.waitFor("/readyz says not ready", 10*time.Second, func() bool { return !ready() })
+	t.Logf("not ready %s after the broker stopped", time.Since(gone).Round(10*time.Millisecond))
+	if code, body := p.call("GET", "/readyz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "Kafka") {
+		t.Errorf("GET /readyz without a broker: %d %q, want 503 naming Kafka", code, body)
+	}
+	e.startBroker()
+	e.waitFor("/readyz says ready again", 60*time.Second, ready)
+	insert(t, e.conn, "order", "k1", "OrderPlaced", `{"after": "the outage"}`)
+	e.readN(e.topic("order"), 1, 60*time.Second)
+}
+
+// TestPauseHoldsTheSlot: with a token, an admin call without it is refused
+// with 401. Paused, nothing arrives for 5 s while rows are inserted, and
+// PostgreSQL keeps them; resumed, all of them arrive, in order.
+func TestPauseHoldsTheSlot(t *testing.T) {
+	e := newEnv(t)
+	const token = "t0ken-for-the-test"
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := e.startRelay("--admin-token-file", file)
+	topic := e.topic("order")
+	insert(t, e.conn, "order", "k", "OrderPlaced", `{"n": 0}`)
+	e.readN(topic, 1, 30*time.Second)
+
+	for _, c := range []struct{ method, path, token string }{
+		{"POST", "/pause", ""},
+		{"POST", "/pause", "wrong"},
+		{"GET", "/failed", ""},
+		{"POST", "/failed/1/retry", ""},
+	} {
+		if code, body := p.call(c.method, c.path, c.token); code != http.StatusUnauthorized {
+			t.Errorf("%s %s with token %q: %d %s, want 401", c.method, c.path, c.token, code, body)
+		}
+	}
+	if p.status().Paused {
+		t.Fatal("paused by a refused call")
+	}
+	if code, body := p.call("POST", "/pause", token); code != http.StatusOK {
+		t.Fatalf("POST /pause: %d %s", code, body)
+	}
+	if !p.status().Paused {
+		t.Error("GET /status does not say paused")
+	}
+	cl := e.client()
+	before := sum(e.endOffsets(cl, topic))
+	const n = 50
+	for i := 1; i <= n; i++ {
+		insert(t, e.conn, "order", "k", "OrderPlaced", fmt.Sprintf(`{"n": %d}`, i))
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got := sum(e.endOffsets(cl, topic)); got != before {
+			t.Fatalf("%d events arrived while paused", got-before)
+		}
+	}
+	if _, families := p.scrape(); value(families, "cdc_relay_paused") != 1 {
+		t.Error("cdc_relay_paused is not 1 while paused")
+	}
+	if !e.slotActive() {
+		t.Error("the slot is not streamed while paused: the relay must keep it")
+	}
+	if code, body := p.call("POST", "/resume", token); code != http.StatusOK {
+		t.Fatalf("POST /resume: %d %s", code, body)
+	}
+	recs := e.readN(topic, n+1, 30*time.Second)
+	for i, r := range recs {
+		var v struct{ N int }
+		if err := json.Unmarshal(r.Value, &v); err != nil || v.N != i {
+			t.Fatalf("record %d is %s, want n=%d: out of order", i, r.Value, i)
+		}
+	}
+	if code, body := p.call("GET", "/failed", token); code != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		t.Errorf("GET /failed: %d %s, want 200 []", code, body)
+	}
+	if code, body := p.call("POST", "/failed/12345/retry", token); code != http.StatusNotFound {
+		t.Errorf("POST /failed/12345/retry: %d %s, want 404", code, body)
+	}
+}
+
+func sum(offsets map[int32]int64) int64 {
+	var n int64
+	for _, o := range offsets {
+		n += o
+	}
+	return n
+}

@@ -1,0 +1,198 @@
+package relay
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/metrics"
+)
+
+// Roles a relay reports (Status.Role).
+const (
+	RoleStarting = "starting" // connecting, or between sessions
+	RoleStandby  = "standby"  // another relay leads the slot; this one waits
+	RoleLeader   = "leader"   // this relay holds the slot's lock
+	RoleStopped  = "stopped"  // Run returned
+	RoleNone     = "none"     // read from the database: no relay answered
+)
+
+// Status is what a relay says of itself: GET /status, and
+// `cdc-relay status`. Counts that are not known are -1.
+type Status struct {
+	Version string `json:"version,omitempty"`
+	// Role is one of the Role constants; Streaming says the leader reads
+	// the slot now.
+	Role      string `json:"role"`
+	Streaming bool   `json:"streaming"`
+	// Ready is /readyz's answer, and NotReady says why not.
+	Ready    bool   `json:"ready"`
+	NotReady string `json:"not_ready,omitempty"`
+	Paused   bool   `json:"paused"`
+	Slot     string `json:"slot"`
+	Table    string `json:"table"`
+	// ConfirmedLSN is the position last confirmed to PostgreSQL.
+	ConfirmedLSN string `json:"confirmed_lsn"`
+	// LagBytes is the WAL written after the slot's confirmed position, and
+	// WALRetainedBytes the WAL the slot keeps, as of DatabaseAt.
+	LagBytes         int64 `json:"lag_bytes"`
+	WALRetainedBytes int64 `json:"wal_retained_bytes"`
+	// LagSeconds is the time since the commit of the oldest transaction
+	// read whose events are not all delivered; 0 when nothing is in flight.
+	LagSeconds     float64 `json:"lag_seconds"`
+	InFlightEvents int64   `json:"in_flight_events"`
+	InFlightBytes  int64   `json:"in_flight_bytes"`
+	// EventsRead, EventsProduced and EventsParked count since the relay
+	// started.
+	EventsRead     uint64 `json:"events_read"`
+	EventsProduced uint64 `json:"events_produced"`
+	EventsParked   uint64 `json:"events_parked"`
+	// Failed and Dead are the status table's FAILED and DEAD rows, as of
+	// DatabaseAt.
+	Failed     int64     `json:"failed"`
+	Dead       int64     `json:"dead"`
+	DatabaseAt time.Time `json:"database_at,omitzero"`
+	// PostgresError and KafkaError say why the last reachability check
+	// failed; empty when it succeeded.
+	PostgresError string `json:"postgres_error,omitempty"`
+	KafkaError    string `json:"kafka_error,omitempty"`
+	// LastError is the error that ended the last replication session, kept
+	// until a session streams again.
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+}
+
+// state is a relay's live state, written by Run's goroutines and read by
+// Status and the metrics at any time.
+type state struct {
+	role      atomic.Pointer[string]
+	streaming atomic.Bool
+	tracker   atomic.Pointer[checkpoint.Tracker] // the session's, while one streams
+	confirmed atomic.Uint64
+
+	mu        sync.Mutex
+	lastErr   string
+	lastErrAt time.Time
+	pgErr     string // from the last reachability check
+	kafkaErr  string
+	checked   bool // a reachability check ran
+	db        DatabaseStats
+	dbOK      bool // db holds a reading
+}
+
+func (s *state) setRole(role string) { s.role.Store(&role) }
+
+func (s *state) getRole() string {
+	if r := s.role.Load(); r != nil {
+		return *r
+	}
+	return RoleStarting
+}
+
+// sessionFailed records the error that ended a session.
+func (s *state) sessionFailed(err error) {
+	s.mu.Lock()
+	s.lastErr, s.lastErrAt = err.Error(), time.Now()
+	s.mu.Unlock()
+}
+
+// clearError forgets the last session's error: streaming, or standing by,
+// works again.
+func (s *state) clearError() {
+	s.mu.Lock()
+	s.lastErr, s.lastErrAt = "", time.Time{}
+	s.mu.Unlock()
+}
+
+// reachable records a reachability check; an empty string means reachable.
+func (s *state) reachable(pgErr, kafkaErr string) {
+	s.mu.Lock()
+	s.pgErr, s.kafkaErr, s.checked = pgErr, kafkaErr, true
+	s.mu.Unlock()
+}
+
+func (s *state) setDatabase(db DatabaseStats) {
+	s.mu.Lock()
+	s.db, s.dbOK = db, true
+	s.mu.Unlock()
+}
+
+// Status reports the relay's state now.
+func (r *Relay) Status() Status {
+	s := &r.state
+	st := Status{
+		Version: r.cfg.Version, Role: s.getRole(), Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
+		Slot: r.cfg.Slot, Table: r.cfg.Mapping.Schema + "." + r.cfg.Mapping.Table,
+		ConfirmedLSN: pglogrepl.LSN(s.confirmed.Load()).String(),
+		LagBytes:     -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
+		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
+	}
+	if t := s.tracker.Load(); t != nil {
+		st.InFlightEvents, st.InFlightBytes = t.InFlight()
+		if oldest, ok := t.OldestCommit(); ok && !oldest.IsZero() {
+			st.LagSeconds = max(0, time.Since(oldest).Seconds())
+		}
+	}
+	s.mu.Lock()
+	st.LastError, st.LastErrorAt = s.lastErr, s.lastErrAt
+	st.PostgresError, st.KafkaError = s.pgErr, s.kafkaErr
+	checked := s.checked
+	if s.dbOK {
+		db := s.db
+		st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
+		st.LagBytes = db.LagBytes()
+		if st.Role == RoleLeader && s.confirmed.Load() != 0 {
+			// The leader knows its confirmed position better than the
+			// slot's last reading.
+			st.LagBytes = max(0, int64(db.WALEnd)-int64(s.confirmed.Load()))
+		}
+		if s.confirmed.Load() == 0 && db.SlotExists {
+			st.ConfirmedLSN = db.Confirmed.String()
+		}
+	}
+	s.mu.Unlock()
+	st.NotReady = notReady(st, checked)
+	st.Ready = st.NotReady == ""
+	return st
+}
+
+// notReady says why a relay in state st is not ready, or "" when it is: a
+// leader that streams, or a standby with no error, while PostgreSQL and
+// Kafka answer.
+func notReady(st Status, checked bool) string {
+	switch {
+	case st.Role == RoleStopped:
+		return "stopped"
+	case !checked:
+		return "starting: PostgreSQL and Kafka not checked yet"
+	case st.PostgresError != "":
+		return "PostgreSQL does not answer: " + st.PostgresError
+	case st.KafkaError != "":
+		return "Kafka does not answer: " + st.KafkaError
+	case st.LastError != "":
+		return "the last replication session failed: " + st.LastError
+	case st.Role == RoleStandby:
+		return ""
+	case st.Role == RoleLeader && st.Streaming:
+		return ""
+	case st.Role == RoleLeader:
+		return "leader, not streaming yet"
+	}
+	return "starting: not leading or standing by yet"
+}
+
+// snapshot is the metrics' view of Status.
+func (r *Relay) snapshot() metrics.Snapshot {
+	st := r.Status()
+	return metrics.Snapshot{
+		EventsRead: st.EventsRead, EventsProduced: st.EventsProduced,
+		InFlightEvents: st.InFlightEvents, InFlightBytes: st.InFlightBytes,
+		LagBytes: uint64(max(0, st.LagBytes)), LagSeconds: st.LagSeconds,
+		ConfirmedLSN: r.state.confirmed.Load(),
+		Leader:       st.Role == RoleLeader, Paused: st.Paused, Ready: st.Ready,
+		SlotWALRetained: st.WALRetainedBytes, Failed: st.Failed, Dead: st.Dead,
+	}
+}

@@ -1,0 +1,89 @@
+package status
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+)
+
+// jsonRow is Row's JSON, for scripts: the key is text, or base64 when it
+// is not UTF-8 (key_encoding says which); the value is JSON when it is
+// valid JSON, else text, else base64 (value_encoding); times are UTC;
+// absent values are null.
+type jsonRow struct {
+	ID            int64        `json:"id"`
+	Status        string       `json:"status"`
+	Attempts      int          `json:"attempts"`
+	NextAttemptAt time.Time    `json:"next_attempt_at"`
+	LastError     string       `json:"last_error"`
+	Topic         string       `json:"topic"`
+	EventID       *string      `json:"event_id"`
+	Key           *string      `json:"key"`
+	KeyEncoding   string       `json:"key_encoding,omitempty"`
+	Value         any          `json:"value"`
+	ValueEncoding string       `json:"value_encoding,omitempty"`
+	Headers       []jsonHeader `json:"headers"`
+	Timestamp     *time.Time   `json:"timestamp"`
+	CommitLSN     string       `json:"commit_lsn"`
+	CreatedAt     time.Time    `json:"created_at"`
+	UpdatedAt     time.Time    `json:"updated_at"`
+	DeliveredAt   *time.Time   `json:"delivered_at"`
+}
+
+// jsonHeader is a record header; a NULL value is null.
+type jsonHeader struct {
+	Key   string  `json:"key"`
+	Value *string `json:"value"`
+}
+
+// MarshalJSON encodes r as `cdc-relay failed list --json` and the admin
+// endpoint GET /failed show it (see jsonRow).
+func (r Row) MarshalJSON() ([]byte, error) { return json.Marshal(toJSON(r)) }
+
+func toJSON(r Row) jsonRow {
+	j := jsonRow{
+		ID: r.ID, Status: r.Status, Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC(), LastError: r.LastError,
+		Topic: r.Topic, Headers: []jsonHeader{}, CommitLSN: r.CommitLSN.String(),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		EventID: optString(r.EventID != "", r.EventID), Timestamp: optTime(r.Timestamp), DeliveredAt: optTime(r.DeliveredAt),
+	}
+	if r.Key != nil {
+		j.KeyEncoding, j.Key = "text", optString(true, string(r.Key))
+		if !utf8.Valid(r.Key) {
+			j.KeyEncoding, j.Key = "base64", optString(true, base64.StdEncoding.EncodeToString(r.Key))
+		}
+	}
+	switch {
+	case r.Value == nil:
+	case json.Valid(r.Value):
+		j.ValueEncoding, j.Value = "json", json.RawMessage(r.Value)
+	case utf8.Valid(r.Value):
+		j.ValueEncoding, j.Value = "text", string(r.Value)
+	default:
+		j.ValueEncoding, j.Value = "base64", base64.StdEncoding.EncodeToString(r.Value)
+	}
+	for _, h := range r.Headers {
+		jh := jsonHeader{Key: h.Key}
+		if h.Value != nil {
+			jh.Value = optString(true, string(h.Value))
+		}
+		j.Headers = append(j.Headers, jh)
+	}
+	return j
+}
+
+func optString(ok bool, s string) *string {
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
