@@ -15,9 +15,9 @@ all: build
 
 # Each target installs only what it needs (scripts/deps.sh says what each
 # name is); cgo stays on wherever -race is used.
-## deps: what `make test` needs: PostgreSQL's server binaries, kcat, gcc
+## deps: what `make test` needs: PostgreSQL's server binaries, kcat, gcc, promtool
 deps:
-	@./scripts/deps.sh postgres kcat gcc
+	@./scripts/deps.sh postgres kcat gcc promtool
 
 ## deps-kafka: Java and Maven, for the real Apache Kafka broker
 deps-kafka:
@@ -51,7 +51,7 @@ lint:
 
 ## unit: unit tests with -race (some start a throwaway PostgreSQL)
 unit:
-	@./scripts/deps.sh postgres gcc
+	@./scripts/deps.sh postgres gcc promtool
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(UNIT_PKGS)
 
 ## fuzz: the decoder's fuzz target for FUZZTIME (30s); a failing input is

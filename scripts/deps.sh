@@ -6,17 +6,18 @@
 #   kcat      the independent Kafka client the end-to-end tests check with
 #   gcc       a C compiler and libc headers: go test -race needs cgo
 #   kafka     Java and Maven, for the real Apache Kafka broker (make test-kafka)
+#   promtool  Prometheus's promtool, which checks docker/'s alerting rules
 #
-#   scripts/deps.sh postgres          # make demo
-#   scripts/deps.sh postgres kcat gcc # make test
+#   scripts/deps.sh postgres                   # make demo
+#   scripts/deps.sh postgres kcat gcc promtool # make test
 #
 # As root it runs apt-get; otherwise it prints the apt-get command to run.
 # Go itself must already be installed.
 set -euo pipefail
 
 usage() {
-  echo "usage: scripts/deps.sh {postgres|kcat|gcc|kafka}..." >&2
-  sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+  echo "usage: scripts/deps.sh {postgres|kcat|gcc|kafka|promtool}..." >&2
+  sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
 }
 if [ $# -eq 0 ]; then
   echo "deps: name what to install." >&2
@@ -66,6 +67,11 @@ for want in "$@"; do
   kafka)
     command -v java >/dev/null 2>&1 || add default-jre-headless
     command -v mvn >/dev/null 2>&1 || add maven
+    ;;
+  promtool)
+    # Debian's prometheus package (21 MiB to download with what it needs);
+    # its service is not started in a container without an init system.
+    command -v promtool >/dev/null 2>&1 || add prometheus
     ;;
   *)
     echo "deps: unknown dependency \"$want\"" >&2

@@ -1,0 +1,336 @@
+// Package docker_test checks the monitoring files of docker/ against the
+// relay's metrics: the Prometheus rules (alerts.yaml, with promtool), the
+// Prometheus configuration of the compose file, and the Grafana dashboard.
+// promtool comes from Debian's prometheus package: scripts/deps.sh promtool.
+package docker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cdc-relay/cdc-relay/metrics"
+)
+
+// promtool runs promtool with args in this directory and fails the test,
+// with promtool's output, if it does not exit 0. A missing promtool fails the
+// test too: these files would go unchecked.
+func promtool(t *testing.T, args ...string) string {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is not installed, so the rules and the dashboard cannot be checked: run scripts/deps.sh promtool (Debian's prometheus package): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestPromtool(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in promtool's output
+	}{
+		{"rules are valid", []string{"check", "rules", "alerts.yaml"}, "SUCCESS: 7 rules found"},
+		{"alerts fire when they should and not otherwise", []string{"test", "rules", "alerts_test.yaml"}, "SUCCESS"},
+		{"compose's Prometheus configuration loads the rules", []string{"check", "config", "prometheus.yml"}, "SUCCESS: 1 rule files found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if out := promtool(t, tc.args...); !strings.Contains(out, tc.want) {
+				t.Errorf("promtool %s said\n%s\nwant %q in it", strings.Join(tc.args, " "), out, tc.want)
+			}
+		})
+	}
+}
+
+// relayMetrics returns the names a query may use for the relay's metrics:
+// every family of the registry (with _bucket, _sum and _count for
+// histograms), and the metric vectors that have no child yet.
+func relayMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	m := metrics.New("test", func() metrics.Snapshot {
+		return metrics.Snapshot{SlotWALRetained: 1, Failed: 1, Dead: 1} // known, so reported
+	})
+	names := map[string]bool{}
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		names[f.GetName()] = true
+		if f.GetType().String() == "HISTOGRAM" {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				names[f.GetName()+s] = true
+			}
+		}
+	}
+	// A vector with no child yet (parked by reason, produce errors by
+	// error) is not gathered; its description names it.
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	v := reflect.ValueOf(m).Elem()
+	for i := range v.NumField() {
+		c, ok := v.Field(i).Interface().(prometheus.Collector)
+		if !ok {
+			continue
+		}
+		ch := make(chan *prometheus.Desc, 16)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			match := fqName.FindStringSubmatch(d.String())
+			if match == nil {
+				t.Fatalf("no metric name in %s: has client_golang's Desc.String changed?", d)
+			}
+			names[match[1]] = true
+		}
+	}
+	for _, want := range []string{"cdc_relay_events_parked_total", "cdc_relay_commit_to_ack_seconds_bucket", "cdc_relay_status_rows"} {
+		if !names[want] {
+			t.Fatalf("the registry has no %s: %v", want, sorted(names))
+		}
+	}
+	return names
+}
+
+var relayMetricName = regexp.MustCompile(`\bcdc_relay_\w+`)
+
+// unknownMetrics returns the cdc_relay_ names in expr that the relay does
+// not serve.
+func unknownMetrics(expr string, known map[string]bool) []string {
+	var unknown []string
+	for _, name := range relayMetricName.FindAllString(expr, -1) {
+		if !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	return unknown
+}
+
+func sorted(set map[string]bool) []string {
+	s := make([]string, 0, len(set))
+	for k := range set {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// ruleExprs returns the expr of every rule in a rule file as this
+// directory writes them: `expr: QUERY` on one line, or `expr: |` (or `>`)
+// and the query on the lines indented below.
+func ruleExprs(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	var exprs []string
+	for i := 0; i < len(lines); i++ {
+		key := strings.TrimLeft(lines[i], " ")
+		if !strings.HasPrefix(key, "expr:") {
+			continue
+		}
+		indent := len(lines[i]) - len(key)
+		value := strings.TrimSpace(strings.TrimPrefix(key, "expr:"))
+		if strings.HasPrefix(value, "|") || strings.HasPrefix(value, ">") {
+			value = ""
+			for i+1 < len(lines) {
+				next := lines[i+1]
+				if strings.TrimSpace(next) != "" && len(next)-len(strings.TrimLeft(next, " ")) <= indent {
+					break
+				}
+				value += " " + strings.TrimSpace(next)
+				i++
+			}
+		}
+		exprs = append(exprs, strings.TrimSpace(value))
+	}
+	return exprs
+}
+
+func TestAlertsNameRelayMetrics(t *testing.T) {
+	known := relayMetrics(t)
+	data, err := os.ReadFile("alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := regexp.MustCompile(`(?m)^\s*- alert: `).FindAll(data, -1)
+	exprs := ruleExprs(t, "alerts.yaml")
+	if len(exprs) == 0 || len(exprs) != len(alerts) {
+		t.Fatalf("read %d exprs for %d alerts in alerts.yaml: %q", len(exprs), len(alerts), exprs)
+	}
+	for _, expr := range exprs {
+		if expr == "" {
+			t.Errorf("an alert of alerts.yaml has an empty expr")
+		}
+		if u := unknownMetrics(expr, known); len(u) > 0 {
+			t.Errorf("alert expr %q names %v, which the relay does not serve", expr, u)
+		}
+	}
+}
+
+// dashboard is what the tests read of grafana-dashboard.json.
+type dashboard struct {
+	Title         string `json:"title"`
+	UID           string `json:"uid"`
+	SchemaVersion int    `json:"schemaVersion"`
+	Templating    struct {
+		List []struct {
+			Name string `json:"name"`
+			Type string `json:"type"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []panel `json:"panels"`
+}
+
+type datasource struct {
+	Type string `json:"type"`
+	UID  string `json:"uid"`
+}
+
+type panel struct {
+	ID         int        `json:"id"`
+	Type       string     `json:"type"`
+	Title      string     `json:"title"`
+	Datasource datasource `json:"datasource"`
+	GridPos    struct {
+		X, Y, W, H int
+	} `json:"gridPos"`
+	Targets []struct {
+		RefID      string     `json:"refId"`
+		Expr       string     `json:"expr"`
+		Datasource datasource `json:"datasource"`
+	} `json:"targets"`
+}
+
+func readDashboard(t *testing.T) dashboard {
+	t.Helper()
+	data, err := os.ReadFile("grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("grafana-dashboard.json: %v", err)
+	}
+	if d.Title == "" || d.UID == "" || d.SchemaVersion < 36 || len(d.Panels) == 0 {
+		t.Fatalf("grafana-dashboard.json: title %q, uid %q, schemaVersion %d, %d panels: want a title, a uid, schemaVersion 36 or later and panels",
+			d.Title, d.UID, d.SchemaVersion, len(d.Panels))
+	}
+	return d
+}
+
+// The data source every panel and query uses: the dashboard's variable,
+// which Grafana fills with the provisioned Prometheus (uid prometheus) or
+// asks for on import.
+var wantDatasource = datasource{Type: "prometheus", UID: "${DS_PROMETHEUS}"}
+
+func TestDashboardPanels(t *testing.T) {
+	d := readDashboard(t)
+	vars := map[string]string{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = v.Type
+	}
+	if vars["DS_PROMETHEUS"] != "datasource" {
+		t.Errorf("the dashboard has no data source variable DS_PROMETHEUS: %v", vars)
+	}
+	ids := map[int]string{}
+	type cell struct{ x, y int }
+	taken := map[cell]string{}
+	for _, p := range d.Panels {
+		name := fmt.Sprintf("panel %d %q", p.ID, p.Title)
+		if p.Title == "" {
+			t.Errorf("%s has no title", name)
+		}
+		if other, dup := ids[p.ID]; dup {
+			t.Errorf("%s has the id of panel %q", name, other)
+		}
+		ids[p.ID] = p.Title
+		if p.Datasource != wantDatasource {
+			t.Errorf("%s uses data source %+v, want %+v", name, p.Datasource, wantDatasource)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("%s has no query", name)
+		}
+		refs := map[string]bool{}
+		for _, q := range p.Targets {
+			if strings.TrimSpace(q.Expr) == "" || q.RefID == "" || refs[q.RefID] {
+				t.Errorf("%s: query %q with refId %q: want an expr and a refId of its own", name, q.Expr, q.RefID)
+			}
+			refs[q.RefID] = true
+			if q.Datasource != wantDatasource {
+				t.Errorf("%s: query %s uses data source %+v, want %+v", name, q.RefID, q.Datasource, wantDatasource)
+			}
+			for _, v := range regexp.MustCompile(`\$(\w+)`).FindAllStringSubmatch(q.Expr, -1) {
+				if _, ok := vars[v[1]]; !ok && !strings.HasPrefix(v[1], "__") {
+					t.Errorf("%s: query %s uses $%s, which is not a variable of the dashboard", name, q.RefID, v[1])
+				}
+			}
+		}
+		g := p.GridPos
+		if g.W <= 0 || g.H <= 0 || g.X < 0 || g.Y < 0 || g.X+g.W > 24 {
+			t.Errorf("%s: gridPos %+v is not within the 24 columns", name, g)
+		}
+	cells:
+		for x := g.X; x < g.X+g.W; x++ {
+			for y := g.Y; y < g.Y+g.H; y++ {
+				if other, ok := taken[cell{x, y}]; ok {
+					t.Errorf("%s overlaps panel %q at column %d, row %d", name, other, x, y)
+					break cells
+				}
+				taken[cell{x, y}] = p.Title
+			}
+		}
+	}
+}
+
+// TestDashboardQueries checks that every query names only metrics the relay
+// serves, and that promtool parses it (the dashboard's variables replaced
+// by values, as Grafana does).
+func TestDashboardQueries(t *testing.T) {
+	d := readDashboard(t)
+	known := relayMetrics(t)
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$job", "cdc-relay", "$instance", ".*")
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	n := 0
+	for _, p := range d.Panels {
+		for _, q := range p.Targets {
+			if u := unknownMetrics(q.Expr, known); len(u) > 0 {
+				t.Errorf("panel %q, query %s: %q names %v, which the relay does not serve", p.Title, q.RefID, q.Expr, u)
+			}
+			if len(relayMetricName.FindAllString(q.Expr, -1)) == 0 && !strings.Contains(q.Expr, "up{") {
+				t.Errorf("panel %q, query %s: %q names no metric of the relay", p.Title, q.RefID, q.Expr)
+			}
+			expr, err := json.Marshal(vars.Replace(q.Expr)) // a JSON string is a YAML string
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			fmt.Fprintf(&rules, "      - record: dashboard:panel_%d:%s\n        expr: %s\n", p.ID, q.RefID, expr)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "dashboard-rules.yaml")
+	if err := os.WriteFile(file, []byte(rules.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := promtool(t, "check", "rules", file); !strings.Contains(out, fmt.Sprintf("SUCCESS: %d rules found", n)) {
+		t.Errorf("promtool check rules on the dashboard's %d queries said\n%s", n, out)
+	}
+}
