@@ -199,8 +199,19 @@ func TestMetricsCountEveryEvent(t *testing.T) {
 	if code, body := p.call("GET", "/healthz", ""); code != http.StatusOK {
 		t.Errorf("GET /healthz: %d %s", code, body)
 	}
+	addr := strings.TrimPrefix(p.endpoint(), "http://")
+	out, err := exec.Command(relayBin, "status", "--metrics-addr", addr).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "leader, ready") || !strings.Contains(string(out), "0 FAILED") {
+		t.Errorf("cdc-relay status: %v\n%s", err, out)
+	}
 
 	p.stop(30 * time.Second)
+	// No relay answers now: status reads the database.
+	out, err = exec.Command(relayBin, "status", "--metrics-addr", addr, "--postgres-url", e.url, "--slot", e.slot, "--json").CombinedOutput()
+	var fromDB relay.Status
+	if err != nil || json.Unmarshal(out, &fromDB) != nil || fromDB.Role != relay.RoleNone || fromDB.Failed != 0 || fromDB.WALRetainedBytes <= 0 {
+		t.Errorf("cdc-relay status --json with no relay running: %v\n%s", err, out)
+	}
 	log := p.Log()
 	if strings.Contains(log, password) {
 		t.Errorf("the relay logged the PostgreSQL password")

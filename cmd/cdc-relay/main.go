@@ -39,7 +39,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "failed", "recover", "demo", "version", "help"}
+var commandNames = []string{"migrate", "run", "status", "failed", "recover", "demo", "version", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -48,6 +48,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &MigrateCommand{stdout: stdout, stderr: stderr}
 	case "run":
 		return &RunCommand{stdout: stdout, stderr: stderr}
+	case "status":
+		return &StatusCommand{stdout: stdout, stderr: stderr}
 	case "failed":
 		return &FailedCommand{stdout: stdout, stderr: stderr}
 	case "recover":
@@ -150,6 +152,7 @@ Commands:
 
   migrate   prepare a database: outbox table, status and checkpoint tables, publication
   run       stream outbox inserts to Kafka
+  status    how a relay is doing: role, readiness, lag, parked events (--json)
   failed    list, show, retry or purge the events parked in the status table
   recover   publish again the outbox rows of WAL the relay never read (a dropped or re-created slot)
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker

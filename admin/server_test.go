@@ -1,0 +1,155 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// fakeRelay is a relay whose state the test sets.
+type fakeRelay struct {
+	st      relay.Status
+	rows    []status.Row
+	retried []int64
+	listed  status.ListOptions
+}
+
+func (f *fakeRelay) Status() relay.Status { return f.st }
+func (f *fakeRelay) Pause() bool          { was := f.st.Paused; f.st.Paused = true; return !was }
+func (f *fakeRelay) Resume() bool         { was := f.st.Paused; f.st.Paused = false; return was }
+func (f *fakeRelay) Failed(_ context.Context, opts status.ListOptions) ([]status.Row, error) {
+	f.listed = opts
+	return f.rows, nil
+}
+func (f *fakeRelay) Retry(_ context.Context, opts status.RetryOptions) ([]status.Change, error) {
+	var out []status.Change
+	for _, id := range opts.IDs {
+		for _, r := range f.rows {
+			if r.ID == id {
+				f.retried = append(f.retried, id)
+				out = append(out, status.Change{ID: id, Was: r.Status})
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, status.ErrNotFound
+	}
+	return out, nil
+}
+
+func serve(t *testing.T, r Relay, token string, loopback bool) *httptest.Server {
+	s := &Server{relay: r, opts: Options{Token: token, Logger: slog.New(slog.DiscardHandler)}, loopback: loopback}
+	ts := httptest.NewServer(s.routes())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func do(t *testing.T, ts *httptest.Server, method, path, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestTokenRule: the admin endpoints need the token when there is one,
+// and a loopback address when there is none; the others need neither.
+func TestTokenRule(t *testing.T) {
+	tests := []struct {
+		name     string
+		token    string // the server's
+		loopback bool
+		sent     string // the request's
+		method   string
+		path     string
+		want     int
+	}{
+		{"token, none sent", "s3cret", true, "", "POST", "/pause", http.StatusUnauthorized},
+		{"token, wrong one sent", "s3cret", true, "s3cre", "POST", "/resume", http.StatusUnauthorized},
+		{"token, right one sent", "s3cret", false, "s3cret", "POST", "/pause", http.StatusOK},
+		{"token, list parked events without it", "s3cret", true, "", "GET", "/failed", http.StatusUnauthorized},
+		{"token, retry without it", "s3cret", true, "", "POST", "/failed/7/retry", http.StatusUnauthorized},
+		{"no token, loopback", "", true, "", "POST", "/pause", http.StatusOK},
+		{"no token, not loopback", "", false, "", "POST", "/pause", http.StatusForbidden},
+		{"no token, not loopback, list", "", false, "", "GET", "/failed", http.StatusForbidden},
+		{"status needs no token", "s3cret", false, "", "GET", "/status", http.StatusOK},
+		{"healthz needs no token", "s3cret", false, "", "GET", "/healthz", http.StatusOK},
+		{"pause is POST only", "", true, "", "GET", "/pause", http.StatusMethodNotAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := serve(t, &fakeRelay{st: relay.Status{Ready: true}}, tt.token, tt.loopback)
+			if got, body := do(t, ts, tt.method, tt.path, tt.sent); got != tt.want {
+				t.Errorf("%s %s: %d %s, want %d", tt.method, tt.path, got, body, tt.want)
+			}
+		})
+	}
+}
+
+// TestEndpoints: readiness, pause and resume, and the parked events.
+func TestEndpoints(t *testing.T) {
+	f := &fakeRelay{st: relay.Status{Role: relay.RoleLeader, NotReady: "Kafka does not answer: dial refused"},
+		rows: []status.Row{{ID: 7, Status: status.Dead, Topic: "orders", Value: []byte(`{"n":1}`)}}}
+	ts := serve(t, f, "", true)
+
+	if code, _ := do(t, ts, "GET", "/readyz", ""); code != http.StatusServiceUnavailable {
+		t.Errorf("GET /readyz of a relay not ready: %d, want 503", code)
+	}
+	f.st.Ready, f.st.NotReady = true, ""
+	if code, _ := do(t, ts, "GET", "/readyz", ""); code != http.StatusOK {
+		t.Errorf("GET /readyz of a ready relay: %d, want 200", code)
+	}
+	for _, c := range []struct {
+		path          string
+		paused, chngd bool
+	}{{"/pause", true, true}, {"/pause", true, false}, {"/resume", false, true}, {"/resume", false, false}} {
+		code, body := do(t, ts, "POST", c.path, "")
+		var got pauseResult
+		if err := json.Unmarshal([]byte(body), &got); code != http.StatusOK || err != nil || got.Paused != c.paused || got.Changed != c.chngd {
+			t.Errorf("POST %s: %d %s, want paused=%v changed=%v", c.path, code, body, c.paused, c.chngd)
+		}
+	}
+
+	code, body := do(t, ts, "GET", "/failed?state=dead&limit=5", "")
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(body), &rows); code != http.StatusOK || err != nil || len(rows) != 1 || rows[0]["topic"] != "orders" {
+		t.Errorf("GET /failed: %d %s", code, body)
+	}
+	if f.listed.Status != status.Dead || f.listed.Limit != 5 {
+		t.Errorf("GET /failed?state=dead&limit=5 listed %+v", f.listed)
+	}
+	for _, q := range []string{"?state=gone", "?limit=0", "?limit=x"} {
+		if code, body := do(t, ts, "GET", "/failed"+q, ""); code != http.StatusBadRequest {
+			t.Errorf("GET /failed%s: %d %s, want 400", q, code, body)
+		}
+	}
+	if code, body := do(t, ts, "POST", "/failed/7/retry", ""); code != http.StatusOK || len(f.retried) != 1 {
+		t.Errorf("POST /failed/7/retry: %d %s, retried %v", code, body, f.retried)
+	}
+	if code, _ := do(t, ts, "POST", "/failed/8/retry", ""); code != http.StatusNotFound {
+		t.Errorf("POST /failed/8/retry of no row: %d, want 404", code)
+	}
+	if code, _ := do(t, ts, "POST", "/failed/x/retry", ""); code != http.StatusBadRequest {
+		t.Errorf("POST /failed/x/retry: %d, want 400", code)
+	}
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/replication"
+)
+
+// StatusCommand is `cdc-relay status`: how a relay is doing, from its
+// /status endpoint, or from the database when no relay answers.
+type StatusCommand struct {
+	stdout, stderr io.Writer
+
+	addr            string
+	postgresURL     string
+	postgresURLFile string
+	slot            string
+	tables          tableFlags
+	json            bool
+}
+
+const statusUsage = `Usage: cdc-relay status [flags]
+
+Says in a few lines how a relay is doing: its role (leader or standby),
+whether it is ready or paused and why not, the lag, the WAL the slot keeps,
+the events in flight, and the events parked in the status table.
+
+It asks the relay at --metrics-addr (GET /status, as "cdc-relay run" serves
+it). When no relay answers there and a PostgreSQL URL is given, it reads the
+slot and the status table instead. --json prints the status as JSON, the
+same fields as GET /status.
+
+Examples:
+
+  cdc-relay status
+  cdc-relay status --metrics-addr relay-1:9187 --json
+  CDC_RELAY_POSTGRES_URL=postgres://relay@db/app cdc-relay status
+`
+
+var statusSections = []flagSection{
+	{"Where to look", []string{"metrics-addr", "postgres-url", "postgres-url-file", "slot", "table", "status-table"}},
+	{"Output", []string{"json"}},
+}
+
+func (c *StatusCommand) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.StringVar(&c.addr, "metrics-addr", defaultMetricsAddr, "the `host:port` where the relay serves /status (run's --metrics-addr)")
+	fs.StringVar(&c.postgresURL, "postgres-url", "", "when no relay answers, read the slot and the status table from this PostgreSQL `URL`")
+	registerPostgresURLFile(fs, &c.postgresURLFile)
+	fs.StringVar(&c.slot, "slot", relay.DefaultConfig().Slot, "the replication slot's `name`, when reading the database")
+	c.tables.register(fs)
+	fs.BoolVar(&c.json, "json", false, "print JSON, as GET /status")
+	return fs
+}
+
+// Usage writes status's help.
+func (c *StatusCommand) Usage(w io.Writer) { printUsage(w, c.flags(), statusUsage, statusSections) }
+
+// statusTimeout bounds the request to the relay and the database reads.
+const statusTimeout = 5 * time.Second
+
+// Run prints the status.
+func (c *StatusCommand) Run(ctx context.Context, args []string) error {
+	fs := c.flags()
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
+		return err
+	}
+	st, askErr := c.ask(ctx)
+	if askErr != nil {
+		if c.postgresURL == "" {
+			return fmt.Errorf("no relay answers at %s (%w): give the relay's --metrics-addr, or --postgres-url to read the database instead", c.addr, askErr)
+		}
+		if st, err = c.fromDatabase(ctx); err != nil {
+			return fmt.Errorf("no relay answers at %s (%v), and reading the database failed: %w", c.addr, askErr, err)
+		}
+		st.NotReady = fmt.Sprintf("no relay answers at %s", c.addr)
+	}
+	if c.json {
+		return writeIndentedJSON(c.stdout, st)
+	}
+	printStatus(c.stdout, st, time.Now())
+	return nil
+}
+
+// ask reads GET /status from the relay at c.addr.
+func (c *StatusCommand) ask(ctx context.Context) (relay.Status, error) {
+	var st relay.Status
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	url := c.addr
+	if !strings.Contains(url, "://") {
+		url = "http://" + url
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(url, "/")+"/status", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		var uerr interface{ Unwrap() error }
+		if errors.As(err, &uerr) {
+			err = uerr.Unwrap() // without the URL, which the message names already
+		}
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("GET /status: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return st, fmt.Errorf("GET /status: not a relay's status: %w", err)
+	}
+	return st, nil
+}
+
+// fromDatabase reads what the database says of the slot and the status
+// table.
+func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) {
+	cfg := relay.DefaultConfig()
+	cfg.Slot = c.slot
+	if err := c.tables.apply(&cfg); err != nil {
+		return relay.Status{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.postgresURL)
+	if err != nil {
+		return relay.Status{}, fmt.Errorf("connect to PostgreSQL: %w", pgerr.Parse(err))
+	}
+	defer conn.Close(context.Background())
+	db, err := relay.ReadDatabaseStats(ctx, conn, cfg)
+	if err != nil {
+		return relay.Status{}, err
+	}
+	st := relay.Status{
+		Role: relay.RoleNone, Slot: cfg.Slot, Table: cfg.Mapping.Schema + "." + cfg.Mapping.Table,
+		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
+		ConfirmedLSN: db.Confirmed.String(),
+	}
+	if !db.SlotExists {
+		st.LastError = fmt.Sprintf("slot %q does not exist: `cdc-relay migrate` creates it", cfg.Slot)
+	} else if db.SlotActive {
+		st.LastError = "the slot is active: a relay streams it, but not one that answers at --metrics-addr"
+	}
+	return st, nil
+}
+
+// printStatus writes st for a person: a headline, then a line per topic.
+func printStatus(w io.Writer, st relay.Status, now time.Time) {
+	head := "cdc-relay"
+	if st.Version != "" {
+		head += " " + st.Version
+	}
+	switch {
+	case st.Role == relay.RoleNone:
+		head += ": no relay answers; from the database"
+	case st.Ready:
+		head += ": " + st.Role + ", ready"
+	default:
+		head += ": " + st.Role + ", NOT READY"
+	}
+	if st.Paused {
+		head += ", PAUSED (POST /resume resumes)"
+	}
+	fmt.Fprintln(w, head)
+	if st.NotReady != "" && st.Role != relay.RoleNone {
+		fmt.Fprintf(w, "  why         %s\n", st.NotReady)
+	}
+	fmt.Fprintf(w, "  slot        %s, table %s, confirmed %s\n", st.Slot, st.Table, st.ConfirmedLSN)
+	lag := "lag " + bytesText(st.LagBytes)
+	if st.Role != relay.RoleNone {
+		lag += fmt.Sprintf(", %s behind the oldest event in flight", (time.Duration(st.LagSeconds * float64(time.Second))).Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "  wal         %s; the slot keeps %s\n", lag, bytesText(st.WALRetainedBytes))
+	if st.Role != relay.RoleNone {
+		fmt.Fprintf(w, "  events      %d read, %d produced, %d parked since it started; %d in flight (%s)\n",
+			st.EventsRead, st.EventsProduced, st.EventsParked, st.InFlightEvents, bytesText(st.InFlightBytes))
+	}
+	if st.Failed >= 0 {
+		parked := fmt.Sprintf("%d FAILED (being retried), %d DEAD (given up)", st.Failed, st.Dead)
+		if st.Failed+st.Dead > 0 {
+			parked += ": cdc-relay failed list"
+		}
+		fmt.Fprintf(w, "  parked      %s\n", parked)
+	}
+	if !st.DatabaseAt.IsZero() {
+		fmt.Fprintf(w, "  as of       %s ago (slot and status table)\n", now.Sub(st.DatabaseAt).Round(time.Second))
+	}
+	if st.LastError != "" {
+		at := ""
+		if !st.LastErrorAt.IsZero() {
+			at = fmt.Sprintf(" (%s ago)", now.Sub(st.LastErrorAt).Round(time.Second))
+		}
+		fmt.Fprintf(w, "  last error  %s%s\n", st.LastError, at)
+	}
+}
+
+// bytesText renders a byte count, or "unknown" for -1.
+func bytesText(n int64) string {
+	if n < 0 {
+		return "unknown"
+	}
+	return replication.Slot{RetainedBytes: n}.Retained()
+}

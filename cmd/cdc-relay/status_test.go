@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// TestPrintStatus: the summary says what a person needs first: the role
+// and readiness, why not ready, a pause and how to end it, and where to
+// look at parked events.
+func TestPrintStatus(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		st   relay.Status
+		want []string
+		not  []string
+	}{
+		{"ready leader",
+			relay.Status{Version: "1.2.3", Role: relay.RoleLeader, Ready: true, Slot: "cdc_relay", Table: "public.outbox", ConfirmedLSN: "0/16B3748",
+				LagBytes: 0, WALRetainedBytes: 3 << 20, EventsRead: 10, EventsProduced: 10, DatabaseAt: now.Add(-3 * time.Second)},
+			[]string{"cdc-relay 1.2.3: leader, ready", "confirmed 0/16B3748", "the slot keeps 3.0 MiB", "10 read, 10 produced", "0 FAILED", "3s ago"},
+			[]string{"NOT READY", "PAUSED", "failed list", "why"}},
+		{"paused, not ready, parked events",
+			relay.Status{Role: relay.RoleLeader, NotReady: "Kafka does not answer: dial refused", Paused: true, Failed: 2, Dead: 1,
+				LastError: "lost the leadership lock", LastErrorAt: now.Add(-time.Minute)},
+			[]string{"leader, NOT READY", "PAUSED (POST /resume resumes)", "why         Kafka does not answer", "2 FAILED", "1 DEAD", "cdc-relay failed list", "lost the leadership lock (1m0s ago)"},
+			nil},
+		{"from the database",
+			relay.Status{Role: relay.RoleNone, NotReady: "no relay answers at 127.0.0.1:9187", LagBytes: 2048, WALRetainedBytes: -1, Failed: 0, Dead: 0},
+			[]string{"no relay answers; from the database", "lag 2.0 KiB", "keeps unknown"},
+			[]string{"why", "read,"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			printStatus(&b, tt.st, now)
+			out := b.String()
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("missing %q in\n%s", w, out)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(out, w) {
+					t.Errorf("unexpected %q in\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestStatusAsksTheRelay: status reads GET /status at --metrics-addr, and
+// --json prints what the relay said.
+func TestStatusAsksTheRelay(t *testing.T) {
+	want := relay.Status{Role: relay.RoleStandby, Ready: true, Slot: "s", Failed: 4, Dead: 0}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/status" {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(want)
+	}))
+	defer ts.Close()
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"status", "--metrics-addr", strings.TrimPrefix(ts.URL, "http://"), "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var got relay.Status
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Role != want.Role || got.Failed != 4 {
+		t.Errorf("status --json printed %s (%v), want %+v", out.String(), err, want)
+	}
+	out.Reset()
+	if code := Main(context.Background(), []string{"status", "--metrics-addr", "127.0.0.1:1"}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "no relay answers at 127.0.0.1:1") || !strings.Contains(errOut.String(), "--postgres-url") {
+		t.Errorf("status with no relay and no database: exit %d, %s", code, errOut.String())
+	}
+}
