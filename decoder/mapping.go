@@ -202,7 +202,7 @@ func ValidTopic(name string) error {
 		return fmt.Errorf("topic name is empty")
 	}
 	if len(name) > maxTopicLen {
-		return fmt.Errorf("topic name is %d characters long, Kafka allows %d", len(name), maxTopicLen)
+		return fmt.Errorf("topic name is longer than Kafka allows: %d characters, the limit is %d", len(name), maxTopicLen)
 	}
 	if name == "." || name == ".." {
 		return fmt.Errorf("topic name %q is not allowed", name)
