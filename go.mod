@@ -3,6 +3,7 @@ module github.com/cdc-relay/cdc-relay
 go 1.26.8
 
 require (
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jackc/pglogrepl v0.0.0-20250509230407-a9884f6bd75a
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0

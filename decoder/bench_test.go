@@ -27,3 +27,34 @@ func BenchmarkDecodeInsert(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeInsertTopics is BenchmarkDecodeInsert with consecutive
+// events for different topics, as an outbox of several aggregate types
+// sends them: each event's topic differs from the last one's, and half of
+// the names are longer than 32 bytes (the most a string conversion that
+// does not escape can build on the stack). The topic cache still serves
+// every lookup without an allocation.
+func BenchmarkDecodeInsertTopics(b *testing.B) {
+	d, err := New(DefaultMapping())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.Decode(relationMsg(1, "public", "outbox", outboxCols)); err != nil {
+		b.Fatal(err)
+	}
+	payload := `{"order_id": "o-12345", "pad": "` + strings.Repeat("x", 260) + `"}`
+	var msgs [][]byte
+	for _, agg := range []string{"order", "payment", "shipment", "customer",
+		"order-line-item-reservation", "payment-authorization-hold", "shipment-tracking-update", "customer-loyalty-points"} {
+		msgs = append(msgs, insertMsg(1, s("5f0c1a5e-9d4b-4c1e-8f3a-2b6d7e8f9a0b"), s(agg), s("key-42"), s("OrderPlaced"),
+			nil, s(payload), nil, s("2026-11-22 16:59:15.123456+00")))
+	}
+	b.SetBytes(int64(len(msgs[0])))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		m, err := d.Decode(msgs[i%len(msgs)])
+		if err != nil || m.Kind != KindEvent || m.Poison != nil {
+			b.Fatal(m.Kind, err, m.Poison)
+		}
+	}
+}

@@ -149,15 +149,9 @@ type Decoder struct {
 	// headers backs Event.Headers, reused across inserts.
 	headers []Header
 	// topics interns rendered topic names, so a topic is validated and
-	// allocated once, not once per event.
-	topics  map[string]topicEntry
-	allowed func(topic string) error // Mapping.AllowedTopics
+	// allocated once while cached, not once per event.
+	topics  *topicCache
 	scratch []byte
-}
-
-type topicEntry struct {
-	name string
-	err  error
 }
 
 // column is one decoded tuple column: null, or its text bytes.
@@ -166,22 +160,23 @@ type column struct {
 	data []byte
 }
 
-// maxTopicCache bounds the topic intern table.
-const maxTopicCache = 10000
-
 // New returns a decoder for m, or an error if m is invalid.
 func New(m Mapping) (*Decoder, error) {
+	return newDecoder(m, maxTopicCache)
+}
+
+// newDecoder is New with a topic cache of topicCacheSize names.
+func newDecoder(m Mapping, topicCacheSize int) (*Decoder, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
 	tmpl, _ := parseTemplate(m.TopicTemplate)
-	allowed, _ := m.topicFilter()
+	check, _ := m.TopicCheck()
 	return &Decoder{
 		m:         m,
 		template:  tmpl,
 		relations: make(map[uint32]*relation),
-		topics:    make(map[string]topicEntry),
-		allowed:   allowed,
+		topics:    newTopicCache(topicCacheSize, check),
 	}, nil
 }
 
@@ -562,7 +557,7 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 	}
 	var err error
 	if t := r.col(rel.topic); !t.null {
-		ev.Topic, err = d.intern(t.data)
+		ev.Topic, err = d.topics.get(t.data)
 	} else {
 		ev.Topic, err = d.render(rel, r)
 	}
@@ -587,26 +582,7 @@ func (d *Decoder) render(rel *relation, r *row) (string, error) {
 		buf = append(buf, c.data...)
 	}
 	d.scratch = buf
-	return d.intern(buf)
-}
-
-// intern returns the validated topic named by b, allocating it once: a
-// legal Kafka topic name that Mapping.AllowedTopics allows, or the reason
-// it is not.
-func (d *Decoder) intern(b []byte) (string, error) {
-	if e, ok := d.topics[string(b)]; ok {
-		return e.name, e.err
-	}
-	if len(d.topics) >= maxTopicCache {
-		clear(d.topics)
-	}
-	name := string(b)
-	e := topicEntry{name: name, err: ValidTopic(name)}
-	if e.err == nil {
-		e.err = d.allowed(name)
-	}
-	d.topics[name] = e
-	return e.name, e.err
+	return d.topics.get(buf)
 }
 
 // appendJSONHeaders adds each key of a JSON object as a header. String

@@ -192,14 +192,17 @@ func (m Mapping) topicFilter() (func(topic string) error, error) {
 	}, nil
 }
 
+// maxTopicLen is the longest topic name Kafka allows.
+const maxTopicLen = 249
+
 // ValidTopic reports why name is not a legal Kafka topic name, or nil.
 // Kafka allows 1 to 249 characters of [a-zA-Z0-9._-], except "." and "..".
 func ValidTopic(name string) error {
 	if name == "" {
 		return fmt.Errorf("topic name is empty")
 	}
-	if len(name) > 249 {
-		return fmt.Errorf("topic name is %d characters long, Kafka allows 249", len(name))
+	if len(name) > maxTopicLen {
+		return fmt.Errorf("topic name is longer than Kafka allows: %d characters, the limit is %d", len(name), maxTopicLen)
 	}
 	if name == "." || name == ".." {
 		return fmt.Errorf("topic name %q is not allowed", name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,37 @@ func BenchmarkFill(b *testing.B) {
 	}
 	if len(r.Headers) != 4 {
 		b.Fatal(r.Headers)
+	}
+}
+
+// TestCauseOfABadTopicIsNotTheTopic: a topic the relay refuses gives a
+// cause that carries nothing of the row (neither the name nor its length):
+// each cause is a log line of its own, so causes made from rows would grow
+// without bound, one per row.
+func TestCauseOfABadTopicIsNotTheTopic(t *testing.T) {
+	check, err := decoder.DefaultMapping().TopicCheck()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, names := range [][]string{
+		{strings.Repeat("a", 250), strings.Repeat("b", 300), strings.Repeat("c", 10000)},
+		{"bad topic", "x/y", "orders\x00"},
+		{"_schemas", "__consumer_offsets", "connect-configs"},
+		{".", ".."},
+	} {
+		var causes []string
+		for _, name := range names {
+			reason := check(name)
+			if reason == nil {
+				t.Fatalf("topic %.20q allowed, want it refused", name)
+			}
+			causes = append(causes, Cause(reason))
+		}
+		for i, c := range causes {
+			if c != causes[0] || strings.Contains(c, names[i]) || strings.ContainsAny(c, "0123456789") {
+				t.Errorf("causes %q of topics like %.20q: want one cause, without the name or its length", causes, names[0])
+				break
+			}
+		}
 	}
 }
