@@ -15,14 +15,14 @@ type Metrics struct {
 
 	// EventsParked counts events the stream recorded in the status table
 	// instead of delivering them, by reason: the Kafka error's name (such as
-	// MESSAGE_TOO_LARGE), or invalid_row for a row that cannot become a
-	// record (parked DEAD at once).
+	// MESSAGE_TOO_LARGE; OTHER for an error without one), or invalid_row
+	// for a row that cannot become a record (parked DEAD at once).
 	EventsParked *prometheus.CounterVec
 	// EventsDead counts events marked DEAD: rows that cannot become a
 	// record, and parked events whose attempts ran out.
 	EventsDead prometheus.Counter
 	// ProduceErrors counts the errors Kafka or the client returned for the
-	// stream's records, by error name, whatever became of the record
+	// stream's records, by error name (sink.ErrorName), whatever became of the record
 	// (produced again alone, parked, or sent again after a reconnect).
 	ProduceErrors *prometheus.CounterVec
 	// CommitToAck is, for each event the stream delivered, the time from its

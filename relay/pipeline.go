@@ -207,7 +207,7 @@ type inflight struct {
 func (p *pipeline) ack(r *kgo.Record, err error) {
 	it := r.Context.(*inflight)
 	if err != nil {
-		p.metrics.ProduceErrors.WithLabelValues(sink.Cause(err)).Inc()
+		p.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
 	}
 	switch {
 	case err == nil:
@@ -228,7 +228,7 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 		it.alone = true
 		p.alone.push(it)
 	case sink.Permanent(err):
-		go p.fail(it, err, sink.Cause(err), p.failures.Failed)
+		go p.fail(it, err, sink.ErrorName(err), p.failures.Failed)
 	default:
 		// Not delivered (the producer is closing, or the session ended):
 		// the event stays in flight, its transaction unconfirmed, and

@@ -278,6 +278,25 @@ func Cause(err error) string {
 	return msg
 }
 
+// ErrorName names err for a metric label, from a fixed set: the Kafka
+// error code's name (such as MESSAGE_TOO_LARGE), CLIENT_CLOSED, CANCELED,
+// TIMEOUT, or OTHER for any other error. Unlike Cause it never holds text
+// from the error, so a label's values stay few.
+func ErrorName(err error) string {
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke.Message
+	case errors.Is(err, kgo.ErrClientClosed):
+		return "CLIENT_CLOSED"
+	case errors.Is(err, context.Canceled):
+		return "CANCELED"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "TIMEOUT"
+	}
+	return "OTHER"
+}
+
 // kgoLogger adapts slog to franz-go's logger, at warn level and above.
 type kgoLogger struct{ l *slog.Logger }
 

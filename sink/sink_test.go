@@ -142,3 +142,23 @@ func TestCauseOfABadTopicIsNotTheTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorName: metric labels come from a fixed set, never the error's
+// text.
+func TestErrorName(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{kerr.MessageTooLarge, "MESSAGE_TOO_LARGE"},
+		{fmt.Errorf("produce: %w", kerr.UnknownTopicOrPartition), "UNKNOWN_TOPIC_OR_PARTITION"},
+		{kgo.ErrClientClosed, "CLIENT_CLOSED"},
+		{context.Canceled, "CANCELED"},
+		{context.DeadlineExceeded, "TIMEOUT"},
+		{errors.New(`topic "orders-42" is invalid: some detail`), "OTHER"},
+	} {
+		if got := ErrorName(tt.err); got != tt.want {
+			t.Errorf("ErrorName(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
