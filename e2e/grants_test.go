@@ -12,8 +12,9 @@ import (
 // TestLeastPrivilegeRole: the role that `migrate --print-grants` describes
 // is enough for `cdc-relay run` on the default path, and for each side of
 // it: events delivered and confirmed, a poison row parked in the status
-// table, the checkpoint saved, retention allowed to delete; no privilege
-// error in the relay's log.
+// table, the checkpoint saved, retention allowed to delete, /status's
+// reading of the slot and the status table; no privilege error in the
+// relay's log.
 func TestLeastPrivilegeRole(t *testing.T) {
 	e := newEnv(t) // migrate as the superuser
 	role := e.slot + "_role"
@@ -56,6 +57,11 @@ func TestLeastPrivilegeRole(t *testing.T) {
 			t.Fatal(err)
 		}
 		return n == 0
+	})
+	// What /status and the metrics read from the database needs no more.
+	e.waitFor("/status counts the DEAD row and the WAL the slot keeps", 30*time.Second, func() bool {
+		st := relay.status()
+		return st.Dead == 1 && st.WALRetainedBytes >= 0 && st.LagBytes >= 0
 	})
 	relay.stop(30 * time.Second)
 	for _, bad := range []string{"permission denied", "must be", "SQLSTATE 42501"} {
