@@ -84,6 +84,12 @@ transaction is finished, its events are acknowledged, the position is
 confirmed, and a restart sends nothing twice. What is not acknowledged
 within --stop-timeout stays unconfirmed and is sent again after a restart.
 
+While it runs it serves, on --metrics-addr (127.0.0.1:9187): /metrics for
+Prometheus, /healthz, /readyz, /status (JSON; "cdc-relay status" prints it),
+and the admin endpoints POST /pause, POST /resume, GET /failed and
+POST /failed/{id}/retry, which need --admin-token on an address other than
+loopback.
+
 Example:
 
   export CDC_RELAY_POSTGRES_URL=postgres://relay:secret@db:5432/app
