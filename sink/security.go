@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -120,8 +121,8 @@ func AuthFailed(err error) bool {
 // TLSFailed reports whether err is a TLS handshake that failed for its
 // configuration: the broker's certificate does not verify (unknown
 // authority, another host name, expired), the broker refused the handshake
-// (a TLS alert, such as a client certificate required or refused), or the
-// broker does not speak TLS.
+// (a TLS alert, such as a client certificate required or refused), the
+// broker does not speak TLS, or the client does not where the broker does.
 func TLSFailed(err error) bool {
 	if err == nil {
 		return false
@@ -140,9 +141,16 @@ func TLSFailed(err error) bool {
 		return true
 	case errors.As(err, &op) && op.Op == "remote error":
 		return true // an alert from the broker (crypto/tls's alert type is not exported)
+	case strings.Contains(err.Error(), plaintextToTLS):
+		return true
 	}
 	return false
 }
+
+// plaintextToTLS is in franz-go's error (of no type of its own) for a TLS
+// alert read as the size of a Kafka response: a TLS listener's answer to a
+// client that does not speak TLS.
+const plaintextToTLS = "plaintext connection speaking to a tls endpoint"
 
 // SASLFailed reports whether err says that SASL authentication failed:
 // the broker refused the credentials or the mechanism, or closed the

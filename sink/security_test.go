@@ -188,6 +188,42 @@ func TestTLSHandshakeEndsWithTheContext(t *testing.T) {
 	}
 }
 
+// TestPlaintextToTLS: a client without TLS at a TLS listener reads the
+// listener's alert as the size of a Kafka response; franz-go's error for
+// it has no type, and TLSFailed must still know it.
+func TestPlaintextToTLS(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = c.Read(make([]byte, 512))
+				// A fatal alert (level 2), unexpected_message (10), in a
+				// TLS 1.2 record, as Java's SSLEngine answers plaintext.
+				_, _ = c.Write([]byte{21, 3, 3, 0, 2, 2, 10})
+			}()
+		}
+	}()
+	s, err := New(Config{Brokers: []string{l.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Ping(ctx); !TLSFailed(err) || !AuthFailed(err) {
+		t.Errorf("Ping: %v, want an error TLSFailed reports", err)
+	}
+}
+
 func TestAuthFailed(t *testing.T) {
 	for _, tt := range []struct {
 		err             error

@@ -225,6 +225,8 @@ func (k *kafkaSecurityFlags) explain(err error) error {
 		hint = "the broker refused the TLS handshake: if it requires a client certificate, pass --kafka-tls-cert-file and --kafka-tls-key-file"
 	case errors.As(err, &op) && op.Op == "remote error":
 		hint = fmt.Sprintf("the broker refused the TLS handshake: check that it trusts the CA of --kafka-tls-cert-file %s", k.certFile)
+	case sink.TLSFailed(err) && !k.tls:
+		hint = "the brokers' listener speaks TLS: add --kafka-tls (and --kafka-tls-ca-file if a private CA signs its certificate)"
 	case sink.TLSFailed(err):
 		hint = "check --kafka-tls-ca-file and that the brokers' listener speaks TLS (SSL or SASL_SSL)"
 	case errors.As(err, &eof) && k.tls:

@@ -237,6 +237,9 @@ func TestKafkaSecurityExplain(t *testing.T) {
 		{"client certificate refused", kafkaSecurityFlags{tls: true, certFile: "/etc/relay.crt"}, remote, "trusts the CA of --kafka-tls-cert-file /etc/relay.crt"},
 		{"TLS to a plaintext listener", withCA, &kgo.ErrFirstReadEOF{}, "leave out --kafka-tls"},
 		{"plaintext to a TLS listener", kafkaSecurityFlags{}, &kgo.ErrFirstReadEOF{}, "add --kafka-tls"},
+		{"plaintext to a TLS listener that answers with an alert", kafkaSecurityFlags{},
+			errors.New("invalid large response size 352518912 > limit 104857600; the first three bytes received appear to be a tls alert record for TLS v1.2; " +
+				"is this a plaintext connection speaking to a tls endpoint?"), "add --kafka-tls"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.flags.explain(tt.err)
