@@ -55,7 +55,6 @@ type securityStep struct {
 // error. Neither the log nor the command line may hold any of secrets.
 func (e *env) runSecuritySteps(steps []securityStep, secrets ...string) {
 	e.t.Helper()
-	delivered := map[string]int{} // events per broker (under kfake, each address is a broker of its own)
 	for _, s := range steps {
 		e.t.Logf("step: %s", s.name)
 		e.brokers, e.kafkaOpts = []string{s.addr}, s.client
@@ -75,13 +74,8 @@ func (e *env) runSecuritySteps(steps []securityStep, secrets ...string) {
 				e.t.Fatal(err)
 			}
 			cmdline = string(b)
-			key := s.name
-			insert(e.t, e.conn, "order", key, "OrderPlaced", `{}`)
-			delivered[s.addr]++
-			recs := e.readN(e.topic("order"), delivered[s.addr], 60*time.Second)
-			if !slices.ContainsFunc(recs, func(r *kgo.Record) bool { return string(r.Key) == key }) {
-				e.t.Fatalf("%s: the event did not arrive", s.name)
-			}
+			insert(e.t, e.conn, "order", s.name, "OrderPlaced", `{}`)
+			e.readKey(e.topic("order"), s.name, 60*time.Second)
 			p.stop(30 * time.Second)
 			log = p.Log()
 			for _, want := range s.logs {
@@ -123,6 +117,31 @@ func (e *env) runSecuritySteps(steps []securityStep, secrets ...string) {
 	}
 }
 
+// readKey reads topic from the start until a record with key arrives; it
+// fails the test after timeout.
+func (e *env) readKey(topic, key string, timeout time.Duration) {
+	e.t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.FetchMaxWait(200 * time.Millisecond)}
+	cl, err := kgo.NewClient(append(opts, e.kafkaOpts...)...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			e.t.Fatalf("read %s: no record with key %q within %s", topic, key, timeout)
+		}
+		if slices.ContainsFunc(f.Records(), func(r *kgo.Record) bool { return string(r.Key) == key }) {
+			return
+		}
+	}
+}
+
 // startKfake starts a kfake broker of the test's own with opts and returns
 // its address.
 func startKfake(t *testing.T, opts ...kfake.Opt) string {
@@ -138,12 +157,14 @@ func startKfake(t *testing.T, opts ...kfake.Opt) string {
 // TestKafkaTLS: the relay reaches a broker over TLS, verifying its
 // certificate with --kafka-tls-ca-file, and one that requires a client
 // certificate (mTLS). Without the CA, with a name the certificate lacks,
-// without TLS, or without the client certificate, it exits at start with
+// without TLS, without the client certificate, or (Apache Kafka) with TLS
+// to a plaintext listener, it exits at start with
 // an error that names the flag to fix. Apache Kafka serves TLS on
 // listeners of the shared broker (CDC_RELAY_TEST_KAFKA=apache); with kfake
 // the test starts two brokers that speak TLS.
 func TestKafkaTLS(t *testing.T) {
 	e := newEnv(t)
+	plainAddr := e.brokers[0]
 	ca := brokerCA
 	var tlsAddr, mtlsAddr string
 	switch brokerKind() {
@@ -187,7 +208,7 @@ func TestKafkaTLS(t *testing.T) {
 	}
 	tlsClient := []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool()})}
 	mtlsClient := []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{clientCert}})}
-	e.runSecuritySteps([]securityStep{
+	steps := []securityStep{
 		{name: "the CA file verifies the broker", addr: tlsAddr, client: tlsClient,
 			args: []string{"--kafka-tls-ca-file", caFile}},
 		{name: "the system's roots do not", addr: tlsAddr, client: tlsClient, args: []string{"--kafka-tls"},
@@ -200,7 +221,16 @@ func TestKafkaTLS(t *testing.T) {
 			args: []string{"--kafka-tls-ca-file", caFile, "--kafka-tls-cert-file", certFile, "--kafka-tls-key-file", keyFile}},
 		{name: "mTLS without a client certificate", addr: mtlsAddr, client: mtlsClient, args: []string{"--kafka-tls-ca-file", caFile},
 			refused: []string{"pass --kafka-tls-cert-file and --kafka-tls-key-file"}},
-	})
+	}
+	// Apache Kafka closes a connection that opens with a TLS handshake on
+	// a plaintext listener; kfake waits for the rest of what it takes for
+	// a 369 MB request, so there the relay can only time out, as behind a
+	// hung proxy, and waits for the broker.
+	if brokerKind() == "apache" {
+		steps = append(steps, securityStep{name: "TLS to a plaintext listener", addr: plainAddr,
+			args: []string{"--kafka-tls-ca-file", caFile}, refused: []string{"leave out --kafka-tls"}})
+	}
+	e.runSecuritySteps(steps)
 }
 
 // TestKafkaSASL: the relay authenticates with SCRAM-SHA-512 to a kfake
