@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,7 +75,7 @@ func (w *saslWatch) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e2e kgo.Brok
 		return
 	}
 	if err := e2e.Err(); err != nil {
-		w.last.Store(&saslFailure{addr: net.JoinHostPort(meta.Host, fmt.Sprint(meta.Port)), err: err})
+		w.last.Store(&saslFailure{addr: net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err: err})
 	}
 }
 
