@@ -90,8 +90,13 @@ func run(m *testing.M) int {
 	switch kind := brokerKind(); kind {
 	case "kfake", "external":
 	case "apache":
+		tlsListener, err := brokerTLS()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "make the broker's certificate:", err)
+			return 1
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		apache, err = kafkatest.Start(ctx, kafkatest.Options{})
+		apache, err = kafkatest.Start(ctx, kafkatest.Options{TLS: tlsListener})
 		cancel()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "start Apache Kafka:", err)
@@ -116,6 +121,7 @@ type env struct {
 	kfake     *kfake.Cluster // nil unless CDC_RELAY_TEST_KAFKA=kfake
 	kfakeDir  string
 	kfakePort int
+	kafkaOpts []kgo.Opt // more options for the test's own Kafka clients (TLS, SASL)
 	conn      *pgx.Conn
 }
 
@@ -446,7 +452,7 @@ func (e *env) checkWriteAhead() {
 // client returns a Kafka client for reading back.
 func (e *env) client() *kgo.Client {
 	e.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.brokers...)}, e.kafkaOpts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -486,9 +492,10 @@ func (e *env) readAll(topic string) []*kgo.Record {
 // test after timeout.
 func (e *env) readN(topic string, n int, timeout time.Duration) []*kgo.Record {
 	e.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100*time.Millisecond),
-		kgo.FetchMaxWait(200*time.Millisecond))
+	opts := []kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.FetchMaxWait(200 * time.Millisecond)}
+	cl, err := kgo.NewClient(append(opts, e.kafkaOpts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

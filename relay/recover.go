@@ -182,6 +182,12 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		return res, err
 	}
 	defer snk.Close()
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = snk.Ping(pingCtx)
+	cancel()
+	if sink.AuthFailed(err) {
+		return res, fmt.Errorf("Kafka refuses the relay's connection: %w", err)
+	}
 	failures := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)
 	if err := out.publish(ctx, snk, failures, uint64(cp.LSN), &res, log); err != nil {
 		return res, err
@@ -295,6 +301,8 @@ func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *st
 			switch {
 			case err == nil:
 				res.Published++
+			case sink.ProducerRefused(err):
+				return fmt.Errorf("Kafka refuses the relay's producer: %w", err)
 			case sink.Permanent(err):
 				if err := failures.Failed(ctx, &events[i], err); err != nil {
 					return fmt.Errorf("park event for topic %q: %w", events[i].Topic, err)

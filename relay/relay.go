@@ -162,7 +162,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	defer pollSink.Close()
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	if err := snk.Ping(pingCtx); err != nil {
+	if err := snk.Ping(pingCtx); sink.AuthFailed(err) {
+		cancel()
+		return fmt.Errorf("Kafka refuses the relay's connection: %w", err)
+	} else if err != nil {
 		log.Warn("Kafka does not answer yet; events will wait and be retried", "brokers", kcfg.Brokers, "err", err)
 	}
 	cancel()

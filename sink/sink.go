@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
@@ -35,6 +37,13 @@ type Config struct {
 	// Dial, if set, opens the connections to the brokers (the relay's sets
 	// TCP keepalives); nil uses franz-go's dialer.
 	Dial func(ctx context.Context, network, host string) (net.Conn, error)
+	// TLS, if set, makes every connection TLS with this configuration,
+	// over Dial's connection: each connection uses a clone, whose
+	// ServerName, when empty, is the broker's host. Nil is plaintext.
+	TLS *tls.Config
+	// SASL, if set, authenticates every connection with this mechanism
+	// (plain.Auth or scram.Auth from franz-go); nil authenticates none.
+	SASL sasl.Mechanism
 }
 
 // BatchMaxBytes is the most bytes of records the producer puts in one
@@ -60,6 +69,9 @@ type Sink struct {
 	aloneOnce sync.Once
 	alone     *kgo.Client // produces one record per batch; see ProduceAlone
 	aloneErr  error
+
+	sasl     *saslWatch // SASL requests that failed; nil without SASL
+	saslName string     // the mechanism's name, for errors
 }
 
 // New creates the producer. It does not wait for the brokers: records
@@ -98,14 +110,27 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(kgoLogger{cfg.Logger}))
 	}
-	if cfg.Dial != nil {
-		opts = append(opts, kgo.Dialer(cfg.Dial))
+	s := &Sink{}
+	dial := cfg.Dial
+	if cfg.TLS != nil {
+		if dial == nil {
+			dial = (&net.Dialer{Timeout: dialTimeout}).DialContext
+		}
+		dial = tlsDialer(dial, cfg.TLS)
+	}
+	if dial != nil {
+		opts = append(opts, kgo.Dialer(dial))
+	}
+	if cfg.SASL != nil {
+		s.sasl, s.saslName = &saslWatch{}, cfg.SASL.Name()
+		opts = append(opts, kgo.SASL(cfg.SASL), kgo.WithHooks(s.sasl))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create Kafka client: %w", err)
 	}
-	return &Sink{cl: cl, opts: opts}, nil
+	s.cl, s.opts = cl, opts
+	return s, nil
 }
 
 // Fill sets r to the record for ev, appending the headers to hdrs (pass a
@@ -194,9 +219,6 @@ func (s *Sink) ProduceAlone(ctx context.Context, r *kgo.Record) error {
 	return s.alone.ProduceSync(ctx, r).FirstErr()
 }
 
-// Ping checks that a broker answers.
-func (s *Sink) Ping(ctx context.Context) error { return s.cl.Ping(ctx) }
-
 // Close closes the client; records not yet acked fail with
 // kgo.ErrClientClosed (not [Permanent]: the WAL still has them).
 func (s *Sink) Close() {
@@ -224,19 +246,12 @@ func Permanent(err error) bool {
 // ProducerRefused reports whether err refuses the producer itself, not a
 // record: the cluster does not let the relay's principal write
 // idempotently (CLUSTER_AUTHORIZATION_FAILED: the IDEMPOTENT_WRITE or the
-// cluster's WRITE ACL is missing), or its SASL login fails. Every record
-// would fail the same way; parking each of them would only move the whole
-// stream into the status table, out of order.
+// cluster's WRITE ACL is missing), its SASL login fails ([SASLFailed]),
+// or its TLS handshake does ([TLSFailed]). Every record would fail the
+// same way; parking each of them would only move the whole stream into
+// the status table, out of order.
 func ProducerRefused(err error) bool {
-	var ke *kerr.Error
-	if !errors.As(err, &ke) {
-		return false
-	}
-	switch ke {
-	case kerr.ClusterAuthorizationFailed, kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState:
-		return true
-	}
-	return false
+	return errors.Is(err, kerr.ClusterAuthorizationFailed) || SASLFailed(err) || TLSFailed(err)
 }
 
 // MaybeTheBatch reports whether err, a broker's refusal, may be about the

@@ -64,6 +64,7 @@ var recoverSections = []flagSection{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
 		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
 	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
+	{"Kafka security", kafkaSecurityFlagNames},
 }
 
 func (c *RecoverCommand) flags() *flag.FlagSet {
@@ -121,7 +122,9 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	c.cfg.Logger = log
+	c.kafkaSecurity.logSettings(log)
 	res, err := relay.Recover(ctx, c.cfg, c.opts)
+	err = c.kafkaSecurity.explain(err)
 	if errors.Is(err, relay.ErrNothingToRecover) {
 		fmt.Fprintf(c.stdout, "%s: slot %q is at %s, the relay's checkpoint at %s\n", err, c.cfg.Slot, res.Gap.SlotLSN, res.Gap.Checkpoint.LSN)
 		return nil

@@ -39,6 +39,7 @@ type relayFlags struct {
 	brokers         string
 	headerCol       string
 	postgresURLFile string
+	kafkaSecurity   kafkaSecurityFlags
 }
 
 // register sets cfg to the defaults and registers its flags on fs.
@@ -46,6 +47,7 @@ func (r *relayFlags) register(fs *flag.FlagSet) {
 	r.cfg = relay.DefaultConfig()
 	registerRelayFlags(fs, &r.cfg, &r.tables, &r.brokers, &r.headerCol)
 	registerPostgresURLFile(fs, &r.postgresURLFile)
+	r.kafkaSecurity.register(fs)
 }
 
 // finish completes cfg after parsing.
@@ -54,7 +56,10 @@ func (r *relayFlags) finish() error {
 	if r.cfg.PostgresURL, err = postgresURLFrom(r.cfg.PostgresURL, r.postgresURLFile); err != nil {
 		return err
 	}
-	return finishRelayConfig(&r.cfg, &r.tables, r.brokers, r.headerCol)
+	if err := finishRelayConfig(&r.cfg, &r.tables, r.brokers, r.headerCol); err != nil {
+		return err
+	}
+	return r.kafkaSecurity.finish(&r.cfg.Kafka)
 }
 
 const runUsage = `Usage: cdc-relay run [flags]
@@ -104,6 +109,7 @@ var runSections = []flagSection{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
 		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
 	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
+	{"Kafka security", kafkaSecurityFlagNames},
 	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "replication-timeout", "checkpoint-interval"}},
 	{"Parked events (the status table)", []string{"retry-base", "retry-max", "max-attempts", "retry-batch", "dead-letter-topic"}},
 	{"Retention", []string{"retention", "status-retention", "cleanup-interval"}},
@@ -249,6 +255,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	c.cfg.Version = Version
 	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "table", c.tables.table)
+	c.kafkaSecurity.logSettings(log)
 	if c.debugAddr != "" {
 		srv, err := debugServer(c.debugAddr)
 		if err != nil {
@@ -269,7 +276,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		defer srv.Close()
 		log.Info("serving metrics and health", "addr", srv.Addr(), "admin_token", c.admin.token != "")
 	}
-	return rel.Run(ctx)
+	return c.kafkaSecurity.explain(rel.Run(ctx))
 }
 
 // debugServer serves net/http/pprof on addr.

@@ -43,3 +43,26 @@ func CreateTopic(ctx context.Context, cl *kgo.Client, topic string, partitions i
 	}
 	return nil
 }
+
+// SetSCRAMUser sets the SCRAM credentials of user for mechanism
+// (SCRAM-SHA-256 or SCRAM-SHA-512), through cl. The broker may take a
+// moment to accept them.
+func SetSCRAMUser(ctx context.Context, cl *kgo.Client, mechanism, user, password string) error {
+	var m kadm.ScramMechanism
+	switch mechanism {
+	case "SCRAM-SHA-256":
+		m = kadm.ScramSha256
+	case "SCRAM-SHA-512":
+		m = kadm.ScramSha512
+	default:
+		return fmt.Errorf("SCRAM mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)
+	}
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: m, Iterations: 4096, Password: password}})
+	if err == nil {
+		err = res[user].Err
+	}
+	if err != nil {
+		return fmt.Errorf("set the %s credentials of %s: %w", mechanism, user, err)
+	}
+	return nil
+}

@@ -36,6 +36,25 @@ type Options struct {
 	Config map[string]string
 	// Heap is the JVM heap, default "512m".
 	Heap string
+	// TLS, if set, adds a listener that speaks TLS (Kafka's SSL), at
+	// [Broker.TLSAddr].
+	TLS *TLSListener
+}
+
+// TLSListener is the certificate of the broker's TLS listeners.
+type TLSListener struct {
+	// CertPEM is the broker's certificate chain, and KeyPEM its private
+	// key, unencrypted PKCS #8 ("PRIVATE KEY"), as Kafka's PEM key store
+	// takes them.
+	CertPEM, KeyPEM []byte
+	// ClientCAPEM, if set, adds a second TLS listener, at
+	// [Broker.MTLSAddr], that requires a client certificate signed by one
+	// of these CA certificates.
+	ClientCAPEM []byte
+	// SCRAM adds a SASL_SSL listener, at [Broker.SASLAddr], that
+	// authenticates with SCRAM-SHA-256 or SCRAM-SHA-512; [SetSCRAMUser]
+	// adds users.
+	SCRAM bool
 }
 
 // Broker is a running broker. Stop and Start restart it on the same ports
@@ -43,6 +62,9 @@ type Options struct {
 type Broker struct {
 	dir, libs      string
 	port, ctrlPort int
+	tlsPort        int // 0 without TLS
+	mtlsPort       int // 0 without a client CA
+	saslPort       int // 0 without SCRAM
 	opts           Options
 	cmd            *exec.Cmd
 	exited         chan struct{}
@@ -99,6 +121,21 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	if b.ctrlPort, err = freeport.Get(); err != nil {
 		return nil, err
 	}
+	if opts.TLS != nil {
+		if b.tlsPort, err = freeport.Get(); err != nil {
+			return nil, err
+		}
+		if opts.TLS.ClientCAPEM != nil {
+			if b.mtlsPort, err = freeport.Get(); err != nil {
+				return nil, err
+			}
+		}
+		if opts.TLS.SCRAM {
+			if b.saslPort, err = freeport.Get(); err != nil {
+				return nil, err
+			}
+		}
+	}
 	b.logPath = filepath.Join(b.dir, "broker.log")
 	if err := b.writeConfig(); err != nil {
 		b.Close()
@@ -142,6 +179,9 @@ func (b *Broker) writeConfig() error {
 		"num.partitions":                           "4",
 		"group.initial.rebalance.delay.ms":         "0",
 	}
+	if err := b.tlsConfig(cfg); err != nil {
+		return err
+	}
 	for k, v := range b.opts.Config {
 		cfg[k] = v
 	}
@@ -163,6 +203,46 @@ func (b *Broker) writeConfig() error {
 	return os.WriteFile(filepath.Join(b.dir, "log4j2.properties"), []byte(log4j), 0o644)
 }
 
+// tlsConfig adds the TLS listeners to cfg, and writes their key store
+// and trust store.
+func (b *Broker) tlsConfig(cfg map[string]string) error {
+	t := b.opts.TLS
+	if t == nil {
+		return nil
+	}
+	keystore := filepath.Join(b.dir, "keystore.pem")
+	if err := os.WriteFile(keystore, append(append([]byte{}, t.KeyPEM...), t.CertPEM...), 0o600); err != nil {
+		return err
+	}
+	add := func(name string, port int, protocol string) {
+		cfg["listeners"] += fmt.Sprintf(",%s://127.0.0.1:%d", name, port)
+		cfg["advertised.listeners"] += fmt.Sprintf(",%s://127.0.0.1:%d", name, port)
+		cfg["listener.security.protocol.map"] += "," + name + ":" + protocol
+	}
+	add("SSL", b.tlsPort, "SSL")
+	cfg["ssl.keystore.type"] = "PEM"
+	cfg["ssl.keystore.location"] = keystore
+	cfg["ssl.client.auth"] = "none"
+	if t.ClientCAPEM != nil {
+		truststore := filepath.Join(b.dir, "client-ca.pem")
+		if err := os.WriteFile(truststore, t.ClientCAPEM, 0o644); err != nil {
+			return err
+		}
+		add("MTLS", b.mtlsPort, "SSL")
+		cfg["listener.name.mtls.ssl.client.auth"] = "required"
+		cfg["listener.name.mtls.ssl.truststore.type"] = "PEM"
+		cfg["listener.name.mtls.ssl.truststore.location"] = truststore
+	}
+	if t.SCRAM {
+		add("SASL_SSL", b.saslPort, "SASL_SSL")
+		cfg["listener.name.sasl_ssl.sasl.enabled.mechanisms"] = "SCRAM-SHA-256,SCRAM-SHA-512"
+		for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
+			cfg["listener.name.sasl_ssl."+m+".sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+		}
+	}
+	return nil
+}
+
 func (b *Broker) java(args ...string) *exec.Cmd {
 	full := append([]string{
 		"-Xms" + b.opts.Heap, "-Xmx" + b.opts.Heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -176,6 +256,33 @@ func (b *Broker) java(args ...string) *exec.Cmd {
 
 // Addr is the broker's host:port.
 func (b *Broker) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
+
+// TLSAddr is the host:port of the TLS listener, or "" without
+// [Options.TLS].
+func (b *Broker) TLSAddr() string {
+	if b.tlsPort == 0 {
+		return ""
+	}
+	return fmt.Sprintf("127.0.0.1:%d", b.tlsPort)
+}
+
+// SASLAddr is the host:port of the SASL_SSL listener, or "" without
+// [TLSListener.SCRAM].
+func (b *Broker) SASLAddr() string {
+	if b.saslPort == 0 {
+		return ""
+	}
+	return fmt.Sprintf("127.0.0.1:%d", b.saslPort)
+}
+
+// MTLSAddr is the host:port of the TLS listener that requires a client
+// certificate, or "" without [TLSListener.ClientCAPEM].
+func (b *Broker) MTLSAddr() string {
+	if b.mtlsPort == 0 {
+		return ""
+	}
+	return fmt.Sprintf("127.0.0.1:%d", b.mtlsPort)
+}
 
 // Start starts a stopped broker on its ports with its data and waits until
 // it answers.
