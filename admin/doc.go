@@ -10,8 +10,10 @@
 //
 // The last four are the admin endpoints. With a token (Options.Token) they
 // need the header "Authorization: Bearer <token>" and answer 401 without
-// it; without one they answer only on a loopback address, and 403
-// elsewhere. GET /failed is among them because it shows event payloads.
+// it; without one they answer only on a loopback address (403 elsewhere),
+// and only requests that name a loopback host and carry no Origin header:
+// a web page open in a browser on the same machine reaches loopback too.
+// GET /failed is among them because it shows event payloads.
 //
 //	server.go    the listener, the routes, and the token rule
 //	handlers.go  the endpoints

@@ -59,7 +59,8 @@ func Listen(r Relay, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
 	s := &Server{relay: r, opts: opts, ln: ln, loopback: isLoopback(ln.Addr())}
-	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go func() { _ = s.srv.Serve(ln) }() // returns http.ErrServerClosed after Close
 	return s, nil
 }
@@ -96,8 +97,8 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		switch {
 		case s.opts.Token != "":
-			got, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) != 1 {
+			scheme, got, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="cdc-relay"`)
 				writeError(w, http.StatusUnauthorized, errors.New("this endpoint needs the header \"Authorization: Bearer <token>\" with the relay's --admin-token"))
 				return
@@ -105,9 +106,29 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		case !s.loopback:
 			writeError(w, http.StatusForbidden, errors.New("admin endpoints on a non-loopback address need a token: start the relay with --admin-token (or CDC_RELAY_ADMIN_TOKEN)"))
 			return
+		case req.Header.Get("Origin") != "" || !loopbackHost(req.Host):
+			// Without a token, loopback is the only proof of who asks; a web
+			// page in a browser on this machine can reach loopback too (a
+			// cross-site form, a rebound DNS name), and says so.
+			writeError(w, http.StatusForbidden, errors.New("admin endpoints without a token answer only requests to a loopback address that do not come from a web page: set --admin-token to call them otherwise"))
+			return
 		}
 		h(w, req)
 	}
+}
+
+// loopbackHost reports whether a request's Host names a loopback address
+// (localhost, 127.0.0.0/8, ::1), with or without a port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // isLoopback reports whether a listener's address is on loopback only.

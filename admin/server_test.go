@@ -153,3 +153,70 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("POST /failed/x/retry: %d, want 400", code)
 	}
 }
+
+// TestLoopbackWithoutTokenRefusesWebPages: without a token, a request that
+// a browser sends for a web page (an Origin header, or a Host that is not
+// loopback, as after DNS rebinding) is refused; a token's scheme is
+// case-insensitive.
+func TestLoopbackWithoutTokenRefusesWebPages(t *testing.T) {
+	for _, tt := range []struct {
+		name, token, header, value, host string
+		want                             int
+	}{
+		{"curl", "", "", "", "", http.StatusOK},
+		{"localhost", "", "", "", "localhost:9187", http.StatusOK},
+		{"a web page", "", "Origin", "https://evil.example", "", http.StatusForbidden},
+		{"rebound DNS name", "", "", "", "evil.example:9187", http.StatusForbidden},
+		{"bearer in lower case", "s3cret", "Authorization", "bearer s3cret", "", http.StatusOK},
+		{"basic", "s3cret", "Authorization", "Basic s3cret", "", http.StatusUnauthorized},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := serve(t, &fakeRelay{}, tt.token, true)
+			req, err := http.NewRequest("POST", ts.URL+"/pause", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.header != "" {
+				req.Header.Set(tt.header, tt.value)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("POST /pause: %d, want %d", resp.StatusCode, tt.want)
+			}
+		})
+	}
+}
+
+// TestListenKnowsLoopback: the rule follows the address really listened
+// on.
+func TestListenKnowsLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		addr     string
+		loopback bool
+	}{
+		{"127.0.0.1:0", true},
+		{"localhost:0", true},
+		{"[::1]:0", true},
+		{"0.0.0.0:0", false},
+		{":0", false},
+	} {
+		s, err := Listen(&fakeRelay{}, Options{Addr: tt.addr})
+		if err != nil {
+			t.Logf("listen on %s: %v (skipped)", tt.addr, err) // no IPv6 here
+			continue
+		}
+		if s.loopback != tt.loopback {
+			t.Errorf("listening on %s (%s): loopback %v, want %v", tt.addr, s.Addr(), s.loopback, tt.loopback)
+		}
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}

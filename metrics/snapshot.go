@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/jackc/pglogrepl"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,14 +14,14 @@ type Snapshot struct {
 	// InFlightEvents and InFlightBytes are what was read and is not yet
 	// delivered or parked.
 	InFlightEvents, InFlightBytes int64
-	// LagBytes is the server's WAL end, as last heard, less the confirmed
-	// position.
-	LagBytes uint64
+	// LagBytes is the server's WAL end less the slot's confirmed position,
+	// as last read; -1 when not known.
+	LagBytes int64
 	// LagSeconds is the time since the commit of the oldest transaction
 	// read whose events are not all delivered; 0 when nothing is in flight.
 	LagSeconds float64
 	// ConfirmedLSN is the position last confirmed to PostgreSQL.
-	ConfirmedLSN uint64
+	ConfirmedLSN pglogrepl.LSN
 	// Leader: this relay holds the slot's lock. Paused: reading is paused.
 	// Ready: see the relay's readiness.
 	Leader, Paused, Ready bool
@@ -40,10 +41,10 @@ var (
 	descProduced    = desc("cdc_relay_events_produced_total", "Events of the stream that Kafka acknowledged.")
 	descInFlight    = desc("cdc_relay_in_flight_events", "Events read and not yet delivered or parked.")
 	descInFlightB   = desc("cdc_relay_in_flight_bytes", "Bytes of the events read and not yet delivered or parked.")
-	descLagBytes    = desc("cdc_relay_replication_lag_bytes", "The server's WAL end, as last heard, less the position confirmed to PostgreSQL.")
+	descLagBytes    = desc("cdc_relay_replication_lag_bytes", "WAL written after the slot's confirmed position, as last read (every 5 s).")
 	descLagSeconds  = desc("cdc_relay_replication_lag_seconds", "Time since the commit of the oldest transaction read whose events are not all delivered; 0 when nothing is in flight.")
 	descConfirmed   = desc("cdc_relay_confirmed_lsn", "The WAL position last confirmed to PostgreSQL, as a number.")
-	descLeader      = desc("cdc_relay_leader", "1 while this relay holds the slot's lock and streams it, else 0.")
+	descLeader      = desc("cdc_relay_leader", "1 while this relay holds the slot's lock (it leads the slot), else 0.")
 	descPaused      = desc("cdc_relay_paused", "1 while reading the slot is paused (POST /pause), else 0.")
 	descReady       = desc("cdc_relay_ready", "1 while the relay is ready (as /readyz), else 0.")
 	descWALRetained = desc("cdc_relay_slot_wal_retained_bytes", "WAL the replication slot keeps on the server, as last checked.")
@@ -71,7 +72,9 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descProduced, float64(s.EventsProduced))
 	gauge(descInFlight, float64(s.InFlightEvents))
 	gauge(descInFlightB, float64(s.InFlightBytes))
-	gauge(descLagBytes, float64(s.LagBytes))
+	if s.LagBytes >= 0 {
+		gauge(descLagBytes, float64(s.LagBytes))
+	}
 	gauge(descLagSeconds, s.LagSeconds)
 	gauge(descConfirmed, float64(s.ConfirmedLSN))
 	gauge(descLeader, b2f(s.Leader))

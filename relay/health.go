@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -21,48 +22,90 @@ const (
 // watchHealth checks that PostgreSQL and Kafka answer every reachInterval,
 // and reads the slot and the status table every statsInterval, until ctx
 // ends. A broker that goes away makes the relay not ready within
-// reachInterval+reachTimeout.
+// reachInterval+reachTimeout. PostgreSQL is pinged on a connection of its
+// own, so that a pool busy with the stream's work is not taken for a
+// server that does not answer; the reading, which may be slow on a large
+// status table, runs apart so that it never delays the checks.
 func (r *Relay) watchHealth(ctx context.Context, pool *pgxpool.Pool, snk *sink.Sink) {
-	reach := time.NewTicker(reachInterval)
-	defer reach.Stop()
-	nextStats := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.readStats(ctx, pool)
+	}()
+	defer func() { <-done }()
+
+	var conn *pgx.Conn // the check's own; nil until connected
+	defer func() {
+		if conn != nil {
+			_ = conn.Close(context.Background())
+		}
+	}()
+	tick := time.NewTicker(reachInterval)
+	defer tick.Stop()
 	for {
-		pgErr, kafkaErr := checkReach(ctx, pool, snk)
+		cctx, cancel := context.WithTimeout(ctx, reachTimeout)
+		kafka := make(chan error, 1)
+		go func() { kafka <- snk.Ping(cctx) }()
+		var pgErr, kafkaErr string
+		if err := pingPostgres(cctx, pool, &conn); err != nil {
+			pgErr = err.Error()
+		}
+		if err := <-kafka; err != nil {
+			kafkaErr = err.Error()
+		}
+		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		r.state.reachable(pgErr, kafkaErr)
-		if pgErr == "" && !time.Now().Before(nextStats) {
-			nextStats = time.Now().Add(statsInterval)
-			sctx, cancel := context.WithTimeout(ctx, reachTimeout)
-			db, err := ReadDatabaseStats(sctx, pool, r.cfg)
-			cancel()
-			if err == nil {
-				r.state.setDatabase(db)
-			} else if ctx.Err() == nil {
-				r.log.Debug("could not read the slot's and the status table's figures", "err", err)
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-reach.C:
+		case <-tick.C:
 		}
 	}
 }
 
-// checkReach pings PostgreSQL and Kafka at once; an empty string means it
-// answered.
-func checkReach(ctx context.Context, pool *pgxpool.Pool, snk *sink.Sink) (pgErr, kafkaErr string) {
-	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
-	defer cancel()
-	kafka := make(chan error, 1)
-	go func() { kafka <- snk.Ping(ctx) }()
-	if err := pool.Ping(ctx); err != nil {
-		pgErr = err.Error()
+// pingPostgres pings PostgreSQL on *conn, connecting it first (with the
+// pool's settings) if it is nil, and dropping it after an error so that the
+// next check connects anew.
+func pingPostgres(ctx context.Context, pool *pgxpool.Pool, conn **pgx.Conn) error {
+	if *conn == nil {
+		c, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+		if err != nil {
+			return err
+		}
+		*conn = c
 	}
-	if err := <-kafka; err != nil {
-		kafkaErr = err.Error()
+	if err := (*conn).Ping(ctx); err != nil {
+		_ = (*conn).Close(context.Background())
+		*conn = nil
+		return err
 	}
-	return pgErr, kafkaErr
+	return nil
+}
+
+// readStats reads the slot and the status table every statsInterval until
+// ctx ends.
+func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
+	tick := time.NewTicker(statsInterval)
+	defer tick.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, statsInterval)
+		db, err := ReadDatabaseStats(sctx, pool, r.cfg)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			r.state.setDatabase(db)
+		default:
+			r.log.Debug("could not read the slot's and the status table's figures", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -217,8 +217,13 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	case sink.ProducerRefused(err) && p.stop != nil:
 		// Every record would fail so: the event stays in flight, and the
 		// session ends for the operator to fix the cause.
-		p.stop(fatalError{fmt.Errorf("Kafka refuses the relay's producer (%w): "+
-			"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster, and check its credentials", err)})
+		if sink.AuthFailed(err) {
+			p.stop(fatalError{fmt.Errorf("Kafka refuses the relay's connection (%w): "+
+				"check the --kafka-tls-* and --kafka-sasl-* settings against the brokers' listener", err)})
+		} else {
+			p.stop(fatalError{fmt.Errorf("Kafka refuses the relay's producer (%w): "+
+				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
+		}
 	case !it.alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= sink.BatchMaxBytes:
 		// The broker refused the batch the record was in (a topic whose
 		// max.message.bytes is below the batch size, another record's

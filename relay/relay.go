@@ -50,6 +50,9 @@ func New(cfg Config) (*Relay, error) {
 	if err := replication.ValidSlotName(cfg.Slot); err != nil {
 		return nil, fmt.Errorf("%w: choose another --slot", err)
 	}
+	if _, err := pgxpool.ParseConfig(cfg.PostgresURL); err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
+	}
 	r := &Relay{cfg: cfg, log: cfg.Logger}
 	r.metrics = metrics.New(cfg.Version, r.snapshot)
 	return r, nil
@@ -193,6 +196,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		store:    checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable),
 		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)}
 	r.failures.Store(rn.failures)
+	defer r.failures.Store(nil) // the pool closes with Run
 	backoff := time.Second
 	for {
 		began := time.Now()
@@ -209,6 +213,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			log.Info("relay stopped", "events", rn.count.events.Load(), "failed", rn.count.failed.Load())
 			return nil
 		case errors.As(err, new(fatalError)):
+			r.state.sessionFailed(err)
 			return err
 		}
 		if err != nil {
@@ -455,6 +460,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 		OnConfirm: func(lsn pglogrepl.LSN) { r.state.confirmed.Store(uint64(lsn)) },
 	}, p.handle)
 	r.state.streaming.Store(false)
+	r.state.confirmed.Store(0) // the slot's, from now on
 	cancelProduce()
 	stopProgress()
 	stopWatch()

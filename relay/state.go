@@ -71,7 +71,7 @@ type state struct {
 	role      atomic.Pointer[string]
 	streaming atomic.Bool
 	tracker   atomic.Pointer[checkpoint.Tracker] // the session's, while one streams
-	confirmed atomic.Uint64
+	confirmed atomic.Uint64                      // by the leader's stream; 0 when it does not stream
 
 	mu        sync.Mutex
 	lastErr   string
@@ -123,10 +123,11 @@ func (s *state) setDatabase(db DatabaseStats) {
 // Status reports the relay's state now.
 func (r *Relay) Status() Status {
 	s := &r.state
+	leading := s.getRole() == RoleLeader && s.confirmed.Load() != 0
 	st := Status{
 		Version: r.cfg.Version, Role: s.getRole(), Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
 		Slot: r.cfg.Slot, Table: r.cfg.Mapping.Schema + "." + r.cfg.Mapping.Table,
-		ConfirmedLSN: pglogrepl.LSN(s.confirmed.Load()).String(),
+		ConfirmedLSN: pglogrepl.LSN(0).String(),
 		LagBytes:     -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
 		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
 	}
@@ -141,19 +142,19 @@ func (r *Relay) Status() Status {
 	st.PostgresError, st.KafkaError = s.pgErr, s.kafkaErr
 	checked := s.checked
 	if s.dbOK {
+		// Both ends of the lag from one reading: a fresh confirmed
+		// position against a WAL end read seconds ago would understate it.
 		db := s.db
 		st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
 		st.LagBytes = db.LagBytes()
-		if st.Role == RoleLeader && s.confirmed.Load() != 0 {
-			// The leader knows its confirmed position better than the
-			// slot's last reading.
-			st.LagBytes = max(0, int64(db.WALEnd)-int64(s.confirmed.Load()))
-		}
-		if s.confirmed.Load() == 0 && db.SlotExists {
+		if !leading && db.SlotExists {
 			st.ConfirmedLSN = db.Confirmed.String()
 		}
 	}
 	s.mu.Unlock()
+	if leading {
+		st.ConfirmedLSN = pglogrepl.LSN(s.confirmed.Load()).String()
+	}
 	st.NotReady = notReady(st, checked)
 	st.Ready = st.NotReady == ""
 	return st
@@ -187,11 +188,12 @@ func notReady(st Status, checked bool) string {
 // snapshot is the metrics' view of Status.
 func (r *Relay) snapshot() metrics.Snapshot {
 	st := r.Status()
+	confirmed, _ := pglogrepl.ParseLSN(st.ConfirmedLSN)
 	return metrics.Snapshot{
 		EventsRead: st.EventsRead, EventsProduced: st.EventsProduced,
 		InFlightEvents: st.InFlightEvents, InFlightBytes: st.InFlightBytes,
-		LagBytes: uint64(max(0, st.LagBytes)), LagSeconds: st.LagSeconds,
-		ConfirmedLSN: r.state.confirmed.Load(),
+		LagBytes: st.LagBytes, LagSeconds: st.LagSeconds,
+		ConfirmedLSN: confirmed,
 		Leader:       st.Role == RoleLeader, Paused: st.Paused, Ready: st.Ready,
 		SlotWALRetained: st.WALRetainedBytes, Failed: st.Failed, Dead: st.Dead,
 	}

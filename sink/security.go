@@ -110,13 +110,13 @@ func (s *Sink) ping(ctx context.Context) error {
 }
 
 // AuthFailed reports whether err says that the brokers refuse the client
-// for its TLS or SASL configuration ([TLSFailed], [SASLFailed]), or closed
-// a new connection at once, as a broker does to a client that does not
-// speak TLS or SASL where it must (franz-go's [kgo.ErrFirstReadEOF]).
-// Retrying does not help until the configuration changes.
+// for its TLS or SASL configuration ([TLSFailed], [SASLFailed]). Retrying
+// does not help until the configuration changes. A new connection closed
+// at once (franz-go's [kgo.ErrFirstReadEOF]) is not counted: a broker does
+// that to a client without the TLS or SASL it expects, but so does a load
+// balancer whose brokers are down, which retrying does cure.
 func AuthFailed(err error) bool {
-	var eof *kgo.ErrFirstReadEOF
-	return TLSFailed(err) || SASLFailed(err) || errors.As(err, &eof)
+	return TLSFailed(err) || SASLFailed(err)
 }
 
 // TLSFailed reports whether err is a TLS handshake that failed for its

@@ -237,7 +237,7 @@ func TestAuthFailed(t *testing.T) {
 		{fmt.Errorf("unable to dial: %w", &tls.CertificateVerificationError{Err: errors.New("x509: certificate signed by unknown authority")}), true, false, true},
 		{&net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}, true, false, true},
 		{tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, true, false, true},
-		{&kgo.ErrFirstReadEOF{}, false, false, true},
+		{&kgo.ErrFirstReadEOF{}, false, false, false}, // also a load balancer with no broker behind it
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, false, false, false},
 		{io.EOF, false, false, false},
 		{kerr.ClusterAuthorizationFailed, false, false, false},

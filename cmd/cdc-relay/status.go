@@ -81,7 +81,10 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
 		return err
 	}
-	st, askErr := c.ask(ctx)
+	st, askErr := relay.Status{}, errors.New("--metrics-addr is empty")
+	if c.addr != "" {
+		st, askErr = c.ask(ctx)
+	}
 	if askErr != nil {
 		if c.postgresURL == "" {
 			return fmt.Errorf("no relay answers at %s (%w): give the relay's --metrics-addr, or --postgres-url to read the database instead", c.addr, askErr)
@@ -184,8 +187,8 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 	}
 	fmt.Fprintf(w, "  slot        %s, table %s, confirmed %s\n", st.Slot, st.Table, st.ConfirmedLSN)
 	lag := "lag " + bytesText(st.LagBytes)
-	if st.Role != relay.RoleNone {
-		lag += fmt.Sprintf(", %s behind the oldest event in flight", (time.Duration(st.LagSeconds * float64(time.Second))).Round(time.Millisecond))
+	if st.Role != relay.RoleNone && st.InFlightEvents > 0 {
+		lag += fmt.Sprintf(", the oldest event in flight committed %s ago", (time.Duration(st.LagSeconds * float64(time.Second))).Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "  wal         %s; the slot keeps %s\n", lag, bytesText(st.WALRetainedBytes))
 	if st.Role != relay.RoleNone {
