@@ -123,9 +123,10 @@ func (s *state) setDatabase(db DatabaseStats) {
 // Status reports the relay's state now.
 func (r *Relay) Status() Status {
 	s := &r.state
-	leading := s.getRole() == RoleLeader && s.confirmed.Load() != 0
+	role, confirmed := s.getRole(), pglogrepl.LSN(s.confirmed.Load())
+	leading := role == RoleLeader && confirmed != 0 // else the slot's position is the one to report
 	st := Status{
-		Version: r.cfg.Version, Role: s.getRole(), Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
+		Version: r.cfg.Version, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
 		Slot: r.cfg.Slot, Table: r.cfg.Mapping.Schema + "." + r.cfg.Mapping.Table,
 		ConfirmedLSN: pglogrepl.LSN(0).String(),
 		LagBytes:     -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
@@ -153,7 +154,7 @@ func (r *Relay) Status() Status {
 	}
 	s.mu.Unlock()
 	if leading {
-		st.ConfirmedLSN = pglogrepl.LSN(s.confirmed.Load()).String()
+		st.ConfirmedLSN = confirmed.String()
 	}
 	st.NotReady = notReady(st, checked)
 	st.Ready = st.NotReady == ""
