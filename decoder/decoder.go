@@ -3,6 +3,7 @@ package decoder
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,6 +109,7 @@ type Relation struct {
 
 // PostgreSQL type OIDs the decoder checks column types against.
 const (
+	oidBytea       = 17
 	oidInt8        = 20
 	oidTimestamp   = 1114
 	oidTimestamptz = 1184
@@ -121,10 +123,13 @@ type relation struct {
 	// Column indexes by role; -1 when the table lacks the column.
 	id, key, payload, topic, headers, ts int
 	tsType                               uint32
-	headerCols                           []int
-	headerNames                          []string
-	template                             []templatePart // column parts resolved in templateCols
-	templateCols                         []int
+	// keyBytes and payloadBytes say the key or payload column is bytea:
+	// its text form (\x and hex) is decoded to the bytes themselves.
+	keyBytes, payloadBytes bool
+	headerCols             []int
+	headerNames            []string
+	template               []templatePart // column parts resolved in templateCols
+	templateCols           []int
 	// poison, when set, is the reason every row of the relation is parked:
 	// its columns did not fit the mapping. noTopic says the rows lack a
 	// required column: their parked copies get no topic.
@@ -340,6 +345,8 @@ func (d *Decoder) resolve(rel *relation, names []string, types []uint32) *Mappin
 	rel.mapped = true
 	rel.key = need("record key", d.m.KeyColumn)
 	rel.payload = need("payload", d.m.PayloadColumn)
+	rel.keyBytes = rel.key >= 0 && types[rel.key] == oidBytea
+	rel.payloadBytes = rel.payload >= 0 && types[rel.payload] == oidBytea
 	rel.id = index(d.m.IDColumn)
 	rel.topic = index(d.m.TopicColumn)
 	rel.headers = index(d.m.HeadersColumn)
@@ -521,6 +528,14 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 	ev.CommitLSN = d.commitLSN
 	ev.Key = r.col(rel.key).data
 	ev.Value = r.col(rel.payload).data
+	var bytesErr error // a bytea column that is not hex: parked, with the rest decoded
+	if rel.keyBytes {
+		ev.Key, bytesErr = unhex(ev.Key, d.m.KeyColumn)
+	}
+	if rel.payloadBytes && bytesErr == nil {
+		ev.Value, bytesErr = unhex(ev.Value, d.m.PayloadColumn)
+	}
+	msg.Poison = bytesErr
 
 	nh := len(rel.headerCols)
 	id := r.col(rel.id)
@@ -541,7 +556,10 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 	}
 	if h := r.col(rel.headers); !h.null {
 		var err error
-		if ev.Headers, err = appendJSONHeaders(ev.Headers, h.data); err != nil {
+		// The relay's own headers (id, the header columns) win over a key
+		// of the same name in the headers column: the record carries each
+		// name once.
+		if ev.Headers, err = appendJSONHeaders(ev.Headers, len(ev.Headers), h.data); err != nil {
 			msg.Poison = fmt.Errorf("headers column %q: %w", d.m.HeadersColumn, err)
 		}
 	}
@@ -585,10 +603,10 @@ func (d *Decoder) render(rel *relation, r *row) (string, error) {
 	return d.topics.get(buf)
 }
 
-// appendJSONHeaders adds each key of a JSON object as a header. String
-// values are sent unquoted; null as a null header; anything else as its JSON
-// text.
-func appendJSONHeaders(hs []Header, obj []byte) ([]Header, error) {
+// appendJSONHeaders adds each key of a JSON object as a header, except
+// the keys already among hs[:own]. String values are sent unquoted; null as
+// a null header; anything else as its JSON text.
+func appendJSONHeaders(hs []Header, own int, obj []byte) ([]Header, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(obj, &m); err != nil {
 		return hs, fmt.Errorf("not a JSON object: %w", err)
@@ -598,7 +616,11 @@ func appendJSONHeaders(hs []Header, obj []byte) ([]Header, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	mine := hs[:own:own]
 	for _, k := range keys {
+		if slices.ContainsFunc(mine, func(h Header) bool { return h.Key == k }) {
+			continue
+		}
 		raw := m[k]
 		var v []byte
 		switch {
@@ -705,4 +727,22 @@ func parseUTC(b []byte) (time.Time, bool) {
 func pgTime(micros int64) time.Time {
 	const unixTo2000 = 946684800 // seconds from the Unix epoch to 2000-01-01
 	return time.UnixMicro(micros + unixTo2000*1e6)
+}
+
+// unhex decodes, in place, a bytea column's text form (\x followed by hex,
+// PostgreSQL's bytea_output = hex, which the relay's replication
+// connection sets) to the bytes it stands for: a Protobuf or Avro payload
+// is sent as itself. data must be the event's own copy.
+func unhex(data []byte, column string) ([]byte, error) {
+	if data == nil {
+		return nil, nil
+	}
+	if len(data) < 2 || data[0] != '\\' || data[1] != 'x' {
+		return data, fmt.Errorf("bytea column %q is not in hex form (\\x…): set bytea_output = hex for the relay's role", column)
+	}
+	n, err := hex.Decode(data, data[2:]) // each byte written is behind the two read
+	if err != nil {
+		return data, fmt.Errorf("bytea column %q: %w", column, err)
+	}
+	return data[:n:n], nil
 }

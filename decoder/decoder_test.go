@@ -590,3 +590,71 @@ func TestBeginCarriesTheCommitTime(t *testing.T) {
 		t.Errorf("commit time %s, want %s", m.CommitTime, want)
 	}
 }
+
+// TestHeadersColumnDoesNotRepeatTheRelaysHeaders: a key of the headers
+// column named like one of the relay's own headers (id, a header column)
+// is left out: the record carries each name once, the relay's value.
+func TestHeadersColumnDoesNotRepeatTheRelaysHeaders(t *testing.T) {
+	d, err := New(DefaultMapping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDecode(t, d, relationMsg(1, "public", "outbox", outboxCols))
+	mustDecode(t, d, beginMsg(0x10))
+	m := mustDecode(t, d, insertMsg(1, s("row-id"), s("order"), s("o-1"), s("OrderPlaced"), nil, s(`{}`),
+		s(`{"id": "spoofed", "event_type": "Other", "trace": "t-1"}`), nil))
+	if m.Poison != nil {
+		t.Fatal(m.Poison)
+	}
+	count := map[string]int{}
+	for _, h := range m.Event.Headers {
+		count[h.Key]++
+	}
+	for k, n := range count {
+		if n != 1 {
+			t.Errorf("header %q appears %d times: %v", k, n, m.Event.Headers)
+		}
+	}
+	if got := headerMap(m.Event.Headers); got["id"] != "row-id" || got["event_type"] != "OrderPlaced" || got["trace"] != "t-1" {
+		t.Errorf("headers %v: want the row's id and event_type, and trace from the headers column", got)
+	}
+}
+
+// TestByteaKeyAndPayloadAreTheirBytes: a bytea key or payload arrives as
+// the bytes it holds (a Protobuf message), not as PostgreSQL's \x hex text;
+// text that is not hex makes the row poison, naming the column.
+func TestByteaKeyAndPayloadAreTheirBytes(t *testing.T) {
+	cols := append([]col(nil), outboxCols...)
+	cols[2] = col{"aggregate_id", oidBytea}
+	cols[5] = col{"payload", oidBytea}
+	d, err := New(DefaultMapping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDecode(t, d, relationMsg(1, "public", "outbox", cols))
+	mustDecode(t, d, beginMsg(0x10))
+	proto := []byte{0x0a, 0x03, 'f', 'o', 'o', 0x10, 0x96, 0x01, 0x00, 0xff}
+	m := mustDecode(t, d, insertMsg(1, s("id"), s("order"), s(`\x6b31`), s("X"), nil, s(`\x`+hexOf(proto)), nil, nil))
+	if m.Poison != nil {
+		t.Fatal(m.Poison)
+	}
+	if string(m.Event.Value) != string(proto) || string(m.Event.Key) != "k1" {
+		t.Errorf("value %x key %q, want %x and k1", m.Event.Value, m.Event.Key, proto)
+	}
+	if m := mustDecode(t, d, insertMsg(1, s("id"), s("order"), s(`\x6b31`), s("X"), nil, s(`\xzz`), nil, nil)); m.Poison == nil ||
+		!strings.Contains(m.Poison.Error(), `"payload"`) {
+		t.Errorf("a payload that is not hex: poison %v, want one naming the column", m.Poison)
+	}
+	if m := mustDecode(t, d, insertMsg(1, s("id"), s("order"), nil, s("X"), nil, s(`\x00`), nil, nil)); m.Poison != nil || m.Event.Key != nil {
+		t.Errorf("a NULL bytea key: key %q poison %v, want nil and none", m.Event.Key, m.Poison)
+	}
+}
+
+func hexOf(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}

@@ -23,10 +23,10 @@ func (d *Decoder) Rows(names []string, types []uint32) (*Rows, error) {
 }
 
 // Decode returns the event for one row: values[i] is column i in the text
-// format PostgreSQL sends with TimeZone=UTC and DateStyle=ISO, nil for
-// NULL. commitLSN becomes Event.CommitLSN. The event's byte slices are
-// copies; its Headers slice is reused by the next Decode, as with
-// [Decoder.Decode].
+// format PostgreSQL sends with TimeZone=UTC, DateStyle=ISO and
+// bytea_output=hex, nil for NULL. commitLSN becomes Event.CommitLSN. The
+// event's byte slices are copies; its Headers slice is reused by the next
+// Decode, as with [Decoder.Decode].
 func (r *Rows) Decode(values [][]byte, commitLSN uint64) Message {
 	n := 0
 	for _, v := range values {

@@ -204,7 +204,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 
 // outboxReader reads the mapped outbox table's rows by the timestamp
 // column, in the text format the decoder reads (TimeZone=UTC,
-// DateStyle=ISO).
+// DateStyle=ISO, bytea_output=hex).
 type outboxReader struct {
 	conn  *pgconn.PgConn
 	table string // quoted
@@ -221,6 +221,7 @@ func newOutboxReader(ctx context.Context, cfg Config, since time.Time) (*outboxR
 	}
 	pgCfg.RuntimeParams["TimeZone"] = "UTC"
 	pgCfg.RuntimeParams["DateStyle"] = "ISO"
+	pgCfg.RuntimeParams["bytea_output"] = "hex"
 	conn, err := pgconn.ConnectConfig(ctx, pgCfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)

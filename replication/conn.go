@@ -33,6 +33,7 @@ func Connect(ctx context.Context, url, appName string, timeout time.Duration) (*
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["TimeZone"] = "UTC"
 	cfg.RuntimeParams["DateStyle"] = "ISO"
+	cfg.RuntimeParams["bytea_output"] = "hex" // what the decoder turns back into bytes
 	if appName != "" {
 		cfg.RuntimeParams["application_name"] = appName
 	}
