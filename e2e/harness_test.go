@@ -488,9 +488,9 @@ func (e *env) readAll(topic string) []*kgo.Record {
 	return e.readN(topic, int(total), 60*time.Second)
 }
 
-// readN reads topic from the start until n records arrived; it fails the
-// test after timeout.
-func (e *env) readN(topic string, n int, timeout time.Duration) []*kgo.Record {
+// fromStart returns a client that consumes topic from its start, reaching
+// the broker as e.kafkaOpts say; the caller closes it.
+func (e *env) fromStart(topic string) *kgo.Client {
 	e.t.Helper()
 	opts := []kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100 * time.Millisecond),
@@ -499,6 +499,14 @@ func (e *env) readN(topic string, n int, timeout time.Duration) []*kgo.Record {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return cl
+}
+
+// readN reads topic from the start until n records arrived; it fails the
+// test after timeout.
+func (e *env) readN(topic string, n int, timeout time.Duration) []*kgo.Record {
+	e.t.Helper()
+	cl := e.fromStart(topic)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

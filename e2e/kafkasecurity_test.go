@@ -157,13 +157,7 @@ func (e *env) runSecuritySteps(steps []securityStep, secrets ...string) {
 // fails the test after timeout.
 func (e *env) readKey(topic, key string, timeout time.Duration) {
 	e.t.Helper()
-	opts := []kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100 * time.Millisecond),
-		kgo.FetchMaxWait(200 * time.Millisecond)}
-	cl, err := kgo.NewClient(append(opts, e.kafkaOpts...)...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	cl := e.fromStart(topic)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

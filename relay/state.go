@@ -122,14 +122,22 @@ func (s *state) setDatabase(db DatabaseStats) {
 
 // Status reports the relay's state now.
 func (r *Relay) Status() Status {
+	st, _ := r.status()
+	return st
+}
+
+// status is Status, and the confirmed position it reports as a number.
+func (r *Relay) status() (Status, pglogrepl.LSN) {
 	s := &r.state
 	role, confirmed := s.getRole(), pglogrepl.LSN(s.confirmed.Load())
-	leading := role == RoleLeader && confirmed != 0 // else the slot's position is the one to report
+	leading := role == RoleLeader && confirmed != 0
+	if !leading {
+		confirmed = 0 // the slot's, once read
+	}
 	st := Status{
 		Version: r.cfg.Version, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
 		Slot: r.cfg.Slot, Table: r.cfg.Mapping.Schema + "." + r.cfg.Mapping.Table,
-		ConfirmedLSN: pglogrepl.LSN(0).String(),
-		LagBytes:     -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
+		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
 		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
 	}
 	if t := s.tracker.Load(); t != nil {
@@ -149,16 +157,14 @@ func (r *Relay) Status() Status {
 		st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
 		st.LagBytes = db.LagBytes()
 		if !leading && db.SlotExists {
-			st.ConfirmedLSN = db.Confirmed.String()
+			confirmed = db.Confirmed
 		}
 	}
 	s.mu.Unlock()
-	if leading {
-		st.ConfirmedLSN = confirmed.String()
-	}
+	st.ConfirmedLSN = confirmed.String()
 	st.NotReady = notReady(st, checked)
 	st.Ready = st.NotReady == ""
-	return st
+	return st, confirmed
 }
 
 // notReady says why a relay in state st is not ready, or "" when it is: a
@@ -188,8 +194,7 @@ func notReady(st Status, checked bool) string {
 
 // snapshot is the metrics' view of Status.
 func (r *Relay) snapshot() metrics.Snapshot {
-	st := r.Status()
-	confirmed, _ := pglogrepl.ParseLSN(st.ConfirmedLSN)
+	st, confirmed := r.status()
 	return metrics.Snapshot{
 		EventsRead: st.EventsRead, EventsProduced: st.EventsProduced,
 		InFlightEvents: st.InFlightEvents, InFlightBytes: st.InFlightBytes,

@@ -116,3 +116,75 @@ func TestStreamTimeout(t *testing.T) {
 		})
 	}
 }
+
+// pauser is a pause switch that stays paused.
+type pauser struct{}
+
+func (pauser) Paused() bool { return true }
+func (pauser) WaitResumed(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestStopWhilePaused: a paused stream reads nothing, not even a
+// committed insert, keeps the connection alive with status updates, and
+// a stop ends it cleanly within a status interval or so.
+func TestStopWhilePaused(t *testing.T) {
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE TABLE t (id int); CREATE PUBLICATION p FOR TABLE t"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := replication.Connect(ctx, pg.URL("postgres"), "test", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	start, err := conn.CreateSlot(ctx, "paused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	tr := &tracker{}
+	tr.safe.Store(uint64(start))
+	sctx, stop := context.WithCancel(ctx)
+	var got atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		done <- conn.Stream(sctx, replication.Options{Slot: "paused", Publication: "p", Tracker: tr, Pause: pauser{},
+			StatusInterval: 200 * time.Millisecond, StopTimeout: 5 * time.Second, Timeout: 5 * time.Second},
+			func(pglogrepl.LSN, []byte) error { got.Add(1); return nil })
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if active, err := replication.SlotActive(ctx, admin, "paused"); err != nil {
+			t.Fatal(err)
+		} else if active {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream did not start within 10s")
+		}
+	}
+	time.Sleep(time.Second) // a window in which an unpaused stream would read the insert
+	stop()
+	began := time.Now()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("a stop while paused: %v, want a clean stop", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a stop while paused did not end the stream within 5s")
+	}
+	if n := got.Load(); n != 0 {
+		t.Errorf("a paused stream handed on %d messages", n)
+	}
+	t.Logf("stopped %s after the stop began", time.Since(began).Round(time.Millisecond))
+}

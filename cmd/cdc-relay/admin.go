@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 	"syscall"
 
 	"github.com/cdc-relay/cdc-relay/admin"
@@ -34,22 +32,9 @@ func (a *adminFlags) register(fs *flag.FlagSet) {
 }
 
 // finish reads the token file, if any.
-func (a *adminFlags) finish() error {
-	if a.tokenFile == "" {
-		return nil
-	}
-	if a.token != "" {
-		return usageError{"both --admin-token and --admin-token-file are set (on the command line or in the environment): set one"}
-	}
-	b, err := os.ReadFile(a.tokenFile)
-	if err != nil {
-		return usageError{fmt.Sprintf("--admin-token-file: %v", err)}
-	}
-	a.token = strings.TrimSpace(string(b))
-	if a.token == "" {
-		return usageError{fmt.Sprintf("--admin-token-file %q is empty", a.tokenFile)}
-	}
-	return nil
+func (a *adminFlags) finish() (err error) {
+	a.token, err = valueOrFile("admin-token", a.token, a.tokenFile, "the admin token")
+	return err
 }
 
 // serve starts the endpoints of rel, or returns nil, nil when --metrics-addr

@@ -23,24 +23,34 @@ func registerPostgresURLFile(fs *flag.FlagSet, file *string) {
 
 // postgresURLFrom returns the connection string a command was given: url
 // (--postgres-url or CDC_RELAY_POSTGRES_URL), or else the trimmed contents
-// of file (--postgres-url-file or CDC_RELAY_POSTGRES_URL_FILE). Both set,
-// wherever each comes from, is a usage error: neither silently wins. It
-// returns "" when neither is set; the caller says what is required. An
-// error never holds the file's contents.
+// of file (--postgres-url-file or CDC_RELAY_POSTGRES_URL_FILE); see
+// valueOrFile.
 func postgresURLFrom(url, file string) (string, error) {
+	return valueOrFile("postgres-url", url, file, "the PostgreSQL connection string")
+}
+
+// valueOrFile returns a secret given either as the value of flag --name
+// (or its environment variable) or as the contents of the file that
+// --name-file names, white space around it trimmed. Both set, wherever
+// each comes from, is a usage error: neither silently wins. It returns ""
+// when neither is set; the caller says what is required. An error never
+// holds the file's contents; what says what the file must hold.
+func valueOrFile(name, value, file, what string) (string, error) {
 	if file == "" {
-		return url, nil
+		return value, nil
 	}
-	if url != "" {
-		return "", usageError{"both --postgres-url and --postgres-url-file are set (on the command line or as CDC_RELAY_POSTGRES_URL and CDC_RELAY_POSTGRES_URL_FILE): set one"}
+	fileFlag := name + "-file"
+	if value != "" {
+		return "", usageError{fmt.Sprintf("both --%s and --%s are set (on the command line or as %s and %s): set one",
+			name, fileFlag, envName(name), envName(fileFlag))}
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", usageError{fmt.Sprintf("--postgres-url-file: %v", err)}
+		return "", usageError{fmt.Sprintf("--%s: %v", fileFlag, err)}
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
-		return "", usageError{fmt.Sprintf("--postgres-url-file %q is empty: it must hold the PostgreSQL connection string", file)}
+		return "", usageError{fmt.Sprintf("--%s %q is empty: it must hold %s", fileFlag, file, what)}
 	}
 	return s, nil
 }
