@@ -16,7 +16,8 @@ type Mapping struct {
 	// IDColumn is the event id, sent as header "id" (the consumer's
 	// deduplication key). Optional: used when the table has it.
 	IDColumn string
-	// KeyColumn is the record key. Required.
+	// KeyColumn is the record key. Optional: without it records have no
+	// key, and Kafka spreads them over the topic's partitions.
 	KeyColumn string
 	// PayloadColumn is the record value, bytes exactly as PostgreSQL renders
 	// them. Required.
@@ -35,6 +36,14 @@ type Mapping struct {
 	// TopicTemplate builds the topic when TopicColumn is absent or null;
 	// {column} is replaced by that column's value.
 	TopicTemplate string
+	// TagsColumn is the column Routes match: a text[] of "key=value" or
+	// "key" tags, or a jsonb array of such strings or a jsonb object (each
+	// key a tag). Required with Routes, unused without.
+	TagsColumn string
+	// Routes, when set, take the place of TopicColumn and TopicTemplate:
+	// an event goes to the topic of every route it matches, one copy per
+	// topic, and an event that matches none goes nowhere.
+	Routes []Route
 	// AllowedTopics is a Go regular expression that an event's whole topic
 	// must match; an event for any other topic is poison. Empty allows
 	// every topic that does not start with "_" or "connect-" (Kafka's
@@ -42,6 +51,17 @@ type Mapping struct {
 	// _schemas, connect-configs), so that a role that may insert into the
 	// outbox cannot write them.
 	AllowedTopics string
+}
+
+// Route sends the events whose tags match it to Topic. A route with both
+// lists matches when both match.
+type Route struct {
+	// Topic is the topic the matching events go to.
+	Topic string
+	// RequiredTags match when every one of them is among the event's tags.
+	RequiredTags []string
+	// AnyOfTags match when at least one of them is among the event's tags.
+	AnyOfTags []string
 }
 
 // DefaultMapping is the layout that `cdc-relay migrate` creates:

@@ -1,0 +1,12 @@
+// Package writeback writes a delivery's outcome back to the outbox row the
+// event came from, for teams whose dashboards and runbooks read a status
+// column of their own: after Kafka acknowledged the event, the row's status
+// becomes the delivered value and its timestamp column now; after the event
+// was parked, the failed value and the error.
+//
+// Write-back runs beside the stream, never in it: updates are batched (one
+// UPDATE … WHERE id = ANY($1) per table and outcome per flush), retried when
+// they fail, and never hold back the checkpoint, since the events are
+// already in Kafka. The publication publishes inserts only, so these
+// updates never come back to the relay.
+package writeback
