@@ -351,9 +351,13 @@ func (d *Decoder) resolve(rel *relation, names []string, types []uint32) *Mappin
 	rel.topic = index(d.m.TopicColumn)
 	rel.headers = index(d.m.HeadersColumn)
 	rel.ts = index(d.m.TimestampColumn)
-	for _, h := range d.m.HeaderColumns {
+	for i, h := range d.m.HeaderColumns {
 		rel.headerCols = append(rel.headerCols, need("header column", h))
-		rel.headerNames = append(rel.headerNames, h)
+		name := h
+		if d.m.HeaderNames != nil {
+			name = d.m.HeaderNames[i]
+		}
+		rel.headerNames = append(rel.headerNames, name)
 	}
 	rel.template = d.template
 	rel.templateCols = make([]int, len(d.template))

@@ -31,8 +31,12 @@ type Mapping struct {
 	// TimestampColumn is the record timestamp (timestamptz, timestamp, or
 	// bigint milliseconds since the epoch). Optional.
 	TimestampColumn string
-	// HeaderColumns are copied into headers of the same name. Required.
+	// HeaderColumns are copied into headers, named by HeaderNames. Each
+	// must exist in the table.
 	HeaderColumns []string
+	// HeaderNames name the headers of HeaderColumns, in the same order;
+	// nil names each header like its column.
+	HeaderNames []string
 	// TopicTemplate builds the topic when TopicColumn is absent or null;
 	// {column} is replaced by that column's value.
 	TopicTemplate string
@@ -144,6 +148,9 @@ func (m Mapping) Validate() error {
 	}
 	if m.TopicTemplate == "" && m.TopicColumn == "" {
 		return fmt.Errorf("mapping: set a topic template or a topic column")
+	}
+	if m.HeaderNames != nil && len(m.HeaderNames) != len(m.HeaderColumns) {
+		return fmt.Errorf("mapping: %d header names for %d header columns", len(m.HeaderNames), len(m.HeaderColumns))
 	}
 	if _, err := parseTemplate(m.TopicTemplate); err != nil {
 		return fmt.Errorf("mapping: %w", err)
