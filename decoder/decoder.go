@@ -24,10 +24,10 @@ const (
 	KindBegin
 	// KindCommit closes it; Message.EndLSN is Commit.TransactionEndLSN.
 	KindCommit
-	// KindEvent is an INSERT on the mapped table; Message.Event is set, or
+	// KindEvent is an INSERT on a mapped table; Message.Event is set, or
 	// Message.Poison when the row cannot become a record.
 	KindEvent
-	// KindRelation is a Relation message for the mapped table (PostgreSQL
+	// KindRelation is a Relation message for a mapped table (PostgreSQL
 	// sends one before the first row of a table in a session, and again
 	// after its schema changed); Message.Relation describes it.
 	KindRelation
@@ -58,6 +58,9 @@ type Event struct {
 	Timestamp time.Time
 	// CommitLSN is the LSN of the commit record of the event's transaction.
 	CommitLSN uint64
+	// Table is the index of the event's table among the decoder's
+	// mappings.
+	Table int
 }
 
 // Size is the event's approximate in-memory size, for in-flight limits. It
@@ -92,10 +95,19 @@ type Message struct {
 	Poison error
 	// Relation is set on KindRelation.
 	Relation Relation
+	// Routed is set on KindEvent when the event's table routes by tags
+	// (Mapping.Routes): Routes then lists the topics of the routes the
+	// event matched, in route order, and Event.Topic is empty. An event
+	// that matched no route has Routed set and no Routes. Routes is the
+	// decoder's and is reused by the next Decode.
+	Routed bool
+	Routes []string
 }
 
-// Relation is what a Relation message for the mapped table says.
+// Relation is what a Relation message for a mapped table says.
 type Relation struct {
+	// Table is the index of the table's mapping among the decoder's.
+	Table int
 	// OID is the table's OID. Another OID under the mapped name is another
 	// table: the outbox table was dropped and created again.
 	OID uint32
@@ -115,14 +127,14 @@ const (
 	oidTimestamptz = 1184
 )
 
-// relation is a cached Relation message, resolved against the mapping when
-// it names the outbox table.
+// relation is a cached Relation message, resolved against its table's
+// mapping when it names a mapped table.
 type relation struct {
-	mapped bool
-	ncols  int
+	t     *table // nil: not a mapped table
+	ncols int
 	// Column indexes by role; -1 when the table lacks the column.
-	id, key, payload, topic, headers, ts int
-	tsType                               uint32
+	id, key, payload, topic, headers, ts, tags int
+	tsType, tagsType                           uint32
 	// keyBytes and payloadBytes say the key or payload column is bytea:
 	// its text form (\x and hex) is decoded to the bytes themselves.
 	keyBytes, payloadBytes bool
@@ -140,22 +152,33 @@ type relation struct {
 	kept []int
 }
 
+// table is one mapped table and what the decoder derived from its mapping.
+type table struct {
+	index    int
+	m        Mapping
+	template []templatePart
+	// topics interns rendered topic names, so a topic is validated and
+	// allocated once while cached, not once per event.
+	topics *topicCache
+	routes []route
+}
+
 // Decoder decodes pgoutput (protocol version 1) messages. Create it with
 // [New].
 type Decoder struct {
-	m         Mapping
-	template  []templatePart
+	tables    []*table
 	relations map[uint32]*relation
 	commitLSN uint64
-	rel       Relation // the last Relation message's, when it was for the mapped table
+	rel       Relation // the last Relation message's, when it was for a mapped table
 
 	// spans locates the current tuple's columns, reused across inserts.
 	spans []span
 	// headers backs Event.Headers, reused across inserts.
 	headers []Header
-	// topics interns rendered topic names, so a topic is validated and
-	// allocated once while cached, not once per event.
-	topics  *topicCache
+	// routed backs Message.Routes, and tags holds an event's tags while
+	// its routes are matched; both reused across inserts.
+	routed  []string
+	tags    [][]byte
 	scratch []byte
 }
 
@@ -165,24 +188,34 @@ type column struct {
 	data []byte
 }
 
-// New returns a decoder for m, or an error if m is invalid.
-func New(m Mapping) (*Decoder, error) {
-	return newDecoder(m, maxTopicCache)
+// New returns a decoder for the tables of ms, which it tells apart by
+// their index (Event.Table, Relation.Table), or an error if a mapping is
+// invalid or two map the same table.
+func New(ms ...Mapping) (*Decoder, error) {
+	return newDecoder(ms, maxTopicCache)
 }
 
-// newDecoder is New with a topic cache of topicCacheSize names.
-func newDecoder(m Mapping, topicCacheSize int) (*Decoder, error) {
-	if err := m.Validate(); err != nil {
-		return nil, err
+// newDecoder is New with topic caches of topicCacheSize names.
+func newDecoder(ms []Mapping, topicCacheSize int) (*Decoder, error) {
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("mapping: no table to relay")
 	}
-	tmpl, _ := parseTemplate(m.TopicTemplate)
-	check, _ := m.TopicCheck()
-	return &Decoder{
-		m:         m,
-		template:  tmpl,
-		relations: make(map[uint32]*relation),
-		topics:    newTopicCache(topicCacheSize, check),
-	}, nil
+	d := &Decoder{relations: make(map[uint32]*relation)}
+	for i, m := range ms {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+		for _, o := range ms[:i] {
+			if o.Schema == m.Schema && o.Table == m.Table {
+				return nil, fmt.Errorf("mapping: table %s.%s is mapped twice", m.Schema, m.Table)
+			}
+		}
+		tmpl, _ := parseTemplate(m.TopicTemplate)
+		check, _ := m.TopicCheck()
+		routes, _ := m.routes()
+		d.tables = append(d.tables, &table{index: i, m: m, template: tmpl, topics: newTopicCache(topicCacheSize, check), routes: routes})
+	}
+	return d, nil
 }
 
 // ErrMalformed wraps errors from messages that do not follow the pgoutput
@@ -288,15 +321,25 @@ func (d *Decoder) relation(b []byte) error {
 	}
 	rel := &relation{ncols: ncols}
 	d.rel = Relation{}
-	if nsp == d.m.Schema && name == d.m.Table {
-		d.rel.OID = relID
-		if me := d.resolve(rel, names, types); me != nil {
+	if t := d.table(nsp, name); t != nil {
+		d.rel.OID, d.rel.Table = relID, t.index
+		if me := resolve(t, rel, names, types); me != nil {
 			me.Table = nsp + "." + name
 			d.rel.Unfit = me
 			rel.poison, rel.noTopic = poisonOf(me), me.Missing != ""
 		}
 	}
 	d.relations[relID] = rel
+	return nil
+}
+
+// table returns the mapping of table schema.name, or nil.
+func (d *Decoder) table(schema, name string) *table {
+	for _, t := range d.tables {
+		if t.m.Schema == schema && t.m.Table == name {
+			return t
+		}
+	}
 	return nil
 }
 
@@ -318,9 +361,10 @@ var roleFlags = map[string]string{
 	"topic template input": "--topic-template",
 }
 
-// resolve maps the roles of the mapping onto the relation's columns. Every
+// resolve maps the roles of t's mapping onto the relation's columns. Every
 // role is resolved, also after a problem; the first problem is returned.
-func (d *Decoder) resolve(rel *relation, names []string, types []uint32) *MappingError {
+func resolve(t *table, rel *relation, names []string, types []uint32) *MappingError {
+	m := &t.m
 	index := func(col string) int {
 		if col == "" {
 			return -1
@@ -342,34 +386,46 @@ func (d *Decoder) resolve(rel *relation, names []string, types []uint32) *Mappin
 		}
 		return i
 	}
-	rel.mapped = true
-	rel.key = need("record key", d.m.KeyColumn)
-	rel.payload = need("payload", d.m.PayloadColumn)
+	rel.t = t
+	rel.key = index(m.KeyColumn)
+	if m.KeyColumn != "" {
+		rel.key = need("record key", m.KeyColumn)
+	}
+	rel.payload = need("payload", m.PayloadColumn)
 	rel.keyBytes = rel.key >= 0 && types[rel.key] == oidBytea
 	rel.payloadBytes = rel.payload >= 0 && types[rel.payload] == oidBytea
-	rel.id = index(d.m.IDColumn)
-	rel.topic = index(d.m.TopicColumn)
-	rel.headers = index(d.m.HeadersColumn)
-	rel.ts = index(d.m.TimestampColumn)
-	for i, h := range d.m.HeaderColumns {
+	rel.id = index(m.IDColumn)
+	rel.topic = index(m.TopicColumn)
+	rel.headers = index(m.HeadersColumn)
+	rel.ts = index(m.TimestampColumn)
+	for i, h := range m.HeaderColumns {
 		rel.headerCols = append(rel.headerCols, need("header column", h))
 		name := h
-		if d.m.HeaderNames != nil {
-			name = d.m.HeaderNames[i]
+		if m.HeaderNames != nil {
+			name = m.HeaderNames[i]
 		}
 		rel.headerNames = append(rel.headerNames, name)
 	}
-	rel.template = d.template
-	rel.templateCols = make([]int, len(d.template))
-	for p, part := range d.template {
+	rel.template = t.template
+	rel.templateCols = make([]int, len(t.template))
+	for p, part := range t.template {
 		rel.templateCols[p] = -1
 		if part.column != "" {
 			rel.templateCols[p] = need("topic template input", part.column)
 		}
 	}
-	if rel.topic < 0 && len(d.template) == 0 && first == nil {
-		first = &MappingError{Missing: d.m.TopicColumn, Err: fmt.Errorf(
-			"has no topic column %q and the topic template is empty: rename the column back, or map it with --topic-column", d.m.TopicColumn)}
+	rel.tags = index(m.TagsColumn)
+	if len(t.routes) > 0 {
+		rel.tags = need("tags column", m.TagsColumn)
+		if rel.tags >= 0 {
+			rel.tagsType = types[rel.tags]
+			if !tagsType(rel.tagsType) && first == nil {
+				first = &MappingError{Err: fmt.Errorf("tags column %q has type %s; want text[], varchar[], jsonb or json", m.TagsColumn, typeName(rel.tagsType))}
+			}
+		}
+	} else if rel.topic < 0 && len(t.template) == 0 && first == nil {
+		first = &MappingError{Missing: m.TopicColumn, Err: fmt.Errorf(
+			"has no topic column %q and the topic template is empty: rename the column back, or map it with --topic-column", m.TopicColumn)}
 	}
 	if rel.ts >= 0 {
 		rel.tsType = types[rel.ts]
@@ -381,7 +437,7 @@ func (d *Decoder) resolve(rel *relation, names []string, types []uint32) *Mappin
 				first = &MappingError{Err: fmt.Errorf(
 					"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch milliseconds): "+
 						"change its type back, or map another column with --timestamp-column (--timestamp-column '' for none)",
-					d.m.TimestampColumn, typeName(rel.tsType))}
+					m.TimestampColumn, typeName(rel.tsType))}
 			}
 		}
 	}
@@ -434,7 +490,7 @@ func (d *Decoder) insert(b []byte) (Message, error) {
 	if !ok {
 		return Message{}, malformed("Insert for relation %d before its Relation message", relID)
 	}
-	if !rel.mapped {
+	if rel.t == nil {
 		return Message{}, nil
 	}
 	ncols := int(binary.BigEndian.Uint16(b[5:7]))
@@ -527,17 +583,19 @@ func (r *row) col(i int) column {
 }
 
 func (d *Decoder) event(rel *relation, r *row) Message {
+	t := rel.t
 	msg := Message{Kind: KindEvent}
 	ev := &msg.Event
 	ev.CommitLSN = d.commitLSN
+	ev.Table = t.index
 	ev.Key = r.col(rel.key).data
 	ev.Value = r.col(rel.payload).data
 	var bytesErr error // a bytea column that is not hex: parked, with the rest decoded
 	if rel.keyBytes {
-		ev.Key, bytesErr = unhex(ev.Key, d.m.KeyColumn)
+		ev.Key, bytesErr = unhex(ev.Key, t.m.KeyColumn)
 	}
 	if rel.payloadBytes && bytesErr == nil {
-		ev.Value, bytesErr = unhex(ev.Value, d.m.PayloadColumn)
+		ev.Value, bytesErr = unhex(ev.Value, t.m.PayloadColumn)
 	}
 	msg.Poison = bytesErr
 
@@ -564,7 +622,7 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 		// of the same name in the headers column: the record carries each
 		// name once.
 		if ev.Headers, err = appendJSONHeaders(ev.Headers, len(ev.Headers), h.data); err != nil {
-			msg.Poison = fmt.Errorf("headers column %q: %w", d.m.HeadersColumn, err)
+			msg.Poison = fmt.Errorf("headers column %q: %w", t.m.HeadersColumn, err)
 		}
 	}
 	if ts := r.col(rel.ts); !ts.null {
@@ -578,8 +636,11 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 		}
 	}
 	var err error
-	if t := r.col(rel.topic); !t.null {
-		ev.Topic, err = d.topics.get(t.data)
+	if len(t.routes) > 0 {
+		msg.Routed = true
+		msg.Routes, err = d.route(t, r.col(rel.tags), rel.tagsType)
+	} else if c := r.col(rel.topic); !c.null {
+		ev.Topic, err = t.topics.get(c.data)
 	} else {
 		ev.Topic, err = d.render(rel, r)
 	}
@@ -604,7 +665,7 @@ func (d *Decoder) render(rel *relation, r *row) (string, error) {
 		buf = append(buf, c.data...)
 	}
 	d.scratch = buf
-	return d.topics.get(buf)
+	return rel.t.topics.get(buf)
 }
 
 // appendJSONHeaders adds each key of a JSON object as a header, except

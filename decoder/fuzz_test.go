@@ -82,7 +82,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Commit: kind %v end LSN %x; pglogrepl: end LSN %s", m.Kind, m.EndLSN, pg.TransactionEndLSN)
 			}
 		case *pglogrepl.RelationMessage:
-			mapped := pg.Namespace == d.m.Schema && pg.RelationName == d.m.Table && pg.RelationID != 0
+			mapped := d.table(pg.Namespace, pg.RelationName) != nil && pg.RelationID != 0
 			if want := map[bool]Kind{true: KindRelation, false: KindIgnored}[mapped]; m.Kind != want {
 				t.Fatalf("Relation of %s.%s decoded as %v, want %v", pg.Namespace, pg.RelationName, m.Kind, want)
 			}
@@ -131,13 +131,14 @@ func agreeRelation(t *testing.T, d *Decoder, pg *pglogrepl.RelationMessage) {
 	if rel.ncols != len(pg.Columns) {
 		t.Fatalf("relation %d: %d columns, pglogrepl %d", pg.RelationID, rel.ncols, len(pg.Columns))
 	}
-	m := d.m
-	if mapped := pg.Namespace == m.Schema && pg.RelationName == m.Table; rel.mapped != mapped {
-		t.Fatalf("relation %s.%s: mapped %v", pg.Namespace, pg.RelationName, rel.mapped)
+	tbl := d.table(pg.Namespace, pg.RelationName)
+	if rel.t != tbl {
+		t.Fatalf("relation %s.%s: mapped to %v, want %v", pg.Namespace, pg.RelationName, rel.t, tbl)
 	}
-	if !rel.mapped {
+	if tbl == nil {
 		return
 	}
+	m := tbl.m
 	roles := map[string]int{m.IDColumn: rel.id, m.KeyColumn: rel.key, m.PayloadColumn: rel.payload,
 		m.TopicColumn: rel.topic, m.HeadersColumn: rel.headers, m.TimestampColumn: rel.ts}
 	for i, h := range rel.headerNames {

@@ -140,13 +140,14 @@ func (m Mapping) Validate() error {
 	if m.Schema == "" || m.Table == "" {
 		return fmt.Errorf("mapping: table is not set")
 	}
-	if m.KeyColumn == "" {
-		return fmt.Errorf("mapping: key column is not set")
-	}
 	if m.PayloadColumn == "" {
 		return fmt.Errorf("mapping: payload column is not set")
 	}
-	if m.TopicTemplate == "" && m.TopicColumn == "" {
+	if len(m.Routes) > 0 {
+		if _, err := m.routes(); err != nil {
+			return fmt.Errorf("mapping: %w", err)
+		}
+	} else if m.TopicTemplate == "" && m.TopicColumn == "" {
 		return fmt.Errorf("mapping: set a topic template or a topic column")
 	}
 	if m.HeaderNames != nil && len(m.HeaderNames) != len(m.HeaderColumns) {
@@ -169,7 +170,7 @@ func (m Mapping) CheckColumns(names []string, types []uint32) error {
 	if err != nil {
 		return err
 	}
-	if me := d.resolve(&relation{ncols: len(names)}, names, types); me != nil {
+	if me := resolve(d.tables[0], &relation{ncols: len(names)}, names, types); me != nil {
 		me.Table = m.Schema + "." + m.Table
 		return me
 	}

@@ -9,14 +9,15 @@ type Rows struct {
 	rel *relation
 }
 
-// Rows returns a decoder for rows of the mapped table that carry these
+// Rows returns a decoder for rows of the first mapped table that carry these
 // columns, in this order, with these type OIDs (a query's field
 // descriptions). It returns a [*MappingError] when the columns do not fit
 // the mapping, as a Relation message would.
 func (d *Decoder) Rows(names []string, types []uint32) (*Rows, error) {
+	t := d.tables[0]
 	rel := &relation{ncols: len(names)}
-	if me := d.resolve(rel, names, types); me != nil {
-		me.Table = d.m.Schema + "." + d.m.Table
+	if me := resolve(t, rel, names, types); me != nil {
+		me.Table = t.m.Schema + "." + t.m.Table
 		return nil, me
 	}
 	return &Rows{d: d, rel: rel}, nil

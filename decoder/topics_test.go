@@ -33,7 +33,7 @@ func TestTopicCacheSmallerThanTheTopics(t *testing.T) {
 	}
 	for name, order := range orders {
 		t.Run(name, func(t *testing.T) {
-			d, err := newDecoder(DefaultMapping(), 2)
+			d, err := newDecoder([]Mapping{DefaultMapping()}, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestTopicCacheSmallerThanTheTopics(t *testing.T) {
 				case tp.poison != "" && (m.Poison == nil || !strings.Contains(m.Poison.Error(), tp.poison)):
 					t.Fatalf("event %d: poison %v, want one saying %s", n, m.Poison, tp.poison)
 				}
-				if l := d.topics.lru.Len(); l > 2 {
+				if l := d.tables[0].topics.lru.Len(); l > 2 {
 					t.Fatalf("event %d: %d names cached, want at most 2", n, l)
 				}
 			}
