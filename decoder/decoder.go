@@ -355,10 +355,11 @@ func poisonOf(me *MappingError) error {
 
 // roleFlags names the flag of `cdc-relay run` that maps each required role.
 var roleFlags = map[string]string{
-	"record key":           "--key-column",
-	"payload":              "--payload-column",
-	"header column":        "--header-columns",
-	"topic template input": "--topic-template",
+	"record key":           "--key-column, or key: in a config file",
+	"payload":              "--payload-column, or value: in a config file",
+	"header column":        "--header-columns, or headers: in a config file",
+	"topic template input": "--topic-template, or topic: in a config file",
+	"tags column":          "tags_column: in the config file",
 }
 
 // resolve maps the roles of t's mapping onto the relation's columns. Every
@@ -381,7 +382,7 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		i := index(col)
 		if i < 0 && first == nil {
 			first = &MappingError{Missing: col, Err: fmt.Errorf(
-				"has no column %q (the %s): rename the column back, or map the column that holds it with %s (see `cdc-relay run --help`)",
+				"has no column %q (the %s): rename the column back, or map the column that holds it (%s)",
 				col, role, roleFlags[role])}
 		}
 		return i

@@ -21,6 +21,9 @@ type Metrics struct {
 	// EventsDead counts events marked DEAD: rows that cannot become a
 	// record, and parked events whose attempts ran out.
 	EventsDead prometheus.Counter
+	// EventsUnrouted counts the events of a table that routes by tags
+	// which matched no route and went nowhere, by table (schema.table).
+	EventsUnrouted *prometheus.CounterVec
 	// ProduceErrors counts the errors Kafka or the client returned for the
 	// stream's records, by error name (sink.ErrorName), whatever became of the record
 	// (produced again alone, parked, or sent again after a reconnect).
@@ -62,6 +65,10 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 			Name: "cdc_relay_events_dead_total",
 			Help: "Events marked DEAD: rows that cannot become a record, and parked events whose attempts ran out.",
 		}),
+		EventsUnrouted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdc_relay_events_unrouted_total",
+			Help: "Events of a table that routes by tags which matched no route and were sent nowhere, by table.",
+		}, []string{"table"}),
 		ProduceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdc_relay_produce_errors_total",
 			Help: "Errors Kafka or the client returned for the stream's records, by error.",
@@ -105,7 +112,7 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 			Help:        "Always 1; the version label is the relay's.",
 			ConstLabels: prometheus.Labels{"version": version},
 		}, func() float64 { return 1 }),
-		m.EventsParked, m.EventsDead, m.ProduceErrors, m.CommitToAck,
+		m.EventsParked, m.EventsDead, m.EventsUnrouted, m.ProduceErrors, m.CommitToAck,
 		m.PollerCycles, m.PollerCycleDuration, m.PollerRowsClaimed, m.PollerDelivered, m.PollerFailed,
 		m.RetentionDeleted,
 	)

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -10,6 +11,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // Config is everything a relay needs. See DefaultConfig.
@@ -20,8 +22,9 @@ type Config struct {
 	// Slot and Publication name the replication slot (created if missing)
 	// and the publication (created by `cdc-relay migrate`).
 	Slot, Publication string
-	// Mapping maps the outbox table onto Kafka records.
-	Mapping decoder.Mapping
+	// Tables are the outbox tables the relay streams, on one slot and one
+	// publication, each with its mapping onto Kafka records. At least one.
+	Tables []Table
 	// StatusSchema/StatusTable and CheckpointSchema/CheckpointTable name the
 	// relay's tables.
 	StatusSchema, StatusTable         string
@@ -68,7 +71,7 @@ func DefaultConfig() Config {
 	return Config{
 		Slot:               "cdc_relay",
 		Publication:        "cdc_relay",
-		Mapping:            decoder.DefaultMapping(),
+		Tables:             []Table{{Mapping: decoder.DefaultMapping()}},
 		StatusSchema:       "public",
 		StatusTable:        "outbox_delivery",
 		CheckpointSchema:   "public",
@@ -103,12 +106,49 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Tables returns the names `cdc-relay migrate` creates for this
-// configuration, for migrations.Apply and migrations.Check.
-func (c Config) Tables() migrations.Config {
+// Table is one outbox table the relay streams.
+type Table struct {
+	// Mapping maps its rows onto Kafka records.
+	Mapping decoder.Mapping
+	// WriteBack, if set, writes each event's outcome back to its row.
+	WriteBack *writeback.Columns
+}
+
+// Mappings returns the mapping of each table, in order.
+func (c Config) Mappings() []decoder.Mapping {
+	ms := make([]decoder.Mapping, len(c.Tables))
+	for i, t := range c.Tables {
+		ms[i] = t.Mapping
+	}
+	return ms
+}
+
+// tableList names the outbox tables, schema.table, in order.
+func (c Config) tableList() []string {
+	names := make([]string, len(c.Tables))
+	for i, t := range c.Tables {
+		names[i] = t.Mapping.Schema + "." + t.Mapping.Table
+	}
+	return names
+}
+
+// tableNames names the outbox tables, "schema.table, ...".
+func (c Config) tableNames() string { return strings.Join(c.tableList(), ", ") }
+
+// Validate checks what can be checked without the database: the tables'
+// mappings, and that no table is mapped twice.
+func (c Config) Validate() error {
+	_, err := decoder.New(c.Mappings()...)
+	return err
+}
+
+// Migrations returns the names `cdc-relay migrate` creates for this
+// configuration, with table i as the outbox table, for migrations.Apply
+// and migrations.Check.
+func (c Config) Migrations(i int) migrations.Config {
 	return migrations.Config{
-		OutboxSchema:     c.Mapping.Schema,
-		OutboxTable:      c.Mapping.Table,
+		OutboxSchema:     c.Tables[i].Mapping.Schema,
+		OutboxTable:      c.Tables[i].Mapping.Table,
 		StatusSchema:     c.StatusSchema,
 		StatusTable:      c.StatusTable,
 		CheckpointSchema: c.CheckpointSchema,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +38,16 @@ type failureStore interface {
 	Dead(ctx context.Context, ev *decoder.Event, reason error) error
 }
 
+// outcomes is told each event's outcome, for the tables that write it
+// back to their rows (*writeback.Writer behind an index map). Its methods
+// never block.
+type outcomes interface {
+	// Delivered: every copy of the event is in Kafka.
+	Delivered(table int, id []byte)
+	// Failed: the event was parked in the status table.
+	Failed(table int, id []byte, reason string)
+}
+
 // counters count what a relay read and delivered over its life, across
 // sessions.
 type counters struct {
@@ -58,9 +70,15 @@ type pipeline struct {
 	metrics  *metrics.Metrics // nil: newPipeline makes some of its own
 	dec      *decoder.Decoder
 	tracker  *checkpoint.Tracker
-	// relation, if set, judges each Relation message for the outbox
+	// relation, if set, judges each Relation message for an outbox
 	// table (a new OID, columns that do not fit); an error ends the stream.
 	relation func(context.Context, decoder.Relation) error
+	// outcomes, if set, is told the outcome of each event of the tables
+	// writeBack marks (by table index).
+	outcomes  outcomes
+	writeBack []bool
+	// tableNames name the tables by index, for the metrics.
+	tableNames []string
 
 	// failCtx bounds status-table writes; produceCtx is the records'
 	// context, cancelled when the session ends so that nothing stays
@@ -75,6 +93,10 @@ type pipeline struct {
 	alone       fifo                     // records to produce again one at a time
 	tx          *checkpoint.Txn          // the transaction being read
 	undelivered atomic.Int64
+	// unrouted counts the events that matched no route since it was
+	// last logged, at unroutedLogged (the stream's goroutine only).
+	unrouted       int
+	unroutedLogged time.Time
 }
 
 // newPipeline returns a pipeline; p's dependencies must be set. It starts
@@ -125,21 +147,90 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 			return fmt.Errorf("insert at %s outside a transaction", start)
 		}
 		p.count.read.Add(1)
-		it := &inflight{Context: p.produceCtx, tx: p.tx, ev: msg.Event}
-		it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
-		it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
-		p.tracker.Add(it.tx, it.size)
-		if msg.Poison != nil {
-			// The row cannot become its record: trying again would not help.
-			go p.fail(it, msg.Poison, invalidRow, p.failures.Dead)
+		if !msg.Routed || msg.Poison != nil {
+			p.produce(&msg, msg.Event.Topic, nil)
 			return nil
 		}
-		sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
-		it.rec.Context = it
-		p.producer.Produce(p.produceCtx, &it.rec, p.onAck)
+		switch len(msg.Routes) {
+		case 0:
+			p.noRoute(&msg.Event)
+		case 1:
+			p.produce(&msg, msg.Routes[0], nil)
+		default:
+			// One copy per route: the tracker counts each, so the
+			// transaction is confirmed once every copy is acked.
+			copies := new(atomic.Int32)
+			copies.Store(int32(len(msg.Routes)))
+			for _, topic := range msg.Routes {
+				p.produce(&msg, topic, copies)
+			}
+		}
 	}
 	return nil
 }
+
+// produce counts one copy of the event in flight and produces it to topic,
+// or parks it when it is poison. copies, shared by the copies of a
+// fanned-out event, counts those not yet acked (nil for a single copy).
+func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.Int32) {
+	it := &inflight{Context: p.produceCtx, tx: p.tx, ev: msg.Event, copies: copies}
+	it.ev.Topic = topic
+	it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
+	it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
+	p.tracker.Add(it.tx, it.size)
+	if msg.Poison != nil {
+		// The row cannot become its record: trying again would not help.
+		go p.fail(it, msg.Poison, invalidRow, p.failures.Dead)
+		return
+	}
+	sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
+	it.rec.Context = it
+	p.producer.Produce(p.produceCtx, &it.rec, p.onAck)
+}
+
+// noRoute counts an event that matched none of its table's routes: it goes
+// nowhere, by design, and is logged at most once a minute with a count.
+func (p *pipeline) noRoute(ev *decoder.Event) {
+	p.metrics.EventsUnrouted.WithLabelValues(p.tableName(ev.Table)).Inc()
+	p.unrouted++
+	if now := time.Now(); now.Sub(p.unroutedLogged) >= time.Minute {
+		p.log.Info("events matched no route and were sent nowhere", "events", p.unrouted, "table", p.tableName(ev.Table), "last_id", string(ev.ID))
+		p.unrouted, p.unroutedLogged = 0, now
+	}
+}
+
+// tableName names table i for the metrics and the log.
+func (p *pipeline) tableName(i int) string {
+	if i < len(p.tableNames) {
+		return p.tableNames[i]
+	}
+	return strconv.Itoa(i)
+}
+
+// delivered tells outcomes that a copy of it was acked; the event is
+// delivered once every copy is.
+func (p *pipeline) delivered(it *inflight) {
+	if p.outcomes == nil || !p.writesBack(it.ev.Table) {
+		return
+	}
+	if it.copies == nil || it.copies.Add(-1) == 0 {
+		p.outcomes.Delivered(it.ev.Table, it.ev.ID)
+	}
+}
+
+// parked tells outcomes that a copy of it was parked: the event is not
+// delivered, whatever becomes of its other copies.
+func (p *pipeline) parked(it *inflight, reason error) {
+	if p.outcomes == nil || !p.writesBack(it.ev.Table) {
+		return
+	}
+	if it.copies != nil {
+		it.copies.Store(math.MinInt32) // never reaches 0 again
+	}
+	p.outcomes.Failed(it.ev.Table, it.ev.ID, reason.Error())
+}
+
+func (p *pipeline) writesBack(table int) bool { return table < len(p.writeBack) && p.writeBack[table] }
 
 // produceAlone produces the records of p.alone one at a time, in order,
 // and acks each with its outcome, until produceCtx ends (what is left then
@@ -200,7 +291,8 @@ type inflight struct {
 	evHeaders  [4]decoder.Header
 	tx         *checkpoint.Txn
 	size       int
-	alone      bool // produced again in a batch of its own (see ack)
+	alone      bool          // produced again in a batch of its own (see ack)
+	copies     *atomic.Int32 // the copies of a fanned-out event not yet acked; nil for one copy
 }
 
 // ack is the producer callback of every record.
@@ -213,6 +305,7 @@ func (p *pipeline) ack(r *kgo.Record, err error) {
 	case err == nil:
 		p.metrics.CommitToAck.Observe(max(0, time.Since(it.tx.CommitTime()).Seconds()))
 		p.count.events.Add(1)
+		p.delivered(it)
 		p.tracker.Done(it.tx, it.size)
 	case sink.ProducerRefused(err) && p.stop != nil:
 		// Every record would fail so: the event stays in flight, and the
@@ -281,6 +374,7 @@ func (p *pipeline) fail(it *inflight, reason error, cause string, park func(cont
 		backoff = min(2*backoff, 10*time.Second)
 	}
 	p.count.failed.Add(1)
+	p.parked(it, reason)
 	p.metrics.EventsParked.WithLabelValues(cause).Inc()
 	if cause == invalidRow {
 		p.metrics.EventsDead.Inc()

@@ -492,9 +492,9 @@ func TestPipelineRejectsAStreamOutOfOrder(t *testing.T) {
 	}
 }
 
-func ExampleConfig_Tables() {
+func ExampleConfig_Migrations() {
 	cfg := DefaultConfig()
-	t := cfg.Tables()
+	t := cfg.Migrations(0)
 	fmt.Println(t.OutboxSchema+"."+t.OutboxTable, t.StatusTable, t.CheckpointTable, t.Publication)
 	// Output: public.outbox outbox_delivery cdc_relay_checkpoint cdc_relay
 }

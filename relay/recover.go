@@ -87,14 +87,17 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		opts.Margin = 10 * time.Minute
 	}
 	var res RecoverResult
-	if err := cfg.Mapping.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return res, err
 	}
 	if err := replication.ValidSlotName(cfg.Slot); err != nil {
 		return res, fmt.Errorf("%w: choose another --slot", err)
 	}
-	if cfg.Mapping.TimestampColumn == "" {
-		return res, errors.New("recover finds the rows to publish again by the timestamp column, and none is mapped: set --timestamp-column")
+	for _, t := range cfg.Tables {
+		if t.Mapping.TimestampColumn == "" {
+			return res, fmt.Errorf("recover finds the rows to publish again by the timestamp column, and none is mapped for %s.%s: set --timestamp-column (timestamp in a config file)",
+				t.Mapping.Schema, t.Mapping.Table)
+		}
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
@@ -143,14 +146,22 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		res.Since = cp.UpdatedAt.Add(-opts.Margin)
 	}
 
-	out, err := newOutboxReader(ctx, cfg, res.Since)
-	if err != nil {
-		return res, err
+	outs := make([]*outboxReader, len(cfg.Tables))
+	for i := range cfg.Tables {
+		if outs[i], err = newOutboxReader(ctx, cfg, i, res.Since); err != nil {
+			return res, err
+		}
+		defer outs[i].close()
 	}
-	defer out.close()
 	if opts.DryRun {
-		res.Rows, err = out.count(ctx)
-		return res, err
+		for _, out := range outs {
+			n, err := out.count(ctx)
+			if err != nil {
+				return res, err
+			}
+			res.Rows += n
+		}
+		return res, nil
 	}
 	if res.Gap.Dropped && !res.NoGap {
 		if slot.Lost {
@@ -189,8 +200,10 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (RecoverResul
 		return res, fmt.Errorf("Kafka refuses the relay's connection: %w", err)
 	}
 	failures := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)
-	if err := out.publish(ctx, snk, failures, uint64(cp.LSN), &res, log); err != nil {
-		return res, err
+	for _, out := range outs {
+		if err := out.publish(ctx, snk, failures, uint64(cp.LSN), &res, log); err != nil {
+			return res, err
+		}
 	}
 	if res.NoGap {
 		return res, nil // the checkpoint stays where it is
@@ -214,7 +227,7 @@ type outboxReader struct {
 	dec   *decoder.Decoder
 }
 
-func newOutboxReader(ctx context.Context, cfg Config, since time.Time) (*outboxReader, error) {
+func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time) (*outboxReader, error) {
 	pgCfg, err := pgconn.ParseConfig(cfg.PostgresURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
@@ -226,7 +239,7 @@ func newOutboxReader(ctx context.Context, cfg Config, since time.Time) (*outboxR
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	m := cfg.Mapping
+	m := cfg.Tables[table].Mapping
 	dec, err := decoder.New(m)
 	if err != nil {
 		_ = conn.Close(ctx)
@@ -332,10 +345,17 @@ func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *st
 			res.Parked++
 			continue
 		}
-		rec := &kgo.Record{}
-		sink.Fill(rec, nil, &ev)
-		events, recs = append(events, ev), append(recs, rec)
-		if len(recs) == recoverBatch {
+		topics := []string{ev.Topic}
+		if msg.Routed {
+			topics = msg.Routes // one record per route; none when no route matched
+		}
+		for _, topic := range topics {
+			ev.Topic = topic
+			rec := &kgo.Record{}
+			sink.Fill(rec, nil, &ev)
+			events, recs = append(events, ev), append(recs, rec)
+		}
+		if len(recs) >= recoverBatch {
 			if err := flush(); err != nil {
 				_, _ = rr.Close()
 				return err

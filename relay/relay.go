@@ -44,8 +44,11 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := cfg.Mapping.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if len(cfg.Tables) > 1 && cfg.Retention.Outbox > 0 {
+		return nil, errors.New("outbox retention deletes the rows of one outbox table: with several tables, set it to 0 and keep your own cleanup")
 	}
 	if err := replication.ValidSlotName(cfg.Slot); err != nil {
 		return nil, fmt.Errorf("%w: choose another --slot", err)
@@ -190,7 +193,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}()
 	rn := &runner{Relay: r, pool: pool, sink: snk, pollSink: pollSink, causes: newCauseLog(log, time.Minute),
 		cleaner: retention.New(pool, retention.Options{
-			OutboxSchema: cfg.Mapping.Schema, OutboxTable: cfg.Mapping.Table, TimestampColumn: cfg.Mapping.TimestampColumn,
+			OutboxSchema: cfg.Tables[0].Mapping.Schema, OutboxTable: cfg.Tables[0].Mapping.Table, TimestampColumn: cfg.Tables[0].Mapping.TimestampColumn,
 			StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: retentionCfg,
 		}),
 		store:    checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable),
@@ -283,9 +286,11 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		pool.Close()
 		return nil, pgerr.Connect(&poolCfg.ConnConfig.Config, err, "")
 	}
-	if err := migrations.Check(ctx, pool, cfg.Tables()); err != nil {
-		pool.Close()
-		return nil, err
+	for i := range cfg.Tables {
+		if err := migrations.Check(ctx, pool, cfg.Migrations(i)); err != nil {
+			pool.Close()
+			return nil, err
+		}
 	}
 	return pool, nil
 }
@@ -343,7 +348,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	dec, err := decoder.New(cfg.Mapping)
+	dec, err := decoder.New(cfg.Mappings()...)
 	if err != nil {
 		return fatalError{err}
 	}
@@ -355,7 +360,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 	// position it does not vouch for.
 	streamCtx, stopStream := context.WithCancel(ctx)
 	defer stopStream()
-	watch, err := watchTable(ctx, r.pool, cfg, start, stopStream, log)
+	watch, err := watchTables(ctx, r.pool, cfg, start, stopStream, log)
 	if err != nil {
 		return err
 	}
@@ -390,7 +395,8 @@ func (r *runner) session(ctx context.Context) (err error) {
 		}
 	}
 	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count, metrics: r.metrics,
-		dec: dec, tracker: tracker, relation: watch.relation, failCtx: produceCtx, produceCtx: produceCtx, stop: stop})
+		dec: dec, tracker: tracker, relation: watch.relation, failCtx: produceCtx, produceCtx: produceCtx, stop: stop,
+		tableNames: cfg.tableList()})
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
 	// events, and retention deletes old rows. They stop when the stop
@@ -409,7 +415,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 	pollerCfg.Hold = r.pause.WaitResumed
 	if pollerCfg.CheckTopic == nil {
 		// Validated with the mapping in Run: the same topics as the stream.
-		pollerCfg.CheckTopic, _ = cfg.Mapping.TopicCheck()
+		pollerCfg.CheckTopic, _ = cfg.Tables[0].Mapping.TopicCheck()
 	}
 	// A leader whose lock session ends stops producing at once: another
 	// relay may take the lock and the slot.

@@ -33,7 +33,8 @@ type Status struct {
 	NotReady string `json:"not_ready,omitempty"`
 	Paused   bool   `json:"paused"`
 	Slot     string `json:"slot"`
-	Table    string `json:"table"`
+	// Table names the outbox tables, "schema.table, ...".
+	Table string `json:"table"`
 	// ConfirmedLSN is the position last confirmed to PostgreSQL.
 	ConfirmedLSN string `json:"confirmed_lsn"`
 	// LagBytes is the WAL written after the slot's confirmed position, and
@@ -136,7 +137,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 	}
 	st := Status{
 		Version: r.cfg.Version, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
-		Slot: r.cfg.Slot, Table: r.cfg.Mapping.Schema + "." + r.cfg.Mapping.Table,
+		Slot: r.cfg.Slot, Table: r.cfg.tableNames(),
 		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
 		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
 	}

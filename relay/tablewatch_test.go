@@ -51,7 +51,7 @@ func newWatchDB(t *testing.T, pg *pgtemp.Cluster, name string, setup ...string) 
 		db.exec(sql)
 	}
 	cfg := DefaultConfig()
-	tables := cfg.Tables()
+	tables := cfg.Migrations(0)
 	tables.SkipOutbox = len(setup) > 0
 	if _, err := migrations.Apply(ctx, conn, tables); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func newWatchDB(t *testing.T, pg *pgtemp.Cluster, name string, setup ...string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db.w, err = watchTable(ctx, pool, cfg, 0, func() { db.stopped = true }, slog.New(slog.DiscardHandler))
+	db.w, err = watchTable(ctx, pool, cfg, 0, 0, func() { db.stopped = true }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -418,7 +418,7 @@ func (t *tableFlags) register(fs *flag.FlagSet) {
 // apply copies the names into cfg.
 func (t *tableFlags) apply(cfg *relay.Config) error {
 	var err error
-	if cfg.Mapping.Schema, cfg.Mapping.Table, err = decoder.ParseTable(t.table); err != nil {
+	if cfg.Tables[0].Mapping.Schema, cfg.Tables[0].Mapping.Table, err = decoder.ParseTable(t.table); err != nil {
 		return usageError{fmt.Sprintf("--table %q: %v", t.table, err)}
 	}
 	if cfg.StatusSchema, cfg.StatusTable, err = decoder.ParseTable(t.statusTable); err != nil {

@@ -232,7 +232,7 @@ func TestEnvironmentFillsUnsetFlags(t *testing.T) {
 	if c.cfg.Slot != "from_flag" {
 		t.Errorf("slot %q: the command line must win over the environment", c.cfg.Slot)
 	}
-	if got := strings.Join(c.cfg.Mapping.HeaderColumns, ","); got != "type" {
+	if got := strings.Join(c.cfg.Tables[0].Mapping.HeaderColumns, ","); got != "type" {
 		t.Errorf("header columns %q", got)
 	}
 	if c.cfg.StopTimeout.String() != "1m30s" {
@@ -241,8 +241,8 @@ func TestEnvironmentFillsUnsetFlags(t *testing.T) {
 	if !c.cfg.Kafka.AutoCreateTopics {
 		t.Errorf("--kafka-create-topics without a value must set it")
 	}
-	if c.cfg.Mapping.Schema != "public" || c.cfg.Mapping.Table != "outbox" || c.cfg.Publication != "cdc_relay" {
-		t.Errorf("defaults: table %s.%s publication %s", c.cfg.Mapping.Schema, c.cfg.Mapping.Table, c.cfg.Publication)
+	if c.cfg.Tables[0].Mapping.Schema != "public" || c.cfg.Tables[0].Mapping.Table != "outbox" || c.cfg.Publication != "cdc_relay" {
+		t.Errorf("defaults: table %s.%s publication %s", c.cfg.Tables[0].Mapping.Schema, c.cfg.Tables[0].Mapping.Table, c.cfg.Publication)
 	}
 }
 

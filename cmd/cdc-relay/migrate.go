@@ -105,7 +105,7 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		if err := c.tables.apply(&rc); err != nil {
 			return err
 		}
-		fmt.Fprint(c.stdout, migrations.Grants(rc.Tables(), c.grantsFor))
+		fmt.Fprint(c.stdout, migrations.Grants(rc.Migrations(0), c.grantsFor))
 		return nil
 	}
 	var err error
@@ -120,7 +120,7 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 			return usageError{"--slot: " + err.Error()}
 		}
 	}
-	rc := relay.Config{Slot: c.slot}
+	rc := relay.Config{Slot: c.slot, Tables: []relay.Table{{}}}
 	if err := c.tables.apply(&rc); err != nil {
 		return err
 	}
@@ -130,13 +130,13 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "migrated %s: applied %d migration(s)", redactURL(c.postgresURL), len(res.Applied))
 	if res.CreatedOutbox {
-		fmt.Fprintf(c.stdout, ", created table %s.%s", rc.Mapping.Schema, rc.Mapping.Table)
+		fmt.Fprintf(c.stdout, ", created table %s.%s", rc.Tables[0].Mapping.Schema, rc.Tables[0].Mapping.Table)
 	}
 	switch {
 	case res.CreatedPublication:
-		fmt.Fprintf(c.stdout, ", created publication %q", rc.Publication)
-	case res.AddedToPublication:
-		fmt.Fprintf(c.stdout, ", added %s.%s to publication %q", rc.Mapping.Schema, rc.Mapping.Table, rc.Publication)
+		fmt.Fprintf(c.stdout, ", created publication %q for %s", rc.Publication, strings.Join(res.Published, ", "))
+	case len(res.Published) > 0:
+		fmt.Fprintf(c.stdout, ", added %s to publication %q", strings.Join(res.Published, ", "), rc.Publication)
 	}
 	fmt.Fprintln(c.stdout)
 	switch {
@@ -175,6 +175,9 @@ type MigrateResult struct {
 	// creating it would hide the gap; `cdc-relay recover` repairs it).
 	// migrate goes on without it.
 	SlotErr error
+	// Published names the outbox tables this run created the publication
+	// for or added to it.
+	Published []string
 }
 
 // Migrate applies the migrations for a relay configuration, then creates
@@ -190,10 +193,26 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Migr
 		return res, pgerr.Connect(&cfg.Config, err, "")
 	}
 	defer conn.Close(context.Background())
-	tables := rc.Tables()
-	tables.SkipOutbox = opts.SkipOutbox
-	if res.Result, err = migrations.Apply(ctx, conn, tables); err != nil || opts.NoSlot {
-		return res, err
+	// Each table in turn: the relay's own tables are created with the
+	// first (each migration is idempotent), and each outbox table is
+	// added to the publication.
+	for i, t := range rc.Tables {
+		tables := rc.Migrations(i)
+		tables.SkipOutbox = opts.SkipOutbox
+		r, err := migrations.Apply(ctx, conn, tables)
+		if err != nil {
+			return res, err
+		}
+		if i == 0 {
+			res.Result = r
+		}
+		res.CreatedOutbox = res.CreatedOutbox || r.CreatedOutbox
+		if r.CreatedPublication || r.AddedToPublication {
+			res.Published = append(res.Published, t.Mapping.Schema+"."+t.Mapping.Table)
+		}
+	}
+	if opts.NoSlot {
+		return res, nil
 	}
 	res.Slot, err = relay.PrepareSlot(ctx, conn, rc)
 	var pgErr *pgconn.PgError

@@ -132,7 +132,7 @@ func (c *RunCommand) Usage(w io.Writer) { printUsage(w, c.flags(), runUsage, run
 
 // registerRelayFlags registers the flags of relay.Config.
 func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags, brokers, headerCols *string) {
-	m := &cfg.Mapping
+	m := &cfg.Tables[0].Mapping
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", "",
 		"PostgreSQL connection `URL`, such as postgres://relay:secret@db:5432/app; the role needs the REPLICATION attribute")
 	fs.StringVar(brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated: `host:port,...`")
@@ -225,11 +225,11 @@ func finishRelayConfig(cfg *relay.Config, tables *tableFlags, brokers, headerCol
 	if err := replication.ValidSlotName(cfg.Slot); err != nil {
 		return usageError{"--slot: " + err.Error()}
 	}
-	cfg.Mapping.HeaderColumns = splitList(headerCols)
+	cfg.Tables[0].Mapping.HeaderColumns = splitList(headerCols)
 	if err := tables.apply(cfg); err != nil {
 		return err
 	}
-	if err := cfg.Mapping.Validate(); err != nil {
+	if err := cfg.Tables[0].Mapping.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
 	return nil

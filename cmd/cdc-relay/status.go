@@ -152,7 +152,7 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 		return relay.Status{}, err
 	}
 	st := relay.Status{
-		Role: relay.RoleNone, Slot: cfg.Slot, Table: cfg.Mapping.Schema + "." + cfg.Mapping.Table,
+		Role: relay.RoleNone, Slot: cfg.Slot, Table: cfg.Tables[0].Mapping.Schema + "." + cfg.Tables[0].Mapping.Table,
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
 		ConfirmedLSN: db.Confirmed.String(),
 	}

@@ -1,0 +1,119 @@
+package relay
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// fakeOutcomes records what write-back is told.
+type fakeOutcomes struct {
+	mu        sync.Mutex
+	delivered []string
+	failed    []string
+}
+
+func (f *fakeOutcomes) Delivered(table int, id []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delivered = append(f.delivered, string(id))
+}
+
+func (f *fakeOutcomes) Failed(table int, id []byte, reason string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = append(f.failed, string(id))
+}
+
+// routed applies one transaction of routed events, one per routes entry.
+func (tp *testPipeline) routed(t *testing.T, end uint64, routes ...[]string) {
+	t.Helper()
+	msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+	for i, rs := range routes {
+		id := string(rune('a' + i))
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Routed: true, Routes: rs, Event: decoder.Event{
+			ID: []byte(id), Value: []byte(`{}`), CommitLSN: end - 8, Headers: []decoder.Header{{Key: "id", Value: []byte(id)}},
+		}})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: end})
+	for _, m := range msgs {
+		if err := tp.apply(0, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPipelineFansOutAndConfirmsAfterEveryCopy: an event matching two
+// routes is produced once to each topic, and its transaction is confirmed
+// only when both copies are acked; an event matching none is counted, not
+// produced, and holds nothing back.
+func TestPipelineFansOutAndConfirmsAfterEveryCopy(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	out := &fakeOutcomes{}
+	tp.outcomes, tp.writeBack = out, []bool{true}
+	tp.routed(t, 0x200, []string{"wallet-events", "payment-events"}, nil)
+
+	tp.prod.mu.Lock()
+	recs := slices.Clone(tp.prod.pending)
+	tp.prod.mu.Unlock()
+	var topics []string
+	for _, r := range recs {
+		topics = append(topics, r.Topic)
+	}
+	sort.Strings(topics)
+	if !slices.Equal(topics, []string{"payment-events", "wallet-events"}) {
+		t.Fatalf("produced to %q, want each route's topic once", topics)
+	}
+	// Ack the first copy only: not confirmed, not written back.
+	tp.prod.mu.Lock()
+	first, done := tp.prod.pending[0], tp.prod.done
+	tp.prod.pending = tp.prod.pending[1:]
+	tp.prod.mu.Unlock()
+	done(first, nil)
+	if got := tp.tracker.Safe(); got != 0x100 {
+		t.Fatalf("safe %s with one copy of two acked, want 0/100", got)
+	}
+	if len(out.delivered) != 0 {
+		t.Fatalf("written back %q before every copy was acked", out.delivered)
+	}
+	tp.prod.answer(nil)
+	if got := tp.tracker.Safe(); got != 0x200 {
+		t.Fatalf("safe %s after both copies, want 0/200", got)
+	}
+	if !slices.Equal(out.delivered, []string{"a"}) {
+		t.Fatalf("written back delivered %q, want [a] once", out.delivered)
+	}
+	var m dto.Metric
+	if err := tp.metrics.EventsUnrouted.WithLabelValues("0").Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+		got := m.GetCounter().GetValue()
+		t.Fatalf("unrouted %v, want 1", got)
+	}
+	if got := tp.count.read.Load(); got != 2 {
+		t.Fatalf("read %d, want 2", got)
+	}
+}
+
+// TestPipelineFanOutCopyParked: one copy delivered, the other parked: the
+// event is written back as failed, never as delivered.
+func TestPipelineFanOutCopyParked(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	out := &fakeOutcomes{}
+	tp.outcomes, tp.writeBack = out, []bool{true}
+	tp.routed(t, 0x200, []string{"wallet-events", "payment-events"})
+	tp.prod.mu.Lock()
+	recs, done := tp.prod.pending, tp.prod.done
+	tp.prod.pending = nil
+	tp.prod.mu.Unlock()
+	done(recs[0], kerr.InvalidTopicException)
+	done(recs[1], nil)
+	tp.waitIdle(t)
+	if len(out.delivered) != 0 || !slices.Equal(out.failed, []string{"a"}) {
+		t.Fatalf("delivered %q failed %q, want failed [a] only", out.delivered, out.failed)
+	}
+}
