@@ -1,0 +1,27 @@
+-- The event log of a wallet service built on an event store with dynamic
+-- consistency boundaries (DCB): every command appends its events to
+-- "events" in one transaction, each with a type, tags ("key=value") and
+-- JSON data, in position order. A poller read the log after its last
+-- position and sent each event to every topic whose tags it matched:
+-- wallet-events (tag wallet_id required), payment-events (payment_id or
+-- transfer_id).
+--
+-- The design names the table and its columns (position, type, tags, data)
+-- but not their types: each is marked "chosen", with what the event store
+-- itself creates. The log has no status column: the poller kept its
+-- progress elsewhere, so there is nothing to write back.
+
+CREATE TABLE events (
+    type           varchar(64) NOT NULL,                  -- chosen: varchar(64), the event type
+    tags           text[]      NOT NULL,                  -- chosen: text[] of "key=value"
+    data           jsonb       NOT NULL,                  -- chosen: jsonb
+    transaction_id xid8        NOT NULL,                  -- chosen: xid8, the appending transaction (pg_current_xact_id())
+    position       bigserial   PRIMARY KEY,               -- chosen: bigserial, the log's order
+    occurred_at    timestamptz NOT NULL DEFAULT now()     -- chosen: timestamptz
+);
+
+-- chosen: the event store's own indexes (its reads by transaction, by tags
+-- and by type); the design names none.
+CREATE INDEX idx_events_transaction_position ON events (transaction_id, position);
+CREATE INDEX idx_events_tags ON events USING gin (tags);
+CREATE INDEX idx_events_type_position ON events (type, position);
