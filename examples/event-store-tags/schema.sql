@@ -14,7 +14,7 @@
 CREATE TABLE events (
     type           varchar(64) NOT NULL,                  -- chosen: varchar(64), the event type
     tags           text[]      NOT NULL,                  -- chosen: text[] of "key=value"
-    data           jsonb       NOT NULL,                  -- chosen: jsonb
+    data           json        NOT NULL,                  -- chosen: json, as the event store creates it
     transaction_id xid8        NOT NULL,                  -- chosen: xid8, the appending transaction (pg_current_xact_id())
     position       bigserial   PRIMARY KEY,               -- chosen: bigserial, the log's order
     occurred_at    timestamptz NOT NULL DEFAULT now()     -- chosen: timestamptz
