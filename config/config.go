@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -210,13 +210,13 @@ func templateColumns(tmpl string) []string {
 	}
 }
 
-// String describes the file for a log line or a person, with the
-// password of PostgresURL hidden.
+// String describes the file for a log line or a person, with every
+// password of PostgresURL masked ([pgerr.Redact]).
 func (f File) String() string {
 	var b strings.Builder
 	b.WriteString("config{")
 	if f.PostgresURL != "" {
-		fmt.Fprintf(&b, "postgres_url: %s, ", RedactURL(f.PostgresURL))
+		fmt.Fprintf(&b, "postgres_url: %s, ", pgerr.Redact(f.PostgresURL))
 	}
 	if len(f.Kafka.Brokers) > 0 {
 		fmt.Fprintf(&b, "kafka.brokers: %s, ", strings.Join(f.Kafka.Brokers, ","))
@@ -239,35 +239,6 @@ func (f File) String() string {
 
 // GoString is String, so that %#v hides the password too.
 func (f File) GoString() string { return f.String() }
-
-// RedactURL returns a PostgreSQL connection string without its password:
-// a URL's password (in the user info or a password or sslpassword
-// parameter) becomes "xxxxx"; a keyword/value string's password becomes
-// "xxxxx" too. Anything it cannot read is "(not shown)".
-func RedactURL(s string) string {
-	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
-		u, err := url.Parse(s)
-		if err != nil {
-			return "(not shown)"
-		}
-		q := u.Query()
-		for _, k := range []string{"password", "sslpassword"} {
-			if q.Has(k) {
-				q.Set(k, "xxxxx")
-			}
-		}
-		u.RawQuery = q.Encode()
-		return u.Redacted()
-	}
-	if strings.Contains(s, "=") {
-		return dsnPassword.ReplaceAllString(s, "${1}xxxxx")
-	}
-	return "(not shown)"
-}
-
-// dsnPassword finds a password in a keyword/value connection string,
-// quoted or not.
-var dsnPassword = regexp.MustCompile(`((?:^|\s)(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'|\S*)`)
 
 // Problem is one mistake in a config file.
 type Problem struct {
