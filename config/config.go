@@ -50,7 +50,7 @@ type File struct {
 
 // Kafka is the file's kafka section.
 type Kafka struct {
-	// Brokers is brokers: the seed brokers, "host:port" each.
+	// Brokers is brokers: the brokers to bootstrap from, "host:port" each.
 	Brokers []string
 }
 
