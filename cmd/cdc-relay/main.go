@@ -39,7 +39,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "status", "failed", "recover", "demo", "version", "help"}
+var commandNames = []string{"migrate", "run", "status", "failed", "recover", "check-config", "demo", "version", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -54,6 +54,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &FailedCommand{stdout: stdout, stderr: stderr}
 	case "recover":
 		return &RecoverCommand{stdout: stdout, stderr: stderr}
+	case "check-config":
+		return &CheckConfigCommand{stdout: stdout, stderr: stderr}
 	case "demo":
 		return &DemoCommand{stdout: stdout, stderr: stderr}
 	case "version":
@@ -155,6 +157,7 @@ Commands:
   status    how a relay is doing: role, readiness, lag, parked events (--json)
   failed    list, show, retry or purge the events parked in the status table
   recover   publish again the outbox rows of WAL the relay never read (a dropped or re-created slot)
+  check-config  check a config file against the database; print a sample record of each table
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker
   version   print the version (also --version)
   help      print this help, or a command's: cdc-relay help run

@@ -256,6 +256,7 @@ func TestUsageSections(t *testing.T) {
 	}{
 		{"run", (&RunCommand{}).flags(), runSections},
 		{"migrate", (&MigrateCommand{}).flags(), migrateSections},
+		{"check-config", (&CheckConfigCommand{}).flags(), checkConfigSections},
 	} {
 		seen := map[string]bool{}
 		for _, s := range c.sections {

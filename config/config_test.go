@@ -1,0 +1,435 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/writeback"
+)
+
+// issueExample is the config of issue 17, key for key.
+const issueExample = `postgres_url: postgres://relay@db/app     # or the environment variable
+kafka: {brokers: ["kafka:9092"]}
+slot: cdc_relay
+publication: cdc_relay
+tables:
+  - table: public.notification_outbox
+    id: id                      # column → header "id"
+    key: deal_id                # column → record key
+    value: payload              # column → record value
+    topic: "notifications.{template}"   # literal or {column} template
+    topic_column: null          # a column that, when not null, overrides topic
+    headers: {template: template, recipient_id: recipient_id}  # header ← column
+    headers_column: null        # a jsonb object column merged into headers
+    timestamp: created_at
+    write_back:                 # optional, see 4
+      status_column: status
+      delivered: DELIVERED
+      failed: FAILED
+      delivered_at_column: processed_at
+      error_column: null
+  - table: public.events
+    id: position
+    value: data
+    tags_column: tags           # text[] of "key=value" or "key"
+    routes:
+      - {topic: wallet-events, required_tags: [wallet_id]}
+      - {topic: payment-events, any_of_tags: [payment_id, transfer_id]}
+`
+
+func TestParseGood(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		// check inspects the parsed file.
+		check func(t *testing.T, f *File)
+	}{
+		{name: "the issue's example", yaml: issueExample, check: func(t *testing.T, f *File) {
+			want := File{
+				PostgresURL: "postgres://relay@db/app",
+				Kafka:       Kafka{Brokers: []string{"kafka:9092"}},
+				Slot:        "cdc_relay",
+				Publication: "cdc_relay",
+			}
+			got := *f
+			got.Tables = nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("top level:\n got %#v\nwant %#v", got.Tables, want)
+			}
+			if len(f.Tables) != 2 {
+				t.Fatalf("%d tables, want 2", len(f.Tables))
+			}
+			m0 := decoder.Mapping{
+				Schema: "public", Table: "notification_outbox",
+				IDColumn: "id", KeyColumn: "deal_id", PayloadColumn: "payload",
+				TopicTemplate: "notifications.{template}", TimestampColumn: "created_at",
+				HeaderColumns: []string{"template", "recipient_id"}, HeaderNames: []string{"template", "recipient_id"},
+			}
+			if got := f.Tables[0].Mapping(); !reflect.DeepEqual(got, m0) {
+				t.Errorf("tables[0].Mapping():\n got %+v\nwant %+v", got, m0)
+			}
+			wb := &writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", DeliveredAtColumn: "processed_at"}
+			if got := f.Tables[0].WriteBack(); !reflect.DeepEqual(got, wb) {
+				t.Errorf("tables[0].WriteBack() = %+v, want %+v", got, wb)
+			}
+			m1 := decoder.Mapping{
+				Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data", TagsColumn: "tags",
+				Routes: []decoder.Route{
+					{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}},
+					{Topic: "payment-events", AnyOfTags: []string{"payment_id", "transfer_id"}},
+				},
+			}
+			if got := f.Tables[1].Mapping(); !reflect.DeepEqual(got, m1) {
+				t.Errorf("tables[1].Mapping():\n got %+v\nwant %+v", got, m1)
+			}
+			if got := f.Tables[1].WriteBack(); got != nil {
+				t.Errorf("tables[1].WriteBack() = %+v, want nil", got)
+			}
+		}},
+		{name: "a minimal table in schema public", yaml: "tables: [{table: outbox, value: payload, topic: orders}]", check: func(t *testing.T, f *File) {
+			want := decoder.Mapping{Schema: "public", Table: "outbox", PayloadColumn: "payload", TopicTemplate: "orders"}
+			if got := f.Tables[0].Mapping(); !reflect.DeepEqual(got, want) {
+				t.Errorf("Mapping() = %+v, want %+v", got, want)
+			}
+			if f.Tables[0].Name() != "public.outbox" {
+				t.Errorf("Name() = %q", f.Tables[0].Name())
+			}
+			if f.Kafka.Brokers != nil || f.Slot != "" || f.PostgresURL != "" {
+				t.Errorf("absent settings are set: %v", f)
+			}
+		}},
+		{name: "headers keep the file's order", yaml: `
+tables:
+  - table: app.outbox
+    value: payload
+    topic_column: topic
+    headers:
+      zeta: z_col
+      alpha: a_col
+      mid: m_col
+`, check: func(t *testing.T, f *File) {
+			m := f.Tables[0].Mapping()
+			if want := []string{"zeta", "alpha", "mid"}; !reflect.DeepEqual(m.HeaderNames, want) {
+				t.Errorf("HeaderNames = %q, want %q", m.HeaderNames, want)
+			}
+			if want := []string{"z_col", "a_col", "m_col"}; !reflect.DeepEqual(m.HeaderColumns, want) {
+				t.Errorf("HeaderColumns = %q, want %q", m.HeaderColumns, want)
+			}
+			if m.Schema != "app" || m.TopicColumn != "topic" || m.TopicTemplate != "" {
+				t.Errorf("Mapping() = %+v", m)
+			}
+		}},
+		{name: "the optional top-level keys, values as written, an alias", yaml: `
+status_table: relay.delivery
+checkpoint_table: relay.checkpoint
+allowed_topics: 'orders\..*|payments'
+kafka:
+  brokers:
+    - k1:9092
+    - k2:9092
+tables:
+  - table: public.a
+    value: payload
+    topic: orders.{type}
+    headers: &h {type: type}
+    write_back: {status_column: state, delivered: 1, failed: 2, delivered_at_column: null}
+    id: id
+  - table: public.b
+    value: payload
+    topic: payments
+    headers: *h
+`, check: func(t *testing.T, f *File) {
+			if f.StatusTable != "relay.delivery" || f.CheckpointTable != "relay.checkpoint" || f.AllowedTopics != `orders\..*|payments` {
+				t.Errorf("top level: %v", f)
+			}
+			if want := []string{"k1:9092", "k2:9092"}; !reflect.DeepEqual(f.Kafka.Brokers, want) {
+				t.Errorf("brokers = %q", f.Kafka.Brokers)
+			}
+			if wb := f.Tables[0].WriteBack(); wb == nil || wb.Delivered != "1" || wb.Failed != "2" || wb.DeliveredAtColumn != "" {
+				t.Errorf("write_back = %+v", wb)
+			}
+			if got := f.Tables[1].Headers; !reflect.DeepEqual(got, []Header{{Name: "type", Column: "type"}}) {
+				t.Errorf("aliased headers = %+v", got)
+			}
+		}},
+		{name: "a key column and a topic template from one column", yaml: `
+tables:
+  - {table: public.outbox, id: id, key: aggregate_id, value: payload, topic: "{topic}", timestamp: created_at}
+`, check: func(t *testing.T, f *File) {
+			got := f.Tables[0].Columns()
+			want := []Column{{"id", "id"}, {"aggregate_id", "key"}, {"payload", "value"}, {"topic", "topic"}, {"created_at", "timestamp"}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Columns() = %+v, want %+v", got, want)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse("relay.yaml", []byte(tc.yaml))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			tc.check(t, f)
+		})
+	}
+}
+
+func TestParseProblems(t *testing.T) {
+	const minimal = "  - {table: public.outbox, value: payload, topic: orders}\n"
+	tests := []struct {
+		name string
+		yaml string
+		want []string // the problems, in order, as "line: message"
+	}{
+		{name: "a misspelled key of a table", yaml: `
+postgres_url: postgres://relay@db/app
+kafka: {brokers: ["kafka:9092"]}
+slot: cdc_relay
+publication: cdc_relay
+tables:
+  - tabel: public.outbox
+    value: payload
+    topic: orders
+`, want: []string{
+			`7: unknown key "tabel" in tables[0] (did you mean "table"?)`,
+			`7: tables[0]: needs table: the outbox table, as schema.table`,
+		}},
+		{name: "a misspelled top-level key", yaml: "slots: x\ntables:\n" + minimal,
+			want: []string{`1: unknown key "slots" (did you mean "slot"?)`}},
+		{name: "an unknown key, nothing like a known one", yaml: "tables:\n" + minimal + "frobnicate: 1\n",
+			want: []string{`3: unknown key "frobnicate" (known keys: postgres_url, kafka, slot, publication, tables, status_table, checkpoint_table, allowed_topics)`}},
+		{name: "kafka takes brokers only", yaml: "kafka: {broker: [k:9092]}\ntables:\n" + minimal,
+			want: []string{`1: unknown key "broker" in kafka (did you mean "brokers"?)`}},
+		{name: "brokers not a list", yaml: "kafka: {brokers: k:9092}\ntables:\n" + minimal,
+			want: []string{`1: kafka.brokers: want a list, such as ["kafka-1:9092", "kafka-2:9092"]`}},
+		{name: "a key set twice", yaml: "slot: a\nslot: b\ntables:\n" + minimal,
+			want: []string{`2: key "slot" is set twice (first on line 1): keep one`}},
+		{name: "an empty file", yaml: "", want: []string{"1: the file is empty: it needs tables: (see `cdc-relay check-config -h`)"}},
+		{name: "only a comment", yaml: "# nothing\n", want: []string{"1: the file is empty: it needs tables: (see `cdc-relay check-config -h`)"}},
+		{name: "no tables", yaml: "slot: cdc_relay\n",
+			want: []string{"1: no tables: list the outbox tables under tables:, each with at least table:, value: and topic:"}},
+		{name: "tables empty", yaml: "slot: cdc_relay\ntables: []\n",
+			want: []string{"2: tables is empty: list the outbox tables, each with at least table:, value: and topic:"}},
+		{name: "the top level a list", yaml: "- table: x\n", want: []string{"1: the file: want a mapping of settings (postgres_url:, kafka:, slot:, publication:, tables:)"}},
+		{name: "no value", yaml: "tables:\n  - table: x\n    topic: t\n",
+			want: []string{"2: tables[0] (public.x): needs value: the column that is the record value"}},
+		{name: "value null", yaml: "tables:\n  - table: x\n    topic: t\n    value: null\n",
+			want: []string{"4: tables[0] (public.x): needs value: the column that is the record value"}},
+		{name: "value empty", yaml: "tables:\n  - table: x\n    topic: t\n    value: ''\n",
+			want: []string{"4: tables[0] (public.x): value is empty: give a value, or null (or leave the key out) for none"}},
+		{name: "no topic", yaml: "tables:\n  - table: x\n    value: v\n",
+			want: []string{"2: tables[0] (public.x): needs topic (a topic, or a template such as orders.{type}), topic_column, or routes"}},
+		{name: "routes and topic", yaml: `
+tables:
+  - table: public.events
+    value: data
+    topic: events
+    tags_column: tags
+    routes:
+      - {topic: wallet-events, required_tags: [wallet_id]}
+`, want: []string{"5: tables[0] (public.events): topic and routes exclude each other: routes choose the topics; remove topic"}},
+		{name: "routes without tags_column", yaml: `
+tables:
+  - table: public.events
+    value: data
+    routes:
+      - {topic: wallet-events, required_tags: [wallet_id]}
+`, want: []string{"5: tables[0] (public.events): routes need tags_column: the column of tags the routes match"}},
+		{name: "a route without tags, one without topic", yaml: `
+tables:
+  - table: public.audit
+    value: data
+    topic: audit
+  - table: public.events
+    id: position
+    value: data
+    tags_column: tags
+    routes:
+      - {topic: wallet-events, required_tags: [wallet_id]}
+      - {topic: payment-events, required_tags: []}
+      - {any_of_tags: [x]}
+`, want: []string{
+			"12: tables[1] (public.events): routes[1] needs required_tags or any_of_tags",
+			"13: tables[1] (public.events): routes[2] needs topic",
+		}},
+		{name: "a route's topic is a name", yaml: `
+tables:
+  - table: public.events
+    value: data
+    tags_column: tags
+    routes:
+      - topic: "events.{type}"
+        any_of_tags: [x]
+      - {topic: "bad topic", any_of_tags: [x]}
+      - {topic: ok, anyof_tags: [x]}
+      - {topic: ok, any_of_tags: x}
+`, want: []string{
+			`7: tables[0] (public.events): routes[0]: topic "events.{type}": a route's topic is a topic name, not a template`,
+			`9: tables[0] (public.events): routes[1]: topic: topic name "bad topic" has illegal character ' ' (Kafka allows [a-zA-Z0-9._-])`,
+			`10: unknown key "anyof_tags" in tables[0].routes[2] (did you mean "any_of_tags"?)`,
+			`10: tables[0] (public.events): routes[2] needs required_tags or any_of_tags`,
+			`11: tables[0] (public.events): routes[3].any_of_tags: want a list, such as [payment_id, transfer_id]`,
+			`11: tables[0] (public.events): routes[3] needs required_tags or any_of_tags`,
+		}},
+		{name: "tags_column without routes", yaml: "tables:\n  - {table: x, value: v, topic: t, tags_column: tags}\n",
+			want: []string{"2: tables[0] (public.x): tags_column is read by routes only: add routes, or remove tags_column"}},
+		{name: "write_back incomplete, and without id", yaml: `
+tables:
+  - table: public.outbox
+    value: payload
+    topic: orders
+    write_back:
+      status_column: status
+      delivered: SENT
+      deliverd_at_column: sent_at
+`, want: []string{
+			"6: tables[0] (public.outbox): write_back needs failed: the status column and its values for a delivered and a parked event",
+			"6: tables[0] (public.outbox): write_back needs id: it updates the rows by their id column",
+			`9: unknown key "deliverd_at_column" in tables[0].write_back (did you mean "delivered_at_column"?)`,
+		}},
+		{name: "a table listed twice", yaml: `
+tables:
+  - {table: public.outbox, value: payload, topic: orders}
+  - {table: outbox, value: payload, topic: orders}
+`, want: []string{"4: tables[1] (public.outbox): the table is listed already, as tables[0] (line 3): one entry per table"}},
+		{name: "a bad table name", yaml: "tables:\n  - {table: a.b.c, value: v, topic: t}\n",
+			want: []string{`2: tables[0]: table: table "a.b.c": want schema.table`}},
+		{name: "a malformed template", yaml: "tables:\n  - table: x\n    value: v\n    topic: orders.{type\n",
+			want: []string{`4: tables[0] (public.x): topic: topic template "orders.{type": unclosed '{'`}},
+		{name: "an illegal topic", yaml: "tables:\n  - {table: x, value: v, topic: 'orders!'}\n",
+			want: []string{`2: tables[0] (public.x): topic: topic name "orders!" has illegal character '!' (Kafka allows [a-zA-Z0-9._-])`}},
+		{name: "a topic allowed_topics does not allow", yaml: "allowed_topics: 'orders\\..*'\ntables:\n  - {table: x, value: v, topic: payments}\n",
+			want: []string{`3: tables[0] (public.x): topic: topic "payments" is not allowed: it does not match --allowed-topics "orders\\..*"`}},
+		{name: "Kafka's own topics, by default", yaml: "tables:\n  - {table: x, value: v, topic: __consumer_offsets}\n",
+			want: []string{`2: tables[0] (public.x): topic: topic "__consumer_offsets" is not allowed: by default no topic may start with "_" or "connect-" (Kafka's and its tools' own topics); --allowed-topics sets which topics are`}},
+		{name: "allowed_topics not a regular expression", yaml: "allowed_topics: 'orders.('\ntables:\n" + minimal,
+			want: []string{"1: allowed_topics \"orders.(\" is not a Go regular expression: error parsing regexp: missing closing ): `orders.(`"}},
+		{name: "a bad slot name, bad relay table names", yaml: "slot: Relay-Slot\nstatus_table: a.b.c\ncheckpoint_table: ''\ntables:\n" + minimal,
+			want: []string{
+				`1: slot: replication slot name "Relay-Slot" has 'R'; PostgreSQL allows only lower-case letters, digits and underscores`,
+				`2: status_table: table "a.b.c": want schema.table`,
+				`3: checkpoint_table is empty: give a value, or null (or leave the key out) for none`,
+			}},
+		{name: "not YAML", yaml: "slot: a\ntables:\n  - table: x\n    value: v\n     topic: t\n",
+			want: []string{"5: not valid YAML: mapping values are not allowed in this context"}},
+		{name: "a header named id beside the id column, a header without column", yaml: `
+tables:
+  - table: x
+    id: event_id
+    value: v
+    topic: t
+    headers: {id: event_id, type: null}
+`, want: []string{
+			`7: tables[0] (public.x): headers: header "type" needs the column it carries, such as type: type`,
+			`7: tables[0] (public.x): headers: header "id" is the header of the id column (id: event_id): name the header otherwise`,
+		}},
+		{name: "headers a list", yaml: "tables:\n  - {table: x, value: v, topic: t, headers: [a, b]}\n",
+			want: []string{"2: tables[0] (public.x): headers: want a mapping of header name to column, such as {event_type: type}"}},
+		{name: "a column given as a list", yaml: "tables:\n  - {table: x, value: [a, b], topic: t}\n",
+			want: []string{"2: tables[0] (public.x): value: want a single value, not a list or mapping"}},
+		{name: "a second document", yaml: "tables:\n" + minimal + "---\nslot: x\n",
+			want: []string{"3: a second YAML document (after ---): put everything in one"}},
+		{name: "a merge key", yaml: "tables:\n  - <<: {value: v}\n    table: x\n    topic: t\n",
+			want: []string{
+				"2: unsupported key in tables[0]: keys are plain names (anchors may stand for values, not for keys or merges with <<)",
+				"2: tables[0] (public.x): needs value: the column that is the record value",
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse("relay.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("Parse: no error, want %q (file %v)", tc.want, f)
+			}
+			if f != nil {
+				t.Errorf("Parse returned a file with its error")
+			}
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("error %T, want Problems: %v", err, err)
+			}
+			var got []string
+			for _, p := range ps {
+				if p.File != "relay.yaml" {
+					t.Errorf("problem in file %q", p.File)
+				}
+				got = append(got, fmt.Sprintf("%d: %s", p.Line, p.Msg))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("problems:\n got %q\nwant %q", got, tc.want)
+			}
+			if want := "relay.yaml:" + tc.want[0]; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Error() = %q, want it to start with %q", err.Error(), want)
+			}
+		})
+	}
+}
+
+// TestNoPassword: no problem and no String shows postgres_url's password.
+func TestNoPassword(t *testing.T) {
+	for _, yaml := range []string{
+		"postgres_url: [postgres://relay:s3cret@db/app]\ntables: []\n",
+		"postgres_url: {postgres://relay:s3cret@db/app: 1}\ntables:\n  - {table: x, value: v, topic: t}\n",
+		"postgres_url: postgres://relay:s3cret@db/app\npostgres_url: postgres://relay:s3cret@db/app\n",
+		"postgres_url: postgres://relay:s3cret@db/app\nslot: 'x y'\n",
+	} {
+		_, err := Parse("relay.yaml", []byte(yaml))
+		if err == nil {
+			t.Fatalf("no error for %q", yaml)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("error shows the password: %v", err)
+		}
+	}
+	for url, shown := range map[string]string{
+		"postgres://relay:s3cret@db:5432/app?sslmode=require": "postgres://relay:xxxxx@db:5432/app?sslmode=require",
+		"host=db password='s3 cret' dbname=app":               "host=db password=xxxxx dbname=app",
+	} {
+		f, err := Parse("relay.yaml", []byte("postgres_url: \""+url+"\"\ntables:\n  - {table: x, value: v, topic: t}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{f.String(), fmt.Sprint(f), fmt.Sprintf("%v %+v %#v %s", *f, *f, f, f)} {
+			if strings.Contains(s, "s3") || !strings.Contains(s, "postgres_url: "+shown+",") {
+				t.Errorf("String: %s", s)
+			}
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "relay.yaml")
+	if err := os.WriteFile(path, []byte("tables:\n  - {tabel: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+`:2: unknown key "tabel" in tables[0] (did you mean "table"?)`) {
+		t.Errorf("Load: %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "nosuch.yaml")); err == nil || !strings.Contains(err.Error(), "read the config file") {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}
+
+// TestMappingIsACopy: changing a Mapping or WriteBack does not change the
+// table.
+func TestMappingIsACopy(t *testing.T) {
+	f, err := Parse("relay.yaml", []byte(issueExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.Tables[1].Mapping()
+	m.Routes[0].RequiredTags[0] = "changed"
+	wb := f.Tables[0].WriteBack()
+	wb.Delivered = "changed"
+	if f.Tables[1].Routes[0].RequiredTags[0] != "wallet_id" || f.Tables[0].WriteBackColumns.Delivered != "DELIVERED" {
+		t.Error("the table changed with its Mapping or WriteBack")
+	}
+}

@@ -1,0 +1,34 @@
+// Package config reads the relay's YAML config file: the database, the
+// Kafka brokers, the slot and the publication, and the outbox tables to
+// relay with the mapping of each (issue 17's shape, key for key):
+//
+//	postgres_url: postgres://relay@db/app
+//	kafka: {brokers: ["kafka:9092"]}
+//	slot: cdc_relay
+//	publication: cdc_relay
+//	tables:
+//	  - table: public.notification_outbox
+//	    id: id
+//	    key: deal_id
+//	    value: payload
+//	    topic: "notifications.{template}"
+//	    headers: {template: template, recipient_id: recipient_id}
+//	    timestamp: created_at
+//	    write_back: {status_column: status, delivered: DELIVERED, failed: FAILED}
+//	  - table: public.events
+//	    id: position
+//	    value: data
+//	    tags_column: tags
+//	    routes:
+//	      - {topic: wallet-events, required_tags: [wallet_id]}
+//
+// [Parse] checks everything that can be checked without the database and
+// reports every mistake with the file name and line, as
+// "relay.yaml:7: unknown key "tabel" in tables[0] (did you mean "table"?)".
+// Columns, types and the publication are checked against the database by
+// `cdc-relay check-config`.
+//
+// The package only reads: it applies no defaults (an absent key is "" or
+// nil) and knows nothing of flags; the caller lets flags and environment
+// variables override the top-level settings, and fills in its defaults.
+package config
