@@ -460,7 +460,7 @@ func checkTable(ctx context.Context, q querier, publication string, t config.Tab
 		for i, c := range cols {
 			names[i], types[i] = c.name, c.oid
 		}
-		dm, _, _ := decoderMapping(t, "", names)
+		dm := decoderMapping(t, "")
 		if err := dm.CheckColumns(names, types); err != nil {
 			var me *decoder.MappingError
 			col := ""
@@ -552,31 +552,11 @@ func statusValueFits(ctx context.Context, q querier, c column, value string) (st
 }
 
 // decoderMapping is the mapping the sample is decoded with: the table's
-// own, with the file's allowed_topics. While the decoder still requires a
-// record key and a topic template or column (before keyless tables and
-// routes are decoded), a mapping it refuses for those alone gets stand-ins:
-// another of the table's columns (names) as the key (noKey), and a literal
-// topic (routed); the sample leaves out what they stand for.
-func decoderMapping(t config.Table, allowedTopics string, names []string) (m decoder.Mapping, noKey, routed bool) {
-	m = t.Mapping()
+// own, with the file's allowed_topics.
+func decoderMapping(t config.Table, allowedTopics string) decoder.Mapping {
+	m := t.Mapping()
 	m.AllowedTopics = allowedTopics
-	if _, err := decoder.New(m); err == nil {
-		return m, false, false
-	}
-	if m.KeyColumn == "" {
-		// Not the value column: a bytea column is decoded in place, once.
-		m.KeyColumn, noKey = m.PayloadColumn, true
-		for _, n := range names {
-			if n != m.PayloadColumn {
-				m.KeyColumn = n
-				break
-			}
-		}
-	}
-	if len(m.Routes) > 0 {
-		m.Routes, m.TagsColumn, m.TopicTemplate, routed = nil, "", "routed", true
-	}
-	return m, noKey, routed
+	return m
 }
 
 // sampleLimit is how much of a key or value the sample shows.
@@ -617,8 +597,7 @@ func printSample(ctx context.Context, w io.Writer, conn *pgx.Conn, t config.Tabl
 		fmt.Fprintf(w, "  no rows yet: no sample\n")
 		return nil
 	}
-	m, noKey, routed := decoderMapping(t, allowedTopics, names)
-	dec, err := decoder.New(m)
+	dec, err := decoder.New(decoderMapping(t, allowedTopics))
 	if err != nil {
 		return fmt.Errorf("cannot decode a sample: %w", err)
 	}
@@ -633,20 +612,25 @@ func printSample(ctx context.Context, w io.Writer, conn *pgx.Conn, t config.Tabl
 		by = "by " + res.by
 	}
 	fmt.Fprintf(w, "  sample record, from the newest row (%s):\n", by)
-	if routed {
-		fmt.Fprintf(w, "    topics     by routes, applied at run time:\n")
-		for _, r := range t.Routes {
-			fmt.Fprintf(w, "                 %s\n", routeText(r))
-		}
+	switch {
+	case msg.Routed && len(msg.Routes) == 0:
+		fmt.Fprintf(w, "    topics     none: its tags match no route, so it would be counted and sent nowhere\n")
+	case msg.Routed:
+		fmt.Fprintf(w, "    topics     %s (one copy each, by its tags)\n", strings.Join(msg.Routes, ", "))
+	default:
+		fmt.Fprintf(w, "    topic      %s\n", ev.Topic)
+	}
+	if msg.Routed {
 		for i, n := range names {
 			if n == t.TagsColumn {
 				fmt.Fprintf(w, "    tags       %s\n", sampleBytes(values[i]))
 			}
 		}
-	} else {
-		fmt.Fprintf(w, "    topic      %s\n", ev.Topic)
+		for _, r := range t.Routes {
+			fmt.Fprintf(w, "    route      %s\n", routeText(r))
+		}
 	}
-	if noKey {
+	if t.Key == "" {
 		fmt.Fprintf(w, "    key        (none: no key column; Kafka spreads the records over the partitions)\n")
 	} else {
 		fmt.Fprintf(w, "    key        %s\n", sampleBytes(ev.Key))
