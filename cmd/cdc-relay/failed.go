@@ -38,6 +38,7 @@ type FailedCommand struct {
 	given map[string]bool // the flags given on the command line
 
 	postgresURLFile string
+	configPath      string
 }
 
 // failedSubcommands are failed's subcommands, in the order of its usage.
@@ -152,6 +153,7 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 		durationVar(fs, &c.olderThan, "older-than", 0,
 			"with --dead, only the events marked DEAD more than this long ago (by updated_at), such as 30d or 12h")
 	}
+	registerConfig(fs, &c.configPath)
 	// What to act on is said on the command line, never by a variable left
 	// set in the environment.
 	onlyOnCommandLine(fs, "status", "topic", "limit", "json", "all", "dead", "older-than")
@@ -160,7 +162,7 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 
 // failedSections orders each subcommand's flags in its usage.
 func failedSections(sub string) []flagSection {
-	conn := flagSection{"Connection (--postgres-url or --postgres-url-file required)", []string{"postgres-url", "postgres-url-file", "status-table"}}
+	conn := flagSection{"Connection (--postgres-url, --postgres-url-file or --config required)", []string{"config", "postgres-url", "postgres-url-file", "status-table"}}
 	switch sub {
 	case "list":
 		return []flagSection{conn, {"Which events", []string{"status", "topic", "limit"}}, {"Output", []string{"json"}}}
@@ -221,6 +223,9 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		return usageError{sub + ": " + err.Error()}
+	}
+	if _, err := loadConfig(fs, c.configPath); err != nil {
+		return err
 	}
 	run, err := c.prepare(operands)
 	if err != nil {

@@ -142,7 +142,7 @@ func TestKafkaSecurityFlags(t *testing.T) {
 			fs := c.flags()
 			err := parseFlags(fs, append(append([]string{}, pg...), tt.args...))
 			if err == nil {
-				err = c.finish()
+				err = c.finish(fs)
 			}
 			if err != nil {
 				if strings.Contains(err.Error(), strings.TrimSpace(password)) {

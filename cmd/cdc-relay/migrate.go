@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
@@ -29,6 +30,7 @@ type MigrateCommand struct {
 	grantsFor   string
 
 	postgresURLFile string
+	configPath      string
 }
 
 const migrateUsage = `Usage: cdc-relay migrate [flags]
@@ -65,6 +67,7 @@ Example:
 
 // migrateSections orders migrate's flags in its usage.
 var migrateSections = []flagSection{
+	{"Configuration file (optional)", []string{"config"}},
 	{"Connection (required)", []string{"postgres-url", "postgres-url-file"}},
 	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
 	{"Replication slot", []string{"slot", "no-slot"}},
@@ -83,7 +86,50 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs.StringVar(&c.grantsFor, "print-grants", "",
 		"print the SQL that creates `role` with the least the relay needs for these tables (LOGIN, REPLICATION, SELECT and DELETE on the outbox, writing the relay's tables), and change nothing")
 	onlyOnCommandLine(fs, "print-grants")
+	registerConfig(fs, &c.configPath)
 	return fs
+}
+
+// relayConfig is the relay configuration the flags and the config file
+// name: with a file, its tables, which must exist (migrate creates only
+// the default outbox table).
+func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
+	rc := relay.Config{Slot: c.slot, Tables: []relay.Table{{}}}
+	if err := c.tables.apply(&rc); err != nil {
+		return rc, err
+	}
+	if file != nil {
+		rc.Tables = configTables(file, "")
+		c.skipOutbox = true
+	}
+	return rc, nil
+}
+
+// grants is the SQL of --print-grants: the relay's tables and the first
+// outbox table, then SELECT on every other outbox table, and UPDATE on the
+// columns each table's write-back sets.
+func grants(rc relay.Config, role string) string {
+	var b strings.Builder
+	b.WriteString(migrations.Grants(rc.Migrations(0), role))
+	r := pgx.Identifier{role}.Sanitize()
+	for i, t := range rc.Tables {
+		table := pgx.Identifier{t.Mapping.Schema, t.Mapping.Table}.Sanitize()
+		if i > 0 {
+			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{t.Mapping.Schema}.Sanitize(), r)
+			fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", table, r)
+		}
+		if wb := t.WriteBack; wb != nil {
+			var cols []string
+			for _, c := range []string{wb.StatusColumn, wb.DeliveredAtColumn, wb.ErrorColumn} {
+				if c != "" {
+					cols = append(cols, pgx.Identifier{c}.Sanitize())
+				}
+			}
+			fmt.Fprintf(&b, "-- Write-back of %s: the outcome of each event into its row.\n", table)
+			fmt.Fprintf(&b, "GRANT UPDATE (%s) ON %s TO %s;\n", strings.Join(cols, ", "), table, r)
+		}
+	}
+	return b.String()
 }
 
 // Usage writes migrate's help.
@@ -97,18 +143,21 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	file, err := loadConfig(fs, c.configPath)
+	if err != nil {
+		return err
+	}
 	if c.grantsFor != "" {
 		if strings.Contains(c.grantsFor, "$") {
 			return usageError{fmt.Sprintf("--print-grants %q: a role name with \"$\" is not supported", c.grantsFor)}
 		}
-		var rc relay.Config
-		if err := c.tables.apply(&rc); err != nil {
+		rc, err := c.relayConfig(file)
+		if err != nil {
 			return err
 		}
-		fmt.Fprint(c.stdout, migrations.Grants(rc.Migrations(0), c.grantsFor))
+		fmt.Fprint(c.stdout, grants(rc, c.grantsFor))
 		return nil
 	}
-	var err error
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
 		return err
 	}
@@ -120,8 +169,8 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 			return usageError{"--slot: " + err.Error()}
 		}
 	}
-	rc := relay.Config{Slot: c.slot, Tables: []relay.Table{{}}}
-	if err := c.tables.apply(&rc); err != nil {
+	rc, err := c.relayConfig(file)
+	if err != nil {
 		return err
 	}
 	res, err := Migrate(ctx, c.postgresURL, rc, MigrateOptions{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot})

@@ -58,6 +58,7 @@ Example:
 // recoverSections orders recover's flags in its usage.
 var recoverSections = []flagSection{
 	{"What to publish again", []string{"dry-run", "margin", "since"}},
+	{"Configuration file (optional)", []string{"config"}},
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers", "replication-timeout"}},
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table"}},
 	{"From row to Kafka record", []string{
@@ -107,7 +108,7 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := c.finish(); err != nil {
+	if err := c.finish(fs); err != nil {
 		return err
 	}
 	if c.since != "" {

@@ -40,6 +40,7 @@ type relayFlags struct {
 	headerCol       string
 	postgresURLFile string
 	kafkaSecurity   kafkaSecurityFlags
+	configPath      string
 }
 
 // register sets cfg to the defaults and registers its flags on fs.
@@ -48,16 +49,34 @@ func (r *relayFlags) register(fs *flag.FlagSet) {
 	registerRelayFlags(fs, &r.cfg, &r.tables, &r.brokers, &r.headerCol)
 	registerPostgresURLFile(fs, &r.postgresURLFile)
 	r.kafkaSecurity.register(fs)
+	registerConfig(fs, &r.configPath)
 }
 
-// finish completes cfg after parsing.
-func (r *relayFlags) finish() error {
-	var err error
+// finish completes cfg after fs was parsed: from the config file, if any,
+// then from the flags.
+func (r *relayFlags) finish(fs *flag.FlagSet) error {
+	file, err := loadConfig(fs, r.configPath)
+	if err != nil {
+		return err
+	}
 	if r.cfg.PostgresURL, err = postgresURLFrom(r.cfg.PostgresURL, r.postgresURLFile); err != nil {
 		return err
 	}
 	if err := finishRelayConfig(&r.cfg, &r.tables, r.brokers, r.headerCol); err != nil {
 		return err
+	}
+	if file != nil {
+		r.cfg.Tables = configTables(file, r.cfg.Tables[0].Mapping.AllowedTopics)
+		// The tables of a config file are the application's: the relay
+		// deletes none of their rows unless told to.
+		retention := false
+		fs.Visit(func(f *flag.Flag) { retention = retention || f.Name == "retention" })
+		if !retention {
+			r.cfg.Retention.Outbox = 0
+		}
+		if err := r.cfg.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", r.configPath, err)
+		}
 	}
 	return r.kafkaSecurity.finish(&r.cfg.Kafka)
 }
@@ -103,6 +122,7 @@ Example:
 
 // runSections orders run's flags in its usage.
 var runSections = []flagSection{
+	{"Configuration file (optional)", []string{"config"}},
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table", "accept-slot-loss"}},
 	{"From row to Kafka record", []string{
@@ -241,7 +261,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := c.finish(); err != nil {
+	if err := c.finish(fs); err != nil {
 		return err
 	}
 	if err := c.admin.finish(); err != nil {

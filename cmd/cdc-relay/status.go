@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -29,6 +30,8 @@ type StatusCommand struct {
 	slot            string
 	tables          tableFlags
 	json            bool
+	configPath      string
+	file            *config.File
 }
 
 const statusUsage = `Usage: cdc-relay status [flags]
@@ -50,7 +53,7 @@ Examples:
 `
 
 var statusSections = []flagSection{
-	{"Where to look", []string{"metrics-addr", "postgres-url", "postgres-url-file", "slot", "table", "status-table"}},
+	{"Where to look", []string{"metrics-addr", "config", "postgres-url", "postgres-url-file", "slot", "table", "status-table"}},
 	{"Output", []string{"json"}},
 }
 
@@ -62,6 +65,7 @@ func (c *StatusCommand) flags() *flag.FlagSet {
 	fs.StringVar(&c.slot, "slot", relay.DefaultConfig().Slot, "the replication slot's `name`, when reading the database")
 	c.tables.register(fs)
 	fs.BoolVar(&c.json, "json", false, "print JSON, as GET /status")
+	registerConfig(fs, &c.configPath)
 	return fs
 }
 
@@ -78,6 +82,9 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	var err error
+	if c.file, err = loadConfig(fs, c.configPath); err != nil {
+		return err
+	}
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
 		return err
 	}
@@ -140,6 +147,9 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 	if err := c.tables.apply(&cfg); err != nil {
 		return relay.Status{}, err
 	}
+	if c.file != nil {
+		cfg.Tables = configTables(c.file, "")
+	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, c.postgresURL)
@@ -152,7 +162,7 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 		return relay.Status{}, err
 	}
 	st := relay.Status{
-		Role: relay.RoleNone, Slot: cfg.Slot, Table: cfg.Tables[0].Mapping.Schema + "." + cfg.Tables[0].Mapping.Table,
+		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(tableNames(cfg), ", "),
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
 		ConfirmedLSN: db.Confirmed.String(),
 	}

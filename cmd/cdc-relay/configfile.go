@@ -1,0 +1,90 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// configUsage is the --config flag's help, the same for every command.
+const configUsage = "a YAML config `file`: the outbox tables, each with its mapping, and the top-level settings " +
+	"(postgres_url, kafka.brokers, slot, publication, …); a flag or environment variable overrides the file's setting"
+
+// registerConfig registers --config on fs.
+func registerConfig(fs *flag.FlagSet, path *string) {
+	fs.StringVar(path, "config", "", configUsage)
+}
+
+// mappingFlags map the one table of the command line; a config file maps
+// its tables itself, and either may be used, not both.
+var mappingFlags = []string{
+	"table", "topic-template", "topic-column", "key-column", "payload-column", "id-column",
+	"header-columns", "headers-column", "timestamp-column",
+}
+
+// loadConfig loads the config file at path, if any, after fs was parsed.
+// Each of the file's top-level settings becomes the value of its flag
+// where fs has the flag and it was not set, on the command line or from
+// the environment: flags and environment variables override the file. A
+// mapping flag set beside the file is a usage error. It returns nil
+// without a path.
+func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for _, name := range mappingFlags {
+		if set[name] && fs.Lookup(name) != nil {
+			return nil, usageError{fmt.Sprintf("--%s maps the one table of the command line; with --config, map the tables in %s (or leave out --config)", name, path)}
+		}
+	}
+	url := f.PostgresURL
+	if set["postgres-url-file"] {
+		url = "" // the file of the flag wins over the config's URL
+	}
+	for _, s := range []struct{ flag, value string }{
+		{"postgres-url", url},
+		{"kafka-brokers", strings.Join(f.Kafka.Brokers, ",")},
+		{"slot", f.Slot},
+		{"publication", f.Publication},
+		{"status-table", f.StatusTable},
+		{"checkpoint-table", f.CheckpointTable},
+		{"allowed-topics", f.AllowedTopics},
+	} {
+		if s.value == "" || set[s.flag] || fs.Lookup(s.flag) == nil {
+			continue
+		}
+		if err := fs.Set(s.flag, s.value); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, s.flag, err)
+		}
+	}
+	return f, nil
+}
+
+// tableNames names cfg's outbox tables, schema.table.
+func tableNames(cfg relay.Config) []string {
+	names := make([]string, len(cfg.Tables))
+	for i, t := range cfg.Tables {
+		names[i] = t.Mapping.Schema + "." + t.Mapping.Table
+	}
+	return names
+}
+
+// configTables returns the relay's tables from a config file, each with
+// allowedTopics (the flag's value, or the file's).
+func configTables(f *config.File, allowedTopics string) []relay.Table {
+	tables := make([]relay.Table, len(f.Tables))
+	for i, t := range f.Tables {
+		tables[i] = relay.Table{Mapping: t.Mapping(), WriteBack: t.WriteBack()}
+		tables[i].Mapping.AllowedTopics = allowedTopics
+	}
+	return tables
+}
