@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
 
+	relayconfig "github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
@@ -150,6 +151,10 @@ func readConfig(t *testing.T, path string) config {
 	var doc map[string]any
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+	// The relay's own reading of it: every key known, every rule kept.
+	if _, err := relayconfig.Load(path); err != nil {
+		t.Errorf("cdc-relay would refuse %s: %v", path, err)
 	}
 	if _, ok := doc["postgres_url"]; ok {
 		t.Errorf("%s sets postgres_url: leave it to CDC_RELAY_POSTGRES_URL", path)

@@ -274,7 +274,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	c.cfg.Logger = log
 	c.cfg.Version = Version
 	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
-		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "table", c.tables.table)
+		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(tableNames(c.cfg), ", "))
 	c.kafkaSecurity.logSettings(log)
 	if c.debugAddr != "" {
 		srv, err := debugServer(c.debugAddr)

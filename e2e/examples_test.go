@@ -1,0 +1,340 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/config"
+)
+
+// The outbox layouts our users run, each in examples/: its tables created
+// by its schema.sql, filled by its app.sql as the application does (the
+// business row and the outbox row in one transaction), relayed by its
+// relay.yaml and nothing else. Every record must carry the key, value and
+// headers its row implies, on the topic its mapping names; with write-back
+// the table's own status column must tell the truth afterwards.
+
+// exampleCase is one example and what it must produce.
+type exampleCase struct {
+	dir      string
+	topics   map[string]int // records per topic
+	unrouted int            // events that match no route
+	deleted  int            // records whose row the application deleted after inserting it
+	// poison, if set, is an application transaction whose outbox row can
+	// never become a record: it is parked, and written back as failed.
+	poison string
+}
+
+var exampleCases = []exampleCase{
+	{dir: "notification-outbox", topics: map[string]int{
+		"notifications.deal-assigned": 1, "notifications.deal-stage-changed": 2, "notifications.deal-won": 2},
+		poison: `BEGIN;
+			UPDATE deals SET updated_at = now() WHERE id = 1001;
+			INSERT INTO notification_outbox (deal_id, recipient_id, template, payload)
+			VALUES (1001, '6f1c2a9e-4b7d-4e3a-9c51-0d2e8f3a7b10', 'deal lost!', '{"dealId": 1001}');
+			COMMIT;`},
+	{dir: "order-service-outbox", topics: map[string]int{"order-events": 3}},
+	{dir: "publisher-worker-outbox", topics: map[string]int{"chat.conversations": 1, "chat.messages": 2}},
+	{dir: "logistics-outbox", topics: map[string]int{"logistics.Order": 2, "logistics.Shipment": 2}},
+	{dir: "event-store-tags", topics: map[string]int{"wallet-events": 5, "payment-events": 1}, unrouted: 1},
+	// As Debezium's outbox extension does by default, one transaction
+	// deletes its row right after inserting it: the insert is relayed.
+	{dir: "debezium-outbox", topics: map[string]int{"outbox.event.customer": 1, "outbox.event.order": 2}, deleted: 1},
+}
+
+func TestExamplesRelayedByTheirConfig(t *testing.T) {
+	for _, ex := range exampleCases {
+		t.Run(ex.dir, func(t *testing.T) {
+			e := newEnv(t)
+			file, p := e.startExample(ex.dir)
+			e.execFile(filepath.Join("..", "examples", ex.dir, "app.sql"))
+			if ex.poison != "" {
+				mustExec(t, e.conn, ex.poison)
+			}
+			rows := e.exampleRows(file)
+			gone := 0
+			for topic, n := range ex.topics {
+				for _, r := range e.readN(topic, n, 60*time.Second) {
+					if !checkExampleRecord(t, file, rows, r) {
+						gone++
+					}
+				}
+			}
+			if gone != ex.deleted {
+				t.Errorf("%d records name no row of the table, want %d (the rows deleted after their insert)", gone, ex.deleted)
+			}
+			_, families := p.scrape()
+			if got := value(families, "cdc_relay_events_unrouted_total"); ex.unrouted > 0 && got != float64(ex.unrouted) {
+				t.Errorf("unrouted events %v, want %d", got, ex.unrouted)
+			}
+			for _, tbl := range file.Tables {
+				if wb := tbl.WriteBack(); wb != nil {
+					e.checkWriteBack(tbl, ex.poison != "")
+				}
+			}
+			p.stop(30 * time.Second)
+		})
+	}
+}
+
+// startExample prepares the test's database for the example in dir (its
+// schema, then `migrate --config`, which creates its publication and the
+// slot) and starts `run --config`, with the test's database, broker and
+// slot given as flags, which override the file.
+func (e *env) startExample(dir string) (*config.File, *relayProc) {
+	e.t.Helper()
+	path := filepath.Join("..", "examples", dir, "relay.yaml")
+	file, err := config.Load(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.execFile(filepath.Join("..", "examples", dir, "schema.sql"))
+	// The slot newEnv made reads from before the example's publication
+	// existed, which pgoutput refuses: migrate makes a new one.
+	mustExec(e.t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
+	mustExec(e.t, e.conn, "DELETE FROM cdc_relay_checkpoint")
+	out, err := exec.Command(relayBin, "migrate", "--config", path, "--postgres-url", e.url, "--slot", e.slot).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("migrate --config: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "created publication") {
+		e.t.Errorf("migrate --config did not create the publication:\n%s", out)
+	}
+	return file, e.startRelayArgs(relayBin, e.exampleArgs(dir)...)
+}
+
+// exampleArgs are the arguments of `run --config` for the example in dir,
+// with the test's database, broker and slot.
+func (e *env) exampleArgs(dir string) []string {
+	return []string{"run", "--config", filepath.Join("..", "examples", dir, "relay.yaml"),
+		"--postgres-url", e.url, "--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot,
+		"--status-interval", "200ms", "--metrics-addr", "127.0.0.1:0"}
+}
+
+// TestFanOutSurvivesKill: events that match both routes of the event
+// store, written while the relay is killed with SIGKILL and started again:
+// every event arrives on both topics (once or more; none is lost), because
+// the checkpoint passes an event only once every copy is acked.
+func TestFanOutSurvivesKill(t *testing.T) {
+	e := newEnv(t)
+	const txs, perTx = 1000, 10
+	_, p := e.startExample("event-store-tags")
+	done := make(chan error, 1)
+	go func() {
+		c, err := pgx.Connect(context.Background(), e.url)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close(context.Background())
+		for i := range txs {
+			batch := &pgx.Batch{}
+			for j := range perTx {
+				n := i*perTx + j
+				batch.Queue(`INSERT INTO events (type, tags, data, transaction_id) VALUES ('MoneyTransferred', $1, $2, pg_current_xact_id())`,
+					[]string{fmt.Sprintf("wallet_id=w%d", n), fmt.Sprintf("transfer_id=t%d", n)}, fmt.Sprintf(`{"n": %d}`, n))
+			}
+			if err := pgx.BeginFunc(context.Background(), c, func(tx pgx.Tx) error { return tx.SendBatch(context.Background(), batch).Close() }); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(3 * time.Millisecond) // an application's pace, so that the kill falls amid the writes
+		}
+		done <- nil
+	}()
+	e.waitFor("some copies acked", 60*time.Second, func() bool { return p.status().EventsProduced > 2000 })
+	p.Kill()
+	select {
+	case err := <-done:
+		t.Logf("the application finished before the kill (%v): the kill came late", err)
+		done <- err
+	default:
+	}
+	p = e.startRelayArgs(relayBin, e.exampleArgs("event-store-tags")...)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var positions []string
+	rows, _ := e.conn.Query(context.Background(), "SELECT position::text FROM events")
+	positions, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(positions) != txs*perTx {
+		t.Fatalf("%d events in the table (%v), want %d", len(positions), err, txs*perTx)
+	}
+	for _, topic := range []string{"wallet-events", "payment-events"} {
+		seen := e.readIDs(topic, positions, 60*time.Second)
+		t.Logf("%s: %d records for %d events", topic, seen, len(positions))
+	}
+	p.stop(30 * time.Second)
+}
+
+// readIDs reads topic from the start until a record with each of ids in
+// its id header arrived, and returns how many records that took; it fails
+// the test after timeout, naming how many ids are missing.
+func (e *env) readIDs(topic string, ids []string, timeout time.Duration) int {
+	e.t.Helper()
+	missing := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		missing[id] = true
+	}
+	cl := e.fromStart(topic)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	n := 0
+	for len(missing) > 0 {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			e.t.Fatalf("%s: %d of %d events never arrived (%d records read)", topic, len(missing), len(ids), n)
+		}
+		f.EachRecord(func(r *kgo.Record) {
+			n++
+			delete(missing, header(r, "id"))
+		})
+	}
+	return n
+}
+
+// execFile runs the SQL file at path on the test's database.
+func (e *env) execFile(path string) {
+	e.t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	mustExec(e.t, e.conn, string(b))
+}
+
+// exampleRow is an outbox row's mapped columns as text (nil for NULL).
+type exampleRow map[string]*string
+
+// exampleRows reads every row of the file's tables, by table and id.
+func (e *env) exampleRows(file *config.File) map[string]map[string]exampleRow {
+	e.t.Helper()
+	all := map[string]map[string]exampleRow{}
+	for _, tbl := range file.Tables {
+		cols := []string{tbl.ID, tbl.Value}
+		if tbl.Key != "" {
+			cols = append(cols, tbl.Key)
+		}
+		for _, h := range tbl.Headers {
+			cols = append(cols, h.Column)
+		}
+		sel := make([]string, len(cols))
+		for i, c := range cols {
+			sel[i] = pgx.Identifier{c}.Sanitize() + "::text"
+		}
+		rows, err := e.conn.Query(context.Background(), "SELECT "+strings.Join(sel, ", ")+" FROM "+tbl.Table)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		byID := map[string]exampleRow{}
+		for rows.Next() {
+			vals := make([]*string, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				e.t.Fatal(err)
+			}
+			row := exampleRow{}
+			for i, c := range cols {
+				row[c] = vals[i]
+			}
+			byID[*vals[0]] = row
+		}
+		if err := rows.Err(); err != nil {
+			e.t.Fatal(err)
+		}
+		all[tbl.Name()] = byID
+	}
+	return all
+}
+
+// checkExampleRecord checks that r is what its row implies: the id header
+// names a row of a table whose mapping makes its key, value and headers.
+// It reports whether the row was found.
+func checkExampleRecord(t *testing.T, file *config.File, rows map[string]map[string]exampleRow, r *kgo.Record) bool {
+	t.Helper()
+	id := header(r, "id")
+	for _, tbl := range file.Tables {
+		row, ok := rows[tbl.Name()][id]
+		if !ok {
+			continue
+		}
+		want := func(what string, got []byte, col string) {
+			v := row[col]
+			switch {
+			case v == nil && got != nil:
+				t.Errorf("%s record %s: %s %q, want none (column %s is NULL)", r.Topic, id, what, got, col)
+			case v != nil && !bytes.Equal(got, []byte(*v)):
+				t.Errorf("%s record %s: %s %q, want %q (column %s)", r.Topic, id, what, got, *v, col)
+			}
+		}
+		want("value", r.Value, tbl.Value)
+		if tbl.Key != "" {
+			want("key", r.Key, tbl.Key)
+		} else if r.Key != nil {
+			t.Errorf("%s record %s: key %q, want none", r.Topic, id, r.Key)
+		}
+		for _, h := range tbl.Headers {
+			want("header "+h.Name, []byte(header(r, h.Name)), h.Column)
+		}
+		return true
+	}
+	if id == "" {
+		t.Errorf("%s record without an id header", r.Topic)
+	}
+	return false
+}
+
+// checkWriteBack waits until the table's status column says every row
+// was delivered (or, with parked, that the one parked row failed), and
+// checks the note's own questions: nothing is left pending, the failed
+// rows are the parked ones, the delivered timestamp is set.
+func (e *env) checkWriteBack(tbl config.Table, parked bool) {
+	e.t.Helper()
+	wb := tbl.WriteBack()
+	status := pgx.Identifier{wb.StatusColumn}.Sanitize()
+	var pending, delivered, failed, undated int
+	query := fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s::text NOT IN ($1, $2)), count(*) FILTER (WHERE %[1]s::text = $1),
+		count(*) FILTER (WHERE %[1]s::text = $2), 0 FROM %[2]s`, status, tbl.Table)
+	if wb.DeliveredAtColumn != "" {
+		query = fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s::text NOT IN ($1, $2)), count(*) FILTER (WHERE %[1]s::text = $1),
+			count(*) FILTER (WHERE %[1]s::text = $2), count(*) FILTER (WHERE %[1]s::text = $1 AND %[3]s IS NULL) FROM %[2]s`,
+			status, tbl.Table, pgx.Identifier{wb.DeliveredAtColumn}.Sanitize())
+	}
+	e.waitFor("write-back leaves no row pending", 30*time.Second, func() bool {
+		if err := e.conn.QueryRow(context.Background(), query, wb.Delivered, wb.Failed).Scan(&pending, &delivered, &failed, &undated); err != nil {
+			e.t.Fatal(err)
+		}
+		return pending == 0
+	})
+	if undated != 0 {
+		e.t.Errorf("%s: %d rows %s without %s", tbl.Name(), undated, wb.Delivered, wb.DeliveredAtColumn)
+	}
+	var dead int
+	if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_delivery WHERE status IN ('FAILED', 'DEAD')").Scan(&dead); err != nil {
+		e.t.Fatal(err)
+	}
+	if failed != dead || parked != (failed == 1) {
+		e.t.Errorf("%s: %d rows %s, %d events parked; want the parked ones, and one parked: %v", tbl.Name(), failed, wb.Failed, dead, parked)
+	}
+	if wb.ErrorColumn != "" && failed > 0 {
+		var reason string
+		q := fmt.Sprintf("SELECT %s FROM %s WHERE %s::text = $1", pgx.Identifier{wb.ErrorColumn}.Sanitize(), tbl.Table, status)
+		if err := e.conn.QueryRow(context.Background(), q, wb.Failed).Scan(&reason); err != nil || reason == "" {
+			e.t.Errorf("%s: the failed row's %s is %q (%v), want why", tbl.Name(), wb.ErrorColumn, reason, err)
+		}
+	}
+}
