@@ -338,3 +338,36 @@ func (e *env) checkWriteBack(tbl config.Table, parked bool) {
 		}
 	}
 }
+
+// TestConfigNamingAMissingColumnStopsRunAtStart: a config file that maps a
+// column the table lacks stops `run` before it streams, naming the column
+// and the table.
+func TestConfigNamingAMissingColumnStopsRunAtStart(t *testing.T) {
+	e := newEnv(t)
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	yaml := `tables:
+  - table: public.outbox
+    id: id
+    key: aggregate_id
+    value: payload
+    topic: "` + e.prefix + `.{aggregate_type}"
+    headers: {tenant: tenant_id}
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(relayBin, "run", "--config", path, "--postgres-url", e.url,
+		"--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot, "--metrics-addr", "127.0.0.1:0")
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
+		t.Fatalf("run exited %d (%v), want 1:\n%s", code, err, out)
+	}
+	for _, want := range []string{`tenant_id`, "public.outbox", "check-config"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the error does not name %s:\n%s", want, out)
+		}
+	}
+	if e.slotActive() {
+		t.Error("the relay streamed the slot")
+	}
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/config"
@@ -67,6 +69,35 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 		}
 	}
 	return f, nil
+}
+
+// checkAtStart checks the config file's tables against the database as
+// check-config does, so that a column the file names but the table lacks
+// stops run at start, naming the column and the table, rather than when
+// the first row arrives. A database that does not answer is left to the
+// relay, which waits for it.
+func checkAtStart(ctx context.Context, url, publication, path string, file *config.File, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	conn, err := openSampleConn(ctx, url)
+	if err != nil {
+		log.Warn("could not check the config file's tables against the database", "err", err)
+		return nil
+	}
+	defer conn.Close(context.Background())
+	problems, err := checkTables(ctx, conn, publication, file.Tables)
+	if err != nil {
+		log.Warn("could not check the config file's tables against the database", "err", err)
+		return nil
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		lines[i] = "  " + p.String()
+	}
+	return fmt.Errorf("%s does not fit the database (`cdc-relay check-config --config %s` says the same):\n%s", path, path, strings.Join(lines, "\n"))
 }
 
 // tableNames names cfg's outbox tables, schema.table.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -41,6 +42,7 @@ type relayFlags struct {
 	postgresURLFile string
 	kafkaSecurity   kafkaSecurityFlags
 	configPath      string
+	file            *config.File // the config file, when --config is given
 }
 
 // register sets cfg to the defaults and registers its flags on fs.
@@ -59,6 +61,7 @@ func (r *relayFlags) finish(fs *flag.FlagSet) error {
 	if err != nil {
 		return err
 	}
+	r.file = file
 	if r.cfg.PostgresURL, err = postgresURLFrom(r.cfg.PostgresURL, r.postgresURLFile); err != nil {
 		return err
 	}
@@ -276,6 +279,11 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(tableNames(c.cfg), ", "))
 	c.kafkaSecurity.logSettings(log)
+	if c.file != nil {
+		if err := checkAtStart(ctx, c.cfg.PostgresURL, c.cfg.Publication, c.configPath, c.file, log); err != nil {
+			return err
+		}
+	}
 	if c.debugAddr != "" {
 		srv, err := debugServer(c.debugAddr)
 		if err != nil {
