@@ -9,4 +9,11 @@
 // they fail, and never hold back the checkpoint, since the events are
 // already in Kafka. The publication publishes inserts only, so these
 // updates never come back to the relay.
+//
+// [Writer.Delivered] and [Writer.Failed], called on the producer's ack
+// path, append to a queue (queue.go) and do nothing else; [Writer.Run]
+// takes the queue, keeps the latest outcome of each id, and writes them
+// (flush.go) with statements built from the table's column types
+// (sql.go). writer.go holds the API; columns.go the columns a table's
+// outcome goes to.
 package writeback

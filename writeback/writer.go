@@ -1,0 +1,319 @@
+package writeback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what a Writer needs of a connection pool (*pgxpool.Pool has it).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Table is one outbox table with write-back.
+type Table struct {
+	// Schema and Name name the table; Schema "" is "public".
+	Schema, Name string
+	// IDColumn is the column whose text the relay reports as the event's
+	// id (the mapping's id column). Its type may be any type whose text
+	// form reads back as itself: uuid, bigint, text, varchar, ….
+	IDColumn string
+	// Columns are the columns that take the outcome, and their values.
+	Columns Columns
+}
+
+// Config configures a Writer.
+type Config struct {
+	// Tables are the tables written back to. Delivered and Failed name a
+	// table by its index in this slice.
+	Tables []Table
+	// FlushInterval is the longest an outcome waits before the Writer
+	// writes it (while the database answers); 0 is 100 ms. The Writer
+	// also writes as soon as MaxBatch outcomes are waiting.
+	FlushInterval time.Duration
+	// MaxBatch is the most ids one UPDATE statement names; 0 is 1000.
+	MaxBatch int
+	// MaxPending is the most outcomes the Writer holds while they cannot
+	// be written; 0 is 1,000,000. Beyond it the oldest are dropped: their
+	// rows keep their old status. Drops are counted in Stats and logged.
+	MaxPending int
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultFlushInterval = 100 * time.Millisecond
+	DefaultMaxBatch      = 1000
+	DefaultMaxPending    = 1_000_000
+)
+
+// Stats count what a Writer did since New.
+type Stats struct {
+	// Updated is the number of rows the UPDATE statements changed. A row
+	// already deleted, or already in the state it was to take (an
+	// outcome reported twice), is not counted.
+	Updated int64
+	// Statements is the number of UPDATE statements that succeeded.
+	Statements int64
+	// Failures is the number of failed attempts: UPDATE statements and
+	// look-ups of a table's columns that returned an error (each is
+	// retried).
+	Failures int64
+	// Dropped is the number of outcomes dropped, never written, because
+	// more than Config.MaxPending were waiting.
+	Dropped int64
+	// Pending is the number of outcomes waiting to be written now.
+	Pending int
+}
+
+// Writer writes the outcomes of deliveries back to their outbox rows.
+//
+// Delivered and Failed only queue the outcome; Run writes them, batched:
+// per flush, one UPDATE per table and outcome for up to Config.MaxBatch
+// ids. A statement that fails is retried with backoff, with what was
+// reported since, so no outcome is lost while fewer than
+// Config.MaxPending are waiting; the later of two outcomes for one id
+// wins. Nothing a Writer does waits for, or holds back, the stream.
+//
+// The statements are, for a table t with id column id and status column
+// status (the column names are those of its Columns):
+//
+//	UPDATE t SET status = $2::text::<status type>, delivered_at = now()
+//	WHERE id = ANY($1::text[]::<id type>[]) AND status::text IS DISTINCT FROM $2::text
+//
+//	UPDATE t AS o SET status = $2::text::<status type>, error = v.err::<error type>
+//	FROM unnest($1::text[]::<id type>[], $3::text[]) AS v(id, err)
+//	WHERE o.id = v.id AND o.status::text IS DISTINCT FROM $2::text
+//
+// The column types are read from the catalog once per table (again after
+// an error that retries will not fix), so the condition on the id uses
+// the table's index on it, whatever the id's type. The status is cast to
+// its column's type without the length, so a status column of an enum
+// type works, and a value too long for a varchar(n) column is an error
+// rather than a silently shortened status; the reason is cast to the
+// error column's type with its length, so a reason longer than a
+// varchar(n) column is cut to fit. now() is the transaction's time,
+// written to a timestamp column in the session's TimeZone, as the
+// application's own now() would. A row already in the state it is to take
+// is left alone, so an outcome reported twice (events are delivered at
+// least once) does not move its timestamp. A row that no longer exists is
+// not updated.
+//
+// A failed statement is retried after 100 ms, then after twice as long
+// each time up to 10 s, and logged at most once a minute per table and
+// cause. An error retries cannot fix (SQLSTATE class 42 or 22: a missing
+// table, column or privilege, a status value the column's type refuses)
+// is logged at error level with the fix and retried every 30 s, with the
+// columns looked up again, so the table catches up once it is fixed;
+// other tables are written meanwhile. One goroutine writes the tables in
+// turn, each statement bounded by 30 s.
+//
+// The relay's role needs SELECT on the id and status columns (the
+// statements read them) and UPDATE on the outcome's columns of each table.
+type Writer struct {
+	db           DB
+	cfg          Config
+	log          *slog.Logger
+	wake         chan struct{} // has a token when MaxBatch outcomes wait
+	running      atomic.Bool
+	retryMax     time.Duration // the longest wait between attempts
+	refusedRetry time.Duration // the wait after an error retries will not fix
+	stmtTimeout  time.Duration // bounds each statement
+	finalTimeout time.Duration // bounds the flush after Run's context ended
+
+	mu sync.Mutex
+	q  queue
+	// retained is the number of outcomes the flusher holds (taken from q
+	// and not yet written); owed is how many of those it must drop, the
+	// oldest first, because q filled up while it held them.
+	retained, owed int
+
+	updated, statements, failures, dropped atomic.Int64
+
+	// Owned by the goroutine in Run.
+	flusher flusher
+}
+
+// New returns a Writer on db for cfg's tables. It checks cfg and does no
+// I/O: each table's columns are looked up by the first flush that writes
+// to it.
+func New(db DB, cfg Config) (*Writer, error) {
+	if db == nil {
+		return nil, errors.New("writeback: no database")
+	}
+	cfg.Tables = slices.Clone(cfg.Tables) // check fills in schemas
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.FlushInterval == 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.MaxPending == 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	w := &Writer{
+		db:           db,
+		cfg:          cfg,
+		log:          cfg.Logger,
+		wake:         make(chan struct{}, 1),
+		retryMax:     10 * time.Second,
+		refusedRetry: 30 * time.Second,
+		stmtTimeout:  30 * time.Second,
+		finalTimeout: 5 * time.Second,
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	w.flusher.init(w)
+	return w, nil
+}
+
+// check reports what is wrong with c, naming the table.
+func (c *Config) check() error {
+	if len(c.Tables) == 0 {
+		return errors.New("writeback: no tables")
+	}
+	if c.FlushInterval < 0 || c.MaxBatch < 0 || c.MaxPending < 0 {
+		return fmt.Errorf("writeback: FlushInterval (%v), MaxBatch (%d) and MaxPending (%d) may not be negative",
+			c.FlushInterval, c.MaxBatch, c.MaxPending)
+	}
+	seen := map[string]bool{}
+	for i := range c.Tables {
+		t := &c.Tables[i]
+		if t.Schema == "" {
+			t.Schema = "public"
+		}
+		name := t.Schema + "." + t.Name
+		if err := t.check(); err != nil {
+			return fmt.Errorf("writeback: table %d (%s): %w", i, name, err)
+		}
+		if seen[name] {
+			return fmt.Errorf("writeback: table %s is listed twice: one entry per table", name)
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+func (t *Table) check() error {
+	c := &t.Columns
+	switch {
+	case t.Name == "":
+		return errors.New("no table name")
+	case t.IDColumn == "":
+		return errors.New("no id column: write-back finds the row by the event's id")
+	case c.StatusColumn == "":
+		return errors.New("no status column")
+	case c.Delivered == "" || c.Failed == "":
+		return fmt.Errorf("the delivered (%q) and failed (%q) status values are both required", c.Delivered, c.Failed)
+	case c.Delivered == c.Failed:
+		return fmt.Errorf("the delivered and failed status values are the same (%q)", c.Delivered)
+	}
+	cols := map[string]string{t.IDColumn: "id"}
+	for _, col := range []struct{ role, name string }{
+		{"status", c.StatusColumn}, {"delivered-at", c.DeliveredAtColumn}, {"error", c.ErrorColumn},
+	} {
+		if col.name == "" {
+			continue
+		}
+		if other, ok := cols[col.name]; ok {
+			return fmt.Errorf("column %q is both the %s column and the %s column", col.name, other, col.role)
+		}
+		cols[col.name] = col.role
+	}
+	return nil
+}
+
+// Delivered reports that Kafka acknowledged the event with id from table
+// (an index into Config.Tables): its row is to take the delivered status
+// and, if configured, the delivered-at time. id is copied; the caller may
+// reuse it. A nil id (the event had none) is ignored.
+//
+// Delivered never waits for the database: it appends the outcome to a
+// queue under a lock that is only ever held for O(1) work (O(1) amortized
+// when MaxPending is reached and it drops the oldest), and allocates
+// nothing once the queue has grown to the load. It is safe for concurrent
+// use; it panics if table is out of range. Outcomes reported after Run
+// returned are not written.
+func (w *Writer) Delivered(table int, id []byte) { w.add(table, id, false, "") }
+
+// Failed reports that the event with id from table was parked, for reason:
+// its row is to take the failed status and, if configured, reason in the
+// error column. Otherwise it is like Delivered.
+func (w *Writer) Failed(table int, id []byte, reason string) { w.add(table, id, true, reason) }
+
+func (w *Writer) add(table int, id []byte, failed bool, reason string) {
+	if uint(table) >= uint(len(w.cfg.Tables)) {
+		panic(fmt.Sprintf("writeback: table %d reported, but Config.Tables has %d", table, len(w.cfg.Tables)))
+	}
+	if id == nil {
+		return
+	}
+	w.mu.Lock()
+	if w.retained-w.owed+w.q.len() >= w.cfg.MaxPending {
+		if w.owed < w.retained {
+			w.owed++ // the flusher drops one of its own, which are older
+		} else {
+			w.q.dropOldest()
+			w.dropped.Add(1)
+		}
+	}
+	w.q.push(table, id, failed, reason)
+	n := w.q.len()
+	w.mu.Unlock()
+	if n == w.cfg.MaxBatch {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Stats returns the Writer's counters. It is safe for concurrent use.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	pending := w.retained - w.owed + w.q.len()
+	w.mu.Unlock()
+	return Stats{
+		Updated:    w.updated.Load(),
+		Statements: w.statements.Load(),
+		Failures:   w.failures.Load(),
+		Dropped:    w.dropped.Load(),
+		Pending:    pending,
+	}
+}
+
+// Run writes the outcomes reported, every Config.FlushInterval, until ctx
+// ends; then it writes what is waiting once more, for at most 5 s, and
+// returns. It returns nil when nothing was left unwritten, and otherwise an
+// error saying how many outcomes were left and why. Run may be called once.
+func (w *Writer) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("writeback: Run called twice")
+	}
+	tick := time.NewTicker(w.cfg.FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return w.flusher.final(ctx)
+		case <-tick.C:
+		case <-w.wake:
+		}
+		w.flusher.flush(ctx, false)
+	}
+}
