@@ -98,6 +98,7 @@ func (e *env) startExample(dir string) (*config.File, *relayProc) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	mustExec(e.t, e.conn, "DROP TABLE outbox") // newEnv's default table: two examples name theirs so
 	e.execFile(filepath.Join("..", "examples", dir, "schema.sql"))
 	// The slot newEnv made reads from before the example's publication
 	// existed, which pgoutput refuses: migrate makes a new one.

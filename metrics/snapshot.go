@@ -31,6 +31,14 @@ type Snapshot struct {
 	// Failed and Dead are the status table's FAILED and DEAD rows, as last
 	// counted; -1 when not known.
 	Failed, Dead int64
+	// WriteBack is set when a table writes outcomes back to its rows:
+	// WriteBackRows counts the rows updated, WriteBackErrors the
+	// statements that failed (and are tried again), WriteBackDropped the
+	// outcomes dropped beyond the pending bound; WriteBackPending are the
+	// outcomes waiting now.
+	WriteBack                                        bool
+	WriteBackRows, WriteBackErrors, WriteBackDropped int64
+	WriteBackPending                                 int64
 }
 
 // snapshotCollector reports a Snapshot as gauges and counters.
@@ -48,6 +56,10 @@ var (
 	descPaused      = desc("cdc_relay_paused", "1 while reading the slot is paused (POST /pause), else 0.")
 	descReady       = desc("cdc_relay_ready", "1 while the relay is ready (as /readyz), else 0.")
 	descWALRetained = desc("cdc_relay_slot_wal_retained_bytes", "WAL the replication slot keeps on the server, as last checked.")
+	descWBRows      = desc("cdc_relay_writeback_rows_total", "Outbox rows whose status column the write-back set (delivered or failed).")
+	descWBErrors    = desc("cdc_relay_writeback_errors_total", "Write-back statements that failed; each is tried again.")
+	descWBDropped   = desc("cdc_relay_writeback_dropped_total", "Outcomes the write-back dropped beyond its pending bound: those rows keep their status.")
+	descWBPending   = desc("cdc_relay_writeback_pending", "Outcomes waiting to be written back.")
 	descStatusRows  = prometheus.NewDesc("cdc_relay_status_rows", "Rows of the status table in a state, as last counted: FAILED (waiting to be tried again) or DEAD (given up).", []string{"state"}, nil)
 )
 
@@ -55,7 +67,8 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds,
-		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows} {
+		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows,
+		descWBRows, descWBErrors, descWBDropped, descWBPending} {
 		ch <- d
 	}
 }
@@ -88,6 +101,12 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s.Dead >= 0 {
 		gauge(descStatusRows, float64(s.Dead), "DEAD")
+	}
+	if s.WriteBack {
+		counter(descWBRows, float64(s.WriteBackRows))
+		counter(descWBErrors, float64(s.WriteBackErrors))
+		counter(descWBDropped, float64(s.WriteBackDropped))
+		gauge(descWBPending, float64(s.WriteBackPending))
 	}
 }
 

@@ -36,6 +36,9 @@ type Relay struct {
 	state    state
 	count    counters
 	failures atomic.Pointer[status.Store] // once Run has connected
+	// writeBack is the write-back of the running relay, for the metrics;
+	// nil when no table writes back.
+	writeBack atomic.Pointer[tableOutcomes]
 }
 
 // New returns a relay for cfg, or the error that makes cfg unusable.
@@ -200,6 +203,13 @@ func (r *Relay) Run(ctx context.Context) error {
 		failures: status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable)}
 	r.failures.Store(rn.failures)
 	defer r.failures.Store(nil) // the pool closes with Run
+	outcomes, stopWriteBack, err := startWriteBack(pool, cfg)
+	if err != nil {
+		return fatalError{err}
+	}
+	defer stopWriteBack() // before the pool closes
+	rn.outcomes = outcomes
+	r.writeBack.Store(outcomes)
 	backoff := time.Second
 	for {
 		began := time.Now()
@@ -305,6 +315,7 @@ type runner struct {
 	failures *status.Store
 	pollSink *sink.Sink         // the poller's own producer
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
+	outcomes *tableOutcomes     // write-back, nil when no table writes back
 	causes   *causeLog
 	orphans  orphans // of the last session that failed
 }
@@ -396,7 +407,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 	}
 	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count, metrics: r.metrics,
 		dec: dec, tracker: tracker, relation: watch.relation, failCtx: produceCtx, produceCtx: produceCtx, stop: stop,
-		tableNames: cfg.tableList()})
+		tableNames: cfg.tableList(), outcomes: r.outcomes.orNil(), writeBack: r.outcomes.writesBack()})
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
 	// events, and retention deletes old rows. They stop when the stop

@@ -196,7 +196,7 @@ func notReady(st Status, checked bool) string {
 // snapshot is the metrics' view of Status.
 func (r *Relay) snapshot() metrics.Snapshot {
 	st, confirmed := r.status()
-	return metrics.Snapshot{
+	snap := metrics.Snapshot{
 		EventsRead: st.EventsRead, EventsProduced: st.EventsProduced,
 		InFlightEvents: st.InFlightEvents, InFlightBytes: st.InFlightBytes,
 		LagBytes: st.LagBytes, LagSeconds: st.LagSeconds,
@@ -204,4 +204,10 @@ func (r *Relay) snapshot() metrics.Snapshot {
 		Leader:       st.Role == RoleLeader, Paused: st.Paused, Ready: st.Ready,
 		SlotWALRetained: st.WALRetainedBytes, Failed: st.Failed, Dead: st.Dead,
 	}
+	if wb := r.writeBack.Load(); wb != nil {
+		s := wb.stats()
+		snap.WriteBack = true
+		snap.WriteBackRows, snap.WriteBackErrors, snap.WriteBackDropped, snap.WriteBackPending = s.Updated, s.Failures, s.Dropped, int64(s.Pending)
+	}
+	return snap
 }
