@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 20 minutes)
-//	go run . -only latency,poller  # some parts: drain, memory, retention, parked, latency, poller
+//	go run . -only latency,poller  # some parts: drain, memory, retention, parked, latency, poller, writeback
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -86,7 +86,7 @@ func main() {
 	flag.StringVar(&rates, "rates", "500,2000,5000,10000", "offered rates for the latency runs, events/s")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "length of each latency run")
 	flag.IntVar(&c.repeat, "repeat", 3, "latency runs per rate (median and range are printed)")
-	flag.StringVar(&c.only, "only", "", "run only these parts, comma-separated: drain, memory, retention, parked, latency, poller")
+	flag.StringVar(&c.only, "only", "", "run only these parts, comma-separated: drain, memory, retention, parked, latency, poller, writeback")
 	flag.StringVar(&c.relayArgs, "relay-args", "", "extra arguments for `cdc-relay run` (e.g. --debug-addr 127.0.0.1:6060 for pprof)")
 	flag.StringVar(&c.plot, "plot", "", "write the latency plot (PNG) here")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load generator, consumer, in-process broker) here")
@@ -101,8 +101,8 @@ func main() {
 	}
 	if c.only != "" {
 		for _, part := range strings.Split(c.only, ",") {
-			if !slices.Contains([]string{"drain", "memory", "retention", "parked", "latency", "poller"}, part) {
-				fatalf("-only: unknown part %q (want drain, memory, retention, parked, latency or poller)", part)
+			if !slices.Contains([]string{"drain", "memory", "retention", "parked", "latency", "poller", "writeback"}, part) {
+				fatalf("-only: unknown part %q (want drain, memory, retention, parked, latency, poller or writeback)", part)
 			}
 		}
 	}
@@ -186,6 +186,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	want := func(part string) bool { return c.only == "" || slices.Contains(strings.Split(c.only, ","), part) }
 	if want("drain") {
 		if err := b.drain(ctx, out); err != nil {
+			return err
+		}
+	}
+	if want("writeback") {
+		if err := b.writeBack(ctx, out); err != nil {
 			return err
 		}
 	}
