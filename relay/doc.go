@@ -7,14 +7,18 @@
 //	relay.go     Run: the reconnect loop and one replication session's wiring,
 //	             with the parts beside the stream (packages poller and
 //	             retention)
-//	config.go    Config and its defaults
+//	config.go    Config and its defaults: one or more outbox tables, each
+//	             with its mapping and, optionally, write-back
 //	leader.go    leadership: the slot's advisory lock, standing by
 //	resume.go    where a session resumes: the slot, created when missing,
 //	             checked against the checkpoint table
-//	pipeline.go  per event: decode, produce, ack, or park in the status table
-//	tablewatch.go  beside the stream: the outbox table stays in the
+//	pipeline.go  per event: decode, produce (one copy per matching route),
+//	             ack, or park in the status table
+//	tablewatch.go  beside the stream: each outbox table stays in the
 //	             publication with its OID, or the session ends; the positions
-//	             it vouches for bound what is confirmed
+//	             the watches vouch for bound what is confirmed
+//	writeback.go beside the stream: each event's outcome, for the tables
+//	             that write it back to their rows (package writeback)
 //	columns.go   a Relation message whose columns no longer fit the mapping
 //	progress.go  the periodic progress log line
 //	errors.go    which errors end Run and which a reconnect cures
