@@ -671,6 +671,11 @@ func (p *parser) table(n *yaml.Node, i int, topicCheck func(string) error) (Tabl
 	if wb := t.WriteBackColumns; wb != nil && t.ID == "" {
 		p.problem(line("write_back"), "%swrite_back needs id: it updates the rows by their id column", ctx)
 	}
+	if t.WriteBackColumns != nil && len(t.Routes) > 0 {
+		// An event that matches no route is neither delivered nor parked:
+		// its row would stay pending for good.
+		p.problem(line("write_back"), "%swrite_back is not supported with routes: an event that matches no route has no outcome to write back", ctx)
+	}
 	for _, h := range t.Headers {
 		if h.Name == "id" && t.ID != "" {
 			p.problem(line("headers"), "%sheaders: header \"id\" is the header of the id column (id: %s): name the header otherwise", ctx, t.ID)

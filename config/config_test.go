@@ -277,6 +277,8 @@ tables:
 			`11: tables[0] (public.events): routes[3].any_of_tags: want a list, such as [payment_id, transfer_id]`,
 			`11: tables[0] (public.events): routes[3] needs required_tags or any_of_tags`,
 		}},
+		{name: "write_back with routes", yaml: "tables:\n  - table: x\n    id: id\n    value: v\n    tags_column: tags\n    routes: [{topic: t, any_of_tags: [a]}]\n    write_back: {status_column: s, delivered: D, failed: F}\n",
+			want: []string{"7: tables[0] (public.x): write_back is not supported with routes: an event that matches no route has no outcome to write back"}},
 		{name: "tags_column without routes", yaml: "tables:\n  - {table: x, value: v, topic: t, tags_column: tags}\n",
 			want: []string{"2: tables[0] (public.x): tags_column is read by routes only: add routes, or remove tags_column"}},
 		{name: "write_back incomplete, and without id", yaml: `

@@ -120,6 +120,12 @@ func hasTag(tags [][]byte, want string) bool {
 // PostgreSQL's text form ({a,"b c",NULL}) to tags, skipping NULLs. Quoted
 // elements are unescaped into new slices; the others alias data.
 func appendArrayTags(tags [][]byte, data []byte) ([][]byte, error) {
+	if len(data) > 0 && data[0] == '[' {
+		// Bounds other than the default, "[0:1]={a,b}".
+		if i := bytes.Index(data, []byte("]={")); i > 0 {
+			data = data[i+2:]
+		}
+	}
 	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
 		return tags, fmt.Errorf("not an array: %q", data)
 	}

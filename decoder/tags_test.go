@@ -40,6 +40,7 @@ func TestRoutesByTags(t *testing.T) {
 		{"quoted elements", oidTextArray, s(`{"wallet_id=a b","x=\"q\\\\"}`), []string{"wallet-events"}},
 		{"NULL element", oidTextArray, s(`{NULL,transfer_id=1}`), []string{"payment-events"}},
 		{"empty array", oidTextArray, s(`{}`), nil},
+		{"bounds other than the default", oidTextArray, s(`[0:1]={wallet_id=w1,x}`), []string{"wallet-events"}},
 		{"NULL column", oidTextArray, nil, nil},
 		{"jsonb array", oidJSONB, s(`["wallet_id=w1", "payment_id=p"]`), []string{"wallet-events", "payment-events"}},
 		{"jsonb object", oidJSONB, s(`{"wallet_id": "w-big", "n": 3}`), []string{"wallet-events", "big-wallet"}},

@@ -64,7 +64,16 @@ func TestExamplesRelayedByTheirConfig(t *testing.T) {
 			rows := e.exampleRows(file)
 			gone := 0
 			for topic, n := range ex.topics {
-				for _, r := range e.readN(topic, n, 60*time.Second) {
+				e.readN(topic, n, 60*time.Second) // until they arrived
+				recs := e.readAll(topic)
+				ids := map[string]bool{}
+				for _, r := range recs {
+					ids[header(r, "id")] = true
+				}
+				if len(recs) != n || len(ids) != n {
+					t.Errorf("%s holds %d records of %d events, want %d, once each", topic, len(recs), len(ids), n)
+				}
+				for _, r := range recs {
 					if !checkExampleRecord(t, file, rows, r) {
 						gone++
 					}

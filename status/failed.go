@@ -96,7 +96,7 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+
 		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status)"+
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9)"+
-		" ON CONFLICT (commit_lsn, event_id) WHERE event_id IS NOT NULL DO NOTHING",
+		" ON CONFLICT (commit_lsn, event_id, topic) WHERE event_id IS NOT NULL DO NOTHING",
 		r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status)
 	return err
 }

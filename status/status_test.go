@@ -45,12 +45,21 @@ func TestFailedRecordsAnEventOnce(t *testing.T) {
 	if err := store.Failed(ctx, noID, errors.New("no id")); err != nil {
 		t.Fatal(err)
 	}
+	// An event routed to two topics is two copies: each parked copy has
+	// its row, so that each can be delivered.
+	second := *ev
+	second.Topic = "another bad topic!*"
+	for i := 0; i < 2; i++ {
+		if err := store.Failed(ctx, &second, errors.New("illegal topic")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var n int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM outbox_delivery").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 3 {
-		t.Fatalf("status table holds %d rows, want 3 (one per event)", n)
+	if n != 4 {
+		t.Fatalf("status table holds %d rows, want 4 (one per event and topic)", n)
 	}
 	// A row that cannot become its record is parked DEAD: the poller leaves
 	// it for an operator.

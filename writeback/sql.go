@@ -18,12 +18,13 @@ type statements struct {
 
 // lookupSQL reads, for the table named by $1 (quoted): whether it exists;
 // the types of the columns $2 (the id), $3 (the status, without its
-// length or precision) and $4 (the error column, or ""); and which of the
+// length or precision: bpchar for char(n), since "character" alone would
+// cast to char(1)) and $4 (the error column, or ""); and which of the
 // columns $5 do not exist.
 const lookupSQL = `SELECT c.oid IS NOT NULL,
 	(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
 		WHERE a.attrelid = c.oid AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped),
-	(SELECT format_type(a.atttypid, NULL) FROM pg_attribute a
+	(SELECT CASE WHEN a.atttypid = 'bpchar'::regtype THEN 'bpchar' ELSE format_type(a.atttypid, NULL) END FROM pg_attribute a
 		WHERE a.attrelid = c.oid AND a.attname = $3 AND a.attnum > 0 AND NOT a.attisdropped),
 	(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
 		WHERE a.attrelid = c.oid AND a.attname = $4 AND a.attnum > 0 AND NOT a.attisdropped),

@@ -109,6 +109,17 @@ func TestWriteBackByIDType(t *testing.T) {
 			ids:    []string{"a", "b", "it's", "d e", "ö", "f", "g"},
 			cols:   Columns{StatusColumn: "State", Delivered: "SENT", Failed: "FAILED"},
 		},
+		{
+			// char(n) is bpchar: cast to "character" it would be char(1).
+			name:   "uuid id, char(10) status",
+			table:  `public.char_outbox`,
+			idType: "uuid",
+			create: `CREATE TABLE %s (id uuid PRIMARY KEY, status char(10) NOT NULL DEFAULT 'PENDING')`,
+			ids: []string{"00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002", "00000000-0000-0000-0000-000000000003",
+				"00000000-0000-0000-0000-000000000004", "00000000-0000-0000-0000-000000000005", "00000000-0000-0000-0000-000000000006",
+				"00000000-0000-0000-0000-000000000007"},
+			cols: Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

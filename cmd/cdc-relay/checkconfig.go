@@ -47,9 +47,10 @@ Checks a config file against the live database, without changing anything
   - for each table: it exists and the publication includes it; every
     column the config names exists, with a type the relay can use
     (timestamp: timestamptz, timestamp or bigint; headers_column: json or
-    jsonb; tags_column: text[], varchar[] or jsonb; write_back's status and
-    error columns: text, varchar, char or an enum that has the delivered
-    and failed values; delivered_at_column: timestamptz or timestamp).
+    jsonb; tags_column: text[], varchar[], json or jsonb; write_back's
+    status and error columns: text, varchar, char or an enum that has the
+    delivered and failed values; delivered_at_column: timestamptz or
+    timestamp).
 
 Then it prints, for each table, the record the relay would make of its
 newest row (by the timestamp column, else the id, else the physical order).
@@ -388,7 +389,7 @@ type typeRule struct {
 var typeRules = map[string]typeRule{
 	"timestamp":                      {oids: []uint32{oidTimestamptz, oidTimestamp, oidInt8}, want: "timestamptz, timestamp or bigint (epoch milliseconds)"},
 	"headers_column":                 {oids: []uint32{oidJSON, oidJSONB}, want: "json or jsonb (an object)"},
-	"tags_column":                    {oids: []uint32{oidTextArray, oidVarcharArr, oidJSONB}, want: "text[], varchar[] or jsonb"},
+	"tags_column":                    {oids: []uint32{oidTextArray, oidVarcharArr, oidJSON, oidJSONB}, want: "text[], varchar[], json or jsonb"},
 	"write_back.status_column":       {oids: []uint32{oidText, oidVarchar, oidBpchar}, enum: true, want: "text, varchar, char or an enum"},
 	"write_back.error_column":        {oids: []uint32{oidText, oidVarchar, oidBpchar}, enum: true, want: "text, varchar, char or an enum"},
 	"write_back.delivered_at_column": {oids: []uint32{oidTimestamptz, oidTimestamp}, want: "timestamptz or timestamp"},

@@ -169,7 +169,7 @@ tables:
 				`column "recipient_id" (write_back.error_column) has type bigint; want text, varchar, char or an enum`,
 				`write_back.delivered "SENT" is not a value of the column's enum type delivery_status (PENDING, DELIVERED, FAILED): change write_back.delivered, or the column`,
 				"public.events: 1 problem\n",
-				`column "data" (tags_column) has type bytea; want text[], varchar[] or jsonb`,
+				`column "data" (tags_column) has type bytea; want text[], varchar[], json or jsonb`,
 			}},
 		{name: "a row that would be parked, no id or timestamp", yaml: "tables:\n  - {table: plain, value: body, topic: 'x.{kind}'}\n",
 			args: []string{"--postgres-url", url}, code: 0,
