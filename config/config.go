@@ -16,6 +16,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/suggest"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -858,40 +859,5 @@ func (p *parser) writeBack(e keyed, where, ctx string) *writeback.Columns {
 // nearest returns the candidate that s most likely misspells (within
 // about a third of its length, by edit distance), or "".
 func nearest(s string, candidates []string) string {
-	best, bestDist := "", 0
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(s), c); best == "" || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	if best != "" && bestDist <= max(1, len(s)/3) {
-		return best
-	}
-	return ""
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// insertions, deletions, substitutions and swaps of adjacent bytes.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
+	return suggest.Closest(strings.ToLower(s), candidates)
 }

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -123,17 +122,14 @@ func (c Config) Mappings() []decoder.Mapping {
 	return ms
 }
 
-// tableList names the outbox tables, schema.table, in order.
-func (c Config) tableList() []string {
+// TableNames names the outbox tables, schema.table, in order.
+func (c Config) TableNames() []string {
 	names := make([]string, len(c.Tables))
 	for i, t := range c.Tables {
 		names[i] = t.Mapping.Schema + "." + t.Mapping.Table
 	}
 	return names
 }
-
-// tableNames names the outbox tables, "schema.table, ...".
-func (c Config) tableNames() string { return strings.Join(c.tableList(), ", ") }
 
 // Validate checks what can be checked without the database: the tables'
 // mappings, and that no table is mapped twice.

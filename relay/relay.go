@@ -407,7 +407,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 	}
 	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count, metrics: r.metrics,
 		dec: dec, tracker: tracker, relation: watch.relation, failCtx: produceCtx, produceCtx: produceCtx, stop: stop,
-		tableNames: cfg.tableList(), outcomes: r.outcomes.orNil(), writeBack: r.outcomes.writesBack()})
+		tableNames: cfg.TableNames(), outcomes: r.outcomes.orNil(), writeBack: r.outcomes.writesBack()})
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
 	// events, and retention deletes old rows. They stop when the stop

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,7 +138,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 	}
 	st := Status{
 		Version: r.cfg.Version, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
-		Slot: r.cfg.Slot, Table: r.cfg.tableNames(),
+		Slot: r.cfg.Slot, Table: strings.Join(r.cfg.TableNames(), ", "),
 		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
 		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
 	}

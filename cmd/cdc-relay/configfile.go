@@ -100,15 +100,6 @@ func checkAtStart(ctx context.Context, url, publication, path string, file *conf
 	return fmt.Errorf("%s does not fit the database (`cdc-relay check-config --config %s` says the same):\n%s", path, path, strings.Join(lines, "\n"))
 }
 
-// tableNames names cfg's outbox tables, schema.table.
-func tableNames(cfg relay.Config) []string {
-	names := make([]string, len(cfg.Tables))
-	for i, t := range cfg.Tables {
-		names[i] = t.Mapping.Schema + "." + t.Mapping.Table
-	}
-	return names
-}
-
 // configTables returns the relay's tables from a config file, each with
 // allowedTopics (the flag's value, or the file's).
 func configTables(f *config.File, allowedTopics string) []relay.Table {

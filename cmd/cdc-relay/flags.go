@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/suggest"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -240,13 +241,7 @@ func suggestFlag(fs *flag.FlagSet, name string) string {
 // only candidate containing s (--brokers for --kafka-brokers), else "".
 func nearest(s string, candidates []string) string {
 	s = strings.ToLower(strings.ReplaceAll(s, "_", "-"))
-	best, bestDist := "", 0
-	for _, c := range candidates {
-		if d := editDistance(s, c); best == "" || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	if best != "" && bestDist <= max(1, len(s)/3) {
+	if best := suggest.Closest(s, candidates); best != "" {
 		return best
 	}
 	var containing []string
@@ -259,32 +254,6 @@ func nearest(s string, candidates []string) string {
 		return containing[0]
 	}
 	return ""
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// insertions, deletions, substitutions and swaps of adjacent bytes.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 // flagSection is a titled group of flags in a command's usage, listed in

@@ -277,7 +277,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	c.cfg.Logger = log
 	c.cfg.Version = Version
 	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
-		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(tableNames(c.cfg), ", "))
+		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "))
 	c.kafkaSecurity.logSettings(log)
 	if c.file != nil {
 		if err := checkAtStart(ctx, c.cfg.PostgresURL, c.cfg.Publication, c.configPath, c.file, log); err != nil {

@@ -162,7 +162,7 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 		return relay.Status{}, err
 	}
 	st := relay.Status{
-		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(tableNames(cfg), ", "),
+		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.TableNames(), ", "),
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
 		ConfirmedLSN: db.Confirmed.String(),
 	}
