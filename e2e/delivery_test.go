@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -83,4 +86,37 @@ func TestExactlyOnceThroughKill(t *testing.T) {
 	checkExactlyOnce(t, e.readCommitted(topic, 60*time.Second), w.count(), perKey)
 	t.Logf("killed with %d records in the topic (committed or not); %d events in all, each seen once", killedAt, w.count())
 	relay.stop(30 * time.Second)
+}
+
+// TestMigrateCreatesTheCheckpointTopic: migrate --kafka-brokers creates
+// the checkpoint topic, compacted, and finds it the second time.
+func TestMigrateCreatesTheCheckpointTopic(t *testing.T) {
+	e := newEnv(t)
+	topic := e.prefix + ".checkpoints"
+	args := []string{"migrate", "--postgres-url", e.url, "--slot", e.slot, "--kafka-brokers", strings.Join(e.brokers, ","), "--checkpoint-topic", topic}
+	for _, want := range []string{"created checkpoint topic", "exists and is compacted"} {
+		out, err := exec.Command(relayBin, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("migrate: %v\n%s\nwant %q", err, out, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	described, err := kadm.NewClient(e.client()).DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := described.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := ""
+	for _, c := range rc.Configs {
+		if c.Key == "cleanup.policy" && c.Value != nil {
+			policy = *c.Value
+		}
+	}
+	if policy != "compact" {
+		t.Fatalf("cleanup.policy=%q, want compact", policy)
+	}
 }

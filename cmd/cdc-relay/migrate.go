@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/sink"
 )
 
 // MigrateCommand is `cdc-relay migrate`: prepare a database.
@@ -31,6 +34,11 @@ type MigrateCommand struct {
 
 	postgresURLFile string
 	configPath      string
+
+	// Exactly-once: with brokers, the checkpoint topic is created too.
+	brokers         string
+	checkpointTopic string
+	kafkaSecurity   kafkaSecurityFlags
 }
 
 const migrateUsage = `Usage: cdc-relay migrate [flags]
@@ -54,6 +62,10 @@ missing.
     and the first run creates the slot. An unread slot keeps the WAL on the
     server's disk: start the relay soon after.
 
+With --kafka-brokers, it also creates the compacted topic where
+"run --delivery exactly-once" keeps each slot's position (--checkpoint-topic,
+cleanup.policy=compact, one partition); without, the first such run does.
+
 Every migration is idempotent and runs every time, so migrate converges on
 the tables the flags name: a second relay's tables in the same database, or
 a table dropped by mistake, are created too.
@@ -71,6 +83,7 @@ var migrateSections = []flagSection{
 	{"Connection (required)", []string{"postgres-url", "postgres-url-file"}},
 	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
 	{"Replication slot", []string{"slot", "no-slot"}},
+	{"Exactly-once delivery (optional)", append([]string{"kafka-brokers", "checkpoint-topic"}, kafkaSecurityFlagNames...)},
 	{"A role for the relay", []string{"print-grants"}},
 }
 
@@ -85,6 +98,9 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs.BoolVar(&c.noSlot, "no-slot", false, "do not create the replication slot: create it elsewhere, or let the first run create it")
 	fs.StringVar(&c.grantsFor, "print-grants", "",
 		"print the SQL that creates `role` with the least the relay needs for these tables (LOGIN, REPLICATION, SELECT and DELETE on the outbox, writing the relay's tables), and change nothing")
+	fs.StringVar(&c.brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated `host:port,...`: create the checkpoint topic of exactly-once delivery there")
+	fs.StringVar(&c.checkpointTopic, "checkpoint-topic", sink.DefaultCheckpointTopic, "the `topic` to create, as run's --checkpoint-topic")
+	c.kafkaSecurity.register(fs)
 	onlyOnCommandLine(fs, "print-grants")
 	registerConfig(fs, &c.configPath)
 	return fs
@@ -143,6 +159,10 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	// The checkpoint topic is created when asked for, on the command line
+	// or in the environment: not for every config file naming brokers.
+	createTopic := false
+	fs.Visit(func(f *flag.Flag) { createTopic = createTopic || f.Name == "kafka-brokers" })
 	file, err := loadConfig(fs, c.configPath)
 	if err != nil {
 		return err
@@ -202,6 +222,43 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	default:
 		fmt.Fprintf(c.stdout, "replication slot %q exists (confirmed %s, keeping %s of WAL)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush, res.Slot.Slot.Retained())
+	}
+	if createTopic && c.brokers != "" {
+		return c.checkpointTopicCreate(ctx)
+	}
+	return nil
+}
+
+// checkpointTopicCreate creates the checkpoint topic of exactly-once
+// delivery, compacted, unless it exists. A broker that refuses or does not
+// answer is reported, not an error: the first run creates the topic.
+func (c *MigrateCommand) checkpointTopicCreate(ctx context.Context) error {
+	if err := decoder.ValidTopic(c.checkpointTopic); err != nil {
+		return usageError{"--checkpoint-topic: " + err.Error()}
+	}
+	kcfg := sink.Config{Brokers: splitList(c.brokers), ClientID: "cdc-relay-migrate"}
+	if err := c.kafkaSecurity.finish(&kcfg); err != nil {
+		return err
+	}
+	snk, err := sink.New(kcfg)
+	if err != nil {
+		return err
+	}
+	defer snk.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	created, err := snk.EnsureCheckpointTopic(ctx, c.checkpointTopic)
+	if err != nil {
+		// As for the slot: the database is ready, and the first run
+		// creates the topic.
+		fmt.Fprintf(c.stdout, "could not create checkpoint topic %q: %v\nthe first `cdc-relay run --delivery exactly-once` creates it\n",
+			c.checkpointTopic, c.kafkaSecurity.explain(err))
+		return nil
+	}
+	if created {
+		fmt.Fprintf(c.stdout, "created checkpoint topic %q (cleanup.policy=compact) for exactly-once delivery\n", c.checkpointTopic)
+	} else {
+		fmt.Fprintf(c.stdout, "checkpoint topic %q exists and is compacted\n", c.checkpointTopic)
 	}
 	return nil
 }
