@@ -57,10 +57,10 @@ func (e *env) readCommitted(topic string, timeout time.Duration) []*kgo.Record {
 	return recs
 }
 
-// TestExactlyOnceThroughKill: in exactly-once delivery, a read_committed
+// TestExactlyOnceSurvivesKillAndStop: in exactly-once delivery, a read_committed
 // consumer sees every event once, in commit order per key, across a
 // SIGKILL and a clean stop; the slot never passes the checkpoint row.
-func TestExactlyOnceThroughKill(t *testing.T) {
+func TestExactlyOnceSurvivesKillAndStop(t *testing.T) {
 	e := newEnv(t)
 	eo := []string{"--delivery", "exactly-once", "--checkpoint-topic", e.prefix + ".checkpoints"}
 	relay := e.startRelay(eo...)

@@ -29,8 +29,15 @@ type Metrics struct {
 	// (produced again alone, parked, or sent again after a reconnect).
 	ProduceErrors *prometheus.CounterVec
 	// CommitToAck is, for each event the stream delivered, the time from its
-	// transaction's commit in PostgreSQL to Kafka's acknowledgement.
+	// transaction's commit in PostgreSQL to Kafka's acknowledgement (in
+	// exactly-once delivery, to the commit of its Kafka transaction: when
+	// read_committed consumers can see it).
 	CommitToAck prometheus.Histogram
+	// KafkaTransactions counts the Kafka transactions of exactly-once
+	// delivery, by result: committed, or aborted (a record refused, the
+	// broker lost, the producer fenced; their PostgreSQL transactions are
+	// produced again).
+	KafkaTransactions *prometheus.CounterVec
 
 	// PollerCycles counts the poller's claims of due parked events;
 	// PollerCycleDuration times them, Kafka's answers included.
@@ -75,9 +82,13 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 		}, []string{"error"}),
 		CommitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "cdc_relay_commit_to_ack_seconds",
-			Help:    "Time from an event's commit in PostgreSQL to Kafka's acknowledgement, for each event the stream delivered.",
+			Help:    "Time from an event's commit in PostgreSQL to Kafka's acknowledgement (exactly-once: to its Kafka transaction's commit), for each event the stream delivered.",
 			Buckets: CommitToAckBuckets,
 		}),
+		KafkaTransactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdc_relay_kafka_transactions_total",
+			Help: "Kafka transactions of exactly-once delivery, by result: committed, or aborted (their PostgreSQL transactions are produced again).",
+		}, []string{"result"}),
 		PollerCycles: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cdc_relay_poller_cycles_total",
 			Help: "Claims of due parked events by the poller.",
@@ -112,7 +123,7 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 			Help:        "Always 1; the version label is the relay's.",
 			ConstLabels: prometheus.Labels{"version": version},
 		}, func() float64 { return 1 }),
-		m.EventsParked, m.EventsDead, m.EventsUnrouted, m.ProduceErrors, m.CommitToAck,
+		m.EventsParked, m.EventsDead, m.EventsUnrouted, m.ProduceErrors, m.CommitToAck, m.KafkaTransactions,
 		m.PollerCycles, m.PollerCycleDuration, m.PollerRowsClaimed, m.PollerDelivered, m.PollerFailed,
 		m.RetentionDeleted,
 	)

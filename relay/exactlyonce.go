@@ -290,6 +290,7 @@ func (b *txnBatcher) commitLocked(ctx context.Context) {
 		err = b.snk.Commit(ctx)
 	}
 	if err == nil && len(failures) == 0 {
+		b.p.metrics.KafkaTransactions.WithLabelValues("committed").Inc()
 		held := b.held
 		b.begun, b.events, b.held = false, 0, nil
 		b.committed(held)
@@ -310,6 +311,9 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 		return
 	}
 	b.broken = err
+	if b.begun {
+		b.p.metrics.KafkaTransactions.WithLabelValues("aborted").Inc()
+	}
 	b.fmu.Lock()
 	failures = append(failures, b.failures...)
 	b.failures = nil
