@@ -108,6 +108,10 @@ type ExactlyOnce struct {
 	// CheckpointTopic is the compacted topic that holds the slot's
 	// position; empty is sink.DefaultCheckpointTopic.
 	CheckpointTopic string
+	// TransactionTimeout is how long the broker lets a transaction stay
+	// open before it aborts it (at most its transaction.max.timeout.ms);
+	// zero is sink.DefaultTransactionTimeout.
+	TransactionTimeout time.Duration
 }
 
 // withDefaults fills the intervals and timeouts left at zero (or below)
@@ -138,6 +142,9 @@ func (c Config) withDefaults() Config {
 		}
 		if eo.CheckpointTopic == "" {
 			eo.CheckpointTopic = sink.DefaultCheckpointTopic
+		}
+		if eo.TransactionTimeout <= 0 {
+			eo.TransactionTimeout = sink.DefaultTransactionTimeout
 		}
 	}
 	return c

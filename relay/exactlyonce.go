@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -60,26 +63,40 @@ type eoState struct {
 	suspects map[eventKey]struct{}
 }
 
-func (s *eoState) add(m *map[eventKey]struct{}, k eventKey) {
+// add adds k to the set m, and reports whether it is new there.
+func (s *eoState) add(m *map[eventKey]struct{}, k eventKey) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if *m == nil {
 		*m = map[eventKey]struct{}{}
 	}
+	if _, ok := (*m)[k]; ok {
+		return false
+	}
 	(*m)[k] = struct{}{}
-	s.mu.Unlock()
+	return true
 }
 
-// lookup reports whether it was parked, or is a suspect.
-func (s *eoState) lookup(it *inflight) (parked, suspect bool) {
+// isParked reports whether it was parked when a transaction aborted.
+func (s *eoState) isParked(it *inflight) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.parked) == 0 && len(s.suspects) == 0 {
-		return false, false
+	return has(s.parked, it)
+}
+
+// isSuspect reports whether it failed with its batch before.
+func (s *eoState) isSuspect(it *inflight) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return has(s.suspects, it)
+}
+
+func has(m map[eventKey]struct{}, it *inflight) bool {
+	if len(m) == 0 {
+		return false
 	}
-	k := keyOf(it)
-	_, parked = s.parked[k]
-	_, suspect = s.suspects[k]
-	return parked, suspect
+	_, ok := m[keyOf(it)]
+	return ok
 }
 
 // heldTxn is a PostgreSQL transaction with records in the open Kafka
@@ -106,84 +123,122 @@ type failure struct {
 }
 
 // txnBatcher puts one session's records into Kafka transactions. produce
-// and endTxn are called by the stream's goroutine; commits happen there at
-// the end of a PostgreSQL transaction once one is due, or on run's
-// goroutine when the stream is between transactions (idle).
+// and endTxn are called by the stream's goroutine and never wait for
+// Kafka; run commits on a goroutine of its own. While a commit is under
+// way, the records read meanwhile wait in pending (counted in flight, so
+// the in-flight limits bound them) and are produced into the next
+// transaction once it ends: franz-go must not produce during a commit.
 type txnBatcher struct {
 	p         *pipeline
 	snk       *sink.Sink // transactional, this session's
 	state     *eoState
-	slot      string
-	topic     string // the checkpoint topic
+	id        sink.Checkpoint // the slot and its database, for the checkpoint records
+	topic     string          // the checkpoint topic
 	interval  time.Duration
 	maxEvents int
+	due       chan struct{} // endTxn tells run a commit is due
 
-	mu      sync.Mutex
-	begun   bool
-	began   time.Time
-	events  int
-	held    []*heldTxn
-	open    bool  // the last held transaction is still being read
-	broken  error // set once the transaction cannot commit: nothing more is produced
-	lastEnd pglogrepl.LSN
+	cmu sync.Mutex // one commit at a time: run's, or the final one
+
+	mu         sync.Mutex
+	cur        kafkaTxn    // the transaction records go to
+	committing bool        // a commit is under way: records wait in pending
+	pending    []*inflight // read during a commit, produced after it
+	broken     error       // set once a transaction cannot commit: nothing more is produced
 
 	fmu      sync.Mutex
 	failures []failure
+	// sent counts the records produced into the transaction under way
+	// (under mu), acked those Kafka acknowledged: it commits only when
+	// they agree and nothing failed.
+	sent  int
+	acked atomic.Int64
+	// parking counts poison rows being written to the status table
+	// (under mu); a commit waits for them, or the checkpoint topic could
+	// pass a row that is in neither Kafka nor the status table.
+	parking int
+	parked  *sync.Cond // on mu: parking went down
+	// leads reports whether this relay still holds the slot's lock: a
+	// producer the broker fenced without it was replaced by another relay.
+	leads func(context.Context) bool
 
 	onAck      func(*kgo.Record, error)
 	onCPAck    func(*kgo.Record, error)
-	committed  func(held []*heldTxn) // accounting once committed (tests replace it)
-	commitHook func()                // tests: called before each commit
+	commitHook func() // tests: called before each commit
 }
 
-func newTxnBatcher(p *pipeline, snk *sink.Sink, state *eoState, slot string, eo ExactlyOnce) *txnBatcher {
-	b := &txnBatcher{p: p, snk: snk, state: state, slot: slot, topic: eo.CheckpointTopic, interval: eo.Interval, maxEvents: eo.MaxEvents}
+// kafkaTxn is the Kafka transaction that records go to.
+type kafkaTxn struct {
+	begun   bool // Begin was called (its first record was produced)
+	began   time.Time
+	events  int
+	held    []*heldTxn
+	open    bool          // the last held transaction is still being read
+	lastEnd pglogrepl.LSN // the end of the last held transaction read to its end
+}
+
+func newTxnBatcher(p *pipeline, snk *sink.Sink, state *eoState, id sink.Checkpoint, eo ExactlyOnce) *txnBatcher {
+	b := &txnBatcher{p: p, snk: snk, state: state, id: id, topic: eo.CheckpointTopic, interval: eo.Interval,
+		maxEvents: eo.MaxEvents, due: make(chan struct{}, 1)}
+	b.parked = sync.NewCond(&b.mu)
 	b.onAck = b.ack
 	b.onCPAck = func(_ *kgo.Record, err error) {
 		if err != nil {
 			b.failed(failure{err: err})
+			return
 		}
+		b.acked.Add(1)
 	}
-	b.committed = b.account
 	return b
 }
 
-// produce adds it to the open Kafka transaction, beginning one if needed.
+// produce adds it to the Kafka transaction: produced now, or after the
+// commit under way.
 func (b *txnBatcher) produce(it *inflight) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.broken != nil {
 		return // the session is ending; the WAL still has it
 	}
-	parked, suspect := b.state.lookup(it)
-	if parked {
+	if b.state.isParked(it) {
 		// Parked when an earlier transaction aborted: its status row
 		// stands for it.
 		b.p.tracker.Done(it.tx, it.size)
 		return
 	}
-	if !b.begun {
+	var h *heldTxn
+	if n := len(b.cur.held); n > 0 && b.cur.held[n-1].tx == it.tx {
+		h = b.cur.held[n-1]
+	} else {
+		b.p.tracker.Hold(it.tx)
+		h = &heldTxn{tx: it.tx}
+		b.cur.held = append(b.cur.held, h)
+		b.cur.open = true
+	}
+	h.events++
+	b.cur.events++
+	if b.p.writesBack(it.ev.Table) && (it.copies == nil || it.copies.Add(-1) == 0) {
+		h.delivered = append(h.delivered, delivery{it.ev.Table, append([]byte(nil), it.ev.ID...)})
+	}
+	if b.committing {
+		b.pending = append(b.pending, it)
+		return
+	}
+	b.sendLocked(it)
+}
+
+// sendLocked produces it, beginning the transaction if it is the first
+// record. Called with mu held, never during a commit.
+func (b *txnBatcher) sendLocked(it *inflight) {
+	if !b.cur.begun {
 		if err := b.snk.Begin(); err != nil {
 			b.breakLocked(err, nil)
 			return
 		}
-		b.begun, b.began = true, time.Now()
+		b.cur.begun, b.cur.began = true, time.Now()
 	}
-	var h *heldTxn
-	if n := len(b.held); n > 0 && b.held[n-1].tx == it.tx {
-		h = b.held[n-1]
-	} else {
-		b.p.tracker.Hold(it.tx)
-		h = &heldTxn{tx: it.tx}
-		b.held = append(b.held, h)
-		b.open = true
-	}
-	h.events++
-	b.events++
-	if b.p.writesBack(it.ev.Table) && (it.copies == nil || it.copies.Add(-1) == 0) {
-		h.delivered = append(h.delivered, delivery{it.ev.Table, append([]byte(nil), it.ev.ID...)})
-	}
-	if !suspect {
+	b.sent++
+	if !b.state.isSuspect(it) {
 		b.snk.Produce(b.p.produceCtx, &it.rec, b.onAck)
 		return
 	}
@@ -197,22 +252,50 @@ func (b *txnBatcher) produce(it *inflight) {
 		b.breakLocked(err, []failure{{it: it, err: err, alone: true}})
 		return
 	}
+	b.acked.Add(1)
 	b.p.tracker.Done(it.tx, it.size)
 }
 
+// park parks a poison row, one that cannot become a record, in the status
+// table, as at-least-once delivery does, and holds every commit until the
+// row is stored.
+func (b *txnBatcher) park(it *inflight, reason error) {
+	b.mu.Lock()
+	b.parking++
+	b.mu.Unlock()
+	go func() {
+		b.p.fail(it, reason, invalidRow, b.p.failures.Dead)
+		b.mu.Lock()
+		b.parking--
+		b.parked.Broadcast()
+		b.mu.Unlock()
+	}()
+}
+
 // endTxn is told that PostgreSQL transaction tx ended at end (after the
-// tracker was); the Kafka transaction commits if it is due.
+// tracker was), and tells run when a commit is due.
 func (b *txnBatcher) endTxn(tx *checkpoint.Txn, end pglogrepl.LSN) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := len(b.held)
-	if n == 0 || b.held[n-1].tx != tx {
+	n := len(b.cur.held)
+	if n == 0 || b.cur.held[n-1].tx != tx {
+		b.mu.Unlock()
 		return // nothing of it in Kafka
 	}
-	b.held[n-1].end, b.lastEnd, b.open = end, end, false
-	if b.events >= b.maxEvents || time.Since(b.began) >= b.interval {
-		b.commitLocked(b.p.produceCtx)
+	b.cur.held[n-1].end, b.cur.lastEnd, b.cur.open = end, end, false
+	due := b.dueLocked()
+	b.mu.Unlock()
+	if due {
+		select {
+		case b.due <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// dueLocked reports whether the transaction should commit, once no
+// PostgreSQL transaction in it is still being read.
+func (b *txnBatcher) dueLocked() bool {
+	return b.cur.begun && (b.cur.events >= b.maxEvents || time.Since(b.cur.began) >= b.interval)
 }
 
 // ack is the callback of every record of the stream: Kafka's ack frees
@@ -220,13 +303,13 @@ func (b *txnBatcher) endTxn(tx *checkpoint.Txn, end pglogrepl.LSN) {
 func (b *txnBatcher) ack(r *kgo.Record, err error) {
 	it := r.Context.(*inflight)
 	if err == nil {
+		b.acked.Add(1)
 		b.p.tracker.Done(it.tx, it.size)
 		return
 	}
 	b.p.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
-	if sink.Permanent(err) {
-		b.failed(failure{it: it, err: err})
-	}
+	// Whatever the error, the transaction must not commit without it.
+	b.failed(failure{it: it, err: err})
 }
 
 func (b *txnBatcher) failed(f failure) {
@@ -235,8 +318,8 @@ func (b *txnBatcher) failed(f failure) {
 	b.fmu.Unlock()
 }
 
-// run commits the open transaction when it is due while the stream is
-// between transactions, until ctx ends.
+// run commits the transaction when it is due and no PostgreSQL transaction
+// in it is being read, until ctx ends.
 func (b *txnBatcher) run(ctx context.Context) {
 	t := time.NewTicker(max(b.interval/4, time.Millisecond))
 	defer t.Stop()
@@ -245,61 +328,103 @@ func (b *txnBatcher) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-b.due:
 		}
-		b.mu.Lock()
-		if b.begun && !b.open && time.Since(b.began) >= b.interval {
-			b.commitLocked(ctx)
-		}
-		b.mu.Unlock()
+		b.commitIf(ctx, false)
 	}
 }
 
-// commit commits what is open: at a stop, between transactions.
+// commit commits what is open, whether due or not: at a stop, between
+// transactions. It returns why it could not.
 func (b *txnBatcher) commit(ctx context.Context) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.open {
+	open := b.cur.open
+	b.mu.Unlock()
+	if open {
 		return errors.New("a PostgreSQL transaction is still being read")
 	}
-	if b.begun {
-		b.commitLocked(ctx)
-	}
-	return b.broken
+	return b.commitIf(ctx, true)
 }
 
-// commitLocked writes the checkpoint record and commits the Kafka
-// transaction; on success the PostgreSQL transactions it holds are
-// released to the tracker. Called with mu held, between PostgreSQL
-// transactions.
-func (b *txnBatcher) commitLocked(ctx context.Context) {
-	if b.broken != nil || !b.begun {
-		return
+// commitIf commits the transaction if it is due (or force) and no
+// PostgreSQL transaction in it is being read: it writes the checkpoint
+// record, waits for every record to be answered, and commits only if none
+// failed; then it releases the PostgreSQL transactions it holds to the
+// tracker and produces what was read meanwhile into the next one. It
+// returns the error that broke the batcher, if any.
+func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	b.mu.Lock()
+	for b.parking > 0 && b.p.produceCtx.Err() == nil {
+		b.parked.Wait() // a park gives up when produceCtx ends
 	}
+	if b.broken != nil || !b.cur.begun || b.cur.open || !force && !b.dueLocked() {
+		err := b.broken
+		b.mu.Unlock()
+		return err
+	}
+	txn := b.cur
+	sent := b.sent + 1 // and the checkpoint record
+	b.cur, b.sent = kafkaTxn{}, 0
+	b.committing = true
+	b.mu.Unlock()
+
 	if b.commitHook != nil {
 		b.commitHook()
 	}
-	b.snk.Produce(ctx, sink.CheckpointRecord(b.topic, b.slot, b.lastEnd), b.onCPAck)
+	cp := b.id
+	cp.LSN = txn.lastEnd
+	b.snk.Produce(ctx, sink.CheckpointRecord(b.topic, cp), b.onCPAck)
 	// Every record answered first: one that failed must keep the
-	// transaction from committing without it.
+	// transaction from committing without it, and so must one not
+	// answered (its callback still to run) or a session that ended (a
+	// record cancelled with it may not have failed yet).
 	err := b.snk.Flush(ctx)
 	b.fmu.Lock()
 	failures := b.failures
 	b.failures = nil
 	b.fmu.Unlock()
+	if acked := b.acked.Swap(0); err == nil && len(failures) == 0 && acked != int64(sent) {
+		err = fmt.Errorf("%d of the transaction's %d records answered", acked, sent)
+	}
+	if err == nil && len(failures) == 0 && b.p.produceCtx.Err() != nil {
+		err = b.p.produceCtx.Err()
+	}
 	if err == nil && len(failures) == 0 {
 		err = b.snk.Commit(ctx)
 	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.committing = false
 	if err == nil && len(failures) == 0 {
 		b.p.metrics.KafkaTransactions.WithLabelValues("committed").Inc()
-		held := b.held
-		b.begun, b.events, b.held = false, 0, nil
-		b.committed(held)
-		return
+		b.account(txn.held)
+		pending := b.pending
+		b.pending = nil
+		for i, it := range pending {
+			if b.broken != nil {
+				break
+			}
+			b.sendLocked(it)
+			pending[i] = nil
+		}
+		if !b.cur.open && b.dueLocked() {
+			select { // the next one is due already
+			case b.due <- struct{}{}:
+			default:
+			}
+		}
+		return b.broken
 	}
 	if err == nil {
 		err = failures[0].err
 	}
+	b.p.metrics.KafkaTransactions.WithLabelValues("aborted").Inc()
+	b.pending = nil
 	b.breakLocked(err, failures)
+	return b.broken
 }
 
 // breakLocked gives up the open transaction: it learns what it can from
@@ -311,9 +436,6 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 		return
 	}
 	b.broken = err
-	if b.begun {
-		b.p.metrics.KafkaTransactions.WithLabelValues("aborted").Inc()
-	}
 	b.fmu.Lock()
 	failures = append(failures, b.failures...)
 	b.failures = nil
@@ -324,15 +446,23 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 		}
 	}
 	switch {
-	case sink.Fenced(err):
+	case sink.Fenced(err) && (errors.Is(err, kerr.ProducerFenced) || b.leads == nil || !b.leads(context.Background())):
 		b.stop(fatalError{fmt.Errorf("Kafka fenced this relay's transactional producer %q (%w): another relay with the same transactional id "+
 			"started after this one and now delivers the slot. This relay stops; nothing it had not committed is visible to read_committed consumers", b.snk.TransactionalID(), err)})
+		return
+	case sink.Fenced(err):
+		// Still the leader: the broker ended the transaction itself (it
+		// was open longer than the transaction timeout), which fenced
+		// this producer's epoch. A new session starts a new producer.
+		b.stop(fmt.Errorf("Kafka ended the relay's transaction (%w): it was open longer than --transaction-timeout allows, or the broker lost it; "+
+			"its PostgreSQL transactions are produced again", err))
 		return
 	case sink.ProducerRefused(err):
 		b.stop(fatalError{fmt.Errorf("Kafka refuses the relay's transactional producer %q (%w): grant the relay's principal WRITE and DESCRIBE on "+
 			"the transactional id, and WRITE on the topics and the checkpoint topic; check the --kafka-tls-* and --kafka-sasl-* settings", b.snk.TransactionalID(), err)})
 		return
 	}
+	learnt := false // a record parked, or to be produced alone, from now on
 	for _, f := range failures {
 		switch {
 		case f.it == nil:
@@ -347,14 +477,20 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 			// row cannot be stored, the session ends all the same and the
 			// next one meets the record again.
 			if b.p.fail(f.it, f.err, sink.ErrorName(f.err), b.p.failures.Failed) {
-				b.state.add(&b.state.parked, keyOf(f.it))
+				learnt = b.state.add(&b.state.parked, keyOf(f.it)) || learnt
 			}
 		default:
-			b.state.add(&b.state.suspects, keyOf(f.it))
+			learnt = b.state.add(&b.state.suspects, keyOf(f.it)) || learnt
 		}
 	}
-	if b.p.produceCtx.Err() == nil {
+	switch {
+	case b.p.produceCtx.Err() != nil:
+	case learnt:
 		b.stop(fmt.Errorf("%w: %v", errRedo, err))
+	default:
+		// Nothing learnt that the next try would do otherwise: a new
+		// session, after the usual backoff.
+		b.stop(fmt.Errorf("the Kafka transaction could not commit: %w", err))
 	}
 }
 
@@ -387,14 +523,19 @@ func (b *txnBatcher) account(held []*heldTxn) {
 // startExactlyOnce starts a session's transactional producer, which fences
 // any earlier one of this transactional id and aborts what it left open,
 // and reads the slot's last committed position from the checkpoint topic
-// (0 when there is none). It checks that position against the server's
-// WAL: one beyond it was written for another database.
-func (r *runner) startExactlyOnce(ctx context.Context, kcfg sink.Config, log *slog.Logger) (*sink.Sink, pglogrepl.LSN, error) {
-	eo := r.cfg.ExactlyOnce
-	kcfg.TransactionalID = eo.TransactionalID
+// (found false when there is none). Before it starts the producer, it
+// checks that the topic's position for this slot, if any, was written for
+// this database: a relay of another database with the same slot name would
+// share the transactional id too, and the two would fence each other. A
+// position beyond the server's WAL is refused for the same reason.
+func (r *runner) startExactlyOnce(ctx context.Context, repl *replication.Conn, log *slog.Logger) (*sink.Sink, sink.Checkpoint, error) {
+	eo, slot := r.cfg.ExactlyOnce, r.cfg.Slot
+	var none sink.Checkpoint
+	kcfg := r.kafka
+	kcfg.TransactionalID, kcfg.TransactionTimeout = eo.TransactionalID, eo.TransactionTimeout
 	snk, err := sink.New(kcfg)
 	if err != nil {
-		return nil, 0, fatalError{err}
+		return nil, none, fatalError{err}
 	}
 	ok := false
 	defer func() {
@@ -402,40 +543,58 @@ func (r *runner) startExactlyOnce(ctx context.Context, kcfg sink.Config, log *sl
 			snk.Close()
 		}
 	}()
-	ctx, cancel := context.WithTimeout(ctx, 2*sink.DefaultTransactionTimeout)
+	sys, err := repl.IdentifySystem(ctx)
+	if err != nil {
+		return nil, none, fmt.Errorf("identify the database: %w", err)
+	}
+	ours := sink.Checkpoint{Slot: slot, SystemID: sys.SystemID, Database: sys.DBName}
+	ctx, cancel := context.WithTimeout(ctx, 2*eo.TransactionTimeout)
 	defer cancel()
 	if !r.checkpointTopicReady {
 		created, err := snk.EnsureCheckpointTopic(ctx, eo.CheckpointTopic)
 		if err != nil {
-			return nil, 0, err
+			return nil, none, err
 		}
 		if created {
 			log.Info("checkpoint topic created", "topic", eo.CheckpointTopic, "cleanup.policy", "compact")
 		}
 		r.checkpointTopicReady = true
 	}
+	foreign := func(cp sink.Checkpoint) error {
+		return fatalError{fmt.Errorf("the checkpoint topic %q holds a position of slot %q written by a relay of another database "+
+			"(system %s, database %q; this one is system %s, database %q): two relays must not share a slot name, a checkpoint topic and a transactional id. "+
+			"Give this relay its own --slot, or its own --checkpoint-topic and --transactional-id",
+			eo.CheckpointTopic, slot, cp.SystemID, cp.Database, ours.SystemID, ours.Database)}
+	}
+	// Uncommitted too, and before the producer starts: this never waits,
+	// and never fences the other relay.
+	if cp, found, err := snk.ReadCheckpoint(ctx, eo.CheckpointTopic, slot, false); err != nil {
+		return nil, none, err
+	} else if found && !cp.SameDatabase(ours) {
+		return nil, none, foreign(cp)
+	}
 	if err := snk.InitTransactions(ctx); err != nil {
 		if sink.ProducerRefused(err) {
-			return nil, 0, fatalError{fmt.Errorf("%w: grant the relay's principal WRITE and DESCRIBE on the transactional id %q", err, eo.TransactionalID)}
+			return nil, none, fatalError{fmt.Errorf("%w: grant the relay's principal WRITE and DESCRIBE on the transactional id %q", err, eo.TransactionalID)}
 		}
-		return nil, 0, err
+		return nil, none, err
 	}
-	lsn, found, err := snk.ReadCheckpoint(ctx, eo.CheckpointTopic, r.cfg.Slot)
-	if err != nil {
-		return nil, 0, err
-	}
-	if found {
-		var walEnd pglogrepl.LSN
-		if err := r.pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()").Scan(&walEnd); err != nil {
-			return nil, 0, fmt.Errorf("read the server's WAL position: %w", err)
-		}
-		if lsn > walEnd {
-			return nil, 0, fatalError{fmt.Errorf("the checkpoint topic %q says slot %q was delivered up to %s, beyond this server's WAL (%s): "+
-				"it was written for another database. Give this relay another --checkpoint-topic and --transactional-id, or another --slot",
-				eo.CheckpointTopic, r.cfg.Slot, lsn, walEnd)}
-		}
-		log.Info("exactly-once: last committed position read", "topic", eo.CheckpointTopic, "slot", r.cfg.Slot, "at", lsn)
+	cp, found, err := snk.ReadCheckpoint(ctx, eo.CheckpointTopic, slot, true)
+	switch {
+	case err != nil:
+		return nil, none, err
+	case !found:
+		ours.LSN = 0
+	case !cp.SameDatabase(ours):
+		return nil, none, foreign(cp)
+	case cp.LSN > sys.XLogPos:
+		return nil, none, fatalError{fmt.Errorf("the checkpoint topic %q says slot %q was delivered up to %s, beyond this server's WAL (%s): "+
+			"it was written for another database, or before a restore. Give this relay another --checkpoint-topic and --transactional-id, or another --slot",
+			eo.CheckpointTopic, slot, cp.LSN, sys.XLogPos)}
+	default:
+		ours.LSN = cp.LSN
+		log.Info("exactly-once: last committed position read", "topic", eo.CheckpointTopic, "slot", slot, "at", cp.LSN)
 	}
 	ok = true
-	return snk, lsn, nil
+	return snk, ours, nil
 }

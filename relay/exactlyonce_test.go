@@ -51,9 +51,19 @@ func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoSta
 		s.stopped = append(s.stopped, err)
 		s.mu.Unlock()
 	}
-	s.txn = newTxnBatcher(s.pipeline, snk, state, "test", ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
+	s.txn = newTxnBatcher(s.pipeline, snk, state, sink.Checkpoint{Slot: "test"}, ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
 	s.txn.commitHook = func() { s.commits = append(s.commits, s.tracker.Safe()) }
 	return s
+}
+
+// commitIfDue does what the batcher's goroutine does when told a commit
+// is due (the test runs none, to know when it commits).
+func (s *eoSession) commitIfDue(ctx context.Context) {
+	select {
+	case <-s.txn.due:
+		_ = s.txn.commitIf(ctx, false)
+	default:
+	}
 }
 
 // pgTxn applies one PostgreSQL transaction ending at end, with an event
@@ -139,12 +149,13 @@ func header(r *kgo.Record, key string) string {
 func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 	brokers := newBroker(t)
 	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 3)
+	ctx := context.Background()
 	s.pgTxn(t, 0x200, []string{"a", "b"})
-	if len(s.commits) != 0 {
+	if s.commitIfDue(ctx); len(s.commits) != 0 {
 		t.Fatal("committed after 2 of at most 3 records")
 	}
-	s.pgTxn(t, 0x300, []string{"c", "d", "e", "f", "g"}) // past the 3: commits at its end, not in it
-	if len(s.commits) != 1 || s.commits[0] != 0x100 {
+	s.pgTxn(t, 0x300, []string{"c", "d", "e", "f", "g"}) // past the 3: due at its end, not in it
+	if s.commitIfDue(ctx); len(s.commits) != 1 || s.commits[0] != 0x100 {
 		t.Fatalf("commits %v, want one, with the position still at the start 0/100 before it", s.commits)
 	}
 	if got := s.tracker.Safe(); got != 0x300 {
@@ -166,9 +177,9 @@ func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 	if got := s.count.events.Load(); got != 8 {
 		t.Fatalf("counted %d events delivered, want 8", got)
 	}
-	lsn, found, err := s.snk.ReadCheckpoint(context.Background(), "checkpoints", "test")
-	if err != nil || !found || lsn != 0x400 {
-		t.Fatalf("checkpoint topic: %s, %v, %v; want 0/400", lsn, found, err)
+	cp, found, err := s.snk.ReadCheckpoint(context.Background(), "checkpoints", "test", true)
+	if err != nil || !found || cp.LSN != 0x400 {
+		t.Fatalf("checkpoint topic: %s, %v, %v; want 0/400", cp.LSN, found, err)
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b,c,d,e,f,g,h" {
 		t.Fatalf("read_committed sees %s", got)
@@ -231,5 +242,119 @@ func TestTrackerHold(t *testing.T) {
 	tr.Release(tx)
 	if tr.Safe() != 0x200 {
 		t.Fatalf("released: safe %s, want 0/200", tr.Safe())
+	}
+}
+
+// TestExactlyOnceReadsOnDuringACommit: records read while a commit is under
+// way wait, and go into the next Kafka transaction, not the one
+// committing; the stream never waits for Kafka.
+func TestExactlyOnceReadsOnDuringACommit(t *testing.T) {
+	brokers := newBroker(t)
+	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 1)
+	ctx := context.Background()
+	s.pgTxn(t, 0x200, []string{"a"})
+	hooked := false
+	s.txn.commitHook = func() {
+		if !hooked {
+			hooked = true
+			s.pgTxn(t, 0x300, []string{"b", "c"}) // read during the first commit
+			if n := len(s.txn.pending); n != 2 {
+				t.Errorf("%d records waiting during the commit, want 2", n)
+			}
+		}
+	}
+	s.commitIfDue(ctx)
+	if got := s.tracker.Safe(); got != 0x200 {
+		t.Fatalf("safe %s after the first commit, want 0/200 (b and c are in the next transaction)", got)
+	}
+	cp, _, err := s.snk.ReadCheckpoint(ctx, "checkpoints", "test", true)
+	if err != nil || cp.LSN != 0x200 {
+		t.Fatalf("checkpoint %s, %v after the first commit, want 0/200", cp.LSN, err)
+	}
+	s.commitIfDue(ctx)
+	if got := s.tracker.Safe(); got != 0x300 {
+		t.Fatalf("safe %s after the second commit, want 0/300", got)
+	}
+	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b,c" {
+		t.Fatalf("read_committed sees %s, want a,b,c", got)
+	}
+}
+
+// TestExactlyOnceNeverCommitsACancelledRecord: a record that the end of the
+// session failed (a stop that timed out cancels the produce context) keeps
+// the final commit from committing the transaction without it.
+func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	brokers := kc.ListenAddrs()
+	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	msgs := []decoder.Message{{Kind: decoder.KindBegin, CommitLSN: 0x1f8}}
+	for _, ev := range []struct{ id, topic string }{{"a", "orders"}, {"b", "offline"}} { // no topic "offline": b waits
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{
+			ID: []byte(ev.id), Topic: ev.topic, Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x1f8,
+			Headers: []decoder.Header{{Key: "id", Value: []byte(ev.id)}},
+		}})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: 0x200})
+	for _, m := range msgs {
+		if err := s.apply(0x1f0, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.cancel() // the stop timed out
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.txn.commit(ctx); err == nil {
+		t.Fatal("the final commit committed a transaction whose record b was cancelled")
+	}
+	// The next session's producer aborts what this one left open.
+	next := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	if cp, found, err := next.snk.ReadCheckpoint(ctx, "checkpoints", "test", true); err != nil || found {
+		t.Fatalf("checkpoint topic holds %s (found %v, err %v), want nothing", cp.LSN, found, err)
+	}
+	if s.tracker.Safe() != 0x100 {
+		t.Fatalf("safe %s, want the start 0/100", s.tracker.Safe())
+	}
+}
+
+// TestExactlyOnceCommitWaitsForAPoisonRow: a row that cannot become a
+// record is parked beside the transaction; no commit passes it before its
+// status row is stored, and none at all if the session ends first.
+func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
+	brokers := newBroker(t)
+	store := &fakeStore{block: true, called: make(chan struct{}, 1)}
+	s := newEOSession(t, brokers, store, &eoState{}, 100)
+	ev := func(id string, poison error) decoder.Message {
+		return decoder.Message{Kind: decoder.KindEvent, Poison: poison, Event: decoder.Event{ID: []byte(id), Topic: "orders",
+			Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x1f8, Headers: []decoder.Header{{Key: "id", Value: []byte(id)}}}}
+	}
+	for _, m := range []decoder.Message{{Kind: decoder.KindBegin, CommitLSN: 0x1f8}, ev("a", nil), ev("bad", errors.New("unfit row")), {Kind: decoder.KindCommit, EndLSN: 0x200}} {
+		if err := s.apply(0x1f0, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-store.called // the park began, and blocks
+	done := make(chan error, 1)
+	go func() { done <- s.txn.commit(context.Background()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the commit ended (%v) while the poison row's park was still under way", err)
+	case <-time.After(300 * time.Millisecond): // a negative: nothing to wait for
+	}
+	s.cancel() // the session ends: the park gives up, unstored
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("committed past a poison row that was never stored")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the commit still waits after the session ended")
+	}
+	next := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	if cp, found, err := next.snk.ReadCheckpoint(context.Background(), "checkpoints", "test", true); err != nil || found {
+		t.Fatalf("checkpoint topic holds %s (found %v, err %v), want nothing", cp.LSN, found, err)
 	}
 }

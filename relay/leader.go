@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +25,7 @@ const stillLeader = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backen
 // leadership is the slot's advisory lock, held by one session for as long
 // as the relay leads.
 type leadership struct {
+	mu   sync.Mutex // one query at a time on conn
 	conn *pgxpool.Conn
 	slot string
 	// serverStart is pg_postmaster_start_time() when the lock was taken:
@@ -55,10 +57,7 @@ func (l *leadership) watch(ctx context.Context, every, timeout time.Duration, lo
 			return
 		case <-t.C:
 		}
-		qctx, cancel := context.WithTimeout(ctx, timeout)
-		var held bool
-		err := l.conn.QueryRow(qctx, stillLeader, l.slot).Scan(&held)
-		cancel()
+		held, err := l.check(ctx, timeout)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -70,6 +69,18 @@ func (l *leadership) watch(ctx context.Context, every, timeout time.Duration, lo
 			return
 		}
 	}
+}
+
+// check asks the lock's session whether it still holds the lock, waiting
+// at most timeout for the answer.
+func (l *leadership) check(ctx context.Context, timeout time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var held bool
+	err := l.conn.QueryRow(ctx, stillLeader, l.slot).Scan(&held)
+	return held, err
 }
 
 // tryLead takes the slot's advisory lock if no one holds it. It returns

@@ -196,6 +196,10 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 	p.tracker.Add(it.tx, it.size)
 	if msg.Poison != nil {
 		// The row cannot become its record: trying again would not help.
+		if p.txn != nil {
+			p.txn.park(it, msg.Poison)
+			return
+		}
 		go p.fail(it, msg.Poison, invalidRow, p.failures.Dead)
 		return
 	}

@@ -369,10 +369,10 @@ func (r *runner) session(ctx context.Context) (err error) {
 	// so that a relay waiting for the lead never fences the leader.
 	var (
 		txSink    *sink.Sink
-		committed pglogrepl.LSN // the checkpoint topic's position
+		committed sink.Checkpoint // the checkpoint topic's position, and whose it is
 	)
 	if cfg.ExactlyOnce.Enabled {
-		if txSink, committed, err = r.startExactlyOnce(ctx, r.kafka, log); err != nil {
+		if txSink, committed, err = r.startExactlyOnce(ctx, repl, log); err != nil {
 			return err
 		}
 		defer txSink.Close()
@@ -381,15 +381,15 @@ func (r *runner) session(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if committed > start {
+	if committed.LSN > start {
 		// Kafka committed what PostgreSQL was not told yet: the row
 		// takes the position first (write-ahead), then the stream.
-		if err := r.store.Save(ctx, cfg.Slot, committed); err != nil {
+		if err := r.store.Save(ctx, cfg.Slot, committed.LSN); err != nil {
 			return err
 		}
 		log.Info("resuming from the checkpoint topic, ahead of the slot: Kafka committed transactions PostgreSQL was not yet told of",
-			"slot", cfg.Slot, "at", committed, "slot_confirmed", start)
-		start = committed
+			"slot", cfg.Slot, "at", committed.LSN, "slot_confirmed", start)
+		start = committed.LSN
 	}
 	dec, err := decoder.New(cfg.Mappings()...)
 	if err != nil {
@@ -446,8 +446,12 @@ func (r *runner) session(ctx context.Context) (err error) {
 		tableNames: cfg.TableNames(), outcomes: r.outcomes.orNil(), writeBack: r.outcomes.writesBack()})
 	finalCommit := func(context.Context) error { return nil }
 	if txSink != nil {
-		p.skipBelow = committed
-		p.txn = newTxnBatcher(p, txSink, &r.eo, cfg.Slot, cfg.ExactlyOnce)
+		p.skipBelow = committed.LSN
+		p.txn = newTxnBatcher(p, txSink, &r.eo, committed, cfg.ExactlyOnce)
+		p.txn.leads = func(ctx context.Context) bool {
+			held, err := lock.check(ctx, leaderCheckTimeout)
+			return err == nil && held
+		}
 		batcherDone := make(chan struct{})
 		go func() {
 			defer close(batcherDone)

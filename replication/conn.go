@@ -82,6 +82,13 @@ func (c *Conn) Close(ctx context.Context) error {
 	return c.pg.Close(ctx)
 }
 
+// IdentifySystem returns the server's system identifier (the same on a
+// cluster and its physical standbys, another for any other cluster), its
+// timeline and WAL position, and the connection's database.
+func (c *Conn) IdentifySystem(ctx context.Context) (pglogrepl.IdentifySystemResult, error) {
+	return pglogrepl.IdentifySystem(ctx, c.pg)
+}
+
 // PID is the process id of the connection's walsender on the server.
 func (c *Conn) PID() uint32 { return c.pg.PID() }
 

@@ -18,54 +18,103 @@ import (
 // the records up to it.
 const DefaultCheckpointTopic = "cdc-relay.checkpoints"
 
-// checkpointValue is a checkpoint record's value. The key is the slot's
-// name.
-type checkpointValue struct {
+// Checkpoint is a slot's position in the checkpoint topic: the record's
+// key is the slot, its value the rest, as JSON.
+type Checkpoint struct {
 	Slot string `json:"slot"`
 	// LSN is the end of the last PostgreSQL transaction whose records the
-	// Kafka transaction holds, as PostgreSQL writes it (0/16B3748).
-	LSN string `json:"lsn"`
+	// Kafka transaction holds.
+	LSN pglogrepl.LSN `json:"-"`
+	// SystemID and Database name the database the slot is in (the
+	// server's system identifier and the database's name): a slot of the
+	// same name in another database is another slot.
+	SystemID string `json:"system_id"`
+	Database string `json:"database"`
 	// Written is when the relay produced the record.
 	Written time.Time `json:"written"`
 }
 
+// checkpointJSON is a Checkpoint as the topic holds it, with the LSN as
+// PostgreSQL writes it (0/16B3748).
+type checkpointJSON struct {
+	Checkpoint
+	LSN string `json:"lsn"`
+}
+
+// SameDatabase reports whether cp was written for the database of other;
+// a checkpoint written without one (an empty SystemID) is taken to be.
+func (cp Checkpoint) SameDatabase(other Checkpoint) bool {
+	return cp.SystemID == "" || cp.SystemID == other.SystemID && cp.Database == other.Database
+}
+
 // CheckpointRecord returns the record that says the slot's events up to
-// lsn (a transaction's end) are in Kafka: produce it in the same
+// cp.LSN (a transaction's end) are in Kafka: produce it in the same
 // transaction as those events.
-func CheckpointRecord(topic, slot string, lsn pglogrepl.LSN) *kgo.Record {
-	v, _ := json.Marshal(checkpointValue{Slot: slot, LSN: lsn.String(), Written: time.Now().UTC()})
-	return &kgo.Record{Topic: topic, Key: []byte(slot), Value: v}
+func CheckpointRecord(topic string, cp Checkpoint) *kgo.Record {
+	cp.Written = time.Now().UTC()
+	v, _ := json.Marshal(checkpointJSON{Checkpoint: cp, LSN: cp.LSN.String()})
+	return &kgo.Record{Topic: topic, Key: []byte(cp.Slot), Value: v}
 }
 
 // EnsureCheckpointTopic creates the checkpoint topic, compacted, with one
 // partition and the brokers' default replication factor, unless it exists.
 // It reports whether it created it. An existing topic that is not
 // compacted is an error: its records would be deleted by age, and with
-// them the position.
+// them the position. A principal without CREATE (the topic created by an
+// administrator) or without DESCRIBE_CONFIGS (its policy not checked) is
+// fine.
 func (s *Sink) EnsureCheckpointTopic(ctx context.Context, topic string) (created bool, err error) {
 	adm := kadm.NewClient(s.cl)
 	_, err = adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, topic)
 	switch {
 	case err == nil:
 		return true, nil
+	case authorization(err):
+		// A principal without CREATE is refused whether the topic exists
+		// or not: it may exist, created by an administrator.
+		if exists, lerr := topicExists(ctx, adm, topic); lerr != nil || !exists {
+			return false, fmt.Errorf("create the checkpoint topic %q: %w (create it with cleanup.policy=compact, or grant the relay's principal CREATE on it)", topic, err)
+		}
 	case !errors.Is(err, kerr.TopicAlreadyExists):
 		return false, fmt.Errorf("create the checkpoint topic %q: %w (create it yourself with cleanup.policy=compact, or grant the relay's principal CREATE on it)", topic, err)
 	}
 	described, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		return false, fmt.Errorf("describe the checkpoint topic %q: %w", topic, err)
+	var rc kadm.ResourceConfig
+	if err == nil {
+		rc, err = described.On(topic, nil)
 	}
-	rc, err := described.On(topic, nil)
 	if err == nil {
 		err = rc.Err
 	}
-	if err != nil {
+	switch {
+	case authorization(err):
+		return false, nil // without DESCRIBE_CONFIGS, its cleanup policy is the administrator's business
+	case err != nil:
 		return false, fmt.Errorf("describe the checkpoint topic %q: %w", topic, err)
 	}
 	for _, c := range rc.Configs {
 		if c.Key == "cleanup.policy" && c.Value != nil && !containsWord(*c.Value, "compact") {
 			return false, fmt.Errorf("the checkpoint topic %q has cleanup.policy=%s: its positions would be deleted by age; "+
 				"set cleanup.policy=compact on it (kafka-configs.sh --alter --add-config cleanup.policy=compact)", topic, *c.Value)
+		}
+	}
+	return false, nil
+}
+
+// authorization reports whether err is Kafka refusing the principal.
+func authorization(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed)
+}
+
+// topicExists reports whether the brokers know topic.
+func topicExists(ctx context.Context, adm *kadm.Client, topic string) (bool, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return false, err
+	}
+	for p, o := range ends[topic] {
+		if o.Err == nil && p >= 0 {
+			return true, nil
 		}
 	}
 	return false, nil
@@ -89,29 +138,31 @@ func containsWord(s, w string) bool {
 	return false
 }
 
-// ReadCheckpoint returns the slot's last committed position in the
-// checkpoint topic, as a read_committed consumer sees it, and false when
-// the topic holds none. It reads every partition up to the end offset it
-// finds when it starts, so it waits for the transactions open then (other
-// slots' relays) to end, at most their transaction timeout: a position
-// committed just before it started is never missed. Call it after
-// [Sink.InitTransactions], which aborts what an earlier producer of this
-// slot left open.
-func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string) (pglogrepl.LSN, bool, error) {
+// ReadCheckpoint returns the slot's last position in the checkpoint topic
+// (the highest, should the topic have several partitions), and false when
+// the topic holds none. With committed, it reads as a read_committed
+// consumer: every partition up to the end offset it finds when it starts,
+// so it waits for the transactions open then (other slots' relays) to end,
+// at most their transaction timeout, and a position committed just before
+// it started is never missed; call it so after [Sink.InitTransactions],
+// which aborts what an earlier producer of this slot left open. Without
+// committed, it also sees what was written in transactions not (or not
+// yet) committed, and never waits for them.
+func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string, committed bool) (Checkpoint, bool, error) {
 	adm := kadm.NewClient(s.cl)
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err == nil {
 		err = starts.Error()
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("read the checkpoint topic %q: list its start offsets: %w", topic, err)
+		return Checkpoint{}, false, fmt.Errorf("read the checkpoint topic %q: list its start offsets: %w", topic, err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("read the checkpoint topic %q: list its end offsets: %w", topic, err)
+		return Checkpoint{}, false, fmt.Errorf("read the checkpoint topic %q: list its end offsets: %w", topic, err)
 	}
 	from := map[int32]kgo.Offset{}
 	last := map[int32]int64{} // the last offset to read, per partition
@@ -123,28 +174,30 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string) (pglogrep
 		}
 	}
 	if len(from) == 0 {
-		return 0, false, nil
+		return Checkpoint{}, false, nil
 	}
 	opts := append(s.base[:len(s.base):len(s.base)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// The end offset counts the commit markers: keep them, to know
 		// when the last one is read.
 		kgo.KeepControlRecords(),
 	)
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return 0, false, fmt.Errorf("read the checkpoint topic %q: %w", topic, err)
+		return Checkpoint{}, false, fmt.Errorf("read the checkpoint topic %q: %w", topic, err)
 	}
 	defer cl.Close()
 	var (
-		lsn   pglogrepl.LSN
+		cp    Checkpoint
 		found bool
 	)
 	for len(last) > 0 {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return 0, false, fmt.Errorf("read the checkpoint topic %q: %d partitions not read to their end (a transaction of another relay still open?): %w", topic, len(last), ctx.Err())
+			return Checkpoint{}, false, fmt.Errorf("read the checkpoint topic %q: %d partitions not read to their end (a transaction of another relay still open?): %w", topic, len(last), ctx.Err())
 		}
 		var ferr error
 		fetches.EachError(func(_ string, p int32, err error) {
@@ -153,7 +206,7 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string) (pglogrep
 			}
 		})
 		if ferr != nil {
-			return 0, false, ferr
+			return Checkpoint{}, false, ferr
 		}
 		var perr error
 		fetches.EachRecord(func(r *kgo.Record) {
@@ -163,7 +216,7 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string) (pglogrep
 			if r.Attrs.IsControl() || string(r.Key) != slot {
 				return
 			}
-			var v checkpointValue
+			var v checkpointJSON
 			if err := json.Unmarshal(r.Value, &v); err != nil {
 				perr = fmt.Errorf("checkpoint topic %q, partition %d, offset %d: %w", topic, r.Partition, r.Offset, err)
 				return
@@ -173,11 +226,16 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string) (pglogrep
 				perr = fmt.Errorf("checkpoint topic %q, partition %d, offset %d: %w", topic, r.Partition, r.Offset, err)
 				return
 			}
-			lsn, found = l, true // the topic keeps them in order: the last wins
+			// A partition keeps them in order; partitions added later
+			// could hold an older one than another.
+			if !found || l >= cp.LSN {
+				cp, found = v.Checkpoint, true
+				cp.LSN = l
+			}
 		})
 		if perr != nil {
-			return 0, false, perr
+			return Checkpoint{}, false, perr
 		}
 	}
-	return lsn, found, nil
+	return cp, found, nil
 }

@@ -46,8 +46,7 @@ type Config struct {
 	SASL sasl.Mechanism
 	// TransactionalID, if set, makes the producer transactional (see
 	// [Sink.InitTransactions]): records are produced only between
-	// [Sink.Begin] and [Sink.Commit] or [Sink.Abort]. Empty is the
-	// idempotent producer.
+	// [Sink.Begin] and [Sink.Commit]. Empty is the idempotent producer.
 	TransactionalID string
 	// TransactionTimeout is how long the broker lets a transaction stay
 	// open before it aborts it; zero is [DefaultTransactionTimeout].

@@ -52,12 +52,11 @@ func (s *Sink) Flush(ctx context.Context) error { return s.cl.Flush(ctx) }
 // commits it. A commit whose records all succeeded can still fail: the
 // producer was fenced ([Fenced]), the broker aborted the transaction, or
 // the outcome is unknown (a connection lost during the commit). After an
-// error, call [Sink.Abort]: the transaction's records never become
-// visible, or, if the lost commit did land, a read_committed consumer sees
-// them once; the caller must learn which from what it committed (the
-// checkpoint topic), never assume. After an error, close the Sink: a new
-// one's [Sink.InitTransactions] aborts the transaction if it is still
-// open. (Aborting with this one instead would let franz-go recover its
+// error, close the Sink: a new one's [Sink.InitTransactions] aborts the
+// transaction if it is still open. Its records then never become visible,
+// or, if the lost commit did land, a read_committed consumer sees them
+// once; the caller must learn which from what it committed (the checkpoint
+// topic), never assume. (Aborting with this one instead would let franz-go recover its
 // producer id, which fences whoever fenced it: a relay that lost its lead
 // must not.)
 func (s *Sink) Commit(ctx context.Context) error {

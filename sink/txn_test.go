@@ -38,7 +38,7 @@ func commitCheckpoint(ctx context.Context, s *Sink, topic string, lsn pglogrepl.
 	if err := s.Begin(); err != nil {
 		return err
 	}
-	errs := s.ProduceWait(ctx, []*kgo.Record{{Topic: "events", Value: []byte(lsn.String())}, CheckpointRecord(topic, "slot_a", lsn)})
+	errs := s.ProduceWait(ctx, []*kgo.Record{{Topic: "events", Value: []byte(lsn.String())}, CheckpointRecord(topic, Checkpoint{Slot: "slot_a", LSN: lsn})})
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -70,7 +70,7 @@ func TestCheckpointTopic(t *testing.T) {
 	if err := s.InitTransactions(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, found, err := s.ReadCheckpoint(ctx, topic, "slot_a"); err != nil || found {
+	if _, found, err := s.ReadCheckpoint(ctx, topic, "slot_a", true); err != nil || found {
 		t.Fatalf("empty topic: found %v, err %v", found, err)
 	}
 	for _, lsn := range []pglogrepl.LSN{0x1000, 0x2000} {
@@ -87,16 +87,20 @@ func TestCheckpointTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := other.Begin(); err == nil {
-		if errs := other.ProduceWait(ctx, []*kgo.Record{CheckpointRecord(topic, "slot_b", 0x9000)}); errs[0] != nil {
+		if errs := other.ProduceWait(ctx, []*kgo.Record{CheckpointRecord(topic, Checkpoint{Slot: "slot_b", LSN: 0x9000})}); errs[0] != nil {
 			t.Fatal(errs[0])
 		}
 		if err := other.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	lsn, found, err := s.ReadCheckpoint(ctx, topic, "slot_a")
-	if err != nil || !found || lsn != 0x2000 {
-		t.Fatalf("ReadCheckpoint = %s, %v, %v; want 0/2000 (the last committed), true", lsn, found, err)
+	cp, found, err := s.ReadCheckpoint(ctx, topic, "slot_a", true)
+	if err != nil || !found || cp.LSN != 0x2000 {
+		t.Fatalf("ReadCheckpoint = %s, %v, %v; want 0/2000 (the last committed), true", cp.LSN, found, err)
+	}
+	// Uncommitted, the aborted one counts too.
+	if cp, _, err := s.ReadCheckpoint(ctx, topic, "slot_a", false); err != nil || cp.LSN != 0x3000 {
+		t.Fatalf("ReadCheckpoint uncommitted = %s, %v; want 0/3000", cp.LSN, err)
 	}
 }
 
@@ -121,7 +125,7 @@ func TestFencedBySecondProducer(t *testing.T) {
 	if err := first.Begin(); err != nil {
 		t.Fatal(err)
 	}
-	if errs := first.ProduceWait(ctx, []*kgo.Record{CheckpointRecord(topic, "slot_a", 0x2000)}); errs[0] != nil {
+	if errs := first.ProduceWait(ctx, []*kgo.Record{CheckpointRecord(topic, Checkpoint{Slot: "slot_a", LSN: 0x2000})}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	second := newTxnSink(t, brokers, "cdc-relay.slot_a")
@@ -136,9 +140,9 @@ func TestFencedBySecondProducer(t *testing.T) {
 		t.Fatalf("commit: %v; want a fencing error", err)
 	}
 	// The fenced transaction's checkpoint never became visible.
-	lsn, found, err := second.ReadCheckpoint(ctx, topic, "slot_a")
-	if err != nil || !found || lsn != 0x1000 {
-		t.Fatalf("ReadCheckpoint = %s, %v, %v; want 0/1000", lsn, found, err)
+	cp, found, err := second.ReadCheckpoint(ctx, topic, "slot_a", true)
+	if err != nil || !found || cp.LSN != 0x1000 {
+		t.Fatalf("ReadCheckpoint = %s, %v, %v; want 0/1000", cp.LSN, found, err)
 	}
 }
 
@@ -155,5 +159,48 @@ func TestCheckpointTopicMustBeCompacted(t *testing.T) {
 	_, err := s.EnsureCheckpointTopic(ctx, "checkpoints")
 	if err == nil || !strings.Contains(err.Error(), "cleanup.policy=compact") {
 		t.Fatalf("got %v, want an error saying to set cleanup.policy=compact", err)
+	}
+}
+
+// TestCheckpointNamesItsDatabase: a checkpoint read back names the
+// database it was written for, and only the same one matches.
+func TestCheckpointNamesItsDatabase(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := newTxnSink(t, newCluster(t), "x")
+	if _, err := s.EnsureCheckpointTopic(ctx, "checkpoints"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InitTransactions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ours := Checkpoint{Slot: "s", LSN: 0x10, SystemID: "7300000000000000001", Database: "app"}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if errs := s.ProduceWait(ctx, []*kgo.Record{CheckpointRecord("checkpoints", ours)}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if err := s.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp, found, err := s.ReadCheckpoint(ctx, "checkpoints", "s", true)
+	if err != nil || !found || cp.LSN != 0x10 || cp.SystemID != ours.SystemID || cp.Database != "app" {
+		t.Fatalf("read %+v, %v, %v; want %+v", cp, found, err, ours)
+	}
+	for _, tt := range []struct {
+		other Checkpoint
+		same  bool
+	}{
+		{Checkpoint{SystemID: ours.SystemID, Database: "app"}, true},
+		{Checkpoint{SystemID: ours.SystemID, Database: "billing"}, false},
+		{Checkpoint{SystemID: "7300000000000000002", Database: "app"}, false},
+	} {
+		if got := cp.SameDatabase(tt.other); got != tt.same {
+			t.Errorf("SameDatabase(%+v) = %v, want %v", tt.other, got, tt.same)
+		}
+	}
+	if !(Checkpoint{}).SameDatabase(ours) {
+		t.Error("a checkpoint without a database must match any")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -23,7 +24,7 @@ const (
 )
 
 // deliveryFlagNames are the flags register adds, for run's usage.
-var deliveryFlagNames = []string{"delivery", "transactional-id", "transaction-interval", "transaction-max-events", "checkpoint-topic"}
+var deliveryFlagNames = []string{"delivery", "transactional-id", "transaction-interval", "transaction-max-events", "transaction-timeout", "checkpoint-topic"}
 
 func (d *deliveryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.delivery, "delivery", atLeastOnce,
@@ -35,14 +36,26 @@ func (d *deliveryFlags) register(fs *flag.FlagSet) {
 		"exactly-once: how long a Kafka transaction gathers PostgreSQL transactions before it commits; consumers see events about this much later")
 	fs.IntVar(&d.eo.MaxEvents, "transaction-max-events", 10000,
 		"exactly-once: commit sooner, after the PostgreSQL transaction that brings a Kafka transaction to `n` records (a PostgreSQL transaction is never split)")
+	durationVar(fs, &d.eo.TransactionTimeout, "transaction-timeout", sink.DefaultTransactionTimeout,
+		"exactly-once: how long the broker lets a Kafka transaction stay open before it aborts it (at most the broker's transaction.max.timeout.ms); "+
+			"a PostgreSQL transaction must be produced within it, and a broker outage longer than it costs a new session")
 	fs.StringVar(&d.eo.CheckpointTopic, "checkpoint-topic", sink.DefaultCheckpointTopic,
 		"exactly-once: the compacted `topic` that holds each slot's position, committed with its records; created on the first run")
 }
 
-// finish sets cfg's delivery from the flags.
-func (d *deliveryFlags) finish(cfg *relay.Config) error {
+// finish sets cfg's delivery from the flags fs parsed.
+func (d *deliveryFlags) finish(fs *flag.FlagSet, cfg *relay.Config) error {
 	switch d.delivery {
 	case atLeastOnce:
+		var set string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "delivery" && slices.Contains(deliveryFlagNames, f.Name) {
+				set = f.Name
+			}
+		})
+		if set != "" {
+			return usageError{fmt.Sprintf("--%s applies to --delivery exactly-once only", set)}
+		}
 		return nil
 	case exactlyOnce:
 	default:
@@ -53,6 +66,8 @@ func (d *deliveryFlags) finish(cfg *relay.Config) error {
 		return usageError{"--transaction-interval must be more than 0s (the default is 100ms)"}
 	case d.eo.MaxEvents < 1:
 		return usageError{"--transaction-max-events must be at least 1"}
+	case d.eo.TransactionTimeout < time.Second || d.eo.TransactionTimeout < 2*d.eo.Interval:
+		return usageError{"--transaction-timeout must be at least 1s and twice --transaction-interval"}
 	}
 	if err := decoder.ValidTopic(d.eo.CheckpointTopic); err != nil {
 		return usageError{"--checkpoint-topic: " + err.Error()}

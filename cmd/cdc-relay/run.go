@@ -110,7 +110,8 @@ The position is confirmed to PostgreSQL only after Kafka acknowledged every
 event before it. With --delivery exactly-once, events are produced in Kafka
 transactions that also commit the slot's position to --checkpoint-topic, so
 that a consumer with isolation.level=read_committed sees each event once,
-across crashes; the position is confirmed once the transaction committed. SIGINT, SIGTERM or SIGHUP stops cleanly: the current
+across crashes; the position is confirmed once the transaction committed.
+SIGINT, SIGTERM or SIGHUP stops cleanly: the current
 transaction is finished, its events are acknowledged, the position is
 confirmed, and a restart sends nothing twice. What is not acknowledged
 within --stop-timeout stays unconfirmed and is sent again after a restart.
@@ -273,7 +274,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := c.finish(fs); err != nil {
 		return err
 	}
-	if err := c.delivery.finish(&c.cfg); err != nil {
+	if err := c.delivery.finish(fs, &c.cfg); err != nil {
 		return err
 	}
 	if err := c.admin.finish(); err != nil {
