@@ -545,14 +545,25 @@ func (e *env) producerEpoch(cl *kgo.Client) (id int64, epoch int16, ok bool) {
 // Kafka commit is refused: A exits with status 1 and says "fenced". B
 // takes the slot once A's walsender is gone, and a read_committed consumer
 // reads every event once.
+//
+// A zombie whose lock check comes due while it is stopped notices the lost
+// lock when it runs again, as soon as its next commit does: whichever is
+// first decides whether it stands by or stops fenced (with checks every
+// 200 ms, one run in five stood by). The case under test is the commit:
+// A checks its lock every 30 s, and stays stopped between two checks.
 func TestExactlyOnceFencesAZombie(t *testing.T) {
+	const lockCheck = 30 * time.Second
 	e := newEnv(t)
 	began := time.Now()
 	topic := e.topic("order")
-	a := e.startRelay(exactlyOnce...)
+	a := e.startRelay(append(slices.Clone(exactlyOnce), "--status-interval", lockCheck.String())...)
+	streams := time.Now() // A's lock checks come every lockCheck from a moment before
 	cl := e.client()
 	l := e.startLoad(0, 1000)
 	e.waitFor("events flow", 60*time.Second, func() bool { return e.totalRecords(cl, topic) >= 2000 })
+	if time.Since(streams) > lockCheck/2 {
+		t.Fatalf("events took %s to flow: too close to A's lock check", time.Since(streams).Round(time.Millisecond))
+	}
 	lockPID := e.leaderLockPID()
 	if lockPID == 0 {
 		t.Fatal("no session holds the leadership lock")
@@ -586,6 +597,9 @@ func TestExactlyOnceFencesAZombie(t *testing.T) {
 	t.Logf("B initialised its producer %s after A stopped: producer %d epoch %d → %d epoch %d",
 		fenced.Sub(stopped).Round(time.Millisecond), pidA, epochA, pidB, epochB)
 
+	if time.Since(streams) > lockCheck-time.Second {
+		t.Fatalf("A was stopped past its lock check, %s after it streamed: the test cannot say which comes first", time.Since(streams).Round(time.Millisecond))
+	}
 	if err := syscall.Kill(a.Pid(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +627,7 @@ func TestExactlyOnceFencesAZombie(t *testing.T) {
 		}
 		return strings.Contains(b.Log(), "replication started") && e.slotActive()
 	})
-	t.Logf("B streams %s after A exited", time.Since(resumed).Round(time.Millisecond))
+	t.Logf("B streams %s after SIGCONT", time.Since(resumed).Round(time.Millisecond))
 	l.waitWritten(l.count()+2000, time.Minute)
 	l.stop()
 	e.waitConfirmed(2 * time.Minute)
