@@ -417,7 +417,7 @@ func TestExactlyOnceThroughKills(t *testing.T) {
 		events int           // written at an even pace over
 		over   time.Duration // this long
 	}{
-		{"exactly-once", exactlyOnce, true, total, 40 * time.Second},
+		{"exactly-once", exactlyOnce, true, total, 20 * time.Second},
 		// The comparison needs fewer events to show its duplicates,
 		// and the suite's time.
 		{"at-least-once", nil, false, total / 4, 10 * time.Second},
