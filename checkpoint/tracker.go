@@ -105,6 +105,23 @@ func (t *Tracker) Done(tx *Txn, size int) {
 	}
 }
 
+// Hold keeps tx from becoming safe until a matching Release, without
+// counting anything in flight: for a transaction whose events Kafka has
+// acked but not yet committed (exactly-once delivery), so that the reader
+// may go on while the position waits. Call it before the first Done of tx
+// could run, on the goroutine that calls Add.
+func (t *Tracker) Hold(tx *Txn) { tx.pending.Add(1) }
+
+// Release undoes one Hold of tx; once its events are done too, the safe
+// position may pass it. It may be called from any goroutine.
+func (t *Tracker) Release(tx *Txn) {
+	if tx.pending.Add(-1) == 0 {
+		t.mu.Lock()
+		t.advance()
+		t.mu.Unlock()
+	}
+}
+
 // Commit closes tx: end is its Commit.TransactionEndLSN. Once its events and
 // every earlier transaction's are done, the safe position reaches end.
 func (t *Tracker) Commit(tx *Txn, end pglogrepl.LSN) {

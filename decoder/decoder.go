@@ -83,6 +83,10 @@ type Message struct {
 	// CommitTime is set on KindBegin: when the transaction committed, by
 	// the server's clock.
 	CommitTime time.Time
+	// CommitLSN is set on KindBegin: where the transaction's commit record
+	// begins. A transaction ends at or before a transaction end position
+	// exactly when its CommitLSN is below it.
+	CommitLSN uint64
 	// Event is set on KindEvent.
 	Event Event
 	// Poison is set on KindEvent when the row is on the mapped table but
@@ -257,7 +261,7 @@ func (d *Decoder) Decode(data []byte) (Message, error) {
 			return Message{}, malformed("short Begin (%d bytes)", len(data))
 		}
 		d.commitLSN = binary.BigEndian.Uint64(data[1:9])
-		return Message{Kind: KindBegin, CommitTime: pgTime(int64(binary.BigEndian.Uint64(data[9:17])))}, nil
+		return Message{Kind: KindBegin, CommitLSN: d.commitLSN, CommitTime: pgTime(int64(binary.BigEndian.Uint64(data[9:17])))}, nil
 	case 'C':
 		// Commit: flags, commit LSN, end LSN, commit timestamp.
 		if len(data) < 26 {

@@ -55,6 +55,10 @@ type Config struct {
 	// Retention deletes old outbox rows and old DELIVERED and DEAD status
 	// rows.
 	Retention retention.Config
+	// ExactlyOnce, when enabled, delivers in Kafka transactions that also
+	// commit the slot's position: a read_committed consumer sees each event
+	// once, across crashes. Off is at-least-once delivery.
+	ExactlyOnce ExactlyOnce
 	// AcceptSlotLoss lets the relay create a new slot although the
 	// checkpoint table shows an earlier one existed (events committed while
 	// no slot existed are then not relayed).
@@ -86,6 +90,26 @@ func DefaultConfig() Config {
 	}
 }
 
+// ExactlyOnce configures exactly-once delivery.
+type ExactlyOnce struct {
+	// Enabled turns it on.
+	Enabled bool
+	// TransactionalID identifies the relay's transactional producer at the
+	// brokers; a producer started later with the same id fences this one.
+	// Empty is "cdc-relay.<slot>".
+	TransactionalID string
+	// Interval is how long a Kafka transaction gathers PostgreSQL
+	// transactions before it commits; zero is 100ms.
+	Interval time.Duration
+	// MaxEvents commits a Kafka transaction sooner, at the end of the first
+	// PostgreSQL transaction that brings it to this many records; zero is
+	// 10,000. A PostgreSQL transaction is never split, however large.
+	MaxEvents int
+	// CheckpointTopic is the compacted topic that holds the slot's
+	// position; empty is sink.DefaultCheckpointTopic.
+	CheckpointTopic string
+}
+
 // withDefaults fills the intervals and timeouts left at zero (or below)
 // from DefaultConfig.
 func (c Config) withDefaults() Config {
@@ -101,6 +125,20 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplicationTimeout <= 0 {
 		c.ReplicationTimeout = d.ReplicationTimeout
+	}
+	if eo := &c.ExactlyOnce; eo.Enabled {
+		if eo.TransactionalID == "" {
+			eo.TransactionalID = "cdc-relay." + c.Slot
+		}
+		if eo.Interval <= 0 {
+			eo.Interval = 100 * time.Millisecond
+		}
+		if eo.MaxEvents <= 0 {
+			eo.MaxEvents = 10000
+		}
+		if eo.CheckpointTopic == "" {
+			eo.CheckpointTopic = sink.DefaultCheckpointTopic
+		}
 	}
 	return c
 }

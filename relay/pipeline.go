@@ -89,6 +89,15 @@ type pipeline struct {
 	// that refuses every write for a reason retries cannot fix.
 	stop func(err error)
 
+	// txn, in exactly-once delivery, puts the records into Kafka
+	// transactions; nil is at-least-once.
+	txn *txnBatcher
+	// skipBelow, in exactly-once delivery, is the position the checkpoint
+	// topic holds: transactions that end at or before it are in Kafka
+	// already, and are skipped (skipping says the one being read is).
+	skipBelow pglogrepl.LSN
+	skipping  bool
+
 	onAck       func(*kgo.Record, error) // p.ack, one func value for every record
 	alone       fifo                     // records to produce again one at a time
 	tx          *checkpoint.Txn          // the transaction being read
@@ -132,11 +141,15 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	switch msg.Kind {
 	case decoder.KindBegin:
 		p.tx = p.tracker.Begin(msg.CommitTime)
+		p.skipping = pglogrepl.LSN(msg.CommitLSN) < p.skipBelow
 	case decoder.KindCommit:
 		if p.tx == nil {
 			return fmt.Errorf("commit at %s without a begin", start)
 		}
 		p.tracker.Commit(p.tx, pglogrepl.LSN(msg.EndLSN))
+		if p.txn != nil {
+			p.txn.endTxn(p.tx, pglogrepl.LSN(msg.EndLSN))
+		}
 		p.tx = nil
 	case decoder.KindRelation:
 		if p.relation != nil {
@@ -145,6 +158,9 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	case decoder.KindEvent:
 		if p.tx == nil {
 			return fmt.Errorf("insert at %s outside a transaction", start)
+		}
+		if p.skipping {
+			return nil // in Kafka already, committed by an earlier session
 		}
 		p.count.read.Add(1)
 		if !msg.Routed || msg.Poison != nil {
@@ -185,6 +201,10 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 	}
 	sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
 	it.rec.Context = it
+	if p.txn != nil {
+		p.txn.produce(it)
+		return
+	}
 	p.producer.Produce(p.produceCtx, &it.rec, p.onAck)
 }
 
@@ -344,9 +364,10 @@ const invalidRow = "invalid_row"
 
 // fail parks an undeliverable event in the status table with park,
 // retrying with backoff until it is stored, then lets the checkpoint pass
-// it; cause names the reason in the metrics. If failCtx ends first, the
-// event stays in flight: unconfirmed, it is sent again after a restart.
-func (p *pipeline) fail(it *inflight, reason error, cause string, park func(context.Context, *decoder.Event, error) error) {
+// it; cause names the reason in the metrics. It reports whether the event
+// is stored. If failCtx ends first, the event stays in flight:
+// unconfirmed, it is sent again after a restart.
+func (p *pipeline) fail(it *inflight, reason error, cause string, park func(context.Context, *decoder.Event, error) error) bool {
 	ev := &it.ev
 	p.causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
 	backoff := p.retryBase
@@ -357,14 +378,14 @@ func (p *pipeline) fail(it *inflight, reason error, cause string, park func(cont
 		}
 		if p.failCtx.Err() != nil {
 			p.log.Warn("stopped before a failed event was recorded; it will be sent again after a restart", "id", string(ev.ID))
-			return
+			return false
 		}
 		if refused(err) && p.stop != nil {
 			// A missing table or privilege: every retry would fail, and
 			// the stream would stall behind this event.
 			p.stop(fatalError{fmt.Errorf("the status table refuses to record an undeliverable event (%w): "+
 				"run `cdc-relay migrate` with the same table flags if it was dropped, or grant the relay's role INSERT and UPDATE on it", err)})
-			return
+			return false
 		}
 		p.causes.add("could not record an undeliverable event in the status table; retrying", storeCause(err), string(ev.ID), ev.Topic, err)
 		select {
@@ -380,6 +401,7 @@ func (p *pipeline) fail(it *inflight, reason error, cause string, park func(cont
 		p.metrics.EventsDead.Inc()
 	}
 	p.tracker.Done(it.tx, it.size)
+	return true
 }
 
 // refused reports whether a status-table error will not go away by

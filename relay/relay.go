@@ -194,7 +194,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		stopHealth()
 		<-healthDone
 	}()
-	rn := &runner{Relay: r, pool: pool, sink: snk, pollSink: pollSink, causes: newCauseLog(log, time.Minute),
+	rn := &runner{Relay: r, pool: pool, sink: snk, pollSink: pollSink, causes: newCauseLog(log, time.Minute), kafka: kcfg,
 		cleaner: retention.New(pool, retention.Options{
 			OutboxSchema: cfg.Tables[0].Mapping.Schema, OutboxTable: cfg.Tables[0].Mapping.Table, TimestampColumn: cfg.Tables[0].Mapping.TimestampColumn,
 			StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: retentionCfg,
@@ -228,6 +228,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		case errors.As(err, new(fatalError)):
 			r.state.sessionFailed(err)
 			return err
+		}
+		if errors.Is(err, errRedo) {
+			// A Kafka transaction aborted: what was learnt from it is
+			// in eoState, and the next session goes on at once.
+			continue
 		}
 		if err != nil {
 			r.state.sessionFailed(err)
@@ -317,7 +322,12 @@ type runner struct {
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	outcomes *tableOutcomes     // write-back, nil when no table writes back
 	causes   *causeLog
-	orphans  orphans // of the last session that failed
+	kafka    sink.Config // the producers' configuration
+	// eo is what exactly-once delivery learnt in earlier sessions, and
+	// checkpointTopicReady whether its topic is known to exist.
+	eo                   eoState
+	checkpointTopicReady bool
+	orphans              orphans // of the last session that failed
 }
 
 // session leads, connects and streams until ctx is done or the stream
@@ -355,9 +365,31 @@ func (r *runner) session(ctx context.Context) (err error) {
 	defer repl.Close(context.Background())
 	walsender = repl.PID()
 
+	// Exactly-once: the producer starts only now that this relay leads,
+	// so that a relay waiting for the lead never fences the leader.
+	var (
+		txSink    *sink.Sink
+		committed pglogrepl.LSN // the checkpoint topic's position
+	)
+	if cfg.ExactlyOnce.Enabled {
+		if txSink, committed, err = r.startExactlyOnce(ctx, r.kafka, log); err != nil {
+			return err
+		}
+		defer txSink.Close()
+	}
 	start, err := resume(ctx, r.pool, repl, r.store, cfg, log)
 	if err != nil {
 		return err
+	}
+	if committed > start {
+		// Kafka committed what PostgreSQL was not told yet: the row
+		// takes the position first (write-ahead), then the stream.
+		if err := r.store.Save(ctx, cfg.Slot, committed); err != nil {
+			return err
+		}
+		log.Info("resuming from the checkpoint topic, ahead of the slot: Kafka committed transactions PostgreSQL was not yet told of",
+			"slot", cfg.Slot, "at", committed, "slot_confirmed", start)
+		start = committed
 	}
 	dec, err := decoder.New(cfg.Mappings()...)
 	if err != nil {
@@ -400,7 +432,11 @@ func (r *runner) session(ctx context.Context) (err error) {
 	var stopped atomic.Pointer[error]
 	stop := func(err error) {
 		if stopped.CompareAndSwap(nil, &err) {
-			log.Error("stopping at once", "err", err)
+			if errors.Is(err, errRedo) {
+				log.Warn("ending the session", "err", err)
+			} else {
+				log.Error("stopping at once", "err", err)
+			}
 			cancelProduce()
 			repl.Abort()
 		}
@@ -408,6 +444,21 @@ func (r *runner) session(ctx context.Context) (err error) {
 	p := newPipeline(&pipeline{log: log, causes: r.causes, producer: r.sink, failures: r.failures, count: &r.count, metrics: r.metrics,
 		dec: dec, tracker: tracker, relation: watch.relation, failCtx: produceCtx, produceCtx: produceCtx, stop: stop,
 		tableNames: cfg.TableNames(), outcomes: r.outcomes.orNil(), writeBack: r.outcomes.writesBack()})
+	finalCommit := func(context.Context) error { return nil }
+	if txSink != nil {
+		p.skipBelow = committed
+		p.txn = newTxnBatcher(p, txSink, &r.eo, cfg.Slot, cfg.ExactlyOnce)
+		batcherDone := make(chan struct{})
+		go func() {
+			defer close(batcherDone)
+			p.txn.run(produceCtx)
+		}()
+		defer func() {
+			cancelProduce()
+			<-batcherDone // before the producer closes
+		}()
+		finalCommit = p.txn.commit
+	}
 
 	// Beside the stream, on the leader only: the poller re-delivers parked
 	// events, and retention deletes old rows. They stop when the stop
@@ -459,17 +510,23 @@ func (r *runner) session(ctx context.Context) (err error) {
 	stopProgress := r.reportProgress(progressInterval, tracker, saver)
 	stopWatch := watch.start(cfg.StatusInterval)
 	err = repl.Stream(streamCtx, replication.Options{
-		Slot:              cfg.Slot,
-		Publication:       cfg.Publication,
-		Start:             start,
-		Tracker:           confirm,
-		StatusInterval:    cfg.StatusInterval,
-		StopTimeout:       cfg.StopTimeout,
-		Timeout:           cfg.ReplicationTimeout,
-		Logger:            log,
-		BeforeFinalStatus: func(ctx context.Context) error { watch.refresh(ctx); return saver.Flush(ctx) },
-		OnStopTimeout:     cancelProduce,
-		Pause:             &r.pause,
+		Slot:           cfg.Slot,
+		Publication:    cfg.Publication,
+		Start:          start,
+		Tracker:        confirm,
+		StatusInterval: cfg.StatusInterval,
+		StopTimeout:    cfg.StopTimeout,
+		Timeout:        cfg.ReplicationTimeout,
+		Logger:         log,
+		BeforeFinalStatus: func(ctx context.Context) error {
+			if err := finalCommit(ctx); err != nil {
+				return err
+			}
+			watch.refresh(ctx)
+			return saver.Flush(ctx)
+		},
+		OnStopTimeout: cancelProduce,
+		Pause:         &r.pause,
 		OnStarted: func() {
 			r.state.streaming.Store(true)
 			r.state.clearError()

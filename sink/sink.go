@@ -44,6 +44,14 @@ type Config struct {
 	// SASL, if set, authenticates every connection with this mechanism
 	// (plain.Auth or scram.Auth from franz-go); nil authenticates none.
 	SASL sasl.Mechanism
+	// TransactionalID, if set, makes the producer transactional (see
+	// [Sink.InitTransactions]): records are produced only between
+	// [Sink.Begin] and [Sink.Commit] or [Sink.Abort]. Empty is the
+	// idempotent producer.
+	TransactionalID string
+	// TransactionTimeout is how long the broker lets a transaction stay
+	// open before it aborts it; zero is [DefaultTransactionTimeout].
+	TransactionTimeout time.Duration
 }
 
 // BatchMaxBytes is the most bytes of records the producer puts in one
@@ -65,6 +73,10 @@ func RecordBytes(r *kgo.Record) int {
 type Sink struct {
 	cl   *kgo.Client
 	opts []kgo.Opt // the client's options, for the one-record client
+	// base are the options of any client of the same brokers: the
+	// connection, without the producer's transactional id.
+	base  []kgo.Opt
+	txnID string // the transactional id; empty for the idempotent producer
 
 	aloneOnce sync.Once
 	alone     *kgo.Client // produces one record per batch; see ProduceAlone
@@ -124,6 +136,15 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.SASL != nil {
 		s.sasl, s.saslName = &saslWatch{}, cfg.SASL.Name()
 		opts = append(opts, kgo.SASL(cfg.SASL), kgo.WithHooks(s.sasl))
+	}
+	s.base = opts
+	if cfg.TransactionalID != "" {
+		timeout := cfg.TransactionTimeout
+		if timeout == 0 {
+			timeout = DefaultTransactionTimeout
+		}
+		s.txnID = cfg.TransactionalID
+		opts = append(opts[:len(opts):len(opts)], kgo.TransactionalID(cfg.TransactionalID), kgo.TransactionTimeout(timeout))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -246,12 +267,14 @@ func Permanent(err error) bool {
 // ProducerRefused reports whether err refuses the producer itself, not a
 // record: the cluster does not let the relay's principal write
 // idempotently (CLUSTER_AUTHORIZATION_FAILED: the IDEMPOTENT_WRITE or the
-// cluster's WRITE ACL is missing), its SASL login fails ([SASLFailed]),
+// cluster's WRITE ACL is missing) or with its transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), its SASL login fails ([SASLFailed]),
 // or its TLS handshake does ([TLSFailed]). Every record would fail the
 // same way; parking each of them would only move the whole stream into
 // the status table, out of order.
 func ProducerRefused(err error) bool {
-	return errors.Is(err, kerr.ClusterAuthorizationFailed) || SASLFailed(err) || TLSFailed(err)
+	return errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) ||
+		SASLFailed(err) || TLSFailed(err)
 }
 
 // MaybeTheBatch reports whether err, a broker's refusal, may be about the

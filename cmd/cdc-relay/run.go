@@ -27,6 +27,7 @@ type RunCommand struct {
 	stdout, stderr io.Writer
 
 	relayFlags
+	delivery  deliveryFlags
 	admin     adminFlags
 	logLevel  string
 	logFormat string
@@ -106,7 +107,10 @@ Each row becomes one Kafka record:
   timestamp  the timestamp column
 
 The position is confirmed to PostgreSQL only after Kafka acknowledged every
-event before it. SIGINT, SIGTERM or SIGHUP stops cleanly: the current
+event before it. With --delivery exactly-once, events are produced in Kafka
+transactions that also commit the slot's position to --checkpoint-topic, so
+that a consumer with isolation.level=read_committed sees each event once,
+across crashes; the position is confirmed once the transaction committed. SIGINT, SIGTERM or SIGHUP stops cleanly: the current
 transaction is finished, its events are acknowledged, the position is
 confirmed, and a restart sends nothing twice. What is not acknowledged
 within --stop-timeout stays unconfirmed and is sent again after a restart.
@@ -133,6 +137,7 @@ var runSections = []flagSection{
 		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
 	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
 	{"Kafka security", kafkaSecurityFlagNames},
+	{"Delivery", deliveryFlagNames},
 	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "replication-timeout", "checkpoint-interval"}},
 	{"Parked events (the status table)", []string{"retry-base", "retry-max", "max-attempts", "retry-batch", "dead-letter-topic"}},
 	{"Retention", []string{"retention", "status-retention", "cleanup-interval"}},
@@ -143,6 +148,7 @@ var runSections = []flagSection{
 func (c *RunCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c.relayFlags.register(fs)
+	c.delivery.register(fs)
 	c.admin.register(fs)
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
@@ -267,6 +273,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := c.finish(fs); err != nil {
 		return err
 	}
+	if err := c.delivery.finish(&c.cfg); err != nil {
+		return err
+	}
 	if err := c.admin.finish(); err != nil {
 		return err
 	}
@@ -277,7 +286,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	c.cfg.Logger = log
 	c.cfg.Version = Version
 	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
-		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "))
+		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "), "delivery", c.delivery.delivery)
 	c.kafkaSecurity.logSettings(log)
 	if c.file != nil {
 		if err := checkAtStart(ctx, c.cfg.PostgresURL, c.cfg.Publication, c.configPath, c.file, log); err != nil {

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// deliveryFlags choose between at-least-once and exactly-once delivery
+// (run's --delivery and the flags of exactly-once).
+type deliveryFlags struct {
+	delivery string
+	eo       relay.ExactlyOnce
+}
+
+const (
+	atLeastOnce = "at-least-once"
+	exactlyOnce = "exactly-once"
+)
+
+// deliveryFlagNames are the flags register adds, for run's usage.
+var deliveryFlagNames = []string{"delivery", "transactional-id", "transaction-interval", "transaction-max-events", "checkpoint-topic"}
+
+func (d *deliveryFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.delivery, "delivery", atLeastOnce,
+		"delivery `mode`: at-least-once (a crash may send some events twice: consumers deduplicate by the \"id\" header), or exactly-once "+
+			"(Kafka transactions: a consumer with isolation.level=read_committed sees each event once, about one --transaction-interval later)")
+	fs.StringVar(&d.eo.TransactionalID, "transactional-id", "",
+		"exactly-once: the producer's transactional `id`; a relay started later with the same id fences this one at the broker (default cdc-relay.<slot>)")
+	durationVar(fs, &d.eo.Interval, "transaction-interval", 100*time.Millisecond,
+		"exactly-once: how long a Kafka transaction gathers PostgreSQL transactions before it commits; consumers see events about this much later")
+	fs.IntVar(&d.eo.MaxEvents, "transaction-max-events", 10000,
+		"exactly-once: commit sooner, after the PostgreSQL transaction that brings a Kafka transaction to `n` records (a PostgreSQL transaction is never split)")
+	fs.StringVar(&d.eo.CheckpointTopic, "checkpoint-topic", sink.DefaultCheckpointTopic,
+		"exactly-once: the compacted `topic` that holds each slot's position, committed with its records; created on the first run")
+}
+
+// finish sets cfg's delivery from the flags.
+func (d *deliveryFlags) finish(cfg *relay.Config) error {
+	switch d.delivery {
+	case atLeastOnce:
+		return nil
+	case exactlyOnce:
+	default:
+		return usageError{fmt.Sprintf("--delivery %q: want %s or %s", d.delivery, atLeastOnce, exactlyOnce)}
+	}
+	switch {
+	case d.eo.Interval <= 0:
+		return usageError{"--transaction-interval must be more than 0s (the default is 100ms)"}
+	case d.eo.MaxEvents < 1:
+		return usageError{"--transaction-max-events must be at least 1"}
+	}
+	if err := decoder.ValidTopic(d.eo.CheckpointTopic); err != nil {
+		return usageError{"--checkpoint-topic: " + err.Error()}
+	}
+	d.eo.Enabled = true
+	cfg.ExactlyOnce = d.eo
+	return nil
+}

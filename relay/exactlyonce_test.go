@@ -1,0 +1,235 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// Exactly-once delivery against kfake, a Kafka broker in-process with
+// transactions and read_committed fetches; the status store is the fake.
+
+type eoSession struct {
+	*testPipeline
+	snk     *sink.Sink
+	commits []pglogrepl.LSN // the safe position just before each commit
+	mu      sync.Mutex
+	stopped []error
+}
+
+// newEOSession starts a session's transactional producer (fencing the
+// last one) and a pipeline whose records go through a txnBatcher.
+func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoState, maxEvents int) *eoSession {
+	t.Helper()
+	snk, err := sink.New(sink.Config{Brokers: brokers, TransactionalID: "cdc-relay.test", AutoCreateTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(snk.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := snk.EnsureCheckpointTopic(ctx, "checkpoints"); err != nil {
+		t.Fatal(err)
+	}
+	if err := snk.InitTransactions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := &eoSession{testPipeline: newTestPipeline(t, store), snk: snk}
+	s.stop = func(err error) {
+		s.mu.Lock()
+		s.stopped = append(s.stopped, err)
+		s.mu.Unlock()
+	}
+	s.txn = newTxnBatcher(s.pipeline, snk, state, "test", ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
+	s.txn.commitHook = func() { s.commits = append(s.commits, s.tracker.Safe()) }
+	return s
+}
+
+// pgTxn applies one PostgreSQL transaction ending at end, with an event
+// per value, each with id its index in ids.
+func (s *eoSession) pgTxn(t *testing.T, end pglogrepl.LSN, ids []string, values ...[]byte) {
+	t.Helper()
+	msgs := []decoder.Message{{Kind: decoder.KindBegin, CommitLSN: uint64(end) - 8}}
+	for i, id := range ids {
+		v := []byte(`{}`)
+		if i < len(values) {
+			v = values[i]
+		}
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{
+			ID: []byte(id), Topic: "orders", Key: []byte("k"), Value: v, CommitLSN: uint64(end) - 8,
+			Headers: []decoder.Header{{Key: "id", Value: []byte(id)}},
+		}})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: uint64(end)})
+	for _, m := range msgs {
+		if err := s.apply(end-16, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func newBroker(t *testing.T) []string {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return kc.ListenAddrs()
+}
+
+// committedIDs reads the id headers a read_committed consumer sees on
+// topic, up to its end offsets now.
+func committedIDs(t *testing.T, brokers []string, topic string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ids []string
+	for {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: %v", topic, ctx.Err())
+		}
+		done := false
+		f.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				if !r.Attrs.IsControl() {
+					ids = append(ids, header(r, "id"))
+				}
+			}
+			done = done || p.HighWatermark == p.LastStableOffset && len(p.Records) > 0 && p.Records[len(p.Records)-1].Offset == p.HighWatermark-1
+		})
+		if done {
+			return ids
+		}
+	}
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// TestExactlyOnceCommitsWholeTransactions: a Kafka transaction holds whole
+// PostgreSQL transactions, however many records that makes; the position
+// moves only when it commits, though Kafka acked the records before; and
+// the checkpoint topic says where it stands.
+func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
+	brokers := newBroker(t)
+	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 3)
+	s.pgTxn(t, 0x200, []string{"a", "b"})
+	if len(s.commits) != 0 {
+		t.Fatal("committed after 2 of at most 3 records")
+	}
+	s.pgTxn(t, 0x300, []string{"c", "d", "e", "f", "g"}) // past the 3: commits at its end, not in it
+	if len(s.commits) != 1 || s.commits[0] != 0x100 {
+		t.Fatalf("commits %v, want one, with the position still at the start 0/100 before it", s.commits)
+	}
+	if got := s.tracker.Safe(); got != 0x300 {
+		t.Fatalf("safe %s after the commit, want 0/300", got)
+	}
+	s.pgTxn(t, 0x400, []string{"h"})
+	if err := s.snk.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := s.tracker.InFlight(); ev != 0 || s.tracker.Safe() != 0x300 {
+		t.Fatalf("acked, not committed: %d in flight (want 0: acks free the capacity), safe %s (want 0/300)", ev, s.tracker.Safe())
+	}
+	if err := s.txn.commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.tracker.Safe(); got != 0x400 {
+		t.Fatalf("safe %s after the second commit, want 0/400", got)
+	}
+	if got := s.count.events.Load(); got != 8 {
+		t.Fatalf("counted %d events delivered, want 8", got)
+	}
+	lsn, found, err := s.snk.ReadCheckpoint(context.Background(), "checkpoints", "test")
+	if err != nil || !found || lsn != 0x400 {
+		t.Fatalf("checkpoint topic: %s, %v, %v; want 0/400", lsn, found, err)
+	}
+	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b,c,d,e,f,g,h" {
+		t.Fatalf("read_committed sees %s", got)
+	}
+}
+
+// TestExactlyOnceParksPoisonAndProducesTheRestAgain: a record Kafka
+// refuses aborts its transaction; it is parked first, the session ends to
+// produce the same transactions again, and the next session leaves it out:
+// a read_committed consumer sees every other event once.
+func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
+	brokers := newBroker(t)
+	store := &fakeStore{}
+	state := &eoState{}
+	big := make([]byte, sink.BatchMaxBytes+1)
+	ids := []string{"a", "big", "b"}
+	values := [][]byte{[]byte(`{}`), big, []byte(`{}`)}
+
+	first := newEOSession(t, brokers, store, state, 100)
+	first.pgTxn(t, 0x200, ids, values...)
+	err := first.txn.commit(context.Background())
+	if err == nil || len(first.stopped) != 1 || !errors.Is(first.stopped[0], errRedo) {
+		t.Fatalf("commit: %v, session stopped with %v; want the session ended to produce again", err, first.stopped)
+	}
+	if got := store.ids(); len(got) != 1 || !strings.HasPrefix(got[0], "FAILED big: MESSAGE_TOO_LARGE") {
+		t.Fatalf("parked %q, want the large record only (stopped %v)", got, first.stopped)
+	}
+	if first.tracker.Safe() != 0x100 {
+		t.Fatalf("safe %s after the abort, want the start 0/100", first.tracker.Safe())
+	}
+
+	second := newEOSession(t, brokers, store, state, 100)
+	second.pgTxn(t, 0x200, ids, values...)
+	if err := second.txn.commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(second.stopped) != 0 || second.tracker.Safe() != 0x200 {
+		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/200", second.stopped, second.tracker.Safe())
+	}
+	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b" {
+		t.Fatalf("read_committed sees %s, want a,b once", got)
+	}
+	if got := store.ids(); len(got) != 1 {
+		t.Fatalf("parked %q, want the large record once", got)
+	}
+}
+
+// TestTrackerHold: a held transaction is not safe until released, while its
+// events no longer count in flight.
+func TestTrackerHold(t *testing.T) {
+	tr := checkpoint.NewTracker(0x100, checkpoint.Limits{Events: 1})
+	tx := tr.Begin(time.Now())
+	tr.Hold(tx)
+	tr.Add(tx, 10)
+	tr.Commit(tx, 0x200)
+	tr.Done(tx, 10)
+	if ev, _ := tr.InFlight(); ev != 0 || tr.Full() || tr.Safe() != 0x100 {
+		t.Fatalf("held: %d in flight, full %v, safe %s; want 0, false, 0/100", ev, tr.Full(), tr.Safe())
+	}
+	tr.Release(tx)
+	if tr.Safe() != 0x200 {
+		t.Fatalf("released: safe %s, want 0/200", tr.Safe())
+	}
+}

@@ -1,0 +1,159 @@
+package sink
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func newCluster(t *testing.T) []string {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return kc.ListenAddrs()
+}
+
+func newTxnSink(t *testing.T, brokers []string, id string) *Sink {
+	t.Helper()
+	s, err := New(Config{Brokers: brokers, TransactionalID: id, AutoCreateTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// commitCheckpoint produces an event and the checkpoint lsn in one
+// transaction, and commits it (or aborts it when abort is set).
+func commitCheckpoint(ctx context.Context, s *Sink, topic string, lsn pglogrepl.LSN, abort bool) error {
+	if err := s.Begin(); err != nil {
+		return err
+	}
+	errs := s.ProduceWait(ctx, []*kgo.Record{{Topic: "events", Value: []byte(lsn.String())}, CheckpointRecord(topic, "slot_a", lsn)})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if abort {
+		if err := s.cl.Flush(ctx); err != nil {
+			return err
+		}
+		return s.cl.EndTransaction(ctx, kgo.TryAbort)
+	}
+	return s.Commit(ctx)
+}
+
+// TestCheckpointTopic: the checkpoint read back is the last one committed,
+// never one aborted, and other slots' records do not count.
+func TestCheckpointTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	brokers := newCluster(t)
+	s := newTxnSink(t, brokers, "cdc-relay.slot_a")
+	const topic = "checkpoints"
+	if created, err := s.EnsureCheckpointTopic(ctx, topic); err != nil || !created {
+		t.Fatalf("EnsureCheckpointTopic = %v, %v; want created", created, err)
+	}
+	if created, err := s.EnsureCheckpointTopic(ctx, topic); err != nil || created {
+		t.Fatalf("EnsureCheckpointTopic again = %v, %v; want it found", created, err)
+	}
+	if err := s.InitTransactions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := s.ReadCheckpoint(ctx, topic, "slot_a"); err != nil || found {
+		t.Fatalf("empty topic: found %v, err %v", found, err)
+	}
+	for _, lsn := range []pglogrepl.LSN{0x1000, 0x2000} {
+		if err := commitCheckpoint(ctx, s, topic, lsn, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := commitCheckpoint(ctx, s, topic, 0x3000, true); err != nil {
+		t.Fatal(err)
+	}
+	// Another slot's relay, with its own transactional id.
+	other := newTxnSink(t, brokers, "cdc-relay.slot_b")
+	if err := other.InitTransactions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Begin(); err == nil {
+		if errs := other.ProduceWait(ctx, []*kgo.Record{CheckpointRecord(topic, "slot_b", 0x9000)}); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		if err := other.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lsn, found, err := s.ReadCheckpoint(ctx, topic, "slot_a")
+	if err != nil || !found || lsn != 0x2000 {
+		t.Fatalf("ReadCheckpoint = %s, %v, %v; want 0/2000 (the last committed), true", lsn, found, err)
+	}
+}
+
+// TestFencedBySecondProducer: a producer initialised later with the same
+// transactional id fences the first, whose commit then fails with an error
+// Fenced recognises.
+func TestFencedBySecondProducer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	brokers := newCluster(t)
+	const topic = "checkpoints"
+	first := newTxnSink(t, brokers, "cdc-relay.slot_a")
+	if _, err := first.EnsureCheckpointTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.InitTransactions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := commitCheckpoint(ctx, first, topic, 0x1000, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if errs := first.ProduceWait(ctx, []*kgo.Record{CheckpointRecord(topic, "slot_a", 0x2000)}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	second := newTxnSink(t, brokers, "cdc-relay.slot_a")
+	if err := second.InitTransactions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := first.Commit(ctx)
+	if err == nil {
+		t.Fatal("the fenced producer committed")
+	}
+	if !Fenced(err) {
+		t.Fatalf("commit: %v; want a fencing error", err)
+	}
+	// The fenced transaction's checkpoint never became visible.
+	lsn, found, err := second.ReadCheckpoint(ctx, topic, "slot_a")
+	if err != nil || !found || lsn != 0x1000 {
+		t.Fatalf("ReadCheckpoint = %s, %v, %v; want 0/1000", lsn, found, err)
+	}
+}
+
+// TestCheckpointTopicMustBeCompacted: a topic of that name that deletes by
+// age is refused with what to do.
+func TestCheckpointTopicMustBeCompacted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	brokers := newCluster(t)
+	s := newTxnSink(t, brokers, "x")
+	if _, err := kadm.NewClient(s.cl).CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}, "checkpoints"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.EnsureCheckpointTopic(ctx, "checkpoints")
+	if err == nil || !strings.Contains(err.Error(), "cleanup.policy=compact") {
+		t.Fatalf("got %v, want an error saying to set cleanup.policy=compact", err)
+	}
+}
