@@ -94,7 +94,7 @@ func main() {
 	flag.IntVar(&c.parkedRows, "parked", 100000, "events parked in the status table for the poller part")
 	flag.IntVar(&c.rounds, "rounds", 3, "drain rounds (the pair alternates which goes first)")
 	flag.StringVar(&rates, "rates", "500,2000,5000,10000", "offered rates for the latency runs, events/s")
-	flag.StringVar(&eoRates, "eo-rates", "2000,10000", "offered rates for the exactlyonce part's latency runs, events/s")
+	flag.StringVar(&eoRates, "eo-rates", "2000,10000", "offered rates for the exactlyonce part's latency runs, events/s (empty: drain only)")
 	flag.StringVar(&deliveries, "delivery", atLeastOnce+","+exactlyOnce, "delivery modes the exactlyonce part compares, comma-separated")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "length of each latency run")
 	flag.IntVar(&c.repeat, "repeat", 3, "latency runs per rate (median and range are printed)")
@@ -108,8 +108,10 @@ func main() {
 	if c.rates, err = parseRates(rates); err != nil {
 		fatalf("-rates: %v", err)
 	}
-	if c.eoRates, err = parseRates(eoRates); err != nil {
-		fatalf("-eo-rates: %v", err)
+	if eoRates != "" {
+		if c.eoRates, err = parseRates(eoRates); err != nil {
+			fatalf("-eo-rates: %v", err)
+		}
 	}
 	for _, d := range strings.Split(deliveries, ",") {
 		d = strings.TrimSpace(d)
