@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,6 +53,65 @@ func TestSeqOf(t *testing.T) {
 	} {
 		if seq, ok := seqOf([]byte(tc.payload)); ok != tc.ok || ok && seq != tc.seq {
 			t.Errorf("seqOf(%s) = %d, %v; want %d, %v", tc.payload, seq, ok, tc.seq, tc.ok)
+		}
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	const exposition = `# HELP cdc_relay_commit_to_ack_seconds Time from an event's commit.
+# TYPE cdc_relay_commit_to_ack_seconds histogram
+cdc_relay_commit_to_ack_seconds_bucket{le="0.001"} 0
+cdc_relay_commit_to_ack_seconds_bucket{le="0.005"} 40
+cdc_relay_commit_to_ack_seconds_bucket{le="0.01"} 90
+cdc_relay_commit_to_ack_seconds_bucket{le="0.1"} 100
+cdc_relay_commit_to_ack_seconds_bucket{le="+Inf"} 110
+cdc_relay_commit_to_ack_seconds_sum 3.5
+cdc_relay_commit_to_ack_seconds_count 110
+cdc_relay_commit_to_ack_secondsx_bucket{le="0.001"} 7
+`
+	h, err := parseHistogram(strings.NewReader(exposition), commitToAckMetric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := histogram{{0.001, 0}, {0.005, 0}, {0.01, 0}, {0.1, 0}, {math.Inf(1), 10}}
+	for _, tc := range []struct {
+		name string
+		h    histogram
+		q    float64
+		want time.Duration
+	}{
+		{"within the second bucket", h, 0.2, 3200 * time.Microsecond}, // rank 22 of 40 in (1, 5] ms
+		{"within the third bucket", h, 0.5, 6500 * time.Microsecond},  // rank 55: 15 of 50 in (5, 10] ms
+		{"in +Inf: the largest finite bound", h, 0.99, 100 * time.Millisecond},
+		{"after an earlier scrape", h.sub(earlier), 0.99, 91 * time.Millisecond}, // rank 99: 9 of 10 in (10, 100] ms
+		{"no observations", h.sub(h), 0.5, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.h.quantile(tc.q); got != tc.want {
+				t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
+			}
+		})
+	}
+	if _, err := parseHistogram(strings.NewReader("other_metric 1\n"), commitToAckMetric); err == nil {
+		t.Error("parseHistogram found a histogram in an exposition without it")
+	}
+}
+
+func TestVisibleDone(t *testing.T) {
+	base := visible{bench: 100, sentinel: 2, settled: true}
+	for _, tc := range []struct {
+		name string
+		v    visible
+		want bool
+	}{
+		{"everything", visible{bench: 1100, sentinel: 3, settled: true}, true},
+		{"with commit markers", visible{bench: 1130, sentinel: 4, settled: true}, true},
+		{"sentinel not yet visible", visible{bench: 1100, sentinel: 2, settled: true}, false},
+		{"events missing", visible{bench: 1099, sentinel: 3, settled: true}, false},
+		{"a transaction still open", visible{bench: 1100, sentinel: 3, settled: false}, false},
+	} {
+		if got := tc.v.done(base, 1000); got != tc.want {
+			t.Errorf("%s: done = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

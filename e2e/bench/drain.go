@@ -37,7 +37,7 @@ func (b *bench) drain(ctx context.Context, out io.Writer) error {
 		if b.apache, err = kafkatest.Start(ctx, kafkatest.Options{}); err != nil {
 			return err
 		}
-		defer b.apache.Close()
+		defer func() { b.apache.Close(); b.apache = nil }()
 	}
 	shapes := []backlog{{b.c.rows, b.c.perTx}}
 	if b.c.singleRows > 0 {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/internal/freeport"
 )
 
 // latencyRun is one run at one offered rate.
@@ -24,6 +26,11 @@ type latencyRun struct {
 	sent, received int
 	bounded        bool
 	cpu            cpuUse // while the load ran
+	// relayP50 and relayP99 are read from the relay's own commit-to-ack
+	// histogram over the load (latencySetup.relayHistogram), relayCount
+	// the events it counted; zero without it.
+	relayP50, relayP99 time.Duration
+	relayCount         float64
 }
 
 // latencyPoint is the runs at one offered rate.
@@ -70,7 +77,7 @@ func (b *bench) latency(ctx context.Context, out io.Writer, who string) (latency
 	for rep := 1; rep <= b.c.repeat; rep++ {
 		for i := range series.points {
 			pt := &series.points[i]
-			r, err := b.latencyRun(ctx, who, pt.rate)
+			r, err := b.latencyRun(ctx, who, pt.rate, latencySetup{})
 			if err != nil {
 				return series, fmt.Errorf("%s at %d/s: %w", who, pt.rate, err)
 			}
@@ -163,42 +170,91 @@ func spread(ds []time.Duration) string {
 	return fmt.Sprintf("%s (%s–%s)", ms(med), num(ds[0]), num(ds[len(ds)-1]))
 }
 
+// latencySetup says where a latency run's events go and how they are read
+// back; the zero value is the relay (or the poller) into a fresh kfake,
+// read by a read_uncommitted consumer.
+type latencySetup struct {
+	// brokers is a broker that outlives the run (Apache Kafka); nil starts
+	// a fresh kfake for the run. The consumer starts at the topic's end
+	// offsets either way, so earlier runs' records are not read.
+	brokers []string
+	// relayArgs are extra arguments for `cdc-relay run`.
+	relayArgs []string
+	// readCommitted makes the consumer read with isolation level
+	// read_committed: a record counts when it is visible to such a
+	// consumer, not when Kafka acked it.
+	readCommitted bool
+	// relayHistogram serves the relay's metrics on a free port and reads
+	// its cdc_relay_commit_to_ack_seconds over the load.
+	relayHistogram bool
+}
+
 // latencyRun offers events at offered per second for -duration, one per
-// transaction, to the relay or the poller, and measures commit-to-ack.
-func (b *bench) latencyRun(ctx context.Context, who string, offered int) (latencyRun, error) {
+// transaction, to the relay or the poller, and measures commit-to-ack:
+// from the client's COMMIT returning to the consumer reading the record.
+func (b *bench) latencyRun(ctx context.Context, who string, offered int, setup latencySetup) (latencyRun, error) {
 	var res latencyRun
-	broker, err := newBroker(false)
-	if err != nil {
-		return res, err
+	brokers := setup.brokers
+	if brokers == nil {
+		broker, err := newBroker(false)
+		if err != nil {
+			return res, err
+		}
+		defer broker.Close()
+		brokers = broker.ListenAddrs()
 	}
-	defer broker.Close()
-	brokers := broker.ListenAddrs()
 	table, topic := "outbox", benchTopic
 	if who == "poller" {
 		table, topic = "poll_outbox", "poll.order"
 	}
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
-		kgo.MetadataMinAge(100*time.Millisecond))
+	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return res, err
+	}
+	defer admin.Close()
+	if err := createTopic(ctx, admin, topic); err != nil {
+		return res, err
+	}
+	ends, err := topicEnds(ctx, admin, topic, benchPartitions)
+	if err != nil {
+		return res, err
+	}
+	from := map[int32]kgo.Offset{}
+	for p, o := range ends {
+		from[p] = kgo.NewOffset().At(o)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
+		kgo.FetchMaxWait(100 * time.Millisecond), kgo.MetadataMinAge(100 * time.Millisecond)}
+	if setup.readCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	consumer, err := kgo.NewClient(opts...)
 	if err != nil {
 		return res, err
 	}
 	defer consumer.Close()
-	if err := createTopic(ctx, consumer, topic); err != nil {
-		return res, err
-	}
 	if err := b.exec(ctx, "TRUNCATE outbox"); err != nil {
 		return res, err
 	}
 
 	var stopSource func() error
 	relayPid := 0
+	metricsURL := ""
 	switch who {
 	case "relay":
 		b.runs++
 		slot := fmt.Sprintf("bench_latency_%d", b.runs)
 		defer b.dropSlot(ctx, slot)
-		p, err := b.startRelay(slot, brokers)
+		args := slices.Clone(setup.relayArgs)
+		if setup.relayHistogram {
+			port, err := freeport.Get()
+			if err != nil {
+				return res, err
+			}
+			args = append(args, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port))
+			metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		}
+		p, err := b.startRelay(slot, brokers, args...)
 		if err != nil {
 			return res, err
 		}
@@ -264,6 +320,12 @@ func (b *bench) latencyRun(ctx context.Context, who string, offered int) (latenc
 	if err != nil {
 		return res, err
 	}
+	var histBefore histogram
+	if metricsURL != "" {
+		if histBefore, err = scrapeHistogram(ctx, metricsURL, commitToAckMetric); err != nil {
+			return res, err
+		}
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -308,6 +370,14 @@ func (b *bench) latencyRun(ctx context.Context, who string, offered int) (latenc
 	<-consumed
 	res.received = int(received.Load())
 	res.bounded = res.received == n
+	if metricsURL != "" {
+		after, err := scrapeHistogram(ctx, metricsURL, commitToAckMetric)
+		if err != nil {
+			return res, err
+		}
+		h := after.sub(histBefore)
+		res.relayP50, res.relayP99, res.relayCount = h.quantile(0.50), h.quantile(0.99), h.count()
+	}
 	if err := stopSource(); err != nil {
 		return res, fmt.Errorf("stop the %s: %w", who, err)
 	}

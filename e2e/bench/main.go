@@ -5,8 +5,8 @@
 // from the repository it sits in.
 //
 //	cd e2e/bench
-//	go run .                       # everything (about 20 minutes)
-//	go run . -only latency,poller  # some parts: drain, memory, retention, parked, latency, poller, writeback
+//	go run .                       # everything (about 30 minutes: the exactlyonce part takes 10, 20 with -apache)
+//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -27,6 +27,14 @@
 //
 // Parked: the relay's poller delivering -parked events parked in the
 // status table.
+//
+// Exactly-once: the relay with `--delivery exactly-once` beside the default
+// at-least-once (-delivery), on kfake and, with -apache, Apache Kafka. The
+// drain's backlogs (as above, each ending with one sentinel event in a
+// transaction of its own) are drained by each mode from its own slot, timed
+// until a read_committed consumer could read every event; the latency runs
+// (-eo-rates, as the latency part) read with a read_committed consumer, and
+// read the relay's own cdc_relay_commit_to_ack_seconds beside it.
 //
 // Polling baseline: a 500 ms polling outbox like the ones teams run today
 // (batch 50, FOR UPDATE SKIP LOCKED, created_at older than 1 s, a status
@@ -66,6 +74,8 @@ type config struct {
 	rows, perTx, singleRows, keys, rounds, repeat int
 	parkedRows                                    int
 	rates                                         []int
+	eoRates                                       []int    // offered rates of the exactlyonce part's latency runs
+	deliveries                                    []string // the delivery modes the exactlyonce part compares
 	duration                                      time.Duration
 	only                                          string
 	relayArgs                                     string
@@ -76,7 +86,7 @@ type config struct {
 
 func main() {
 	var c config
-	var rates string
+	var rates, eoRates, deliveries string
 	flag.IntVar(&c.rows, "rows", 1000000, "rows of the batched drain backlog and of the memory run's one transaction")
 	flag.IntVar(&c.perTx, "per-tx", 1000, "rows per transaction in the batched drain backlog")
 	flag.IntVar(&c.singleRows, "single-rows", 100000, "one-row transactions in the second drain backlog (0: skip it)")
@@ -84,25 +94,36 @@ func main() {
 	flag.IntVar(&c.parkedRows, "parked", 100000, "events parked in the status table for the poller part")
 	flag.IntVar(&c.rounds, "rounds", 3, "drain rounds (the pair alternates which goes first)")
 	flag.StringVar(&rates, "rates", "500,2000,5000,10000", "offered rates for the latency runs, events/s")
+	flag.StringVar(&eoRates, "eo-rates", "2000,10000", "offered rates for the exactlyonce part's latency runs, events/s (empty: drain only)")
+	flag.StringVar(&deliveries, "delivery", atLeastOnce+","+exactlyOnce, "delivery modes the exactlyonce part compares, comma-separated")
 	flag.DurationVar(&c.duration, "duration", 30*time.Second, "length of each latency run")
 	flag.IntVar(&c.repeat, "repeat", 3, "latency runs per rate (median and range are printed)")
-	flag.StringVar(&c.only, "only", "", "run only these parts, comma-separated: drain, memory, retention, parked, latency, poller, writeback")
+	flag.StringVar(&c.only, "only", "", "run only these parts, comma-separated: "+strings.Join(parts, ", "))
 	flag.StringVar(&c.relayArgs, "relay-args", "", "extra arguments for `cdc-relay run` (e.g. --debug-addr 127.0.0.1:6060 for pprof)")
 	flag.StringVar(&c.plot, "plot", "", "write the latency plot (PNG) here")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load generator, consumer, in-process broker) here")
-	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker (Java and Maven needed; see internal/kafkatest)")
+	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker, and run the exactlyonce part on it (Java and Maven needed; see internal/kafkatest)")
 	flag.Parse()
-	for _, r := range strings.Split(rates, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(r))
-		if err != nil || n <= 0 {
-			fatalf("-rates: %q is not a positive number", r)
+	var err error
+	if c.rates, err = parseRates(rates); err != nil {
+		fatalf("-rates: %v", err)
+	}
+	if eoRates != "" {
+		if c.eoRates, err = parseRates(eoRates); err != nil {
+			fatalf("-eo-rates: %v", err)
 		}
-		c.rates = append(c.rates, n)
+	}
+	for _, d := range strings.Split(deliveries, ",") {
+		d = strings.TrimSpace(d)
+		if d != atLeastOnce && d != exactlyOnce || slices.Contains(c.deliveries, d) {
+			fatalf("-delivery: %q is not %s or %s, or is given twice", d, atLeastOnce, exactlyOnce)
+		}
+		c.deliveries = append(c.deliveries, d)
 	}
 	if c.only != "" {
 		for _, part := range strings.Split(c.only, ",") {
-			if !slices.Contains([]string{"drain", "memory", "retention", "parked", "latency", "poller", "writeback"}, part) {
-				fatalf("-only: unknown part %q (want drain, memory, retention, parked, latency, poller or writeback)", part)
+			if !slices.Contains(parts, part) {
+				fatalf("-only: unknown part %q (want one of %s)", part, strings.Join(parts, ", "))
 			}
 		}
 	}
@@ -121,7 +142,7 @@ func main() {
 	// Ctrl-C or SIGTERM ends the part running, and the cleanup (the
 	// PostgreSQL cluster, the brokers, the relay) still runs.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, c, os.Stdout)
+	err = run(ctx, c, os.Stdout)
 	stop()
 	if c.cpuProfile != "" {
 		pprof.StopCPUProfile()
@@ -129,6 +150,22 @@ func main() {
 	if err != nil {
 		fatalf("%v", err)
 	}
+}
+
+// parts are the parts -only can name, in the order they run.
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce"}
+
+// parseRates reads a comma-separated list of positive rates.
+func parseRates(list string) ([]int, error) {
+	var out []int
+	for _, r := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number", r)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func fatalf(format string, args ...any) {
@@ -227,6 +264,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		series = append(series, s)
 	}
+	if want("exactlyonce") {
+		if err := b.exactlyOnce(ctx, out); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(out, "Load average at the end: %s.\n", loadAverage())
 	if c.plot != "" && len(series) > 0 {
 		if err := plotLatency(c.plot, series); err != nil {
@@ -310,14 +352,15 @@ func (b *bench) fillBacklog(ctx context.Context, table string, rows, perTx int) 
 	return nil
 }
 
-// startRelay starts `cdc-relay run` on slot, producing to brokers.
-func (b *bench) startRelay(slot string, brokers []string) (*relayproc.Proc, error) {
+// startRelay starts `cdc-relay run` on slot, producing to brokers, with
+// -relay-args and then extra.
+func (b *bench) startRelay(slot string, brokers []string, extra ...string) (*relayproc.Proc, error) {
 	args := []string{"run", "--postgres-url", b.url, "--kafka-brokers", strings.Join(brokers, ","),
 		"--kafka-create-topics", "--slot", slot, "--log-level", "warn"}
 	if b.c.relayArgs != "" {
 		args = append(args, strings.Fields(b.c.relayArgs)...)
 	}
-	return relayproc.Start(b.relayBin, args...)
+	return relayproc.Start(b.relayBin, append(args, extra...)...)
 }
 
 // waitSlotActive waits until a walsender streams slot.
@@ -387,6 +430,25 @@ func createTopic(ctx context.Context, cl *kgo.Client, topic string) error {
 		return nil
 	}
 	return err
+}
+
+// topicEnds waits until every one of topic's partitions (of which it has
+// partitions) answers a request for its end offset, as a broker that has
+// just created it may not at once, and returns those end offsets.
+func topicEnds(ctx context.Context, cl *kgo.Client, topic string, partitions int) (map[int32]int64, error) {
+	var ends map[int32]int64
+	var last error
+	err := poll(ctx, 30*time.Second, func() (bool, error) {
+		ends, last = kafkatest.EndOffsets(ctx, cl, topic)
+		if errors.Is(last, kerr.UnknownTopicOrPartition) || errors.Is(last, kerr.LeaderNotAvailable) || errors.Is(last, kerr.NotLeaderForPartition) {
+			return false, nil
+		}
+		return last == nil && len(ends) == partitions, last
+	})
+	if err != nil {
+		return nil, fmt.Errorf("topic %s not ready (%d partitions of %d, last error %v): %w", topic, len(ends), partitions, last, err)
+	}
+	return ends, nil
 }
 
 // ackedRecords sums the end offsets of topic.
