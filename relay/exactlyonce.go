@@ -103,8 +103,7 @@ func has(m map[eventKey]struct{}, it *inflight) bool {
 // transaction.
 type heldTxn struct {
 	tx     *checkpoint.Txn
-	end    pglogrepl.LSN // set once its Commit was read
-	events int           // records produced
+	events int // records produced
 	// delivered are the events to tell write-back about once committed.
 	delivered []delivery
 }
@@ -281,7 +280,7 @@ func (b *txnBatcher) endTxn(tx *checkpoint.Txn, end pglogrepl.LSN) {
 		b.mu.Unlock()
 		return // nothing of it in Kafka
 	}
-	b.cur.held[n-1].end, b.cur.lastEnd, b.cur.open = end, end, false
+	b.cur.lastEnd, b.cur.open = end, false
 	due := b.dueLocked()
 	b.mu.Unlock()
 	if due {
