@@ -1,33 +1,71 @@
 // Package relay runs one relay: it checks that the database is prepared,
 // takes leadership of the slot, and wires the pipeline
-// replication → decoder → sink → checkpoint until it is told to stop.
+// replication → decoder → delivery → checkpoint until it is told to stop.
 //
-// One concern per file:
+// One concern per file. Run, and one session of it:
 //
-//	relay.go     Run: the reconnect loop and one replication session's wiring,
-//	             with the parts beside the stream (packages poller and
-//	             retention)
-//	config.go    Config and its defaults: one or more outbox tables, each
-//	             with its mapping and, optionally, write-back
-//	leader.go    leadership: the slot's advisory lock, standing by
-//	resume.go    where a session resumes: the slot, created when missing,
-//	             checked against the checkpoint table
-//	pipeline.go  per event: decode, produce (one copy per matching route),
-//	             ack, or park in the status table
-//	tablewatch.go  beside the stream: each outbox table stays in the
-//	             publication with its OID, or the session ends; the positions
-//	             the watches vouch for bound what is confirmed
-//	writeback.go beside the stream: each event's outcome, for the tables
-//	             that write it back to their rows (package writeback)
-//	columns.go   a Relation message whose columns no longer fit the mapping
-//	progress.go  the periodic progress log line
-//	errors.go    which errors end Run and which a reconnect cures
+//	relay.go       Relay, New, Run: the reconnect loop; Pause, Resume, and the
+//	               parked events of a running relay
+//	config.go      Config and its defaults: one or more outbox tables, each
+//	               with its mapping and, optionally, write-back
+//	runner.go      what outlives a session: the pool (with the start-up
+//	               check), the producers, retention, write-back
+//	session.go     one session as named steps: lead, connect, where to
+//	               resume, start the pipeline and what runs beside it,
+//	               stream, finish
+//	beside.go      the session's pipeline and checkpoint saver, and what
+//	               runs beside the stream: the leadership watch, the poller
+//	               (package poller), retention (package retention)
+//	leader.go      leadership: the slot's advisory lock, standing by
+//	orphans.go     the server processes a failed session left behind
+//	resume.go      where a session resumes: the slot, created when missing,
+//	               checked against the checkpoint table
+//	gate.go        the tracker as the stream sees it, bounded by what the
+//	               checkpoint row and the table watches vouch for
+//	tablewatch.go  beside the stream: an outbox table stays in the
+//	               publication with its OID, or the session ends
+//	tablewatches.go  the watches of every table of a session, together
+//	columns.go     a Relation message whose columns no longer fit the mapping
+//
+// Per event:
+//
+//	pipeline.go    decode, count in flight, and hand each copy of an event
+//	               (one per matching route) to the delivery
+//	inflight.go    an event on its way to Kafka, in one allocation
+//	ledger.go      what the pipeline and the delivery share to settle an
+//	               event: the tracker, the counters, write-back
+//	park.go        parking an event in the status table
+//	delivery.go    the delivery seam: produce, park, transaction end, commit
+//	atleastonce.go the default delivery: each record acked on its own
+//	exactlyonce.go exactly-once delivery: how it works, what it learns
+//	               across sessions
+//	eostart.go     its session start: the transactional producer, the
+//	               checkpoint topic's position
+//	txnbatcher.go  its batcher: records into Kafka transactions
+//	txncommit.go   its commits, and what an aborted one teaches
+//	causelog.go    undeliverable events logged by cause
+//
+// Beside the relay:
+//
+//	state.go       Status and the metrics' snapshot
+//	health.go      readiness: PostgreSQL and Kafka pinged, stats read
+//	stats.go       the slot's positions and the status table's counts
+//	pause.go       the pause switch
+//	progress.go    the periodic progress log line
+//	writeback.go   each event's outcome, for the tables that write it back
+//	               to their rows (package writeback)
+//	errors.go      which errors end Run and which a reconnect cures
+//	pool.go        closing the pool behind a silent network
+//	recover.go     `cdc-relay recover`: the gap, the slot created again
+//	recoverrows.go the outbox rows recover publishes again
+//	prepare.go     PrepareSlot, for `cdc-relay migrate`
 //
 // Everything per event happens on the goroutine that reads the replication
 // stream, except the producer's acknowledgements, which come back on
 // franz-go's goroutines and touch the checkpoint tracker; records a broker
 // refused with their batch, which one goroutine produces again alone, in
-// order; and the status-table writes of undeliverable events, which run on
-// goroutines of their own so that the stream never waits for them. The
-// poller produces with a Kafka client of its own.
+// order; the status-table writes of undeliverable events, which run on
+// goroutines of their own so that the stream never waits for them; and, in
+// exactly-once delivery, the commits of Kafka transactions, on the
+// batcher's goroutine. The poller produces with a Kafka client of its own.
 package relay

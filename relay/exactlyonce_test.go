@@ -22,6 +22,7 @@ import (
 
 type eoSession struct {
 	*testPipeline
+	txn     *txnBatcher
 	snk     *sink.Sink
 	commits []pglogrepl.LSN // the safe position just before each commit
 	mu      sync.Mutex
@@ -51,8 +52,9 @@ func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoSta
 		s.stopped = append(s.stopped, err)
 		s.mu.Unlock()
 	}
-	s.txn = newTxnBatcher(s.pipeline, snk, state, sink.Checkpoint{Slot: "test"}, ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
+	s.txn = newTxnBatcher(s.ledger, snk, state, sink.Checkpoint{Slot: "test"}, ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
 	s.txn.commitHook = func() { s.commits = append(s.commits, s.tracker.Safe()) }
+	s.delivery = s.txn
 	return s
 }
 

@@ -109,3 +109,18 @@ func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
 		}
 	}
 }
+
+// startHealth runs watchHealth beside the stream until the returned stop
+// is called, which waits for it to end.
+func (r *Relay) startHealth(ctx context.Context, pool *pgxpool.Pool, snk *sink.Sink) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.watchHealth(ctx, pool, snk)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

@@ -148,3 +148,7 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 
 // pid is the process id of the lock session's server process.
 func (l *leadership) pid() uint32 { return l.conn.Conn().PgConn().PID() }
+
+// leaderCheckTimeout bounds the leader's check of its lock session: one
+// that does not answer for this long may be gone, and its lock with it.
+const leaderCheckTimeout = 10 * time.Second

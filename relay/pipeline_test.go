@@ -148,12 +148,13 @@ func newTestPipeline(t *testing.T, store *fakeStore) *testPipeline {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	tp := &testPipeline{prod: &fakeProducer{}, store: store, logs: logs, cancel: cancel}
-	tp.pipeline = newPipeline(&pipeline{
+	l := newLedger(&ledger{
 		log:      slog.New(slog.NewTextHandler(logs, nil)),
-		producer: tp.prod, failures: store, count: &counters{},
+		failures: store, count: &counters{},
 		tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}),
 		failCtx: ctx, produceCtx: ctx, retryBase: time.Millisecond,
 	})
+	tp.pipeline = newPipeline(l, nil, newAtLeastOnce(l, tp.prod))
 	return tp
 }
 

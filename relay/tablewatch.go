@@ -50,69 +50,6 @@ type tableWatch struct {
 // checkTimeout bounds one check.
 const checkTimeout = 10 * time.Second
 
-// tableWatches watch each outbox table of a session, table i at index i.
-// Together they vouch for the oldest position each vouches for.
-type tableWatches []*tableWatch
-
-// watchTables checks each outbox table of cfg once and returns their
-// watches (see watchTable).
-func watchTables(ctx context.Context, db migrations.Querier, cfg Config, start pglogrepl.LSN, stop func(), log *slog.Logger) (tableWatches, error) {
-	ws := make(tableWatches, len(cfg.Tables))
-	for i := range cfg.Tables {
-		w, err := watchTable(ctx, db, cfg, i, start, stop, log)
-		if err != nil {
-			return nil, err
-		}
-		ws[i] = w
-	}
-	return ws, nil
-}
-
-// Vouched is the oldest position a watch vouches for. Safe for concurrent
-// use.
-func (ws tableWatches) Vouched() pglogrepl.LSN {
-	v := ws[0].Vouched()
-	for _, w := range ws[1:] {
-		v = min(v, w.Vouched())
-	}
-	return v
-}
-
-// Err is why the first watch that failed stopped vouching, or nil.
-func (ws tableWatches) Err() error {
-	for _, w := range ws {
-		if err := w.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// relation tells the watch of the message's table of a Relation message.
-func (ws tableWatches) relation(ctx context.Context, rel decoder.Relation) error {
-	return ws[rel.Table].relation(ctx, rel)
-}
-
-// start starts every watch; the returned function stops them all.
-func (ws tableWatches) start(every time.Duration) (stop func()) {
-	stops := make([]func(), len(ws))
-	for i, w := range ws {
-		stops[i] = w.start(every)
-	}
-	return func() {
-		for _, s := range stops {
-			s()
-		}
-	}
-}
-
-// refresh refreshes every watch (see tableWatch.refresh).
-func (ws tableWatches) refresh(ctx context.Context) {
-	for _, w := range ws {
-		w.refresh(ctx)
-	}
-}
-
 // watchTable checks outbox table i of cfg once and returns its watch,
 // vouching for the current WAL position. start is where the session
 // resumes; stop ends its stream. An error is fatal when the table is not

@@ -1,0 +1,121 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// producer is what at-least-once delivery needs of the Kafka producer
+// (*sink.Sink).
+type producer interface {
+	// Produce sends r asynchronously and calls done once with the outcome.
+	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
+	// ProduceAlone sends r in a batch of its own and returns the outcome.
+	ProduceAlone(ctx context.Context, r *kgo.Record) error
+}
+
+// atLeastOnce is the default delivery: each record is produced on its own
+// with the idempotent producer, and counted out of flight once Kafka acks
+// it, or once it is parked in the status table when Kafka refuses it for
+// good. A record refused with its batch is produced again alone, in the
+// order they failed, to learn whether it was its own fault.
+type atLeastOnce struct {
+	*ledger
+	producer    producer
+	onAck       func(*kgo.Record, error) // ack, one func value for every record
+	alone       fifo                     // records to produce again one at a time
+	undelivered atomic.Int64
+}
+
+// newAtLeastOnce returns the delivery of l's session through producer. It
+// starts the goroutine that produces records again alone, which ends with
+// l.produceCtx.
+func newAtLeastOnce(l *ledger, producer producer) *atLeastOnce {
+	d := &atLeastOnce{ledger: l, producer: producer}
+	d.onAck = d.ack
+	d.alone.wake = make(chan struct{}, 1)
+	go d.produceAlone()
+	return d
+}
+
+func (d *atLeastOnce) produce(it *inflight) {
+	d.producer.Produce(d.produceCtx, &it.rec, d.onAck)
+}
+
+func (d *atLeastOnce) park(it *inflight, reason error) {
+	go d.fail(it, reason, invalidRow, d.failures.Dead)
+}
+
+// endTxn: each record is settled on its own; nothing waits for the end of
+// its transaction.
+func (d *atLeastOnce) endTxn(*checkpoint.Txn, pglogrepl.LSN) {}
+
+// commit: every acked record is visible to consumers already.
+func (d *atLeastOnce) commit(context.Context) error { return nil }
+
+// produceAlone produces the records of d.alone one at a time, in order,
+// and acks each with its outcome, until produceCtx ends (what is left then
+// stays unconfirmed and is sent again by the next session).
+func (d *atLeastOnce) produceAlone() {
+	for {
+		select {
+		case <-d.produceCtx.Done():
+			return
+		case <-d.alone.wake:
+		}
+		for it := d.alone.pop(); it != nil; it = d.alone.pop() {
+			d.ack(&it.rec, d.producer.ProduceAlone(d.produceCtx, &it.rec))
+		}
+	}
+}
+
+// ack is the producer callback of every record.
+func (d *atLeastOnce) ack(r *kgo.Record, err error) {
+	it := r.Context.(*inflight)
+	if err != nil {
+		d.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+	}
+	switch {
+	case err == nil:
+		d.metrics.CommitToAck.Observe(max(0, time.Since(it.pgTxn.CommitTime()).Seconds()))
+		d.count.events.Add(1)
+		d.delivered(it)
+		d.tracker.Done(it.pgTxn, it.size)
+	case sink.ProducerRefused(err) && d.stop != nil:
+		// Every record would fail so: the event stays in flight, and the
+		// session ends for the operator to fix the cause.
+		if sink.AuthFailed(err) {
+			d.stop(fatalError{fmt.Errorf("Kafka refuses the relay's connection (%w): "+
+				"check the --kafka-tls-* and --kafka-sasl-* settings against the brokers' listener", err)})
+		} else {
+			d.stop(fatalError{fmt.Errorf("Kafka refuses the relay's producer (%w): "+
+				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
+		}
+	case !it.alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= sink.BatchMaxBytes:
+		// The broker refused the batch the record was in (a topic whose
+		// max.message.bytes is below the batch size, another record's
+		// fault), not necessarily the record: alone, it is delivered or
+		// fails for itself. Records go again one at a time, in the order
+		// they failed, so a key's order holds among them.
+		it.alone = true
+		d.alone.push(it)
+	case sink.Permanent(err):
+		go d.fail(it, err, sink.ErrorName(err), d.failures.Failed)
+	default:
+		// Not delivered (the producer is closing, or the session ended):
+		// the event stays in flight, its transaction unconfirmed, and
+		// PostgreSQL sends it again after a restart. Said once, not per
+		// event.
+		if d.undelivered.Add(1) == 1 {
+			d.log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(it.ev.ID), "err", err)
+		}
+	}
+}

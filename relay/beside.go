@@ -1,0 +1,141 @@
+package relay
+
+import (
+	"context"
+	"sync"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/poller"
+)
+
+// startPipeline sets up what the stream hands its messages to: the
+// tracker from the start position, the table watches and the checkpoint
+// saver that bound what PostgreSQL is told, and the pipeline with the
+// session's delivery. The session's records and status writes are
+// cancelled when it ends: a reconnect sends them again from the slot, and
+// a stop that timed out must not stay blocked in Produce behind a full
+// producer buffer, or in an insert behind a lock.
+func (s *session) startPipeline(ctx context.Context) (err error) {
+	cfg := s.cfg
+	dec, err := decoder.New(cfg.Mappings()...)
+	if err != nil {
+		return fatalError{err}
+	}
+	s.tracker = checkpoint.NewTracker(s.start, cfg.Limits)
+	s.state.tracker.Store(s.tracker)
+	s.onEnd(func() { s.state.tracker.Store(nil) })
+	// The watch stops the stream when an outbox table leaves the
+	// publication, and neither the checkpoint nor PostgreSQL is told a
+	// position it does not vouch for.
+	s.streamCtx, s.stopStream = context.WithCancel(ctx)
+	s.onEnd(s.stopStream)
+	if s.watch, err = watchTables(ctx, s.pool, cfg, s.start, s.stopStream, s.log); err != nil {
+		return err
+	}
+	s.startSaver()
+	s.produceCtx, s.cancelProduce = context.WithCancel(context.WithoutCancel(ctx))
+	s.onEnd(s.cancelProduce)
+	l := newLedger(&ledger{log: s.log, causes: s.causes, failures: s.failures, count: &s.count, metrics: s.metrics,
+		tracker: s.tracker, failCtx: s.produceCtx, produceCtx: s.produceCtx, stop: s.stop,
+		tableNames: cfg.TableNames(), outcomes: s.outcomes.orNil(), writeBack: s.outcomes.writesBack()})
+	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
+	s.pipeline.relation = s.watch.relation
+	s.pipeline.skipBelow = s.committed.LSN
+	return nil
+}
+
+// startSaver starts saving the tracker's safe position, as far as the
+// table watches vouch for it, to the checkpoint row. The stream confirms to
+// PostgreSQL only what the row holds (write-ahead: see resume).
+func (s *session) startSaver() {
+	watched := gate{Tracker: s.tracker, bounds: []func() pglogrepl.LSN{s.watch.Vouched}}
+	s.saver = s.store.StartSaver(s.cfg.Slot, s.start, checkpoint.SaverOptions{
+		Every:  s.cfg.CheckpointInterval,
+		Source: watched.Safe,
+		OnServerShutdown: func() {
+			s.shutdown.Store(true)
+			s.stopStream()
+		},
+		Logger: s.log,
+	})
+	s.confirm = gate{Tracker: s.tracker, bounds: []func() pglogrepl.LSN{s.watch.Vouched, s.saver.Saved}}
+}
+
+// newDelivery returns the session's delivery: at least once with the
+// relay's producer or, with a transactional producer, exactly once, its
+// committer running until the session ends.
+func (s *session) newDelivery(l *ledger) delivery {
+	if s.txSink == nil {
+		return newAtLeastOnce(l, s.sink)
+	}
+	b := newTxnBatcher(l, s.txSink, &s.eo, s.committed, s.cfg.ExactlyOnce)
+	b.leads = func(ctx context.Context) bool {
+		held, err := s.lock.check(ctx, leaderCheckTimeout)
+		return err == nil && held
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.run(s.produceCtx)
+	}()
+	s.onEnd(func() {
+		s.cancelProduce()
+		<-done // before the producer closes
+	})
+	return b
+}
+
+// startBeside starts, on the leader only, what runs beside the stream
+// until the session ends: the leadership watch (a leader whose lock
+// session ends stops producing at once: another relay may take the lock
+// and the slot), the poller that delivers parked events again, and
+// retention.
+func (s *session) startBeside(ctx context.Context) {
+	sideCtx, stopSide := context.WithCancel(ctx)
+	var side sync.WaitGroup
+	s.onEnd(func() {
+		stopSide()
+		side.Wait()
+	})
+	side.Go(func() { s.lock.watch(sideCtx, s.cfg.StatusInterval, leaderCheckTimeout, s.lostLead(sideCtx)) })
+	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig()).Run(sideCtx) })
+	side.Go(func() { s.cleaner.Run(sideCtx) })
+}
+
+// lostLead returns what the leadership watch calls when the lock is lost:
+// the session stops at once, unless PostgreSQL is shutting down.
+func (s *session) lostLead(ctx context.Context) func(error) {
+	return func(err error) {
+		if pgerr.ShuttingDown(err) && s.serverShuttingDown(ctx) {
+			// A fast shutdown ends every session, the lock's too, and no
+			// one can take the lock until the server is back: a clean
+			// stop, as when a save meets the shutdown. (A
+			// pg_terminate_backend says the same, but the server still
+			// takes new sessions.)
+			s.shutdown.Store(true)
+			s.stopStream()
+			return
+		}
+		s.stop(err)
+	}
+}
+
+// pollerConfig is the poller's configuration with the relay's logger,
+// metrics and pause, and the stream's topic rules.
+func (s *session) pollerConfig() poller.Config {
+	pc := s.cfg.Poller
+	if pc.Logger == nil {
+		pc.Logger = s.log
+	}
+	pc.Metrics = s.metrics
+	pc.Hold = s.pause.WaitResumed
+	if pc.CheckTopic == nil {
+		// Validated with the mapping in New: the same topics as the stream.
+		pc.CheckTopic, _ = s.cfg.Tables[0].Mapping.TopicCheck()
+	}
+	return pc
+}

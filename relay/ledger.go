@@ -1,0 +1,124 @@
+package relay
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/metrics"
+)
+
+// failureStore parks events the fast path cannot deliver (*status.Store):
+// Failed for the poller to try again, Dead for an operator. When either
+// returns nil the row is durable.
+type failureStore interface {
+	Failed(ctx context.Context, ev *decoder.Event, reason error) error
+	Dead(ctx context.Context, ev *decoder.Event, reason error) error
+}
+
+// outcomes is told each event's outcome, for the tables that write it
+// back to their rows (*writeback.Writer behind an index map). Its methods
+// never block.
+type outcomes interface {
+	// Delivered: every copy of the event is in Kafka.
+	Delivered(table int, id []byte)
+	// Failed: the event was parked in the status table.
+	Failed(table int, id []byte, reason string)
+}
+
+// counters count what a relay read and delivered over its life, across
+// sessions.
+type counters struct {
+	read   atomic.Int64 // events read from the slot
+	events atomic.Int64 // acked by Kafka
+	failed atomic.Int64 // recorded in the status table
+}
+
+// ledger is what one session's pipeline and its delivery share to settle
+// each event once it left the reader: the tracker that holds it in flight,
+// the counters and metrics that count it, write-back, and the status table
+// that parks it (park.go). It never waits for Kafka.
+type ledger struct {
+	log      *slog.Logger
+	causes   *causeLog // undeliverable events, by cause
+	failures failureStore
+	count    *counters
+	metrics  *metrics.Metrics // nil: newLedger makes some of its own
+	tracker  *checkpoint.Tracker
+	// outcomes, if set, is told the outcome of each event of the tables
+	// writeBack marks (by table index).
+	outcomes  outcomes
+	writeBack []bool
+	// tableNames name the tables by index, for the metrics.
+	tableNames []string
+
+	// failCtx bounds status-table writes; produceCtx is the records'
+	// context, cancelled when the session ends so that nothing stays
+	// blocked in the producer.
+	failCtx, produceCtx context.Context
+	retryBase           time.Duration // first wait between status-table attempts
+	// stop, if set, ends the session with err at once: for a status table
+	// that refuses every write for a reason retries cannot fix, a producer
+	// Kafka refuses, a Kafka transaction that cannot commit.
+	stop func(err error)
+}
+
+// newLedger fills what l leaves unset (metrics, the cause log, the retry
+// base) and returns it; its other fields must be set.
+func newLedger(l *ledger) *ledger {
+	if l.metrics == nil {
+		l.metrics = metrics.New("", nil)
+	}
+	if l.causes == nil {
+		l.causes = newCauseLog(l.log, time.Minute)
+	}
+	if l.retryBase == 0 {
+		l.retryBase = 100 * time.Millisecond
+	}
+	return l
+}
+
+// end ends the session with err, if it can be ended (see stop).
+func (l *ledger) end(err error) {
+	if l.stop != nil {
+		l.stop(err)
+	}
+}
+
+// tableName names table i for the metrics and the log.
+func (l *ledger) tableName(i int) string {
+	if i < len(l.tableNames) {
+		return l.tableNames[i]
+	}
+	return strconv.Itoa(i)
+}
+
+func (l *ledger) writesBack(table int) bool { return table < len(l.writeBack) && l.writeBack[table] }
+
+// delivered tells outcomes that a copy of it was acked; the event is
+// delivered once every copy is.
+func (l *ledger) delivered(it *inflight) {
+	if l.outcomes == nil || !l.writesBack(it.ev.Table) {
+		return
+	}
+	if it.copies == nil || it.copies.Add(-1) == 0 {
+		l.outcomes.Delivered(it.ev.Table, it.ev.ID)
+	}
+}
+
+// parked tells outcomes that a copy of it was parked: the event is not
+// delivered, whatever becomes of its other copies.
+func (l *ledger) parked(it *inflight, reason error) {
+	if l.outcomes == nil || !l.writesBack(it.ev.Table) {
+		return
+	}
+	if it.copies != nil {
+		it.copies.Store(math.MinInt32) // never reaches 0 again
+	}
+	l.outcomes.Failed(it.ev.Table, it.ev.ID, reason.Error())
+}

@@ -1,0 +1,78 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// invalidRow is the parked-events metric's reason for a row that cannot
+// become a record.
+const invalidRow = "invalid_row"
+
+// fail parks an undeliverable event in the status table with park,
+// retrying with backoff until it is stored, then lets the checkpoint pass
+// it; cause names the reason in the metrics. It reports whether the event
+// is stored. If failCtx ends first, the event stays in flight:
+// unconfirmed, it is sent again after a restart.
+func (l *ledger) fail(it *inflight, reason error, cause string, park func(context.Context, *decoder.Event, error) error) bool {
+	ev := &it.ev
+	l.causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
+	backoff := l.retryBase
+	for {
+		err := park(l.failCtx, ev, reason)
+		if err == nil {
+			break
+		}
+		if l.failCtx.Err() != nil {
+			l.log.Warn("stopped before a failed event was recorded; it will be sent again after a restart", "id", string(ev.ID))
+			return false
+		}
+		if refused(err) && l.stop != nil {
+			// A missing table or privilege: every retry would fail, and
+			// the stream would stall behind this event.
+			l.stop(fatalError{fmt.Errorf("the status table refuses to record an undeliverable event (%w): "+
+				"run `cdc-relay migrate` with the same table flags if it was dropped, or grant the relay's role INSERT and UPDATE on it", err)})
+			return false
+		}
+		l.causes.add("could not record an undeliverable event in the status table; retrying", storeCause(err), string(ev.ID), ev.Topic, err)
+		select {
+		case <-time.After(backoff):
+		case <-l.failCtx.Done():
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+	l.count.failed.Add(1)
+	l.parked(it, reason)
+	l.metrics.EventsParked.WithLabelValues(cause).Inc()
+	if cause == invalidRow {
+		l.metrics.EventsDead.Inc()
+	}
+	l.tracker.Done(it.pgTxn, it.size)
+	return true
+}
+
+// refused reports whether a status-table error will not go away by
+// itself: SQLSTATE class 42 (a missing table or column, a missing
+// privilege).
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "42"
+}
+
+// storeCause names a status-table error for the cause log: its SQLSTATE,
+// or the connection (never anything of the event, which would make every
+// event a cause of its own).
+func storeCause(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return "status table: SQLSTATE " + pgErr.Code
+	}
+	return "status table: no connection"
+}

@@ -1,0 +1,172 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// outboxReader reads the mapped outbox table's rows by the timestamp
+// column, in the text format the decoder reads (TimeZone=UTC,
+// DateStyle=ISO, bytea_output=hex).
+type outboxReader struct {
+	conn  *pgconn.PgConn
+	table string // quoted
+	where string // the condition on the timestamp column, with $1
+	since []byte // $1
+	order string
+	dec   *decoder.Decoder
+}
+
+func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time) (*outboxReader, error) {
+	pgCfg, err := pgconn.ParseConfig(cfg.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
+	}
+	pgCfg.RuntimeParams["TimeZone"] = "UTC"
+	pgCfg.RuntimeParams["DateStyle"] = "ISO"
+	pgCfg.RuntimeParams["bytea_output"] = "hex"
+	conn, err := pgconn.ConnectConfig(ctx, pgCfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	m := cfg.Tables[table].Mapping
+	dec, err := decoder.New(m)
+	if err != nil {
+		_ = conn.Close(ctx)
+		return nil, err
+	}
+	r := &outboxReader{conn: conn, dec: dec, table: pgx.Identifier{m.Schema, m.Table}.Sanitize()}
+	ts := pgx.Identifier{m.TimestampColumn}.Sanitize()
+	var typ string
+	rr := conn.ExecParams(ctx, "SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped",
+		[][]byte{[]byte(r.table), []byte(m.TimestampColumn)}, nil, nil, nil)
+	for rr.NextRow() {
+		typ = string(rr.Values()[0])
+	}
+	if _, err := rr.Close(); err != nil {
+		_ = conn.Close(ctx)
+		return nil, fmt.Errorf("look up timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
+	}
+	switch typ {
+	case "timestamp with time zone", "timestamp without time zone":
+		r.where, r.since = ts+" >= $1::timestamptz", []byte(since.UTC().Format(time.RFC3339Nano))
+	case "bigint":
+		r.where, r.since = ts+" >= $1::bigint", []byte(strconv.FormatInt(since.UnixMilli(), 10))
+	case "":
+		_ = conn.Close(ctx)
+		return nil, fmt.Errorf("outbox table %s has no column %q: set --timestamp-column to the column that says when a row was written", r.table, m.TimestampColumn)
+	default:
+		_ = conn.Close(ctx)
+		return nil, fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch milliseconds)", m.TimestampColumn, r.table, typ)
+	}
+	r.order = ts
+	if m.IDColumn != "" {
+		r.order += ", " + pgx.Identifier{m.IDColumn}.Sanitize()
+	}
+	return r, nil
+}
+
+func (r *outboxReader) close() { _ = r.conn.Close(context.Background()) }
+
+func (r *outboxReader) count(ctx context.Context) (int, error) {
+	rr := r.conn.ExecParams(ctx, "SELECT count(*) FROM "+r.table+" WHERE "+r.where, [][]byte{r.since}, nil, nil, nil)
+	n := 0
+	for rr.NextRow() {
+		n, _ = strconv.Atoi(string(rr.Values()[0]))
+	}
+	if _, err := rr.Close(); err != nil {
+		return 0, fmt.Errorf("count outbox rows: %w", err)
+	}
+	return n, nil
+}
+
+// publish produces every row since r.since, recordBatch at a time, and
+// parks what cannot be delivered. Parked rows carry commitLSN (the
+// checkpoint), so a second recover does not park them twice.
+func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *status.Store, commitLSN uint64, res *RecoverResult, log *slog.Logger) error {
+	rr := r.conn.ExecParams(ctx, "SELECT * FROM "+r.table+" WHERE "+r.where+" ORDER BY "+r.order,
+		[][]byte{r.since}, nil, nil, nil)
+	fields := rr.FieldDescriptions()
+	names := make([]string, len(fields))
+	types := make([]uint32, len(fields))
+	for i, f := range fields {
+		names[i], types[i] = f.Name, f.DataTypeOID
+	}
+	rows, err := r.dec.Rows(names, types)
+	if err != nil {
+		_, _ = rr.Close()
+		return err
+	}
+	var events []decoder.Event
+	var recs []*kgo.Record
+	flush := func() error {
+		errs := snk.ProduceWait(ctx, recs)
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				res.Published++
+			case sink.ProducerRefused(err):
+				return fmt.Errorf("Kafka refuses the relay's producer: %w", err)
+			case sink.Permanent(err):
+				if err := failures.Failed(ctx, &events[i], err); err != nil {
+					return fmt.Errorf("park event for topic %q: %w", events[i].Topic, err)
+				}
+				res.Parked++
+			default:
+				return fmt.Errorf("publish outbox row: %w", err)
+			}
+		}
+		if len(recs) > 0 {
+			log.Info("published again", "rows", res.Rows, "published", res.Published, "parked", res.Parked)
+		}
+		events, recs = events[:0], recs[:0]
+		return nil
+	}
+	for rr.NextRow() {
+		res.Rows++
+		msg := rows.Decode(rr.Values(), commitLSN)
+		ev := msg.Event
+		ev.Headers = slices.Clone(ev.Headers)
+		if msg.Poison != nil {
+			if err := failures.Dead(ctx, &ev, msg.Poison); err != nil {
+				_, _ = rr.Close()
+				return fmt.Errorf("park event: %w", err)
+			}
+			res.Parked++
+			continue
+		}
+		topics := []string{ev.Topic}
+		if msg.Routed {
+			topics = msg.Routes // one record per route; none when no route matched
+		}
+		for _, topic := range topics {
+			ev.Topic = topic
+			rec := &kgo.Record{}
+			sink.Fill(rec, nil, &ev)
+			events, recs = append(events, ev), append(recs, rec)
+		}
+		if len(recs) >= recoverBatch {
+			if err := flush(); err != nil {
+				_, _ = rr.Close()
+				return err
+			}
+		}
+	}
+	if _, err := rr.Close(); err != nil {
+		return fmt.Errorf("read outbox rows from %s: %w", r.table, err)
+	}
+	return flush()
+}

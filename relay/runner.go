@@ -1,0 +1,217 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/keepalive"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/retention"
+	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// runner holds what outlives a replication session within Run: the pool,
+// the producers, the relay's tables, the parts beside the stream that
+// live as long as Run.
+type runner struct {
+	*Relay
+	pool     *pgxpool.Pool
+	sink     *sink.Sink
+	store    *checkpoint.Store
+	failures *status.Store
+	pollSink *sink.Sink         // the poller's own producer
+	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
+	outcomes *tableOutcomes     // write-back, nil when no table writes back
+	causes   *causeLog
+	kafka    sink.Config // the producers' configuration
+	// eo is what exactly-once delivery learnt in earlier sessions, and
+	// checkpointTopicReady whether its topic is known to exist.
+	eo                   eoState
+	checkpointTopicReady bool
+	orphans              orphans // of the last session that failed
+
+	closers []func() // what newRunner started, in order
+}
+
+// newRunner connects to PostgreSQL and checks that the database is
+// prepared, makes the producers and tells whether Kafka answers, and
+// starts the parts that live as long as Run: the health checks and
+// write-back. Close undoes it. It returns nil, nil if ctx ends while it
+// connects.
+func (r *Relay) newRunner(ctx context.Context) (rn *runner, err error) {
+	rn = &runner{Relay: r, causes: newCauseLog(r.log, time.Minute)}
+	defer func() {
+		if err != nil {
+			rn.close()
+		}
+	}()
+	if rn.pool, err = openPool(ctx, r.cfg); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil // stopped while starting
+		}
+		return nil, err
+	}
+	rn.closing(func() { closePool(rn.pool) })
+	if err := rn.startProducers(ctx); err != nil {
+		return nil, err
+	}
+	rn.closing(r.startHealth(ctx, rn.pool, rn.sink))
+	rn.store = checkpoint.NewStore(rn.pool, r.cfg.CheckpointSchema, r.cfg.CheckpointTable)
+	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable)
+	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
+	r.failures.Store(rn.failures)
+	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run
+	outcomes, stopWriteBack, err := startWriteBack(rn.pool, r.cfg)
+	if err != nil {
+		return nil, fatalError{err}
+	}
+	rn.closing(stopWriteBack) // before the pool closes
+	rn.outcomes = outcomes
+	r.writeBack.Store(outcomes)
+	return rn, nil
+}
+
+// closing registers f to run at close, before what was registered earlier.
+func (rn *runner) closing(f func()) { rn.closers = append(rn.closers, f) }
+
+// close stops what newRunner started, last first.
+func (rn *runner) close() {
+	for i := len(rn.closers) - 1; i >= 0; i-- {
+		rn.closers[i]()
+	}
+	rn.closers = nil
+}
+
+// startProducers makes the stream's producer and the poller's, and pings
+// Kafka: a broker that refuses the relay's TLS or SASL settings is fatal,
+// one that does not answer yet is not.
+func (rn *runner) startProducers(ctx context.Context) (err error) {
+	cfg := rn.cfg
+	rn.kafka = producerConfig(cfg, rn.log)
+	if rn.sink, err = sink.New(rn.kafka); err != nil {
+		return err
+	}
+	rn.closing(rn.sink.Close)
+	// The poller produces with a client of its own: franz-go fails every
+	// record buffered behind one whose context ends, so a poller batch that
+	// times out must never share a partition buffer with the stream.
+	pcfg := rn.kafka
+	pcfg.ClientID = rn.kafka.ClientID + "-poller"
+	pcfg.MaxBufferedRecords = max(cfg.Poller.Batch, poller.DefaultConfig().Batch) * 2
+	pcfg.MaxBufferedBytes = 0
+	if rn.pollSink, err = sink.New(pcfg); err != nil {
+		return err
+	}
+	rn.closing(rn.pollSink.Close)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := rn.sink.Ping(pingCtx); sink.AuthFailed(err) {
+		return fmt.Errorf("Kafka refuses the relay's connection: %w", err)
+	} else if err != nil {
+		rn.log.Warn("Kafka does not answer yet; events will wait and be retried", "brokers", rn.kafka.Brokers, "err", err)
+	}
+	return nil
+}
+
+// producerConfig is cfg's Kafka configuration with the relay's defaults:
+// its logger, TCP keepalives that drop a dead broker within the
+// replication timeout, and buffers above the in-flight limits, so that
+// Produce never blocks the reader.
+func producerConfig(cfg Config, log *slog.Logger) sink.Config {
+	kcfg := cfg.Kafka
+	if kcfg.Logger == nil {
+		kcfg.Logger = log
+	}
+	if kcfg.Dial == nil {
+		d := keepalive.Dialer(cfg.ReplicationTimeout)
+		d.Timeout = 10 * time.Second // franz-go's default
+		kcfg.Dial = d.DialContext
+	}
+	if kcfg.MaxBufferedRecords == 0 {
+		kcfg.MaxBufferedRecords = int(cfg.Limits.Events) + 1000
+	}
+	if kcfg.MaxBufferedBytes == 0 && cfg.Limits.Bytes > 0 {
+		kcfg.MaxBufferedBytes = int(cfg.Limits.Bytes) * 2
+	}
+	return kcfg
+}
+
+// newCleaner returns the retention of cfg's first outbox table and its
+// status table, counted in r's metrics.
+func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
+	rc := cfg.Retention
+	if rc.Logger == nil {
+		rc.Logger = r.log
+	}
+	rc.Metrics = r.metrics
+	m := cfg.Tables[0].Mapping
+	return retention.New(pool, retention.Options{
+		OutboxSchema: m.Schema, OutboxTable: m.Table, TimestampColumn: m.TimestampColumn,
+		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: rc,
+	})
+}
+
+// openPool connects to PostgreSQL and checks that `cdc-relay migrate`
+// prepared the database for cfg.
+func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+	poolCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
+	}
+	// Leadership holds one connection for the session; the status writes,
+	// the poller, retention and the checkpoint saver share the rest.
+	poolCfg.MaxConns = 8
+	keepalive.PostgreSQL(&poolCfg.ConnConfig.Config, cfg.ReplicationTimeout)
+	// A checkpoint row or a status row the relay counts on must survive a
+	// crash of the server, whatever the role's or database's default: a
+	// lost checkpoint save would look like a gap in the slot.
+	poolCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if poolCfg.PingTimeout == 0 {
+		// An idle connection that a partition left silent must not hold
+		// up the one who takes it from the pool.
+		poolCfg.PingTimeout = cfg.ReplicationTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, pgerr.Connect(&poolCfg.ConnConfig.Config, err, "")
+	}
+	for i := range cfg.Tables {
+		if err := migrations.Check(ctx, pool, cfg.Migrations(i)); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	return pool, nil
+}
+
+// serverShuttingDown reports whether PostgreSQL refuses new sessions
+// because it is shutting down.
+func (rn *runner) serverShuttingDown(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	// An idle connection the shutdown closed fails for itself first; the
+	// next one is new.
+	for range 3 {
+		_, err := rn.pool.Exec(ctx, "SELECT 1")
+		switch {
+		case err == nil:
+			return false
+		case pgerr.ShuttingDown(err), strings.Contains(err.Error(), "connection refused"):
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,236 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// session is one replication session, from taking the slot's leadership to
+// the final checkpoint. Its steps run in order, each leaving true what the
+// next relies on; what a step starts, end stops, last first.
+type session struct {
+	*runner
+	lock      *leadership
+	repl      *replication.Conn
+	walsender uint32        // the replication connection's server process
+	start     pglogrepl.LSN // where the stream resumes
+	// txSink, in exactly-once delivery, is this session's transactional
+	// producer, and committed the checkpoint topic's position.
+	txSink    *sink.Sink
+	committed sink.Checkpoint
+
+	tracker  *checkpoint.Tracker
+	watch    tableWatches
+	saver    *checkpoint.Saver
+	confirm  gate // what the stream may confirm to PostgreSQL
+	pipeline *pipeline
+
+	streamCtx     context.Context // the stream's; stopStream ends it cleanly
+	stopStream    context.CancelFunc
+	produceCtx    context.Context // the records' and status writes'
+	cancelProduce context.CancelFunc
+	stopped       atomic.Pointer[error] // why stop ended the session
+	shutdown      atomic.Bool           // the stream stopped for PostgreSQL's shutdown
+
+	failed   bool     // the session ended with an error (for end)
+	cleanups []func() // what the steps started, in order
+}
+
+// session leads, connects and streams until ctx is done or the stream
+// fails.
+func (r *runner) session(ctx context.Context) (err error) {
+	if err := r.orphans.end(ctx, r.pool, r.cfg.Slot, r.cfg.ReplicationTimeout, r.log); err != nil {
+		return err
+	}
+	defer r.state.setRole(RoleStarting)
+	s := &session{runner: r}
+	defer func() { s.end(err != nil && ctx.Err() == nil) }()
+	if led, err := s.lead(ctx); !led {
+		return err // nil: stopped while waiting for leadership
+	}
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	if err := s.resumeAt(ctx); err != nil {
+		return err
+	}
+	if err := s.startPipeline(ctx); err != nil {
+		return err
+	}
+	s.startBeside(ctx)
+	return s.finish(ctx, s.stream())
+}
+
+// onEnd registers f to run when the session ends, before what was
+// registered earlier.
+func (s *session) onEnd(f func()) { s.cleanups = append(s.cleanups, f) }
+
+// end stops what the steps started, last first; failed says the session
+// ended with an error.
+func (s *session) end(failed bool) {
+	s.failed = failed
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+}
+
+// lead waits for the slot's leadership lock, standing by meanwhile, and
+// leaves this relay the slot's only reader until the session ends. It
+// reports false if ctx ended while it waited, or with the error.
+func (s *session) lead(ctx context.Context) (bool, error) {
+	lock, err := lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
+		// Standing by works: the last session's error is history.
+		s.state.setRole(RoleStandby)
+		s.state.clearError()
+	})
+	if err != nil || lock == nil {
+		return false, err
+	}
+	s.lock = lock
+	s.onEnd(lock.release)
+	s.state.setRole(RoleLeader)
+	s.onEnd(func() {
+		if s.failed {
+			// Perhaps the network failed: the next session gets new
+			// connections, and ends what this one leaves behind.
+			s.pool.Reset()
+			s.orphans = orphans{walsender: s.walsender, leader: lock.pid(), serverStart: lock.serverStart}
+		}
+	})
+	return true, nil
+}
+
+// connect opens the replication connection.
+func (s *session) connect(ctx context.Context) error {
+	repl, err := replication.Connect(ctx, s.cfg.PostgresURL, "cdc-relay", s.cfg.ReplicationTimeout)
+	if err != nil {
+		return classify(err)
+	}
+	s.repl, s.walsender = repl, repl.PID()
+	s.onEnd(func() { _ = repl.Close(context.Background()) })
+	return nil
+}
+
+// resumeAt sets where the stream resumes: the later of the slot's position
+// and the checkpoint row (resume.go), and in exactly-once delivery of the
+// checkpoint topic's too, which the row takes first (write-ahead). That
+// mode's producer starts here, only once this relay leads, so that a relay
+// waiting for the lead never fences the leader.
+func (s *session) resumeAt(ctx context.Context) (err error) {
+	if s.cfg.ExactlyOnce.Enabled {
+		if s.txSink, s.committed, err = s.startExactlyOnce(ctx, s.repl, s.log); err != nil {
+			return err
+		}
+		s.onEnd(s.txSink.Close)
+	}
+	if s.start, err = resume(ctx, s.pool, s.repl, s.store, s.cfg, s.log); err != nil {
+		return err
+	}
+	if s.committed.LSN > s.start {
+		// Kafka committed what PostgreSQL was not told yet: the row
+		// takes the position first (write-ahead), then the stream.
+		if err := s.store.Save(ctx, s.cfg.Slot, s.committed.LSN); err != nil {
+			return err
+		}
+		s.log.Info("resuming from the checkpoint topic, ahead of the slot: Kafka committed transactions PostgreSQL was not yet told of",
+			"slot", s.cfg.Slot, "at", s.committed.LSN, "slot_confirmed", s.start)
+		s.start = s.committed.LSN
+	}
+	return nil
+}
+
+// stream reads the slot from start until the session's context ends or
+// the stream fails, with the progress log and the table watches running
+// meanwhile. When it returns, every record of the session is cancelled.
+func (s *session) stream() error {
+	stopProgress := s.reportProgress(progressInterval, s.tracker, s.saver)
+	stopWatch := s.watch.start(s.cfg.StatusInterval)
+	cfg := s.cfg
+	err := s.repl.Stream(s.streamCtx, replication.Options{
+		Slot:           cfg.Slot,
+		Publication:    cfg.Publication,
+		Start:          s.start,
+		Tracker:        s.confirm,
+		StatusInterval: cfg.StatusInterval,
+		StopTimeout:    cfg.StopTimeout,
+		Timeout:        cfg.ReplicationTimeout,
+		Logger:         s.log,
+		BeforeFinalStatus: func(ctx context.Context) error {
+			if err := s.pipeline.delivery.commit(ctx); err != nil {
+				return err
+			}
+			s.watch.refresh(ctx)
+			return s.saver.Flush(ctx)
+		},
+		OnStopTimeout: s.cancelProduce,
+		Pause:         &s.pause,
+		OnStarted: func() {
+			s.state.streaming.Store(true)
+			s.state.clearError()
+		},
+		OnConfirm: func(lsn pglogrepl.LSN) { s.state.confirmed.Store(uint64(lsn)) },
+	}, s.pipeline.handle)
+	s.state.streaming.Store(false)
+	s.state.confirmed.Store(0) // the slot's, from now on
+	s.cancelProduce()
+	stopProgress()
+	stopWatch()
+	return err
+}
+
+// finish saves the final checkpoint and returns why the session ended,
+// given the stream's err: fatal errors (fatalError) end Run.
+func (s *session) finish(ctx context.Context, err error) error {
+	if err != nil || s.stopped.Load() != nil {
+		// Perhaps the network failed (the stream found PostgreSQL silent,
+		// the leadership check got no answer): the final checkpoint gets
+		// a new connection.
+		s.pool.Reset()
+	}
+	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.watch.refresh(saveCtx)
+	final, serr := s.saver.Close(saveCtx)
+	if serr != nil {
+		s.log.Warn("could not save the final checkpoint", "err", serr)
+	}
+	s.log.Info("replication session ended", "checkpoint", final)
+	if e := s.stopped.Load(); e != nil {
+		return *e
+	}
+	if werr := s.watch.Err(); werr != nil {
+		return fatalError{werr}
+	}
+	if err == nil && s.shutdown.Load() && ctx.Err() == nil {
+		// Stopped so that PostgreSQL's shutdown can finish: it waits for
+		// the stream to confirm what it sent, which is not saved.
+		return errors.New("PostgreSQL is shutting down: the stream stopped so the shutdown can finish; the relay reconnects when it is back")
+	}
+	if errors.Is(err, decoder.ErrMalformed) || errors.As(err, new(*decoder.MappingError)) {
+		return fatalError{err}
+	}
+	return err
+}
+
+// stop ends the session at once with err: nothing more is read, produced
+// or confirmed.
+func (s *session) stop(err error) {
+	if s.stopped.CompareAndSwap(nil, &err) {
+		if errors.Is(err, errRedo) {
+			s.log.Warn("ending the session", "err", err)
+		} else {
+			s.log.Error("stopping at once", "err", err)
+		}
+		s.cancelProduce()
+		s.repl.Abort()
+	}
+}

@@ -1,0 +1,254 @@
+package relay
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// heldTxn is a PostgreSQL transaction with records in the open Kafka
+// transaction.
+type heldTxn struct {
+	pgTxn  *checkpoint.Txn
+	events int // records produced
+	// delivered are the events to tell write-back about once committed.
+	delivered []writtenBack
+}
+
+// writtenBack is an event whose delivery write-back is told of.
+type writtenBack struct {
+	table int
+	id    []byte
+}
+
+// failure is a record Kafka did not take; it is nil for the checkpoint
+// record.
+type failure struct {
+	it    *inflight
+	err   error
+	alone bool // it was produced alone
+}
+
+// txnBatcher puts one session's records into Kafka transactions. produce
+// and endTxn are called by the stream's goroutine and never wait for
+// Kafka; run commits on a goroutine of its own. While a commit is under
+// way, the records read meanwhile wait in pending (counted in flight, so
+// the in-flight limits bound them) and are produced into the next
+// transaction once it ends: franz-go must not produce during a commit.
+type txnBatcher struct {
+	*ledger
+	snk       *sink.Sink // transactional, this session's
+	state     *eoState
+	id        sink.Checkpoint // the slot and its database, for the checkpoint records
+	topic     string          // the checkpoint topic
+	interval  time.Duration
+	maxEvents int
+	due       chan struct{} // endTxn tells run a commit is due
+
+	cmu sync.Mutex // one commit at a time: run's, or the final one
+
+	mu         sync.Mutex
+	cur        kafkaTxn    // the transaction records go to
+	committing bool        // a commit is under way: records wait in pending
+	pending    []*inflight // read during a commit, produced after it
+	broken     error       // set once a transaction cannot commit: nothing more is produced
+
+	fmu      sync.Mutex
+	rejected []failure // records Kafka did not take, since the last commit
+	// sent counts the records produced into the transaction under way
+	// (under mu), acked those Kafka acknowledged: it commits only when
+	// they agree and nothing failed.
+	sent  int
+	acked atomic.Int64
+	// parking counts poison rows being written to the status table
+	// (under mu); a commit waits for them, or the checkpoint topic could
+	// pass a row that is in neither Kafka nor the status table.
+	parking  int
+	parkDone *sync.Cond // on mu: parking went down
+	// leads reports whether this relay still holds the slot's lock: a
+	// producer the broker fenced without it was replaced by another relay.
+	leads func(context.Context) bool
+
+	onAck      func(*kgo.Record, error)
+	onCPAck    func(*kgo.Record, error)
+	commitHook func() // tests: called before each commit
+}
+
+// kafkaTxn is the Kafka transaction that records go to.
+type kafkaTxn struct {
+	begun   bool // Begin was called (its first record was produced)
+	began   time.Time
+	events  int
+	held    []*heldTxn
+	open    bool          // the last held transaction is still being read
+	lastEnd pglogrepl.LSN // the end of the last held transaction read to its end
+}
+
+// newTxnBatcher returns the exactly-once delivery of l's session: its
+// records go into transactions of snk, a transactional producer that
+// InitTransactions started, with checkpoint records for id in eo's
+// checkpoint topic; state is what earlier sessions learnt. Its committer,
+// run, is the caller's to start.
+func newTxnBatcher(l *ledger, snk *sink.Sink, state *eoState, id sink.Checkpoint, eo ExactlyOnce) *txnBatcher {
+	b := &txnBatcher{ledger: l, snk: snk, state: state, id: id, topic: eo.CheckpointTopic, interval: eo.Interval,
+		maxEvents: eo.MaxEvents, due: make(chan struct{}, 1)}
+	b.parkDone = sync.NewCond(&b.mu)
+	b.onAck = b.ack
+	b.onCPAck = func(_ *kgo.Record, err error) {
+		if err != nil {
+			b.failed(failure{err: err})
+			return
+		}
+		b.acked.Add(1)
+	}
+	return b
+}
+
+// produce adds it to the Kafka transaction: produced now, or after the
+// commit under way.
+func (b *txnBatcher) produce(it *inflight) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.broken != nil {
+		return // the session is ending; the WAL still has it
+	}
+	if b.state.isParked(it) {
+		// Parked when an earlier transaction aborted: its status row
+		// stands for it.
+		b.tracker.Done(it.pgTxn, it.size)
+		return
+	}
+	var h *heldTxn
+	if n := len(b.cur.held); n > 0 && b.cur.held[n-1].pgTxn == it.pgTxn {
+		h = b.cur.held[n-1]
+	} else {
+		b.tracker.Hold(it.pgTxn)
+		h = &heldTxn{pgTxn: it.pgTxn}
+		b.cur.held = append(b.cur.held, h)
+		b.cur.open = true
+	}
+	h.events++
+	b.cur.events++
+	if b.writesBack(it.ev.Table) && (it.copies == nil || it.copies.Add(-1) == 0) {
+		h.delivered = append(h.delivered, writtenBack{it.ev.Table, append([]byte(nil), it.ev.ID...)})
+	}
+	if b.committing {
+		b.pending = append(b.pending, it)
+		return
+	}
+	b.sendLocked(it)
+}
+
+// sendLocked produces it, beginning the transaction if it is the first
+// record. Called with mu held, never during a commit.
+func (b *txnBatcher) sendLocked(it *inflight) {
+	if !b.cur.begun {
+		if err := b.snk.Begin(); err != nil {
+			b.breakLocked(err, nil)
+			return
+		}
+		b.cur.begun, b.cur.began = true, time.Now()
+	}
+	b.sent++
+	if !b.state.isSuspect(it) {
+		b.snk.Produce(b.produceCtx, &it.rec, b.onAck)
+		return
+	}
+	// It failed with its batch before: alone in a batch, it is delivered
+	// or fails for itself.
+	if err := b.snk.Flush(b.produceCtx); err != nil {
+		b.breakLocked(err, nil)
+		return
+	}
+	if err := b.snk.ProduceWait(b.produceCtx, []*kgo.Record{&it.rec})[0]; err != nil {
+		b.breakLocked(err, []failure{{it: it, err: err, alone: true}})
+		return
+	}
+	b.acked.Add(1)
+	b.tracker.Done(it.pgTxn, it.size)
+}
+
+// park parks a poison row, one that cannot become a record, in the status
+// table, as at-least-once delivery does, and holds every commit until the
+// row is stored.
+func (b *txnBatcher) park(it *inflight, reason error) {
+	b.mu.Lock()
+	b.parking++
+	b.mu.Unlock()
+	go func() {
+		b.fail(it, reason, invalidRow, b.ledger.failures.Dead)
+		b.mu.Lock()
+		b.parking--
+		b.parkDone.Broadcast()
+		b.mu.Unlock()
+	}()
+}
+
+// endTxn is told that PostgreSQL transaction pgTxn ended at end (after the
+// tracker was), and tells run when a commit is due.
+func (b *txnBatcher) endTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
+	b.mu.Lock()
+	n := len(b.cur.held)
+	if n == 0 || b.cur.held[n-1].pgTxn != pgTxn {
+		b.mu.Unlock()
+		return // nothing of it in Kafka
+	}
+	b.cur.lastEnd, b.cur.open = end, false
+	due := b.dueLocked()
+	b.mu.Unlock()
+	if due {
+		select {
+		case b.due <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// dueLocked reports whether the transaction should commit, once no
+// PostgreSQL transaction in it is still being read.
+func (b *txnBatcher) dueLocked() bool {
+	return b.cur.begun && (b.cur.events >= b.maxEvents || time.Since(b.cur.began) >= b.interval)
+}
+
+// ack is the callback of every record of the stream: Kafka's ack frees
+// its capacity (the hold keeps the position back until the commit).
+func (b *txnBatcher) ack(r *kgo.Record, err error) {
+	it := r.Context.(*inflight)
+	if err == nil {
+		b.acked.Add(1)
+		b.tracker.Done(it.pgTxn, it.size)
+		return
+	}
+	b.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+	// Whatever the error, the transaction must not commit without it.
+	b.failed(failure{it: it, err: err})
+}
+
+func (b *txnBatcher) failed(f failure) {
+	b.fmu.Lock()
+	b.rejected = append(b.rejected, f)
+	b.fmu.Unlock()
+}
+
+// run commits the transaction when it is due and no PostgreSQL transaction
+// in it is being read, until ctx ends.
+func (b *txnBatcher) run(ctx context.Context) {
+	t := time.NewTicker(max(b.interval/4, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-b.due:
+		}
+		b.commitIf(ctx, false)
+	}
+}
