@@ -6,15 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
-// issueExample is the config of issue 17, key for key.
-const issueExample = `postgres_url: postgres://relay@db/app     # or the environment variable
+// fullExample is the package doc's example: two tables, one written back
+// to, one routed by tags; with comments and null values.
+const fullExample = `postgres_url: postgres://relay@db/app     # or the environment variable
 kafka: {brokers: ["kafka:9092"]}
 slot: cdc_relay
 publication: cdc_relay
@@ -28,7 +31,7 @@ tables:
     headers: {template: template, recipient_id: recipient_id}  # header ← column
     headers_column: null        # a jsonb object column merged into headers
     timestamp: created_at
-    write_back:                 # optional, see 4
+    write_back:                 # optional
       status_column: status
       delivered: DELIVERED
       failed: FAILED
@@ -50,7 +53,7 @@ func TestParseGood(t *testing.T) {
 		// check inspects the parsed file.
 		check func(t *testing.T, f *File)
 	}{
-		{name: "the issue's example", yaml: issueExample, check: func(t *testing.T, f *File) {
+		{name: "the package doc's example", yaml: fullExample, check: func(t *testing.T, f *File) {
 			want := File{
 				PostgresURL: "postgres://relay@db/app",
 				Kafka:       Kafka{Brokers: []string{"kafka:9092"}},
@@ -420,10 +423,86 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestLoadSizeLimit: a file over 1 MiB is refused with its size and the
+// limit, before it is read: memory for the whole file is never taken.
+func TestLoadSizeLimit(t *testing.T) {
+	const good = "tables:\n  - {table: x, value: v, topic: t}\n"
+	// padded is a good config of exactly n bytes: a comment fills it up.
+	padded := func(n int) []byte {
+		return []byte(good + "#" + strings.Repeat(" ", n-len(good)-2) + "\n")
+	}
+	tests := []struct {
+		name string
+		// write makes the file at path.
+		write func(t *testing.T, path string)
+		// want is what the error contains; "" for no error.
+		want string
+		// maxAlloc bounds the bytes Load may allocate to refuse the file.
+		maxAlloc uint64
+	}{
+		{name: "at the limit", write: func(t *testing.T, path string) {
+			writeFile(t, path, padded(maxFileSize))
+		}},
+		{name: "one byte over the limit", write: func(t *testing.T, path string) {
+			writeFile(t, path, padded(maxFileSize+1))
+		}, want: "is too large: 1048577 bytes, the limit is 1048576 bytes (1 MiB)", maxAlloc: 64 << 10},
+		{name: "a gigabyte, sparse", write: func(t *testing.T, path string) {
+			writeFile(t, path, nil)
+			if err := os.Truncate(path, 1<<30); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "is too large: 1073741824 bytes, the limit is 1048576 bytes (1 MiB)", maxAlloc: 64 << 10},
+		{name: "a pipe that gives more than the limit", write: func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Skipf("no named pipe: %v", err)
+			}
+			data := padded(2 * maxFileSize)
+			go func() {
+				w, err := os.OpenFile(path, os.O_WRONLY, 0)
+				if err != nil {
+					return
+				}
+				defer w.Close()
+				w.Write(data) // fails once Load stops reading
+			}()
+		}, want: "is too large: over 1048576 bytes, the limit is 1048576 bytes (1 MiB)",
+			maxAlloc: 8 * maxFileSize}, // read up to the limit, in a growing buffer
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "relay.yaml")
+			tc.write(t, path)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			f, err := Load(path)
+			runtime.ReadMemStats(&after)
+			if tc.want == "" {
+				if err != nil || len(f.Tables) != 1 {
+					t.Fatalf("Load: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "the config file "+path+" "+tc.want) {
+				t.Fatalf("Load: %v, want an error with %q", err, tc.want)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > tc.maxAlloc {
+				t.Errorf("Load took %d bytes to refuse the file", n)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMappingIsACopy: changing a Mapping or WriteBack does not change the
 // table.
 func TestMappingIsACopy(t *testing.T) {
-	f, err := Parse("relay.yaml", []byte(issueExample))
+	f, err := Parse("relay.yaml", []byte(fullExample))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package config reads the relay's YAML config file: the database, the
 // Kafka brokers, the slot and the publication, and the outbox tables to
-// relay with the mapping of each (issue 17's shape, key for key):
+// relay with the mapping of each:
 //
 //	postgres_url: postgres://relay@db/app
 //	kafka: {brokers: ["kafka:9092"]}
@@ -22,11 +22,17 @@
 //	    routes:
 //	      - {topic: wallet-events, required_tags: [wallet_id]}
 //
-// [Parse] checks everything that can be checked without the database and
-// reports every mistake with the file name and line, as
+// [Load] refuses a file over 1 MiB before it reads it (a config file is a
+// few KB). [Parse] checks everything that can be checked without the
+// database and reports every mistake with the file name and line, as
 // "relay.yaml:7: unknown key "tabel" in tables[0] (did you mean "table"?)".
 // Columns, types and the publication are checked against the database by
 // `cdc-relay check-config`.
+//
+// Files: config.go has the types; load.go Load and Parse; keys.go every
+// key the file may have, each with how its value is read (a key is one row
+// there); parse.go the top level, table.go an entry of tables; yaml.go
+// reading YAML nodes; problems.go the errors.
 //
 // The package only reads: it applies no defaults (an absent key is "" or
 // nil) and knows nothing of flags; the caller lets flags and environment

@@ -8,16 +8,8 @@ import (
 // BenchmarkDecodeInsert decodes one INSERT of the default outbox table with
 // a ~300-byte payload: the decoder's share of the per-event hot path.
 func BenchmarkDecodeInsert(b *testing.B) {
-	d, err := New(DefaultMapping())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := d.Decode(relationMsg(1, "public", "outbox", outboxCols)); err != nil {
-		b.Fatal(err)
-	}
-	payload := `{"order_id": "o-12345", "pad": "` + strings.Repeat("x", 260) + `"}`
-	msg := insertMsg(1, s("5f0c1a5e-9d4b-4c1e-8f3a-2b6d7e8f9a0b"), s("order"), s("key-42"), s("OrderPlaced"),
-		nil, s(payload), nil, s("2026-11-22 16:59:15.123456+00"))
+	d := benchDecoder(b)
+	msg := benchInsert("order")
 	b.SetBytes(int64(len(msg)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
@@ -35,19 +27,11 @@ func BenchmarkDecodeInsert(b *testing.B) {
 // does not escape can build on the stack). The topic cache still serves
 // every lookup without an allocation.
 func BenchmarkDecodeInsertTopics(b *testing.B) {
-	d, err := New(DefaultMapping())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := d.Decode(relationMsg(1, "public", "outbox", outboxCols)); err != nil {
-		b.Fatal(err)
-	}
-	payload := `{"order_id": "o-12345", "pad": "` + strings.Repeat("x", 260) + `"}`
+	d := benchDecoder(b)
 	var msgs [][]byte
 	for _, agg := range []string{"order", "payment", "shipment", "customer",
 		"order-line-item-reservation", "payment-authorization-hold", "shipment-tracking-update", "customer-loyalty-points"} {
-		msgs = append(msgs, insertMsg(1, s("5f0c1a5e-9d4b-4c1e-8f3a-2b6d7e8f9a0b"), s(agg), s("key-42"), s("OrderPlaced"),
-			nil, s(payload), nil, s("2026-11-22 16:59:15.123456+00")))
+		msgs = append(msgs, benchInsert(agg))
 	}
 	b.SetBytes(int64(len(msgs[0])))
 	b.ReportAllocs()
@@ -57,4 +41,25 @@ func BenchmarkDecodeInsertTopics(b *testing.B) {
 			b.Fatal(m.Kind, err, m.Poison)
 		}
 	}
+}
+
+// benchDecoder is a decoder of the default mapping that has seen the
+// default outbox table's Relation message.
+func benchDecoder(b *testing.B) *Decoder {
+	d, err := New(DefaultMapping())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.Decode(relationMsg(1, "public", "outbox", outboxCols)); err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// benchInsert is an INSERT into the default outbox table of an event of
+// aggregate type aggregate, with a ~300-byte payload.
+func benchInsert(aggregate string) []byte {
+	payload := `{"order_id": "o-12345", "pad": "` + strings.Repeat("x", 260) + `"}`
+	return insertMsg(1, s("5f0c1a5e-9d4b-4c1e-8f3a-2b6d7e8f9a0b"), s(aggregate), s("key-42"), s("OrderPlaced"),
+		nil, s(payload), nil, s("2026-11-22 16:59:15.123456+00"))
 }

@@ -12,8 +12,10 @@
 //
 // [Writer.Delivered] and [Writer.Failed], called on the producer's ack
 // path, append to a queue (queue.go) and do nothing else; [Writer.Run]
-// takes the queue, keeps the latest outcome of each id, and writes them
-// (flush.go) with statements built from the table's column types
-// (sql.go). writer.go holds the API; columns.go the columns a table's
-// outcome goes to.
+// flushes (flush.go): it takes the queue, keeps the latest outcome of each
+// id (held.go), and writes them (write.go) with statements built from the
+// table's column types (sql.go); a failure is retried with backoff and
+// logged at most once a minute per table and cause (failure.go).
+// writer.go holds the API; columns.go the columns a table's outcome goes
+// to.
 package writeback

@@ -1,0 +1,106 @@
+package config
+
+import "github.com/cdc-relay/cdc-relay/writeback"
+
+// The keys of each mapping in the file, each with how its value is read:
+// adding a key is a row here (and a field of the type it is read into).
+// The order of a list is the order in which an unknown key's problem
+// names the known keys.
+
+// fileKeys are the keys of the file's top level.
+var fileKeys = []knownKey[*File]{
+	{"postgres_url", readPostgresURL},
+	{"kafka", func(p *parser, e keyed, _ string, f *File) { p.kafka(e, &f.Kafka) }},
+	{"slot", readSlot},
+	{"publication", text(func(f *File) *string { return &f.Publication })},
+	{"tables", nil}, // read last, by file: its topics are checked against allowed_topics
+	{"status_table", relayTable(func(f *File) *string { return &f.StatusTable })},
+	{"checkpoint_table", relayTable(func(f *File) *string { return &f.CheckpointTable })},
+	{"allowed_topics", readAllowedTopics},
+}
+
+// kafkaKeys are the keys of the kafka section.
+var kafkaKeys = []knownKey[*Kafka]{
+	{"brokers", list(func(k *Kafka) *[]string { return &k.Brokers }, `["kafka-1:9092", "kafka-2:9092"]`)},
+}
+
+// tableKeys are the keys of an entry of tables.
+var tableKeys = []knownKey[*tableEntry]{
+	{"table", nil}, // read first, by tableName: every other problem names the table
+	{"id", text(func(te *tableEntry) *string { return &te.t.ID })},
+	{"key", text(func(te *tableEntry) *string { return &te.t.Key })},
+	{"value", text(func(te *tableEntry) *string { return &te.t.Value })},
+	{"topic", text(func(te *tableEntry) *string { return &te.t.Topic })},
+	{"topic_column", text(func(te *tableEntry) *string { return &te.t.TopicColumn })},
+	{"headers", func(p *parser, e keyed, ctx string, te *tableEntry) { te.t.Headers = p.headers(e, ctx) }},
+	{"headers_column", text(func(te *tableEntry) *string { return &te.t.HeadersColumn })},
+	{"timestamp", text(func(te *tableEntry) *string { return &te.t.Timestamp })},
+	{"tags_column", text(func(te *tableEntry) *string { return &te.t.TagsColumn })},
+	{"routes", func(p *parser, e keyed, ctx string, te *tableEntry) {
+		te.routesLine = e.line
+		te.t.Routes = p.routes(e, te.where, ctx, te.topicCheck)
+	}},
+	{"write_back", func(p *parser, e keyed, ctx string, te *tableEntry) {
+		te.t.WriteBackColumns = p.writeBack(e, te.where, ctx)
+	}},
+}
+
+// routeKeys are the keys of a route.
+var routeKeys = []knownKey[*routeEntry]{
+	{"topic", func(p *parser, e keyed, ctx string, r *routeEntry) {
+		r.Topic, _ = p.str(e, ctx)
+		r.topicLine = e.line
+	}},
+	{"required_tags", list(func(r *routeEntry) *[]string { return &r.RequiredTags }, "[wallet_id]")},
+	{"any_of_tags", list(func(r *routeEntry) *[]string { return &r.AnyOfTags }, "[payment_id, transfer_id]")},
+}
+
+// writeBackKeys are the keys of write_back.
+var writeBackKeys = []knownKey[*writeback.Columns]{
+	{"status_column", text(func(c *writeback.Columns) *string { return &c.StatusColumn })},
+	{"delivered", text(func(c *writeback.Columns) *string { return &c.Delivered })},
+	{"failed", text(func(c *writeback.Columns) *string { return &c.Failed })},
+	{"delivered_at_column", text(func(c *writeback.Columns) *string { return &c.DeliveredAtColumn })},
+	{"error_column", text(func(c *writeback.Columns) *string { return &c.ErrorColumn })},
+}
+
+// knownKey is a key a mapping in the file may have, and how its value is
+// read into a T: read gets the key's entry and the context that starts
+// each of its problems. A nil read is a key its mapping's parser reads
+// itself.
+type knownKey[T any] struct {
+	name string
+	read func(p *parser, e keyed, ctx string, into T)
+}
+
+// names lists the keys' names, in order: the keys a mapping may have.
+func names[T any](keys []knownKey[T]) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.name
+	}
+	return out
+}
+
+// read reads each of entries, in order, with its key's read function.
+func read[T any](p *parser, entries []keyed, ctx string, keys []knownKey[T], into T) {
+	for _, e := range entries {
+		for _, k := range keys {
+			if k.name == e.key && k.read != nil {
+				k.read(p, e, ctx, into)
+			}
+		}
+	}
+}
+
+// text reads a single value (see parser.str) into the string field
+// returns; a problem leaves it "".
+func text[T any](field func(T) *string) func(*parser, keyed, string, T) {
+	return func(p *parser, e keyed, ctx string, into T) { *field(into), _ = p.str(e, ctx) }
+}
+
+// list reads a list of values (see parser.list; example is one, for the
+// problem) into the field returns; a problem leaves it nil.
+func list[T any](field func(T) *[]string, example string) func(*parser, keyed, string, T) {
+	return func(p *parser, e keyed, ctx string, into T) { *field(into), _ = p.list(e, ctx, example) }
+}

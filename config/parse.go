@@ -1,0 +1,126 @@
+package config
+
+import (
+	"errors"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/replication"
+)
+
+// file reads the top level into f.
+func (p *parser) file(root *yaml.Node, f *File) {
+	if isNull(root) {
+		p.problem(1, "the file is empty: it needs tables: (see `cdc-relay check-config -h`)")
+		return
+	}
+	entries, ok := p.mapping(root, "", "a mapping of settings (postgres_url:, kafka:, slot:, publication:, tables:)", names(fileKeys))
+	if !ok {
+		return
+	}
+	read(p, entries, "", fileKeys, f)
+	for _, e := range entries {
+		if e.key == "tables" {
+			p.tables(e, f)
+			return
+		}
+	}
+	p.problem(1, "no tables: list the outbox tables under tables:, each with at least table:, value: and topic:")
+}
+
+// readPostgresURL reads postgres_url. Its value is never in a problem: it
+// may hold a password.
+func readPostgresURL(p *parser, e keyed, _ string, f *File) {
+	if isNull(e.value) {
+		return
+	}
+	if e.value.Kind != yaml.ScalarNode || e.value.Value == "" {
+		p.problem(e.line, "postgres_url: want a connection string, such as postgres://relay@db:5432/app")
+		return
+	}
+	f.PostgresURL = e.value.Value
+}
+
+// readSlot reads slot, a name PostgreSQL accepts for a replication slot.
+func readSlot(p *parser, e keyed, _ string, f *File) {
+	if v, ok := p.str(e, ""); ok && v != "" {
+		if err := replication.ValidSlotName(v); err != nil {
+			p.problem(e.line, "slot: %v", err)
+		}
+		f.Slot = v
+	}
+}
+
+// relayTable reads one of the relay's own tables (status_table,
+// checkpoint_table), "schema.table" or "table", into the field returns.
+func relayTable(field func(*File) *string) func(*parser, keyed, string, *File) {
+	return func(p *parser, e keyed, _ string, f *File) {
+		v, ok := p.str(e, "")
+		if !ok || v == "" {
+			return
+		}
+		if _, _, err := decoder.ParseTable(v); err != nil {
+			p.problem(e.line, "%s: %v", e.key, err)
+		}
+		*field(f) = v
+	}
+}
+
+// readAllowedTopics reads allowed_topics, a Go regular expression.
+func readAllowedTopics(p *parser, e keyed, _ string, f *File) {
+	v, ok := p.str(e, "")
+	if !ok || v == "" {
+		return
+	}
+	if _, err := (decoder.Mapping{AllowedTopics: v}).TopicCheck(); err != nil {
+		p.problem(e.line, "allowed_topics %q is not a Go regular expression: %v", v, errors.Unwrap(err))
+		return
+	}
+	f.AllowedTopics = v
+}
+
+// kafka reads the kafka section.
+func (p *parser) kafka(e keyed, k *Kafka) {
+	if isNull(e.value) {
+		return
+	}
+	entries, ok := p.mapping(e.value, "kafka", `a mapping, such as {brokers: ["kafka:9092"]}`, names(kafkaKeys))
+	if !ok {
+		return
+	}
+	read(p, entries, "kafka.", kafkaKeys, k)
+}
+
+// tables reads the tables list.
+func (p *parser) tables(e keyed, f *File) {
+	n := e.value
+	if isNull(n) || n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+		p.problem(e.line, "tables is empty: list the outbox tables, each with at least table:, value: and topic:")
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.problem(e.line, "tables: want a list of tables (- table: public.outbox ...)")
+		return
+	}
+	topicCheck, err := decoder.Mapping{AllowedTopics: f.AllowedTopics}.TopicCheck()
+	if err != nil {
+		topicCheck = func(string) error { return nil } // reported at allowed_topics
+	}
+	firstAt := map[string]int{} // table name → index
+	lines := map[int]int{}      // index → line
+	for i, item := range n.Content {
+		item = deref(item)
+		t, ok := p.table(item, i, topicCheck)
+		if !ok {
+			continue
+		}
+		name := t.Name()
+		if j, dup := firstAt[name]; dup {
+			p.problem(item.Line, "tables[%d] (%s): the table is listed already, as tables[%d] (line %d): one entry per table", i, name, j, lines[j])
+			continue
+		}
+		firstAt[name], lines[i] = i, item.Line
+		f.Tables = append(f.Tables, t)
+	}
+}

@@ -1,0 +1,257 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/writeback"
+)
+
+// tableEntry is an entry of tables while it is read.
+type tableEntry struct {
+	t          Table
+	where      string             // "tables[i]"
+	line       int                // the entry's line
+	at         map[string]int     // key → its line
+	topicCheck func(string) error // the topics allowed_topics allows
+	routesLine int                // routes' line; 0 without routes
+}
+
+// lineOf is key's line, or the entry's when the key is not set.
+func (te *tableEntry) lineOf(key string) int {
+	if l := te.at[key]; l > 0 {
+		return l
+	}
+	return te.line
+}
+
+// table reads and checks the i-th entry of tables; ok is false when it
+// has a problem.
+func (p *parser) table(n *yaml.Node, i int, topicCheck func(string) error) (Table, bool) {
+	te := &tableEntry{where: fmt.Sprintf("tables[%d]", i), line: n.Line, at: map[string]int{}, topicCheck: topicCheck}
+	before := len(p.problems)
+	entries, ok := p.mapping(n, te.where, "a mapping, such as {table: public.outbox, value: payload, topic: orders}", names(tableKeys))
+	if !ok {
+		return te.t, false
+	}
+	ctx := p.tableName(te, entries)
+	read(p, entries, ctx, tableKeys, te)
+	p.checkTable(te, entries, ctx)
+	p.checkMapping(te, ctx)
+	return te.t, len(p.problems) == before
+}
+
+// tableName reads the entry's table key, before the others since every
+// other problem names the table, and returns the context of the entry's
+// problems: "tables[0] (public.outbox): ", or "tables[0]: " without a
+// good name.
+func (p *parser) tableName(te *tableEntry, entries []keyed) string {
+	ctx := te.where + ": "
+	named := false // a table key with a value, good or bad
+	for _, e := range entries {
+		te.at[e.key] = e.line
+		if e.key == "table" {
+			named = !isNull(e.value)
+			v, ok := p.str(e, ctx)
+			if !ok || v == "" {
+				continue
+			}
+			if _, _, err := decoder.ParseTable(v); err != nil {
+				p.problem(e.line, "%stable: %v", ctx, err)
+				continue
+			}
+			te.t.Table = v
+		}
+	}
+	if te.t.Table != "" {
+		return fmt.Sprintf("%s (%s): ", te.where, te.t.Name())
+	}
+	if !named {
+		p.problem(te.lineOf("table"), "%sneeds table: the outbox table, as schema.table", ctx)
+	}
+	return ctx
+}
+
+// checkTable checks what a table needs, here rather than by
+// Mapping.Validate: a value, one way to choose the topic, write_back's id.
+func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
+	t := &te.t
+	if t.Value == "" && (te.at["value"] == 0 || isNullKey(entries, "value")) {
+		p.problem(te.lineOf("value"), "%sneeds value: the column that is the record value", ctx)
+	}
+	switch {
+	case te.routesLine > 0:
+		if t.Topic != "" || t.TopicColumn != "" {
+			key := "topic"
+			if t.Topic == "" {
+				key = "topic_column"
+			}
+			p.problem(te.lineOf(key), "%s%s and routes exclude each other: routes choose the topics; remove %s", ctx, key, key)
+		}
+		if t.TagsColumn == "" {
+			p.problem(te.routesLine, "%sroutes need tags_column: the column of tags the routes match", ctx)
+		}
+	case t.Topic == "" && t.TopicColumn == "":
+		p.problem(te.line, "%sneeds topic (a topic, or a template such as orders.{type}), topic_column, or routes", ctx)
+	case t.TagsColumn != "":
+		p.problem(te.lineOf("tags_column"), "%stags_column is read by routes only: add routes, or remove tags_column", ctx)
+	}
+	if wb := t.WriteBackColumns; wb != nil && t.ID == "" {
+		p.problem(te.lineOf("write_back"), "%swrite_back needs id: it updates the rows by their id column", ctx)
+	}
+	if t.WriteBackColumns != nil && len(t.Routes) > 0 {
+		// An event that matches no route is neither delivered nor parked:
+		// its row would stay pending for good.
+		p.problem(te.lineOf("write_back"), "%swrite_back is not supported with routes: an event that matches no route has no outcome to write back", ctx)
+	}
+	for _, h := range t.Headers {
+		if h.Name == "id" && t.ID != "" {
+			p.problem(te.lineOf("headers"), "%sheaders: header \"id\" is the header of the id column (id: %s): name the header otherwise", ctx, t.ID)
+		}
+	}
+}
+
+// checkMapping checks the rest of what the decoder checks: the template's
+// syntax, the header lists, a literal topic. Key and topic are checked by
+// checkTable, and left out here: Validate may still require them when
+// routes or no key are meant.
+func (p *parser) checkMapping(te *tableEntry, ctx string) {
+	t := &te.t
+	m := t.Mapping()
+	m.KeyColumn, m.Routes, m.TagsColumn = "-", nil, ""
+	if m.TopicTemplate == "" && m.TopicColumn == "" {
+		m.TopicTemplate = "-"
+	}
+	if m.PayloadColumn == "" {
+		m.PayloadColumn = "-"
+	}
+	if m.Table == "" {
+		m.Schema, m.Table = "-", "-"
+	}
+	if err := m.Validate(); err != nil {
+		key := "table"
+		if strings.Contains(err.Error(), "topic template") {
+			key = "topic"
+		}
+		p.problem(te.lineOf(key), "%s%s: %s", ctx, key, strings.TrimPrefix(err.Error(), "mapping: "))
+	} else if t.Topic != "" && !strings.Contains(t.Topic, "{") {
+		if err := te.topicCheck(t.Topic); err != nil {
+			p.problem(te.lineOf("topic"), "%stopic: %v", ctx, err)
+		}
+	}
+}
+
+// isNullKey says whether key is set to null among entries.
+func isNullKey(entries []keyed, key string) bool {
+	for _, e := range entries {
+		if e.key == key {
+			return isNull(e.value)
+		}
+	}
+	return false
+}
+
+// headers reads a table's headers: a mapping of header name to column.
+func (p *parser) headers(e keyed, ctx string) []Header {
+	n := e.value
+	if isNull(n) {
+		return nil
+	}
+	const want = "a mapping of header name to column, such as {event_type: type}"
+	if n.Kind != yaml.MappingNode {
+		p.problem(e.line, "%sheaders: want %s", ctx, want)
+		return nil
+	}
+	var hs []Header
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], deref(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" || k.Value == "" {
+			p.problem(k.Line, "%sheaders: want %s", ctx, want)
+			continue
+		}
+		if first, ok := seen[k.Value]; ok {
+			p.problem(k.Line, "%sheaders: header %q is set twice (first on line %d): keep one", ctx, k.Value, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		if v.Kind != yaml.ScalarNode || isNull(v) || v.Value == "" {
+			p.problem(k.Line, "%sheaders: header %q needs the column it carries, such as %s: %s", ctx, k.Value, k.Value, k.Value)
+			continue
+		}
+		hs = append(hs, Header{Name: k.Value, Column: v.Value})
+	}
+	return hs
+}
+
+// routeEntry is a route while it is read.
+type routeEntry struct {
+	decoder.Route
+	topicLine int // topic's line; the route's without topic
+}
+
+// routes reads a table's routes.
+func (p *parser) routes(e keyed, where, ctx string, topicCheck func(string) error) []decoder.Route {
+	n := e.value
+	if isNull(n) || n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+		p.problem(e.line, "%sroutes is empty: list the routes, such as - {topic: wallet-events, required_tags: [wallet_id]}, or remove routes", ctx)
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.problem(e.line, "%sroutes: want a list, such as - {topic: wallet-events, required_tags: [wallet_id]}", ctx)
+		return nil
+	}
+	var routes []decoder.Route
+	for i, item := range n.Content {
+		item = deref(item)
+		rwhere := fmt.Sprintf("%s.routes[%d]", where, i)
+		rctx := fmt.Sprintf("%sroutes[%d]", ctx, i)
+		entries, ok := p.mapping(item, rwhere, "a mapping, such as {topic: wallet-events, required_tags: [wallet_id]}", names(routeKeys))
+		if !ok {
+			continue
+		}
+		r := &routeEntry{topicLine: item.Line}
+		read(p, entries, rctx+".", routeKeys, r)
+		switch {
+		case r.Topic == "":
+			p.problem(item.Line, "%s needs topic", rctx)
+		case strings.ContainsAny(r.Topic, "{}"):
+			p.problem(r.topicLine, "%s: topic %q: a route's topic is a topic name, not a template", rctx, r.Topic)
+		default:
+			if err := topicCheck(r.Topic); err != nil {
+				p.problem(r.topicLine, "%s: topic: %v", rctx, err)
+			}
+		}
+		if len(r.RequiredTags) == 0 && len(r.AnyOfTags) == 0 {
+			p.problem(item.Line, "%s needs required_tags or any_of_tags", rctx)
+		}
+		routes = append(routes, r.Route)
+	}
+	return routes
+}
+
+// writeBack reads a table's write_back; null is nil.
+func (p *parser) writeBack(e keyed, where, ctx string) *writeback.Columns {
+	if isNull(e.value) {
+		return nil
+	}
+	entries, ok := p.mapping(e.value, where+".write_back", "a mapping, such as {status_column: status, delivered: DELIVERED, failed: FAILED}", names(writeBackKeys))
+	if !ok {
+		return nil
+	}
+	var c writeback.Columns
+	read(p, entries, ctx+"write_back.", writeBackKeys, &c)
+	var missing []string
+	for _, m := range []struct{ key, v string }{{"status_column", c.StatusColumn}, {"delivered", c.Delivered}, {"failed", c.Failed}} {
+		if m.v == "" {
+			missing = append(missing, m.key)
+		}
+	}
+	if len(missing) > 0 {
+		p.problem(e.line, "%swrite_back needs %s: the status column and its values for a delivered and a parked event", ctx, strings.Join(missing, ", "))
+	}
+	return &c
+}

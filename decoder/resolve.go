@@ -1,0 +1,178 @@
+package decoder
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// PostgreSQL type OIDs the decoder checks column types against.
+const (
+	oidBytea       = 17
+	oidInt8        = 20
+	oidTimestamp   = 1114
+	oidTimestamptz = 1184
+)
+
+// relation is a cached Relation message, resolved against its table's
+// mapping when it names a mapped table.
+type relation struct {
+	t     *table // nil: not a mapped table
+	ncols int
+	// Column indexes by role; -1 when the table lacks the column.
+	id, key, payload, topic, headers, ts, tags int
+	tsType, tagsType                           uint32
+	// keyBytes and payloadBytes say the key or payload column is bytea:
+	// its text form (\x and hex) is decoded to the bytes themselves.
+	keyBytes, payloadBytes bool
+	headerCols             []int
+	headerNames            []string
+	template               []templatePart // column parts resolved in templateCols
+	templateCols           []int
+	// poison, when set, is the reason every row of the relation is parked:
+	// its columns did not fit the mapping. noTopic says the rows lack a
+	// required column: their parked copies get no topic.
+	poison  error
+	noTopic bool
+	// kept are the distinct columns whose bytes an event keeps (id, key,
+	// payload, header columns): only these are copied out of the message.
+	kept []int
+}
+
+// poisonOf is the reason each row of an unfit relation is parked with.
+func poisonOf(me *MappingError) error {
+	if me.Missing != "" {
+		return fmt.Errorf("%w; the row is still in the outbox table: publish it again from there (`cdc-relay recover --since TIME`). "+
+			"Its parked copy has no topic, so that `cdc-relay failed retry` cannot deliver it without the column", me)
+	}
+	return fmt.Errorf("%w; the parked copy has every part of the record but its timestamp: "+
+		"`cdc-relay failed retry` delivers it with the time of delivery", me)
+}
+
+// roleFlags names the flag of `cdc-relay run` that maps each required role.
+var roleFlags = map[string]string{
+	"record key":           "--key-column, or key: in a config file",
+	"payload":              "--payload-column, or value: in a config file",
+	"header column":        "--header-columns, or headers: in a config file",
+	"topic template input": "--topic-template, or topic: in a config file",
+	"tags column":          "tags_column: in the config file",
+}
+
+// resolve maps the roles of t's mapping onto the relation's columns. Every
+// role is resolved, also after a problem; the first problem is returned.
+func resolve(t *table, rel *relation, names []string, types []uint32) *MappingError {
+	m := &t.m
+	index := func(col string) int {
+		if col == "" {
+			return -1
+		}
+		for i, n := range names {
+			if n == col {
+				return i
+			}
+		}
+		return -1
+	}
+	var first *MappingError
+	need := func(role, col string) int {
+		i := index(col)
+		if i < 0 && first == nil {
+			first = &MappingError{Missing: col, Err: fmt.Errorf(
+				"has no column %q (the %s): rename the column back, or map the column that holds it (%s)",
+				col, role, roleFlags[role])}
+		}
+		return i
+	}
+	rel.t = t
+	rel.key = index(m.KeyColumn)
+	if m.KeyColumn != "" {
+		rel.key = need("record key", m.KeyColumn)
+	}
+	rel.payload = need("payload", m.PayloadColumn)
+	rel.keyBytes = rel.key >= 0 && types[rel.key] == oidBytea
+	rel.payloadBytes = rel.payload >= 0 && types[rel.payload] == oidBytea
+	rel.id = index(m.IDColumn)
+	rel.topic = index(m.TopicColumn)
+	rel.headers = index(m.HeadersColumn)
+	rel.ts = index(m.TimestampColumn)
+	for i, h := range m.HeaderColumns {
+		rel.headerCols = append(rel.headerCols, need("header column", h))
+		name := h
+		if m.HeaderNames != nil {
+			name = m.HeaderNames[i]
+		}
+		rel.headerNames = append(rel.headerNames, name)
+	}
+	rel.template = t.template
+	rel.templateCols = make([]int, len(t.template))
+	for p, part := range t.template {
+		rel.templateCols[p] = -1
+		if part.column != "" {
+			rel.templateCols[p] = need("topic template input", part.column)
+		}
+	}
+	rel.tags = index(m.TagsColumn)
+	if len(t.routes) > 0 {
+		rel.tags = need("tags column", m.TagsColumn)
+		if rel.tags >= 0 {
+			rel.tagsType = types[rel.tags]
+			if !tagsType(rel.tagsType) && first == nil {
+				first = &MappingError{Err: fmt.Errorf("tags column %q has type %s; want text[], varchar[], jsonb or json", m.TagsColumn, typeName(rel.tagsType))}
+			}
+		}
+	} else if rel.topic < 0 && len(t.template) == 0 && first == nil {
+		first = &MappingError{Missing: m.TopicColumn, Err: fmt.Errorf(
+			"has no topic column %q and the topic template is empty: rename the column back, or map it with --topic-column", m.TopicColumn)}
+	}
+	if rel.ts >= 0 {
+		rel.tsType = types[rel.ts]
+		switch rel.tsType {
+		case oidTimestamptz, oidTimestamp, oidInt8:
+		default:
+			rel.ts = -1
+			if first == nil {
+				first = &MappingError{Err: fmt.Errorf(
+					"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch milliseconds): "+
+						"change its type back, or map another column with --timestamp-column (--timestamp-column '' for none)",
+					m.TimestampColumn, typeName(rel.tsType))}
+			}
+		}
+	}
+	// The topic, template, timestamp and headers columns are read during
+	// Decode only (the topic is interned, the rest parsed into new values).
+	for _, i := range append([]int{rel.id, rel.key, rel.payload}, rel.headerCols...) {
+		if i >= 0 && !slices.Contains(rel.kept, i) {
+			rel.kept = append(rel.kept, i)
+		}
+	}
+	return first
+}
+
+// typeName names the types a timestamp column is likely to be changed to.
+func typeName(oid uint32) string {
+	switch oid {
+	case 16:
+		return "boolean"
+	case 21:
+		return "smallint"
+	case 23:
+		return "integer"
+	case 25:
+		return "text"
+	case 700:
+		return "real"
+	case 701:
+		return "double precision"
+	case 1043:
+		return "character varying"
+	case 1082:
+		return "date"
+	case 1083:
+		return "time"
+	case 1266:
+		return "time with time zone"
+	case 1700:
+		return "numeric"
+	}
+	return "oid " + strconv.FormatUint(uint64(oid), 10)
+}
