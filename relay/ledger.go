@@ -45,7 +45,7 @@ type counters struct {
 // that parks it (park.go). It never waits for Kafka.
 type ledger struct {
 	log      *slog.Logger
-	causes   *causeLog // undeliverable events, by cause
+	causes   causeLog // undeliverable events, by cause
 	failures failureStore
 	count    *counters
 	metrics  *metrics.Metrics // nil: newLedger makes some of its own
@@ -74,8 +74,8 @@ func newLedger(l *ledger) *ledger {
 	if l.metrics == nil {
 		l.metrics = metrics.New("", nil)
 	}
-	if l.causes == nil {
-		l.causes = newCauseLog(l.log, time.Minute)
+	if l.causes.Logger == nil {
+		l.causes = newCauseLog(l.log, time.Minute, nil)
 	}
 	if l.retryBase == 0 {
 		l.retryBase = 100 * time.Millisecond

@@ -3,14 +3,15 @@ package relay
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/jackc/pglogrepl"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -34,16 +35,14 @@ type pipeline struct {
 	skipping  bool
 
 	reading *checkpoint.Txn // the PostgreSQL transaction being read
-	// unrouted counts the events that matched no route since it was
-	// last logged, at unroutedLogged (the stream's goroutine only).
-	unrouted       int
-	unroutedLogged time.Time
+	// unrouted logs the events that matched no route, by table.
+	unrouted *ratelog.Logger
 }
 
 // newPipeline returns the pipeline of l's session, which decodes with dec
 // and hands its events to d.
 func newPipeline(l *ledger, dec *decoder.Decoder, d delivery) *pipeline {
-	return &pipeline{ledger: l, dec: dec, delivery: d}
+	return &pipeline{ledger: l, dec: dec, delivery: d, unrouted: newUnroutedLog(l.log)}
 }
 
 // handle decodes one pgoutput message and applies it.
@@ -127,12 +126,10 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 }
 
 // noRoute counts an event that matched none of its table's routes: it goes
-// nowhere, by design, and is logged at most once a minute with a count.
+// nowhere, by design, and is logged at most once a minute per table, the
+// others counted.
 func (p *pipeline) noRoute(ev *decoder.Event) {
-	p.metrics.EventsUnrouted.WithLabelValues(p.tableName(ev.Table)).Inc()
-	p.unrouted++
-	if now := time.Now(); now.Sub(p.unroutedLogged) >= time.Minute {
-		p.log.Info("events matched no route and were sent nowhere", "events", p.unrouted, "table", p.tableName(ev.Table), "last_id", string(ev.ID))
-		p.unrouted, p.unroutedLogged = 0, now
-	}
+	table := p.tableName(ev.Table)
+	p.metrics.EventsUnrouted.WithLabelValues(table).Inc()
+	p.unrouted.Log(table, slog.LevelInfo, "event matched no route and was sent nowhere", "table", table, "id", string(ev.ID))
 }

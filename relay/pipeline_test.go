@@ -451,7 +451,7 @@ func TestPipelineBatchMatesGoAloneInOrder(t *testing.T) {
 func TestPipelineLogsByCause(t *testing.T) {
 	tp := newTestPipeline(t, &fakeStore{})
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tp.causes.now = func() time.Time { return clock }
+	tp.causes = newCauseLog(tp.log, time.Minute, func() time.Time { return clock })
 	ids := make([]string, 1000)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("e%d", i)
@@ -463,14 +463,14 @@ func TestPipelineLogsByCause(t *testing.T) {
 		t.Fatalf("%d lines for 1002 undeliverable events of two causes, want 2 (one per cause)", n)
 	}
 	clock = clock.Add(time.Minute)
-	tp.causes.flush()
+	tp.causes.Flush()
 	if n := tp.logs.count("more events of the same cause"); n != 2 {
 		t.Fatalf("%d summary lines, want 2", n)
 	}
 	if n := tp.logs.count("events=999"); n != 1 {
 		t.Fatalf("no summary counting the other 999 events:\n%s", tp.logs.String())
 	}
-	tp.causes.flush() // nothing new: nothing more
+	tp.causes.Flush() // nothing new: nothing more
 	if n := tp.logs.count("more events of the same cause"); n != 2 {
 		t.Fatalf("%d summary lines after an empty interval, want 2", n)
 	}

@@ -26,7 +26,7 @@ func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker
 				return
 			case <-t.C:
 			}
-			r.causes.flush()
+			r.causes.Flush()
 			if n := r.count.events.Load(); n != last {
 				inflight, _ := tracker.InFlight()
 				r.log.Info("progress", "events", n, "failed", r.count.failed.Load(), "in_flight", inflight, "checkpoint", saver.Saved())

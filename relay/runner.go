@@ -31,7 +31,7 @@ type runner struct {
 	pollSink *sink.Sink         // the poller's own producer
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	outcomes *tableOutcomes     // write-back, nil when no table writes back
-	causes   *causeLog
+	causes   causeLog
 	kafka    sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
 	// checkpointTopicReady whether its topic is known to exist.
@@ -48,7 +48,7 @@ type runner struct {
 // write-back. Close undoes it. It returns nil, nil if ctx ends while it
 // connects.
 func (r *Relay) newRunner(ctx context.Context) (rn *runner, err error) {
-	rn = &runner{Relay: r, causes: newCauseLog(r.log, time.Minute)}
+	rn = &runner{Relay: r, causes: newCauseLog(r.log, time.Minute, nil)}
 	defer func() {
 		if err != nil {
 			rn.close()
