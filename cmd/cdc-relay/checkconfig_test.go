@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,49 +254,6 @@ tables:
 	}
 	if slots != 0 || pending != 3 {
 		t.Errorf("after check-config: %d slots cdc_relay, %d PENDING rows; want 0 and 3", slots, pending)
-	}
-}
-
-// TestCheckTables calls checkTables as run does at start: each problem
-// names its table and column.
-func TestCheckTables(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range checkConfigSchema {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	f, err := config.Parse("relay.yaml", []byte("tables:"+goodNotifications+goodEvents+`
-  - {table: texty, value: body, key: nosuch, topic: t}
-  - {table: audit, value: body, topic: t}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	problems, err := checkTables(ctx, conn, "cdc_relay", f.Tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, p := range problems {
-		got = append(got, fmt.Sprintf("%s|%s", p.table, p.column))
-	}
-	if want := "public.texty|nosuch public.audit|"; strings.Join(got, " ") != want {
-		t.Errorf("problems (table|column) = %q, want %q: %v", got, want, problems)
-	}
-	problems, err = checkTables(ctx, conn, "nosuch", f.Tables[:1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(problems) != 1 || problems[0].table != "" || !strings.Contains(problems[0].msg, `publication "nosuch" does not exist`) {
-		t.Errorf("with a missing publication: %v", problems)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -85,7 +86,7 @@ func checkAtStart(ctx context.Context, url, publication, path string, file *conf
 		return nil
 	}
 	defer conn.Close(context.Background())
-	problems, err := checkTables(ctx, conn, publication, file.Tables)
+	problems, err := preflight.CheckTables(ctx, conn, publication, file.Tables)
 	if err != nil {
 		log.Warn("could not check the config file's tables against the database", "err", err)
 		return nil

@@ -143,7 +143,7 @@ func TestFailedCommand(t *testing.T) {
 		{name: "cannot connect", args: []string{"list", "--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: 1,
 			stderr: []string{"cdc-relay failed: connect to PostgreSQL at 127.0.0.1:1"}, absent: []string{"s3cret"}},
 		{name: "unparsable URL", args: []string{"list", "--postgres-url", "postgres://relay:s3cret@db:notaport/app"}, code: 1,
-			stderr: []string{"cdc-relay failed: parse --postgres-url"}, absent: []string{"s3cret"}},
+			stderr: []string{"cdc-relay failed: parse PostgreSQL URL"}, absent: []string{"s3cret"}},
 		{name: "no status table", args: []string{"list", "--status-table", "public.nosuch"}, code: 1, stderr: []string{"run 'cdc-relay migrate'"}},
 
 		// list
