@@ -13,7 +13,9 @@ import (
 // Grants returns the SQL of `cdc-relay migrate --print-grants role`: what
 // [migrations.Grants] grants for the relay's tables and the first outbox
 // table, then USAGE on the schema of every other outbox table and SELECT
-// on it, and UPDATE on the columns each table's write-back sets.
+// on it, and UPDATE on the columns each table's write-back sets. Every
+// name is quoted wherever it stands, so that no name, whatever it holds,
+// runs a statement of its own when the SQL is piped to psql.
 func Grants(rc relay.Config, role string) string {
 	var b strings.Builder
 	b.WriteString(migrations.Grants(rc.Migrations(0), role))
@@ -31,7 +33,7 @@ func Grants(rc relay.Config, role string) string {
 					cols = append(cols, pgx.Identifier{c}.Sanitize())
 				}
 			}
-			fmt.Fprintf(&b, "-- Write-back of %s: the outcome of each event into its row.\n", table)
+			b.WriteString(migrations.Comment(fmt.Sprintf("Write-back of %s: the outcome of each event into its row.", table)))
 			fmt.Fprintf(&b, "GRANT UPDATE (%s) ON %s TO %s;\n", strings.Join(cols, ", "), table, r)
 		}
 	}

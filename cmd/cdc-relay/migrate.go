@@ -137,9 +137,6 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if c.grantsFor != "" {
-		if strings.Contains(c.grantsFor, "$") {
-			return usageError{fmt.Sprintf("--print-grants %q: a role name with \"$\" is not supported", c.grantsFor)}
-		}
 		rc, err := c.relayConfig(file)
 		if err != nil {
 			return err
