@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
+	"github.com/cdc-relay/cdc-relay/internal/suggest"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -255,7 +256,7 @@ func checkSubcommand(sub string) error {
 		}
 	}
 	msg := fmt.Sprintf("unknown subcommand %q", sub)
-	if s := nearest(sub, failedSubcommands); s != "" {
+	if s := suggest.Name(sub, failedSubcommands); s != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	} else {
 		msg += ": want list, show, retry or purge"

@@ -288,26 +288,6 @@ func TestUsageSections(t *testing.T) {
 	}
 }
 
-func TestNearest(t *testing.T) {
-	flags := []string{"kafka-brokers", "kafka-linger", "postgres-url", "slot", "stop-timeout", "table", "topic-column", "topic-template"}
-	for in, want := range map[string]string{
-		"kafka-broker":  "kafka-brokers",
-		"postgres_url":  "postgres-url",
-		"Postgres-URL":  "postgres-url",
-		"slto":          "slot",
-		"brokers":       "kafka-brokers",
-		"timeout":       "stop-timeout",
-		"topic":         "", // two flags contain it
-		"xyzzy":         "",
-		"v":             "",
-		"kafka-lingerr": "kafka-linger",
-	} {
-		if got := nearest(in, flags); got != want {
-			t.Errorf("nearest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://relay:s3cret@db:5432/app":                        "postgres://relay@db:5432/app",
