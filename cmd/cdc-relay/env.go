@@ -48,23 +48,45 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = usageError{fmt.Sprintf("%s=%q: %s", envName(f.Name), v, explain(f.Value, e))}
+				return
 			}
+			f.Value = fromEnvironment{wrapped{f.Value}}
 		}
 	})
 	return err
 }
 
+// fromEnvironment marks a flag whose value parseFlags took from its
+// environment variable: an error about a flag that should not be set
+// names the variable, which is easy to forget in a shell or a container's
+// environment, and says to unset it.
+type fromEnvironment struct{ wrapped }
+
+// setInEnvironment reports whether flag name of fs got its value from its
+// environment variable rather than from the command line.
+func setInEnvironment(fs *flag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	_, ok := f.Value.(fromEnvironment)
+	return ok
+}
+
 // commandLineOnly marks a flag that is never read from the environment:
 // one that chooses what a command does to data (failed purge --dead), which
 // a variable left set in a shell must not choose.
-type commandLineOnly struct{ flag.Value }
+type commandLineOnly struct{ wrapped }
+
+// wrapped is a flag's value with a mark: it behaves as the value.
+type wrapped struct{ flag.Value }
 
 // IsBoolFlag keeps "--flag" without a value working for boolean flags.
-func (c commandLineOnly) IsBoolFlag() bool { return isBoolFlag(c.Value) }
+func (w wrapped) IsBoolFlag() bool { return isBoolFlag(w.Value) }
 
 // Get keeps the wrapped value a flag.Getter.
-func (c commandLineOnly) Get() any {
-	if g, ok := c.Value.(flag.Getter); ok {
+func (w wrapped) Get() any {
+	if g, ok := w.Value.(flag.Getter); ok {
 		return g.Get()
 	}
 	return nil
@@ -74,7 +96,7 @@ func (c commandLineOnly) Get() any {
 func onlyOnCommandLine(fs *flag.FlagSet, names ...string) {
 	for _, name := range names {
 		if f := fs.Lookup(name); f != nil {
-			f.Value = commandLineOnly{f.Value}
+			f.Value = commandLineOnly{wrapped{f.Value}}
 		}
 	}
 }
