@@ -7,12 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
 
 // checkConfigSchema is the database of TestCheckConfig: two outbox tables
@@ -68,21 +64,7 @@ const (
 )
 
 func TestCheckConfig(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
-	url := pg.URL("postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	clearEnv(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range checkConfigSchema {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	ctx, url, conn := startDB(t, checkConfigSchema...)
 	dir := t.TempDir()
 
 	tests := []struct {

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
 
 // failedFixture is the status table of every case of TestFailedCommand,
@@ -71,20 +69,11 @@ func failedState(ctx context.Context, t *testing.T, conn *pgx.Conn) (map[int64]s
 }
 
 func TestFailedCommand(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
-	url := pg.URL("postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	clearEnv(t)
+	ctx, url, conn := startDB(t)
 	var stdout, stderr bytes.Buffer
 	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
 
 	const (
 		topHelp  = "Usage: cdc-relay failed <subcommand> [flags]"

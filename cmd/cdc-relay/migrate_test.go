@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,27 +19,12 @@ import (
 // comment. No such name may run a statement of its own (each tries to drop
 // the table victim), and the role gets what it should on the tables.
 func TestPrintGrantsHostileNames(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
 	psql := psqlPath(t)
-	url := pg.URL("postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	clearEnv(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
 	const drop = "; DROP TABLE victim; --"
-	for _, s := range []string{
-		`CREATE SCHEMA "q""s$$` + drop + `"`,
-		`CREATE TABLE app_events (id bigint PRIMARY KEY, payload jsonb, "st'a$$` + drop + `" text, "at""$x$` + drop + `" timestamptz)`,
-		`CREATE TABLE "q""s$$` + drop + `".second (id bigint, payload jsonb)`,
-	} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	ctx, url, conn := startDB(t,
+		`CREATE SCHEMA "q""s$$`+drop+`"`,
+		`CREATE TABLE app_events (id bigint PRIMARY KEY, payload jsonb, "st'a$$`+drop+`" text, "at""$x$`+drop+`" timestamptz)`,
+		`CREATE TABLE "q""s$$`+drop+`".second (id bigint, payload jsonb)`)
 	dir := t.TempDir()
 	configFile := filepath.Join(dir, "relay.yaml")
 	yaml := `tables:
