@@ -3,17 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
 
 // checkConfigSchema is the database of TestCheckConfig: two outbox tables
@@ -69,21 +64,7 @@ const (
 )
 
 func TestCheckConfig(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
-	url := pg.URL("postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	clearEnv(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range checkConfigSchema {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	ctx, url, conn := startDB(t, checkConfigSchema...)
 	dir := t.TempDir()
 
 	tests := []struct {
@@ -255,49 +236,6 @@ tables:
 	}
 	if slots != 0 || pending != 3 {
 		t.Errorf("after check-config: %d slots cdc_relay, %d PENDING rows; want 0 and 3", slots, pending)
-	}
-}
-
-// TestCheckTables calls checkTables as run does at start: each problem
-// names its table and column.
-func TestCheckTables(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range checkConfigSchema {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	f, err := config.Parse("relay.yaml", []byte("tables:"+goodNotifications+goodEvents+`
-  - {table: texty, value: body, key: nosuch, topic: t}
-  - {table: audit, value: body, topic: t}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	problems, err := checkTables(ctx, conn, "cdc_relay", f.Tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, p := range problems {
-		got = append(got, fmt.Sprintf("%s|%s", p.table, p.column))
-	}
-	if want := "public.texty|nosuch public.audit|"; strings.Join(got, " ") != want {
-		t.Errorf("problems (table|column) = %q, want %q: %v", got, want, problems)
-	}
-	problems, err = checkTables(ctx, conn, "nosuch", f.Tables[:1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(problems) != 1 || problems[0].table != "" || !strings.Contains(problems[0].msg, `publication "nosuch" does not exist`) {
-		t.Errorf("with a missing publication: %v", problems)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -31,7 +32,8 @@ var mappingFlags = []string{
 // Each of the file's top-level settings becomes the value of its flag
 // where fs has the flag and it was not set, on the command line or from
 // the environment: flags and environment variables override the file. A
-// mapping flag set beside the file is a usage error. It returns nil
+// mapping flag set beside the file is a usage error, which names the
+// environment variable when the flag came from there. It returns nil
 // without a path.
 func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 	if path == "" {
@@ -44,9 +46,14 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	for _, name := range mappingFlags {
-		if set[name] && fs.Lookup(name) != nil {
-			return nil, usageError{fmt.Sprintf("--%s maps the one table of the command line; with --config, map the tables in %s (or leave out --config)", name, path)}
+		if !set[name] || fs.Lookup(name) == nil {
+			continue
 		}
+		if setInEnvironment(fs, name) {
+			return nil, usageError{fmt.Sprintf("%s is set in the environment, and --%s maps the one table of the command line; with --config, map the tables in %s and unset %s (or leave out --config)",
+				envName(name), name, path, envName(name))}
+		}
+		return nil, usageError{fmt.Sprintf("--%s maps the one table of the command line; with --config, map the tables in %s (or leave out --config)", name, path)}
 	}
 	url := f.PostgresURL
 	if set["postgres-url-file"] {
@@ -85,7 +92,7 @@ func checkAtStart(ctx context.Context, url, publication, path string, file *conf
 		return nil
 	}
 	defer conn.Close(context.Background())
-	problems, err := checkTables(ctx, conn, publication, file.Tables)
+	problems, err := preflight.CheckTables(ctx, conn, publication, file.Tables)
 	if err != nil {
 		log.Warn("could not check the config file's tables against the database", "err", err)
 		return nil

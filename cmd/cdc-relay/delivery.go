@@ -53,6 +53,9 @@ func (d *deliveryFlags) finish(fs *flag.FlagSet, cfg *relay.Config) error {
 				set = f.Name
 			}
 		})
+		if set != "" && setInEnvironment(fs, set) {
+			return usageError{fmt.Sprintf("%s is set in the environment, and --%s applies to --delivery exactly-once only: unset %s", envName(set), set, envName(set))}
+		}
 		if set != "" {
 			return usageError{fmt.Sprintf("--%s applies to --delivery exactly-once only", set)}
 		}

@@ -14,9 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/setup"
 )
 
 // DemoCommand is `cdc-relay demo`: the relay end to end on a throwaway
@@ -108,7 +110,7 @@ func (c *DemoCommand) run(ctx context.Context, log *slog.Logger) error {
 	cfg.Kafka.Brokers = broker.ListenAddrs()
 	cfg.Kafka.AutoCreateTopics = true
 	cfg.Logger = log
-	if _, err := Migrate(ctx, pgURL, cfg, MigrateOptions{}); err != nil {
+	if _, err := setup.Migrate(ctx, pgURL, cfg, setup.Options{}); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	fmt.Fprintln(c.stdout, "migrated: public.outbox, public.outbox_delivery, public.cdc_relay_checkpoint, publication cdc_relay, slot cdc_relay")
@@ -189,7 +191,7 @@ func (c *DemoCommand) print(r *kgo.Record) {
 
 // insert writes sample events, --per-tx to a transaction.
 func (c *DemoCommand) insert(ctx context.Context, pgURL string) error {
-	conn, err := pgx.Connect(ctx, pgURL)
+	conn, err := pgconnect.Open(ctx, pgURL, pgconnect.Options{})
 	if err != nil {
 		return err
 	}
@@ -229,7 +231,7 @@ func (c *DemoCommand) insert(ctx context.Context, pgURL string) error {
 
 // waitStreaming waits until a walsender streams the slot.
 func waitStreaming(ctx context.Context, pgURL, slot string, relayDone chan error) error {
-	conn, err := pgx.Connect(ctx, pgURL)
+	conn, err := pgconnect.Open(ctx, pgURL, pgconnect.Options{})
 	if err != nil {
 		return err
 	}

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
+	"github.com/cdc-relay/cdc-relay/internal/suggest"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -235,7 +235,7 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{fmt.Sprintf("%s: --status-table %q: %v", sub, c.statusTable, err)}
 	}
-	conn, err := openStatusConn(ctx, c.postgresURL)
+	conn, err := pgconnect.Open(ctx, c.postgresURL, pgconnect.Options{})
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func checkSubcommand(sub string) error {
 		}
 	}
 	msg := fmt.Sprintf("unknown subcommand %q", sub)
-	if s := nearest(sub, failedSubcommands); s != "" {
+	if s := suggest.Name(sub, failedSubcommands); s != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	} else {
 		msg += ": want list, show, retry or purge"
@@ -378,20 +378,6 @@ func parseIDs(operands []string) ([]int64, error) {
 		}
 	}
 	return ids, nil
-}
-
-// openStatusConn opens one connection; its errors name the server,
-// never the password.
-func openStatusConn(ctx context.Context, url string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse --postgres-url: %w", pgerr.Parse(err))
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, pgerr.Connect(&cfg.Config, err, "")
-	}
-	return conn, nil
 }
 
 // list is `failed list`.

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 )
 
 // failedFixture is the status table of every case of TestFailedCommand,
@@ -71,20 +69,11 @@ func failedState(ctx context.Context, t *testing.T, conn *pgx.Conn) (map[int64]s
 }
 
 func TestFailedCommand(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
-	url := pg.URL("postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	clearEnv(t)
+	ctx, url, conn := startDB(t)
 	var stdout, stderr bytes.Buffer
 	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
 
 	const (
 		topHelp  = "Usage: cdc-relay failed <subcommand> [flags]"
@@ -143,7 +132,7 @@ func TestFailedCommand(t *testing.T) {
 		{name: "cannot connect", args: []string{"list", "--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: 1,
 			stderr: []string{"cdc-relay failed: connect to PostgreSQL at 127.0.0.1:1"}, absent: []string{"s3cret"}},
 		{name: "unparsable URL", args: []string{"list", "--postgres-url", "postgres://relay:s3cret@db:notaport/app"}, code: 1,
-			stderr: []string{"cdc-relay failed: parse --postgres-url"}, absent: []string{"s3cret"}},
+			stderr: []string{"cdc-relay failed: parse PostgreSQL URL"}, absent: []string{"s3cret"}},
 		{name: "no status table", args: []string{"list", "--status-table", "public.nosuch"}, code: 1, stderr: []string{"run 'cdc-relay migrate'"}},
 
 		// list

@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/cdc-relay/cdc-relay/internal/suggest"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=…".
@@ -132,7 +134,7 @@ func unknownCommand(name string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cdc-relay: unknown flag %s: flags go after the command, as in 'cdc-relay run %s'\n", name, name)
 	} else {
 		fmt.Fprintf(stderr, "cdc-relay: unknown command %q", name)
-		if s := nearest(name, commandNames); s != "" {
+		if s := suggest.Name(name, commandNames); s != "" {
 			fmt.Fprintf(stderr, " (did you mean %s?)", s)
 		}
 		fmt.Fprintln(stderr)

@@ -54,6 +54,10 @@ func TestMainExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const fromFile = "cannot parse `host=127.0.0.1 user=relay password = xxxxx port=x`: invalid port"
+	configFile := filepath.Join(dir, "relay.yaml")
+	if err := os.WriteFile(configFile, []byte("tables:\n  - {table: app_events, value: payload, topic: t}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -144,6 +148,19 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "empty URL file", args: []string{"run", "--postgres-url-file", emptyFile, "--kafka-brokers", "k:9092"}, code: 2,
 			stderr: []string{fmt.Sprintf("--postgres-url-file %q is empty", emptyFile)}},
 		{name: "stray argument", args: []string{"migrate", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
+		// A flag that must not be set, set in the environment: the error
+		// names the variable, which is easy to forget.
+		{name: "a mapping flag beside --config", args: append([]string{"run", "--config", configFile, "--table", "x"}, pg...), code: 2,
+			stderr: []string{"--table maps the one table of the command line; with --config, map the tables in " + configFile + " (or leave out --config)"},
+			absent: []string{"environment"}},
+		{name: "a mapping flag in the environment beside --config", args: append([]string{"run", "--config", configFile}, pg...),
+			env: map[string]string{"CDC_RELAY_TABLE": "x"}, code: 2,
+			stderr: []string{"CDC_RELAY_TABLE is set in the environment, and --table maps the one table of the command line; with --config, map the tables in " +
+				configFile + " and unset CDC_RELAY_TABLE (or leave out --config)"}},
+		{name: "an exactly-once flag in the environment", args: append([]string{"run"}, pg...), env: map[string]string{"CDC_RELAY_CHECKPOINT_TOPIC": "x"}, code: 2,
+			stderr: []string{"CDC_RELAY_CHECKPOINT_TOPIC is set in the environment, and --checkpoint-topic applies to --delivery exactly-once only: unset CDC_RELAY_CHECKPOINT_TOPIC"}},
+		{name: "an exactly-once flag", args: append([]string{"run", "--transaction-interval", "1s"}, pg...), code: 2,
+			stderr: []string{"--transaction-interval applies to --delivery exactly-once only"}, absent: []string{"environment"}},
 		{name: "demo negative events", args: []string{"demo", "--events", "-1"}, code: 2, stderr: []string{"--events -1"}},
 		{name: "demo no events per transaction", args: []string{"demo", "--per-tx", "0"}, code: 2, stderr: []string{"--per-tx 0"}},
 
@@ -284,26 +301,6 @@ func TestUsageSections(t *testing.T) {
 			if len(line) > 80 {
 				t.Errorf("%s: usage line longer than 80 columns: %q", c.name, line)
 			}
-		}
-	}
-}
-
-func TestNearest(t *testing.T) {
-	flags := []string{"kafka-brokers", "kafka-linger", "postgres-url", "slot", "stop-timeout", "table", "topic-column", "topic-template"}
-	for in, want := range map[string]string{
-		"kafka-broker":  "kafka-brokers",
-		"postgres_url":  "postgres-url",
-		"Postgres-URL":  "postgres-url",
-		"slto":          "slot",
-		"brokers":       "kafka-brokers",
-		"timeout":       "stop-timeout",
-		"topic":         "", // two flags contain it
-		"xyzzy":         "",
-		"v":             "",
-		"kafka-lingerr": "kafka-linger",
-	} {
-		if got := nearest(in, flags); got != want {
-			t.Errorf("nearest(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -9,15 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgerr"
-	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/setup"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -121,33 +117,6 @@ func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
 	return rc, nil
 }
 
-// grants is the SQL of --print-grants: the relay's tables and the first
-// outbox table, then SELECT on every other outbox table, and UPDATE on the
-// columns each table's write-back sets.
-func grants(rc relay.Config, role string) string {
-	var b strings.Builder
-	b.WriteString(migrations.Grants(rc.Migrations(0), role))
-	r := pgx.Identifier{role}.Sanitize()
-	for i, t := range rc.Tables {
-		table := pgx.Identifier{t.Mapping.Schema, t.Mapping.Table}.Sanitize()
-		if i > 0 {
-			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{t.Mapping.Schema}.Sanitize(), r)
-			fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", table, r)
-		}
-		if wb := t.WriteBack; wb != nil {
-			var cols []string
-			for _, c := range []string{wb.StatusColumn, wb.DeliveredAtColumn, wb.ErrorColumn} {
-				if c != "" {
-					cols = append(cols, pgx.Identifier{c}.Sanitize())
-				}
-			}
-			fmt.Fprintf(&b, "-- Write-back of %s: the outcome of each event into its row.\n", table)
-			fmt.Fprintf(&b, "GRANT UPDATE (%s) ON %s TO %s;\n", strings.Join(cols, ", "), table, r)
-		}
-	}
-	return b.String()
-}
-
 // Usage writes migrate's help.
 func (c *MigrateCommand) Usage(w io.Writer) {
 	printUsage(w, c.flags(), migrateUsage, migrateSections)
@@ -168,14 +137,11 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if c.grantsFor != "" {
-		if strings.Contains(c.grantsFor, "$") {
-			return usageError{fmt.Sprintf("--print-grants %q: a role name with \"$\" is not supported", c.grantsFor)}
-		}
 		rc, err := c.relayConfig(file)
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(c.stdout, grants(rc, c.grantsFor))
+		fmt.Fprint(c.stdout, setup.Grants(rc, c.grantsFor))
 		return nil
 	}
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
@@ -193,7 +159,7 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := Migrate(ctx, c.postgresURL, rc, MigrateOptions{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot})
+	res, err := setup.Migrate(ctx, c.postgresURL, rc, setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot})
 	if err != nil {
 		return err
 	}
@@ -261,69 +227,4 @@ func (c *MigrateCommand) checkpointTopicCreate(ctx context.Context) error {
 		fmt.Fprintf(c.stdout, "checkpoint topic %q exists and is compacted\n", c.checkpointTopic)
 	}
 	return nil
-}
-
-// MigrateOptions are migrate's choices beyond the names in relay.Config.
-type MigrateOptions struct {
-	// SkipOutbox leaves the outbox table alone: it must exist.
-	SkipOutbox bool
-	// NoSlot does not create the replication slot.
-	NoSlot bool
-}
-
-// MigrateResult says what Migrate did.
-type MigrateResult struct {
-	migrations.Result
-	// Slot is the replication slot, unless MigrateOptions.NoSlot.
-	Slot relay.PreparedSlot
-	// SlotErr says why the slot was not created: a missing privilege, or
-	// a slot the relay read before that was dropped (a *relay.SlotGapError:
-	// creating it would hide the gap; `cdc-relay recover` repairs it).
-	// migrate goes on without it.
-	SlotErr error
-	// Published names the outbox tables this run created the publication
-	// for or added to it.
-	Published []string
-}
-
-// Migrate applies the migrations for a relay configuration, then creates
-// its replication slot unless opts.NoSlot.
-func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts MigrateOptions) (MigrateResult, error) {
-	var res MigrateResult
-	cfg, err := pgx.ParseConfig(postgresURL)
-	if err != nil {
-		return res, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return res, pgerr.Connect(&cfg.Config, err, "")
-	}
-	defer conn.Close(context.Background())
-	// Each table in turn: the relay's own tables are created with the
-	// first (each migration is idempotent), and each outbox table is
-	// added to the publication.
-	for i, t := range rc.Tables {
-		tables := rc.Migrations(i)
-		tables.SkipOutbox = opts.SkipOutbox
-		r, err := migrations.Apply(ctx, conn, tables)
-		if err != nil {
-			return res, err
-		}
-		if i == 0 {
-			res.Result = r
-		}
-		res.CreatedOutbox = res.CreatedOutbox || r.CreatedOutbox
-		if r.CreatedPublication || r.AddedToPublication {
-			res.Published = append(res.Published, t.Mapping.Schema+"."+t.Mapping.Table)
-		}
-	}
-	if opts.NoSlot {
-		return res, nil
-	}
-	res.Slot, err = relay.PrepareSlot(ctx, conn, rc)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42501" || errors.As(err, new(*relay.SlotGapError)) {
-		res.SlotErr, err = err, nil
-	}
-	return res, err
 }

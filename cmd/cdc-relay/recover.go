@@ -19,6 +19,11 @@ type RecoverCommand struct {
 	relayFlags
 	since string
 	opts  relay.RecoverOptions
+	// ignored are run's own flags (--metrics-addr, --delivery,
+	// --log-level, …): recover accepts them, set on the command line or
+	// in the environment, so that the flags of a run serve recover as
+	// they are, and does nothing with them.
+	ignored runFlags
 }
 
 const recoverUsage = `Usage: cdc-relay recover [flags]
@@ -71,6 +76,7 @@ var recoverSections = []flagSection{
 func (c *RecoverCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
 	c.relayFlags.register(fs)
+	c.ignored.register(fs)
 	fs.BoolVar(&c.opts.DryRun, "dry-run", false, "count the rows it would publish again, and change nothing")
 	c.opts.Margin = 10 * time.Minute
 	durationVar(fs, &c.opts.Margin, "margin", c.opts.Margin,

@@ -27,11 +27,26 @@ type RunCommand struct {
 	stdout, stderr io.Writer
 
 	relayFlags
+	runFlags
+}
+
+// runFlags are run's flags beyond those of relay.Config: delivery, the
+// HTTP endpoints, logging and the profiler.
+type runFlags struct {
 	delivery  deliveryFlags
 	admin     adminFlags
 	logLevel  string
 	logFormat string
 	debugAddr string
+}
+
+// register registers the flags on fs.
+func (r *runFlags) register(fs *flag.FlagSet) {
+	r.delivery.register(fs)
+	r.admin.register(fs)
+	fs.StringVar(&r.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&r.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
+	fs.StringVar(&r.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
 }
 
 // relayFlags are the flags of relay.Config, which run and recover share.
@@ -149,11 +164,7 @@ var runSections = []flagSection{
 func (c *RunCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	c.relayFlags.register(fs)
-	c.delivery.register(fs)
-	c.admin.register(fs)
-	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
-	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
+	c.runFlags.register(fs)
 	return fs
 }
 

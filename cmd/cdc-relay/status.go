@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cdc-relay/cdc-relay/config"
-	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -152,9 +150,9 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.postgresURL)
+	conn, err := pgconnect.Open(ctx, c.postgresURL, pgconnect.Options{})
 	if err != nil {
-		return relay.Status{}, fmt.Errorf("connect to PostgreSQL: %w", pgerr.Parse(err))
+		return relay.Status{}, err
 	}
 	defer conn.Close(context.Background())
 	db, err := relay.ReadDatabaseStats(ctx, conn, cfg)

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// tableFlags are the names every command shares: the outbox table, the
+// relay's tables and the publication.
+type tableFlags struct {
+	table, statusTable, checkpointTable, publication string
+}
+
+func (t *tableFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.table, "table", "public.outbox", "the outbox table, as `schema.table`; a name without a schema is in public")
+	fs.StringVar(&t.statusTable, "status-table", "public.outbox_delivery",
+		"the status table, as `schema.table`: it keeps a copy of each event the relay could not deliver, with the reason, until it is delivered or dealt with")
+	fs.StringVar(&t.checkpointTable, "checkpoint-table", "public.cdc_relay_checkpoint",
+		"the relay's checkpoint table, as `schema.table`: the confirmed position, saved so that a lost slot is noticed")
+	fs.StringVar(&t.publication, "publication", "cdc_relay", "the `name` of the publication of the outbox table, which the slot streams")
+}
+
+// apply copies the names into cfg.
+func (t *tableFlags) apply(cfg *relay.Config) error {
+	var err error
+	if cfg.Tables[0].Mapping.Schema, cfg.Tables[0].Mapping.Table, err = decoder.ParseTable(t.table); err != nil {
+		return usageError{fmt.Sprintf("--table %q: %v", t.table, err)}
+	}
+	if cfg.StatusSchema, cfg.StatusTable, err = decoder.ParseTable(t.statusTable); err != nil {
+		return usageError{fmt.Sprintf("--status-table %q: %v", t.statusTable, err)}
+	}
+	if cfg.CheckpointSchema, cfg.CheckpointTable, err = decoder.ParseTable(t.checkpointTable); err != nil {
+		return usageError{fmt.Sprintf("--checkpoint-table %q: %v", t.checkpointTable, err)}
+	}
+	if t.publication == "" {
+		return usageError{"--publication is empty: name the publication of the outbox table"}
+	}
+	cfg.Publication = t.publication
+	return nil
+}

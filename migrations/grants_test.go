@@ -1,0 +1,49 @@
+package migrations
+
+import (
+	"testing"
+)
+
+func TestQuoteLiteral(t *testing.T) {
+	for in, want := range map[string]string{
+		"relay":                  `'relay'`,
+		"a'b":                    `'a''b'`,
+		`b\'; DROP TABLE x; --`:  `E'b\\''; DROP TABLE x; --'`,
+		"x$$; DROP TABLE x; --":  `'x$$; DROP TABLE x; --'`,
+		"nul\x00byte":            `'nulbyte'`,
+		"line\nbreak":            "'line\nbreak'",
+		`"quoted" and \ (alone)`: `E'"quoted" and \\ (alone)'`,
+	} {
+		if got := quoteLiteral(in); got != want {
+			t.Errorf("quoteLiteral(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestDoBlock: the body is dollar-quoted with $$ when it can be, else with
+// a tag it does not hold.
+func TestDoBlock(t *testing.T) {
+	for body, tag := range map[string]string{
+		"  CREATE ROLE r;":                        "$$",
+		`  CREATE ROLE "x$$; DROP TABLE v; --";`:  "$grants0$",
+		`  CREATE ROLE "$$ $grants0$ $grants1$";`: "$grants2$",
+	} {
+		got := doBlock(body)
+		want := "DO " + tag + " BEGIN\n" + body + "\nEND " + tag + ";\n"
+		if got != want {
+			t.Errorf("doBlock(%q) =\n%s\nwant\n%s", body, got, want)
+		}
+	}
+}
+
+func TestComment(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                       "-- plain\n",
+		"a \"b\nDROP TABLE v; --\" c": "-- a \"b DROP TABLE v; --\" c\n",
+		"a\r\nb":                      "-- a  b\n",
+	} {
+		if got := Comment(in); got != want {
+			t.Errorf("Comment(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

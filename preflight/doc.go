@@ -1,0 +1,18 @@
+// Package preflight checks a database against a relay's configuration at
+// start-up, without changing anything: the checks that `cdc-relay
+// check-config` prints, and that `cdc-relay run --config` makes before it
+// starts, so that a config file naming a missing column fails there,
+// naming the table and the column, rather than when the first row arrives.
+//
+// What it checks: wal_level is logical; the slot, if it exists, is a
+// pgoutput slot of this database; the publication exists and publishes
+// inserts, and includes each table (through its root, for a partitioned
+// table); each table exists; every column the config names exists, with a
+// type the relay can use; the write-back values fit the status column; the
+// decoder accepts the columns as a Relation message would show them.
+//
+// Every check reads the catalogs only: it may run in a read-only session.
+// A [Problem] is something the operator fixes in the config or the
+// database, and its message says what to do; an error is a database that
+// could not be asked. One file holds each check.
+package preflight

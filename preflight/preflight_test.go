@@ -1,0 +1,198 @@
+package preflight
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+)
+
+// schema is the database of the tests: two tables that fit their config
+// (orders_outbox writes back into an enum column and a varchar(6)), a
+// table with a timestamp column of type text, one not in the publication,
+// a view, a physical slot and a publication that does not publish inserts.
+var schema = []string{
+	`CREATE TYPE state AS ENUM ('NEW', 'SENT', 'FAILED')`,
+	`CREATE TABLE orders_outbox (id bigserial PRIMARY KEY, order_id text, body jsonb NOT NULL, kind text NOT NULL,
+		at timestamptz NOT NULL DEFAULT now(), state state NOT NULL DEFAULT 'NEW', sent_at timestamptz, note varchar(6))`,
+	`CREATE TABLE ledger (seq bigserial PRIMARY KEY, body bytea NOT NULL, labels text[] NOT NULL)`,
+	`CREATE TABLE notes (id uuid, body text, at text)`,
+	`CREATE TABLE unpublished (id uuid, body text)`,
+	`CREATE VIEW a_view AS SELECT 'x'::text AS body`,
+	`CREATE PUBLICATION cdc_relay FOR TABLE orders_outbox, ledger, notes WITH (publish = 'insert')`,
+	`CREATE PUBLICATION deletes_only FOR TABLE ledger WITH (publish = 'delete')`,
+	`SELECT pg_create_physical_replication_slot('physical_slot')`,
+	`SELECT pg_create_logical_replication_slot('relay_slot', 'pgoutput')`,
+}
+
+// orders maps orders_outbox as it fits.
+const orders = `
+  - table: orders_outbox
+    id: id
+    key: order_id
+    value: body
+    topic: "orders.{kind}"
+    timestamp: at
+    write_back: {status_column: state, delivered: SENT, failed: FAILED, delivered_at_column: sent_at}
+`
+
+// startDB starts a cluster with schema.
+func startDB(t *testing.T) (context.Context, *pgx.Conn) {
+	t.Helper()
+	pg := pgtemp.StartT(t, pgtemp.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, s := range schema {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return ctx, conn
+}
+
+// tables parses the tables of a config file.
+func tables(t *testing.T, yaml string) []config.Table {
+	t.Helper()
+	f, err := config.Parse("relay.yaml", []byte("tables:"+yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Tables
+}
+
+// problemStrings is each problem as "table|column|message".
+func problemStrings(problems []Problem) []string {
+	var out []string
+	for _, p := range problems {
+		out = append(out, p.Table+"|"+p.Column+"|"+p.Msg)
+	}
+	return out
+}
+
+func TestCheckTable(t *testing.T) {
+	ctx, conn := startDB(t)
+	tests := []struct {
+		name      string
+		yaml      string
+		want      []string // each problem, in order: "table|column|" and the start of its message
+		fit       bool
+		by, order string
+	}{
+		{name: "fits", yaml: orders, fit: true, by: "at", order: `"at" DESC NULLS LAST`},
+		{name: "fits, no timestamp: by the id", yaml: "\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a]}]}\n",
+			fit: true, by: "seq", order: `"seq" DESC NULLS LAST`},
+		{name: "fits, no timestamp or id: by the physical order", yaml: "\n  - {table: ledger, value: body, topic: t}\n", fit: true, order: "ctid DESC"},
+		{name: "missing columns", yaml: strings.NewReplacer("timestamp: at", "timestamp: created", "{kind}", "{type}").Replace(orders), want: []string{
+			`public.orders_outbox|type|has no column "type" (topic): fix the template in topic, or add the column`,
+			`public.orders_outbox|created|has no column "created" (timestamp): fix timestamp, or add the column`,
+		}, by: "created", order: `"created" DESC NULLS LAST`},
+		{name: "types", yaml: "\n  - {table: ledger, value: body, tags_column: body, headers_column: labels, routes: [{topic: t, any_of_tags: [a]}]}\n", want: []string{
+			`public.ledger|labels|column "labels" (headers_column) has type text[]; want json or jsonb (an object)`,
+			`public.ledger|body|column "body" (tags_column) has type bytea; want text[], varchar[], json or jsonb`,
+		}, order: "ctid DESC"},
+		{name: "write-back values", yaml: strings.NewReplacer("status_column: state, delivered: SENT", "status_column: state, delivered: DONE",
+			"delivered_at_column: sent_at", "delivered_at_column: sent_at, error_column: note").Replace(orders), want: []string{
+			`public.orders_outbox|state|write_back.delivered "DONE" is not a value of the column's enum type state (NEW, SENT, FAILED): change write_back.delivered, or the column`,
+		}, by: "at", order: `"at" DESC NULLS LAST`},
+		{name: "a value longer than the column", yaml: "\n  - {table: orders_outbox, id: id, value: body, topic: t, write_back: {status_column: note, delivered: DELIVERED, failed: FAIL}}\n", want: []string{
+			`public.orders_outbox|note|write_back.delivered "DELIVERED" is longer than the column's type character varying(6) allows`,
+		}, by: "id", order: `"id" DESC NULLS LAST`},
+		{name: "not in the publication", yaml: "\n  - {table: unpublished, value: body, topic: t}\n", fit: true, want: []string{
+			`public.unpublished||publication "cdc_relay" does not include the table: ALTER PUBLICATION "cdc_relay" ADD TABLE "public"."unpublished"`,
+		}, order: "ctid DESC"},
+		{name: "a view", yaml: "\n  - {table: a_view, value: body, topic: t}\n", want: []string{`public.a_view||is not a table (relkind v)`}},
+		{name: "no such table", yaml: "\n  - {table: app.nosuch, value: v, topic: t}\n", want: []string{`app.nosuch||the table does not exist`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := CheckTable(ctx, conn, "cdc_relay", tables(t, tc.yaml)[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := problemStrings(res.Problems)
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("problem %d: %q, want %q…", i, got[i], w)
+				}
+			}
+			if res.Fit != tc.fit || res.By != tc.by || res.Order != tc.order {
+				t.Errorf("Fit %v, By %q, Order %q; want %v, %q, %q", res.Fit, res.By, res.Order, tc.fit, tc.by, tc.order)
+			}
+		})
+	}
+}
+
+// TestCheckTables checks the tables as run does at start: each problem
+// names its table and column, in the order of the tables, and a missing
+// publication is said once.
+func TestCheckTables(t *testing.T) {
+	ctx, conn := startDB(t)
+	all := tables(t, orders+`
+  - {table: ledger, value: body, topic: t}
+  - {table: notes, value: body, key: nosuch, topic: t}
+  - {table: unpublished, value: body, topic: t}
+`)
+	problems, err := CheckTables(ctx, conn, "cdc_relay", all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.Table+"|"+p.Column)
+	}
+	if want := "public.notes|nosuch public.unpublished|"; strings.Join(got, " ") != want {
+		t.Errorf("problems (table|column) = %q, want %q: %v", got, want, problems)
+	}
+	problems, err = CheckTables(ctx, conn, "nosuch", all[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || problems[0].Table != "" || !strings.Contains(problems[0].Msg, `publication "nosuch" does not exist`) {
+		t.Errorf("with a missing publication: %v", problems)
+	}
+}
+
+func TestCheckDatabase(t *testing.T) {
+	ctx, conn := startDB(t)
+	for _, tc := range []struct {
+		name, slot, publication string
+		want                    []string
+	}{
+		{name: "a pgoutput slot", slot: "relay_slot", publication: "cdc_relay"},
+		{name: "no slot yet", slot: "nosuch", publication: "cdc_relay"},
+		{name: "a physical slot, a missing publication", slot: "physical_slot", publication: "nosuch", want: []string{
+			`replication slot "physical_slot" uses physical, the relay reads pgoutput: name another slot (slot: in the file, or --slot), or drop this one (SELECT pg_drop_replication_slot('physical_slot')) if nothing else reads it`,
+			`publication "nosuch" does not exist: create it for the tables, as CREATE PUBLICATION "nosuch" FOR TABLE ... WITH (publish = 'insert')`,
+		}},
+		{name: "a publication without inserts", slot: "relay_slot", publication: "deletes_only", want: []string{
+			`publication "deletes_only" does not publish inserts, which are all the relay reads: ALTER PUBLICATION "deletes_only" SET (publish = 'insert')`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			problems, err := CheckDatabase(ctx, conn, tc.slot, tc.publication)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.String())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}

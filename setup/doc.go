@@ -1,0 +1,11 @@
+// Package setup prepares a database for a relay configuration, as
+// `cdc-relay migrate` does: the relay's tables, the outbox table and the
+// publication for each table of a [relay.Config] (package migrations does
+// one table), then the replication slot (relay.PrepareSlot). It also
+// writes the SQL of a least-privilege role for the configuration.
+//
+// It sits above both: migrations cannot import relay, whose Run checks
+// what migrations created, and relay runs a relay rather than preparing a
+// database. Everything it does is idempotent: [Migrate] applies only what
+// is missing.
+package setup

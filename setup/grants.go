@@ -1,0 +1,41 @@
+package setup
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// Grants returns the SQL of `cdc-relay migrate --print-grants role`: what
+// [migrations.Grants] grants for the relay's tables and the first outbox
+// table, then USAGE on the schema of every other outbox table and SELECT
+// on it, and UPDATE on the columns each table's write-back sets. Every
+// name is quoted wherever it stands, so that no name, whatever it holds,
+// runs a statement of its own when the SQL is piped to psql.
+func Grants(rc relay.Config, role string) string {
+	var b strings.Builder
+	b.WriteString(migrations.Grants(rc.Migrations(0), role))
+	r := pgx.Identifier{role}.Sanitize()
+	for i, t := range rc.Tables {
+		table := pgx.Identifier{t.Mapping.Schema, t.Mapping.Table}.Sanitize()
+		if i > 0 {
+			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{t.Mapping.Schema}.Sanitize(), r)
+			fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", table, r)
+		}
+		if wb := t.WriteBack; wb != nil {
+			var cols []string
+			for _, c := range []string{wb.StatusColumn, wb.DeliveredAtColumn, wb.ErrorColumn} {
+				if c != "" {
+					cols = append(cols, pgx.Identifier{c}.Sanitize())
+				}
+			}
+			b.WriteString(migrations.Comment(fmt.Sprintf("Write-back of %s: the outcome of each event into its row.", table)))
+			fmt.Fprintf(&b, "GRANT UPDATE (%s) ON %s TO %s;\n", strings.Join(cols, ", "), table, r)
+		}
+	}
+	return b.String()
+}
