@@ -47,13 +47,15 @@ type runner struct {
 // starts the parts that live as long as Run: the health checks and
 // write-back. Close undoes it. It returns nil, nil if ctx ends while it
 // connects.
-func (r *Relay) newRunner(ctx context.Context) (rn *runner, err error) {
-	rn = &runner{Relay: r, causes: newCauseLog(r.log, time.Minute, nil)}
+func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
+	rn := &runner{Relay: r, causes: newCauseLog(r.log, time.Minute, nil)}
+	ready := false
 	defer func() {
-		if err != nil {
+		if !ready {
 			rn.close()
 		}
 	}()
+	var err error
 	if rn.pool, err = openPool(ctx, r.cfg); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil // stopped while starting
@@ -77,6 +79,7 @@ func (r *Relay) newRunner(ctx context.Context) (rn *runner, err error) {
 	rn.closing(stopWriteBack) // before the pool closes
 	rn.outcomes = outcomes
 	r.writeBack.Store(outcomes)
+	ready = true
 	return rn, nil
 }
 
