@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // checkConfigSchema is the database of TestCheckConfig: two outbox tables
@@ -69,7 +70,7 @@ const (
 )
 
 func TestCheckConfig(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	url := pg.URL("postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -261,7 +262,7 @@ tables:
 // TestCheckTables calls checkTables as run does at start: each problem
 // names its table and column.
 func TestCheckTables(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // failedFixture is the status table of every case of TestFailedCommand,
@@ -71,7 +72,7 @@ func failedState(ctx context.Context, t *testing.T, conn *pgx.Conn) (map[int64]s
 }
 
 func TestFailedCommand(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	url := pg.URL("postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
