@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path"
 	"strings"
 	"testing"
 )
@@ -26,12 +27,13 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 }
 
 // testOnly reports whether an import path is test code: package testing
-// and its subpackages, or a helper of this module whose name ends in
-// "test" (pgtemptest, kafkatest).
+// and its subpackages, or a helper of this module whose name starts or
+// ends with "test" (pgtemptest, kafkatest, testcert).
 func testOnly(pkg string) bool {
 	if pkg == "testing" || strings.HasPrefix(pkg, "testing/") {
 		return true
 	}
 	const module = "github.com/cdc-relay/cdc-relay/"
-	return strings.HasPrefix(pkg, module) && strings.HasSuffix(pkg, "test")
+	name := path.Base(pkg)
+	return strings.HasPrefix(pkg, module) && (strings.HasPrefix(name, "test") || strings.HasSuffix(name, "test"))
 }
