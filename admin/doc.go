@@ -5,7 +5,8 @@
 //	GET  /readyz              200 when the relay is ready, else 503 and why
 //	GET  /status              the relay's Status, as JSON
 //	POST /pause, /resume      stop and start reading the slot
-//	GET  /failed              parked events, as JSON (?state=, ?topic=, ?limit=)
+//	GET  /failed              parked events, as JSON (?state=, ?topic=, ?limit=,
+//	                          100 by default, at most 1000: more is a 400)
 //	POST /failed/{id}/retry   make a parked event due at once
 //
 // The last four are the admin endpoints. With a token (Options.Token) they

@@ -55,8 +55,13 @@ func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, http.StatusOK, pauseResult{Paused: false, Changed: changed})
 }
 
-// defaultFailedLimit is how many rows GET /failed returns without ?limit=.
-const defaultFailedLimit = 100
+// defaultFailedLimit is how many rows GET /failed returns without ?limit=;
+// maxFailedLimit is the most one request may ask for, so that a request
+// cannot make the relay read and encode the whole status table.
+const (
+	defaultFailedLimit = 100
+	maxFailedLimit     = 1000
+)
 
 func (s *Server) failed(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
@@ -73,6 +78,11 @@ func (s *Server) failed(w http.ResponseWriter, req *http.Request) {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a positive number", l))
+			return
+		}
+		if n > maxFailedLimit {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %d: at most %d rows a request; "+
+				"narrow it with ?state= or ?topic=, or list them all with `cdc-relay failed list --limit 0`", n, maxFailedLimit))
 			return
 		}
 		opts.Limit = n

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/relay"
@@ -138,9 +139,24 @@ func TestEndpoints(t *testing.T) {
 	if f.listed.Status != status.Dead || f.listed.Limit != 5 {
 		t.Errorf("GET /failed?state=dead&limit=5 listed %+v", f.listed)
 	}
-	for _, q := range []string{"?state=gone", "?limit=0", "?limit=x"} {
-		if code, body := do(t, ts, "GET", "/failed"+q, ""); code != http.StatusBadRequest {
-			t.Errorf("GET /failed%s: %d %s, want 400", q, code, body)
+	for _, q := range []struct{ query, says string }{
+		{"?state=gone", "want FAILED, DEAD or DELIVERED"},
+		{"?limit=0", "want a positive number"},
+		{"?limit=-1", "want a positive number"},
+		{"?limit=x", "want a positive number"},
+		{"?limit=1001", "at most 1000 rows"},
+		{"?limit=99999999999999999999", "want a positive number"},
+	} {
+		if code, body := do(t, ts, "GET", "/failed"+q.query, ""); code != http.StatusBadRequest || !strings.Contains(body, q.says) {
+			t.Errorf("GET /failed%s: %d %s, want 400 saying %q", q.query, code, body, q.says)
+		}
+	}
+	for _, c := range []struct {
+		query string
+		limit int
+	}{{"", 100}, {"?limit=1", 1}, {"?limit=1000", 1000}} {
+		if code, body := do(t, ts, "GET", "/failed"+c.query, ""); code != http.StatusOK || f.listed.Limit != c.limit {
+			t.Errorf("GET /failed%s: %d %s, listed %+v, want limit %d", c.query, code, body, f.listed, c.limit)
 		}
 	}
 	if code, body := do(t, ts, "POST", "/failed/7/retry", ""); code != http.StatusOK || len(f.retried) != 1 {

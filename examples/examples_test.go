@@ -19,6 +19,7 @@ import (
 	relayconfig "github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // example is what one directory's app.sql must leave behind, and what its
@@ -102,7 +103,7 @@ var (
 )
 
 func TestExamples(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, pg.URL("postgres"))

@@ -132,9 +132,31 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		return res, fmt.Errorf("read embedded migrations: %w", err)
 	}
 	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
-	history := historyTable(cfg)
-	names := strings.NewReplacer(
-		"{{outbox}}", outbox,
+	names := placeholders(cfg)
+
+	unlock, err := lockMigrations(ctx, conn)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+
+	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg)); err != nil {
+		return res, err
+	}
+	if res.CreatedOutbox, err = ensureOutbox(ctx, conn, cfg, outbox, names); err != nil {
+		return res, err
+	}
+	if err := publication(ctx, conn, cfg, outbox, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// placeholders replaces the {{name}} placeholders of the embedded SQL with
+// the quoted names cfg gives the tables and their indexes.
+func placeholders(cfg Config) *strings.Replacer {
+	return strings.NewReplacer(
+		"{{outbox}}", pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize(),
 		"{{status}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(),
 		"{{status_due_index}}", pgx.Identifier{cfg.StatusTable + "_due_idx"}.Sanitize(),
 		"{{status_event_index}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable + "_event_idx"}.Sanitize(),
@@ -143,39 +165,60 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		"{{status_done_index}}", pgx.Identifier{cfg.StatusTable + "_done_idx"}.Sanitize(),
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
 	)
+}
 
+// lockMigrations leaves the session holding the migration lock, with
+// lock_timeout set, so that concurrent migrate runs on one database take
+// turns. unlock releases the lock (closing the session would too).
+func lockMigrations(ctx context.Context, conn *pgx.Conn) (unlock func(), err error) {
 	// Every migration runs every time and takes its table's lock, even
 	// when it has nothing to do: it must not queue for long behind a long
 	// query, since a running relay's writes to the same table queue behind
 	// it meanwhile.
 	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+lockTimeout+"'"); err != nil {
-		return res, fmt.Errorf("set lock_timeout: %w", err)
+		return nil, fmt.Errorf("set lock_timeout: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
-		return res, fmt.Errorf("take migration lock: %w", err)
+		return nil, fmt.Errorf("take migration lock: %w", err)
 	}
-	defer func() {
-		// Closing the session would release the lock too.
+	return func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
-	}()
+	}, nil
+}
 
+// appliedVersions leaves the migration history table in place and returns
+// the versions it records.
+func appliedVersions(ctx context.Context, conn *pgx.Conn, history string) (map[int]bool, error) {
 	if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+history+
 		" (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"); err != nil {
-		return res, fmt.Errorf("create migration history %s: %w", history, err)
+		return nil, fmt.Errorf("create migration history %s: %w", history, err)
 	}
 	rows, _ := conn.Query(ctx, "SELECT version FROM "+history)
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	if err != nil {
-		return res, fmt.Errorf("read migration history %s: %w", history, err)
+		return nil, fmt.Errorf("read migration history %s: %w", history, err)
 	}
 	applied := map[int]bool{}
 	for _, v := range versions {
 		applied[v] = true
 	}
-	// Every migration runs every time: each is idempotent, and the history
-	// is one per schema while the tables it creates are named by flags. So
-	// a second relay's tables in the same schema are created too, and a
-	// dropped table is created again.
+	return applied, nil
+}
+
+// applyVersioned leaves every versioned migration applied, in order, each
+// in a transaction with its history row, and returns the versions the
+// history did not record before.
+//
+// Every migration runs every time: each is idempotent, and the history is
+// one per schema while the tables it creates are named by flags. So a
+// second relay's tables in the same schema are created too, and a dropped
+// table is created again.
+func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *strings.Replacer, history string) ([]int, error) {
+	applied, err := appliedVersions(ctx, conn, history)
+	if err != nil {
+		return nil, err
+	}
+	var firsts []int
 	for _, m := range ms {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, names.Replace(m.sql)); err != nil {
@@ -186,45 +229,46 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		})
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
-			return res, fmt.Errorf("apply migration %04d_%s: waited %s for a table lock that another session holds (a long query or transaction on the relay's tables): "+
+			return firsts, fmt.Errorf("apply migration %04d_%s: waited %s for a table lock that another session holds (a long query or transaction on the relay's tables): "+
 				"nothing was changed; run migrate again when it has ended: %w", m.version, m.name, lockTimeout, err)
 		}
 		if err != nil {
-			return res, fmt.Errorf("apply migration %04d_%s: %w", m.version, m.name, err)
+			return firsts, fmt.Errorf("apply migration %04d_%s: %w", m.version, m.name, err)
 		}
 		if !applied[m.version] {
-			res.Applied = append(res.Applied, m.version)
+			firsts = append(firsts, m.version)
 		}
 	}
+	return firsts, nil
+}
 
+// ensureOutbox leaves the outbox table in place: it creates the default
+// one when it is missing (and reports so), unless cfg.SkipOutbox, which
+// makes a missing table an error. An existing table is never altered.
+func ensureOutbox(ctx context.Context, conn *pgx.Conn, cfg Config, outbox string, names *strings.Replacer) (created bool, err error) {
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", outbox).Scan(&exists); err != nil {
-		return res, fmt.Errorf("look up outbox table %s: %w", outbox, err)
+		return false, fmt.Errorf("look up outbox table %s: %w", outbox, err)
 	}
 	switch {
-	case !exists && cfg.SkipOutbox:
-		return res, fmt.Errorf("outbox table %s does not exist: create it, point --table at your outbox table, or run migrate without --skip-outbox to create the default one", outbox)
-	case !exists:
-		// Created with its index on created_at (retention deletes by it);
-		// an existing table is never altered.
-		b, err := files.ReadFile("sql/outbox.sql")
-		if err != nil {
-			return res, err
-		}
-		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, names.Replace(string(b)))
-			return err
-		})
-		if err != nil {
-			return res, fmt.Errorf("create outbox table %s: %w", outbox, err)
-		}
-		res.CreatedOutbox = true
+	case exists:
+		return false, nil
+	case cfg.SkipOutbox:
+		return false, fmt.Errorf("outbox table %s does not exist: create it, point --table at your outbox table, or run migrate without --skip-outbox to create the default one", outbox)
 	}
-
-	if err := publication(ctx, conn, cfg, outbox, &res); err != nil {
-		return res, err
+	// Created with its index on created_at (retention deletes by it).
+	b, err := files.ReadFile("sql/outbox.sql")
+	if err != nil {
+		return false, err
 	}
-	return res, nil
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, names.Replace(string(b)))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("create outbox table %s: %w", outbox, err)
+	}
+	return true, nil
 }
 
 // Publication is how a publication covers the outbox table.

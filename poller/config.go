@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/internal/defaults"
 	"github.com/cdc-relay/cdc-relay/metrics"
 )
 
@@ -45,23 +46,11 @@ func DefaultConfig() Config {
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.Batch <= 0 {
-		c.Batch = d.Batch
-	}
-	if c.Interval <= 0 {
-		c.Interval = d.Interval
-	}
-	if c.RetryBase <= 0 {
-		c.RetryBase = d.RetryBase
-	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = d.RetryMax
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = d.MaxAttempts
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&c.Batch, d.Batch)
+	defaults.Positive(&c.Interval, d.Interval)
+	defaults.Positive(&c.RetryBase, d.RetryBase)
+	defaults.Positive(&c.RetryMax, d.RetryMax)
+	defaults.Positive(&c.MaxAttempts, d.MaxAttempts)
+	defaults.Logger(&c.Logger)
 	return c
 }

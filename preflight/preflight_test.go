@@ -10,6 +10,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // schema is the database of the tests: two tables that fit their config
@@ -44,7 +45,7 @@ const orders = `
 // startDB starts a cluster with schema.
 func startDB(t *testing.T) (context.Context, *pgx.Conn) {
 	t.Helper()
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))

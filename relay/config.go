@@ -6,6 +6,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/defaults"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/retention"
@@ -118,34 +119,16 @@ type ExactlyOnce struct {
 // from DefaultConfig.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.StatusInterval <= 0 {
-		c.StatusInterval = d.StatusInterval
-	}
-	if c.StopTimeout <= 0 {
-		c.StopTimeout = d.StopTimeout
-	}
-	if c.CheckpointInterval <= 0 {
-		c.CheckpointInterval = d.CheckpointInterval
-	}
-	if c.ReplicationTimeout <= 0 {
-		c.ReplicationTimeout = d.ReplicationTimeout
-	}
+	defaults.Positive(&c.StatusInterval, d.StatusInterval)
+	defaults.Positive(&c.StopTimeout, d.StopTimeout)
+	defaults.Positive(&c.CheckpointInterval, d.CheckpointInterval)
+	defaults.Positive(&c.ReplicationTimeout, d.ReplicationTimeout)
 	if eo := &c.ExactlyOnce; eo.Enabled {
-		if eo.TransactionalID == "" {
-			eo.TransactionalID = "cdc-relay." + c.Slot
-		}
-		if eo.Interval <= 0 {
-			eo.Interval = 100 * time.Millisecond
-		}
-		if eo.MaxEvents <= 0 {
-			eo.MaxEvents = 10000
-		}
-		if eo.CheckpointTopic == "" {
-			eo.CheckpointTopic = sink.DefaultCheckpointTopic
-		}
-		if eo.TransactionTimeout <= 0 {
-			eo.TransactionTimeout = sink.DefaultTransactionTimeout
-		}
+		defaults.Zero(&eo.TransactionalID, "cdc-relay."+c.Slot)
+		defaults.Positive(&eo.Interval, 100*time.Millisecond)
+		defaults.Positive(&eo.MaxEvents, 10000)
+		defaults.Zero(&eo.CheckpointTopic, sink.DefaultCheckpointTopic)
+		defaults.Positive(&eo.TransactionTimeout, sink.DefaultTransactionTimeout)
 	}
 	return c
 }

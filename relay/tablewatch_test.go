@@ -15,6 +15,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -94,7 +95,7 @@ const partitionedOutbox = `CREATE TABLE outbox (id uuid NOT NULL DEFAULT gen_ran
 	created_at timestamptz NOT NULL DEFAULT now()) PARTITION BY RANGE (created_at)`
 
 func TestTableWatch(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	tests := []struct {
 		name   string
 		setup  []string // instead of migrate's outbox table
@@ -147,7 +148,7 @@ func TestTableWatch(t *testing.T) {
 }
 
 func TestTableWatchRelation(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	missingKey := &decoder.MappingError{Table: "public.outbox", Missing: "aggregate_id", Err: errors.New(`has no column "aggregate_id"`)}
 	tests := []struct {
 		name   string
@@ -206,7 +207,7 @@ func TestTableWatchRelation(t *testing.T) {
 // TestTableWatchChecksEveryInterval: the periodic check stops the stream
 // without any message from it.
 func TestTableWatchChecksEveryInterval(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	db := newWatchDB(t, pg, "periodic")
 	stopped := make(chan struct{})
 	db.w.stop = func() { close(stopped) }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/internal/tcpproxy"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -35,7 +36,7 @@ func (t *tracker) InFlight() (int64, int64)           { return 0, 0 }
 // network ends the stream with ErrSilent within the timeout and a status
 // interval or so.
 func TestStreamTimeout(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
 	if err != nil {
@@ -130,7 +131,7 @@ func (pauser) WaitResumed(ctx context.Context) error {
 // committed insert, keeps the connection alive with status updates, and
 // a stop ends it cleanly within a status interval or so.
 func TestStopWhilePaused(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/internal/defaults"
 	"github.com/cdc-relay/cdc-relay/metrics"
 )
 
@@ -37,14 +38,8 @@ func DefaultConfig() Config {
 // Outbox and Status keep their values: zero means "keep the rows".
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.Interval <= 0 {
-		c.Interval = d.Interval
-	}
-	if c.BatchRows <= 0 {
-		c.BatchRows = d.BatchRows
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&c.Interval, d.Interval)
+	defaults.Positive(&c.BatchRows, d.BatchRows)
+	defaults.Logger(&c.Logger)
 	return c
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -26,7 +27,7 @@ type adminDB struct {
 
 func newAdminDB(t *testing.T) (context.Context, *adminDB) {
 	t.Helper()
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))

@@ -12,13 +12,14 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 // claimTestStore is a migrated status table on a throwaway cluster.
 func claimTestStore(t *testing.T) (*Store, *pgxpool.Pool) {
 	t.Helper()
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pg.URL("postgres"))
 	if err != nil {

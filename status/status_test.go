@@ -13,11 +13,12 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 func TestFailedRecordsAnEventOnce(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, pg.URL("postgres"))

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // testTimeZone is the pool's session time zone, far from UTC, so that a
@@ -24,7 +25,7 @@ const testTimeZone = "Pacific/Honolulu"
 // superuser, with sessions in testTimeZone.
 func startDB(t *testing.T) (context.Context, *pgtemp.Cluster, *pgxpool.Pool) {
 	t.Helper()
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	return ctx, pg, newPool(t, ctx, pg.URL("postgres"), "")

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // startDB starts a throwaway PostgreSQL for a test of the commands, clears
@@ -16,7 +17,7 @@ import (
 // the database postgres, and a connection to it.
 func startDB(t *testing.T, schema ...string) (context.Context, string, *pgx.Conn) {
 	t.Helper()
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	url := pg.URL("postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)

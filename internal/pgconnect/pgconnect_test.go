@@ -10,6 +10,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/freeport"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // TestOpenFails: an unparsable connection string and a refused connection
@@ -51,7 +52,7 @@ func TestOpenFails(t *testing.T) {
 // TestOpenSetsRuntimeParams: the session has the parameters asked for,
 // over those of the connection string.
 func TestOpenSetsRuntimeParams(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgconnect.Open(ctx, pg.URL("postgres")+"&application_name=from-url&TimeZone=Europe/Paris", pgconnect.Options{

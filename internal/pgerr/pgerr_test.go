@@ -13,6 +13,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/freeport"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 func connect(t *testing.T, url string) error {
@@ -35,7 +36,7 @@ func connect(t *testing.T, url string) error {
 // the refused TLS attempt that sslmode=prefer makes first, and says what to
 // check; the password never appears.
 func TestConnect(t *testing.T) {
-	pg := pgtemp.StartT(t, pgtemp.Options{})
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	free, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,274 @@
+package metrics
+
+import (
+	"errors"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// gather returns the registry's families by name; a gather error (such as
+// a metric registered twice, or a value that does not fit its
+// description) fails the test.
+func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range families {
+		byName[f.GetName()] = f
+	}
+	return byName
+}
+
+// labels returns a metric's labels as name=value pairs, sorted.
+func labels(m *dto.Metric) string {
+	var pairs []string
+	for _, l := range m.GetLabel() {
+		pairs = append(pairs, l.GetName()+"="+l.GetValue())
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
+}
+
+// value returns the value of a family's metric with the given labels
+// (name=value pairs, sorted, comma-separated), and whether it is there.
+func value(f *dto.MetricFamily, want string) (float64, bool) {
+	for _, m := range f.GetMetric() {
+		if labels(m) != want {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+// fieldCollectors returns every metric field of Metrics (each field that
+// is a collector, but the Registry), by field name.
+func fieldCollectors(m *Metrics) map[string]prometheus.Collector {
+	out := map[string]prometheus.Collector{}
+	v := reflect.ValueOf(m).Elem()
+	for i := range v.NumField() {
+		if v.Field(i).Interface() == any(m.Registry) {
+			continue
+		}
+		if c, ok := v.Field(i).Interface().(prometheus.Collector); ok {
+			out[v.Type().Field(i).Name] = c
+		}
+	}
+	return out
+}
+
+// describe returns the names a collector describes.
+func describe(c prometheus.Collector) []string {
+	ch := make(chan *prometheus.Desc, 32)
+	go func() { c.Describe(ch); close(ch) }()
+	var names []string
+	for d := range ch {
+		// Desc has no accessor for its name; its String form holds it.
+		s := d.String()
+		_, rest, _ := strings.Cut(s, `fqName: "`)
+		name, _, _ := strings.Cut(rest, `"`)
+		names = append(names, name)
+	}
+	return names
+}
+
+func TestNewRegistersEachMetricOnce(t *testing.T) {
+	m := New("v1.2.3", func() Snapshot { return Snapshot{WriteBack: true} })
+	gather(t, m)
+	fields := fieldCollectors(m)
+	if len(fields) == 0 {
+		t.Fatal("no collector field found in Metrics")
+	}
+	for field, c := range fields {
+		err := m.Registry.Register(c)
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			t.Errorf("%s: registering it again gave %v, want AlreadyRegisteredError (New must register it)", field, err)
+		}
+	}
+	// Two relays' metrics live side by side: nothing is package-level.
+	gather(t, New("other", nil))
+}
+
+func TestNamesFollowTheConventions(t *testing.T) {
+	m := New("v1", func() Snapshot { return Snapshot{WriteBack: true} })
+	names := map[string]bool{}
+	for _, c := range fieldCollectors(m) {
+		for _, n := range describe(c) {
+			names[n] = true
+		}
+	}
+	for _, n := range describe(snapshotCollector{}) {
+		names[n] = true
+	}
+	for n, f := range gather(t, m) {
+		if strings.HasPrefix(n, "go_") || strings.HasPrefix(n, "process_") {
+			continue // Go's and the process's collectors
+		}
+		names[n] = true
+		if f.GetType() == dto.MetricType_COUNTER && !strings.HasSuffix(n, "_total") {
+			t.Errorf("counter %s: want the _total suffix", n)
+		}
+		if f.GetHelp() == "" {
+			t.Errorf("%s has no help", n)
+		}
+	}
+	for n := range names {
+		if !strings.HasPrefix(n, "cdc_relay_") {
+			t.Errorf("%s: want the cdc_relay_ prefix", n)
+		}
+	}
+}
+
+// TestSnapshotIsWhatIsServed: each value of the snapshot is what its
+// metric reads, and a value the relay does not know (-1, or no write-back)
+// is not served at all.
+func TestSnapshotIsWhatIsServed(t *testing.T) {
+	known := Snapshot{
+		EventsRead: 10, EventsProduced: 9, InFlightEvents: 3, InFlightBytes: 300,
+		LagBytes: 4096, LagSeconds: 1.5, ConfirmedLSN: 0x16B3748,
+		Leader: true, Paused: true, Ready: true,
+		SlotWALRetained: 8192, Failed: 2, Dead: 1,
+		WriteBack: true, WriteBackRows: 7, WriteBackErrors: 1, WriteBackDropped: 5, WriteBackPending: 4,
+	}
+	unknown := Snapshot{LagBytes: -1, SlotWALRetained: -1, Failed: -1, Dead: -1}
+	tests := []struct {
+		snap   Snapshot
+		name   string
+		labels string
+		want   float64
+		absent bool
+	}{
+		{snap: known, name: "cdc_relay_events_read_total", want: 10},
+		{snap: known, name: "cdc_relay_events_produced_total", want: 9},
+		{snap: known, name: "cdc_relay_in_flight_events", want: 3},
+		{snap: known, name: "cdc_relay_in_flight_bytes", want: 300},
+		{snap: known, name: "cdc_relay_replication_lag_bytes", want: 4096},
+		{snap: known, name: "cdc_relay_replication_lag_seconds", want: 1.5},
+		{snap: known, name: "cdc_relay_confirmed_lsn", want: 0x16B3748},
+		{snap: known, name: "cdc_relay_leader", want: 1},
+		{snap: known, name: "cdc_relay_paused", want: 1},
+		{snap: known, name: "cdc_relay_ready", want: 1},
+		{snap: known, name: "cdc_relay_slot_wal_retained_bytes", want: 8192},
+		{snap: known, name: "cdc_relay_status_rows", labels: "state=FAILED", want: 2},
+		{snap: known, name: "cdc_relay_status_rows", labels: "state=DEAD", want: 1},
+		{snap: known, name: "cdc_relay_writeback_rows_total", want: 7},
+		{snap: known, name: "cdc_relay_writeback_errors_total", want: 1},
+		{snap: known, name: "cdc_relay_writeback_dropped_total", want: 5},
+		{snap: known, name: "cdc_relay_writeback_pending", want: 4},
+
+		{snap: unknown, name: "cdc_relay_leader", want: 0},
+		{snap: unknown, name: "cdc_relay_paused", want: 0},
+		{snap: unknown, name: "cdc_relay_ready", want: 0},
+		{snap: unknown, name: "cdc_relay_replication_lag_seconds", want: 0},
+		{snap: unknown, name: "cdc_relay_replication_lag_bytes", absent: true},
+		{snap: unknown, name: "cdc_relay_slot_wal_retained_bytes", absent: true},
+		{snap: unknown, name: "cdc_relay_status_rows", absent: true},
+		{snap: unknown, name: "cdc_relay_writeback_rows_total", absent: true},
+		{snap: unknown, name: "cdc_relay_writeback_errors_total", absent: true},
+		{snap: unknown, name: "cdc_relay_writeback_dropped_total", absent: true},
+		{snap: unknown, name: "cdc_relay_writeback_pending", absent: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"{"+tt.labels+"}", func(t *testing.T) {
+			f := gather(t, New("v1", func() Snapshot { return tt.snap }))[tt.name]
+			got, ok := value(f, tt.labels)
+			switch {
+			case tt.absent && f != nil:
+				t.Fatalf("served %v, want it absent while unknown", f.GetMetric())
+			case tt.absent:
+			case !ok:
+				t.Fatalf("not served with labels {%s}", tt.labels)
+			case got != tt.want:
+				t.Fatalf("= %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLabels: the label names the dashboard and the alerts (docker/) select
+// on, and the series served from the start.
+func TestLabels(t *testing.T) {
+	m := New("v1.2.3", func() Snapshot { return Snapshot{Failed: 0, Dead: 0} })
+	m.EventsParked.WithLabelValues("MESSAGE_TOO_LARGE").Inc()
+	m.ProduceErrors.WithLabelValues("NOT_LEADER_FOR_PARTITION").Inc()
+	m.EventsUnrouted.WithLabelValues("public.outbox").Inc()
+	m.KafkaTransactions.WithLabelValues("committed").Inc()
+	m.CommitToAck.Observe(.003)
+	m.EventsDead.Inc()
+	m.RetentionDeleted.WithLabelValues("outbox").Add(5)
+	families := gather(t, m)
+	tests := []struct {
+		name   string
+		labels string
+		want   float64
+	}{
+		{"cdc_relay_build_info", "version=v1.2.3", 1},
+		{"cdc_relay_events_parked_total", "reason=MESSAGE_TOO_LARGE", 1},
+		{"cdc_relay_produce_errors_total", "error=NOT_LEADER_FOR_PARTITION", 1},
+		{"cdc_relay_events_unrouted_total", "table=public.outbox", 1},
+		{"cdc_relay_kafka_transactions_total", "result=committed", 1},
+		{"cdc_relay_commit_to_ack_seconds", "", 1},
+		{"cdc_relay_events_dead_total", "", 1},
+		{"cdc_relay_retention_rows_deleted_total", "table=outbox", 5},
+		{"cdc_relay_retention_rows_deleted_total", "table=status", 0}, // from the start
+		{"cdc_relay_status_rows", "state=FAILED", 0},
+		{"cdc_relay_status_rows", "state=DEAD", 0},
+		{"cdc_relay_poller_cycles_total", "", 0},
+		{"cdc_relay_poller_rows_claimed_total", "", 0},
+		{"cdc_relay_poller_events_delivered_total", "", 0},
+		{"cdc_relay_poller_attempts_failed_total", "", 0},
+		{"cdc_relay_poller_cycle_duration_seconds", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"{"+tt.labels+"}", func(t *testing.T) {
+			f, ok := families[tt.name]
+			if !ok {
+				t.Fatal("not served")
+			}
+			got, ok := value(f, tt.labels)
+			if !ok {
+				var have []string
+				for _, m := range f.GetMetric() {
+					have = append(have, "{"+labels(m)+"}")
+				}
+				t.Fatalf("no series {%s}; served: %v", tt.labels, have)
+			}
+			if got != tt.want {
+				t.Fatalf("= %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCommitToAckBuckets: the buckets rise, and the histogram uses them.
+func TestCommitToAckBuckets(t *testing.T) {
+	if !sort.Float64sAreSorted(CommitToAckBuckets) {
+		t.Fatalf("buckets not rising: %v", CommitToAckBuckets)
+	}
+	m := New("v1", nil)
+	m.CommitToAck.Observe(.12)
+	h := gather(t, m)["cdc_relay_commit_to_ack_seconds"].GetMetric()[0].GetHistogram()
+	var bounds []float64
+	for _, b := range h.GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+	}
+	if !reflect.DeepEqual(bounds, CommitToAckBuckets) {
+		t.Fatalf("bucket bounds %v, want %v", bounds, CommitToAckBuckets)
+	}
+}
