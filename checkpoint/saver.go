@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
 // Saver keeps a slot's checkpoint row ahead of what is confirmed to
@@ -96,14 +97,7 @@ const saveTimeout = 10 * time.Second
 
 func (sv *Saver) loop(ctx context.Context) {
 	defer close(sv.done)
-	t := time.NewTicker(sv.opts.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, sv.opts.Every, func(ctx context.Context) bool {
 		// Bounded: a save blocked behind a lock (a migration waiting for
 		// a long reader) must not hold confirmation back unseen.
 		sctx, cancel := context.WithTimeout(ctx, saveTimeout)
@@ -112,7 +106,8 @@ func (sv *Saver) loop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			sv.opts.Logger.Warn("could not save the checkpoint; PostgreSQL is not told of new positions until it is saved (retrying)", "err", err)
 		}
-	}
+		return true
+	})
 }
 
 // Close stops the saver and saves the source's last position, bounded by

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -40,9 +41,7 @@ func (r *Relay) watchHealth(ctx context.Context, pool *pgxpool.Pool, snk *sink.S
 			_ = conn.Close(context.Background())
 		}
 	}()
-	tick := time.NewTicker(reachInterval)
-	defer tick.Stop()
-	for {
+	tick.Every(ctx, reachInterval, func(ctx context.Context) bool {
 		cctx, cancel := context.WithTimeout(ctx, reachTimeout)
 		kafka := make(chan error, 1)
 		go func() { kafka <- snk.Ping(cctx) }()
@@ -55,15 +54,11 @@ func (r *Relay) watchHealth(ctx context.Context, pool *pgxpool.Pool, snk *sink.S
 		}
 		cancel()
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		r.state.reachable(pgErr, kafkaErr)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+		return true
+	}, tick.Now())
 }
 
 // pingPostgres pings PostgreSQL on *conn, connecting it first (with the
@@ -88,26 +83,20 @@ func pingPostgres(ctx context.Context, pool *pgxpool.Pool, conn **pgx.Conn) erro
 // readStats reads the slot and the status table every statsInterval until
 // ctx ends.
 func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
-	tick := time.NewTicker(statsInterval)
-	defer tick.Stop()
-	for {
+	tick.Every(ctx, statsInterval, func(ctx context.Context) bool {
 		sctx, cancel := context.WithTimeout(ctx, statsInterval)
 		db, err := ReadDatabaseStats(sctx, pool, r.cfg)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			return
+			return false
 		case err == nil:
 			r.state.setDatabase(db)
 		default:
 			r.log.Debug("could not read the slot's and the status table's figures", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+		return true
+	}, tick.Now())
 }
 
 // startHealth runs watchHealth beside the stream until the returned stop

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
 // standbyPoll is how often a standby relay retries the leadership lock.
@@ -49,26 +51,20 @@ var errLostLeadership = errors.New("lost the leadership lock")
 // does not answer may be gone), another relay may lead: watch calls lost
 // once, with the reason, and returns.
 func (l *leadership) watch(ctx context.Context, every, timeout time.Duration, lost func(error)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, every, func(ctx context.Context) bool {
 		held, err := l.check(ctx, timeout)
 		switch {
 		case ctx.Err() != nil:
-			return
+			return false
 		case err != nil:
 			lost(fmt.Errorf("%w on slot %q: its session failed: %w", errLostLeadership, l.slot, err))
-			return
+			return false
 		case !held:
 			lost(fmt.Errorf("%w on slot %q: its session no longer holds it", errLostLeadership, l.slot))
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // check asks the lock's session whether it still holds the lock, waiting

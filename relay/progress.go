@@ -1,9 +1,11 @@
 package relay
 
 import (
+	"context"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
 // progressInterval is how often progress is logged while events flow.
@@ -13,29 +15,23 @@ const progressInterval = 10 * time.Second
 // delivered, and the counts of undeliverable events by cause, until the
 // returned function is called.
 func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker, saver *checkpoint.Saver) (stop func()) {
-	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(every)
-		defer t.Stop()
 		last := r.count.events.Load()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
+		tick.Every(ctx, every, func(context.Context) bool {
 			r.causes.Flush()
 			if n := r.count.events.Load(); n != last {
 				inflight, _ := tracker.InFlight()
 				r.log.Info("progress", "events", n, "failed", r.count.failed.Load(), "in_flight", inflight, "checkpoint", saver.Saved())
 				last = n
 			}
-		}
+			return true
+		})
 	}()
 	return func() {
-		close(done)
+		cancel()
 		<-stopped
 	}
 }

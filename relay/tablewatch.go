@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -89,24 +90,18 @@ func (w *tableWatch) start(every time.Duration) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		tick.Every(ctx, every, func(ctx context.Context) bool {
 			if err := w.check(ctx); err != nil {
 				if w.Err() != nil {
-					return
+					return false
 				}
 				if ctx.Err() == nil {
 					w.log.Warn("could not check that the outbox table is in the publication; confirmation waits for the next check",
 						"vouched", w.Vouched(), "err", err)
 				}
 			}
-		}
+			return true
+		})
 	}()
 	return func() {
 		cancel()

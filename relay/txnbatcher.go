@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -240,15 +241,8 @@ func (b *txnBatcher) failed(f failure) {
 // run commits the transaction when it is due and no PostgreSQL transaction
 // in it is being read, until ctx ends.
 func (b *txnBatcher) run(ctx context.Context) {
-	t := time.NewTicker(max(b.interval/4, time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-b.due:
-		}
+	tick.Every(ctx, max(b.interval/4, time.Millisecond), func(ctx context.Context) bool {
 		b.commitIf(ctx, false)
-	}
+		return true
+	}, tick.Wake(b.due))
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
 // DB is what a Cleaner needs of a connection pool (*pgxpool.Pool has it;
@@ -286,14 +288,7 @@ func (c *Cleaner) Run(ctx context.Context) {
 	}
 	log.Info("retention on", "outbox", durationOrKept(c.cfg.Outbox), "status", durationOrKept(c.cfg.Status),
 		"every", c.cfg.Interval, "batch_rows", c.cfg.BatchRows)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
+	tick.Every(ctx, c.cfg.Interval, func(ctx context.Context) bool {
 		res, err := c.RunOnce(ctx)
 		if m := c.cfg.Metrics; m != nil {
 			m.RetentionDeleted.WithLabelValues("outbox").Add(float64(res.OutboxRows))
@@ -304,13 +299,13 @@ func (c *Cleaner) Run(ctx context.Context) {
 				"statements", res.Statements, "longest", res.Longest.Round(time.Millisecond), "took", res.Elapsed.Round(time.Millisecond))
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		if err != nil {
 			log.Warn("retention cleanup failed; trying again", "err", err, "in", c.cfg.Interval)
 		}
-		timer.Reset(c.cfg.Interval)
-	}
+		return true
+	}, tick.Now(), tick.FromEnd())
 }
 
 // durationOrKept renders a retention period for the log.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
 // DB is what a Writer needs of a connection pool (*pgxpool.Pool has it).
@@ -305,15 +307,9 @@ func (w *Writer) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("writeback: Run called twice")
 	}
-	tick := time.NewTicker(w.cfg.FlushInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return w.flusher.final(ctx)
-		case <-tick.C:
-		case <-w.wake:
-		}
+	tick.Every(ctx, w.cfg.FlushInterval, func(ctx context.Context) bool {
 		w.flusher.flush(ctx, false)
-	}
+		return true
+	}, tick.Wake(w.wake))
+	return w.flusher.final(ctx)
 }

@@ -1,0 +1,111 @@
+package tick_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/internal/tick"
+)
+
+// TestEveryFirstCall: one interval after the start, or at once with Now.
+func TestEveryFirstCall(t *testing.T) {
+	const interval = 200 * time.Millisecond
+	for _, tt := range []struct {
+		name     string
+		opts     []tick.Option
+		min, max time.Duration
+	}{
+		{"after one interval", nil, interval, time.Hour},
+		{"now", []tick.Option{tick.Now()}, 0, interval / 2},
+		{"from the end, after one interval", []tick.Option{tick.FromEnd()}, interval, time.Hour},
+		{"from the end, now", []tick.Option{tick.FromEnd(), tick.Now()}, 0, interval / 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			var first time.Duration
+			tick.Every(context.Background(), interval, func(context.Context) bool {
+				first = time.Since(start)
+				return false
+			}, tt.opts...)
+			if first < tt.min || first > tt.max {
+				t.Errorf("first call after %v; want %v to %v", first, tt.min, tt.max)
+			}
+		})
+	}
+}
+
+// TestEveryEnds: Every returns when f returns false, and when ctx ends,
+// without calling f again.
+func TestEveryEnds(t *testing.T) {
+	calls := 0
+	tick.Every(context.Background(), time.Millisecond, func(context.Context) bool {
+		calls++
+		return calls < 3
+	})
+	if calls != 3 {
+		t.Errorf("%d calls after f returned false at the third; want 3", calls)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	calls = 0
+	tick.Every(ctx, time.Millisecond, func(context.Context) bool {
+		calls++
+		cancel()
+		return true
+	})
+	if calls != 1 {
+		t.Errorf("%d calls after ctx ended in the first; want 1", calls)
+	}
+
+	calls = 0
+	tick.Every(ctx, time.Millisecond, func(context.Context) bool {
+		calls++
+		return true
+	}, tick.Now())
+	if calls != 0 {
+		t.Errorf("%d calls with ctx ended before the start; want 0", calls)
+	}
+}
+
+// TestEveryWake: a value on the wake channel makes a call at once.
+func TestEveryWake(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	wake <- struct{}{}
+	start := time.Now()
+	tick.Every(context.Background(), time.Hour, func(context.Context) bool { return false }, tick.Wake(wake))
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("woken call after %v", d)
+	}
+}
+
+// TestEveryLongCall: after a call longer than the interval, the next comes
+// at once; with FromEnd, one whole interval later.
+func TestEveryLongCall(t *testing.T) {
+	const interval = 300 * time.Millisecond
+	for _, tt := range []struct {
+		name     string
+		opts     []tick.Option
+		min, max time.Duration
+	}{
+		{"ticker", nil, 0, interval * 3 / 4},
+		{"from the end", []tick.Option{tick.FromEnd()}, interval, time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ended time.Time
+			var gap time.Duration
+			tick.Every(context.Background(), interval, func(context.Context) bool {
+				if ended.IsZero() {
+					time.Sleep(interval * 7 / 3)
+					ended = time.Now()
+					return true
+				}
+				gap = time.Since(ended)
+				return false
+			}, append(tt.opts, tick.Now())...)
+			if gap < tt.min || gap > tt.max {
+				t.Errorf("second call %v after the end of the first; want %v to %v", gap, tt.min, tt.max)
+			}
+		})
+	}
+}
