@@ -8,14 +8,13 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
-// DB is what the store needs of a connection pool (*pgxpool.Pool has it).
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// DB is what the store needs of a connection pool (*pgxpool.Pool has it):
+// Exec and QueryRow.
+type DB = pgdb.DB
 
 // Store keeps one row per slot in the checkpoint table that `cdc-relay
 // migrate` creates. The relay saves a position there before it confirms

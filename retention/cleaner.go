@@ -9,17 +9,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
 // DB is what a Cleaner needs of a connection pool (*pgxpool.Pool has it;
-// so does *pgx.Conn, for one goroutine at a time).
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// so does *pgx.Conn, for one goroutine at a time): Exec and QueryRow.
+type DB = pgdb.DB
 
 // Options names the tables a Cleaner works on, and configures it.
 type Options struct {

@@ -10,17 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
-// DB is what a Writer needs of a connection pool (*pgxpool.Pool has it).
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// DB is what a Writer needs of a connection pool (*pgxpool.Pool has it):
+// Exec and QueryRow.
+type DB = pgdb.DB
 
 // Table is one outbox table with write-back.
 type Table struct {
