@@ -3,6 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Metrics are the relay's metrics. Every field is safe for concurrent use.
@@ -63,60 +64,43 @@ var CommitToAckBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .
 // process's collectors, cdc_relay_build_info for version, and, if snapshot
 // is not nil, the live state it returns at each scrape.
 func New(version string, snapshot func() Snapshot) *Metrics {
+	reg := prometheus.NewRegistry()
+	f := factory{promauto.With(reg)}
 	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
-		EventsParked: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cdc_relay_events_parked_total",
-			Help: "Events the stream recorded in the status table instead of delivering them, by reason: the Kafka error, or invalid_row for a row that cannot become a record.",
-		}, []string{"reason"}),
-		EventsDead: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cdc_relay_events_dead_total",
-			Help: "Events marked DEAD: rows that cannot become a record, and parked events whose attempts ran out.",
-		}),
-		EventsUnrouted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cdc_relay_events_unrouted_total",
-			Help: "Events of a table that routes by tags which matched no route and were sent nowhere, by table.",
-		}, []string{"table"}),
-		ProduceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cdc_relay_produce_errors_total",
-			Help: "Errors Kafka or the client returned for the stream's records, by error.",
-		}, []string{"error"}),
-		CommitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "cdc_relay_commit_to_ack_seconds",
-			Help:    "Time from an event's commit in PostgreSQL to Kafka's acknowledgement (exactly-once: to its Kafka transaction's commit), for each event the stream delivered.",
-			Buckets: CommitToAckBuckets,
-		}),
-		KafkaTransactions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cdc_relay_kafka_transactions_total",
-			Help: "Kafka transactions of exactly-once delivery, by result: committed, or aborted (their PostgreSQL transactions are produced again).",
-		}, []string{"result"}),
-		PollerCycles: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cdc_relay_poller_cycles_total",
-			Help: "Claims of due parked events by the poller.",
-		}),
-		PollerCycleDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "cdc_relay_poller_cycle_duration_seconds",
-			Help:    "Time the poller took to claim a batch of parked events, produce them and record the outcomes.",
-			Buckets: prometheus.ExponentialBuckets(.001, 4, 9), // 1 ms to 65 s
-		}),
-		PollerRowsClaimed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cdc_relay_poller_rows_claimed_total",
-			Help: "Parked events the poller claimed to try again.",
-		}),
-		PollerDelivered: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cdc_relay_poller_events_delivered_total",
-			Help: "Parked events the poller delivered to Kafka.",
-		}),
-		PollerFailed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cdc_relay_poller_attempts_failed_total",
-			Help: "Attempts of the poller that failed: the event is tried again later, or marked DEAD when its attempts run out.",
-		}),
-		RetentionDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cdc_relay_retention_rows_deleted_total",
-			Help: "Rows retention deleted, by table: outbox, or status (DELIVERED and DEAD rows).",
-		}, []string{"table"}),
+		Registry: reg,
+		EventsParked: f.counterVec("cdc_relay_events_parked_total",
+			"Events the stream recorded in the status table instead of delivering them, by reason: the Kafka error, or invalid_row for a row that cannot become a record.",
+			"reason"),
+		EventsDead: f.counter("cdc_relay_events_dead_total",
+			"Events marked DEAD: rows that cannot become a record, and parked events whose attempts ran out."),
+		EventsUnrouted: f.counterVec("cdc_relay_events_unrouted_total",
+			"Events of a table that routes by tags which matched no route and were sent nowhere, by table.",
+			"table"),
+		ProduceErrors: f.counterVec("cdc_relay_produce_errors_total",
+			"Errors Kafka or the client returned for the stream's records, by error.",
+			"error"),
+		CommitToAck: f.histogram("cdc_relay_commit_to_ack_seconds",
+			"Time from an event's commit in PostgreSQL to Kafka's acknowledgement (exactly-once: to its Kafka transaction's commit), for each event the stream delivered.",
+			CommitToAckBuckets),
+		KafkaTransactions: f.counterVec("cdc_relay_kafka_transactions_total",
+			"Kafka transactions of exactly-once delivery, by result: committed, or aborted (their PostgreSQL transactions are produced again).",
+			"result"),
+		PollerCycles: f.counter("cdc_relay_poller_cycles_total",
+			"Claims of due parked events by the poller."),
+		PollerCycleDuration: f.histogram("cdc_relay_poller_cycle_duration_seconds",
+			"Time the poller took to claim a batch of parked events, produce them and record the outcomes.",
+			prometheus.ExponentialBuckets(.001, 4, 9)), // 1 ms to 65 s
+		PollerRowsClaimed: f.counter("cdc_relay_poller_rows_claimed_total",
+			"Parked events the poller claimed to try again."),
+		PollerDelivered: f.counter("cdc_relay_poller_events_delivered_total",
+			"Parked events the poller delivered to Kafka."),
+		PollerFailed: f.counter("cdc_relay_poller_attempts_failed_total",
+			"Attempts of the poller that failed: the event is tried again later, or marked DEAD when its attempts run out."),
+		RetentionDeleted: f.counterVec("cdc_relay_retention_rows_deleted_total",
+			"Rows retention deleted, by table: outbox, or status (DELIVERED and DEAD rows).",
+			"table"),
 	}
-	m.Registry.MustRegister(
+	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -124,15 +108,31 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 			Help:        "Always 1; the version label is the relay's.",
 			ConstLabels: prometheus.Labels{"version": version},
 		}, func() float64 { return 1 }),
-		m.EventsParked, m.EventsDead, m.EventsUnrouted, m.ProduceErrors, m.CommitToAck, m.KafkaTransactions,
-		m.PollerCycles, m.PollerCycleDuration, m.PollerRowsClaimed, m.PollerDelivered, m.PollerFailed,
-		m.RetentionDeleted,
 	)
 	for _, t := range []string{"outbox", "status"} {
 		m.RetentionDeleted.WithLabelValues(t) // reported from the start, at 0
 	}
 	if snapshot != nil {
-		m.Registry.MustRegister(snapshotCollector{snapshot})
+		reg.MustRegister(snapshotCollector{snapshot})
 	}
 	return m
+}
+
+// factory makes each metric of [Metrics] and registers it, so that none
+// can be left off the registry.
+type factory struct{ promauto.Factory }
+
+// counter is a counter with no labels.
+func (f factory) counter(name, help string) prometheus.Counter {
+	return f.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+// counterVec is a counter with one label.
+func (f factory) counterVec(name, help, label string) *prometheus.CounterVec {
+	return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+}
+
+// histogram is a histogram with no labels.
+func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return f.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
 }

@@ -81,27 +81,25 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	// ifKnown serves a gauge the relay may not know (-1): not at all then.
+	ifKnown := func(d *prometheus.Desc, v int64, labels ...string) {
+		if v >= 0 {
+			gauge(d, float64(v), labels...)
+		}
+	}
 	counter(descRead, float64(s.EventsRead))
 	counter(descProduced, float64(s.EventsProduced))
 	gauge(descInFlight, float64(s.InFlightEvents))
 	gauge(descInFlightB, float64(s.InFlightBytes))
-	if s.LagBytes >= 0 {
-		gauge(descLagBytes, float64(s.LagBytes))
-	}
+	ifKnown(descLagBytes, s.LagBytes)
 	gauge(descLagSeconds, s.LagSeconds)
 	gauge(descConfirmed, float64(s.ConfirmedLSN))
 	gauge(descLeader, b2f(s.Leader))
 	gauge(descPaused, b2f(s.Paused))
 	gauge(descReady, b2f(s.Ready))
-	if s.SlotWALRetained >= 0 {
-		gauge(descWALRetained, float64(s.SlotWALRetained))
-	}
-	if s.Failed >= 0 {
-		gauge(descStatusRows, float64(s.Failed), "FAILED")
-	}
-	if s.Dead >= 0 {
-		gauge(descStatusRows, float64(s.Dead), "DEAD")
-	}
+	ifKnown(descWALRetained, s.SlotWALRetained)
+	ifKnown(descStatusRows, s.Failed, "FAILED")
+	ifKnown(descStatusRows, s.Dead, "DEAD")
 	if s.WriteBack {
 		counter(descWBRows, float64(s.WriteBackRows))
 		counter(descWBErrors, float64(s.WriteBackErrors))
