@@ -8,14 +8,25 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
+// timing is a case of the timing tests: Every with opts, and the span the
+// time measured must fall in.
+type timing struct {
+	name     string
+	opts     []tick.Option
+	min, max time.Duration
+}
+
+func (tt timing) check(t *testing.T, what string, got time.Duration) {
+	t.Helper()
+	if got < tt.min || got > tt.max {
+		t.Errorf("%s after %v; want %v to %v", what, got, tt.min, tt.max)
+	}
+}
+
 // TestEveryFirstCall: one interval after the start, or at once with Now.
 func TestEveryFirstCall(t *testing.T) {
 	const interval = 200 * time.Millisecond
-	for _, tt := range []struct {
-		name     string
-		opts     []tick.Option
-		min, max time.Duration
-	}{
+	for _, tt := range []timing{
 		{"after one interval", nil, interval, time.Hour},
 		{"now", []tick.Option{tick.Now()}, 0, interval / 2},
 		{"from the end, after one interval", []tick.Option{tick.FromEnd()}, interval, time.Hour},
@@ -28,9 +39,32 @@ func TestEveryFirstCall(t *testing.T) {
 				first = time.Since(start)
 				return false
 			}, tt.opts...)
-			if first < tt.min || first > tt.max {
-				t.Errorf("first call after %v; want %v to %v", first, tt.min, tt.max)
-			}
+			tt.check(t, "first call", first)
+		})
+	}
+}
+
+// TestEveryLongCall: after a call longer than the interval, the next comes
+// at once; with FromEnd, one whole interval later.
+func TestEveryLongCall(t *testing.T) {
+	const interval = 300 * time.Millisecond
+	for _, tt := range []timing{
+		{"ticker", nil, 0, interval * 3 / 4},
+		{"from the end", []tick.Option{tick.FromEnd()}, interval, time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ended time.Time
+			var gap time.Duration
+			tick.Every(context.Background(), interval, func(context.Context) bool {
+				if ended.IsZero() {
+					time.Sleep(interval * 7 / 3)
+					ended = time.Now()
+					return true
+				}
+				gap = time.Since(ended)
+				return false
+			}, append(tt.opts, tick.Now())...)
+			tt.check(t, "second call, from the end of the first,", gap)
 		})
 	}
 }
@@ -76,36 +110,5 @@ func TestEveryWake(t *testing.T) {
 	tick.Every(context.Background(), time.Hour, func(context.Context) bool { return false }, tick.Wake(wake))
 	if d := time.Since(start); d > time.Minute {
 		t.Errorf("woken call after %v", d)
-	}
-}
-
-// TestEveryLongCall: after a call longer than the interval, the next comes
-// at once; with FromEnd, one whole interval later.
-func TestEveryLongCall(t *testing.T) {
-	const interval = 300 * time.Millisecond
-	for _, tt := range []struct {
-		name     string
-		opts     []tick.Option
-		min, max time.Duration
-	}{
-		{"ticker", nil, 0, interval * 3 / 4},
-		{"from the end", []tick.Option{tick.FromEnd()}, interval, time.Hour},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var ended time.Time
-			var gap time.Duration
-			tick.Every(context.Background(), interval, func(context.Context) bool {
-				if ended.IsZero() {
-					time.Sleep(interval * 7 / 3)
-					ended = time.Now()
-					return true
-				}
-				gap = time.Since(ended)
-				return false
-			}, append(tt.opts, tick.Now())...)
-			if gap < tt.min || gap > tt.max {
-				t.Errorf("second call %v after the end of the first; want %v to %v", gap, tt.min, tt.max)
-			}
-		})
 	}
 }
