@@ -18,7 +18,6 @@ import (
 
 	relayconfig "github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
@@ -103,14 +102,7 @@ var (
 )
 
 func TestExamples(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
+	ctx, pg, admin := pgtemptest.ConnectT(t, 3*time.Minute)
 
 	dirs, err := filepath.Glob("*/relay.yaml")
 	if err != nil {

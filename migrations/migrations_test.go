@@ -8,20 +8,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 func startPG(t *testing.T) *pgx.Conn {
 	t.Helper()
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	_, _, conn := pgtemptest.ConnectT(t, 2*time.Minute)
 	return conn
 }
 

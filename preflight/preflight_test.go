@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
@@ -45,19 +44,7 @@ const orders = `
 // startDB starts a cluster with schema.
 func startDB(t *testing.T) (context.Context, *pgx.Conn) {
 	t.Helper()
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	for _, s := range schema {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, schema...)
 	return ctx, conn
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/internal/tcpproxy"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -31,21 +30,27 @@ func (t *tracker) WaitCapacity(context.Context) error { return nil }
 func (t *tracker) WaitIdle(context.Context) error     { return nil }
 func (t *tracker) InFlight() (int64, int64)           { return 0, 0 }
 
+// waitActive waits until a stream reads slot, failing the test after 10s.
+func waitActive(t *testing.T, ctx context.Context, admin *pgx.Conn, slot string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if active, err := replication.SlotActive(ctx, admin, slot); err != nil {
+			t.Fatal(err)
+		} else if active {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream did not start within 10s")
+		}
+	}
+}
+
 // TestStreamTimeout: an idle server sends nothing of its own accord, so
 // the stream asks it for keepalives and runs on; a server behind a silent
 // network ends the stream with ErrSilent within the timeout and a status
 // interval or so.
 func TestStreamTimeout(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE TABLE t (id int); CREATE PUBLICATION p FOR TABLE t"); err != nil {
-		t.Fatal(err)
-	}
+	ctx, pg, admin := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE t (id int)", "CREATE PUBLICATION p FOR TABLE t")
 	cfg, err := pgconn.ParseConfig(pg.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -90,17 +95,7 @@ func TestStreamTimeout(t *testing.T) {
 					StatusInterval: timeout, StopTimeout: timeout, Timeout: timeout}, func(pglogrepl.LSN, []byte) error { return nil })
 			}()
 			if tt.silence {
-				for deadline := time.Now().Add(10 * time.Second); ; {
-					if active, err := replication.SlotActive(ctx, admin, slot); err != nil {
-						t.Fatal(err)
-					} else if active {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatal("the stream did not start within 10s")
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				waitActive(t, ctx, admin, slot)
 				proxy.Silence()
 			}
 			err = <-done
@@ -131,16 +126,7 @@ func (pauser) WaitResumed(ctx context.Context) error {
 // committed insert, keeps the connection alive with status updates, and
 // a stop ends it cleanly within a status interval or so.
 func TestStopWhilePaused(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE TABLE t (id int); CREATE PUBLICATION p FOR TABLE t"); err != nil {
-		t.Fatal(err)
-	}
+	ctx, pg, admin := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE t (id int)", "CREATE PUBLICATION p FOR TABLE t")
 	conn, err := replication.Connect(ctx, pg.URL("postgres"), "test", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -163,16 +149,7 @@ func TestStopWhilePaused(t *testing.T) {
 			StatusInterval: 200 * time.Millisecond, StopTimeout: 5 * time.Second, Timeout: 5 * time.Second},
 			func(pglogrepl.LSN, []byte) error { got.Add(1); return nil })
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if active, err := replication.SlotActive(ctx, admin, "paused"); err != nil {
-			t.Fatal(err)
-		} else if active {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stream did not start within 10s")
-		}
-	}
+	waitActive(t, ctx, admin, "paused")
 	time.Sleep(time.Second) // a window in which an unpaused stream would read the insert
 	stop()
 	began := time.Now()

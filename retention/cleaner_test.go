@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -24,14 +23,7 @@ import (
 // session's time zone would fail the tests.
 func startDB(t *testing.T) (context.Context, *pgxpool.Pool) {
 	t.Helper()
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	t.Cleanup(cancel)
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	ctx, pg, conn := pgtemptest.ConnectT(t, 10*time.Minute)
 	if _, err := migrations.Apply(ctx, conn, migrations.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,11 @@
 package setup
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -18,18 +14,8 @@ import (
 // the publication with both outbox tables, and the slot; a second changes
 // nothing and says so.
 func TestMigrate(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	ctx, pg, _ := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE app_events (id bigint PRIMARY KEY, payload jsonb)")
 	url := pg.URL("postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "CREATE TABLE app_events (id bigint PRIMARY KEY, payload jsonb)"); err != nil {
-		t.Fatal(err)
-	}
 	rc := relay.DefaultConfig()
 	second := rc.Tables[0]
 	second.Mapping.Table = "app_events"

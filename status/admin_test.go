@@ -12,34 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
-	"github.com/cdc-relay/cdc-relay/migrations"
 )
-
-// adminDB is a migrated database on a throwaway cluster, for the tests of
-// admin.go.
-type adminDB struct {
-	url   string
-	conn  *pgx.Conn
-	store *Store
-}
-
-func newAdminDB(t *testing.T) (context.Context, *adminDB) {
-	t.Helper()
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := migrations.Apply(ctx, conn, migrations.DefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, &adminDB{url: pg.URL("postgres"), conn: conn, store: NewStore(conn, "public", "outbox_delivery")}
-}
 
 // fixture empties the table and records the rows of every test, ids 1 to 5:
 //
@@ -48,7 +21,7 @@ func newAdminDB(t *testing.T) (context.Context, *adminDB) {
 //	3 DEAD       topic b, marked dead an hour ago
 //	4 DELIVERED  topic b, delivered 2 days ago
 //	5 FAILED     topic b, never tried
-func (db *adminDB) fixture(ctx context.Context, t *testing.T) {
+func (db *testDB) fixture(ctx context.Context, t *testing.T) {
 	t.Helper()
 	if _, err := db.conn.Exec(ctx, "TRUNCATE outbox_delivery RESTART IDENTITY"); err != nil {
 		t.Fatal(err)
@@ -74,7 +47,7 @@ func (db *adminDB) fixture(ctx context.Context, t *testing.T) {
 }
 
 // rows returns every row by id.
-func (db *adminDB) rows(ctx context.Context, t *testing.T) map[int64]Row {
+func (db *testDB) rows(ctx context.Context, t *testing.T) map[int64]Row {
 	t.Helper()
 	list, err := db.store.List(ctx, ListOptions{})
 	if err != nil {
@@ -96,7 +69,7 @@ func ids(rows []Row) []int64 {
 }
 
 func TestListAndGet(t *testing.T) {
-	ctx, db := newAdminDB(t)
+	ctx, db := newTestDB(t)
 	db.fixture(ctx, t)
 	for _, tt := range []struct {
 		name string
@@ -143,7 +116,7 @@ func TestListAndGet(t *testing.T) {
 }
 
 func TestRetry(t *testing.T) {
-	ctx, db := newAdminDB(t)
+	ctx, db := newTestDB(t)
 	for _, tt := range []struct {
 		name    string
 		opts    RetryOptions
@@ -226,7 +199,7 @@ func TestRetry(t *testing.T) {
 // TestRetryWaitsForThePoller: a row the poller has locked and then marks
 // DELIVERED is not retried, although it was FAILED when Retry started.
 func TestRetryWaitsForThePoller(t *testing.T) {
-	ctx, db := newAdminDB(t)
+	ctx, db := newTestDB(t)
 	db.fixture(ctx, t)
 	poller, err := pgx.Connect(ctx, db.url)
 	if err != nil {
@@ -277,7 +250,7 @@ func TestRetryWaitsForThePoller(t *testing.T) {
 }
 
 func TestPurge(t *testing.T) {
-	ctx, db := newAdminDB(t)
+	ctx, db := newTestDB(t)
 	for _, tt := range []struct {
 		name    string
 		opts    PurgeOptions

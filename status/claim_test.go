@@ -11,29 +11,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
-	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 // claimTestStore is a migrated status table on a throwaway cluster.
 func claimTestStore(t *testing.T) (*Store, *pgxpool.Pool) {
 	t.Helper()
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pg.URL("postgres"))
+	_, db := newTestDB(t)
+	pool, err := pgxpool.New(context.Background(), db.url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := migrations.Apply(ctx, conn.Conn(), migrations.DefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
 	return NewStore(pool, "public", "outbox_delivery"), pool
 }
 

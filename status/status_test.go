@@ -1,35 +1,18 @@
 package status
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
-	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 func TestFailedRecordsAnEventOnce(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := migrations.Apply(ctx, conn, migrations.DefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
-	store := NewStore(conn, "public", "outbox_delivery")
+	ctx, db := newTestDB(t)
+	conn, store := db.conn, db.store
 	ev := &decoder.Event{ID: []byte("e-1"), Topic: "bad topic!*", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x1000,
 		Headers: []decoder.Header{{Key: "id", Value: []byte("e-1")}}}
 	for i := 0; i < 2; i++ { // the transaction is sent again after a crash

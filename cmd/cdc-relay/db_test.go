@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
@@ -17,20 +16,7 @@ import (
 // the database postgres, and a connection to it.
 func startDB(t *testing.T, schema ...string) (context.Context, string, *pgx.Conn) {
 	t.Helper()
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	url := pg.URL("postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
 	clearEnv(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	for _, s := range schema {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	return ctx, url, conn
+	ctx, pg, conn := pgtemptest.ConnectT(t, 3*time.Minute, schema...)
+	return ctx, pg.URL("postgres"), conn
 }
