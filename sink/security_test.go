@@ -64,12 +64,17 @@ func (d *countingDialer) dial(ctx context.Context, network, host string) (net.Co
 	return (&net.Dialer{}).DialContext(ctx, network, host)
 }
 
-// tlsServer accepts TLS connections with cfg and echoes what they send.
-func tlsServer(t *testing.T, cfg *tls.Config) string {
+// server listens on a loopback port until the test ends, with TLS when cfg
+// is not nil, and runs handle on each connection in a goroutine of its
+// own, closing the connection when handle returns. It returns the address.
+func server(t *testing.T, cfg *tls.Config, handle func(net.Conn)) string {
 	t.Helper()
-	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg != nil {
+		l = tls.NewListener(l, cfg)
 	}
 	t.Cleanup(func() { l.Close() })
 	go func() {
@@ -80,11 +85,16 @@ func tlsServer(t *testing.T, cfg *tls.Config) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
 	return l.Addr().String()
+}
+
+// tlsServer accepts TLS connections with cfg and echoes what they send.
+func tlsServer(t *testing.T, cfg *tls.Config) string {
+	return server(t, cfg, func(c net.Conn) { _, _ = io.Copy(c, c) })
 }
 
 // TestTLSDialer dials a TLS echo server through tlsDialer over a dialer of
@@ -162,24 +172,11 @@ func TestTLSDialer(t *testing.T) {
 // TestTLSHandshakeEndsWithTheContext: a server that accepts the TCP
 // connection and never answers the handshake does not hold the dial.
 func TestTLSHandshakeEndsWithTheContext(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // silent until the test ends
-		}
-	}()
+	silent := server(t, nil, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) }) // reads, never answers
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	_, err = tlsDialer((&net.Dialer{}).DialContext, &tls.Config{})(ctx, "tcp", l.Addr().String())
+	_, err := tlsDialer((&net.Dialer{}).DialContext, &tls.Config{})(ctx, "tcp", silent)
 	if err == nil {
 		t.Fatal("the handshake with a silent server succeeded")
 	}
@@ -192,27 +189,13 @@ func TestTLSHandshakeEndsWithTheContext(t *testing.T) {
 // listener's alert as the size of a Kafka response; franz-go's error for
 // it has no type, and TLSFailed must still know it.
 func TestPlaintextToTLS(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = c.Read(make([]byte, 512))
-				// A fatal alert (level 2), unexpected_message (10), in a
-				// TLS 1.2 record, as Java's SSLEngine answers plaintext.
-				_, _ = c.Write([]byte{21, 3, 3, 0, 2, 2, 10})
-			}()
-		}
-	}()
-	s, err := New(Config{Brokers: []string{l.Addr().String()}})
+	addr := server(t, nil, func(c net.Conn) {
+		_, _ = c.Read(make([]byte, 512))
+		// A fatal alert (level 2), unexpected_message (10), in a TLS 1.2
+		// record, as Java's SSLEngine answers plaintext.
+		_, _ = c.Write([]byte{21, 3, 3, 0, 2, 2, 10})
+	})
+	s, err := New(Config{Brokers: []string{addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
