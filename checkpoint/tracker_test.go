@@ -353,39 +353,42 @@ func (t *Tracker) queued() (n, capacity int) {
 	return len(t.queue) - t.head, cap(t.queue)
 }
 
+// blocks fails the test with msg unless wait still waits after 50ms.
+func blocks(t *testing.T, wait func(context.Context) error, msg string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := wait(ctx); err == nil {
+		t.Fatal(msg)
+	}
+}
+
+// wakes starts wait, calls ack, and fails the test with msg unless wait
+// returns nil within 5s.
+func wakes(t *testing.T, wait func(context.Context) error, ack func(), msg string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- wait(context.Background()) }()
+	ack()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
 func TestWaitCapacityAndIdle(t *testing.T) {
 	tr := NewTracker(0, Limits{Events: 2, Bytes: 1000})
 	tx := tr.Begin(time.Time{})
 	tr.Add(tx, 10)
 	tr.Add(tx, 10)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	if err := tr.WaitCapacity(ctx); err == nil {
-		t.Fatal("WaitCapacity returned with the event limit reached")
-	}
-	cancel()
-
-	done := make(chan error, 1)
-	go func() { done <- tr.WaitCapacity(context.Background()) }()
-	tr.Done(tx, 10)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("WaitCapacity did not wake when an event was acked")
-	}
-
-	go func() { done <- tr.WaitIdle(context.Background()) }()
-	tr.Done(tx, 10)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("WaitIdle did not wake when the last event was acked")
-	}
+	blocks(t, tr.WaitCapacity, "WaitCapacity returned with the event limit reached")
+	ack := func() { tr.Done(tx, 10) }
+	wakes(t, tr.WaitCapacity, ack, "WaitCapacity did not wake when an event was acked")
+	wakes(t, tr.WaitIdle, ack, "WaitIdle did not wake when the last event was acked")
 
 	// At the limit, the wait lasts until a tenth is free, not one event.
 	tr3 := NewTracker(0, Limits{Events: 20})
@@ -394,11 +397,7 @@ func TestWaitCapacityAndIdle(t *testing.T) {
 		tr3.Add(tx3, 1)
 	}
 	tr3.Done(tx3, 1) // 19 in flight: below the limit, not below 18
-	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
-	if err := tr3.WaitCapacity(ctx); err == nil {
-		t.Fatal("WaitCapacity returned one event below the limit; want a tenth below")
-	}
-	cancel()
+	blocks(t, tr3.WaitCapacity, "WaitCapacity returned one event below the limit; want a tenth below")
 	tr3.Done(tx3, 1)
 	tr3.Done(tx3, 1) // 17
 	if err := tr3.WaitCapacity(context.Background()); err != nil {
@@ -407,11 +406,7 @@ func TestWaitCapacityAndIdle(t *testing.T) {
 	// The byte limit alone also blocks.
 	tr2 := NewTracker(0, Limits{Bytes: 100})
 	tr2.Add(tr2.Begin(time.Time{}), 150)
-	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := tr2.WaitCapacity(ctx); err == nil {
-		t.Fatal("WaitCapacity returned with the byte limit reached")
-	}
+	blocks(t, tr2.WaitCapacity, "WaitCapacity returned with the byte limit reached")
 }
 
 // TestEveryWaiterWakes: the reader waiting for capacity and a stop waiting
