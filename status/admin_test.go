@@ -115,6 +115,35 @@ func TestListAndGet(t *testing.T) {
 	}
 }
 
+// checkChanges checks what Retry or Purge returned: with bad options, a
+// refusal and no change; otherwise an error that is each of wantErr (none:
+// no error), and the changes want. It returns the ids of the rows that
+// should have changed.
+func checkChanges(t *testing.T, got []Change, err error, want []Change, wantErr []error, bad bool) map[int64]bool {
+	t.Helper()
+	switch {
+	case bad && err == nil:
+		t.Fatal("the options were taken; want them refused")
+	case bad:
+		want = nil
+	case wantErr == nil && err != nil:
+		t.Fatal(err)
+	}
+	for _, w := range wantErr {
+		if !errors.Is(err, w) {
+			t.Fatalf("error %v, want one that is %v", err, w)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changed %v, want %v", got, want)
+	}
+	ids := map[int64]bool{}
+	for _, c := range want {
+		ids[c.ID] = true
+	}
+	return ids
+}
+
 func TestRetry(t *testing.T) {
 	ctx, db := newTestDB(t)
 	for _, tt := range []struct {
@@ -148,29 +177,8 @@ func TestRetry(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := db.store.Retry(ctx, tt.opts)
-			if tt.bad {
-				if err == nil {
-					t.Fatalf("Retry(%+v) took options it should refuse", tt.opts)
-				}
-				tt.want = nil
-			} else {
-				for _, want := range tt.wantErr {
-					if !errors.Is(err, want) {
-						t.Errorf("error %v, want one that is %v", err, want)
-					}
-				}
-				if tt.wantErr == nil && err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got, tt.want) {
-					t.Fatalf("changed %v, want %v", got, tt.want)
-				}
-			}
+			retried := checkChanges(t, got, err, tt.want, tt.wantErr, tt.bad)
 			after := db.rows(ctx, t)
-			retried := map[int64]bool{}
-			for _, c := range tt.want {
-				retried[c.ID] = true
-			}
 			for id, b := range before {
 				a := after[id]
 				if !retried[id] {
@@ -255,15 +263,15 @@ func TestPurge(t *testing.T) {
 		name    string
 		opts    PurgeOptions
 		want    []Change
-		wantErr error // errors.Is the error; nil: no error
-		bad     bool  // the options are refused before anything is done
+		wantErr []error // each errors.Is the error; nil: no error
+		bad     bool    // the options are refused before anything is done
 	}{
 		{name: "by id, FAILED included", opts: PurgeOptions{IDs: []int64{1, 4}}, want: []Change{{1, Failed}, {4, Delivered}}},
 		{name: "every DEAD row", opts: PurgeOptions{Dead: true}, want: []Change{{2, Dead}, {3, Dead}}},
 		{name: "DEAD rows older than a day", opts: PurgeOptions{Dead: true, OlderThan: 24 * time.Hour}, want: []Change{{2, Dead}}},
 		{name: "DEAD rows older than a month", opts: PurgeOptions{Dead: true, OlderThan: 30 * 24 * time.Hour}, want: []Change{}},
 		{name: "a missing id is reported, the others purged", opts: PurgeOptions{IDs: []int64{5, 99}},
-			want: []Change{{5, Failed}}, wantErr: ErrNotFound},
+			want: []Change{{5, Failed}}, wantErr: []error{ErrNotFound}},
 		{name: "ids and dead", opts: PurgeOptions{IDs: []int64{1}, Dead: true}, bad: true},
 		{name: "neither", opts: PurgeOptions{}, bad: true},
 		{name: "older than without dead", opts: PurgeOptions{IDs: []int64{2}, OlderThan: time.Hour}, bad: true},
@@ -273,27 +281,8 @@ func TestPurge(t *testing.T) {
 			db.fixture(ctx, t)
 			before := db.rows(ctx, t)
 			got, err := db.store.Purge(ctx, tt.opts)
-			switch {
-			case tt.bad:
-				if err == nil {
-					t.Fatalf("Purge(%+v) took options it should refuse", tt.opts)
-				}
-				tt.want = nil
-			case tt.wantErr != nil:
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("error %v, want one that is %v", err, tt.wantErr)
-				}
-			case err != nil:
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Fatalf("purged %v, want %v", got, tt.want)
-			}
+			purged := checkChanges(t, got, err, tt.want, tt.wantErr, tt.bad)
 			after := db.rows(ctx, t)
-			purged := map[int64]bool{}
-			for _, c := range tt.want {
-				purged[c.ID] = true
-			}
 			for id, b := range before {
 				a, ok := after[id]
 				switch {
