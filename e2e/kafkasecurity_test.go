@@ -172,6 +172,26 @@ func (e *env) readKey(topic, key string, timeout time.Duration) {
 	}
 }
 
+// newKfakeCert returns a new CA and a server certificate it signed for
+// 127.0.0.1 and localhost, for kfake brokers of the test's own that speak
+// TLS.
+func newKfakeCert(t *testing.T) (*testcert.CA, tls.Certificate) {
+	t.Helper()
+	ca, err := testcert.NewCA("cdc-relay e2e CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Server("127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := pair.TLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, server
+}
+
 // startKfake starts a kfake broker of the test's own with opts and returns
 // its address.
 func startKfake(t *testing.T, opts ...kfake.Opt) string {
@@ -201,18 +221,8 @@ func TestKafkaTLS(t *testing.T) {
 	case "apache":
 		tlsAddr, mtlsAddr = apache.TLSAddr(), apache.MTLSAddr()
 	case "kfake":
-		var err error
-		if ca, err = testcert.NewCA("cdc-relay e2e CA"); err != nil {
-			t.Fatal(err)
-		}
-		pair, err := ca.Server("127.0.0.1", "localhost")
-		if err != nil {
-			t.Fatal(err)
-		}
-		server, err := pair.TLS()
-		if err != nil {
-			t.Fatal(err)
-		}
+		var server tls.Certificate
+		ca, server = newKfakeCert(t)
 		tlsAddr = startKfake(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{server}}))
 		mtlsAddr = startKfake(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{server},
 			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()}))
@@ -334,18 +344,8 @@ func TestKafkaSCRAMOverTLS(t *testing.T) {
 			return cl.Ping(ctx) == nil
 		})
 	case "kfake":
-		var err error
-		if ca, err = testcert.NewCA("cdc-relay e2e CA"); err != nil {
-			t.Fatal(err)
-		}
-		pair, err := ca.Server("127.0.0.1", "localhost")
-		if err != nil {
-			t.Fatal(err)
-		}
-		server, err := pair.TLS()
-		if err != nil {
-			t.Fatal(err)
-		}
+		var server tls.Certificate
+		ca, server = newKfakeCert(t)
 		addr = startKfake(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{server}}),
 			kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", user, password))
 	default:
