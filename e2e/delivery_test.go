@@ -18,13 +18,7 @@ import (
 func (e *env) readCommitted(topic string, timeout time.Duration) []*kgo.Record {
 	e.t.Helper()
 	ends := e.endOffsets(e.client(), topic)
-	opts := []kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(), kgo.FetchMaxWait(200 * time.Millisecond)}
-	cl, err := kgo.NewClient(append(opts, e.kafkaOpts...)...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	cl := e.committedFromStart(topic)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -67,14 +61,7 @@ func TestExactlyOnceSurvivesKillAndStop(t *testing.T) {
 	topic := e.topic("order")
 	w := e.startWriter(0)
 	cl := e.client()
-	start := e.lsn(slotLSN)
-	e.waitFor("some events arrive and are confirmed", 30*time.Second, func() bool {
-		e.checkWriteAhead()
-		return e.totalRecords(cl, topic) >= 2000 && e.lsn(slotLSN) > start
-	})
-	relay.Kill()
-	e.checkWriteAhead()
-	killedAt := e.totalRecords(cl, topic)
+	killedAt := e.killMidStream(relay, cl, topic)
 	relay = e.startRelay(eo...)
 	w.waitWritten(w.count() + 2000)
 	relay.stop(30 * time.Second)

@@ -55,6 +55,15 @@ func (e *env) countCommitted(topic string, n int, timeout time.Duration) idCount
 	return counts
 }
 
+// committedFromStart is fromStart as a read_committed consumer that keeps
+// the control records (the commit and abort markers), so that its position
+// is known: it is past the last record returned, markers included, and
+// aborted records are followed by their marker.
+func (e *env) committedFromStart(topic string) *kgo.Client {
+	e.t.Helper()
+	return e.fromStart(topic, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+}
+
 // readCommittedUntil reads topic from its start as a read_committed
 // consumer, handing each committed record (never a control record, never
 // one of an aborted or open transaction) to each, until enough reports true
@@ -62,16 +71,7 @@ func (e *env) countCommitted(topic string, n int, timeout time.Duration) idCount
 // until timeout has passed. It reports whether it got there.
 func (e *env) readCommittedUntil(topic string, timeout time.Duration, enough func() bool, each func(*kgo.Record)) bool {
 	e.t.Helper()
-	// Control records (the commit and abort markers) are kept so that the
-	// consumer's position is known: it is past the last record returned,
-	// markers included, and aborted records are followed by their marker.
-	opts := []kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100 * time.Millisecond),
-		kgo.FetchMaxWait(200 * time.Millisecond), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}
-	cl, err := kgo.NewClient(append(opts, e.kafkaOpts...)...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	cl := e.committedFromStart(topic)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -488,14 +488,15 @@ func (e *env) readAll(topic string) []*kgo.Record {
 	return e.readN(topic, int(total), 60*time.Second)
 }
 
-// fromStart returns a client that consumes topic from its start, reaching
-// the broker as e.kafkaOpts say; the caller closes it.
-func (e *env) fromStart(topic string) *kgo.Client {
+// fromStart returns a client that consumes topic from its start, with
+// extra options, reaching the broker as e.kafkaOpts say; the caller closes
+// it.
+func (e *env) fromStart(topic string, extra ...kgo.Opt) *kgo.Client {
 	e.t.Helper()
 	opts := []kgo.Opt{kgo.SeedBrokers(e.brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.FetchMaxWait(200 * time.Millisecond)}
-	cl, err := kgo.NewClient(append(opts, e.kafkaOpts...)...)
+	cl, err := kgo.NewClient(append(append(opts, extra...), e.kafkaOpts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
