@@ -115,21 +115,32 @@ func TestListAndGet(t *testing.T) {
 	}
 }
 
-// checkChanges checks what Retry or Purge returned: with bad options, a
-// refusal and no change; otherwise an error that is each of wantErr (none:
-// no error), and the changes want. It returns the ids of the rows that
-// should have changed.
-func checkChanges(t *testing.T, got []Change, err error, want []Change, wantErr []error, bad bool) map[int64]bool {
+// changeCase is a case of the Retry and Purge tests: the options, and what
+// the call should return.
+type changeCase[O any] struct {
+	name    string
+	opts    O
+	want    []Change
+	wantErr []error // each errors.Is the error; nil: no error
+	bad     bool    // the options are refused before anything is done
+}
+
+// check checks what the call returned: with bad options, a refusal and no
+// change; otherwise an error that is each of wantErr (none: no error), and
+// the changes want. It returns the ids of the rows that should have
+// changed.
+func (tt changeCase[O]) check(t *testing.T, got []Change, err error) map[int64]bool {
 	t.Helper()
+	want := tt.want
 	switch {
-	case bad && err == nil:
-		t.Fatal("the options were taken; want them refused")
-	case bad:
+	case tt.bad && err == nil:
+		t.Fatalf("%+v taken; want the options refused", tt.opts)
+	case tt.bad:
 		want = nil
-	case wantErr == nil && err != nil:
+	case tt.wantErr == nil && err != nil:
 		t.Fatal(err)
 	}
-	for _, w := range wantErr {
+	for _, w := range tt.wantErr {
 		if !errors.Is(err, w) {
 			t.Fatalf("error %v, want one that is %v", err, w)
 		}
@@ -146,13 +157,7 @@ func checkChanges(t *testing.T, got []Change, err error, want []Change, wantErr 
 
 func TestRetry(t *testing.T) {
 	ctx, db := newTestDB(t)
-	for _, tt := range []struct {
-		name    string
-		opts    RetryOptions
-		want    []Change
-		wantErr []error // each errors.Is the error; nil: no error
-		bad     bool    // the options are refused before anything is done
-	}{
+	for _, tt := range []changeCase[RetryOptions]{
 		{name: "by id", opts: RetryOptions{IDs: []int64{1, 3}}, want: []Change{{1, Failed}, {3, Dead}}},
 		{name: "ids repeated and out of order", opts: RetryOptions{IDs: []int64{3, 2, 3}}, want: []Change{{2, Dead}, {3, Dead}}},
 		{name: "all", opts: RetryOptions{All: true}, want: []Change{{1, Failed}, {2, Dead}, {3, Dead}, {5, Failed}}},
@@ -177,7 +182,7 @@ func TestRetry(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := db.store.Retry(ctx, tt.opts)
-			retried := checkChanges(t, got, err, tt.want, tt.wantErr, tt.bad)
+			retried := tt.check(t, got, err)
 			after := db.rows(ctx, t)
 			for id, b := range before {
 				a := after[id]
@@ -259,13 +264,7 @@ func TestRetryWaitsForThePoller(t *testing.T) {
 
 func TestPurge(t *testing.T) {
 	ctx, db := newTestDB(t)
-	for _, tt := range []struct {
-		name    string
-		opts    PurgeOptions
-		want    []Change
-		wantErr []error // each errors.Is the error; nil: no error
-		bad     bool    // the options are refused before anything is done
-	}{
+	for _, tt := range []changeCase[PurgeOptions]{
 		{name: "by id, FAILED included", opts: PurgeOptions{IDs: []int64{1, 4}}, want: []Change{{1, Failed}, {4, Delivered}}},
 		{name: "every DEAD row", opts: PurgeOptions{Dead: true}, want: []Change{{2, Dead}, {3, Dead}}},
 		{name: "DEAD rows older than a day", opts: PurgeOptions{Dead: true, OlderThan: 24 * time.Hour}, want: []Change{{2, Dead}}},
@@ -281,7 +280,7 @@ func TestPurge(t *testing.T) {
 			db.fixture(ctx, t)
 			before := db.rows(ctx, t)
 			got, err := db.store.Purge(ctx, tt.opts)
-			purged := checkChanges(t, got, err, tt.want, tt.wantErr, tt.bad)
+			purged := tt.check(t, got, err)
 			after := db.rows(ctx, t)
 			for id, b := range before {
 				a, ok := after[id]
