@@ -33,6 +33,12 @@ type exampleCase struct {
 	// poison, if set, is an application transaction whose outbox row can
 	// never become a record: it is parked, and written back as failed.
 	poison string
+	// timeZone, if set, is the database's TimeZone, and sameTime two
+	// columns of the example's table that must then hold the same time
+	// (within a minute): a delivered-at column without time zone written
+	// back in UTC, like the application's own timestamps.
+	timeZone string
+	sameTime [3]string // table, column, column
 }
 
 var exampleCases = []exampleCase{
@@ -43,7 +49,8 @@ var exampleCases = []exampleCase{
 			INSERT INTO notification_outbox (deal_id, recipient_id, template, payload)
 			VALUES (1001, '6f1c2a9e-4b7d-4e3a-9c51-0d2e8f3a7b10', 'deal lost!', '{"dealId": 1001}');
 			COMMIT;`},
-	{dir: "order-service-outbox", topics: map[string]int{"order-events": 3}},
+	{dir: "order-service-outbox", topics: map[string]int{"order-events": 3},
+		timeZone: "Europe/Berlin", sameTime: [3]string{"outbox", "sent_at", "created_at"}},
 	{dir: "publisher-worker-outbox", topics: map[string]int{"chat.conversations": 1, "chat.messages": 2}},
 	{dir: "logistics-outbox", topics: map[string]int{"logistics.Order": 2, "logistics.Shipment": 2}},
 	{dir: "event-store-tags", topics: map[string]int{"wallet-events": 5, "payment-events": 1}, unrouted: 1},
@@ -56,6 +63,9 @@ func TestExamplesRelayedByTheirConfig(t *testing.T) {
 	for _, ex := range exampleCases {
 		t.Run(ex.dir, func(t *testing.T) {
 			e := newEnv(t)
+			if ex.timeZone != "" {
+				mustExec(t, e.conn, fmt.Sprintf("DO $$BEGIN EXECUTE format('ALTER DATABASE %%I SET timezone = %%L', current_database(), '%s'); END$$", ex.timeZone))
+			}
 			file, p := e.startExample(ex.dir)
 			e.execFile(filepath.Join("..", "examples", ex.dir, "app.sql"))
 			if ex.poison != "" {
@@ -90,6 +100,9 @@ func TestExamplesRelayedByTheirConfig(t *testing.T) {
 				if wb := tbl.WriteBack(); wb != nil {
 					e.checkWriteBack(tbl, ex.poison != "")
 				}
+			}
+			if ex.sameTime[0] != "" {
+				e.checkSameTime(ex.sameTime, ex.timeZone)
 			}
 			p.stop(30 * time.Second)
 		})
@@ -346,6 +359,28 @@ func (e *env) checkWriteBack(tbl config.Table, parked bool) {
 		if err := e.conn.QueryRow(context.Background(), q, wb.Failed).Scan(&reason); err != nil || reason == "" {
 			e.t.Errorf("%s: the failed row's %s is %q (%v), want why", tbl.Name(), wb.ErrorColumn, reason, err)
 		}
+	}
+}
+
+// checkSameTime checks that every row of the table named by cols[0] that
+// has both columns cols[1] and cols[2] set holds the same time in both,
+// within a minute, with the database in zone.
+func (e *env) checkSameTime(cols [3]string, zone string) {
+	e.t.Helper()
+	a, b := pgx.Identifier{cols[1]}.Sanitize(), pgx.Identifier{cols[2]}.Sanitize()
+	var rows, off int
+	var worst float64
+	err := e.conn.QueryRow(context.Background(), fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE abs(extract(epoch FROM %[1]s - %[2]s)) > 60),
+		coalesce(max(abs(extract(epoch FROM %[1]s - %[2]s))), 0)::float8 FROM %[3]s WHERE %[1]s IS NOT NULL AND %[2]s IS NOT NULL`,
+		a, b, pgx.Identifier{cols[0]}.Sanitize())).Scan(&rows, &off, &worst)
+	switch {
+	case err != nil:
+		e.t.Fatal(err)
+	case rows == 0:
+		e.t.Errorf("%s: no row has both %s and %s", cols[0], cols[1], cols[2])
+	case off > 0:
+		e.t.Errorf("%s: with the database in %s, %d of %d rows have %s and %s over a minute apart (up to %.0f s): the relay did not write UTC",
+			cols[0], zone, off, rows, cols[1], cols[2], worst)
 	}
 }
 

@@ -20,7 +20,8 @@ type statements struct {
 // the types of the columns $2 (the id), $3 (the status, without its
 // length or precision: bpchar for char(n), since "character" alone would
 // cast to char(1)) and $4 (the error column, or ""); and which of the
-// columns $5 do not exist.
+// columns $5 do not exist; and whether the delivered-at column $6 is a
+// timestamp without time zone.
 const lookupSQL = `SELECT c.oid IS NOT NULL,
 	(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
 		WHERE a.attrelid = c.oid AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped),
@@ -29,7 +30,9 @@ const lookupSQL = `SELECT c.oid IS NOT NULL,
 	(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
 		WHERE a.attrelid = c.oid AND a.attname = $4 AND a.attnum > 0 AND NOT a.attisdropped),
 	ARRAY(SELECT n FROM unnest($5::text[]) AS n WHERE NOT EXISTS (SELECT FROM pg_attribute a
-		WHERE a.attrelid = c.oid AND a.attname = n AND a.attnum > 0 AND NOT a.attisdropped))
+		WHERE a.attrelid = c.oid AND a.attname = n AND a.attnum > 0 AND NOT a.attisdropped)),
+	coalesce((SELECT a.atttypid = 'timestamp'::regtype FROM pg_attribute a
+		WHERE a.attrelid = c.oid AND a.attname = $6 AND a.attnum > 0 AND NOT a.attisdropped), false)
 FROM (SELECT to_regclass($1::text)::oid AS oid) AS c`
 
 // schemaError says that a table, or a column of it, does not exist.
@@ -58,9 +61,10 @@ func prepare(ctx context.Context, db DB, t *tableState) (*statements, error) {
 		exists                      bool
 		idType, statusType, errType *string
 		missing                     []string
+		atLocal                     bool
 	)
-	if err := db.QueryRow(ctx, lookupSQL, t.quoted, t.IDColumn, c.StatusColumn, c.ErrorColumn, cols).
-		Scan(&exists, &idType, &statusType, &errType, &missing); err != nil {
+	if err := db.QueryRow(ctx, lookupSQL, t.quoted, t.IDColumn, c.StatusColumn, c.ErrorColumn, cols, c.DeliveredAtColumn).
+		Scan(&exists, &idType, &statusType, &errType, &missing, &atLocal); err != nil {
 		return nil, fmt.Errorf("look up the columns of %s: %w", t.quoted, err)
 	}
 	switch {
@@ -76,15 +80,18 @@ func prepare(ctx context.Context, db DB, t *tableState) (*statements, error) {
 	if errType != nil {
 		e = *errType
 	}
-	return buildStatements(t.Table, *idType, *statusType, e), nil
+	return buildStatements(t.Table, *idType, *statusType, e, atLocal), nil
 }
 
 // buildStatements returns t's statements, for an id column of type
 // idType, a status column of type statusType and an error column of type
 // errType, as format_type writes them. The status is cast to its type
 // without a length (a cast to varchar(n) would cut a longer value where an
-// assignment refuses it), then assigned.
-func buildStatements(t Table, idType, statusType, errType string) *statements {
+// assignment refuses it), then assigned. The delivered-at column takes
+// now(); a timestamp without time zone (atLocal) takes it in UTC, the
+// convention the relay reads such columns by, whatever the session's
+// TimeZone.
+func buildStatements(t Table, idType, statusType, errType string, atLocal bool) *statements {
 	c := &t.Columns
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
 	table := pgx.Identifier{t.Schema, t.Name}.Sanitize()
@@ -98,7 +105,11 @@ func buildStatements(t Table, idType, statusType, errType string) *statements {
 	}
 	s := &statements{}
 	if c.DeliveredAtColumn != "" {
-		s.delivered = simple(", " + q(c.DeliveredAtColumn) + " = now()")
+		now := "now()"
+		if atLocal {
+			now = "(now() AT TIME ZONE 'UTC')"
+		}
+		s.delivered = simple(", " + q(c.DeliveredAtColumn) + " = " + now)
 	} else {
 		s.delivered = simple("")
 	}

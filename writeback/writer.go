@@ -101,9 +101,10 @@ type Stats struct {
 // type works, and a value too long for a varchar(n) column is an error
 // rather than a silently shortened status; the reason is cast to the
 // error column's type with its length, so a reason longer than a
-// varchar(n) column is cut to fit. now() is the transaction's time,
-// written to a timestamp column in the session's TimeZone, as the
-// application's own now() would. A row already in the state it is to take
+// varchar(n) column is cut to fit. now() is the transaction's time; a
+// timestamp without time zone column takes it in UTC (now() AT TIME ZONE
+// 'UTC'), the convention the relay reads such columns by, whatever the
+// session's or the database's TimeZone. A row already in the state it is to take
 // is left alone, so an outcome reported twice (events are delivered at
 // least once) does not move its timestamp. A row that no longer exists is
 // not updated.
