@@ -26,9 +26,10 @@ func (c causeLog) add(msg, cause, id, topic string, reason error) {
 }
 
 // newUnroutedLog returns the log of events that matched no route, by
-// table: the first at once, then at most one line per table per minute
-// with how many more there were and the latest id.
+// table: the first at once, with its id, then at most one line per table
+// per minute with how many more there were. The pipeline counts those
+// with Hold, so that an event that goes nowhere costs no log line built.
 func newUnroutedLog(log *slog.Logger) *ratelog.Logger {
 	return ratelog.New(log, ratelog.Config{Every: time.Minute, Summary: "more events matched no route and were sent nowhere",
-		KeyAttr: "table", CountAttr: "events", Last: []string{"id"}})
+		KeyAttr: "table", CountAttr: "events"})
 }

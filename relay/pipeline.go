@@ -131,5 +131,7 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 func (p *pipeline) noRoute(ev *decoder.Event) {
 	table := p.tableName(ev.Table)
 	p.metrics.EventsUnrouted.WithLabelValues(table).Inc()
-	p.unrouted.Log(table, slog.LevelInfo, "event matched no route and was sent nowhere", "table", table, "id", string(ev.ID))
+	if !p.unrouted.Hold(table, slog.LevelInfo) { // most are: nothing to build
+		p.unrouted.Log(table, slog.LevelInfo, "event matched no route and was sent nowhere", "table", table, "id", string(ev.ID))
+	}
 }

@@ -9,5 +9,8 @@
 // attributes; the next line is logged and opens a new interval. A key
 // with no line held back gets no summary.
 //
+// [Logger.Hold] counts a held-back line without its attributes, for a
+// caller on a hot path that builds a line only when it will be logged.
+//
 // A Logger is safe for concurrent use, and logs outside its lock.
 package ratelog

@@ -107,6 +107,24 @@ func (l *Logger) Log(key string, level slog.Level, msg string, args ...any) bool
 	return true
 }
 
+// Hold counts a line of key at level and reports true when the key's
+// interval holds lines back, as Log would; it reports false, counting
+// nothing, when the line must be logged. A caller on a hot path asks Hold
+// first and builds the line for Log only when it reports false. The
+// summary keeps no attributes of the lines Hold counted.
+func (l *Logger) Hold(key string, level slog.Level) bool {
+	now := l.cfg.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.keys[key]
+	if w == nil || now.Sub(w.start) >= l.cfg.Every {
+		return false
+	}
+	w.held++
+	w.level = level
+	return true
+}
+
 // Flush logs the summaries of the intervals that have passed, in the
 // order of their keys, and forgets those keys: their next line is logged
 // at once. Call it now and then, so that a burst that stopped is still

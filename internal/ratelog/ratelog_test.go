@@ -152,6 +152,36 @@ func TestSummaryLevel(t *testing.T) {
 	}
 }
 
+// TestHold: Hold counts the lines of a key whose interval holds lines
+// back, without their attributes, and leaves the first line of an
+// interval to Log.
+func TestHold(t *testing.T) {
+	var buf syncbuf.Buffer
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := New(newLog(&buf), Config{Every: time.Minute, Summary: "held back", KeyAttr: "table", CountAttr: "events",
+		Now: func() time.Time { return now }})
+	logged := 0
+	line := func(id string) {
+		if !l.Hold("t", slog.LevelInfo) {
+			l.Log("t", slog.LevelInfo, "line", "table", "t", "id", id)
+			logged++
+		}
+	}
+	for i := range 5 {
+		line(fmt.Sprint("e", i))
+	}
+	now = now.Add(time.Minute)
+	line("e5")
+	want := []string{
+		`level=INFO msg=line table=t id=e0`,
+		`level=INFO msg="held back" table=t events=4 since=2026-01-01T00:00:00Z`,
+		`level=INFO msg=line table=t id=e5`,
+	}
+	if got := lines(buf.String()); logged != 2 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%d lines built; logged:\n%s\nwant:\n%s", logged, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // newLog is a text logger to buf without times.
 func newLog(buf *syncbuf.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
