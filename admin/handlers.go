@@ -76,13 +76,16 @@ func (s *Server) failed(w http.ResponseWriter, req *http.Request) {
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
+		if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(l, "-") {
+			n, err = maxFailedLimit+1, nil // too large to read: over the maximum
+		}
 		if err != nil || n < 1 {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a positive number", l))
 			return
 		}
 		if n > maxFailedLimit {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %d: at most %d rows a request; "+
-				"narrow it with ?state= or ?topic=, or list them all with `cdc-relay failed list --limit 0`", n, maxFailedLimit))
+			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %s: at most %d rows a request; "+
+				"narrow it with ?state= or ?topic=, or list them all with `cdc-relay failed list --limit 0`", l, maxFailedLimit))
 			return
 		}
 		opts.Limit = n

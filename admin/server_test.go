@@ -145,7 +145,7 @@ func TestEndpoints(t *testing.T) {
 		{"?limit=-1", "want a positive number"},
 		{"?limit=x", "want a positive number"},
 		{"?limit=1001", "at most 1000 rows"},
-		{"?limit=99999999999999999999", "want a positive number"},
+		{"?limit=99999999999999999999", "limit 99999999999999999999: at most 1000 rows a request"},
 	} {
 		if code, body := do(t, ts, "GET", "/failed"+q.query, ""); code != http.StatusBadRequest || !strings.Contains(body, q.says) {
 			t.Errorf("GET /failed%s: %d %s, want 400 saying %q", q.query, code, body, q.says)

@@ -3,8 +3,9 @@
 // the default outbox table when it does not exist yet, and the publication.
 //
 // The relay's tables are created by versioned SQL files embedded in the
-// binary, applied once each, in order, under an advisory lock, and recorded
-// in a history table; running [Apply] again is a no-op. The outbox table and
+// binary, applied in order under an advisory lock every time (each file is
+// idempotent, so [Apply] converges on the tables its configuration names)
+// and recorded in a history table, for people. The outbox table and
 // the publication depend on the configuration, so they are reconciled on
 // every run instead: created when missing, never altered or dropped.
 package migrations

@@ -6,6 +6,6 @@
 //
 // It sits above both: migrations cannot import relay, whose Run checks
 // what migrations created, and relay runs a relay rather than preparing a
-// database. Everything it does is idempotent: [Migrate] applies only what
-// is missing.
+// database. Everything it does is idempotent: [Migrate] may run again and
+// again, and creates only what is missing.
 package setup

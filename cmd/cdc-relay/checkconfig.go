@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -139,8 +140,8 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 	if url == "" {
 		return usageError{"no PostgreSQL URL: set postgres_url in " + c.config + ", or --postgres-url (CDC_RELAY_POSTGRES_URL), or --postgres-url-file"}
 	}
-	slot := firstSet(c.slot, f.Slot, relay.DefaultConfig().Slot)
-	publication := firstSet(c.publication, f.Publication, relay.DefaultConfig().Publication)
+	slot := cmp.Or(c.slot, f.Slot, relay.DefaultConfig().Slot)
+	publication := cmp.Or(c.publication, f.Publication, relay.DefaultConfig().Publication)
 
 	conn, err := openSampleConn(ctx, url)
 	if err != nil {
@@ -194,16 +195,6 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(w, "\nno problems in %s\n", c.config)
 	return nil
-}
-
-// firstSet returns the first of vs that is not "".
-func firstSet(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func plural(n int, what string) string {

@@ -19,11 +19,11 @@ type RecoverCommand struct {
 	relayFlags
 	since string
 	opts  relay.RecoverOptions
-	// ignored are run's own flags (--metrics-addr, --delivery,
-	// --log-level, …): recover accepts them, set on the command line or
-	// in the environment, so that the flags of a run serve recover as
-	// they are, and does nothing with them.
-	ignored runFlags
+	// run are run's own flags (--metrics-addr, --delivery, …): recover
+	// accepts them, set on the command line or in the environment, so that
+	// the flags of a run serve recover as they are. It uses only the log's
+	// (--log-level, --log-format), and does nothing with the others.
+	run runFlags
 }
 
 const recoverUsage = `Usage: cdc-relay recover [flags]
@@ -76,7 +76,7 @@ var recoverSections = []flagSection{
 func (c *RecoverCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
 	c.relayFlags.register(fs)
-	c.ignored.register(fs)
+	c.run.register(fs)
 	fs.BoolVar(&c.opts.DryRun, "dry-run", false, "count the rows it would publish again, and change nothing")
 	c.opts.Margin = 10 * time.Minute
 	durationVar(fs, &c.opts.Margin, "margin", c.opts.Margin,
@@ -124,7 +124,7 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 		}
 		c.opts.Since = t
 	}
-	log, err := newLogger(c.stderr, "info", "text")
+	log, err := newLogger(c.stderr, c.run.logLevel, c.run.logFormat)
 	if err != nil {
 		return err
 	}

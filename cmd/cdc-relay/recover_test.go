@@ -29,4 +29,12 @@ func TestRecoverTakesEveryFlagOfRun(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr.String(), postgresURLRequired) {
 		t.Errorf("exit %d, want 2 and %q:\n%s", code, postgresURLRequired, stderr.String())
 	}
+
+	// The log's flags are recover's too: a level it cannot use is refused.
+	stderr.Reset()
+	code = Main(context.Background(), []string{"recover", "--postgres-url", "postgres://relay@127.0.0.1:1/app",
+		"--kafka-brokers", "k:9092", "--log-level", "loud"}, &stdout, &stderr)
+	if want := `--log-level "loud"`; code != 2 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("exit %d, want 2 and %q:\n%s", code, want, stderr.String())
+	}
 }

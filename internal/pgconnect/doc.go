@@ -1,8 +1,8 @@
 // Package pgconnect opens the command line's connections to PostgreSQL
-// (migrate, check-config, status, failed, demo), all one way: the
-// connection string parsed by pgx, the session parameters a command asks
-// for, and a failure reported so that an operator can act on it, never
-// with the password.
+// (migrate, check-config and the start-up check of run --config, status,
+// failed, demo), all one way: the connection string parsed by pgx, the
+// session parameters a command asks for, and a failure reported so that an
+// operator can act on it, never with the password.
 //
 // The relay's own connections (its pool and its replication connection)
 // are opened by relay and replication, with keepalives and timeouts of
