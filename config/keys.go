@@ -3,7 +3,9 @@ package config
 import "github.com/cdc-relay/cdc-relay/writeback"
 
 // The keys of each mapping in the file, each with how its value is read:
-// adding a key is a row here (and a field of the type it is read into).
+// adding a key is a row here and a field of the type it is read into; a
+// table key that names a column also goes into Table.Columns, which
+// check-config checks, and Table.Mapping.
 // The order of a list is the order in which an unknown key's problem
 // names the known keys.
 

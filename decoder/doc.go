@@ -9,8 +9,9 @@
 // and whether its columns fit the mapping); every other message (UPDATE,
 // DELETE, TRUNCATE, inserts on other tables) decodes to [KindIgnored].
 //
-// Files: decoder.go has the types and [New]; pgoutput.go reads the
-// messages; resolve.go resolves a Relation against the mapping; event.go
+// Files: decoder.go has the public types and [New]; pgoutput.go reads the
+// messages (and their rows and columns); resolve.go resolves a Relation
+// against the mapping; event.go
 // makes an insert's event and values.go parses its column values;
 // mapping.go, topics.go and tags.go are the mapping, the topic cache and
 // routing by tags; rows.go decodes rows read with SQL.

@@ -35,13 +35,13 @@ func (f *flusher) failed(ctx context.Context, t *tableState, err error) {
 		t.backoff = min(2*t.backoff, f.w.retryMax)
 	}
 	t.due = now.Add(wait)
-	attrs := []any{"table", t.quoted, "err", err, "pending", t.live, "failed_attempts", t.failing, "retry_in", wait}
+	attrs := []any{"table", t.quoted, "cause", cause, "err", err, "pending", t.live, "failed_attempts", t.failing, "retry_in", wait}
 	if refused {
-		f.failures.Log(t.quoted+" "+cause, slog.LevelError,
+		f.failLog.Log(t.quoted+" "+cause, slog.LevelError,
 			"write-back refused; the events are in Kafka, but their rows keep their old status until this is fixed",
 			append(attrs, "fix", t.hint(err))...)
 	} else {
-		f.failures.Log(t.quoted+" "+cause, slog.LevelWarn, "write-back failed; retrying", attrs...)
+		f.failLog.Log(t.quoted+" "+cause, slog.LevelWarn, "write-back failed; retrying", attrs...)
 	}
 }
 

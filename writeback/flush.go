@@ -22,7 +22,7 @@ type flusher struct {
 	live   int    // the outcomes held, over all tables
 	// failures and drops log write-back's failures, per table and cause,
 	// and the outcomes dropped, at most once a minute each.
-	failures, drops *ratelog.Logger
+	failLog, drops *ratelog.Logger // failures by table and cause; dropped outcomes
 	// loggedDrops is the Dropped count last logged, seenDrops the one
 	// last looked at.
 	loggedDrops, seenDrops int64
@@ -33,11 +33,13 @@ type flusher struct {
 
 func (f *flusher) init(w *Writer) {
 	f.w = w
-	f.failures = ratelog.New(w.log, ratelog.Config{Every: time.Minute,
+	f.failLog = ratelog.New(w.log, ratelog.Config{Every: time.Minute,
 		Summary:   "write-back failed again: the failures of the same table and cause since the one logged",
-		CountAttr: "failures", Last: []string{"table", "err", "pending", "failed_attempts"}})
+		CountAttr: "failures", Last: []string{"table", "cause", "err", "pending", "failed_attempts"}})
+	// A line per flush that dropped outcomes: the summary counts those
+	// flushes; dropped_total counts the outcomes.
 	f.drops = ratelog.New(w.log, ratelog.Config{Every: time.Minute,
-		Summary: "write-back went on dropping outcomes", Last: []string{"dropped_total"}})
+		Summary: "write-back went on dropping outcomes", CountAttr: "flushes", Last: []string{"dropped_total"}})
 	f.tables = make([]tableState, len(w.cfg.Tables))
 	for i, t := range w.cfg.Tables {
 		f.tables[i] = tableState{Table: t, quoted: pgx.Identifier{t.Schema, t.Name}.Sanitize(),
@@ -78,7 +80,7 @@ func (f *flusher) flush(ctx context.Context, force bool) {
 		}
 	}
 	f.logDrops()
-	f.failures.Flush()
+	f.failLog.Flush()
 	f.drops.Flush()
 }
 
