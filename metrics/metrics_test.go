@@ -144,7 +144,7 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		LagBytes: 4096, LagSeconds: 1.5, ConfirmedLSN: 0x16B3748,
 		Leader: true, Paused: true, Ready: true,
 		SlotWALRetained: 8192, Failed: 2, Dead: 1,
-		WriteBack: true, WriteBackRows: 7, WriteBackErrors: 1, WriteBackDropped: 5, WriteBackPending: 4,
+		WriteBack: true, WriteBackRows: 7, WriteBackErrors: 1, WriteBackRefused: 5, WriteBackPending: 4,
 	}
 	unknown := Snapshot{LagBytes: -1, SlotWALRetained: -1, Failed: -1, Dead: -1}
 	tests := []struct {
@@ -169,7 +169,7 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: known, name: "cdc_relay_status_rows", labels: "state=DEAD", want: 1},
 		{snap: known, name: "cdc_relay_writeback_rows_total", want: 7},
 		{snap: known, name: "cdc_relay_writeback_errors_total", want: 1},
-		{snap: known, name: "cdc_relay_writeback_dropped_total", want: 5},
+		{snap: known, name: "cdc_relay_writeback_refused_rows_total", want: 5},
 		{snap: known, name: "cdc_relay_writeback_pending", want: 4},
 
 		{snap: unknown, name: "cdc_relay_leader", want: 0},
@@ -181,7 +181,7 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: unknown, name: "cdc_relay_status_rows", absent: true},
 		{snap: unknown, name: "cdc_relay_writeback_rows_total", absent: true},
 		{snap: unknown, name: "cdc_relay_writeback_errors_total", absent: true},
-		{snap: unknown, name: "cdc_relay_writeback_dropped_total", absent: true},
+		{snap: unknown, name: "cdc_relay_writeback_refused_rows_total", absent: true},
 		{snap: unknown, name: "cdc_relay_writeback_pending", absent: true},
 	}
 	for _, tt := range tests {

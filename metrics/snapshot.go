@@ -33,11 +33,12 @@ type Snapshot struct {
 	Failed, Dead int64
 	// WriteBack is set when a table writes outcomes back to its rows:
 	// WriteBackRows counts the rows updated, WriteBackErrors the
-	// statements that failed (and are tried again), WriteBackDropped the
-	// outcomes dropped beyond the pending bound; WriteBackPending are the
+	// statements that failed (and are tried again), WriteBackRefused the
+	// rows that refused their outcome (a trigger, a constraint) and were
+	// given up; WriteBackPending are the
 	// outcomes waiting now.
 	WriteBack                                        bool
-	WriteBackRows, WriteBackErrors, WriteBackDropped int64
+	WriteBackRows, WriteBackErrors, WriteBackRefused int64
 	WriteBackPending                                 int64
 }
 
@@ -58,7 +59,7 @@ var (
 	descWALRetained = desc("cdc_relay_slot_wal_retained_bytes", "WAL the replication slot keeps on the server, as last checked.")
 	descWBRows      = desc("cdc_relay_writeback_rows_total", "Outbox rows whose status column the write-back set (delivered or failed).")
 	descWBErrors    = desc("cdc_relay_writeback_errors_total", "Write-back statements that failed; each is tried again.")
-	descWBDropped   = desc("cdc_relay_writeback_dropped_total", "Outcomes the write-back dropped beyond its pending bound: those rows keep their status.")
+	descWBRefused   = desc("cdc_relay_writeback_refused_rows_total", "Outbox rows that refused their outcome (a trigger or constraint of the table): each is logged with its id and keeps its old status; the event is delivered as usual.")
 	descWBPending   = desc("cdc_relay_writeback_pending", "Outcomes waiting to be written back.")
 	descStatusRows  = prometheus.NewDesc("cdc_relay_status_rows", "Rows of the status table in a state, as last counted: FAILED (waiting to be tried again) or DEAD (given up).", []string{"state"}, nil)
 )
@@ -68,7 +69,7 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds,
 		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows,
-		descWBRows, descWBErrors, descWBDropped, descWBPending} {
+		descWBRows, descWBErrors, descWBRefused, descWBPending} {
 		ch <- d
 	}
 }
@@ -103,7 +104,7 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	if s.WriteBack {
 		counter(descWBRows, float64(s.WriteBackRows))
 		counter(descWBErrors, float64(s.WriteBackErrors))
-		counter(descWBDropped, float64(s.WriteBackDropped))
+		counter(descWBRefused, float64(s.WriteBackRefused))
 		gauge(descWBPending, float64(s.WriteBackPending))
 	}
 }

@@ -88,7 +88,6 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 		d.metrics.CommitToAck.Observe(max(0, time.Since(it.pgTxn.CommitTime()).Seconds()))
 		d.count.events.Add(1)
 		d.delivered(it)
-		d.tracker.Done(it.pgTxn, it.size)
 	case sink.ProducerRefused(err) && d.stop != nil:
 		// Every record would fail so: the event stays in flight, and the
 		// session ends for the operator to fix the cause.

@@ -360,3 +360,35 @@ func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 		t.Fatalf("checkpoint topic holds %s (found %v, err %v), want nothing", cp.LSN, found, err)
 	}
 }
+
+// TestExactlyOnceConfirmsOnlyWrittenBack: with write-back, a committed
+// Kafka transaction's PostgreSQL transactions are confirmed only once
+// their rows say delivered, and the events waiting for their rows stay
+// counted in flight (the in-flight limits bound them); write-back hears
+// of no event before its Kafka transaction committed.
+func TestExactlyOnceConfirmsOnlyWrittenBack(t *testing.T) {
+	brokers := newBroker(t)
+	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	out := &fakeOutcomes{hold: true}
+	s.outcomes, s.writeBack = out, []bool{true}
+	s.pgTxn(t, 0x200, []string{"a", "b"})
+	if err := s.snk.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := s.tracker.InFlight(); ev != 2 || len(out.delivered) != 0 {
+		t.Fatalf("acked, not committed: %d in flight, written back %q; want 2 in flight, nothing written back", ev, out.delivered)
+	}
+	if err := s.txn.commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.tracker.Safe(); got != 0x100 || len(out.delivered) != 2 {
+		t.Fatalf("committed, rows not written: safe %s, written back %q; want 0/100 and both told", got, out.delivered)
+	}
+	out.written()
+	if got := s.tracker.Safe(); got != 0x200 {
+		t.Fatalf("safe %s once the rows were written, want 0/200", got)
+	}
+	if ev, _ := s.tracker.InFlight(); ev != 0 {
+		t.Fatalf("%d in flight after the rows were written, want 0", ev)
+	}
+}

@@ -5,30 +5,61 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
-// fakeOutcomes records what write-back is told.
+// fakeOutcomes records what write-back is told, and settles each outcome
+// at once, as if its row were written, unless hold is set: then the
+// outcomes wait in dones until the test settles them.
 type fakeOutcomes struct {
 	mu        sync.Mutex
+	hold      bool
+	dones     []writeback.Done
 	delivered []string
 	failed    []string
 }
 
-func (f *fakeOutcomes) Delivered(table int, id []byte) {
+func (f *fakeOutcomes) Delivered(table int, id []byte, done writeback.Done) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.delivered = append(f.delivered, string(id))
+	f.mu.Unlock()
+	f.settle(done)
 }
 
-func (f *fakeOutcomes) Failed(table int, id []byte, reason string) {
+func (f *fakeOutcomes) Failed(table int, id []byte, reason string, done writeback.Done) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.failed = append(f.failed, string(id))
+	f.mu.Unlock()
+	f.settle(done)
+}
+
+func (f *fakeOutcomes) settle(done writeback.Done) {
+	f.mu.Lock()
+	if f.hold {
+		f.dones = append(f.dones, done)
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	done.WrittenBack()
+}
+
+// written settles the outcomes held, as the writer does once their rows
+// are written.
+func (f *fakeOutcomes) written() {
+	f.mu.Lock()
+	dones := f.dones
+	f.dones = nil
+	f.mu.Unlock()
+	for _, d := range dones {
+		d.WrittenBack()
+	}
 }
 
 // routed applies one transaction of routed events, one per routes entry.
@@ -115,5 +146,52 @@ func TestPipelineFanOutCopyParked(t *testing.T) {
 	tp.waitIdle(t)
 	if len(out.delivered) != 0 || !slices.Equal(out.failed, []string{"a"}) {
 		t.Fatalf("delivered %q failed %q, want failed [a] only", out.delivered, out.failed)
+	}
+}
+
+// TestPipelineConfirmsOnlyWrittenBack: an event of a table that writes
+// back stays in flight, and its transaction unconfirmed, after Kafka
+// acked it, until its row says delivered; so a crash meanwhile sends it
+// again instead of losing its outcome.
+func TestPipelineConfirmsOnlyWrittenBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		routes [][]string
+		err    error
+	}{
+		{name: "delivered", routes: [][]string{{"wallet-events"}}},
+		{name: "fanned out", routes: [][]string{{"wallet-events", "payment-events"}}},
+		{name: "parked", routes: [][]string{{"wallet-events"}}, err: kerr.InvalidTopicException},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := newTestPipeline(t, &fakeStore{})
+			out := &fakeOutcomes{hold: true}
+			tp.outcomes, tp.writeBack = out, []bool{true}
+			tp.routed(t, 0x200, tc.routes...)
+			tp.prod.answer(tc.err)
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				out.mu.Lock()
+				n := len(out.dones)
+				out.mu.Unlock()
+				if n == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("write-back was not told the outcome")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if got := tp.tracker.Safe(); got != 0x100 {
+				t.Fatalf("safe %s before the row was written, want 0/100", got)
+			}
+			if events, _ := tp.tracker.InFlight(); events != 1 {
+				t.Fatalf("%d events in flight while the row waits, want 1", events)
+			}
+			out.written()
+			if got := tp.tracker.Safe(); got != 0x200 {
+				t.Fatalf("safe %s once the row was written, want 0/200", got)
+			}
+		})
 	}
 }

@@ -23,10 +23,18 @@ type inflight struct {
 	ev         decoder.Event // kept for the status table
 	evHeaders  [4]decoder.Header
 	pgTxn      *checkpoint.Txn // the PostgreSQL transaction it came in
+	tracker    *checkpoint.Tracker
 	size       int
 	alone      bool          // produced again in a batch of its own (see atLeastOnce.ack)
 	copies     *atomic.Int32 // the copies of a fanned-out event not yet acked; nil for one copy
+	// writtenBack: its ack is counted once its row says delivered
+	// (exactly-once delivery decides when it produces it).
+	writtenBack bool
 }
+
+// WrittenBack counts it out of flight once write-back settled its
+// outcome: its row took it (or never will).
+func (it *inflight) WrittenBack() { it.tracker.Done(it.pgTxn, it.size) }
 
 // fifo is an unbounded queue of events, safe for concurrent use; push
 // never blocks (it runs on the producer's callback goroutines).

@@ -11,6 +11,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // failureStore parks events the fast path cannot deliver (*status.Store):
@@ -22,13 +23,14 @@ type failureStore interface {
 }
 
 // outcomes is told each event's outcome, for the tables that write it
-// back to their rows (*writeback.Writer behind an index map). Its methods
-// never block.
+// back to their rows (*writeback.Writer behind an index map), and tells
+// done once the outcome is in its row: the event stays in flight until
+// then. Its methods never block.
 type outcomes interface {
 	// Delivered: every copy of the event is in Kafka.
-	Delivered(table int, id []byte)
+	Delivered(table int, id []byte, done writeback.Done)
 	// Failed: the event was parked in the status table.
-	Failed(table int, id []byte, reason string)
+	Failed(table int, id []byte, reason string, done writeback.Done)
 }
 
 // counters count what a relay read and delivered over its life, across
@@ -100,25 +102,35 @@ func (l *ledger) tableName(i int) string {
 
 func (l *ledger) writesBack(table int) bool { return table < len(l.writeBack) && l.writeBack[table] }
 
-// delivered tells outcomes that a copy of it was acked; the event is
-// delivered once every copy is.
+// delivered settles a copy of it that Kafka acked. The event is delivered
+// once every copy is: the last copy of an event whose table writes back is
+// counted out of flight once its row says delivered (it.WrittenBack),
+// every other copy at once.
 func (l *ledger) delivered(it *inflight) {
-	if l.outcomes == nil || !l.writesBack(it.ev.Table) {
+	if l.reportsDelivery(it) {
+		l.outcomes.Delivered(it.ev.Table, it.ev.ID, it)
 		return
 	}
-	if it.copies == nil || it.copies.Add(-1) == 0 {
-		l.outcomes.Delivered(it.ev.Table, it.ev.ID)
-	}
+	l.tracker.Done(it.pgTxn, it.size)
 }
 
-// parked tells outcomes that a copy of it was parked: the event is not
-// delivered, whatever becomes of its other copies.
+// reportsDelivery reports whether it is the copy whose ack tells
+// write-back that its event is delivered: the last of its copies, of a
+// table that writes back, with no copy parked. Called once per copy.
+func (l *ledger) reportsDelivery(it *inflight) bool {
+	return l.outcomes != nil && l.writesBack(it.ev.Table) && (it.copies == nil || it.copies.Add(-1) == 0)
+}
+
+// parked settles a copy of it that is stored in the status table: the
+// event is not delivered, whatever becomes of its other copies. Of a table
+// that writes back, it is counted out of flight once its row says failed.
 func (l *ledger) parked(it *inflight, reason error) {
 	if l.outcomes == nil || !l.writesBack(it.ev.Table) {
+		l.tracker.Done(it.pgTxn, it.size)
 		return
 	}
 	if it.copies != nil {
 		it.copies.Store(math.MinInt32) // never reaches 0 again
 	}
-	l.outcomes.Failed(it.ev.Table, it.ev.ID, reason.Error())
+	l.outcomes.Failed(it.ev.Table, it.ev.ID, reason.Error(), it)
 }

@@ -18,7 +18,8 @@ const invalidRow = "invalid_row"
 
 // fail parks an undeliverable event in the status table with park,
 // retrying with backoff until it is stored, then lets the checkpoint pass
-// it; cause names the reason in the metrics. It reports whether the event
+// it (once its row says failed, if its table writes back); cause names
+// the reason in the metrics. It reports whether the event
 // is stored. If failCtx ends first, the event stays in flight:
 // unconfirmed, it is sent again after a restart.
 func (l *ledger) fail(it *inflight, reason error, cause string, park func(context.Context, *decoder.Event, error) error) bool {
@@ -49,12 +50,11 @@ func (l *ledger) fail(it *inflight, reason error, cause string, park func(contex
 		backoff = min(2*backoff, 10*time.Second)
 	}
 	l.count.failed.Add(1)
-	l.parked(it, reason)
 	l.metrics.EventsParked.WithLabelValues(cause).Inc()
 	if cause == invalidRow {
 		l.metrics.EventsDead.Inc()
 	}
-	l.tracker.Done(it.pgTxn, it.size)
+	l.parked(it, reason)
 	return true
 }
 

@@ -110,7 +110,7 @@ func (p *pipeline) route(msg *decoder.Message) {
 // or parks it when it is poison. copies, shared by the copies of a
 // fanned-out event, counts those not yet acked (nil for a single copy).
 func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.Int32) {
-	it := &inflight{Context: p.produceCtx, pgTxn: p.reading, ev: msg.Event, copies: copies}
+	it := &inflight{Context: p.produceCtx, pgTxn: p.reading, tracker: p.tracker, ev: msg.Event, copies: copies}
 	it.ev.Topic = topic
 	it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
 	it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))

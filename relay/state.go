@@ -208,7 +208,7 @@ func (r *Relay) snapshot() metrics.Snapshot {
 	if wb := r.writeBack.Load(); wb != nil {
 		s := wb.stats()
 		snap.WriteBack = true
-		snap.WriteBackRows, snap.WriteBackErrors, snap.WriteBackDropped, snap.WriteBackPending = s.Updated, s.Failures, s.Dropped, int64(s.Pending)
+		snap.WriteBackRows, snap.WriteBackErrors, snap.WriteBackRefused, snap.WriteBackPending = s.Updated, s.Failures, s.Refused, int64(s.Pending)
 	}
 	return snap
 }

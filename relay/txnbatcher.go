@@ -19,14 +19,9 @@ import (
 type heldTxn struct {
 	pgTxn  *checkpoint.Txn
 	events int // records produced
-	// delivered are the events to tell write-back about once committed.
-	delivered []writtenBack
-}
-
-// writtenBack is an event whose delivery write-back is told of.
-type writtenBack struct {
-	table int
-	id    []byte
+	// delivered are the events to tell write-back about once committed:
+	// each stays in flight until its row says delivered.
+	delivered []*inflight
 }
 
 // failure is a record Kafka did not take; it is nil for the checkpoint
@@ -137,8 +132,9 @@ func (b *txnBatcher) produce(it *inflight) {
 	}
 	h.events++
 	b.cur.events++
-	if b.writesBack(it.ev.Table) && (it.copies == nil || it.copies.Add(-1) == 0) {
-		h.delivered = append(h.delivered, writtenBack{it.ev.Table, append([]byte(nil), it.ev.ID...)})
+	if b.reportsDelivery(it) {
+		it.writtenBack = true
+		h.delivered = append(h.delivered, it)
 	}
 	if b.committing {
 		b.pending = append(b.pending, it)
@@ -173,7 +169,15 @@ func (b *txnBatcher) sendLocked(it *inflight) {
 		return
 	}
 	b.acked.Add(1)
-	b.tracker.Done(it.pgTxn, it.size)
+	b.countAcked(it)
+}
+
+// countAcked counts a record Kafka acked out of flight, unless its row is to
+// say delivered first (account).
+func (b *txnBatcher) countAcked(it *inflight) {
+	if !it.writtenBack {
+		b.tracker.Done(it.pgTxn, it.size)
+	}
 }
 
 // park parks a poison row, one that cannot become a record, in the status
@@ -224,7 +228,7 @@ func (b *txnBatcher) ack(r *kgo.Record, err error) {
 	it := r.Context.(*inflight)
 	if err == nil {
 		b.acked.Add(1)
-		b.tracker.Done(it.pgTxn, it.size)
+		b.countAcked(it)
 		return
 	}
 	b.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()

@@ -181,10 +181,8 @@ func (b *txnBatcher) account(held []*heldTxn) {
 			b.metrics.CommitToAck.Observe(lag)
 		}
 		b.count.events.Add(int64(h.events))
-		if b.outcomes != nil {
-			for _, d := range h.delivered {
-				b.outcomes.Delivered(d.table, d.id)
-			}
+		for _, it := range h.delivered {
+			b.outcomes.Delivered(it.ev.Table, it.ev.ID, it)
 		}
 		b.tracker.Release(h.pgTxn)
 	}

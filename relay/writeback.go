@@ -51,16 +51,20 @@ func startWriteBack(db writeback.DB, cfg Config) (*tableOutcomes, func(), error)
 }
 
 // Delivered tells the writer that every copy of the event is in Kafka.
-func (o *tableOutcomes) Delivered(table int, id []byte) {
+func (o *tableOutcomes) Delivered(table int, id []byte, done writeback.Done) {
 	if i := o.index[table]; i >= 0 {
-		o.w.Delivered(i, id)
+		o.w.Delivered(i, id, done)
+	} else {
+		done.WrittenBack()
 	}
 }
 
 // Failed tells the writer that the event was parked.
-func (o *tableOutcomes) Failed(table int, id []byte, reason string) {
+func (o *tableOutcomes) Failed(table int, id []byte, reason string, done writeback.Done) {
 	if i := o.index[table]; i >= 0 {
-		o.w.Failed(i, id, reason)
+		o.w.Failed(i, id, reason, done)
+	} else {
+		done.WrittenBack()
 	}
 }
 

@@ -38,7 +38,8 @@ func (f *flusher) failed(ctx context.Context, t *tableState, err error) {
 	attrs := []any{"table", t.quoted, "cause", cause, "err", err, "pending", t.live, "failed_attempts", t.failing, "retry_in", wait}
 	if refused {
 		f.failLog.Log(t.quoted+" "+cause, slog.LevelError,
-			"write-back refused; the events are in Kafka, but their rows keep their old status until this is fixed",
+			"write-back refused; the events are in Kafka, but their positions are confirmed only once their rows take their outcome: "+
+				"the stream waits once the in-flight limits are reached, until this is fixed",
 			append(attrs, "fix", t.hint(err))...)
 	} else {
 		f.failLog.Log(t.quoted+" "+cause, slog.LevelWarn, "write-back failed; retrying", attrs...)
@@ -91,18 +92,35 @@ func (t *tableState) hint(err error) string {
 	}
 }
 
-// logDrops logs outcomes dropped since the last such line, at most once
-// a minute; a flush that dropped more before the minute is over is
-// counted in the summary.
-func (f *flusher) logDrops() {
-	d := f.w.dropped.Load()
-	if d == f.seenDrops {
-		return
+// refuse gives up on the outcome held at i, which its row refused for
+// what the row holds (a trigger, a constraint) while the table takes the
+// same value for other rows: it logs the row's id at error level, at most
+// once a minute per table and cause with the others counted, counts it,
+// and lets the event's position be confirmed. The event is in Kafka (or
+// parked); only its row keeps its old status.
+func (f *flusher) refuse(t *tableState, i int, err error) {
+	cause, _ := classify(err)
+	f.w.refused.Add(1)
+	f.refusedLog.Log(t.quoted+" "+cause, slog.LevelError,
+		"write-back refused row: the table's trigger or constraint rejects its outcome; the event is delivered as usual, the row keeps its old status",
+		"table", t.quoted, "id", t.held[i].id, "cause", cause, "err", err)
+	f.forget(t, i)
+}
+
+// rowLevel reports whether err may be one row's fault rather than the
+// table's or the connection's: an error PostgreSQL raised for the
+// statement, other than a missing table, column or privilege (class 42), a
+// value the column's type refuses (22), a lost connection (08), a deadlock
+// or serialization failure (40), a cancelled statement (57), and a lack of
+// resources (53, 54, 58, XX), which a retry of the whole batch answers.
+func rowLevel(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
+		return false
 	}
-	f.seenDrops = d
-	if f.drops.Log("dropped", slog.LevelWarn, "write-back dropped outcomes: more were waiting than it may hold; "+
-		"their rows keep their old status (the events are in Kafka)",
-		"dropped", d-f.loggedDrops, "dropped_total", d, "max_pending", f.w.cfg.MaxPending) {
-		f.loggedDrops = d
+	switch pgErr.Code[:2] {
+	case "42", "22", "08", "40", "57", "53", "54", "58", "XX":
+		return false
 	}
+	return true
 }

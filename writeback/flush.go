@@ -17,18 +17,19 @@ import (
 type flusher struct {
 	w      *Writer
 	tables []tableState
-	spare  queue  // the queue's other half, handed back at each take
-	seq    uint64 // numbers outcomes in the order they were reported
-	live   int    // the outcomes held, over all tables
-	// failures and drops log write-back's failures, per table and cause,
-	// and the outcomes dropped, at most once a minute each.
-	failLog, drops *ratelog.Logger // failures by table and cause; dropped outcomes
-	// loggedDrops is the Dropped count last logged, seenDrops the one
-	// last looked at.
-	loggedDrops, seenDrops int64
-	lastErr                error // the latest failure, for Run's result
+	spare  queue // the queue's other half, handed back at each take
+	live   int   // the outcomes held, over all tables
+	// failLog logs write-back's failures, per table and cause, and
+	// refusedLog the rows that refuse their outcome, per table and
+	// SQLSTATE, each at most once a minute.
+	failLog, refusedLog *ratelog.Logger
+	lastErr             error // the latest failure, for Run's result
+	// misses counts the single rows that refused a value in the search
+	// of the statement being written (writeBatch).
+	misses int
 	// Reused for each table's statement arguments.
-	outDelivered, outFailed, outReasons []string
+	outDelivered, outFailed []int
+	ids, reasons            []string
 }
 
 func (f *flusher) init(w *Writer) {
@@ -36,14 +37,13 @@ func (f *flusher) init(w *Writer) {
 	f.failLog = ratelog.New(w.log, ratelog.Config{Every: time.Minute,
 		Summary:   "write-back failed again: the failures of the same table and cause since the one logged",
 		CountAttr: "failures", Last: []string{"table", "cause", "err", "pending", "failed_attempts"}})
-	// A line per flush that dropped outcomes: the summary counts those
-	// flushes; dropped_total counts the outcomes.
-	f.drops = ratelog.New(w.log, ratelog.Config{Every: time.Minute,
-		Summary: "write-back went on dropping outcomes", CountAttr: "flushes", Last: []string{"dropped_total"}})
+	f.refusedLog = ratelog.New(w.log, ratelog.Config{Every: time.Minute,
+		Summary:   "write-back refused more rows: those of the same table and cause since the one logged",
+		CountAttr: "rows", Last: []string{"table", "id", "cause", "err"}})
 	f.tables = make([]tableState, len(w.cfg.Tables))
 	for i, t := range w.cfg.Tables {
 		f.tables[i] = tableState{Table: t, quoted: pgx.Identifier{t.Schema, t.Name}.Sanitize(),
-			latest: map[string]uint64{}, backoff: firstRetry}
+			index: map[string]int{}, backoff: firstRetry}
 	}
 }
 
@@ -54,19 +54,16 @@ func (f *flusher) flush(ctx context.Context, force bool) {
 	w.mu.Lock()
 	taken := w.q
 	w.q = f.spare
-	owed := w.owed
-	w.owed = 0
-	w.retained += taken.len() - owed
+	w.held += taken.len()
 	w.mu.Unlock()
 
-	f.dropOldest(owed)
 	f.merge(&taken)
 	if cap(taken.entries) > shrinkAbove && 8*taken.len() < cap(taken.entries) {
 		taken = queue{} // let the memory of a burst go
 	}
 	taken.reset()
 	f.spare = taken
-	f.settle()
+	f.settleCount()
 
 	for i := range f.tables {
 		t := &f.tables[i]
@@ -74,14 +71,13 @@ func (f *flusher) flush(ctx context.Context, force bool) {
 			continue
 		}
 		f.write(ctx, t)
-		f.settle()
+		f.settleCount()
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	f.logDrops()
 	f.failLog.Flush()
-	f.drops.Flush()
+	f.refusedLog.Flush()
 }
 
 // final writes what is waiting once more after Run's context ended, for
@@ -98,17 +94,13 @@ func (f *flusher) final(ctx context.Context) error {
 	if err == nil {
 		err = errors.New("reported after the last flush")
 	}
-	return fmt.Errorf("write-back: %d outcomes not written before stopping (the events are in Kafka; their rows keep their old status): %w", n, err)
+	return fmt.Errorf("write-back: %d outcomes not written before stopping (their events are not confirmed: "+
+		"they are sent again, and written back, after a restart): %w", n, err)
 }
 
-// settle makes the Writer's count of retained outcomes the flusher's: what
-// the flusher no longer holds (written, dropped, or a repeated id) is not
-// owed either.
-func (f *flusher) settle() {
-	w := f.w
-	w.mu.Lock()
-	k := w.retained - f.live
-	w.retained = f.live
-	w.owed = max(0, w.owed-k)
-	w.mu.Unlock()
+// settleCount makes the Writer's count of held outcomes the flusher's.
+func (f *flusher) settleCount() {
+	f.w.mu.Lock()
+	f.w.held = f.live
+	f.w.mu.Unlock()
 }

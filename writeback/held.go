@@ -10,15 +10,19 @@ const shrinkAbove = 1 << 16
 type tableState struct {
 	Table
 	quoted string
-	// held are the outcomes taken from the queue in the order they were
-	// reported. Only the latest outcome of an id is live: latest maps
-	// each id held to its seq; older entries are skipped and compacted
-	// away.
-	held   []pending
-	latest map[string]uint64
-	live   int
-	peak   int         // the most ids latest held since it was made
-	sql    *statements // nil until looked up (again, after a refusal)
+	// held are the outcomes taken from the queue, in the order they were
+	// reported. Only the latest outcome of an id is live: index maps each
+	// id held to its entry; settled entries are compacted away.
+	held  []pending
+	index map[string]int
+	live  int
+	peak  int         // the most ids index held since it was made
+	sql   *statements // nil until looked up (again, after a refusal)
+	// took records that the table took each outcome's status value for
+	// at least one row since the Writer started ([0] delivered, [1]
+	// failed): the value is good, so a row that refuses it refuses for
+	// itself (a trigger, a constraint on another column).
+	took [2]bool
 
 	backoff time.Duration
 	due     time.Time // no attempt before
@@ -28,43 +32,32 @@ type tableState struct {
 // pending is one outcome held by the flusher.
 type pending struct {
 	id, reason string
-	seq        uint64
+	done       Done
 	failed     bool
-}
-
-func (t *tableState) isLive(p *pending) bool { return t.latest[p.id] == p.seq }
-
-// compact drops the entries of held that are not live.
-func (t *tableState) compact() {
-	n := 0
-	for i := range t.held {
-		if t.isLive(&t.held[i]) {
-			t.held[n] = t.held[i]
-			n++
-		}
-	}
-	clear(t.held[n:])
-	t.held = t.held[:n]
+	settled    bool // written, refused or superseded: no longer live
 }
 
 // merge moves the queue's outcomes into the tables' held outcomes. The
-// latest outcome of an id replaces any earlier one still held.
+// latest outcome of an id supersedes any earlier one still held, whose
+// Done is told at once: the row takes the later outcome, and the later
+// event is confirmed only once it has.
 func (f *flusher) merge(q *queue) {
-	for _, e := range q.live() {
+	for _, e := range q.entries {
 		t := &f.tables[e.table]
 		id := string(q.id(&e))
-		f.seq++
-		if _, ok := t.latest[id]; !ok {
+		if i, ok := t.index[id]; ok {
+			t.settle(i)
+		} else {
 			t.live++
 			f.live++
 			t.peak = max(t.peak, t.live)
 		}
-		t.latest[id] = f.seq
+		t.index[id] = len(t.held)
 		reason := ""
 		if e.failed {
 			reason = cleanReason(e.reason)
 		}
-		t.held = append(t.held, pending{id: id, reason: reason, seq: f.seq, failed: e.failed})
+		t.held = append(t.held, pending{id: id, reason: reason, done: e.done, failed: e.failed})
 	}
 	for i := range f.tables {
 		if t := &f.tables[i]; len(t.held) > 2*t.live+1024 {
@@ -73,36 +66,36 @@ func (f *flusher) merge(q *queue) {
 	}
 }
 
-// dropOldest drops the n oldest outcomes held, over all tables.
-func (f *flusher) dropOldest(n int) {
-	if n <= 0 {
-		return
+// settle marks held[i] settled and tells its Done; the caller accounts
+// for the id (it stays live when a later outcome superseded it).
+func (t *tableState) settle(i int) {
+	p := &t.held[i]
+	p.settled = true
+	if p.done != nil {
+		p.done.WrittenBack()
+		p.done = nil
 	}
-	next := make([]int, len(f.tables)) // per table, the first entry not dropped
-	for ; n > 0; n-- {
-		var oldest *tableState
-		at := -1
-		for i := range f.tables {
-			t := &f.tables[i]
-			for next[i] < len(t.held) && !t.isLive(&t.held[next[i]]) {
-				next[i]++
-			}
-			if next[i] < len(t.held) && (oldest == nil || t.held[next[i]].seq < oldest.held[next[at]].seq) {
-				oldest, at = t, i
-			}
-		}
-		if oldest == nil {
-			break
-		}
-		delete(oldest.latest, oldest.held[next[at]].id)
-		oldest.live--
-		f.live--
-		next[at]++
-		f.w.dropped.Add(1)
-	}
-	for i := range f.tables {
-		if next[i] > 0 {
-			f.tables[i].compact()
+}
+
+// forget settles held[i], whose outcome is in its row or refused by it:
+// its id is no longer held.
+func (f *flusher) forget(t *tableState, i int) {
+	t.settle(i)
+	delete(t.index, t.held[i].id)
+	t.live--
+	f.live--
+}
+
+// compact drops the settled entries of held and re-indexes the others.
+func (t *tableState) compact() {
+	n := 0
+	for i := range t.held {
+		if !t.held[i].settled {
+			t.held[n] = t.held[i]
+			t.index[t.held[n].id] = n
+			n++
 		}
 	}
+	clear(t.held[n:])
+	t.held = t.held[:n]
 }

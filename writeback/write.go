@@ -25,35 +25,26 @@ func (f *flusher) write(ctx context.Context, t *tableState) {
 		}
 		t.sql = sql
 	}
-	delivered, failed, reasons := f.outDelivered[:0], f.outFailed[:0], f.outReasons[:0]
+	delivered, failed := f.outDelivered[:0], f.outFailed[:0]
 	for i := range t.held {
-		p := &t.held[i]
-		switch {
-		case !t.isLive(p):
+		switch p := &t.held[i]; {
+		case p.settled:
 		case p.failed:
-			failed = append(failed, p.id)
-			reasons = append(reasons, p.reason)
+			failed = append(failed, i)
 		default:
-			delivered = append(delivered, p.id)
+			delivered = append(delivered, i)
 		}
 	}
-	err := f.exec(ctx, t, t.sql.delivered, delivered, nil, t.Columns.Delivered)
+	err := f.writeAll(ctx, t, delivered, false)
 	if err == nil {
-		var args []string // nil: the statement takes no reasons
-		if t.sql.failedReasons {
-			args = reasons
-		}
-		err = f.exec(ctx, t, t.sql.failed, failed, args, t.Columns.Failed)
+		err = f.writeAll(ctx, t, failed, true)
 	}
-	clear(delivered)
-	clear(failed)
-	clear(reasons)
-	f.outDelivered, f.outFailed, f.outReasons = delivered[:0], failed[:0], reasons[:0]
+	f.outDelivered, f.outFailed = delivered[:0], failed[:0]
 	t.compact()
 	if t.live == 0 && t.peak > shrinkAbove {
 		// A Go map keeps the memory of its largest size: after an outage
 		// that held many outcomes, start afresh.
-		t.latest, t.held, t.peak = map[string]uint64{}, nil, 0
+		t.index, t.held, t.peak = map[string]int{}, nil, 0
 	}
 	if err != nil {
 		f.failed(ctx, t, err)
@@ -65,32 +56,107 @@ func (f *flusher) write(ctx context.Context, t *tableState) {
 	t.failing, t.backoff, t.due = 0, firstRetry, time.Time{}
 }
 
-// exec runs sql for ids (and reasons, if not nil) in statements of up to
-// MaxBatch ids, and forgets each statement's outcomes once it succeeded.
-func (f *flusher) exec(ctx context.Context, t *tableState, sql string, ids, reasons []string, status string) error {
-	for len(ids) > 0 {
-		n := min(len(ids), f.w.cfg.MaxBatch)
-		args := []any{ids[:n], status}
-		if reasons != nil {
-			args = append(args, reasons[:n])
-			reasons = reasons[n:]
+// writeAll writes the outcomes held at the indexes idx, all delivered or
+// all failed, in statements of up to MaxBatch ids.
+func (f *flusher) writeAll(ctx context.Context, t *tableState, idx []int, failed bool) error {
+	for len(idx) > 0 {
+		n := min(len(idx), f.w.cfg.MaxBatch)
+		f.misses = 0
+		if err := f.writeBatch(ctx, t, idx[:n], failed); err != nil {
+			return err
 		}
-		sctx, cancel := context.WithTimeout(ctx, f.w.stmtTimeout)
-		tag, err := f.w.db.Exec(sctx, sql, args...)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("update %s: %w", t.quoted, err)
-		}
-		f.w.statements.Add(1)
-		f.w.updated.Add(tag.RowsAffected())
-		for _, id := range ids[:n] {
-			delete(t.latest, id)
-		}
-		t.live -= n
-		f.live -= n
-		ids = ids[n:]
+		idx = idx[n:]
 	}
 	return nil
+}
+
+// maxMisses is how many single rows may refuse a value, in one statement's
+// search, before the table has taken that value for any row: beyond it the
+// value itself, not the rows, is taken to be what the table refuses.
+const maxMisses = 4
+
+// writeBatch writes one statement's outcomes. When the statement fails
+// for what a row holds (a trigger, a constraint: see rowLevel), it splits
+// the batch in halves to find the rows that refuse, writes the others, and
+// gives up on the refusing rows once the table has taken the value for
+// another row (refuse). Otherwise it returns the error, and every outcome
+// it did not write stays held.
+func (f *flusher) writeBatch(ctx context.Context, t *tableState, idx []int, failed bool) error {
+	err := f.exec(ctx, t, idx, failed)
+	if err == nil || !rowLevel(err) {
+		return err
+	}
+	took := &t.took[boolIndex(failed)]
+	if len(idx) == 1 {
+		if !*took {
+			f.misses++
+			return err // perhaps the value: the table's error, until it takes it for a row
+		}
+		f.refuse(t, idx[0], err)
+		return nil
+	}
+	if !*took && f.misses >= maxMisses {
+		return err
+	}
+	half := len(idx) / 2
+	first := f.writeBatch(ctx, t, idx[:half], failed)
+	if first != nil && !rowLevel(first) {
+		return first
+	}
+	if err := f.writeBatch(ctx, t, idx[half:], failed); err != nil {
+		return err
+	}
+	if first != nil && *took {
+		// The first half failed before the table took the value; the
+		// second half showed that it takes it.
+		return f.writeBatch(ctx, t, idx[:half], failed)
+	}
+	return first
+}
+
+// exec runs one UPDATE for the outcomes held at the indexes idx, and
+// forgets them once it succeeded.
+func (f *flusher) exec(ctx context.Context, t *tableState, idx []int, failed bool) error {
+	ids, reasons := f.ids[:0], f.reasons[:0]
+	for _, i := range idx {
+		ids = append(ids, t.held[i].id)
+		if failed && t.sql.failedReasons {
+			reasons = append(reasons, t.held[i].reason)
+		}
+	}
+	sql, status := t.sql.delivered, t.Columns.Delivered
+	args := []any{ids, status}
+	if failed {
+		sql, args[1] = t.sql.failed, t.Columns.Failed
+		if t.sql.failedReasons {
+			args = append(args, reasons)
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, f.w.stmtTimeout)
+	tag, err := f.w.db.Exec(sctx, sql, args...)
+	cancel()
+	clear(ids)
+	clear(reasons)
+	f.ids, f.reasons = ids[:0], reasons[:0]
+	if err != nil {
+		return fmt.Errorf("update %s: %w", t.quoted, err)
+	}
+	f.w.statements.Add(1)
+	f.w.updated.Add(tag.RowsAffected())
+	if tag.RowsAffected() > 0 {
+		t.took[boolIndex(failed)] = true
+	}
+	for _, i := range idx {
+		f.forget(t, i)
+	}
+	return nil
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // cleanReason makes reason storable in a text column: valid UTF-8, without

@@ -41,10 +41,6 @@ type Config struct {
 	FlushInterval time.Duration
 	// MaxBatch is the most ids one UPDATE statement names; 0 is 1000.
 	MaxBatch int
-	// MaxPending is the most outcomes the Writer holds while they cannot
-	// be written; 0 is 1,000,000. Beyond it the oldest are dropped: their
-	// rows keep their old status. Drops are counted in Stats and logged.
-	MaxPending int
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -53,7 +49,6 @@ type Config struct {
 const (
 	DefaultFlushInterval = 100 * time.Millisecond
 	DefaultMaxBatch      = 1000
-	DefaultMaxPending    = 1_000_000
 )
 
 // Stats count what a Writer did since New.
@@ -68,21 +63,33 @@ type Stats struct {
 	// look-ups of a table's columns that returned an error (each is
 	// retried).
 	Failures int64
-	// Dropped is the number of outcomes dropped, never written, because
-	// more than Config.MaxPending were waiting.
-	Dropped int64
+	// Refused is the number of rows that refused their outcome for what
+	// they hold (a trigger, a constraint) while the table took the same
+	// value for other rows: each was logged and given up.
+	Refused int64
 	// Pending is the number of outcomes waiting to be written now.
 	Pending int
+}
+
+// Done is told once an outcome reported to a Writer is settled: written to
+// its row (or its row no longer exists), given up because the row refuses
+// it, or superseded by a later outcome of the same id. The relay confirms
+// an event's position only then, so an outcome not yet settled when the
+// relay stops is reported again after the restart.
+type Done interface {
+	// WrittenBack is called once, from the Writer's goroutine; it must
+	// not block.
+	WrittenBack()
 }
 
 // Writer writes the outcomes of deliveries back to their outbox rows.
 //
 // Delivered and Failed only queue the outcome; Run writes them, batched:
 // per flush, one UPDATE per table and outcome for up to Config.MaxBatch
-// ids. A statement that fails is retried with backoff, with what was
-// reported since, so no outcome is lost while fewer than
-// Config.MaxPending are waiting; the later of two outcomes for one id
-// wins. Nothing a Writer does waits for, or holds back, the stream.
+// ids, and then tells each outcome's Done. A statement that fails is
+// retried with backoff, with what was reported since; no outcome is ever
+// dropped: the caller bounds how many wait, by holding each event until
+// its Done is told. The later of two outcomes for one id wins.
 //
 // The statements are, for a table t with id column id and status column
 // status (the column names are those of its Columns):
@@ -109,6 +116,16 @@ type Stats struct {
 // least once) does not move its timestamp. A row that no longer exists is
 // not updated.
 //
+// A statement that fails for what a row holds (a trigger that raises, a
+// CHECK or NOT NULL constraint: any SQLSTATE outside the classes that
+// concern the table, the connection or the server) is split in halves,
+// down to single rows, so that the other rows are written; a single row
+// that still refuses is logged at error level with its id, counted in
+// Stats.Refused, and given up, once the table has taken the same value
+// for another row. Until then the value itself may be what the table
+// refuses (a CHECK on the status column), so the outcomes are held and
+// retried like any failure.
+//
 // A failed statement is retried after 100 ms, then after twice as long
 // each time up to 10 s, and logged at most once a minute per table and
 // cause. An error retries cannot fix (SQLSTATE class 42 or 22: a missing
@@ -133,12 +150,11 @@ type Writer struct {
 
 	mu sync.Mutex
 	q  queue
-	// retained is the number of outcomes the flusher holds (taken from q
-	// and not yet written); owed is how many of those it must drop, the
-	// oldest first, because q filled up while it held them.
-	retained, owed int
+	// held is the number of outcomes the flusher holds (taken from q and
+	// not yet settled).
+	held int
 
-	updated, statements, failures, dropped atomic.Int64
+	updated, statements, failures, refused atomic.Int64
 
 	// Owned by the goroutine in Run.
 	flusher flusher
@@ -160,9 +176,6 @@ func New(db DB, cfg Config) (*Writer, error) {
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
-	}
-	if cfg.MaxPending == 0 {
-		cfg.MaxPending = DefaultMaxPending
 	}
 	w := &Writer{
 		db:           db,
@@ -186,9 +199,8 @@ func (c *Config) check() error {
 	if len(c.Tables) == 0 {
 		return errors.New("writeback: no tables")
 	}
-	if c.FlushInterval < 0 || c.MaxBatch < 0 || c.MaxPending < 0 {
-		return fmt.Errorf("writeback: FlushInterval (%v), MaxBatch (%d) and MaxPending (%d) may not be negative",
-			c.FlushInterval, c.MaxBatch, c.MaxPending)
+	if c.FlushInterval < 0 || c.MaxBatch < 0 {
+		return fmt.Errorf("writeback: FlushInterval (%v) and MaxBatch (%d) may not be negative", c.FlushInterval, c.MaxBatch)
 	}
 	seen := map[string]bool{}
 	for i := range c.Tables {
@@ -239,39 +251,36 @@ func (t *Table) check() error {
 
 // Delivered reports that Kafka acknowledged the event with id from table
 // (an index into Config.Tables): its row is to take the delivered status
-// and, if configured, the delivered-at time. id is copied; the caller may
-// reuse it. A nil id (the event had none) is ignored.
+// and, if configured, the delivered-at time. Once it is settled, done (if
+// not nil) is told. id is copied; the caller may reuse it. A nil id (the
+// event had none) has no row: done is told at once.
 //
 // Delivered never waits for the database: it appends the outcome to a
-// queue under a lock that is only ever held for O(1) work (O(1) amortized
-// when MaxPending is reached and it drops the oldest), and allocates
-// nothing once the queue has grown to the load. It is safe for concurrent
-// use; it panics if table is out of range. Outcomes reported after Run
-// returned are not written.
-func (w *Writer) Delivered(table int, id []byte) { w.add(table, id, false, "") }
+// queue under a lock that is only ever held for O(1) amortized work, and
+// allocates nothing once the queue has grown to the load. It is safe for
+// concurrent use; it panics if table is out of range. Outcomes reported
+// after Run returned are not written, and their done is not told.
+func (w *Writer) Delivered(table int, id []byte, done Done) { w.add(table, id, false, "", done) }
 
 // Failed reports that the event with id from table was parked, for reason:
 // its row is to take the failed status and, if configured, reason in the
 // error column. Otherwise it is like Delivered.
-func (w *Writer) Failed(table int, id []byte, reason string) { w.add(table, id, true, reason) }
+func (w *Writer) Failed(table int, id []byte, reason string, done Done) {
+	w.add(table, id, true, reason, done)
+}
 
-func (w *Writer) add(table int, id []byte, failed bool, reason string) {
+func (w *Writer) add(table int, id []byte, failed bool, reason string, done Done) {
 	if uint(table) >= uint(len(w.cfg.Tables)) {
 		panic(fmt.Sprintf("writeback: table %d reported, but Config.Tables has %d", table, len(w.cfg.Tables)))
 	}
 	if id == nil {
+		if done != nil {
+			done.WrittenBack()
+		}
 		return
 	}
 	w.mu.Lock()
-	if w.retained-w.owed+w.q.len() >= w.cfg.MaxPending {
-		if w.owed < w.retained {
-			w.owed++ // the flusher drops one of its own, which are older
-		} else {
-			w.q.dropOldest()
-			w.dropped.Add(1)
-		}
-	}
-	w.q.push(table, id, failed, reason)
+	w.q.push(table, id, failed, reason, done)
 	n := w.q.len()
 	w.mu.Unlock()
 	if n == w.cfg.MaxBatch {
@@ -285,13 +294,13 @@ func (w *Writer) add(table int, id []byte, failed bool, reason string) {
 // Stats returns the Writer's counters. It is safe for concurrent use.
 func (w *Writer) Stats() Stats {
 	w.mu.Lock()
-	pending := w.retained - w.owed + w.q.len()
+	pending := w.held + w.q.len()
 	w.mu.Unlock()
 	return Stats{
 		Updated:    w.updated.Load(),
 		Statements: w.statements.Load(),
 		Failures:   w.failures.Load(),
-		Dropped:    w.dropped.Load(),
+		Refused:    w.refused.Load(),
 		Pending:    pending,
 	}
 }

@@ -48,7 +48,7 @@ func TestNewChecksTheConfig(t *testing.T) {
 			case tc.want == "" && err != nil:
 				t.Fatalf("New: %v", err)
 			case tc.want == "":
-				if w.cfg.FlushInterval != DefaultFlushInterval || w.cfg.MaxBatch != DefaultMaxBatch || w.cfg.MaxPending != DefaultMaxPending {
+				if w.cfg.FlushInterval != DefaultFlushInterval || w.cfg.MaxBatch != DefaultMaxBatch {
 					t.Fatalf("defaults not applied: %+v", w.cfg)
 				}
 			case err == nil || !strings.Contains(err.Error(), tc.want):
@@ -136,12 +136,12 @@ func TestWriteBackByIDType(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range tc.ids[:3] {
-				w.Delivered(0, []byte(id))
+				w.Delivered(0, []byte(id), nil)
 			}
-			w.Failed(0, []byte(tc.ids[3]), "INVALID_TOPIC")
-			w.Failed(0, []byte(tc.ids[4]), longReason)
-			w.Delivered(0, []byte(tc.ids[6]))
-			w.Delivered(0, nil) // an event without an id: nothing to find
+			w.Failed(0, []byte(tc.ids[3]), "INVALID_TOPIC", nil)
+			w.Failed(0, []byte(tc.ids[4]), longReason, nil)
+			w.Delivered(0, []byte(tc.ids[6]), nil)
+			w.Delivered(0, nil, nil) // an event without an id: nothing to find
 			runWriter(t, w)
 			waitFor(t, 30*time.Second, "outcomes not written", func() bool { return w.Stats().Pending == 0 })
 
@@ -157,7 +157,7 @@ func TestWriteBackByIDType(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("rows:\n got %v\nwant %v", got, want)
 			}
-			if s := w.Stats(); s.Updated != 5 || s.Statements != 2 || s.Failures != 0 || s.Dropped != 0 {
+			if s := w.Stats(); s.Updated != 5 || s.Statements != 2 || s.Failures != 0 || s.Refused != 0 {
 				t.Fatalf("stats %+v, want 5 rows updated by 2 statements", s)
 			}
 			if tc.atType != "" {
@@ -264,7 +264,7 @@ func TestBatching(t *testing.T) {
 			}
 			if tc.goroutines == 1 {
 				for id := 1; id <= n; id++ {
-					w.Delivered(0, strconv.AppendInt(nil, int64(id), 10))
+					w.Delivered(0, strconv.AppendInt(nil, int64(id), 10), nil)
 				}
 				runWriter(t, w)
 			} else {
@@ -275,8 +275,8 @@ func TestBatching(t *testing.T) {
 						var buf []byte
 						for id := 1 + g; id <= n; id += tc.goroutines {
 							buf = strconv.AppendInt(buf[:0], int64(id), 10)
-							w.Failed(0, buf, "UNKNOWN_TOPIC_OR_PARTITION")
-							w.Delivered(0, buf)
+							w.Failed(0, buf, "UNKNOWN_TOPIC_OR_PARTITION", nil)
+							w.Delivered(0, buf, nil)
 							if id%1000 == 0 {
 								_ = w.Stats()
 							}
@@ -316,13 +316,13 @@ func TestLaterOutcomeWins(t *testing.T) {
 		}
 	}
 	// One flush.
-	w.Failed(0, []byte("a"), "r1")
-	w.Delivered(0, []byte("a")) // a parked event, retried and delivered
-	w.Delivered(0, []byte("b"))
-	w.Failed(0, []byte("b"), "r2")
-	w.Failed(0, []byte("c"), "1")
-	w.Failed(0, []byte("c"), "2")
-	w.Delivered(0, []byte("d"))
+	w.Failed(0, []byte("a"), "r1", nil)
+	w.Delivered(0, []byte("a"), nil) // a parked event, retried and delivered
+	w.Delivered(0, []byte("b"), nil)
+	w.Failed(0, []byte("b"), "r2", nil)
+	w.Failed(0, []byte("c"), "1", nil)
+	w.Failed(0, []byte("c"), "2", nil)
+	w.Delivered(0, []byte("d"), nil)
 	flushNow(ctx, w)
 	check(map[string]string{"a": "DELIVERED", "b": "FAILED r2", "c": "FAILED 2", "d": "DELIVERED", "e": "PENDING"})
 
@@ -330,8 +330,8 @@ func TestLaterOutcomeWins(t *testing.T) {
 	// the delivered-at time.
 	at := scalar[time.Time](t, ctx, pool, "SELECT processed_at FROM outbox WHERE id = 'd'")
 	before := w.Stats().Updated
-	w.Failed(0, []byte("a"), "r3")
-	w.Delivered(0, []byte("d"))
+	w.Failed(0, []byte("a"), "r3", nil)
+	w.Delivered(0, []byte("d"), nil)
 	flushNow(ctx, w)
 	check(map[string]string{"a": "FAILED r3", "b": "FAILED r2", "c": "FAILED 2", "d": "DELIVERED", "e": "PENDING"})
 	if again := scalar[time.Time](t, ctx, pool, "SELECT processed_at FROM outbox WHERE id = 'd'"); !again.Equal(at) {
@@ -344,10 +344,10 @@ func TestLaterOutcomeWins(t *testing.T) {
 	// While the database cannot be reached, the outcomes wait, and the
 	// later wins once it can.
 	db.down.Store(true)
-	w.Failed(0, []byte("e"), "r4")
+	w.Failed(0, []byte("e"), "r4", nil)
 	flushNow(ctx, w)
-	w.Delivered(0, []byte("e"))
-	w.Delivered(0, []byte("b"))
+	w.Delivered(0, []byte("e"), nil)
+	w.Delivered(0, []byte("b"), nil)
 	flushNow(ctx, w)
 	if s := w.Stats(); s.Pending != 2 || s.Failures != 2 {
 		t.Fatalf("stats %+v while down, want 2 pending, 2 failures", s)
@@ -355,58 +355,6 @@ func TestLaterOutcomeWins(t *testing.T) {
 	db.down.Store(false)
 	flushNow(ctx, w)
 	check(map[string]string{"a": "FAILED r3", "b": "DELIVERED r2", "c": "FAILED 2", "d": "DELIVERED", "e": "DELIVERED"})
-}
-
-// TestDropsTheOldest fills MaxPending while the database cannot be
-// reached: the oldest outcomes are dropped, the others written later.
-func TestDropsTheOldest(t *testing.T) {
-	ctx, _, pool := startDB(t)
-	var ids []string
-	for i := 1; i <= 9; i++ {
-		ids = append(ids, strconv.Itoa(i))
-	}
-	table := outboxTable(t, ctx, pool, "outbox", ids...)
-	db := &countingDB{DB: pool}
-	log := &syncbuf.Buffer{}
-	w, err := New(db, Config{Tables: []Table{table}, MaxPending: 3, Logger: slog.New(slog.NewTextHandler(log, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.down.Store(true)
-	w.Delivered(0, []byte("1"))
-	w.Delivered(0, []byte("2"))
-	flushNow(ctx, w) // fails: the writer holds 1 and 2
-	for _, id := range []string{"3", "4", "5"} {
-		w.Delivered(0, []byte(id)) // 4 and 5 each displace one it holds
-	}
-	if s := w.Stats(); s.Pending != 3 {
-		t.Fatalf("stats %+v, want 3 pending", s)
-	}
-	flushNow(ctx, w) // fails: drops 1 and 2, holds 3, 4, 5
-	for _, id := range []string{"6", "7", "8", "9"} {
-		w.Delivered(0, []byte(id)) // displace 3, 4, 5, then 6 (the oldest)
-	}
-	if s := w.Stats(); s.Pending != 3 {
-		t.Fatalf("stats %+v, want 3 pending", s)
-	}
-	db.down.Store(false)
-	flushNow(ctx, w)
-	want := map[string]string{}
-	for _, id := range ids {
-		want[id] = "PENDING"
-	}
-	for _, id := range []string{"7", "8", "9"} {
-		want[id] = "DELIVERED"
-	}
-	if got := states(t, ctx, pool, "outbox", "status", "error"); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("rows:\n got %v\nwant %v", got, want)
-	}
-	if s := w.Stats(); s.Dropped != 6 || s.Pending != 0 || s.Updated != 3 {
-		t.Fatalf("stats %+v, want 6 dropped, 3 updated", s)
-	}
-	if !strings.Contains(log.String(), "write-back dropped outcomes") || !strings.Contains(log.String(), "max_pending=3") {
-		t.Fatalf("drops not logged:\n%s", log)
-	}
 }
 
 // TestRefusedTableCatchesUp gives a table a fault retries cannot fix: its
@@ -463,14 +411,14 @@ func TestRefusedTableCatchesUp(t *testing.T) {
 			}
 			w.refusedRetry = 200 * time.Millisecond
 			runWriter(t, w)
-			w.Delivered(0, []byte("1"))
-			w.Failed(0, []byte("2"), "MESSAGE_TOO_LARGE")
-			w.Delivered(1, []byte("1"))
+			w.Delivered(0, []byte("1"), nil)
+			w.Failed(0, []byte("2"), "MESSAGE_TOO_LARGE", nil)
+			w.Delivered(1, []byte("1"), nil)
 			waitFor(t, 30*time.Second, "the healthy table not written, or too few attempts on the broken one", func() bool {
 				return w.Stats().Failures >= 3 &&
 					scalar[int64](t, ctx, pool, fmt.Sprintf("SELECT count(*) FROM %s WHERE status = 'DELIVERED'", healthy.Name)) == 1
 			})
-			w.Delivered(1, []byte("2")) // still written
+			w.Delivered(1, []byte("2"), nil) // still written
 			waitFor(t, 30*time.Second, "the healthy table not written", func() bool {
 				return scalar[int64](t, ctx, pool, fmt.Sprintf("SELECT count(*) FROM %s WHERE status = 'DELIVERED'", healthy.Name)) == 2
 			})
@@ -527,7 +475,7 @@ func TestDatabaseRestart(t *testing.T) {
 			<-tick.C
 			for range 100 {
 				id++
-				w.Delivered(0, strconv.AppendInt(nil, int64(id), 10))
+				w.Delivered(0, strconv.AppendInt(nil, int64(id), 10), nil)
 			}
 			select {
 			case <-restarted:
@@ -552,16 +500,16 @@ func TestDatabaseRestart(t *testing.T) {
 	if last := scalar[int64](t, ctx, pool, "SELECT max(id) FROM outbox WHERE status = 'DELIVERED'"); last != int64(n) {
 		t.Fatalf("the last row delivered is %d, want %d", last, n)
 	}
-	if s.Failures == 0 || s.Dropped != 0 {
-		t.Fatalf("stats %+v: want failures during the restart, nothing dropped", s)
+	if s.Failures == 0 || s.Refused != 0 {
+		t.Fatalf("stats %+v: want failures during the restart, no row refused", s)
 	}
 }
 
 // TestDeliveredNeverBlocks reports 100,000 outcomes while the database is
 // down, or while the writer's statement hangs on a silent connection, and
-// times them.
+// times them: none is dropped.
 func TestDeliveredNeverBlocks(t *testing.T) {
-	const calls, maxPending = 100000, 50000
+	const calls = 100000
 	for _, mode := range []string{"stopped", "silent"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx, pg, pool := startDB(t)
@@ -583,12 +531,12 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 				t.Cleanup(func() { proxy.Close() })
 			}
 			log := &syncbuf.Buffer{}
-			w, err := New(db, Config{Tables: []Table{table}, MaxPending: maxPending, Logger: slog.New(slog.NewTextHandler(log, nil))})
+			w, err := New(db, Config{Tables: []Table{table}, Logger: slog.New(slog.NewTextHandler(log, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
 			runWriter(t, w)
-			w.Delivered(0, []byte("x"))
+			w.Delivered(0, []byte("x"), nil)
 			waitFor(t, 30*time.Second, "the first outcome not written", func() bool { return w.Stats().Updated == 1 })
 			if mode == "stopped" {
 				if err := pg.Stop(); err != nil {
@@ -597,7 +545,7 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 			} else {
 				proxy.Silence()
 				n := db.execs.Load()
-				w.Delivered(0, []byte("x"))
+				w.Delivered(0, []byte("x"), nil)
 				waitFor(t, 10*time.Second, "no statement started", func() bool { return db.execs.Load() > n })
 			}
 			ids := make([][]byte, calls)
@@ -606,7 +554,7 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 			}
 			start := time.Now()
 			for _, id := range ids {
-				w.Delivered(0, id)
+				w.Delivered(0, id, nil)
 			}
 			elapsed := time.Since(start)
 			s := w.Stats()
@@ -614,13 +562,8 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 			if elapsed > 2*time.Second {
 				t.Fatalf("%d calls took %v", calls, elapsed)
 			}
-			if s.Pending != maxPending {
-				t.Fatalf("%d outcomes pending, want MaxPending (%d)", s.Pending, maxPending)
-			}
-			if mode == "stopped" {
-				waitFor(t, 10*time.Second, "drops not counted and logged", func() bool {
-					return w.Stats().Dropped == calls-maxPending && strings.Contains(log.String(), "write-back dropped outcomes")
-				})
+			if s.Pending < calls {
+				t.Fatalf("%d outcomes pending, want every one of the %d reported", s.Pending, calls)
 			}
 		})
 	}
@@ -640,8 +583,8 @@ func TestRunWritesWhatIsWaitingWhenStopped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.Delivered(0, []byte("a"))
-			w.Failed(0, []byte("b"), "r")
+			w.Delivered(0, []byte("a"), nil)
+			w.Failed(0, []byte("b"), "r", nil)
 			rctx, cancel := context.WithCancel(ctx)
 			cancel()
 			err = w.Run(rctx)
@@ -674,12 +617,12 @@ func TestBurstMemoryIsReleased(t *testing.T) {
 	ctx := context.Background()
 	db.down.Store(true)
 	for i := range 100000 {
-		w.Delivered(0, strconv.AppendInt(nil, int64(i), 10))
+		w.Delivered(0, strconv.AppendInt(nil, int64(i), 10), nil)
 	}
 	flushNow(ctx, w)
 	db.down.Store(false)
 	for i := range 3 {
-		w.Delivered(0, []byte("x"))
+		w.Delivered(0, []byte("x"), nil)
 		flushNow(ctx, w)
 		if i == 0 {
 			if s := w.Stats(); s.Updated != 100001 || s.Pending != 0 {
@@ -691,31 +634,6 @@ func TestBurstMemoryIsReleased(t *testing.T) {
 	if tbl.peak != 1 || cap(tbl.held) > 1024 || cap(w.q.entries) > 1024 || cap(w.flusher.spare.entries) > 1024 {
 		t.Fatalf("after the burst: peak %d, held cap %d, queue caps %d and %d; want the burst's memory released",
 			tbl.peak, cap(tbl.held), cap(w.q.entries), cap(w.flusher.spare.entries))
-	}
-}
-
-func TestQueueCompacts(t *testing.T) {
-	var q queue
-	for i := range 5000 {
-		q.push(i%3, []byte(strconv.Itoa(i)), i%2 == 1, "r")
-	}
-	for range 3000 {
-		q.dropOldest()
-	}
-	// Compacted when the 2500th was dropped.
-	if q.len() != 2000 || q.head != 500 || len(q.entries) != 2500 || len(q.arena) != len("2500")*2500 {
-		t.Fatalf("after dropping 3000 of 5000: head %d, %d entries, %d bytes of ids; want 2000 held, compacted at 2500",
-			q.head, len(q.entries), len(q.arena))
-	}
-	q.push(1, []byte("last"), false, "")
-	for i, e := range q.live() {
-		want := strconv.Itoa(3000 + i)
-		if i == 2000 {
-			want = "last"
-		}
-		if got := string(q.id(&e)); got != want || (i < 2000 && (int(e.table) != (3000+i)%3 || e.failed != (i%2 == 1))) {
-			t.Fatalf("entry %d: id %q table %d failed %v; want %q", i, got, e.table, e.failed, want)
-		}
 	}
 }
 
@@ -781,13 +699,13 @@ func BenchmarkDelivered(b *testing.B) {
 			b.ReportAllocs()
 			if !parallel {
 				for i := 0; b.Loop(); i++ {
-					w.Delivered(0, ids[i%len(ids)])
+					w.Delivered(0, ids[i%len(ids)], nil)
 				}
 				return
 			}
 			b.RunParallel(func(pb *testing.PB) {
 				for i := 0; pb.Next(); i++ {
-					w.Delivered(0, ids[i%len(ids)])
+					w.Delivered(0, ids[i%len(ids)], nil)
 				}
 			})
 		})
@@ -802,7 +720,7 @@ func BenchmarkFlush(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		w.Delivered(0, ids[i%len(ids)])
+		w.Delivered(0, ids[i%len(ids)], nil)
 		if i%DefaultMaxBatch == DefaultMaxBatch-1 {
 			flushNow(ctx, w)
 		}

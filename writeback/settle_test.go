@@ -1,0 +1,144 @@
+package writeback
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
+)
+
+// doneLog records which outcomes were settled, in order.
+type doneLog struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+type doneFor struct {
+	log *doneLog
+	id  string
+}
+
+func (d doneFor) WrittenBack() {
+	d.log.mu.Lock()
+	d.log.ids = append(d.log.ids, d.id)
+	d.log.mu.Unlock()
+}
+
+func (l *doneLog) for_(id string) Done { return doneFor{l, id} }
+
+func (l *doneLog) got() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Sorted(slices.Values(l.ids))
+}
+
+// TestDoneOnlyOnceWritten: an outcome's Done is told only once its row
+// took it, never while the database refuses the statement, and a
+// superseded outcome's at once (the later one stands for it).
+func TestDoneOnlyOnceWritten(t *testing.T) {
+	ctx, _, pool := startDB(t)
+	table := outboxTable(t, ctx, pool, "outbox", "a", "b", "c")
+	db := &countingDB{DB: pool}
+	w, err := New(db, Config{Tables: []Table{table}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done doneLog
+	db.down.Store(true)
+	w.Delivered(0, []byte("a"), done.for_("a1"))
+	w.Failed(0, []byte("b"), "UNKNOWN_TOPIC_OR_PARTITION", done.for_("b"))
+	w.Delivered(0, nil, done.for_("no id")) // no row to write: settled at once
+	flushNow(ctx, w)
+	if got := done.got(); !slices.Equal(got, []string{"no id"}) {
+		t.Fatalf("settled %q while the database was down, want only the event without an id", got)
+	}
+	w.Delivered(0, []byte("a"), done.for_("a2")) // sent again: supersedes a1
+	flushNow(ctx, w)
+	if got := done.got(); !slices.Equal(got, []string{"a1", "no id"}) {
+		t.Fatalf("settled %q, want the superseded outcome a1 too", got)
+	}
+	db.down.Store(false)
+	w.Delivered(0, []byte("c"), done.for_("c"))
+	flushNow(ctx, w)
+	if got := done.got(); !slices.Equal(got, []string{"a1", "a2", "b", "c", "no id"}) {
+		t.Fatalf("settled %q once written, want every outcome", got)
+	}
+	if got := states(t, ctx, pool, "outbox", "status", "error"); fmt.Sprint(got) != "map[a:DELIVERED b:FAILED UNKNOWN_TOPIC_OR_PARTITION c:DELIVERED]" {
+		t.Fatalf("rows %v", got)
+	}
+	if s := w.Stats(); s.Pending != 0 {
+		t.Fatalf("stats %+v, want nothing pending", s)
+	}
+}
+
+// TestRefusedRowIsGivenUp: a row that a trigger or a constraint refuses
+// does not hold back the other rows of its statement; it is logged with
+// its id, counted, and settled. A value the table refuses for every row
+// (a CHECK on the status column) is not a row's fault: those outcomes are
+// held, unsettled, and retried.
+func TestRefusedRowIsGivenUp(t *testing.T) {
+	ctx, _, pool := startDB(t)
+	const n = 40
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("id-%02d", i)
+	}
+	cases := []struct {
+		name, ddl    string
+		refused      []string // the rows given up, by id
+		pending      int      // outcomes held unsettled
+		wantLog, cause string
+	}{
+		{name: "trigger", ddl: `CREATE FUNCTION %[1]s_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN IF NEW.id IN ('id-00', 'id-17') AND NEW.status = 'DELIVERED' THEN RAISE EXCEPTION 'row % is frozen', NEW.id; END IF; RETURN NEW; END $$;
+			CREATE TRIGGER refuse BEFORE UPDATE ON %[1]s FOR EACH ROW EXECUTE FUNCTION %[1]s_refuse()`,
+			refused: []string{"id-00", "id-17"}, wantLog: "write-back refused row", cause: "P0001"},
+		{name: "check on another column", ddl: `ALTER TABLE %[1]s ADD COLUMN amount int NOT NULL DEFAULT 1;
+			UPDATE %[1]s SET amount = -1 WHERE id = 'id-39';
+			ALTER TABLE %[1]s ADD CONSTRAINT positive CHECK (amount > 0 OR status = 'PENDING') NOT VALID`,
+			refused: []string{"id-39"}, wantLog: "write-back refused row", cause: "23514"},
+		{name: "check on the value", ddl: `ALTER TABLE %[1]s ADD CONSTRAINT known CHECK (status IN ('PENDING', 'SENT'))`,
+			pending: n, wantLog: "write-back failed; retrying", cause: "23514"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("outbox_%d", i)
+			table := outboxTable(t, ctx, pool, name, ids...)
+			exec(t, ctx, pool, fmt.Sprintf(tc.ddl, name))
+			log := &syncbuf.Buffer{}
+			w, err := New(pool, Config{Tables: []Table{table}, Logger: slog.New(slog.NewTextHandler(log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var done doneLog
+			for _, id := range ids {
+				w.Delivered(0, []byte(id), done.for_(id))
+			}
+			flushNow(ctx, w)
+			rows := states(t, ctx, pool, name, "status", "error")
+			for _, id := range ids {
+				want := "DELIVERED"
+				if slices.Contains(tc.refused, id) || tc.pending > 0 {
+					want = "PENDING"
+				}
+				if rows[id] != want {
+					t.Fatalf("row %s says %q, want %q", id, rows[id], want)
+				}
+			}
+			s := w.Stats()
+			if s.Refused != int64(len(tc.refused)) || s.Pending != tc.pending || len(done.got()) != n-tc.pending {
+				t.Fatalf("stats %+v, %d settled; want %d refused, %d pending", s, len(done.got()), len(tc.refused), tc.pending)
+			}
+			if !strings.Contains(log.String(), tc.wantLog) || !strings.Contains(log.String(), tc.cause) {
+				t.Fatalf("log lacks %q (%s):\n%s", tc.wantLog, tc.cause, log)
+			}
+			if len(tc.refused) > 0 && (!strings.Contains(log.String(), "level=ERROR") || !strings.Contains(log.String(), "id="+tc.refused[0])) {
+				t.Fatalf("the refused row %s is not logged at error:\n%s", tc.refused[0], log)
+			}
+		})
+	}
+}
