@@ -88,9 +88,9 @@ func TestRefusedRowIsGivenUp(t *testing.T) {
 		ids[i] = fmt.Sprintf("id-%02d", i)
 	}
 	cases := []struct {
-		name, ddl    string
-		refused      []string // the rows given up, by id
-		pending      int      // outcomes held unsettled
+		name, ddl      string
+		refused        []string // the rows given up, by id
+		pending        int      // outcomes held unsettled
 		wantLog, cause string
 	}{
 		{name: "trigger", ddl: `CREATE FUNCTION %[1]s_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
