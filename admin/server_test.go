@@ -110,7 +110,8 @@ func TestTokenRule(t *testing.T) {
 // TestEndpoints: readiness, pause and resume, and the parked events.
 func TestEndpoints(t *testing.T) {
 	f := &fakeRelay{st: relay.Status{Role: relay.RoleLeader, NotReady: "Kafka does not answer: dial refused"},
-		rows: []status.Row{{ID: 7, Status: status.Dead, Topic: "orders", Value: []byte(`{"n":1}`)}}}
+		rows: []status.Row{{ID: 7, Status: status.Dead, Topic: "orders", SourceTable: "public.outbox", Value: []byte(`{"n":1}`)},
+			{ID: 6, Status: status.Dead, Topic: "orders"}}} // parked before the status table recorded its table
 	ts := serve(t, f, "", true)
 
 	if code, _ := do(t, ts, "GET", "/readyz", ""); code != http.StatusServiceUnavailable {
@@ -133,8 +134,11 @@ func TestEndpoints(t *testing.T) {
 
 	code, body := do(t, ts, "GET", "/failed?state=dead&limit=5", "")
 	var rows []map[string]any
-	if err := json.Unmarshal([]byte(body), &rows); code != http.StatusOK || err != nil || len(rows) != 1 || rows[0]["topic"] != "orders" {
-		t.Errorf("GET /failed: %d %s", code, body)
+	if err := json.Unmarshal([]byte(body), &rows); code != http.StatusOK || err != nil || len(rows) != 2 || rows[0]["topic"] != "orders" {
+		t.Fatalf("GET /failed: %d %s", code, body)
+	}
+	if table, ok := rows[1]["source_table"]; rows[0]["source_table"] != "public.outbox" || !ok || table != nil {
+		t.Errorf("GET /failed: source_table %v and %v, want \"public.outbox\" and null: %s", rows[0]["source_table"], table, body)
 	}
 	if f.listed.Status != status.Dead || f.listed.Limit != 5 {
 		t.Errorf("GET /failed?state=dead&limit=5 listed %+v", f.listed)

@@ -57,7 +57,7 @@ var newest = []struct {
 	column  string
 	version int
 }{
-	{status: true, column: "delivered_at", version: 3},
+	{status: true, column: "source_table", version: 6},
 	{column: "write_ahead", version: 4},
 }
 

@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -295,5 +296,86 @@ func TestGrants(t *testing.T) {
 	var seq bool
 	if err := conn.QueryRow(ctx, `SELECT has_sequence_privilege('Relay Role', pg_get_serial_sequence('"relay"."Delivery"', 'id'), 'USAGE')`).Scan(&seq); err != nil || !seq {
 		t.Fatalf("the role may not use the status table's id sequence: %v %v", seq, err)
+	}
+}
+
+// applyUpTo prepares cfg's tables as the migrate of version did: the
+// versioned migrations up to it, with their history rows.
+func applyUpTo(ctx context.Context, t *testing.T, conn *pgx.Conn, cfg Config, version int) {
+	t.Helper()
+	ms, err := versioned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []migration
+	for _, m := range ms {
+		if m.version <= version {
+			old = append(old, m)
+		}
+	}
+	if _, err := applyVersioned(ctx, conn, old, placeholders(cfg), historyTable(cfg)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSourceTableMigration: a status table of version 5 gains source_table,
+// nullable text, and its rows keep NULL; the relay's check asks for
+// migrate until then; migrate again changes nothing.
+func TestSourceTableMigration(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, schema, table string }{
+		{"the default status table", "public", "outbox_delivery"},
+		{"names to quote", "Relay Tables", "Delivery"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.SkipOutbox = true
+			cfg.StatusSchema, cfg.StatusTable, cfg.CheckpointSchema = tt.schema, tt.table, tt.schema
+			status := pgx.Identifier{tt.schema, tt.table}.Sanitize()
+			if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{tt.schema}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			applyUpTo(ctx, t, conn, cfg, 5)
+			if _, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, commit_lsn) VALUES ('old', 'orders', 'MESSAGE_TOO_LARGE', '0/10')"); err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), `lacks column "source_table" (migration 6)`) {
+				t.Fatalf("Check of a version 5 status table: %v, want it to ask for migrate", err)
+			}
+			res, err := Apply(ctx, conn, cfg)
+			if err != nil || !slices.Equal(res.Applied, []int{6}) {
+				t.Fatalf("migrate over version 5: %+v, %v; want version 6 applied", res, err)
+			}
+			column := func() (typ string, nullable bool, attnum int, oldRow *string) {
+				t.Helper()
+				err := conn.QueryRow(ctx, "SELECT format_type(atttypid, atttypmod), NOT attnotnull, attnum FROM pg_attribute"+
+					" WHERE attrelid = $1::regclass AND attname = 'source_table' AND NOT attisdropped", status).Scan(&typ, &nullable, &attnum)
+				if err != nil {
+					t.Fatalf("source_table of %s: %v", status, err)
+				}
+				if err := conn.QueryRow(ctx, "SELECT source_table FROM "+status+" WHERE event_id = 'old'").Scan(&oldRow); err != nil {
+					t.Fatal(err)
+				}
+				return typ, nullable, attnum, oldRow
+			}
+			typ, nullable, attnum, oldRow := column()
+			if typ != "text" || !nullable || oldRow != nil {
+				t.Fatalf("source_table is %s, nullable %v, the old row's %v; want nullable text, NULL", typ, nullable, oldRow)
+			}
+			if err := Check(ctx, conn, cfg); err != nil {
+				t.Fatalf("Check after migrate: %v", err)
+			}
+			res, err = Apply(ctx, conn, cfg)
+			if err != nil || len(res.Applied) != 0 {
+				t.Fatalf("migrate again: %+v, %v; want nothing applied", res, err)
+			}
+			if typ2, nullable2, attnum2, oldRow2 := column(); typ2 != typ || nullable2 != nullable || attnum2 != attnum || oldRow2 != nil {
+				t.Fatalf("migrate again changed source_table: %s %v %d %v", typ2, nullable2, attnum2, oldRow2)
+			}
+		})
 	}
 }

@@ -68,7 +68,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	}
 	rn.closing(r.startHealth(ctx, rn.pool, rn.sink))
 	rn.store = checkpoint.NewStore(rn.pool, r.cfg.CheckpointSchema, r.cfg.CheckpointTable)
-	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable)
+	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, status.SourceTables(r.cfg.TableNames()...))
 	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
 	r.failures.Store(rn.failures)
 	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run

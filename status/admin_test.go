@@ -16,21 +16,22 @@ import (
 
 // fixture empties the table and records the rows of every test, ids 1 to 5:
 //
-//	1 FAILED     topic a, 2 attempts, next attempt in an hour
-//	2 DEAD       topic a, marked dead 10 days ago
-//	3 DEAD       topic b, marked dead an hour ago
-//	4 DELIVERED  topic b, delivered 2 days ago
-//	5 FAILED     topic b, never tried
+//	1 FAILED     topic a, table public.outbox, 2 attempts, next attempt in an hour
+//	2 DEAD       topic a, table app.orders_outbox, marked dead 10 days ago
+//	3 DEAD       topic b, no table (NULL), marked dead an hour ago
+//	4 DELIVERED  topic b, table public.outbox, delivered 2 days ago
+//	5 FAILED     topic b, table app.orders_outbox, never tried
 func (db *testDB) fixture(ctx context.Context, t *testing.T) {
 	t.Helper()
 	if _, err := db.conn.Exec(ctx, "TRUNCATE outbox_delivery RESTART IDENTITY"); err != nil {
 		t.Fatal(err)
 	}
+	parker := NewStore(db.conn, "public", "outbox_delivery", SourceTables("public.outbox", "app.orders_outbox"))
 	for i, topic := range []string{"a", "a", "b", "b", "b"} {
 		ev := &decoder.Event{ID: []byte(fmt.Sprintf("e-%d", i+1)), Topic: topic, Key: []byte("k"),
-			Value: []byte(`{"n": 1}`), CommitLSN: uint64(0x1000 * (i + 1)),
+			Value: []byte(`{"n": 1}`), CommitLSN: uint64(0x1000 * (i + 1)), Table: i % 3,
 			Headers: []decoder.Header{{Key: "event_type", Value: []byte("Created")}}}
-		if err := db.store.Failed(ctx, ev, errors.New("unknown topic")); err != nil {
+		if err := parker.Failed(ctx, ev, errors.New("unknown topic")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,10 +102,13 @@ func TestListAndGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.ID != 4 || row.Status != Delivered || row.Topic != "b" || row.EventID != "e-4" || string(row.Key) != "k" ||
+	if row.ID != 4 || row.Status != Delivered || row.Topic != "b" || row.EventID != "e-4" || row.SourceTable != "public.outbox" || string(row.Key) != "k" ||
 		string(row.Value) != `{"n": 1}` || len(row.Headers) != 1 || string(row.Headers[0].Value) != "Created" ||
 		row.CommitLSN != 0x4000 || row.DeliveredAt.IsZero() || row.LastError != "unknown topic" {
 		t.Errorf("Get(4) = %+v", row)
+	}
+	if row, err := db.store.Get(ctx, 3); err != nil || row.SourceTable != "" || row.EventID != "e-3" {
+		t.Errorf("Get(3) of a row without a source table = %+v, %v", row, err)
 	}
 	_, err = db.store.Get(ctx, 99)
 	if !errors.Is(err, ErrNotFound) {
@@ -201,8 +205,8 @@ func TestRetry(t *testing.T) {
 				if a.UpdatedAt.Before(now) {
 					t.Errorf("row %d: updated_at %s not moved to now (%s)", id, a.UpdatedAt, now)
 				}
-				if a.LastError != b.LastError || !bytes.Equal(a.Value, b.Value) || a.EventID != b.EventID {
-					t.Errorf("row %d: the record or its last error changed", id)
+				if a.LastError != b.LastError || !bytes.Equal(a.Value, b.Value) || a.EventID != b.EventID || a.SourceTable != b.SourceTable {
+					t.Errorf("row %d: the record, its source table or its last error changed", id)
 				}
 			}
 		})
@@ -299,6 +303,6 @@ func TestPurge(t *testing.T) {
 
 // sameRow reports whether a and b hold the same values.
 func sameRow(a, b Row) bool {
-	return a.ID == b.ID && a.Status == b.Status && a.Attempts == b.Attempts && a.NextAttemptAt.Equal(b.NextAttemptAt) &&
+	return a.ID == b.ID && a.SourceTable == b.SourceTable && a.Status == b.Status && a.Attempts == b.Attempts && a.NextAttemptAt.Equal(b.NextAttemptAt) &&
 		a.UpdatedAt.Equal(b.UpdatedAt) && a.LastError == b.LastError && bytes.Equal(a.Value, b.Value) && a.DeliveredAt.Equal(b.DeliveredAt)
 }

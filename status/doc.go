@@ -3,9 +3,11 @@
 // undecodable row), with a full copy of the record and the reason, so the
 // stream can move past it without losing it.
 //
-// [Store.Failed] parks an event as FAILED (failed.go). [Store.Claim] hands
-// due FAILED rows to the poller and records what became of them: DELIVERED,
-// FAILED again with the next attempt time, or DEAD (claim.go). List, Get,
-// Retry and Purge serve the operator's `cdc-relay failed` commands
-// (admin.go). store.go holds the row and the table.
+// [Store.Failed] parks an event as FAILED, and [Store.Dead] as DEAD
+// (failed.go); given the relay's outbox tables ([SourceTables]), each row
+// records the table its event came from. [Store.Claim] hands due FAILED
+// rows to the poller and records what became of them: DELIVERED, FAILED
+// again with the next attempt time, or DEAD (claim.go). List, Get, Retry
+// and Purge serve the operator's `cdc-relay failed` commands (admin.go).
+// store.go holds the row, the table and the store's options.
 package status

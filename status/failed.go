@@ -63,6 +63,7 @@ func (s *Store) park(ctx context.Context, ev *decoder.Event, state string, reaso
 // failedRow is what one status row holds.
 type failedRow struct {
 	id, timestamp any
+	sourceTable   any // text or nil
 	topic         string
 	key, value    []byte
 	headers       []byte // JSON
@@ -74,7 +75,7 @@ type failedRow struct {
 
 func (s *Store) row(ev *decoder.Event, reason error) failedRow {
 	r := failedRow{topic: ev.Topic, key: ev.Key, value: ev.Value, reason: reason.Error(),
-		commitLSN: pglogrepl.LSN(ev.CommitLSN).String(), headers: encodeHeaders(ev.Headers)}
+		commitLSN: pglogrepl.LSN(ev.CommitLSN).String(), headers: encodeHeaders(ev.Headers), sourceTable: s.sourceTable(ev.Table)}
 	if ev.ID != nil {
 		r.id = string(ev.ID)
 	}
@@ -94,10 +95,10 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 		headers = r.headers
 	}
 	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+
-		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status)"+
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9)"+
+		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table)"+
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9, $10)"+
 		" ON CONFLICT (commit_lsn, event_id, topic) WHERE event_id IS NOT NULL DO NOTHING",
-		r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status)
+		r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status, r.sourceTable)
 	return err
 }
 

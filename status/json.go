@@ -10,13 +10,15 @@ import (
 // jsonRow is Row's JSON, for scripts: the key is text, or base64 when it
 // is not UTF-8 (key_encoding says which); the value is JSON when it is
 // valid JSON, else text, else base64 (value_encoding); times are UTC;
-// absent values are null.
+// absent values are null (source_table, the event's outbox table, too, in
+// rows parked before the status table recorded it).
 type jsonRow struct {
 	ID            int64        `json:"id"`
 	Status        string       `json:"status"`
 	Attempts      int          `json:"attempts"`
 	NextAttemptAt time.Time    `json:"next_attempt_at"`
 	LastError     string       `json:"last_error"`
+	SourceTable   *string      `json:"source_table"`
 	Topic         string       `json:"topic"`
 	EventID       *string      `json:"event_id"`
 	Key           *string      `json:"key"`
@@ -46,7 +48,7 @@ func toJSON(r Row) jsonRow {
 		ID: r.ID, Status: r.Status, Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC(), LastError: r.LastError,
 		Topic: r.Topic, Headers: []jsonHeader{}, CommitLSN: r.CommitLSN.String(),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		EventID: optString(r.EventID != "", r.EventID), Timestamp: optTime(r.Timestamp), DeliveredAt: optTime(r.DeliveredAt),
+		SourceTable: optString(r.SourceTable != "", r.SourceTable), EventID: optString(r.EventID != "", r.EventID), Timestamp: optTime(r.Timestamp), DeliveredAt: optTime(r.DeliveredAt),
 	}
 	if r.Key != nil {
 		j.KeyEncoding, j.Key = "text", optString(true, string(r.Key))

@@ -1,13 +1,18 @@
 package status
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 func TestFailedRecordsAnEventOnce(t *testing.T) {
@@ -85,5 +90,120 @@ func TestFailedRecordsAnEventOnce(t *testing.T) {
 	}
 	if want := "the event id's 4000 bytes, shortened"; ids != 1 || !strings.Contains(reason, want) {
 		t.Fatalf("%d rows, reason %q; want one row saying %q", ids, reason, want)
+	}
+}
+
+// TestParkRecordsTheSourceTable: Failed and Dead record the name the store
+// was given for the event's table; an event of a table it has no name for,
+// or a store given no names, records NULL. Get and the JSON show it.
+func TestParkRecordsTheSourceTable(t *testing.T) {
+	ctx, db := newTestDB(t)
+	names := []string{"public.outbox", "app.orders_outbox", ""}
+	named := NewStore(db.conn, "public", "outbox_delivery", SourceTables(names...))
+	names[0] = "public.changed" // the store keeps its own copy
+	for i, tt := range []struct {
+		name  string
+		store *Store
+		dead  bool
+		table int
+		want  string // "": NULL
+	}{
+		{name: "FAILED, the first table", store: named, table: 0, want: "public.outbox"},
+		{name: "DEAD, the second table", store: named, dead: true, table: 1, want: "app.orders_outbox"},
+		{name: "a table named with nothing", store: named, table: 2},
+		{name: "a table beyond the names", store: named, table: 3},
+		{name: "a negative index", store: named, dead: true, table: -1},
+		{name: "a store given no names", store: db.store, table: 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := &decoder.Event{ID: []byte(fmt.Sprintf("src-%d", i)), Topic: "orders", Value: []byte(`{}`),
+				CommitLSN: uint64(0x100 * (i + 1)), Table: tt.table}
+			park, state := tt.store.Failed, Failed
+			if tt.dead {
+				park, state = tt.store.Dead, Dead
+			}
+			if err := park(ctx, ev, errors.New("unknown topic")); err != nil {
+				t.Fatal(err)
+			}
+			var (
+				id     int64
+				stored *string
+			)
+			if err := db.conn.QueryRow(ctx, "SELECT id, source_table FROM outbox_delivery WHERE event_id = $1", string(ev.ID)).Scan(&id, &stored); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == "" && stored != nil:
+				t.Errorf("source_table %q, want NULL", *stored)
+			case tt.want != "" && (stored == nil || *stored != tt.want):
+				t.Errorf("source_table %v, want %q", stored, tt.want)
+			}
+			row, err := db.store.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.SourceTable != tt.want || row.Status != state {
+				t.Errorf("Get: source table %q, status %s; want %q, %s", row.SourceTable, row.Status, tt.want, state)
+			}
+			b, err := json.Marshal(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			var want any = tt.want
+			if tt.want == "" {
+				want = nil // null, not left out
+			}
+			if got, ok := doc["source_table"]; !ok || got != want {
+				t.Errorf("JSON source_table %#v (present %v), want %#v: %s", got, ok, want, b)
+			}
+		})
+	}
+}
+
+// TestRowsWithoutASourceTable: rows parked before the status table had
+// source_table (NULL since the migration added it) are listed, shown,
+// claimed by the poller, retried and purged as any other.
+func TestRowsWithoutASourceTable(t *testing.T) {
+	ctx, db := newTestDB(t)
+	// The table as an older relay used it: no source_table yet.
+	if _, err := db.conn.Exec(ctx, "ALTER TABLE outbox_delivery DROP COLUMN source_table"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"old-1", "old-2"} {
+		if _, err := db.conn.Exec(ctx, "INSERT INTO outbox_delivery (event_id, topic, record_value, last_error, commit_lsn) VALUES ($1, 'orders', '{}', 'UNKNOWN_TOPIC_OR_PARTITION', '0/10')", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := migrations.Apply(ctx, db.conn, migrations.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(db.conn, "public", "outbox_delivery", SourceTables("public.outbox"))
+	rows, err := store.List(ctx, ListOptions{})
+	if err != nil || len(rows) != 2 || rows[0].SourceTable != "" || rows[1].SourceTable != "" {
+		t.Fatalf("List = %+v, %v; want the two old rows without a source table", rows, err)
+	}
+	first, second := rows[1].ID, rows[0].ID
+	n, err := store.Claim(ctx, 10, func(_ context.Context, due []Row) []Outcome {
+		if len(due) != 2 || due[0].EventID != "old-1" || due[0].SourceTable != "" {
+			t.Errorf("claimed %+v, want both old rows", due)
+			return nil
+		}
+		return []Outcome{{ID: due[0].ID, Delivered: true}, {ID: due[1].ID, Dead: true, Err: errors.New("gave up")}}
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("Claim = %d, %v; want 2 rows", n, err)
+	}
+	if got, err := store.Get(ctx, first); err != nil || got.Status != Delivered {
+		t.Fatalf("Get(%d) after delivery = %+v, %v; want DELIVERED", first, got, err)
+	}
+	if changes, err := store.Retry(ctx, RetryOptions{IDs: []int64{second}}); err != nil || !slices.Equal(changes, []Change{{second, Dead}}) {
+		t.Fatalf("Retry of the DEAD old row = %v, %v", changes, err)
+	}
+	if changes, err := store.Purge(ctx, PurgeOptions{IDs: []int64{first, second}}); err != nil || len(changes) != 2 {
+		t.Fatalf("Purge of the old rows = %v, %v", changes, err)
 	}
 }

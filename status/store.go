@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -26,11 +27,42 @@ type DB interface {
 type Store struct {
 	db    DB
 	table string // quoted
+	// sources names the outbox tables by decoder.Event.Table; see
+	// SourceTables.
+	sources []string
 }
 
-// NewStore returns a store on schema.table.
-func NewStore(db DB, schema, table string) *Store {
-	return &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize()}
+// Option configures a Store; see NewStore.
+type Option func(*Store)
+
+// SourceTables gives the store the relay's outbox tables, in the order of
+// the decoder's mappings (decoder.Event.Table indexes them), each as
+// schema.name, plain, not quoted as an identifier: public.outbox. Failed
+// and Dead record the name of the parked event's table in the row's
+// source_table. Without it, or for an event whose Table has no name
+// here (an index out of range, or ""), source_table is NULL, as in the
+// rows parked before the column existed.
+func SourceTables(names ...string) Option {
+	names = slices.Clone(names)
+	return func(s *Store) { s.sources = names }
+}
+
+// NewStore returns a store on schema.table, configured by opts.
+func NewStore(db DB, schema, table string, opts ...Option) *Store {
+	s := &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// sourceTable is the name source_table records for an event of table i,
+// or nil (NULL) when the store has none.
+func (s *Store) sourceTable(i int) any {
+	if i < 0 || i >= len(s.sources) || s.sources[i] == "" {
+		return nil
+	}
+	return s.sources[i]
 }
 
 // The states of a row.
@@ -48,6 +80,7 @@ const (
 type Row struct {
 	ID            int64
 	EventID       string // "" when the event had none
+	SourceTable   string // the event's outbox table, schema.name (see SourceTables); "" for NULL
 	Topic         string
 	Key, Value    []byte
 	Headers       []decoder.Header
@@ -63,7 +96,7 @@ type Row struct {
 }
 
 // rowColumns are the columns scanRow reads, in its order.
-const rowColumns = `id, coalesce(event_id, ''), topic, record_key, record_value, headers, record_timestamp,
+const rowColumns = `id, coalesce(event_id, ''), coalesce(source_table, ''), topic, record_key, record_value, headers, record_timestamp,
 	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at`
 
 // scanRow reads one Row selected with rowColumns.
@@ -74,7 +107,7 @@ func scanRow(r pgx.CollectableRow) (Row, error) {
 		ts, delivered *time.Time
 		commitLSN     string
 	)
-	err := r.Scan(&row.ID, &row.EventID, &row.Topic, &row.Key, &row.Value, &headers, &ts,
+	err := r.Scan(&row.ID, &row.EventID, &row.SourceTable, &row.Topic, &row.Key, &row.Value, &headers, &ts,
 		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered)
 	if err != nil {
 		return row, err

@@ -87,8 +87,10 @@ var failedHeads = map[string]string{
 	"list": `Usage: cdc-relay failed list [--status S] [--topic T] [--limit N] [--json]
 
 Lists the events in the status table, newest first: for people a table
-(id, status, attempts, topic, event id, next attempt, last error, cut to
-fit), with --json one JSON array for scripts, every field of each event.
+(id, status, attempts, the outbox table the event came from, topic, event
+id, next attempt, last error, cut to fit), with --json one JSON array for
+scripts, every field of each event. Events parked by an older version of
+the relay, or by 'cdc-relay recover', name no table ("-", or null in JSON).
 
 In JSON, "key" is a string: the key's text, or base64 when key_encoding is
 "base64". "value" is the JSON itself when the record value is JSON
@@ -98,10 +100,10 @@ an encoding. Times are RFC 3339 in UTC.
 `,
 	"show": `Usage: cdc-relay failed show ID [--json]
 
-Prints one event of the status table in full: its state, the record (topic,
-key, headers one a line, timestamp, the value pretty-printed when it is
-JSON) and the last error. With --json, one JSON object, as in
-'cdc-relay failed list --json'.
+Prints one event of the status table in full: its state, the outbox table
+it came from, the record (topic, key, headers one a line, timestamp, the
+value pretty-printed when it is JSON) and the last error. With --json, one
+JSON object, as in 'cdc-relay failed list --json'.
 `,
 	"retry": `Usage: cdc-relay failed retry ID... | --all [--status FAILED|DEAD]
 
@@ -242,8 +244,12 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 	defer conn.Close(context.Background())
 	err = run(ctx, status.NewStore(conn, schema, table))
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+	switch {
+	case !errors.As(err, &pgErr):
+	case pgErr.Code == "42P01": // undefined_table
 		err = fmt.Errorf("%w (run 'cdc-relay migrate', or pass the --status-table that migrate was given)", err)
+	case pgErr.Code == "42703": // undefined_column: the table of an older version
+		err = fmt.Errorf("%w (the status table lacks a column of this version: run 'cdc-relay migrate' of this version first)", err)
 	}
 	return err
 }

@@ -27,16 +27,17 @@ func tableWidth() int {
 	return 120
 }
 
-// writeTable writes rows as a table for people: the event id cut to the
-// first 8 characters (a UUID's first group; show prints it whole), the
+// writeTable writes rows as a table for people: the outbox table the
+// event came from ("-" when the row does not say), the event id cut to the
+// first 8 characters (a UUID's first group; show prints both whole), the
 // last error cut so that a line fits tableWidth.
 func writeTable(w io.Writer, rows []status.Row, now time.Time) error {
-	head := []string{"ID", "STATUS", "ATTEMPTS", "TOPIC", "EVENT ID", "NEXT ATTEMPT", "LAST ERROR"}
+	head := []string{"ID", "STATUS", "ATTEMPTS", "TABLE", "TOPIC", "EVENT ID", "NEXT ATTEMPT", "LAST ERROR"}
 	cells := [][]string{head}
 	for _, r := range rows {
 		cells = append(cells, []string{
-			strconv.FormatInt(r.ID, 10), r.Status, strconv.Itoa(r.Attempts), cutText(tableCell(r.Topic), 40),
-			cutText(tableCell(r.EventID), 9), nextAttempt(r, now), tableCell(r.LastError),
+			strconv.FormatInt(r.ID, 10), r.Status, strconv.Itoa(r.Attempts), cutText(tableCell(r.SourceTable), 30),
+			cutText(tableCell(r.Topic), 40), cutText(tableCell(r.EventID), 9), nextAttempt(r, now), tableCell(r.LastError),
 		})
 	}
 	const pad = 2
@@ -129,6 +130,7 @@ func writeRecord(w io.Writer, r status.Row, now time.Time) error {
 	}
 	field("next attempt", next)
 	field("last error", tableCell(r.LastError))
+	field("table", tableCell(r.SourceTable))
 	field("topic", r.Topic)
 	field("event id", dashIfEmpty(r.EventID))
 	field("key", inlineBytes(r.Key))

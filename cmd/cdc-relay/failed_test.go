@@ -25,17 +25,17 @@ func resetFailed(ctx context.Context, t *testing.T, conn *pgx.Conn, empty bool) 
 	if !empty {
 		stmts = append(stmts,
 			`INSERT INTO outbox_delivery (event_id, topic, record_key, record_value, headers, record_timestamp,
-			  status, attempts, last_error, next_attempt_at, commit_lsn) VALUES ('e-1', 'orders', 'order-1',
+			  status, attempts, last_error, next_attempt_at, commit_lsn, source_table) VALUES ('e-1', 'orders', 'order-1',
 			  '{"total": 99.5, "note": "<&>"}', '[{"key": "event_type", "value": "OrderPlaced"}, {"key": "trace", "value": null}]',
 			  '2025-01-02 03:04:05+00', 'FAILED', 2,
 			  'UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition, and the broker did not create it: check auto.create.topics.enable',
-			  now() + interval '1 hour', '0/1A2B3C')`,
+			  now() + interval '1 hour', '0/1A2B3C', 'public.outbox')`,
 			`INSERT INTO outbox_delivery (event_id, topic, record_key, record_value, status, attempts, last_error, updated_at)
 			  VALUES ('e-2', 'orders', 'order-2', 'plain text', 'DEAD', 5, 'MESSAGE_TOO_LARGE', now() - interval '40 days')`,
 			`INSERT INTO outbox_delivery (event_id, topic, record_key, record_value, status, attempts, last_error, updated_at)
 			  VALUES ('e-3', 'payments', NULL, '\xfffe00', 'DEAD', 5, 'MESSAGE_TOO_LARGE', now() - interval '1 hour')`,
-			`INSERT INTO outbox_delivery (event_id, topic, record_key, record_value, status, attempts, last_error, updated_at, delivered_at)
-			  VALUES ('e-4', 'payments', 'p-4', '{}', 'DELIVERED', 1, 'TOPIC_AUTHORIZATION_FAILED', now() - interval '1 day', now() - interval '1 day')`,
+			`INSERT INTO outbox_delivery (event_id, topic, record_key, record_value, status, attempts, last_error, updated_at, delivered_at, source_table)
+			  VALUES ('e-4', 'payments', 'p-4', '{}', 'DELIVERED', 1, 'TOPIC_AUTHORIZATION_FAILED', now() - interval '1 day', now() - interval '1 day', 'billing.payment_outbox')`,
 			`INSERT INTO outbox_delivery (topic, last_error) VALUES ('bad topic!*', E'illegal topic name:\n\tcontains "!*"')`,
 		)
 	}
@@ -73,6 +73,10 @@ func TestFailedCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
+	}
+	// A status table as an older version left it, before source_table.
+	if _, err := conn.Exec(ctx, "CREATE TABLE old_delivery (LIKE outbox_delivery INCLUDING ALL); ALTER TABLE old_delivery DROP COLUMN source_table"); err != nil {
+		t.Fatal(err)
 	}
 
 	const (
@@ -134,11 +138,15 @@ func TestFailedCommand(t *testing.T) {
 		{name: "unparsable URL", args: []string{"list", "--postgres-url", "postgres://relay:s3cret@db:notaport/app"}, code: 1,
 			stderr: []string{"cdc-relay failed: parse PostgreSQL URL"}, absent: []string{"s3cret"}},
 		{name: "no status table", args: []string{"list", "--status-table", "public.nosuch"}, code: 1, stderr: []string{"run 'cdc-relay migrate'"}},
+		{name: "a status table of an older version", args: []string{"list", "--status-table", "public.old_delivery"}, code: 1,
+			stderr: []string{`column "source_table" does not exist`, "run 'cdc-relay migrate' of this version first"}},
 
 		// list
 		{name: "list", args: []string{"list"}, code: 0, lines: 6,
-			stdout: []string{"ID  STATUS     ATTEMPTS  TOPIC", "NEXT ATTEMPT  LAST ERROR", "1   FAILED     2         orders", "in 1h", "UNKNOWN_TOPIC_OR_PARTITION: This server", "…",
-				"5   FAILED     0         bad topic!*  -", "due", `illegal topic name:  contains "!*"`, "DELIVERED"}},
+			stdout: []string{"ID  STATUS     ATTEMPTS  TABLE                   TOPIC        EVENT ID", "NEXT ATTEMPT  LAST ERROR",
+				"1   FAILED     2         public.outbox           orders", "in 1h", "UNKNOWN_TOPIC_OR_PARTITION: This", "…",
+				"4   DELIVERED  1         billing.payment_outbox  payments", "5   FAILED     0         -                       bad topic!*  -", "due",
+				`illegal topic name:  contains "!*"`}},
 		{name: "list by status, any case", args: []string{"list", "--status", "dead"}, code: 0, lines: 3, stdout: []string{"\n3   DEAD", "\n2   DEAD"}, absent: []string{"FAILED"}},
 		{name: "list by topic", args: []string{"list", "--topic", "payments"}, code: 0, lines: 3, stdout: []string{"\n4 ", "\n3 "}},
 		{name: "list filters are never read from the environment", args: []string{"list"}, env: map[string]string{"CDC_RELAY_STATUS": "DELIVERED"}, code: 0, lines: 6,
@@ -153,11 +161,11 @@ func TestFailedCommand(t *testing.T) {
 				t.Fatalf("%d rows, want 5", len(rows))
 			}
 			want := []map[string]any{
-				{"id": 5.0, "event_id": nil, "key": nil, "value": nil, "headers": []any{}, "timestamp": nil, "commit_lsn": "0/0"},
-				{"id": 4.0, "status": "DELIVERED", "value": map[string]any{}, "value_encoding": "json"},
+				{"id": 5.0, "event_id": nil, "source_table": nil, "key": nil, "value": nil, "headers": []any{}, "timestamp": nil, "commit_lsn": "0/0"},
+				{"id": 4.0, "status": "DELIVERED", "source_table": "billing.payment_outbox", "value": map[string]any{}, "value_encoding": "json"},
 				{"id": 3.0, "key": nil, "value": "//4A", "value_encoding": "base64", "delivered_at": nil},
 				{"id": 2.0, "value": "plain text", "value_encoding": "text", "key": "order-2", "key_encoding": "text"},
-				{"id": 1.0, "status": "FAILED", "attempts": 2.0, "topic": "orders", "event_id": "e-1", "key": "order-1",
+				{"id": 1.0, "status": "FAILED", "attempts": 2.0, "source_table": "public.outbox", "topic": "orders", "event_id": "e-1", "key": "order-1",
 					"value":     map[string]any{"total": 99.5, "note": "<&>"},
 					"headers":   []any{map[string]any{"key": "event_type", "value": "OrderPlaced"}, map[string]any{"key": "trace", "value": nil}},
 					"timestamp": "2025-01-02T03:04:05Z", "commit_lsn": "0/1A2B3C"},
@@ -178,14 +186,14 @@ func TestFailedCommand(t *testing.T) {
 
 		// show
 		{name: "show", args: []string{"show", "1"}, code: 0,
-			stdout: []string{"id:            1\n", "status:        FAILED\n", "next attempt:  20", "(in 1h", "topic:         orders\n", "key:           order-1\n",
+			stdout: []string{"id:            1\n", "status:        FAILED\n", "next attempt:  20", "(in 1h", "table:         public.outbox\n", "topic:         orders\n", "key:           order-1\n",
 				"event id:      e-1\n", "timestamp:     2025-01-02T03:04:05Z\n", "commit lsn:    0/1A2B3C\n", "delivered:     -\n",
 				"headers:\n  event_type: OrderPlaced\n  trace: (null)\n", "value:\n  {\n    \"total\": 99.5,\n    \"note\": \"<&>\"\n  }\n",
 				"last error:    UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition, and the broker did not create it: check auto.create.topics.enable\n"}},
-		{name: "show bytes", args: []string{"show", "3"}, code: 0, stdout: []string{"key:           (null)\n", "value:\n  (3 bytes, not UTF-8; base64:)\n  //4A\n", "headers: -\n"}},
+		{name: "show bytes, no table", args: []string{"show", "3"}, code: 0, stdout: []string{"table:         -\n", "key:           (null)\n", "value:\n  (3 bytes, not UTF-8; base64:)\n  //4A\n", "headers: -\n"}},
 		{name: "show --json", args: []string{"show", "--json", "2"}, code: 0, json: func(t *testing.T, doc any) {
 			row := doc.(map[string]any)
-			if row["id"] != 2.0 || row["status"] != "DEAD" || row["value"] != "plain text" || row["last_error"] != "MESSAGE_TOO_LARGE" {
+			if row["id"] != 2.0 || row["status"] != "DEAD" || row["value"] != "plain text" || row["last_error"] != "MESSAGE_TOO_LARGE" || row["source_table"] != nil {
 				t.Errorf("show --json: %v", row)
 			}
 		}},
