@@ -28,6 +28,7 @@ type outboxReader struct {
 	since []byte // $1
 	order string
 	dec   *decoder.Decoder
+	index int // the table's index in Config.Tables, for the status table
 }
 
 func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time) (*outboxReader, error) {
@@ -48,7 +49,7 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 		_ = conn.Close(ctx)
 		return nil, err
 	}
-	r := &outboxReader{conn: conn, dec: dec, table: pgx.Identifier{m.Schema, m.Table}.Sanitize()}
+	r := &outboxReader{conn: conn, dec: dec, table: pgx.Identifier{m.Schema, m.Table}.Sanitize(), index: table}
 	ts := pgx.Identifier{m.TimestampColumn}.Sanitize()
 	var typ string
 	rr := conn.ExecParams(ctx, "SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped",
@@ -139,6 +140,7 @@ func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *st
 		res.Rows++
 		msg := rows.Decode(rr.Values(), commitLSN)
 		ev := msg.Event
+		ev.Table = r.index // the decoder knows one table only
 		ev.Headers = slices.Clone(ev.Headers)
 		if msg.Poison != nil {
 			if err := failures.Dead(ctx, &ev, msg.Poison); err != nil {
