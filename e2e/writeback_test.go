@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Write-back is lossless: a position is confirmed only once every event
+// before it is in Kafka and its outcome is written to its row, so a relay
+// killed while outcomes wait sends those events again after the restart
+// and writes them then. A row that refuses its outcome (a trigger, a CHECK)
+// is found, logged and counted; the rows written with it are not held
+// back.
+
+// Write-back's status values in these tests.
+const (
+	wbPending   = "PENDING"
+	wbDelivered = "DELIVERED"
+	wbFailed    = "FAILED"
+)
+
+// writeBackArgs gives the test's outbox table a status column (PENDING
+// until written back) and a delivered-at column, writes a config file that
+// relays the table with write-back to them, and returns the arguments of
+// `run --config` for the test's database, broker and slot.
+func (e *env) writeBackArgs() []string {
+	e.t.Helper()
+	mustExec(e.t, e.conn, `ALTER TABLE outbox ADD COLUMN status text NOT NULL DEFAULT '`+wbPending+`',
+		ADD COLUMN delivered_at timestamptz`)
+	path := filepath.Join(e.t.TempDir(), "relay.yaml")
+	yaml := `tables:
+  - table: public.outbox
+    id: id
+    key: aggregate_id
+    value: payload
+    topic: "` + e.prefix + `.{aggregate_type}"
+    write_back:
+      status_column: status
+      delivered: ` + wbDelivered + `
+      failed: ` + wbFailed + `
+      delivered_at_column: delivered_at
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return []string{"run", "--config", path, "--postgres-url", e.url,
+		"--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot,
+		"--status-interval", "200ms", "--metrics-addr", "127.0.0.1:0"}
+}
+
+// statusCounts is how many outbox rows hold each status.
+type statusCounts struct {
+	pending, delivered, other int
+	undated                   int // delivered without a delivered-at time
+}
+
+func (c statusCounts) String() string {
+	return fmt.Sprintf("%d %s, %d %s (%d of them without delivered_at), %d other",
+		c.pending, wbPending, c.delivered, wbDelivered, c.undated, c.other)
+}
+
+// statuses counts the outbox rows by status.
+func (e *env) statuses() statusCounts {
+	e.t.Helper()
+	var c statusCounts
+	err := e.conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE status = $1), count(*) FILTER (WHERE status = $2),
+		count(*) FILTER (WHERE status NOT IN ($1, $2)), count(*) FILTER (WHERE status = $2 AND delivered_at IS NULL) FROM outbox`,
+		wbPending, wbDelivered).Scan(&c.pending, &c.delivered, &c.other, &c.undated)
+	if err != nil {
+		e.t.Fatalf("count the outbox rows by status: %v", err)
+	}
+	return c
+}
+
+// waitStatuses polls the outbox's status counts until done holds, and
+// fails the test after timeout naming the counts it saw last.
+func (e *env) waitStatuses(what string, timeout time.Duration, done func(statusCounts) bool) statusCounts {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		c := e.statuses()
+		if done(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out after %s waiting until %s: the outbox holds %s", timeout, what, c)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitOtherClientsGone waits until no client but the test's own
+// connection is in the test's database: the statements of a killed relay
+// have ended (a backend finishes its statement before it notices its
+// client is gone).
+func (e *env) waitOtherClientsGone() {
+	e.t.Helper()
+	e.waitFor("the killed relay's sessions end", 30*time.Second, func() bool {
+		var n int
+		if err := e.conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			e.t.Fatal(err)
+		}
+		return n == 0
+	})
+}
+
+// TestWriteBackSurvivesKill: a backlog of 20,000 events on a table with
+// write-back; the relay is killed with SIGKILL while outcomes wait to be
+// written (each write-back statement is slowed to take 50 ms more, so that
+// Kafka acknowledges faster than the rows are written), and started
+// again. The slot never confirms past an event whose row is still
+// PENDING, every row ends DELIVERED with its time, every event is in
+// Kafka, and the relay's memory stays bounded.
+func TestWriteBackSurvivesKill(t *testing.T) {
+	const (
+		rows     = 20_000
+		perTx    = 2_000
+		rssBound = 200 << 20
+		deadline = 90 * time.Second // for every row to be written back after the restart
+	)
+	e := newEnv(t)
+	args := e.writeBackArgs()
+	mustExec(t, e.conn, `CREATE FUNCTION slow_write_back() RETURNS trigger LANGUAGE plpgsql
+		AS $$BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END$$`)
+	mustExec(t, e.conn, `CREATE TRIGGER slow_write_back AFTER UPDATE ON outbox
+		FOR EACH STATEMENT EXECUTE FUNCTION slow_write_back()`)
+	for i := 0; i < rows; i += perTx {
+		mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+			SELECT 'order', 'k' || (g % 100), 'OrderPlaced', jsonb_build_object('n', g)
+			FROM generate_series($1::int, $2::int) g`, i, i+perTx-1)
+	}
+	ids := e.outboxIDs("true")
+	if len(ids) != rows {
+		t.Fatalf("%d rows in the outbox, want %d", len(ids), rows)
+	}
+	start, end := e.lsn(slotLSN), e.lsn(insertLSN)
+	topic := e.topic("order")
+	cl := e.client()
+
+	p := e.startRelayArgs(relayBin, args...)
+	e.waitFor("some events arrive and are confirmed", 60*time.Second, func() bool {
+		e.checkWriteAhead()
+		return e.totalRecords(cl, topic) >= 2000 && e.lsn(slotLSN) > start
+	})
+	rss := []int64{p.peakRSS()} // the last reading before the kill
+	p.Kill()
+	e.checkWriteAhead()
+	killedAt := e.totalRecords(cl, topic)
+	e.waitOtherClientsGone()
+	atKill := e.statuses()
+	t.Logf("killed with %d records in Kafka (peak RSS %.1f MiB); the outbox then held %s", killedAt, float64(rss[0])/(1<<20), atKill)
+	if atKill.pending == 0 {
+		t.Fatalf("every row was written back before the kill: the kill came too late to prove anything")
+	}
+
+	restarted := time.Now()
+	p = e.startRelayArgs(relayBin, args...)
+	e.waitFor("the slot confirms past the last event", deadline, func() bool { return e.lsn(slotLSN) >= end })
+	if c := e.statuses(); c.pending > 0 {
+		t.Errorf("the slot confirmed past every event while the outbox held %s: a position passed outcomes not written", c)
+	}
+	c := e.waitStatuses("no row is left "+wbPending, deadline-time.Since(restarted), func(c statusCounts) bool { return c.pending == 0 })
+	if c.delivered != rows || c.undated != 0 {
+		t.Errorf("the outbox holds %s, want all %d rows %s with delivered_at", c, rows, wbDelivered)
+	}
+	seen := e.readIDs(topic, ids, 60*time.Second)
+	rss = append(rss, p.peakRSS())
+	t.Logf("%d records in Kafka for %d events; peak RSS %.1f MiB after the restart", seen, rows, float64(rss[1])/(1<<20))
+	for i, r := range rss {
+		if r >= rssBound {
+			t.Errorf("run %d: relay peak RSS %d MiB, want under %d MiB", i+1, r>>20, rssBound>>20)
+		}
+	}
+	p.stop(30 * time.Second)
+}
+
+// refusedMetric counts the rows that refused their outcome.
+const refusedMetric = "cdc_relay_writeback_refused_rows_total"
+
+// TestWriteBackRefusedRowDoesNotBlock: a trigger refuses one row's
+// DELIVERED status. The rows written in the same statements are written
+// all the same; the refused row stays PENDING, is logged at error level by
+// its id and counted once; every event is in Kafka and the slot confirms
+// past them all.
+func TestWriteBackRefusedRowDoesNotBlock(t *testing.T) {
+	const (
+		rows  = 3_000
+		perTx = 1_000
+		bad   = 1_500 // the refused row's place, amid the second transaction
+	)
+	e := newEnv(t)
+	args := e.writeBackArgs()
+	var refused string
+	if err := e.conn.QueryRow(context.Background(), "SELECT gen_random_uuid()::text").Scan(&refused); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, e.conn, `CREATE FUNCTION refuse_delivery() RETURNS trigger LANGUAGE plpgsql
+		AS $$BEGIN RAISE EXCEPTION 'refused by the test trigger'; END$$`)
+	mustExec(t, e.conn, fmt.Sprintf(`CREATE TRIGGER refuse_delivery BEFORE UPDATE ON outbox FOR EACH ROW
+		WHEN (NEW.id = '%s' AND NEW.status = '%s') EXECUTE FUNCTION refuse_delivery()`, refused, wbDelivered))
+	for i := 0; i < rows; i += perTx {
+		mustExec(t, e.conn, `INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
+			SELECT CASE WHEN g = $3 THEN $4::uuid ELSE gen_random_uuid() END, 'order', 'k' || (g % 10), 'OrderPlaced', jsonb_build_object('n', g)
+			FROM generate_series($1::int, $2::int) g`, i, i+perTx-1, bad, refused)
+	}
+	ids := e.outboxIDs("true")
+	if len(ids) != rows {
+		t.Fatalf("%d rows in the outbox, want %d", len(ids), rows)
+	}
+	end := e.lsn(insertLSN)
+
+	p := e.startRelayArgs(relayBin, args...)
+	c := e.waitStatuses(fmt.Sprintf("every row but the refused one is %s", wbDelivered), 45*time.Second,
+		func(c statusCounts) bool { return c.delivered == rows-1 })
+	if c.pending != 1 || c.other != 0 || c.undated != 0 {
+		t.Errorf("the outbox holds %s, want %d rows %s with delivered_at and 1 %s", c, rows-1, wbDelivered, wbPending)
+	}
+	var line string
+	e.waitFor("the relay logs and counts the refused row", 30*time.Second, func() bool {
+		line = refusedLine(p.Log(), refused)
+		_, families := p.scrape()
+		return line != "" && value(families, refusedMetric) >= 1
+	})
+	for _, want := range []string{"table=", "outbox", "err=", "refused by the test trigger"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the refused row's log line does not hold %q:\n%s", want, line)
+		}
+	}
+	e.waitFor("the slot confirms past the last event", 30*time.Second, func() bool { return e.lsn(slotLSN) >= end })
+	seen := e.readIDs(e.topic("order"), ids, 60*time.Second)
+	t.Logf("%d records in Kafka for %d events", seen, rows)
+
+	// Later flushes neither write the refused row nor count it again.
+	var status string
+	if err := e.conn.QueryRow(context.Background(), "SELECT status FROM outbox WHERE id = $1", refused).Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	if status != wbPending {
+		t.Errorf("the refused row's status is %q, want %q", status, wbPending)
+	}
+	if _, families := p.scrape(); value(families, refusedMetric) != 1 {
+		t.Errorf("%s is %v, want 1", refusedMetric, value(families, refusedMetric))
+	}
+	p.stop(30 * time.Second)
+}
+
+// refusedLine returns the first line of log that reports, at error level,
+// the write-back row with id refused; "" when there is none.
+func refusedLine(log, id string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "write-back refused row") &&
+			strings.Contains(line, "id="+id) {
+			return line
+		}
+	}
+	return ""
+}
