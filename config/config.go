@@ -133,6 +133,7 @@ func (t Table) WriteBack() *writeback.Columns {
 		return nil
 	}
 	c := *t.WriteBackColumns
+	c.Pending = slices.Clone(c.Pending)
 	return &c
 }
 
