@@ -22,15 +22,14 @@ type failureStore interface {
 	Dead(ctx context.Context, ev *decoder.Event, reason error) error
 }
 
-// outcomes is told each event's outcome, for the tables that write it
-// back to their rows (*writeback.Writer behind an index map), and tells
-// done once the outcome is in its row: the event stays in flight until
-// then. Its methods never block.
+// outcomes is told the delivery of each event of the tables that write
+// it back to their rows (*writeback.Writer behind an index map), and tells
+// done once its row says delivered: the event stays in flight until then.
+// It never blocks. (A parked event's row is written with its status row:
+// status.WriteBack.)
 type outcomes interface {
 	// Delivered: every copy of the event is in Kafka.
 	Delivered(table int, id []byte, done writeback.Done)
-	// Failed: the event was parked in the status table.
-	Failed(table int, id []byte, reason string, done writeback.Done)
 }
 
 // counters count what a relay read and delivered over its life, across
@@ -121,16 +120,12 @@ func (l *ledger) reportsDelivery(it *inflight) bool {
 	return l.outcomes != nil && l.writesBack(it.ev.Table) && (it.copies == nil || it.copies.Add(-1) == 0)
 }
 
-// parked settles a copy of it that is stored in the status table: the
-// event is not delivered, whatever becomes of its other copies. Of a table
-// that writes back, it is counted out of flight once its row says failed.
-func (l *ledger) parked(it *inflight, reason error) {
-	if l.outcomes == nil || !l.writesBack(it.ev.Table) {
-		l.tracker.Done(it.pgTxn, it.size)
-		return
-	}
+// parked settles a copy of it that is stored in the status table (with
+// its row's failed status, if its table writes back): the event is not
+// delivered, whatever becomes of its other copies.
+func (l *ledger) parked(it *inflight) {
 	if it.copies != nil {
 		it.copies.Store(math.MinInt32) // never reaches 0 again
 	}
-	l.outcomes.Failed(it.ev.Table, it.ev.ID, reason.Error(), it)
+	l.tracker.Done(it.pgTxn, it.size)
 }

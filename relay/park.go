@@ -18,8 +18,8 @@ const invalidRow = "invalid_row"
 
 // fail parks an undeliverable event in the status table with park,
 // retrying with backoff until it is stored, then lets the checkpoint pass
-// it (once its row says failed, if its table writes back); cause names
-// the reason in the metrics. It reports whether the event
+// it (the status table writes its row's failed status, if its table
+// writes back); cause names the reason in the metrics. It reports whether the event
 // is stored. If failCtx ends first, the event stays in flight:
 // unconfirmed, it is sent again after a restart.
 func (l *ledger) fail(it *inflight, reason error, cause string, park func(context.Context, *decoder.Event, error) error) bool {
@@ -54,7 +54,7 @@ func (l *ledger) fail(it *inflight, reason error, cause string, park func(contex
 	if cause == invalidRow {
 		l.metrics.EventsDead.Inc()
 	}
-	l.parked(it, reason)
+	l.parked(it)
 	return true
 }
 

@@ -126,7 +126,12 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		}
 	}
 	cfg.Logger.Info("publishing outbox rows again", "since", res.Since, "gap_from", gap.Checkpoint.LSN, "gap_to", res.Gap.SlotLSN)
-	if err := publishAgain(ctx, cfg, status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(cfg.TableNames()...)), outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
+	rows, err := WriteBackRows(cfg)
+	if err != nil {
+		return res, err
+	}
+	failures := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(cfg.TableNames()...), status.WriteBack(rows))
+	if err := publishAgain(ctx, cfg, failures, outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
 		return res, err
 	}
 	if res.NoGap {

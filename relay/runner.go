@@ -68,10 +68,6 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	}
 	rn.closing(r.startHealth(ctx, rn.pool, rn.sink))
 	rn.store = checkpoint.NewStore(rn.pool, r.cfg.CheckpointSchema, r.cfg.CheckpointTable)
-	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, status.SourceTables(r.cfg.TableNames()...))
-	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
-	r.failures.Store(rn.failures)
-	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run
 	outcomes, stopWriteBack, err := startWriteBack(rn.pool, r.cfg)
 	if err != nil {
 		return nil, fatalError{err}
@@ -79,6 +75,11 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	rn.closing(stopWriteBack) // before the pool closes
 	rn.outcomes = outcomes
 	r.writeBack.Store(outcomes)
+	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable,
+		status.SourceTables(r.cfg.TableNames()...), status.WriteBack(outcomes.rowsOrNil()))
+	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
+	r.failures.Store(rn.failures)
+	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run
 	ready = true
 	return rn, nil
 }

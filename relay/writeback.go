@@ -9,10 +9,40 @@ import (
 
 // tableOutcomes tells the write-back writer the outcomes of the events of
 // the tables that write them back: it maps the relay's table index to the
-// writer's.
+// writer's. rows writes the later outcomes of parked events, through the
+// status table (status.WriteBack).
 type tableOutcomes struct {
 	w     *writeback.Writer
+	rows  *writeback.Rows
 	index []int // by relay table: the writer's table, or -1
+}
+
+// WriteBackTables returns cfg's tables that write back, as writeback names
+// them, and for each of cfg's tables its index among them, or -1.
+func WriteBackTables(cfg Config) ([]writeback.Table, []int) {
+	var tables []writeback.Table
+	index := make([]int, len(cfg.Tables))
+	for i, t := range cfg.Tables {
+		index[i] = -1
+		if t.WriteBack == nil {
+			continue
+		}
+		index[i] = len(tables)
+		tables = append(tables, writeback.Table{
+			Schema: t.Mapping.Schema, Name: t.Mapping.Table, IDColumn: t.Mapping.IDColumn, Columns: *t.WriteBack})
+	}
+	return tables, index
+}
+
+// WriteBackRows returns what writes the later outcomes of parked events
+// to the rows of cfg's tables that write back (status.WriteBack), or nil
+// when none does.
+func WriteBackRows(cfg Config) (*writeback.Rows, error) {
+	tables, _ := WriteBackTables(cfg)
+	if len(tables) == 0 {
+		return nil, nil
+	}
+	return writeback.NewRows(tables, cfg.Logger)
 }
 
 // startWriteBack starts the write-back writer of cfg's tables that have
@@ -20,49 +50,41 @@ type tableOutcomes struct {
 // not lose the outcomes of its events. It returns nil, and a no-op stop,
 // when no table writes back. stop ends the writer after a last flush.
 func startWriteBack(db writeback.DB, cfg Config) (*tableOutcomes, func(), error) {
-	o := &tableOutcomes{index: make([]int, len(cfg.Tables))}
-	var wcfg writeback.Config
-	for i, t := range cfg.Tables {
-		o.index[i] = -1
-		if t.WriteBack == nil {
-			continue
-		}
-		o.index[i] = len(wcfg.Tables)
-		wcfg.Tables = append(wcfg.Tables, writeback.Table{
-			Schema: t.Mapping.Schema, Name: t.Mapping.Table, IDColumn: t.Mapping.IDColumn, Columns: *t.WriteBack})
-	}
-	if len(wcfg.Tables) == 0 {
+	tables, index := WriteBackTables(cfg)
+	if len(tables) == 0 {
 		return nil, func() {}, nil
 	}
-	wcfg.Logger = cfg.Logger
-	w, err := writeback.New(db, wcfg)
+	w, err := writeback.New(db, writeback.Config{Tables: tables, Logger: cfg.Logger})
 	if err != nil {
 		return nil, nil, err
 	}
-	o.w = w
+	rows, err := writeback.NewRows(tables, cfg.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &tableOutcomes{w: w, rows: rows, index: index}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := w.Run(ctx); err != nil {
-			cfg.Logger.Warn("write-back stopped with outcomes unwritten: those rows keep their status", "err", err)
+			cfg.Logger.Warn("write-back stopped with outcomes unwritten: their events are sent again after a restart", "err", err)
 		}
 	})
 	return o, func() { cancel(); wg.Wait() }, nil
+}
+
+// rowsOrNil is what writes parked events' outcomes; nil without a writer.
+func (o *tableOutcomes) rowsOrNil() *writeback.Rows {
+	if o == nil {
+		return nil
+	}
+	return o.rows
 }
 
 // Delivered tells the writer that every copy of the event is in Kafka.
 func (o *tableOutcomes) Delivered(table int, id []byte, done writeback.Done) {
 	if i := o.index[table]; i >= 0 {
 		o.w.Delivered(i, id, done)
-	} else {
-		done.WrittenBack()
-	}
-}
-
-// Failed tells the writer that the event was parked.
-func (o *tableOutcomes) Failed(table int, id []byte, reason string, done writeback.Done) {
-	if i := o.index[table]; i >= 0 {
-		o.w.Failed(i, id, reason, done)
 	} else {
 		done.WrittenBack()
 	}
@@ -90,10 +112,13 @@ func (o *tableOutcomes) orNil() outcomes {
 	return o
 }
 
-// stats are the writer's counters; zero without a writer.
+// stats are the writer's counters, with the rows that refused a parked
+// event's outcome; zero without a writer.
 func (o *tableOutcomes) stats() writeback.Stats {
 	if o == nil {
 		return writeback.Stats{}
 	}
-	return o.w.Stats()
+	s := o.w.Stats()
+	s.Refused += o.rows.Refused()
+	return s
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // This file is what operators do to the status table: list and read rows,
@@ -157,12 +159,20 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 		// changed meanwhile, checks its state again before the update.
 		rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status FROM "+s.table+" WHERE "+cond+" FOR UPDATE)"+
 			" UPDATE "+s.table+" AS d SET status = 'FAILED', attempts = 0, next_attempt_at = now(), updated_at = now()"+
-			" FROM target WHERE d.id = target.id RETURNING d.id, target.status", arg)
+			" FROM target WHERE d.id = target.id RETURNING d.id, target.status, coalesce(d.source_table, ''), coalesce(d.event_id, ''), d.next_attempt_at", arg)
 		if err != nil {
 			return err
 		}
-		if changes, err = collectChanges(rows); err != nil {
+		var sources []source
+		if changes, sources, err = collectChanges(rows); err != nil {
 			return err
+		}
+		// The rows say FAILED again, due now, with no attempt counted.
+		for _, src := range sources {
+			o := writeback.Outcome{State: writeback.Failed, Attempts: 0, NextAttempt: src.next}
+			if err := s.rows.Write(ctx, tx, src.table, src.eventID, o); err != nil {
+				return err
+			}
 		}
 		if !opts.All {
 			skipped, err = s.explainSkipped(ctx, tx, opts.IDs, changes)
@@ -262,11 +272,30 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 		sql += "id = ANY($1)"
 		args = append(args, opts.IDs)
 	}
-	rows, err := s.db.Query(ctx, sql+" RETURNING id, status", args...)
-	if err != nil {
-		return nil, fmt.Errorf("purge from %s: %w", s.table, err)
-	}
-	changes, err := collectChanges(rows)
+	var changes []Change
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sql+" RETURNING id, status, coalesce(source_table, ''), coalesce(event_id, ''), next_attempt_at", args...)
+		if err != nil {
+			return err
+		}
+		var sources []source
+		if changes, sources, err = collectChanges(rows); err != nil {
+			return err
+		}
+		// An event purged before it was delivered is given up on: its row
+		// says dead. A dead one already does; a delivered one keeps its
+		// delivered status.
+		for i, src := range sources {
+			if changes[i].Was != Failed {
+				continue
+			}
+			o := writeback.Outcome{State: writeback.Dead, Reason: "given up: purged from the status table by an operator", Attempts: -1}
+			if err := s.rows.Write(ctx, tx, src.table, src.eventID, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("purge from %s: %w", s.table, err)
 	}
@@ -277,18 +306,33 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 	return changes, errors.Join(errs...)
 }
 
-// collectChanges reads rows of (id, status), ordered by id.
-func collectChanges(rows pgx.Rows) ([]Change, error) {
-	changes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Change, error) {
-		var c Change
-		err := r.Scan(&c.ID, &c.Was)
+// source is the outbox row a changed status row stands for.
+type source struct {
+	table, eventID string    // "" when not recorded
+	next           time.Time // the status row's next attempt
+}
+
+// collectChanges reads rows of (id, status, source_table, event_id,
+// next_attempt_at), ordered by id, and the source of each.
+func collectChanges(rows pgx.Rows) ([]Change, []source, error) {
+	type changed struct {
+		Change
+		source
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (changed, error) {
+		var c changed
+		err := r.Scan(&c.ID, &c.Was, &c.table, &c.eventID, &c.next)
 		return c, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	slices.SortFunc(changes, func(a, b Change) int { return cmp.Compare(a.ID, b.ID) })
-	return changes, nil
+	slices.SortFunc(all, func(a, b changed) int { return cmp.Compare(a.ID, b.ID) })
+	changes, sources := make([]Change, len(all)), make([]source, len(all))
+	for i, c := range all {
+		changes[i], sources[i] = c.Change, c.source
+	}
+	return changes, sources, nil
 }
 
 // missingIDs returns the ids, each once and in the order given, that

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // Outcome is what became of one claimed row; see Store.Claim.
@@ -50,7 +52,8 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 		return 0, tx.Commit(wctx)
 	}
 	var b pgx.Batch
-	for _, o := range deliver(ctx, due) {
+	outcomes := deliver(ctx, due)
+	for _, o := range outcomes {
 		switch {
 		case o.Delivered:
 			b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = $1", o.ID)
@@ -66,6 +69,9 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 			return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 		}
 	}
+	if err := s.writeOutcomes(wctx, tx, due, outcomes); err != nil {
+		return len(due), fmt.Errorf("write the outcomes of %s to their outbox rows: %w", s.table, err)
+	}
 	if err := tx.Commit(wctx); err != nil {
 		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 	}
@@ -74,3 +80,48 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 
 // outcomeTimeout bounds writing a batch's outcomes after a stop began.
 const outcomeTimeout = 10 * time.Second
+
+// writeOutcomes writes the poller's outcomes to the outbox rows of the
+// tables that write back, in tx, after the status rows took them: the
+// attempts that failed so far (the fast path's, then the poller's), and
+// the next attempt's time as the status row has it.
+func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcomes []Outcome) error {
+	byID := make(map[int64]*Row, len(due))
+	var again []int64 // rows to try again: their next attempt is read back
+	for i := range due {
+		byID[due[i].ID] = &due[i]
+	}
+	for _, o := range outcomes {
+		if r := byID[o.ID]; r != nil && s.rows.Writes(r.SourceTable) && !o.Delivered && !o.Dead {
+			again = append(again, o.ID)
+		}
+	}
+	next := map[int64]time.Time{}
+	if len(again) > 0 {
+		rows, _ := tx.Query(ctx, "SELECT id, next_attempt_at FROM "+s.table+" WHERE id = ANY($1)", again)
+		var id int64
+		var at time.Time
+		if _, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error { next[id] = at; return nil }); err != nil {
+			return err
+		}
+	}
+	for _, o := range outcomes {
+		r := byID[o.ID]
+		if r == nil || !s.rows.Writes(r.SourceTable) {
+			continue
+		}
+		// The fast path's attempt failed, and so did each of the poller's
+		// before this one.
+		w := writeback.Outcome{State: writeback.Delivered, Attempts: 1 + r.Attempts}
+		switch {
+		case o.Dead:
+			w = writeback.Outcome{State: writeback.Dead, Reason: o.Err.Error(), Attempts: 2 + r.Attempts}
+		case !o.Delivered:
+			w = writeback.Outcome{State: writeback.Failed, Reason: o.Err.Error(), Attempts: 2 + r.Attempts, NextAttempt: next[o.ID]}
+		}
+		if err := s.rows.Write(ctx, tx, r.SourceTable, r.EventID, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

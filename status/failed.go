@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // Failed parks ev as FAILED with reason: Kafka refused it (too large, a
@@ -71,6 +74,7 @@ type failedRow struct {
 	commitLSN     string
 	status        string
 	dropped       []string
+	rowID         string // the outbox row's id, as the event had it (id may be shortened)
 }
 
 func (s *Store) row(ev *decoder.Event, reason error) failedRow {
@@ -78,6 +82,7 @@ func (s *Store) row(ev *decoder.Event, reason error) failedRow {
 		commitLSN: pglogrepl.LSN(ev.CommitLSN).String(), headers: encodeHeaders(ev.Headers), sourceTable: s.sourceTable(ev.Table)}
 	if ev.ID != nil {
 		r.id = string(ev.ID)
+		r.rowID = string(ev.ID)
 	}
 	if !ev.Timestamp.IsZero() {
 		r.timestamp = ev.Timestamp
@@ -94,12 +99,34 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 	if r.headers != nil {
 		headers = r.headers
 	}
-	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+
-		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table)"+
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9, $10)"+
-		" ON CONFLICT (commit_lsn, event_id, topic) WHERE event_id IS NOT NULL DO NOTHING",
-		r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status, r.sourceTable)
-	return err
+	sql := "INSERT INTO " + s.table +
+		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table)" +
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9, $10)" +
+		" ON CONFLICT (commit_lsn, event_id, topic) WHERE event_id IS NOT NULL DO NOTHING"
+	args := []any{r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status, r.sourceTable}
+	source, _ := r.sourceTable.(string)
+	if !s.rows.Writes(source) || r.rowID == "" {
+		_, err := s.db.Exec(ctx, sql, args...)
+		return err
+	}
+	// The outbox row says so in the same transaction, and only if this
+	// parks the event: a row PostgreSQL sent again, already parked (and
+	// perhaps delivered since by the poller), keeps what it says.
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		var next time.Time
+		err := tx.QueryRow(ctx, sql+" RETURNING next_attempt_at", args...).Scan(&next)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		o := writeback.Outcome{State: writeback.Failed, Reason: r.reason, Attempts: 1, NextAttempt: next}
+		if r.status == Dead {
+			o = writeback.Outcome{State: writeback.Dead, Reason: r.reason, Attempts: 1}
+		}
+		return s.rows.Write(ctx, tx, source, r.rowID, o)
+	})
 }
 
 // dataError reports whether PostgreSQL refused the row for what it holds:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // DB is what the store needs of a connection pool (*pgxpool.Pool and
@@ -30,6 +31,7 @@ type Store struct {
 	// sources names the outbox tables by decoder.Event.Table; see
 	// SourceTables.
 	sources []string
+	rows    *writeback.Rows // see WriteBack; nil writes no outbox row
 }
 
 // Option configures a Store; see NewStore.
@@ -45,6 +47,18 @@ type Option func(*Store)
 func SourceTables(names ...string) Option {
 	names = slices.Clone(names)
 	return func(s *Store) { s.sources = names }
+}
+
+// WriteBack makes the store write what becomes of each parked event to
+// its outbox row, when the row's table writes back (rows knows which, by
+// the status table's source_table): parked as FAILED or DEAD, delivered or
+// failed again or given up by the poller, retried or purged by an
+// operator. Each row is written in the same transaction as the status
+// table, so the two never disagree, and the later outcome is the one the
+// row keeps. A row that refuses its outcome is logged and left as it was
+// (writeback.Rows); the status table changes all the same.
+func WriteBack(rows *writeback.Rows) Option {
+	return func(s *Store) { s.rows = rows }
 }
 
 // NewStore returns a store on schema.table, configured by opts.

@@ -2,18 +2,23 @@
 // event came from, for teams whose dashboards and runbooks read a status
 // column of their own: after Kafka acknowledged the event, the row's status
 // becomes the delivered value and its timestamp column now; after the event
-// was parked, the failed value and the error.
+// was parked, the failed value, the error, the attempts and the next
+// attempt; and so on for what becomes of it later (delivered by the
+// poller, given up on: the dead value).
 //
-// Write-back runs beside the stream, never in it: updates are batched (one
-// UPDATE … WHERE id = ANY($1) per table and outcome per flush), retried when
-// they fail, split to find a row that refuses, and each outcome's [Done] is
-// told once its row is written: the relay confirms the event's position
-// only then, so a crash loses no outcome, and the relay's in-flight limits
-// bound how many wait. The publication publishes inserts only, so these
+// The fast path's deliveries go through a [Writer], beside the stream,
+// never in it: updates are batched (one UPDATE … WHERE id = ANY($1) per
+// table per flush), retried when they fail, split to find a row that
+// refuses, and each outcome's [Done] is told once its row is written: the
+// relay confirms the event's position only then, so a crash loses no
+// outcome, and the relay's in-flight limits bound how many wait. What
+// becomes of a parked event goes through [Rows] (rows.go), one row at a
+// time in the status table's own transaction, so the row and the status
+// table never disagree. The publication publishes inserts only, so these
 // updates never come back to the relay.
 //
-// [Writer.Delivered] and [Writer.Failed], called on the producer's ack
-// path, append to a queue (queue.go) and do nothing else; [Writer.Run]
+// [Writer.Delivered], called on the producer's ack
+// path, appends to a queue (queue.go) and does nothing else; [Writer.Run]
 // flushes (flush.go): it takes the queue, keeps the latest outcome of each
 // id (held.go), and writes them (write.go) with statements built from the
 // table's column types (sql.go), splitting a statement a row refuses; a

@@ -68,12 +68,9 @@ func classify(err error) (cause string, refused bool) {
 
 // hint says what to do about an error that retries will not fix.
 func (t *tableState) hint(err error) string {
-	c := &t.Columns
-	var cols []string
-	for _, col := range []string{c.StatusColumn, c.DeliveredAtColumn, c.ErrorColumn} {
-		if col != "" {
-			cols = append(cols, pgx.Identifier{col}.Sanitize())
-		}
+	var cols []string // the outcome's columns, the status column first
+	for _, col := range t.columns()[1:] {
+		cols = append(cols, pgx.Identifier{col}.Sanitize())
 	}
 	grant := fmt.Sprintf("GRANT SELECT (%s, %s), UPDATE (%s) ON %s TO <the relay's role>",
 		pgx.Identifier{t.IDColumn}.Sanitize(), cols[0], strings.Join(cols, ", "), t.quoted)

@@ -28,8 +28,8 @@ type flusher struct {
 	// of the statement being written (writeBatch).
 	misses int
 	// Reused for each table's statement arguments.
-	outDelivered, outFailed []int
-	ids, reasons            []string
+	liveIdx []int
+	ids     []string
 }
 
 func (f *flusher) init(w *Writer) {

@@ -18,11 +18,11 @@ type tableState struct {
 	live  int
 	peak  int         // the most ids index held since it was made
 	sql   *statements // nil until looked up (again, after a refusal)
-	// took records that the table took each outcome's status value for
-	// at least one row since the Writer started ([0] delivered, [1]
-	// failed): the value is good, so a row that refuses it refuses for
-	// itself (a trigger, a constraint on another column).
-	took [2]bool
+	// took records that the table took the delivered value for at least
+	// one row since the Writer started: the value is good, so a row that
+	// refuses it refuses for itself (a trigger, a constraint on another
+	// column).
+	took bool
 
 	backoff time.Duration
 	due     time.Time // no attempt before
@@ -31,10 +31,9 @@ type tableState struct {
 
 // pending is one outcome held by the flusher.
 type pending struct {
-	id, reason string
-	done       Done
-	failed     bool
-	settled    bool // written, refused or superseded: no longer live
+	id      string
+	done    Done
+	settled bool // written, refused or superseded: no longer live
 }
 
 // merge moves the queue's outcomes into the tables' held outcomes. The
@@ -53,11 +52,7 @@ func (f *flusher) merge(q *queue) {
 			t.peak = max(t.peak, t.live)
 		}
 		t.index[id] = len(t.held)
-		reason := ""
-		if e.failed {
-			reason = cleanReason(e.reason)
-		}
-		t.held = append(t.held, pending{id: id, reason: reason, done: e.done, failed: e.failed})
+		t.held = append(t.held, pending{id: id, done: e.done})
 	}
 	for i := range f.tables {
 		if t := &f.tables[i]; len(t.held) > 2*t.live+1024 {

@@ -172,9 +172,10 @@ type fakeRow struct{}
 
 func (fakeRow) Scan(dest ...any) error {
 	*dest[0].(*bool) = true
-	id, status := "uuid", "text"
-	*dest[1].(**string) = &id
-	*dest[2].(**string) = &status
+	*dest[1].(*[]string) = []string{"id", "status"}
+	*dest[2].(*[]string) = []string{"uuid", "text"}
+	*dest[3].(*[]string) = []string{"uuid", "text"}
+	*dest[4].(*[]bool) = []bool{false, false}
 	return nil
 }
 

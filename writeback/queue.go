@@ -11,19 +11,17 @@ type queue struct {
 
 // entry is one outcome; its id is arena[off : off+n].
 type entry struct {
-	reason string // why the event was parked; "" when delivered
-	done   Done   // told once the outcome is settled; may be nil
-	off    int
-	n      int32
-	table  int32
-	failed bool
+	done  Done // told once the outcome is settled; may be nil
+	off   int
+	n     int32
+	table int32
 }
 
 // len is the number of outcomes held.
 func (q *queue) len() int { return len(q.entries) }
 
-func (q *queue) push(table int, id []byte, failed bool, reason string, done Done) {
-	q.entries = append(q.entries, entry{reason: reason, done: done, off: len(q.arena), n: int32(len(id)), table: int32(table), failed: failed})
+func (q *queue) push(table int, id []byte, done Done) {
+	q.entries = append(q.entries, entry{done: done, off: len(q.arena), n: int32(len(id)), table: int32(table)})
 	q.arena = append(q.arena, id...)
 }
 

@@ -8,32 +8,32 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// statements are one table's UPDATE statements. Both take the ids as $1
-// (text[]) and the status as $2; failed takes the reasons as $3 when the
-// table has an error column.
+// statements are one table's UPDATE statement: it takes the ids as $1
+// (text[]) and the delivered status as $2.
 type statements struct {
-	delivered, failed string
-	failedReasons     bool // failed takes $3
+	delivered string
 }
 
-// lookupSQL reads, for the table named by $1 (quoted): whether it exists;
-// the types of the columns $2 (the id), $3 (the status, without its
-// length or precision: bpchar for char(n), since "character" alone would
-// cast to char(1)) and $4 (the error column, or ""); and which of the
-// columns $5 do not exist; and whether the delivered-at column $6 is a
+// lookupSQL reads, for the table named by $1 (quoted), whether it exists
+// and, for each of the columns $2 that it has: the column's name, its type
+// with its length or precision, its type without (bpchar for char(n),
+// since "character" alone would cast to char(1)), and whether it is a
 // timestamp without time zone.
-const lookupSQL = `SELECT c.oid IS NOT NULL,
-	(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-		WHERE a.attrelid = c.oid AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped),
-	(SELECT CASE WHEN a.atttypid = 'bpchar'::regtype THEN 'bpchar' ELSE format_type(a.atttypid, NULL) END FROM pg_attribute a
-		WHERE a.attrelid = c.oid AND a.attname = $3 AND a.attnum > 0 AND NOT a.attisdropped),
-	(SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-		WHERE a.attrelid = c.oid AND a.attname = $4 AND a.attnum > 0 AND NOT a.attisdropped),
-	ARRAY(SELECT n FROM unnest($5::text[]) AS n WHERE NOT EXISTS (SELECT FROM pg_attribute a
-		WHERE a.attrelid = c.oid AND a.attname = n AND a.attnum > 0 AND NOT a.attisdropped)),
-	coalesce((SELECT a.atttypid = 'timestamp'::regtype FROM pg_attribute a
-		WHERE a.attrelid = c.oid AND a.attname = $6 AND a.attnum > 0 AND NOT a.attisdropped), false)
-FROM (SELECT to_regclass($1::text)::oid AS oid) AS c`
+const lookupSQL = `SELECT c.oid IS NOT NULL, coalesce(array_agg(a.attname::text) FILTER (WHERE a.attname IS NOT NULL), '{}'),
+	coalesce(array_agg(format_type(a.atttypid, a.atttypmod)) FILTER (WHERE a.attname IS NOT NULL), '{}'),
+	coalesce(array_agg(CASE WHEN a.atttypid = 'bpchar'::regtype THEN 'bpchar' ELSE format_type(a.atttypid, NULL) END)
+		FILTER (WHERE a.attname IS NOT NULL), '{}'),
+	coalesce(array_agg(a.atttypid = 'timestamp'::regtype) FILTER (WHERE a.attname IS NOT NULL), '{}')
+FROM (SELECT to_regclass($1::text)::oid AS oid) AS c
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = ANY($2::text[]) AND a.attnum > 0 AND NOT a.attisdropped
+GROUP BY c.oid`
+
+// columnType is a column's type, as format_type writes it.
+type columnType struct {
+	full   string // with its length or precision: varchar(20)
+	bare   string // without: character varying
+	noZone bool   // timestamp without time zone
+}
 
 // schemaError says that a table, or a column of it, does not exist.
 type schemaError struct {
@@ -48,78 +48,86 @@ func (e *schemaError) Error() string {
 	return fmt.Sprintf("table %s has no column %s", e.table, strings.Join(e.missing, ", "))
 }
 
-// prepare looks up t's column types and returns its statements.
-func prepare(ctx context.Context, db DB, t *tableState) (*statements, error) {
+// columns are the columns of t that write-back names: the id column and
+// the outcome's.
+func (t *Table) columns() []string {
 	c := &t.Columns
 	cols := []string{t.IDColumn, c.StatusColumn}
-	for _, col := range []string{c.DeliveredAtColumn, c.ErrorColumn} {
+	for _, col := range []string{c.DeliveredAtColumn, c.ErrorColumn, c.AttemptsColumn, c.NextAttemptColumn} {
 		if col != "" {
 			cols = append(cols, col)
 		}
 	}
+	return cols
+}
+
+// lookupTypes reads the types of t's columns (quoted is t's name, quoted),
+// or says which are missing.
+func lookupTypes(ctx context.Context, db DB, t *Table, quoted string) (map[string]columnType, error) {
+	cols := t.columns()
 	var (
-		exists                      bool
-		idType, statusType, errType *string
-		missing                     []string
-		atLocal                     bool
+		exists            bool
+		names, full, bare []string
+		noZone            []bool
 	)
-	if err := db.QueryRow(ctx, lookupSQL, t.quoted, t.IDColumn, c.StatusColumn, c.ErrorColumn, cols, c.DeliveredAtColumn).
-		Scan(&exists, &idType, &statusType, &errType, &missing, &atLocal); err != nil {
-		return nil, fmt.Errorf("look up the columns of %s: %w", t.quoted, err)
+	if err := db.QueryRow(ctx, lookupSQL, quoted, cols).Scan(&exists, &names, &full, &bare, &noZone); err != nil {
+		return nil, fmt.Errorf("look up the columns of %s: %w", quoted, err)
 	}
-	switch {
-	case !exists:
-		return nil, &schemaError{table: t.quoted}
-	case len(missing) > 0:
-		for i, m := range missing {
-			missing[i] = pgx.Identifier{m}.Sanitize()
+	if !exists {
+		return nil, &schemaError{table: quoted}
+	}
+	types := make(map[string]columnType, len(names))
+	for i, n := range names {
+		types[n] = columnType{full: full[i], bare: bare[i], noZone: noZone[i]}
+	}
+	var missing []string
+	for _, c := range cols {
+		if _, ok := types[c]; !ok {
+			missing = append(missing, pgx.Identifier{c}.Sanitize())
 		}
-		return nil, &schemaError{table: t.quoted, missing: missing}
 	}
-	e := ""
-	if errType != nil {
-		e = *errType
+	if len(missing) > 0 {
+		return nil, &schemaError{table: quoted, missing: missing}
 	}
-	return buildStatements(t.Table, *idType, *statusType, e, atLocal), nil
+	return types, nil
+}
+
+// prepare looks up t's column types and returns its statements.
+func prepare(ctx context.Context, db DB, t *tableState) (*statements, error) {
+	types, err := lookupTypes(ctx, db, &t.Table, t.quoted)
+	if err != nil {
+		return nil, err
+	}
+	c := &t.Columns
+	return buildStatements(t.Table, types[t.IDColumn].full, types[c.StatusColumn].bare,
+		c.DeliveredAtColumn != "" && types[c.DeliveredAtColumn].noZone), nil
+}
+
+// now is now() for a timestamp column: in UTC for a timestamp without time
+// zone (noZone), the convention the relay reads such columns by, whatever
+// the session's TimeZone.
+func now(noZone bool) string {
+	if noZone {
+		return "(now() AT TIME ZONE 'UTC')"
+	}
+	return "now()"
 }
 
 // buildStatements returns t's statements, for an id column of type
-// idType, a status column of type statusType and an error column of type
-// errType, as format_type writes them. The status is cast to its type
-// without a length (a cast to varchar(n) would cut a longer value where an
-// assignment refuses it), then assigned. The delivered-at column takes
-// now(); a timestamp without time zone (atLocal) takes it in UTC, the
-// convention the relay reads such columns by, whatever the session's
-// TimeZone.
-func buildStatements(t Table, idType, statusType, errType string, atLocal bool) *statements {
+// idType and a status column of type statusType, as format_type writes
+// them. The status is cast to its type without a length (a cast to
+// varchar(n) would cut a longer value where an assignment refuses it),
+// then assigned. The delivered-at column takes now(); a timestamp without
+// time zone (atLocal) takes it in UTC, the convention the relay reads such
+// columns by, whatever the session's TimeZone.
+func buildStatements(t Table, idType, statusType string, atLocal bool) *statements {
 	c := &t.Columns
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
-	table := pgx.Identifier{t.Schema, t.Name}.Sanitize()
-	id, status := q(t.IDColumn), q(c.StatusColumn)
-	ids := "$1::text[]::" + idType + "[]"
-	unchanged := " AND " + status + "::text IS DISTINCT FROM $2::text"
-
-	simple := func(extra string) string {
-		return "UPDATE " + table + " SET " + status + " = $2::text::" + statusType + extra +
-			" WHERE " + id + " = ANY(" + ids + ")" + unchanged
-	}
-	s := &statements{}
+	set := q(c.StatusColumn) + " = $2::text::" + statusType
 	if c.DeliveredAtColumn != "" {
-		now := "now()"
-		if atLocal {
-			now = "(now() AT TIME ZONE 'UTC')"
-		}
-		s.delivered = simple(", " + q(c.DeliveredAtColumn) + " = " + now)
-	} else {
-		s.delivered = simple("")
+		set += ", " + q(c.DeliveredAtColumn) + " = " + now(atLocal)
 	}
-	if c.ErrorColumn == "" {
-		s.failed = simple("")
-		return s
-	}
-	s.failedReasons = true
-	s.failed = "UPDATE " + table + " AS o SET " + status + " = $2::text::" + statusType + ", " + q(c.ErrorColumn) + " = v.err::" + errType +
-		" FROM unnest(" + ids + ", $3::text[]) AS v(id, err) WHERE o." + id + " = v.id AND o." + status +
-		"::text IS DISTINCT FROM $2::text"
-	return s
+	return &statements{delivered: "UPDATE " + pgx.Identifier{t.Schema, t.Name}.Sanitize() + " SET " + set +
+		" WHERE " + q(t.IDColumn) + " = ANY($1::text[]::" + idType + "[])" +
+		" AND " + q(c.StatusColumn) + "::text IS DISTINCT FROM $2::text"}
 }

@@ -25,21 +25,14 @@ func (f *flusher) write(ctx context.Context, t *tableState) {
 		}
 		t.sql = sql
 	}
-	delivered, failed := f.outDelivered[:0], f.outFailed[:0]
+	live := f.liveIdx[:0]
 	for i := range t.held {
-		switch p := &t.held[i]; {
-		case p.settled:
-		case p.failed:
-			failed = append(failed, i)
-		default:
-			delivered = append(delivered, i)
+		if !t.held[i].settled {
+			live = append(live, i)
 		}
 	}
-	err := f.writeAll(ctx, t, delivered, false)
-	if err == nil {
-		err = f.writeAll(ctx, t, failed, true)
-	}
-	f.outDelivered, f.outFailed = delivered[:0], failed[:0]
+	err := f.writeAll(ctx, t, live)
+	f.liveIdx = live[:0]
 	t.compact()
 	if t.live == 0 && t.peak > shrinkAbove {
 		// A Go map keeps the memory of its largest size: after an outage
@@ -56,13 +49,13 @@ func (f *flusher) write(ctx context.Context, t *tableState) {
 	t.failing, t.backoff, t.due = 0, firstRetry, time.Time{}
 }
 
-// writeAll writes the outcomes held at the indexes idx, all delivered or
-// all failed, in statements of up to MaxBatch ids.
-func (f *flusher) writeAll(ctx context.Context, t *tableState, idx []int, failed bool) error {
+// writeAll writes the outcomes held at the indexes idx, in statements of
+// up to MaxBatch ids.
+func (f *flusher) writeAll(ctx context.Context, t *tableState, idx []int) error {
 	for len(idx) > 0 {
 		n := min(len(idx), f.w.cfg.MaxBatch)
 		f.misses = 0
-		if err := f.writeBatch(ctx, t, idx[:n], failed); err != nil {
+		if err := f.writeBatch(ctx, t, idx[:n]); err != nil {
 			return err
 		}
 		idx = idx[n:]
@@ -70,9 +63,10 @@ func (f *flusher) writeAll(ctx context.Context, t *tableState, idx []int, failed
 	return nil
 }
 
-// maxMisses is how many single rows may refuse a value, in one statement's
-// search, before the table has taken that value for any row: beyond it the
-// value itself, not the rows, is taken to be what the table refuses.
+// maxMisses is how many single rows may refuse the delivered value, in
+// one statement's search, before the table has taken it for any row:
+// beyond it the value itself, not the rows, is taken to be what the table
+// refuses.
 const maxMisses = 4
 
 // writeBatch writes one statement's outcomes. When the statement fails
@@ -81,82 +75,62 @@ const maxMisses = 4
 // gives up on the refusing rows once the table has taken the value for
 // another row (refuse). Otherwise it returns the error, and every outcome
 // it did not write stays held.
-func (f *flusher) writeBatch(ctx context.Context, t *tableState, idx []int, failed bool) error {
-	err := f.exec(ctx, t, idx, failed)
+func (f *flusher) writeBatch(ctx context.Context, t *tableState, idx []int) error {
+	err := f.exec(ctx, t, idx)
 	if err == nil || !rowLevel(err) {
 		return err
 	}
-	took := &t.took[boolIndex(failed)]
 	if len(idx) == 1 {
-		if !*took {
+		if !t.took {
 			f.misses++
 			return err // perhaps the value: the table's error, until it takes it for a row
 		}
 		f.refuse(t, idx[0], err)
 		return nil
 	}
-	if !*took && f.misses >= maxMisses {
+	if !t.took && f.misses >= maxMisses {
 		return err
 	}
 	half := len(idx) / 2
-	first := f.writeBatch(ctx, t, idx[:half], failed)
+	first := f.writeBatch(ctx, t, idx[:half])
 	if first != nil && !rowLevel(first) {
 		return first
 	}
-	if err := f.writeBatch(ctx, t, idx[half:], failed); err != nil {
+	if err := f.writeBatch(ctx, t, idx[half:]); err != nil {
 		return err
 	}
-	if first != nil && *took {
+	if first != nil && t.took {
 		// The first half failed before the table took the value; the
 		// second half showed that it takes it.
-		return f.writeBatch(ctx, t, idx[:half], failed)
+		return f.writeBatch(ctx, t, idx[:half])
 	}
 	return first
 }
 
 // exec runs one UPDATE for the outcomes held at the indexes idx, and
 // forgets them once it succeeded.
-func (f *flusher) exec(ctx context.Context, t *tableState, idx []int, failed bool) error {
-	ids, reasons := f.ids[:0], f.reasons[:0]
+func (f *flusher) exec(ctx context.Context, t *tableState, idx []int) error {
+	ids := f.ids[:0]
 	for _, i := range idx {
 		ids = append(ids, t.held[i].id)
-		if failed && t.sql.failedReasons {
-			reasons = append(reasons, t.held[i].reason)
-		}
-	}
-	sql, status := t.sql.delivered, t.Columns.Delivered
-	args := []any{ids, status}
-	if failed {
-		sql, args[1] = t.sql.failed, t.Columns.Failed
-		if t.sql.failedReasons {
-			args = append(args, reasons)
-		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, f.w.stmtTimeout)
-	tag, err := f.w.db.Exec(sctx, sql, args...)
+	tag, err := f.w.db.Exec(sctx, t.sql.delivered, ids, t.Columns.Delivered)
 	cancel()
 	clear(ids)
-	clear(reasons)
-	f.ids, f.reasons = ids[:0], reasons[:0]
+	f.ids = ids[:0]
 	if err != nil {
 		return fmt.Errorf("update %s: %w", t.quoted, err)
 	}
 	f.w.statements.Add(1)
 	f.w.updated.Add(tag.RowsAffected())
 	if tag.RowsAffected() > 0 {
-		t.took[boolIndex(failed)] = true
+		t.took = true
 	}
 	for _, i := range idx {
 		f.forget(t, i)
 	}
 	return nil
-}
-
-func boolIndex(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // cleanReason makes reason storable in a text column: valid UTF-8, without

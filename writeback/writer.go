@@ -32,8 +32,8 @@ type Table struct {
 
 // Config configures a Writer.
 type Config struct {
-	// Tables are the tables written back to. Delivered and Failed name a
-	// table by its index in this slice.
+	// Tables are the tables written back to. Delivered names a table by
+	// its index in this slice.
 	Tables []Table
 	// FlushInterval is the longest an outcome waits before the Writer
 	// writes it (while the database answers); 0 is 100 ms. The Writer
@@ -82,33 +82,29 @@ type Done interface {
 	WrittenBack()
 }
 
-// Writer writes the outcomes of deliveries back to their outbox rows.
+// Writer writes the deliveries of the fast path back to their outbox
+// rows. (What becomes of a parked event is written with its status row:
+// Rows.)
 //
-// Delivered and Failed only queue the outcome; Run writes them, batched:
-// per flush, one UPDATE per table and outcome for up to Config.MaxBatch
-// ids, and then tells each outcome's Done. A statement that fails is
-// retried with backoff, with what was reported since; no outcome is ever
-// dropped: the caller bounds how many wait, by holding each event until
-// its Done is told. The later of two outcomes for one id wins.
+// Delivered only queues the outcome; Run writes them, batched: per flush,
+// one UPDATE per table for up to Config.MaxBatch ids, and then tells each
+// outcome's Done. A statement that fails is retried with backoff, with
+// what was reported since; no outcome is ever dropped: the caller bounds
+// how many wait, by holding each event until its Done is told. An id
+// reported again while its outcome waits is written once.
 //
-// The statements are, for a table t with id column id and status column
+// The statement is, for a table t with id column id and status column
 // status (the column names are those of its Columns):
 //
 //	UPDATE t SET status = $2::text::<status type>, delivered_at = now()
 //	WHERE id = ANY($1::text[]::<id type>[]) AND status::text IS DISTINCT FROM $2::text
-//
-//	UPDATE t AS o SET status = $2::text::<status type>, error = v.err::<error type>
-//	FROM unnest($1::text[]::<id type>[], $3::text[]) AS v(id, err)
-//	WHERE o.id = v.id AND o.status::text IS DISTINCT FROM $2::text
 //
 // The column types are read from the catalog once per table (again after
 // an error that retries will not fix), so the condition on the id uses
 // the table's index on it, whatever the id's type. The status is cast to
 // its column's type without the length, so a status column of an enum
 // type works, and a value too long for a varchar(n) column is an error
-// rather than a silently shortened status; the reason is cast to the
-// error column's type with its length, so a reason longer than a
-// varchar(n) column is cut to fit. now() is the transaction's time; a
+// rather than a silently shortened status. now() is the transaction's time; a
 // timestamp without time zone column takes it in UTC (now() AT TIME ZONE
 // 'UTC'), the convention the relay reads such columns by, whatever the
 // session's or the database's TimeZone. A row already in the state it is to take
@@ -260,16 +256,9 @@ func (t *Table) check() error {
 // allocates nothing once the queue has grown to the load. It is safe for
 // concurrent use; it panics if table is out of range. Outcomes reported
 // after Run returned are not written, and their done is not told.
-func (w *Writer) Delivered(table int, id []byte, done Done) { w.add(table, id, false, "", done) }
+func (w *Writer) Delivered(table int, id []byte, done Done) { w.add(table, id, done) }
 
-// Failed reports that the event with id from table was parked, for reason:
-// its row is to take the failed status and, if configured, reason in the
-// error column. Otherwise it is like Delivered.
-func (w *Writer) Failed(table int, id []byte, reason string, done Done) {
-	w.add(table, id, true, reason, done)
-}
-
-func (w *Writer) add(table int, id []byte, failed bool, reason string, done Done) {
+func (w *Writer) add(table int, id []byte, done Done) {
 	if uint(table) >= uint(len(w.cfg.Tables)) {
 		panic(fmt.Sprintf("writeback: table %d reported, but Config.Tables has %d", table, len(w.cfg.Tables)))
 	}
@@ -280,7 +269,7 @@ func (w *Writer) add(table int, id []byte, failed bool, reason string, done Done
 		return
 	}
 	w.mu.Lock()
-	w.q.push(table, id, failed, reason, done)
+	w.q.push(table, id, done)
 	n := w.q.len()
 	w.mu.Unlock()
 	if n == w.cfg.MaxBatch {

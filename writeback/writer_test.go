@@ -65,16 +65,14 @@ func TestWriteBackByIDType(t *testing.T) {
 	ctx, _, pool := startDB(t)
 	exec(t, ctx, pool, `CREATE TYPE outbox_status AS ENUM ('PENDING', 'DELIVERED', 'FAILED')`)
 	exec(t, ctx, pool, `CREATE SCHEMA "App"`)
-	longReason := "MESSAGE_TOO_LARGE: the record is 2000000 bytes, more than the topic allows"
 	cases := []struct {
-		name     string
-		table    string // quoted
-		create   string // %s is the table
-		idType   string
-		ids      []string
-		cols     Columns
-		atType   string // the delivered-at column's type; "" for none
-		wantLong string // what the error column holds for longReason
+		name   string
+		table  string // quoted
+		create string // %s is the table
+		idType string
+		ids    []string
+		cols   Columns
+		atType string // the delivered-at column's type; "" for none
 	}{
 		{
 			name:   "uuid id, text status, timestamptz",
@@ -86,9 +84,8 @@ func TestWriteBackByIDType(t *testing.T) {
 				"00000000-0000-4000-8000-000000000003", "00000000-0000-4000-8000-000000000004",
 				"00000000-0000-4000-8000-000000000005", "00000000-0000-4000-8000-000000000006",
 				"00000000-0000-4000-8000-000000000007"},
-			cols:     Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", DeliveredAtColumn: "processed_at", ErrorColumn: "error"},
-			atType:   "timestamptz",
-			wantLong: longReason,
+			cols:   Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", DeliveredAtColumn: "processed_at", ErrorColumn: "error"},
+			atType: "timestamptz",
 		},
 		{
 			name:   "bigint id, enum status, timestamp without time zone, varchar(20) error",
@@ -96,10 +93,9 @@ func TestWriteBackByIDType(t *testing.T) {
 			idType: "bigint",
 			create: `CREATE TABLE %s (id bigint PRIMARY KEY,
 				status outbox_status NOT NULL DEFAULT 'PENDING', processed_at timestamp, error varchar(20))`,
-			ids:      []string{"1", "2", "3", "4", "5", "6", "7"},
-			cols:     Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", DeliveredAtColumn: "processed_at", ErrorColumn: "error"},
-			atType:   "timestamp",
-			wantLong: longReason[:20],
+			ids:    []string{"1", "2", "3", "4", "5", "6", "7"},
+			cols:   Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", DeliveredAtColumn: "processed_at", ErrorColumn: "error"},
+			atType: "timestamp",
 		},
 		{
 			name:   "text id, varchar status, quoted names, no optional columns",
@@ -138,8 +134,6 @@ func TestWriteBackByIDType(t *testing.T) {
 			for _, id := range tc.ids[:3] {
 				w.Delivered(0, []byte(id), nil)
 			}
-			w.Failed(0, []byte(tc.ids[3]), "INVALID_TOPIC", nil)
-			w.Failed(0, []byte(tc.ids[4]), longReason, nil)
 			w.Delivered(0, []byte(tc.ids[6]), nil)
 			w.Delivered(0, nil, nil) // an event without an id: nothing to find
 			runWriter(t, w)
@@ -148,17 +142,13 @@ func TestWriteBackByIDType(t *testing.T) {
 			got := states(t, ctx, pool, tc.table, status, tc.cols.ErrorColumn)
 			want := map[string]string{
 				tc.ids[0]: tc.cols.Delivered, tc.ids[1]: tc.cols.Delivered, tc.ids[2]: tc.cols.Delivered,
-				tc.ids[3]: "FAILED", tc.ids[4]: "FAILED", tc.ids[5]: "PENDING",
-			}
-			if tc.cols.ErrorColumn != "" {
-				want[tc.ids[3]] += " INVALID_TOPIC"
-				want[tc.ids[4]] += " " + tc.wantLong
+				tc.ids[3]: "PENDING", tc.ids[4]: "PENDING", tc.ids[5]: "PENDING",
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("rows:\n got %v\nwant %v", got, want)
 			}
-			if s := w.Stats(); s.Updated != 5 || s.Statements != 2 || s.Failures != 0 || s.Refused != 0 {
-				t.Fatalf("stats %+v, want 5 rows updated by 2 statements", s)
+			if s := w.Stats(); s.Updated != 3 || s.Statements != 1 || s.Failures != 0 || s.Refused != 0 {
+				t.Fatalf("stats %+v, want 3 rows updated by 1 statement", s)
 			}
 			if tc.atType != "" {
 				// A timestamptz is an instant; a timestamp without time
@@ -205,7 +195,6 @@ func explainUsesIndex(t *testing.T, ctx context.Context, pool interface {
 		args []any
 	}{
 		{sql.delivered, []any{ids, "X"}},
-		{sql.failed, append([]any{ids, "X"}, map[bool][]any{true: {[]string{"a", "b"}}}[sql.failedReasons]...)},
 	} {
 		rows, err := tx.Query(ctx, "EXPLAIN "+s.sql, s.args...)
 		if err != nil {
@@ -246,8 +235,8 @@ func TestBatching(t *testing.T) {
 		// Reported before the first flush: ten statements of 1000 ids.
 		{"reported at once", 1, n / DefaultMaxBatch},
 		// Reported while Run flushes, from the producer's goroutines, each
-		// id first failed, then delivered (a parked event retried): a
-		// statement at most per flush and outcome beyond the ten full ones.
+		// id twice (an event sent again): a statement at most per flush
+		// beyond the ten full ones.
 		{"reported concurrently", 8, 40},
 	}
 	for i, tc := range cases {
@@ -275,7 +264,7 @@ func TestBatching(t *testing.T) {
 						var buf []byte
 						for id := 1 + g; id <= n; id += tc.goroutines {
 							buf = strconv.AppendInt(buf[:0], int64(id), 10)
-							w.Failed(0, buf, "UNKNOWN_TOPIC_OR_PARTITION", nil)
+							w.Delivered(0, buf, nil)
 							w.Delivered(0, buf, nil)
 							if id%1000 == 0 {
 								_ = w.Stats()
@@ -297,64 +286,6 @@ func TestBatching(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestLaterOutcomeWins reports several outcomes for one id, in one flush
-// and across flushes, and while the database cannot be reached.
-func TestLaterOutcomeWins(t *testing.T) {
-	ctx, _, pool := startDB(t)
-	table := outboxTable(t, ctx, pool, "outbox", "a", "b", "c", "d", "e")
-	db := &countingDB{DB: pool}
-	w, err := New(db, Config{Tables: []Table{table}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func(want map[string]string) {
-		t.Helper()
-		if got := states(t, ctx, pool, "outbox", "status", "error"); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("rows:\n got %v\nwant %v", got, want)
-		}
-	}
-	// One flush.
-	w.Failed(0, []byte("a"), "r1", nil)
-	w.Delivered(0, []byte("a"), nil) // a parked event, retried and delivered
-	w.Delivered(0, []byte("b"), nil)
-	w.Failed(0, []byte("b"), "r2", nil)
-	w.Failed(0, []byte("c"), "1", nil)
-	w.Failed(0, []byte("c"), "2", nil)
-	w.Delivered(0, []byte("d"), nil)
-	flushNow(ctx, w)
-	check(map[string]string{"a": "DELIVERED", "b": "FAILED r2", "c": "FAILED 2", "d": "DELIVERED", "e": "PENDING"})
-
-	// Across flushes; an outcome reported again changes nothing, not even
-	// the delivered-at time.
-	at := scalar[time.Time](t, ctx, pool, "SELECT processed_at FROM outbox WHERE id = 'd'")
-	before := w.Stats().Updated
-	w.Failed(0, []byte("a"), "r3", nil)
-	w.Delivered(0, []byte("d"), nil)
-	flushNow(ctx, w)
-	check(map[string]string{"a": "FAILED r3", "b": "FAILED r2", "c": "FAILED 2", "d": "DELIVERED", "e": "PENDING"})
-	if again := scalar[time.Time](t, ctx, pool, "SELECT processed_at FROM outbox WHERE id = 'd'"); !again.Equal(at) {
-		t.Fatalf("a delivery reported twice moved the delivered-at time from %v to %v", at, again)
-	}
-	if n := w.Stats().Updated - before; n != 1 {
-		t.Fatalf("%d rows updated, want 1 (the repeated delivery changes nothing)", n)
-	}
-
-	// While the database cannot be reached, the outcomes wait, and the
-	// later wins once it can.
-	db.down.Store(true)
-	w.Failed(0, []byte("e"), "r4", nil)
-	flushNow(ctx, w)
-	w.Delivered(0, []byte("e"), nil)
-	w.Delivered(0, []byte("b"), nil)
-	flushNow(ctx, w)
-	if s := w.Stats(); s.Pending != 2 || s.Failures != 2 {
-		t.Fatalf("stats %+v while down, want 2 pending, 2 failures", s)
-	}
-	db.down.Store(false)
-	flushNow(ctx, w)
-	check(map[string]string{"a": "FAILED r3", "b": "DELIVERED r2", "c": "FAILED 2", "d": "DELIVERED", "e": "DELIVERED"})
 }
 
 // TestRefusedTableCatchesUp gives a table a fault retries cannot fix: its
@@ -412,7 +343,7 @@ func TestRefusedTableCatchesUp(t *testing.T) {
 			w.refusedRetry = 200 * time.Millisecond
 			runWriter(t, w)
 			w.Delivered(0, []byte("1"), nil)
-			w.Failed(0, []byte("2"), "MESSAGE_TOO_LARGE", nil)
+			w.Delivered(0, []byte("2"), nil)
 			w.Delivered(1, []byte("1"), nil)
 			waitFor(t, 30*time.Second, "the healthy table not written, or too few attempts on the broken one", func() bool {
 				return w.Stats().Failures >= 3 &&
@@ -441,7 +372,7 @@ func TestRefusedTableCatchesUp(t *testing.T) {
 			exec(t, ctx, pool, tc.fix)
 			waitFor(t, 30*time.Second, "the broken table did not catch up after the fix", func() bool { return w.Stats().Pending == 0 })
 			got := states(t, ctx, pool, broken.Name, "status", "error")
-			if want := "map[1:SENT 2:FAILED MESSAGE_TOO_LARGE]"; fmt.Sprint(got) != want {
+			if want := "map[1:SENT 2:SENT]"; fmt.Sprint(got) != want {
 				t.Fatalf("rows %v, want %s", got, want)
 			}
 			waitFor(t, 10*time.Second, "recovery not logged", func() bool { return strings.Contains(log.String(), "write-back works again") })
@@ -584,13 +515,13 @@ func TestRunWritesWhatIsWaitingWhenStopped(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Delivered(0, []byte("a"), nil)
-			w.Failed(0, []byte("b"), "r", nil)
+			w.Delivered(0, []byte("b"), nil)
 			rctx, cancel := context.WithCancel(ctx)
 			cancel()
 			err = w.Run(rctx)
 			got := states(t, ctx, pool, name, "status", "error")
 			if !down {
-				if err != nil || fmt.Sprint(got) != "map[a:DELIVERED b:FAILED r]" {
+				if err != nil || fmt.Sprint(got) != "map[a:DELIVERED b:DELIVERED]" {
 					t.Fatalf("Run: %v; rows %v", err, got)
 				}
 				return

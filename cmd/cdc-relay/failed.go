@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/suggest"
+	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -117,6 +119,10 @@ event is never retried: it reached Kafka. An id that is not in the table or
 is DELIVERED is reported, and the exit status is 1, after the other events
 are retried.
 
+With --config, the outbox row of each event whose table has write_back
+says its failed value again, with 0 attempts and its next attempt now; the
+poller's delivery then makes it say delivered.
+
 A retried event arrives after later events of the same key.
 `,
 	"purge": `Usage: cdc-relay failed purge ID... | --dead [--older-than D]
@@ -129,6 +135,9 @@ included (the output says which were FAILED), or delete every DEAD event
 with --dead (only those marked DEAD more than --older-than ago when given).
 --dead never deletes FAILED or DELIVERED events. An id that is not in the
 table is reported, and the exit status is 1, after the others are deleted.
+
+With --config, the outbox row of each purged FAILED event whose table has
+write_back says its dead value: the event is given up on.
 `,
 }
 
@@ -226,7 +235,8 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 		}
 		return usageError{sub + ": " + err.Error()}
 	}
-	if _, err := loadConfig(fs, c.configPath); err != nil {
+	file, err := loadConfig(fs, c.configPath)
+	if err != nil {
 		return err
 	}
 	run, err := c.prepare(operands)
@@ -242,7 +252,18 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	err = run(ctx, status.NewStore(conn, schema, table))
+	var opts []status.Option
+	if file != nil {
+		// retry and purge update the outbox rows of the tables that write
+		// back, as the relay does; a row that refuses is reported here.
+		log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		rows, err := relay.WriteBackRows(relay.Config{Tables: configTables(file, ""), Logger: log})
+		if err != nil {
+			return err
+		}
+		opts = append(opts, status.WriteBack(rows))
+	}
+	err = run(ctx, status.NewStore(conn, schema, table, opts...))
 	var pgErr *pgconn.PgError
 	switch {
 	case !errors.As(err, &pgErr):

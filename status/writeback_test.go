@@ -1,0 +1,141 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/writeback"
+)
+
+// TestWriteBackFollowsTheStatusTable: with WriteBack, every change of a
+// parked event's status row reaches its outbox row in the same
+// transaction: parked, delivered, failed again, dead by the poller,
+// retried and purged by an operator; a row sent again and already parked
+// keeps what it says; a table without write-back is left alone.
+func TestWriteBackFollowsTheStatusTable(t *testing.T) {
+	_, db := newTestDB(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, db.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for _, sql := range []string{
+		`CREATE TYPE outbox_state AS ENUM ('pending', 'published', 'failed', 'dead_lettered')`,
+		`CREATE TABLE app_outbox (id text PRIMARY KEY, status outbox_state NOT NULL DEFAULT 'pending', published_at timestamptz,
+			last_error text, retry_count int NOT NULL DEFAULT 0, next_attempt_at timestamptz NOT NULL DEFAULT now())`,
+		`INSERT INTO app_outbox (id) SELECT 'e-' || g FROM generate_series(1, 6) g`,
+		`CREATE TABLE plain_outbox (id text PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING')`,
+		`INSERT INTO plain_outbox VALUES ('e-1')`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := writeback.NewRows([]writeback.Table{{Name: "app_outbox", IDColumn: "id", Columns: writeback.Columns{
+		StatusColumn: "status", Delivered: "published", Failed: "failed", Dead: "dead_lettered", DeliveredAtColumn: "published_at",
+		ErrorColumn: "last_error", AttemptsColumn: "retry_count", NextAttemptColumn: "next_attempt_at"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.app_outbox", "public.plain_outbox"), WriteBack(rows))
+	park := func(id string, table int, dead bool) {
+		t.Helper()
+		ev := &decoder.Event{ID: []byte(id), Table: table, Topic: "orders", Value: []byte(`{}`), CommitLSN: 0x100 + uint64(table)}
+		f := store.Failed
+		if dead {
+			f = store.Dead
+		}
+		if err := f(ctx, ev, errors.New("UNKNOWN_TOPIC_OR_PARTITION")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"e-1", "e-2", "e-3", "e-4", "e-5"} {
+		park(id, 0, false)
+	}
+	park("e-6", 0, true)
+	park("e-1", 1, false) // the other table: no write-back
+	check := func(stage string, want map[string]string) {
+		t.Helper()
+		r, _ := pool.Query(ctx, `SELECT o.id, o.status || ' ' || o.retry_count || ' ' || coalesce(o.last_error, '-') || ' ' ||
+			(o.published_at IS NOT NULL) || ' ' || (o.next_attempt_at = coalesce(d.next_attempt_at, o.next_attempt_at))
+			FROM app_outbox o LEFT JOIN outbox_delivery d ON d.event_id = o.id AND d.source_table = 'public.app_outbox'`)
+		got := map[string]string{}
+		var id, state string
+		if _, err := pgx.ForEachRow(r, []any{&id, &state}, func() error { got[id] = state; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for id, w := range want {
+			if got[id] != w {
+				t.Errorf("%s: row %s says %q, want %q", stage, id, got[id], w)
+			}
+		}
+	}
+	check("parked", map[string]string{
+		"e-1": "failed 1 UNKNOWN_TOPIC_OR_PARTITION false true",
+		"e-6": "dead_lettered 1 UNKNOWN_TOPIC_OR_PARTITION false false", // no next attempt
+	})
+	// Sent again after a crash: already parked, the row keeps what the
+	// poller made of it since.
+	if _, err := pool.Exec(ctx, "UPDATE app_outbox SET status = 'published' WHERE id = 'e-5'"); err != nil {
+		t.Fatal(err)
+	}
+	park("e-5", 0, false)
+	check("parked again", map[string]string{"e-5": "published 1 UNKNOWN_TOPIC_OR_PARTITION false true"})
+
+	ids := map[string]int64{}
+	_, err = store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+		var out []Outcome
+		for _, r := range due {
+			if r.SourceTable != "public.app_outbox" {
+				continue
+			}
+			ids[r.EventID] = r.ID
+			switch r.EventID {
+			case "e-1":
+				out = append(out, Outcome{ID: r.ID, Delivered: true})
+			case "e-2":
+				out = append(out, Outcome{ID: r.ID, Err: errors.New("still missing"), RetryIn: time.Hour})
+			case "e-3":
+				out = append(out, Outcome{ID: r.ID, Dead: true, Err: errors.New("gave up")})
+			}
+		}
+		return out
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("claimed", map[string]string{
+		"e-1": "published 1 UNKNOWN_TOPIC_OR_PARTITION true true",
+		"e-2": "failed 2 still missing false true",
+		"e-3": "dead_lettered 2 gave up false true",
+	})
+	if _, err := store.Retry(ctx, RetryOptions{IDs: []int64{ids["e-3"]}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Purge(ctx, PurgeOptions{IDs: []int64{ids["e-4"]}}); err != nil {
+		t.Fatal(err)
+	}
+	check("retried and purged", map[string]string{
+		"e-3": "failed 0 gave up false true",
+		"e-4": "dead_lettered 1 given up: purged from the status table by an operator false true",
+	})
+	var plain string
+	if err := pool.QueryRow(ctx, "SELECT status FROM plain_outbox").Scan(&plain); err != nil || plain != "PENDING" {
+		t.Fatalf("a table without write-back says %q (%v), want PENDING", plain, err)
+	}
+	if t.Failed() {
+		var dump []string
+		r, _ := pool.Query(ctx, "SELECT id || ' ' || event_id || ' ' || status || ' ' || attempts FROM outbox_delivery ORDER BY id")
+		dump, _ = pgx.CollectRows(r, pgx.RowTo[string])
+		t.Log(fmt.Sprint(strings.Join(dump, "\n")))
+	}
+}

@@ -1,0 +1,217 @@
+package writeback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// State is what became of a parked event, as its row is to say it.
+type State int
+
+const (
+	// Delivered: the poller, or a retry, delivered the event.
+	Delivered State = iota
+	// Failed: the event is parked, due again at Outcome.NextAttempt.
+	Failed
+	// Dead: the event was given up on.
+	Dead
+)
+
+// Outcome is what a parked event's row is to say.
+type Outcome struct {
+	State State
+	// Reason is why the event failed or was given up on, for the error
+	// column (Failed, Dead); "" leaves the column alone.
+	Reason string
+	// Attempts is the failed delivery attempts so far, for the attempts
+	// column; negative leaves the column alone.
+	Attempts int
+	// NextAttempt is when the poller tries the event next, for the
+	// next-attempt column (Failed); zero leaves the column alone.
+	NextAttempt time.Time
+}
+
+// Tx is what Rows needs of the transaction it writes in (pgx.Tx has it):
+// its statements, and Begin for a savepoint.
+type Tx interface {
+	DB
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Rows writes what becomes of parked events to their outbox rows, one row
+// at a time, inside the caller's transaction: the status table's, so that
+// the row and the status table change together, and the later of two
+// outcomes is the one the row keeps. It is safe for concurrent use.
+//
+// The statement for a table t with id column id and status column status
+// is, with the columns the table's Columns name and the outcome uses:
+//
+//	UPDATE t SET status = $2::text::<status type>, error = $3::text::<error type>,
+//	    attempts = $4::bigint, next_attempt = $5::timestamptz
+//	WHERE id = $1::text::<id type>
+//
+// Each runs in a savepoint. A row the statement refuses (a trigger, a
+// constraint, a missing column or privilege) is logged at error level with
+// its id and the fix, counted, and left as it was: Write returns nil, and
+// the caller's transaction goes on. Write returns an error only when the
+// transaction itself failed (a lost connection, ctx ended).
+type Rows struct {
+	tables  map[string]*rowTable // by schema.name, as Table.Name
+	log     *slog.Logger
+	refused atomic.Int64
+}
+
+// rowTable is one table of Rows, with its column types once looked up.
+type rowTable struct {
+	Table
+	quoted string
+	mu     sync.Mutex
+	types  map[string]columnType // nil until looked up (again, after a refusal)
+}
+
+// NewRows returns a Rows for tables, checked as New checks Config.Tables,
+// logging to log (nil discards). It does no I/O.
+func NewRows(tables []Table, log *slog.Logger) (*Rows, error) {
+	cfg := Config{Tables: append([]Table(nil), tables...)}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Rows{tables: make(map[string]*rowTable, len(tables)), log: log}
+	for _, t := range cfg.Tables {
+		r.tables[t.Schema+"."+t.Name] = &rowTable{Table: t, quoted: pgx.Identifier{t.Schema, t.Name}.Sanitize()}
+	}
+	return r, nil
+}
+
+// Writes reports whether the table named sourceTable (schema.name, as the
+// status table records it) writes back.
+func (r *Rows) Writes(sourceTable string) bool { return r != nil && r.tables[sourceTable] != nil }
+
+// Refused is the number of rows that refused their outcome since NewRows.
+func (r *Rows) Refused() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.refused.Load()
+}
+
+// Write makes the row with id of sourceTable say o, in tx. A table that
+// does not write back, or an empty id, is left alone. See Rows for what it
+// does when the row refuses.
+func (r *Rows) Write(ctx context.Context, tx Tx, sourceTable, id string, o Outcome) error {
+	if r == nil || id == "" {
+		return nil
+	}
+	t := r.tables[sourceTable]
+	if t == nil {
+		return nil
+	}
+	err := r.write(ctx, tx, t, id, o)
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	var se *schemaError
+	if ctx.Err() != nil || !errors.As(err, &pgErr) && !errors.As(err, &se) {
+		return err
+	}
+	cause, refused := classify(err)
+	if refused {
+		t.forget() // look the columns up again next time
+	}
+	r.refused.Add(1)
+	r.log.Error("write-back refused row: it keeps its old status; the status table has the event's outcome",
+		"table", t.quoted, "id", id, "cause", cause, "err", err, "fix", t.fix(err, refused))
+	return nil
+}
+
+func (r *Rows) write(ctx context.Context, tx Tx, t *rowTable, id string, o Outcome) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sp.Rollback(context.WithoutCancel(ctx)) }() // after Commit, a no-op
+	types, err := t.lookup(ctx, sp)
+	if err != nil {
+		return err
+	}
+	sql, args := t.statement(types, id, o)
+	if _, err := sp.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("update %s: %w", t.quoted, err)
+	}
+	return sp.Commit(ctx)
+}
+
+// lookup returns t's column types, looking them up in db the first time.
+func (t *rowTable) lookup(ctx context.Context, db DB) (map[string]columnType, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.types == nil {
+		types, err := lookupTypes(ctx, db, &t.Table, t.quoted)
+		if err != nil {
+			return nil, err
+		}
+		t.types = types
+	}
+	return t.types, nil
+}
+
+func (t *rowTable) forget() {
+	t.mu.Lock()
+	t.types = nil
+	t.mu.Unlock()
+}
+
+// fix says what to do about a row that refused its outcome.
+func (t *rowTable) fix(err error, refused bool) string {
+	if refused {
+		ts := tableState{Table: t.Table, quoted: t.quoted}
+		return ts.hint(err)
+	}
+	return "a trigger or constraint of the table refuses the row's new status: fix the row, or the rule, and set the row's status by hand"
+}
+
+// statement is the UPDATE that makes the row with id say o, and its
+// arguments.
+func (t *rowTable) statement(types map[string]columnType, id string, o Outcome) (string, []any) {
+	c := &t.Columns
+	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
+	args := []any{id}
+	arg := func(v any, cast string) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args)) + "::" + cast
+	}
+	status := map[State]string{Delivered: c.Delivered, Failed: c.Failed, Dead: c.DeadValue()}[o.State]
+	set := []string{q(c.StatusColumn) + " = " + arg(status, "text") + "::" + types[c.StatusColumn].bare}
+	if o.State == Delivered && c.DeliveredAtColumn != "" {
+		set = append(set, q(c.DeliveredAtColumn)+" = "+now(types[c.DeliveredAtColumn].noZone))
+	}
+	if o.State != Delivered && c.ErrorColumn != "" && o.Reason != "" {
+		set = append(set, q(c.ErrorColumn)+" = "+arg(cleanReason(o.Reason), "text")+"::"+types[c.ErrorColumn].full)
+	}
+	if c.AttemptsColumn != "" && o.Attempts >= 0 {
+		set = append(set, q(c.AttemptsColumn)+" = "+arg(int64(o.Attempts), "bigint"))
+	}
+	if c.NextAttemptColumn != "" && o.State == Failed && !o.NextAttempt.IsZero() {
+		at := arg(o.NextAttempt, "timestamptz")
+		if types[c.NextAttemptColumn].noZone {
+			at = "(" + at + " AT TIME ZONE 'UTC')"
+		}
+		set = append(set, q(c.NextAttemptColumn)+" = "+at)
+	}
+	return "UPDATE " + t.quoted + " SET " + strings.Join(set, ", ") +
+		" WHERE " + q(t.IDColumn) + " = $1::text::" + types[t.IDColumn].full, args
+}
