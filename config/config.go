@@ -146,7 +146,8 @@ type Column struct {
 	// input of the template), "topic_column", "headers.NAME" (the column of
 	// header NAME), "headers_column", "timestamp", "tags_column", or
 	// "write_back.status_column", "write_back.delivered_at_column",
-	// "write_back.error_column".
+	// "write_back.error_column", "write_back.attempts_column",
+	// "write_back.next_attempt_column".
 	Key string
 }
 
@@ -176,6 +177,8 @@ func (t Table) Columns() []Column {
 		add("write_back.status_column", wb.StatusColumn)
 		add("write_back.delivered_at_column", wb.DeliveredAtColumn)
 		add("write_back.error_column", wb.ErrorColumn)
+		add("write_back.attempts_column", wb.AttemptsColumn)
+		add("write_back.next_attempt_column", wb.NextAttemptColumn)
 	}
 	return cols
 }

@@ -31,8 +31,9 @@
 //
 // Files: config.go has the types; load.go Load and Parse; keys.go every
 // key the file may have, each with how its value is read (a key is one row
-// there); parse.go the top level, table.go an entry of tables; yaml.go
-// reading YAML nodes; problems.go the errors.
+// there); parse.go the top level, table.go an entry of tables,
+// writeback.go its write_back (what its values and columns must say of
+// each other); yaml.go reading YAML nodes; problems.go the errors.
 //
 // The package only reads: it applies no defaults (an absent key is "" or
 // nil) and knows nothing of flags; the caller lets flags and environment

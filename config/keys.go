@@ -43,7 +43,7 @@ var tableKeys = []knownKey[*tableEntry]{
 		te.t.Routes = p.routes(e, te.where, ctx, te.topicCheck)
 	}},
 	{"write_back", func(p *parser, e keyed, ctx string, te *tableEntry) {
-		te.t.WriteBackColumns = p.writeBack(e, te.where, ctx)
+		te.t.WriteBackColumns = p.writeBack(e, te, ctx)
 	}},
 }
 
@@ -62,8 +62,12 @@ var writeBackKeys = []knownKey[*writeback.Columns]{
 	{"status_column", text(func(c *writeback.Columns) *string { return &c.StatusColumn })},
 	{"delivered", text(func(c *writeback.Columns) *string { return &c.Delivered })},
 	{"failed", text(func(c *writeback.Columns) *string { return &c.Failed })},
+	{"dead", text(func(c *writeback.Columns) *string { return &c.Dead })},
+	{"pending", func(p *parser, e keyed, ctx string, c *writeback.Columns) { c.Pending = p.pending(e, ctx) }},
 	{"delivered_at_column", text(func(c *writeback.Columns) *string { return &c.DeliveredAtColumn })},
 	{"error_column", text(func(c *writeback.Columns) *string { return &c.ErrorColumn })},
+	{"attempts_column", text(func(c *writeback.Columns) *string { return &c.AttemptsColumn })},
+	{"next_attempt_column", text(func(c *writeback.Columns) *string { return &c.NextAttemptColumn })},
 }
 
 // knownKey is a key a mapping in the file may have, and how its value is

@@ -53,9 +53,12 @@ func tooLarge(path, size string) error {
 // duplicate keys, no tables or a table listed twice, a table without
 // value, without topic, topic_column or routes, routes beside topic or
 // topic_column or without tags_column, a route without topic or tags,
-// write_back without status_column, delivered, failed or id, a malformed
-// topic template, an illegal topic, a bad slot name or allowed_topics. No
-// error shows the value of postgres_url.
+// write_back without status_column, delivered, failed or id, write_back
+// values that mean two outcomes (failed or dead the delivered value, a
+// pending value one the relay writes, a pending value listed twice),
+// write_back columns that are the same column or the id column, a
+// malformed topic template, an illegal topic, a bad slot name or
+// allowed_topics. No error shows the value of postgres_url.
 func Parse(name string, data []byte) (*File, error) {
 	p := &parser{name: name}
 	f := &File{}

@@ -7,7 +7,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // tableEntry is an entry of tables while it is read.
@@ -18,6 +17,7 @@ type tableEntry struct {
 	at         map[string]int     // key → its line
 	topicCheck func(string) error // the topics allowed_topics allows
 	routesLine int                // routes' line; 0 without routes
+	wbAt       map[string]int     // write_back's key → its line
 }
 
 // lineOf is key's line, or the entry's when the key is not set.
@@ -102,6 +102,7 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 	if wb := t.WriteBackColumns; wb != nil && t.ID == "" {
 		p.problem(te.lineOf("write_back"), "%swrite_back needs id: it updates the rows by their id column", ctx)
 	}
+	p.checkWriteBack(te, ctx)
 	if t.WriteBackColumns != nil && len(t.Routes) > 0 {
 		// An event that matches no route is neither delivered nor parked:
 		// its row would stay pending for good.
@@ -231,27 +232,4 @@ func (p *parser) routes(e keyed, where, ctx string, topicCheck func(string) erro
 		routes = append(routes, r.Route)
 	}
 	return routes
-}
-
-// writeBack reads a table's write_back; null is nil.
-func (p *parser) writeBack(e keyed, where, ctx string) *writeback.Columns {
-	if isNull(e.value) {
-		return nil
-	}
-	entries, ok := p.mapping(e.value, where+".write_back", "a mapping, such as {status_column: status, delivered: DELIVERED, failed: FAILED}", names(writeBackKeys))
-	if !ok {
-		return nil
-	}
-	var c writeback.Columns
-	read(p, entries, ctx+"write_back.", writeBackKeys, &c)
-	var missing []string
-	for _, m := range []struct{ key, v string }{{"status_column", c.StatusColumn}, {"delivered", c.Delivered}, {"failed", c.Failed}} {
-		if m.v == "" {
-			missing = append(missing, m.key)
-		}
-	}
-	if len(missing) > 0 {
-		p.problem(e.line, "%swrite_back needs %s: the status column and its values for a delivered and a parked event", ctx, strings.Join(missing, ", "))
-	}
-	return &c
 }

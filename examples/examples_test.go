@@ -94,6 +94,7 @@ var (
 	timestampTypes = []string{"timestamptz", "timestamp", "int8"}
 	tagsTypes      = []string{"_text", "jsonb"}
 	textTypes      = []string{"text", "varchar"}
+	attemptsTypes  = []string{"int2", "int4", "int8", "numeric"}
 )
 
 var (
@@ -438,6 +439,8 @@ func checkColumns(ctx context.Context, t *testing.T, conn *pgx.Conn, name string
 		check("write_back status", str(wb, "status_column"), nil)
 		check("write_back delivered_at", str(wb, "delivered_at_column"), []string{"timestamptz", "timestamp"})
 		check("write_back error", str(wb, "error_column"), textTypes)
+		check("write_back attempts", str(wb, "attempts_column"), attemptsTypes)
+		check("write_back next attempt", str(wb, "next_attempt_column"), []string{"timestamptz", "timestamp"})
 	}
 	if str(tb, "topic") == "" && str(tb, "topic_column") == "" && tb["routes"] == nil {
 		t.Errorf("%s: neither topic, topic_column nor routes", name)
@@ -445,8 +448,10 @@ func checkColumns(ctx context.Context, t *testing.T, conn *pgx.Conn, name string
 }
 
 // checkWriteBack checks, in a transaction it rolls back, that the status
-// column accepts the delivered and failed values (a CHECK, an enum) with
-// their columns, and that no row has either yet.
+// column accepts the delivered, failed, dead and pending values (a CHECK,
+// an enum) with the columns set beside them, that no row is delivered or
+// failed yet, and that every row app.sql inserted has one of the pending
+// values.
 func checkWriteBack(ctx context.Context, t *testing.T, conn *pgx.Conn, table string, tb map[string]any) {
 	t.Helper()
 	wb, ok := tb["write_back"].(map[string]any)
@@ -454,26 +459,33 @@ func checkWriteBack(ctx context.Context, t *testing.T, conn *pgx.Conn, table str
 		return
 	}
 	status, id := pgx.Identifier{str(wb, "status_column")}.Sanitize(), pgx.Identifier{str(tb, "id")}.Sanitize()
-	delivered, failed := str(wb, "delivered"), str(wb, "failed")
-	var done int
-	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s::text IN ($1, $2)", table, status), delivered, failed).Scan(&done); err != nil {
+	delivered, failed, pending := str(wb, "delivered"), str(wb, "failed"), strs(wb, "pending")
+	var done, notPending int
+	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FILTER (WHERE %[2]s::text IN ($1, $2)), count(*) FILTER (WHERE %[2]s::text <> ALL ($3)) FROM %[1]s", table, status),
+		delivered, failed, pending).Scan(&done, &notPending); err != nil {
 		t.Fatal(err)
 	}
 	if done != 0 {
 		t.Errorf("%s: %d rows are %s or %s before any delivery", table, done, delivered, failed)
+	}
+	if len(pending) > 0 && notPending != 0 {
+		t.Errorf("%s: %d rows app.sql inserted have a status write_back.pending %q does not list", table, notPending, pending)
 	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	set := func(value, col, colValue string) {
+	// set writes value and each column (a name, then its expression) to
+	// two rows.
+	set := func(value string, cols ...string) {
 		sql := fmt.Sprintf("UPDATE %s SET %s = $1", table, status)
-		args := []any{value}
-		if col != "" {
-			sql += fmt.Sprintf(", %s = %s", pgx.Identifier{col}.Sanitize(), colValue)
+		for i := 0; i+1 < len(cols); i += 2 {
+			if cols[i] != "" {
+				sql += fmt.Sprintf(", %s = %s", pgx.Identifier{cols[i]}.Sanitize(), cols[i+1])
+			}
 		}
-		res, err := tx.Exec(ctx, sql+fmt.Sprintf(" WHERE %s = ANY (SELECT %s FROM %s LIMIT 2)", id, id, table), args...)
+		res, err := tx.Exec(ctx, sql+fmt.Sprintf(" WHERE %s = ANY (SELECT %s FROM %s LIMIT 2)", id, id, table), value)
 		if err != nil {
 			t.Fatalf("%s: write-back of %q: %v", table, value, err)
 		}
@@ -481,8 +493,15 @@ func checkWriteBack(ctx context.Context, t *testing.T, conn *pgx.Conn, table str
 			t.Errorf("%s: write-back of %q updated no row", table, value)
 		}
 	}
+	reason := "'UNKNOWN_TOPIC_OR_PARTITION: test'"
 	set(delivered, str(wb, "delivered_at_column"), "now()")
-	set(failed, str(wb, "error_column"), "'UNKNOWN_TOPIC_OR_PARTITION: test'")
+	set(failed, str(wb, "error_column"), reason, str(wb, "attempts_column"), "1", str(wb, "next_attempt_column"), "now() + interval '1 minute'")
+	if dead := str(wb, "dead"); dead != "" {
+		set(dead, str(wb, "error_column"), reason, str(wb, "attempts_column"), "5")
+	}
+	for _, p := range pending {
+		set(p)
+	}
 }
 
 // recordTopics returns the topics a row goes to: the topic column when set,

@@ -29,6 +29,9 @@ type column struct {
 // PostgreSQL type OIDs the column checks accept.
 const (
 	oidInt8        = 20
+	oidInt2        = 21
+	oidInt4        = 23
+	oidNumeric     = 1700
 	oidText        = 25
 	oidJSON        = 114
 	oidBpchar      = 1042
@@ -57,6 +60,8 @@ var typeRules = map[string]typeRule{
 	"write_back.status_column":       {oids: []uint32{oidText, oidVarchar, oidBpchar}, enum: true, want: "text, varchar, char or an enum"},
 	"write_back.error_column":        {oids: []uint32{oidText, oidVarchar, oidBpchar}, enum: true, want: "text, varchar, char or an enum"},
 	"write_back.delivered_at_column": {oids: []uint32{oidTimestamptz, oidTimestamp}, want: "timestamptz or timestamp"},
+	"write_back.attempts_column":     {oids: []uint32{oidInt2, oidInt4, oidInt8, oidNumeric}, want: "smallint, integer, bigint or numeric"},
+	"write_back.next_attempt_column": {oids: []uint32{oidTimestamptz, oidTimestamp}, want: "timestamptz or timestamp"},
 }
 
 // tableColumns reads the columns of the table ident, in order.

@@ -8,10 +8,19 @@
 // pgoutput slot of this database; the publication exists and publishes
 // inserts, and includes each table (through its root, for a partitioned
 // table); each table exists; every column the config names exists, with a
-// type the relay can use; the write-back values fit the status column; the
-// decoder accepts the columns as a Relation message would show them.
+// type the relay can use; the write-back values (delivered, failed, dead,
+// each of pending) fit the status column; the decoder accepts the columns
+// as a Relation message would show them.
 //
-// Every check reads the catalogs only: it may run in a read-only session.
+// Every one of those checks reads the catalogs only: it may run in a
+// read-only session, and [CheckDatabase], [CheckTables] and [CheckTable]
+// make no other. One check writes: [TryWriteBack] tries the write-back
+// values on one row of the table, so that its own constraints and
+// triggers say whether they take them, in a transaction it always rolls
+// back. Only `cdc-relay check-config` calls it, in a transaction of its
+// own that asks for read-write access; `run --config`'s start-up check
+// calls CheckTables only, and reads.
+//
 // A [Problem] is something the operator fixes in the config or the
 // database, and its message says what to do; an error is a database that
 // could not be asked. One file holds each check.

@@ -13,13 +13,15 @@ import (
 )
 
 // schema is the database of the tests: two tables that fit their config
-// (orders_outbox writes back into an enum column and a varchar(6)), a
+// (orders_outbox writes back into an enum column and a varchar(6), with
+// an attempts and a next-attempt column), a
 // table with a timestamp column of type text, one not in the publication,
 // a view, a physical slot and a publication that does not publish inserts.
 var schema = []string{
 	`CREATE TYPE state AS ENUM ('NEW', 'SENT', 'FAILED')`,
 	`CREATE TABLE orders_outbox (id bigserial PRIMARY KEY, order_id text, body jsonb NOT NULL, kind text NOT NULL,
-		at timestamptz NOT NULL DEFAULT now(), state state NOT NULL DEFAULT 'NEW', sent_at timestamptz, note varchar(6))`,
+		at timestamptz NOT NULL DEFAULT now(), state state NOT NULL DEFAULT 'NEW', sent_at timestamptz, note varchar(6),
+		tries smallint NOT NULL DEFAULT 0, next_at timestamp)`,
 	`CREATE TABLE ledger (seq bigserial PRIMARY KEY, body bytea NOT NULL, labels text[] NOT NULL)`,
 	`CREATE TABLE notes (id uuid, body text, at text)`,
 	`CREATE TABLE unpublished (id uuid, body text)`,
@@ -92,6 +94,19 @@ func TestCheckTable(t *testing.T) {
 			"delivered_at_column: sent_at", "delivered_at_column: sent_at, error_column: note").Replace(orders), want: []string{
 			`public.orders_outbox|state|write_back.delivered "DONE" is not a value of the column's enum type state (NEW, SENT, FAILED): change write_back.delivered, or the column`,
 		}, by: "at", order: `"at" DESC NULLS LAST`},
+		{name: "write-back's dead, pending, attempts and next attempt", yaml: strings.Replace(orders, "delivered_at_column: sent_at",
+			"delivered_at_column: sent_at, dead: FAILED, pending: [NEW], attempts_column: tries, next_attempt_column: next_at", 1),
+			fit: true, by: "at", order: `"at" DESC NULLS LAST`},
+		{name: "write-back's new keys wrong", yaml: strings.Replace(orders, "delivered_at_column: sent_at",
+			"dead: DEAD, pending: [NEW, QUEUED], attempts_column: note, next_attempt_column: tries", 1), want: []string{
+			`public.orders_outbox|note|column "note" (write_back.attempts_column) has type character varying(6); want smallint, integer, bigint or numeric: change the column's type, or name another column in write_back.attempts_column`,
+			`public.orders_outbox|tries|column "tries" (write_back.next_attempt_column) has type smallint; want timestamptz or timestamp`,
+			`public.orders_outbox|state|write_back.dead "DEAD" is not a value of the column's enum type state (NEW, SENT, FAILED): change write_back.dead, or the column`,
+			`public.orders_outbox|state|write_back.pending "QUEUED" is not a value of the column's enum type state (NEW, SENT, FAILED): change write_back.pending, or the column`,
+		}, by: "at", order: `"at" DESC NULLS LAST`},
+		{name: "a pending value longer than the column", yaml: "\n  - {table: orders_outbox, id: id, value: body, topic: t, write_back: {status_column: note, delivered: SENT, failed: FAIL, dead: GONE, pending: [NEW, WAITING]}}\n", want: []string{
+			`public.orders_outbox|note|write_back.pending "WAITING" is longer than the column's type character varying(6) allows`,
+		}, by: "id", order: `"id" DESC NULLS LAST`},
 		{name: "a value longer than the column", yaml: "\n  - {table: orders_outbox, id: id, value: body, topic: t, write_back: {status_column: note, delivered: DELIVERED, failed: FAIL}}\n", want: []string{
 			`public.orders_outbox|note|write_back.delivered "DELIVERED" is longer than the column's type character varying(6) allows`,
 		}, by: "id", order: `"id" DESC NULLS LAST`},

@@ -10,11 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // checkStatusValues returns a problem for each write-back value (delivered,
-// failed) that does not fit t's status column, when t writes back and the
-// table has the column (checkColumnTypes reports it missing).
+// failed, dead, each of pending) that does not fit t's status column, when
+// t writes back and the table has the column (checkColumnTypes reports it
+// missing).
 func checkStatusValues(ctx context.Context, q Querier, t config.Table, cols []column) ([]Problem, error) {
 	wb := t.WriteBack()
 	if wb == nil {
@@ -25,7 +27,7 @@ func checkStatusValues(ctx context.Context, q Querier, t config.Table, cols []co
 		return nil, nil
 	}
 	var problems []Problem
-	for _, v := range []struct{ key, value string }{{"delivered", wb.Delivered}, {"failed", wb.Failed}} {
+	for _, v := range statusValues(wb) {
 		msg, err := statusValueFits(ctx, q, c, v.value)
 		if err != nil {
 			return nil, fmt.Errorf("read the values of %s.%s: %w", t.Name(), c.name, err)
@@ -60,4 +62,20 @@ func statusValueFits(ctx context.Context, q Querier, c column, value string) (st
 		return fmt.Sprintf("is longer than the column's type %s allows", c.typ), nil
 	}
 	return "", nil
+}
+
+// statusValue is a write-back status value and the key that sets it.
+type statusValue struct{ key, value string }
+
+// statusValues are the status values write-back names, in the order of
+// their keys: delivered, failed, dead (when set), then each of pending.
+func statusValues(wb *writeback.Columns) []statusValue {
+	vs := []statusValue{{"delivered", wb.Delivered}, {"failed", wb.Failed}}
+	if wb.Dead != "" {
+		vs = append(vs, statusValue{"dead", wb.Dead})
+	}
+	for _, p := range wb.Pending {
+		vs = append(vs, statusValue{"pending", p})
+	}
+	return vs
 }

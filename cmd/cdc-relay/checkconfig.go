@@ -39,7 +39,8 @@ type CheckConfigCommand struct {
 const checkConfigUsage = `Usage: cdc-relay check-config --config relay.yaml [flags]
 
 Checks a config file against the live database, without changing anything
-(its session is read-only) and without producing anything to Kafka:
+(its session is read-only; the one trial that writes, below, is always
+rolled back) and without producing anything to Kafka:
 
   - the file itself: every key known, every table with a value and a topic
     (or routes), each mistake with its line;
@@ -49,9 +50,19 @@ Checks a config file against the live database, without changing anything
     column the config names exists, with a type the relay can use
     (timestamp: timestamptz, timestamp or bigint; headers_column: json or
     jsonb; tags_column: text[], varchar[], json or jsonb; write_back's
-    status and error columns: text, varchar, char or an enum that has the
-    delivered and failed values; delivered_at_column: timestamptz or
-    timestamp).
+    status and error columns: text, varchar, char or an enum, the status
+    column one that has the delivered, failed, dead and pending values;
+    delivered_at_column and next_attempt_column: timestamptz or
+    timestamp; attempts_column: smallint, integer, bigint or numeric);
+  - for each table with write_back whose columns fit: the delivered,
+    failed and dead values are each written to one row, with the columns
+    the relay sets beside them, in a transaction that is always rolled
+    back (a savepoint per value, at most 2 s of waiting for a locked row),
+    so that the table's own CHECK constraints and triggers say whether
+    they take them. A value refused is a problem, with PostgreSQL's
+    SQLSTATE and message; an empty table is noted and not tried. The
+    start-up check of run --config makes the other checks, never this
+    one: it only reads.
 
 Then it prints, for each table, the record the relay would make of its
 newest row (by the timestamp column, else the id, else the physical order).
@@ -76,7 +87,9 @@ The config file's shape:
       headers_column: null      # a json(b) object column merged into headers
       timestamp: created_at
       write_back: {status_column: status, delivered: DELIVERED, failed: FAILED,
-                   delivered_at_column: processed_at, error_column: null}
+                   dead: null, pending: [PENDING, PROCESSING],
+                   delivered_at_column: processed_at, error_column: null,
+                   attempts_column: retry_count, next_attempt_column: null}
     - table: public.events
       id: position
       value: data
@@ -163,38 +176,65 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 	}
 	n += len(global)
 	for _, t := range f.Tables {
-		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
-		res, err := preflight.CheckTable(cctx, conn, publication, t)
-		cancel()
+		problems, err := checkTable(ctx, w, conn, publication, t, f.AllowedTopics)
 		if err != nil {
 			return err
 		}
-		var sample bytes.Buffer
-		if res.Fit {
-			sctx, cancel := context.WithTimeout(ctx, checkTimeout)
-			err := printSample(sctx, &sample, conn, t, f.AllowedTopics, res)
-			cancel()
-			if err != nil {
-				res.Problems = append(res.Problems, preflight.Problem{Table: t.Name(), Msg: err.Error()})
-			}
-		}
-		n += len(res.Problems)
-		fmt.Fprintln(w)
-		if len(res.Problems) == 0 {
-			fmt.Fprintf(w, "%s: ok\n", t.Name())
-		} else {
-			fmt.Fprintf(w, "%s: %s\n", t.Name(), plural(len(res.Problems), "problem"))
-			for _, p := range res.Problems {
-				fmt.Fprintf(w, "  %s\n", p)
-			}
-		}
-		_, _ = sample.WriteTo(w)
+		n += problems
 	}
 	if n > 0 {
 		return fmt.Errorf("%s in %s: fix them and check again", plural(n, "problem"), c.config)
 	}
 	fmt.Fprintf(w, "\nno problems in %s\n", c.config)
 	return nil
+}
+
+// checkTable checks one table, tries its write-back values, and prints
+// its block: "ok" or its problems, what the trial found, and the sample
+// record. It returns the number of problems.
+func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, publication string, t config.Table, allowedTopics string) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	res, err := preflight.CheckTable(cctx, conn, publication, t)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	var trial preflight.WriteBackTrial
+	if res.Fit {
+		tctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		trial, err = preflight.TryWriteBack(tctx, conn, t)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		res.Problems = append(res.Problems, trial.Problems...)
+	}
+	var sample bytes.Buffer
+	if res.Fit {
+		sctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		err := printSample(sctx, &sample, conn, t, allowedTopics, res)
+		cancel()
+		if err != nil {
+			res.Problems = append(res.Problems, preflight.Problem{Table: t.Name(), Msg: err.Error()})
+		}
+	}
+	fmt.Fprintln(w)
+	if len(res.Problems) == 0 {
+		fmt.Fprintf(w, "%s: ok\n", t.Name())
+	} else {
+		fmt.Fprintf(w, "%s: %s\n", t.Name(), plural(len(res.Problems), "problem"))
+		for _, p := range res.Problems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if len(trial.Accepted) > 0 {
+		fmt.Fprintf(w, "  write_back values the table takes (tried on one row, rolled back): %s\n", strings.Join(trial.Accepted, ", "))
+	}
+	if trial.Untried != "" {
+		fmt.Fprintf(w, "  write_back values not tried against the table's constraints and triggers: %s\n", trial.Untried)
+	}
+	_, _ = sample.WriteTo(w)
+	return len(res.Problems), nil
 }
 
 func plural(n int, what string) string {

@@ -3,17 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
 )
 
 // checkConfigSchema is the database of TestCheckConfig: two outbox tables
 // in the publication, with rows; one with a timestamp column of type text;
-// one not in the publication; a physical slot.
+// one not in the publication; for write-back, a table whose CHECK takes
+// some status values, one whose trigger refuses one, and an empty one; a
+// physical slot.
 var checkConfigSchema = []string{
 	`CREATE TYPE delivery_status AS ENUM ('PENDING', 'DELIVERED', 'FAILED')`,
 	`CREATE TABLE notification_outbox (
@@ -36,7 +41,19 @@ var checkConfigSchema = []string{
 	`CREATE TABLE audit (id uuid, body text)`,
 	`CREATE TABLE plain (body text, kind text)`,
 	`INSERT INTO plain VALUES ('first', 'a'), ('hello', NULL)`,
-	`CREATE PUBLICATION cdc_relay FOR TABLE notification_outbox, events, texty, plain WITH (publish = 'insert')`,
+	`CREATE TABLE checked_outbox (id bigserial PRIMARY KEY, payload text NOT NULL,
+		status varchar(20) NOT NULL DEFAULT 'PENDING' CHECK (status IN ('PENDING', 'SENT', 'FAILED')), sent_at timestamptz)`,
+	`INSERT INTO checked_outbox (payload) VALUES ('a'), ('b')`,
+	`CREATE TABLE guarded_outbox (id bigserial PRIMARY KEY, payload text NOT NULL, status text NOT NULL DEFAULT 'PENDING', retries int NOT NULL DEFAULT 0)`,
+	`CREATE FUNCTION never_failed() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.status = 'FAILED' THEN RAISE EXCEPTION 'outbox rows are retried, never FAILED' USING ERRCODE = 'RR001'; END IF;
+			RETURN NEW;
+		END$$`,
+	`CREATE TRIGGER never_failed BEFORE UPDATE ON guarded_outbox FOR EACH ROW EXECUTE FUNCTION never_failed()`,
+	`INSERT INTO guarded_outbox (payload) VALUES ('a')`,
+	`CREATE TABLE empty_outbox (id bigserial PRIMARY KEY, payload text NOT NULL, status text NOT NULL DEFAULT 'PENDING')`,
+	`CREATE PUBLICATION cdc_relay FOR TABLE notification_outbox, events, texty, plain, checked_outbox, guarded_outbox, empty_outbox WITH (publish = 'insert')`,
 	`SELECT pg_create_physical_replication_slot('physical_slot')`,
 	`CREATE ROLE checker LOGIN`,
 }
@@ -66,6 +83,7 @@ const (
 func TestCheckConfig(t *testing.T) {
 	ctx, url, conn := startDB(t, checkConfigSchema...)
 	dir := t.TempDir()
+	before := writeBackTables(ctx, t, conn)
 
 	tests := []struct {
 		name   string
@@ -80,6 +98,7 @@ func TestCheckConfig(t *testing.T) {
 			stdout: []string{
 				"relay.yaml: 2 tables, slot cdc_relay, publication cdc_relay\n",
 				"\npublic.notification_outbox: ok\n",
+				`  write_back values the table takes (tried on one row, rolled back): delivered "DELIVERED", failed "FAILED"` + "\n",
 				"  sample record, from the newest row (by created_at):\n",
 				"    topic      notifications.welcome\n",
 				"    key        deal-2\n",
@@ -152,6 +171,43 @@ tables:
 				"public.events: 1 problem\n",
 				`column "data" (tags_column) has type bytea; want text[], varchar[], json or jsonb`,
 			}},
+		{name: "a CHECK refuses the delivered and the dead value, not the next", yaml: `
+tables:
+  - table: checked_outbox
+    id: id
+    value: payload
+    topic: checked
+    write_back: {status_column: status, delivered: DELIVERED, failed: FAILED, dead: DEAD, pending: [PENDING], delivered_at_column: sent_at}
+`, args: []string{"--postgres-url", url}, code: 1,
+			stdout: []string{
+				"public.checked_outbox: 2 problems\n",
+				`  public.checked_outbox: the table refuses write_back.delivered "DELIVERED" (tried on one row, rolled back): ERROR: new row for relation "checked_outbox" violates check constraint "checked_outbox_status_check" (SQLSTATE 23514): change write_back.delivered, or the table's constraint or trigger` + "\n",
+				`  public.checked_outbox: the table refuses write_back.dead "DEAD" (tried on one row, rolled back): ERROR: new row for relation "checked_outbox" violates check constraint "checked_outbox_status_check" (SQLSTATE 23514): change write_back.dead, or the table's constraint or trigger` + "\n",
+				`  write_back values the table takes (tried on one row, rolled back): failed "FAILED"` + "\n",
+				"  sample record, from the newest row (by id):\n",
+			},
+			stderr: []string{"2 problems in "}},
+		{name: "a trigger refuses the failed value", yaml: `
+tables:
+  - {table: guarded_outbox, id: id, value: payload, topic: guarded,
+     write_back: {status_column: status, delivered: SENT, failed: FAILED, attempts_column: retries}}
+`, args: []string{"--postgres-url", url}, code: 1,
+			stdout: []string{
+				"public.guarded_outbox: 1 problem\n",
+				`  public.guarded_outbox: the table refuses write_back.failed "FAILED" (tried on one row, rolled back): ERROR: outbox rows are retried, never FAILED (SQLSTATE RR001): change write_back.failed, or the table's constraint or trigger` + "\n",
+				`  write_back values the table takes (tried on one row, rolled back): delivered "SENT"` + "\n",
+			}},
+		{name: "an empty table's values are not tried", yaml: `
+tables:
+  - {table: empty_outbox, id: id, value: payload, topic: empty, write_back: {status_column: status, delivered: SENT, failed: FAILED}}
+`, args: []string{"--postgres-url", url}, code: 0,
+			stdout: []string{
+				"public.empty_outbox: ok\n",
+				"  write_back values not tried against the table's constraints and triggers: the table has no row to try them on\n",
+				"  no rows yet: no sample\n",
+				"no problems in ",
+			},
+			absent: []string{"takes"}},
 		{name: "a row that would be parked, no id or timestamp", yaml: "tables:\n  - {table: plain, value: body, topic: 'x.{kind}'}\n",
 			args: []string{"--postgres-url", url}, code: 0,
 			stdout: []string{
@@ -171,6 +227,13 @@ tables:
 				`  public.plain: read the newest row: ERROR: permission denied for table plain (SQLSTATE 42501): GRANT SELECT ON "public"."plain" TO the relay's role`,
 			},
 			absent: []string{"ok\n", "sample record"}},
+		{name: "a write-back table the role may not read", yaml: "tables:\n  - {table: checked_outbox, id: id, value: payload, topic: t, write_back: {status_column: status, delivered: SENT, failed: FAILED}}\n",
+			args: []string{"--postgres-url", strings.Replace(url, "postgres@", "checker@", 1)}, code: 1,
+			stdout: []string{
+				"public.checked_outbox: 1 problem\n",
+				`  public.checked_outbox: read the newest row: ERROR: permission denied for table checked_outbox (SQLSTATE 42501)`,
+				"  write_back values not tried against the table's constraints and triggers: this role may not read the table\n",
+			}},
 		{name: "a table that does not exist", yaml: "tables:\n  - {table: app.nosuch, value: v, topic: t}\n", args: []string{"--postgres-url", url}, code: 1,
 			stdout: []string{"app.nosuch: 1 problem\n", "  app.nosuch: the table does not exist (or this role may not see it): fix table: in the config, or create the table\n"}},
 		{name: "a missing publication, a physical slot", yaml: "tables:" + goodEvents,
@@ -229,7 +292,22 @@ tables:
 		})
 	}
 
+	// run's start-up check only reads: it does not try the values, so a
+	// value only the table's CHECK refuses passes it.
+	refused, err := config.Parse("relay.yaml", []byte(`tables:
+  - {table: checked_outbox, id: id, value: payload, topic: checked, write_back: {status_column: status, delivered: DELIVERED, failed: FAILED}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAtStart(ctx, url, "cdc_relay", "relay.yaml", refused, slog.New(slog.DiscardHandler)); err != nil {
+		t.Errorf("run's start-up check: %v, want none (it does not try write-back values)", err)
+	}
+
 	// check-config changes nothing: no slot was created, no row changed.
+	if after := writeBackTables(ctx, t, conn); after != before {
+		t.Errorf("check-config changed the tables:\nbefore %s\nafter  %s", before, after)
+	}
 	var slots, pending int
 	if err := conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'cdc_relay'), (SELECT count(*) FROM notification_outbox WHERE status = 'PENDING')").Scan(&slots, &pending); err != nil {
 		t.Fatal(err)
@@ -237,6 +315,22 @@ tables:
 	if slots != 0 || pending != 3 {
 		t.Errorf("after check-config: %d slots cdc_relay, %d PENDING rows; want 0 and 3", slots, pending)
 	}
+}
+
+// writeBackTables is every row of the tables check-config tries
+// write-back values on, as text.
+func writeBackTables(ctx context.Context, t *testing.T, conn *pgx.Conn) string {
+	t.Helper()
+	var s string
+	err := conn.QueryRow(ctx, `SELECT concat_ws(' | ',
+		(SELECT string_agg(o::text, ',' ORDER BY id) FROM notification_outbox o),
+		(SELECT string_agg(o::text, ',' ORDER BY id) FROM checked_outbox o),
+		(SELECT string_agg(o::text, ',' ORDER BY id) FROM guarded_outbox o),
+		(SELECT count(*)::text FROM empty_outbox))`).Scan(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestCheckConfigUsage: the help fits 80 columns and shows the file's

@@ -1,0 +1,126 @@
+package config
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/cdc-relay/cdc-relay/writeback"
+)
+
+// writeBack reads a table's write_back, recording the line of each of its
+// keys in te.wbAt; null is nil. What its keys must say of each other, and
+// of the table's id, is checked by checkWriteBack once the whole entry is
+// read.
+func (p *parser) writeBack(e keyed, te *tableEntry, ctx string) *writeback.Columns {
+	if isNull(e.value) {
+		return nil
+	}
+	entries, ok := p.mapping(e.value, te.where+".write_back", "a mapping, such as {status_column: status, delivered: DELIVERED, failed: FAILED}", names(writeBackKeys))
+	if !ok {
+		return nil
+	}
+	te.wbAt = make(map[string]int, len(entries))
+	for _, we := range entries {
+		te.wbAt[we.key] = we.line
+	}
+	var c writeback.Columns
+	read(p, entries, ctx+"write_back.", writeBackKeys, &c)
+	var missing []string
+	for _, m := range []struct{ key, v string }{{"status_column", c.StatusColumn}, {"delivered", c.Delivered}, {"failed", c.Failed}} {
+		if m.v == "" {
+			missing = append(missing, m.key)
+		}
+	}
+	if len(missing) > 0 {
+		p.problem(e.line, "%swrite_back needs %s: the status column and its values for a delivered and a parked event", ctx, strings.Join(missing, ", "))
+	}
+	return &c
+}
+
+// pending reads write_back.pending: a list of distinct, non-empty status
+// values; null is nil. A single value is not a list: it is refused, as
+// the file's other lists refuse it.
+func (p *parser) pending(e keyed, ctx string) []string {
+	values, ok := p.list(e, ctx, "[PENDING, PROCESSING]")
+	if !ok || values == nil {
+		return nil
+	}
+	if len(values) == 0 {
+		p.problem(e.line, "%spending is empty: list the status values that mean \"not delivered yet\", such as [PENDING], or remove pending", ctx)
+		return nil
+	}
+	for i, v := range values {
+		if j := slices.Index(values[:i], v); j >= 0 {
+			p.problem(deref(e.value.Content[i]).Line, "%spending lists %q twice (pending[%d] and pending[%d]): keep one", ctx, v, j, i)
+			return nil
+		}
+	}
+	return values
+}
+
+// wbLineOf is the line of write_back's key, or write_back's own line when
+// the key is not set.
+func (te *tableEntry) wbLineOf(key string) int {
+	if l := te.wbAt[key]; l > 0 {
+		return l
+	}
+	return te.lineOf("write_back")
+}
+
+// checkWriteBack checks what write_back's keys say of each other: each
+// status value means one outcome (a pending value is never one the relay
+// writes, or the row would be sent again forever; an event given up on
+// never reads as delivered), and each column the relay writes is a column
+// of its own, none of them the id column.
+func (p *parser) checkWriteBack(te *tableEntry, ctx string) {
+	c := te.t.WriteBackColumns
+	if c == nil {
+		return
+	}
+	if c.Delivered != "" && c.Failed == c.Delivered {
+		p.problem(te.wbLineOf("failed"), "%swrite_back.failed %q is write_back.delivered too: a parked event would read as delivered; give each its own value", ctx, c.Failed)
+	}
+	if c.Dead != "" && c.Dead == c.Delivered {
+		p.problem(te.wbLineOf("dead"), "%swrite_back.dead %q is write_back.delivered too: an event given up on would read as delivered; give dead a value of its own, or leave it out (it is then failed's)", ctx, c.Dead)
+	}
+	written := []struct{ key, v string }{{"delivered", c.Delivered}, {"failed", c.Failed}}
+	if c.Dead != c.Failed {
+		written = append(written, struct{ key, v string }{"dead", c.Dead})
+	}
+	for _, v := range c.Pending {
+		for _, w := range written {
+			if v == w.v {
+				p.problem(te.wbLineOf("pending"), "%swrite_back.pending lists %q, which is write_back.%s too: a relay that writes a pending value would send the event again forever; remove it from one of them", ctx, v, w.key)
+			}
+		}
+	}
+	p.checkWriteBackColumns(te, ctx)
+}
+
+// checkWriteBackColumns checks that the id column and the columns
+// write_back writes are distinct: each takes a value of its own.
+func (p *parser) checkWriteBackColumns(te *tableEntry, ctx string) {
+	c := te.t.WriteBackColumns
+	named := map[string]string{} // column → the key that named it first
+	if te.t.ID != "" {
+		named[te.t.ID] = "id"
+	}
+	for _, col := range []struct{ key, name string }{
+		{"status_column", c.StatusColumn}, {"delivered_at_column", c.DeliveredAtColumn}, {"error_column", c.ErrorColumn},
+		{"attempts_column", c.AttemptsColumn}, {"next_attempt_column", c.NextAttemptColumn},
+	} {
+		if col.name == "" {
+			continue
+		}
+		key := "write_back." + col.key
+		if first, ok := named[col.name]; ok {
+			why := "the relay writes a value of its own into each"
+			if first == "id" {
+				why = "write-back finds the row by the id column and never writes it"
+			}
+			p.problem(te.wbLineOf(col.key), "%s%s names column %q, as %s does: %s; name another column", ctx, key, col.name, first, why)
+			continue
+		}
+		named[col.name] = key
+	}
+}
