@@ -28,7 +28,7 @@ func Grants(rc relay.Config, role string) string {
 		}
 		if wb := t.WriteBack; wb != nil {
 			var cols []string
-			for _, c := range []string{wb.StatusColumn, wb.DeliveredAtColumn, wb.ErrorColumn} {
+			for _, c := range []string{wb.StatusColumn, wb.DeliveredAtColumn, wb.ErrorColumn, wb.AttemptsColumn, wb.NextAttemptColumn} {
 				if c != "" {
 					cols = append(cols, pgx.Identifier{c}.Sanitize())
 				}

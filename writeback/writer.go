@@ -229,10 +229,18 @@ func (t *Table) check() error {
 		return fmt.Errorf("the delivered (%q) and failed (%q) status values are both required", c.Delivered, c.Failed)
 	case c.Delivered == c.Failed:
 		return fmt.Errorf("the delivered and failed status values are the same (%q)", c.Delivered)
+	case c.Dead == c.Delivered && c.Dead != "":
+		return fmt.Errorf("the delivered and dead status values are the same (%q)", c.Delivered)
+	}
+	for _, p := range c.Pending {
+		if p == c.Delivered || p == c.Failed || p == c.DeadValue() {
+			return fmt.Errorf("pending value %q is also the delivered, failed or dead value: the relay would send the event again each time it wrote it", p)
+		}
 	}
 	cols := map[string]string{t.IDColumn: "id"}
 	for _, col := range []struct{ role, name string }{
 		{"status", c.StatusColumn}, {"delivered-at", c.DeliveredAtColumn}, {"error", c.ErrorColumn},
+		{"attempts", c.AttemptsColumn}, {"next-attempt", c.NextAttemptColumn},
 	} {
 		if col.name == "" {
 			continue
