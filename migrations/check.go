@@ -57,7 +57,7 @@ var newest = []struct {
 	column  string
 	version int
 }{
-	{status: true, column: "source_table", version: 6},
+	{status: true, column: "reload", version: 7},
 	{column: "write_ahead", version: 4},
 }
 

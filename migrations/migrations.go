@@ -164,7 +164,16 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{outbox_created_index}}", pgx.Identifier{cfg.OutboxTable + "_created_at_idx"}.Sanitize(),
 		"{{status_done_index}}", pgx.Identifier{cfg.StatusTable + "_done_idx"}.Sanitize(),
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
+		"{{status_source_index}}", pgx.Identifier{cfg.StatusTable + "_source_idx"}.Sanitize(),
+		"{{status_reset_function}}", ResetFunction(cfg),
 	)
+}
+
+// ResetFunction is the trigger function, quoted, that a table with pending
+// values calls when a row's status is set back to one of them (see
+// 0007_status_reload.sql): it lives beside the status table.
+func ResetFunction(cfg Config) string {
+	return pgx.Identifier{cfg.StatusSchema, cfg.StatusTable + "_note_reset"}.Sanitize()
 }
 
 // lockMigrations leaves the session holding the migration lock, with

@@ -343,12 +343,12 @@ func TestSourceTableMigration(t *testing.T) {
 			if _, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, commit_lsn) VALUES ('old', 'orders', 'MESSAGE_TOO_LARGE', '0/10')"); err != nil {
 				t.Fatal(err)
 			}
-			if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), `lacks column "source_table" (migration 6)`) {
+			if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), `lacks column "reload" (migration 7)`) {
 				t.Fatalf("Check of a version 5 status table: %v, want it to ask for migrate", err)
 			}
 			res, err := Apply(ctx, conn, cfg)
-			if err != nil || !slices.Equal(res.Applied, []int{6}) {
-				t.Fatalf("migrate over version 5: %+v, %v; want version 6 applied", res, err)
+			if err != nil || !slices.Equal(res.Applied, []int{6, 7}) {
+				t.Fatalf("migrate over version 5: %+v, %v; want versions 6 and 7 applied", res, err)
 			}
 			column := func() (typ string, nullable bool, attnum int, oldRow *string) {
 				t.Helper()

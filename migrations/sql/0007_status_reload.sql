@@ -1,0 +1,32 @@
+-- Events to send again from their outbox row as it is now, rather than
+-- from a copy: a row whose status was set back to one of its table's
+-- pending values (the team's own reset), and the rows adopted at the
+-- switch-over (pending when the relay's slot was created). Such a status
+-- row holds no record until the poller reads the outbox row (reload): its
+-- topic is '' and its commit_lsn NULL (it was committed before the slot,
+-- or was never read from it).
+ALTER TABLE {{status}} ADD COLUMN IF NOT EXISTS reload boolean NOT NULL DEFAULT false;
+CREATE INDEX IF NOT EXISTS {{status_source_index}} ON {{status}} (source_table, event_id) WHERE source_table IS NOT NULL;
+
+-- The trigger function a table with pending values calls after an UPDATE
+-- that sets its status column back to one of them (`migrate` creates the
+-- trigger, with the WHEN clause that says so): it makes the event's
+-- status row due again, to be sent again as the outbox row is now, or adds
+-- one. TG_ARGV[0] is the outbox table's id column, TG_ARGV[1] its name as
+-- the relay's config gives it (schema.name). SECURITY DEFINER: the role
+-- that resets a row needs no privilege on the status table.
+CREATE OR REPLACE FUNCTION {{status_reset_function}}() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    row_id text := to_jsonb(NEW) ->> TG_ARGV[0];
+    why constant text := 'its row was set back to a pending status: sent again, as the row is now';
+BEGIN
+    UPDATE {{status}} SET status = 'FAILED', reload = true, attempts = 0, next_attempt_at = now(), updated_at = now(), last_error = why
+        WHERE source_table = TG_ARGV[1] AND event_id = row_id AND status IN ('FAILED', 'DEAD');
+    IF NOT FOUND THEN
+        INSERT INTO {{status}} (event_id, source_table, topic, status, reload, last_error)
+            VALUES (row_id, TG_ARGV[1], '', 'FAILED', true, why);
+    END IF;
+    RETURN NULL;
+END
+$fn$;
