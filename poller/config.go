@@ -7,6 +7,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/internal/defaults"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // Config configures a Poller. Zero fields take the defaults of
@@ -30,6 +31,14 @@ type Config struct {
 	// produced, and its attempt fails with the reason. Unset, only Kafka's
 	// rules for topic names apply.
 	CheckTopic func(topic string) error
+	// Load, if set, reads the record of a Reload row (status.Row.Reload:
+	// a reset of its outbox row, a row adopted at the switch-over) from
+	// its outbox row as it is now, and returns the row with its record. An
+	// error that wraps ErrUnloadable (the outbox row is gone, cannot
+	// become a record, or its table is not the relay's) makes the row
+	// DEAD; any other leaves it for the next poll. Unset, a Reload row
+	// waits.
+	Load func(ctx context.Context, row status.Row) (status.Row, error)
 	// Hold, if set, is called before each claim and blocks while the relay
 	// is paused (an error, ctx's, ends Run).
 	Hold func(ctx context.Context) error

@@ -107,7 +107,14 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) []status.Outcom
 	if check == nil {
 		check = decoder.ValidTopic
 	}
+	loaded := p.load(ctx, rows, errs)
 	for i, row := range rows {
+		if errs[i] != nil || row.Reload && loaded[i] == nil {
+			continue // not loaded: dead, or left for the next poll
+		}
+		if loaded[i] != nil {
+			row = *loaded[i]
+		}
 		if err := check(row.Topic); err != nil {
 			errs[i] = err // not a topic the relay may write: never produced
 			continue
@@ -124,21 +131,30 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) []status.Outcom
 	var out []status.Outcome
 	var delivered, failed, dead int
 	for i, err := range errs {
-		o := status.Outcome{ID: rows[i].ID, Err: err}
+		row := rows[i]
+		if loaded[i] != nil {
+			row = *loaded[i]
+		}
+		o := status.Outcome{ID: row.ID, Err: err, Loaded: loaded[i]}
 		switch {
+		case row.Reload && err == nil:
+			continue // not loaded this time
+		case errors.Is(err, ErrUnloadable):
+			o.Dead = true
+			dead++
 		case err == nil:
 			o.Delivered = true
 			delivered++
 		case !sink.Permanent(err):
 			continue // unknown outcome
-		case rows[i].Attempts+1 >= p.cfg.MaxAttempts:
+		case row.Attempts+1 >= p.cfg.MaxAttempts:
 			o.Dead = true
 			dead++
-			if err := p.deadLetter(ctx, rows[i], o.Err); err != nil {
+			if err := p.deadLetter(ctx, row, o.Err); err != nil {
 				o.Err = fmt.Errorf("%w; and the dead-letter topic %q refused it: %v", o.Err, p.cfg.DeadLetterTopic, err)
 			}
 		default:
-			o.RetryIn = p.backoff(rows[i].Attempts + 1)
+			o.RetryIn = p.backoff(row.Attempts + 1)
 			failed++
 		}
 		out = append(out, o)
@@ -191,4 +207,33 @@ func (p *Poller) backoff(n int) time.Duration {
 	}
 	d = min(d, p.cfg.RetryMax)
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// ErrUnloadable is what Config.Load wraps when a Reload row's record
+// cannot be read from its outbox row, now or later: the row makes the
+// event DEAD.
+var ErrUnloadable = errors.New("cannot be sent again from its outbox row")
+
+// load reads the records of rows' Reload rows with Config.Load: loaded[i]
+// is row i with its record, or nil; a row that cannot be loaded for good
+// gets its error in errs[i].
+func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*status.Row {
+	loaded := make([]*status.Row, len(rows))
+	for i, row := range rows {
+		if !row.Reload || p.cfg.Load == nil {
+			continue
+		}
+		r, err := p.cfg.Load(ctx, row)
+		switch {
+		case errors.Is(err, ErrUnloadable):
+			errs[i] = err
+		case err != nil:
+			p.cfg.Logger.Warn("could not read the outbox row of an event to send again; trying at the next poll",
+				"table", row.SourceTable, "id", row.EventID, "err", err)
+		default:
+			r.ID, r.Attempts, r.Reload = row.ID, row.Attempts, false
+			loaded[i] = &r
+		}
+	}
+	return loaded
 }

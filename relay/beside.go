@@ -125,7 +125,8 @@ func (s *session) lostLead(ctx context.Context) func(error) {
 }
 
 // pollerConfig is the poller's configuration with the relay's logger,
-// metrics and pause, and the stream's topic rules.
+// metrics and pause, the stream's topic rules, and the reads of rows to
+// send again as they are now.
 func (s *session) pollerConfig() poller.Config {
 	pc := s.cfg.Poller
 	if pc.Logger == nil {
@@ -133,6 +134,7 @@ func (s *session) pollerConfig() poller.Config {
 	}
 	pc.Metrics = s.metrics
 	pc.Hold = s.pause.WaitResumed
+	pc.Load = s.loader.load
 	if pc.CheckTopic == nil {
 		// Validated with the mapping in New: the same topics as the stream.
 		pc.CheckTopic, _ = s.cfg.Tables[0].Mapping.TopicCheck()

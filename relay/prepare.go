@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,9 @@ type PreparedSlot struct {
 	Created bool
 	// Slot is the slot as it is now.
 	Slot replication.Slot
+	// Adopted is the number of rows with a pending status that the new
+	// slot adopted (see adoptBacklog): the poller sends them.
+	Adopted int64
 }
 
 // PrepareSlot creates cfg's replication slot when it does not exist, so
@@ -23,8 +27,11 @@ type PreparedSlot struct {
 // the relay has none. It never moves an existing checkpoint: a slot the
 // relay read before, and that was dropped, is not created again: it
 // returns a [*SlotGapError], and `cdc-relay recover` repairs the gap. The
-// role needs the REPLICATION attribute.
-func PrepareSlot(ctx context.Context, db checkpoint.DB, cfg Config) (PreparedSlot, error) {
+// role needs the REPLICATION attribute. When a table has pending values,
+// the new slot adopts the rows that have one (the switch-over's backlog),
+// over a replication connection to cfg.PostgresURL that exports the
+// slot's snapshot.
+func PrepareSlot(ctx context.Context, db PrepareDB, cfg Config) (PreparedSlot, error) {
 	var res PreparedSlot
 	if err := replication.ValidSlotName(cfg.Slot); err != nil {
 		return res, err
@@ -41,9 +48,8 @@ func PrepareSlot(ctx context.Context, db checkpoint.DB, cfg Config) (PreparedSlo
 		// version proves nothing about a slot that exists).
 		return res, &SlotGapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}
 	case errors.Is(err, replication.ErrSlotNotFound):
-		var text string
-		if err := db.QueryRow(ctx, "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')", cfg.Slot).Scan(&text); err != nil {
-			return res, fmt.Errorf("create replication slot %q: %w", cfg.Slot, err)
+		if res.Adopted, err = createSlot(ctx, db, cfg); err != nil {
+			return res, err
 		}
 		res.Created = true
 		if slot, err = replication.LookupSlot(ctx, db, cfg.Slot); err != nil {
@@ -60,4 +66,41 @@ func PrepareSlot(ctx context.Context, db checkpoint.DB, cfg Config) (PreparedSlo
 		return res, nil
 	}
 	return res, store.Init(ctx, cfg.Slot, slot.ConfirmedFlush)
+}
+
+// PrepareDB is what PrepareSlot needs of a connection (*pgx.Conn has it).
+type PrepareDB interface {
+	checkpoint.DB
+	TxBeginner
+}
+
+// createSlot creates cfg's slot: with a function call, or, when a table
+// has pending values, over a replication connection whose exported
+// snapshot adopts the switch-over's backlog (a slot whose adoption failed
+// is dropped). It returns how many rows were adopted.
+func createSlot(ctx context.Context, db PrepareDB, cfg Config) (int64, error) {
+	if len(cfg.adoptables()) == 0 {
+		var text string
+		if err := db.QueryRow(ctx, "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')", cfg.Slot).Scan(&text); err != nil {
+			return 0, fmt.Errorf("create replication slot %q: %w", cfg.Slot, err)
+		}
+		return 0, nil
+	}
+	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay migrate", cmp.Or(cfg.ReplicationTimeout, DefaultConfig().ReplicationTimeout))
+	if err != nil {
+		return 0, err
+	}
+	defer repl.Close(context.Background())
+	created, err := repl.CreateSlot(ctx, cfg.Slot)
+	if err != nil {
+		return 0, err
+	}
+	n, err := adoptBacklog(ctx, db, cfg, created.Snapshot, cfg.Logger)
+	if err != nil {
+		if derr := repl.DropSlot(ctx, cfg.Slot); derr != nil {
+			return 0, fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) before migrate runs again", err, derr, cfg.Slot)
+		}
+		return 0, fmt.Errorf("%w (the new slot was dropped: migrate creates it, and adopts, again)", err)
+	}
+	return n, nil
 }

@@ -232,8 +232,8 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 	if err != nil {
 		return 0, err
 	}
-	cfg.Logger.Info("replication slot created", "slot", cfg.Slot, "at", at)
-	return at, nil
+	cfg.Logger.Info("replication slot created", "slot", cfg.Slot, "at", at.ConsistentPoint)
+	return at.ConsistentPoint, nil
 }
 
 // publishAgain publishes the rows of outs with a producer of its own, and

@@ -31,8 +31,10 @@ type outboxReader struct {
 	index int // the table's index in Config.Tables, for the status table
 }
 
-func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time) (*outboxReader, error) {
-	pgCfg, err := pgconn.ParseConfig(cfg.PostgresURL)
+// connectText opens a connection whose text output the decoder reads as
+// it reads the stream's (TimeZone=UTC, DateStyle=ISO, bytea_output=hex).
+func connectText(ctx context.Context, url string) (*pgconn.PgConn, error) {
+	pgCfg, err := pgconn.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
@@ -42,6 +44,14 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 	conn, err := pgconn.ConnectConfig(ctx, pgCfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	return conn, nil
+}
+
+func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time) (*outboxReader, error) {
+	conn, err := connectText(ctx, cfg.PostgresURL)
+	if err != nil {
+		return nil, err
 	}
 	m := cfg.Tables[table].Mapping
 	dec, err := decoder.New(m)

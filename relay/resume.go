@@ -14,6 +14,13 @@ import (
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
+// resumeDB is what resume needs of the pool: queries, and a transaction
+// for the switch-over's backlog.
+type resumeDB interface {
+	replication.Querier
+	TxBeginner
+}
+
 // resume returns the position a session streams from, and stores it in the
 // checkpoint row before anything is confirmed.
 //
@@ -28,7 +35,9 @@ import (
 //     Config.AcceptSlotLoss is set;
 //   - a missing slot is created, unless the row shows an earlier slot
 //     existed: the same gap, from the row to now.
-func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, store *checkpoint.Store, cfg Config, log *slog.Logger) (pglogrepl.LSN, error) {
+//
+// A slot it creates adopts the switch-over's backlog first (adoptBacklog).
+func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *checkpoint.Store, cfg Config, log *slog.Logger) (pglogrepl.LSN, error) {
 	cp, haveStored, err := store.Load(ctx, cfg.Slot)
 	if err != nil {
 		return 0, err
@@ -39,7 +48,7 @@ func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, 
 		if haveStored && !cfg.AcceptSlotLoss {
 			return 0, fatalError{&SlotGapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}}
 		}
-		lsn, err := repl.CreateSlot(ctx, cfg.Slot)
+		created, err := repl.CreateSlot(ctx, cfg.Slot)
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "42710":
@@ -48,6 +57,15 @@ func resume(ctx context.Context, q replication.Querier, repl *replication.Conn, 
 		case err != nil:
 			return 0, classify(err)
 		}
+		if _, err := adoptBacklog(ctx, q, cfg, created.Snapshot, log); err != nil {
+			// Without its backlog the slot must not stay: the next
+			// session creates it, and adopts, again.
+			if derr := repl.DropSlot(ctx, cfg.Slot); derr != nil {
+				return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
+			}
+			return 0, err
+		}
+		lsn := created.ConsistentPoint
 		if err := store.Reset(ctx, cfg.Slot, lsn); err != nil {
 			return 0, err
 		}

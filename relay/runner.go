@@ -31,6 +31,7 @@ type runner struct {
 	pollSink *sink.Sink         // the poller's own producer
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	outcomes *tableOutcomes     // write-back, nil when no table writes back
+	loader   *rowLoader         // the poller's reads of rows to send again as they are now
 	causes   causeLog
 	kafka    sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
@@ -77,6 +78,10 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	r.writeBack.Store(outcomes)
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable,
 		status.SourceTables(r.cfg.TableNames()...), status.WriteBack(outcomes.rowsOrNil()))
+	if rn.loader, err = newRowLoader(r.cfg); err != nil {
+		return nil, fatalError{err}
+	}
+	rn.closing(rn.loader.close)
 	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
 	r.failures.Store(rn.failures)
 	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run

@@ -92,20 +92,39 @@ func (c *Conn) IdentifySystem(ctx context.Context) (pglogrepl.IdentifySystemResu
 // PID is the process id of the connection's walsender on the server.
 func (c *Conn) PID() uint32 { return c.pg.PID() }
 
-// CreateSlot creates a pgoutput logical slot and returns its consistent
-// point: the slot will stream transactions committed after it.
-func (c *Conn) CreateSlot(ctx context.Context, slot string) (pglogrepl.LSN, error) {
+// NewSlot is a slot CreateSlot created.
+type NewSlot struct {
+	// ConsistentPoint is where it starts: it streams the transactions
+	// committed after it.
+	ConsistentPoint pglogrepl.LSN
+	// Snapshot names the snapshot the slot exported: a transaction that
+	// imports it (SET TRANSACTION SNAPSHOT) sees exactly the transactions
+	// committed before ConsistentPoint. It is valid until the connection
+	// runs its next command.
+	Snapshot string
+}
+
+// CreateSlot creates a pgoutput logical slot, exporting its snapshot.
+func (c *Conn) CreateSlot(ctx context.Context, slot string) (NewSlot, error) {
 	if err := ValidSlotName(slot); err != nil {
-		return 0, err
+		return NewSlot{}, err
 	}
 	res, err := pglogrepl.CreateReplicationSlot(ctx, c.pg, slot, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication})
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
 	if err != nil {
-		return 0, fmt.Errorf("create replication slot %q: %w%s", slot, err, hint(err))
+		return NewSlot{}, fmt.Errorf("create replication slot %q: %w%s", slot, err, hint(err))
 	}
 	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
 	if err != nil {
-		return 0, fmt.Errorf("create replication slot %q: consistent point: %w", slot, err)
+		return NewSlot{}, fmt.Errorf("create replication slot %q: consistent point: %w", slot, err)
 	}
-	return lsn, nil
+	return NewSlot{ConsistentPoint: lsn, Snapshot: res.SnapshotName}, nil
+}
+
+// DropSlot drops slot, which no connection may be using.
+func (c *Conn) DropSlot(ctx context.Context, slot string) error {
+	if err := pglogrepl.DropReplicationSlot(ctx, c.pg, slot, pglogrepl.DropReplicationSlotOptions{}); err != nil {
+		return fmt.Errorf("drop replication slot %q: %w", slot, err)
+	}
+	return nil
 }

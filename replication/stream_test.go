@@ -78,7 +78,8 @@ func TestStreamTimeout(t *testing.T) {
 			}
 			defer conn.Close(ctx)
 			slot := "s" + strconv.Itoa(i)
-			start, err := conn.CreateSlot(ctx, slot)
+			created, err := conn.CreateSlot(ctx, slot)
+			start := created.ConsistentPoint
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +133,8 @@ func TestStopWhilePaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	start, err := conn.CreateSlot(ctx, "paused")
+	created, err := conn.CreateSlot(ctx, "paused")
+	start := created.ConsistentPoint
 	if err != nil {
 		t.Fatal(err)
 	}

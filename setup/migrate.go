@@ -67,6 +67,9 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 	if opts.NoSlot {
 		return res, nil
 	}
+	if rc.PostgresURL == "" {
+		rc.PostgresURL = postgresURL // a new slot's snapshot adopts the backlog over a replication connection
+	}
 	res.Slot, err = relay.PrepareSlot(ctx, conn, rc)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42501" || errors.As(err, new(*relay.SlotGapError)) {

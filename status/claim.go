@@ -20,6 +20,10 @@ type Outcome struct {
 	Dead bool
 	// Err is why the attempt failed, for last_error (when not Delivered).
 	Err error
+	// Loaded, for a Reload row, is the record read from its outbox row:
+	// stored in the status row (which is no longer a Reload row), so that
+	// list and show have it, and later attempts send the same record.
+	Loaded *Row
 	// RetryIn is how long after now to try again (when neither Delivered
 	// nor Dead).
 	RetryIn time.Duration
@@ -54,6 +58,18 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	var b pgx.Batch
 	outcomes := deliver(ctx, due)
 	for _, o := range outcomes {
+		if r := o.Loaded; r != nil {
+			var ts any
+			if !r.Timestamp.IsZero() {
+				ts = r.Timestamp
+			}
+			var headers any
+			if h := encodeHeaders(r.Headers); h != nil {
+				headers = h
+			}
+			b.Queue("UPDATE "+s.table+" SET topic = $2, record_key = $3, record_value = $4, headers = $5, record_timestamp = $6, reload = false WHERE id = $1",
+				o.ID, sanitize(r.Topic), r.Key, r.Value, headers, ts)
+		}
 		switch {
 		case o.Delivered:
 			b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = $1", o.ID)
@@ -110,14 +126,19 @@ func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcome
 		if r == nil || !s.rows.Writes(r.SourceTable) {
 			continue
 		}
-		// The fast path's attempt failed, and so did each of the poller's
-		// before this one.
-		w := writeback.Outcome{State: writeback.Delivered, Attempts: 1 + r.Attempts}
+		// The poller's attempts before this one failed, and so did the
+		// fast path's, unless the row is sent again as it is now (a reset,
+		// an adopted row: no attempt failed before).
+		failed := r.Attempts + 1
+		if r.Reload {
+			failed = r.Attempts
+		}
+		w := writeback.Outcome{State: writeback.Delivered, Attempts: failed}
 		switch {
 		case o.Dead:
-			w = writeback.Outcome{State: writeback.Dead, Reason: o.Err.Error(), Attempts: 2 + r.Attempts}
+			w = writeback.Outcome{State: writeback.Dead, Reason: o.Err.Error(), Attempts: failed + 1}
 		case !o.Delivered:
-			w = writeback.Outcome{State: writeback.Failed, Reason: o.Err.Error(), Attempts: 2 + r.Attempts, NextAttempt: next[o.ID]}
+			w = writeback.Outcome{State: writeback.Failed, Reason: o.Err.Error(), Attempts: failed + 1, NextAttempt: next[o.ID]}
 		}
 		if err := s.rows.Write(ctx, tx, r.SourceTable, r.EventID, w); err != nil {
 			return err

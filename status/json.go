@@ -31,6 +31,7 @@ type jsonRow struct {
 	CreatedAt     time.Time    `json:"created_at"`
 	UpdatedAt     time.Time    `json:"updated_at"`
 	DeliveredAt   *time.Time   `json:"delivered_at"`
+	Reload        bool         `json:"reload"`
 }
 
 // jsonHeader is a record header; a NULL value is null.
@@ -47,7 +48,7 @@ func toJSON(r Row) jsonRow {
 	j := jsonRow{
 		ID: r.ID, Status: r.Status, Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt.UTC(), LastError: r.LastError,
 		Topic: r.Topic, Headers: []jsonHeader{}, CommitLSN: r.CommitLSN.String(),
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Reload: r.Reload,
 		SourceTable: optString(r.SourceTable != "", r.SourceTable), EventID: optString(r.EventID != "", r.EventID), Timestamp: optTime(r.Timestamp), DeliveredAt: optTime(r.DeliveredAt),
 	}
 	if r.Key != nil {

@@ -107,11 +107,15 @@ type Row struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	DeliveredAt   time.Time // zero unless Delivered
+	// Reload: the event is to be sent as its outbox row is now (a reset
+	// of the row, a row adopted at the switch-over); the record fields are
+	// empty until the poller read the row (Outcome.Loaded).
+	Reload bool
 }
 
 // rowColumns are the columns scanRow reads, in its order.
 const rowColumns = `id, coalesce(event_id, ''), coalesce(source_table, ''), topic, record_key, record_value, headers, record_timestamp,
-	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at`
+	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at, reload`
 
 // scanRow reads one Row selected with rowColumns.
 func scanRow(r pgx.CollectableRow) (Row, error) {
@@ -122,7 +126,7 @@ func scanRow(r pgx.CollectableRow) (Row, error) {
 		commitLSN     string
 	)
 	err := r.Scan(&row.ID, &row.EventID, &row.SourceTable, &row.Topic, &row.Key, &row.Value, &headers, &ts,
-		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered)
+		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered, &row.Reload)
 	if err != nil {
 		return row, err
 	}

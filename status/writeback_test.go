@@ -139,3 +139,65 @@ func TestWriteBackFollowsTheStatusTable(t *testing.T) {
 		t.Log(fmt.Sprint(strings.Join(dump, "\n")))
 	}
 }
+
+// TestAdoptAndReload: Adopt parks the rows with a pending status as Reload
+// rows; the poller's outcome stores the record it read and counts no
+// failed attempt before it (an adopted or reset row was never refused).
+func TestAdoptAndReload(t *testing.T) {
+	_, db := newTestDB(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, db.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for _, sql := range []string{
+		`CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text NOT NULL, retry_count int NOT NULL DEFAULT 0)`,
+		`INSERT INTO app_outbox VALUES (1, 'NEW'), (2, 'SENT'), (3, 'PROCESSING'), (4, 'FAILED')`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := writeback.NewRows([]writeback.Table{{Name: "app_outbox", IDColumn: "id", Columns: writeback.Columns{
+		StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", AttemptsColumn: "retry_count", Pending: []string{"NEW", "PROCESSING"}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(pool, "public", "outbox_delivery", WriteBack(rows))
+	var n int64
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		n, err = store.Adopt(ctx, tx, Adoptable{Schema: "public", Name: "app_outbox", Source: "public.app_outbox",
+			IDColumn: "id", StatusColumn: "status", Pending: []string{"NEW", "PROCESSING"}})
+		return err
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("Adopt = %d, %v; want the 2 pending rows", n, err)
+	}
+	_, err = store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+		var out []Outcome
+		for _, r := range due {
+			if !r.Reload || r.Topic != "" || r.SourceTable != "public.app_outbox" {
+				t.Errorf("claimed %+v, want a reload row of public.app_outbox", r)
+			}
+			loaded := r
+			loaded.Topic, loaded.Value, loaded.Reload = "orders", []byte(`{"id": `+r.EventID+`}`), false
+			out = append(out, Outcome{ID: r.ID, Delivered: true, Loaded: &loaded})
+		}
+		return out
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := pool.Query(ctx, `SELECT o.id || ' ' || o.status || ' ' || o.retry_count || ' ' || coalesce(d.status || ' ' || d.topic || ' ' ||
+		convert_from(d.record_value, 'UTF8') || ' ' || d.reload, '-') FROM app_outbox o
+		LEFT JOIN outbox_delivery d ON d.event_id = o.id::text ORDER BY o.id`)
+	got, err := pgx.CollectRows(r, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`1 SENT 0 DELIVERED orders {"id": 1} false`, "2 SENT 0 -", `3 SENT 0 DELIVERED orders {"id": 3} false`, "4 FAILED 0 -"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

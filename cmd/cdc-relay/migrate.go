@@ -185,6 +185,10 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	case res.Slot.Created:
 		fmt.Fprintf(c.stdout, "created replication slot %q at %s: events committed from now on wait for the relay (the slot keeps WAL until it reads them)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush)
+		if adopts(rc) {
+			fmt.Fprintf(c.stdout, "adopted %d row(s) whose status was pending before the slot: the relay's poller sends each once, as the row is then, and writes it back\n",
+				res.Slot.Adopted)
+		}
 	default:
 		fmt.Fprintf(c.stdout, "replication slot %q exists (confirmed %s, keeping %s of WAL)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush, res.Slot.Slot.Retained())
@@ -227,4 +231,15 @@ func (c *MigrateCommand) checkpointTopicCreate(ctx context.Context) error {
 		fmt.Fprintf(c.stdout, "checkpoint topic %q exists and is compacted\n", c.checkpointTopic)
 	}
 	return nil
+}
+
+// adopts reports whether a table of rc has pending values: a slot that
+// migrate creates adopts the rows that have one.
+func adopts(rc relay.Config) bool {
+	for _, t := range rc.Tables {
+		if t.WriteBack != nil && len(t.WriteBack.Pending) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,60 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// TestRowLoader reads an outbox row as it is now and makes it the record
+// the stream would make; a row that is gone, a table the relay does not
+// map, or a row that cannot become a record cannot be loaded, for good.
+func TestRowLoader(t *testing.T) {
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, sql := range []string{
+		`CREATE TABLE app_outbox (id bigint PRIMARY KEY, topic text, order_id text, body jsonb, created timestamp NOT NULL DEFAULT '2026-11-24 12:00:00')`,
+		`INSERT INTO app_outbox (id, topic, order_id, body) VALUES (1, 'orders', 'o-1', '{"a": 1}'), (2, 'bad topic!*', 'o-2', '{}')`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := decoder.Mapping{Schema: "public", Table: "app_outbox", IDColumn: "id", TopicColumn: "topic", KeyColumn: "order_id",
+		PayloadColumn: "body", TimestampColumn: "created"}
+	l, err := newRowLoader(Config{PostgresURL: pg.URL("postgres"), Tables: []Table{{Mapping: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	row, err := l.load(ctx, status.Row{ID: 7, EventID: "1", SourceTable: "public.app_outbox", Reload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ID != 7 || row.Topic != "orders" || string(row.Key) != "o-1" || string(row.Value) != `{"a": 1}` || row.Timestamp.UTC().Hour() != 12 {
+		t.Fatalf("loaded %+v, want row 1's record (timestamp read as UTC)", row)
+	}
+	for _, r := range []status.Row{
+		{EventID: "3", SourceTable: "public.app_outbox"},
+		{EventID: "2", SourceTable: "public.app_outbox"},
+		{EventID: "1", SourceTable: "public.other"},
+		{EventID: "x", SourceTable: "public.app_outbox"}, // not a bigint
+	} {
+		if _, err := l.load(ctx, r); !errors.Is(err, poller.ErrUnloadable) {
+			t.Errorf("load %s of %s: %v, want it unloadable", r.EventID, r.SourceTable, err)
+		}
+	}
+}
