@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // RecoverOptions configures [Recover].
@@ -131,7 +133,20 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	failures := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(cfg.TableNames()...), status.WriteBack(rows))
-	if err := publishAgain(ctx, cfg, failures, outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
+	written := func(ctx context.Context, source string, ids []string) error {
+		if !rows.Writes(source) {
+			return nil
+		}
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			for _, id := range ids {
+				if err := rows.Write(ctx, tx, source, id, writeback.Outcome{State: writeback.Delivered, Attempts: -1}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := publishAgain(ctx, cfg, failures, written, outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
 		return res, err
 	}
 	if res.NoGap {
@@ -238,7 +253,10 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 
 // publishAgain publishes the rows of outs with a producer of its own, and
 // parks in failures those that cannot be delivered, counting both in res.
-func publishAgain(ctx context.Context, cfg Config, failures *status.Store, outs []*outboxReader, commitLSN uint64, res *RecoverResult) error {
+//
+// written is told the ids of each batch of a table's rows that Kafka
+// acknowledged, to write them back as delivered.
+func publishAgain(ctx context.Context, cfg Config, failures *status.Store, written writtenFunc, outs []*outboxReader, commitLSN uint64, res *RecoverResult) error {
 	kcfg := cfg.Kafka
 	if kcfg.Logger == nil {
 		kcfg.Logger = cfg.Logger
@@ -254,7 +272,9 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, outs 
 	if sink.AuthFailed(err) {
 		return fmt.Errorf("Kafka refuses the relay's connection: %w", err)
 	}
+	names := cfg.TableNames()
 	for _, out := range outs {
+		out.written = func(ctx context.Context, ids []string) error { return written(ctx, names[out.index], ids) }
 		if err := out.publish(ctx, snk, failures, commitLSN, res, cfg.Logger); err != nil {
 			return err
 		}

@@ -29,7 +29,12 @@ type outboxReader struct {
 	order string
 	dec   *decoder.Decoder
 	index int // the table's index in Config.Tables, for the status table
+	// written is told the ids of the rows of each batch Kafka acknowledged.
+	written func(ctx context.Context, ids []string) error
 }
+
+// writtenFunc writes back the rows of source with ids as delivered.
+type writtenFunc func(ctx context.Context, source string, ids []string) error
 
 // connectText opens a connection whose text output the decoder reads as
 // it reads the stream's (TimeZone=UTC, DateStyle=ISO, bytea_output=hex).
@@ -123,12 +128,17 @@ func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *st
 	}
 	var events []decoder.Event
 	var recs []*kgo.Record
+	var acked []string
 	flush := func() error {
 		errs := snk.ProduceWait(ctx, recs)
+		acked = acked[:0]
 		for i, err := range errs {
 			switch {
 			case err == nil:
 				res.Published++
+				if events[i].ID != nil {
+					acked = append(acked, string(events[i].ID))
+				}
 			case sink.ProducerRefused(err):
 				return fmt.Errorf("Kafka refuses the relay's producer: %w", err)
 			case sink.Permanent(err):
@@ -138,6 +148,11 @@ func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *st
 				res.Parked++
 			default:
 				return fmt.Errorf("publish outbox row: %w", err)
+			}
+		}
+		if len(acked) > 0 && r.written != nil {
+			if err := r.written(ctx, acked); err != nil {
+				return fmt.Errorf("write back the rows published again: %w", err)
 			}
 		}
 		if len(recs) > 0 {
