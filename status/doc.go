@@ -10,4 +10,11 @@
 // again with the next attempt time, or DEAD (claim.go). List, Get, Retry
 // and Purge serve the operator's `cdc-relay failed` commands (admin.go).
 // store.go holds the row, the table and the store's options.
+//
+// Given [WriteBack], every change of a row also reaches the outbox row of
+// its event, in the same transaction. A reload row stands for an event to
+// send as its outbox row is now, without a copy: a row the team set back
+// to a pending status (the reset trigger's function adds or converts it),
+// or one [Store.Adopt] adopted at the switch-over (adopt.go); the poller
+// reads its record and Claim stores it.
 package status
