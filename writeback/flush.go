@@ -26,10 +26,8 @@ type flusher struct {
 	lastErr             error // the latest failure, for Run's result
 	// misses counts the single rows that refused a value in the search
 	// of the statement being written (writeBatch).
-	misses int
-	// Reused for each table's statement arguments.
-	liveIdx []int
-	ids     []string
+	misses  int
+	liveIdx []int // reused for each table's live outcomes
 }
 
 func (f *flusher) init(w *Writer) {

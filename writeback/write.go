@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // maxReason is the most bytes of a reason written to an error column, so
@@ -50,17 +53,41 @@ func (f *flusher) write(ctx context.Context, t *tableState) {
 }
 
 // writeAll writes the outcomes held at the indexes idx, in statements of
-// up to MaxBatch ids.
+// up to MaxBatch ids, Config.Statements at once. A statement that failed
+// for a row's sake is then searched on its own (writeBatch).
 func (f *flusher) writeAll(ctx context.Context, t *tableState, idx []int) error {
+	var chunks [][]int
 	for len(idx) > 0 {
 		n := min(len(idx), f.w.cfg.MaxBatch)
-		f.misses = 0
-		if err := f.writeBatch(ctx, t, idx[:n]); err != nil {
-			return err
-		}
+		chunks = append(chunks, idx[:n])
 		idx = idx[n:]
 	}
-	return nil
+	errs := make([]error, len(chunks))
+	tags := make([]pgconn.CommandTag, len(chunks))
+	sem := make(chan struct{}, f.w.cfg.Statements)
+	var wg sync.WaitGroup
+	for i, c := range chunks {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			tags[i], errs[i] = f.statement(ctx, t, c)
+		})
+	}
+	wg.Wait()
+	var first error
+	for i, c := range chunks {
+		switch err := errs[i]; {
+		case err == nil:
+			f.written(t, c, tags[i])
+		case first != nil:
+		case rowLevel(err):
+			f.misses = 0
+			first = f.search(ctx, t, c, err)
+		default:
+			first = err
+		}
+	}
+	return first
 }
 
 // maxMisses is how many single rows may refuse the delivered value, in
@@ -69,17 +96,27 @@ func (f *flusher) writeAll(ctx context.Context, t *tableState, idx []int) error 
 // refuses.
 const maxMisses = 4
 
-// writeBatch writes one statement's outcomes. When the statement fails
-// for what a row holds (a trigger, a constraint: see rowLevel), it splits
-// the batch in halves to find the rows that refuse, writes the others, and
-// gives up on the refusing rows once the table has taken the value for
-// another row (refuse). Otherwise it returns the error, and every outcome
-// it did not write stays held.
+// writeBatch writes one statement's outcomes, and searches it when it
+// fails for a row's sake.
 func (f *flusher) writeBatch(ctx context.Context, t *tableState, idx []int) error {
-	err := f.exec(ctx, t, idx)
-	if err == nil || !rowLevel(err) {
+	tag, err := f.statement(ctx, t, idx)
+	if err == nil {
+		f.written(t, idx, tag)
+		return nil
+	}
+	if !rowLevel(err) {
 		return err
 	}
+	return f.search(ctx, t, idx, err)
+}
+
+// search answers a statement that failed with err for what a row holds (a
+// trigger, a constraint: see rowLevel): it splits the batch in halves to
+// find the rows that refuse, writes the others, and gives up on the
+// refusing rows once the table has taken the value for another row
+// (refuse). Otherwise it returns the error, and every outcome it did not
+// write stays held.
+func (f *flusher) search(ctx context.Context, t *tableState, idx []int, err error) error {
 	if len(idx) == 1 {
 		if !t.took {
 			f.misses++
@@ -107,21 +144,24 @@ func (f *flusher) writeBatch(ctx context.Context, t *tableState, idx []int) erro
 	return first
 }
 
-// exec runs one UPDATE for the outcomes held at the indexes idx, and
-// forgets them once it succeeded.
-func (f *flusher) exec(ctx context.Context, t *tableState, idx []int) error {
-	ids := f.ids[:0]
-	for _, i := range idx {
-		ids = append(ids, t.held[i].id)
+// statement runs one UPDATE for the outcomes held at the indexes idx. It
+// changes nothing of f or t, so that several may run at once.
+func (f *flusher) statement(ctx context.Context, t *tableState, idx []int) (pgconn.CommandTag, error) {
+	ids := make([]string, len(idx))
+	for k, i := range idx {
+		ids[k] = t.held[i].id
 	}
 	sctx, cancel := context.WithTimeout(ctx, f.w.stmtTimeout)
+	defer cancel()
 	tag, err := f.w.db.Exec(sctx, t.sql.delivered, ids, t.Columns.Delivered)
-	cancel()
-	clear(ids)
-	f.ids = ids[:0]
 	if err != nil {
-		return fmt.Errorf("update %s: %w", t.quoted, err)
+		return tag, fmt.Errorf("update %s: %w", t.quoted, err)
 	}
+	return tag, nil
+}
+
+// written counts a statement that succeeded and forgets its outcomes.
+func (f *flusher) written(t *tableState, idx []int, tag pgconn.CommandTag) {
 	f.w.statements.Add(1)
 	f.w.updated.Add(tag.RowsAffected())
 	if tag.RowsAffected() > 0 {
@@ -130,7 +170,6 @@ func (f *flusher) exec(ctx context.Context, t *tableState, idx []int) error {
 	for _, i := range idx {
 		f.forget(t, i)
 	}
-	return nil
 }
 
 // cleanReason makes reason storable in a text column: valid UTF-8, without

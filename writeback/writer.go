@@ -41,6 +41,9 @@ type Config struct {
 	FlushInterval time.Duration
 	// MaxBatch is the most ids one UPDATE statement names; 0 is 1000.
 	MaxBatch int
+	// Statements is the most UPDATE statements of a table that run at
+	// once (on as many connections of the pool); 0 is 2.
+	Statements int
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -49,6 +52,7 @@ type Config struct {
 const (
 	DefaultFlushInterval = 100 * time.Millisecond
 	DefaultMaxBatch      = 1000
+	DefaultStatements    = 2
 )
 
 // Stats count what a Writer did since New.
@@ -129,7 +133,9 @@ type Done interface {
 // is logged at error level with the fix and retried every 30 s, with the
 // columns looked up again, so the table catches up once it is fixed;
 // other tables are written meanwhile. One goroutine writes the tables in
-// turn, each statement bounded by 30 s.
+// turn, each table's statements Config.Statements at a time (a table's
+// rows are many, and one UPDATE keeps one server process busy), each
+// statement bounded by 30 s.
 //
 // The relay's role needs SELECT on the id and status columns (the
 // statements read them) and UPDATE on the outcome's columns of each table.
@@ -173,6 +179,9 @@ func New(db DB, cfg Config) (*Writer, error) {
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
 	}
+	if cfg.Statements == 0 {
+		cfg.Statements = DefaultStatements
+	}
 	w := &Writer{
 		db:           db,
 		cfg:          cfg,
@@ -195,8 +204,8 @@ func (c *Config) check() error {
 	if len(c.Tables) == 0 {
 		return errors.New("writeback: no tables")
 	}
-	if c.FlushInterval < 0 || c.MaxBatch < 0 {
-		return fmt.Errorf("writeback: FlushInterval (%v) and MaxBatch (%d) may not be negative", c.FlushInterval, c.MaxBatch)
+	if c.FlushInterval < 0 || c.MaxBatch < 0 || c.Statements < 0 {
+		return fmt.Errorf("writeback: FlushInterval (%v), MaxBatch (%d) and Statements (%d) may not be negative", c.FlushInterval, c.MaxBatch, c.Statements)
 	}
 	seen := map[string]bool{}
 	for i := range c.Tables {
