@@ -16,12 +16,7 @@ import (
 // claimTestStore is a migrated status table on a throwaway cluster.
 func claimTestStore(t *testing.T) (*Store, *pgxpool.Pool) {
 	t.Helper()
-	_, db := newTestDB(t)
-	pool, err := pgxpool.New(context.Background(), db.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newTestPool(t)
 	return NewStore(pool, "public", "outbox_delivery"), pool
 }
 

@@ -21,13 +21,8 @@ import (
 // retried and purged by an operator; a row sent again and already parked
 // keeps what it says; a table without write-back is left alone.
 func TestWriteBackFollowsTheStatusTable(t *testing.T) {
-	_, db := newTestDB(t)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, db.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newTestPool(t)
 	for _, sql := range []string{
 		`CREATE TYPE outbox_state AS ENUM ('pending', 'published', 'failed', 'dead_lettered')`,
 		`CREATE TABLE app_outbox (id text PRIMARY KEY, status outbox_state NOT NULL DEFAULT 'pending', published_at timestamptz,
@@ -144,13 +139,8 @@ func TestWriteBackFollowsTheStatusTable(t *testing.T) {
 // rows; the poller's outcome stores the record it read and counts no
 // failed attempt before it (an adopted or reset row was never refused).
 func TestAdoptAndReload(t *testing.T) {
-	_, db := newTestDB(t)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, db.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newTestPool(t)
 	for _, sql := range []string{
 		`CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text NOT NULL, retry_count int NOT NULL DEFAULT 0)`,
 		`INSERT INTO app_outbox VALUES (1, 'NEW'), (2, 'SENT'), (3, 'PROCESSING'), (4, 'FAILED')`,
@@ -200,4 +190,16 @@ func TestAdoptAndReload(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// newTestPool is a pool on a migrated database of its own.
+func newTestPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	_, db := newTestDB(t)
+	pool, err := pgxpool.New(context.Background(), db.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
