@@ -32,7 +32,8 @@ func TestPrintGrantsHostileNames(t *testing.T) {
     id: id
     value: payload
     topic: t
-    write_back: {status_column: "st'a$$` + drop + `", delivered: D, failed: F, delivered_at_column: "at\"$x$` + drop + `"}
+    write_back: {status_column: "st'a$$` + drop + `", delivered: D, failed: F, delivered_at_column: "at\"$x$` + drop + `",
+                 pending: ['P''e\$$` + drop + `', NEW]}
   - table: 'q"s$$` + drop + `.second'
     value: payload
     topic: t
@@ -49,6 +50,7 @@ func TestPrintGrantsHostileNames(t *testing.T) {
 		outbox string      // the quoted outbox table of a config file
 		grants []grant     // has_table_privilege of the role, beside those of every case
 		cols   [][3]string // has_column_privilege of the role: table, column, privilege
+		reset  string      // the quoted table migrate gave a reset trigger, which the SQL notes
 	}{
 		{name: "$$ in the status table", role: "relay_a",
 			tables: []string{"--status-table", "public.x$$" + drop, "--checkpoint-table", "public.ck_a"}},
@@ -66,7 +68,8 @@ func TestPrintGrantsHostileNames(t *testing.T) {
 			tables: []string{"--config", configFile, "--status-table", "public.st_w", "--checkpoint-table", "public.ck_w"},
 			outbox: `"public"."app_events"`,
 			grants: []grant{{`"q""s$$` + drop + `"."second"`, "SELECT"}},
-			cols:   [][3]string{{`"public"."app_events"`, "st'a$$" + drop, "UPDATE"}, {`"public"."app_events"`, `at"$x$` + drop, "UPDATE"}}},
+			cols:   [][3]string{{`"public"."app_events"`, "st'a$$" + drop, "UPDATE"}, {`"public"."app_events"`, `at"$x$` + drop, "UPDATE"}},
+			reset:  `"public"."app_events"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,6 +87,15 @@ func TestPrintGrantsHostileNames(t *testing.T) {
 				t.Fatalf("migrate --print-grants: exit %d\n%s", code, errOut.String())
 			}
 			sql := out.String()
+			if tc.reset != "" {
+				if !strings.Contains(sql, "-- "+tc.reset+" lists pending values: `cdc-relay migrate` keeps its reset trigger") {
+					t.Errorf("the SQL does not say that migrate needs the owner of %s:\n%s", tc.reset, sql)
+				}
+				var triggers int
+				if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_trigger WHERE tgname = 'cdc_relay_reset' AND tgrelid = to_regclass($1)", tc.reset).Scan(&triggers); err != nil || triggers != 1 {
+					t.Errorf("%d reset triggers on %s (%v), want 1", triggers, tc.reset, err)
+				}
+			}
 			cmd := exec.CommandContext(ctx, psql, "-X", "-q", "-d", url)
 			cmd.Stdin = strings.NewReader(sql)
 			got, err := cmd.CombinedOutput()
