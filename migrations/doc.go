@@ -1,11 +1,16 @@
 // Package migrations prepares a database for the relay: the relay's own
 // tables (the status table of failed deliveries and the checkpoint table),
-// the default outbox table when it does not exist yet, and the publication.
+// the default outbox table when it does not exist yet, the reset trigger of
+// an outbox table whose write-back lists pending values, and the
+// publication.
 //
 // The relay's tables are created by versioned SQL files embedded in the
 // binary, applied in order under an advisory lock every time (each file is
 // idempotent, so [Apply] converges on the tables its configuration names)
 // and recorded in a history table, for people. The outbox table and
 // the publication depend on the configuration, so they are reconciled on
-// every run instead: created when missing, never altered or dropped.
+// every run instead: created when missing, never altered or dropped. So is
+// the reset trigger, which follows the configuration: created when the
+// table has pending values, replaced when it is stale, dropped when the
+// values are gone, and left alone (unlocked) when it is current.
 package migrations

@@ -33,6 +33,10 @@ type Config struct {
 	// 'insert', publish_via_partition_root = true), or, if it exists
 	// without the outbox table, the table is added to it.
 	Publication string
+	// Reset is the reset trigger the outbox table needs: with pending
+	// values, Apply creates it (or replaces it when it is stale); without,
+	// it drops the table's reset trigger if there is one.
+	Reset Reset
 }
 
 // DefaultConfig names what `cdc-relay migrate` creates without flags:
@@ -58,6 +62,8 @@ type Result struct {
 	// CreatedPublication is true when the publication was created, and
 	// AddedToPublication when the outbox table was added to an existing one.
 	CreatedPublication, AddedToPublication bool
+	// Reset says what became of the outbox table's reset trigger.
+	Reset ResetChange
 }
 
 // migration is one embedded versioned SQL file, NNNN_name.sql.
@@ -121,7 +127,8 @@ const lockTimeout = "5s"
 // lockKey serialises concurrent migrate runs on one database.
 const lockKey = 0x63646372656c6179 // "cdcrelay"
 
-// Apply checks wal_level, then creates what Config names. It is idempotent.
+// Apply checks wal_level, then creates what Config names, and keeps the
+// outbox table's reset trigger as Config.Reset asks. It is idempotent.
 func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	var res Result
 	if err := CheckWALLevel(ctx, conn); err != nil {
@@ -146,6 +153,9 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	if res.CreatedOutbox, err = ensureOutbox(ctx, conn, cfg, outbox, names); err != nil {
 		return res, err
 	}
+	if res.Reset, err = keepResetTrigger(ctx, conn, cfg, outbox); err != nil {
+		return res, err
+	}
 	if err := publication(ctx, conn, cfg, outbox, &res); err != nil {
 		return res, err
 	}
@@ -153,9 +163,11 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 }
 
 // placeholders replaces the {{name}} placeholders of the embedded SQL with
-// the quoted names cfg gives the tables and their indexes.
+// the quoted names cfg gives the tables and their indexes, and
+// {{body_tag}} with a dollar-quote tag that none of those names holds, so
+// that no name can end a function's body and run a statement of its own.
 func placeholders(cfg Config) *strings.Replacer {
-	return strings.NewReplacer(
+	names := []string{
 		"{{outbox}}", pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize(),
 		"{{status}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(),
 		"{{status_due_index}}", pgx.Identifier{cfg.StatusTable + "_due_idx"}.Sanitize(),
@@ -166,7 +178,12 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
 		"{{status_source_index}}", pgx.Identifier{cfg.StatusTable + "_source_idx"}.Sanitize(),
 		"{{status_reset_function}}", ResetFunction(cfg),
-	)
+	}
+	tag := "$fn$"
+	for i := 0; strings.Contains(strings.Join(names, " "), tag); i++ {
+		tag = "$fn" + strconv.Itoa(i) + "$"
+	}
+	return strings.NewReplacer(append(names, "{{body_tag}}", tag)...)
 }
 
 // ResetFunction is the trigger function, quoted, that a table with pending

@@ -10,7 +10,9 @@
 // table); each table exists; every column the config names exists, with a
 // type the relay can use; the write-back values (delivered, failed, dead,
 // each of pending) fit the status column; the decoder accepts the columns
-// as a Relation message would show them.
+// as a Relation message would show them; a table whose write-back lists
+// pending values has the reset trigger `cdc-relay migrate` creates, as the
+// config asks for it.
 //
 // Every one of those checks reads the catalogs only: it may run in a
 // read-only session, and [CheckDatabase], [CheckTables] and [CheckTable]

@@ -43,6 +43,13 @@ const orders = `
     write_back: {status_column: state, delivered: SENT, failed: FAILED, delivered_at_column: sent_at}
 `
 
+// names are the relay's names in the tests: the default status table.
+var names = Names{Publication: "cdc_relay", StatusSchema: "public", StatusTable: "outbox_delivery", ConfigPath: "relay.yaml"}
+
+// noResetTrigger is the problem of a table with pending values that
+// migrate has not given its reset trigger.
+const noResetTrigger = "has pending values but no reset trigger: run `cdc-relay migrate --config relay.yaml` as the table's owner"
+
 // startDB starts a cluster with schema.
 func startDB(t *testing.T) (context.Context, *pgx.Conn) {
 	t.Helper()
@@ -96,16 +103,18 @@ func TestCheckTable(t *testing.T) {
 		}, by: "at", order: `"at" DESC NULLS LAST`},
 		{name: "write-back's dead, pending, attempts and next attempt", yaml: strings.Replace(orders, "delivered_at_column: sent_at",
 			"delivered_at_column: sent_at, dead: FAILED, pending: [NEW], attempts_column: tries, next_attempt_column: next_at", 1),
-			fit: true, by: "at", order: `"at" DESC NULLS LAST`},
+			want: []string{`public.orders_outbox|state|` + noResetTrigger}, fit: true, by: "at", order: `"at" DESC NULLS LAST`},
 		{name: "write-back's new keys wrong", yaml: strings.Replace(orders, "delivered_at_column: sent_at",
 			"dead: DEAD, pending: [NEW, QUEUED], attempts_column: note, next_attempt_column: tries", 1), want: []string{
 			`public.orders_outbox|note|column "note" (write_back.attempts_column) has type character varying(6); want smallint, integer, bigint or numeric: change the column's type, or name another column in write_back.attempts_column`,
 			`public.orders_outbox|tries|column "tries" (write_back.next_attempt_column) has type smallint; want timestamptz or timestamp`,
 			`public.orders_outbox|state|write_back.dead "DEAD" is not a value of the column's enum type state (NEW, SENT, FAILED): change write_back.dead, or the column`,
 			`public.orders_outbox|state|write_back.pending "QUEUED" is not a value of the column's enum type state (NEW, SENT, FAILED): change write_back.pending, or the column`,
+			`public.orders_outbox|state|` + noResetTrigger,
 		}, by: "at", order: `"at" DESC NULLS LAST`},
 		{name: "a pending value longer than the column", yaml: "\n  - {table: orders_outbox, id: id, value: body, topic: t, write_back: {status_column: note, delivered: SENT, failed: FAIL, dead: GONE, pending: [NEW, WAITING]}}\n", want: []string{
 			`public.orders_outbox|note|write_back.pending "WAITING" is longer than the column's type character varying(6) allows`,
+			`public.orders_outbox|note|` + noResetTrigger,
 		}, by: "id", order: `"id" DESC NULLS LAST`},
 		{name: "a value longer than the column", yaml: "\n  - {table: orders_outbox, id: id, value: body, topic: t, write_back: {status_column: note, delivered: DELIVERED, failed: FAIL}}\n", want: []string{
 			`public.orders_outbox|note|write_back.delivered "DELIVERED" is longer than the column's type character varying(6) allows`,
@@ -118,7 +127,7 @@ func TestCheckTable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := CheckTable(ctx, conn, "cdc_relay", tables(t, tc.yaml)[0])
+			res, err := CheckTable(ctx, conn, names, tables(t, tc.yaml)[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +157,7 @@ func TestCheckTables(t *testing.T) {
   - {table: notes, value: body, key: nosuch, topic: t}
   - {table: unpublished, value: body, topic: t}
 `)
-	problems, err := CheckTables(ctx, conn, "cdc_relay", all)
+	problems, err := CheckTables(ctx, conn, names, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +168,7 @@ func TestCheckTables(t *testing.T) {
 	if want := "public.notes|nosuch public.unpublished|"; strings.Join(got, " ") != want {
 		t.Errorf("problems (table|column) = %q, want %q: %v", got, want, problems)
 	}
-	problems, err = CheckTables(ctx, conn, "nosuch", all[:2])
+	problems, err = CheckTables(ctx, conn, Names{Publication: "nosuch"}, all[:2])
 	if err != nil {
 		t.Fatal(err)
 	}

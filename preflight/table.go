@@ -29,12 +29,13 @@ type TableCheck struct {
 // config names exists with a type the relay can use; the write-back
 // values fit the status column; the decoder accepts the columns
 // ([decoder.Mapping.CheckColumns], asked only when all that passed, since
-// it would repeat one of those problems); the publication includes the
-// table. Each problem names the table, and the column when there is one.
+// it would repeat one of those problems); the publication names.Publication
+// includes the table; a table whose write-back lists pending values has
+// the reset trigger `cdc-relay migrate` creates. Each problem names the table, and the column when there is one.
 // It does not check that the publication exists: [CheckDatabase] and
 // [CheckTables] do, once for every table. The error is for a database that
 // could not be asked.
-func CheckTable(ctx context.Context, q Querier, publication string, t config.Table) (TableCheck, error) {
+func CheckTable(ctx context.Context, q Querier, names Names, t config.Table) (TableCheck, error) {
 	var res TableCheck
 	m := t.Mapping()
 	ident := pgx.Identifier{m.Schema, m.Table}.Sanitize()
@@ -66,7 +67,14 @@ func CheckTable(ctx context.Context, q Querier, publication string, t config.Tab
 	} else {
 		res.Order = "ctid DESC"
 	}
-	p, err := checkPublished(ctx, q, publication, t)
+	p, err := checkPublished(ctx, q, names.Publication, t)
+	if p != nil {
+		res.Problems = append(res.Problems, *p)
+	}
+	if err != nil {
+		return res, err
+	}
+	p, err = checkResetTrigger(ctx, q, names, t, cols)
 	if p != nil {
 		res.Problems = append(res.Problems, *p)
 	}

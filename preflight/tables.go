@@ -7,20 +7,21 @@ import (
 )
 
 // CheckTables checks each table of a config against the database, as
-// `cdc-relay run --config` does at start: the publication exists and
-// publishes inserts, then [CheckTable] for each table. It returns every
+// `cdc-relay run --config` does at start: the publication
+// names.Publication exists and publishes inserts, then [CheckTable] for
+// each table. It returns every
 // problem found, each naming the table, the column and what to do, in the
 // order of the tables; the error is for a database that could not be
 // asked.
-func CheckTables(ctx context.Context, q Querier, publication string, tables []config.Table) ([]Problem, error) {
+func CheckTables(ctx context.Context, q Querier, names Names, tables []config.Table) ([]Problem, error) {
 	var problems []Problem
-	if p, err := checkPublication(ctx, q, publication); err != nil {
+	if p, err := checkPublication(ctx, q, names.Publication); err != nil {
 		return nil, err
 	} else if p != nil {
 		problems = append(problems, *p)
 	}
 	for _, t := range tables {
-		res, err := CheckTable(ctx, q, publication, t)
+		res, err := CheckTable(ctx, q, names, t)
 		if err != nil {
 			return nil, err
 		}

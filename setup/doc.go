@@ -7,5 +7,6 @@
 // It sits above both: migrations cannot import relay, whose Run checks
 // what migrations created, and relay runs a relay rather than preparing a
 // database. Everything it does is idempotent: [Migrate] may run again and
-// again, and creates only what is missing.
+// again, and creates only what is missing, or, for a table's reset
+// trigger, what is not as the table's write-back asks.
 package setup

@@ -13,7 +13,9 @@ import (
 // Grants returns the SQL of `cdc-relay migrate --print-grants role`: what
 // [migrations.Grants] grants for the relay's tables and the first outbox
 // table, then USAGE on the schema of every other outbox table and SELECT
-// on it, and UPDATE on the columns each table's write-back sets. Every
+// on it, and UPDATE on the columns each table's write-back sets; for a
+// table whose write-back lists pending values, a comment that migrate must
+// run as the table's owner (the relay's role needs nothing more). Every
 // name is quoted wherever it stands, so that no name, whatever it holds,
 // runs a statement of its own when the SQL is piped to psql.
 func Grants(rc relay.Config, role string) string {
@@ -35,6 +37,10 @@ func Grants(rc relay.Config, role string) string {
 			}
 			b.WriteString(migrations.Comment(fmt.Sprintf("Write-back of %s: the outcome of each event into its row.", table)))
 			fmt.Fprintf(&b, "GRANT UPDATE (%s) ON %s TO %s;\n", strings.Join(cols, ", "), table, r)
+			if len(wb.Pending) > 0 {
+				b.WriteString(migrations.Comment(fmt.Sprintf("%s lists pending values: `cdc-relay migrate` keeps its reset trigger, so it must run as a role "+
+					"that may create triggers on the table (its owner). This role needs nothing for it: the trigger function runs as its owner.", table)))
+			}
 		}
 	}
 	return b.String()

@@ -32,11 +32,35 @@ type Result struct {
 	// Published names the outbox tables this run created the publication
 	// for or added to it.
 	Published []string
+	// Resets says, for each table whose reset trigger this run created,
+	// kept or dropped, what became of it, in the order of the tables.
+	Resets []ResetTrigger
+}
+
+// ResetTrigger is what became of one table's reset trigger.
+type ResetTrigger struct {
+	// Table is the table's name as the config gives it (schema.name).
+	Table string
+	// Reset is the trigger the table's write-back asks for.
+	migrations.Reset
+	// Change is what migrate did: created, kept or dropped.
+	Change migrations.ResetChange
+}
+
+// resetOf is the reset trigger t needs: its status column and pending
+// values, if its write-back lists any.
+func resetOf(t relay.Table) migrations.Reset {
+	if t.WriteBack == nil || len(t.WriteBack.Pending) == 0 {
+		return migrations.Reset{}
+	}
+	return migrations.Reset{IDColumn: t.Mapping.IDColumn, StatusColumn: t.WriteBack.StatusColumn, Pending: t.WriteBack.Pending}
 }
 
 // Migrate applies the migrations for each table of rc, in turn (the
 // relay's own tables with the first, each migration being idempotent;
-// each outbox table is added to the publication), then creates rc's
+// each outbox table is added to the publication, and gets the reset
+// trigger when its write-back lists pending values, or loses it when it
+// lists none), then creates rc's
 // replication slot unless opts.NoSlot. A slot it may not create (SQLSTATE
 // 42501) or must not create (a gap, see Result.SlotErr) is no error: the
 // database is ready, and Result says why the slot is not. A connection
@@ -52,6 +76,7 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 	for i, t := range rc.Tables {
 		tables := rc.Migrations(i)
 		tables.SkipOutbox = opts.SkipOutbox
+		tables.Reset = resetOf(t)
 		r, err := migrations.Apply(ctx, conn, tables)
 		if err != nil {
 			return res, err
@@ -60,8 +85,12 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 			res.Result = r
 		}
 		res.CreatedOutbox = res.CreatedOutbox || r.CreatedOutbox
+		name := migrations.SourceTable(tables)
 		if r.CreatedPublication || r.AddedToPublication {
-			res.Published = append(res.Published, t.Mapping.Schema+"."+t.Mapping.Table)
+			res.Published = append(res.Published, name)
+		}
+		if r.Reset != migrations.ResetNone {
+			res.Resets = append(res.Resets, ResetTrigger{Table: name, Reset: tables.Reset, Change: r.Reset})
 		}
 	}
 	if opts.NoSlot {

@@ -1,13 +1,17 @@
 package setup
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // TestMigrate: a first run creates the relay's tables, the default outbox,
@@ -39,5 +43,46 @@ func TestMigrate(t *testing.T) {
 	if _, err := Migrate(ctx, "host=127.0.0.1 password = 's3 cret' port=x", rc, Options{}); err == nil ||
 		!strings.Contains(err.Error(), "parse PostgreSQL URL") || strings.Contains(err.Error(), "cret") {
 		t.Errorf("with an unparsable URL: %v", err)
+	}
+}
+
+// TestMigrateResetTriggers: Migrate gives each table whose write-back
+// lists pending values its reset trigger, and reports per table what it
+// did: created, kept, dropped once the values are gone.
+func TestMigrateResetTriggers(t *testing.T) {
+	ctx, pg, _ := pgtemptest.ConnectT(t, 2*time.Minute,
+		"CREATE TABLE app_outbox (id bigint PRIMARY KEY, payload jsonb, status text)",
+		"CREATE TABLE other_outbox (id bigint PRIMARY KEY, payload jsonb, status text)")
+	rc := relay.DefaultConfig()
+	wb := &writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", Pending: []string{"PENDING"}}
+	rc.Tables = []relay.Table{
+		{Mapping: decoder.Mapping{Schema: "public", Table: "app_outbox", IDColumn: "id"}, WriteBack: wb},
+		{Mapping: decoder.Mapping{Schema: "public", Table: "other_outbox", IDColumn: "id"}},
+	}
+	reset := migrations.Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}}
+	tests := []struct {
+		name    string
+		pending bool // the first table lists pending values
+		want    []ResetTrigger
+	}{
+		{name: "created", pending: true, want: []ResetTrigger{{Table: "public.app_outbox", Reset: reset, Change: migrations.ResetCreated}}},
+		{name: "kept", pending: true, want: []ResetTrigger{{Table: "public.app_outbox", Reset: reset, Change: migrations.ResetKept}}},
+		{name: "dropped", want: []ResetTrigger{{Table: "public.app_outbox", Change: migrations.ResetDropped}}},
+		{name: "none", want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc.Tables[0].WriteBack = nil
+			if tc.pending {
+				rc.Tables[0].WriteBack = wb
+			}
+			res, err := Migrate(ctx, pg.URL("postgres"), rc, Options{SkipOutbox: true, NoSlot: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Resets, tc.want) {
+				t.Errorf("Resets %+v, want %+v", res.Resets, tc.want)
+			}
+		})
 	}
 }

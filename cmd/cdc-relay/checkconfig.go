@@ -34,6 +34,7 @@ type CheckConfigCommand struct {
 	postgresURLFile string
 	slot            string
 	publication     string
+	statusTable     string
 }
 
 const checkConfigUsage = `Usage: cdc-relay check-config --config relay.yaml [flags]
@@ -62,7 +63,11 @@ rolled back) and without producing anything to Kafka:
     they take them. A value refused is a problem, with PostgreSQL's
     SQLSTATE and message; an empty table is noted and not tried. The
     start-up check of run --config makes the other checks, never this
-    one: it only reads.
+    one: it only reads;
+  - for each table whose write_back lists pending values: it has the
+    trigger cdc_relay_reset that "cdc-relay migrate --config" creates (on
+    the status table's trigger function, enabled, for these values), or
+    setting a row back to a pending value would not send its event again.
 
 Then it prints, for each table, the record the relay would make of its
 newest row (by the timestamp column, else the id, else the physical order).
@@ -108,7 +113,7 @@ Example:
 
 var checkConfigSections = []flagSection{
 	{"The config file (required)", []string{"config"}},
-	{"Overriding the file", []string{"postgres-url", "postgres-url-file", "slot", "publication"}},
+	{"Overriding the file", []string{"postgres-url", "postgres-url-file", "slot", "publication", "status-table"}},
 }
 
 func (c *CheckConfigCommand) flags() *flag.FlagSet {
@@ -119,6 +124,8 @@ func (c *CheckConfigCommand) flags() *flag.FlagSet {
 	registerPostgresURLFile(fs, &c.postgresURLFile)
 	fs.StringVar(&c.slot, "slot", "", "the replication slot's `name`; without it, the file's slot, else "+relay.DefaultConfig().Slot)
 	fs.StringVar(&c.publication, "publication", "", "the publication's `name`; without it, the file's publication, else "+relay.DefaultConfig().Publication)
+	fs.StringVar(&c.statusTable, "status-table", "", "the status table, as `schema.table`, whose trigger function a reset trigger calls; without it, the file's status_table, else "+
+		defaultStatusTable())
 	return fs
 }
 
@@ -154,7 +161,11 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 		return usageError{"no PostgreSQL URL: set postgres_url in " + c.config + ", or --postgres-url (CDC_RELAY_POSTGRES_URL), or --postgres-url-file"}
 	}
 	slot := cmp.Or(c.slot, f.Slot, relay.DefaultConfig().Slot)
-	publication := cmp.Or(c.publication, f.Publication, relay.DefaultConfig().Publication)
+	names := preflight.Names{Publication: cmp.Or(c.publication, f.Publication, relay.DefaultConfig().Publication), ConfigPath: c.config}
+	statusTable := cmp.Or(c.statusTable, f.StatusTable, defaultStatusTable())
+	if names.StatusSchema, names.StatusTable, err = decoder.ParseTable(statusTable); err != nil {
+		return usageError{fmt.Sprintf("--status-table %q: %v", statusTable, err)}
+	}
 
 	conn, err := openSampleConn(ctx, url)
 	if err != nil {
@@ -163,10 +174,10 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 	defer conn.Close(context.Background())
 
 	w := c.stdout
-	fmt.Fprintf(w, "%s: %s, slot %s, publication %s\n", c.config, plural(len(f.Tables), "table"), slot, publication)
+	fmt.Fprintf(w, "%s: %s, slot %s, publication %s\n", c.config, plural(len(f.Tables), "table"), slot, names.Publication)
 	n := 0
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	global, err := preflight.CheckDatabase(cctx, conn, slot, publication)
+	global, err := preflight.CheckDatabase(cctx, conn, slot, names.Publication)
 	cancel()
 	if err != nil {
 		return err
@@ -176,7 +187,7 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 	}
 	n += len(global)
 	for _, t := range f.Tables {
-		problems, err := checkTable(ctx, w, conn, publication, t, f.AllowedTopics)
+		problems, err := checkTable(ctx, w, conn, names, t, f.AllowedTopics)
 		if err != nil {
 			return err
 		}
@@ -192,9 +203,9 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 // checkTable checks one table, tries its write-back values, and prints
 // its block: "ok" or its problems, what the trial found, and the sample
 // record. It returns the number of problems.
-func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, publication string, t config.Table, allowedTopics string) (int, error) {
+func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names preflight.Names, t config.Table, allowedTopics string) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	res, err := preflight.CheckTable(cctx, conn, publication, t)
+	res, err := preflight.CheckTable(cctx, conn, names, t)
 	cancel()
 	if err != nil {
 		return 0, err
@@ -235,6 +246,12 @@ func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, publication st
 	}
 	_, _ = sample.WriteTo(w)
 	return len(res.Problems), nil
+}
+
+// defaultStatusTable is the status table's name without --status-table.
+func defaultStatusTable() string {
+	d := relay.DefaultConfig()
+	return d.StatusSchema + "." + d.StatusTable
 }
 
 func plural(n int, what string) string {

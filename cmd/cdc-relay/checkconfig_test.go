@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/relay"
 )
 
 // checkConfigSchema is the database of TestCheckConfig: two outbox tables
@@ -180,13 +181,14 @@ tables:
     write_back: {status_column: status, delivered: DELIVERED, failed: FAILED, dead: DEAD, pending: [PENDING], delivered_at_column: sent_at}
 `, args: []string{"--postgres-url", url}, code: 1,
 			stdout: []string{
-				"public.checked_outbox: 2 problems\n",
+				"public.checked_outbox: 3 problems\n",
+				"  public.checked_outbox: has pending values but no reset trigger: run `cdc-relay migrate --config " + filepath.Join(dir, "relay.yaml") + "` as the table's owner",
 				`  public.checked_outbox: the table refuses write_back.delivered "DELIVERED" (tried on one row, rolled back): ERROR: new row for relation "checked_outbox" violates check constraint "checked_outbox_status_check" (SQLSTATE 23514): change write_back.delivered, or the table's constraint or trigger` + "\n",
 				`  public.checked_outbox: the table refuses write_back.dead "DEAD" (tried on one row, rolled back): ERROR: new row for relation "checked_outbox" violates check constraint "checked_outbox_status_check" (SQLSTATE 23514): change write_back.dead, or the table's constraint or trigger` + "\n",
 				`  write_back values the table takes (tried on one row, rolled back): failed "FAILED"` + "\n",
 				"  sample record, from the newest row (by id):\n",
 			},
-			stderr: []string{"2 problems in "}},
+			stderr: []string{"3 problems in "}},
 		{name: "a trigger refuses the failed value", yaml: `
 tables:
   - {table: guarded_outbox, id: id, value: payload, topic: guarded,
@@ -300,7 +302,9 @@ tables:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkAtStart(ctx, url, "cdc_relay", "relay.yaml", refused, slog.New(slog.DiscardHandler)); err != nil {
+	rc := relay.DefaultConfig()
+	rc.PostgresURL = url
+	if err := checkAtStart(ctx, rc, "relay.yaml", refused, slog.New(slog.DiscardHandler)); err != nil {
 		t.Errorf("run's start-up check: %v, want none (it does not try write-back values)", err)
 	}
 

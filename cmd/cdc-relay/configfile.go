@@ -83,16 +83,17 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 // stops run at start, naming the column and the table, rather than when
 // the first row arrives. A database that does not answer is left to the
 // relay, which waits for it.
-func checkAtStart(ctx context.Context, url, publication, path string, file *config.File, log *slog.Logger) error {
+func checkAtStart(ctx context.Context, rc relay.Config, path string, file *config.File, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	conn, err := openSampleConn(ctx, url)
+	conn, err := openSampleConn(ctx, rc.PostgresURL)
 	if err != nil {
 		log.Warn("could not check the config file's tables against the database", "err", err)
 		return nil
 	}
 	defer conn.Close(context.Background())
-	problems, err := preflight.CheckTables(ctx, conn, publication, file.Tables)
+	names := preflight.Names{Publication: rc.Publication, StatusSchema: rc.StatusSchema, StatusTable: rc.StatusTable, ConfigPath: path}
+	problems, err := preflight.CheckTables(ctx, conn, names, file.Tables)
 	if err != nil {
 		log.Warn("could not check the config file's tables against the database", "err", err)
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/setup"
@@ -52,6 +53,11 @@ missing.
     publish_via_partition_root = true), or adds the outbox table to an
     existing publication (for a partitioned outbox, one that publishes via
     the root: it says how to set that);
+  - with --config, for each table whose write_back lists pending values,
+    creates the trigger cdc_relay_reset, so that an UPDATE setting a row's
+    status back to one of them sends its event again (replaced when the
+    values change, dropped when the table lists none). Creating a trigger
+    needs the table's owner;
   - creates the replication slot (unless --no-slot), so that the events
     committed from now on wait in the WAL for the relay's first run. That
     needs a role with the REPLICATION attribute; without it, migrate says so
@@ -174,6 +180,7 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.stdout, ", added %s to publication %q", strings.Join(res.Published, ", "), rc.Publication)
 	}
 	fmt.Fprintln(c.stdout)
+	printResetTriggers(c.stdout, res.Resets)
 	switch {
 	case c.noSlot:
 	case errors.As(res.SlotErr, new(*relay.SlotGapError)):
@@ -197,6 +204,22 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		return c.checkpointTopicCreate(ctx)
 	}
 	return nil
+}
+
+// printResetTriggers says, per table, what migrate did to its reset
+// trigger.
+func printResetTriggers(w io.Writer, resets []setup.ResetTrigger) {
+	for _, r := range resets {
+		does := fmt.Sprintf("setting %s back to %s sends the event again", r.StatusColumn, strings.Join(r.Pending, ", "))
+		switch r.Change {
+		case migrations.ResetCreated:
+			fmt.Fprintf(w, "reset trigger created on %s: %s\n", r.Table, does)
+		case migrations.ResetKept:
+			fmt.Fprintf(w, "reset trigger on %s is current: %s\n", r.Table, does)
+		case migrations.ResetDropped:
+			fmt.Fprintf(w, "reset trigger dropped from %s: its write_back lists no pending values\n", r.Table)
+		}
+	}
 }
 
 // checkpointTopicCreate creates the checkpoint topic of exactly-once

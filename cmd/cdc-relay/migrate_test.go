@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/relay"
 )
 
 // TestPrintGrantsHostileNames pipes `migrate --print-grants` into psql, as
@@ -32,7 +35,8 @@ func TestPrintGrantsHostileNames(t *testing.T) {
     id: id
     value: payload
     topic: t
-    write_back: {status_column: "st'a$$` + drop + `", delivered: D, failed: F, delivered_at_column: "at\"$x$` + drop + `"}
+    write_back: {status_column: "st'a$$` + drop + `", delivered: D, failed: F, delivered_at_column: "at\"$x$` + drop + `",
+                 pending: ['P''e\$$` + drop + `', NEW]}
   - table: 'q"s$$` + drop + `.second'
     value: payload
     topic: t
@@ -49,6 +53,7 @@ func TestPrintGrantsHostileNames(t *testing.T) {
 		outbox string      // the quoted outbox table of a config file
 		grants []grant     // has_table_privilege of the role, beside those of every case
 		cols   [][3]string // has_column_privilege of the role: table, column, privilege
+		reset  string      // the quoted table migrate gave a reset trigger, which the SQL notes
 	}{
 		{name: "$$ in the status table", role: "relay_a",
 			tables: []string{"--status-table", "public.x$$" + drop, "--checkpoint-table", "public.ck_a"}},
@@ -66,7 +71,8 @@ func TestPrintGrantsHostileNames(t *testing.T) {
 			tables: []string{"--config", configFile, "--status-table", "public.st_w", "--checkpoint-table", "public.ck_w"},
 			outbox: `"public"."app_events"`,
 			grants: []grant{{`"q""s$$` + drop + `"."second"`, "SELECT"}},
-			cols:   [][3]string{{`"public"."app_events"`, "st'a$$" + drop, "UPDATE"}, {`"public"."app_events"`, `at"$x$` + drop, "UPDATE"}}},
+			cols:   [][3]string{{`"public"."app_events"`, "st'a$$" + drop, "UPDATE"}, {`"public"."app_events"`, `at"$x$` + drop, "UPDATE"}},
+			reset:  `"public"."app_events"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,6 +90,15 @@ func TestPrintGrantsHostileNames(t *testing.T) {
 				t.Fatalf("migrate --print-grants: exit %d\n%s", code, errOut.String())
 			}
 			sql := out.String()
+			if tc.reset != "" {
+				if !strings.Contains(sql, "-- "+tc.reset+" lists pending values: `cdc-relay migrate` keeps its reset trigger") {
+					t.Errorf("the SQL does not say that migrate needs the owner of %s:\n%s", tc.reset, sql)
+				}
+				var triggers int
+				if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_trigger WHERE tgname = 'cdc_relay_reset' AND tgrelid = to_regclass($1)", tc.reset).Scan(&triggers); err != nil || triggers != 1 {
+					t.Errorf("%d reset triggers on %s (%v), want 1", triggers, tc.reset, err)
+				}
+			}
 			cmd := exec.CommandContext(ctx, psql, "-X", "-q", "-d", url)
 			cmd.Stdin = strings.NewReader(sql)
 			got, err := cmd.CombinedOutput()
@@ -162,4 +177,94 @@ func psqlPath(t *testing.T) string {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// TestMigrateResetTrigger: migrate --config creates the reset trigger of a
+// table with pending values and says so, keeps it when it is current,
+// replaces it when the values change and drops it when they are gone;
+// check-config and run's start-up check find a table without its current
+// trigger, and name the status table's function.
+func TestMigrateResetTrigger(t *testing.T) {
+	ctx, url, _ := startDB(t,
+		"CREATE TABLE app_outbox (id bigint PRIMARY KEY, payload jsonb NOT NULL, status text NOT NULL DEFAULT 'PENDING')",
+		`INSERT INTO app_outbox (id, payload) VALUES (1, '{}')`)
+	dir := t.TempDir()
+	configFile := filepath.Join(dir, "relay.yaml")
+	yaml := func(pending string) string {
+		return `postgres_url: ` + url + `
+tables:
+  - table: app_outbox
+    id: id
+    value: payload
+    topic: app
+    write_back: {status_column: status, delivered: SENT, failed: FAILED` + pending + `}
+`
+	}
+	migrate := []string{"migrate", "--config", configFile, "--no-slot"}
+	check := []string{"check-config", "--config", configFile}
+	const does = ": setting status back to PENDING, PROCESSING sends the event again\n"
+	tests := []struct {
+		name    string
+		pending string // write_back's pending key, after a comma
+		args    []string
+		code    int
+		stdout  []string // each in stdout, in this order
+		absent  []string
+		atStart string // run's start-up check's error, if it has one
+	}{
+		{name: "check-config before migrate", pending: ", pending: [PENDING, PROCESSING]", args: check, code: 1,
+			stdout:  []string{"public.app_outbox: has pending values but no reset trigger: run `cdc-relay migrate --config " + configFile + "` as the table's owner"},
+			atStart: "has pending values but no reset trigger"},
+		{name: "migrate creates it", pending: ", pending: [PENDING, PROCESSING]", args: migrate,
+			stdout: []string{"reset trigger created on public.app_outbox" + does}},
+		{name: "check-config after migrate", pending: ", pending: [PENDING, PROCESSING]", args: check, stdout: []string{"public.app_outbox: ok\n"}},
+		{name: "migrate again keeps it", pending: ", pending: [PENDING, PROCESSING]", args: migrate,
+			stdout: []string{"reset trigger on public.app_outbox is current" + does}, absent: []string{"created"}},
+		{name: "check-config with another status table", pending: ", pending: [PENDING, PROCESSING]", args: append(check, "--status-table", "ops.delivery"), code: 1,
+			stdout: []string{`has pending values but a reset trigger that calls public.outbox_delivery_note_reset() instead of "ops"."delivery_note_reset"()`}},
+		{name: "other values: check-config", pending: ", pending: [PENDING]", args: check, code: 1,
+			stdout:  []string{"has pending values but a reset trigger that was created for another status column or other pending values: run `cdc-relay migrate"},
+			atStart: "a reset trigger that was created for another status column or other pending values"},
+		{name: "other values: migrate replaces it", pending: ", pending: [PENDING]", args: migrate,
+			stdout: []string{"reset trigger created on public.app_outbox: setting status back to PENDING sends the event again\n"}},
+		{name: "no pending values: migrate drops it", args: migrate,
+			stdout: []string{"reset trigger dropped from public.app_outbox: its write_back lists no pending values\n"}},
+		{name: "and again: nothing to say", args: migrate, absent: []string{"reset trigger"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(configFile, []byte(yaml(tc.pending)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main(ctx, tc.args, &stdout, &stderr)
+			out := stdout.String()
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, stderr.String())
+			}
+			rest := out
+			for _, s := range tc.stdout {
+				i := strings.Index(rest, s)
+				if i < 0 {
+					t.Fatalf("stdout lacks %q (in this order):\n%s", s, out)
+				}
+				rest = rest[i+len(s):]
+			}
+			for _, s := range tc.absent {
+				if strings.Contains(out, s) {
+					t.Errorf("stdout has %q:\n%s", s, out)
+				}
+			}
+			file, err := config.Load(configFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := relay.DefaultConfig()
+			rc.PostgresURL = url
+			err = checkAtStart(ctx, rc, configFile, file, slog.New(slog.DiscardHandler))
+			if tc.atStart == "" && err != nil || tc.atStart != "" && (err == nil || !strings.Contains(err.Error(), tc.atStart)) {
+				t.Errorf("run's start-up check: %v, want %q", err, tc.atStart)
+			}
+		})
+	}
 }

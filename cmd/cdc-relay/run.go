@@ -301,7 +301,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "), "delivery", c.delivery.delivery)
 	c.kafkaSecurity.logSettings(log)
 	if c.file != nil {
-		if err := checkAtStart(ctx, c.cfg.PostgresURL, c.cfg.Publication, c.configPath, c.file, log); err != nil {
+		if err := checkAtStart(ctx, c.cfg, c.configPath, c.file, log); err != nil {
 			return err
 		}
 	}

@@ -12,15 +12,20 @@ CREATE INDEX IF NOT EXISTS {{status_source_index}} ON {{status}} (source_table, 
 -- that sets its status column back to one of them (`migrate` creates the
 -- trigger, with the WHEN clause that says so): it makes the event's
 -- status row due again, to be sent again as the outbox row is now, or adds
--- one. TG_ARGV[0] is the outbox table's id column, TG_ARGV[1] its name as
+-- one (nothing for a row whose id is NULL: no event can be found by it).
+-- TG_ARGV[0] is the outbox table's id column, TG_ARGV[1] its name as
 -- the relay's config gives it (schema.name). SECURITY DEFINER: the role
--- that resets a row needs no privilege on the status table.
+-- that resets a row needs no privilege on the status table. The body's
+-- dollar-quote tag is one no name holds (migrate chooses it).
 CREATE OR REPLACE FUNCTION {{status_reset_function}}() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {{body_tag}}
 DECLARE
     row_id text := to_jsonb(NEW) ->> TG_ARGV[0];
     why constant text := 'its row was set back to a pending status: sent again, as the row is now';
 BEGIN
+    IF row_id IS NULL THEN
+        RETURN NULL;
+    END IF;
     UPDATE {{status}} SET status = 'FAILED', reload = true, attempts = 0, next_attempt_at = now(), updated_at = now(), last_error = why
         WHERE source_table = TG_ARGV[1] AND event_id = row_id AND status IN ('FAILED', 'DEAD');
     IF NOT FOUND THEN
@@ -29,4 +34,10 @@ BEGIN
     END IF;
     RETURN NULL;
 END
-$fn$;
+{{body_tag}};
+-- Only as a trigger, and only on a table whose owner may execute it: a
+-- trigger fires with the function's rights whoever updates the row, so
+-- PUBLIC must not be able to put it on a table of its own and write status
+-- rows for any table. (The trigger's creator needs EXECUTE; firing it does
+-- not.)
+REVOKE ALL ON FUNCTION {{status_reset_function}}() FROM PUBLIC;
