@@ -31,7 +31,8 @@ type exampleCase struct {
 	unrouted int            // events that match no route
 	deleted  int            // records whose row the application deleted after inserting it
 	// poison, if set, is an application transaction whose outbox row can
-	// never become a record: it is parked, and written back as failed.
+	// never become a record: it is parked DEAD, and written back as the
+	// table's dead value (its failed value when it has none).
 	poison string
 	// timeZone, if set, is the database's TimeZone, and sameTime two
 	// columns of the example's table that must then hold the same time
@@ -51,7 +52,11 @@ var exampleCases = []exampleCase{
 			COMMIT;`},
 	{dir: "order-service-outbox", topics: map[string]int{"order-events": 3},
 		timeZone: "Europe/Berlin", sameTime: [3]string{"outbox", "sent_at", "created_at"}},
-	{dir: "publisher-worker-outbox", topics: map[string]int{"chat.conversations": 1, "chat.messages": 2}},
+	{dir: "publisher-worker-outbox", topics: map[string]int{"chat.conversations": 1, "chat.messages": 2},
+		poison: `BEGIN;
+			INSERT INTO outbox (topic, key, payload_json, idempotency_key)
+			VALUES ('chat messages!', '4a6b8c0d-2e4f-4a6b-8c0d-2e4f6a8b0c1d', '{"type": "message.sent"}', 'message.sent:poison');
+			COMMIT;`},
 	{dir: "logistics-outbox", topics: map[string]int{"logistics.Order": 2, "logistics.Shipment": 2}},
 	{dir: "event-store-tags", topics: map[string]int{"wallet-events": 5, "payment-events": 1}, unrouted: 1},
 	// As Debezium's outbox extension does by default, one transaction
@@ -115,31 +120,57 @@ func TestExamplesRelayedByTheirConfig(t *testing.T) {
 // slot given as flags, which override the file.
 func (e *env) startExample(dir string) (*config.File, *relayProc) {
 	e.t.Helper()
-	path := filepath.Join("..", "examples", dir, "relay.yaml")
+	path := examplePath(dir)
 	file, err := config.Load(path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.exampleSchema(dir)
+	e.migrateConfig(path)
+	return file, e.startRelayArgs(relayBin, e.configArgs(path)...)
+}
+
+// examplePath is the relay.yaml of the example in dir.
+func examplePath(dir string) string { return filepath.Join("..", "examples", dir, "relay.yaml") }
+
+// exampleSchema replaces newEnv's outbox table with the tables of the
+// example in dir (its schema.sql), and drops the slot and the checkpoint
+// newEnv made: that slot reads from before the example's publication
+// existed, which pgoutput refuses, and `migrate --config` (or the first
+// run) makes a new one.
+func (e *env) exampleSchema(dir string) {
+	e.t.Helper()
 	mustExec(e.t, e.conn, "DROP TABLE outbox") // newEnv's default table: two examples name theirs so
 	e.execFile(filepath.Join("..", "examples", dir, "schema.sql"))
-	// The slot newEnv made reads from before the example's publication
-	// existed, which pgoutput refuses: migrate makes a new one.
 	mustExec(e.t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
 	mustExec(e.t, e.conn, "DELETE FROM cdc_relay_checkpoint")
-	out, err := exec.Command(relayBin, "migrate", "--config", path, "--postgres-url", e.url, "--slot", e.slot).CombinedOutput()
+}
+
+// migrateConfig runs `migrate --config path` with the test's database and
+// slot, and extra; it requires the publication to be created, and returns
+// what migrate printed.
+func (e *env) migrateConfig(path string, extra ...string) string {
+	e.t.Helper()
+	args := append([]string{"migrate", "--config", path, "--postgres-url", e.url, "--slot", e.slot}, extra...)
+	out, err := exec.Command(relayBin, args...).CombinedOutput()
 	if err != nil {
 		e.t.Fatalf("migrate --config: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "created publication") {
 		e.t.Errorf("migrate --config did not create the publication:\n%s", out)
 	}
-	return file, e.startRelayArgs(relayBin, e.exampleArgs(dir)...)
+	return string(out)
 }
 
 // exampleArgs are the arguments of `run --config` for the example in dir,
 // with the test's database, broker and slot.
-func (e *env) exampleArgs(dir string) []string {
-	return []string{"run", "--config", filepath.Join("..", "examples", dir, "relay.yaml"),
+func (e *env) exampleArgs(dir string) []string { return e.configArgs(examplePath(dir)) }
+
+// configArgs are the arguments of `run --config path` with the test's
+// database, broker and slot, quicker status updates than the default, and
+// endpoints on a port of their own.
+func (e *env) configArgs(path string) []string {
+	return []string{"run", "--config", path,
 		"--postgres-url", e.url, "--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot,
 		"--status-interval", "200ms", "--metrics-addr", "127.0.0.1:0"}
 }
@@ -322,23 +353,24 @@ func checkExampleRecord(t *testing.T, file *config.File, rows map[string]map[str
 }
 
 // checkWriteBack waits until the table's status column says every row
-// was delivered (or, with parked, that the one parked row failed), and
-// checks the note's own questions: nothing is left pending, the failed
-// rows are the parked ones, the delivered timestamp is set.
+// was delivered (or, with parked, that the one parked row failed or was
+// given up on), and checks the note's own questions: nothing is left
+// pending, the failed and dead rows are the parked ones, the delivered
+// timestamp is set. The dead value (an event given up on, or a row that
+// cannot become a record) is not pending.
 func (e *env) checkWriteBack(tbl config.Table, parked bool) {
 	e.t.Helper()
 	wb := tbl.WriteBack()
 	status := pgx.Identifier{wb.StatusColumn}.Sanitize()
-	var pending, delivered, failed, undated int
-	query := fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s::text NOT IN ($1, $2)), count(*) FILTER (WHERE %[1]s::text = $1),
-		count(*) FILTER (WHERE %[1]s::text = $2), 0 FROM %[2]s`, status, tbl.Table)
+	undatedCount := "0"
 	if wb.DeliveredAtColumn != "" {
-		query = fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s::text NOT IN ($1, $2)), count(*) FILTER (WHERE %[1]s::text = $1),
-			count(*) FILTER (WHERE %[1]s::text = $2), count(*) FILTER (WHERE %[1]s::text = $1 AND %[3]s IS NULL) FROM %[2]s`,
-			status, tbl.Table, pgx.Identifier{wb.DeliveredAtColumn}.Sanitize())
+		undatedCount = fmt.Sprintf("count(*) FILTER (WHERE %s::text = $1 AND %s IS NULL)", status, pgx.Identifier{wb.DeliveredAtColumn}.Sanitize())
 	}
+	query := fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s::text NOT IN ($1, $2, $3)), count(*) FILTER (WHERE %[1]s::text = $1),
+		count(*) FILTER (WHERE %[1]s::text IN ($2, $3)), %[3]s FROM %[2]s`, status, tbl.Table, undatedCount)
+	var pending, delivered, failed, undated int
 	e.waitFor("write-back leaves no row pending", 30*time.Second, func() bool {
-		if err := e.conn.QueryRow(context.Background(), query, wb.Delivered, wb.Failed).Scan(&pending, &delivered, &failed, &undated); err != nil {
+		if err := e.conn.QueryRow(context.Background(), query, wb.Delivered, wb.Failed, wb.DeadValue()).Scan(&pending, &delivered, &failed, &undated); err != nil {
 			e.t.Fatal(err)
 		}
 		return pending == 0
@@ -351,13 +383,13 @@ func (e *env) checkWriteBack(tbl config.Table, parked bool) {
 		e.t.Fatal(err)
 	}
 	if failed != dead || parked != (failed == 1) {
-		e.t.Errorf("%s: %d rows %s, %d events parked; want the parked ones, and one parked: %v", tbl.Name(), failed, wb.Failed, dead, parked)
+		e.t.Errorf("%s: %d rows %s or %s, %d events parked; want the parked ones, and one parked: %v", tbl.Name(), failed, wb.Failed, wb.DeadValue(), dead, parked)
 	}
 	if wb.ErrorColumn != "" && failed > 0 {
 		var reason string
-		q := fmt.Sprintf("SELECT %s FROM %s WHERE %s::text = $1", pgx.Identifier{wb.ErrorColumn}.Sanitize(), tbl.Table, status)
-		if err := e.conn.QueryRow(context.Background(), q, wb.Failed).Scan(&reason); err != nil || reason == "" {
-			e.t.Errorf("%s: the failed row's %s is %q (%v), want why", tbl.Name(), wb.ErrorColumn, reason, err)
+		q := fmt.Sprintf("SELECT %s FROM %s WHERE %s::text IN ($1, $2)", pgx.Identifier{wb.ErrorColumn}.Sanitize(), tbl.Table, status)
+		if err := e.conn.QueryRow(context.Background(), q, wb.Failed, wb.DeadValue()).Scan(&reason); err != nil || reason == "" {
+			e.t.Errorf("%s: the parked row's %s is %q (%v), want why", tbl.Name(), wb.ErrorColumn, reason, err)
 		}
 	}
 }
