@@ -26,22 +26,31 @@ func (f *flusher) failed(ctx context.Context, t *tableState, err error) {
 	f.w.failures.Add(1)
 	t.failing++
 	cause, refused := classify(err)
+	valueRefused := rowLevel(err) && !t.took // every row tried refused it: perhaps the value
 	now := time.Now()
 	wait := t.backoff
 	if refused {
 		wait = f.w.refusedRetry
 		t.sql = nil // the table may have changed by the next attempt
+		t.took = false
 	} else {
 		t.backoff = min(2*t.backoff, f.w.retryMax)
 	}
 	t.due = now.Add(wait)
 	attrs := []any{"table", t.quoted, "cause", cause, "err", err, "pending", t.live, "failed_attempts", t.failing, "retry_in", wait}
-	if refused {
+	switch {
+	case refused:
 		f.failLog.Log(t.quoted+" "+cause, slog.LevelError,
 			"write-back refused; the events are in Kafka, but their positions are confirmed only once their rows take their outcome: "+
 				"the stream waits once the in-flight limits are reached, until this is fixed",
 			append(attrs, "fix", t.hint(err))...)
-	} else {
+	case valueRefused:
+		f.failLog.Log(t.quoted+" "+cause, slog.LevelError,
+			"write-back refused for every row tried; the events are in Kafka, but their positions are confirmed only once their rows take their outcome: "+
+				"the stream waits once the in-flight limits are reached, until this is fixed",
+			append(attrs, "fix", fmt.Sprintf("the table refuses the delivered value %q (a CHECK or trigger on the status column?): "+
+				"`cdc-relay check-config --config FILE` tries it; change write_back.delivered, or the table's rule", t.Columns.Delivered))...)
+	default:
 		f.failLog.Log(t.quoted+" "+cause, slog.LevelWarn, "write-back failed; retrying", attrs...)
 	}
 }
@@ -105,19 +114,22 @@ func (f *flusher) refuse(t *tableState, i int, err error) {
 }
 
 // rowLevel reports whether err may be one row's fault rather than the
-// table's or the connection's: an error PostgreSQL raised for the
-// statement, other than a missing table, column or privilege (class 42), a
-// value the column's type refuses (22), a lost connection (08), a deadlock
-// or serialization failure (40), a cancelled statement (57), and a lack of
-// resources (53, 54, 58, XX), which a retry of the whole batch answers.
+// table's, the server's or the connection's: an integrity constraint
+// (SQLSTATE class 23: a CHECK, NOT NULL, a foreign key), a trigger's RAISE
+// (P0), a view's check option (44), a data exception (22: a trigger's cast
+// of the row's own data, or the value itself). Such a statement is
+// searched row by row; a row is given up only once the table took the
+// value for another. Everything else (a lock or statement timeout, a
+// deadlock, a read-only or lost connection, a missing column) is retried
+// for the whole batch, never given up row by row.
 func rowLevel(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
 		return false
 	}
 	switch pgErr.Code[:2] {
-	case "42", "22", "08", "40", "57", "53", "54", "58", "XX":
-		return false
+	case "23", "P0", "44", "22":
+		return true
 	}
-	return true
+	return false
 }

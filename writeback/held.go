@@ -31,28 +31,34 @@ type tableState struct {
 
 // pending is one outcome held by the flusher.
 type pending struct {
-	id      string
-	done    Done
+	id   string
+	done Done
+	// earlier are the Done of the outcomes of the same id it superseded:
+	// told with its own, once the row is written (an earlier event is
+	// confirmed only once its row says what a later one made it say).
+	earlier []Done
 	settled bool // written, refused or superseded: no longer live
 }
 
 // merge moves the queue's outcomes into the tables' held outcomes. The
-// latest outcome of an id supersedes any earlier one still held, whose
-// Done is told at once: the row takes the later outcome, and the later
-// event is confirmed only once it has.
+// latest outcome of an id supersedes any earlier one still held, and takes
+// over its Done: told once the row is written.
 func (f *flusher) merge(q *queue) {
 	for _, e := range q.entries {
 		t := &f.tables[e.table]
 		id := string(q.id(&e))
+		p := pending{id: id, done: e.done}
 		if i, ok := t.index[id]; ok {
-			t.settle(i)
+			old := &t.held[i]
+			p.earlier = append(old.earlier, old.done)
+			old.settled, old.done, old.earlier = true, nil, nil
 		} else {
 			t.live++
 			f.live++
 			t.peak = max(t.peak, t.live)
 		}
 		t.index[id] = len(t.held)
-		t.held = append(t.held, pending{id: id, done: e.done})
+		t.held = append(t.held, p)
 	}
 	for i := range f.tables {
 		if t := &f.tables[i]; len(t.held) > 2*t.live+1024 {
@@ -61,15 +67,16 @@ func (f *flusher) merge(q *queue) {
 	}
 }
 
-// settle marks held[i] settled and tells its Done; the caller accounts
-// for the id (it stays live when a later outcome superseded it).
+// settle marks held[i] settled and tells its Done and those it took over.
 func (t *tableState) settle(i int) {
 	p := &t.held[i]
 	p.settled = true
-	if p.done != nil {
-		p.done.WrittenBack()
-		p.done = nil
+	for _, d := range append(p.earlier, p.done) {
+		if d != nil {
+			d.WrittenBack()
+		}
 	}
+	p.done, p.earlier = nil, nil
 }
 
 // forget settles held[i], whose outcome is in its row or refused by it:

@@ -2,7 +2,6 @@ package writeback
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // State is what became of a parked event, as its row is to say it.
@@ -61,10 +59,11 @@ type Tx interface {
 //	WHERE id = $1::text::<id type>
 //
 // Each runs in a savepoint. A row the statement refuses (a trigger, a
-// constraint, a missing column or privilege) is logged at error level with
-// its id and the fix, counted, and left as it was: Write returns nil, and
-// the caller's transaction goes on. Write returns an error only when the
-// transaction itself failed (a lost connection, ctx ended).
+// constraint, a missing column or privilege: see rowLevel) is logged at
+// error level with its id and the fix, counted, and left as it was: Write
+// returns nil, and the caller's transaction goes on. Any other error (a
+// lock timeout, a deadlock, a lost connection, ctx ended) is returned, for
+// the caller to roll back and try again.
 type Rows struct {
 	tables  map[string]*rowTable // by schema.name, as Table.Name
 	log     *slog.Logger
@@ -123,12 +122,10 @@ func (r *Rows) Write(ctx context.Context, tx Tx, sourceTable, id string, o Outco
 	if err == nil {
 		return nil
 	}
-	var pgErr *pgconn.PgError
-	var se *schemaError
-	if ctx.Err() != nil || !errors.As(err, &pgErr) && !errors.As(err, &se) {
-		return err
-	}
 	cause, refused := classify(err)
+	if ctx.Err() != nil || !refused && !rowLevel(err) {
+		return err // the transaction's fault, not the row's: the caller tries it again
+	}
 	if refused {
 		t.forget() // look the columns up again next time
 	}

@@ -108,3 +108,24 @@ func TestRowsRefusedRowKeepsTheTransaction(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsReturnsWhatIsNotTheRows: a lock timeout (or a deadlock, a lost
+// connection) is the transaction's, not the row's: Write returns it, so
+// that the caller rolls back and tries again, and counts nothing.
+func TestRowsReturnsWhatIsNotTheRows(t *testing.T) {
+	ctx, _, pool := startDB(t)
+	table := outboxTable(t, ctx, pool, "outbox", "a")
+	exec(t, ctx, pool, `CREATE FUNCTION busy() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'busy' USING ERRCODE = 'lock_not_available'; END $$;
+		CREATE TRIGGER busy BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION busy()`)
+	rows, err := NewRows([]Table{table}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return rows.Write(ctx, tx, "public.outbox", "a", Outcome{State: Delivered})
+	})
+	if err == nil || !strings.Contains(err.Error(), "55P03") || rows.Refused() != 0 {
+		t.Fatalf("Write: %v, %d refused; want the lock timeout returned, nothing refused", err, rows.Refused())
+	}
+}

@@ -76,8 +76,9 @@ type Stats struct {
 }
 
 // Done is told once an outcome reported to a Writer is settled: written to
-// its row (or its row no longer exists), given up because the row refuses
-// it, or superseded by a later outcome of the same id. The relay confirms
+// its row (or its row no longer exists), or given up because the row
+// refuses it. An outcome superseded by a later one of the same id is
+// settled with it. The relay confirms
 // an event's position only then, so an outcome not yet settled when the
 // relay stops is reported again after the restart.
 type Done interface {
