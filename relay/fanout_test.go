@@ -32,6 +32,12 @@ func (f *fakeOutcomes) Delivered(table int, id []byte, done writeback.Done) {
 	f.settle(done)
 }
 
+func (f *fakeOutcomes) Waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.dones)
+}
+
 func (f *fakeOutcomes) settle(done writeback.Done) {
 	f.mu.Lock()
 	if f.hold {

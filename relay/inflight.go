@@ -27,9 +27,6 @@ type inflight struct {
 	size       int
 	alone      bool          // produced again in a batch of its own (see atLeastOnce.ack)
 	copies     *atomic.Int32 // the copies of a fanned-out event not yet acked; nil for one copy
-	// writtenBack: its ack is counted once its row says delivered
-	// (exactly-once delivery decides when it produces it).
-	writtenBack bool
 }
 
 // WrittenBack counts it out of flight once write-back settled its

@@ -30,6 +30,8 @@ type failureStore interface {
 type outcomes interface {
 	// Delivered: every copy of the event is in Kafka.
 	Delivered(table int, id []byte, done writeback.Done)
+	// Waiting is the number of outcomes not written yet.
+	Waiting() int
 }
 
 // counters count what a relay read and delivered over its life, across

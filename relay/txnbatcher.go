@@ -19,9 +19,30 @@ import (
 type heldTxn struct {
 	pgTxn  *checkpoint.Txn
 	events int // records produced
-	// delivered are the events to tell write-back about once committed:
-	// each stays in flight until its row says delivered.
-	delivered []*inflight
+	// delivered are the events to tell write-back about once committed;
+	// the transaction's hold is released once their rows say delivered.
+	delivered []writtenBack
+}
+
+// writtenBack is an event whose delivery write-back is told of.
+type writtenBack struct {
+	table int
+	id    []byte
+}
+
+// heldWriteBack is told once write-back wrote each row of a committed
+// PostgreSQL transaction; then it releases the transaction's hold, and the
+// checkpoint may pass it.
+type heldWriteBack struct {
+	tracker *checkpoint.Tracker
+	pgTxn   *checkpoint.Txn
+	left    atomic.Int64
+}
+
+func (h *heldWriteBack) WrittenBack() {
+	if h.left.Add(-1) == 0 {
+		h.tracker.Release(h.pgTxn)
+	}
 }
 
 // failure is a record Kafka did not take; it is nil for the checkpoint
@@ -133,8 +154,7 @@ func (b *txnBatcher) produce(it *inflight) {
 	h.events++
 	b.cur.events++
 	if b.reportsDelivery(it) {
-		it.writtenBack = true
-		h.delivered = append(h.delivered, it)
+		h.delivered = append(h.delivered, writtenBack{it.ev.Table, append([]byte(nil), it.ev.ID...)})
 	}
 	if b.committing {
 		b.pending = append(b.pending, it)
@@ -169,15 +189,7 @@ func (b *txnBatcher) sendLocked(it *inflight) {
 		return
 	}
 	b.acked.Add(1)
-	b.countAcked(it)
-}
-
-// countAcked counts a record Kafka acked out of flight, unless its row is to
-// say delivered first (account).
-func (b *txnBatcher) countAcked(it *inflight) {
-	if !it.writtenBack {
-		b.tracker.Done(it.pgTxn, it.size)
-	}
+	b.tracker.Done(it.pgTxn, it.size)
 }
 
 // park parks a poison row, one that cannot become a record, in the status
@@ -228,7 +240,7 @@ func (b *txnBatcher) ack(r *kgo.Record, err error) {
 	it := r.Context.(*inflight)
 	if err == nil {
 		b.acked.Add(1)
-		b.countAcked(it)
+		b.tracker.Done(it.pgTxn, it.size)
 		return
 	}
 	b.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()

@@ -47,6 +47,7 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 	b.cur, b.sent = kafkaTxn{}, 0
 	b.committing = true
 	b.mu.Unlock()
+	b.waitForWriteBack(ctx)
 
 	if b.commitHook != nil {
 		b.commitHook()
@@ -181,9 +182,36 @@ func (b *txnBatcher) account(held []*heldTxn) {
 			b.metrics.CommitToAck.Observe(lag)
 		}
 		b.count.events.Add(int64(h.events))
-		for _, it := range h.delivered {
-			b.outcomes.Delivered(it.ev.Table, it.ev.ID, it)
+		if len(h.delivered) == 0 {
+			b.tracker.Release(h.pgTxn)
+			continue
 		}
-		b.tracker.Release(h.pgTxn)
+		// Held until every row of it says delivered.
+		w := &heldWriteBack{tracker: b.tracker, pgTxn: h.pgTxn}
+		w.left.Store(int64(len(h.delivered)))
+		for _, d := range h.delivered {
+			b.outcomes.Delivered(d.table, d.id, w)
+		}
+	}
+}
+
+// writeBackLag is how many outcomes may wait for write-back before a
+// commit waits for them: the records read meanwhile wait in flight, so the
+// in-flight limits hold the reader back, and memory stays bounded while
+// the database updates slower than Kafka commits.
+const writeBackLag = 10000
+
+// waitForWriteBack waits, before a commit, while more than writeBackLag
+// outcomes wait to be written back, until ctx or the session ends.
+func (b *txnBatcher) waitForWriteBack(ctx context.Context) {
+	if b.outcomes == nil {
+		return
+	}
+	for b.outcomes.Waiting() > writeBackLag && ctx.Err() == nil && b.produceCtx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-b.produceCtx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

@@ -73,6 +73,9 @@ func startWriteBack(db writeback.DB, cfg Config) (*tableOutcomes, func(), error)
 	return o, func() { cancel(); wg.Wait() }, nil
 }
 
+// Waiting is the number of outcomes the writer has not written yet.
+func (o *tableOutcomes) Waiting() int { return o.w.Stats().Pending }
+
 // rowsOrNil is what writes parked events' outcomes; nil without a writer.
 func (o *tableOutcomes) rowsOrNil() *writeback.Rows {
 	if o == nil {
