@@ -159,7 +159,7 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 		// changed meanwhile, checks its state again before the update.
 		rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status FROM "+s.table+" WHERE "+cond+" FOR UPDATE)"+
 			" UPDATE "+s.table+" AS d SET status = 'FAILED', attempts = 0, next_attempt_at = now(), updated_at = now()"+
-			" FROM target WHERE d.id = target.id RETURNING d.id, target.status, coalesce(d.source_table, ''), coalesce(d.event_id, ''), d.next_attempt_at", arg)
+			" FROM target WHERE d.id = target.id RETURNING d.id, target.status, coalesce(d.source_table, ''), coalesce(d.event_id, ''), d.next_attempt_at, d.reload", arg)
 		if err != nil {
 			return err
 		}
@@ -167,9 +167,13 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 		if changes, sources, err = collectChanges(rows); err != nil {
 			return err
 		}
-		// The rows say FAILED again, due now, with no attempt counted.
+		// The rows say failed again, due now, their attempts counted
+		// afresh: the fast path's failure, unless sent as the row is now.
 		for _, src := range sources {
-			o := writeback.Outcome{State: writeback.Failed, Attempts: 0, NextAttempt: src.next}
+			o := writeback.Outcome{State: writeback.Failed, Attempts: 1, NextAttempt: src.next}
+			if src.reload {
+				o.Attempts = 0
+			}
 			if err := s.rows.Write(ctx, tx, src.table, src.eventID, o); err != nil {
 				return err
 			}
@@ -274,7 +278,7 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 	}
 	var changes []Change
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sql+" RETURNING id, status, coalesce(source_table, ''), coalesce(event_id, ''), next_attempt_at", args...)
+		rows, err := tx.Query(ctx, sql+" RETURNING id, status, coalesce(source_table, ''), coalesce(event_id, ''), next_attempt_at, reload", args...)
 		if err != nil {
 			return err
 		}
@@ -310,6 +314,7 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 type source struct {
 	table, eventID string    // "" when not recorded
 	next           time.Time // the status row's next attempt
+	reload         bool      // sent as its outbox row is now
 }
 
 // collectChanges reads rows of (id, status, source_table, event_id,
@@ -321,7 +326,7 @@ func collectChanges(rows pgx.Rows) ([]Change, []source, error) {
 	}
 	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (changed, error) {
 		var c changed
-		err := r.Scan(&c.ID, &c.Was, &c.table, &c.eventID, &c.next)
+		err := r.Scan(&c.ID, &c.Was, &c.table, &c.eventID, &c.next, &c.reload)
 		return c, err
 	})
 	if err != nil {

@@ -21,8 +21,8 @@ type Outcome struct {
 	// Err is why the attempt failed, for last_error (when not Delivered).
 	Err error
 	// Loaded, for a Reload row, is the record read from its outbox row:
-	// stored in the status row (which is no longer a Reload row), so that
-	// list and show have it, and later attempts send the same record.
+	// stored in the status row, so that list and show have it. The row
+	// stays a Reload row: each attempt reads the outbox row again.
 	Loaded *Row
 	// RetryIn is how long after now to try again (when neither Delivered
 	// nor Dead).
@@ -67,7 +67,7 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 			if h := encodeHeaders(r.Headers); h != nil {
 				headers = h
 			}
-			b.Queue("UPDATE "+s.table+" SET topic = $2, record_key = $3, record_value = $4, headers = $5, record_timestamp = $6, reload = false WHERE id = $1",
+			b.Queue("UPDATE "+s.table+" SET topic = $2, record_key = $3, record_value = $4, headers = $5, record_timestamp = $6 WHERE id = $1",
 				o.ID, sanitize(r.Topic), r.Key, r.Value, headers, ts)
 		}
 		switch {

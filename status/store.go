@@ -108,8 +108,9 @@ type Row struct {
 	UpdatedAt     time.Time
 	DeliveredAt   time.Time // zero unless Delivered
 	// Reload: the event is to be sent as its outbox row is now (a reset
-	// of the row, a row adopted at the switch-over); the record fields are
-	// empty until the poller read the row (Outcome.Loaded).
+	// of the row, a row adopted at the switch-over): each attempt reads
+	// it; the record fields hold what the last attempt read (empty before
+	// the first, Outcome.Loaded).
 	Reload bool
 }
 

@@ -120,7 +120,7 @@ func TestWriteBackFollowsTheStatusTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("retried and purged", map[string]string{
-		"e-3": "failed 0 gave up false true",
+		"e-3": "failed 1 gave up false true", // counted afresh: the fast path's failure
 		"e-4": "dead_lettered 1 given up: purged from the status table by an operator false true",
 	})
 	var plain string
@@ -186,7 +186,7 @@ func TestAdoptAndReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`1 SENT 0 DELIVERED orders {"id": 1} false`, "2 SENT 0 -", `3 SENT 0 DELIVERED orders {"id": 3} false`, "4 FAILED 0 -"}
+	want := []string{`1 SENT 0 DELIVERED orders {"id": 1} true`, "2 SENT 0 -", `3 SENT 0 DELIVERED orders {"id": 3} true`, "4 FAILED 0 -"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -202,4 +202,59 @@ func newTestPool(t *testing.T) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// TestReloadRowAttempts: a row sent as its outbox row is now (adopted, or
+// reset) counts only the poller's failed attempts: 1, 2, then 2 once
+// delivered.
+func TestReloadRowAttempts(t *testing.T) {
+	ctx := context.Background()
+	pool := newTestPool(t)
+	for _, sql := range []string{
+		`CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text NOT NULL, retry_count int NOT NULL DEFAULT 0)`,
+		`INSERT INTO app_outbox VALUES (1, 'NEW')`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := writeback.NewRows([]writeback.Table{{Name: "app_outbox", IDColumn: "id", Columns: writeback.Columns{
+		StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", AttemptsColumn: "retry_count", Pending: []string{"NEW"}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(pool, "public", "outbox_delivery", WriteBack(rows))
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := store.Adopt(ctx, tx, Adoptable{Schema: "public", Name: "app_outbox", Source: "public.app_outbox",
+			IDColumn: "id", StatusColumn: "status", Pending: []string{"NEW"}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, delivered := range []bool{false, false, true} {
+		if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now()"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+			loaded := due[0]
+			loaded.Topic = "orders"
+			if delivered {
+				return []Outcome{{ID: due[0].ID, Delivered: true, Loaded: &loaded}}
+			}
+			return []Outcome{{ID: due[0].ID, Err: errors.New("UNKNOWN_TOPIC_OR_PARTITION"), RetryIn: time.Minute, Loaded: &loaded}}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT retry_count FROM app_outbox").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	if fmt.Sprint(got) != "[1 2 2]" {
+		t.Fatalf("retry_count %v over fail, fail, deliver; want [1 2 2]", got)
+	}
 }

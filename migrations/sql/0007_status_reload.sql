@@ -1,10 +1,11 @@
 -- Events to send again from their outbox row as it is now, rather than
 -- from a copy: a row whose status was set back to one of its table's
 -- pending values (the team's own reset), and the rows adopted at the
--- switch-over (pending when the relay's slot was created). Such a status
--- row holds no record until the poller reads the outbox row (reload): its
--- topic is '' and its commit_lsn NULL (it was committed before the slot,
--- or was never read from it).
+-- switch-over (pending when the relay's slot was created). The poller
+-- reads the outbox row at each attempt (reload), and keeps the record it
+-- read in the status row; before the first, a new one's topic is '' and
+-- its commit_lsn NULL (it was committed before the slot, or never read from
+-- it).
 ALTER TABLE {{status}} ADD COLUMN IF NOT EXISTS reload boolean NOT NULL DEFAULT false;
 CREATE INDEX IF NOT EXISTS {{status_source_index}} ON {{status}} (source_table, event_id) WHERE source_table IS NOT NULL;
 
