@@ -397,3 +397,50 @@ func readTable(ctx context.Context, t *testing.T, conn *pgx.Conn, table string) 
 		t.Fatal(err)
 	}
 }
+
+// TestResetTriggerSkipsAClaimedRow: a reset while the poller holds the
+// event's status row (claimed, its outbox row being written) neither waits
+// for it nor deadlocks: a reload row is added beside it. The id is the
+// column's output text, as the stream sends it: a char(n) keeps its
+// padding.
+func TestResetTriggerSkipsAClaimedRow(t *testing.T) {
+	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE app_outbox (id char(4) PRIMARY KEY, status text)")
+	cfg := DefaultConfig()
+	cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
+	cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}}
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		"INSERT INTO app_outbox VALUES ('ab', 'FAILED')",
+		"INSERT INTO outbox_delivery (event_id, source_table, topic, status, last_error) VALUES ('ab  ', 'public.app_outbox', 'orders', 'FAILED', 'x')",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poller, err := pgx.Connect(ctx, conn.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer poller.Close(context.Background())
+	tx, err := poller.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT FROM outbox_delivery FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET lock_timeout = '2s'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING'"); err != nil {
+		t.Fatalf("reset while the poller holds the status row: %v", err)
+	}
+	rows, _ := conn.Query(ctx, "SELECT event_id || ' ' || reload FROM outbox_delivery ORDER BY id")
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || fmt.Sprint(got) != "[ab   false ab   true]" {
+		t.Fatalf("status rows %q (%v); want the held one untouched and a reload row beside it, with the padded id", got, err)
+	}
+}

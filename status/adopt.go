@@ -41,8 +41,9 @@ func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error
 	}
 	outbox := pgx.Identifier{t.Schema, t.Name}.Sanitize()
 	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error)"+
-		" SELECT o."+pgx.Identifier{t.IDColumn}.Sanitize()+"::text, $1, '', 'FAILED', true, $2 FROM "+outbox+" AS o"+
-		" WHERE o."+pgx.Identifier{t.StatusColumn}.Sanitize()+"::text = ANY($3::text[])", t.Source, adoptedReason, t.Pending)
+		" SELECT format('%s', o."+pgx.Identifier{t.IDColumn}.Sanitize()+"), $1, '', 'FAILED', true, $2 FROM "+outbox+" AS o"+
+		" WHERE o."+pgx.Identifier{t.StatusColumn}.Sanitize()+"::text = ANY($3::text[]) AND o."+pgx.Identifier{t.IDColumn}.Sanitize()+" IS NOT NULL",
+		t.Source, adoptedReason, t.Pending)
 	if err != nil {
 		return 0, fmt.Errorf("adopt the pending rows of %s: %w", outbox, err)
 	}

@@ -17,18 +17,25 @@ CREATE INDEX IF NOT EXISTS {{status_source_index}} ON {{status}} (source_table, 
 -- TG_ARGV[0] is the outbox table's id column, TG_ARGV[1] its name as
 -- the relay's config gives it (schema.name). SECURITY DEFINER: the role
 -- that resets a row needs no privilege on the status table. The body's
--- dollar-quote tag is one no name holds (migrate chooses it).
+-- dollar-quote tag is one no name holds (migrate chooses it). The id is
+-- the text of the column's output function, as the stream sends it (a
+-- char(n) keeps its padding). A status row the poller holds is skipped,
+-- not waited for (the poller may be writing this outbox row, which the
+-- reset holds): a reload row is added beside it.
 CREATE OR REPLACE FUNCTION {{status_reset_function}}() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {{body_tag}}
 DECLARE
-    row_id text := to_jsonb(NEW) ->> TG_ARGV[0];
+    row_id text;
     why constant text := 'its row was set back to a pending status: sent again, as the row is now';
 BEGIN
+    EXECUTE format('SELECT CASE WHEN ($1).%1$I IS NOT NULL THEN format(%2$L, ($1).%1$I) END', TG_ARGV[0], '%s')
+        INTO row_id USING NEW;
     IF row_id IS NULL THEN
         RETURN NULL;
     END IF;
     UPDATE {{status}} SET status = 'FAILED', reload = true, attempts = 0, next_attempt_at = now(), updated_at = now(), last_error = why
-        WHERE source_table = TG_ARGV[1] AND event_id = row_id AND status IN ('FAILED', 'DEAD');
+        WHERE id IN (SELECT id FROM {{status}} WHERE source_table = TG_ARGV[1] AND event_id = row_id
+            AND status IN ('FAILED', 'DEAD') FOR UPDATE SKIP LOCKED);
     IF NOT FOUND THEN
         INSERT INTO {{status}} (event_id, source_table, topic, status, reload, last_error)
             VALUES (row_id, TG_ARGV[1], '', 'FAILED', true, why);
