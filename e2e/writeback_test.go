@@ -112,7 +112,7 @@ func (e *env) waitOtherClientsGone() {
 
 // TestWriteBackSurvivesKill: a backlog of 20,000 events on a table with
 // write-back; the relay is killed with SIGKILL while outcomes wait to be
-// written (each write-back statement is slowed to take 250 ms more, so that
+// written (each write-back statement is slowed to take a second more, so that
 // the rows are written over seconds), and started
 // again. The slot never confirms past an event whose row is still
 // PENDING, every row ends DELIVERED with its time, every event is in
@@ -127,7 +127,7 @@ func TestWriteBackSurvivesKill(t *testing.T) {
 	e := newEnv(t)
 	args := e.writeBackArgs()
 	mustExec(t, e.conn, `CREATE FUNCTION slow_write_back() RETURNS trigger LANGUAGE plpgsql
-		AS $$BEGIN PERFORM pg_sleep(0.25); RETURN NULL; END$$`)
+		AS $$BEGIN PERFORM pg_sleep(1); RETURN NULL; END$$`)
 	mustExec(t, e.conn, `CREATE TRIGGER slow_write_back AFTER UPDATE ON outbox
 		FOR EACH STATEMENT EXECUTE FUNCTION slow_write_back()`)
 	for i := 0; i < rows; i += perTx {

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -35,14 +38,40 @@ func (c Config) adoptables() []status.Adoptable {
 // (0000000A-0000001B-1); anything else is not quoted into SQL.
 var snapshotName = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 
+// recordNewSlot records a slot just created by repl: its checkpoint row
+// at its consistent point and, for cfg's tables with pending values, the
+// switch-over's backlog (adoptBacklog), in one transaction on db, so that
+// a crash leaves both or neither (a slot without a checkpoint row is
+// created again: resume). A slot whose recording failed is dropped, to be
+// created again. It returns how many rows were adopted.
+func recordNewSlot(ctx context.Context, db TxBeginner, repl *replication.Conn, cfg Config, created replication.NewSlot, log *slog.Logger) (int64, error) {
+	var n int64
+	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var err error
+		if n, err = adoptBacklog(ctx, tx, cfg, created.Snapshot, log); err != nil {
+			return err
+		}
+		return checkpoint.NewStore(tx, cfg.CheckpointSchema, cfg.CheckpointTable).Reset(ctx, cfg.Slot, created.ConsistentPoint)
+	})
+	if err == nil {
+		return n, nil
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if derr := repl.DropSlot(dctx, cfg.Slot); derr != nil {
+		return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
+	}
+	return 0, fmt.Errorf("%w (the new slot was dropped: it is created, and records its start, again)", err)
+}
+
 // adoptBacklog is the switch-over: for each of cfg's tables with pending
 // values, it parks the rows whose status was pending at snapshot (the one
 // a new slot exported) in the status table, for the poller to send as
-// they are then. One transaction on db that imports the snapshot: exactly
-// the rows committed before the slot's consistent point, which the slot
-// will not stream, and all of them or none. It logs and returns how many
-// rows it adopted.
-func adoptBacklog(ctx context.Context, db TxBeginner, cfg Config, snapshot string, log *slog.Logger) (int64, error) {
+// they are then. tx is a REPEATABLE READ transaction that has not read
+// yet: it imports the snapshot, and so sees exactly the rows committed
+// before the slot's consistent point, which the slot will not stream. It
+// logs and returns how many rows it adopted.
+func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, log *slog.Logger) (int64, error) {
 	tables := cfg.adoptables()
 	if len(tables) == 0 {
 		return 0, nil
@@ -53,22 +82,19 @@ func adoptBacklog(ctx context.Context, db TxBeginner, cfg Config, snapshot strin
 	if !snapshotName.MatchString(snapshot) {
 		return 0, fmt.Errorf("adopt the pending rows: the new slot exported no usable snapshot (%q)", snapshot)
 	}
+	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshot+"'"); err != nil {
+		return 0, fmt.Errorf("import the new slot's snapshot: %w", err)
+	}
 	store := status.NewStore(nil, cfg.StatusSchema, cfg.StatusTable)
 	var total int64
-	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshot+"'"); err != nil {
-			return fmt.Errorf("import the new slot's snapshot: %w", err)
+	for _, t := range tables {
+		n, err := store.Adopt(ctx, tx, t)
+		if err != nil {
+			return 0, err
 		}
-		for _, t := range tables {
-			n, err := store.Adopt(ctx, tx, t)
-			if err != nil {
-				return err
-			}
-			log.Info("adopted the rows pending when the slot was created: the poller sends each as it is now",
-				"table", t.Source, "rows", n, "pending", t.Pending)
-			total += n
-		}
-		return nil
-	})
-	return total, err
+		log.Info("adopted the rows pending when the slot was created: the poller sends each as it is now",
+			"table", t.Source, "rows", n, "pending", t.Pending)
+		total += n
+	}
+	return total, nil
 }

@@ -76,8 +76,8 @@ type PrepareDB interface {
 
 // createSlot creates cfg's slot: with a function call, or, when a table
 // has pending values, over a replication connection whose exported
-// snapshot adopts the switch-over's backlog (a slot whose adoption failed
-// is dropped). It returns how many rows were adopted.
+// snapshot adopts the switch-over's backlog with the checkpoint row
+// (recordNewSlot). It returns how many rows were adopted.
 func createSlot(ctx context.Context, db PrepareDB, cfg Config) (int64, error) {
 	if len(cfg.adoptables()) == 0 {
 		var text string
@@ -95,12 +95,5 @@ func createSlot(ctx context.Context, db PrepareDB, cfg Config) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := adoptBacklog(ctx, db, cfg, created.Snapshot, cfg.Logger)
-	if err != nil {
-		if derr := repl.DropSlot(ctx, cfg.Slot); derr != nil {
-			return 0, fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) before migrate runs again", err, derr, cfg.Slot)
-		}
-		return 0, fmt.Errorf("%w (the new slot was dropped: migrate creates it, and adopts, again)", err)
-	}
-	return n, nil
+	return recordNewSlot(ctx, db, repl, cfg, created, cfg.Logger)
 }

@@ -36,7 +36,8 @@ type resumeDB interface {
 //   - a missing slot is created, unless the row shows an earlier slot
 //     existed: the same gap, from the row to now.
 //
-// A slot it creates adopts the switch-over's backlog first (adoptBacklog).
+// A slot it creates records its checkpoint row with the switch-over's
+// backlog it adopts, in one transaction (recordNewSlot).
 func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *checkpoint.Store, cfg Config, log *slog.Logger) (pglogrepl.LSN, error) {
 	cp, haveStored, err := store.Load(ctx, cfg.Slot)
 	if err != nil {
@@ -48,34 +49,7 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 		if haveStored && !cfg.AcceptSlotLoss {
 			return 0, fatalError{&SlotGapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}}
 		}
-		created, err := repl.CreateSlot(ctx, cfg.Slot)
-		var pgErr *pgconn.PgError
-		switch {
-		case errors.As(err, &pgErr) && pgErr.Code == "42710":
-			// Created meanwhile (by migrate, say): the next session finds it.
-			return 0, err
-		case err != nil:
-			return 0, classify(err)
-		}
-		if _, err := adoptBacklog(ctx, q, cfg, created.Snapshot, log); err != nil {
-			// Without its backlog the slot must not stay: the next
-			// session creates it, and adopts, again.
-			if derr := repl.DropSlot(ctx, cfg.Slot); derr != nil {
-				return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
-			}
-			return 0, err
-		}
-		lsn := created.ConsistentPoint
-		if err := store.Reset(ctx, cfg.Slot, lsn); err != nil {
-			return 0, err
-		}
-		if haveStored {
-			log.Warn("replication slot created again (--accept-slot-loss): transactions committed while it did not exist are not relayed",
-				"slot", cfg.Slot, "checkpoint", cp.LSN, "at", lsn)
-		} else {
-			log.Info("replication slot created", "slot", cfg.Slot, "at", lsn)
-		}
-		return lsn, nil
+		return createRecorded(ctx, q, repl, cfg, log, cp, haveStored)
 	case err != nil:
 		return 0, err
 	}
@@ -86,6 +60,15 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 		// Listed before its consistent point is found: it is being
 		// created (by migrate, say), and waits for open transactions.
 		return 0, fmt.Errorf("replication slot %q is still being created (it waits for the transactions open when it began); trying again", cfg.Slot)
+	}
+	if !haveStored && len(cfg.adoptables()) > 0 {
+		// A slot the relay creates records its checkpoint row with the
+		// backlog it adopts: this one did not (a migrate creating it now,
+		// a relay stopped before it could, or someone else).
+		return 0, fmt.Errorf("replication slot %q exists but the relay never recorded it, and tables have pending values, whose rows pending before the slot "+
+			"would never be sent: if `cdc-relay migrate --config` is creating it now, this passes once it is done; otherwise drop the slot "+
+			"(SELECT pg_drop_replication_slot('%s')) so that the relay creates it and adopts them, or run `cdc-relay migrate --config FILE` "+
+			"to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
 	}
 	start := slot.ConfirmedFlush
 	log.Info("replication slot found", "slot", cfg.Slot, "confirmed", start, "wal_retained", slot.Retained())
@@ -141,4 +124,30 @@ func (e *SlotGapError) Error() string {
 	return fmt.Sprintf("replication slot %q is at %s, ahead of the relay's checkpoint %s saved %s ago (%s): the slot was re-created or advanced by another consumer, "+
 		"and the relay never read the WAL from %s to %s. %s",
 		e.Slot, e.SlotLSN, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339), e.Checkpoint.LSN, e.SlotLSN, what)
+}
+
+// createRecorded creates cfg's slot and records it (recordNewSlot: its
+// checkpoint row, and the backlog it adopts), and returns where the
+// session streams from. cp and haveStored are the checkpoint row found.
+func createRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg Config, log *slog.Logger, cp checkpoint.Checkpoint, haveStored bool) (pglogrepl.LSN, error) {
+	created, err := repl.CreateSlot(ctx, cfg.Slot)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42710":
+		// Created meanwhile (by migrate, say): the next session finds it.
+		return 0, err
+	case err != nil:
+		return 0, classify(err)
+	}
+	if _, err := recordNewSlot(ctx, q, repl, cfg, created, log); err != nil {
+		return 0, err
+	}
+	lsn := created.ConsistentPoint
+	if haveStored {
+		log.Warn("replication slot created again (--accept-slot-loss): transactions committed while it did not exist are not relayed",
+			"slot", cfg.Slot, "checkpoint", cp.LSN, "at", lsn)
+	} else {
+		log.Info("replication slot created", "slot", cfg.Slot, "at", lsn)
+	}
+	return lsn, nil
 }
