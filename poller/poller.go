@@ -101,32 +101,8 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 // attempt.
 func (p *Poller) deliver(ctx context.Context, rows []status.Row) []status.Outcome {
 	errs := make([]error, len(rows))
-	var recs []*kgo.Record
-	var sent []int // the row of each record
-	check := p.cfg.CheckTopic
-	if check == nil {
-		check = decoder.ValidTopic
-	}
 	loaded := p.load(ctx, rows, errs)
-	for i, row := range rows {
-		if errs[i] != nil || row.Reload && loaded[i] == nil {
-			continue // not loaded: dead, or left for the next poll
-		}
-		if loaded[i] != nil {
-			row = *loaded[i]
-		}
-		if err := check(row.Topic); err != nil {
-			errs[i] = err // not a topic the relay may write: never produced
-			continue
-		}
-		recs = append(recs, record(row, row.Topic))
-		sent = append(sent, i)
-	}
-	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-	for j, err := range p.prod.ProduceWait(actx, recs) {
-		errs[sent[j]] = err
-	}
-	cancel()
+	p.produce(ctx, rows, loaded, errs)
 
 	var out []status.Outcome
 	var delivered, failed, dead int
@@ -219,6 +195,8 @@ var ErrUnloadable = errors.New("cannot be sent again from its outbox row")
 // gets its error in errs[i].
 func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*status.Row {
 	loaded := make([]*status.Row, len(rows))
+	var failed int
+	var first error
 	for i, row := range rows {
 		if !row.Reload || p.cfg.Load == nil {
 			continue
@@ -228,12 +206,47 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 		case errors.Is(err, ErrUnloadable):
 			errs[i] = err
 		case err != nil:
-			p.cfg.Logger.Warn("could not read the outbox row of an event to send again; trying at the next poll",
-				"table", row.SourceTable, "id", row.EventID, "err", err)
+			if failed++; first == nil {
+				first = fmt.Errorf("%s %s: %w", row.SourceTable, row.EventID, err)
+			}
 		default:
 			r.ID, r.Attempts, r.Reload = row.ID, row.Attempts, false
 			loaded[i] = &r
 		}
 	}
+	if failed > 0 {
+		p.cfg.Logger.Warn("could not read the outbox rows of events to send again; trying at the next poll", "rows", failed, "first", first)
+	}
 	return loaded
+}
+
+// produce produces each row that has a record (loaded[i] for a Reload
+// row) and no error yet, and sets errs[i] to Kafka's answer, or why the
+// row's topic may not be written.
+func (p *Poller) produce(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) {
+	var recs []*kgo.Record
+	var sent []int // the row of each record
+	check := p.cfg.CheckTopic
+	if check == nil {
+		check = decoder.ValidTopic
+	}
+	for i, row := range rows {
+		if errs[i] != nil || row.Reload && loaded[i] == nil {
+			continue // not loaded: dead, or left for the next poll
+		}
+		if loaded[i] != nil {
+			row = *loaded[i]
+		}
+		if err := check(row.Topic); err != nil {
+			errs[i] = err // not a topic the relay may write: never produced
+			continue
+		}
+		recs = append(recs, record(row, row.Topic))
+		sent = append(sent, i)
+	}
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	for j, err := range p.prod.ProduceWait(actx, recs) {
+		errs[sent[j]] = err
+	}
+	cancel()
 }

@@ -133,20 +133,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	failures := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(cfg.TableNames()...), status.WriteBack(rows))
-	written := func(ctx context.Context, source string, ids []string) error {
-		if !rows.Writes(source) {
-			return nil
-		}
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			for _, id := range ids {
-				if err := rows.Write(ctx, tx, source, id, writeback.Outcome{State: writeback.Delivered, Attempts: -1}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := publishAgain(ctx, cfg, failures, written, outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
+	if err := publishAgain(ctx, cfg, failures, writeDelivered(pool, rows), outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
 		return res, err
 	}
 	if res.NoGap {
@@ -280,4 +267,22 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, writt
 		}
 	}
 	return nil
+}
+
+// writeDelivered writes the rows of a table that writes back as
+// delivered, one transaction per call.
+func writeDelivered(pool *pgxpool.Pool, rows *writeback.Rows) writtenFunc {
+	return func(ctx context.Context, source string, ids []string) error {
+		if !rows.Writes(source) {
+			return nil
+		}
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			for _, id := range ids {
+				if err := rows.Write(ctx, tx, source, id, writeback.Outcome{State: writeback.Delivered, Attempts: -1}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 }

@@ -126,41 +126,8 @@ func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *st
 		_, _ = rr.Close()
 		return err
 	}
-	var events []decoder.Event
-	var recs []*kgo.Record
-	var acked []string
-	flush := func() error {
-		errs := snk.ProduceWait(ctx, recs)
-		acked = acked[:0]
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				res.Published++
-				if events[i].ID != nil {
-					acked = append(acked, string(events[i].ID))
-				}
-			case sink.ProducerRefused(err):
-				return fmt.Errorf("Kafka refuses the relay's producer: %w", err)
-			case sink.Permanent(err):
-				if err := failures.Failed(ctx, &events[i], err); err != nil {
-					return fmt.Errorf("park event for topic %q: %w", events[i].Topic, err)
-				}
-				res.Parked++
-			default:
-				return fmt.Errorf("publish outbox row: %w", err)
-			}
-		}
-		if len(acked) > 0 && r.written != nil {
-			if err := r.written(ctx, acked); err != nil {
-				return fmt.Errorf("write back the rows published again: %w", err)
-			}
-		}
-		if len(recs) > 0 {
-			log.Info("published again", "rows", res.Rows, "published", res.Published, "parked", res.Parked)
-		}
-		events, recs = events[:0], recs[:0]
-		return nil
-	}
+	b := &recoverBatcher{r: r, snk: snk, failures: failures, res: res, log: log}
+	flush := func() error { return b.flush(ctx) }
 	for rr.NextRow() {
 		res.Rows++
 		msg := rows.Decode(rr.Values(), commitLSN)
@@ -183,9 +150,9 @@ func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *st
 			ev.Topic = topic
 			rec := &kgo.Record{}
 			sink.Fill(rec, nil, &ev)
-			events, recs = append(events, ev), append(recs, rec)
+			b.events, b.recs = append(b.events, ev), append(b.recs, rec)
 		}
-		if len(recs) >= recoverBatch {
+		if len(b.recs) >= recoverBatch {
 			if err := flush(); err != nil {
 				_, _ = rr.Close()
 				return err
@@ -196,4 +163,53 @@ func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *st
 		return fmt.Errorf("read outbox rows from %s: %w", r.table, err)
 	}
 	return flush()
+}
+
+// recoverBatcher is a batch of the rows recover publishes again, with what
+// it does with Kafka's answers.
+type recoverBatcher struct {
+	r        *outboxReader
+	snk      *sink.Sink
+	failures *status.Store
+	res      *RecoverResult
+	log      *slog.Logger
+	events   []decoder.Event
+	recs     []*kgo.Record
+	acked    []string
+}
+
+// flush produces the batch and waits for Kafka's answers: it parks what
+// Kafka refuses for good, writes back what it acked, and empties the
+// batch.
+func (b *recoverBatcher) flush(ctx context.Context) error {
+	errs := b.snk.ProduceWait(ctx, b.recs)
+	b.acked = b.acked[:0]
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			b.res.Published++
+			if b.events[i].ID != nil {
+				b.acked = append(b.acked, string(b.events[i].ID))
+			}
+		case sink.ProducerRefused(err):
+			return fmt.Errorf("Kafka refuses the relay's producer: %w", err)
+		case sink.Permanent(err):
+			if err := b.failures.Failed(ctx, &b.events[i], err); err != nil {
+				return fmt.Errorf("park event for topic %q: %w", b.events[i].Topic, err)
+			}
+			b.res.Parked++
+		default:
+			return fmt.Errorf("publish outbox row: %w", err)
+		}
+	}
+	if len(b.acked) > 0 && b.r.written != nil {
+		if err := b.r.written(ctx, b.acked); err != nil {
+			return fmt.Errorf("write back the rows published again: %w", err)
+		}
+	}
+	if len(b.recs) > 0 {
+		b.log.Info("published again", "rows", b.res.Rows, "published", b.res.Published, "parked", b.res.Parked)
+	}
+	b.events, b.recs = b.events[:0], b.recs[:0]
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/suggest"
@@ -247,22 +248,15 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{fmt.Sprintf("%s: --status-table %q: %v", sub, c.statusTable, err)}
 	}
+	opts, err := c.storeOptions(file)
+	if err != nil {
+		return err
+	}
 	conn, err := pgconnect.Open(ctx, c.postgresURL, pgconnect.Options{})
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	var opts []status.Option
-	if file != nil {
-		// retry and purge update the outbox rows of the tables that write
-		// back, as the relay does; a row that refuses is reported here.
-		log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		rows, err := relay.WriteBackRows(relay.Config{Tables: configTables(file, ""), Logger: log})
-		if err != nil {
-			return err
-		}
-		opts = append(opts, status.WriteBack(rows))
-	}
 	err = run(ctx, status.NewStore(conn, schema, table, opts...))
 	var pgErr *pgconn.PgError
 	switch {
@@ -563,3 +557,18 @@ func (e notDone) Error() string {
 func (e notDone) Unwrap() error { return e.err }
 
 // The table of `failed list`.
+
+// storeOptions are the status store's options for the config file (nil
+// without one): retry and purge update the outbox rows of the tables that
+// write back, as the relay does; a row that refuses is reported on stderr.
+func (c *FailedCommand) storeOptions(file *config.File) ([]status.Option, error) {
+	if file == nil {
+		return nil, nil
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rows, err := relay.WriteBackRows(relay.Config{Tables: configTables(file, ""), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return []status.Option{status.WriteBack(rows)}, nil
+}

@@ -181,25 +181,7 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(c.stdout)
 	printResetTriggers(c.stdout, res.Resets)
-	switch {
-	case c.noSlot:
-	case errors.As(res.SlotErr, new(*relay.SlotGapError)):
-		fmt.Fprintf(c.stdout, "did not create replication slot %q: %v\n", c.slot, res.SlotErr)
-	case res.SlotErr != nil:
-		fmt.Fprintf(c.stdout, "could not create replication slot %q: %v\n"+
-			"the first `cdc-relay run` creates it, and events committed before then are not relayed; "+
-			"to keep them, run migrate as a role with the REPLICATION attribute now\n", c.slot, res.SlotErr)
-	case res.Slot.Created:
-		fmt.Fprintf(c.stdout, "created replication slot %q at %s: events committed from now on wait for the relay (the slot keeps WAL until it reads them)\n",
-			c.slot, res.Slot.Slot.ConfirmedFlush)
-		if adopts(rc) {
-			fmt.Fprintf(c.stdout, "adopted %d row(s) whose status was pending before the slot: the relay's poller sends each once, as the row is then, and writes it back\n",
-				res.Slot.Adopted)
-		}
-	default:
-		fmt.Fprintf(c.stdout, "replication slot %q exists (confirmed %s, keeping %s of WAL)\n",
-			c.slot, res.Slot.Slot.ConfirmedFlush, res.Slot.Slot.Retained())
-	}
+	c.printSlot(res, rc)
 	if createTopic && c.brokers != "" {
 		return c.checkpointTopicCreate(ctx)
 	}
@@ -265,4 +247,28 @@ func adopts(rc relay.Config) bool {
 		}
 	}
 	return false
+}
+
+// printSlot says what migrate did about the replication slot, and how
+// many rows a new slot adopted.
+func (c *MigrateCommand) printSlot(res setup.Result, rc relay.Config) {
+	switch {
+	case c.noSlot:
+	case errors.As(res.SlotErr, new(*relay.SlotGapError)):
+		fmt.Fprintf(c.stdout, "did not create replication slot %q: %v\n", c.slot, res.SlotErr)
+	case res.SlotErr != nil:
+		fmt.Fprintf(c.stdout, "could not create replication slot %q: %v\n"+
+			"the first `cdc-relay run` creates it, and events committed before then are not relayed; "+
+			"to keep them, run migrate as a role with the REPLICATION attribute now\n", c.slot, res.SlotErr)
+	case res.Slot.Created:
+		fmt.Fprintf(c.stdout, "created replication slot %q at %s: events committed from now on wait for the relay (the slot keeps WAL until it reads them)\n",
+			c.slot, res.Slot.Slot.ConfirmedFlush)
+		if adopts(rc) {
+			fmt.Fprintf(c.stdout, "adopted %d row(s) whose status was pending before the slot: the relay's poller sends each once, as the row is then, and writes it back\n",
+				res.Slot.Adopted)
+		}
+	default:
+		fmt.Fprintf(c.stdout, "replication slot %q exists (confirmed %s, keeping %s of WAL)\n",
+			c.slot, res.Slot.Slot.ConfirmedFlush, res.Slot.Slot.Retained())
+	}
 }
