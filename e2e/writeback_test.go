@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -260,4 +261,36 @@ func refusedLine(log, id string) string {
 		}
 	}
 	return ""
+}
+
+// TestRecoverWritesBack: `recover` publishes again the rows of a gap in
+// the WAL and, on a table with write-back, writes each back as delivered:
+// the row committed while the slot did not exist no longer says pending.
+func TestRecoverWritesBack(t *testing.T) {
+	e := newEnv(t)
+	args := e.writeBackArgs()
+	path := args[2]
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "    value: payload\n", "    value: payload\n    timestamp: created_at\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	relay := e.startRelayArgs(relayBin, args...)
+	insert(t, e.conn, "order", "k", "One", `{"n": 1}`)
+	e.waitStatuses("the first row is written back", 30*time.Second, func(c statusCounts) bool { return c.delivered == 1 })
+	relay.stop(30 * time.Second)
+
+	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
+	insert(t, e.conn, "order", "k", "Lost", `{"n": "lost"}`)
+	recoverArgs := append([]string{"recover"}, withoutFlag(args[1:], "--metrics-addr")...)
+	out, err := exec.Command(relayBin, recoverArgs...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "2 published again") {
+		t.Fatalf("recover: %v\n%s", err, out)
+	}
+	c := e.statuses()
+	if c.pending != 0 || c.delivered != 2 {
+		t.Fatalf("after recover the outbox holds %s; want both rows %s", c, wbDelivered)
+	}
 }
