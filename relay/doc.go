@@ -20,6 +20,8 @@
 //	orphans.go     the server processes a failed session left behind
 //	resume.go      where a session resumes: the slot, created when missing,
 //	               checked against the checkpoint table
+//	adopt.go       a new slot's record: its checkpoint row and the
+//	               switch-over's backlog, adopted in its snapshot
 //	gate.go        the tracker as the stream sees it, bounded by what the
 //	               checkpoint row and the table watches vouch for
 //	tablewatch.go  beside the stream: an outbox table stays in the
@@ -54,6 +56,8 @@
 //	progress.go    the periodic progress log line
 //	writeback.go   each event's outcome, for the tables that write it back
 //	               to their rows (package writeback)
+//	reload.go      the poller's read of an outbox row to send again as it
+//	               is now (a reset of the row, an adopted row)
 //	errors.go      which errors end Run and which a reconnect cures
 //	pool.go        closing the pool behind a silent network
 //	recover.go     `cdc-relay recover`: the gap, the slot created again
