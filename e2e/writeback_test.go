@@ -294,3 +294,52 @@ func TestRecoverWritesBack(t *testing.T) {
 		t.Fatalf("after recover the outbox holds %s; want both rows %s", c, wbDelivered)
 	}
 }
+
+// TestUnrecordedSlotIsNotStreamed: a slot the relay did not create (made
+// by hand, or by a relay stopped between creating it and adopting its
+// backlog) has no checkpoint row; with tables that have pending values,
+// streaming it would never send the rows pending before it. run refuses
+// it, saying what to do, and sends nothing; `migrate --config` records
+// the slot as it is, and run then streams.
+func TestUnrecordedSlotIsNotStreamed(t *testing.T) {
+	e := newEnv(t)
+	args := e.writeBackArgs()
+	path := args[2]
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "      delivered_at_column: delivered_at\n",
+		"      delivered_at_column: delivered_at\n      pending: ["+wbPending+"]\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	migrate := []string{"migrate", "--config", path, "--postgres-url", e.url, "--slot", e.slot}
+	if out, err := exec.Command(relayBin, append(migrate, "--no-slot")...).CombinedOutput(); err != nil {
+		t.Fatalf("migrate --no-slot: %v\n%s", err, out)
+	}
+	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
+	mustExec(t, e.conn, "DELETE FROM cdc_relay_checkpoint")
+	mustExec(t, e.conn, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", e.slot)
+	insert(t, e.conn, "order", "k", "Before", `{"n": 1}`)
+
+	p := e.spawnRelayArgs(relayBin, args...)
+	e.waitFor("run refuses the unrecorded slot", 30*time.Second, func() bool {
+		return strings.Contains(p.Log(), "exists but the relay never recorded it")
+	})
+	for _, want := range []string{"pg_drop_replication_slot", "migrate --config"} {
+		if !strings.Contains(p.Log(), want) {
+			t.Fatalf("the refusal does not say %q:\n%s", want, p.Log())
+		}
+	}
+	if c := e.statuses(); c.pending != 1 || len(e.readAll(e.topic("order"))) != 0 {
+		t.Fatalf("the refused slot was streamed: the outbox holds %s", c)
+	}
+	p.Kill()
+
+	if out, err := exec.Command(relayBin, migrate...).CombinedOutput(); err != nil || !strings.Contains(string(out), "exists") {
+		t.Fatalf("migrate --config over the unrecorded slot: %v\n%s", err, out)
+	}
+	relay := e.startRelayArgs(relayBin, args...)
+	defer relay.stop(30 * time.Second)
+	e.waitStatuses("the row inserted after the slot is delivered", 30*time.Second, func(c statusCounts) bool { return c.delivered == 1 })
+}

@@ -17,9 +17,9 @@ type tableOutcomes struct {
 	index []int // by relay table: the writer's table, or -1
 }
 
-// WriteBackTables returns cfg's tables that write back, as writeback names
+// writeBackTables returns cfg's tables that write back, as writeback names
 // them, and for each of cfg's tables its index among them, or -1.
-func WriteBackTables(cfg Config) ([]writeback.Table, []int) {
+func writeBackTables(cfg Config) ([]writeback.Table, []int) {
 	var tables []writeback.Table
 	index := make([]int, len(cfg.Tables))
 	for i, t := range cfg.Tables {
@@ -38,7 +38,7 @@ func WriteBackTables(cfg Config) ([]writeback.Table, []int) {
 // to the rows of cfg's tables that write back (status.WriteBack), or nil
 // when none does.
 func WriteBackRows(cfg Config) (*writeback.Rows, error) {
-	tables, _ := WriteBackTables(cfg)
+	tables, _ := writeBackTables(cfg)
 	if len(tables) == 0 {
 		return nil, nil
 	}
@@ -50,7 +50,7 @@ func WriteBackRows(cfg Config) (*writeback.Rows, error) {
 // not lose the outcomes of its events. It returns nil, and a no-op stop,
 // when no table writes back. stop ends the writer after a last flush.
 func startWriteBack(db writeback.DB, cfg Config) (*tableOutcomes, func(), error) {
-	tables, index := WriteBackTables(cfg)
+	tables, index := writeBackTables(cfg)
 	if len(tables) == 0 {
 		return nil, func() {}, nil
 	}

@@ -71,7 +71,10 @@ func (f *flusher) merge(q *queue) {
 func (t *tableState) settle(i int) {
 	p := &t.held[i]
 	p.settled = true
-	for _, d := range append(p.earlier, p.done) {
+	if p.done != nil {
+		p.done.WrittenBack()
+	}
+	for _, d := range p.earlier {
 		if d != nil {
 			d.WrittenBack()
 		}
