@@ -102,15 +102,30 @@ type NewSlot struct {
 	// committed before ConsistentPoint. It is valid until the connection
 	// runs its next command.
 	Snapshot string
+	// Failover is true for a failover slot (PostgreSQL 17+).
+	Failover bool
 }
 
-// CreateSlot creates a pgoutput logical slot, exporting its snapshot.
+// CreateSlot creates a pgoutput logical slot, exporting its snapshot. On
+// PostgreSQL 17+ it is a failover slot (NewSlot.Failover): a standby that
+// synchronises slots keeps a copy of it. A failover slot can be created on
+// a primary that has no standby.
 func (c *Conn) CreateSlot(ctx context.Context, slot string) (NewSlot, error) {
 	if err := ValidSlotName(slot); err != nil {
 		return NewSlot{}, err
 	}
-	res, err := pglogrepl.CreateReplicationSlot(ctx, c.pg, slot, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	version, err := c.ServerVersion(ctx)
+	if err != nil {
+		return NewSlot{}, err
+	}
+	failover := version >= FailoverVersion
+	var res pglogrepl.CreateReplicationSlotResult
+	if failover {
+		res, err = c.createFailoverSlot(ctx, slot)
+	} else {
+		res, err = pglogrepl.CreateReplicationSlot(ctx, c.pg, slot, "pgoutput",
+			pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	}
 	if err != nil {
 		return NewSlot{}, fmt.Errorf("create replication slot %q: %w%s", slot, err, hint(err))
 	}
@@ -118,7 +133,7 @@ func (c *Conn) CreateSlot(ctx context.Context, slot string) (NewSlot, error) {
 	if err != nil {
 		return NewSlot{}, fmt.Errorf("create replication slot %q: consistent point: %w", slot, err)
 	}
-	return NewSlot{ConsistentPoint: lsn, Snapshot: res.SnapshotName}, nil
+	return NewSlot{ConsistentPoint: lsn, Snapshot: res.SnapshotName, Failover: failover}, nil
 }
 
 // DropSlot drops slot, which no connection may be using.
