@@ -54,6 +54,14 @@ type Metrics struct {
 	// RetentionDeleted counts rows retention deleted, by table: outbox or
 	// status.
 	RetentionDeleted *prometheus.CounterVec
+
+	// SlotRecoveries counts the gaps in the WAL the relay read (its slot
+	// missing, invalidated, or ahead of its checkpoint) that it repaired by
+	// itself (--on-slot-loss recover), and SlotRecoveryRows the outbox rows
+	// it published again then, by result: published, or parked (in the
+	// status table).
+	SlotRecoveries   prometheus.Counter
+	SlotRecoveryRows *prometheus.CounterVec
 }
 
 // CommitToAckBuckets are CommitToAck's buckets, in seconds: 1 ms to 60 s,
@@ -99,6 +107,11 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 		RetentionDeleted: f.counterVec("cdc_relay_retention_rows_deleted_total",
 			"Rows retention deleted, by table: outbox, or status (DELIVERED and DEAD rows).",
 			"table"),
+		SlotRecoveries: f.counter("cdc_relay_slot_recoveries_total",
+			"Gaps in the WAL the relay read (its slot missing, invalidated, or ahead of its checkpoint) that it repaired by publishing the outbox rows since its checkpoint again (--on-slot-loss recover)."),
+		SlotRecoveryRows: f.counterVec("cdc_relay_slot_recovery_rows_total",
+			"Outbox rows published again to repair a gap in the WAL the relay read, by result: published, or parked in the status table.",
+			"result"),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -111,6 +124,9 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 	)
 	for _, t := range []string{"outbox", "status"} {
 		m.RetentionDeleted.WithLabelValues(t) // reported from the start, at 0
+	}
+	for _, r := range []string{"published", "parked"} {
+		m.SlotRecoveryRows.WithLabelValues(r)
 	}
 	if snapshot != nil {
 		reg.MustRegister(snapshotCollector{snapshot})

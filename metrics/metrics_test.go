@@ -212,6 +212,8 @@ func TestLabels(t *testing.T) {
 	m.CommitToAck.Observe(.003)
 	m.EventsDead.Inc()
 	m.RetentionDeleted.WithLabelValues("outbox").Add(5)
+	m.SlotRecoveries.Inc()
+	m.SlotRecoveryRows.WithLabelValues("published").Add(7)
 	families := gather(t, m)
 	tests := []struct {
 		name   string
@@ -234,6 +236,9 @@ func TestLabels(t *testing.T) {
 		{"cdc_relay_poller_events_delivered_total", "", 0},
 		{"cdc_relay_poller_attempts_failed_total", "", 0},
 		{"cdc_relay_poller_cycle_duration_seconds", "", 0},
+		{"cdc_relay_slot_recoveries_total", "", 1},
+		{"cdc_relay_slot_recovery_rows_total", "result=published", 7},
+		{"cdc_relay_slot_recovery_rows_total", "result=parked", 0}, // from the start
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"{"+tt.labels+"}", func(t *testing.T) {

@@ -64,6 +64,14 @@ type Config struct {
 	// checkpoint table shows an earlier one existed (events committed while
 	// no slot existed are then not relayed).
 	AcceptSlotLoss bool
+	// OnSlotLoss says what Run does when the slot is missing, invalidated,
+	// or ahead of the relay's checkpoint (a [SlotGapError]: after a
+	// failover to a standby without the slot, say): SlotLossRefuse (the
+	// default, also when empty) ends Run with the error; SlotLossRecover
+	// repairs the gap as `cdc-relay recover` does ([Recover]) and streams
+	// on. SlotLossRecover needs a timestamp column in every table, and
+	// excludes AcceptSlotLoss.
+	OnSlotLoss SlotLoss
 	// Version is the relay's version, for Status and the metrics.
 	Version string
 	// Logger; nil discards.

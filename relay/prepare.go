@@ -80,11 +80,7 @@ type PrepareDB interface {
 // (recordNewSlot). It returns how many rows were adopted.
 func createSlot(ctx context.Context, db PrepareDB, cfg Config) (int64, error) {
 	if len(cfg.adoptables()) == 0 {
-		var text string
-		if err := db.QueryRow(ctx, "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')", cfg.Slot).Scan(&text); err != nil {
-			return 0, fmt.Errorf("create replication slot %q: %w", cfg.Slot, err)
-		}
-		return 0, nil
+		return 0, createSlotSQL(ctx, db, cfg.Slot)
 	}
 	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay migrate", cmp.Or(cfg.ReplicationTimeout, DefaultConfig().ReplicationTimeout))
 	if err != nil {
@@ -96,4 +92,23 @@ func createSlot(ctx context.Context, db PrepareDB, cfg Config) (int64, error) {
 		return 0, err
 	}
 	return recordNewSlot(ctx, db, repl, cfg, created, cfg.Logger)
+}
+
+// createSlotSQL creates slot with a function call: on PostgreSQL 17+ a
+// failover slot (not temporary, no two-phase, failover), whose arguments
+// earlier versions do not have.
+func createSlotSQL(ctx context.Context, db PrepareDB, slot string) error {
+	f, err := replication.LookupFailover(ctx, db, slot)
+	if err != nil {
+		return err
+	}
+	sql := "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')"
+	if f.Supported() {
+		sql = "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
+	}
+	var text string
+	if err := db.QueryRow(ctx, sql, slot).Scan(&text); err != nil {
+		return fmt.Errorf("create replication slot %q: %w", slot, err)
+	}
+	return nil
 }

@@ -40,6 +40,9 @@ func New(cfg Config) (*Relay, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkSlotLoss(); err != nil {
+		return nil, err
+	}
 	if len(cfg.Tables) > 1 && cfg.Retention.Outbox > 0 {
 		return nil, errors.New("outbox retention deletes the rows of one outbox table: with several tables, set it to 0 and keep your own cleanup")
 	}
@@ -115,7 +118,9 @@ func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.C
 // confirmed, and Run returns nil) or a fatal error. A lost connection to
 // PostgreSQL (a restart, a dropped replication connection) is not fatal:
 // the relay reconnects with backoff and resumes from the slot's confirmed
-// position, retaking leadership first. Run once.
+// position, retaking leadership first. A gap in the WAL the relay read (a
+// [SlotGapError]) is fatal, unless Config.OnSlotLoss is SlotLossRecover:
+// then Run repairs it and the next session starts at once. Run once.
 func (r *Relay) Run(ctx context.Context) error {
 	defer r.state.setRole(RoleStopped)
 	rn, err := r.newRunner(ctx)
@@ -127,17 +132,19 @@ func (r *Relay) Run(ctx context.Context) error {
 	for {
 		began := time.Now()
 		err := rn.session(ctx)
+		var gap *SlotGapError
 		switch {
 		case ctx.Err() != nil:
-			// Stopped, possibly while still starting; nothing is lost either
-			// way: what was not confirmed is sent again after a restart.
-			if errors.Is(err, replication.ErrStopTimeout) {
-				r.log.Warn("stopped before every in-flight event was acked; they will be sent again after a restart")
-			} else if err != nil && !errors.Is(err, context.Canceled) {
-				r.log.Warn("stopped with an error", "err", err)
-			}
-			r.log.Info("relay stopped", "events", r.count.events.Load(), "failed", r.count.failed.Load())
+			r.stopped(err)
 			return nil
+		case errors.As(err, &gap) && r.cfg.OnSlotLoss == SlotLossRecover:
+			if err = rn.recoverSlot(ctx, gap); err == nil {
+				continue // repaired: the next session streams from the slot
+			}
+			r.state.sessionFailed(err)
+			if errors.As(err, new(fatalError)) {
+				return err
+			}
 		case errors.As(err, new(fatalError)):
 			r.state.sessionFailed(err)
 			return err
@@ -159,4 +166,16 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
+}
+
+// stopped logs the end of Run after ctx ended, with err, the last
+// session's. Nothing is lost either way: what was not confirmed is sent
+// again after a restart.
+func (r *Relay) stopped(err error) {
+	if errors.Is(err, replication.ErrStopTimeout) {
+		r.log.Warn("stopped before every in-flight event was acked; they will be sent again after a restart")
+	} else if err != nil && !errors.Is(err, context.Canceled) {
+		r.log.Warn("stopped with an error", "err", err)
+	}
+	r.log.Info("relay stopped", "events", r.count.events.Load(), "failed", r.count.failed.Load())
 }

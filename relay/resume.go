@@ -53,22 +53,8 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 	case err != nil:
 		return 0, err
 	}
-	if err := slot.Usable(); err != nil {
-		return 0, fatalError{err}
-	}
-	if slot.ConfirmedFlush == 0 {
-		// Listed before its consistent point is found: it is being
-		// created (by migrate, say), and waits for open transactions.
-		return 0, fmt.Errorf("replication slot %q is still being created (it waits for the transactions open when it began); trying again", cfg.Slot)
-	}
-	if !haveStored && len(cfg.adoptables()) > 0 {
-		// A slot the relay creates records its checkpoint row with the
-		// backlog it adopts: this one did not (a migrate creating it now,
-		// a relay stopped before it could, or someone else).
-		return 0, fmt.Errorf("replication slot %q exists but the relay never recorded it, and tables have pending values, whose rows pending before the slot "+
-			"would never be sent: if `cdc-relay migrate --config` is creating it now, this passes once it is done; otherwise drop the slot "+
-			"(SELECT pg_drop_replication_slot('%s')) so that the relay creates it and adopts them, or run `cdc-relay migrate --config FILE` "+
-			"to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
+	if err := checkFound(slot, cp, haveStored, cfg); err != nil {
+		return 0, err
 	}
 	start := slot.ConfirmedFlush
 	log.Info("replication slot found", "slot", cfg.Slot, "confirmed", start, "wal_retained", slot.Retained())
@@ -97,10 +83,40 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 	return start, nil
 }
 
+// checkFound returns why the session cannot stream slot, found by resume
+// with the checkpoint row cp (if haveStored), or nil.
+func checkFound(slot replication.Slot, cp checkpoint.Checkpoint, haveStored bool, cfg Config) error {
+	if slot.Lost && haveStored && !cfg.AcceptSlotLoss {
+		// Invalidated: as good as dropped, since the relay's position.
+		return fatalError{&SlotGapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true, Invalidated: true}}
+	}
+	if err := slot.Usable(); err != nil {
+		return fatalError{err}
+	}
+	if slot.ConfirmedFlush == 0 {
+		// Listed before its consistent point is found: it is being
+		// created (by migrate, say), and waits for open transactions.
+		return fmt.Errorf("replication slot %q is still being created (it waits for the transactions open when it began); trying again", cfg.Slot)
+	}
+	if !haveStored && len(cfg.adoptables()) > 0 {
+		// A slot the relay creates records its checkpoint row with the
+		// backlog it adopts: this one did not (a migrate creating it now,
+		// a relay stopped before it could, or someone else).
+		return fmt.Errorf("replication slot %q exists but the relay never recorded it, and tables have pending values, whose rows pending before the slot "+
+			"would never be sent: if `cdc-relay migrate --config` is creating it now, this passes once it is done; otherwise drop the slot "+
+			"(SELECT pg_drop_replication_slot('%s')) so that the relay creates it and adopts them, or run `cdc-relay migrate --config FILE` "+
+			"to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
+	}
+	return nil
+}
+
 // SlotGapError says the relay never read a stretch of the WAL: its slot was
-// dropped (Dropped), or re-created or advanced by another consumer
-// (SlotLSN ahead of the checkpoint). Outbox rows committed in the gap may
-// be missing from Kafka; `cdc-relay recover` publishes them again.
+// dropped (Dropped; after a failover to a standby that had no copy of it,
+// say) or invalidated (Invalidated too), or re-created or advanced by
+// another consumer (SlotLSN ahead of the checkpoint). Outbox rows
+// committed in the gap may be missing from Kafka; `cdc-relay recover`
+// publishes them again, and so does a relay run with --on-slot-loss
+// recover (Config.OnSlotLoss).
 type SlotGapError struct {
 	// Slot is the replication slot's name.
 	Slot string
@@ -108,15 +124,25 @@ type SlotGapError struct {
 	Checkpoint checkpoint.Checkpoint
 	// SlotLSN is the slot's confirmed position, when it exists.
 	SlotLSN pglogrepl.LSN
-	// Dropped is true when the slot does not exist.
+	// Dropped is true when the slot does not exist, or was invalidated.
 	Dropped bool
+	// Invalidated is true when the slot exists but PostgreSQL invalidated
+	// it: it removed WAL the slot still needed (max_slot_wal_keep_size).
+	Invalidated bool
 }
 
 func (e *SlotGapError) Error() string {
 	ago := time.Since(e.Checkpoint.UpdatedAt).Round(time.Second)
 	const what = "Outbox rows committed since then may be missing from Kafka. " +
 		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column) and resume, " +
-		"or start with --accept-slot-loss to go on without them"
+		"start with --on-slot-loss recover to have the relay do so itself, or start with --accept-slot-loss to go on without them"
+	if e.Invalidated {
+		return fmt.Sprintf("replication slot %q was invalidated by PostgreSQL: it removed WAL the slot still needed (max_slot_wal_keep_size), "+
+			"and the relay's checkpoint shows it read the slot up to %s, %s ago (%s). Outbox rows committed since then may be missing from Kafka. "+
+			"Run `cdc-relay recover` with the same flags (it creates the slot again and publishes them again), or start with --on-slot-loss recover "+
+			"to have the relay do so itself; and consider a larger max_slot_wal_keep_size",
+			e.Slot, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339))
+	}
 	if e.Dropped {
 		return fmt.Sprintf("replication slot %q does not exist, but the relay's checkpoint shows it read the slot up to %s, %s ago (%s): the slot was dropped. %s",
 			e.Slot, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339), what)

@@ -135,6 +135,9 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 	if s.start, err = resume(ctx, s.pool, s.repl, s.store, s.cfg, s.log); err != nil {
 		return err
 	}
+	if err := s.failoverSlot(ctx); err != nil {
+		return err
+	}
 	if s.committed.LSN > s.start {
 		// Kafka committed what PostgreSQL was not told yet: the row
 		// takes the position first (write-ahead), then the stream.

@@ -65,6 +65,20 @@ type Status struct {
 	// until a session streams again.
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// PostgresVersion is the server's server_version_num; FailoverSlot says
+	// the slot is a failover slot (PostgreSQL 17+: a standby with
+	// sync_replication_slots = on keeps a copy, which its promotion
+	// brings); SynchronizedStandbySlots is the server's
+	// synchronized_standby_slots, empty when not set. As of DatabaseAt;
+	// PostgresVersion is 0 until read.
+	PostgresVersion          int    `json:"postgres_version_num,omitempty"`
+	FailoverSlot             bool   `json:"failover_slot"`
+	SynchronizedStandbySlots string `json:"synchronized_standby_slots,omitempty"`
+	// OnSlotLoss is what the relay does on a gap in the WAL it read:
+	// refuse, or recover; SlotRecoveries counts the gaps it repaired since
+	// it started.
+	OnSlotLoss     string `json:"on_slot_loss,omitempty"`
+	SlotRecoveries uint64 `json:"slot_recoveries"`
 }
 
 // state is a relay's live state, written by Run's goroutines and read by
@@ -74,6 +88,11 @@ type state struct {
 	streaming atomic.Bool
 	tracker   atomic.Pointer[checkpoint.Tracker] // the session's, while one streams
 	confirmed atomic.Uint64                      // by the leader's stream; 0 when it does not stream
+	// slotRecoveries counts the gaps repaired (--on-slot-loss recover);
+	// standbyWarned is set once the missing synchronized_standby_slots
+	// was warned of.
+	slotRecoveries atomic.Uint64
+	standbyWarned  atomic.Bool
 
 	mu        sync.Mutex
 	lastErr   string
@@ -141,6 +160,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 		Slot: r.cfg.Slot, Table: strings.Join(r.cfg.TableNames(), ", "),
 		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
 		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
+		OnSlotLoss: string(r.cfg.onSlotLoss()), SlotRecoveries: s.slotRecoveries.Load(),
 	}
 	if t := s.tracker.Load(); t != nil {
 		st.InFlightEvents, st.InFlightBytes = t.InFlight()
@@ -158,6 +178,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 		db := s.db
 		st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
 		st.LagBytes = db.LagBytes()
+		st.PostgresVersion, st.FailoverSlot, st.SynchronizedStandbySlots = db.Failover.Version, db.Failover.Slot, db.Failover.StandbySlots
 		if !leading && db.SlotExists {
 			confirmed = db.Confirmed
 		}

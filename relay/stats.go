@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // Querier runs one query (*pgxpool.Pool and *pgx.Conn have it).
@@ -18,8 +20,8 @@ type Querier interface {
 }
 
 // DatabaseStats is what PostgreSQL says of a relay's slot and status table
-// at one moment: enough to report lag, retained WAL and parked events when
-// no relay runs.
+// at one moment: enough to report lag, retained WAL, parked events and
+// failover when no relay runs.
 type DatabaseStats struct {
 	// At is when the figures were read.
 	At time.Time
@@ -33,6 +35,9 @@ type DatabaseStats struct {
 	Confirmed, Restart pglogrepl.LSN
 	// Failed and Dead count the status table's FAILED and DEAD rows.
 	Failed, Dead int64
+	// Failover is the server's version and synchronized_standby_slots,
+	// and whether the slot is a failover slot.
+	Failover replication.Failover
 }
 
 // LagBytes is the WAL written after the slot's confirmed position; -1
@@ -77,6 +82,9 @@ func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseSta
 		if restart.Valid {
 			s.Restart, _ = pglogrepl.ParseLSN(restart.String)
 		}
+	}
+	if s.Failover, err = replication.LookupFailover(ctx, db, cfg.Slot); err != nil {
+		return s, err
 	}
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
 	err = db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'FAILED'), count(*) FILTER (WHERE status = 'DEAD')

@@ -33,11 +33,12 @@ type RunCommand struct {
 // runFlags are run's flags beyond those of relay.Config: delivery, the
 // HTTP endpoints, logging and the profiler.
 type runFlags struct {
-	delivery  deliveryFlags
-	admin     adminFlags
-	logLevel  string
-	logFormat string
-	debugAddr string
+	delivery   deliveryFlags
+	admin      adminFlags
+	logLevel   string
+	logFormat  string
+	debugAddr  string
+	onSlotLoss string
 }
 
 // register registers the flags on fs.
@@ -47,6 +48,26 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&r.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
 	fs.StringVar(&r.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
+	fs.StringVar(&r.onSlotLoss, "on-slot-loss", string(relay.SlotLossRefuse),
+		"what to do when the slot is missing, invalidated, or ahead of the relay's checkpoint (after a failover to a standby without it, say): "+
+			"refuse (stop, naming the gap) or recover (create the slot, publish the outbox rows written since the checkpoint again, as `cdc-relay recover` does, "+
+			"and stream on; consumers may see some twice). `recover` needs a timestamp column in every table, and excludes --accept-slot-loss")
+}
+
+// finishSlotLoss sets cfg.OnSlotLoss from --on-slot-loss.
+func (r *runFlags) finishSlotLoss(cfg *relay.Config) error {
+	switch loss := relay.SlotLoss(r.onSlotLoss); loss {
+	case relay.SlotLossRefuse:
+	case relay.SlotLossRecover:
+		if cfg.AcceptSlotLoss {
+			return usageError{"--on-slot-loss recover and --accept-slot-loss exclude each other: recover publishes the rows of a gap in the WAL again, " +
+				"--accept-slot-loss goes on without them; choose one"}
+		}
+	default:
+		return usageError{fmt.Sprintf("--on-slot-loss %q: want %s or %s", r.onSlotLoss, relay.SlotLossRefuse, relay.SlotLossRecover)}
+	}
+	cfg.OnSlotLoss = relay.SlotLoss(r.onSlotLoss)
+	return nil
 }
 
 // relayFlags are the flags of relay.Config, which run and recover share.
@@ -131,6 +152,16 @@ transaction is finished, its events are acknowledged, the position is
 confirmed, and a restart sends nothing twice. What is not acknowledged
 within --stop-timeout stays unconfirmed and is sent again after a restart.
 
+After a PostgreSQL failover, the promoted standby has the relay's slot only
+if it is a failover slot (PostgreSQL 17+: the relay makes its slot one, and
+the servers need the settings the README lists). Otherwise the slot is
+missing, or behind what the relay read, and the relay refuses to start,
+naming the gap: "cdc-relay recover" repairs it. With --on-slot-loss recover
+the relay repairs it by itself and streams on: it creates the slot, publishes
+again the outbox rows written since its checkpoint (by the timestamp
+column; consumers may see some twice, none is lost), logs the window and
+the count, and counts it in cdc_relay_slot_recoveries_total.
+
 While it runs it serves, on --metrics-addr (127.0.0.1:9187): /metrics for
 Prometheus, /healthz, /readyz, /status (JSON; "cdc-relay status" prints it),
 and the admin endpoints POST /pause, POST /resume, GET /failed and
@@ -147,7 +178,7 @@ Example:
 var runSections = []flagSection{
 	{"Configuration file (optional)", []string{"config"}},
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
-	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table", "accept-slot-loss"}},
+	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table", "on-slot-loss", "accept-slot-loss"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
 		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
@@ -223,7 +254,8 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 		"delete DELIVERED and DEAD status rows older than this; FAILED rows are always kept; 0s keeps them")
 	durationVar(fs, &rc.Interval, "cleanup-interval", rc.Interval, "how often retention runs")
 	fs.BoolVar(&cfg.AcceptSlotLoss, "accept-slot-loss", false,
-		"create a new slot although the checkpoint table shows that the old one was dropped; events committed while no slot existed are not relayed")
+		"create a new slot although the checkpoint table shows that the old one was dropped; events committed while no slot existed are not relayed. "+
+			"Excludes --on-slot-loss recover")
 }
 
 // finishRelayConfig completes cfg after parsing.
@@ -288,6 +320,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := c.delivery.finish(fs, &c.cfg); err != nil {
 		return err
 	}
+	if err := c.finishSlotLoss(&c.cfg); err != nil {
+		return err
+	}
 	if err := c.admin.finish(); err != nil {
 		return err
 	}
@@ -298,7 +333,8 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	c.cfg.Logger = log
 	c.cfg.Version = Version
 	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
-		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "), "delivery", c.delivery.delivery)
+		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "), "delivery", c.delivery.delivery,
+		"on_slot_loss", c.onSlotLoss)
 	c.kafkaSecurity.logSettings(log)
 	if c.file != nil {
 		if err := checkAtStart(ctx, c.cfg, c.configPath, c.file, log); err != nil {

@@ -162,7 +162,8 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 	st := relay.Status{
 		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.TableNames(), ", "),
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
-		ConfirmedLSN: db.Confirmed.String(),
+		ConfirmedLSN:    db.Confirmed.String(),
+		PostgresVersion: db.Failover.Version, FailoverSlot: db.Failover.Slot, SynchronizedStandbySlots: db.Failover.StandbySlots,
 	}
 	if !db.SlotExists {
 		st.LastError = fmt.Sprintf("slot %q does not exist: `cdc-relay migrate` creates it", cfg.Slot)
@@ -210,6 +211,12 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 		}
 		fmt.Fprintf(w, "  parked      %s\n", parked)
 	}
+	if st.PostgresVersion > 0 {
+		fmt.Fprintf(w, "  failover    %s\n", failoverText(st))
+	}
+	if st.OnSlotLoss != "" {
+		fmt.Fprintf(w, "  slot loss   %s (--on-slot-loss); %d gap(s) in the WAL repaired since it started\n", st.OnSlotLoss, st.SlotRecoveries)
+	}
 	if !st.DatabaseAt.IsZero() {
 		fmt.Fprintf(w, "  as of       %s ago (slot and status table)\n", now.Sub(st.DatabaseAt).Round(time.Second))
 	}
@@ -220,6 +227,19 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 		}
 		fmt.Fprintf(w, "  last error  %s%s\n", st.LastError, at)
 	}
+}
+
+// failoverText says whether a promoted standby would have st's slot.
+func failoverText(st relay.Status) string {
+	switch {
+	case st.PostgresVersion < replication.FailoverVersion:
+		return fmt.Sprintf("none: PostgreSQL %d has no failover slots, so a promoted standby has no slot", st.PostgresVersion/10000)
+	case !st.FailoverSlot:
+		return "the slot is NOT a failover slot: a promoted standby will not have it (run makes it one)"
+	case st.SynchronizedStandbySlots == "":
+		return "failover slot; synchronized_standby_slots is NOT set on the primary: a promoted standby may lack the slot's last positions"
+	}
+	return "failover slot; synchronized_standby_slots = " + st.SynchronizedStandbySlots
 }
 
 // bytesText renders a byte count, or "unknown" for -1.

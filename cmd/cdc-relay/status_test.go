@@ -40,7 +40,19 @@ func TestPrintStatus(t *testing.T) {
 		{"from the database",
 			relay.Status{Role: relay.RoleNone, NotReady: "no relay answers at 127.0.0.1:9187", LagBytes: 2048, WALRetainedBytes: -1, Failed: 0, Dead: 0},
 			[]string{"no relay answers; from the database", "lag 2.0 KiB", "keeps unknown"},
-			[]string{"why", "read,"}},
+			[]string{"why", "read,", "failover", "slot loss"}},
+		{"PostgreSQL 16",
+			relay.Status{Role: relay.RoleLeader, PostgresVersion: 160004, OnSlotLoss: "recover", SlotRecoveries: 1},
+			[]string{"failover    none: PostgreSQL 16 has no failover slots", "slot loss   recover (--on-slot-loss); 1 gap(s)"}, nil},
+		{"not a failover slot",
+			relay.Status{Role: relay.RoleNone, PostgresVersion: 170002},
+			[]string{"the slot is NOT a failover slot"}, []string{"slot loss"}},
+		{"failover slot without synchronized_standby_slots",
+			relay.Status{Role: relay.RoleLeader, PostgresVersion: 180006, FailoverSlot: true, OnSlotLoss: "refuse"},
+			[]string{"failover slot; synchronized_standby_slots is NOT set", "slot loss   refuse"}, nil},
+		{"failover slot",
+			relay.Status{Role: relay.RoleLeader, PostgresVersion: 180006, FailoverSlot: true, SynchronizedStandbySlots: "standby_1"},
+			[]string{"failover slot; synchronized_standby_slots = standby_1"}, []string{"NOT set"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
