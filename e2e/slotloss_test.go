@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"regexp"
 	"slices"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // TestOnSlotLossRecover: the relay is SIGKILLed, events are committed,
@@ -74,6 +77,7 @@ func TestOnSlotLossRecover(t *testing.T) {
 			if !relay.Running() {
 				t.Fatalf("the relay exited: %v", relay.Err())
 			}
+			e.checkFailoverSlot(relay)
 			relay.stop(30 * time.Second)
 			if strings.Count(log, "repaired the gap in the WAL") != 1 {
 				t.Errorf("the relay repaired the gap more than once:\n%s", log)
@@ -95,4 +99,26 @@ func hasValues(recs []*kgo.Record, want []string) bool {
 		}
 	}
 	return true
+}
+
+// checkFailoverSlot requires, on PostgreSQL 17+, that the slot the relay
+// streams is a failover slot (whoever created it) and that the relay
+// warned once that synchronized_standby_slots is not set; before 17, that
+// the relay said failover slots do not exist.
+func (e *env) checkFailoverSlot(p *relayProc) {
+	e.t.Helper()
+	f, err := replication.LookupFailover(context.Background(), e.conn, e.slot)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	log := p.Log()
+	switch {
+	case !f.Supported() && !strings.Contains(log, "has no failover slots"):
+		e.t.Errorf("PostgreSQL %d: the relay does not say that it has no failover slots:\n%s", f.Version, log)
+	case !f.Supported():
+	case !f.Slot:
+		e.t.Errorf("PostgreSQL %d: the slot the relay streams is not a failover slot", f.Version)
+	case strings.Count(log, "synchronized_standby_slots is not set") != 1:
+		e.t.Errorf("the relay does not warn once that synchronized_standby_slots is not set:\n%s", log)
+	}
 }

@@ -20,6 +20,10 @@
 //	orphans.go     the server processes a failed session left behind
 //	resume.go      where a session resumes: the slot, created when missing,
 //	               checked against the checkpoint table
+//	failover.go    the slot made a failover slot (PostgreSQL 17+), and
+//	               whether a promoted standby would have it
+//	slotloss.go    --on-slot-loss: a gap in the WAL read repaired as
+//	               `cdc-relay recover` does, and the stream goes on
 //	adopt.go       a new slot's record: its checkpoint row and the
 //	               switch-over's backlog, adopted in its snapshot
 //	gate.go        the tracker as the stream sees it, bounded by what the
@@ -51,7 +55,8 @@
 //
 //	state.go       Status and the metrics' snapshot
 //	health.go      readiness: PostgreSQL and Kafka pinged, stats read
-//	stats.go       the slot's positions and the status table's counts
+//	stats.go       the slot's positions, failover, and the status table's
+//	               counts
 //	pause.go       the pause switch
 //	progress.go    the periodic progress log line
 //	writeback.go   each event's outcome, for the tables that write it back
