@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -20,14 +21,17 @@ import (
 // a standby without the slot. Started with --on-slot-loss recover, the
 // relay repairs the gap by itself: it keeps running, logs the window and
 // the count, every event arrives (some twice), events committed afterwards
-// arrive, and the metrics count one recovery.
+// arrive, and the metrics count one recovery. A relay standing by when the
+// slot is dropped does the same once it takes the leadership.
 func TestOnSlotLossRecover(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		recreate bool
+		standby  bool
 	}{
 		{name: "dropped"},
 		{name: "ahead", recreate: true},
+		{name: "standby takes over", standby: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -38,6 +42,13 @@ func TestOnSlotLossRecover(t *testing.T) {
 			relay.Kill()
 			insert(t, e.conn, "order", "k", "Unread", `{"n": "unread"}`)
 			e.waitFor("the killed relay's walsender exits", 30*time.Second, func() bool { return !e.slotActive() })
+			var leader *pgx.Conn // holds the leadership lock, as another relay would
+			if tc.standby {
+				leader = mustConnect(t, e.url)
+				mustExec(t, leader, "SELECT pg_advisory_lock(hashtextextended('cdc-relay/' || $1::text, 0))", e.slot)
+				relay = e.spawnRelay("--on-slot-loss", "recover")
+				e.waitFor("the relay stands by", 30*time.Second, func() bool { return strings.Contains(relay.Log(), "standing by") })
+			}
 			mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
 			insert(t, e.conn, "order", "k", "Lost", `{"n": "lost"}`)
 			if tc.recreate {
@@ -45,7 +56,17 @@ func TestOnSlotLossRecover(t *testing.T) {
 				insert(t, e.conn, "order", "k", "InTheNewSlot", `{"n": "in the new slot"}`)
 			}
 
-			relay = e.startRelay("--on-slot-loss", "recover")
+			if tc.standby {
+				leader.Close(context.Background()) // the leader is gone
+				e.waitFor("the standby streams the slot", 60*time.Second, func() bool {
+					if !relay.Running() {
+						t.Fatalf("the relay exited: %v\n%s", relay.Err(), relay.Log())
+					}
+					return strings.Contains(relay.Log(), "replication started") && e.slotActive()
+				})
+			} else {
+				relay = e.startRelay("--on-slot-loss", "recover")
+			}
 			insert(t, e.conn, "order", "k", "After", `{"n": "after"}`)
 			want := []string{`{"n": 1}`, `{"n": "unread"}`, `{"n": "lost"}`, `{"n": "after"}`}
 			if tc.recreate {
@@ -79,8 +100,8 @@ func TestOnSlotLossRecover(t *testing.T) {
 			}
 			e.checkFailoverSlot(relay)
 			relay.stop(30 * time.Second)
-			if strings.Count(log, "repaired the gap in the WAL") != 1 {
-				t.Errorf("the relay repaired the gap more than once:\n%s", log)
+			if strings.Count(log, "repaired the gap in the WAL") != 1 || strings.Contains(log, "repair the gap in the WAL of") {
+				t.Errorf("the relay did not repair the gap once, at its first try:\n%s", log)
 			}
 		})
 	}
