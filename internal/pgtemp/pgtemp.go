@@ -29,6 +29,9 @@ import (
 type Options struct {
 	// WALLevel is wal_level; default "logical".
 	WALLevel string
+	// Settings are more postgresql.conf settings, written after (and so
+	// over) pgtemp's own; a value is written as it is, so quote strings.
+	Settings map[string]string
 }
 
 // Cluster is a running temporary cluster.
@@ -138,6 +141,9 @@ func (c *Cluster) configure() error {
 		"shared_buffers":          "128MB",
 		"max_wal_size":            "1GB",
 		"log_min_messages":        "warning",
+	}
+	for k, v := range c.opts.Settings {
+		settings[k] = v
 	}
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
