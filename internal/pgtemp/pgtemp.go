@@ -5,6 +5,8 @@
 // The cluster runs with wal_level=logical (or as Options say), trusts local
 // connections, and is removed by Stop. initdb refuses to run as root, so
 // when the process is root the cluster runs as the "postgres" system user.
+// [Cluster.StartStandby] makes a streaming standby of a running cluster,
+// for failover tests.
 package pgtemp
 
 import (
