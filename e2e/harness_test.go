@@ -143,7 +143,15 @@ func newEnv(t *testing.T) *env {
 		_, _ = a.Exec(context.Background(), "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", e.slot)
 		_, _ = a.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
+	e.prepare()
+	return e
+}
 
+// prepare starts the test's broker, runs `cdc-relay migrate` on e.url and
+// connects e.conn to it.
+func (e *env) prepare() {
+	t := e.t
+	t.Helper()
 	switch brokerKind() {
 	case "external":
 		e.brokers = strings.Split(os.Getenv("CDC_RELAY_TEST_KAFKA_BROKERS"), ",")
@@ -160,7 +168,6 @@ func newEnv(t *testing.T) *env {
 	}
 	e.conn = mustConnect(t, e.url)
 	t.Cleanup(func() { e.conn.Close(context.Background()) })
-	return e
 }
 
 // startKfake starts the test's kfake broker, on the same port and data

@@ -164,7 +164,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
@@ -179,3 +179,10 @@ func (r *Relay) stopped(err error) {
 	}
 	r.log.Info("relay stopped", "events", r.count.events.Load(), "failed", r.count.failed.Load())
 }
+
+// maxBackoff bounds the wait between sessions. After a failover, the
+// promoted server is found by the first attempt after the promotion, up to
+// maxBackoff later; a bound of 10 s (not 30 s) keeps the first event
+// committed after the promotion within 30 s, session start included, for
+// one connection attempt per server every 10 s while PostgreSQL is down.
+const maxBackoff = 10 * time.Second

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -398,12 +398,12 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 }
 
 // redactURL describes a connection string (URL or keyword/value form) for
-// logs: user, host, port and database, never a password.
+// logs: user, every host and port, and database, never a password.
 func redactURL(s string) string {
 	cfg, err := pgconn.ParseConfig(s)
 	if err != nil {
 		return "(unparsable connection string)"
 	}
-	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), Path: "/" + cfg.Database}
+	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: strings.Join(pgerr.Hosts(cfg), ","), Path: "/" + cfg.Database}
 	return u.String()
 }

@@ -5,6 +5,9 @@ package pgerr
 import (
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,27 +19,60 @@ import (
 // before the real error), and what to do about common causes. The result
 // wraps err, so errors.As still finds a *pgconn.PgError. hint, when not
 // empty, replaces the generic advice of [Hint].
+//
+// A connection string that lists several hosts (host=a,b, or a URL's
+// a:5432,b:5432) is named with all of them, and the cause is each host's
+// own, in order: one may be down and the next a standby.
 func Connect(cfg *pgconn.Config, err error, hint string) error {
-	var pgErr *pgconn.PgError
-	cause := err
-	if errors.As(err, &pgErr) {
-		cause = pgErr
-	} else if causes := attempts(err); len(causes) > 0 {
-		// The last attempt, without its "host:port (host):" prefix, which
-		// the message already says.
-		cause = causes[len(causes)-1]
-		if inner := errors.Unwrap(cause); inner != nil {
-			cause = inner
-		}
-	}
+	hosts := Hosts(cfg)
 	ce := &connectError{
-		where: fmt.Sprintf("connect to PostgreSQL at %s:%d as %q (database %q)", cfg.Host, cfg.Port, cfg.User, cfg.Database),
-		cause: cause, err: err, hint: hint,
+		where: fmt.Sprintf("connect to PostgreSQL at %s as %q (database %q)", strings.Join(hosts, ","), cfg.User, cfg.Database),
+		cause: cause(err, len(hosts) > 1), err: err, hint: hint,
 	}
 	if hint == "" {
 		ce.hint = Hint(err)
 	}
 	return ce
+}
+
+// cause is what err says went wrong: the server's error, or the last
+// attempt's (without its "host:port (host):" prefix, which the message
+// already says); with several hosts, every attempt's, prefix included.
+func cause(err error, severalHosts bool) error {
+	causes := attempts(err)
+	if severalHosts && len(causes) > 1 {
+		msgs := make([]string, len(causes))
+		for i, c := range causes {
+			msgs[i] = c.Error()
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr
+	}
+	if len(causes) > 0 {
+		last := causes[len(causes)-1]
+		if inner := errors.Unwrap(last); inner != nil {
+			return inner
+		}
+		return last
+	}
+	return err
+}
+
+// Hosts returns host:port for each server cfg lists, in the order it tries
+// them, each once (pgconn lists a host twice for sslmode=prefer's two
+// attempts). A Unix socket's host is its directory.
+func Hosts(cfg *pgconn.Config) []string {
+	all := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
+	for _, f := range cfg.Fallbacks {
+		hp := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port)))
+		if !slices.Contains(all, hp) {
+			all = append(all, hp)
+		}
+	}
+	return all
 }
 
 type connectError struct {
@@ -81,6 +117,9 @@ func Hint(err error) string {
 			return " (allow this client in pg_hba.conf, then reload PostgreSQL)"
 		}
 		return ""
+	}
+	if errors.Is(err, pgconn.ErrReadOnlyConnection) || errors.Is(err, pgconn.ErrStandbyConnection) {
+		return " (no server listed takes writes: wait for PostgreSQL to promote a standby; if it lasts, check the hosts in --postgres-url)"
 	}
 	if strings.Contains(err.Error(), "connection refused") {
 		return " (is PostgreSQL running and listening there? check host and port in --postgres-url)"

@@ -92,3 +92,55 @@ func TestShuttingDown(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectSeveralHosts: with a connection string that lists several
+// hosts, the error names each, with its own cause: one down, one that
+// does not take writes (a standby); and says what to do.
+func TestConnectSeveralHosts(t *testing.T) {
+	primary := pgtemptest.StartT(t, pgtemp.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	standby, err := primary.StartStandby(ctx, pgtemp.StandbyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = standby.Stop() })
+	free, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := fmt.Sprintf("127.0.0.1:%d", free)
+	url := fmt.Sprintf("postgres://postgres:s3cret@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write", down, standby.Addr())
+	msg := connect(t, url).Error()
+	for _, w := range []string{
+		fmt.Sprintf(`connect to PostgreSQL at %s,%s as "postgres" (database "postgres")`, down, standby.Addr()),
+		down + " (127.0.0.1): dial error", "connection refused",
+		standby.Addr() + " (127.0.0.1): ", "read only connection",
+		"no server listed takes writes",
+	} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q lacks %q", msg, w)
+		}
+	}
+	if strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") {
+		t.Errorf("error %q shows the password or spans lines", msg)
+	}
+}
+
+func TestHosts(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u@a:5433,b/db":                  "a:5433,b:5432",
+		"host=a,b port=1,2 user=u":                  "a:1,b:2",
+		"postgres://u@a/db?sslmode=prefer":          "a:5432",
+		"postgres://u@[::1]:5433,127.0.0.1:5434/db": "[::1]:5433,127.0.0.1:5434",
+		"host=/run/postgresql user=u":               "/run/postgresql:5432",
+	} {
+		cfg, err := pgconn.ParseConfig(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(pgerr.Hosts(cfg), ","); got != want {
+			t.Errorf("Hosts(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -5,6 +5,8 @@
 // The cluster runs with wal_level=logical (or as Options say), trusts local
 // connections, and is removed by Stop. initdb refuses to run as root, so
 // when the process is root the cluster runs as the "postgres" system user.
+// [Cluster.StartStandby] makes a streaming standby of a running cluster,
+// for failover tests.
 package pgtemp
 
 import (
@@ -29,6 +31,9 @@ import (
 type Options struct {
 	// WALLevel is wal_level; default "logical".
 	WALLevel string
+	// Settings are more postgresql.conf settings, written after (and so
+	// over) pgtemp's own; a value is written as it is, so quote strings.
+	Settings map[string]string
 }
 
 // Cluster is a running temporary cluster.
@@ -138,6 +143,9 @@ func (c *Cluster) configure() error {
 		"shared_buffers":          "128MB",
 		"max_wal_size":            "1GB",
 		"log_min_messages":        "warning",
+	}
+	for k, v := range c.opts.Settings {
+		settings[k] = v
 	}
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
