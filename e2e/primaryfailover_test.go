@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,8 @@ type primaryFailover struct {
 }
 
 // newPrimaryFailover starts a primary and a synchronous standby of it
-// (standby says more, such as slot synchronisation), creates the test's
+// (standby says more, such as slot synchronisation, which it leaves out
+// before PostgreSQL 17), creates the test's
 // database before the standby copies the primary, and migrates it with
 // the multi-host connection string.
 func newPrimaryFailover(t *testing.T, standby pgtemp.StandbyOptions) *primaryFailover {
@@ -49,7 +51,14 @@ func newPrimaryFailover(t *testing.T, standby pgtemp.StandbyOptions) *primaryFai
 	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), envSeq)
 	admin := mustConnect(t, f.primary.URL("postgres"))
 	mustExec(t, admin, "CREATE DATABASE "+name)
+	var version int
+	if err := admin.QueryRow(context.Background(), "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
 	admin.Close(context.Background())
+	if version < 170000 {
+		standby.SlotSync = false // no failover slots before 17
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	standby.Synchronous = true // every acknowledged commit is on the standby
@@ -399,4 +408,86 @@ func withFlag(args []string, name, value string) []string {
 		}
 	}
 	return out
+}
+
+// TestPrimaryFailoverRecover: the same failover with the relay left to
+// itself (--on-slot-loss recover). It never exits, and the first event
+// committed after the promotion reaches Kafka within 30 s. Before
+// PostgreSQL 17 the promoted server has no slot: the relay repairs the gap
+// (it logs the window and the count) and streams on. On 17 and later the
+// slot is a failover slot that the standby synchronises: the promoted
+// server has it, and there is no gap to repair at all.
+func TestPrimaryFailoverRecover(t *testing.T) {
+	f := newPrimaryFailover(t, pgtemp.StandbyOptions{SlotSync: true})
+	failoverSlots := f.serverVersion() >= 170000
+	relay := f.startRelay("--on-slot-loss", "recover")
+	f.startWriter(1000)
+	if failoverSlots {
+		f.waitSlotSynced()
+	}
+	f.failOver()
+	took := f.firstAfterPromotion(30 * time.Second)
+	t.Logf("the first event committed after the promotion arrived %s after it", took.Round(time.Millisecond))
+	if !relay.Running() {
+		t.Fatalf("the relay exited after the failover:\n%s", lastLines(relay.Log(), 20))
+	}
+	const repaired = "repaired the gap in the WAL"
+	if failoverSlots {
+		f.finish(500)
+		if strings.Contains(relay.Log(), repaired) || strings.Contains(relay.Log(), "does not exist") {
+			t.Fatalf("PostgreSQL 17+ with a failover slot: the promoted server should have the slot, but the relay found a gap:\n%s", lastLines(relay.Log(), 20))
+		}
+		t.Logf("failover slot: no gap to repair; the relay said:\n%s", grepLines(relay.Log(), "replication slot found", "resuming from"))
+	} else {
+		f.waitFor("the relay says it repaired the gap", 60*time.Second, func() bool { return strings.Contains(relay.Log(), repaired) })
+		t.Logf("the relay repaired the gap by itself:\n%s", grepLines(relay.Log(), repaired))
+		f.finish(500)
+	}
+	if !relay.Running() {
+		t.Fatalf("the relay exited:\n%s", lastLines(relay.Log(), 20))
+	}
+	relay.stop(30 * time.Second)
+}
+
+// serverVersion is the server's server_version_num.
+func (f *primaryFailover) serverVersion() int {
+	f.t.Helper()
+	var v string
+	if err := f.conn.QueryRow(context.Background(), "SHOW server_version_num").Scan(&v); err != nil {
+		f.t.Fatal(err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// waitSlotSynced waits until the standby holds a synchronised copy of the
+// relay's slot that it keeps at its promotion: not temporary (the standby
+// keeps a copy temporary until the primary's slot passes what the standby
+// needs, and drops such a copy when promoted).
+func (f *primaryFailover) waitSlotSynced() {
+	f.t.Helper()
+	sc := mustConnect(f.t, f.standby.URL(f.slot))
+	defer sc.Close(context.Background())
+	f.waitFor("the standby holds a persistent synchronised copy of the slot", 60*time.Second, func() bool {
+		var ok bool
+		err := sc.QueryRow(context.Background(), "SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = $1 AND synced AND NOT temporary", f.slot).Scan(&ok)
+		return err == nil && ok
+	})
+}
+
+// grepLines is the lines of log that contain any of subs.
+func grepLines(log string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		for _, s := range subs {
+			if strings.Contains(l, s) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
