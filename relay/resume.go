@@ -114,11 +114,12 @@ type SlotGapError struct {
 
 func (e *SlotGapError) Error() string {
 	ago := time.Since(e.Checkpoint.UpdatedAt).Round(time.Second)
-	const what = "Outbox rows committed since then may be missing from Kafka. " +
-		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column) and resume, " +
-		"or start with --accept-slot-loss to go on without them"
+	at, which := checkpointTime(e.Checkpoint)
+	what := fmt.Sprintf("Outbox rows committed since then may be missing from Kafka. "+
+		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column, from %s: %s, less --margin) and resume, "+
+		"or start with --accept-slot-loss to go on without them", at.UTC().Format(time.RFC3339), which)
 	if e.Dropped {
-		return fmt.Sprintf("replication slot %q does not exist, but the relay's checkpoint shows it read the slot up to %s, %s ago (%s): the slot was dropped. %s",
+		return fmt.Sprintf("replication slot %q does not exist, but the relay's checkpoint shows it read the slot up to %s, saved %s ago (%s): the slot was dropped. %s",
 			e.Slot, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339), what)
 	}
 	return fmt.Sprintf("replication slot %q is at %s, ahead of the relay's checkpoint %s saved %s ago (%s): the slot was re-created or advanced by another consumer, "+
