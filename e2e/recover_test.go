@@ -18,13 +18,34 @@ import (
 // checkpoint row's updated_at says nothing of when the transactions after
 // that position committed. The slot is then lost: recover must start from
 // the commit time of the saved position, less --margin, and publish every
-// row committed after it. (Before the fix it started from updated_at and
-// found none of them.)
+// row committed after it, in either delivery mode. (Before the fix it
+// started from updated_at and found none of them.)
 func TestRecoverFromTheCommitTimeOfTheSavedPosition(t *testing.T) {
-	e := newEnv(t)
+	for _, tc := range []struct {
+		name     string
+		delivery []string
+	}{
+		{"at least once", nil},
+		{"exactly once", exactlyOnce},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			args := tc.delivery
+			if args != nil {
+				args = append(args, "--checkpoint-topic", e.prefix+".checkpoints")
+			}
+			recoverFromBehind(t, e, args)
+		})
+	}
+}
+
+// recoverFromBehind delivers a row, then commits rows Kafka refuses, lets
+// time pass, restarts the relay, kills it, drops the slot and recovers with
+// a margin of 2 s: every row must reach Kafka.
+func recoverFromBehind(t *testing.T, e *env, args []string) {
 	unblock := func() {}
 	defer func() { unblock() }()
-	relay := e.startRelay()
+	relay := e.startRelay(args...)
 	topic := e.topic("order")
 	insert(t, e.conn, "order", "k", "Delivered", `{"n": 0}`)
 	e.readN(topic, 1, 30*time.Second)
@@ -44,7 +65,7 @@ func TestRecoverFromTheCommitTimeOfTheSavedPosition(t *testing.T) {
 	relay.Kill()
 	e.waitFor("the slot is released", 30*time.Second, func() bool { return !e.slotActive() })
 	// A new session saves its start position again: updated_at is now.
-	relay = e.startRelay()
+	relay = e.startRelay(args...)
 	relay.Kill()
 	e.waitFor("the slot is released", 30*time.Second, func() bool { return !e.slotActive() })
 	var late bool
@@ -56,7 +77,7 @@ func TestRecoverFromTheCommitTimeOfTheSavedPosition(t *testing.T) {
 	// The slot is lost (a failover to a server without it).
 	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
 	unblock()
-	recoverArgs := append([]string{"recover", "--margin", "2s"}, withoutFlag(e.relayArgs()[1:], "--metrics-addr")...)
+	recoverArgs := append([]string{"recover", "--margin", "2s"}, withoutFlag(e.relayArgs(args...)[1:], "--metrics-addr")...)
 	out, err := exec.Command(relayBin, recoverArgs...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("recover: %v\n%s", err, out)
@@ -65,7 +86,8 @@ func TestRecoverFromTheCommitTimeOfTheSavedPosition(t *testing.T) {
 	if !strings.Contains(string(out), "commit time") {
 		t.Errorf("recover does not say it started from the commit time of the saved position:\n%s", out)
 	}
-	assertHasValues(t, e.readAll(topic), behindValues(1, behind))
+	// The row delivered, then it and the rows behind it published again.
+	assertHasValues(t, e.readN(topic, 1+1+behind, 30*time.Second), behindValues(1, behind))
 }
 
 // TestRecoverLocalTimeColumn: an outbox table whose timestamp column has
