@@ -156,9 +156,11 @@ func (w *tableWatch) check(ctx context.Context) error {
 //
 // With the position it reads, first, a time no transaction after the
 // position committed before: the server's clock (a commit record after
-// the position is written after it), or on a standby the commit time of
-// the last transaction it replayed (those after it were not replayed yet,
-// but may have committed long ago), NULL when it replayed none.
+// the position is written after it; with synchronous_commit off, one
+// inserted a moment before may be written after, by well under a second,
+// which recover's margin covers), or on a standby the commit time of the
+// last transaction it replayed (those after it were not replayed yet, but
+// may have committed long ago), NULL when it replayed none.
 func (w *tableWatch) look(ctx context.Context) (checkpoint.Position, migrations.Publication, error) {
 	var text string
 	var at *time.Time
