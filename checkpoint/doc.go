@@ -12,4 +12,14 @@
 // A [Store] persists the confirmed position in the relay's checkpoint
 // table, beside the slot's own, so that a lost slot is noticed; a [Saver]
 // keeps that row up to date while the relay streams.
+//
+// Each position goes with a commit time ([Position]), at or before the
+// commit of every transaction after it: the commit time of the newest
+// transaction at or before it (pgoutput's Begin gives each one's; a merged
+// entry keeps its newest transaction's, a keepalive position the time of
+// the transaction before it). `cdc-relay recover` finds the rows of a lost
+// slot's transactions from that time, by their timestamp column: the time
+// the row was saved says nothing of them when the relay was behind, and a
+// session's start saves the row again. The store never lets the stored
+// time become later than that rule allows ([Store.SaveAt]).
 package checkpoint

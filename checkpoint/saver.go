@@ -16,8 +16,8 @@ import (
 
 // Saver keeps a slot's checkpoint row ahead of what is confirmed to
 // PostgreSQL: it saves the position its source reports (the tracker's safe
-// position) at most once an interval, when it moved, and [Saver.Saved] is
-// the bound the stream may confirm up to. Save failures are logged and
+// position, with its commit time) at most once an interval, when it moved,
+// and [Saver.Saved] is the bound the stream may confirm up to. Save failures are logged and
 // retried at the next interval; confirmation waits meanwhile.
 type Saver struct {
 	store *Store
@@ -35,8 +35,9 @@ type Saver struct {
 type SaverOptions struct {
 	// Every is the interval between saves. Default 1s.
 	Every time.Duration
-	// Source is the position to save (the tracker's safe position).
-	Source func() pglogrepl.LSN
+	// Source is the position to save (the tracker's safe position), with
+	// its commit time (zero keeps the time stored: see [Store.SaveAt]).
+	Source func() Position
 	// OnServerShutdown, if set, is called once when a save fails because
 	// the server is shutting down. A fast shutdown waits for each logical
 	// walsender's client to confirm everything sent, which the stream
@@ -78,16 +79,16 @@ func (sv *Saver) Flush(ctx context.Context) error {
 	}
 	defer func() { <-sv.turn }()
 	pos := sv.opts.Source()
-	if pos <= sv.Saved() {
+	if pos.LSN <= sv.Saved() {
 		return nil
 	}
-	if err := sv.store.Save(ctx, sv.slot, pos); err != nil {
+	if err := sv.store.SaveAt(ctx, sv.slot, pos); err != nil {
 		if pgerr.ShuttingDown(err) && sv.opts.OnServerShutdown != nil {
 			sv.shutdown.Do(sv.opts.OnServerShutdown)
 		}
 		return err
 	}
-	sv.saved.Store(uint64(pos))
+	sv.saved.Store(uint64(pos.LSN))
 	return nil
 }
 

@@ -15,11 +15,12 @@ import (
 // fakeDB is the checkpoint table: Exec records the position saved, blocks
 // until its context ends while block is set, or fails with fail.
 type fakeDB struct {
-	mu     sync.Mutex
-	saved  []string
-	block  bool
-	fail   error
-	called chan struct{}
+	mu      sync.Mutex
+	saved   []string
+	commits []*time.Time // the commit time of each save, nil for none
+	block   bool
+	fail    error
+	called  chan struct{}
 }
 
 func (f *fakeDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -40,17 +41,24 @@ func (f *fakeDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.saved = append(f.saved, args[1].(string))
+	f.commits = append(f.commits, args[2].(*time.Time))
 	return pgconn.CommandTag{}, nil
 }
 
 func (f *fakeDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row { panic("not used") }
 
+// lsnSource is a saver's source that reports lsn with no commit time.
+func lsnSource(lsn *atomic.Uint64) func() Position {
+	return func() Position { return Position{LSN: pglogrepl.LSN(lsn.Load())} }
+}
+
 func TestSaverSavesBeforeItVouches(t *testing.T) {
 	db := &fakeDB{called: make(chan struct{}, 1)}
-	var pos atomic.Uint64
-	pos.Store(0x100)
-	sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: time.Hour, Source: func() pglogrepl.LSN { return pglogrepl.LSN(pos.Load()) }})
-	pos.Store(0x200)
+	commit := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	var pos atomic.Pointer[Position]
+	pos.Store(&Position{LSN: 0x100})
+	sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: time.Hour, Source: func() Position { return *pos.Load() }})
+	pos.Store(&Position{LSN: 0x200, CommitTime: commit})
 	if got := sv.Saved(); got != 0x100 {
 		t.Fatalf("Saved %s before any save, want the start 0/100", got)
 	}
@@ -60,10 +68,19 @@ func TestSaverSavesBeforeItVouches(t *testing.T) {
 	if got := sv.Saved(); got != 0x200 || len(db.saved) != 1 || db.saved[0] != "0/200" {
 		t.Fatalf("after Flush: Saved %s, saved rows %v; want 0/200 once", got, db.saved)
 	}
+	if c := db.commits[0]; c == nil || !c.Equal(commit) {
+		t.Fatalf("saved with commit time %v, want the source's %s", c, commit)
+	}
 	if err := sv.Flush(context.Background()); err != nil || len(db.saved) != 1 {
 		t.Fatalf("a Flush with nothing new saved again: %v, %v", err, db.saved)
 	}
-	if final, err := sv.Close(context.Background()); err != nil || final != 0x200 {
+	// A position without a commit time (none read yet) saves NULL, so
+	// that the row keeps the time it has.
+	pos.Store(&Position{LSN: 0x300})
+	if err := sv.Flush(context.Background()); err != nil || len(db.saved) != 2 || db.commits[1] != nil {
+		t.Fatalf("a position without a commit time: %v, saved %v with %v; want it saved with none", err, db.saved, db.commits)
+	}
+	if final, err := sv.Close(context.Background()); err != nil || final != 0x300 {
 		t.Fatalf("Close = %s, %v", final, err)
 	}
 }
@@ -75,7 +92,7 @@ func TestSaverFlushGivesUpWhenASaveIsBlocked(t *testing.T) {
 	db := &fakeDB{block: true, called: make(chan struct{}, 1)}
 	var pos atomic.Uint64
 	pos.Store(0x100)
-	sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: 10 * time.Millisecond, Source: func() pglogrepl.LSN { return pglogrepl.LSN(pos.Load()) }})
+	sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: 10 * time.Millisecond, Source: lsnSource(&pos)})
 	defer sv.cancel()
 	pos.Store(0x200)
 	select {
@@ -99,7 +116,7 @@ func TestSaverReportsAServerShutdown(t *testing.T) {
 	db := &fakeDB{fail: &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, called: make(chan struct{}, 1)}
 	var calls atomic.Int32
 	sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: time.Hour,
-		Source: func() pglogrepl.LSN { return 0x200 }, OnServerShutdown: func() { calls.Add(1) }})
+		Source: func() Position { return Position{LSN: 0x200} }, OnServerShutdown: func() { calls.Add(1) }})
 	for range 3 {
 		if err := sv.Flush(context.Background()); err == nil {
 			t.Fatal("Flush succeeded on a failing table")

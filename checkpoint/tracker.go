@@ -15,7 +15,11 @@ type Txn struct {
 	pending atomic.Int64
 	commit  time.Time     // when it committed, set by Begin
 	end     pglogrepl.LSN // set by Commit, under Tracker.mu
-	closed  bool          // under Tracker.mu
+	// endCommit is the commit time of the newest transaction merged into
+	// this entry, the one whose end is end (keepalive positions keep it).
+	// Under Tracker.mu.
+	endCommit time.Time
+	closed    bool // under Tracker.mu
 }
 
 // CommitTime is when the transaction committed, as given to Begin.
@@ -46,9 +50,10 @@ type Tracker struct {
 	head      int
 	compactAt int // the queue length at which push compacts it next
 
-	safe   atomic.Uint64
-	events atomic.Int64
-	bytes  atomic.Int64
+	safe       atomic.Uint64 // written under mu
+	safeCommit time.Time     // under mu: safe's commit time (see SafePosition)
+	events     atomic.Int64
+	bytes      atomic.Int64
 
 	// Waiters: changed is closed (and cleared) when the counts go down
 	// while anyone waits, waking every waiter at once.
@@ -126,15 +131,14 @@ func (t *Tracker) Release(tx *Txn) {
 // every earlier transaction's are done, the safe position reaches end.
 func (t *Tracker) Commit(tx *Txn, end pglogrepl.LSN) {
 	t.mu.Lock()
-	tx.end = end
+	tx.end, tx.endCommit = end, tx.commit
 	tx.closed = true
 	t.advance()
 	if n := len(t.queue); n-t.head >= 2 && settled(tx) {
 		// Nothing in flight, but behind a transaction with events in
 		// flight: tx becomes safe exactly when the one before it does, so
 		// that entry takes tx's end instead of the queue taking an entry.
-		prev := t.queue[n-2]
-		prev.end = max(prev.end, end)
+		t.queue[n-2].merge(tx)
 		t.queue[n-1] = nil
 		t.queue = t.queue[:n-1]
 	}
@@ -144,11 +148,13 @@ func (t *Tracker) Commit(tx *Txn, end pglogrepl.LSN) {
 // Position records a stream position outside any transaction (a keepalive's
 // server WAL end) as a transaction with no events: the safe position reaches
 // it once everything read before it is done. Calling it between a Begin and
-// its Commit is a bug.
+// its Commit is a bug. The position keeps the commit time of the last
+// transaction before it (see SafePosition): a keepalive says nothing of
+// when the transactions after it commit, and the older time is safe.
 func (t *Tracker) Position(lsn pglogrepl.LSN) {
 	t.mu.Lock()
 	if n := len(t.queue); t.head == n {
-		t.raise(lsn)
+		t.raise(lsn, time.Time{})
 	} else {
 		// The last transaction is closed (no Begin is open), and the
 		// position becomes safe exactly when it does: no entry of its own.
@@ -156,6 +162,14 @@ func (t *Tracker) Position(lsn pglogrepl.LSN) {
 		tail.end = max(tail.end, lsn)
 	}
 	t.mu.Unlock()
+}
+
+// merge makes tx, settled behind the entry, part of it: the entry takes
+// tx's end with its commit time. Called with Tracker.mu held.
+func (e *Txn) merge(tx *Txn) {
+	if tx.end > e.end {
+		e.end, e.endCommit = tx.end, tx.endCommit
+	}
 }
 
 // settled reports whether tx is closed with no event in flight: it becomes
@@ -188,7 +202,7 @@ func (t *Tracker) compact() {
 	n := 0
 	for _, tx := range q {
 		if n > 0 && settled(tx) {
-			q[n-1].end = max(q[n-1].end, tx.end)
+			q[n-1].merge(tx)
 			continue
 		}
 		q[n] = tx
@@ -205,7 +219,7 @@ func (t *Tracker) advance() {
 		if !tx.closed || tx.pending.Load() != 0 {
 			break
 		}
-		t.raise(tx.end)
+		t.raise(tx.end, tx.endCommit)
 		t.queue[t.head] = nil
 		t.head++
 	}
@@ -220,16 +234,34 @@ func (t *Tracker) advance() {
 	}
 }
 
-// raise moves the safe position forward, never back.
-func (t *Tracker) raise(lsn pglogrepl.LSN) {
+// raise moves the safe position forward, never back, with the commit time
+// of the newest transaction at or before it; a zero commit (a keepalive
+// position) keeps the last one. Called with mu held.
+func (t *Tracker) raise(lsn pglogrepl.LSN, commit time.Time) {
 	if uint64(lsn) > t.safe.Load() {
 		t.safe.Store(uint64(lsn))
+		if !commit.IsZero() {
+			t.safeCommit = commit
+		}
 	}
 }
 
 // Safe is the position PostgreSQL may be told is flushed: no event of a
 // transaction ending at or before it is still in flight.
 func (t *Tracker) Safe() pglogrepl.LSN { return pglogrepl.LSN(t.safe.Load()) }
+
+// SafePosition is Safe with the commit time of the newest transaction at
+// or before it that the tracker read (in a merged entry, the newest of
+// those merged; a keepalive position keeps the time of the transaction
+// before it). It is zero until the safe position passes a transaction:
+// the start position's time is not the tracker's to know. Transactions
+// after the position committed at or after that time, up to the sub-second
+// disorder Position describes.
+func (t *Tracker) SafePosition() Position {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Position{LSN: t.Safe(), CommitTime: t.safeCommit}
+}
 
 // OldestCommit returns the commit time of the oldest transaction that is
 // not yet safe (read, with events in flight or still being read), and

@@ -489,3 +489,98 @@ func TestOldestCommit(t *testing.T) {
 		t.Fatalf("oldest commit %v after everything is safe", got)
 	}
 }
+
+// TestSafePositionCommitTime: the safe position carries the commit time
+// of the newest transaction at or before it, through merged entries and
+// keepalive positions, and none before the tracker passed a transaction.
+func TestSafePositionCommitTime(t *testing.T) {
+	c1 := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	c2 := c1.Add(time.Minute)
+	for _, tc := range []struct {
+		name   string
+		stream func(tr *Tracker)
+		want   Position
+	}{
+		{"none read yet", func(tr *Tracker) { tr.Position(0x150) }, Position{LSN: 0x150}},
+		{"a transaction's time with its end", func(tr *Tracker) {
+			tx := tr.Begin(c1)
+			tr.Add(tx, 1)
+			tr.Commit(tx, 0x200)
+			tr.Done(tx, 1)
+		}, Position{LSN: 0x200, CommitTime: c1}},
+		{"a keepalive keeps the time before it", func(tr *Tracker) {
+			tr.Commit(tr.Begin(c1), 0x200)
+			tr.Position(0x300)
+		}, Position{LSN: 0x300, CommitTime: c1}},
+		{"an open transaction holds both", func(tr *Tracker) {
+			tr.Commit(tr.Begin(c1), 0x200)
+			tr.Add(tr.Begin(c2), 1)
+		}, Position{LSN: 0x200, CommitTime: c1}},
+		{"an event in flight holds both", func(tr *Tracker) {
+			tr.Commit(tr.Begin(c1), 0x200)
+			tx := tr.Begin(c2)
+			tr.Add(tx, 1)
+			tr.Commit(tx, 0x300)
+			tr.Position(0x400)
+		}, Position{LSN: 0x200, CommitTime: c1}},
+		{"merged at commit, then a keepalive merged", func(tr *Tracker) {
+			tx := tr.Begin(c1)
+			tr.Add(tx, 1)
+			tr.Commit(tx, 0x200)
+			tr.Commit(tr.Begin(c2), 0x300) // merged into tx's entry
+			tr.Position(0x400)             // and this
+			if n := len(tr.queue) - tr.head; n != 1 {
+				t.Fatalf("%d entries, want the empty transaction and the keepalive merged into one", n)
+			}
+			tr.Done(tx, 1)
+		}, Position{LSN: 0x400, CommitTime: c2}},
+		{"merged by compaction", func(tr *Tracker) {
+			a := tr.Begin(c1)
+			tr.Add(a, 1)
+			tr.Commit(a, 0x200)
+			b := tr.Begin(c2)
+			tr.Add(b, 1)
+			tr.Commit(b, 0x300)
+			tr.Done(b, 1) // settled behind a, after its commit
+			tr.mu.Lock()
+			tr.compact()
+			n := len(tr.queue) - tr.head
+			tr.mu.Unlock()
+			if n != 1 {
+				t.Fatalf("%d entries after compaction, want 1", n)
+			}
+			tr.Done(a, 1)
+		}, Position{LSN: 0x300, CommitTime: c2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(0x100, Limits{})
+			tc.stream(tr)
+			if got := tr.SafePosition(); got.LSN != tc.want.LSN || !got.CommitTime.Equal(tc.want.CommitTime) {
+				t.Fatalf("safe position %s committed %v, want %s committed %v", got.LSN, got.CommitTime, tc.want.LSN, tc.want.CommitTime)
+			}
+		})
+	}
+}
+
+// TestHeldTo: a position lowered to a bound takes the bound's LSN and the
+// earlier time, and an unknown time stays unknown.
+func TestHeldTo(t *testing.T) {
+	c1 := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	c2 := c1.Add(time.Minute)
+	for _, tc := range []struct {
+		name     string
+		p, bound Position
+		want     Position
+	}{
+		{"a bound ahead changes nothing", Position{0x200, c2}, Position{0x300, c1}, Position{0x200, c2}},
+		{"an equal bound changes nothing", Position{0x200, c2}, Position{0x200, c1}, Position{0x200, c2}},
+		{"lowered: the bound's earlier time", Position{0x300, c2}, Position{0x200, c1}, Position{0x200, c1}},
+		{"lowered: the position's earlier time", Position{0x300, c1}, Position{0x200, c2}, Position{0x200, c1}},
+		{"lowered to a bound of unknown time", Position{0x300, c1}, Position{0x200, time.Time{}}, Position{0x200, time.Time{}}},
+		{"lowered, the position's time unknown", Position{0x300, time.Time{}}, Position{0x200, c1}, Position{0x200, time.Time{}}},
+	} {
+		if got := tc.p.HeldTo(tc.bound); got.LSN != tc.want.LSN || !got.CommitTime.Equal(tc.want.CommitTime) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

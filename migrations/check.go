@@ -58,7 +58,7 @@ var newest = []struct {
 	version int
 }{
 	{status: true, column: "reload", version: 7},
-	{column: "write_ahead", version: 4},
+	{column: "commit_time", version: 8},
 }
 
 // checkVersion requires each relay table to have its newest migration.

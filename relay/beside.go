@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
@@ -52,17 +50,18 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 // table watches vouch for it, to the checkpoint row. The stream confirms to
 // PostgreSQL only what the row holds (write-ahead: see resume).
 func (s *session) startSaver() {
-	watched := gate{Tracker: s.tracker, bounds: []func() pglogrepl.LSN{s.watch.Vouched}}
+	watched := gate{Tracker: s.tracker, bounds: []func() checkpoint.Position{s.watch.VouchedAt}}
 	s.saver = s.store.StartSaver(s.cfg.Slot, s.start, checkpoint.SaverOptions{
 		Every:  s.cfg.CheckpointInterval,
-		Source: watched.Safe,
+		Source: watched.SafePosition,
 		OnServerShutdown: func() {
 			s.shutdown.Store(true)
 			s.stopStream()
 		},
 		Logger: s.log,
 	})
-	s.confirm = gate{Tracker: s.tracker, bounds: []func() pglogrepl.LSN{s.watch.Vouched, s.saver.Saved}}
+	saved := func() checkpoint.Position { return checkpoint.Position{LSN: s.saver.Saved()} }
+	s.confirm = gate{Tracker: s.tracker, bounds: []func() checkpoint.Position{s.watch.VouchedAt, saved}}
 }
 
 // newDelivery returns the session's delivery: at least once with the

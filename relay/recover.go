@@ -21,11 +21,11 @@ import (
 // RecoverOptions configures [Recover].
 type RecoverOptions struct {
 	// Since is the oldest timestamp-column value published again. Zero
-	// means the checkpoint's time minus Margin.
+	// means the checkpoint's time minus Margin: the commit time saved with
+	// its position, or, for a row without one, the time it was saved.
 	Since time.Time
 	// Margin reaches back before the checkpoint's time, for transactions
-	// that wrote their rows before it and committed after. Default 10
-	// minutes.
+	// that wrote their rows before they committed. Default 10 minutes.
 	Margin time.Duration
 	// DryRun counts the rows without publishing them or changing anything.
 	DryRun bool
@@ -35,8 +35,13 @@ type RecoverOptions struct {
 type RecoverResult struct {
 	// Gap is the stretch of WAL the relay never read.
 	Gap SlotGapError
-	// Since is the oldest timestamp published again.
+	// Since is the oldest timestamp published again (a column without a
+	// time zone is read 12 hours wider: see Recover).
 	Since time.Time
+	// From says what Since is, for the operator: --since, or the
+	// checkpoint's time (its commit time, or when it was saved) less the
+	// margin.
+	From string
 	// Rows is the number of outbox rows found since then; Published of
 	// them reached Kafka, Parked went to the status table (rows that cannot
 	// become records, or that Kafka refused for good).
@@ -73,6 +78,12 @@ const recoverBatch = 1000
 // here, once from the slot); consumers deduplicate on the id header, as for
 // any at-least-once delivery. Rows already deleted from the outbox table
 // (by retention, say) cannot be published again.
+//
+// A timestamp column without a time zone holds wall times in the zone of
+// the session that wrote them, which the relay cannot know: its window is
+// widened by 12 hours, so that it holds every row written since in any
+// zone from UTC−12 to UTC+14 (see windowOn), and more rows are published
+// twice.
 func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverResult, err error) {
 	cfg = cfg.withDefaults()
 	if cfg.Logger == nil {
@@ -104,13 +115,12 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if err != nil {
 		return res, err
 	}
-	res.Gap, res.NoGap, res.Since = gap.SlotGapError, gap.none, opts.Since
-	switch {
-	case res.NoGap && res.Since.IsZero():
+	res.Gap, res.NoGap = gap.SlotGapError, gap.none
+	if res.NoGap && opts.Since.IsZero() {
 		return res, ErrNothingToRecover
-	case res.Since.IsZero():
-		res.Since = gap.Checkpoint.UpdatedAt.Add(-opts.Margin)
 	}
+	res.Since, res.From = recoverSince(gap.Checkpoint, opts)
+	cfg.Logger.Info("recover publishes again the outbox rows written since", "since", res.Since, "from", res.From)
 	outs := make([]*outboxReader, len(cfg.Tables))
 	for i := range cfg.Tables {
 		if outs[i], err = newOutboxReader(ctx, cfg, i, res.Since); err != nil {
@@ -144,6 +154,27 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	}
 	res.Resume = res.Gap.SlotLSN
 	return res, nil
+}
+
+// recoverSince returns the oldest timestamp Recover publishes again, and
+// what it is: opts.Since when set, else the checkpoint's time less the
+// margin.
+func recoverSince(cp checkpoint.Checkpoint, opts RecoverOptions) (time.Time, string) {
+	if !opts.Since.IsZero() {
+		return opts.Since, "--since"
+	}
+	at, what := checkpointTime(cp)
+	return at.Add(-opts.Margin), fmt.Sprintf("%s, less the margin (%s)", what, opts.Margin)
+}
+
+// checkpointTime is a time no transaction after cp's position committed
+// before, and what it is: the commit time of the last transaction before
+// the position or, for a row without one, the time it was saved.
+func checkpointTime(cp checkpoint.Checkpoint) (time.Time, string) {
+	if !cp.CommitTime.IsZero() {
+		return cp.CommitTime, "the commit time saved with the checkpoint's position"
+	}
+	return cp.UpdatedAt, "the time the checkpoint was saved (it has no commit time: saved when the slot was created, or by an earlier version)"
 }
 
 // checkRecoverable checks what Recover needs of cfg before it connects:

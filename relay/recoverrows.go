@@ -76,23 +76,57 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 		_ = conn.Close(ctx)
 		return nil, fmt.Errorf("look up timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
 	}
-	switch typ {
-	case "timestamp with time zone", "timestamp without time zone":
-		r.where, r.since = ts+" >= $1::timestamptz", []byte(since.UTC().Format(time.RFC3339Nano))
-	case "bigint":
-		r.where, r.since = ts+" >= $1::bigint", []byte(strconv.FormatInt(since.UnixMilli(), 10))
-	case "":
+	var ok bool
+	r.where, r.since, ok = windowOn(ts, typ, since)
+	switch {
+	case typ == "":
 		_ = conn.Close(ctx)
 		return nil, fmt.Errorf("outbox table %s has no column %q: set --timestamp-column to the column that says when a row was written", r.table, m.TimestampColumn)
-	default:
+	case !ok:
 		_ = conn.Close(ctx)
 		return nil, fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch milliseconds)", m.TimestampColumn, r.table, typ)
+	case typ == noTimeZone:
+		cfg.Logger.Info("timestamp column has no time zone: the window is widened by 12 hours, since the relay cannot know the time zone "+
+			"of the sessions that wrote the rows (any from UTC-12 to UTC+14); rows written up to 12 hours before it (more east of UTC) are published again too",
+			"column", m.TimestampColumn, "table", r.table, "since", since, "column_since", since.UTC().Add(-localTimeSlack).Format("2006-01-02 15:04:05"))
 	}
 	r.order = ts
 	if m.IDColumn != "" {
 		r.order += ", " + pgx.Identifier{m.IDColumn}.Sanitize()
 	}
 	return r, nil
+}
+
+// noTimeZone is the type of a timestamp column without a time zone.
+const noTimeZone = "timestamp without time zone"
+
+// localTimeSlack is how far a timestamp without a time zone may be behind
+// the UTC wall time of when it was written: the zone furthest west,
+// UTC−12.
+const localTimeSlack = 12 * time.Hour
+
+// windowOn returns the condition on the timestamp column ts, of type typ,
+// that holds for every row written at or after since, with its argument
+// ($1); ok is false for a type recover cannot read.
+//
+// A timestamp without a time zone holds the wall time of the zone of the
+// session that wrote it (now() in a `DEFAULT now()` is cast in the
+// session's TimeZone, which JDBC sets to the JVM's, for one). A row
+// written at the instant t ≥ since by a session at UTC+o, o from −12 to
+// +14 hours, holds t+o ≥ since−12h read as UTC: the condition compares the
+// column with since's UTC wall time less 12 hours. Rows written up to 12
+// hours before since by a session in UTC, up to 26 hours by one at UTC+14,
+// pass it too: duplicates, never a loss.
+func windowOn(ts, typ string, since time.Time) (where string, arg []byte, ok bool) {
+	switch typ {
+	case "timestamp with time zone":
+		return ts + " >= $1::timestamptz", []byte(since.UTC().Format(time.RFC3339Nano)), true
+	case noTimeZone:
+		return ts + " >= $1::timestamp", []byte(since.UTC().Add(-localTimeSlack).Format("2006-01-02 15:04:05.999999")), true
+	case "bigint":
+		return ts + " >= $1::bigint", []byte(strconv.FormatInt(since.UnixMilli(), 10)), true
+	}
+	return "", nil, false
 }
 
 func (r *outboxReader) close() { _ = r.conn.Close(context.Background()) }

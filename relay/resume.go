@@ -133,18 +133,17 @@ type SlotGapError struct {
 
 func (e *SlotGapError) Error() string {
 	ago := time.Since(e.Checkpoint.UpdatedAt).Round(time.Second)
-	const what = "Outbox rows committed since then may be missing from Kafka. " +
-		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column) and resume, " +
-		"start with --on-slot-loss recover to have the relay do so itself, or start with --accept-slot-loss to go on without them"
+	at, which := checkpointTime(e.Checkpoint)
+	what := fmt.Sprintf("Outbox rows committed since then may be missing from Kafka. "+
+		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column, from %s: %s, less --margin) and resume, "+
+		"start with --on-slot-loss recover to have the relay do so itself, or start with --accept-slot-loss to go on without them", at.UTC().Format(time.RFC3339), which)
 	if e.Invalidated {
 		return fmt.Sprintf("replication slot %q was invalidated by PostgreSQL: it removed WAL the slot still needed (max_slot_wal_keep_size), "+
-			"and the relay's checkpoint shows it read the slot up to %s, %s ago (%s). Outbox rows committed since then may be missing from Kafka. "+
-			"Run `cdc-relay recover` with the same flags (it creates the slot again and publishes them again), or start with --on-slot-loss recover "+
-			"to have the relay do so itself; and consider a larger max_slot_wal_keep_size",
-			e.Slot, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339))
+			"and the relay's checkpoint shows it read the slot up to %s, saved %s ago (%s). %s; and consider a larger max_slot_wal_keep_size",
+			e.Slot, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339), what)
 	}
 	if e.Dropped {
-		return fmt.Sprintf("replication slot %q does not exist, but the relay's checkpoint shows it read the slot up to %s, %s ago (%s): the slot was dropped. %s",
+		return fmt.Sprintf("replication slot %q does not exist, but the relay's checkpoint shows it read the slot up to %s, saved %s ago (%s): the slot was dropped, or PostgreSQL failed over to a server without it. %s",
 			e.Slot, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339), what)
 	}
 	return fmt.Sprintf("replication slot %q is at %s, ahead of the relay's checkpoint %s saved %s ago (%s): the slot was re-created or advanced by another consumer, "+

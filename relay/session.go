@@ -141,7 +141,7 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 	if s.committed.LSN > s.start {
 		// Kafka committed what PostgreSQL was not told yet: the row
 		// takes the position first (write-ahead), then the stream.
-		if err := s.store.Save(ctx, s.cfg.Slot, s.committed.LSN); err != nil {
+		if err := s.store.SaveAt(ctx, s.cfg.Slot, checkpoint.Position{LSN: s.committed.LSN, CommitTime: s.committed.CommitTime}); err != nil {
 			return err
 		}
 		s.log.Info("resuming from the checkpoint topic, ahead of the slot: Kafka committed transactions PostgreSQL was not yet told of",

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -24,7 +25,8 @@ import (
 //
 // The watch vouches for positions: [tableWatch.Vouched] is the newest WAL
 // position at which it saw the table, with the OID it had when the session
-// started, in the publication. It checks every status interval, and at
+// started, in the publication; [tableWatch.VouchedAt] adds when the WAL was
+// there (see look). It checks every status interval, and at
 // once when the stream sends a Relation message for the table under
 // another OID. When a check finds the table gone, it vouches for nothing
 // newer, stops the stream, and [tableWatch.Err] says what happened and how
@@ -44,7 +46,7 @@ type tableWatch struct {
 	seenOID bool   // the stream sent a Relation with oid (the reader's alone)
 
 	mu      sync.Mutex // one check at a time
-	vouched atomic.Uint64
+	vouched atomic.Pointer[checkpoint.Position]
 	err     atomic.Pointer[tableGoneError]
 }
 
@@ -57,10 +59,10 @@ const checkTimeout = 10 * time.Second
 // in the publication.
 func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, stop func(), log *slog.Logger) (*tableWatch, error) {
 	w := &tableWatch{db: db, tables: cfg.Migrations(i), mapping: cfg.Tables[i].Mapping, log: log, stop: stop}
-	w.vouched.Store(uint64(start))
+	w.vouched.Store(&checkpoint.Position{LSN: start})
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	lsn, p, err := w.look(ctx)
+	at, p, err := w.look(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -68,13 +70,18 @@ func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, s
 	if gone := w.judge(p); gone != nil {
 		return nil, fatalError{gone}
 	}
-	w.vouch(lsn)
+	w.vouch(at)
 	return w, nil
 }
 
 // Vouched is the newest position the watch vouches for. Safe for
 // concurrent use.
-func (w *tableWatch) Vouched() pglogrepl.LSN { return pglogrepl.LSN(w.vouched.Load()) }
+func (w *tableWatch) Vouched() pglogrepl.LSN { return w.VouchedAt().LSN }
+
+// VouchedAt is Vouched with a time at or before the commit of every
+// transaction after it (zero for the session's start, and on a standby
+// that has replayed no transaction yet). Safe for concurrent use.
+func (w *tableWatch) VouchedAt() checkpoint.Position { return *w.vouched.Load() }
 
 // Err is why the watch stopped vouching, or nil. Safe for concurrent use.
 func (w *tableWatch) Err() error {
@@ -131,7 +138,7 @@ func (w *tableWatch) check(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	lsn, p, err := w.look(ctx)
+	at, p, err := w.look(ctx)
 	if err != nil {
 		return err
 	}
@@ -139,25 +146,38 @@ func (w *tableWatch) check(ctx context.Context) error {
 		w.fail(gone)
 		return gone
 	}
-	w.vouch(lsn)
+	w.vouch(at)
 	return nil
 }
 
 // look reads the WAL position, then the publication. In that order, in two
 // statements: the catalog is then read after the position, so a table that
 // left the publication before the position cannot look published.
-func (w *tableWatch) look(ctx context.Context) (pglogrepl.LSN, migrations.Publication, error) {
+//
+// With the position it reads, first, a time no transaction after the
+// position committed before: the server's clock (a commit record after
+// the position is written after it; with synchronous_commit off, one
+// inserted a moment before may be written after, by well under a second,
+// which recover's margin covers), or on a standby the commit time of the
+// last transaction it replayed (those after it were not replayed yet, but
+// may have committed long ago), NULL when it replayed none.
+func (w *tableWatch) look(ctx context.Context) (checkpoint.Position, migrations.Publication, error) {
 	var text string
-	err := w.db.QueryRow(ctx, "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text").Scan(&text)
+	var at *time.Time
+	err := w.db.QueryRow(ctx, "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_xact_replay_timestamp() ELSE clock_timestamp() END, "+
+		"(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text").Scan(&at, &text)
 	if err != nil {
-		return 0, migrations.Publication{}, fmt.Errorf("read the WAL position: %w", err)
+		return checkpoint.Position{}, migrations.Publication{}, fmt.Errorf("read the WAL position: %w", err)
 	}
-	lsn, err := pglogrepl.ParseLSN(text)
-	if err != nil {
-		return 0, migrations.Publication{}, fmt.Errorf("read the WAL position: %w", err)
+	pos := checkpoint.Position{}
+	if pos.LSN, err = pglogrepl.ParseLSN(text); err != nil {
+		return checkpoint.Position{}, migrations.Publication{}, fmt.Errorf("read the WAL position: %w", err)
+	}
+	if at != nil {
+		pos.CommitTime = *at
 	}
 	p, err := migrations.LookupPublication(ctx, w.db, w.tables)
-	return lsn, p, err
+	return pos, p, err
 }
 
 // judge says why the publication no longer publishes the watched table's
@@ -184,9 +204,9 @@ func (w *tableWatch) judge(p migrations.Publication) *tableGoneError {
 	return gone
 }
 
-func (w *tableWatch) vouch(lsn pglogrepl.LSN) {
-	if uint64(lsn) > w.vouched.Load() {
-		w.vouched.Store(uint64(lsn)) // under mu: only check vouches
+func (w *tableWatch) vouch(at checkpoint.Position) {
+	if at.LSN > w.Vouched() {
+		w.vouched.Store(&at) // under mu: only check vouches
 	}
 }
 

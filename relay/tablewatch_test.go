@@ -123,6 +123,10 @@ func TestTableWatch(t *testing.T) {
 			}
 			before := db.walLSN()
 			vouched := db.w.Vouched()
+			var changed time.Time // before the change committed
+			if err := db.conn.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&changed); err != nil {
+				t.Fatal(err)
+			}
 			for _, sql := range tt.change {
 				db.exec(sql)
 			}
@@ -130,6 +134,11 @@ func TestTableWatch(t *testing.T) {
 			if tt.want == "" {
 				if err != nil || db.w.Vouched() <= vouched || db.stopped {
 					t.Fatalf("check: %v, vouched %s after %s; want a newer position and no stop", err, db.w.Vouched(), vouched)
+				}
+				// The time of the position: read after the change, no
+				// transaction after the position committed before it.
+				if at := db.w.VouchedAt().CommitTime; at.Before(changed) {
+					t.Fatalf("vouched at %v, before the change committed (after %v)", at, changed)
 				}
 				return
 			}

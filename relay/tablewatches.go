@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
+	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
@@ -35,6 +36,19 @@ func (ws tableWatches) Vouched() pglogrepl.LSN {
 	v := ws[0].Vouched()
 	for _, w := range ws[1:] {
 		v = min(v, w.Vouched())
+	}
+	return v
+}
+
+// VouchedAt is Vouched with its time: the oldest position a watch vouches
+// for, with that watch's time, which covers every transaction after it.
+// Safe for concurrent use.
+func (ws tableWatches) VouchedAt() checkpoint.Position {
+	v := ws[0].VouchedAt()
+	for _, w := range ws[1:] {
+		if at := w.VouchedAt(); at.LSN < v.LSN {
+			v = at
+		}
 	}
 	return v
 }

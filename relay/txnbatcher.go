@@ -106,6 +106,8 @@ type kafkaTxn struct {
 	held    []*heldTxn
 	open    bool          // the last held transaction is still being read
 	lastEnd pglogrepl.LSN // the end of the last held transaction read to its end
+	// lastCommit is when the transaction that ends at lastEnd committed.
+	lastCommit time.Time
 }
 
 // newTxnBatcher returns the exactly-once delivery of l's session: its
@@ -217,7 +219,7 @@ func (b *txnBatcher) endTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
 		b.mu.Unlock()
 		return // nothing of it in Kafka
 	}
-	b.cur.lastEnd, b.cur.open = end, false
+	b.cur.lastEnd, b.cur.lastCommit, b.cur.open = end, pgTxn.CommitTime(), false
 	due := b.dueLocked()
 	b.mu.Unlock()
 	if due {

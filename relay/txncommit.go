@@ -53,7 +53,7 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 		b.commitHook()
 	}
 	cp := b.id
-	cp.LSN = txn.lastEnd
+	cp.LSN, cp.CommitTime = txn.lastEnd, txn.lastCommit
 	b.snk.Produce(ctx, sink.CheckpointRecord(b.topic, cp), b.onCPAck)
 	// Every record answered first: one that failed must keep the
 	// transaction from committing without it, and so must one not

@@ -32,6 +32,10 @@ type Checkpoint struct {
 	Database string `json:"database"`
 	// Written is when the relay produced the record.
 	Written time.Time `json:"written"`
+	// CommitTime is when the PostgreSQL transaction that ends at LSN
+	// committed, for the checkpoint row (see checkpoint.Position); zero in
+	// records of earlier versions.
+	CommitTime time.Time `json:"commit_time,omitzero"`
 }
 
 // checkpointJSON is a Checkpoint as the topic holds it, with the LSN as

@@ -33,12 +33,13 @@ func newTxnSink(t *testing.T, brokers []string, id string) *Sink {
 }
 
 // commitCheckpoint produces an event and the checkpoint lsn in one
-// transaction, and commits it (or aborts it when abort is set).
+// transaction, and commits it (or aborts it when abort is set). Its commit
+// time is commitTimeOf(lsn).
 func commitCheckpoint(ctx context.Context, s *Sink, topic string, lsn pglogrepl.LSN, abort bool) error {
 	if err := s.Begin(); err != nil {
 		return err
 	}
-	errs := s.ProduceWait(ctx, []*kgo.Record{{Topic: "events", Value: []byte(lsn.String())}, CheckpointRecord(topic, Checkpoint{Slot: "slot_a", LSN: lsn})})
+	errs := s.ProduceWait(ctx, []*kgo.Record{{Topic: "events", Value: []byte(lsn.String())}, CheckpointRecord(topic, Checkpoint{Slot: "slot_a", LSN: lsn, CommitTime: commitTimeOf(lsn)})})
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -52,6 +53,9 @@ func commitCheckpoint(ctx context.Context, s *Sink, topic string, lsn pglogrepl.
 	}
 	return s.Commit(ctx)
 }
+
+// commitTimeOf is the commit time commitCheckpoint gives lsn.
+func commitTimeOf(lsn pglogrepl.LSN) time.Time { return time.Unix(int64(lsn), 0).UTC() }
 
 // TestCheckpointTopic: the checkpoint read back is the last one committed,
 // never one aborted, and other slots' records do not count.
@@ -95,8 +99,8 @@ func TestCheckpointTopic(t *testing.T) {
 		}
 	}
 	cp, found, err := s.ReadCheckpoint(ctx, topic, "slot_a", true)
-	if err != nil || !found || cp.LSN != 0x2000 {
-		t.Fatalf("ReadCheckpoint = %s, %v, %v; want 0/2000 (the last committed), true", cp.LSN, found, err)
+	if err != nil || !found || cp.LSN != 0x2000 || !cp.CommitTime.Equal(commitTimeOf(0x2000)) {
+		t.Fatalf("ReadCheckpoint = %s committed %v, %v, %v; want 0/2000 (the last committed) with its commit time, true", cp.LSN, cp.CommitTime, found, err)
 	}
 	// Uncommitted, the aborted one counts too.
 	if cp, _, err := s.ReadCheckpoint(ctx, topic, "slot_a", false); err != nil || cp.LSN != 0x3000 {

@@ -35,9 +35,18 @@ from Kafka.
 
 recover takes the slot (no relay may run on it meanwhile), creates it again if
 it is missing, publishes again every outbox row whose timestamp column is at
-or after the relay's last checkpoint (less --margin, for transactions that
-wrote their rows before it and committed after), and moves the checkpoint to
-the slot's position. The next "cdc-relay run" resumes from there.
+or after the commit time of the last transaction before the relay's
+checkpoint (less --margin, for transactions that wrote their rows long before
+they committed), and moves the checkpoint to the slot's position. The next
+"cdc-relay run" resumes from there. A checkpoint saved when the slot was
+created, or by an earlier version, has no commit time: recover starts from
+when it was saved instead, and says so.
+
+A timestamp column without a time zone ("timestamp", not "timestamptz") holds
+the wall time of whichever time zone the writing session used, which the relay
+cannot know: recover widens its window by 12 hours for it, so that it finds
+the rows written in any zone from UTC-12 to UTC+14, and publishes more rows
+twice.
 
 With --since and no gap, recover publishes again the rows written since
 then and changes nothing else: for rows the stream never published (the
@@ -80,7 +89,7 @@ func (c *RecoverCommand) flags() *flag.FlagSet {
 	fs.BoolVar(&c.opts.DryRun, "dry-run", false, "count the rows it would publish again, and change nothing")
 	c.opts.Margin = 10 * time.Minute
 	durationVar(fs, &c.opts.Margin, "margin", c.opts.Margin,
-		"also publish rows written this long before the checkpoint, for transactions that committed after it")
+		"also publish rows written this long before the checkpoint's commit time, for transactions that committed long after they wrote them")
 	fs.StringVar(&c.since, "since", "", "publish rows whose timestamp column is at or after this `time` (RFC 3339, such as 2026-11-23T08:00:00Z) instead")
 	// What to publish is chosen on the command line, never by a variable
 	// left set in a shell.
@@ -157,12 +166,12 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 		gap = fmt.Sprintf("%s to now (the slot was dropped)", res.Gap.Checkpoint.LSN)
 	}
 	if c.opts.DryRun {
-		fmt.Fprintf(c.stdout, "dry run: the relay never read the WAL from %s; %d outbox row(s) written since %s would be published again\n",
-			gap, res.Rows, res.Since.UTC().Format(time.RFC3339))
+		fmt.Fprintf(c.stdout, "dry run: the relay never read the WAL from %s; %d outbox row(s) written since %s (%s) would be published again\n",
+			gap, res.Rows, res.Since.UTC().Format(time.RFC3339), res.From)
 		return nil
 	}
-	fmt.Fprintf(c.stdout, "recovered the WAL from %s: %d outbox row(s) written since %s, %d published again, %d parked in the status table\n",
-		gap, res.Rows, res.Since.UTC().Format(time.RFC3339), res.Published, res.Parked)
+	fmt.Fprintf(c.stdout, "recovered the WAL from %s: %d outbox row(s) written since %s (%s), %d published again, %d parked in the status table\n",
+		gap, res.Rows, res.Since.UTC().Format(time.RFC3339), res.From, res.Published, res.Parked)
 	fmt.Fprintf(c.stdout, "the checkpoint is at %s: start \"cdc-relay run\" to resume\n", res.Resume)
 	return nil
 }

@@ -1,0 +1,74 @@
+package relay
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+)
+
+// TestRecoverSince: recover starts from --since when given, else from the
+// commit time saved with the checkpoint's position less the margin, and
+// from the time the row was saved only when it has no commit time.
+func TestRecoverSince(t *testing.T) {
+	commit := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	saved := commit.Add(time.Hour) // a relay an hour behind saved it
+	since := commit.Add(-time.Hour)
+	for _, tc := range []struct {
+		name     string
+		cp       checkpoint.Checkpoint
+		opts     RecoverOptions
+		want     time.Time
+		wantFrom string
+	}{
+		{"the commit time", checkpoint.Checkpoint{UpdatedAt: saved, CommitTime: commit}, RecoverOptions{Margin: time.Minute},
+			commit.Add(-time.Minute), "commit time"},
+		{"no commit time", checkpoint.Checkpoint{UpdatedAt: saved}, RecoverOptions{Margin: time.Minute},
+			saved.Add(-time.Minute), "the time the checkpoint was saved"},
+		{"--since", checkpoint.Checkpoint{UpdatedAt: saved, CommitTime: commit}, RecoverOptions{Margin: time.Minute, Since: since},
+			since, "--since"},
+	} {
+		got, from := recoverSince(tc.cp, tc.opts)
+		if !got.Equal(tc.want) || !strings.Contains(from, tc.wantFrom) {
+			t.Errorf("%s: since %s (%s), want %s (%s)", tc.name, got, from, tc.want, tc.wantFrom)
+		}
+	}
+}
+
+// TestWindowOnLocalTime: a row written at the window's start, or after,
+// by a session in any time zone, into a timestamp column without one, is
+// in the window.
+func TestWindowOnLocalTime(t *testing.T) {
+	since := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	where, arg, ok := windowOn(`"created_at"`, noTimeZone, since)
+	if !ok || where != `"created_at" >= $1::timestamp` {
+		t.Fatalf("windowOn = %q, %v", where, ok)
+	}
+	bound, err := time.Parse("2006-01-02 15:04:05.999999", string(arg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The zones furthest west and east, and one between with its summer
+	// time.
+	for _, zone := range []string{"Etc/GMT+12", "America/New_York", "UTC", "Asia/Kolkata", "Pacific/Kiritimati"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Skipf("no time zone data: %v", err)
+		}
+		for _, written := range []time.Time{since, since.Add(time.Second), since.AddDate(0, 6, 0)} {
+			wall := written.In(loc)
+			// The column holds the wall time, read as if in UTC.
+			col := time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), wall.Second(), wall.Nanosecond(), time.UTC)
+			if col.Before(bound) {
+				t.Errorf("a row written at %s in %s holds %s, before the window's %s", written, zone, col, bound)
+			}
+		}
+	}
+	if where, arg, ok := windowOn(`"created_at"`, "timestamp with time zone", since); !ok || where != `"created_at" >= $1::timestamptz` || string(arg) != "2026-11-24T08:00:00Z" {
+		t.Errorf("timestamptz: %q %q %v; want the instant itself", where, arg, ok)
+	}
+	if _, _, ok := windowOn(`"created_at"`, "date", since); ok {
+		t.Error("a date column accepted")
+	}
+}
