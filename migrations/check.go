@@ -59,6 +59,7 @@ var newest = []struct {
 }{
 	{status: true, column: "reload", version: 7},
 	{column: "write_ahead", version: 4},
+	{column: "stream_id", version: 9},
 }
 
 // checkVersion requires each relay table to have its newest migration.

@@ -30,6 +30,12 @@ type Checkpoint struct {
 	// same name in another database is another slot.
 	SystemID string `json:"system_id"`
 	Database string `json:"database"`
+	// Stream is the stream the position belongs to: the id the relay
+	// stores with the slot's checkpoint row, new whenever it creates the
+	// slot. A database copied from this one (a restored backup, a clone)
+	// has the same SystemID and Database but, its slot created anew,
+	// another Stream. Records of earlier versions have none ("").
+	Stream string `json:"stream"`
 	// Written is when the relay produced the record.
 	Written time.Time `json:"written"`
 }

@@ -163,7 +163,8 @@ func TestCheckpointTopicMustBeCompacted(t *testing.T) {
 }
 
 // TestCheckpointNamesItsDatabase: a checkpoint read back names the
-// database it was written for, and only the same one matches.
+// database and the stream it was written for, and only the same database
+// matches.
 func TestCheckpointNamesItsDatabase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -174,7 +175,7 @@ func TestCheckpointNamesItsDatabase(t *testing.T) {
 	if err := s.InitTransactions(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ours := Checkpoint{Slot: "s", LSN: 0x10, SystemID: "7300000000000000001", Database: "app"}
+	ours := Checkpoint{Slot: "s", LSN: 0x10, SystemID: "7300000000000000001", Database: "app", Stream: "5f3c9a0e7d214b6a8c1e2f3a4b5c6d7e"}
 	if err := s.Begin(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestCheckpointNamesItsDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp, found, err := s.ReadCheckpoint(ctx, "checkpoints", "s", true)
-	if err != nil || !found || cp.LSN != 0x10 || cp.SystemID != ours.SystemID || cp.Database != "app" {
+	if err != nil || !found || cp.LSN != 0x10 || cp.SystemID != ours.SystemID || cp.Database != "app" || cp.Stream != ours.Stream {
 		t.Fatalf("read %+v, %v, %v; want %+v", cp, found, err, ours)
 	}
 	for _, tt := range []struct {
