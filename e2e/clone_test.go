@@ -68,7 +68,8 @@ func (e *env) padWALPast(lsn string) {
 // (a restored backup, a clone: the same system identifier and database
 // name, no slot) whose relay uses the same slot name and checkpoint topic
 // does not take the other database's Kafka position for its own. The
-// original delivers events, is copied, and delivers many more (its Kafka
+// original, its checkpoint row without a stream id as an earlier version
+// left it, delivers events, is copied, and delivers many more (its Kafka
 // position far ahead of the copy's WAL; its restarted relay takes that
 // position, its own stream's). On the copy, the slot is created again as
 // a user would after a restore, and the copy commits 10 events of its own,
@@ -120,6 +121,9 @@ func cloneStartsFromItsOwnSlot(t *testing.T, slotAgain func(e *env, origEnd stri
 	e.onCluster(orig)
 	topic := e.topic("order")
 
+	// A row of an earlier version, without a stream id: the relay gives
+	// it one.
+	mustExec(t, e.conn, "UPDATE cdc_relay_checkpoint SET stream_id = NULL")
 	relay := e.startRelay(exactlyOnce...)
 	for i := range 10 {
 		insert(t, e.conn, "order", "before", "Before", `{"n": `+strconv.Itoa(i)+`}`)
@@ -127,6 +131,9 @@ func cloneStartsFromItsOwnSlot(t *testing.T, slotAgain func(e *env, origEnd stri
 	e.waitConfirmed(60 * time.Second)
 	relay.stop(30 * time.Second)
 	origStream := e.streamID()
+	if origStream == "" {
+		t.Fatal("the relay left its checkpoint row without a stream id")
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
