@@ -58,7 +58,7 @@ var newest = []struct {
 	version int
 }{
 	{status: true, column: "reload", version: 7},
-	{column: "commit_time", version: 8},
+	{column: "stream_id", version: 9},
 }
 
 // checkVersion requires each relay table to have its newest migration.

@@ -299,6 +299,22 @@ func TestGrants(t *testing.T) {
 	}
 }
 
+// versionsAfter lists the embedded versions newer than version, in order.
+func versionsAfter(t *testing.T, version int) []int {
+	t.Helper()
+	ms, err := versioned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []int
+	for _, m := range ms {
+		if m.version > version {
+			vs = append(vs, m.version)
+		}
+	}
+	return vs
+}
+
 // applyUpTo prepares cfg's tables as the migrate of version did: the
 // versioned migrations up to it, with their history rows.
 func applyUpTo(ctx context.Context, t *testing.T, conn *pgx.Conn, cfg Config, version int) {
@@ -347,8 +363,8 @@ func TestSourceTableMigration(t *testing.T) {
 				t.Fatalf("Check of a version 5 status table: %v, want it to ask for migrate", err)
 			}
 			res, err := Apply(ctx, conn, cfg)
-			if err != nil || !slices.Equal(res.Applied, []int{6, 7, 8}) {
-				t.Fatalf("migrate over version 5: %+v, %v; want versions 6 to 8 applied", res, err)
+			if err != nil || !slices.Equal(res.Applied, versionsAfter(t, 5)) {
+				t.Fatalf("migrate over version 5: %+v, %v; want versions %v applied", res, err, versionsAfter(t, 5))
 			}
 			column := func() (typ string, nullable bool, attnum int, oldRow *string) {
 				t.Helper()

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -39,11 +40,12 @@ func (c Config) adoptables() []status.Adoptable {
 var snapshotName = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 
 // recordNewSlot records a slot just created by repl: its checkpoint row
-// at its consistent point and, for cfg's tables with pending values, the
-// switch-over's backlog (adoptBacklog), in one transaction on db, so that
-// a crash leaves both or neither (a slot without a checkpoint row is
-// created again: resume). A slot whose recording failed is dropped, to be
-// created again. It returns how many rows were adopted.
+// at its consistent point with a new stream id (recordStart) and, for
+// cfg's tables with pending values, the switch-over's backlog
+// (adoptBacklog), in one transaction on db, so that a crash leaves both or
+// neither (a slot without a checkpoint row is created again: resume). A
+// slot whose recording failed is dropped, to be created again. It returns
+// how many rows were adopted.
 func recordNewSlot(ctx context.Context, db TxBeginner, repl *replication.Conn, cfg Config, created replication.NewSlot, log *slog.Logger) (int64, error) {
 	var n int64
 	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
@@ -51,7 +53,7 @@ func recordNewSlot(ctx context.Context, db TxBeginner, repl *replication.Conn, c
 		if n, err = adoptBacklog(ctx, tx, cfg, created.Snapshot, log); err != nil {
 			return err
 		}
-		return checkpoint.NewStore(tx, cfg.CheckpointSchema, cfg.CheckpointTable).Reset(ctx, cfg.Slot, created.ConsistentPoint)
+		return recordStart(ctx, tx, cfg, created.ConsistentPoint)
 	})
 	if err == nil {
 		return n, nil
@@ -62,6 +64,19 @@ func recordNewSlot(ctx context.Context, db TxBeginner, repl *replication.Conn, c
 		return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
 	}
 	return 0, fmt.Errorf("%w (the new slot was dropped: it is created, and records its start, again)", err)
+}
+
+// recordStart leaves cfg's checkpoint row at lsn, where a slot the relay
+// just created starts, with a new stream id: a new slot is a new stream,
+// which never read the WAL before it, so no position of another stream
+// (in the checkpoint topic, say: a database this one was copied from) is
+// its own.
+func recordStart(ctx context.Context, db checkpoint.DB, cfg Config, lsn pglogrepl.LSN) error {
+	store := checkpoint.NewStore(db, cfg.CheckpointSchema, cfg.CheckpointTable)
+	if err := store.Reset(ctx, cfg.Slot, lsn); err != nil {
+		return err
+	}
+	return store.SetStream(ctx, cfg.Slot, checkpoint.NewStreamID())
 }
 
 // adoptBacklog is the switch-over: for each of cfg's tables with pending

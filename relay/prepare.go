@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -24,7 +27,8 @@ type PreparedSlot struct {
 // PrepareSlot creates cfg's replication slot when it does not exist, so
 // that the events committed from now on are kept for the relay's first
 // `run`, and records the slot's position as the relay's checkpoint when
-// the relay has none. It never moves an existing checkpoint: a slot the
+// the relay has none; a slot it creates starts a new stream (a new stream
+// id in the row, see recordStart). It never moves an existing checkpoint: a slot the
 // relay read before, and that was dropped, is not created again: it
 // returns a [*SlotGapError], and `cdc-relay recover` repairs the gap. The
 // role needs the REPLICATION attribute. When a table has pending values,
@@ -80,7 +84,7 @@ type PrepareDB interface {
 // (recordNewSlot). It returns how many rows were adopted.
 func createSlot(ctx context.Context, db PrepareDB, cfg Config) (int64, error) {
 	if len(cfg.adoptables()) == 0 {
-		return 0, createSlotSQL(ctx, db, cfg.Slot)
+		return 0, createSlotSQL(ctx, db, cfg)
 	}
 	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay migrate", cmp.Or(cfg.ReplicationTimeout, DefaultConfig().ReplicationTimeout))
 	if err != nil {
@@ -94,11 +98,14 @@ func createSlot(ctx context.Context, db PrepareDB, cfg Config) (int64, error) {
 	return recordNewSlot(ctx, db, repl, cfg, created, cfg.Logger)
 }
 
-// createSlotSQL creates slot with a function call: on PostgreSQL 17+ a
-// failover slot (not temporary, no two-phase, failover), whose arguments
-// earlier versions do not have.
-func createSlotSQL(ctx context.Context, db PrepareDB, slot string) error {
-	f, err := replication.LookupFailover(ctx, db, slot)
+// createSlotSQL creates cfg's slot with a function call (on PostgreSQL
+// 17+ a failover slot: not temporary, no two-phase, failover, arguments
+// earlier versions do not have) and records its start (recordStart: the
+// checkpoint row, a new stream id). A slot whose recording failed stays,
+// without a row or without a stream id: the next `run` resumes from it,
+// and gives the row an id.
+func createSlotSQL(ctx context.Context, db PrepareDB, cfg Config) error {
+	f, err := replication.LookupFailover(ctx, db, cfg.Slot)
 	if err != nil {
 		return err
 	}
@@ -107,8 +114,12 @@ func createSlotSQL(ctx context.Context, db PrepareDB, slot string) error {
 		sql = "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
 	}
 	var text string
-	if err := db.QueryRow(ctx, sql, slot).Scan(&text); err != nil {
-		return fmt.Errorf("create replication slot %q: %w", slot, err)
+	if err := db.QueryRow(ctx, sql, cfg.Slot).Scan(&text); err != nil {
+		return fmt.Errorf("create replication slot %q: %w", cfg.Slot, err)
 	}
-	return nil
+	lsn, err := pglogrepl.ParseLSN(text)
+	if err != nil {
+		return fmt.Errorf("create replication slot %q: %w", cfg.Slot, err)
+	}
+	return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{}, func(tx pgx.Tx) error { return recordStart(ctx, tx, cfg, lsn) })
 }

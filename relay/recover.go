@@ -248,8 +248,13 @@ func countRows(ctx context.Context, outs []*outboxReader) (int, error) {
 
 // recreateSlot creates the relay's slot again, dropping it first if it
 // was invalidated, before any row is read: whatever commits from now on is
-// kept. It returns the new slot's position.
+// kept. It returns the new slot's position. A new slot is a new stream:
+// the checkpoint row takes a new stream id first, so that no crash leaves
+// the new slot with the id of the old (see recordStart).
 func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool) (pglogrepl.LSN, error) {
+	if err := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable).SetStream(ctx, cfg.Slot, checkpoint.NewStreamID()); err != nil {
+		return 0, err
+	}
 	if lost {
 		if _, err := pool.Exec(ctx, "SELECT pg_drop_replication_slot($1)", cfg.Slot); err != nil {
 			return 0, fmt.Errorf("drop the invalidated replication slot %q: %w", cfg.Slot, err)

@@ -24,7 +24,9 @@ type session struct {
 	walsender uint32        // the replication connection's server process
 	start     pglogrepl.LSN // where the stream resumes
 	// txSink, in exactly-once delivery, is this session's transactional
-	// producer, and committed the checkpoint topic's position.
+	// producer, and committed what its checkpoint records name (the slot,
+	// the database, the stream) with the checkpoint topic's position when
+	// it is this stream's.
 	txSink    *sink.Sink
 	committed sink.Checkpoint
 
@@ -122,12 +124,14 @@ func (s *session) connect(ctx context.Context) error {
 
 // resumeAt sets where the stream resumes: the later of the slot's position
 // and the checkpoint row (resume.go), and in exactly-once delivery of the
-// checkpoint topic's too, which the row takes first (write-ahead). That
-// mode's producer starts here, only once this relay leads, so that a relay
-// waiting for the lead never fences the leader.
+// checkpoint topic's too when it is this stream's, which the row takes
+// first (write-ahead; eostart.go). That mode's producer starts here, only
+// once this relay leads, so that a relay waiting for the lead never fences
+// the leader.
 func (s *session) resumeAt(ctx context.Context) (err error) {
+	var topic topicPosition
 	if s.cfg.ExactlyOnce.Enabled {
-		if s.txSink, s.committed, err = s.startExactlyOnce(ctx, s.repl, s.log); err != nil {
+		if s.txSink, topic, err = s.startExactlyOnce(ctx, s.repl, s.log); err != nil {
 			return err
 		}
 		s.onEnd(s.txSink.Close)
@@ -138,15 +142,8 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 	if err := s.failoverSlot(ctx); err != nil {
 		return err
 	}
-	if s.committed.LSN > s.start {
-		// Kafka committed what PostgreSQL was not told yet: the row
-		// takes the position first (write-ahead), then the stream.
-		if err := s.store.SaveAt(ctx, s.cfg.Slot, checkpoint.Position{LSN: s.committed.LSN, CommitTime: s.committed.CommitTime}); err != nil {
-			return err
-		}
-		s.log.Info("resuming from the checkpoint topic, ahead of the slot: Kafka committed transactions PostgreSQL was not yet told of",
-			"slot", s.cfg.Slot, "at", s.committed.LSN, "slot_confirmed", s.start)
-		s.start = s.committed.LSN
+	if s.cfg.ExactlyOnce.Enabled {
+		return s.resumeFromTopic(ctx, topic)
 	}
 	return nil
 }

@@ -30,6 +30,12 @@ type Checkpoint struct {
 	// same name in another database is another slot.
 	SystemID string `json:"system_id"`
 	Database string `json:"database"`
+	// Stream is the stream the position belongs to: the id the relay
+	// stores with the slot's checkpoint row, new whenever it creates the
+	// slot. A database copied from this one (a restored backup, a clone)
+	// has the same SystemID and Database but, its slot created anew,
+	// another Stream. Records of earlier versions have none ("").
+	Stream string `json:"stream"`
 	// Written is when the relay produced the record.
 	Written time.Time `json:"written"`
 	// CommitTime is when the PostgreSQL transaction that ends at LSN
@@ -142,9 +148,11 @@ func containsWord(s, w string) bool {
 	return false
 }
 
-// ReadCheckpoint returns the slot's last position in the checkpoint topic
-// (the highest, should the topic have several partitions), and false when
-// the topic holds none. With committed, it reads as a read_committed
+// ReadCheckpoint returns the slot's position in the checkpoint topic: its
+// last record, as compaction keeps it, even when it is behind an earlier
+// one (another stream's, see [Checkpoint.Stream]); should the topic have
+// several partitions, the highest of theirs. It returns false when the
+// topic holds none. With committed, it reads as a read_committed
 // consumer: every partition up to the end offset it finds when it starts,
 // so it waits for the transactions open then (other slots' relays) to end,
 // at most their transaction timeout, and a position committed just before
@@ -153,32 +161,9 @@ func containsWord(s, w string) bool {
 // committed, it also sees what was written in transactions not (or not
 // yet) committed, and never waits for them.
 func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string, committed bool) (Checkpoint, bool, error) {
-	adm := kadm.NewClient(s.cl)
-	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("read the checkpoint topic %q: list its start offsets: %w", topic, err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("read the checkpoint topic %q: list its end offsets: %w", topic, err)
-	}
-	from := map[int32]kgo.Offset{}
-	last := map[int32]int64{} // the last offset to read, per partition
-	for p, end := range ends[topic] {
-		start := starts[topic][p].Offset
-		if end.Offset > start {
-			from[p] = kgo.NewOffset().At(start)
-			last[p] = end.Offset - 1
-		}
-	}
-	if len(from) == 0 {
-		return Checkpoint{}, false, nil
+	from, last, err := s.checkpointRange(ctx, topic)
+	if err != nil || len(from) == 0 {
+		return Checkpoint{}, false, err
 	}
 	opts := append(s.base[:len(s.base):len(s.base)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
@@ -194,10 +179,7 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string, committed
 		return Checkpoint{}, false, fmt.Errorf("read the checkpoint topic %q: %w", topic, err)
 	}
 	defer cl.Close()
-	var (
-		cp    Checkpoint
-		found bool
-	)
+	newest := map[int32]Checkpoint{} // the slot's last record, per partition
 	for len(last) > 0 {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -209,37 +191,84 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string, committed
 				ferr = fmt.Errorf("read the checkpoint topic %q, partition %d: %w", topic, p, err)
 			}
 		})
-		if ferr != nil {
-			return Checkpoint{}, false, ferr
-		}
-		var perr error
 		fetches.EachRecord(func(r *kgo.Record) {
 			if end, ok := last[r.Partition]; ok && r.Offset >= end {
 				delete(last, r.Partition)
 			}
-			if r.Attrs.IsControl() || string(r.Key) != slot {
+			if ferr != nil || r.Attrs.IsControl() || string(r.Key) != slot {
 				return
 			}
-			var v checkpointJSON
-			if err := json.Unmarshal(r.Value, &v); err != nil {
-				perr = fmt.Errorf("checkpoint topic %q, partition %d, offset %d: %w", topic, r.Partition, r.Offset, err)
-				return
-			}
-			l, err := pglogrepl.ParseLSN(v.LSN)
+			cp, err := decodeCheckpoint(r)
 			if err != nil {
-				perr = fmt.Errorf("checkpoint topic %q, partition %d, offset %d: %w", topic, r.Partition, r.Offset, err)
+				ferr = fmt.Errorf("checkpoint topic %q, partition %d, offset %d: %w", topic, r.Partition, r.Offset, err)
 				return
 			}
-			// A partition keeps them in order; partitions added later
-			// could hold an older one than another.
-			if !found || l >= cp.LSN {
-				cp, found = v.Checkpoint, true
-				cp.LSN = l
-			}
+			newest[r.Partition] = cp // a partition keeps them in order
 		})
-		if perr != nil {
-			return Checkpoint{}, false, perr
+		if ferr != nil {
+			return Checkpoint{}, false, ferr
 		}
 	}
+	cp, found := highest(newest)
 	return cp, found, nil
+}
+
+// checkpointRange returns where to start reading each partition of the
+// checkpoint topic that holds records, and the last offset to read.
+func (s *Sink) checkpointRange(ctx context.Context, topic string) (map[int32]kgo.Offset, map[int32]int64, error) {
+	adm := kadm.NewClient(s.cl)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the checkpoint topic %q: list its start offsets: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the checkpoint topic %q: list its end offsets: %w", topic, err)
+	}
+	from := map[int32]kgo.Offset{}
+	last := map[int32]int64{}
+	for p, end := range ends[topic] {
+		start := starts[topic][p].Offset
+		if end.Offset > start {
+			from[p] = kgo.NewOffset().At(start)
+			last[p] = end.Offset - 1
+		}
+	}
+	return from, last, nil
+}
+
+// decodeCheckpoint reads a record of the checkpoint topic.
+func decodeCheckpoint(r *kgo.Record) (Checkpoint, error) {
+	var v checkpointJSON
+	if err := json.Unmarshal(r.Value, &v); err != nil {
+		return Checkpoint{}, err
+	}
+	l, err := pglogrepl.ParseLSN(v.LSN)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	v.Checkpoint.LSN = l
+	return v.Checkpoint, nil
+}
+
+// highest returns the checkpoint with the highest position of the
+// partitions' last ones (partitions added later could hold an older one
+// than another), and false when there is none.
+func highest(newest map[int32]Checkpoint) (Checkpoint, bool) {
+	var (
+		cp    Checkpoint
+		found bool
+	)
+	for _, c := range newest {
+		if !found || c.LSN > cp.LSN {
+			cp, found = c, true
+		}
+	}
+	return cp, found
 }

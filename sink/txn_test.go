@@ -167,7 +167,9 @@ func TestCheckpointTopicMustBeCompacted(t *testing.T) {
 }
 
 // TestCheckpointNamesItsDatabase: a checkpoint read back names the
-// database it was written for, and only the same one matches.
+// database and the stream it was written for, and only the same database
+// matches; the slot's last record is its position, even behind an
+// earlier one.
 func TestCheckpointNamesItsDatabase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -178,7 +180,7 @@ func TestCheckpointNamesItsDatabase(t *testing.T) {
 	if err := s.InitTransactions(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ours := Checkpoint{Slot: "s", LSN: 0x10, SystemID: "7300000000000000001", Database: "app"}
+	ours := Checkpoint{Slot: "s", LSN: 0x10, SystemID: "7300000000000000001", Database: "app", Stream: "5f3c9a0e7d214b6a8c1e2f3a4b5c6d7e"}
 	if err := s.Begin(); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestCheckpointNamesItsDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp, found, err := s.ReadCheckpoint(ctx, "checkpoints", "s", true)
-	if err != nil || !found || cp.LSN != 0x10 || cp.SystemID != ours.SystemID || cp.Database != "app" {
+	if err != nil || !found || cp.LSN != 0x10 || cp.SystemID != ours.SystemID || cp.Database != "app" || cp.Stream != ours.Stream {
 		t.Fatalf("read %+v, %v, %v; want %+v", cp, found, err, ours)
 	}
 	for _, tt := range []struct {
@@ -206,5 +208,25 @@ func TestCheckpointNamesItsDatabase(t *testing.T) {
 	}
 	if !(Checkpoint{}).SameDatabase(ours) {
 		t.Error("a checkpoint without a database must match any")
+	}
+
+	// A later record is the slot's position even behind an earlier one:
+	// another stream's (a copy of the database), as compaction keeps it.
+	copied := ours
+	copied.LSN, copied.Stream = 0x08, "0123456789abcdef0123456789abcdef"
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if errs := s.ProduceWait(ctx, []*kgo.Record{CheckpointRecord("checkpoints", copied)}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if err := s.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, committed := range []bool{false, true} {
+		cp, found, err = s.ReadCheckpoint(ctx, "checkpoints", "s", committed)
+		if err != nil || !found || cp.LSN != 0x08 || cp.Stream != copied.Stream {
+			t.Fatalf("read (committed %v) %+v, %v, %v; want the last record, %+v", committed, cp, found, err, copied)
+		}
 	}
 }
