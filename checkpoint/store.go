@@ -118,8 +118,21 @@ func (s *Store) Init(ctx context.Context, slot string, lsn pglogrepl.LSN) error 
 // a new slot's position committed after the slot was created, a moment
 // before the row is saved (recover's margin covers that moment).
 func (s *Store) Reset(ctx context.Context, slot string, lsn pglogrepl.LSN) error {
-	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+" (slot_name, lsn, updated_at, write_ahead) VALUES ($1, $2::pg_lsn, now(), true)"+
-		" ON CONFLICT (slot_name) DO UPDATE SET lsn = EXCLUDED.lsn, updated_at = now(), write_ahead = true, commit_time = NULL", slot, lsn.String())
+	return s.ResetAt(ctx, slot, Position{LSN: lsn})
+}
+
+// ResetAt is Reset with a commit time: pos.CommitTime, when set, must be
+// no later than the commit of any transaction after pos.LSN (recover,
+// which reset the row only after it published, gives the start of what
+// it published).
+func (s *Store) ResetAt(ctx context.Context, slot string, pos Position) error {
+	var commit *time.Time
+	if !pos.CommitTime.IsZero() {
+		commit = &pos.CommitTime
+	}
+	_, err := s.db.Exec(ctx, "INSERT INTO "+s.table+" (slot_name, lsn, updated_at, write_ahead, commit_time) VALUES ($1, $2::pg_lsn, now(), true, $3)"+
+		" ON CONFLICT (slot_name) DO UPDATE SET lsn = EXCLUDED.lsn, updated_at = now(), write_ahead = true, commit_time = EXCLUDED.commit_time",
+		slot, pos.LSN.String(), commit)
 	if err != nil {
 		return fmt.Errorf("reset checkpoint of slot %q: %w", slot, err)
 	}

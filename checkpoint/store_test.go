@@ -42,6 +42,8 @@ func TestStoreCommitTime(t *testing.T) {
 		{"the same position", "", func() error { return s.SaveAt(ctx, "s", Position{LSN: 0x300, CommitTime: c2}) }, 0x300, func() time.Time { return c1 }},
 		{"a later transaction", "", func() error { return s.SaveAt(ctx, "s", Position{LSN: 0x400, CommitTime: c2}) }, 0x400, func() time.Time { return c2 }},
 		{"the slot created again", "", func() error { return s.Reset(ctx, "s", 0x50) }, 0x50, func() time.Time { return time.Time{} }},
+		{"recover moved it to the slot", "", func() error { return s.ResetAt(ctx, "s", Position{LSN: 0x80, CommitTime: c1}) }, 0x80, func() time.Time { return c1 }},
+		{"a keepalive passed", "", func() error { return s.Save(ctx, "s", 0x90) }, 0x90, func() time.Time { return c1 }},
 		{"a first row", "t", func() error { return s.Init(ctx, "t", 0x10) }, 0x10, func() time.Time { return time.Time{} }},
 	} {
 		if err := step.do(); err != nil {

@@ -113,15 +113,7 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 			"Outbox rows published again to repair a gap in the WAL the relay read, by result: published, or parked in the status table.",
 			"result"),
 	}
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "cdc_relay_build_info",
-			Help:        "Always 1; the version label is the relay's.",
-			ConstLabels: prometheus.Labels{"version": version},
-		}, func() float64 { return 1 }),
-	)
+	registerProcess(reg, version)
 	for _, t := range []string{"outbox", "status"} {
 		m.RetentionDeleted.WithLabelValues(t) // reported from the start, at 0
 	}
@@ -132,6 +124,20 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 		reg.MustRegister(snapshotCollector{snapshot})
 	}
 	return m
+}
+
+// registerProcess registers on reg the Go runtime's and the process's
+// metrics, and cdc_relay_build_info with version.
+func registerProcess(reg *prometheus.Registry, version string) {
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "cdc_relay_build_info",
+			Help:        "Always 1; the version label is the relay's.",
+			ConstLabels: prometheus.Labels{"version": version},
+		}, func() float64 { return 1 }),
+	)
 }
 
 // factory makes each metric of [Metrics] and registers it, so that none

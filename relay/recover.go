@@ -85,13 +85,7 @@ const recoverBatch = 1000
 // zone from UTC−12 to UTC+14 (see windowOn), and more rows are published
 // twice.
 func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverResult, err error) {
-	cfg = cfg.withDefaults()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Margin <= 0 {
-		opts.Margin = 10 * time.Minute
-	}
+	cfg, opts = recoverDefaults(cfg, opts)
 	if err := checkRecoverable(cfg); err != nil {
 		return res, err
 	}
@@ -100,13 +94,9 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	defer pool.Close()
-	lock, err := tryLead(ctx, pool, cfg.Slot)
+	lock, err := leadRecover(ctx, pool, cfg.Slot)
 	if err != nil {
 		return res, err
-	}
-	if lock == nil {
-		return res, fmt.Errorf("a relay is running on slot %q, or PostgreSQL still keeps the session of one that died (until --replication-timeout): "+
-			"stop every relay on the slot, then try again", cfg.Slot)
 	}
 	defer lock.release()
 
@@ -121,12 +111,10 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	}
 	res.Since, res.From = recoverSince(gap.Checkpoint, opts)
 	cfg.Logger.Info("recover publishes again the outbox rows written since", "since", res.Since, "from", res.From)
-	outs := make([]*outboxReader, len(cfg.Tables))
-	for i := range cfg.Tables {
-		if outs[i], err = newOutboxReader(ctx, cfg, i, res.Since); err != nil {
-			return res, err
-		}
-		defer outs[i].close()
+	outs, err := openOutboxReaders(ctx, cfg, res.Since)
+	defer closeAll(outs)
+	if err != nil {
+		return res, err
 	}
 	if opts.DryRun {
 		res.Rows, err = countRows(ctx, outs)
@@ -149,7 +137,9 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if res.NoGap {
 		return res, nil // the checkpoint stays where it is
 	}
-	if err := store.Reset(ctx, cfg.Slot, res.Gap.SlotLSN); err != nil {
+	// The rows since res.Since are in Kafka: a slot lost again before the
+	// relay saves a position of its own is recovered from there.
+	if err := store.ResetAt(ctx, cfg.Slot, checkpoint.Position{LSN: res.Gap.SlotLSN, CommitTime: res.Since}); err != nil {
 		return res, err
 	}
 	res.Resume = res.Gap.SlotLSN
@@ -175,6 +165,55 @@ func checkpointTime(cp checkpoint.Checkpoint) (time.Time, string) {
 		return cp.CommitTime, "the commit time saved with the checkpoint's position"
 	}
 	return cp.UpdatedAt, "the time the checkpoint was saved (it has no commit time: saved when the slot was created, or by an earlier version)"
+}
+
+// recoverDefaults fills what Recover needs of cfg and opts and was left
+// unset: a logger that discards, a 10-minute margin.
+func recoverDefaults(cfg Config, opts RecoverOptions) (Config, RecoverOptions) {
+	cfg = cfg.withDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Margin <= 0 {
+		opts.Margin = 10 * time.Minute
+	}
+	return cfg, opts
+}
+
+// leadRecover takes slot's leadership for Recover, which no relay may hold
+// meanwhile, or says why not.
+func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership, error) {
+	lock, err := tryLead(ctx, pool, slot)
+	if err != nil {
+		return nil, err
+	}
+	if lock == nil {
+		return nil, fmt.Errorf("a relay is running on slot %q, or PostgreSQL still keeps the session of one that died (until --replication-timeout): "+
+			"stop every relay on the slot, then try again", slot)
+	}
+	return lock, nil
+}
+
+// openOutboxReaders opens a reader of each of cfg's tables for the rows
+// written since since. The readers it opened are returned with an error
+// too: close them all (closeAll).
+func openOutboxReaders(ctx context.Context, cfg Config, since time.Time) ([]*outboxReader, error) {
+	outs := make([]*outboxReader, 0, len(cfg.Tables))
+	for i := range cfg.Tables {
+		r, err := newOutboxReader(ctx, cfg, i, since)
+		if err != nil {
+			return outs, err
+		}
+		outs = append(outs, r)
+	}
+	return outs, nil
+}
+
+// closeAll closes readers.
+func closeAll(readers []*outboxReader) {
+	for _, r := range readers {
+		r.close()
+	}
 }
 
 // checkRecoverable checks what Recover needs of cfg before it connects:

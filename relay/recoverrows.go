@@ -62,7 +62,7 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 	dec, err := decoder.New(m)
 	if err != nil {
 		_ = conn.Close(ctx)
-		return nil, err
+		return nil, fatalError{err} // the mapping: the operator's to fix
 	}
 	r := &outboxReader{conn: conn, dec: dec, table: pgx.Identifier{m.Schema, m.Table}.Sanitize(), index: table}
 	ts := pgx.Identifier{m.TimestampColumn}.Sanitize()
@@ -81,10 +81,10 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 	switch {
 	case typ == "":
 		_ = conn.Close(ctx)
-		return nil, fmt.Errorf("outbox table %s has no column %q: set --timestamp-column to the column that says when a row was written", r.table, m.TimestampColumn)
+		return nil, fatalError{fmt.Errorf("outbox table %s has no column %q: set --timestamp-column to the column that says when a row was written", r.table, m.TimestampColumn)}
 	case !ok:
 		_ = conn.Close(ctx)
-		return nil, fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch milliseconds)", m.TimestampColumn, r.table, typ)
+		return nil, fatalError{fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch milliseconds)", m.TimestampColumn, r.table, typ)}
 	case typ == noTimeZone:
 		cfg.Logger.Info("timestamp column has no time zone: the window is widened by 12 hours, since the relay cannot know the time zone "+
 			"of the sessions that wrote the rows (any from UTC-12 to UTC+14); rows written up to 12 hours before it (more east of UTC) are published again too",
@@ -226,7 +226,7 @@ func (b *recoverBatcher) flush(ctx context.Context) error {
 				b.acked = append(b.acked, string(b.events[i].ID))
 			}
 		case sink.ProducerRefused(err):
-			return fmt.Errorf("Kafka refuses the relay's producer: %w", err)
+			return fatalError{fmt.Errorf("Kafka refuses the relay's producer: %w", err)}
 		case sink.Permanent(err):
 			if err := b.failures.Failed(ctx, &b.events[i], err); err != nil {
 				return fmt.Errorf("park event for topic %q: %w", b.events[i].Topic, err)

@@ -32,7 +32,10 @@ type resumeDB interface {
 //   - a slot ahead of the row was re-created or advanced by another
 //     consumer: the transactions between were never read by the relay, so
 //     the session refuses to start (see [SlotGapError]) unless
-//     Config.AcceptSlotLoss is set;
+//     Config.AcceptSlotLoss is set; except a slot a promoted standby
+//     synchronised from the old primary (a failover slot), whose position
+//     the relay confirmed there only once it was saved, in a save that
+//     may not have reached the standby;
 //   - a missing slot is created, unless the row shows an earlier slot
 //     existed: the same gap, from the row to now.
 //
@@ -68,6 +71,13 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 	case start > cp.LSN && cfg.AcceptSlotLoss:
 		log.Warn("the slot is ahead of the relay's checkpoint (--accept-slot-loss): transactions between them are not relayed",
 			"slot", cfg.Slot, "checkpoint", cp.LSN, "slot_confirmed", start)
+	case start > cp.LSN && slot.Synced:
+		// A failover slot a promoted standby copied: the old primary's
+		// relay confirmed this position only once it was saved there,
+		// and the standby had that WAL; the save did not reach it.
+		log.Info("resuming from the slot's confirmed position, ahead of the checkpoint row: the slot was synchronised from the old primary, "+
+			"where the relay had saved and confirmed it; the row's last saves did not reach this server before the failover",
+			"slot", cfg.Slot, "at", start, "checkpoint", cp.LSN)
 	case start > cp.LSN:
 		return 0, fatalError{&SlotGapError{Slot: cfg.Slot, Checkpoint: cp, SlotLSN: start}}
 	case cp.LSN > start:

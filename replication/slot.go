@@ -36,6 +36,11 @@ type Slot struct {
 	// the slot still needed (max_slot_wal_keep_size), so the slot cannot
 	// stream any more.
 	Lost bool
+	// Synced is true for a slot that a standby copied from its primary
+	// (PostgreSQL 17+ failover slots, `sync_replication_slots`), also
+	// once that standby was promoted: its confirmed position is one the
+	// old primary's consumer confirmed.
+	Synced bool
 }
 
 // ErrSlotNotFound is returned (wrapped) by [LookupSlot] for a slot that
@@ -49,8 +54,9 @@ func LookupSlot(ctx context.Context, q Querier, name string) (Slot, error) {
 	err := q.QueryRow(ctx, `SELECT plugin, coalesce(confirmed_flush_lsn::text, ''),
 		database = current_database(), active,
 		coalesce(pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END, restart_lsn), 0)::bigint,
-		coalesce(wal_status = 'lost', false)
-		FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&s.Plugin, &confirmed, &s.SameDatabase, &s.Active, &s.RetainedBytes, &s.Lost)
+		coalesce(wal_status = 'lost', false),
+		coalesce((to_jsonb(s) ->> 'synced')::boolean, false) -- PostgreSQL 17+
+		FROM pg_replication_slots s WHERE slot_name = $1`, name).Scan(&s.Plugin, &confirmed, &s.SameDatabase, &s.Active, &s.RetainedBytes, &s.Lost, &s.Synced)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return s, fmt.Errorf("%w: %q", ErrSlotNotFound, name)
