@@ -21,6 +21,9 @@ type topicPosition struct {
 	record sink.Checkpoint // the topic's newest committed record of the slot
 	found  bool            // whether there is one
 	walEnd pglogrepl.LSN   // the server's WAL position then
+	// history is the server's timeline's (pos.ours.Timeline) ancestors,
+	// read when the record was written on an earlier timeline.
+	history []replication.TimelineSwitch
 }
 
 // startExactlyOnce starts a session's transactional producer, which fences
@@ -49,7 +52,7 @@ func (r *runner) startExactlyOnce(ctx context.Context, repl *replication.Conn, l
 	if err != nil {
 		return nil, pos, fmt.Errorf("identify the database: %w", err)
 	}
-	pos.ours = sink.Checkpoint{Slot: r.cfg.Slot, SystemID: sys.SystemID, Database: sys.DBName}
+	pos.ours = sink.Checkpoint{Slot: r.cfg.Slot, SystemID: sys.SystemID, Database: sys.DBName, Timeline: sys.Timeline}
 	pos.walEnd = sys.XLogPos
 	ctx, cancel := context.WithTimeout(ctx, 2*eo.TransactionTimeout)
 	defer cancel()
@@ -68,6 +71,9 @@ func (r *runner) startExactlyOnce(ctx context.Context, repl *replication.Conn, l
 		return nil, pos, err
 	}
 	if err := r.readCheckpoint(ctx, snk, &pos, true); err != nil {
+		return nil, pos, err
+	}
+	if err := readHistory(ctx, repl, &pos); err != nil {
 		return nil, pos, err
 	}
 	ok = true
@@ -111,12 +117,29 @@ func (r *runner) readCheckpoint(ctx context.Context, snk *sink.Sink, pos *topicP
 	return nil
 }
 
+// readHistory leaves pos.history the server's timeline's ancestors when
+// the topic's record was written on an earlier timeline: where that one
+// ended decides whether the record's position is this server's.
+func readHistory(ctx context.Context, repl *replication.Conn, pos *topicPosition) error {
+	rec, server := pos.record.Timeline, pos.ours.Timeline
+	if !pos.found || rec == 0 || rec >= server {
+		return nil
+	}
+	h, err := repl.TimelineHistory(ctx, server)
+	if err != nil {
+		return err
+	}
+	pos.history = h
+	return nil
+}
+
 // resumeFromTopic runs after resume: it leaves s.committed this session's
-// identity in the checkpoint records (the slot, the database, the stream)
-// with the topic's position when it is this stream's (ownPosition), and
-// the session starting from that position when it is ahead of the slot's
-// and the row's: the row takes it first (write-ahead). A row without a
-// stream id (an earlier version's) gets one, after that.
+// identity in the checkpoint records (the slot, the database, the stream,
+// the timeline) with the topic's position when it is this stream's
+// (ownPosition) and on this server's timeline (onServerTimeline), and the
+// session starting from that position when it is ahead of the slot's and
+// the row's: the row takes it first (write-ahead). A row without a stream
+// id (an earlier version's) gets one, after that.
 func (s *session) resumeFromTopic(ctx context.Context, pos topicPosition) error {
 	row, err := s.store.Stream(ctx, s.cfg.Slot)
 	if err != nil {
@@ -125,7 +148,10 @@ func (s *session) resumeFromTopic(ctx context.Context, pos topicPosition) error 
 	stream, take := ownPosition(row, pos.record, pos.found)
 	s.committed = pos.ours
 	s.committed.Stream = stream
+	onTimeline, left := onServerTimeline(pos.record, pos.ours.Timeline, pos.history)
 	switch {
+	case take && !onTimeline:
+		s.warnOtherTimeline(pos.record, pos.ours.Timeline, left)
 	case take:
 		if err := s.takePosition(pos); err != nil {
 			return err
@@ -171,6 +197,55 @@ func ownPosition(row string, rec sink.Checkpoint, found bool) (stream string, ta
 	default:
 		return checkpoint.NewStreamID(), found
 	}
+}
+
+// onServerTimeline decides whether rec's position, written on timeline
+// rec.Timeline, is one of this server's, on timeline server, whose
+// ancestors' switch points are history. When rec's timeline is an
+// ancestor, left is where it ended in this server's history (0 otherwise).
+//   - a record without a timeline (an earlier version's), or of this
+//     timeline, is (as far as the timeline tells);
+//   - a record of an ancestor is when its position is at or before the
+//     point where this server's history left that timeline: the server had
+//     all the WAL up to it. Past that point, the old primary committed
+//     transactions this server never received, and this timeline reuses
+//     those positions for its own;
+//   - a record of a later timeline, or of one not in this server's
+//     history (another branch), is not.
+func onServerTimeline(rec sink.Checkpoint, server int32, history []replication.TimelineSwitch) (ok bool, left pglogrepl.LSN) {
+	switch {
+	case rec.Timeline == 0 || rec.Timeline == server:
+		return true, 0
+	case rec.Timeline > server:
+		return false, 0
+	}
+	at, ancestor := replication.SwitchPoint(history, rec.Timeline)
+	if !ancestor {
+		return false, 0
+	}
+	return rec.LSN <= at, at
+}
+
+// warnOtherTimeline says that rec, the checkpoint topic's record of this
+// stream, is not taken: it was written on another timeline, past where
+// this server's timeline left it (left), or on one not in its history.
+func (s *session) warnOtherTimeline(rec sink.Checkpoint, server int32, left pglogrepl.LSN) {
+	eo, slot := s.cfg.ExactlyOnce, s.cfg.Slot
+	attrs := []any{"topic", eo.CheckpointTopic, "slot", slot, "topic_at", rec.LSN, "topic_timeline", rec.Timeline,
+		"timeline", server, "at", s.start, "stream", s.committed.Stream}
+	if left == 0 {
+		s.log.Warn(fmt.Sprintf("exactly-once: the checkpoint topic's position for slot %s, %s, was written on timeline %d, "+
+			"which is not in the history of this server's timeline %d: another server wrote it after their histories parted "+
+			"(a standby promoted from this server, or another promoted standby); resuming from the slot; "+
+			"events committed on this server are all sent; records that server sent are in Kafka, of transactions this database may not have",
+			slot, rec.LSN, rec.Timeline, server), attrs...)
+		return
+	}
+	s.log.Warn(fmt.Sprintf("exactly-once: the checkpoint topic's position for slot %s, %s, was written on timeline %d "+
+		"past the point %s where this server's timeline %d left it: the old primary committed transactions to Kafka "+
+		"that this server never received (an asynchronous failover); resuming from the slot; events committed on the new primary "+
+		"are all sent; records the old primary sent after %s are in Kafka but not in this database",
+		slot, rec.LSN, rec.Timeline, left, server, left), append(attrs, "switch_point", left)...)
 }
 
 // takePosition leaves s.committed at the topic's position, this stream's.

@@ -5,12 +5,14 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -49,6 +51,42 @@ func TestOwnPosition(t *testing.T) {
 				t.Errorf("stream = %q, want a new id of 32 hex digits", stream)
 			case tt.wantStream != "new" && stream != tt.wantStream:
 				t.Errorf("stream = %q, want %q", stream, tt.wantStream)
+			}
+		})
+	}
+}
+
+// TestOnServerTimeline: the checkpoint topic's position is this server's
+// when written on its timeline, or on an ancestor at or before the point
+// where this server's history left it. Past that point (a standby promoted
+// without all of the old primary's WAL), on a later timeline, or on one
+// not in the history, it is not. A record without a timeline (an earlier
+// version's) is judged by its stream alone.
+func TestOnServerTimeline(t *testing.T) {
+	history := []replication.TimelineSwitch{{Parent: 1, At: 0x3000160}, {Parent: 2, At: 0x5000000}}
+	for _, tt := range []struct {
+		name     string
+		rec      sink.Checkpoint
+		server   int32
+		history  []replication.TimelineSwitch
+		wantOK   bool
+		wantLeft pglogrepl.LSN
+	}{
+		{"same timeline", sink.Checkpoint{Timeline: 3, LSN: 0x9000000}, 3, nil, true, 0},
+		{"same timeline, timeline 1", sink.Checkpoint{Timeline: 1, LSN: 0x9000000}, 1, nil, true, 0},
+		{"no timeline: an earlier version's record", sink.Checkpoint{LSN: 0x9000000}, 3, history, true, 0},
+		{"the parent, before its switch point", sink.Checkpoint{Timeline: 2, LSN: 0x4000000}, 3, history, true, 0x5000000},
+		{"the parent, at its switch point", sink.Checkpoint{Timeline: 2, LSN: 0x5000000}, 3, history, true, 0x5000000},
+		{"the parent, past its switch point: an asynchronous failover", sink.Checkpoint{Timeline: 2, LSN: 0x5000001}, 3, history, false, 0x5000000},
+		{"an older ancestor, before its switch point", sink.Checkpoint{Timeline: 1, LSN: 0x3000000}, 3, history, true, 0x3000160},
+		{"an older ancestor, past its switch point", sink.Checkpoint{Timeline: 1, LSN: 0x4000000}, 3, history, false, 0x3000160},
+		{"an earlier timeline not in the history: another branch", sink.Checkpoint{Timeline: 2, LSN: 0x100}, 4, []replication.TimelineSwitch{{Parent: 1, At: 0x3000160}, {Parent: 3, At: 0x6000000}}, false, 0},
+		{"a later timeline: the server is the old primary", sink.Checkpoint{Timeline: 4, LSN: 0x100}, 3, history, false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, left := onServerTimeline(tt.rec, tt.server, tt.history)
+			if ok != tt.wantOK || left != tt.wantLeft {
+				t.Errorf("onServerTimeline = %v, %s; want %v, %s", ok, left, tt.wantOK, tt.wantLeft)
 			}
 		})
 	}

@@ -3,7 +3,8 @@
 // [Connect] opens a replication connection; [LookupSlot] reads a slot's
 // state and [Conn.CreateSlot] creates a pgoutput slot, a failover slot on
 // PostgreSQL 17+ ([Conn.EnableFailover] and [LookupFailover] for one that
-// exists). [Conn.Stream] runs
+// exists). [Conn.TimelineHistory] reads where the server's timeline's
+// ancestors ended. [Conn.Stream] runs
 // START_REPLICATION and hands each XLogData message, in order, to a handler;
 // server keepalives go into the checkpoint tracker (between transactions
 // only, so a keepalive's position never overtakes an event), and standby

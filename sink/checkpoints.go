@@ -36,6 +36,13 @@ type Checkpoint struct {
 	// has the same SystemID and Database but, its slot created anew,
 	// another Stream. Records of earlier versions have none ("").
 	Stream string `json:"stream"`
+	// Timeline is the server's timeline when the relay wrote the record
+	// (IDENTIFY_SYSTEM). A standby promoted after it missed some of the
+	// old primary's WAL keeps the slot and the stream, but its timeline
+	// reuses the positions after its switch point for other transactions:
+	// a position written on an earlier timeline past that point is not
+	// this server's. Records of earlier versions have none (0).
+	Timeline int32 `json:"timeline"`
 	// Written is when the relay produced the record.
 	Written time.Time `json:"written"`
 	// CommitTime is when the PostgreSQL transaction that ends at LSN

@@ -180,7 +180,7 @@ func TestCheckpointNamesItsDatabase(t *testing.T) {
 	if err := s.InitTransactions(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ours := Checkpoint{Slot: "s", LSN: 0x10, SystemID: "7300000000000000001", Database: "app", Stream: "5f3c9a0e7d214b6a8c1e2f3a4b5c6d7e"}
+	ours := Checkpoint{Slot: "s", LSN: 0x10, SystemID: "7300000000000000001", Database: "app", Stream: "5f3c9a0e7d214b6a8c1e2f3a4b5c6d7e", Timeline: 2}
 	if err := s.Begin(); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestCheckpointNamesItsDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp, found, err := s.ReadCheckpoint(ctx, "checkpoints", "s", true)
-	if err != nil || !found || cp.LSN != 0x10 || cp.SystemID != ours.SystemID || cp.Database != "app" || cp.Stream != ours.Stream {
+	if err != nil || !found || cp.LSN != 0x10 || cp.SystemID != ours.SystemID || cp.Database != "app" || cp.Stream != ours.Stream || cp.Timeline != 2 {
 		t.Fatalf("read %+v, %v, %v; want %+v", cp, found, err, ours)
 	}
 	for _, tt := range []struct {

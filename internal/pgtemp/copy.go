@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 )
 
-// Copy makes a cold copy of the cluster, as a restored backup or a clone
-// is: it stops the server (fast), copies its data directory without the
-// replication slots (the contents of pg_replslot, which neither
-// pg_basebackup nor a restore carries), and starts both, the copy on a
-// port and socket directory of its own. The copy has the same system
+// Copy makes a cold copy of the cluster, as a backup taken with
+// pg_basebackup and restored is: it stops the server (fast), copies its
+// data directory without the replication slots (the contents of
+// pg_replslot, which pg_basebackup leaves out; a storage snapshot or a
+// plain copy of the files would carry them), and starts both, the copy on
+// a port and socket directory of its own. The copy has the same system
 // identifier and databases, and no slot. Stop the copy as any cluster.
 func (c *Cluster) Copy(ctx context.Context) (*Cluster, error) {
 	if err := c.run(ctx, "pg_ctl", "-D", c.data(), "-m", "fast", "-w", "stop"); err != nil {
