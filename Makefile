@@ -9,15 +9,36 @@ LDFLAGS  := -s -w -X main.Version=$(VERSION)
 # built binary against a real PostgreSQL and Kafka over TCP.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build demo test test-kafka bench unit fuzz e2e lint deps deps-kafka clean
+# PG=13 … 18 runs the tests of any target on that PostgreSQL version
+# (CDC_RELAY_TEST_PG; scripts/pgversion.sh fetches it); unset, the default
+# (PG_BINDIR, else Debian's).
+PG ?=
+ifneq ($(PG),)
+export CDC_RELAY_TEST_PG := $(PG)
+endif
+# The packages whose tests start a PostgreSQL, and the e2e tests of the
+# core, faults and failover, that `make test-pg` runs on a version.
+PG_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
+	./writeback/ ./poller/ ./retention/ ./checkpoint/ ./cmd/cdc-relay/ ./examples/ \
+	./internal/pgtemp/ ./internal/pgconnect/ ./internal/pgerr/
+PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERMRestartDeliversEverythingOnce|TestStandbyTakesOverWhenLeaderDies|TestSlotGapRefusedThenRecovered|TestLostSlotIsReportedNotSkipped|TestExactlyOnceSurvivesKillAndStop|TestRollbacksAndSavepointsProduceNothing|TestEventsBeforeTheFirstRunAreKept|TestStatusColumnSwitchOver|TestRecover.*|TestPrimaryFailover.*)$$
+# unit-pg's go test flags; CI runs 13, 14, 16 and 17 with -short, without
+# the race detector (which runs on 15 and 18).
+PG_UNIT_FLAGS ?= -race
+
+.PHONY: all build demo test test-kafka test-pg unit-pg e2e-pg bench unit fuzz e2e lint deps deps-kafka deps-pg clean
 
 all: build
 
 # Each target installs only what it needs (scripts/deps.sh says what each
 # name is); cgo stays on wherever -race is used.
-## deps: what `make test` needs: PostgreSQL's server binaries, kcat, gcc, promtool
-deps:
+## deps: what `make test` needs: PostgreSQL's server binaries, kcat, gcc, promtool (and deps-pg)
+deps: deps-pg
 	@./scripts/deps.sh postgres kcat gcc promtool
+
+## deps-pg: with PG=<major>, that PostgreSQL's server binaries, fetched once with Maven (scripts/pgversion.sh)
+deps-pg:
+	@if [ -n "$(PG)" ]; then ./scripts/deps.sh postgres && ./scripts/pgversion.sh $(PG) >/dev/null; fi
 
 ## deps-kafka: Java and Maven, for the real Apache Kafka broker
 deps-kafka:
@@ -39,6 +60,21 @@ test: deps lint unit fuzz e2e
 test-kafka: deps deps-kafka
 	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GO) test -count=1 -timeout 30m ./e2e/
 
+## test-pg: with PG=<major> (13 to 18): unit-pg, then e2e-pg
+test-pg: unit-pg e2e-pg
+
+## unit-pg: with PG=<major>: the unit tests of the packages that use PostgreSQL (PG_PKGS), with PG_UNIT_FLAGS (-race)
+unit-pg: deps
+	@if [ -z "$(PG)" ]; then echo "make $@: name the version, e.g. make $@ PG=17" >&2; exit 2; fi
+	@echo "$@: $$($$(./scripts/pgversion.sh $(PG))/postgres --version)"
+	CGO_ENABLED=1 $(GO) test $(PG_UNIT_FLAGS) -count=1 $(PG_PKGS)
+
+## e2e-pg: with PG=<major>: the e2e tests of the core, faults and failover (PG_CORE_TESTS), on kfake
+e2e-pg: deps
+	@if [ -z "$(PG)" ]; then echo "make $@: name the version, e.g. make $@ PG=17" >&2; exit 2; fi
+	@echo "$@: $$($$(./scripts/pgversion.sh $(PG))/postgres --version)"
+	CGO_ENABLED=1 $(GO) test -count=1 -timeout 20m -run '$(PG_CORE_TESTS)' ./e2e/
+
 ## bench: drain, latency, memory and polling-baseline benchmarks (about 20 minutes)
 bench: deps deps-kafka
 	cd e2e/bench && $(GO) run . -apache -plot ../../docs/latency.png
@@ -50,7 +86,7 @@ lint:
 	cd e2e/bench && $(GO) vet ./...
 
 ## unit: unit tests with -race (some start a throwaway PostgreSQL)
-unit:
+unit: deps-pg
 	@./scripts/deps.sh postgres gcc promtool
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(UNIT_PKGS)
 
@@ -60,7 +96,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./decoder/
 
 ## e2e: the end-to-end suite on kfake (it builds the relay with -race)
-e2e:
+e2e: deps-pg
 	@./scripts/deps.sh postgres kcat gcc
 	CGO_ENABLED=1 $(GO) test -count=1 -timeout 20m ./e2e/
 

@@ -6,6 +6,8 @@
 #   kcat      the independent Kafka client the end-to-end tests check with
 #   gcc       a C compiler and libc headers: go test -race needs cgo
 #   kafka     Java and Maven, for the real Apache Kafka broker (make test-kafka)
+#   pgversions Java, Maven, unzip and xz: scripts/pgversion.sh fetches PostgreSQL
+#             versions other than Debian's (make test-pg)
 #   promtool  Prometheus's promtool, which checks docker/'s alerting rules
 #
 #   scripts/deps.sh postgres                   # make demo
@@ -16,8 +18,8 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: scripts/deps.sh {postgres|kcat|gcc|kafka|promtool}..." >&2
-  sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
+  echo "usage: scripts/deps.sh {postgres|kcat|gcc|kafka|pgversions|promtool}..." >&2
+  sed -n '2,17s/^# \{0,1\}//p' "$0" >&2
 }
 if [ $# -eq 0 ]; then
   echo "deps: name what to install." >&2
@@ -67,6 +69,12 @@ for want in "$@"; do
   kafka)
     command -v java >/dev/null 2>&1 || add default-jre-headless
     command -v mvn >/dev/null 2>&1 || add maven
+    ;;
+  pgversions)
+    command -v java >/dev/null 2>&1 || add default-jre-headless
+    command -v mvn >/dev/null 2>&1 || add maven
+    command -v unzip >/dev/null 2>&1 || add unzip
+    command -v xz >/dev/null 2>&1 || add xz-utils
     ;;
   promtool)
     # Debian's prometheus package (21 MiB to download with what it needs);

@@ -2,6 +2,10 @@
 // binaries (initdb, pg_ctl) in a temporary directory on a free loopback
 // port, for `cdc-relay demo` and the tests.
 //
+// CDC_RELAY_TEST_PG picks another server version for the tests: a major
+// version that scripts/pgversion.sh fetched, or a bin directory
+// (version.go).
+//
 // The cluster runs with wal_level=logical (or as Options say), trusts local
 // connections, and is removed by Stop. initdb refuses to run as root, so
 // when the process is root the cluster runs as the "postgres" system user.
@@ -46,9 +50,13 @@ type Cluster struct {
 	opts    Options
 }
 
-// FindBin returns the directory holding initdb and pg_ctl: PG_BINDIR, then
-// Debian's /usr/lib/postgresql/<newest>/bin, then $PATH.
+// FindBin returns the directory holding initdb and pg_ctl: the version
+// CDC_RELAY_TEST_PG names (see [VersionEnv]), else PG_BINDIR, then Debian's
+// /usr/lib/postgresql/<newest>/bin, then $PATH.
 func FindBin() (string, error) {
+	if v := os.Getenv(VersionEnv); v != "" {
+		return versionBin(v)
+	}
 	if d := os.Getenv("PG_BINDIR"); d != "" {
 		return d, nil
 	}
@@ -61,7 +69,7 @@ func FindBin() (string, error) {
 		return filepath.Dir(p), nil
 	}
 	return "", errors.New("PostgreSQL server binaries (initdb, pg_ctl) not found: install them " +
-		"(Debian: apt-get install postgresql) or set PG_BINDIR")
+		"(Debian: apt-get install postgresql) or set PG_BINDIR, or CDC_RELAY_TEST_PG to a version that scripts/pgversion.sh fetched")
 }
 
 func version(initdb string) int {
@@ -101,7 +109,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c.logFile = filepath.Join(c.dir, "postgres.log")
 	if err := c.run(ctx, "initdb", "-D", c.data(), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
 		c.remove()
-		return nil, err
+		return nil, c.explainPermission(err)
 	}
 	if err := c.configure(); err != nil {
 		c.remove()
