@@ -21,7 +21,7 @@ endif
 PG_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
 	./writeback/ ./poller/ ./retention/ ./checkpoint/ ./cmd/cdc-relay/ ./examples/ \
 	./internal/pgtemp/ ./internal/pgconnect/ ./internal/pgerr/
-PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERMRestartDeliversEverythingOnce|TestStandbyTakesOverWhenLeaderDies|TestSlotGapRefusedThenRecovered|TestLostSlotIsReportedNotSkipped|TestExactlyOnceSurvivesKillAndStop|TestRollbacksAndSavepointsProduceNothing|TestEventsBeforeTheFirstRunAreKept|TestStatusColumnSwitchOver|TestRecover.*|TestPrimaryFailover.*)$$
+PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERMRestartDeliversEverythingOnce|TestStandbyTakesOverWhenLeaderDies|TestSlotGapRefusedThenRecovered|TestLostSlotIsReportedNotSkipped|TestExactlyOnceSurvivesKillAndStop|TestRollbacksAndSavepointsProduceNothing|TestEventsBeforeTheFirstRunAreKept|TestStatusColumnSwitchOver|TestRecover.*|TestPrimaryFailover.*|TestOnSlotLossRecover|TestExactlyOnceCloneStartsFromItsOwnSlot|TestExactlyOnceFailoverToAStandbyBehindKafka)$$
 # unit-pg's go test flags; CI runs 13, 14, 16 and 17 with -short, without
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
