@@ -155,13 +155,20 @@ func (c *Cluster) configure() error {
 	for k, v := range c.opts.Settings {
 		settings[k] = v
 	}
+	return c.appendConf("cdc-relay pgtemp", settings)
+}
+
+// appendConf appends settings to c's postgresql.conf under a comment
+// heading, where they override what came before; a reload or restart
+// applies them.
+func (c *Cluster) appendConf(heading string, settings map[string]string) error {
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString("\n# cdc-relay pgtemp\n")
+	b.WriteString("\n# " + heading + "\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s = %s\n", k, settings[k])
 	}

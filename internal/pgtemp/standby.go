@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -155,7 +153,7 @@ func (c *Cluster) awaitStandby(ctx context.Context, conn *pgx.Conn, version int,
 		settings["synchronized_standby_slots"] = "'" + opts.Name + "'"
 	}
 	if len(settings) > 0 {
-		if err := c.appendConf(settings); err != nil {
+		if err := c.appendConf("cdc-relay pgtemp, later", settings); err != nil {
 			return err
 		}
 		if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
@@ -172,30 +170,6 @@ func (c *Cluster) awaitStandby(ctx context.Context, conn *pgx.Conn, version int,
 			opts.Name, want).Scan(&n)
 		return n > 0, err
 	})
-}
-
-// appendConf appends settings to c's postgresql.conf, where they override
-// what came before; a reload or restart applies them.
-func (c *Cluster) appendConf(settings map[string]string) error {
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("\n# cdc-relay pgtemp, later\n")
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s = %s\n", k, settings[k])
-	}
-	f, err := os.OpenFile(filepath.Join(c.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(b.String()); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // poll calls cond every 50 ms until it holds, fails, ctx ends or timeout
