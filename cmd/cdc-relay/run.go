@@ -159,7 +159,8 @@ missing, or behind what the relay read, and the relay refuses to start,
 naming the gap: "cdc-relay recover" repairs it. With --on-slot-loss recover
 the relay repairs it by itself and streams on: it creates the slot, publishes
 again the outbox rows written since its checkpoint (by the timestamp
-column; consumers may see some twice, none is lost), logs the window and
+column, from the checkpoint's commit time less 10 minutes; consumers may see
+some twice), logs the window and
 the count, and counts it in cdc_relay_slot_recoveries_total.
 
 While it runs it serves, on --metrics-addr (127.0.0.1:9187): /metrics for
