@@ -9,7 +9,7 @@ import (
 
 // Check verifies that the database is prepared as [Apply] prepares it for
 // cfg, without changing anything: wal_level is logical, the outbox table,
-// the status table and the checkpoint table exist, and the publication
+// the status table, the checkpoint table and the pause table exist, and the publication
 // publishes the outbox table. Its error says what to run or change.
 func Check(ctx context.Context, q Querier, cfg Config) error {
 	if err := CheckWALLevel(ctx, q); err != nil {
@@ -18,9 +18,10 @@ func Check(ctx context.Context, q Querier, cfg Config) error {
 	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
 	checkpoint := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
-	var haveOutbox, haveStatus, haveCheckpoint bool
-	err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL",
-		outbox, status, checkpoint).Scan(&haveOutbox, &haveStatus, &haveCheckpoint)
+	pauses := PauseTableName(cfg)
+	var haveOutbox, haveStatus, haveCheckpoint, havePauses bool
+	err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL, to_regclass($4) IS NOT NULL",
+		outbox, status, checkpoint, pauses).Scan(&haveOutbox, &haveStatus, &haveCheckpoint, &havePauses)
 	if err != nil {
 		return fmt.Errorf("check the database is prepared: %w", err)
 	}
@@ -32,6 +33,9 @@ func Check(ctx context.Context, q Querier, cfg Config) error {
 	}
 	if err := checkVersion(ctx, q, cfg); err != nil {
 		return err
+	}
+	if !havePauses {
+		return fmt.Errorf("the relay's table of paused topics %s does not exist (migration 10), which this relay needs: run `cdc-relay migrate` (with the same table flags) first", pauses)
 	}
 	p, err := LookupPublication(ctx, q, cfg)
 	switch {
@@ -58,6 +62,7 @@ var newest = []struct {
 	version int
 }{
 	{status: true, column: "reload", version: 7},
+	{status: true, column: "skipped_at", version: 10},
 	{column: "stream_id", version: 9},
 }
 

@@ -14,7 +14,7 @@ import (
 // on the tables' schemas, SELECT on the outbox table (the relay reads the
 // WAL, but `recover` reads the table) and DELETE on it (retention; not
 // needed with --retention 0s), and writing the status table (with its id
-// sequence) and the checkpoint table. It grants nothing on the
+// sequence), the checkpoint table and the table of paused topics. It grants nothing on the
 // publication: streaming needs no privilege on it. An existing role gets
 // the attributes and grants without being created again.
 //
@@ -47,6 +47,8 @@ func Grants(cfg Config, role string) string {
 	b.WriteString(doBlock(fmt.Sprintf("  EXECUTE format('GRANT USAGE ON SEQUENCE %%s TO %%I', pg_get_serial_sequence(%s, 'id'), %s);",
 		quoteLiteral(status), quoteLiteral(role))))
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE ON %s TO %s;\n", checkpoint, r)
+	fmt.Fprintf(&b, "-- The topics paused with `cdc-relay pause --topic`.\n")
+	fmt.Fprintf(&b, "GRANT SELECT, INSERT, DELETE ON %s TO %s;\n", PauseTableName(cfg), r)
 	return b.String()
 }
 

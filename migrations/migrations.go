@@ -178,12 +178,25 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
 		"{{status_source_index}}", pgx.Identifier{cfg.StatusTable + "_source_idx"}.Sanitize(),
 		"{{status_reset_function}}", ResetFunction(cfg),
+		"{{status_literal}}", quoteLiteral(pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()),
+		"{{status_state_check_literal}}", quoteLiteral(cfg.StatusTable + "_state_check"),
+		"{{status_order_index}}", pgx.Identifier{cfg.StatusTable + "_order_idx"}.Sanitize(),
+		"{{paused_topics}}", PauseTableName(cfg),
 	}
 	tag := "$fn$"
 	for i := 0; strings.Contains(strings.Join(names, " "), tag); i++ {
 		tag = "$fn" + strconv.Itoa(i) + "$"
 	}
 	return strings.NewReplacer(append(names, "{{body_tag}}", tag)...)
+}
+
+// PauseTable is the table of paused topics, in the checkpoint table's
+// schema: one row per slot and paused topic (see 0010_status_order.sql).
+const PauseTable = "cdc_relay_paused_topics"
+
+// PauseTableName is the pause table cfg's relay uses, quoted.
+func PauseTableName(cfg Config) string {
+	return pgx.Identifier{cfg.CheckpointSchema, PauseTable}.Sanitize()
 }
 
 // ResetFunction is the trigger function, quoted, that a table with pending

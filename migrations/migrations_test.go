@@ -395,3 +395,67 @@ func TestSourceTableMigration(t *testing.T) {
 		})
 	}
 }
+
+// TestOrderMigration: a status table made by migrations 1 to 9, with rows
+// in every state, gains the states WAITING and PAUSED under a constraint
+// of the relay's name (the inline one of 0001 is gone), skipped_at, the
+// order index and the pause table; the relay's check asks for migrate
+// until then; migrate again changes nothing.
+func TestOrderMigration(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, schema, table string }{
+		{"the default status table", "public", "outbox_delivery"},
+		{"names to quote", "Relay's Tables", "Deli'very"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.SkipOutbox = true
+			cfg.StatusSchema, cfg.StatusTable, cfg.CheckpointSchema = tt.schema, tt.table, tt.schema
+			status := pgx.Identifier{tt.schema, tt.table}.Sanitize()
+			if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{tt.schema}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			applyUpTo(ctx, t, conn, cfg, 9)
+			for _, state := range []string{"FAILED", "DELIVERED", "DEAD"} {
+				if _, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, status) VALUES ($1, 'orders', 'x', $1)", state); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), `lacks column "skipped_at" (migration 10)`) {
+				t.Fatalf("Check of a version 9 status table: %v, want it to ask for migrate", err)
+			}
+			for i := 0; i < 2; i++ {
+				res, err := Apply(ctx, conn, cfg)
+				if want := versionsAfter(t, 9); err != nil || i == 0 && !slices.Equal(res.Applied, want) || i == 1 && len(res.Applied) != 0 {
+					t.Fatalf("migrate %d over version 9: %+v, %v; want versions %v applied the first time only", i+1, res, err, want)
+				}
+				var checks []string
+				rows, _ := conn.Query(ctx, "SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'c'", status)
+				checks, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil || !slices.Equal(checks, []string{tt.table + "_state_check"}) {
+					t.Fatalf("checks of %s after migrate %d: %v, %v; want only %s_state_check", status, i+1, checks, err, tt.table)
+				}
+			}
+			if err := Check(ctx, conn, cfg); err != nil {
+				t.Fatalf("Check after migrate: %v", err)
+			}
+			for state, ok := range map[string]bool{"WAITING": true, "PAUSED": true, "BOGUS": false} {
+				_, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, status) VALUES ($1, 'orders', 'x', $1)", state)
+				if ok != (err == nil) {
+					t.Errorf("insert a %s row: %v; want accepted %v", state, err, ok)
+				}
+			}
+			var n int
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+status+" WHERE skipped_at IS NULL").Scan(&n); err != nil || n != 5 {
+				t.Fatalf("%d rows with skipped_at NULL (%v), want the 5", n, err)
+			}
+			if _, err := conn.Exec(ctx, "INSERT INTO "+PauseTableName(cfg)+" (slot_name, topic) VALUES ('s', 'orders')"); err != nil {
+				t.Fatalf("pause table: %v", err)
+			}
+		})
+	}
+}

@@ -21,6 +21,12 @@ import (
 // or Purge was given. Test for it with errors.Is.
 var ErrNotFound = errors.New("not found")
 
+// ErrHeld means Retry was given the id of a WAITING or PAUSED row: it is
+// delivered in its key's order once the row it waits for is retried,
+// skipped or purged, or once its topic is resumed. Test for it with
+// errors.Is.
+var ErrHeld = errors.New("held behind")
+
 // ErrDelivered means Retry was given the id of a DELIVERED row: the event
 // reached Kafka, and retrying it would send it twice. Test for it with
 // errors.Is.
@@ -28,8 +34,8 @@ var ErrDelivered = errors.New("already delivered")
 
 // ListOptions says which rows List returns.
 type ListOptions struct {
-	// Status keeps the rows in this state (Failed, Delivered or Dead);
-	// "" keeps every state.
+	// Status keeps the rows in this state (Failed, Delivered, Dead,
+	// Waiting or Paused); "" keeps every state.
 	Status string
 	// Topic keeps the rows of this topic, compared exactly; "" keeps every
 	// topic.
@@ -39,7 +45,8 @@ type ListOptions struct {
 }
 
 // List returns the rows that match opts, newest first (by id, which grows
-// with every row recorded). It reads only.
+// with every row recorded), each with what it waits for (Row.WaitsFor).
+// It reads only.
 func (s *Store) List(ctx context.Context, opts ListOptions) ([]Row, error) {
 	var (
 		where []string
@@ -56,7 +63,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Row, error) {
 		args = append(args, opts.Topic)
 		where = append(where, fmt.Sprintf("topic = $%d", len(args)))
 	}
-	sql := "SELECT " + rowColumns + " FROM " + s.table
+	sql := "SELECT " + rowColumns + ", " + s.waitsFor() + " FROM " + s.table + " AS d"
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -69,21 +76,21 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.table, err)
 	}
-	list, err := pgx.CollectRows(rows, scanRow)
+	list, err := pgx.CollectRows(rows, scanListed)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.table, err)
 	}
 	return list, nil
 }
 
-// Get returns the row with id. An id that is not in the table is an error
+// Get returns the row with id, with what it waits for (Row.WaitsFor). An id that is not in the table is an error
 // for which errors.Is(err, ErrNotFound) is true. It reads only.
 func (s *Store) Get(ctx context.Context, id int64) (Row, error) {
-	rows, err := s.db.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE id = $1", id)
+	rows, err := s.db.Query(ctx, "SELECT "+rowColumns+", "+s.waitsFor()+" FROM "+s.table+" AS d WHERE id = $1", id)
 	if err != nil {
 		return Row{}, fmt.Errorf("read id %d from %s: %w", id, s.table, err)
 	}
-	row, err := pgx.CollectExactlyOneRow(rows, scanRow)
+	row, err := pgx.CollectExactlyOneRow(rows, scanListed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Row{}, s.notFound(id)
 	}
@@ -93,12 +100,16 @@ func (s *Store) Get(ctx context.Context, id int64) (Row, error) {
 	return row, nil
 }
 
-// Change is a row that Retry or Purge acted on.
+// Change is a row that Retry, Purge or Skip acted on.
 type Change struct {
 	ID int64
-	// Was is the row's state before: Failed or Dead for Retry, any state
-	// for Purge.
+	// Was is the row's state before: Failed or Dead for Retry and Skip,
+	// any state for Purge.
 	Was string
+	// Released, for Purge and Skip, is how many WAITING events of the
+	// row's key it released: those behind it, up to the next held FAILED
+	// or DEAD row of the key, when it was the first held row of its key.
+	Released int
 }
 
 // RetryOptions says which rows Retry makes due again: the rows named by
@@ -145,6 +156,8 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 			states = []string{opts.Status}
 		case Delivered:
 			return nil, errors.New("retry: DELIVERED events are never retried: they reached Kafka")
+		case Waiting, Paused:
+			return nil, fmt.Errorf("retry: %s events are not retried: they follow the first held event of their key (retry, skip or purge that one), or their topic's resume", opts.Status)
 		default:
 			return nil, checkState(opts.Status)
 		}
@@ -158,8 +171,8 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 		// The CTE locks the rows and, for a row another transaction
 		// changed meanwhile, checks its state again before the update.
 		rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status FROM "+s.table+" WHERE "+cond+" FOR UPDATE)"+
-			" UPDATE "+s.table+" AS d SET status = 'FAILED', attempts = 0, next_attempt_at = now(), updated_at = now()"+
-			" FROM target WHERE d.id = target.id RETURNING d.id, target.status, coalesce(d.source_table, ''), coalesce(d.event_id, ''), d.next_attempt_at, d.reload", arg)
+			" UPDATE "+s.table+" AS d SET status = 'FAILED', attempts = 0, next_attempt_at = now(), updated_at = now(), skipped_at = NULL"+
+			" FROM target WHERE d.id = target.id RETURNING "+changeColumns("d", "target.status"), arg)
 		if err != nil {
 			return err
 		}
@@ -196,20 +209,21 @@ func (s *Store) explainSkipped(ctx context.Context, tx pgx.Tx, ids []int64, chan
 	if len(missing) == 0 {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, "SELECT id, status, delivered_at FROM "+s.table+" WHERE id = ANY($1)", missing)
+	rows, err := tx.Query(ctx, "SELECT id, status, delivered_at, topic, "+s.waitsFor()+" FROM "+s.table+" AS d WHERE id = ANY($1)", missing)
 	if err != nil {
 		return nil, err
 	}
 	type found struct {
-		status    string
-		delivered *time.Time
+		status, topic string
+		delivered     *time.Time
+		waitsFor      int64
 	}
 	present := map[int64]found{}
 	var (
 		id int64
 		f  found
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&id, &f.status, &f.delivered}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&id, &f.status, &f.delivered, &f.topic, &f.waitsFor}, func() error {
 		present[id] = f
 		return nil
 	}); err != nil {
@@ -221,6 +235,12 @@ func (s *Store) explainSkipped(ctx context.Context, tx pgx.Tx, ids []int64, chan
 		switch {
 		case !ok:
 			errs = append(errs, s.notFound(id))
+		case f.waitsFor != 0:
+			errs = append(errs, fmt.Errorf("id %d is %s, %w id %d of its key: retry, skip or purge id %d, and its key's events follow it in order",
+				id, f.status, ErrHeld, f.waitsFor, f.waitsFor))
+		case f.status == Paused:
+			errs = append(errs, fmt.Errorf("id %d is PAUSED, %w its topic's pause: resume topic %q (cdc-relay resume --topic), and its events are delivered in order",
+				id, ErrHeld, f.topic))
 		case f.status == Delivered && f.delivered != nil:
 			errs = append(errs, fmt.Errorf("id %d %w at %s: retry sends FAILED and DEAD events only",
 				id, ErrDelivered, f.delivered.UTC().Format(time.RFC3339)))
@@ -241,7 +261,9 @@ type PurgeOptions struct {
 	OlderThan time.Duration
 }
 
-// Purge deletes rows from the status table. It deletes only the rows
+// Purge deletes rows from the status table. Deleting the first held row
+// of a key releases the WAITING rows behind it (Change.Released): the
+// poller delivers them in order. It deletes only the rows
 // selected by opts: a row named by id is deleted in any state, FAILED
 // included (the caller named it; the returned Change says what it was);
 // with Dead, only DEAD rows, never FAILED or DELIVERED ones. For a DEAD
@@ -254,7 +276,7 @@ type PurgeOptions struct {
 // is an empty result and no error.
 func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) {
 	var (
-		sql  = "DELETE FROM " + s.table + " WHERE "
+		sql  = "DELETE FROM " + s.table + " AS d WHERE "
 		args []any
 	)
 	switch {
@@ -278,7 +300,7 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 	}
 	var changes []Change
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sql+" RETURNING id, status, coalesce(source_table, ''), coalesce(event_id, ''), next_attempt_at, reload", args...)
+		rows, err := tx.Query(ctx, sql+" RETURNING "+changeColumns("d", "d.status"), args...)
 		if err != nil {
 			return err
 		}
@@ -290,7 +312,7 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 		// says dead. A dead one already does; a delivered one keeps its
 		// delivered status.
 		for i, src := range sources {
-			if changes[i].Was != Failed {
+			if changes[i].Was != Failed && changes[i].Was != Waiting && changes[i].Was != Paused {
 				continue
 			}
 			o := writeback.Outcome{State: writeback.Dead, Reason: "given up: purged from the status table by an operator", Attempts: -1}
@@ -298,7 +320,7 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 				return err
 			}
 		}
-		return nil
+		return s.countReleased(ctx, tx, changes, sources)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("purge from %s: %w", s.table, err)
@@ -310,15 +332,24 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 	return changes, errors.Join(errs...)
 }
 
-// source is the outbox row a changed status row stands for.
+// source is the outbox row a changed status row stands for, and its key.
 type source struct {
 	table, eventID string    // "" when not recorded
 	next           time.Time // the status row's next attempt
 	reload         bool      // sent as its outbox row is now
+	topic          string
+	key            []byte // nil for NULL
 }
 
-// collectChanges reads rows of (id, status, source_table, event_id,
-// next_attempt_at), ordered by id, and the source of each.
+// changeColumns are the columns collectChanges reads, of the changed row
+// alias and with was as its state before.
+func changeColumns(alias, was string) string {
+	return alias + ".id, " + was + ", coalesce(" + alias + ".source_table, ''), coalesce(" + alias + ".event_id, ''), " +
+		alias + ".next_attempt_at, " + alias + ".reload, " + alias + ".topic, " + alias + ".record_key"
+}
+
+// collectChanges reads rows of changeColumns, ordered by id, and the
+// source of each.
 func collectChanges(rows pgx.Rows) ([]Change, []source, error) {
 	type changed struct {
 		Change
@@ -326,7 +357,7 @@ func collectChanges(rows pgx.Rows) ([]Change, []source, error) {
 	}
 	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (changed, error) {
 		var c changed
-		err := r.Scan(&c.ID, &c.Was, &c.table, &c.eventID, &c.next, &c.reload)
+		err := r.Scan(&c.ID, &c.Was, &c.table, &c.eventID, &c.next, &c.reload, &c.topic, &c.key)
 		return c, err
 	})
 	if err != nil {
@@ -364,8 +395,8 @@ func (s *Store) notFound(id int64) error {
 // checkState returns an error unless state is one a row can have.
 func checkState(state string) error {
 	switch state {
-	case Failed, Delivered, Dead:
+	case Failed, Delivered, Dead, Waiting, Paused:
 		return nil
 	}
-	return fmt.Errorf("status %q: want %s, %s or %s", state, Failed, Dead, Delivered)
+	return fmt.Errorf("status %q: want %s, %s, %s, %s or %s", state, Failed, Dead, Waiting, Paused, Delivered)
 }

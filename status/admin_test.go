@@ -162,15 +162,15 @@ func (tt changeCase[O]) check(t *testing.T, got []Change, err error) map[int64]b
 func TestRetry(t *testing.T) {
 	ctx, db := newTestDB(t)
 	for _, tt := range []changeCase[RetryOptions]{
-		{name: "by id", opts: RetryOptions{IDs: []int64{1, 3}}, want: []Change{{1, Failed}, {3, Dead}}},
-		{name: "ids repeated and out of order", opts: RetryOptions{IDs: []int64{3, 2, 3}}, want: []Change{{2, Dead}, {3, Dead}}},
-		{name: "all", opts: RetryOptions{All: true}, want: []Change{{1, Failed}, {2, Dead}, {3, Dead}, {5, Failed}}},
-		{name: "all DEAD", opts: RetryOptions{All: true, Status: Dead}, want: []Change{{2, Dead}, {3, Dead}}},
-		{name: "all FAILED", opts: RetryOptions{All: true, Status: Failed}, want: []Change{{1, Failed}, {5, Failed}}},
+		{name: "by id", opts: RetryOptions{IDs: []int64{1, 3}}, want: []Change{{ID: 1, Was: Failed}, {ID: 3, Was: Dead}}},
+		{name: "ids repeated and out of order", opts: RetryOptions{IDs: []int64{3, 2, 3}}, want: []Change{{ID: 2, Was: Dead}, {ID: 3, Was: Dead}}},
+		{name: "all", opts: RetryOptions{All: true}, want: []Change{{ID: 1, Was: Failed}, {ID: 2, Was: Dead}, {ID: 3, Was: Dead}, {ID: 5, Was: Failed}}},
+		{name: "all DEAD", opts: RetryOptions{All: true, Status: Dead}, want: []Change{{ID: 2, Was: Dead}, {ID: 3, Was: Dead}}},
+		{name: "all FAILED", opts: RetryOptions{All: true, Status: Failed}, want: []Change{{ID: 1, Was: Failed}, {ID: 5, Was: Failed}}},
 		{name: "a delivered row is refused, the others retried", opts: RetryOptions{IDs: []int64{4, 2}},
-			want: []Change{{2, Dead}}, wantErr: []error{ErrDelivered}},
+			want: []Change{{ID: 2, Was: Dead}}, wantErr: []error{ErrDelivered}},
 		{name: "a missing id is reported, the others retried", opts: RetryOptions{IDs: []int64{99, 5, 4}},
-			want: []Change{{5, Failed}}, wantErr: []error{ErrNotFound, ErrDelivered}},
+			want: []Change{{ID: 5, Was: Failed}}, wantErr: []error{ErrNotFound, ErrDelivered}},
 		{name: "nothing at all", opts: RetryOptions{IDs: []int64{99}}, want: []Change{}, wantErr: []error{ErrNotFound}},
 		{name: "ids and all", opts: RetryOptions{IDs: []int64{1}, All: true}, bad: true},
 		{name: "neither ids nor all", opts: RetryOptions{}, bad: true},
@@ -258,7 +258,7 @@ func TestRetryWaitsForThePoller(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := <-done
-	if !errors.Is(r.err, ErrDelivered) || !slices.Equal(r.changes, []Change{{5, Failed}}) {
+	if !errors.Is(r.err, ErrDelivered) || !slices.Equal(r.changes, []Change{{ID: 5, Was: Failed}}) {
 		t.Fatalf("Retry = %v, %v; want row 5 retried and row 1 refused as delivered", r.changes, r.err)
 	}
 	if got := db.rows(ctx, t)[1]; got.Status != Delivered || got.Attempts != 2 {
@@ -269,12 +269,12 @@ func TestRetryWaitsForThePoller(t *testing.T) {
 func TestPurge(t *testing.T) {
 	ctx, db := newTestDB(t)
 	for _, tt := range []changeCase[PurgeOptions]{
-		{name: "by id, FAILED included", opts: PurgeOptions{IDs: []int64{1, 4}}, want: []Change{{1, Failed}, {4, Delivered}}},
-		{name: "every DEAD row", opts: PurgeOptions{Dead: true}, want: []Change{{2, Dead}, {3, Dead}}},
-		{name: "DEAD rows older than a day", opts: PurgeOptions{Dead: true, OlderThan: 24 * time.Hour}, want: []Change{{2, Dead}}},
+		{name: "by id, FAILED included", opts: PurgeOptions{IDs: []int64{1, 4}}, want: []Change{{ID: 1, Was: Failed}, {ID: 4, Was: Delivered}}},
+		{name: "every DEAD row", opts: PurgeOptions{Dead: true}, want: []Change{{ID: 2, Was: Dead}, {ID: 3, Was: Dead}}},
+		{name: "DEAD rows older than a day", opts: PurgeOptions{Dead: true, OlderThan: 24 * time.Hour}, want: []Change{{ID: 2, Was: Dead}}},
 		{name: "DEAD rows older than a month", opts: PurgeOptions{Dead: true, OlderThan: 30 * 24 * time.Hour}, want: []Change{}},
 		{name: "a missing id is reported, the others purged", opts: PurgeOptions{IDs: []int64{5, 99}},
-			want: []Change{{5, Failed}}, wantErr: []error{ErrNotFound}},
+			want: []Change{{ID: 5, Was: Failed}}, wantErr: []error{ErrNotFound}},
 		{name: "ids and dead", opts: PurgeOptions{IDs: []int64{1}, Dead: true}, bad: true},
 		{name: "neither", opts: PurgeOptions{}, bad: true},
 		{name: "older than without dead", opts: PurgeOptions{IDs: []int64{2}, OlderThan: time.Hour}, bad: true},

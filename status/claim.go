@@ -29,13 +29,21 @@ type Outcome struct {
 	RetryIn time.Duration
 }
 
-// Claim locks up to limit FAILED rows that are due (next_attempt_at has
-// passed), oldest due first, skipping rows another transaction holds; it
-// passes them to deliver and writes the outcomes deliver returns, in the
-// same transaction: each answered row counts one attempt more and becomes
-// DELIVERED (with delivered_at), DEAD, or FAILED with its next attempt
-// time and last error. Rows deliver does not answer for are left as they
-// were. Claim returns how many rows it claimed.
+// Claim locks up to limit rows that are deliverable in order, passes
+// them to deliver, ordered by id, and writes the outcomes deliver returns,
+// in the same transaction: each answered row counts one attempt more and
+// becomes DELIVERED (with delivered_at), DEAD, or FAILED with its next
+// attempt time and last error (a WAITING or PAUSED row that fails becomes
+// FAILED: the head of its key). Rows deliver does not answer for are left
+// as they were. Claim returns how many rows it claimed.
+//
+// A row is deliverable when it is FAILED and due (next_attempt_at has
+// passed), WAITING, or PAUSED while its topic is not paused (see Pauses),
+// and it is the first held row of its topic and key, or follows it
+// without a gap: every earlier held row of its key is claimed in the same
+// call. Rows with a NULL key and reload rows are each their own key. No
+// row of a paused topic is claimed. A key whose first held row another
+// transaction holds is skipped as a whole, not waited for.
 func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Context, []Row) []Outcome) (int, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
@@ -46,17 +54,29 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
 	defer cancel()
 	defer func() { _ = tx.Rollback(wctx) }() // after Commit, a no-op
-	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+
-		" WHERE status = 'FAILED' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED", limit)
-	due, err := pgx.CollectRows(rows, scanRow)
+	due, err := s.claimInOrder(ctx, tx, limit)
 	if err != nil {
 		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
 	}
 	if len(due) == 0 {
 		return 0, tx.Commit(wctx)
 	}
-	var b pgx.Batch
 	outcomes := deliver(ctx, due)
+	if err := s.recordOutcomes(wctx, tx, outcomes); err != nil {
+		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
+	}
+	if err := s.writeOutcomes(wctx, tx, due, outcomes); err != nil {
+		return len(due), fmt.Errorf("write the outcomes of %s to their outbox rows: %w", s.table, err)
+	}
+	if err := tx.Commit(wctx); err != nil {
+		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
+	}
+	return len(due), nil
+}
+
+// recordOutcomes writes each outcome to its status row, in tx.
+func (s *Store) recordOutcomes(ctx context.Context, tx pgx.Tx, outcomes []Outcome) error {
+	var b pgx.Batch
 	for _, o := range outcomes {
 		if r := o.Loaded; r != nil {
 			var ts any
@@ -76,22 +96,14 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 		case o.Dead:
 			b.Queue("UPDATE "+s.table+" SET status = 'DEAD', attempts = attempts + 1, last_error = $2, updated_at = clock_timestamp() WHERE id = $1", o.ID, sanitize(o.Err.Error()))
 		default:
-			b.Queue("UPDATE "+s.table+" SET attempts = attempts + 1, last_error = $2, updated_at = t.now, next_attempt_at = t.now + $3::interval"+
+			b.Queue("UPDATE "+s.table+" SET status = 'FAILED', attempts = attempts + 1, last_error = $2, updated_at = t.now, next_attempt_at = t.now + $3::interval"+
 				" FROM (SELECT clock_timestamp() AS now) t WHERE id = $1", o.ID, sanitize(o.Err.Error()), o.RetryIn)
 		}
 	}
-	if b.Len() > 0 {
-		if err := tx.SendBatch(wctx, &b).Close(); err != nil {
-			return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
-		}
+	if b.Len() == 0 {
+		return nil
 	}
-	if err := s.writeOutcomes(wctx, tx, due, outcomes); err != nil {
-		return len(due), fmt.Errorf("write the outcomes of %s to their outbox rows: %w", s.table, err)
-	}
-	if err := tx.Commit(wctx); err != nil {
-		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
-	}
-	return len(due), nil
+	return tx.SendBatch(ctx, &b).Close()
 }
 
 // outcomeTimeout bounds writing a batch's outcomes after a stop began.
@@ -128,9 +140,10 @@ func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcome
 		}
 		// The poller's attempts before this one failed, and so did the
 		// fast path's, unless the row is sent again as it is now (a reset,
-		// an adopted row: no attempt failed before).
+		// an adopted row: no attempt failed before) or was parked behind
+		// its key or its topic's pause without an attempt.
 		failed := r.Attempts + 1
-		if r.Reload {
+		if r.Reload || r.Status == Waiting || r.Status == Paused {
 			failed = r.Attempts
 		}
 		w := writeback.Outcome{State: writeback.Delivered, Attempts: failed}

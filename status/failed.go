@@ -105,7 +105,9 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 		" ON CONFLICT (commit_lsn, event_id, topic) WHERE event_id IS NOT NULL DO NOTHING"
 	args := []any{r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status, r.sourceTable}
 	source, _ := r.sourceTable.(string)
-	if !s.rows.Writes(source) || r.rowID == "" {
+	// A WAITING or PAUSED event was not sent, and will be: its outbox row
+	// stays pending until the poller delivers it.
+	if !s.rows.Writes(source) || r.rowID == "" || r.status == Waiting || r.status == Paused {
 		_, err := s.db.Exec(ctx, sql, args...)
 		return err
 	}

@@ -200,7 +200,7 @@ func TestRowsWithoutASourceTable(t *testing.T) {
 	if got, err := store.Get(ctx, first); err != nil || got.Status != Delivered {
 		t.Fatalf("Get(%d) after delivery = %+v, %v; want DELIVERED", first, got, err)
 	}
-	if changes, err := store.Retry(ctx, RetryOptions{IDs: []int64{second}}); err != nil || !slices.Equal(changes, []Change{{second, Dead}}) {
+	if changes, err := store.Retry(ctx, RetryOptions{IDs: []int64{second}}); err != nil || !slices.Equal(changes, []Change{{ID: second, Was: Dead}}) {
 		t.Fatalf("Retry of the DEAD old row = %v, %v", changes, err)
 	}
 	if changes, err := store.Purge(ctx, PurgeOptions{IDs: []int64{first, second}}); err != nil || len(changes) != 2 {

@@ -32,6 +32,9 @@ type Store struct {
 	// SourceTables.
 	sources []string
 	rows    *writeback.Rows // see WriteBack; nil writes no outbox row
+	// pauses is the pause table, quoted, and slot the slot whose pauses
+	// the store reads and writes; see Pauses. "" without.
+	pauses, slot string
 }
 
 // Option configures a Store; see NewStore.
@@ -85,8 +88,17 @@ const (
 	Failed = "FAILED"
 	// Delivered rows were re-delivered; retention deletes them in time.
 	Delivered = "DELIVERED"
-	// Dead rows failed every attempt; an operator may retry them.
+	// Dead rows failed every attempt, or cannot become their record, or
+	// were skipped by an operator; an operator may retry them. A Dead row
+	// that was not skipped holds its key's later events behind it.
 	Dead = "DEAD"
+	// Waiting rows are parked behind an earlier held row of their topic
+	// and key; they count no attempt, and are delivered, in order, once
+	// every earlier held row of their key is delivered, purged or skipped.
+	Waiting = "WAITING"
+	// Paused rows are parked because their topic was paused; they count no
+	// attempt, and are delivered once it is resumed, in order.
+	Paused = "PAUSED"
 )
 
 // Row is one row of the status table: an event the fast path could not
@@ -99,7 +111,7 @@ type Row struct {
 	Key, Value    []byte
 	Headers       []decoder.Header
 	Timestamp     time.Time // zero when not stored
-	Status        string    // Failed, Delivered or Dead
+	Status        string    // Failed, Delivered, Dead, Waiting or Paused
 	Attempts      int       // failed delivery attempts by the poller
 	LastError     string
 	NextAttemptAt time.Time
@@ -112,22 +124,36 @@ type Row struct {
 	// it; the record fields hold what the last attempt read (empty before
 	// the first, Outcome.Loaded).
 	Reload bool
+	// WaitsFor, filled by List and Get, is the id of the first held row
+	// of the row's topic and key when this held row comes after it (the
+	// event it waits for); 0 when none.
+	WaitsFor int64
+	// Skipped is when an operator skipped the row (see Store.Skip); zero
+	// when not.
+	Skipped time.Time
 }
 
 // rowColumns are the columns scanRow reads, in its order.
 const rowColumns = `id, coalesce(event_id, ''), coalesce(source_table, ''), topic, record_key, record_value, headers, record_timestamp,
-	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at, reload`
+	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at, reload, skipped_at`
 
 // scanRow reads one Row selected with rowColumns.
 func scanRow(r pgx.CollectableRow) (Row, error) {
+	return scanRowWith(r)
+}
+
+// scanRowWith reads one Row selected with rowColumns, then the further
+// columns into extra.
+func scanRowWith(r pgx.CollectableRow, extra ...any) (Row, error) {
 	var (
 		row           Row
 		headers       []byte
 		ts, delivered *time.Time
+		skipped       *time.Time
 		commitLSN     string
 	)
-	err := r.Scan(&row.ID, &row.EventID, &row.SourceTable, &row.Topic, &row.Key, &row.Value, &headers, &ts,
-		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered, &row.Reload)
+	err := r.Scan(append([]any{&row.ID, &row.EventID, &row.SourceTable, &row.Topic, &row.Key, &row.Value, &headers, &ts,
+		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered, &row.Reload, &skipped}, extra...)...)
 	if err != nil {
 		return row, err
 	}
@@ -136,6 +162,9 @@ func scanRow(r pgx.CollectableRow) (Row, error) {
 	}
 	if delivered != nil {
 		row.DeliveredAt = *delivered
+	}
+	if skipped != nil {
+		row.Skipped = *skipped
 	}
 	if row.CommitLSN, err = pglogrepl.ParseLSN(commitLSN); err != nil {
 		return row, fmt.Errorf("status row %d: commit_lsn %q: %w", row.ID, commitLSN, err)

@@ -1,0 +1,46 @@
+-- Ordered parking: while an event of a (topic, key) is held in the status
+-- table, the later events of that topic and key are held behind it, in
+-- commit order (the table's id), and a topic can be paused.
+--
+-- WAITING: parked behind an earlier held event of its topic and key.
+-- PAUSED: parked because its topic was paused. Neither counts an attempt.
+-- The states' CHECK was declared inline by 0001, under PostgreSQL's default
+-- name: it is found by its column, dropped, and replaced by one with a name
+-- of the relay's, once (a later run finds that one and changes nothing).
+DO {{body_tag}}
+DECLARE
+    c name;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = {{status_literal}}::regclass AND conname = {{status_state_check_literal}}) THEN
+        RETURN;
+    END IF;
+    FOR c IN SELECT con.conname FROM pg_constraint AS con
+            JOIN pg_attribute AS a ON a.attrelid = con.conrelid AND a.attnum = ANY (con.conkey)
+        WHERE con.conrelid = {{status_literal}}::regclass AND con.contype = 'c' AND a.attname = 'status'
+    LOOP
+        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', {{status_literal}}::regclass, c);
+    END LOOP;
+    EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I CHECK (status IN (''FAILED'', ''DELIVERED'', ''DEAD'', ''WAITING'', ''PAUSED''))',
+        {{status_literal}}::regclass, {{status_state_check_literal}});
+END
+{{body_tag}};
+
+-- A DEAD row an operator skipped (`cdc-relay failed skip`): it no longer
+-- holds the events of its key behind it.
+ALTER TABLE {{status}} ADD COLUMN IF NOT EXISTS skipped_at timestamptz;
+
+-- The held rows of each key, in order: the poller's claim and the look-ups
+-- of a key's held rows. The key by its hash, so that a key of any size
+-- fits the index.
+CREATE INDEX IF NOT EXISTS {{status_order_index}} ON {{status}} (topic, sha256(record_key), id)
+    WHERE status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED');
+
+-- The topics paused for a slot's relay, beside the checkpoint table: a
+-- paused topic's events are parked as PAUSED until it is resumed; a
+-- restart or a standby's takeover keeps the pause.
+CREATE TABLE IF NOT EXISTS {{paused_topics}} (
+    slot_name text        NOT NULL,
+    topic     text        NOT NULL,
+    paused_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (slot_name, topic)
+);

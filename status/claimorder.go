@@ -1,0 +1,112 @@
+package status
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file is how Claim finds the rows it may deliver in order.
+
+// candidate is a held row the claim's first query found deliverable in
+// order, with its key (a reload row or a NULL key: a key of its own).
+type candidate struct {
+	id  int64
+	key orderKey
+}
+
+// orderKey groups the rows delivered in order: a topic and record key, or
+// one row alone.
+type orderKey struct {
+	topic, key string
+	solo       int64 // the row's id when it is its own key, else 0
+}
+
+// deliverable is true of a held row d that may be delivered now, whatever
+// comes before it: FAILED and due, WAITING, or PAUSED, and its topic not
+// paused.
+func (s *Store) deliverable() string {
+	cond := "(d.status = 'FAILED' AND d.next_attempt_at <= now() OR d.status IN ('WAITING', 'PAUSED'))"
+	if s.pauses != "" {
+		cond += " AND NOT EXISTS (SELECT 1 FROM " + s.pauses + " AS p WHERE p.slot_name = $2 AND p.topic = d.topic)"
+	}
+	return cond
+}
+
+// claimInOrder returns, locked in tx and ordered by id, up to limit rows
+// that are deliverable in order (see Claim).
+func (s *Store) claimInOrder(ctx context.Context, tx pgx.Tx, limit int) ([]Row, error) {
+	cands, err := s.candidates(ctx, tx, limit)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	ids := make([]int64, len(cands))
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	// Locked by id, after the window query, which cannot lock; a row
+	// changed meanwhile is checked again, and one another transaction
+	// holds is skipped.
+	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE id = ANY($1) AND status IN ('FAILED', 'WAITING', 'PAUSED')"+
+		" ORDER BY id FOR UPDATE SKIP LOCKED", ids)
+	locked, err := pgx.CollectRows(rows, scanRow)
+	if err != nil {
+		return nil, err
+	}
+	return withoutGaps(cands, locked), nil
+}
+
+// candidates returns up to limit held rows, ordered by id, each the
+// first of its key's held rows or following it with every row before it
+// deliverable now (the longest such prefix of each key), of topics not
+// paused.
+func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candidate, error) {
+	args := []any{limit}
+	if s.pauses != "" {
+		args = append(args, s.slot)
+	}
+	rows, _ := tx.Query(ctx, "SELECT id, topic, coalesce(record_key, ''::bytea), solo FROM ("+
+		"SELECT d.id, d.topic, d.record_key, (d.record_key IS NULL OR d.reload) AS solo,"+
+		" bool_and("+s.deliverable()+") OVER (PARTITION BY d.topic, d.record_key,"+
+		" CASE WHEN d.record_key IS NULL OR d.reload THEN d.id END ORDER BY d.id) AS in_order"+
+		" FROM "+s.table+" AS d WHERE "+heldWhere("d")+") AS h"+
+		" WHERE in_order ORDER BY id LIMIT $1", args...)
+	var (
+		c    candidate
+		key  []byte
+		solo bool
+		out  []candidate
+	)
+	_, err := pgx.ForEachRow(rows, []any{&c.id, &c.key.topic, &key, &solo}, func() error {
+		c.key.key, c.key.solo = string(key), 0
+		if solo {
+			c.key.solo = c.id
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}
+
+// withoutGaps keeps the locked rows that follow their key's first
+// candidate without a gap: a key whose candidate was not locked (another
+// transaction holds it, or changed it meanwhile) keeps only the rows
+// before it.
+func withoutGaps(cands []candidate, locked []Row) []Row {
+	byID := make(map[int64]Row, len(locked))
+	for _, r := range locked {
+		byID[r.ID] = r
+	}
+	stopped := map[orderKey]bool{}
+	var out []Row
+	for _, c := range cands {
+		r, ok := byID[c.id]
+		if !ok {
+			stopped[c.key] = true
+		}
+		if ok && !stopped[c.key] {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,278 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/migrations"
+)
+
+// parked is an event to park: its id, topic and key ("" for none), and
+// the state it is parked in.
+type parked struct{ id, topic, key, state string }
+
+// parkAll parks evs in order, each in its own commit, and returns the
+// status row's id of each event id.
+func parkAll(ctx context.Context, t *testing.T, store *Store, pool *pgxpool.Pool, evs []parked) map[string]int64 {
+	t.Helper()
+	ids := map[string]int64{}
+	for i, p := range evs {
+		ev := &decoder.Event{ID: []byte(p.id), Topic: p.topic, Value: []byte(`{}`), CommitLSN: uint64(0x100 * (i + 1))}
+		if p.key != "" {
+			ev.Key = []byte(p.key)
+		}
+		var err error
+		switch p.state {
+		case Failed:
+			err = store.Failed(ctx, ev, errors.New("refused"))
+		case Dead:
+			err = store.Dead(ctx, ev, errors.New("refused for good"))
+		case Waiting:
+			err = store.Waiting(ctx, ev, errors.New("waits for an earlier event of its key"))
+		case Paused:
+			err = store.Paused(ctx, ev)
+		default:
+			t.Fatalf("park %s as %q", p.id, p.state)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := pool.QueryRow(ctx, "SELECT id FROM outbox_delivery WHERE event_id = $1", p.id).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[p.id] = id
+	}
+	return ids
+}
+
+// claimIDs claims up to limit rows, answers each with outcome, and
+// returns the event ids claimed, in the order deliver got them.
+func claimIDs(ctx context.Context, t *testing.T, store *Store, limit int, outcome func(Row) Outcome) []string {
+	t.Helper()
+	var got []string
+	_, err := store.Claim(ctx, limit, func(ctx context.Context, rows []Row) []Outcome {
+		var out []Outcome
+		for _, r := range rows {
+			got = append(got, r.EventID)
+			if outcome != nil {
+				out = append(out, outcome(r))
+			}
+		}
+		return out
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func delivered(r Row) Outcome { return Outcome{ID: r.ID, Delivered: true} }
+
+func stateOf(ctx context.Context, t *testing.T, pool *pgxpool.Pool, id int64) (state string, attempts int) {
+	t.Helper()
+	if err := pool.QueryRow(ctx, "SELECT status, attempts FROM outbox_delivery WHERE id = $1", id).Scan(&state, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	return state, attempts
+}
+
+// TestClaimInOrder: a key behind a DEAD row gives nothing; a key whose
+// first row another claim holds is skipped as a whole; a WAITING row that
+// fails becomes FAILED, its key's head; a skip releases the rows behind
+// it, in order; keyless rows are claimed regardless.
+func TestClaimInOrder(t *testing.T) {
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	ids := parkAll(ctx, t, store, pool, []parked{
+		{"a1", "orders", "A", Dead}, {"b1", "orders", "B", Failed}, {"a2", "orders", "A", Waiting},
+		{"b2", "orders", "B", Waiting}, {"n1", "orders", "", Failed}, {"a3", "orders", "A", Waiting},
+		{"b3", "orders", "B", Waiting}, {"n2", "orders", "", Waiting}, {"c1", "orders", "C", Failed}, {"c2", "orders", "C", Waiting},
+		{"bx", "payments", "B", Waiting}, // the same key on another topic is another key
+	})
+	if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() + interval '1 hour' WHERE id = $1", ids["c1"]); err != nil {
+		t.Fatal(err)
+	}
+	// Limit 1 holds b1 only: a second claim meanwhile skips key B whole.
+	var second []string
+	first := claimIDs(ctx, t, store, 1, func(r Row) Outcome {
+		second = claimIDs(ctx, t, store, 10, nil)
+		return delivered(r)
+	})
+	if want := []string{"b1"}; !slices.Equal(first, want) {
+		t.Fatalf("first claim %v, want %v", first, want)
+	}
+	if want := []string{"n1", "n2", "bx"}; !slices.Equal(second, want) {
+		t.Fatalf("claim beside a claim holding key B's head: %v, want %v (nothing of B, A or C)", second, want)
+	}
+	failB3 := func(r Row) Outcome {
+		if r.EventID == "b3" {
+			return Outcome{ID: r.ID, Err: errors.New("refused again"), RetryIn: time.Hour}
+		}
+		return delivered(r)
+	}
+	if got, want := claimIDs(ctx, t, store, 10, failB3), []string{"b2", "n1", "b3", "n2", "bx"}; !slices.Equal(got, want) {
+		t.Fatalf("claim %v, want %v", got, want)
+	}
+	if st, n := stateOf(ctx, t, pool, ids["b3"]); st != Failed || n != 1 {
+		t.Fatalf("b3, a WAITING row that failed, is %s with %d attempts; want FAILED with 1", st, n)
+	}
+	if got := claimIDs(ctx, t, store, 10, delivered); len(got) != 0 {
+		t.Fatalf("claimed %v; want nothing: a DEAD head, heads not due", got)
+	}
+	changes, err := store.Skip(ctx, SkipOptions{IDs: []int64{ids["a1"]}})
+	if err != nil || !slices.Equal(changes, []Change{{ID: ids["a1"], Was: Dead, Released: 2}}) {
+		t.Fatalf("skip a1: %+v, %v; want it skipped, 2 released", changes, err)
+	}
+	if got, want := claimIDs(ctx, t, store, 10, delivered), []string{"a2", "a3"}; !slices.Equal(got, want) {
+		t.Fatalf("claim after the skip: %v, want %v", got, want)
+	}
+	if st, n := stateOf(ctx, t, pool, ids["a1"]); st != Dead || n != 0 {
+		t.Fatalf("skipped a1 is %s, %d attempts; want DEAD, 0", st, n)
+	}
+}
+
+// TestClaimSkipsPausedTopics: a paused topic's rows are not claimed, for
+// the slot that paused it only; pausing twice changes nothing.
+func TestClaimSkipsPausedTopics(t *testing.T) {
+	_, pool := claimTestStore(t)
+	ctx := context.Background()
+	store := NewStore(pool, "public", "outbox_delivery", Pauses("public", migrations.PauseTable, "s1"))
+	other := NewStore(pool, "public", "outbox_delivery", Pauses("public", migrations.PauseTable, "s2"))
+	parkAll(ctx, t, store, pool, []parked{{"p1", "held", "k", Failed}, {"q1", "free", "k", Failed}, {"p2", "held", "", Waiting}})
+	for i, want := range []bool{true, false} {
+		if changed, err := store.PauseTopic(ctx, "held"); err != nil || changed != want {
+			t.Fatalf("pause %d: %v, %v; want changed %v", i+1, changed, err, want)
+		}
+	}
+	if topics, err := store.PausedTopics(ctx); err != nil || !slices.Equal(topics, []string{"held"}) {
+		t.Fatalf("paused topics %v, %v", topics, err)
+	}
+	if got := claimIDs(ctx, t, store, 10, nil); !slices.Equal(got, []string{"q1"}) {
+		t.Fatalf("claim %v, want only q1: topic held is paused", got)
+	}
+	if got := claimIDs(ctx, t, other, 10, nil); !slices.Equal(got, []string{"p1", "q1", "p2"}) {
+		t.Fatalf("another slot's claim %v, want every row", got)
+	}
+	if _, err := NewStore(pool, "public", "outbox_delivery").PauseTopic(ctx, "x"); err == nil {
+		t.Fatal("PauseTopic without a pause table: no error")
+	}
+}
+
+// TestResumeMakesPausedRowsWaiting: resume deletes the pause and makes
+// the topic's PAUSED rows WAITING, which are then claimed in order; other
+// topics' PAUSED rows stay.
+func TestResumeMakesPausedRowsWaiting(t *testing.T) {
+	_, pool := claimTestStore(t)
+	ctx := context.Background()
+	store := NewStore(pool, "public", "outbox_delivery", Pauses("public", migrations.PauseTable, "s1"))
+	for _, topic := range []string{"t", "u"} {
+		if _, err := store.PauseTopic(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := parkAll(ctx, t, store, pool, []parked{{"t1", "t", "k", Paused}, {"u1", "u", "k", Paused}, {"t2", "t", "k", Paused}, {"t3", "t", "j", Paused}})
+	if got := claimIDs(ctx, t, store, 10, nil); len(got) != 0 {
+		t.Fatalf("claimed %v while both topics are paused", got)
+	}
+	for i, want := range []bool{true, false} {
+		if changed, err := store.ResumeTopic(ctx, "t"); err != nil || changed != want {
+			t.Fatalf("resume %d: %v, %v; want changed %v", i+1, changed, err, want)
+		}
+	}
+	for id, want := range map[string]string{"t1": Waiting, "t2": Waiting, "t3": Waiting, "u1": Paused} {
+		if st, n := stateOf(ctx, t, pool, ids[id]); st != want || n != 0 {
+			t.Errorf("%s is %s with %d attempts; want %s with none", id, st, n, want)
+		}
+	}
+	if topics, err := store.PausedTopics(ctx); err != nil || !slices.Equal(topics, []string{"u"}) {
+		t.Fatalf("paused topics %v, %v; want u", topics, err)
+	}
+	if got := claimIDs(ctx, t, store, 10, delivered); !slices.Equal(got, []string{"t1", "t2", "t3"}) {
+		t.Fatalf("claim after resume %v, want t1, t2, t3", got)
+	}
+}
+
+// TestHeldKeys: the keys with FAILED, DEAD (not skipped), WAITING or
+// PAUSED rows, not NULL keys nor reload rows; StillHeld narrows a list.
+func TestHeldKeys(t *testing.T) {
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	ids := parkAll(ctx, t, store, pool, []parked{
+		{"1", "o", "failed", Failed}, {"2", "o", "dead", Dead}, {"3", "o", "waiting", Waiting}, {"4", "o", "paused", Paused},
+		{"5", "o", "delivered", Failed}, {"6", "o", "skipped", Dead}, {"7", "o", "", Failed}, {"8", "o", "reload", Failed},
+	})
+	for _, sql := range []string{
+		fmt.Sprintf("UPDATE outbox_delivery SET status = 'DELIVERED' WHERE id = %d", ids["5"]),
+		fmt.Sprintf("UPDATE outbox_delivery SET reload = true WHERE id = %d", ids["8"]),
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.Skip(ctx, SkipOptions{IDs: []int64{ids["6"]}}); err != nil {
+		t.Fatal(err)
+	}
+	k := func(key string) Key { return Key{Topic: "o", Key: key} }
+	keys, err := store.HeldKeys(ctx)
+	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Key, b.Key) })
+	if want := []Key{k("dead"), k("failed"), k("paused"), k("waiting")}; err != nil || !slices.Equal(keys, want) {
+		t.Fatalf("HeldKeys %v, %v; want %v", keys, err, want)
+	}
+	many := []Key{k("failed"), k("delivered"), k("skipped"), k("reload"), {Topic: "other", Key: "failed"}, k("failed")}
+	for i := range 3000 {
+		many = append(many, k(fmt.Sprint("never-", i)))
+	}
+	if still, err := store.StillHeld(ctx, many); err != nil || !slices.Equal(still, []Key{k("failed")}) {
+		t.Fatalf("StillHeld %v, %v; want only failed", still, err)
+	}
+}
+
+// TestOperatorsAndOrder: retrying a WAITING row is refused with what it
+// waits for; list and show say it; skip and purge of a key's head say how
+// many they release; skip refuses other states and a second skip.
+func TestOperatorsAndOrder(t *testing.T) {
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	ids := parkAll(ctx, t, store, pool, []parked{
+		{"a1", "o", "A", Dead}, {"a2", "o", "A", Waiting}, {"a3", "o", "A", Dead}, {"a4", "o", "A", Waiting}, {"b1", "o", "B", Dead}, {"b2", "o", "B", Waiting},
+	})
+	_, err := store.Retry(ctx, RetryOptions{IDs: []int64{ids["a2"]}})
+	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), fmt.Sprintf("retry, skip or purge id %d", ids["a1"])) {
+		t.Fatalf("retry a WAITING row: %v; want ErrHeld naming id %d", err, ids["a1"])
+	}
+	rows, err := store.List(ctx, ListOptions{Status: Waiting})
+	if err != nil || len(rows) != 3 || rows[0].WaitsFor != ids["b1"] || rows[1].WaitsFor != ids["a1"] || rows[2].WaitsFor != ids["a1"] {
+		t.Fatalf("list WAITING: %+v, %v; want b2, a4, a2, waiting for b1, a1, a1", rows, err)
+	}
+	changes, err := store.Skip(ctx, SkipOptions{IDs: []int64{ids["a1"], ids["a2"]}})
+	if err == nil || !strings.Contains(err.Error(), "WAITING: skip gives up FAILED and DEAD events only") ||
+		!slices.Equal(changes, []Change{{ID: ids["a1"], Was: Dead, Released: 1}}) {
+		t.Fatalf("skip a1, a2: %+v, %v; want a1 skipped, 1 released, a2 refused", changes, err)
+	}
+	if _, err := store.Skip(ctx, SkipOptions{IDs: []int64{ids["a1"]}}); err == nil || !strings.Contains(err.Error(), "skipped already") {
+		t.Fatalf("skip a1 again: %v", err)
+	}
+	row, err := store.Get(ctx, ids["a4"])
+	if err != nil || row.WaitsFor != ids["a2"] {
+		t.Fatalf("a4 waits for %d (%v), want a2's %d", row.WaitsFor, err, ids["a2"])
+	}
+	if row, err := store.Get(ctx, ids["a1"]); err != nil || row.Skipped.IsZero() || !strings.HasPrefix(row.LastError, skippedPrefix) {
+		t.Fatalf("skipped a1: %+v, %v", row, err)
+	}
+	changes, err = store.Purge(ctx, PurgeOptions{IDs: []int64{ids["b1"], ids["a3"]}})
+	if err != nil || !slices.Equal(changes, []Change{{ID: ids["a3"], Was: Dead}, {ID: ids["b1"], Was: Dead, Released: 1}}) {
+		t.Fatalf("purge b1, a3: %+v, %v; want b1 releasing 1, a3 none (a2 is before it)", changes, err)
+	}
+	if got, want := claimIDs(ctx, t, store, 10, delivered), []string{"a2", "a4", "b2"}; !slices.Equal(got, want) {
+		t.Fatalf("claim %v, want %v", got, want)
+	}
+}

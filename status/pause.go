@@ -1,0 +1,82 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file is the pause table: the topics paused for a slot's relay,
+// kept in the database so that a restart or a standby's takeover keeps
+// them.
+
+// Pauses is a NewStore option: the pause table (schema, table) and the
+// slot whose pauses the store reads and writes. Without it, PauseTopic,
+// ResumeTopic and PausedTopics return an error and Claim treats no topic
+// as paused.
+func Pauses(schema, table, slot string) Option {
+	return func(s *Store) { s.pauses, s.slot = pgx.Identifier{schema, table}.Sanitize(), slot }
+}
+
+// errNoPauses is what the pause methods return without Pauses.
+var errNoPauses = errors.New("the status store has no pause table (status.Pauses)")
+
+// resumedReason is the last_error of a PAUSED row its topic's resume made
+// WAITING.
+const resumedReason = "its topic was resumed: delivered in its key's order"
+
+// PauseTopic records topic as paused for the store's slot. It reports
+// whether it changed anything (false: the topic was paused already). The
+// relay parks the topic's new events as PAUSED; Claim claims none of its
+// rows.
+func (s *Store) PauseTopic(ctx context.Context, topic string) (bool, error) {
+	if s.pauses == "" {
+		return false, errNoPauses
+	}
+	tag, err := s.db.Exec(ctx, "INSERT INTO "+s.pauses+" (slot_name, topic) VALUES ($1, $2) ON CONFLICT (slot_name, topic) DO NOTHING", s.slot, topic)
+	if err != nil {
+		return false, fmt.Errorf("pause topic %q in %s: %w", topic, s.pauses, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// ResumeTopic, in one transaction, deletes topic's pause for the store's
+// slot and makes the topic's PAUSED rows WAITING, so that each is
+// delivered in its key's order before any newer event of its key. It
+// reports whether it changed anything (false: the topic was not paused
+// and had no PAUSED rows).
+func (s *Store) ResumeTopic(ctx context.Context, topic string) (bool, error) {
+	if s.pauses == "" {
+		return false, errNoPauses
+	}
+	var changed bool
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		del, err := tx.Exec(ctx, "DELETE FROM "+s.pauses+" WHERE slot_name = $1 AND topic = $2", s.slot, topic)
+		if err != nil {
+			return err
+		}
+		upd, err := tx.Exec(ctx, "UPDATE "+s.table+" SET status = 'WAITING', last_error = $2, updated_at = now() WHERE status = 'PAUSED' AND topic = $1",
+			topic, resumedReason)
+		changed = del.RowsAffected() > 0 || upd.RowsAffected() > 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("resume topic %q in %s and %s: %w", topic, s.pauses, s.table, err)
+	}
+	return changed, nil
+}
+
+// PausedTopics lists the slot's paused topics, sorted. It reads only.
+func (s *Store) PausedTopics(ctx context.Context) ([]string, error) {
+	if s.pauses == "" {
+		return nil, errNoPauses
+	}
+	rows, _ := s.db.Query(ctx, "SELECT topic FROM "+s.pauses+" WHERE slot_name = $1 ORDER BY topic", s.slot)
+	topics, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the paused topics of %s: %w", s.pauses, err)
+	}
+	return topics, nil
+}
