@@ -42,6 +42,11 @@ type Config struct {
 	// Hold, if set, is called before each claim and blocks while the relay
 	// is paused (an error, ctx's, ends Run).
 	Hold func(ctx context.Context) error
+	// Delivered, if set, is called after each claim's outcomes are
+	// committed, with the key of each row it delivered (each key once;
+	// rows without a key and reload rows have none): the relay unblocks
+	// those keys that no longer have held rows.
+	Delivered func(keys []status.Key)
 	// Metrics, if set, counts the poller's cycles, claims and outcomes.
 	Metrics *metrics.Metrics
 	// Logger; nil discards.

@@ -1,15 +1,24 @@
-// Package poller delivers parked events in the end: it claims due FAILED
-// rows of the status table, produces them with the relay's producer, and
-// marks them DELIVERED once Kafka acknowledged them; otherwise it backs off
+// Package poller delivers parked events in the end: it claims the rows of
+// the status table that are deliverable in order (due FAILED rows, and
+// the WAITING and PAUSED rows that follow their key's head; see
+// status.Store.Claim), produces them with the relay's producer, and marks
+// them DELIVERED once Kafka acknowledged them; otherwise it backs off
 // exponentially, with jitter, and marks a row DEAD after the configured
 // attempts (optionally producing it to a dead-letter topic as well). A
 // reload row (a reset of its outbox row, a row adopted at the switch-over)
 // is first read from its outbox row as it is now (Config.Load).
 //
+// A key's claimed rows are produced one after another, in commit order:
+// the next only after Kafka acknowledged the one before; a key whose row
+// fails stops there for this claim, and that row is its key's head.
+// Config.Delivered hears of the keys delivered once their rows say so.
+//
 // It runs beside the stream, on the leader only, and never holds the
 // checkpoint back: a parked event was already passed by the checkpoint when
-// its row was committed. So a re-delivered event arrives after later events
-// of its key; the record carries its attempt count and the commit LSN of
-// its transaction in the headers cdc-relay-attempts and
+// its row was committed. With ordered parking (the relay's default), the
+// relay parks a held key's later events behind it, so a key's events
+// arrive in commit order; without it, a re-delivered event arrives after
+// later events of its key. The record carries its attempt count and the
+// commit LSN of its transaction in the headers cdc-relay-attempts and
 // cdc-relay-commit-lsn.
 package poller

@@ -82,68 +82,102 @@ func (p *Poller) Run(ctx context.Context) {
 	}
 }
 
-// RunOnce claims one batch of due rows and tries to deliver each; it
-// returns how many rows it claimed.
+// RunOnce claims one batch of rows deliverable in order and tries to
+// deliver each; it returns how many rows it claimed. Once the batch's
+// outcomes are committed, it calls Config.Delivered with the keys of the
+// rows it delivered.
 func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 	began := time.Now()
-	n, err := p.store.Claim(ctx, p.cfg.Batch, p.deliver)
+	var keys []status.Key
+	n, err := p.store.Claim(ctx, p.cfg.Batch, func(ctx context.Context, rows []status.Row) []status.Outcome {
+		out, delivered := p.deliver(ctx, rows)
+		keys = delivered
+		return out
+	})
 	if m := p.cfg.Metrics; m != nil {
 		m.PollerCycles.Inc()
 		m.PollerCycleDuration.Observe(time.Since(began).Seconds())
 		m.PollerRowsClaimed.Add(float64(n))
 	}
+	if err == nil && len(keys) > 0 && p.cfg.Delivered != nil {
+		p.cfg.Delivered(keys)
+	}
 	return n, err
 }
 
-// deliver produces the claimed rows and says what became of each. A row
+// deliver produces the claimed rows, each key's in order, and says what
+// became of each, with the keys of the rows delivered, each once. A row
 // whose outcome is unknown (Kafka did not answer in time, or the relay is
 // stopping) gets no outcome: it stays as it was, and that try is not an
-// attempt.
-func (p *Poller) deliver(ctx context.Context, rows []status.Row) []status.Outcome {
+// attempt; nor does a row not produced because an earlier row of its key
+// was not delivered.
+func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outcome, []status.Key) {
 	errs := make([]error, len(rows))
 	loaded := p.load(ctx, rows, errs)
-	p.produce(ctx, rows, loaded, errs)
+	tried := p.produceInOrder(ctx, rows, loaded, errs)
 
 	var out []status.Outcome
-	var delivered, failed, dead int
+	var keys []status.Key
+	seen := map[status.Key]bool{}
+	var n tally
 	for i, err := range errs {
-		row := rows[i]
-		if loaded[i] != nil {
-			row = *loaded[i]
+		if !tried[i] {
+			continue
 		}
-		o := status.Outcome{ID: row.ID, Err: err, Loaded: loaded[i]}
-		switch {
-		case row.Reload && err == nil:
-			continue // not loaded this time
-		case errors.Is(err, ErrUnloadable):
-			o.Dead = true
-			dead++
-		case err == nil:
-			o.Delivered = true
-			delivered++
-		case !sink.Permanent(err):
-			continue // unknown outcome
-		case row.Attempts+1 >= p.cfg.MaxAttempts:
-			o.Dead = true
-			dead++
-			if err := p.deadLetter(ctx, row, o.Err); err != nil {
-				o.Err = fmt.Errorf("%w; and the dead-letter topic %q refused it: %v", o.Err, p.cfg.DeadLetterTopic, err)
-			}
-		default:
-			o.RetryIn = p.backoff(row.Attempts + 1)
-			failed++
+		o, ok := p.outcome(ctx, rows[i], loaded[i], err, &n)
+		if !ok {
+			continue
 		}
 		out = append(out, o)
+		if k := (status.Key{Topic: rows[i].Topic, Key: string(rows[i].Key)}); o.Delivered && rows[i].Key != nil && !rows[i].Reload && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
 	}
 	if m := p.cfg.Metrics; m != nil {
-		m.PollerDelivered.Add(float64(delivered))
-		m.PollerFailed.Add(float64(failed + dead))
-		m.EventsDead.Add(float64(dead))
+		m.PollerDelivered.Add(float64(n.delivered))
+		m.PollerFailed.Add(float64(n.failed + n.dead))
+		m.EventsDead.Add(float64(n.dead))
 	}
-	if delivered+failed+dead > 0 {
-		p.cfg.Logger.Info("parked events tried again", "delivered", delivered, "failed", failed, "dead", dead)
+	if n.delivered+n.failed+n.dead > 0 {
+		p.cfg.Logger.Info("parked events tried again", "delivered", n.delivered, "failed", n.failed, "dead", n.dead)
 	}
-	return out
+	return out, keys
+}
+
+// tally counts a claim's outcomes.
+type tally struct{ delivered, failed, dead int }
+
+// outcome is what became of row, tried with err (loaded: its record read
+// from its outbox row, for a Reload row), counted in n; ok is false when
+// the row gets no outcome.
+func (p *Poller) outcome(ctx context.Context, row status.Row, loaded *status.Row, err error, n *tally) (o status.Outcome, ok bool) {
+	if loaded != nil {
+		row = *loaded
+	}
+	o = status.Outcome{ID: row.ID, Err: err, Loaded: loaded}
+	switch {
+	case row.Reload && err == nil:
+		return o, false // not loaded this time
+	case errors.Is(err, ErrUnloadable):
+		o.Dead = true
+		n.dead++
+	case err == nil:
+		o.Delivered = true
+		n.delivered++
+	case !sink.Permanent(err):
+		return o, false // unknown outcome
+	case row.Attempts+1 >= p.cfg.MaxAttempts:
+		o.Dead = true
+		n.dead++
+		if err := p.deadLetter(ctx, row, o.Err); err != nil {
+			o.Err = fmt.Errorf("%w; and the dead-letter topic %q refused it: %v", o.Err, p.cfg.DeadLetterTopic, err)
+		}
+	default:
+		o.RetryIn = p.backoff(row.Attempts + 1)
+		n.failed++
+	}
+	return o, true
 }
 
 // record is row as a Kafka record for topic, with the poller's headers.
@@ -220,17 +254,76 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 	return loaded
 }
 
-// produce produces each row that has a record (loaded[i] for a Reload
-// row) and no error yet, and sets errs[i] to Kafka's answer, or why the
-// row's topic may not be written.
-func (p *Poller) produce(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) {
+// produceInOrder produces rows in rounds, and returns which rows it tried
+// (tried[i]). Rows of one topic and key (rows are ordered by id) go one
+// after another: round 1 has the first row of every key (and every row
+// without a key, and every reload row: each its own key), round n+1 the
+// next row of each key whose row in round n was delivered. A key whose
+// row was not delivered stops there: its later rows are not tried.
+func (p *Poller) produceInOrder(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) []bool {
+	groups := groupByKey(rows)
+	next := make([]int, len(groups))
+	tried := make([]bool, len(rows))
+	for {
+		var round []int
+		for g, group := range groups {
+			if next[g] < len(group) {
+				round = append(round, group[next[g]])
+			}
+		}
+		if len(round) == 0 {
+			return tried
+		}
+		p.produce(ctx, rows, loaded, errs, round)
+		for g, group := range groups {
+			if next[g] >= len(group) {
+				continue
+			}
+			i := group[next[g]]
+			tried[i] = true
+			next[g]++
+			if errs[i] != nil || rows[i].Reload && loaded[i] == nil {
+				next[g] = len(group) // not delivered: the key stops here
+			}
+		}
+	}
+}
+
+// groupByKey returns the indexes of rows by key, in the order of rows: a
+// topic and record key, or, for a row without a key or a reload row, the
+// row alone.
+func groupByKey(rows []status.Row) [][]int {
+	var groups [][]int
+	byKey := map[status.Key]int{}
+	for i, row := range rows {
+		if row.Key == nil || row.Reload {
+			groups = append(groups, []int{i})
+			continue
+		}
+		k := status.Key{Topic: row.Topic, Key: string(row.Key)}
+		g, ok := byKey[k]
+		if !ok {
+			g = len(groups)
+			byKey[k] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// produce produces each row of only that has a record (loaded[i] for a
+// Reload row) and no error yet, and sets errs[i] to Kafka's answer, or why
+// the row's topic may not be written.
+func (p *Poller) produce(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error, only []int) {
 	var recs []*kgo.Record
 	var sent []int // the row of each record
 	check := p.cfg.CheckTopic
 	if check == nil {
 		check = decoder.ValidTopic
 	}
-	for i, row := range rows {
+	for _, i := range only {
+		row := rows[i]
 		if errs[i] != nil || row.Reload && loaded[i] == nil {
 			continue // not loaded: dead, or left for the next poll
 		}
