@@ -135,11 +135,19 @@ func batchDelete(table, where string) string {
 		" WHERE " + where + " LIMIT $2)) AND (" + where + ") IS TRUE"
 }
 
-// statusWhere selects the status rows retention may delete. The first
-// condition is the predicate of the status table's partial index on
-// updated_at (so the index is used); the second names the deletable
-// states, so a FAILED row, or any state added later, is never deleted.
-const statusWhere = `status <> 'FAILED' AND status IN ('DELIVERED', 'DEAD') AND updated_at < $1::timestamptz`
+// statusWhere selects the rows of the status table (quoted) retention may
+// delete. The first condition is the predicate of the status table's
+// partial index on updated_at (so the index is used); the second names the
+// deletable states, so a FAILED, WAITING or PAUSED row, or any state added
+// later, is never deleted. The last keeps a DEAD row that WAITING or
+// PAUSED rows of its topic and key follow: it holds them, in order, until
+// an operator retries, skips or purges it.
+func statusWhere(table string) string {
+	return `status <> 'FAILED' AND status IN ('DELIVERED', 'DEAD') AND updated_at < $1::timestamptz` +
+		` AND NOT (status = 'DEAD' AND record_key IS NOT NULL AND NOT reload AND EXISTS (SELECT 1 FROM ` + table + ` AS w` +
+		` WHERE w.status IN ('WAITING', 'PAUSED') AND w.topic = ` + table + `.topic AND sha256(w.record_key) = sha256(` + table + `.record_key)` +
+		` AND w.record_key = ` + table + `.record_key AND NOT w.reload AND w.id > ` + table + `.id))`
+}
 
 // RunOnce does one cleanup: it deletes outbox rows older than
 // Config.Outbox and DELIVERED and DEAD status rows older than
@@ -169,7 +177,7 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 		}
 	}
 	if c.cfg.Status > 0 && ctx.Err() == nil {
-		n, err := c.deleteOld(ctx, &res, c.status, batchDelete(c.status, statusWhere), now.Add(-c.cfg.Status))
+		n, err := c.deleteOld(ctx, &res, c.status, batchDelete(c.status, statusWhere(c.status)), now.Add(-c.cfg.Status))
 		res.StatusRows = n
 		if err != nil {
 			errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -221,7 +222,7 @@ func TestBatchStatementsUseTheIndex(t *testing.T) {
 	}
 	for name, sql := range map[string]string{
 		"outbox": outboxSQL,
-		"status": batchDelete(c.status, statusWhere),
+		"status": batchDelete(c.status, statusWhere(c.status)),
 	} {
 		var plan strings.Builder
 		rows, _ := pool.Query(ctx, "EXPLAIN "+sql, time.Now().Add(-time.Hour), 10000)
@@ -547,5 +548,46 @@ func TestPartitionedOutbox(t *testing.T) {
 	}
 	if n := count(t, ctx, pool, `SELECT count(*) FROM p_outbox`); n != 5 || res.OutboxRows != 8 {
 		t.Fatalf("%d rows left, %d deleted; want the 5 new ones left and 8 deleted", n, res.OutboxRows)
+	}
+}
+
+// TestRetentionKeepsHeldRows: old WAITING and PAUSED rows are never
+// deleted, nor an old DEAD row that WAITING or PAUSED rows of its topic
+// and key follow; an old DEAD row with nothing behind it (another key,
+// another topic, a NULL key, only earlier rows, a reload row) is.
+func TestRetentionKeepsHeldRows(t *testing.T) {
+	ctx, pool := startDB(t)
+	old := time.Now().Add(-48 * time.Hour)
+	for _, r := range []struct {
+		name, topic, key, status string
+		reload                   bool
+	}{
+		{"waiting", "o", "w", "WAITING", false},
+		{"paused", "o", "p", "PAUSED", false},
+		{"dead before waiting", "o", "k", "DEAD", false},
+		{"waiting behind dead", "o", "k", "WAITING", false},
+		{"dead before paused", "o", "q", "DEAD", false},
+		{"paused behind dead", "o", "q", "PAUSED", false},
+		{"dead after waiting", "o", "w", "DEAD", false},
+		{"dead, other topic's waiting", "other", "k", "DEAD", false},
+		{"dead without a key", "o", "", "DEAD", false},
+		{"dead reload", "o", "r", "DEAD", true},
+		{"waiting behind a reload", "o", "r", "WAITING", false},
+		{"delivered", "o", "k", "DELIVERED", false},
+	} {
+		var key any
+		if r.key != "" {
+			key = []byte(r.key)
+		}
+		exec(t, ctx, pool, `INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status, reload, updated_at) VALUES ($1, $2, $3, 'x', $4, $5, $6)`,
+			r.name, r.topic, key, r.status, r.reload, old)
+	}
+	if _, err := New(pool, options(quiet(t, 0, time.Hour))).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := pool.Query(ctx, `SELECT event_id FROM outbox_delivery ORDER BY id`)
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if want := []string{"waiting", "paused", "dead before waiting", "waiting behind dead", "dead before paused", "paused behind dead", "waiting behind a reload"}; err != nil || !slices.Equal(left, want) {
+		t.Fatalf("rows left %v, %v; want %v", left, err, want)
 	}
 }
