@@ -32,6 +32,8 @@ type jsonRow struct {
 	UpdatedAt     time.Time    `json:"updated_at"`
 	DeliveredAt   *time.Time   `json:"delivered_at"`
 	Reload        bool         `json:"reload"`
+	WaitsFor      int64        `json:"waits_for"`
+	SkippedAt     *time.Time   `json:"skipped_at"`
 }
 
 // jsonHeader is a record header; a NULL value is null.
@@ -50,6 +52,7 @@ func toJSON(r Row) jsonRow {
 		Topic: r.Topic, Headers: []jsonHeader{}, CommitLSN: r.CommitLSN.String(),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Reload: r.Reload,
 		SourceTable: optString(r.SourceTable != "", r.SourceTable), EventID: optString(r.EventID != "", r.EventID), Timestamp: optTime(r.Timestamp), DeliveredAt: optTime(r.DeliveredAt),
+		WaitsFor: r.WaitsFor, SkippedAt: optTime(r.Skipped),
 	}
 	if r.Key != nil {
 		j.KeyEncoding, j.Key = "text", optString(true, string(r.Key))

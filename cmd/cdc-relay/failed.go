@@ -21,7 +21,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
-// FailedCommand is `cdc-relay failed <list|show|retry|purge>`: look at
+// FailedCommand is `cdc-relay failed <list|show|retry|skip|purge>`: look at
 // and act on the events parked in the status table.
 type FailedCommand struct {
 	stdout, stderr io.Writer
@@ -45,14 +45,17 @@ type FailedCommand struct {
 }
 
 // failedSubcommands are failed's subcommands, in the order of its usage.
-var failedSubcommands = []string{"list", "show", "retry", "purge"}
+var failedSubcommands = []string{"list", "show", "retry", "skip", "purge"}
 
 const failedUsage = `Usage: cdc-relay failed <subcommand> [flags]
 
 Looks at and acts on the events parked in the status table (outbox_delivery):
 the events the relay could not deliver. The relay's poller tries each FAILED
 event again: one that gets through becomes DELIVERED, one that fails every
-attempt becomes DEAD.
+attempt becomes DEAD. While an event is FAILED or DEAD, the later events of
+its topic and key wait behind it (WAITING), and are delivered in order once
+it is delivered, skipped or purged; the events of a paused topic are PAUSED
+until it is resumed ('cdc-relay resume --topic').
 
 Subcommands:
 
@@ -62,6 +65,8 @@ Subcommands:
          one event in full: the record, its headers, the last error
   retry  ID... | --all [--status FAILED|DEAD]
          make events due again: FAILED, 0 attempts, tried at once
+  skip   ID...
+         give up on events (DEAD, skipped): the events behind them go on
   purge  ID... | --dead [--older-than D]
          delete events from the status table
 
@@ -72,8 +77,8 @@ flag can be set by its environment variable, as for the other commands.
 'cdc-relay failed <subcommand> -h' says more.
 
 Exit status: 0 when it did what it was asked; 1 on an error, or when it did
-not do all it was asked (an id not in the table, a DELIVERED event to retry,
-nothing matched); 2 for a mistake on the command line.
+not do all it was asked (an id not in the table, a DELIVERED or WAITING event
+to retry, nothing matched); 2 for a mistake on the command line.
 
 Examples:
 
@@ -81,6 +86,7 @@ Examples:
   cdc-relay failed list --status dead
   cdc-relay failed show 12
   cdc-relay failed retry 12 13
+  cdc-relay failed skip 12
   cdc-relay failed retry --all --status dead
   cdc-relay failed purge --dead --older-than 30d
 `
@@ -90,8 +96,9 @@ var failedHeads = map[string]string{
 	"list": `Usage: cdc-relay failed list [--status S] [--topic T] [--limit N] [--json]
 
 Lists the events in the status table, newest first: for people a table
-(id, status, attempts, the outbox table the event came from, topic, event
-id, next attempt, last error, cut to fit), with --json one JSON array for
+(id, status, what it waits for, attempts, the outbox table the event came
+from, topic, event id, next attempt, last error, cut to fit), with --json
+one JSON array for
 scripts, every field of each event. Events parked by an older version of
 the relay, or by 'cdc-relay recover', name no table ("-", or null in JSON).
 
@@ -99,7 +106,8 @@ In JSON, "key" is a string: the key's text, or base64 when key_encoding is
 "base64". "value" is the JSON itself when the record value is JSON
 (value_encoding "json"; its spacing may differ from the bytes stored), else
 its text ("text") or base64 ("base64"). A NULL key or value is null, without
-an encoding. Times are RFC 3339 in UTC.
+an encoding. Times are RFC 3339 in UTC. "waits_for" is the id of the first
+held event of its topic and key, which it waits for, or 0.
 `,
 	"show": `Usage: cdc-relay failed show ID [--json]
 
@@ -124,7 +132,24 @@ With --config, the outbox row of each event whose table has write_back
 says its failed value again, with 0 attempts and its next attempt now; the
 poller's delivery then makes it say delivered.
 
-A retried event arrives after later events of the same key.
+The events of its key parked behind a retried event (WAITING) follow it in
+order, each once Kafka acknowledged the one before. A WAITING or PAUSED event
+is not retried itself: the error names the event it waits for (retry, skip
+or purge that one), or its paused topic (resume it). Without ordered parking
+('run --ordering none'), a retried event arrives after later events of the
+same key.
+`,
+	"skip": `Usage: cdc-relay failed skip ID...
+
+Gives up on FAILED or DEAD events: each becomes DEAD, marked skipped (its
+last error says "skipped by an operator"), and stays in the status table
+until purged. The events of its key that waited behind it (WAITING) are
+released: the relay's poller delivers them in order. The output says how
+many each skip released. An id that is not in the table, or not FAILED or
+DEAD, is reported, and the exit status is 1, after the others are skipped.
+
+With --config, the outbox row of each skipped event whose table has
+write_back says its dead value.
 `,
 	"purge": `Usage: cdc-relay failed purge ID... | --dead [--older-than D]
 
@@ -136,22 +161,26 @@ included (the output says which were FAILED), or delete every DEAD event
 with --dead (only those marked DEAD more than --older-than ago when given).
 --dead never deletes FAILED or DELIVERED events. An id that is not in the
 table is reported, and the exit status is 1, after the others are deleted.
+Purging the first held event of a key releases the events of its key that
+waited behind it: the output says how many, and the poller delivers them in
+order.
 
-With --config, the outbox row of each purged FAILED event whose table has
-write_back says its dead value: the event is given up on.
+With --config, the outbox row of each purged FAILED, WAITING or PAUSED
+event whose table has write_back says its dead value: the event is given
+up on.
 `,
 }
 
 func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 	fs := flag.NewFlagSet("failed "+sub, flag.ContinueOnError)
 	fs.StringVar(&c.postgresURL, "postgres-url", "",
-		"PostgreSQL connection `URL`, such as postgres://admin:secret@db:5432/app; the role needs SELECT on the status table, and UPDATE and DELETE to retry and purge")
+		"PostgreSQL connection `URL`, such as postgres://admin:secret@db:5432/app; the role needs SELECT on the status table, and UPDATE and DELETE to retry, skip and purge")
 	registerPostgresURLFile(fs, &c.postgresURLFile)
 	fs.StringVar(&c.statusTable, "status-table", "public.outbox_delivery",
 		"the status table, as `schema.table`: it keeps a copy of each event the relay could not deliver, with the reason, until it is delivered or dealt with")
 	switch sub {
 	case "list":
-		fs.StringVar(&c.state, "status", "", "only the events in this `state`: FAILED, DEAD or DELIVERED (in any case); all when empty")
+		fs.StringVar(&c.state, "status", "", "only the events in this `state`: FAILED, DEAD, WAITING, PAUSED or DELIVERED (in any case); all when empty")
 		fs.StringVar(&c.topic, "topic", "", "only the events for this `topic`, exactly")
 		fs.IntVar(&c.limit, "limit", 50, "at most `n` events, the newest; 0 lists them all")
 		fs.BoolVar(&c.json, "json", false, "print one JSON array, every field of each event, for scripts")
@@ -200,7 +229,7 @@ func (c *FailedCommand) Usage(w io.Writer) {
 // Run reads the subcommand and its flags, and runs it.
 func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError{"want a subcommand: list, show, retry or purge"}
+		return usageError{"want a subcommand: list, show, retry, skip or purge"}
 	}
 	sub := args[0]
 	switch sub {
@@ -280,7 +309,7 @@ func checkSubcommand(sub string) error {
 	if s := suggest.Name(sub, failedSubcommands); s != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	} else {
-		msg += ": want list, show, retry or purge"
+		msg += ": want list, show, retry, skip or purge"
 	}
 	return usageError{msg}
 }
@@ -306,8 +335,10 @@ func (c *FailedCommand) prepare(operands []string) (func(context.Context, *statu
 	state := strings.ToUpper(strings.TrimSpace(c.state))
 	switch c.sub {
 	case "list":
-		if state != "" && state != status.Failed && state != status.Dead && state != status.Delivered {
-			return nil, usage("--status %q: want FAILED, DEAD or DELIVERED", c.state)
+		switch state {
+		case "", status.Failed, status.Dead, status.Waiting, status.Paused, status.Delivered:
+		default:
+			return nil, usage("--status %q: want FAILED, DEAD, WAITING, PAUSED or DELIVERED", c.state)
 		}
 		if c.limit < 0 {
 			return nil, usage("--limit %d: want 0 (all) or more", c.limit)
@@ -329,11 +360,19 @@ func (c *FailedCommand) prepare(operands []string) (func(context.Context, *statu
 			return nil, usage("--status narrows --all; with ids, each named event is retried")
 		case state == status.Delivered:
 			return nil, usage("--status DELIVERED: delivered events are never retried, they reached Kafka")
+		case state == status.Waiting || state == status.Paused:
+			return nil, usage("--status %s: such events are not retried; they follow the first held event of their key (retry, skip or purge that one), or their topic's resume", state)
 		case state != "" && state != status.Failed && state != status.Dead:
 			return nil, usage("--status %q: want FAILED or DEAD", c.state)
 		}
 		opts := status.RetryOptions{IDs: ids, All: c.all, Status: state}
 		return func(ctx context.Context, s *status.Store) error { return c.retry(ctx, s, opts) }, nil
+	case "skip":
+		if len(ids) == 0 {
+			return nil, usage("name the events to skip by id")
+		}
+		opts := status.SkipOptions{IDs: ids}
+		return func(ctx context.Context, s *status.Store) error { return c.skip(ctx, s, opts) }, nil
 	case "purge":
 		switch {
 		case len(ids) > 0 && c.dead:
@@ -465,7 +504,7 @@ func (c *FailedCommand) retry(ctx context.Context, s *status.Store, opts status.
 		fmt.Fprintf(c.stdout, "retried %s: %s\n", eventCount(len(changes)), joinIDs(changes, ""))
 	}
 	switch {
-	case err != nil && len(opts.IDs) > 0 && (errors.Is(err, status.ErrNotFound) || errors.Is(err, status.ErrDelivered)):
+	case err != nil && len(opts.IDs) > 0 && (errors.Is(err, status.ErrNotFound) || errors.Is(err, status.ErrDelivered) || errors.Is(err, status.ErrHeld)):
 		return notDone{"retried", err}
 	case err != nil:
 		return err
@@ -492,6 +531,7 @@ func (c *FailedCommand) purge(ctx context.Context, s *status.Store, opts status.
 			fmt.Fprintf(c.stdout, "; %s %s FAILED, never delivered", failed, verb)
 		}
 		fmt.Fprintln(c.stdout)
+		printReleased(c.stdout, changes)
 	}
 	switch {
 	case err != nil && len(opts.IDs) > 0 && errors.Is(err, status.ErrNotFound):
@@ -506,6 +546,29 @@ func (c *FailedCommand) purge(ctx context.Context, s *status.Store, opts status.
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// skip is `failed skip`.
+func (c *FailedCommand) skip(ctx context.Context, s *status.Store, opts status.SkipOptions) error {
+	changes, err := s.Skip(ctx, opts)
+	if len(changes) > 0 {
+		fmt.Fprintf(c.stdout, "skipped %s: %s (now DEAD, skipped; 'cdc-relay failed purge' deletes them)\n", eventCount(len(changes)), joinIDs(changes, ""))
+		printReleased(c.stdout, changes)
+	}
+	if err != nil {
+		return notDone{"skipped", err}
+	}
+	return nil
+}
+
+// printReleased says, for each change that released events of its key,
+// how many, one a line.
+func printReleased(w io.Writer, changes []status.Change) {
+	for _, ch := range changes {
+		if ch.Released > 0 {
+			fmt.Fprintf(w, "%d released %s of its key waiting behind it: the poller delivers them in order\n", ch.ID, eventCount(ch.Released))
+		}
+	}
 }
 
 // eventCount is "1 event" or "n events".
@@ -542,7 +605,7 @@ func withListHint(err error) error {
 // notDone reports on one line the ids that retry or purge was given but
 // could not act on (the store joins one error per id, one a line).
 type notDone struct {
-	verb string // "retried", "purged"
+	verb string // "retried", "skipped", "purged"
 	err  error
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -27,18 +28,28 @@ func tableWidth() int {
 	return 120
 }
 
-// writeTable writes rows as a table for people: the outbox table the
+// writeTable writes rows as a table for people: the id of the event each
+// waits for ("-" for none; the column only when one does), the outbox
+// table the
 // event came from ("-" when the row does not say), the event id cut to the
 // first 8 characters (a UUID's first group; show prints both whole), the
 // last error cut so that a line fits tableWidth.
 func writeTable(w io.Writer, rows []status.Row, now time.Time) error {
-	head := []string{"ID", "STATUS", "ATTEMPTS", "TABLE", "TOPIC", "EVENT ID", "NEXT ATTEMPT", "LAST ERROR"}
+	waits := slices.ContainsFunc(rows, func(r status.Row) bool { return r.WaitsFor != 0 })
+	head := []string{"ID", "STATUS", "WAITS FOR", "ATTEMPTS", "TABLE", "TOPIC", "EVENT ID", "NEXT ATTEMPT", "LAST ERROR"}
+	if !waits {
+		head = slices.Delete(head, 2, 3)
+	}
 	cells := [][]string{head}
 	for _, r := range rows {
-		cells = append(cells, []string{
-			strconv.FormatInt(r.ID, 10), r.Status, strconv.Itoa(r.Attempts), cutText(tableCell(r.SourceTable), 30),
+		line := []string{
+			strconv.FormatInt(r.ID, 10), r.Status, waitsFor(r), strconv.Itoa(r.Attempts), cutText(tableCell(r.SourceTable), 30),
 			cutText(tableCell(r.Topic), 40), cutText(tableCell(r.EventID), 9), nextAttempt(r, now), tableCell(r.LastError),
-		})
+		}
+		if !waits {
+			line = slices.Delete(line, 2, 3)
+		}
+		cells = append(cells, line)
 	}
 	const pad = 2
 	used := 0 // the width of the columns before the last error
@@ -58,6 +69,14 @@ func writeTable(w io.Writer, rows []status.Row, now time.Time) error {
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
 	return tw.Flush()
+}
+
+// waitsFor is the id of the event r waits for, or "-".
+func waitsFor(r status.Row) string {
+	if r.WaitsFor == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(r.WaitsFor, 10)
 }
 
 // nextAttempt says when the poller tries a FAILED row next: "due", or
@@ -122,7 +141,12 @@ func writeRecord(w io.Writer, r status.Row, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
 	field("id", strconv.FormatInt(r.ID, 10))
-	field("status", r.Status)
+	st := r.Status
+	if !r.Skipped.IsZero() {
+		st += " (skipped " + formatTime(r.Skipped) + ")"
+	}
+	field("status", st)
+	field("waits for", waitsFor(r))
 	field("attempts", strconv.Itoa(r.Attempts))
 	next := "-"
 	if r.Status == status.Failed {

@@ -100,7 +100,7 @@ func TestFailedCommand(t *testing.T) {
 		json func(t *testing.T, doc any)
 	}{
 		// Help and mistakes on the command line.
-		{name: "no subcommand", code: 2, stderr: []string{"cdc-relay failed: want a subcommand: list, show, retry or purge"}},
+		{name: "no subcommand", code: 2, stderr: []string{"cdc-relay failed: want a subcommand: list, show, retry, skip or purge"}},
 		{name: "-h", args: []string{"-h"}, code: 0, stdout: []string{topHelp, "retry  ID... | --all", "Exit status"}},
 		{name: "help list", args: []string{"help", "list"}, code: 0, stdout: []string{listHelp, "CDC_RELAY_STATUS_TABLE", "--limit n"}, absent: []string{topHelp}},
 		{name: "list -h", args: []string{"list", "-h"}, code: 0, stdout: []string{listHelp, "--postgres-url URL", "value_encoding"}, absent: []string{topHelp}},
@@ -108,14 +108,14 @@ func TestFailedCommand(t *testing.T) {
 		{name: "purge -h", args: []string{"purge", "-h"}, code: 0, stdout: []string{"Usage: cdc-relay failed purge", "--older-than duration", "(command line only)", "CDC_RELAY_POSTGRES_URL"}},
 		{name: "show -h", args: []string{"show", "-h"}, code: 0, stdout: []string{"Usage: cdc-relay failed show ID"}},
 		{name: "misspelled subcommand", args: []string{"lsit"}, code: 2, stderr: []string{`unknown subcommand "lsit" (did you mean list?)`, "Run 'cdc-relay failed -h'"}},
-		{name: "unknown subcommand", args: []string{"frob"}, code: 2, stderr: []string{`unknown subcommand "frob": want list, show, retry or purge`}},
+		{name: "unknown subcommand", args: []string{"frob"}, code: 2, stderr: []string{`unknown subcommand "frob": want list, show, retry, skip or purge`}},
 		{name: "help of an unknown subcommand", args: []string{"help", "purg"}, code: 2, stderr: []string{"(did you mean purge?)"}},
 		{name: "flag before the subcommand", args: []string{"--status", "DEAD", "list"}, code: 2, stderr: []string{"flags go after it"}},
 		{name: "mistyped flag", args: []string{"list", "--topics", "x"}, code: 2, stderr: []string{"list: flag provided but not defined: -topics (did you mean --topic?)"}},
 		{name: "no postgres URL", args: []string{"list"}, noURL: true, code: 2, stderr: []string{"list: --postgres-url (or CDC_RELAY_POSTGRES_URL) is required"}},
 		{name: "list with an operand", args: []string{"list", "3"}, code: 2, stderr: []string{`unexpected argument "3"`}},
 		{name: "list with a word", args: []string{"list", "dead"}, code: 2, stderr: []string{`unexpected argument "dead"`}},
-		{name: "list of a state that is not one", args: []string{"list", "--status", "lost"}, code: 2, stderr: []string{`--status "lost": want FAILED, DEAD or DELIVERED`}},
+		{name: "list of a state that is not one", args: []string{"list", "--status", "lost"}, code: 2, stderr: []string{`--status "lost": want FAILED, DEAD, WAITING, PAUSED or DELIVERED`}},
 		{name: "negative limit", args: []string{"list", "--limit", "-1"}, code: 2, stderr: []string{"--limit -1"}},
 		{name: "show without id", args: []string{"show"}, code: 2, stderr: []string{"show: want one id, got 0"}},
 		{name: "show two ids", args: []string{"show", "1", "2"}, code: 2, stderr: []string{"want one id, got 2"}},
@@ -326,5 +326,79 @@ func TestFailedUsage(t *testing.T) {
 				t.Errorf("%s: usage line longer than 80 columns: %q", sub, line)
 			}
 		}
+	}
+}
+
+// TestFailedCommandOrder: what list and show say of the events held behind
+// their key's first, what retry refuses, and what skip and purge release.
+func TestFailedCommandOrder(t *testing.T) {
+	ctx, url, conn := startDB(t)
+	var stdout, stderr bytes.Buffer
+	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
+	}
+	fixture := []string{
+		"TRUNCATE outbox_delivery RESTART IDENTITY",
+		`INSERT INTO outbox_delivery (event_id, topic, record_key, status, attempts, last_error) VALUES
+		  ('e-1', 'orders', 'k', 'DEAD', 10, 'MESSAGE_TOO_LARGE'),
+		  ('e-2', 'orders', 'k', 'WAITING', 0, 'waits for event 1 of its key'),
+		  ('e-3', 'payments', 'p', 'PAUSED', 0, 'its topic is paused'),
+		  ('e-4', 'orders', 'k', 'WAITING', 0, 'waits for event 1 of its key')`,
+	}
+	tests := []struct {
+		name           string
+		args           []string // after "failed"
+		code           int
+		stdout, stderr []string // each must be in it
+		after          map[int64]string
+	}{
+		{name: "list", args: []string{"list"}, stdout: []string{"ID  STATUS   WAITS FOR  ATTEMPTS", "\n4   WAITING  1 ", "\n3   PAUSED   -  ", "\n1   DEAD     -  "}},
+		{name: "list WAITING", args: []string{"list", "--status", "waiting"}, stdout: []string{"\n4   WAITING", "\n2   WAITING"}},
+		{name: "show", args: []string{"show", "2"}, stdout: []string{"status:        WAITING\n", "waits for:     1\n"}},
+		{name: "show --json", args: []string{"show", "4", "--json"}, stdout: []string{`"waits_for": 1,`, `"skipped_at": null`}},
+		{name: "retry a WAITING event", args: []string{"retry", "2"}, code: 1,
+			stderr: []string{"not retried: id 2 is WAITING, held behind id 1 of its key: retry, skip or purge id 1"}},
+		{name: "retry a PAUSED event", args: []string{"retry", "3"}, code: 1, stderr: []string{`resume topic "payments" (cdc-relay resume --topic)`}},
+		{name: "retry --all WAITING", args: []string{"retry", "--all", "--status", "waiting"}, code: 2, stderr: []string{"--status WAITING: such events are not retried"}},
+		{name: "skip nothing named", args: []string{"skip"}, code: 2, stderr: []string{"skip: name the events to skip by id"}},
+		{name: "skip the head", args: []string{"skip", "1"}, stdout: []string{"skipped 1 event: 1 (now DEAD, skipped;", "1 released 2 events of its key waiting behind it"},
+			after: map[int64]string{1: "DEAD 10", 2: "WAITING 0"}},
+		{name: "skip a WAITING event", args: []string{"skip", "2", "1"}, code: 1, stdout: []string{"skipped 1 event: 1"},
+			stderr: []string{"not skipped: id 2 is WAITING: skip gives up FAILED and DEAD events only"}},
+		{name: "purge the head", args: []string{"purge", "1"}, stdout: []string{"purged 1 event: 1\n", "1 released 2 events of its key"}, after: map[int64]string{1: ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("COLUMNS", "120")
+			t.Setenv("CDC_RELAY_POSTGRES_URL", url)
+			for _, sql := range fixture {
+				if _, err := conn.Exec(ctx, sql); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main(ctx, append([]string{"failed"}, tt.args...), &stdout, &stderr)
+			report := "stdout:\n" + stdout.String() + "\nstderr:\n" + stderr.String()
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d; %s", code, tt.code, report)
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q; %s", w, report)
+				}
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q; %s", w, report)
+				}
+			}
+			states, _ := failedState(ctx, t, conn)
+			for id, want := range tt.after {
+				if states[id] != want {
+					t.Errorf("id %d is %q, want %q", id, states[id], want)
+				}
+			}
+		})
 	}
 }
