@@ -41,7 +41,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "status", "failed", "recover", "check-config", "demo", "version", "help"}
+var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "check-config", "demo", "version", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -54,6 +54,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &StatusCommand{stdout: stdout, stderr: stderr}
 	case "failed":
 		return &FailedCommand{stdout: stdout, stderr: stderr}
+	case "pause", "resume":
+		return &PauseCommand{stdout: stdout, stderr: stderr, resume: name == "resume"}
 	case "recover":
 		return &RecoverCommand{stdout: stdout, stderr: stderr}
 	case "check-config":
@@ -157,7 +159,9 @@ Commands:
   migrate   prepare a database: outbox table, status and checkpoint tables, publication
   run       stream outbox inserts to Kafka
   status    how a relay is doing: role, readiness, lag, parked events (--json)
-  failed    list, show, retry or purge the events parked in the status table
+  failed    list, show, retry, skip or purge the events parked in the status table
+  pause     pause one topic (--topic, kept in the database) or the running relay
+  resume    resume a paused topic (--topic) or the running relay
   recover   publish again the outbox rows of WAL the relay never read (a dropped or re-created slot)
   check-config  check a config file against the database; print a sample record of each table
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker

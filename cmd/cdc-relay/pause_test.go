@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestPauseCommand: a topic's pause and resume in the database (a PAUSED
+// event becomes WAITING on resume), and the relay-wide pause through a
+// running relay's admin endpoint, with its token.
+func TestPauseCommand(t *testing.T) {
+	ctx, url, conn := startDB(t)
+	var stdout, stderr bytes.Buffer
+	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO outbox_delivery (event_id, topic, record_key, status, last_error) VALUES ('e-1', 'orders', 'k', 'PAUSED', 'its topic is paused')`); err != nil {
+		t.Fatal(err)
+	}
+	paused := false
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" || r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		want := r.URL.Path == "/pause"
+		changed := paused != want
+		paused = want
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"paused": ` + map[bool]string{true: "true", false: "false"}[paused] + `, "changed": ` + map[bool]string{true: "true", false: "false"}[changed] + `}`))
+	}))
+	defer relay.Close()
+	addr := strings.TrimPrefix(relay.URL, "http://")
+
+	tests := []struct {
+		name           string
+		args           []string
+		code           int
+		stdout, stderr []string
+		pauseRows      int    // rows of the pause table after, when not -1
+		state          string // e-1's status after, when not ""
+	}{
+		{name: "help", args: []string{"pause", "-h"}, stdout: []string{"Usage: cdc-relay pause [--topic T]", "--slot name"}, pauseRows: -1},
+		{name: "resume help", args: []string{"help", "resume"}, stdout: []string{"Usage: cdc-relay resume [--topic T]"}, pauseRows: -1},
+		{name: "an operand", args: []string{"pause", "orders"}, code: 2, stderr: []string{`unexpected argument "orders"`}, pauseRows: -1},
+		{name: "a topic without the database", args: []string{"pause", "--topic", "orders"}, code: 2, stderr: []string{"--postgres-url (or CDC_RELAY_POSTGRES_URL) is required"}, pauseRows: -1},
+		{name: "pause a topic", args: []string{"pause", "--topic", "orders", "--postgres-url", url}, pauseRows: 1,
+			stdout: []string{`topic "orders" paused for slot "cdc_relay": its new events are held in the status table`, "'cdc-relay resume --topic orders'"}},
+		{name: "pause it again", args: []string{"pause", "--topic", "orders", "--postgres-url", url}, pauseRows: 1, stdout: []string{"was paused already"}},
+		{name: "another slot's", args: []string{"pause", "--topic", "orders", "--slot", "other", "--postgres-url", url}, pauseRows: 2, stdout: []string{`for slot "other"`}},
+		{name: "resume a topic", args: []string{"resume", "--topic", "orders", "--postgres-url", url}, pauseRows: 1, state: "WAITING",
+			stdout: []string{`topic "orders" resumed for slot "cdc_relay": its held events are delivered in commit order`}},
+		{name: "resume it again", args: []string{"resume", "--topic", "orders", "--postgres-url", url}, pauseRows: 1, stdout: []string{"was not paused"}},
+		{name: "a pause table that is not there", args: []string{"pause", "--topic", "x", "--checkpoint-table", "nosuch.cp", "--postgres-url", url}, code: 1,
+			stderr: []string{"run 'cdc-relay migrate'"}, pauseRows: 1},
+		{name: "pause the relay", args: []string{"pause", "--metrics-addr", addr, "--admin-token", "s3cret"}, stdout: []string{"is paused: it reads nothing more"}, pauseRows: -1},
+		{name: "pause the relay again", args: []string{"pause", "--metrics-addr", addr, "--admin-token", "s3cret"}, stdout: []string{"was paused already"}, pauseRows: -1},
+		{name: "resume the relay", args: []string{"resume", "--metrics-addr", addr, "--admin-token", "s3cret"}, stdout: []string{"is resumed"}, pauseRows: -1},
+		{name: "without the token", args: []string{"pause", "--metrics-addr", addr}, code: 1,
+			stderr: []string{"did not pause: POST /pause: 401 Unauthorized: give the relay's admin token"}, pauseRows: -1},
+		{name: "no relay", args: []string{"resume", "--metrics-addr", "127.0.0.1:1"}, code: 1,
+			stderr: []string{"no relay answers at 127.0.0.1:1", "a relay-wide resume needs a running relay"}, pauseRows: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			var stdout, stderr bytes.Buffer
+			code := Main(ctx, tt.args, &stdout, &stderr)
+			report := "stdout:\n" + stdout.String() + "\nstderr:\n" + stderr.String()
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d; %s", code, tt.code, report)
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q; %s", w, report)
+				}
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q; %s", w, report)
+				}
+			}
+			if strings.Contains(report, "s3cret") {
+				t.Errorf("the token in the output: %s", report)
+			}
+			if tt.pauseRows >= 0 {
+				var n int
+				if err := conn.QueryRow(ctx, "SELECT count(*) FROM cdc_relay_paused_topics").Scan(&n); err != nil || n != tt.pauseRows {
+					t.Errorf("%d rows in the pause table (%v), want %d", n, err, tt.pauseRows)
+				}
+			}
+			if tt.state != "" {
+				var st string
+				if err := conn.QueryRow(ctx, "SELECT status FROM outbox_delivery WHERE event_id = 'e-1'").Scan(&st); err != nil || st != tt.state {
+					t.Errorf("e-1 is %s (%v), want %s", st, err, tt.state)
+				}
+			}
+		})
+	}
+}
