@@ -5,10 +5,17 @@
 //
 // [Store.Failed] parks an event as FAILED, and [Store.Dead] as DEAD
 // (failed.go); given the relay's outbox tables ([SourceTables]), each row
-// records the table its event came from. [Store.Claim] hands due FAILED
-// rows to the poller and records what became of them: DELIVERED, FAILED
-// again with the next attempt time, or DEAD (claim.go). List, Get, Retry
-// and Purge serve the operator's `cdc-relay failed` commands (admin.go).
+// records the table its event came from. [Store.Waiting] parks an event
+// behind the held events of its topic and key, and [Store.Paused] one of a
+// paused topic (order.go); a key's held rows (FAILED, DEAD not skipped,
+// WAITING, PAUSED) are delivered in id order, which is commit order.
+// [Store.HeldKeys] and [Store.StillHeld] say which keys hold rows.
+// [Store.Claim] hands the poller the rows deliverable in order (due FAILED
+// heads and the rows that follow them without a gap; claimorder.go) and
+// records what became of them: DELIVERED, FAILED again with the next
+// attempt time, or DEAD (claim.go). The pause table keeps the topics
+// paused for a slot ([Pauses], pause.go). List, Get, Retry, Skip and Purge
+// serve the operator's `cdc-relay failed` commands (admin.go, skip.go).
 // store.go holds the row, the table and the store's options.
 //
 // Given [WriteBack], every change of a row also reaches the outbox row of
