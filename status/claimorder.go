@@ -65,12 +65,7 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 	if s.pauses != "" {
 		args = append(args, s.slot)
 	}
-	rows, _ := tx.Query(ctx, "SELECT id, topic, coalesce(record_key, ''::bytea), solo FROM ("+
-		"SELECT d.id, d.topic, d.record_key, (d.record_key IS NULL OR d.reload) AS solo,"+
-		" bool_and("+s.deliverable()+") OVER (PARTITION BY d.topic, d.record_key,"+
-		" CASE WHEN d.record_key IS NULL OR d.reload THEN d.id END ORDER BY d.id) AS in_order"+
-		" FROM "+s.table+" AS d WHERE "+heldWhere("d")+") AS h"+
-		" WHERE in_order ORDER BY id LIMIT $1", args...)
+	rows, _ := tx.Query(ctx, s.candidatesQuery(), args...)
 	var (
 		c    candidate
 		key  []byte
@@ -86,6 +81,18 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 		return nil
 	})
 	return out, err
+}
+
+// candidatesQuery selects the candidates: $1 is the limit, $2 the slot
+// when the store has a pause table. The held rows are read through the
+// order index, whose predicate heldWhere implies.
+func (s *Store) candidatesQuery() string {
+	return "SELECT id, topic, coalesce(record_key, ''::bytea), solo FROM (" +
+		"SELECT d.id, d.topic, d.record_key, (d.record_key IS NULL OR d.reload) AS solo," +
+		" bool_and(" + s.deliverable() + ") OVER (PARTITION BY d.topic, d.record_key," +
+		" CASE WHEN d.record_key IS NULL OR d.reload THEN d.id END ORDER BY d.id) AS in_order" +
+		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + ") AS h" +
+		" WHERE in_order ORDER BY id LIMIT $1"
 }
 
 // withoutGaps keeps the locked rows that follow their key's first
