@@ -137,37 +137,13 @@ type RetryOptions struct {
 // returned are valid even when the error is not nil. With All, nothing to
 // retry is an empty result and no error.
 func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) {
-	var (
-		cond string
-		arg  any
-	)
-	switch {
-	case len(opts.IDs) > 0 && opts.All:
-		return nil, errors.New("retry: give ids or All, not both")
-	case len(opts.IDs) == 0 && !opts.All:
-		return nil, errors.New("retry: give the ids to retry, or All")
-	case opts.Status != "" && !opts.All:
-		return nil, errors.New("retry: Status narrows All; with ids, each named row is retried")
-	case opts.All:
-		states := []string{Failed, Dead}
-		switch opts.Status {
-		case "":
-		case Failed, Dead:
-			states = []string{opts.Status}
-		case Delivered:
-			return nil, errors.New("retry: DELIVERED events are never retried: they reached Kafka")
-		case Waiting, Paused:
-			return nil, fmt.Errorf("retry: %s events are not retried: they follow the first held event of their key (retry, skip or purge that one), or their topic's resume", opts.Status)
-		default:
-			return nil, checkState(opts.Status)
-		}
-		cond, arg = "status = ANY($1)", states
-	default:
-		cond, arg = "id = ANY($1) AND status IN ('FAILED', 'DEAD')", opts.IDs
+	cond, arg, err := retryTarget(opts)
+	if err != nil {
+		return nil, err
 	}
 	var changes []Change
 	var skipped error // ids not retried; the others still commit
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		// The CTE locks the rows and, for a row another transaction
 		// changed meanwhile, checks its state again before the update.
 		rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status FROM "+s.table+" WHERE "+cond+" FOR UPDATE)"+
@@ -200,6 +176,34 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 		return nil, fmt.Errorf("retry in %s: %w", s.table, err)
 	}
 	return changes, skipped
+}
+
+// retryTarget is the condition, with its argument $1, that selects the
+// rows opts names.
+func retryTarget(opts RetryOptions) (cond string, arg any, err error) {
+	switch {
+	case len(opts.IDs) > 0 && opts.All:
+		return "", nil, errors.New("retry: give ids or All, not both")
+	case len(opts.IDs) == 0 && !opts.All:
+		return "", nil, errors.New("retry: give the ids to retry, or All")
+	case opts.Status != "" && !opts.All:
+		return "", nil, errors.New("retry: Status narrows All; with ids, each named row is retried")
+	case !opts.All:
+		return "id = ANY($1) AND status IN ('FAILED', 'DEAD')", opts.IDs, nil
+	}
+	states := []string{Failed, Dead}
+	switch opts.Status {
+	case "":
+	case Failed, Dead:
+		states = []string{opts.Status}
+	case Delivered:
+		return "", nil, errors.New("retry: DELIVERED events are never retried: they reached Kafka")
+	case Waiting, Paused:
+		return "", nil, fmt.Errorf("retry: %s events are not retried: they follow the first held event of their key (retry, skip or purge that one), or their topic's resume", opts.Status)
+	default:
+		return "", nil, checkState(opts.Status)
+	}
+	return "status = ANY($1)", states, nil
 }
 
 // explainSkipped says why each of ids missing from changes was not

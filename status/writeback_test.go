@@ -258,3 +258,75 @@ func TestReloadRowAttempts(t *testing.T) {
 		t.Fatalf("retry_count %v over fail, fail, deliver; want [1 2 2]", got)
 	}
 }
+
+// TestWriteBackOfHeldEvents: a WAITING or PAUSED event's outbox row stays
+// pending when it is parked (it was not sent, and will be) and says
+// delivered once the poller delivered it, with no failed attempt; a
+// skipped event's row says dead.
+func TestWriteBackOfHeldEvents(t *testing.T) {
+	ctx := context.Background()
+	pool := newTestPool(t)
+	for _, sql := range []string{
+		`CREATE TABLE app_outbox (id text PRIMARY KEY, status text NOT NULL DEFAULT 'pending', retry_count int NOT NULL DEFAULT 0, last_error text)`,
+		`INSERT INTO app_outbox (id) SELECT 'e-' || g FROM generate_series(1, 4) g`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := writeback.NewRows([]writeback.Table{{Name: "app_outbox", IDColumn: "id", Columns: writeback.Columns{
+		StatusColumn: "status", Delivered: "published", Failed: "failed", Dead: "dead", ErrorColumn: "last_error", AttemptsColumn: "retry_count"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.app_outbox"), WriteBack(rows))
+	for i, p := range []struct{ id, state string }{{"e-1", Failed}, {"e-2", Waiting}, {"e-3", Paused}, {"e-4", Waiting}} {
+		ev := &decoder.Event{ID: []byte(p.id), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: uint64(0x100 * (i + 1))}
+		if p.id == "e-3" {
+			ev.Key = []byte("other")
+		}
+		switch p.state {
+		case Failed:
+			err = store.Failed(ctx, ev, errors.New("refused"))
+		case Waiting:
+			err = store.Waiting(ctx, ev, errors.New("waits for e-1"))
+		case Paused:
+			err = store.Paused(ctx, ev)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(stage string, want map[string]string) {
+		t.Helper()
+		r, _ := pool.Query(ctx, `SELECT id, status || ' ' || retry_count FROM app_outbox`)
+		got := map[string]string{}
+		var id, state string
+		if _, err := pgx.ForEachRow(r, []any{&id, &state}, func() error { got[id] = state; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for id, w := range want {
+			if got[id] != w {
+				t.Errorf("%s: row %s says %q, want %q", stage, id, got[id], w)
+			}
+		}
+	}
+	check("parked", map[string]string{"e-1": "failed 1", "e-2": "pending 0", "e-3": "pending 0", "e-4": "pending 0"})
+	var head int64
+	if err := pool.QueryRow(ctx, "SELECT id FROM outbox_delivery WHERE event_id = 'e-1'").Scan(&head); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Skip(ctx, SkipOptions{IDs: []int64{head}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+		var out []Outcome
+		for _, r := range due {
+			out = append(out, Outcome{ID: r.ID, Delivered: true})
+		}
+		return out
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("skipped, then delivered", map[string]string{"e-1": "dead 1", "e-2": "published 0", "e-3": "published 0", "e-4": "published 0"})
+}

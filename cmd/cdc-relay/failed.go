@@ -350,6 +350,15 @@ func (c *FailedCommand) prepare(operands []string) (func(context.Context, *statu
 			return nil, usage("want one id, got %d", len(ids))
 		}
 		return func(ctx context.Context, s *status.Store) error { return c.show(ctx, s, ids[0]) }, nil
+	default:
+		return c.prepareChange(ids, state, usage)
+	}
+}
+
+// prepareChange checks the flags and ids of retry, skip and purge, and
+// returns what runs the change on a store.
+func (c *FailedCommand) prepareChange(ids []int64, state string, usage func(string, ...any) error) (func(context.Context, *status.Store) error, error) {
+	switch c.sub {
 	case "retry":
 		switch {
 		case len(ids) > 0 && c.all:
