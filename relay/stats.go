@@ -125,11 +125,15 @@ func (t TopicHeld) Held() int64 { return t.Failed + t.Dead + t.Waiting + t.Pause
 // state, with the totals over every topic as window sums, taken before the
 // limit. Its WHERE is the predicate of the status table's partial index on
 // the held states.
+//
+// merge: with the skipped_at column, the DEAD count becomes
+// count(*) FILTER (WHERE status = 'DEAD' AND skipped_at IS NULL): a skipped
+// row is not held.
 const heldQuery = `SELECT topic, failed, dead, waiting, paused, extract(epoch FROM now() - oldest)::float8,
 	sum(failed) OVER ()::bigint, sum(dead) OVER ()::bigint, sum(waiting) OVER ()::bigint, sum(paused) OVER ()::bigint, count(*) OVER ()
 FROM (SELECT topic,
 		count(*) FILTER (WHERE status = 'FAILED') AS failed,
-		count(*) FILTER (WHERE status = 'DEAD') AS dead, -- merge: AND skipped_at IS NULL (a skipped row is not held)
+		count(*) FILTER (WHERE status = 'DEAD') AS dead,
 		count(*) FILTER (WHERE status = 'WAITING') AS waiting,
 		count(*) FILTER (WHERE status = 'PAUSED') AS paused,
 		min(created_at) AS oldest
@@ -142,27 +146,33 @@ LIMIT %d`
 // with the most held rows, from one query.
 func readHeld(ctx context.Context, db Querier, cfg Config, s *DatabaseStats) error {
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
-	rows, err := db.Query(ctx, fmt.Sprintf(heldQuery, status, MaxHeldTopics))
-	if err == nil {
-		for rows.Next() {
-			var t TopicHeld
-			if err = rows.Scan(&t.Topic, &t.Failed, &t.Dead, &t.Waiting, &t.Paused, &t.OldestHeldSeconds,
-				&s.Failed, &s.Dead, &s.Waiting, &s.Paused, &s.HeldTopics); err != nil {
-				break
-			}
-			s.Topics = append(s.Topics, t)
-		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
+	err := scanHeld(ctx, db, fmt.Sprintf(heldQuery, status, MaxHeldTopics), s)
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
+		return fmt.Errorf("count parked events: the status table %s does not exist: run `cdc-relay migrate` with the same table flags", status)
 	}
+	return fmt.Errorf("count parked events in %s: %w", status, err)
+}
+
+// scanHeld runs heldQuery and fills s from its rows; once read, s.Topics
+// is a list, empty when nothing is held.
+func scanHeld(ctx context.Context, db Querier, query string, s *DatabaseStats) error {
+	rows, err := db.Query(ctx, query)
 	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-			return fmt.Errorf("count parked events: the status table %s does not exist: run `cdc-relay migrate` with the same table flags", status)
-		}
-		return fmt.Errorf("count parked events in %s: %w", status, err)
+		return err
 	}
-	return nil
+	defer rows.Close()
+	s.Topics = []TopicHeld{}
+	for rows.Next() {
+		var t TopicHeld
+		if err := rows.Scan(&t.Topic, &t.Failed, &t.Dead, &t.Waiting, &t.Paused, &t.OldestHeldSeconds,
+			&s.Failed, &s.Dead, &s.Waiting, &s.Paused, &s.HeldTopics); err != nil {
+			return err
+		}
+		s.Topics = append(s.Topics, t)
+	}
+	return rows.Err()
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,9 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+	if s, err := ReadDatabaseStats(ctx, conn, cfg); err != nil || s.Topics == nil || len(s.Topics) != 0 || s.Failed != 0 || s.HeldTopics != 0 {
+		t.Fatalf("nothing held: topics %v (nil %v), failed %d, %d topics, %v; want an empty list and zeros", s.Topics, s.Topics == nil, s.Failed, s.HeldTopics, err)
+	}
 	mustExec(t, conn, `DO $$ DECLARE c text; BEGIN
 		-- The WAITING and PAUSED states arrive with the ordered-parking migration;
 		-- until then, widen the state check here.
@@ -87,6 +91,21 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	}
 	if s.Topics[0].Topic != "orders" || s.Topics[1].Topic != "payments" {
 		t.Fatalf("the most held first: %s, %s", s.Topics[0].Topic, s.Topics[1].Topic)
+	}
+}
+
+// TestReadDatabaseStatsWithoutStatusTable: a missing status table says
+// what to run.
+func TestReadDatabaseStatsWithoutStatusTable(t *testing.T) {
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := ReadDatabaseStats(ctx, conn, DefaultConfig()); err == nil || !strings.Contains(err.Error(), "does not exist: run `cdc-relay migrate`") {
+		t.Fatalf("without the status table: %v, want it to say to run migrate", err)
 	}
 }
 
