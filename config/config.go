@@ -36,6 +36,10 @@ type File struct {
 	AllowedTopics string
 	// Tables are the outbox tables, at least one, each named once.
 	Tables []Table
+	// Warnings are what [Parse] accepts but is usually a mistake, each
+	// with its line: two routes of one table that name the same topic
+	// (an event that matches both is sent to it once).
+	Warnings Problems
 }
 
 // Kafka is the file's kafka section.

@@ -408,6 +408,41 @@ func TestNoPassword(t *testing.T) {
 	}
 }
 
+// TestWarnsOfRoutesNamingOneTopic: two routes of one table that name one
+// topic are accepted, with a warning at the second's topic saying the event
+// is sent once; routes of two tables naming one topic are not warned of.
+func TestWarnsOfRoutesNamingOneTopic(t *testing.T) {
+	yaml := `tables:
+  - table: public.events
+    value: data
+    tags_column: tags
+    routes:
+      - {topic: wallet-events, required_tags: [wallet_id]}
+      - {topic: payment-events, any_of_tags: [payment_id]}
+      - topic: wallet-events
+        any_of_tags: [transfer_id]
+  - table: public.more_events
+    value: data
+    tags_column: tags
+    routes: [{topic: wallet-events, required_tags: [wallet_id]}]
+`
+	f, err := Parse("relay.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Tables[0].Routes) != 3 {
+		t.Fatalf("routes %+v, want all three kept", f.Tables[0].Routes)
+	}
+	want := `relay.yaml:8: tables[0] (public.events): routes[2]: topic "wallet-events" is routes[0]'s too: an event that matches both is sent to it once`
+	if f.Warnings.Error() != want {
+		t.Fatalf("warnings:\n%v\nwant:\n%s", f.Warnings, want)
+	}
+	good, err := Parse("relay.yaml", []byte("tables:\n  - {table: x, value: v, topic: t}\n"))
+	if err != nil || good.Warnings != nil {
+		t.Fatalf("a file without warnings: %v, %v", good.Warnings, err)
+	}
+}
+
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "relay.yaml")

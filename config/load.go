@@ -58,7 +58,8 @@ func tooLarge(path, size string) error {
 // pending value one the relay writes, a pending value listed twice),
 // write_back columns that are the same column or the id column, a
 // malformed topic template, an illegal topic, a bad slot name or
-// allowed_topics. No error shows the value of postgres_url.
+// allowed_topics. No error shows the value of postgres_url. What it
+// accepts but is usually a mistake is in the File's Warnings.
 func Parse(name string, data []byte) (*File, error) {
 	p := &parser{name: name}
 	f := &File{}
@@ -86,5 +87,6 @@ func Parse(name string, data []byte) (*File, error) {
 		sort.SliceStable(p.problems, func(i, j int) bool { return p.problems[i].Line < p.problems[j].Line })
 		return nil, p.problems
 	}
+	f.Warnings = p.warnings
 	return f, nil
 }

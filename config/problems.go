@@ -31,10 +31,16 @@ func (ps Problems) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// parser walks the YAML nodes of one file and collects its problems.
+// parser walks the YAML nodes of one file and collects its problems, and
+// its warnings: what is allowed but is usually a mistake.
 type parser struct {
 	name     string
 	problems Problems
+	warnings Problems
+}
+
+func (p *parser) warn(line int, format string, args ...any) {
+	p.warnings = append(p.warnings, &Problem{File: p.name, Line: max(line, 1), Msg: fmt.Sprintf(format, args...)})
 }
 
 func (p *parser) problem(line int, format string, args ...any) {

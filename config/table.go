@@ -206,6 +206,7 @@ func (p *parser) routes(e keyed, where, ctx string, topicCheck func(string) erro
 		return nil
 	}
 	var routes []decoder.Route
+	first := map[string]int{} // a topic's first route
 	for i, item := range n.Content {
 		item = deref(item)
 		rwhere := fmt.Sprintf("%s.routes[%d]", where, i)
@@ -228,6 +229,11 @@ func (p *parser) routes(e keyed, where, ctx string, topicCheck func(string) erro
 		}
 		if len(r.RequiredTags) == 0 && len(r.AnyOfTags) == 0 {
 			p.problem(item.Line, "%s needs required_tags or any_of_tags", rctx)
+		}
+		if j, ok := first[r.Topic]; ok && r.Topic != "" {
+			p.warn(r.topicLine, "%s: topic %q is routes[%d]'s too: an event that matches both is sent to it once", rctx, r.Topic, j)
+		} else {
+			first[r.Topic] = i
 		}
 		routes = append(routes, r.Route)
 	}

@@ -94,7 +94,8 @@ type Message struct {
 	Relation Relation
 	// Routed is set on KindEvent when the event's table routes by tags
 	// (Mapping.Routes): Routes then lists the topics of the routes the
-	// event matched, in route order, and Event.Topic is empty. An event
+	// event matched, in route order, each topic once (routes that name one
+	// topic send one copy to it), and Event.Topic is empty. An event
 	// that matched no route has Routed set and no Routes. Routes is the
 	// decoder's and is reused by the next Decode.
 	Routed bool

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -59,7 +60,9 @@ func (m Mapping) routes() ([]route, error) {
 }
 
 // route returns the topics of t's routes that the tags column matches, in
-// route order, in d.routed. A NULL column has no tags.
+// route order, in d.routed, each once: two routes that name one topic send
+// the event to it once, where the first of them is. A NULL column has no
+// tags.
 func (d *Decoder) route(t *table, c column, typ uint32) ([]string, error) {
 	d.routed = d.routed[:0]
 	d.tags = d.tags[:0]
@@ -75,7 +78,7 @@ func (d *Decoder) route(t *table, c column, typ uint32) ([]string, error) {
 		}
 	}
 	for _, r := range t.routes {
-		if r.matches(d.tags) {
+		if r.matches(d.tags) && !slices.Contains(d.routed, r.topic) {
 			d.routed = append(d.routed, r.topic)
 		}
 	}

@@ -73,6 +73,43 @@ func TestRoutesByTags(t *testing.T) {
 	}
 }
 
+// TestRoutesNamingOneTopic: two routes that name one topic send the event
+// to it once, where the first of them is; a third route, to another topic,
+// gets its own copy. Matching allocates nothing once the decoder's buffers
+// have grown.
+func TestRoutesNamingOneTopic(t *testing.T) {
+	m := eventsMapping()
+	m.Routes = []Route{
+		{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}},
+		{Topic: "payment-events", AnyOfTags: []string{"payment_id"}},
+		{Topic: "wallet-events", AnyOfTags: []string{"transfer_id"}},
+	}
+	d, err := New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDecode(t, d, relationMsg(7, "public", "events", eventsCols))
+	mustDecode(t, d, beginMsg(100))
+	insert := insertMsg(7, s("T"), s(`{wallet_id=w1,transfer_id=t1,payment_id=p1}`), s(`{}`), s("771"), s("42"), nil)
+	msg := mustDecode(t, d, insert)
+	if want := []string{"wallet-events", "payment-events"}; !slices.Equal(msg.Routes, want) {
+		t.Fatalf("routes %q, want %q: one copy per topic", msg.Routes, want)
+	}
+	msg = mustDecode(t, d, insertMsg(7, s("T"), s(`{transfer_id=t1}`), s(`{}`), s("771"), s("43"), nil))
+	if want := []string{"wallet-events"}; !slices.Equal(msg.Routes, want) {
+		t.Fatalf("routes %q, want %q", msg.Routes, want)
+	}
+	tb := d.tables[0]
+	tags := column{data: []byte(`{wallet_id=w1,transfer_id=t1}`)}
+	if allocs := testing.AllocsPerRun(1000, func() {
+		if _, err := d.route(tb, tags, oidTextArray); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("matching two routes to one topic allocates %.0f times, want 0", allocs)
+	}
+}
+
 func TestMalformedTagsArePoison(t *testing.T) {
 	for _, tags := range []string{`{wallet_id`, `{"a`, `{{a,b},{c,d}}`, `{a}x`} {
 		d, _ := New(eventsMapping())

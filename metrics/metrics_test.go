@@ -145,8 +145,9 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		Leader: true, Paused: true, Ready: true,
 		SlotWALRetained: 8192, Failed: 2, Dead: 1,
 		WriteBack: true, WriteBackRows: 7, WriteBackErrors: 1, WriteBackRefused: 5, WriteBackPending: 4,
+		EventsBehind: 12, Held: []HeldTopic{{Topic: "orders", Failed: 2, Dead: 1, Waiting: 6, Paused: 1, OldestSeconds: 30.5}},
 	}
-	unknown := Snapshot{LagBytes: -1, SlotWALRetained: -1, Failed: -1, Dead: -1}
+	unknown := Snapshot{LagBytes: -1, SlotWALRetained: -1, Failed: -1, Dead: -1, EventsBehind: -1}
 	tests := []struct {
 		snap   Snapshot
 		name   string
@@ -171,6 +172,12 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: known, name: "cdc_relay_writeback_errors_total", want: 1},
 		{snap: known, name: "cdc_relay_writeback_refused_rows_total", want: 5},
 		{snap: known, name: "cdc_relay_writeback_pending", want: 4},
+		{snap: known, name: "cdc_relay_events_behind", want: 12},
+		{snap: known, name: "cdc_relay_held_events", labels: "state=failed,topic=orders", want: 2},
+		{snap: known, name: "cdc_relay_held_events", labels: "state=dead,topic=orders", want: 1},
+		{snap: known, name: "cdc_relay_held_events", labels: "state=waiting,topic=orders", want: 6},
+		{snap: known, name: "cdc_relay_held_events", labels: "state=paused,topic=orders", want: 1},
+		{snap: known, name: "cdc_relay_held_oldest_seconds", labels: "topic=orders", want: 30.5},
 
 		{snap: unknown, name: "cdc_relay_leader", want: 0},
 		{snap: unknown, name: "cdc_relay_paused", want: 0},
@@ -183,6 +190,9 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: unknown, name: "cdc_relay_writeback_errors_total", absent: true},
 		{snap: unknown, name: "cdc_relay_writeback_refused_rows_total", absent: true},
 		{snap: unknown, name: "cdc_relay_writeback_pending", absent: true},
+		{snap: unknown, name: "cdc_relay_events_behind", absent: true},
+		{snap: unknown, name: "cdc_relay_held_events", absent: true},
+		{snap: unknown, name: "cdc_relay_held_oldest_seconds", absent: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"{"+tt.labels+"}", func(t *testing.T) {
@@ -198,6 +208,35 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 				t.Fatalf("= %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHeldTopicLeaves: a topic that has no held events any more, at the
+// next reading, has no series left; the others keep theirs.
+func TestHeldTopicLeaves(t *testing.T) {
+	held := []HeldTopic{{Topic: "orders", Failed: 1, OldestSeconds: 5}, {Topic: "payments", Paused: 2, OldestSeconds: 9}}
+	m := New("v1", func() Snapshot { return Snapshot{Held: held} })
+	series := func() []string {
+		var s []string
+		for _, name := range []string{"cdc_relay_held_events", "cdc_relay_held_oldest_seconds"} {
+			for _, m := range gather(t, m)[name].GetMetric() {
+				s = append(s, name+"{"+labels(m)+"}")
+			}
+		}
+		sort.Strings(s)
+		return s
+	}
+	if got := series(); len(got) != 10 {
+		t.Fatalf("two topics: %d series, want 10 (four states and the age each): %v", len(got), got)
+	}
+	held = held[1:]
+	for _, s := range series() {
+		if strings.Contains(s, "orders") {
+			t.Errorf("%s served after its topic left", s)
+		}
+	}
+	if got := series(); len(got) != 5 {
+		t.Errorf("one topic: %d series, want 5: %v", len(got), got)
 	}
 }
 

@@ -31,6 +31,13 @@ type Snapshot struct {
 	// Failed and Dead are the status table's FAILED and DEAD rows, as last
 	// counted; -1 when not known.
 	Failed, Dead int64
+	// Held are the topics with held events in the status table, as last
+	// read (at most the 100 with the most): one series per topic and
+	// state, and a topic that has none held any more has no series.
+	Held []HeldTopic
+	// EventsBehind is the events in flight plus the held events the relay
+	// delivers itself (FAILED, WAITING, PAUSED); -1 when not known.
+	EventsBehind int64
 	// WriteBack is set when a table writes outcomes back to its rows:
 	// WriteBackRows counts the rows updated, WriteBackErrors the
 	// statements that failed (and are tried again), WriteBackRefused the
@@ -42,6 +49,14 @@ type Snapshot struct {
 	WriteBackPending                                 int64
 }
 
+// HeldTopic is what the status table holds of one topic: its rows in
+// each held state, and the age of the oldest.
+type HeldTopic struct {
+	Topic                         string
+	Failed, Dead, Waiting, Paused int64
+	OldestSeconds                 float64
+}
+
 // snapshotCollector reports a Snapshot as gauges and counters.
 type snapshotCollector struct{ snapshot func() Snapshot }
 
@@ -50,7 +65,7 @@ var (
 	descProduced    = desc("cdc_relay_events_produced_total", "Events of the stream that Kafka acknowledged.")
 	descInFlight    = desc("cdc_relay_in_flight_events", "Events read and not yet delivered or parked.")
 	descInFlightB   = desc("cdc_relay_in_flight_bytes", "Bytes of the events read and not yet delivered or parked.")
-	descLagBytes    = desc("cdc_relay_replication_lag_bytes", "WAL written after the slot's confirmed position, as last read (every 5 s).")
+	descLagBytes    = desc("cdc_relay_replication_lag_bytes", "WAL written after the slot's confirmed position, as last read (every 5 s): all the server's WAL, not only the outbox's (other tables' changes, other databases' on the server too).")
 	descLagSeconds  = desc("cdc_relay_replication_lag_seconds", "Time since the commit of the oldest transaction read whose events are not all delivered; 0 when nothing is in flight.")
 	descConfirmed   = desc("cdc_relay_confirmed_lsn", "The WAL position last confirmed to PostgreSQL, as a number.")
 	descLeader      = desc("cdc_relay_leader", "1 while this relay holds the slot's lock (it leads the slot), else 0.")
@@ -61,6 +76,9 @@ var (
 	descWBErrors    = desc("cdc_relay_writeback_errors_total", "Write-back statements that failed; each is tried again.")
 	descWBRefused   = desc("cdc_relay_writeback_refused_rows_total", "Outbox rows that refused their outcome (a trigger or constraint of the table): each is logged with its id and keeps its old status; the event is delivered as usual.")
 	descWBPending   = desc("cdc_relay_writeback_pending", "Outcomes waiting to be written back.")
+	descBehind      = desc("cdc_relay_events_behind", "Events the relay still owes Kafka: in flight (read, not yet acknowledged) plus held in the status table as FAILED, WAITING or PAUSED, as last read (every 5 s). The WAL not read yet counts in cdc_relay_replication_lag_bytes only.")
+	descHeld        = prometheus.NewDesc("cdc_relay_held_events", "Events the status table holds for a topic, by state: failed (retried by the poller), dead (given up: an operator retries, skips or purges it), waiting (behind an earlier held event of its key), paused (its topic is paused); as last read (every 5 s), for the 100 topics with the most.", []string{"topic", "state"}, nil)
+	descHeldOldest  = prometheus.NewDesc("cdc_relay_held_oldest_seconds", "Age of the oldest event the status table holds for a topic (failed, dead, waiting or paused), as last read (every 5 s).", []string{"topic"}, nil)
 	descStatusRows  = prometheus.NewDesc("cdc_relay_status_rows", "Rows of the status table in a state, as last counted: FAILED (waiting to be tried again) or DEAD (given up).", []string{"state"}, nil)
 )
 
@@ -68,7 +86,7 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds,
-		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows,
+		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows, descBehind, descHeld, descHeldOldest,
 		descWBRows, descWBErrors, descWBRefused, descWBPending} {
 		ch <- d
 	}
@@ -101,6 +119,14 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	ifKnown(descWALRetained, s.SlotWALRetained)
 	ifKnown(descStatusRows, s.Failed, "FAILED")
 	ifKnown(descStatusRows, s.Dead, "DEAD")
+	ifKnown(descBehind, s.EventsBehind)
+	for _, t := range s.Held {
+		gauge(descHeld, float64(t.Failed), t.Topic, "failed")
+		gauge(descHeld, float64(t.Dead), t.Topic, "dead")
+		gauge(descHeld, float64(t.Waiting), t.Topic, "waiting")
+		gauge(descHeld, float64(t.Paused), t.Topic, "paused")
+		gauge(descHeldOldest, t.OldestSeconds, t.Topic)
+	}
 	if s.WriteBack {
 		counter(descWBRows, float64(s.WriteBackRows))
 		counter(descWBErrors, float64(s.WriteBackErrors))

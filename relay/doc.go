@@ -56,7 +56,7 @@
 //	state.go       Status and the metrics' snapshot
 //	health.go      readiness: PostgreSQL and Kafka pinged, stats read
 //	stats.go       the slot's positions, failover, and the status table's
-//	               counts
+//	               counts, over every topic and per topic
 //	pause.go       the pause switch
 //	progress.go    the periodic progress log line
 //	writeback.go   each event's outcome, for the tables that write it back

@@ -57,6 +57,19 @@ type Status struct {
 	Failed     int64     `json:"failed"`
 	Dead       int64     `json:"dead"`
 	DatabaseAt time.Time `json:"database_at,omitzero"`
+	// Topics are the topics with held events (the status table's FAILED,
+	// DEAD, WAITING and PAUSED rows) as of DatabaseAt: at most
+	// MaxHeldTopics, those with the most first; HeldTopics counts every
+	// topic with held events.
+	Topics     []TopicHeld `json:"topics"`
+	HeldTopics int         `json:"held_topics"`
+	// EventsBehind is what the relay still owes Kafka: the events in
+	// flight (read and not yet acked) and the held events it delivers
+	// itself (FAILED, WAITING and PAUSED, as of DatabaseAt; DEAD ones wait
+	// for an operator); -1 until the status table is read. The WAL not
+	// read yet is counted in bytes only (LagBytes): its events are not
+	// known before they are decoded.
+	EventsBehind int64 `json:"events_behind"`
 	// PostgresError and KafkaError say why the last reachability check
 	// failed; empty when it succeeded.
 	PostgresError string `json:"postgres_error,omitempty"`
@@ -158,7 +171,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 	st := Status{
 		Version: r.cfg.Version, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
 		Slot: r.cfg.Slot, Table: strings.Join(r.cfg.TableNames(), ", "),
-		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1,
+		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1, EventsBehind: -1,
 		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
 		OnSlotLoss: string(r.cfg.onSlotLoss()), SlotRecoveries: s.slotRecoveries.Load(),
 	}
@@ -178,6 +191,8 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 		db := s.db
 		st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
 		st.LagBytes = db.LagBytes()
+		st.Topics, st.HeldTopics = db.Topics, db.HeldTopics
+		st.EventsBehind = st.InFlightEvents + db.Failed + db.Waiting + db.Paused
 		st.PostgresVersion, st.FailoverSlot, st.SynchronizedStandbySlots = db.Failover.Version, db.Failover.Slot, db.Failover.StandbySlots
 		if !leading && db.SlotExists {
 			confirmed = db.Confirmed
@@ -225,6 +240,7 @@ func (r *Relay) snapshot() metrics.Snapshot {
 		ConfirmedLSN: confirmed,
 		Leader:       st.Role == RoleLeader, Paused: st.Paused, Ready: st.Ready,
 		SlotWALRetained: st.WALRetainedBytes, Failed: st.Failed, Dead: st.Dead,
+		EventsBehind: st.EventsBehind, Held: heldMetrics(st.Topics),
 	}
 	if wb := r.writeBack.Load(); wb != nil {
 		s := wb.stats()
@@ -232,4 +248,17 @@ func (r *Relay) snapshot() metrics.Snapshot {
 		snap.WriteBackRows, snap.WriteBackErrors, snap.WriteBackRefused, snap.WriteBackPending = s.Updated, s.Failures, s.Refused, int64(s.Pending)
 	}
 	return snap
+}
+
+// heldMetrics is the metrics' view of the topics with held events.
+func heldMetrics(topics []TopicHeld) []metrics.HeldTopic {
+	if len(topics) == 0 {
+		return nil
+	}
+	held := make([]metrics.HeldTopic, len(topics))
+	for i, t := range topics {
+		held[i] = metrics.HeldTopic{Topic: t.Topic, Failed: t.Failed, Dead: t.Dead, Waiting: t.Waiting, Paused: t.Paused,
+			OldestSeconds: t.OldestHeldSeconds}
+	}
+	return held
 }

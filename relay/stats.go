@@ -14,9 +14,10 @@ import (
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
-// Querier runs one query (*pgxpool.Pool and *pgx.Conn have it).
+// Querier runs queries (*pgxpool.Pool and *pgx.Conn have it).
 type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // DatabaseStats is what PostgreSQL says of a relay's slot and status table
@@ -33,8 +34,13 @@ type DatabaseStats struct {
 	// Confirmed is the slot's confirmed_flush_lsn; Restart its restart_lsn,
 	// the oldest WAL it keeps.
 	Confirmed, Restart pglogrepl.LSN
-	// Failed and Dead count the status table's FAILED and DEAD rows.
-	Failed, Dead int64
+	// Failed, Dead, Waiting and Paused count the status table's held
+	// rows, in each state, over every topic.
+	Failed, Dead, Waiting, Paused int64
+	// Topics are the topics with the most held rows, at most MaxHeldTopics,
+	// most held first; HeldTopics counts every topic with held rows.
+	Topics     []TopicHeld
+	HeldTopics int
 	// Failover is the server's version and synchronized_standby_slots,
 	// and whether the slot is a failover slot.
 	Failover replication.Failover
@@ -86,15 +92,87 @@ func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseSta
 	if s.Failover, err = replication.LookupFailover(ctx, db, cfg.Slot); err != nil {
 		return s, err
 	}
-	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
-	err = db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'FAILED'), count(*) FILTER (WHERE status = 'DEAD')
-		FROM `+status+` WHERE status IN ('FAILED', 'DEAD')`).Scan(&s.Failed, &s.Dead)
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-			return s, fmt.Errorf("count parked events: the status table %s does not exist: run `cdc-relay migrate` with the same table flags", status)
-		}
-		return s, fmt.Errorf("count parked events in %s: %w", status, err)
+	if err = readHeld(ctx, db, cfg, &s); err != nil {
+		return s, err
 	}
 	return s, nil
+}
+
+// MaxHeldTopics is the most topics DatabaseStats.Topics lists: those with
+// the most held events.
+const MaxHeldTopics = 100
+
+// TopicHeld is what the status table holds of one topic's events: the
+// rows in each held state, and how long ago the oldest was parked.
+type TopicHeld struct {
+	Topic string `json:"topic"`
+	// Failed rows are retried by the poller; Dead rows wait for an
+	// operator; Waiting rows are parked behind an earlier held event of
+	// their key; Paused rows wait for their topic's resume.
+	Failed  int64 `json:"failed"`
+	Dead    int64 `json:"dead"`
+	Waiting int64 `json:"waiting"`
+	Paused  int64 `json:"paused"`
+	// OldestHeldSeconds is the age of the topic's oldest held row (by its
+	// created_at), as of the reading.
+	OldestHeldSeconds float64 `json:"oldest_held_seconds"`
+}
+
+// Held is the topic's held rows in every state.
+func (t TopicHeld) Held() int64 { return t.Failed + t.Dead + t.Waiting + t.Paused }
+
+// heldQuery counts the held rows of the status table (%s) per topic and
+// state, with the totals over every topic as window sums, taken before the
+// limit. Its WHERE is the predicate of the status table's partial index on
+// the held states.
+//
+// merge: with the skipped_at column, the DEAD count becomes
+// count(*) FILTER (WHERE status = 'DEAD' AND skipped_at IS NULL): a skipped
+// row is not held.
+const heldQuery = `SELECT topic, failed, dead, waiting, paused, extract(epoch FROM now() - oldest)::float8,
+	sum(failed) OVER ()::bigint, sum(dead) OVER ()::bigint, sum(waiting) OVER ()::bigint, sum(paused) OVER ()::bigint, count(*) OVER ()
+FROM (SELECT topic,
+		count(*) FILTER (WHERE status = 'FAILED') AS failed,
+		count(*) FILTER (WHERE status = 'DEAD') AS dead,
+		count(*) FILTER (WHERE status = 'WAITING') AS waiting,
+		count(*) FILTER (WHERE status = 'PAUSED') AS paused,
+		min(created_at) AS oldest
+	FROM %s WHERE status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED')
+	GROUP BY topic) held
+ORDER BY failed + dead + waiting + paused DESC, topic
+LIMIT %d`
+
+// readHeld fills s's held counts, over every topic and for the topics
+// with the most held rows, from one query.
+func readHeld(ctx context.Context, db Querier, cfg Config, s *DatabaseStats) error {
+	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+	err := scanHeld(ctx, db, fmt.Sprintf(heldQuery, status, MaxHeldTopics), s)
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
+		return fmt.Errorf("count parked events: the status table %s does not exist: run `cdc-relay migrate` with the same table flags", status)
+	}
+	return fmt.Errorf("count parked events in %s: %w", status, err)
+}
+
+// scanHeld runs heldQuery and fills s from its rows; once read, s.Topics
+// is a list, empty when nothing is held.
+func scanHeld(ctx context.Context, db Querier, query string, s *DatabaseStats) error {
+	rows, err := db.Query(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	s.Topics = []TopicHeld{}
+	for rows.Next() {
+		var t TopicHeld
+		if err := rows.Scan(&t.Topic, &t.Failed, &t.Dead, &t.Waiting, &t.Paused, &t.OldestHeldSeconds,
+			&s.Failed, &s.Dead, &s.Waiting, &s.Paused, &s.HeldTopics); err != nil {
+			return err
+		}
+		s.Topics = append(s.Topics, t)
+	}
+	return rows.Err()
 }

@@ -44,7 +44,9 @@ Checks a config file against the live database, without changing anything
 rolled back) and without producing anything to Kafka:
 
   - the file itself: every key known, every table with a value and a topic
-    (or routes), each mistake with its line;
+    (or routes), each mistake with its line; two routes of a table that
+    name one topic are a warning, not a problem (an event that matches
+    both is sent to it once);
   - wal_level is logical; the slot, if it exists, uses the pgoutput plugin
     in this database; the publication exists and publishes inserts;
   - for each table: it exists and the publication includes it; every
@@ -175,6 +177,9 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 
 	w := c.stdout
 	fmt.Fprintf(w, "%s: %s, slot %s, publication %s\n", c.config, plural(len(f.Tables), "table"), slot, names.Publication)
+	for _, warning := range f.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warning)
+	}
 	n := 0
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	global, err := preflight.CheckDatabase(cctx, conn, slot, names.Publication)

@@ -121,6 +121,16 @@ func TestCheckConfig(t *testing.T) {
 				"\nno problems in ",
 			},
 			absent: []string{"1 problem", "problems\n", "parked"}},
+		{name: "two routes naming one topic: a warning, not a problem",
+			yaml: "tables:" + goodEvents + "      - {topic: wallet-events, any_of_tags: [transfer_id]}\n",
+			args: []string{"--postgres-url", url}, code: 0,
+			stdout: []string{
+				"relay.yaml: 1 table, slot cdc_relay, publication cdc_relay\n",
+				`relay.yaml:9: tables[0] (public.events): routes[2]: topic "wallet-events" is routes[0]'s too: an event that matches both is sent to it once` + "\n",
+				"\npublic.events: ok\n",
+				"\nno problems in ",
+			},
+			absent: []string{"problem\n", "problems\n"}},
 		{name: "a missing column", yaml: "tables:" + strings.Replace(goodNotifications, "timestamp: created_at", "timestamp: created", 1),
 			args: []string{"--postgres-url", url}, code: 1,
 			stdout: []string{

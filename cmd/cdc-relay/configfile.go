@@ -78,6 +78,14 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 	return f, nil
 }
 
+// warnConfig logs each of the config file's warnings: what it accepts but
+// is usually a mistake.
+func warnConfig(file *config.File, log *slog.Logger) {
+	for _, w := range file.Warnings {
+		log.Warn("config file: " + w.Error())
+	}
+}
+
 // checkAtStart checks the config file's tables against the database as
 // check-config does, so that a column the file names but the table lacks
 // stops run at start, naming the column and the table, rather than when

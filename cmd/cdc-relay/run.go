@@ -338,6 +338,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		"on_slot_loss", c.onSlotLoss)
 	c.kafkaSecurity.logSettings(log)
 	if c.file != nil {
+		warnConfig(c.file, log)
 		if err := checkAtStart(ctx, c.cfg, c.configPath, c.file, log); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/config"
@@ -36,7 +37,11 @@ const statusUsage = `Usage: cdc-relay status [flags]
 
 Says in a few lines how a relay is doing: its role (leader or standby),
 whether it is ready or paused and why not, the lag, the WAL the slot keeps,
-the events in flight, and the events parked in the status table.
+the events in flight, the events parked in the status table, and the events
+the relay still owes Kafka; when the status table holds events (FAILED,
+DEAD, WAITING behind an earlier event of their key, PAUSED with their
+topic), a line per topic with its counts and the age of its oldest (the
+100 topics with the most).
 
 It asks the relay at --metrics-addr (GET /status, as "cdc-relay run" serves
 it). When no relay answers there and a PostgreSQL URL is given, it reads the
@@ -162,6 +167,7 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 	st := relay.Status{
 		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.TableNames(), ", "),
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
+		Topics: db.Topics, HeldTopics: db.HeldTopics, EventsBehind: db.Failed + db.Waiting + db.Paused,
 		ConfirmedLSN:    db.Confirmed.String(),
 		PostgresVersion: db.Failover.Version, FailoverSlot: db.Failover.Slot, SynchronizedStandbySlots: db.Failover.StandbySlots,
 	}
@@ -204,13 +210,7 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 		fmt.Fprintf(w, "  events      %d read, %d produced, %d parked since it started; %d in flight (%s)\n",
 			st.EventsRead, st.EventsProduced, st.EventsParked, st.InFlightEvents, bytesText(st.InFlightBytes))
 	}
-	if st.Failed >= 0 {
-		parked := fmt.Sprintf("%d FAILED (being retried), %d DEAD (given up)", st.Failed, st.Dead)
-		if st.Failed+st.Dead > 0 {
-			parked += ": cdc-relay failed list"
-		}
-		fmt.Fprintf(w, "  parked      %s\n", parked)
-	}
+	printHeld(w, st)
 	if st.PostgresVersion > 0 {
 		fmt.Fprintf(w, "  failover    %s\n", failoverText(st))
 	}
@@ -226,6 +226,37 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 			at = fmt.Sprintf(" (%s ago)", now.Sub(st.LastErrorAt).Round(time.Second))
 		}
 		fmt.Fprintf(w, "  last error  %s%s\n", st.LastError, at)
+	}
+}
+
+// printHeld writes the parked events: the FAILED and DEAD counts, the
+// events the relay still owes, and, when the status table holds events,
+// a line per topic.
+func printHeld(w io.Writer, st relay.Status) {
+	if st.Failed < 0 {
+		return
+	}
+	parked := fmt.Sprintf("%d FAILED (being retried), %d DEAD (given up)", st.Failed, st.Dead)
+	if st.Failed+st.Dead > 0 || len(st.Topics) > 0 {
+		parked += ": cdc-relay failed list"
+	}
+	fmt.Fprintf(w, "  parked      %s\n", parked)
+	if st.EventsBehind > 0 {
+		fmt.Fprintf(w, "  behind      %d events owed to Kafka (in flight, FAILED, WAITING, PAUSED); the WAL not read yet counts in the lag above\n", st.EventsBehind)
+	}
+	if len(st.Topics) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  held by topic:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "    TOPIC\tFAILED\tDEAD\tWAITING\tPAUSED\tOLDEST\t")
+	for _, t := range st.Topics {
+		oldest := time.Duration(t.OldestHeldSeconds * float64(time.Second)).Round(time.Second)
+		fmt.Fprintf(tw, "    %s\t%d\t%d\t%d\t%d\t%s\t\n", t.Topic, t.Failed, t.Dead, t.Waiting, t.Paused, oldest)
+	}
+	_ = tw.Flush()
+	if more := st.HeldTopics - len(st.Topics); more > 0 {
+		fmt.Fprintf(w, "    and %d more topics with fewer held events\n", more)
 	}
 }
 
