@@ -126,9 +126,8 @@ func (t TopicHeld) Held() int64 { return t.Failed + t.Dead + t.Waiting + t.Pause
 // limit. Its WHERE is the predicate of the status table's partial index on
 // the held states.
 //
-// merge: with the skipped_at column, the DEAD count becomes
-// count(*) FILTER (WHERE status = 'DEAD' AND skipped_at IS NULL): a skipped
-// row is not held.
+// A DEAD row an operator skipped (skipped_at set) is not held: it counts
+// nowhere.
 const heldQuery = `SELECT topic, failed, dead, waiting, paused, extract(epoch FROM now() - oldest)::float8,
 	sum(failed) OVER ()::bigint, sum(dead) OVER ()::bigint, sum(waiting) OVER ()::bigint, sum(paused) OVER ()::bigint, count(*) OVER ()
 FROM (SELECT topic,
@@ -137,7 +136,7 @@ FROM (SELECT topic,
 		count(*) FILTER (WHERE status = 'WAITING') AS waiting,
 		count(*) FILTER (WHERE status = 'PAUSED') AS paused,
 		min(created_at) AS oldest
-	FROM %s WHERE status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED')
+	FROM %s WHERE status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED') AND skipped_at IS NULL
 	GROUP BY topic) held
 ORDER BY failed + dead + waiting + paused DESC, topic
 LIMIT %d`

@@ -34,20 +34,17 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	if s, err := ReadDatabaseStats(ctx, conn, cfg); err != nil || s.Topics == nil || len(s.Topics) != 0 || s.Failed != 0 || s.HeldTopics != 0 {
 		t.Fatalf("nothing held: topics %v (nil %v), failed %d, %d topics, %v; want an empty list and zeros", s.Topics, s.Topics == nil, s.Failed, s.HeldTopics, err)
 	}
-	mustExec(t, conn, `DO $$ DECLARE c text; BEGIN
-		-- The WAITING and PAUSED states arrive with the ordered-parking migration;
-		-- until then, widen the state check here.
-		FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = '`+status+`'::regclass AND contype = 'c' LOOP
-			EXECUTE format('ALTER TABLE `+status+` DROP CONSTRAINT %I', c);
-		END LOOP; END $$`)
-	insert := `INSERT INTO ` + status + ` (topic, record_key, status, last_error, created_at)
-		SELECT $1, 'k', $2, 'x', now() - make_interval(secs => $3) FROM generate_series(1, $4)`
+	// SKIPPED stands for a DEAD row an operator skipped.
+	insert := `INSERT INTO ` + status + ` (topic, record_key, status, skipped_at, last_error, created_at)
+		SELECT $1, 'k', CASE $2 WHEN 'SKIPPED' THEN 'DEAD' ELSE $2 END, CASE $2 WHEN 'SKIPPED' THEN now() END, 'x',
+			now() - make_interval(secs => $3) FROM generate_series(1, $4)`
 	for _, r := range []struct {
 		topic, state string
 		age, n       int
 	}{
 		{"orders", "FAILED", 30, 2}, {"orders", "DEAD", 10, 1}, {"orders", "WAITING", 5, 3}, {"orders", "PAUSED", 1, 1},
 		{"orders", "DELIVERED", 3600, 5},
+		{"orders", "SKIPPED", 7200, 1}, // not held: counts nowhere, nor as the oldest
 		{"payments", "PAUSED", 120, 2}, {"payments", "WAITING", 60, 1},
 		{"audit", "DELIVERED", 10, 1},
 	} {
