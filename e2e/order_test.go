@@ -171,6 +171,9 @@ type orderRun struct {
 	key     string // the refused key
 	keyN    int    // events of key committed so far (seq 0 … keyN-1)
 	othersN int    // events of other keys committed so far
+	// committed reads as a read_committed consumer (exactly-once
+	// delivery), else every record.
+	committed bool
 }
 
 // newOrderRun creates the run's one-partition topic; the refused key is
@@ -225,10 +228,7 @@ func (o *orderRun) commitInterleaved(keyed, others int) {
 func (o *orderRun) split() (keySeqs []int, others map[int]bool) {
 	o.e.t.Helper()
 	others = map[int]bool{}
-	var recs []*kgo.Record
-	if n := sum(o.e.endOffsets(o.cl, o.topic)); n > 0 {
-		recs = o.e.readN(o.topic, int(n), 60*time.Second)
-	}
+	recs := o.records()
 	slices.SortFunc(recs, func(a, b *kgo.Record) int { return int(a.Offset - b.Offset) })
 	for _, r := range recs {
 		var v struct{ Seq int }
@@ -242,6 +242,23 @@ func (o *orderRun) split() (keySeqs []int, others map[int]bool) {
 		}
 	}
 	return keySeqs, others
+}
+
+// records reads every record of the topic now, or with committed every
+// committed one.
+func (o *orderRun) records() []*kgo.Record {
+	o.e.t.Helper()
+	if o.committed {
+		var recs []*kgo.Record
+		if !o.e.readCommittedUntil(o.topic, 60*time.Second, func() bool { return true }, func(r *kgo.Record) { recs = append(recs, r) }) {
+			o.e.t.Fatalf("read %s as a read_committed consumer: not up to its last stable offset within 60s", o.topic)
+		}
+		return recs
+	}
+	if n := sum(o.e.endOffsets(o.cl, o.topic)); n > 0 {
+		return o.e.readN(o.topic, int(n), 60*time.Second)
+	}
+	return nil
 }
 
 // waitRecords waits until the topic holds at least the events of other
@@ -459,8 +476,9 @@ func (o *orderRun) refusedAndBlocked() {
 // status table, 100 events of other keys flow meanwhile, `failed list` and
 // /status say what waits, and once the cause is gone the key's events
 // arrive once each, in commit order. The same through a SIGKILL of the
-// relay while the key is held, and through a standby's takeover: events of
-// the key committed after the restart wait too.
+// relay while the key is held, and through a standby's takeover (events of
+// the key committed after the restart wait too), and in exactly-once
+// delivery, read by a read_committed consumer.
 func TestOrderHeldBehindARefusedRecord(t *testing.T) {
 	t.Run("refused then accepted", func(t *testing.T) {
 		e := newEnv(t)
@@ -473,6 +491,17 @@ func TestOrderHeldBehindARefusedRecord(t *testing.T) {
 		lift()
 		o.waitInOrder(seqs(11))
 		e.waitFor("every row of the key DELIVERED", 30*time.Second, func() bool { return o.keyStates()["DELIVERED"] == 11 })
+		p.stop(30 * time.Second)
+	})
+	t.Run("exactly-once", func(t *testing.T) {
+		e := newEnv(t)
+		o := e.newOrderRun("order")
+		o.committed = true
+		lift := e.refuseKey(o.topic, o.key)
+		p := e.startRelay(orderRelayArgs(exactlyOnce...)...)
+		o.refusedAndBlocked()
+		lift()
+		o.waitInOrder(seqs(11))
 		p.stop(30 * time.Second)
 	})
 	t.Run("through a SIGKILL", func(t *testing.T) {
