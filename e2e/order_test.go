@@ -32,8 +32,7 @@ import (
 // it until the cause is removed; every other event is small.
 const (
 	headPad        = 300_000
-	refusedLimit   = "100000"
-	refusedBytes   = 100000
+	refusedBytes   = 100_000
 	restoredLimit  = "2000000"
 	orderRetryBase = "200ms"
 )
@@ -44,7 +43,7 @@ func (e *env) orderedTopic(topic string) {
 	e.t.Helper()
 	var configs map[string]string
 	if e.kfake == nil {
-		configs = map[string]string{"max.message.bytes": refusedLimit}
+		configs = map[string]string{"max.message.bytes": strconv.Itoa(refusedBytes)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -80,9 +79,9 @@ func (e *env) refuseKey(topic, key string) (lift func()) {
 
 // refuseRecordsOf answers a produce request that carries a record of key
 // (unique to the test; newer requests name topics by id only) larger than
-// refusedLimit: that partition with MESSAGE_TOO_LARGE, the request's other partitions with a
-// retriable error (the producer sends them again). A request without such
-// a record is left to the broker.
+// refusedBytes: that partition with MESSAGE_TOO_LARGE, the request's other
+// partitions with a retriable error (the producer sends them again). A
+// request without such a record is left to the broker.
 func refuseRecordsOf(req *kmsg.ProduceRequest, key []byte) (kmsg.Response, error, bool) {
 	hit := false
 	for _, t := range req.Topics {
@@ -114,7 +113,7 @@ func refuseRecordsOf(req *kmsg.ProduceRequest, key []byte) (kmsg.Response, error
 
 // batchHasKey reports whether the record batches in b (uncompressed, as
 // the relay produces them) hold a record whose key is key and whose value
-// is larger than refusedLimit.
+// is larger than refusedBytes.
 func batchHasKey(b, key []byte) bool {
 	for len(b) >= 12 {
 		var batch kmsg.RecordBatch
@@ -130,7 +129,7 @@ func batchHasKey(b, key []byte) bool {
 }
 
 // recordsHaveKey reads n records from b, each a varint length and the
-// record, for one of key larger than refusedLimit.
+// record, for one of key larger than refusedBytes.
 func recordsHaveKey(b []byte, n int, key []byte) bool {
 	for range n {
 		l, size := binary.Varint(b)
