@@ -453,6 +453,22 @@ func (o *orderRun) waitTopicHeld(p *relayProc, failed, waiting int64) {
 	})
 }
 
+// checkOrderMetrics requires the relay's counters of events the stream
+// held behind a key (by reason) to be held, and of records acked while an
+// earlier event of their key was parked to be 0.
+func checkOrderMetrics(p *relayProc, held map[string]float64) {
+	p.t.Helper()
+	_, families := p.scrape()
+	for reason, want := range held {
+		if got := value(families, "cdc_relay_events_held_total", "reason", reason); got != want {
+			p.t.Errorf("cdc_relay_events_held_total{reason=%q} is %v, want %v", reason, got, want)
+		}
+	}
+	if got := value(families, "cdc_relay_order_violations_total"); got != 0 {
+		p.t.Errorf("cdc_relay_order_violations_total is %v, want 0 (-1: not served)", got)
+	}
+}
+
 // orderRelayArgs are the order tests' run flags: the poller tries soon.
 func orderRelayArgs(extra ...string) []string {
 	return append([]string{"--retry-base", orderRetryBase, "--retry-max", "1s", "--max-attempts", "1000"}, extra...)
@@ -472,8 +488,8 @@ func (o *orderRun) refusedAndBlocked() {
 
 // TestOrderHeldBehindARefusedRecord: the broker refuses the first event of
 // a key for a while; the key's ten later events wait behind it in the
-// status table, 100 events of other keys flow meanwhile, `failed list` and
-// /status say what waits, and once the cause is gone the key's events
+// status table, 100 events of other keys flow meanwhile, `failed list`,
+// /status and the metrics say what waits (and no record overtook), and once the cause is gone the key's events
 // arrive once each, in commit order. The same through a SIGKILL of the
 // relay while the key is held, and through a standby's takeover (events of
 // the key committed after the restart wait too), and in exactly-once
@@ -490,6 +506,7 @@ func TestOrderHeldBehindARefusedRecord(t *testing.T) {
 		lift()
 		o.waitInOrder(seqs(11))
 		e.waitFor("every row of the key DELIVERED", 30*time.Second, func() bool { return o.keyStates()["DELIVERED"] == 11 })
+		checkOrderMetrics(p, map[string]float64{"waiting": 10})
 		p.stop(30 * time.Second)
 	})
 	t.Run("exactly-once", func(t *testing.T) {

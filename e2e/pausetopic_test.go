@@ -147,6 +147,7 @@ func TestPauseTopicSurvivesRestart(t *testing.T) {
 				insert(t, e.conn, "b", fmt.Sprintf("k%d", i%10), "OnB", fmt.Sprintf(`{"seq": %d}`, i))
 			}
 			checkPausedHeld(e, a, b, 100)
+			checkOrderMetrics(p, map[string]float64{"paused": 100})
 			p.Kill()
 			p = e.startRelay(args...)
 			insert(t, e.conn, "b", "k0", "OnB", `{"seq": 100}`)
