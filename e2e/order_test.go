@@ -572,8 +572,9 @@ func (e *env) failedCmd(sub string, args ...string) string {
 // TestOrderDeadHead: the key's first event is refused at its only attempt
 // (DEAD) and its ten later events wait behind it. `failed skip` gives up on
 // the head: the ten arrive in order, and a later event of the key after
-// them; the head never does, though the cause is gone. `failed retry` of
-// the head, after the cause is gone, delivers it first, then the ten.
+// them; the head never does, though the cause is gone. `failed purge` of
+// the head releases the ten in order. `failed retry` of the head, after
+// the cause is gone, delivers it first, then the ten.
 func TestOrderDeadHead(t *testing.T) {
 	deadHead := func(t *testing.T) (*env, *orderRun, func(), *relayProc) {
 		e := newEnv(t)
@@ -602,6 +603,13 @@ func TestOrderDeadHead(t *testing.T) {
 		if state != "DEAD" || !skipped {
 			t.Fatalf("the skipped head is %s (skipped %v), want DEAD and skipped", state, skipped)
 		}
+		p.stop(30 * time.Second)
+	})
+	t.Run("purge", func(t *testing.T) {
+		e, o, lift, p := deadHead(t)
+		lift()
+		e.failedCmd("purge", strconv.FormatInt(o.headID(), 10))
+		o.waitInOrder(seqs(11, 0))
 		p.stop(30 * time.Second)
 	})
 	t.Run("retry", func(t *testing.T) {
