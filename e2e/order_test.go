@@ -445,11 +445,9 @@ func (p *relayProc) topicStatus(topic string) (topicLag, bool) {
 // a while.
 func (o *orderRun) waitTopicHeld(p *relayProc, failed, waiting int64) {
 	o.e.t.Helper()
-	var last topicLag
 	o.e.waitFor(fmt.Sprintf("/status counts %d failed and %d waiting on %s", failed, waiting, o.topic), 30*time.Second, func() bool {
-		var ok bool
-		last, ok = p.topicStatus(o.topic)
-		return ok && last.Failed == failed && last.Waiting == waiting && last.OldestHeldSeconds > 0
+		tl, ok := p.topicStatus(o.topic)
+		return ok && tl.Failed == failed && tl.Waiting == waiting && tl.OldestHeldSeconds > 0
 	})
 }
 
@@ -486,11 +484,27 @@ func (o *orderRun) refusedAndBlocked() {
 	o.waitHeld("FAILED")
 }
 
+// heldAfterTakeover, once a relay streams again after the one that held
+// the key died, commits two more events of the key and one of another:
+// the other arrives, the two wait behind the head with the ten. Then it
+// lifts the refusal and requires all thirteen in commit order.
+func (o *orderRun) heldAfterTakeover(lift func()) {
+	o.e.t.Helper()
+	o.commitKey()
+	o.commitKey()
+	o.commitOther()
+	o.waitOthersWhileRefused()
+	o.waitHeld("FAILED")
+	lift()
+	o.waitInOrder(seqs(13))
+}
+
 // TestOrderHeldBehindARefusedRecord: the broker refuses the first event of
 // a key for a while; the key's ten later events wait behind it in the
 // status table, 100 events of other keys flow meanwhile, `failed list`,
-// /status and the metrics say what waits (and no record overtook), and once the cause is gone the key's events
-// arrive once each, in commit order. The same through a SIGKILL of the
+// /status and the metrics say what waits (and no record overtook), and
+// once the cause is gone the key's events arrive once each, in commit
+// order. The same through a SIGKILL of the
 // relay while the key is held, and through a standby's takeover (events of
 // the key committed after the restart wait too), and in exactly-once
 // delivery, read by a read_committed consumer.
@@ -528,13 +542,7 @@ func TestOrderHeldBehindARefusedRecord(t *testing.T) {
 		o.refusedAndBlocked()
 		p.Kill()
 		p = e.startRelay(orderRelayArgs()...)
-		o.commitKey()
-		o.commitKey()
-		o.commitOther()
-		o.waitOthersWhileRefused()
-		o.waitHeld("FAILED")
-		lift()
-		o.waitInOrder(seqs(13))
+		o.heldAfterTakeover(lift)
 		p.stop(30 * time.Second)
 	})
 	t.Run("through a standby takeover", func(t *testing.T) {
@@ -547,13 +555,7 @@ func TestOrderHeldBehindARefusedRecord(t *testing.T) {
 		o.refusedAndBlocked()
 		leader.Kill()
 		e.waitFor("the standby streams", 60*time.Second, func() bool { return strings.Contains(standby.Log(), "replication started") })
-		o.commitKey()
-		o.commitKey()
-		o.commitOther()
-		o.waitOthersWhileRefused()
-		o.waitHeld("FAILED")
-		lift()
-		o.waitInOrder(seqs(13))
+		o.heldAfterTakeover(lift)
 		standby.stop(30 * time.Second)
 	})
 }
