@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -112,6 +114,40 @@ func TestVisibleDone(t *testing.T) {
 	} {
 		if got := tc.v.done(base, 1000); got != tc.want {
 			t.Errorf("%s: done = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// recordBatch encodes one uncompressed record batch holding a record of
+// each key.
+func recordBatch(keys ...string) []byte {
+	var recs []byte
+	for i, k := range keys {
+		r := kmsg.Record{OffsetDelta: int32(i), Key: []byte(k), Value: []byte(`{"n": 1}`)}
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // everything after the 1-byte varint 0
+		recs = r.AppendTo(recs)
+	}
+	batch := kmsg.RecordBatch{Magic: 2, NumRecords: int32(len(keys)), Records: recs}
+	batch.Length = int32(len(batch.AppendTo(nil)) - 12) // after FirstOffset and Length
+	return batch.AppendTo(nil)
+}
+
+func TestKeyRefusal(t *testing.T) {
+	r := &keyRefusal{keys: map[string]bool{"key-0": true}}
+	for _, tc := range []struct {
+		name    string
+		batches []byte
+		want    bool
+	}{
+		{"a refused key first", recordBatch("key-0", "key-1"), true},
+		{"a refused key last", recordBatch("key-1", "key-2", "key-0"), true},
+		{"no refused key", recordBatch("key-1", "key-10", "key-00"), false},
+		{"in the second batch", append(recordBatch("key-1"), recordBatch("key-2", "key-0")...), true},
+		{"truncated", recordBatch("key-1", "key-0")[:40], false},
+		{"empty", nil, false},
+	} {
+		if got := r.batchRefused(tc.batches); got != tc.want {
+			t.Errorf("%s: batchRefused = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

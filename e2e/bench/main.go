@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 30 minutes: the exactlyonce part takes 10, 20 with -apache)
-//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce
+//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -35,6 +35,13 @@
 // until a read_committed consumer could read every event; the latency runs
 // (-eo-rates, as the latency part) read with a read_committed consumer, and
 // read the relay's own cdc_relay_commit_to_ack_seconds beside it.
+//
+// Order: the drain's batched backlog with `--ordering key` and with
+// `--ordering none`, nothing parked (skipped when the relay has no
+// --ordering); then with 1% of the keys refused by the broker (a kfake
+// produce hook), each key's events held behind its first: the stream's
+// time until every event is acked or held, and, the refusal lifted, the
+// poller's time until none is held.
 //
 // Polling baseline: a 500 ms polling outbox like the ones teams run today
 // (batch 50, FOR UPDATE SKIP LOCKED, created_at older than 1 s, a status
@@ -153,7 +160,7 @@ func main() {
 }
 
 // parts are the parts -only can name, in the order they run.
-var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce"}
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order"}
 
 // parseRates reads a comma-separated list of positive rates.
 func parseRates(list string) ([]int, error) {
@@ -266,6 +273,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if want("exactlyonce") {
 		if err := b.exactlyOnce(ctx, out); err != nil {
+			return err
+		}
+	}
+	if want("order") {
+		if err := b.order(ctx, out); err != nil {
 			return err
 		}
 	}
