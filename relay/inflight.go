@@ -25,6 +25,7 @@ type inflight struct {
 	pgTxn      *checkpoint.Txn // the PostgreSQL transaction it came in
 	tracker    *checkpoint.Tracker
 	size       int
+	seq        uint64        // its place in the session's stream, from 1 (order.go)
 	alone      bool          // produced again in a batch of its own (see atLeastOnce.ack)
 	copies     *atomic.Int32 // the copies of a fanned-out event not yet acked; nil for one copy
 }
