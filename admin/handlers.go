@@ -101,9 +101,9 @@ func (s *Server) failed(w http.ResponseWriter, req *http.Request) {
 	switch opts.Status {
 	case "":
 		opts.Status = status.Failed
-	case status.Failed, status.Dead, status.Delivered:
+	case status.Failed, status.Dead, status.Delivered, status.Waiting, status.Paused:
 	default:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want FAILED, DEAD or DELIVERED", q.Get("state")))
+		writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want FAILED, DEAD, WAITING, PAUSED or DELIVERED", q.Get("state")))
 		return
 	}
 	if l := q.Get("limit"); l != "" {

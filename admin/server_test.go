@@ -165,8 +165,11 @@ func TestEndpoints(t *testing.T) {
 	if f.listed.Status != status.Dead || f.listed.Limit != 5 {
 		t.Errorf("GET /failed?state=dead&limit=5 listed %+v", f.listed)
 	}
+	if code, body := do(t, ts, "GET", "/failed?state=waiting", ""); code != http.StatusOK || f.listed.Status != status.Waiting {
+		t.Errorf("GET /failed?state=waiting: %d %s, listed %+v", code, body, f.listed)
+	}
 	for _, q := range []struct{ query, says string }{
-		{"?state=gone", "want FAILED, DEAD or DELIVERED"},
+		{"?state=gone", "want FAILED, DEAD, WAITING, PAUSED or DELIVERED"},
 		{"?limit=0", "want a positive number"},
 		{"?limit=-1", "want a positive number"},
 		{"?limit=x", "want a positive number"},
