@@ -77,15 +77,31 @@ func (d *atLeastOnce) produceAlone() {
 		case <-d.alone.wake:
 		}
 		for it := d.alone.pop(); it != nil; it = d.alone.pop() {
-			if held, head := d.order.parkedHeld(&it.ev); held {
-				// An earlier record of its key was parked meanwhile.
-				go d.parkInOrder(it, d.waitingAs(it, head))()
-				d.order.doneAlone(&it.ev)
-				continue
-			}
-			d.ack(&it.rec, d.producer.ProduceAlone(d.produceCtx, &it.rec))
+			d.produceOneAlone(it)
 		}
 	}
+}
+
+// produceOneAlone produces it in a batch of its own and acks it, or parks
+// it: FAILED if it failed for good already (it.failed), WAITING if its key
+// became held meanwhile.
+func (d *atLeastOnce) produceOneAlone(it *inflight) {
+	var as parkAs
+	if it.failed != nil {
+		as = d.failedAs(it.failed)
+	} else if held, head := d.order.parkedHeld(&it.ev); held {
+		as = d.waitingAs(it, head)
+	} else {
+		d.ack(&it.rec, d.producer.ProduceAlone(d.produceCtx, &it.rec))
+		return
+	}
+	go d.parkInOrder(it, as)()
+	d.order.doneAlone(&it.ev)
+}
+
+// failedAs parks a record Kafka refused for good FAILED, for the poller.
+func (d *atLeastOnce) failedAs(err error) parkAs {
+	return parkAs{store: d.failures.Failed, reason: err, cause: sink.ErrorName(err)}
 }
 
 // ack is the producer callback of every record. It holds the key of a
@@ -127,8 +143,14 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 		it.alone = true
 		d.order.holdAlone(&it.ev, it.seq)
 		d.alone.push(it)
+	case sink.Permanent(err) && !it.alone && d.order.aloneHeld(&it.ev):
+		// An earlier record of its key waits to be produced alone: it is
+		// parked after that one's outcome, in the key's order.
+		it.alone, it.failed = true, err
+		d.order.holdAlone(&it.ev, it.seq)
+		d.alone.push(it)
 	case sink.Permanent(err):
-		go d.parkInOrder(it, parkAs{store: d.failures.Failed, reason: err, cause: sink.ErrorName(err)})()
+		go d.parkInOrder(it, d.failedAs(err))()
 	default:
 		// Not delivered (the producer is closing, or the session ended):
 		// the event stays in flight, its transaction unconfirmed, and

@@ -219,6 +219,18 @@ func (o *order) doneAlone(ev *decoder.Event) {
 	}
 }
 
+// aloneHeld reports whether a record of ev's key waits to be produced
+// alone.
+func (o *order) aloneHeld(ev *decoder.Event) bool {
+	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h := o.keys[ev.Topic][string(ev.Key)]
+	return h != nil && h.alone > 0
+}
+
 // parkedHeld reports whether ev's key has held rows: ev, waiting to be
 // produced alone, is parked behind them instead.
 func (o *order) parkedHeld(ev *decoder.Event) (bool, string) {

@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -166,11 +168,13 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 	tests := []struct {
 		name       string
 		aloneErr   error
+		laterErr   error // the answer of e, a's key's record produced before a failed
 		aloneOrder string
 		parked     string
 	}{
-		{"delivered alone", nil, "a,b,c", ""},
-		{"fails alone too", refusedForGood, "a", "FAILED a,WAITING b,WAITING c"},
+		{"delivered alone", nil, kerr.InvalidRecord, "a,e,b,c", ""},
+		{"fails alone too", refusedForGood, kerr.InvalidRecord, "a", "FAILED a,WAITING e,WAITING b,WAITING c"},
+		{"a later record refused for good", nil, refusedForGood, "a", "FAILED e,WAITING b,WAITING c"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,8 +182,13 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 			tp.ordered(t, true)
 			tp.prod.aloneGate = make(chan struct{})
 			tp.prod.aloneByID = map[string]error{"a": tt.aloneErr}
-			tp.events(t, 0x200, testEv{"a", "orders", "k"})
-			tp.prod.answerBy(func(string) error { return kerr.InvalidRecord }) // maybe the batch's fault
+			tp.events(t, 0x200, testEv{"a", "orders", "k"}, testEv{"e", "orders", "k"})
+			tp.prod.answerBy(func(id string) error {
+				if id == "e" {
+					return tt.laterErr
+				}
+				return kerr.InvalidRecord // maybe the batch's fault
+			})
 			tp.events(t, 0x300, testEv{"b", "orders", "k"}, testEv{"d", "orders", "other"}, testEv{"c", "orders", "k"})
 			if got := strings.Join(tp.prod.answerBy(func(string) error { return nil }), ","); got != "d" {
 				t.Fatalf("the producer got %s, want only d: b and c wait behind a", got)
@@ -195,7 +204,7 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 			if got := strings.Join(parkedAs(tp.store), ","); got != tt.parked {
 				t.Fatalf("parked %s, want %q", got, tt.parked)
 			}
-			if tt.aloneErr == nil && tp.ledger.order.holding() {
+			if tt.parked == "" && tp.ledger.order.holding() {
 				t.Fatal("the key is still held after its records were delivered")
 			}
 		})
@@ -326,4 +335,51 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// ackingProducer acks every record at once.
+type ackingProducer struct{}
+
+func (ackingProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
+	done(r, nil)
+}
+
+func (ackingProducer) ProduceAlone(context.Context, *kgo.Record) error { return nil }
+
+// BenchmarkOrderCheck: the stream's cost per event of ordering by key,
+// with nothing held (one atomic load) and with other keys held (a map
+// lookup), against ordering none.
+func BenchmarkOrderCheck(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		held []status.Key
+		none bool
+	}{
+		{name: "none", none: true},
+		{name: "key, nothing held"},
+		{name: "key, other keys held", held: []status.Key{{Topic: "orders", Key: "x"}, {Topic: "payments", Key: "k"}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			l := newLedger(&ledger{log: slog.New(slog.DiscardHandler), failures: &fakeStore{}, count: &counters{},
+				tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}), failCtx: ctx, produceCtx: ctx})
+			if !bc.none {
+				l.order = newOrder(true, l.log)
+				l.order.rebuild(bc.held, nil, nil)
+			}
+			p := newPipeline(l, nil, newAtLeastOnce(l, ackingProducer{}))
+			msg := decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{ID: []byte("1"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`)}}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i%1000 == 0 {
+					if p.reading != nil {
+						p.tracker.Commit(p.reading, pglogrepl.LSN(0x200+i))
+					}
+					p.reading = p.tracker.Begin(time.Time{})
+				}
+				p.route(&msg)
+			}
+		})
+	}
 }
