@@ -4,7 +4,9 @@
 //	GET  /healthz             200 while the process runs
 //	GET  /readyz              200 when the relay is ready, else 503 and why
 //	GET  /status              the relay's Status, as JSON
-//	POST /pause, /resume      stop and start reading the slot
+//	POST /pause, /resume      stop and start reading the slot; with
+//	                          ?topic=T, hold and deliver again one topic's
+//	                          events (kept in the database)
 //	GET  /failed              parked events, as JSON (?state=, ?topic=, ?limit=,
 //	                          100 by default, at most 1000: more is a 400)
 //	POST /failed/{id}/retry   make a parked event due at once

@@ -32,14 +32,20 @@ func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.relay.Status())
 }
 
-// pauseResult is the answer of /pause and /resume.
+// pauseResult is the answer of /pause and /resume; Topic is set for
+// ?topic=.
 type pauseResult struct {
-	Paused bool `json:"paused"`
-	// Changed is false when the relay already was so.
+	Topic  string `json:"topic,omitempty"`
+	Paused bool   `json:"paused"`
+	// Changed is false when the relay (or the topic) already was so.
 	Changed bool `json:"changed"`
 }
 
 func (s *Server) pause(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Query().Has("topic") {
+		s.pauseTopic(w, req, true)
+		return
+	}
 	changed := s.relay.Pause()
 	if changed {
 		s.opts.Logger.Info("paused through the admin endpoint", "from", req.RemoteAddr)
@@ -48,11 +54,37 @@ func (s *Server) pause(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Query().Has("topic") {
+		s.pauseTopic(w, req, false)
+		return
+	}
 	changed := s.relay.Resume()
 	if changed {
 		s.opts.Logger.Info("resumed through the admin endpoint", "from", req.RemoteAddr)
 	}
 	writeJSON(w, http.StatusOK, pauseResult{Paused: false, Changed: changed})
+}
+
+// pauseTopic pauses (or resumes) the topic of ?topic=.
+func (s *Server) pauseTopic(w http.ResponseWriter, req *http.Request, pause bool) {
+	topic := req.URL.Query().Get("topic")
+	if topic == "" {
+		writeError(w, http.StatusBadRequest, errors.New("topic is empty: name the topic, or leave ?topic= out to pause or resume the whole relay"))
+		return
+	}
+	change, verb := s.relay.ResumeTopic, "resumed"
+	if pause {
+		change, verb = s.relay.PauseTopic, "paused"
+	}
+	changed, err := change(req.Context(), topic)
+	if err != nil {
+		writeError(w, errorStatus(err), err)
+		return
+	}
+	if changed {
+		s.opts.Logger.Info("topic "+verb+" through the admin endpoint", "topic", topic, "from", req.RemoteAddr)
+	}
+	writeJSON(w, http.StatusOK, pauseResult{Topic: topic, Paused: pause, Changed: changed})
 }
 
 // defaultFailedLimit is how many rows GET /failed returns without ?limit=;
@@ -69,9 +101,9 @@ func (s *Server) failed(w http.ResponseWriter, req *http.Request) {
 	switch opts.Status {
 	case "":
 		opts.Status = status.Failed
-	case status.Failed, status.Dead, status.Delivered:
+	case status.Failed, status.Dead, status.Delivered, status.Waiting, status.Paused:
 	default:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want FAILED, DEAD or DELIVERED", q.Get("state")))
+		writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want FAILED, DEAD, WAITING, PAUSED or DELIVERED", q.Get("state")))
 		return
 	}
 	if l := q.Get("limit"); l != "" {

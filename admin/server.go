@@ -23,6 +23,8 @@ type Relay interface {
 	Status() relay.Status
 	Pause() bool
 	Resume() bool
+	PauseTopic(ctx context.Context, topic string) (bool, error)
+	ResumeTopic(ctx context.Context, topic string) (bool, error)
 	Failed(ctx context.Context, opts status.ListOptions) ([]status.Row, error)
 	Retry(ctx context.Context, opts status.RetryOptions) ([]status.Change, error)
 }

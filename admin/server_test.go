@@ -20,6 +20,28 @@ type fakeRelay struct {
 	rows    []status.Row
 	retried []int64
 	listed  status.ListOptions
+	topics  map[string]bool // paused topics
+	down    bool            // the relay is not connected to PostgreSQL
+}
+
+func (f *fakeRelay) PauseTopic(_ context.Context, topic string) (bool, error) {
+	return f.setTopic(topic, true)
+}
+
+func (f *fakeRelay) ResumeTopic(_ context.Context, topic string) (bool, error) {
+	return f.setTopic(topic, false)
+}
+
+func (f *fakeRelay) setTopic(topic string, paused bool) (bool, error) {
+	if f.down {
+		return false, relay.ErrNotConnected
+	}
+	if f.topics == nil {
+		f.topics = map[string]bool{}
+	}
+	was := f.topics[topic]
+	f.topics[topic] = paused
+	return was != paused, nil
 }
 
 func (f *fakeRelay) Status() relay.Status { return f.st }
@@ -143,8 +165,11 @@ func TestEndpoints(t *testing.T) {
 	if f.listed.Status != status.Dead || f.listed.Limit != 5 {
 		t.Errorf("GET /failed?state=dead&limit=5 listed %+v", f.listed)
 	}
+	if code, body := do(t, ts, "GET", "/failed?state=waiting", ""); code != http.StatusOK || f.listed.Status != status.Waiting {
+		t.Errorf("GET /failed?state=waiting: %d %s, listed %+v", code, body, f.listed)
+	}
 	for _, q := range []struct{ query, says string }{
-		{"?state=gone", "want FAILED, DEAD or DELIVERED"},
+		{"?state=gone", "want FAILED, DEAD, WAITING, PAUSED or DELIVERED"},
 		{"?limit=0", "want a positive number"},
 		{"?limit=-1", "want a positive number"},
 		{"?limit=x", "want a positive number"},
@@ -171,6 +196,49 @@ func TestEndpoints(t *testing.T) {
 	}
 	if code, _ := do(t, ts, "POST", "/failed/x/retry", ""); code != http.StatusBadRequest {
 		t.Errorf("POST /failed/x/retry: %d, want 400", code)
+	}
+}
+
+// TestPauseTopic: ?topic= pauses and resumes one topic, not the relay,
+// and says whether it changed anything; an empty topic or a relay not
+// connected yet is an error.
+func TestPauseTopic(t *testing.T) {
+	f := &fakeRelay{}
+	ts := serve(t, f, "s3cret", true)
+	tests := []struct {
+		path    string
+		code    int
+		want    pauseResult
+		paused  bool // orders, after
+		problem string
+	}{
+		{path: "/pause?topic=orders", code: 200, want: pauseResult{Topic: "orders", Paused: true, Changed: true}, paused: true},
+		{path: "/pause?topic=orders", code: 200, want: pauseResult{Topic: "orders", Paused: true}, paused: true},
+		{path: "/resume?topic=payments", code: 200, want: pauseResult{Topic: "payments"}, paused: true},
+		{path: "/resume?topic=orders", code: 200, want: pauseResult{Topic: "orders", Changed: true}},
+		{path: "/pause?topic=", code: 400, problem: "name the topic"},
+	}
+	for _, tt := range tests {
+		code, body := do(t, ts, "POST", tt.path, "s3cret")
+		var got pauseResult
+		_ = json.Unmarshal([]byte(body), &got)
+		switch {
+		case code != tt.code:
+			t.Errorf("POST %s: %d %s, want %d", tt.path, code, body, tt.code)
+		case tt.problem != "" && !strings.Contains(body, tt.problem):
+			t.Errorf("POST %s: %s, want it to say %q", tt.path, body, tt.problem)
+		case tt.problem == "" && got != tt.want:
+			t.Errorf("POST %s: %s, want %+v", tt.path, body, tt.want)
+		case f.topics["orders"] != tt.paused || f.st.Paused:
+			t.Errorf("POST %s: orders paused %v, relay paused %v; want %v and false", tt.path, f.topics["orders"], f.st.Paused, tt.paused)
+		}
+	}
+	if code, _ := do(t, ts, "POST", "/pause?topic=orders", ""); code != http.StatusUnauthorized {
+		t.Errorf("POST /pause?topic=orders without the token: %d, want 401", code)
+	}
+	f.down = true
+	if code, _ := do(t, ts, "POST", "/pause?topic=orders", "s3cret"); code != http.StatusServiceUnavailable {
+		t.Errorf("POST /pause?topic=orders before the relay connected: %d, want 503", code)
 	}
 }
 

@@ -34,6 +34,10 @@ type File struct {
 	// expression every topic must match whole. It applies to every table;
 	// [Table.Mapping] leaves it out, since a flag may override it.
 	AllowedTopics string
+	// Ordering is ordering (--ordering): key, a key's events in commit
+	// order, held behind a parked one; or none, later events overtake a
+	// parked one. Empty when the file does not set it.
+	Ordering string
 	// Tables are the outbox tables, at least one, each named once.
 	Tables []Table
 	// Warnings are what [Parse] accepts but is usually a mistake, each

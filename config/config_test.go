@@ -132,6 +132,7 @@ tables:
 status_table: relay.delivery
 checkpoint_table: relay.checkpoint
 allowed_topics: 'orders\..*|payments'
+ordering: none
 kafka:
   brokers:
     - k1:9092
@@ -148,7 +149,7 @@ tables:
     topic: payments
     headers: *h
 `, check: func(t *testing.T, f *File) {
-			if f.StatusTable != "relay.delivery" || f.CheckpointTable != "relay.checkpoint" || f.AllowedTopics != `orders\..*|payments` {
+			if f.StatusTable != "relay.delivery" || f.CheckpointTable != "relay.checkpoint" || f.AllowedTopics != `orders\..*|payments` || f.Ordering != "none" {
 				t.Errorf("top level: %v", f)
 			}
 			if want := []string{"k1:9092", "k2:9092"}; !reflect.DeepEqual(f.Kafka.Brokers, want) {
@@ -206,7 +207,7 @@ tables:
 		{name: "a misspelled top-level key", yaml: "slots: x\ntables:\n" + minimal,
 			want: []string{`1: unknown key "slots" (did you mean "slot"?)`}},
 		{name: "an unknown key, nothing like a known one", yaml: "tables:\n" + minimal + "frobnicate: 1\n",
-			want: []string{`3: unknown key "frobnicate" (known keys: postgres_url, kafka, slot, publication, tables, status_table, checkpoint_table, allowed_topics)`}},
+			want: []string{`3: unknown key "frobnicate" (known keys: postgres_url, kafka, slot, publication, tables, status_table, checkpoint_table, allowed_topics, ordering)`}},
 		{name: "kafka takes brokers only", yaml: "kafka: {broker: [k:9092]}\ntables:\n" + minimal,
 			want: []string{`1: unknown key "broker" in kafka (did you mean "brokers"?)`}},
 		{name: "brokers not a list", yaml: "kafka: {brokers: k:9092}\ntables:\n" + minimal,
@@ -315,6 +316,8 @@ tables:
 			want: []string{`2: tables[0] (public.x): topic: topic "__consumer_offsets" is not allowed: by default no topic may start with "_" or "connect-" (Kafka's and its tools' own topics); --allowed-topics sets which topics are`}},
 		{name: "allowed_topics not a regular expression", yaml: "allowed_topics: 'orders.('\ntables:\n" + minimal,
 			want: []string{"1: allowed_topics \"orders.(\" is not a Go regular expression: error parsing regexp: missing closing ): `orders.(`"}},
+		{name: "an unknown ordering", yaml: "ordering: topic\ntables:\n" + minimal,
+			want: []string{`1: ordering "topic": want key (a key's events in commit order, held behind a parked one) or none (later events overtake a parked one)`}},
 		{name: "a bad slot name, bad relay table names", yaml: "slot: Relay-Slot\nstatus_table: a.b.c\ncheckpoint_table: ''\ntables:\n" + minimal,
 			want: []string{
 				`1: slot: replication slot name "Relay-Slot" has 'R'; PostgreSQL allows only lower-case letters, digits and underscores`,

@@ -19,6 +19,7 @@ var fileKeys = []knownKey[*File]{
 	{"status_table", relayTable(func(f *File) *string { return &f.StatusTable })},
 	{"checkpoint_table", relayTable(func(f *File) *string { return &f.CheckpointTable })},
 	{"allowed_topics", readAllowedTopics},
+	{"ordering", readOrdering},
 }
 
 // kafkaKeys are the keys of the kafka section.

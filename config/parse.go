@@ -80,6 +80,19 @@ func readAllowedTopics(p *parser, e keyed, _ string, f *File) {
 	f.AllowedTopics = v
 }
 
+// readOrdering reads ordering: key or none.
+func readOrdering(p *parser, e keyed, _ string, f *File) {
+	v, ok := p.str(e, "")
+	if !ok || v == "" {
+		return
+	}
+	if v != "key" && v != "none" {
+		p.problem(e.line, "ordering %q: want key (a key's events in commit order, held behind a parked one) or none (later events overtake a parked one)", v)
+		return
+	}
+	f.Ordering = v
+}
+
 // kafka reads the kafka section.
 func (p *parser) kafka(e keyed, k *Kafka) {
 	if isNull(e.value) {

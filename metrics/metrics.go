@@ -22,6 +22,13 @@ type Metrics struct {
 	// EventsDead counts events marked DEAD: rows that cannot become a
 	// record, and parked events whose attempts ran out.
 	EventsDead prometheus.Counter
+	// EventsHeld counts events the stream parked behind a held key
+	// instead of producing them, by reason: waiting (an earlier event of
+	// their topic and key is parked) or paused (their topic is paused).
+	EventsHeld *prometheus.CounterVec
+	// OrderViolations counts records Kafka acked while an earlier event of
+	// their key was parked: a key's order broken. It should stay 0.
+	OrderViolations prometheus.Counter
 	// EventsUnrouted counts the events of a table that routes by tags
 	// which matched no route and went nowhere, by table (schema.table).
 	EventsUnrouted *prometheus.CounterVec
@@ -81,6 +88,11 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 			"reason"),
 		EventsDead: f.counter("cdc_relay_events_dead_total",
 			"Events marked DEAD: rows that cannot become a record, and parked events whose attempts ran out."),
+		EventsHeld: f.counterVec("cdc_relay_events_held_total",
+			"Events the stream parked behind a held key instead of producing them, by reason: waiting (an earlier event of their key is parked) or paused (their topic is paused).",
+			"reason"),
+		OrderViolations: f.counter("cdc_relay_order_violations_total",
+			"Records Kafka acked while an earlier event of their key was parked: a key's order broken. Should stay 0."),
 		EventsUnrouted: f.counterVec("cdc_relay_events_unrouted_total",
 			"Events of a table that routes by tags which matched no route and were sent nowhere, by table.",
 			"table"),
@@ -116,6 +128,9 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 	registerProcess(reg, version)
 	for _, t := range []string{"outbox", "status"} {
 		m.RetentionDeleted.WithLabelValues(t) // reported from the start, at 0
+	}
+	for _, r := range []string{"waiting", "paused"} {
+		m.EventsHeld.WithLabelValues(r)
 	}
 	for _, r := range []string{"published", "parked"} {
 		m.SlotRecoveryRows.WithLabelValues(r)

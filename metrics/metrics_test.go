@@ -253,6 +253,7 @@ func TestLabels(t *testing.T) {
 	m.RetentionDeleted.WithLabelValues("outbox").Add(5)
 	m.SlotRecoveries.Inc()
 	m.SlotRecoveryRows.WithLabelValues("published").Add(7)
+	m.EventsHeld.WithLabelValues("waiting").Add(3)
 	families := gather(t, m)
 	tests := []struct {
 		name   string
@@ -278,6 +279,9 @@ func TestLabels(t *testing.T) {
 		{"cdc_relay_slot_recoveries_total", "", 1},
 		{"cdc_relay_slot_recovery_rows_total", "result=published", 7},
 		{"cdc_relay_slot_recovery_rows_total", "result=parked", 0}, // from the start
+		{"cdc_relay_events_held_total", "reason=waiting", 3},
+		{"cdc_relay_events_held_total", "reason=paused", 0}, // from the start
+		{"cdc_relay_order_violations_total", "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"{"+tt.labels+"}", func(t *testing.T) {

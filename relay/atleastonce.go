@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -46,13 +47,17 @@ func newAtLeastOnce(l *ledger, producer producer) *atLeastOnce {
 	return d
 }
 
+// produce sends it, or queues it behind its key's record waiting to be
+// produced alone (the pipeline marked it so).
 func (d *atLeastOnce) produce(it *inflight) {
+	if it.alone {
+		d.alone.push(it)
+		return
+	}
 	d.producer.Produce(d.produceCtx, &it.rec, d.onAck)
 }
 
-func (d *atLeastOnce) park(it *inflight, reason error) {
-	go d.fail(it, reason, invalidRow, d.failures.Dead)
-}
+func (d *atLeastOnce) park(_ *inflight, store func() bool) { go store() }
 
 // endTxn: each record is settled on its own; nothing waits for the end of
 // its transaction.
@@ -72,14 +77,44 @@ func (d *atLeastOnce) produceAlone() {
 		case <-d.alone.wake:
 		}
 		for it := d.alone.pop(); it != nil; it = d.alone.pop() {
-			d.ack(&it.rec, d.producer.ProduceAlone(d.produceCtx, &it.rec))
+			d.produceOneAlone(it)
 		}
 	}
 }
 
-// ack is the producer callback of every record.
+// produceOneAlone produces it in a batch of its own and acks it, or parks
+// it: FAILED if it failed for good already (it.failed), WAITING if its key
+// became held meanwhile.
+func (d *atLeastOnce) produceOneAlone(it *inflight) {
+	var as parkAs
+	if it.failed != nil {
+		as = d.failedAs(it.failed)
+	} else if held, head := d.order.parkedHeld(&it.ev); held {
+		as = d.waitingAs(it, head)
+	} else {
+		d.ack(&it.rec, d.producer.ProduceAlone(d.produceCtx, &it.rec))
+		return
+	}
+	go d.parkInOrder(it, as)()
+	d.order.doneAlone(&it.ev)
+}
+
+// failedAs parks a record Kafka refused for good FAILED, for the poller.
+func (d *atLeastOnce) failedAs(err error) parkAs {
+	return parkAs{store: d.failures.Failed, reason: err, cause: sink.ErrorName(err)}
+}
+
+// ack is the producer callback of every record. It holds the key of a
+// record that failed before it returns: franz-go calls back a partition's
+// failed records in order, on one goroutine, so a key's records are held
+// in order, and the stream parks or queues the key's later events.
 func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 	it := r.Context.(*inflight)
+	if it.alone {
+		// Its hold while it waited alone ends once its outcome holds the
+		// key, if it failed.
+		defer d.order.doneAlone(&it.ev)
+	}
 	if err != nil {
 		d.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
 	}
@@ -87,6 +122,7 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 	case err == nil:
 		d.metrics.CommitToAck.Observe(max(0, time.Since(it.pgTxn.CommitTime()).Seconds()))
 		d.count.events.Add(1)
+		d.checkOrder(it)
 		d.delivered(it)
 	case sink.ProducerRefused(err) && d.stop != nil:
 		// Every record would fail so: the event stays in flight, and the
@@ -105,9 +141,16 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 		// fails for itself. Records go again one at a time, in the order
 		// they failed, so a key's order holds among them.
 		it.alone = true
+		d.order.holdAlone(&it.ev, it.seq)
+		d.alone.push(it)
+	case sink.Permanent(err) && !it.alone && d.order.aloneHeld(&it.ev):
+		// An earlier record of its key waits to be produced alone: it is
+		// parked after that one's outcome, in the key's order.
+		it.alone, it.failed = true, err
+		d.order.holdAlone(&it.ev, it.seq)
 		d.alone.push(it)
 	case sink.Permanent(err):
-		go d.fail(it, err, sink.ErrorName(err), d.failures.Failed)
+		go d.parkInOrder(it, d.failedAs(err))()
 	default:
 		// Not delivered (the producer is closing, or the session ended):
 		// the event stays in flight, its transaction unconfirmed, and
@@ -117,4 +160,17 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 			d.log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(it.ev.ID), "err", err)
 		}
 	}
+}
+
+// checkOrder counts and logs a record Kafka acked while an earlier event
+// of its key was parked or waiting to be produced alone: its key's order
+// is broken (see DESIGN.md's gaps for how that can happen).
+func (d *atLeastOnce) checkOrder(it *inflight) {
+	if !d.order.overtook(it) {
+		return
+	}
+	d.metrics.OrderViolations.Inc()
+	d.order.violations.Log(it.ev.Topic+"/"+string(it.ev.Key), slog.LevelError,
+		"a record overtook an earlier parked event of its key: consumers see the key's events out of commit order",
+		"topic", it.ev.Topic, "key", string(it.ev.Key), "id", string(it.ev.ID))
 }

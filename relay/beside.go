@@ -7,7 +7,9 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // startPipeline sets up what the stream hands its messages to: the
@@ -35,14 +37,20 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 		return err
 	}
 	s.startSaver()
+	if err := s.rebuildOrder(ctx); err != nil {
+		return err
+	}
 	s.produceCtx, s.cancelProduce = context.WithCancel(context.WithoutCancel(ctx))
 	s.onEnd(s.cancelProduce)
-	l := newLedger(&ledger{log: s.log, causes: s.causes, failures: s.failures, count: &s.count, metrics: s.metrics,
+	l := newLedger(&ledger{log: s.log, causes: s.causes, failures: s.failures, order: s.order, count: &s.count, metrics: s.metrics,
 		tracker: s.tracker, failCtx: s.produceCtx, produceCtx: s.produceCtx, stop: s.stop,
 		tableNames: cfg.TableNames(), outcomes: s.outcomes.orNil(), writeBack: s.outcomes.writesBack()})
 	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
 	s.pipeline.relation = s.watch.relation
 	s.pipeline.skipBelow = s.committed.LSN
+	if s.txSink != nil {
+		s.pipeline.parkedBefore = s.eo.isParked
+	}
 	return nil
 }
 
@@ -101,8 +109,9 @@ func (s *session) startBeside(ctx context.Context) {
 		side.Wait()
 	})
 	side.Go(func() { s.lock.watch(sideCtx, s.cfg.StatusInterval, leaderCheckTimeout, s.lostLead(sideCtx)) })
-	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig()).Run(sideCtx) })
+	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx)).Run(sideCtx) })
 	side.Go(func() { s.cleaner.Run(sideCtx) })
+	side.Go(func() { s.refreshPausedTopics(sideCtx) })
 }
 
 // lostLead returns what the leadership watch calls when the lock is lost:
@@ -126,7 +135,7 @@ func (s *session) lostLead(ctx context.Context) func(error) {
 // pollerConfig is the poller's configuration with the relay's logger,
 // metrics and pause, the stream's topic rules, and the reads of rows to
 // send again as they are now.
-func (s *session) pollerConfig() poller.Config {
+func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	pc := s.cfg.Poller
 	if pc.Logger == nil {
 		pc.Logger = s.log
@@ -134,9 +143,39 @@ func (s *session) pollerConfig() poller.Config {
 	pc.Metrics = s.metrics
 	pc.Hold = s.pause.WaitResumed
 	pc.Load = s.loader.load
+	pc.Delivered = s.releaseKeys(ctx)
 	if pc.CheckTopic == nil {
 		// Validated with the mapping in New: the same topics as the stream.
 		pc.CheckTopic, _ = s.cfg.Tables[0].Mapping.TopicCheck()
 	}
 	return pc
+}
+
+// releaseKeys returns the poller's Delivered: it drops the hold of the
+// delivered keys that have no held row left (order.release). A key whose
+// release fails stays held until the poller delivers its next event.
+func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
+	o := s.order
+	return func(keys []status.Key) {
+		if err := o.release(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not release the keys of delivered events; their next events wait behind them", "keys", len(keys), "err", err)
+		}
+	}
+}
+
+// refreshPausedTopics reads the paused topics every status interval, so
+// that a pause written by another process (`cdc-relay pause --topic`, or
+// a relay on standby) takes effect, until ctx ends.
+func (s *session) refreshPausedTopics(ctx context.Context) {
+	tick.Every(ctx, s.cfg.StatusInterval, func(ctx context.Context) bool {
+		topics, err := s.failures.PausedTopics(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("could not read the paused topics; trying again", "err", err)
+			}
+			return true
+		}
+		s.order.setPaused(topics)
+		return true
+	})
 }

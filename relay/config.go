@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -60,6 +61,11 @@ type Config struct {
 	// commit the slot's position: a read_committed consumer sees each event
 	// once, across crashes. Off is at-least-once delivery.
 	ExactlyOnce ExactlyOnce
+	// Ordering is OrderingKey (the default, also when empty): a key's
+	// events reach Kafka in commit order, those behind a parked event of
+	// their topic and record key parked after it; or OrderingNone: later
+	// events overtake a parked one. Events without a key are never held.
+	Ordering string
 	// AcceptSlotLoss lets the relay create a new slot although the
 	// checkpoint table shows an earlier one existed (events committed while
 	// no slot existed are then not relayed).
@@ -96,8 +102,19 @@ func DefaultConfig() Config {
 		CheckpointInterval: 250 * time.Millisecond,
 		Poller:             poller.DefaultConfig(),
 		Retention:          retention.DefaultConfig(),
+		Ordering:           OrderingKey,
 	}
 }
+
+// The values of Config.Ordering.
+const (
+	// OrderingKey delivers a key's events in commit order: while an event
+	// of a topic and record key is parked, every later event of that
+	// topic and key is parked behind it (WAITING) instead of produced.
+	OrderingKey = "key"
+	// OrderingNone lets later events of a key overtake a parked one.
+	OrderingNone = "none"
+)
 
 // ExactlyOnce configures exactly-once delivery.
 type ExactlyOnce struct {
@@ -131,6 +148,7 @@ func (c Config) withDefaults() Config {
 	defaults.Positive(&c.StopTimeout, d.StopTimeout)
 	defaults.Positive(&c.CheckpointInterval, d.CheckpointInterval)
 	defaults.Positive(&c.ReplicationTimeout, d.ReplicationTimeout)
+	defaults.Zero(&c.Ordering, d.Ordering)
 	if eo := &c.ExactlyOnce; eo.Enabled {
 		defaults.Zero(&eo.TransactionalID, "cdc-relay."+c.Slot)
 		defaults.Positive(&eo.Interval, 100*time.Millisecond)
@@ -170,6 +188,10 @@ func (c Config) TableNames() []string {
 // Validate checks what can be checked without the database: the tables'
 // mappings, and that no table is mapped twice.
 func (c Config) Validate() error {
+	if c.Ordering != "" && c.Ordering != OrderingKey && c.Ordering != OrderingNone {
+		return fmt.Errorf("ordering %q: want %s (a key's events in commit order, held behind a parked one) or %s (later events overtake a parked one)",
+			c.Ordering, OrderingKey, OrderingNone)
+	}
 	_, err := decoder.New(c.Mappings()...)
 	return err
 }

@@ -21,9 +21,9 @@ import (
 type delivery interface {
 	// produce sends it, which the tracker counts in flight already.
 	produce(it *inflight)
-	// park stores it, a row that cannot become a record, in the status
-	// table as DEAD, beside the stream.
-	park(it *inflight, reason error)
+	// park runs store, which parks it in the status table (ledger's
+	// parkInOrder), beside the stream.
+	park(it *inflight, store func() bool)
 	// endTxn is told that the PostgreSQL transaction pgTxn ended at end,
 	// after the tracker was.
 	endTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN)

@@ -3,6 +3,9 @@ package relay
 import (
 	"errors"
 	"sync"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // Exactly-once delivery. The pipeline's records go into Kafka transactions,
@@ -48,6 +51,50 @@ type eoState struct {
 	mu       sync.Mutex
 	parked   map[eventKey]struct{}
 	suspects map[eventKey]struct{}
+	// heldFrom is, for each key with a parked record, the first such
+	// record: the redo holds the key from it on, not before (order.go).
+	heldFrom map[status.Key]eventKey
+}
+
+// holdFrom notes that ev (k), parked, holds its key from it on, unless an
+// earlier parked record does.
+func (s *eoState) holdFrom(ev *decoder.Event, k eventKey) {
+	if ev.Key == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.heldFrom == nil {
+		s.heldFrom = map[status.Key]eventKey{}
+	}
+	key := status.Key{Topic: ev.Topic, Key: string(ev.Key)}
+	if _, ok := s.heldFrom[key]; !ok {
+		s.heldFrom[key] = k
+	}
+}
+
+// passed forgets the holds of records in transactions that end at or
+// before end, which a Kafka transaction committed: no redo meets them
+// again.
+func (s *eoState) passed(end uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range s.heldFrom {
+		if v.commit <= end {
+			delete(s.heldFrom, k)
+		}
+	}
+}
+
+// holds returns a copy of heldFrom, for a session's order.
+func (s *eoState) holds() map[status.Key]eventKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[status.Key]eventKey, len(s.heldFrom))
+	for k, v := range s.heldFrom {
+		m[k] = v
+	}
+	return m
 }
 
 // add adds k to the set m, and reports whether it is new there.

@@ -15,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // Exactly-once delivery against kfake, a Kafka broker in-process with
@@ -227,6 +228,57 @@ func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 	if got := store.ids(); len(got) != 1 {
 		t.Fatalf("parked %q, want the large record once", got)
 	}
+}
+
+// TestExactlyOnceHoldsTheKeyOfAParkedRecord: with ordering by key, the
+// record Kafka refuses is parked and holds its key; the redo produces the
+// key's events before it as usual and parks those after it WAITING, in
+// order, as it does the key's later transactions.
+func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
+	brokers := newBroker(t)
+	store := &fakeStore{}
+	state := &eoState{}
+	big := make([]byte, sink.BatchMaxBytes+1)
+	ids := []string{"a", "big", "b", "c"}
+	values := [][]byte{[]byte(`{}`), big, []byte(`{}`), []byte(`{}`)}
+
+	first := newEOSession(t, brokers, store, state, 100)
+	first.orderedEO(t, state)
+	first.pgTxn(t, 0x200, ids, values...)
+	if err := first.txn.commit(context.Background()); err == nil || !errors.Is(first.stopped[0], errRedo) {
+		t.Fatalf("commit: %v, stopped %v; want the session ended to produce again", err, first.stopped)
+	}
+	store.mu.Lock()
+	store.held = []status.Key{{Topic: "orders", Key: "k"}} // big's row
+	store.mu.Unlock()
+
+	second := newEOSession(t, brokers, store, state, 100)
+	second.orderedEO(t, state)
+	second.pgTxn(t, 0x200, ids, values...)
+	second.pgTxn(t, 0x300, []string{"d"})
+	if err := second.txn.commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(second.stopped) != 0 || second.tracker.Safe() != 0x300 {
+		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/300", second.stopped, second.tracker.Safe())
+	}
+	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a" {
+		t.Fatalf("read_committed sees %s, want a: b, c and d wait behind big", got)
+	}
+	if got := strings.Join(parkedAs(store), ","); got != "FAILED big,WAITING b,WAITING c,WAITING d" {
+		t.Fatalf("parked %s, want big, then b, c and d waiting behind it", got)
+	}
+}
+
+// orderedEO makes the session hold keys as a session's start does: from
+// the store and what state learnt.
+func (s *eoSession) orderedEO(t *testing.T, state *eoState) {
+	t.Helper()
+	o := newOrder(true, s.log)
+	held, _ := s.store.HeldKeys(context.Background())
+	o.rebuild(held, nil, state.holds())
+	s.ledger.order = o
+	s.parkedBefore = state.isParked
 }
 
 // TestTrackerHold: a held transaction is not safe until released, while its

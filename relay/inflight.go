@@ -25,7 +25,9 @@ type inflight struct {
 	pgTxn      *checkpoint.Txn // the PostgreSQL transaction it came in
 	tracker    *checkpoint.Tracker
 	size       int
+	seq        uint64        // its place in the session's stream, from 1 (order.go)
 	alone      bool          // produced again in a batch of its own (see atLeastOnce.ack)
+	failed     error         // refused for good while an earlier record of its key waited alone: parked after it
 	copies     *atomic.Int32 // the copies of a fanned-out event not yet acked; nil for one copy
 }
 

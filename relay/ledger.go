@@ -11,15 +11,28 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // failureStore parks events the fast path cannot deliver (*status.Store):
-// Failed for the poller to try again, Dead for an operator. When either
-// returns nil the row is durable.
+// Failed for the poller to try again, Dead for an operator, Waiting behind
+// an earlier held event of the key, Paused while the topic is paused.
+// When any returns nil the row is durable.
 type failureStore interface {
 	Failed(ctx context.Context, ev *decoder.Event, reason error) error
 	Dead(ctx context.Context, ev *decoder.Event, reason error) error
+	Waiting(ctx context.Context, ev *decoder.Event, reason error) error
+	Paused(ctx context.Context, ev *decoder.Event) error
+	heldStore
+}
+
+// heldStore says which keys have held rows, and which topics are paused
+// (*status.Store).
+type heldStore interface {
+	HeldKeys(ctx context.Context) ([]status.Key, error)
+	StillHeld(ctx context.Context, keys []status.Key) ([]status.Key, error)
+	PausedTopics(ctx context.Context) ([]string, error)
 }
 
 // outcomes is told the delivery of each event of the tables that write
@@ -50,9 +63,12 @@ type ledger struct {
 	log      *slog.Logger
 	causes   causeLog // undeliverable events, by cause
 	failures failureStore
-	count    *counters
-	metrics  *metrics.Metrics // nil: newLedger makes some of its own
-	tracker  *checkpoint.Tracker
+	// order holds the keys behind a parked event and the paused topics
+	// (nil: nothing is held).
+	order   *order
+	count   *counters
+	metrics *metrics.Metrics // nil: newLedger makes some of its own
+	tracker *checkpoint.Tracker
 	// outcomes, if set, is told the outcome of each event of the tables
 	// writeBack marks (by table index).
 	outcomes  outcomes

@@ -16,6 +16,37 @@ import (
 // become a record.
 const invalidRow = "invalid_row"
 
+// parkAs is how an event is parked: the store's call, the reason, and
+// the metric's label. held says the event itself did not fail: it is
+// parked behind a held key or a paused topic (WAITING, PAUSED), counted in
+// the held-events metric, not as a failure.
+type parkAs struct {
+	store  func(context.Context, *decoder.Event, error) error
+	reason error
+	cause  string
+	held   bool
+}
+
+// parkInOrder takes it's place in its key's order at once (its key is
+// held from now on) and returns the park, to run beside the stream: it
+// waits for the key's previous park to commit, then stores it as as says.
+// It reports whether the row is stored; if the previous park gave up, so
+// does this one, and the event stays in flight.
+func (l *ledger) parkInOrder(it *inflight, as parkAs) func() bool {
+	t := l.order.beginPark(&it.ev, it.seq)
+	return func() (ok bool) {
+		defer func() { l.order.endPark(t, ok) }()
+		if !t.waitTurn() {
+			l.log.Warn("stopped before an earlier event of the key was recorded; this one will be sent again after a restart", "id", string(it.ev.ID))
+			return false
+		}
+		if as.held {
+			return l.hold(it, as.reason, as.cause, as.store)
+		}
+		return l.fail(it, as.reason, as.cause, as.store)
+	}
+}
+
 // fail parks an undeliverable event in the status table with park,
 // retrying with backoff until it is stored, then lets the checkpoint pass
 // it (the status table writes its row's failed status, if its table
@@ -25,11 +56,38 @@ const invalidRow = "invalid_row"
 func (l *ledger) fail(it *inflight, reason error, cause string, park func(context.Context, *decoder.Event, error) error) bool {
 	ev := &it.ev
 	l.causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
+	if !l.store(it, reason, park) {
+		return false
+	}
+	l.count.failed.Add(1)
+	l.metrics.EventsParked.WithLabelValues(cause).Inc()
+	if cause == invalidRow {
+		l.metrics.EventsDead.Inc()
+	}
+	l.parked(it)
+	return true
+}
+
+// hold parks an event behind a held key or a paused topic (reason says
+// which: label), as fail does, counted as held.
+func (l *ledger) hold(it *inflight, reason error, label string, park func(context.Context, *decoder.Event, error) error) bool {
+	if !l.store(it, reason, park) {
+		return false
+	}
+	l.metrics.EventsHeld.WithLabelValues(label).Inc()
+	l.parked(it)
+	return true
+}
+
+// store writes it's status row with park, retrying with backoff until it
+// is stored or failCtx ends, and reports whether it is stored.
+func (l *ledger) store(it *inflight, reason error, park func(context.Context, *decoder.Event, error) error) bool {
+	ev := &it.ev
 	backoff := l.retryBase
 	for {
 		err := park(l.failCtx, ev, reason)
 		if err == nil {
-			break
+			return true
 		}
 		if l.failCtx.Err() != nil {
 			l.log.Warn("stopped before a failed event was recorded; it will be sent again after a restart", "id", string(ev.ID))
@@ -49,13 +107,23 @@ func (l *ledger) fail(it *inflight, reason error, cause string, park func(contex
 		}
 		backoff = min(2*backoff, 10*time.Second)
 	}
-	l.count.failed.Add(1)
-	l.metrics.EventsParked.WithLabelValues(cause).Inc()
-	if cause == invalidRow {
-		l.metrics.EventsDead.Inc()
-	}
-	l.parked(it)
-	return true
+}
+
+// The ways the stream parks an event behind a held key or a paused topic.
+const (
+	heldWaiting = "waiting"
+	heldPaused  = "paused"
+)
+
+// waitingAs parks it WAITING behind head, its key's held event.
+func (l *ledger) waitingAs(it *inflight, head string) parkAs {
+	return parkAs{store: l.failures.Waiting, reason: waitReason(&it.ev, head), cause: heldWaiting, held: true}
+}
+
+// pausedAs parks an event PAUSED: its topic is paused.
+func (l *ledger) pausedAs() parkAs {
+	return parkAs{store: func(ctx context.Context, ev *decoder.Event, _ error) error { return l.failures.Paused(ctx, ev) },
+		reason: errPaused, cause: heldPaused, held: true}
 }
 
 // refused reports whether a status-table error will not go away by

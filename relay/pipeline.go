@@ -35,6 +35,11 @@ type pipeline struct {
 	skipping  bool
 
 	reading *checkpoint.Txn // the PostgreSQL transaction being read
+	seq     uint64          // the events' sequence, in stream order
+	// parkedBefore, if set, reports whether an event was parked when an
+	// earlier Kafka transaction aborted (exactly-once): its row stands
+	// for it, and the delivery leaves it out.
+	parkedBefore func(*inflight) bool
 	// unrouted logs the events that matched no route, by table.
 	unrouted *ratelog.Logger
 }
@@ -114,15 +119,44 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 	it.ev.Topic = topic
 	it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
 	it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
+	p.seq++
+	it.seq = p.seq
 	p.tracker.Add(it.pgTxn, it.size)
 	if msg.Poison != nil {
 		// The row cannot become its record: trying again would not help.
-		p.delivery.park(it, msg.Poison)
+		p.delivery.park(it, p.parkInOrder(it, parkAs{store: p.failures.Dead, reason: msg.Poison, cause: invalidRow}))
+		return
+	}
+	if p.held(it) {
 		return
 	}
 	sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
 	it.rec.Context = it
 	p.delivery.produce(it)
+}
+
+// held parks it behind its held key or its paused topic, and reports
+// whether it did; an event to be produced alone behind its key's record
+// is marked so (the hold counts it already).
+func (p *pipeline) held(it *inflight) bool {
+	if !p.order.holding() {
+		return false
+	}
+	if p.parkedBefore != nil && p.parkedBefore(it) {
+		p.order.metParked(&it.ev, keyOf(it), it.seq)
+		return false
+	}
+	switch v, head := p.order.check(&it.ev); v {
+	case holdPaused:
+		p.delivery.park(it, p.parkInOrder(it, p.pausedAs()))
+		return true
+	case holdWaiting:
+		p.delivery.park(it, p.parkInOrder(it, p.waitingAs(it, head)))
+		return true
+	case holdAlone:
+		it.alone = true
+	}
+	return false
 }
 
 // noRoute counts an event that matched none of its table's routes: it goes

@@ -19,6 +19,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // The pipeline's paths with fakes at its two seams, the producer and the
@@ -35,6 +36,7 @@ type fakeProducer struct {
 	aloneByID  map[string]error // ProduceAlone's answer by the record's id
 	aloneCalls int
 	aloneOrder []string
+	aloneGate  chan struct{} // if set, ProduceAlone answers once it is closed
 }
 
 func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
@@ -47,6 +49,9 @@ func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.
 // ProduceAlone answers with aloneByID's error for the record's id header,
 // else alone's, and notes the order.
 func (f *fakeProducer) ProduceAlone(_ context.Context, r *kgo.Record) error {
+	if f.aloneGate != nil {
+		<-f.aloneGate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.aloneCalls++
@@ -85,6 +90,12 @@ type fakeStore struct {
 	calls    int
 	recorded []string // event ids with their reasons
 	called   chan struct{}
+
+	firstDelay time.Duration       // the first call takes this long
+	held       []status.Key        // HeldKeys' answer
+	still      map[status.Key]bool // StillHeld's answer
+	stillHook  func()              // called as StillHeld begins
+	paused     []string            // PausedTopics' answer
 }
 
 func (f *fakeStore) Failed(ctx context.Context, ev *decoder.Event, reason error) error {
@@ -95,9 +106,51 @@ func (f *fakeStore) Dead(ctx context.Context, ev *decoder.Event, reason error) e
 	return f.park(ctx, ev, "DEAD", reason)
 }
 
+func (f *fakeStore) Waiting(ctx context.Context, ev *decoder.Event, reason error) error {
+	return f.park(ctx, ev, "WAITING", reason)
+}
+
+func (f *fakeStore) Paused(ctx context.Context, ev *decoder.Event) error {
+	return f.park(ctx, ev, "PAUSED", errPaused)
+}
+
+// HeldKeys returns held, the keys held before the session.
+func (f *fakeStore) HeldKeys(context.Context) ([]status.Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]status.Key(nil), f.held...), nil
+}
+
+// StillHeld returns the keys of keys in still; it calls stillHook first.
+func (f *fakeStore) StillHeld(_ context.Context, keys []status.Key) ([]status.Key, error) {
+	if f.stillHook != nil {
+		f.stillHook()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []status.Key
+	for _, k := range keys {
+		if f.still[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) PausedTopics(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.paused...), nil
+}
+
 func (f *fakeStore) park(ctx context.Context, ev *decoder.Event, state string, reason error) error {
 	f.mu.Lock()
 	f.calls++
+	if f.calls == 1 && f.firstDelay > 0 {
+		f.mu.Unlock()
+		time.Sleep(f.firstDelay) // a slow first insert, which later ones must not overtake
+		f.mu.Lock()
+	}
 	block, fail := f.block, f.calls <= f.failures
 	if f.called != nil {
 		select {

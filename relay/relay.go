@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,9 @@ type Relay struct {
 	// writeBack is the write-back of the running relay, for the metrics;
 	// nil when no table writes back.
 	writeBack atomic.Pointer[tableOutcomes]
+	// order is the running session's held keys and paused topics; nil
+	// while no session streams.
+	order atomic.Pointer[order]
 }
 
 // New returns a relay for cfg, or the error that makes cfg unusable.
@@ -89,6 +93,74 @@ func (r *Relay) Resume() bool {
 	}
 	r.log.Info("resumed")
 	return true
+}
+
+// PauseTopic pauses topic, kept in the pause table for the relay's slot:
+// from the next event on, the stream parks the topic's events in the
+// status table as PAUSED (no attempt counted) instead of producing them,
+// and the poller leaves them, while the rest of the stream goes on. It
+// lasts across restarts and a standby's takeover; a relay that leads
+// reads the pause table every status interval, so a pause written by
+// another process takes effect within that. It works on a standby relay
+// too. It reports whether the topic was not paused.
+func (r *Relay) PauseTopic(ctx context.Context, topic string) (bool, error) {
+	s, err := r.pauses(topic)
+	if err != nil {
+		return false, err
+	}
+	changed, err := s.PauseTopic(ctx, topic)
+	if err != nil {
+		return false, fmt.Errorf("pause topic %q: %w", topic, err)
+	}
+	if o := r.order.Load(); o != nil {
+		o.pauseTopic(topic)
+	}
+	if changed {
+		r.log.Info("topic paused: its events are held in the status table", "topic", topic)
+	}
+	return changed, nil
+}
+
+// ResumeTopic undoes PauseTopic: the topic's held events are delivered
+// by the poller in commit order, before any newer event of their keys
+// (with Config.Ordering key). It reports whether the topic was paused.
+func (r *Relay) ResumeTopic(ctx context.Context, topic string) (bool, error) {
+	s, err := r.pauses(topic)
+	if err != nil {
+		return false, err
+	}
+	changed, err := s.ResumeTopic(ctx, topic)
+	if err != nil {
+		return false, fmt.Errorf("resume topic %q: %w", topic, err)
+	}
+	if o := r.order.Load(); o != nil {
+		o.resumeTopic(topic)
+	}
+	if changed {
+		r.log.Info("topic resumed: its held events are delivered in commit order", "topic", topic)
+	}
+	return changed, nil
+}
+
+// pauses returns the store that keeps the topic pauses, once Run has
+// connected.
+func (r *Relay) pauses(topic string) (*status.Store, error) {
+	if topic == "" {
+		return nil, errors.New("name the topic to pause or resume")
+	}
+	s := r.failures.Load()
+	if s == nil {
+		return nil, ErrNotConnected
+	}
+	return s, nil
+}
+
+// PausedTopics returns the topics the leading relay holds paused, sorted;
+// nil while this relay does not stream.
+func (r *Relay) PausedTopics() []string {
+	topics := r.order.Load().pausedTopics()
+	slices.Sort(topics)
+	return topics
 }
 
 // ErrNotConnected is returned by the methods that need the database before

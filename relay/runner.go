@@ -77,7 +77,8 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	rn.outcomes = outcomes
 	r.writeBack.Store(outcomes)
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable,
-		status.SourceTables(r.cfg.TableNames()...), status.WriteBack(outcomes.rowsOrNil()))
+		status.SourceTables(r.cfg.TableNames()...), status.WriteBack(outcomes.rowsOrNil()),
+		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot))
 	if rn.loader, err = newRowLoader(r.cfg); err != nil {
 		return nil, fatalError{err}
 	}

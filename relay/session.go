@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // session is one replication session, from taking the slot's leadership to
@@ -34,6 +36,7 @@ type session struct {
 	watch    tableWatches
 	saver    *checkpoint.Saver
 	confirm  gate // what the stream may confirm to PostgreSQL
+	order    *order
 	pipeline *pipeline
 
 	streamCtx     context.Context // the stream's; stopStream ends it cleanly
@@ -144,6 +147,33 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 	}
 	if s.cfg.ExactlyOnce.Enabled {
 		return s.resumeFromTopic(ctx, topic)
+	}
+	return nil
+}
+
+// rebuildOrder holds, before the stream starts, what the status table
+// keeps across restarts and leaders: the keys with held rows (with
+// Config.Ordering key) and the paused topics. The relay's PauseTopic and
+// ResumeTopic change this session's from now on.
+func (s *session) rebuildOrder(ctx context.Context) error {
+	o := newOrder(s.cfg.Ordering != OrderingNone, s.log)
+	var held []status.Key
+	if o.byKey {
+		var err error
+		if held, err = s.failures.HeldKeys(ctx); err != nil {
+			return fmt.Errorf("read the keys whose events wait behind a parked one: %w", err)
+		}
+	}
+	paused, err := s.failures.PausedTopics(ctx)
+	if err != nil {
+		return fmt.Errorf("read the paused topics: %w", err)
+	}
+	o.rebuild(held, paused, s.eo.holds())
+	s.order = o
+	s.Relay.order.Store(o)
+	s.onEnd(func() { s.Relay.order.CompareAndSwap(o, nil) })
+	if len(held) > 0 || len(paused) > 0 {
+		s.log.Info("holding the events of keys behind parked events, and of paused topics", "keys", len(held), "paused_topics", paused)
 	}
 	return nil
 }

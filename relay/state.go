@@ -33,7 +33,10 @@ type Status struct {
 	Ready    bool   `json:"ready"`
 	NotReady string `json:"not_ready,omitempty"`
 	Paused   bool   `json:"paused"`
-	Slot     string `json:"slot"`
+	// PausedTopics are the topics the leader holds paused (PauseTopic),
+	// sorted; empty on a standby.
+	PausedTopics []string `json:"paused_topics,omitempty"`
+	Slot         string   `json:"slot"`
 	// Table names the outbox tables, "schema.table, ...".
 	Table string `json:"table"`
 	// ConfirmedLSN is the position last confirmed to PostgreSQL.
@@ -170,7 +173,8 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 	}
 	st := Status{
 		Version: r.cfg.Version, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
-		Slot: r.cfg.Slot, Table: strings.Join(r.cfg.TableNames(), ", "),
+		PausedTopics: r.PausedTopics(),
+		Slot:         r.cfg.Slot, Table: strings.Join(r.cfg.TableNames(), ", "),
 		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1, EventsBehind: -1,
 		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
 		OnSlotLoss: string(r.cfg.onSlotLoss()), SlotRecoveries: s.slotRecoveries.Load(),

@@ -194,15 +194,15 @@ func (b *txnBatcher) sendLocked(it *inflight) {
 	b.tracker.Done(it.pgTxn, it.size)
 }
 
-// park parks a poison row, one that cannot become a record, in the status
-// table, as at-least-once delivery does, and holds every commit until the
-// row is stored.
-func (b *txnBatcher) park(it *inflight, reason error) {
+// park runs store, which parks it in the status table (a poison row, or
+// an event behind a held key or a paused topic), as at-least-once delivery
+// does, and holds every commit until the row is stored.
+func (b *txnBatcher) park(_ *inflight, store func() bool) {
 	b.mu.Lock()
 	b.parking++
 	b.mu.Unlock()
 	go func() {
-		b.fail(it, reason, invalidRow, b.ledger.failures.Dead)
+		store()
 		b.mu.Lock()
 		b.parking--
 		b.parkDone.Broadcast()

@@ -80,6 +80,7 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 	if err == nil && len(failures) == 0 {
 		b.metrics.KafkaTransactions.WithLabelValues("committed").Inc()
 		b.account(txn.held)
+		b.state.passed(uint64(txn.lastEnd))
 		pending := b.pending
 		b.pending = nil
 		for i, it := range pending {
@@ -155,8 +156,10 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 			// Its own fault: parked, it is left out from now on. If the
 			// row cannot be stored, the session ends all the same and the
 			// next one meets the record again.
-			if b.fail(f.it, f.err, sink.ErrorName(f.err), b.ledger.failures.Failed) {
+			// Its key is held from it on in the redo (eoState.holdsFrom).
+			if b.parkInOrder(f.it, parkAs{store: b.ledger.failures.Failed, reason: f.err, cause: sink.ErrorName(f.err)})() {
 				learnt = b.state.add(&b.state.parked, keyOf(f.it)) || learnt
+				b.state.holdFrom(&f.it.ev, keyOf(f.it))
 			}
 		default:
 			learnt = b.state.add(&b.state.suspects, keyOf(f.it)) || learnt

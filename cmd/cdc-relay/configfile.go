@@ -67,6 +67,7 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 		{"status-table", f.StatusTable},
 		{"checkpoint-table", f.CheckpointTable},
 		{"allowed-topics", f.AllowedTopics},
+		{"ordering", f.Ordering},
 	} {
 		if s.value == "" || set[s.flag] || fs.Lookup(s.flag) == nil {
 			continue

@@ -118,6 +118,8 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "negative duration", args: []string{"run", "--stop-timeout", "-5s"}, code: 2, stderr: []string{`--stop-timeout "-5s": a duration cannot be negative`}},
 		{name: "unknown --on-slot-loss", args: append(append([]string{"run"}, pg...), "--on-slot-loss", "ignore"), code: 2,
 			stderr: []string{`--on-slot-loss "ignore": want refuse or recover`, runHint}},
+		{name: "unknown --ordering", args: append(append([]string{"run"}, pg...), "--ordering", "topic"), code: 2,
+			stderr: []string{`--ordering "topic": want key or none`, runHint}},
 		{name: "--on-slot-loss recover with --accept-slot-loss", args: append(append([]string{"run"}, pg...), "--accept-slot-loss"),
 			env: map[string]string{"CDC_RELAY_ON_SLOT_LOSS": "recover"}, code: 2,
 			stderr: []string{"--on-slot-loss recover and --accept-slot-loss exclude each other"}},

@@ -39,6 +39,7 @@ type runFlags struct {
 	logFormat  string
 	debugAddr  string
 	onSlotLoss string
+	ordering   string
 }
 
 // register registers the flags on fs.
@@ -52,6 +53,17 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 		"what to do when the slot is missing, invalidated, or ahead of the relay's checkpoint (after a failover to a standby without it, say): "+
 			"refuse (stop, naming the gap) or recover (create the slot, publish the outbox rows written since the checkpoint again, as `cdc-relay recover` does, "+
 			"and stream on; consumers may see some twice). `recover` needs a timestamp column in every table, and excludes --accept-slot-loss")
+	fs.StringVar(&r.ordering, "ordering", relay.OrderingKey,
+		"deliver a key's events in commit order, holding those behind a parked event (key), or let later events overtake a parked one (none)")
+}
+
+// finishOrdering sets cfg.Ordering from --ordering.
+func (r *runFlags) finishOrdering(cfg *relay.Config) error {
+	if r.ordering != relay.OrderingKey && r.ordering != relay.OrderingNone {
+		return usageError{fmt.Sprintf("--ordering %q: want %s or %s", r.ordering, relay.OrderingKey, relay.OrderingNone)}
+	}
+	cfg.Ordering = r.ordering
+	return nil
 }
 
 // finishSlotLoss sets cfg.OnSlotLoss from --on-slot-loss.
@@ -187,7 +199,7 @@ var runSections = []flagSection{
 	{"Kafka security", kafkaSecurityFlagNames},
 	{"Delivery", deliveryFlagNames},
 	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "replication-timeout", "checkpoint-interval"}},
-	{"Parked events (the status table)", []string{"retry-base", "retry-max", "max-attempts", "retry-batch", "dead-letter-topic"}},
+	{"Parked events (the status table)", []string{"ordering", "retry-base", "retry-max", "max-attempts", "retry-batch", "dead-letter-topic"}},
 	{"Retention", []string{"retention", "status-retention", "cleanup-interval"}},
 	{"Metrics, health and admin endpoints", []string{"metrics-addr", "admin-token", "admin-token-file"}},
 	{"Logging and debugging", []string{"log-level", "log-format", "debug-addr"}},
@@ -322,6 +334,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := c.finishSlotLoss(&c.cfg); err != nil {
+		return err
+	}
+	if err := c.finishOrdering(&c.cfg); err != nil {
 		return err
 	}
 	if err := c.admin.finish(); err != nil {

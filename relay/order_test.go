@@ -1,0 +1,385 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// Ordered parking: the stream holds a key behind its parked event, with the
+// fakes at the producer and the status store.
+
+// testEv is an event of a test transaction: its id, and its topic and key
+// (no key if empty).
+type testEv struct{ id, topic, key string }
+
+// keyed returns n events of topic and key, with ids prefix0, prefix1, ...
+func keyed(n int, prefix, topic, key string) []testEv {
+	evs := make([]testEv, n)
+	for i := range evs {
+		evs[i] = testEv{fmt.Sprint(prefix, i), topic, key}
+	}
+	return evs
+}
+
+// ordered makes tp hold keys (byKey) and paused topics, rebuilt from its
+// store as a session's start does.
+func (tp *testPipeline) ordered(t *testing.T, byKey bool) *order {
+	t.Helper()
+	o := newOrder(byKey, tp.log)
+	held, _ := tp.store.HeldKeys(context.Background())
+	paused, _ := tp.store.PausedTopics(context.Background())
+	o.rebuild(held, paused, nil)
+	tp.ledger.order = o
+	return o
+}
+
+// events applies one transaction of evs ending at end.
+func (tp *testPipeline) events(t *testing.T, end pglogrepl.LSN, evs ...testEv) {
+	t.Helper()
+	msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+	for _, e := range evs {
+		ev := decoder.Event{ID: []byte(e.id), Topic: e.topic, Value: []byte(`{}`), CommitLSN: uint64(end) - 8,
+			Headers: []decoder.Header{{Key: "id", Value: []byte(e.id)}}}
+		if e.key != "" {
+			ev.Key = []byte(e.key)
+		}
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: ev})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: uint64(end)})
+	for _, m := range msgs {
+		if err := tp.apply(end-16, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// answerBy calls back every pending record, in produce order, with what
+// errFor says of its id.
+func (f *fakeProducer) answerBy(errFor func(id string) error) []string {
+	f.mu.Lock()
+	recs, done := f.pending, f.done
+	f.pending = nil
+	f.mu.Unlock()
+	var ids []string
+	for _, r := range recs {
+		id := header(r, "id")
+		ids = append(ids, id)
+		done(r, errFor(id))
+	}
+	return ids
+}
+
+// parkedAs returns the states and ids the store recorded, in order, such
+// as "FAILED f".
+func parkedAs(store *fakeStore) []string {
+	var out []string
+	for _, r := range store.ids() {
+		state, rest, _ := strings.Cut(r, " ")
+		id, _, _ := strings.Cut(rest, ":")
+		out = append(out, state+" "+id)
+	}
+	return out
+}
+
+func want(state string, evs ...testEv) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = state + " " + e.id
+	}
+	return out
+}
+
+// refused is a permanent refusal of a record, not of its batch.
+var refusedForGood = kerr.TopicAuthorizationFailed
+
+// TestOrderHoldsAKeyBehindAFailedRecord: a key's record fails for good;
+// the key's 10 later events are parked WAITING behind it, in stream order
+// even when the first insert is slow, and the other keys' 100 events and
+// keyless ones are produced. With ordering none, all are produced, as
+// before.
+func TestOrderHoldsAKeyBehindAFailedRecord(t *testing.T) {
+	tests := []struct {
+		name       string
+		byKey      bool
+		firstDelay time.Duration
+	}{
+		{"key", true, 0},
+		{"key, slow first insert", true, 50 * time.Millisecond},
+		{"none", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tp := newTestPipeline(t, &fakeStore{firstDelay: tt.firstDelay})
+			tp.ordered(t, tt.byKey)
+			tp.events(t, 0x200, testEv{"f", "orders", "k"})
+			tp.prod.answerBy(func(string) error { return refusedForGood })
+			later := keyed(10, "k", "orders", "k")
+			others := append(keyed(100, "o", "orders", "other"), testEv{"n", "orders", ""})
+			tp.events(t, 0x300, append(append([]testEv(nil), later[:5]...), others[:50]...)...)
+			tp.events(t, 0x400, append(append([]testEv(nil), later[5:]...), others[50:]...)...)
+			produced := tp.prod.answerBy(func(string) error { return nil })
+			tp.waitIdle(t)
+			parked := parkedAs(tp.store)
+			if !tt.byKey {
+				if len(produced) != 111 || len(parked) != 1 {
+					t.Fatalf("none: produced %d, parked %q; want 111 produced and f parked", len(produced), parked)
+				}
+				return
+			}
+			if got, w := strings.Join(parked, ","), strings.Join(append([]string{"FAILED f"}, want("WAITING", later...)...), ","); got != w {
+				t.Fatalf("parked %s\nwant   %s", got, w)
+			}
+			if len(produced) != 101 || tp.count.events.Load() != 101 {
+				t.Fatalf("produced %d (%d acked), want the 100 of the other key and the keyless one", len(produced), tp.count.events.Load())
+			}
+			if got := counterValue(t, tp.metrics.EventsHeld.WithLabelValues(heldWaiting)); got != 10 {
+				t.Fatalf("held metric %v, want 10", got)
+			}
+			if !strings.Contains(tp.store.ids()[1], "waits for event f of its key") {
+				t.Fatalf("reason %q, want it to name f", tp.store.ids()[1])
+			}
+			if got := tp.tracker.Safe(); got != 0x400 {
+				t.Fatalf("safe %s, want 0/400", got)
+			}
+		})
+	}
+}
+
+// TestOrderQueuesBehindARecordProducedAlone: a record refused with its
+// batch holds its key while it waits to be produced alone; the stream's
+// later events of the key go alone behind it, the others to the producer.
+// If it fails alone too, they are parked WAITING behind it.
+func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
+	tests := []struct {
+		name       string
+		aloneErr   error
+		laterErr   error // the answer of e, a's key's record produced before a failed
+		aloneOrder string
+		parked     string
+	}{
+		{"delivered alone", nil, kerr.InvalidRecord, "a,e,b,c", ""},
+		{"fails alone too", refusedForGood, kerr.InvalidRecord, "a", "FAILED a,WAITING e,WAITING b,WAITING c"},
+		{"a later record refused for good", nil, refusedForGood, "a", "FAILED e,WAITING b,WAITING c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tp := newTestPipeline(t, &fakeStore{})
+			tp.ordered(t, true)
+			tp.prod.aloneGate = make(chan struct{})
+			tp.prod.aloneByID = map[string]error{"a": tt.aloneErr}
+			tp.events(t, 0x200, testEv{"a", "orders", "k"}, testEv{"e", "orders", "k"})
+			tp.prod.answerBy(func(id string) error {
+				if id == "e" {
+					return tt.laterErr
+				}
+				return kerr.InvalidRecord // maybe the batch's fault
+			})
+			tp.events(t, 0x300, testEv{"b", "orders", "k"}, testEv{"d", "orders", "other"}, testEv{"c", "orders", "k"})
+			if got := strings.Join(tp.prod.answerBy(func(string) error { return nil }), ","); got != "d" {
+				t.Fatalf("the producer got %s, want only d: b and c wait behind a", got)
+			}
+			close(tp.prod.aloneGate)
+			tp.waitIdle(t)
+			tp.prod.mu.Lock()
+			aloneOrder := strings.Join(tp.prod.aloneOrder, ",")
+			tp.prod.mu.Unlock()
+			if aloneOrder != tt.aloneOrder {
+				t.Fatalf("produced alone %s, want %s", aloneOrder, tt.aloneOrder)
+			}
+			if got := strings.Join(parkedAs(tp.store), ","); got != tt.parked {
+				t.Fatalf("parked %s, want %q", got, tt.parked)
+			}
+			if tt.parked == "" && tp.ledger.order.holding() {
+				t.Fatal("the key is still held after its records were delivered")
+			}
+		})
+	}
+}
+
+// TestOrderRebuiltAtStart: a key with held rows before the session is
+// held from its first event; other keys and keyless events flow.
+func TestOrderRebuiltAtStart(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{held: []status.Key{{Topic: "orders", Key: "k"}}})
+	tp.ordered(t, true)
+	tp.events(t, 0x200, testEv{"a", "orders", "k"}, testEv{"b", "orders", "other"}, testEv{"c", "orders", ""},
+		testEv{"d", "payments", "k"}, testEv{"e", "orders", "k"})
+	if got := strings.Join(tp.prod.answerBy(func(string) error { return nil }), ","); got != "b,c,d" {
+		t.Fatalf("produced %s, want b,c,d", got)
+	}
+	tp.waitIdle(t)
+	if got := strings.Join(parkedAs(tp.store), ","); got != "WAITING a,WAITING e" {
+		t.Fatalf("parked %s, want WAITING a,WAITING e", got)
+	}
+	if r := tp.store.ids()[0]; !strings.Contains(r, "waits for an earlier held event of its key") {
+		t.Fatalf("reason %q", r)
+	}
+}
+
+// TestOrderReleasedByTheDelivery: the poller's Delivered releases a key
+// with no held row left, unless a park of it began during the query or
+// is under way.
+func TestOrderReleasedByTheDelivery(t *testing.T) {
+	k := status.Key{Topic: "orders", Key: "k"}
+	ev := &decoder.Event{ID: []byte("x"), Topic: "orders", Key: []byte("k")}
+	tests := []struct {
+		name     string
+		still    bool                  // the store still has held rows of k
+		during   func(o *order)        // while the store is asked
+		before   func(o *order) func() // before; returns what to do after
+		released bool
+	}{
+		{name: "no held row left", released: true},
+		{name: "a held row left", still: true},
+		{name: "a park began during the query", during: func(o *order) { o.endPark(o.beginPark(ev, 7), true) }},
+		{name: "a park under way", before: func(o *order) func() {
+			t := o.beginPark(ev, 7)
+			return func() { o.endPark(t, true) }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{held: []status.Key{k}, still: map[status.Key]bool{k: tt.still}}
+			o := newOrder(true, slog.New(slog.DiscardHandler))
+			held, _ := store.HeldKeys(context.Background())
+			o.rebuild(held, nil, nil)
+			if tt.during != nil {
+				store.stillHook = func() { tt.during(o) }
+			}
+			after := func() {}
+			if tt.before != nil {
+				after = tt.before(o)
+			}
+			if err := o.release(context.Background(), store, []status.Key{k}); err != nil {
+				t.Fatal(err)
+			}
+			after()
+			if v, _ := o.check(ev); (v == pass) != tt.released {
+				t.Fatalf("after the release, the key's next event: %v; want released %v", v, tt.released)
+			}
+		})
+	}
+}
+
+// TestOrderPausedTopic: a paused topic's events are parked PAUSED, keyed
+// or not, and their keys held; the rest flows. Resumed, the topic's new
+// events flow, except those of keys with paused events, which wait.
+func TestOrderPausedTopic(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{paused: []string{"orders"}})
+	o := tp.ordered(t, true)
+	tp.events(t, 0x200, testEv{"a", "orders", "k"}, testEv{"b", "payments", "k"}, testEv{"c", "orders", ""})
+	if got := strings.Join(tp.prod.answerBy(func(string) error { return nil }), ","); got != "b" {
+		t.Fatalf("produced %s while orders is paused, want b", got)
+	}
+	tp.waitIdle(t)
+	o.resumeTopic("orders")
+	tp.events(t, 0x300, testEv{"d", "orders", "z"}, testEv{"e", "orders", "k"}, testEv{"f", "orders", ""})
+	if got := strings.Join(tp.prod.answerBy(func(string) error { return nil }), ","); got != "d,f" {
+		t.Fatalf("produced %s after the resume, want d,f", got)
+	}
+	tp.waitIdle(t)
+	parked := parkedAs(tp.store)
+	slices.Sort(parked) // the keyless c is in no key's order
+	if got := strings.Join(parked, ","); got != "PAUSED a,PAUSED c,WAITING e" {
+		t.Fatalf("parked %s, want PAUSED a,PAUSED c,WAITING e", got)
+	}
+	if got := counterValue(t, tp.metrics.EventsHeld.WithLabelValues(heldPaused)); got != 2 {
+		t.Fatalf("held paused %v, want 2", got)
+	}
+	if tp.count.failed.Load() != 0 {
+		t.Fatalf("%d counted as failed, want none: held events did not fail", tp.count.failed.Load())
+	}
+}
+
+// TestOrderViolationIsCounted: a record acked after an earlier record of
+// its key failed for good breaks the key's order; it is counted and
+// logged.
+func TestOrderViolationIsCounted(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	tp.ordered(t, true)
+	tp.events(t, 0x200, testEv{"a", "orders", "k"}, testEv{"b", "orders", "k"})
+	tp.prod.answerBy(func(id string) error {
+		if id == "a" {
+			return refusedForGood
+		}
+		return nil
+	})
+	tp.waitIdle(t)
+	if got := counterValue(t, tp.metrics.OrderViolations); got != 1 {
+		t.Fatalf("violations %v, want 1", got)
+	}
+	if tp.logs.count("overtook an earlier parked event of its key") != 1 {
+		t.Fatalf("log:\n%s", tp.logs.String())
+	}
+}
+
+// counterValue reads a counter.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// ackingProducer acks every record at once.
+type ackingProducer struct{}
+
+func (ackingProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
+	done(r, nil)
+}
+
+func (ackingProducer) ProduceAlone(context.Context, *kgo.Record) error { return nil }
+
+// BenchmarkOrderCheck: the stream's cost per event of ordering by key,
+// with nothing held (one atomic load) and with other keys held (a map
+// lookup), against ordering none.
+func BenchmarkOrderCheck(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		held []status.Key
+		none bool
+	}{
+		{name: "none", none: true},
+		{name: "key, nothing held"},
+		{name: "key, other keys held", held: []status.Key{{Topic: "orders", Key: "x"}, {Topic: "payments", Key: "k"}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			l := newLedger(&ledger{log: slog.New(slog.DiscardHandler), failures: &fakeStore{}, count: &counters{},
+				tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}), failCtx: ctx, produceCtx: ctx})
+			if !bc.none {
+				l.order = newOrder(true, l.log)
+				l.order.rebuild(bc.held, nil, nil)
+			}
+			p := newPipeline(l, nil, newAtLeastOnce(l, ackingProducer{}))
+			msg := decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{ID: []byte("1"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`)}}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i%1000 == 0 {
+					if p.reading != nil {
+						p.tracker.Commit(p.reading, pglogrepl.LSN(0x200+i))
+					}
+					p.reading = p.tracker.Begin(time.Time{})
+				}
+				p.route(&msg)
+			}
+		})
+	}
+}
