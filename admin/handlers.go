@@ -165,7 +165,7 @@ func errorStatus(err error) int {
 	switch {
 	case errors.Is(err, status.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, status.ErrDelivered):
+	case errors.Is(err, status.ErrDelivered), errors.Is(err, status.ErrHeld):
 		return http.StatusConflict
 	case errors.Is(err, relay.ErrNotConnected):
 		return http.StatusServiceUnavailable

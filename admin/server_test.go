@@ -3,6 +3,8 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -305,6 +307,23 @@ func TestListenKnowsLoopback(t *testing.T) {
 		}
 		if err := s.Close(); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+func TestErrorStatus(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("event 7: %w", status.ErrNotFound), http.StatusNotFound},
+		{fmt.Errorf("event 7: %w", status.ErrDelivered), http.StatusConflict},
+		{fmt.Errorf("event 7 is WAITING: %w event 3", status.ErrHeld), http.StatusConflict},
+		{relay.ErrNotConnected, http.StatusServiceUnavailable},
+		{errors.New("connection refused"), http.StatusInternalServerError},
+	} {
+		if got := errorStatus(c.err); got != c.want {
+			t.Errorf("errorStatus(%v) = %d, want %d", c.err, got, c.want)
 		}
 	}
 }
