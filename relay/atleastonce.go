@@ -32,7 +32,7 @@ type atLeastOnce struct {
 	*ledger
 	producer    producer
 	onAck       func(*kgo.Record, error) // ack, one func value for every record
-	alone       fifo                     // records to produce again one at a time
+	alone       *aloneQueue              // records to produce again one at a time, in stream order
 	undelivered atomic.Int64
 }
 
@@ -40,9 +40,8 @@ type atLeastOnce struct {
 // starts the goroutine that produces records again alone, which ends with
 // l.produceCtx.
 func newAtLeastOnce(l *ledger, producer producer) *atLeastOnce {
-	d := &atLeastOnce{ledger: l, producer: producer}
+	d := &atLeastOnce{ledger: l, producer: producer, alone: newAloneQueue()}
 	d.onAck = d.ack
-	d.alone.wake = make(chan struct{}, 1)
 	go d.produceAlone()
 	return d
 }
@@ -54,6 +53,7 @@ func (d *atLeastOnce) produce(it *inflight) {
 		d.alone.push(it)
 		return
 	}
+	d.order.intoProducer(it)
 	d.producer.Produce(d.produceCtx, &it.rec, d.onAck)
 }
 
@@ -66,19 +66,14 @@ func (d *atLeastOnce) endTxn(*checkpoint.Txn, pglogrepl.LSN) {}
 // commit: every acked record is visible to consumers already.
 func (d *atLeastOnce) commit(context.Context) error { return nil }
 
-// produceAlone produces the records of d.alone one at a time, in order,
+// produceAlone produces the records of d.alone one at a time, in stream
+// order, each once no earlier record of its key is left in the producer,
 // and acks each with its outcome, until produceCtx ends (what is left then
 // stays unconfirmed and is sent again by the next session).
 func (d *atLeastOnce) produceAlone() {
-	for {
-		select {
-		case <-d.produceCtx.Done():
-			return
-		case <-d.alone.wake:
-		}
-		for it := d.alone.pop(); it != nil; it = d.alone.pop() {
-			d.produceOneAlone(it)
-		}
+	ready := func(it *inflight) bool { return d.order.mayGoAlone(it) }
+	for it := d.alone.next(d.produceCtx, ready); it != nil; it = d.alone.next(d.produceCtx, ready) {
+		d.produceOneAlone(it)
 	}
 }
 
@@ -110,6 +105,9 @@ func (d *atLeastOnce) failedAs(err error) parkAs {
 // in order, and the stream parks or queues the key's later events.
 func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 	it := r.Context.(*inflight)
+	// Last, once a failure held its key: the alone queue waits for its
+	// key's records to leave the producer.
+	defer d.order.outOfProducer(it)
 	if it.alone {
 		// Its hold while it waited alone ends once its outcome holds the
 		// key, if it failed.

@@ -33,6 +33,9 @@ type order struct {
 	paused map[string]bool
 
 	violations *ratelog.Logger
+	// flight counts, by key, the records at-least-once delivery has in
+	// the producer (nil unless byKey).
+	flight *keysInFlight
 }
 
 // heldKey is the hold on one topic and record key.
@@ -80,9 +83,13 @@ const (
 // newOrder returns an order that holds keys if byKey, and paused topics
 // either way; violations are logged on log.
 func newOrder(byKey bool, log *slog.Logger) *order {
-	return &order{byKey: byKey, keys: map[string]map[string]*heldKey{}, paused: map[string]bool{},
+	o := &order{byKey: byKey, keys: map[string]map[string]*heldKey{}, paused: map[string]bool{},
 		violations: ratelog.New(log, ratelog.Config{Every: time.Minute,
 			Summary: "more records were acked while an earlier event of their key was parked", KeyAttr: "key", CountAttr: "records"})}
+	if byKey {
+		o.flight = newKeysInFlight()
+	}
+	return o
 }
 
 // rebuild holds, before the stream starts, the keys that have held rows
@@ -124,13 +131,40 @@ func (o *order) check(ev *decoder.Event) (v verdict, head string) {
 	switch {
 	case h == nil || h.deferred:
 		return pass, ""
-	case h.parked:
-		return holdWaiting, h.head
-	case h.alone > 0:
+	case h.alone > 0 || o.flight.busy(ev):
+		// Records of its key wait to be produced alone, or are still in
+		// the producer, where they may yet fail and join them: it goes
+		// after them, in stream order (the alone queue parks it WAITING
+		// if the key is parked by then).
 		h.alone++
 		return holdAlone, ""
+	case h.parked:
+		return holdWaiting, h.head
 	}
 	return pass, ""
+}
+
+// intoProducer counts it, which at-least-once delivery hands the
+// producer, as its key's record in flight there.
+func (o *order) intoProducer(it *inflight) {
+	if o != nil && o.flight != nil {
+		o.flight.add(it)
+	}
+}
+
+// outOfProducer counts it out again, once its callback held its key if it
+// failed.
+func (o *order) outOfProducer(it *inflight) {
+	if o != nil && o.flight != nil {
+		o.flight.done(it)
+	}
+}
+
+// mayGoAlone reports whether it, the earliest event in the alone queue,
+// may be produced or parked: no earlier record of its key is left in the
+// producer, where it could still fail and join the queue ahead of it.
+func (o *order) mayGoAlone(it *inflight) bool {
+	return o == nil || o.flight == nil || !o.flight.busy(&it.ev)
 }
 
 // metParked tells o that the stream met ev again, an event a Kafka

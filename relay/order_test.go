@@ -383,3 +383,60 @@ func BenchmarkOrderCheck(b *testing.B) {
 		})
 	}
 }
+
+// answerFirst calls back the first pending record only, with err, and
+// returns its id.
+func (f *fakeProducer) answerFirst(err error) string {
+	f.mu.Lock()
+	r, done := f.pending[0], f.done
+	f.pending = f.pending[1:]
+	f.mu.Unlock()
+	done(r, err)
+	return header(r, "id")
+}
+
+// TestOrderAloneQueueKeepsStreamOrder: a fails with its batch while e, a
+// later record of its key, is still in the producer; the stream's b of the
+// key then waits behind them, and e, failing after b was queued, still
+// goes before b: the key's records go alone, or are parked, in stream
+// order, whatever order the producer answered in.
+func TestOrderAloneQueueKeepsStreamOrder(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		aloneErr   error // a's answer alone
+		aloneOrder string
+		parked     string
+	}{
+		{"delivered alone", nil, "a,e,b", ""},
+		{"fails alone too", refusedForGood, "a", "FAILED a,WAITING e,WAITING b"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tp := newTestPipeline(t, &fakeStore{})
+			tp.ordered(t, true)
+			tp.prod.aloneByID = map[string]error{"a": tt.aloneErr}
+			tp.prod.aloneGate = make(chan struct{})
+			tp.events(t, 0x200, testEv{"a", "orders", "k"}, testEv{"e", "orders", "k"})
+			if id := tp.prod.answerFirst(kerr.InvalidRecord); id != "a" { // maybe the batch's fault
+				t.Fatalf("answered %s first, want a", id)
+			}
+			tp.events(t, 0x300, testEv{"b", "orders", "k"})
+			close(tp.prod.aloneGate)
+			// Room for a wrong b to go alone while e is in the producer (a
+			// right one waits for e's outcome, which no condition shows).
+			time.Sleep(20 * time.Millisecond)
+			if got := strings.Join(tp.prod.answerBy(func(string) error { return kerr.InvalidRecord }), ","); got != "e" {
+				t.Fatalf("the producer held %s, want only e: b waits behind a", got)
+			}
+			tp.waitIdle(t)
+			tp.prod.mu.Lock()
+			aloneOrder := strings.Join(tp.prod.aloneOrder, ",")
+			tp.prod.mu.Unlock()
+			if aloneOrder != tt.aloneOrder {
+				t.Fatalf("produced alone %s, want %s", aloneOrder, tt.aloneOrder)
+			}
+			if got := strings.Join(parkedAs(tp.store), ","); got != tt.parked {
+				t.Fatalf("parked %s, want %q", got, tt.parked)
+			}
+		})
+	}
+}

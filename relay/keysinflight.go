@@ -1,0 +1,57 @@
+package relay
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// keysInFlight counts the records franz-go holds for each topic and record
+// key (produced, its callback not run yet), in counters shared by the keys
+// whose hashes meet: a counter at 0 says that no record of its keys is in
+// the producer, so none can still fail and join the alone queue. Sharing
+// only makes an event wait longer. Safe for concurrent use.
+type keysInFlight struct {
+	seed   maphash.Seed
+	counts []atomic.Int32 // len is a power of two
+}
+
+// keysInFlightSlots is the number of counters: 256 KiB per session.
+const keysInFlightSlots = 1 << 16
+
+func newKeysInFlight() *keysInFlight {
+	return &keysInFlight{seed: maphash.MakeSeed(), counts: make([]atomic.Int32, keysInFlightSlots)}
+}
+
+// slot is ev's counter plus 1, or 0 for an event without a key (never
+// ordered).
+func (k *keysInFlight) slot(ev *decoder.Event) int32 {
+	if k == nil || ev.Key == nil {
+		return 0
+	}
+	h := maphash.String(k.seed, ev.Topic)*31 ^ maphash.Bytes(k.seed, ev.Key)
+	return int32(h&(keysInFlightSlots-1)) + 1
+}
+
+// add counts it into the producer.
+func (k *keysInFlight) add(it *inflight) {
+	if it.slot = k.slot(&it.ev); it.slot != 0 {
+		k.counts[it.slot-1].Add(1)
+	}
+}
+
+// done counts it out of the producer, once its callback settled it.
+func (k *keysInFlight) done(it *inflight) {
+	if s := it.slot; s != 0 {
+		it.slot = 0 // before the count: whoever sees it drop may take it
+		k.counts[s-1].Add(-1)
+	}
+}
+
+// busy reports whether a record of ev's key (or of a key sharing its
+// counter) is in the producer.
+func (k *keysInFlight) busy(ev *decoder.Event) bool {
+	s := k.slot(ev)
+	return s != 0 && k.counts[s-1].Load() != 0
+}
