@@ -33,8 +33,8 @@ type Status struct {
 	Ready    bool   `json:"ready"`
 	NotReady string `json:"not_ready,omitempty"`
 	Paused   bool   `json:"paused"`
-	// PausedTopics are the topics the leader holds paused (PauseTopic),
-	// sorted; empty on a standby.
+	// PausedTopics are the paused topics (PauseTopic), sorted: the
+	// leader's, or on a standby those of the last database reading.
 	PausedTopics []string `json:"paused_topics,omitempty"`
 	Slot         string   `json:"slot"`
 	// Table names the outbox tables, "schema.table, ...".
@@ -196,6 +196,9 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 		st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
 		st.LagBytes = db.LagBytes()
 		st.Topics, st.HeldTopics = db.Topics, db.HeldTopics
+		if !leading {
+			st.PausedTopics = db.PausedTopics
+		}
 		st.EventsBehind = st.InFlightEvents + db.Failed + db.Waiting + db.Paused
 		st.PostgresVersion, st.FailoverSlot, st.SynchronizedStandbySlots = db.Failover.Version, db.Failover.Slot, db.Failover.StandbySlots
 		if !leading && db.SlotExists {

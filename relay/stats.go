@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -41,6 +42,10 @@ type DatabaseStats struct {
 	// most held first; HeldTopics counts every topic with held rows.
 	Topics     []TopicHeld
 	HeldTopics int
+	// PausedTopics are the slot's paused topics in the pause table,
+	// sorted (none where the table is missing: a database migrated by an
+	// earlier version).
+	PausedTopics []string
 	// Failover is the server's version and synchronized_standby_slots,
 	// and whether the slot is a failover slot.
 	Failover replication.Failover
@@ -95,7 +100,25 @@ func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseSta
 	if err = readHeld(ctx, db, cfg, &s); err != nil {
 		return s, err
 	}
+	if s.PausedTopics, err = readPausedTopics(ctx, db, cfg); err != nil {
+		return s, err
+	}
 	return s, nil
+}
+
+// readPausedTopics reads the slot's paused topics from the pause table.
+func readPausedTopics(ctx context.Context, db Querier, cfg Config) ([]string, error) {
+	table := pgx.Identifier{cfg.CheckpointSchema, migrations.PauseTable}.Sanitize()
+	rows, _ := db.Query(ctx, "SELECT topic FROM "+table+" WHERE slot_name = $1 ORDER BY topic", cfg.Slot)
+	topics, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the paused topics in %s: %w", table, err)
+	}
+	return topics, nil
 }
 
 // MaxHeldTopics is the most topics DatabaseStats.Topics lists: those with

@@ -89,6 +89,16 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	if s.Topics[0].Topic != "orders" || s.Topics[1].Topic != "payments" {
 		t.Fatalf("the most held first: %s, %s", s.Topics[0].Topic, s.Topics[1].Topic)
 	}
+
+	// The slot's paused topics, sorted; another slot's are not its.
+	pauses := pgx.Identifier{cfg.CheckpointSchema, migrations.PauseTable}.Sanitize()
+	mustExec(t, conn, `INSERT INTO `+pauses+` (slot_name, topic) VALUES ($1, 'payments'), ($1, 'orders'), ('another_slot', 'audit')`, cfg.Slot)
+	if s, err = ReadDatabaseStats(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.PausedTopics, ","); got != "orders,payments" {
+		t.Fatalf("paused topics %s, want orders,payments", got)
+	}
 }
 
 // TestReadDatabaseStatsWithoutStatusTable: a missing status table says

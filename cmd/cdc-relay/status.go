@@ -167,7 +167,7 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 	st := relay.Status{
 		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.TableNames(), ", "),
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
-		Topics: db.Topics, HeldTopics: db.HeldTopics, EventsBehind: db.Failed + db.Waiting + db.Paused,
+		Topics: db.Topics, HeldTopics: db.HeldTopics, EventsBehind: db.Failed + db.Waiting + db.Paused, PausedTopics: db.PausedTopics,
 		ConfirmedLSN:    db.Confirmed.String(),
 		PostgresVersion: db.Failover.Version, FailoverSlot: db.Failover.Slot, SynchronizedStandbySlots: db.Failover.StandbySlots,
 	}
@@ -197,6 +197,9 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 		head += ", PAUSED (POST /resume resumes)"
 	}
 	fmt.Fprintln(w, head)
+	if len(st.PausedTopics) > 0 {
+		fmt.Fprintf(w, "  paused      topics %s (`cdc-relay resume --topic T` resumes one)\n", strings.Join(st.PausedTopics, ", "))
+	}
 	if st.NotReady != "" && st.Role != relay.RoleNone {
 		fmt.Fprintf(w, "  why         %s\n", st.NotReady)
 	}
