@@ -78,12 +78,14 @@ func (d *atLeastOnce) produceAlone() {
 }
 
 // produceOneAlone produces it in a batch of its own and acks it, or parks
-// it: FAILED if it failed for good already (it.failed), WAITING if its key
-// became held meanwhile.
+// it: FAILED if it failed for good already (it.failed), PAUSED if its
+// topic is paused, WAITING if its key became held meanwhile.
 func (d *atLeastOnce) produceOneAlone(it *inflight) {
 	var as parkAs
 	if it.failed != nil {
 		as = d.failedAs(it.failed)
+	} else if d.order.topicPaused(it.ev.Topic) {
+		as = d.pausedAs()
 	} else if held, head := d.order.parkedHeld(&it.ev); held {
 		as = d.waitingAs(it, head)
 	} else {

@@ -40,6 +40,7 @@ type order struct {
 
 // heldKey is the hold on one topic and record key.
 type heldKey struct {
+	topic, key string // what it holds
 	// since is the stream sequence of the event that held it (0: held
 	// before the session started), and head its id, for the reason of
 	// the WAITING rows behind it.
@@ -111,34 +112,42 @@ func (o *order) rebuild(held []status.Key, paused []string, deferred map[status.
 // holding reports whether a key is held or a topic paused.
 func (o *order) holding() bool { return o != nil && o.any.Load() }
 
-// check tells the stream what to do with ev, whose stream sequence is seq;
-// for holdWaiting, head is the id of the event its key waits for ("" if it
-// was parked before the session). holdAlone counts ev behind its key's
-// records waiting to be produced alone.
-func (o *order) check(ev *decoder.Event) (v verdict, head string) {
+// check tells the stream what to do with ev, whose stream sequence is seq:
+// holdAlone when records of its key wait to be produced alone or are
+// still in the producer, where they may yet fail (ev goes after them, in
+// stream order; counted in the hold), else holdPaused when its topic is
+// paused, holdWaiting when its key is held (head is the id of the event
+// it waits for, "" if it was parked before the session), pass otherwise.
+func (o *order) check(ev *decoder.Event, seq uint64) (v verdict, head string) {
 	if !o.holding() {
 		return pass, ""
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.paused[ev.Topic] {
-		return holdPaused, ""
-	}
+	paused := o.paused[ev.Topic]
 	if !o.byKey || ev.Key == nil {
+		if paused {
+			return holdPaused, ""
+		}
 		return pass, ""
 	}
 	h := o.keys[ev.Topic][string(ev.Key)]
+	if h != nil && h.deferred {
+		h = nil
+	}
+	busy := o.flight.busy(ev)
 	switch {
-	case h == nil || h.deferred:
-		return pass, ""
-	case h.alone > 0 || o.flight.busy(ev):
-		// Records of its key wait to be produced alone, or are still in
-		// the producer, where they may yet fail and join them: it goes
-		// after them, in stream order (the alone queue parks it WAITING
-		// if the key is parked by then).
+	case h != nil && h.alone > 0, h != nil && busy:
 		h.alone++
 		return holdAlone, ""
-	case h.parked:
+	case paused && busy:
+		// Its key's earlier records are in the producer: parked PAUSED
+		// now, it would go before one of them that fails.
+		o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).alone++
+		return holdAlone, ""
+	case paused:
+		return holdPaused, ""
+	case h != nil && h.parked:
 		return holdWaiting, h.head
 	}
 	return pass, ""
@@ -188,9 +197,12 @@ type parkTurn struct {
 
 // beginPark holds ev's key as parked, at once, and takes the park's turn
 // after the key's earlier parks; nil for an event that is not ordered
-// (no key, or keys not held). seq is ev's stream sequence.
-func (o *order) beginPark(ev *decoder.Event, seq uint64) *parkTurn {
-	if o == nil || !o.byKey || ev.Key == nil {
+// (no key, or keys not held). seq is ev's stream sequence. A paused
+// topic's events (paused) take turns even when keys are not held, so
+// that a resume delivers them in commit order; the key is held only
+// while they are parked.
+func (o *order) beginPark(ev *decoder.Event, seq uint64, paused bool) *parkTurn {
+	if o == nil || !o.byKey && !paused || ev.Key == nil {
 		return nil
 	}
 	o.mu.Lock()
@@ -223,8 +235,14 @@ func (o *order) endPark(t *parkTurn, ok bool) {
 	t.mine.ok = ok
 	close(t.mine.done)
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	t.h.parking--
-	o.mu.Unlock()
+	if !o.byKey && t.h.parking == 0 {
+		// Only turns: a key is not held when keys are not.
+		if h := o.keys[t.h.topic][t.h.key]; h == t.h {
+			o.deleteLocked(t.h.topic, t.h.key)
+		}
+	}
 }
 
 // holdAlone holds ev's key while ev waits to be produced alone.
@@ -361,6 +379,16 @@ func (o *order) setPausedLocked(topics []string) {
 	o.any.Store(len(o.keys) > 0 || len(o.paused) > 0)
 }
 
+// topicPaused reports whether topic is paused.
+func (o *order) topicPaused(topic string) bool {
+	if !o.holding() {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.paused[topic]
+}
+
 // pausedTopics returns the paused topics, in no order.
 func (o *order) pausedTopics() []string {
 	if o == nil {
@@ -385,7 +413,7 @@ func (o *order) entryLocked(topic, key string, seq uint64, id string) *heldKey {
 	}
 	h := byKey[key]
 	if h == nil {
-		h = &heldKey{since: seq, head: id}
+		h = &heldKey{topic: topic, key: key, since: seq, head: id}
 		byKey[key] = h
 		o.any.Store(true)
 	}

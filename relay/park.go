@@ -33,7 +33,7 @@ type parkAs struct {
 // It reports whether the row is stored; if the previous park gave up, so
 // does this one, and the event stays in flight.
 func (l *ledger) parkInOrder(it *inflight, as parkAs) func() bool {
-	t := l.order.beginPark(&it.ev, it.seq)
+	t := l.order.beginPark(&it.ev, it.seq, as.cause == heldPaused)
 	return func() (ok bool) {
 		defer func() { l.order.endPark(t, ok) }()
 		if !t.waitTurn() {

@@ -146,7 +146,7 @@ func (p *pipeline) held(it *inflight) bool {
 		p.order.metParked(&it.ev, keyOf(it), it.seq)
 		return false
 	}
-	switch v, head := p.order.check(&it.ev); v {
+	switch v, head := p.order.check(&it.ev, it.seq); v {
 	case holdPaused:
 		p.delivery.park(it, p.parkInOrder(it, p.pausedAs()))
 		return true

@@ -12,7 +12,8 @@ import (
 const progressInterval = 10 * time.Second
 
 // reportProgress logs a progress line every interval in which events were
-// delivered, and the counts of undeliverable events by cause, until the
+// delivered, and the counts of undeliverable events by cause and of
+// records that overtook a parked event of their key, until the
 // returned function is called.
 func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker, saver *checkpoint.Saver) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -22,6 +23,9 @@ func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker
 		last := r.count.events.Load()
 		tick.Every(ctx, every, func(context.Context) bool {
 			r.causes.Flush()
+			if o := r.order.Load(); o != nil {
+				o.violations.Flush()
+			}
 			if n := r.count.events.Load(); n != last {
 				inflight, _ := tracker.InFlight()
 				r.log.Info("progress", "events", n, "failed", r.count.failed.Load(), "in_flight", inflight, "checkpoint", saver.Saved())

@@ -84,11 +84,15 @@ type txnBatcher struct {
 	// they agree and nothing failed.
 	sent  int
 	acked atomic.Int64
-	// parking counts poison rows being written to the status table
-	// (under mu); a commit waits for them, or the checkpoint topic could
-	// pass a row that is in neither Kafka nor the status table.
+	// parking counts rows being written to the status table (poison
+	// rows, events behind a held key or a paused topic), under parkMu,
+	// never mu: a park takes its key's turn before it counts here, and a
+	// break that holds mu may wait for that turn. A commit waits for
+	// them, or the checkpoint topic could pass a row that is in neither
+	// Kafka nor the status table.
+	parkMu   sync.Mutex
 	parking  int
-	parkDone *sync.Cond // on mu: parking went down
+	parkDone *sync.Cond // on parkMu: parking went down
 	// leads reports whether this relay still holds the slot's lock: a
 	// producer the broker fenced without it was replaced by another relay.
 	leads func(context.Context) bool
@@ -118,7 +122,7 @@ type kafkaTxn struct {
 func newTxnBatcher(l *ledger, snk *sink.Sink, state *eoState, id sink.Checkpoint, eo ExactlyOnce) *txnBatcher {
 	b := &txnBatcher{ledger: l, snk: snk, state: state, id: id, topic: eo.CheckpointTopic, interval: eo.Interval,
 		maxEvents: eo.MaxEvents, due: make(chan struct{}, 1)}
-	b.parkDone = sync.NewCond(&b.mu)
+	b.parkDone = sync.NewCond(&b.parkMu)
 	b.onAck = b.ack
 	b.onCPAck = func(_ *kgo.Record, err error) {
 		if err != nil {
@@ -198,16 +202,37 @@ func (b *txnBatcher) sendLocked(it *inflight) {
 // an event behind a held key or a paused topic), as at-least-once delivery
 // does, and holds every commit until the row is stored.
 func (b *txnBatcher) park(_ *inflight, store func() bool) {
-	b.mu.Lock()
+	b.parkMu.Lock()
 	b.parking++
-	b.mu.Unlock()
+	b.parkMu.Unlock()
 	go func() {
 		store()
-		b.mu.Lock()
+		b.parkMu.Lock()
 		b.parking--
 		b.parkDone.Broadcast()
-		b.mu.Unlock()
+		b.parkMu.Unlock()
 	}()
+}
+
+// lockWhenParked takes mu once no park is under way (or produceCtx ended):
+// parks count under parkMu, so one that starts while it waits for mu is
+// seen after it took it.
+func (b *txnBatcher) lockWhenParked() {
+	for {
+		b.parkMu.Lock()
+		for b.parking > 0 && b.produceCtx.Err() == nil {
+			b.parkDone.Wait() // a park gives up when produceCtx ends
+		}
+		b.parkMu.Unlock()
+		b.mu.Lock()
+		b.parkMu.Lock()
+		idle := b.parking == 0 || b.produceCtx.Err() != nil
+		b.parkMu.Unlock()
+		if idle {
+			return
+		}
+		b.mu.Unlock()
+	}
 }
 
 // endTxn is told that PostgreSQL transaction pgTxn ended at end (after the

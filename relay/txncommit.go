@@ -33,10 +33,7 @@ func (b *txnBatcher) commit(ctx context.Context) error {
 func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 	b.cmu.Lock()
 	defer b.cmu.Unlock()
-	b.mu.Lock()
-	for b.parking > 0 && b.produceCtx.Err() == nil {
-		b.parkDone.Wait() // a park gives up when produceCtx ends
-	}
+	b.lockWhenParked()
 	if b.broken != nil || !b.cur.begun || b.cur.open || !force && !b.dueLocked() {
 		err := b.broken
 		b.mu.Unlock()
