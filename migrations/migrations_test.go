@@ -396,11 +396,26 @@ func TestSourceTableMigration(t *testing.T) {
 	}
 }
 
+// checkOldDeadReleased fails t unless the DEAD row of status, parked
+// before migration 10, has skipped_at = updated_at and its last_error, and
+// no other row has skipped_at.
+func checkOldDeadReleased(ctx context.Context, t *testing.T, conn *pgx.Conn, status string) {
+	t.Helper()
+	var marked, others int
+	err := conn.QueryRow(ctx, "SELECT count(*) FILTER (WHERE status = 'DEAD' AND skipped_at = updated_at AND last_error = 'x'),"+
+		" count(*) FILTER (WHERE status <> 'DEAD' AND skipped_at IS NOT NULL) FROM "+status).Scan(&marked, &others)
+	if err != nil || marked != 1 || others != 0 {
+		t.Fatalf("after the upgrade: %d old DEAD rows marked as not holding, %d other rows with skipped_at (%v); want 1 and 0", marked, others, err)
+	}
+}
+
 // TestOrderMigration: a status table made by migrations 1 to 9, with rows
-// in every state, gains the states WAITING and PAUSED under a constraint
-// of the relay's name (the inline one of 0001 is gone), skipped_at, the
-// order index and the pause table; the relay's check asks for migrate
-// until then; migrate again changes nothing.
+// in every state and a CHECK of the user's own on status, gains the states
+// WAITING and PAUSED under a validated constraint of the relay's name (the
+// inline one of 0001 is gone, the user's kept), skipped_at, the order index
+// and the pause table; its DEAD rows no longer hold their keys (skipped_at
+// is their updated_at, last_error kept); the relay's check asks for migrate
+// until then; migrate again changes nothing, not a DEAD row parked since.
 func TestOrderMigration(t *testing.T) {
 	conn := startPG(t)
 	ctx := context.Background()
@@ -420,6 +435,9 @@ func TestOrderMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			applyUpTo(ctx, t, conn, cfg, 9)
+			if _, err := conn.Exec(ctx, "ALTER TABLE "+status+" ADD CONSTRAINT users_own CHECK (length(status) < 20)"); err != nil {
+				t.Fatal(err)
+			}
 			for _, state := range []string{"FAILED", "DELIVERED", "DEAD"} {
 				if _, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, status) VALUES ($1, 'orders', 'x', $1)", state); err != nil {
 					t.Fatal(err)
@@ -436,8 +454,20 @@ func TestOrderMigration(t *testing.T) {
 				var checks []string
 				rows, _ := conn.Query(ctx, "SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'c'", status)
 				checks, err = pgx.CollectRows(rows, pgx.RowTo[string])
-				if err != nil || !slices.Equal(checks, []string{tt.table + "_state_check"}) {
-					t.Fatalf("checks of %s after migrate %d: %v, %v; want only %s_state_check", status, i+1, checks, err, tt.table)
+				slices.Sort(checks)
+				if err != nil || !slices.Equal(checks, []string{tt.table + "_state_check", "users_own"}) {
+					t.Fatalf("checks of %s after migrate %d: %v, %v; want %s_state_check and users_own", status, i+1, checks, err, tt.table)
+				}
+				var valid bool
+				if err := conn.QueryRow(ctx, "SELECT convalidated FROM pg_constraint WHERE conrelid = $1::regclass AND conname = $2",
+					status, tt.table+"_state_check").Scan(&valid); err != nil || !valid {
+					t.Fatalf("%s_state_check validated %v (%v) after migrate %d, want true", tt.table, valid, err, i+1)
+				}
+				if i == 0 {
+					checkOldDeadReleased(ctx, t, conn, status)
+					if _, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, status) VALUES ('DEAD since', 'orders', 'x', 'DEAD')"); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if err := Check(ctx, conn, cfg); err != nil {
@@ -451,7 +481,7 @@ func TestOrderMigration(t *testing.T) {
 			}
 			var n int
 			if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+status+" WHERE skipped_at IS NULL").Scan(&n); err != nil || n != 5 {
-				t.Fatalf("%d rows with skipped_at NULL (%v), want the 5", n, err)
+				t.Fatalf("%d rows with skipped_at NULL (%v), want the 5 but the DEAD row parked before the upgrade", n, err)
 			}
 			if _, err := conn.Exec(ctx, "INSERT INTO "+PauseTableName(cfg)+" (slot_name, topic) VALUES ('s', 'orders')"); err != nil {
 				t.Fatalf("pause table: %v", err)

@@ -175,6 +175,9 @@ func readHeld(ctx context.Context, db Querier, cfg Config, s *DatabaseStats) err
 		return nil
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
 		return fmt.Errorf("count parked events: the status table %s does not exist: run `cdc-relay migrate` with the same table flags", status)
+	case errors.As(err, &pgErr) && pgErr.Code == "42703":
+		return fmt.Errorf("count parked events: the status table %s was not migrated since the upgrade (%s): "+
+			"run `cdc-relay migrate` of this version with the same table flags", status, pgErr.Message)
 	}
 	return fmt.Errorf("count parked events in %s: %w", status, err)
 }

@@ -101,8 +101,8 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	}
 }
 
-// TestReadDatabaseStatsWithoutStatusTable: a missing status table says
-// what to run.
+// TestReadDatabaseStatsWithoutStatusTable: a missing status table, or
+// one not migrated since the upgrade (a column missing), says what to run.
 func TestReadDatabaseStatsWithoutStatusTable(t *testing.T) {
 	pg := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx := context.Background()
@@ -111,8 +111,19 @@ func TestReadDatabaseStatsWithoutStatusTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := ReadDatabaseStats(ctx, conn, DefaultConfig()); err == nil || !strings.Contains(err.Error(), "does not exist: run `cdc-relay migrate`") {
-		t.Fatalf("without the status table: %v, want it to say to run migrate", err)
+	for _, tt := range []struct{ name, setup, want string }{
+		{"no status table", "", "does not exist: run `cdc-relay migrate`"},
+		{"a status table of an earlier version", "CREATE TABLE outbox_delivery (id bigint, topic text, status text, created_at timestamptz)",
+			"not migrated since the upgrade" + ` (column "skipped_at" does not exist): run ` + "`cdc-relay migrate`"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.setup != "" {
+				mustExec(t, conn, tt.setup)
+			}
+			if _, err := ReadDatabaseStats(ctx, conn, DefaultConfig()); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ReadDatabaseStats: %v, want it to say %q", err, tt.want)
+			}
+		})
 	}
 }
 

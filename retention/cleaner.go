@@ -139,14 +139,15 @@ func batchDelete(table, where string) string {
 // delete. The first condition is the predicate of the status table's
 // partial index on updated_at (so the index is used); the second names the
 // deletable states, so a FAILED, WAITING or PAUSED row, or any state added
-// later, is never deleted. The last keeps a DEAD row that WAITING or
-// PAUSED rows of its topic and key follow: it holds them, in order, until
-// an operator retries, skips or purges it.
+// later, is never deleted. The last keeps a DEAD row, not skipped, that
+// held rows of its topic and key follow (FAILED, DEAD not skipped, WAITING
+// or PAUSED, as the status package holds them): it holds them, in order,
+// until an operator retries, skips or purges it.
 func statusWhere(table string) string {
 	return `status <> 'FAILED' AND status IN ('DELIVERED', 'DEAD') AND updated_at < $1::timestamptz` +
-		` AND NOT (status = 'DEAD' AND record_key IS NOT NULL AND NOT reload AND EXISTS (SELECT 1 FROM ` + table + ` AS w` +
-		` WHERE w.status IN ('WAITING', 'PAUSED') AND w.topic = ` + table + `.topic AND sha256(w.record_key) = sha256(` + table + `.record_key)` +
-		` AND w.record_key = ` + table + `.record_key AND NOT w.reload AND w.id > ` + table + `.id))`
+		` AND NOT (status = 'DEAD' AND skipped_at IS NULL AND record_key IS NOT NULL AND NOT reload AND EXISTS (SELECT 1 FROM ` + table + ` AS w` +
+		` WHERE w.status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED') AND w.skipped_at IS NULL AND w.topic = ` + table + `.topic` +
+		` AND sha256(w.record_key) = sha256(` + table + `.record_key) AND w.record_key = ` + table + `.record_key AND NOT w.reload AND w.id > ` + table + `.id))`
 }
 
 // RunOnce does one cleanup: it deletes outbox rows older than

@@ -552,42 +552,52 @@ func TestPartitionedOutbox(t *testing.T) {
 }
 
 // TestRetentionKeepsHeldRows: old WAITING and PAUSED rows are never
-// deleted, nor an old DEAD row that WAITING or PAUSED rows of its topic
-// and key follow; an old DEAD row with nothing behind it (another key,
-// another topic, a NULL key, only earlier rows, a reload row) is.
+// deleted, nor an old DEAD row that held rows (FAILED, WAITING or PAUSED)
+// of its topic and key follow; an old DEAD row with nothing held behind it
+// (another key, another topic, a NULL key, only earlier rows, a reload
+// row), or one an operator skipped, is.
 func TestRetentionKeepsHeldRows(t *testing.T) {
 	ctx, pool := startDB(t)
 	old := time.Now().Add(-48 * time.Hour)
 	for _, r := range []struct {
 		name, topic, key, status string
-		reload                   bool
+		reload, skipped          bool
 	}{
-		{"waiting", "o", "w", "WAITING", false},
-		{"paused", "o", "p", "PAUSED", false},
-		{"dead before waiting", "o", "k", "DEAD", false},
-		{"waiting behind dead", "o", "k", "WAITING", false},
-		{"dead before paused", "o", "q", "DEAD", false},
-		{"paused behind dead", "o", "q", "PAUSED", false},
-		{"dead after waiting", "o", "w", "DEAD", false},
-		{"dead, other topic's waiting", "other", "k", "DEAD", false},
-		{"dead without a key", "o", "", "DEAD", false},
-		{"dead reload", "o", "r", "DEAD", true},
-		{"waiting behind a reload", "o", "r", "WAITING", false},
-		{"delivered", "o", "k", "DELIVERED", false},
+		{"waiting", "o", "w", "WAITING", false, false},
+		{"paused", "o", "p", "PAUSED", false, false},
+		{"dead before waiting", "o", "k", "DEAD", false, false},
+		{"waiting behind dead", "o", "k", "WAITING", false, false},
+		{"dead before paused", "o", "q", "DEAD", false, false},
+		{"paused behind dead", "o", "q", "PAUSED", false, false},
+		{"dead after waiting", "o", "w", "DEAD", false, false},
+		{"dead, other topic's waiting", "other", "k", "DEAD", false, false},
+		{"dead without a key", "o", "", "DEAD", false, false},
+		{"dead reload", "o", "r", "DEAD", true, false},
+		{"waiting behind a reload", "o", "r", "WAITING", false, false},
+		{"delivered", "o", "k", "DELIVERED", false, false},
+		{"dead before failed", "o", "f", "DEAD", false, false},
+		{"failed behind dead", "o", "f", "FAILED", false, false},
+		{"skipped dead", "o", "s", "DEAD", false, true},
+		{"waiting behind skipped", "o", "s", "WAITING", false, false},
 	} {
 		var key any
 		if r.key != "" {
 			key = []byte(r.key)
 		}
-		exec(t, ctx, pool, `INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status, reload, updated_at) VALUES ($1, $2, $3, 'x', $4, $5, $6)`,
-			r.name, r.topic, key, r.status, r.reload, old)
+		var skipped any
+		if r.skipped {
+			skipped = old
+		}
+		exec(t, ctx, pool, `INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status, reload, updated_at, skipped_at) VALUES ($1, $2, $3, 'x', $4, $5, $6, $7)`,
+			r.name, r.topic, key, r.status, r.reload, old, skipped)
 	}
 	if _, err := New(pool, options(quiet(t, 0, time.Hour))).RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ := pool.Query(ctx, `SELECT event_id FROM outbox_delivery ORDER BY id`)
 	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if want := []string{"waiting", "paused", "dead before waiting", "waiting behind dead", "dead before paused", "paused behind dead", "waiting behind a reload"}; err != nil || !slices.Equal(left, want) {
+	if want := []string{"waiting", "paused", "dead before waiting", "waiting behind dead", "dead before paused", "paused behind dead", "waiting behind a reload",
+		"dead before failed", "failed behind dead", "waiting behind skipped"}; err != nil || !slices.Equal(left, want) {
 		t.Fatalf("rows left %v, %v; want %v", left, err, want)
 	}
 }

@@ -2,8 +2,9 @@
 // deletes outbox rows older than the retention period (by the mapped
 // timestamp column) and DELIVERED and DEAD status rows older than theirs,
 // in batches small enough that no statement holds locks for long. It never
-// deletes FAILED, WAITING or PAUSED rows, nor a DEAD row that WAITING or
-// PAUSED rows of its key follow (it holds them in order).
+// deletes FAILED, WAITING or PAUSED rows, nor a DEAD row, not skipped,
+// that held rows of its key follow (FAILED, DEAD not skipped, WAITING or
+// PAUSED: it holds them in order).
 //
 // Deleting a committed outbox row never loses its event: the insert is
 // already in the WAL, and the publication publishes inserts only.

@@ -43,7 +43,9 @@ type Outcome struct {
 // without a gap: every earlier held row of its key is claimed in the same
 // call. Rows with a NULL key and reload rows are each their own key. No
 // row of a paused topic is claimed. A key whose first held row another
-// transaction holds is skipped as a whole, not waited for.
+// transaction holds is skipped as a whole, not waited for. With
+// Unordered, a row's key does not matter, and the rows go oldest due
+// first.
 func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Context, []Row) []Outcome) (int, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
@@ -54,7 +56,11 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
 	defer cancel()
 	defer func() { _ = tx.Rollback(wctx) }() // after Commit, a no-op
-	due, err := s.claimInOrder(ctx, tx, limit)
+	claim := s.claimInOrder
+	if s.unordered {
+		claim = s.claimUnordered
+	}
+	due, err := claim(ctx, tx, limit)
 	if err != nil {
 		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
 	}

@@ -26,11 +26,22 @@ type orderKey struct {
 // comes before it: FAILED and due, WAITING, or PAUSED, and its topic not
 // paused.
 func (s *Store) deliverable() string {
-	cond := "(d.status = 'FAILED' AND d.next_attempt_at <= now() OR d.status IN ('WAITING', 'PAUSED'))"
-	if s.pauses != "" {
-		cond += " AND NOT EXISTS (SELECT 1 FROM " + s.pauses + " AS p WHERE p.slot_name = $2 AND p.topic = d.topic)"
+	return dueOrParked + s.notPaused()
+}
+
+// dueOrParked is true of a held row d that is FAILED and due, WAITING or
+// PAUSED.
+const dueOrParked = "(d.status = 'FAILED' AND d.next_attempt_at <= now() OR d.status IN ('WAITING', 'PAUSED'))"
+
+// notPaused is the condition, starting with AND, that row d's topic is not
+// paused for the store's slot ($2); "" without a pause table. The paused
+// topics are read once per query (an array), so that the condition
+// filters the rows as they are read, before any sort.
+func (s *Store) notPaused() string {
+	if s.pauses == "" {
+		return ""
 	}
-	return cond
+	return " AND d.topic <> ALL (ARRAY(SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = $2))"
 }
 
 // claimInOrder returns, locked in tx and ordered by id, up to limit rows
@@ -85,13 +96,15 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 
 // candidatesQuery selects the candidates: $1 is the limit, $2 the slot
 // when the store has a pause table. The held rows are read through the
-// order index, whose predicate heldWhere implies.
+// order index, whose predicate heldWhere implies; a paused topic's rows
+// are left out before the window (a key is of one topic), so that they
+// cost no sort.
 func (s *Store) candidatesQuery() string {
 	return "SELECT id, topic, coalesce(record_key, ''::bytea), solo FROM (" +
 		"SELECT d.id, d.topic, d.record_key, (d.record_key IS NULL OR d.reload) AS solo," +
-		" bool_and(" + s.deliverable() + ") OVER (PARTITION BY d.topic, d.record_key," +
+		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key," +
 		" CASE WHEN d.record_key IS NULL OR d.reload THEN d.id END ORDER BY d.id) AS in_order" +
-		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + ") AS h" +
+		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + s.notPaused() + ") AS h" +
 		" WHERE in_order ORDER BY id LIMIT $1"
 }
 

@@ -13,7 +13,9 @@
 // [Store.Claim] hands the poller the rows deliverable in order (due FAILED
 // heads and the rows that follow them without a gap; claimorder.go) and
 // records what became of them: DELIVERED, FAILED again with the next
-// attempt time, or DEAD (claim.go). The pause table keeps the topics
+// attempt time, or DEAD (claim.go); with [Unordered] (`--ordering none`)
+// it takes due FAILED rows whatever their keys hold, as before ordered
+// parking (unordered.go). The pause table keeps the topics
 // paused for a slot ([Pauses], pause.go). List, Get, Retry, Skip and Purge
 // serve the operator's `cdc-relay failed` commands (admin.go, skip.go).
 // store.go holds the row, the table and the store's options.

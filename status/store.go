@@ -35,6 +35,7 @@ type Store struct {
 	// pauses is the pause table, quoted, and slot the slot whose pauses
 	// the store reads and writes; see Pauses. "" without.
 	pauses, slot string
+	unordered    bool // see Unordered
 }
 
 // Option configures a Store; see NewStore.
