@@ -76,9 +76,12 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	rn.closing(stopWriteBack) // before the pool closes
 	rn.outcomes = outcomes
 	r.writeBack.Store(outcomes)
-	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable,
-		status.SourceTables(r.cfg.TableNames()...), status.WriteBack(outcomes.rowsOrNil()),
-		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot))
+	storeOpts := []status.Option{status.SourceTables(r.cfg.TableNames()...), status.WriteBack(outcomes.rowsOrNil()),
+		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot)}
+	if r.cfg.Ordering == OrderingNone {
+		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking
+	}
+	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
 	if rn.loader, err = newRowLoader(r.cfg); err != nil {
 		return nil, fatalError{err}
 	}
