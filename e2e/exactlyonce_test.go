@@ -723,7 +723,7 @@ func TestExactlyOncePoison(t *testing.T) {
 				}
 				if i == 50 {
 					if err := tx.QueryRow(ctx, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, topic, payload)
-						VALUES ('order', 'key-0', 'Poison', $1, json_build_object('pad', repeat('x', $2))::jsonb)
+						VALUES ('order', 'poison', 'Poison', $1, json_build_object('pad', repeat('x', $2))::jsonb)
 						RETURNING id::text`, poisonTopic, tt.size).Scan(&poisonID); err != nil {
 						t.Fatal(err)
 					}

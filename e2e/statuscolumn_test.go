@@ -47,11 +47,14 @@ type statusLayout struct {
 	statuses []string
 }
 
+// statusLayouts insert each row with a key of its own: a parked event
+// holds its key's later events (TestOrderHeldBehindARefusedRecord), which
+// these tests do not look at.
 var statusLayouts = []statusLayout{
 	{
 		dir: "notification-outbox",
 		insert: `INSERT INTO notification_outbox (deal_id, recipient_id, template, payload, status)
-			VALUES (1001, gen_random_uuid(), @topic, jsonb_build_object('n', @n::int), @status) RETURNING id::text`,
+			VALUES (1000 + @n::int, gen_random_uuid(), @topic, jsonb_build_object('n', @n::int), @status) RETURNING id::text`,
 		topic:      func(p, name string) (string, string) { return name, p + ".notifications." + name },
 		namesTopic: true,
 		reset:      `UPDATE notification_outbox SET status = 'PENDING', retry_count = 0 WHERE id = $1`,
@@ -69,7 +72,7 @@ var statusLayouts = []statusLayout{
 	{
 		dir: "publisher-worker-outbox",
 		insert: `INSERT INTO outbox (topic, key, payload_json, idempotency_key, status)
-			VALUES (@topic, 'conversation-1', jsonb_build_object('n', @n::int), gen_random_uuid()::text, @status::text::outbox_status_enum)
+			VALUES (@topic, 'conversation-' || @n::int, jsonb_build_object('n', @n::int), gen_random_uuid()::text, @status::text::outbox_status_enum)
 			RETURNING id::text`,
 		topic:      func(p, name string) (string, string) { return p + ".chat." + name, p + ".chat." + name },
 		namesTopic: true,
