@@ -433,9 +433,10 @@ func TestBrokerRejectsRecordTooLarge(t *testing.T) {
 	if !strings.Contains(reason, "MESSAGE_TOO_LARGE") && !strings.Contains(reason, "RECORD_LIST_TOO_LARGE") {
 		t.Fatalf("status table reason %q, want the broker's MESSAGE_TOO_LARGE", reason)
 	}
-	// The stream goes on.
+	// The stream goes on (another key: this one's later events wait
+	// behind the parked one, TestOrderHeldBehindARefusedRecord).
 	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, topic, payload)
-		VALUES ('order', 'k', 'Small', $1, '{"n": "fits"}')`, small)
+		VALUES ('order', 'k2', 'Small', $1, '{"n": "fits"}')`, small)
 	recs := e.readN(small, 1, 30*time.Second)
 	assertValues(t, recs, []string{`{"n": "fits"}`})
 }
