@@ -377,22 +377,7 @@ func TestFailedCommandOrder(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var stdout, stderr bytes.Buffer
-			code := Main(ctx, append([]string{"failed"}, tt.args...), &stdout, &stderr)
-			report := "stdout:\n" + stdout.String() + "\nstderr:\n" + stderr.String()
-			if code != tt.code {
-				t.Fatalf("exit code %d, want %d; %s", code, tt.code, report)
-			}
-			for _, w := range tt.stdout {
-				if !strings.Contains(stdout.String(), w) {
-					t.Errorf("stdout lacks %q; %s", w, report)
-				}
-			}
-			for _, w := range tt.stderr {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr lacks %q; %s", w, report)
-				}
-			}
+			runMain(ctx, t, append([]string{"failed"}, tt.args...), tt.code, tt.stdout, tt.stderr)
 			states, _ := failedState(ctx, t, conn)
 			for id, want := range tt.after {
 				if states[id] != want {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,22 +68,7 @@ func TestPauseCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clearEnv(t)
-			var stdout, stderr bytes.Buffer
-			code := Main(ctx, tt.args, &stdout, &stderr)
-			report := "stdout:\n" + stdout.String() + "\nstderr:\n" + stderr.String()
-			if code != tt.code {
-				t.Fatalf("exit code %d, want %d; %s", code, tt.code, report)
-			}
-			for _, w := range tt.stdout {
-				if !strings.Contains(stdout.String(), w) {
-					t.Errorf("stdout lacks %q; %s", w, report)
-				}
-			}
-			for _, w := range tt.stderr {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr lacks %q; %s", w, report)
-				}
-			}
+			report := runMain(ctx, t, tt.args, tt.code, tt.stdout, tt.stderr)
 			if strings.Contains(report, "s3cret") {
 				t.Errorf("the token in the output: %s", report)
 			}
@@ -100,4 +86,27 @@ func TestPauseCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runMain runs the command line with args, requires exit code code and
+// each of stdout and stderr in what it wrote there, and returns both.
+func runMain(ctx context.Context, t *testing.T, args []string, code int, stdout, stderr []string) (report string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	got := Main(ctx, args, &out, &errOut)
+	report = "stdout:\n" + out.String() + "\nstderr:\n" + errOut.String()
+	if got != code {
+		t.Fatalf("exit code %d, want %d; %s", got, code, report)
+	}
+	for _, w := range stdout {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("stdout lacks %q; %s", w, report)
+		}
+	}
+	for _, w := range stderr {
+		if !strings.Contains(errOut.String(), w) {
+			t.Errorf("stderr lacks %q; %s", w, report)
+		}
+	}
+	return report
 }
