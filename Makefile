@@ -31,7 +31,7 @@ PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERM
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
 
-.PHONY: all build demo test test-kafka test-pg unit-pg e2e-pg bench unit fuzz e2e lint deps deps-kafka deps-pg clean
+.PHONY: all build demo test test-kafka test-pg unit-pg e2e-pg bench unit fuzz e2e k8s lint deps deps-kafka deps-pg clean
 
 all: build
 
@@ -58,8 +58,8 @@ demo: build
 	@./scripts/deps.sh postgres
 	./$(BIN) demo
 
-## test: lint, unit tests with -race, the decoder's fuzz target, then the end-to-end suite
-test: deps lint unit fuzz e2e
+## test: lint, the Kubernetes manifests, unit tests with -race, the decoder's fuzz target, then the end-to-end suite
+test: deps lint k8s unit fuzz e2e
 
 ## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven)
 test-kafka: deps deps-kafka
@@ -89,6 +89,11 @@ lint:
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	cd e2e/bench && $(GO) vet ./...
+	cd deploy/kubernetes/validate && $(GO) vet ./...
+
+## k8s: render deploy/kubernetes (kustomize) and check every object against the Kubernetes API's types, no cluster needed
+k8s:
+	cd deploy/kubernetes/validate && $(GO) test -count=1 ./...
 
 ## unit: unit tests with -race (some start a throwaway PostgreSQL)
 unit: deps-pg
