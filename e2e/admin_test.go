@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -221,11 +222,12 @@ func TestMetricsCountEveryEvent(t *testing.T) {
 	}
 
 	p.stop(30 * time.Second)
-	// No relay answers now: status reads the database.
+	// No relay answers now: status reads the database, and exits 3.
 	out, err = exec.Command(relayBin, "status", "--metrics-addr", addr, "--postgres-url", e.url, "--slot", e.slot, "--json").CombinedOutput()
 	var fromDB relay.Status
-	if err != nil || json.Unmarshal(out, &fromDB) != nil || fromDB.Role != relay.RoleNone || fromDB.Failed != 0 || fromDB.WALRetainedBytes <= 0 {
-		t.Errorf("cdc-relay status --json with no relay running: %v\n%s", err, out)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || json.Unmarshal(out, &fromDB) != nil || fromDB.Role != relay.RoleNone || fromDB.Failed != 0 || fromDB.WALRetainedBytes <= 0 {
+		t.Errorf("cdc-relay status --json with no relay running: %v (want exit status 3)\n%s", err, out)
 	}
 	log := p.Log()
 	if strings.Contains(log, password) {

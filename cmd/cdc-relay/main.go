@@ -69,7 +69,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 }
 
 // Main runs the command line and returns the exit code: 0 on success, a
-// clean stop or help, 1 on error, 2 on a usage error. Help goes to stdout,
+// clean stop or help, 1 on error, 2 on a usage error, or the code of an
+// exitCodeError (status's 3). Help goes to stdout,
 // errors to stderr.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -106,10 +107,33 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	default:
-		fmt.Fprintf(stderr, "cdc-relay %s: %v\n", name, err)
-		return 1
+		code := 1
+		var ec exitCodeError
+		if errors.As(err, &ec) {
+			code = ec.code
+		}
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintf(stderr, "cdc-relay %s: %s\n", name, msg)
+		}
+		return code
 	}
 }
+
+// exitCodeError makes Main exit with code, and print err unless it is nil:
+// for a command whose output already said what went wrong.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e exitCodeError) Unwrap() error { return e.err }
 
 // help is `cdc-relay help [command]`.
 func help(args []string, stdout, stderr io.Writer) int {

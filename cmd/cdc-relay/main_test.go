@@ -173,12 +173,12 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "demo negative events", args: []string{"demo", "--events", "-1"}, code: 2, stderr: []string{"--events -1"}},
 		{name: "demo no events per transaction", args: []string{"demo", "--per-tx", "0"}, code: 2, stderr: []string{"--per-tx 0"}},
 
-		// Errors: exit 1, with context, and never a password.
+		// Errors: exit 1 (status: 3, no relay answers), with context, and never a password.
 		{name: "status cannot connect", args: []string{"status", "--metrics-addr", "127.0.0.1:1",
-			"--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: 1,
+			"--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: statusNoRelay,
 			stderr: []string{"connect to PostgreSQL at 127.0.0.1:1"}, absent: []string{"s3cret"}},
 		{name: "status with an unparsable connection string", args: []string{"status", "--metrics-addr", "127.0.0.1:1",
-			"--postgres-url", "host=127.0.0.1 user=relay password = 's3 cret' port=x"}, code: 1,
+			"--postgres-url", "host=127.0.0.1 user=relay password = 's3 cret' port=x"}, code: statusNoRelay,
 			stderr: []string{"parse PostgreSQL URL"}, absent: []string{"cret"}},
 		{name: "migrate cannot connect", args: []string{"migrate", "--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: 1,
 			stderr: []string{"cdc-relay migrate: connect to PostgreSQL"}, absent: []string{"s3cret"}},

@@ -48,6 +48,12 @@ it). When no relay answers there and a PostgreSQL URL is given, it reads the
 slot and the status table instead. --json prints the status as JSON, the
 same fields as GET /status.
 
+It exits 0 when a relay answered and is ready (paused or not), 1 when it
+answered and is not ready (or on an error, such as an unreadable --config),
+2 on a usage error, and 3 when no relay answers at --metrics-addr, also when
+the database was read instead: a health check needs nothing else, as in
+docker/compose.yaml: ["CMD", "/cdc-relay", "status"].
+
 Examples:
 
   cdc-relay status
@@ -97,17 +103,42 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	}
 	if askErr != nil {
 		if c.postgresURL == "" {
-			return fmt.Errorf("no relay answers at %s (%w): give the relay's --metrics-addr, or --postgres-url to read the database instead", c.addr, askErr)
+			return exitCodeError{statusNoRelay, fmt.Errorf("no relay answers at %s (%w): give the relay's --metrics-addr, or --postgres-url to read the database instead", c.addr, askErr)}
 		}
 		if st, err = c.fromDatabase(ctx); err != nil {
-			return fmt.Errorf("no relay answers at %s (%v), and reading the database failed: %w", c.addr, askErr, err)
+			return exitCodeError{statusNoRelay, fmt.Errorf("no relay answers at %s (%v), and reading the database failed: %w", c.addr, askErr, err)}
 		}
 		st.NotReady = fmt.Sprintf("no relay answers at %s", c.addr)
 	}
 	if c.json {
-		return writeIndentedJSON(c.stdout, st)
+		err = writeIndentedJSON(c.stdout, st)
+	} else {
+		printStatus(c.stdout, st, time.Now())
 	}
-	printStatus(c.stdout, st, time.Now())
+	if err != nil {
+		return err
+	}
+	return statusExit(st, askErr == nil)
+}
+
+// The exit codes of status beside 2, a usage error, and 1, an error such
+// as an unreadable --config: what a health check (Docker's, a Kubernetes
+// exec probe) reads.
+const (
+	statusReady    = 0 // a relay answered and is ready (paused or not)
+	statusNotReady = 1 // a relay answered and is not ready
+	statusNoRelay  = 3 // no relay answered at --metrics-addr, whatever the database said
+)
+
+// statusExit returns nil for a relay that answered ready, else the exit
+// code that says why not, without a message: the printed status says it.
+func statusExit(st relay.Status, answered bool) error {
+	switch {
+	case !answered:
+		return exitCodeError{code: statusNoRelay}
+	case !st.Ready:
+		return exitCodeError{code: statusNotReady}
+	}
 	return nil
 }
 

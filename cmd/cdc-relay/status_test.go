@@ -114,8 +114,57 @@ func TestStatusAsksTheRelay(t *testing.T) {
 		t.Errorf("status --json printed %s (%v), want %+v", out.String(), err, want)
 	}
 	out.Reset()
-	if code := Main(context.Background(), []string{"status", "--metrics-addr", "127.0.0.1:1"}, &out, &errOut); code != 1 ||
+	if code := Main(context.Background(), []string{"status", "--metrics-addr", "127.0.0.1:1"}, &out, &errOut); code != statusNoRelay ||
 		!strings.Contains(errOut.String(), "no relay answers at 127.0.0.1:1") || !strings.Contains(errOut.String(), "--postgres-url") {
 		t.Errorf("status with no relay and no database: exit %d, %s", code, errOut.String())
+	}
+}
+
+// TestStatusExitCodes: status exits 0 for a ready relay, paused or not, 1
+// for one that is not ready, 3 when no relay answers, so that a health
+// check needs nothing else; what is wrong is on stdout, as JSON with
+// --json, and nothing more on stderr.
+func TestStatusExitCodes(t *testing.T) {
+	tests := []struct {
+		name   string
+		st     *relay.Status // nil: no relay answers
+		json   bool
+		code   int
+		stdout string
+		stderr string // "": stderr must be empty
+	}{
+		{"ready leader", &relay.Status{Role: relay.RoleLeader, Ready: true}, false, statusReady, "leader, ready", ""},
+		{"ready standby", &relay.Status{Role: relay.RoleStandby, Ready: true}, false, statusReady, "standby, ready", ""},
+		{"paused leader", &relay.Status{Role: relay.RoleLeader, Ready: true, Paused: true}, false, statusReady, "PAUSED", ""},
+		{"not ready", &relay.Status{Role: relay.RoleLeader, NotReady: "Kafka does not answer: dial refused"}, false, statusNotReady, "why         Kafka does not answer", ""},
+		{"not ready, JSON", &relay.Status{Role: relay.RoleStandby, NotReady: "starting"}, true, statusNotReady, `"not_ready": "starting"`, ""},
+		{"no relay", nil, false, statusNoRelay, "", "no relay answers at"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := "127.0.0.1:1"
+			if tt.st != nil {
+				ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_ = json.NewEncoder(w).Encode(tt.st)
+				}))
+				defer ts.Close()
+				addr = strings.TrimPrefix(ts.URL, "http://")
+			}
+			args := []string{"status", "--metrics-addr", addr}
+			if tt.json {
+				args = append(args, "--json")
+			}
+			var out, errOut bytes.Buffer
+			code := Main(context.Background(), args, &out, &errOut)
+			if code != tt.code || !strings.Contains(out.String(), tt.stdout) {
+				t.Errorf("exit %d, want %d; stdout %q, want %q in it", code, tt.code, out.String(), tt.stdout)
+			}
+			if (tt.stderr == "" && errOut.Len() > 0) || !strings.Contains(errOut.String(), tt.stderr) {
+				t.Errorf("stderr %q, want %q", errOut.String(), tt.stderr)
+			}
+			if tt.json && !json.Valid(out.Bytes()) {
+				t.Errorf("--json printed %q, not JSON", out.String())
+			}
+		})
 	}
 }
