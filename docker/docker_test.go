@@ -1,6 +1,8 @@
 // Package docker_test checks the monitoring files of docker/ against the
 // relay's metrics: the Prometheus rules (alerts.yaml, with promtool), the
-// Prometheus configuration of the compose file, and the Grafana dashboard.
+// Prometheus configuration of the compose file, and the Grafana dashboard;
+// and the compose file's relay: its least-privilege role (grants.sql) and
+// its health check.
 // promtool comes from Debian's prometheus package: scripts/deps.sh promtool.
 package docker_test
 
@@ -8,17 +10,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
 
 	"github.com/cdc-relay/cdc-relay/metrics"
 )
@@ -332,5 +337,127 @@ func TestDashboardQueries(t *testing.T) {
 	}
 	if out := promtool(t, "check", "rules", file); !strings.Contains(out, fmt.Sprintf("SUCCESS: %d rules found", n)) {
 		t.Errorf("promtool check rules on the dashboard's %d queries said\n%s", n, out)
+	}
+}
+
+// composeFile is what the tests read of compose.yaml.
+type composeFile struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Command     []string          `yaml:"command"`
+		Environment map[string]string `yaml:"environment"`
+		Volumes     []string          `yaml:"volumes"`
+		DependsOn   yaml.Node         `yaml:"depends_on"` // a list, or a map with conditions
+		Healthcheck struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
+	} `yaml:"services"`
+}
+
+func readCompose(t *testing.T) composeFile {
+	t.Helper()
+	data, err := os.ReadFile("compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c composeFile
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+	for _, name := range []string{"postgres", "migrate", "grants", "relay"} {
+		if _, ok := c.Services[name]; !ok {
+			t.Fatalf("compose.yaml has no service %s", name)
+		}
+	}
+	return c
+}
+
+// postgresUser returns the user and password of a service's
+// CDC_RELAY_POSTGRES_URL.
+func postgresUser(t *testing.T, c composeFile, service string) (user, password string) {
+	t.Helper()
+	u, err := url.Parse(c.Services[service].Environment["CDC_RELAY_POSTGRES_URL"])
+	if err != nil || u.User == nil {
+		t.Fatalf("service %s: CDC_RELAY_POSTGRES_URL %v: want a URL with a user", service, err)
+	}
+	password, _ = u.User.Password()
+	return u.User.Username(), password
+}
+
+// TestComposeRelayRole: migrate runs as the administrator, the grants
+// service then creates the relay's role with grants.sql, and the relay runs
+// as that role, not as the administrator.
+func TestComposeRelayRole(t *testing.T) {
+	c := readCompose(t)
+	admin := c.Services["postgres"].Environment["POSTGRES_USER"]
+	if user, _ := postgresUser(t, c, "migrate"); user != admin {
+		t.Errorf("migrate connects as %q, want the administrator %q", user, admin)
+	}
+	user, password := postgresUser(t, c, "relay")
+	if user == admin || user == "postgres" || user == "" {
+		t.Errorf("the relay connects as %q, the administrator: want the role of grants.sql", user)
+	}
+	grants, err := os.ReadFile("grants.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{fmt.Sprintf(`CREATE ROLE %q;`, user), fmt.Sprintf(`ALTER ROLE %q WITH LOGIN REPLICATION;`, user), fmt.Sprintf(`ALTER ROLE %q PASSWORD '%s';`, user, password)} {
+		if !strings.Contains(string(grants), want) {
+			t.Errorf("grants.sql lacks %s: the relay's role would not be what its URL says", want)
+		}
+	}
+	g := c.Services["grants"]
+	if !slices.Contains(g.Volumes, "./grants.sql:/grants.sql:ro") || !slices.Contains(g.Command, "/grants.sql") || g.Environment["PGPASSWORD"] != c.Services["postgres"].Environment["POSTGRES_PASSWORD"] {
+		t.Errorf("the grants service does not apply grants.sql as the administrator: %+v", g)
+	}
+	for _, dep := range []struct{ service, after string }{{"grants", "migrate"}, {"relay", "grants"}} {
+		var deps map[string]struct {
+			Condition string `yaml:"condition"`
+		}
+		node := c.Services[dep.service].DependsOn
+		if err := node.Decode(&deps); err != nil || deps[dep.after].Condition != "service_completed_successfully" {
+			t.Errorf("%s does not wait for %s to complete", dep.service, dep.after)
+		}
+	}
+}
+
+// TestComposeGrantsArePrintGrants: grants.sql's statements are what
+// `cdc-relay migrate --print-grants` prints for the relay's role.
+func TestComposeGrantsArePrintGrants(t *testing.T) {
+	user, _ := postgresUser(t, readCompose(t), "relay")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "run", "./cmd/cdc-relay", "migrate", "--print-grants", user)
+	cmd.Dir = ".."
+	printed, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cdc-relay migrate --print-grants %s: %v", user, err)
+	}
+	grants, err := os.ReadFile("grants.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sqlStatements(string(printed)); want == "" || !strings.Contains(sqlStatements(string(grants)), want) {
+		t.Errorf("grants.sql is not what --print-grants %s prints; paste this into it again:\n%s", user, printed)
+	}
+}
+
+// sqlStatements returns sql without its comment lines.
+func sqlStatements(sql string) string {
+	var b strings.Builder
+	for line := range strings.Lines(sql) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") && strings.TrimSpace(line) != "" {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// TestComposeHealthcheck: the relay's health check is `cdc-relay status`,
+// which exits 0 only for a relay that answers ready.
+func TestComposeHealthcheck(t *testing.T) {
+	want := []string{"CMD", "/cdc-relay", "status"}
+	if got := readCompose(t).Services["relay"].Healthcheck.Test; !slices.Equal(got, want) {
+		t.Errorf("the relay's healthcheck is %q, want %q", got, want)
 	}
 }

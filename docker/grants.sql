@@ -1,0 +1,34 @@
+-- The relay's role for docker/compose.yaml, applied by its `grants` service
+-- (psql, as the administrator) after `migrate`: what
+--
+--   cdc-relay migrate --print-grants relay
+--
+-- prints, then the password the relay's URL in compose.yaml uses (a local
+-- demo's). docker/docker_test.go checks that it is still what
+-- --print-grants prints; after a change there, paste its output again.
+
+-- A least-privilege role for cdc-relay. Run as an administrator after `cdc-relay migrate`,
+-- then give the role a password (ALTER ROLE "relay" PASSWORD '...') and allow it for
+-- replication connections in pg_hba.conf.
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'relay') THEN
+    CREATE ROLE "relay";
+  END IF;
+END $$;
+ALTER ROLE "relay" WITH LOGIN REPLICATION;
+GRANT USAGE ON SCHEMA "public" TO "relay";
+-- The outbox: SELECT for `cdc-relay recover`, DELETE for retention (--retention 0s needs none).
+GRANT SELECT, DELETE ON "public"."outbox" TO "relay";
+-- The relay's own tables.
+GRANT SELECT, INSERT, UPDATE, DELETE ON "public"."outbox_delivery" TO "relay";
+DO $$ BEGIN
+  EXECUTE format('GRANT USAGE ON SEQUENCE %s TO %I', pg_get_serial_sequence('"public"."outbox_delivery"', 'id'), 'relay');
+END $$;
+GRANT SELECT, INSERT, UPDATE ON "public"."cdc_relay_checkpoint" TO "relay";
+-- The topics paused with `cdc-relay pause --topic`.
+GRANT SELECT, INSERT, DELETE ON "public"."cdc_relay_paused_topics" TO "relay";
+
+-- The demo's password; the image's pg_hba.conf lets the role connect with
+-- it, for replication too (a logical replication connection matches the
+-- lines of its database, as any other).
+ALTER ROLE "relay" PASSWORD 'relay';
