@@ -51,8 +51,8 @@ same fields as GET /status.
 It exits 0 when a relay answered and is ready (paused or not), 1 when it
 answered and is not ready (or on an error, such as an unreadable --config),
 2 on a usage error, and 3 when no relay answers at --metrics-addr, also when
-the database was read instead: a health check needs nothing else, as in
-docker/compose.yaml: ["CMD", "/cdc-relay", "status"].
+the database was read instead. So a container's health check needs
+nothing else: ["CMD", "/cdc-relay", "status"].
 
 Examples:
 
