@@ -76,20 +76,31 @@ func TestExactlyOnceSurvivesKillAndStop(t *testing.T) {
 }
 
 // TestMigrateCreatesTheCheckpointTopic: migrate --kafka-brokers creates
-// the checkpoint topic, compacted, and finds it the second time.
+// no checkpoint topic for at-least-once delivery (the default), and with
+// --delivery exactly-once creates it, compacted, and finds it the second
+// time.
 func TestMigrateCreatesTheCheckpointTopic(t *testing.T) {
 	e := newEnv(t)
 	topic := e.prefix + ".checkpoints"
 	args := []string{"migrate", "--postgres-url", e.url, "--slot", e.slot, "--kafka-brokers", strings.Join(e.brokers, ","), "--checkpoint-topic", topic}
+	out, err := exec.Command(relayBin, args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "no checkpoint topic created") {
+		t.Fatalf("migrate at-least-once: %v\n%s\nwant it to say no checkpoint topic was created", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(e.client())
+	if all, err := adm.ListTopics(ctx); err != nil || all.Has(topic) {
+		t.Fatalf("after migrate at-least-once: topic %q exists %v (err %v), want none", topic, all.Has(topic), err)
+	}
+	args = append(args, "--delivery", "exactly-once")
 	for _, want := range []string{"created checkpoint topic", "exists and is compacted"} {
 		out, err := exec.Command(relayBin, args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), want) {
 			t.Fatalf("migrate: %v\n%s\nwant %q", err, out, want)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	described, err := kadm.NewClient(e.client()).DescribeTopicConfigs(ctx, topic)
+	described, err := adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -393,7 +392,7 @@ func (l *load) stop() {
 // 100,000 events; CDC_RELAY_TEST_KILL_EVENTS sets another number.
 func killEvents(t *testing.T) int {
 	n := 100_000
-	if s := os.Getenv("CDC_RELAY_TEST_KILL_EVENTS"); s != "" {
+	if s := harnessEnv["CDC_RELAY_TEST_KILL_EVENTS"]; s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil || n < 1000 {
 			t.Fatalf("CDC_RELAY_TEST_KILL_EVENTS=%q: want a number of at least 1000", s)

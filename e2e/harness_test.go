@@ -34,6 +34,12 @@ import (
 //	CDC_RELAY_TEST_KAFKA=apache  one real Apache Kafka broker for the package
 //	CDC_RELAY_TEST_KAFKA_BROKERS=host:port,…  a broker you already run
 var (
+	// harnessEnv holds the test-only CDC_RELAY_TEST_ variables, taken out
+	// of the environment at start so that no relay the tests run sees
+	// them (it warns of a CDC_RELAY_ variable it does not read).
+	// CDC_RELAY_TEST_PG stays: `cdc-relay demo` reads it too.
+	harnessEnv = map[string]string{}
+
 	relayBin string // built with -race
 	plainBin string // the release build, for memory measurements
 	cluster  *pgtemp.Cluster
@@ -42,10 +48,10 @@ var (
 
 // brokerKind is "kfake", "apache" or "external".
 func brokerKind() string {
-	if os.Getenv("CDC_RELAY_TEST_KAFKA_BROKERS") != "" {
+	if harnessEnv["CDC_RELAY_TEST_KAFKA_BROKERS"] != "" {
 		return "external"
 	}
-	if k := os.Getenv("CDC_RELAY_TEST_KAFKA"); k != "" {
+	if k := harnessEnv["CDC_RELAY_TEST_KAFKA"]; k != "" {
 		return k
 	}
 	return "kfake"
@@ -55,7 +61,19 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// takeHarnessEnv moves the harness's own variables from the environment
+// to harnessEnv.
+func takeHarnessEnv() {
+	for _, name := range []string{"CDC_RELAY_TEST_KAFKA", "CDC_RELAY_TEST_KAFKA_BROKERS", "CDC_RELAY_TEST_KILL_EVENTS"} {
+		if v, ok := os.LookupEnv(name); ok {
+			harnessEnv[name] = v
+			os.Unsetenv(name)
+		}
+	}
+}
+
 func run(m *testing.M) int {
+	takeHarnessEnv()
 	dir, err := os.MkdirTemp("", "cdc-relay-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -154,7 +172,7 @@ func (e *env) prepare() {
 	t.Helper()
 	switch brokerKind() {
 	case "external":
-		e.brokers = strings.Split(os.Getenv("CDC_RELAY_TEST_KAFKA_BROKERS"), ",")
+		e.brokers = strings.Split(harnessEnv["CDC_RELAY_TEST_KAFKA_BROKERS"], ",")
 	case "apache":
 		e.brokers = []string{apache.Addr()}
 	default:

@@ -92,11 +92,15 @@ func (s *session) end(failed bool) {
 // leaves this relay the slot's only reader until the session ends. It
 // reports false if ctx ended while it waited, or with the error.
 func (s *session) lead(ctx context.Context) (bool, error) {
+	stopChecks := func() {}
 	lock, err := lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
-		// Standing by works: the last session's error is history.
+		// Standing by works: the last session's error is history, and the
+		// start checks say whether a takeover would.
 		s.state.setRole(RoleStandby)
 		s.state.clearError()
+		stopChecks = s.checkWhileStandingBy(ctx)
 	})
+	stopChecks()
 	if err != nil || lock == nil {
 		return false, err
 	}

@@ -77,6 +77,10 @@ type Status struct {
 	// failed; empty when it succeeded.
 	PostgresError string `json:"postgres_error,omitempty"`
 	KafkaError    string `json:"kafka_error,omitempty"`
+	// StandbyProblem, on a standby, is the first of the leader's start
+	// checks that fails (the tables, the privileges, the replication
+	// connection): a takeover would fail on it. Empty when they pass.
+	StandbyProblem string `json:"standby_problem,omitempty"`
 	// LastError is the error that ended the last replication session, kept
 	// until a session streams again.
 	LastError   string    `json:"last_error,omitempty"`
@@ -110,14 +114,15 @@ type state struct {
 	slotRecoveries atomic.Uint64
 	standbyWarned  atomic.Bool
 
-	mu        sync.Mutex
-	lastErr   string
-	lastErrAt time.Time
-	pgErr     string // from the last reachability check
-	kafkaErr  string
-	checked   bool // a reachability check ran
-	db        DatabaseStats
-	dbOK      bool // db holds a reading
+	mu             sync.Mutex
+	lastErr        string
+	lastErrAt      time.Time
+	pgErr          string // from the last reachability check
+	kafkaErr       string
+	checked        bool   // a reachability check ran
+	standbyProblem string // the standby's checks' (checkWhileStandingBy)
+	db             DatabaseStats
+	dbOK           bool // db holds a reading
 }
 
 func (s *state) setRole(role string) { s.role.Store(&role) }
@@ -188,6 +193,9 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 	s.mu.Lock()
 	st.LastError, st.LastErrorAt = s.lastErr, s.lastErrAt
 	st.PostgresError, st.KafkaError = s.pgErr, s.kafkaErr
+	if role == RoleStandby {
+		st.StandbyProblem = s.standbyProblem
+	}
 	checked := s.checked
 	if s.dbOK {
 		// Both ends of the lag from one reading: a fresh confirmed
@@ -213,8 +221,8 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 }
 
 // notReady says why a relay in state st is not ready, or "" when it is: a
-// leader that streams, or a standby with no error, while PostgreSQL and
-// Kafka answer.
+// leader that streams, or a standby whose start checks pass, while
+// PostgreSQL and Kafka answer.
 func notReady(st Status, checked bool) string {
 	switch {
 	case st.Role == RoleStopped:
@@ -227,6 +235,8 @@ func notReady(st Status, checked bool) string {
 		return "Kafka does not answer: " + st.KafkaError
 	case st.LastError != "":
 		return "the last replication session failed: " + st.LastError
+	case st.Role == RoleStandby && st.StandbyProblem != "":
+		return "standby, and a takeover would fail: " + st.StandbyProblem
 	case st.Role == RoleStandby:
 		return ""
 	case st.Role == RoleLeader && st.Streaming:

@@ -23,6 +23,7 @@ func TestNotReady(t *testing.T) {
 		{"streaming leader", Status{Role: RoleLeader, Streaming: true}, true, true},
 		{"paused leader", Status{Role: RoleLeader, Streaming: true, Paused: true}, true, true},
 		{"standby", Status{Role: RoleStandby}, true, true},
+		{"standby failing its start checks", Status{Role: RoleStandby, StandbyProblem: "no REPLICATION"}, true, false},
 		{"not checked yet", Status{Role: RoleLeader, Streaming: true}, false, false},
 		{"leader not streaming yet", Status{Role: RoleLeader}, true, false},
 		{"starting", Status{Role: RoleStarting}, true, false},

@@ -91,6 +91,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cmd == nil {
 		return unknownCommand(name, stderr)
 	}
+	if name != "run" { // run logs them
+		warnUnknownEnv(stderr, name, os.Environ())
+	}
 	err := cmd.Run(ctx, args[1:])
 	switch {
 	case err == nil:

@@ -32,7 +32,9 @@ type MigrateCommand struct {
 	postgresURLFile string
 	configPath      string
 
-	// Exactly-once: with brokers, the checkpoint topic is created too.
+	// Exactly-once: with --delivery exactly-once and brokers, the
+	// checkpoint topic is created too.
+	delivery        string
 	brokers         string
 	checkpointTopic string
 	kafkaSecurity   kafkaSecurityFlags
@@ -64,9 +66,11 @@ missing.
     and the first run creates the slot. An unread slot keeps the WAL on the
     server's disk: start the relay soon after.
 
-With --kafka-brokers, it also creates the compacted topic where
-"run --delivery exactly-once" keeps each slot's position (--checkpoint-topic,
-cleanup.policy=compact, one partition); without, the first such run does.
+With --delivery exactly-once and --kafka-brokers, it also creates the
+compacted topic where "run --delivery exactly-once" keeps each slot's
+position (--checkpoint-topic, cleanup.policy=compact, one partition);
+without, the first such run does. At-least-once delivery (the default) needs
+no such topic, and migrate creates none, whatever brokers it is given.
 
 Every migration is idempotent and runs every time, so migrate converges on
 the tables the flags name: a second relay's tables in the same database, or
@@ -85,7 +89,7 @@ var migrateSections = []flagSection{
 	{"Connection (required)", []string{"postgres-url", "postgres-url-file"}},
 	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
 	{"Replication slot", []string{"slot", "no-slot"}},
-	{"Exactly-once delivery (optional)", append([]string{"kafka-brokers", "checkpoint-topic"}, kafkaSecurityFlagNames...)},
+	{"Exactly-once delivery (optional)", append([]string{"delivery", "kafka-brokers", "checkpoint-topic"}, kafkaSecurityFlagNames...)},
 	{"A role for the relay", []string{"print-grants"}},
 }
 
@@ -100,7 +104,9 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs.BoolVar(&c.noSlot, "no-slot", false, "do not create the replication slot: create it elsewhere, or let the first run create it")
 	fs.StringVar(&c.grantsFor, "print-grants", "",
 		"print the SQL that creates `role` with the least the relay needs for these tables (LOGIN, REPLICATION, SELECT and DELETE on the outbox, writing the relay's tables), and change nothing")
-	fs.StringVar(&c.brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated `host:port,...`: create the checkpoint topic of exactly-once delivery there")
+	fs.StringVar(&c.delivery, "delivery", atLeastOnce,
+		"the delivery `mode` run will use, as run's --delivery: with exactly-once and --kafka-brokers, create the checkpoint topic; at-least-once needs none")
+	fs.StringVar(&c.brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated `host:port,...`: with --delivery exactly-once, create the checkpoint topic there")
 	fs.StringVar(&c.checkpointTopic, "checkpoint-topic", sink.DefaultCheckpointTopic, "the `topic` to create, as run's --checkpoint-topic")
 	c.kafkaSecurity.register(fs)
 	onlyOnCommandLine(fs, "print-grants")
@@ -134,10 +140,10 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	// The checkpoint topic is created when asked for, on the command line
-	// or in the environment: not for every config file naming brokers.
-	createTopic := false
-	fs.Visit(func(f *flag.Flag) { createTopic = createTopic || f.Name == "kafka-brokers" })
+	createTopic, err := c.wantsCheckpointTopic()
+	if err != nil {
+		return err
+	}
 	file, err := loadConfig(fs, c.configPath)
 	if err != nil {
 		return err
@@ -182,10 +188,27 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	fmt.Fprintln(c.stdout)
 	printResetTriggers(c.stdout, res.Resets)
 	c.printSlot(res, rc)
-	if createTopic && c.brokers != "" {
+	if createTopic {
 		return c.checkpointTopicCreate(ctx)
 	}
+	if c.brokers != "" {
+		fmt.Fprintf(c.stdout, "no checkpoint topic created: at-least-once delivery needs none (--delivery exactly-once creates it)\n")
+	}
 	return nil
+}
+
+// wantsCheckpointTopic reports whether migrate creates the checkpoint
+// topic: only for exactly-once delivery, on the brokers given with
+// --kafka-brokers (on the command line or in the environment, not from a
+// config file). At-least-once delivery never reads the topic.
+func (c *MigrateCommand) wantsCheckpointTopic() (bool, error) {
+	switch c.delivery {
+	case atLeastOnce:
+		return false, nil
+	case exactlyOnce:
+		return c.brokers != "", nil
+	}
+	return false, usageError{fmt.Sprintf("--delivery %q: want %s or %s", c.delivery, atLeastOnce, exactlyOnce)}
 }
 
 // printResetTriggers says, per table, what migrate did to its reset

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -266,5 +267,26 @@ tables:
 				t.Errorf("run's start-up check: %v, want %q", err, tc.atStart)
 			}
 		})
+	}
+}
+
+// TestMigrateWantsCheckpointTopic: migrate creates the checkpoint topic for
+// exactly-once delivery with brokers only; at-least-once never.
+func TestMigrateWantsCheckpointTopic(t *testing.T) {
+	for _, tc := range []struct {
+		delivery, brokers string
+		want, usage       bool
+	}{
+		{delivery: atLeastOnce, brokers: "k:9092"},
+		{delivery: atLeastOnce},
+		{delivery: exactlyOnce, brokers: "k:9092", want: true},
+		{delivery: exactlyOnce},
+		{delivery: "exactly_once", brokers: "k:9092", usage: true},
+	} {
+		c := &MigrateCommand{delivery: tc.delivery, brokers: tc.brokers}
+		got, err := c.wantsCheckpointTopic()
+		if got != tc.want || errors.As(err, new(usageError)) != tc.usage {
+			t.Errorf("delivery %q brokers %q: got %v, %v; want %v, usage error %v", tc.delivery, tc.brokers, got, err, tc.want, tc.usage)
+		}
 	}
 }

@@ -352,6 +352,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "), "delivery", c.delivery.delivery,
 		"on_slot_loss", c.onSlotLoss)
 	c.kafkaSecurity.logSettings(log)
+	logUnknownEnv(log)
 	if c.file != nil {
 		warnConfig(c.file, log)
 		if err := checkAtStart(ctx, c.cfg, c.configPath, c.file, log); err != nil {
