@@ -50,6 +50,12 @@ type File struct {
 type Kafka struct {
 	// Brokers is brokers: the brokers to bootstrap from, "host:port" each.
 	Brokers []string
+	// Compression is compression (--kafka-compression): one of
+	// sink.Compressions.
+	Compression string
+	// BatchMaxBytes is batch_max_bytes (--kafka-batch-max-bytes): the most
+	// bytes of records, before compression, in one batch; 0 when unset.
+	BatchMaxBytes int
 }
 
 // Table is one entry of tables: an outbox table and how its rows become
@@ -222,6 +228,12 @@ func (f File) String() string {
 	}
 	if len(f.Kafka.Brokers) > 0 {
 		fmt.Fprintf(&b, "kafka.brokers: %s, ", strings.Join(f.Kafka.Brokers, ","))
+	}
+	if f.Kafka.Compression != "" {
+		fmt.Fprintf(&b, "kafka.compression: %s, ", f.Kafka.Compression)
+	}
+	if f.Kafka.BatchMaxBytes != 0 {
+		fmt.Fprintf(&b, "kafka.batch_max_bytes: %d, ", f.Kafka.BatchMaxBytes)
 	}
 	for _, s := range []struct{ key, v string }{
 		{"slot", f.Slot}, {"publication", f.Publication}, {"status_table", f.StatusTable},

@@ -137,6 +137,8 @@ kafka:
   brokers:
     - k1:9092
     - k2:9092
+  compression: zstd
+  batch_max_bytes: 4194304
 tables:
   - table: public.a
     value: payload
@@ -154,6 +156,9 @@ tables:
 			}
 			if want := []string{"k1:9092", "k2:9092"}; !reflect.DeepEqual(f.Kafka.Brokers, want) {
 				t.Errorf("brokers = %q", f.Kafka.Brokers)
+			}
+			if f.Kafka.Compression != "zstd" || f.Kafka.BatchMaxBytes != 4194304 {
+				t.Errorf("kafka = %+v, want compression zstd and batch_max_bytes 4194304", f.Kafka)
 			}
 			if wb := f.Tables[0].WriteBack(); wb == nil || wb.Delivered != "1" || wb.Failed != "2" || wb.DeliveredAtColumn != "" {
 				t.Errorf("write_back = %+v", wb)
@@ -212,6 +217,12 @@ tables:
 			want: []string{`1: unknown key "broker" in kafka (did you mean "brokers"?)`}},
 		{name: "brokers not a list", yaml: "kafka: {brokers: k:9092}\ntables:\n" + minimal,
 			want: []string{`1: kafka.brokers: want a list, such as ["kafka-1:9092", "kafka-2:9092"]`}},
+		{name: "an unknown codec", yaml: "kafka: {compression: brotli}\ntables:\n" + minimal,
+			want: []string{`1: kafka.compression "brotli": want one of none, gzip, snappy, lz4, zstd`}},
+		{name: "a batch size too small", yaml: "kafka: {batch_max_bytes: 512}\ntables:\n" + minimal,
+			want: []string{`1: kafka.batch_max_bytes "512": want 1024 to 104857600 bytes, and no more than the brokers' message.max.bytes`}},
+		{name: "a batch size not a number", yaml: "kafka: {batch_max_bytes: 1MB}\ntables:\n" + minimal,
+			want: []string{`1: kafka.batch_max_bytes "1MB": want 1024 to 104857600 bytes, and no more than the brokers' message.max.bytes`}},
 		{name: "a key set twice", yaml: "slot: a\nslot: b\ntables:\n" + minimal,
 			want: []string{`2: key "slot" is set twice (first on line 1): keep one`}},
 		{name: "an empty file", yaml: "", want: []string{"1: the file is empty: it needs tables: (see `cdc-relay check-config -h`)"}},

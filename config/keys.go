@@ -25,6 +25,8 @@ var fileKeys = []knownKey[*File]{
 // kafkaKeys are the keys of the kafka section.
 var kafkaKeys = []knownKey[*Kafka]{
 	{"brokers", list(func(k *Kafka) *[]string { return &k.Brokers }, `["kafka-1:9092", "kafka-2:9092"]`)},
+	{"compression", readCompression},
+	{"batch_max_bytes", readBatchMaxBytes},
 }
 
 // tableKeys are the keys of an entry of tables.

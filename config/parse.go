@@ -2,11 +2,14 @@ package config
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/sink"
 )
 
 // file reads the top level into f.
@@ -91,6 +94,37 @@ func readOrdering(p *parser, e keyed, _ string, f *File) {
 		return
 	}
 	f.Ordering = v
+}
+
+// readCompression reads kafka.compression, a codec sink knows.
+func readCompression(p *parser, e keyed, ctx string, k *Kafka) {
+	v, ok := p.str(e, ctx)
+	if !ok || v == "" {
+		return
+	}
+	if _, err := sink.ParseCompression(v); err != nil {
+		p.problem(e.line, "%scompression %q: want one of %s", ctx, v, strings.Join(sink.Compressions(), ", "))
+		return
+	}
+	k.Compression = v
+}
+
+// readBatchMaxBytes reads kafka.batch_max_bytes, a number of bytes in
+// the producer's range.
+func readBatchMaxBytes(p *parser, e keyed, ctx string, k *Kafka) {
+	v, ok := p.str(e, ctx)
+	if !ok || v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err == nil && n != 0 {
+		err = sink.CheckBatchMaxBytes(n)
+	}
+	if err != nil || n == 0 {
+		p.problem(e.line, "%sbatch_max_bytes %q: want %d to %d bytes, and no more than the brokers' message.max.bytes", ctx, v, sink.MinBatchMaxBytes, sink.MaxBatchMaxBytes)
+		return
+	}
+	k.BatchMaxBytes = n
 }
 
 // kafka reads the kafka section.

@@ -21,6 +21,9 @@ type producer interface {
 	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
 	// ProduceAlone sends r in a batch of its own and returns the outcome.
 	ProduceAlone(ctx context.Context, r *kgo.Record) error
+	// BatchMaxBytes is the most bytes of records in one batch: a record
+	// within it, refused with its batch, may fit alone.
+	BatchMaxBytes() int
 }
 
 // atLeastOnce is the default delivery: each record is produced on its own
@@ -134,7 +137,7 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 			d.stop(fatalError{fmt.Errorf("Kafka refuses the relay's producer (%w): "+
 				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
 		}
-	case !it.alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= sink.BatchMaxBytes:
+	case !it.alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():
 		// The broker refused the batch the record was in (a topic whose
 		// max.message.bytes is below the batch size, another record's
 		// fault), not necessarily the record: alone, it is delivered or

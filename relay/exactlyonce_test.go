@@ -197,7 +197,7 @@ func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{}
 	state := &eoState{}
-	big := make([]byte, sink.BatchMaxBytes+1)
+	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	ids := []string{"a", "big", "b"}
 	values := [][]byte{[]byte(`{}`), big, []byte(`{}`)}
 
@@ -238,7 +238,7 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{}
 	state := &eoState{}
-	big := make([]byte, sink.BatchMaxBytes+1)
+	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	ids := []string{"a", "big", "b", "c"}
 	values := [][]byte{[]byte(`{}`), big, []byte(`{}`), []byte(`{}`)}
 

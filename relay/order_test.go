@@ -346,6 +346,7 @@ func (ackingProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.R
 }
 
 func (ackingProducer) ProduceAlone(context.Context, *kgo.Record) error { return nil }
+func (ackingProducer) BatchMaxBytes() int                              { return sink.DefaultBatchMaxBytes }
 
 // BenchmarkOrderCheck: the stream's cost per event of ordering by key,
 // with nothing held (one atomic load) and with other keys held (a map
@@ -487,7 +488,7 @@ func TestExactlyOnceParksBesideABreak(t *testing.T) {
 	state := &eoState{}
 	s := newEOSession(t, brokers, store, state, 100)
 	s.orderedEO(t, state)
-	big := make([]byte, sink.BatchMaxBytes+1)
+	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	s.pgTxn(t, 0x200, []string{"big1", "big2"}, big, big)
 	errc := make(chan error, 1)
 	go func() { errc <- s.txn.commit(context.Background()) }()

@@ -19,6 +19,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
+	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -45,6 +46,9 @@ func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.
 	f.pending = append(f.pending, r)
 	f.done = done
 }
+
+// BatchMaxBytes is the producer's default batch size.
+func (f *fakeProducer) BatchMaxBytes() int { return sink.DefaultBatchMaxBytes }
 
 // ProduceAlone answers with aloneByID's error for the record's id header,
 // else alone's, and notes the order.

@@ -149,7 +149,7 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 			}
 		case errors.Is(f.err, kgo.ErrAborting) || !sink.Permanent(f.err):
 			// Failed because the transaction did, not for itself.
-		case f.alone || !sink.MaybeTheBatch(f.err) || sink.RecordBytes(&f.it.rec) > sink.BatchMaxBytes:
+		case f.alone || !sink.MaybeTheBatch(f.err) || sink.RecordBytes(&f.it.rec) > b.snk.BatchMaxBytes():
 			// Its own fault: parked, it is left out from now on. If the
 			// row cannot be stored, the session ends all the same and the
 			// next one meets the record again.

@@ -26,6 +26,15 @@ type Config struct {
 	ClientID string
 	// Linger is how long a partition's batch may wait for more records.
 	Linger time.Duration
+	// Compression is the codec of every batch, one of [Compressions]; ""
+	// is none.
+	Compression string
+	// BatchMaxBytes is the most bytes of records, before compression, in
+	// one batch (see [Sink.BatchMaxBytes]); 0 is [DefaultBatchMaxBytes].
+	// It must not exceed the brokers' message.max.bytes (or the topic's
+	// max.message.bytes), or batches that reach it are refused and their
+	// records produced again one at a time. See [CheckBatchMaxBytes].
+	BatchMaxBytes int
 	// MaxBufferedRecords and MaxBufferedBytes must be at least the relay's
 	// in-flight limits, so that Produce never blocks the stream reader.
 	MaxBufferedRecords, MaxBufferedBytes int
@@ -53,13 +62,8 @@ type Config struct {
 	TransactionTimeout time.Duration
 }
 
-// BatchMaxBytes is the most bytes of records the producer puts in one
-// batch (Kafka's default max.message.bytes). A record larger than this
-// fails at once with MESSAGE_TOO_LARGE without reaching the broker.
-const BatchMaxBytes = 1000012
-
-// RecordBytes is roughly what a record counts against BatchMaxBytes: its
-// key, value and headers.
+// RecordBytes is roughly what a record counts against
+// [Sink.BatchMaxBytes]: its key, value and headers, uncompressed.
 func RecordBytes(r *kgo.Record) int {
 	n := len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
@@ -81,6 +85,8 @@ type Sink struct {
 	alone     *kgo.Client // produces one record per batch; see ProduceAlone
 	aloneErr  error
 
+	batchMax int // Config.BatchMaxBytes, or its default
+
 	sasl     *saslWatch // SASL requests that failed; nil without SASL
 	saslName string     // the mechanism's name, for errors
 }
@@ -91,20 +97,9 @@ func New(cfg Config) (*Sink, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, errors.New("no Kafka brokers configured")
 	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		// No record retry limit and no delivery timeout: a record that can
-		// still succeed is retried until it does. Failing it instead would
-		// bump the idempotent sequence and could reorder its key.
-		kgo.RecordDeliveryTimeout(0),
-		kgo.ProducerLinger(cfg.Linger),
-		kgo.ProducerBatchMaxBytes(BatchMaxBytes),
-		// A topic that does not exist fails its records after 4 metadata
-		// loads (franz-go's unknown-topic retries), at most one a second:
-		// about 5 s in flight instead of about 25 s with the default.
-		kgo.MetadataMinAge(time.Second),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	opts, err := producerOpts(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.ClientID != "" {
 		opts = append(opts, kgo.ClientID(cfg.ClientID))
@@ -121,7 +116,7 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(kgoLogger{cfg.Logger}))
 	}
-	s := &Sink{}
+	s := &Sink{batchMax: cfg.batchMaxBytes()}
 	dial := cfg.Dial
 	if cfg.TLS != nil {
 		if dial == nil {
@@ -151,6 +146,37 @@ func New(cfg Config) (*Sink, error) {
 	}
 	s.cl, s.opts = cl, opts
 	return s, nil
+}
+
+// producerOpts are the producer's settings, the same for every client of
+// cfg (the stream's, the one-record client, the transactional one):
+// acks=all, idempotent, no delivery timeout, the linger, the batch size,
+// the partitioner and the compression. An unknown codec or a batch size
+// out of range is an error.
+func producerOpts(cfg Config) ([]kgo.Opt, error) {
+	codec, err := ParseCompression(cfg.Compression)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckBatchMaxBytes(cfg.BatchMaxBytes); err != nil {
+		return nil, err
+	}
+	return []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// No record retry limit and no delivery timeout: a record that can
+		// still succeed is retried until it does. Failing it instead would
+		// bump the idempotent sequence and could reorder its key.
+		kgo.RecordDeliveryTimeout(0),
+		kgo.ProducerLinger(cfg.Linger),
+		kgo.ProducerBatchMaxBytes(int32(cfg.batchMaxBytes())),
+		kgo.RecordPartitioner(partitioner()),
+		// A topic that does not exist fails its records after 4 metadata
+		// loads (franz-go's unknown-topic retries), at most one a second:
+		// about 5 s in flight instead of about 25 s with the default.
+		kgo.MetadataMinAge(time.Second),
+		kgo.ProducerBatchCompression(codec),
+	}, nil
 }
 
 // Fill sets r to the record for ev, appending the headers to hdrs (pass a

@@ -80,7 +80,9 @@ exits 1 if there is any problem, 0 if none.
 The config file's shape:
 
   postgres_url: postgres://relay@db/app   # or --postgres-url
-  kafka: {brokers: ["kafka:9092"]}
+  kafka: {brokers: ["kafka:9092"]}     # also compression: none, gzip,
+                                       # snappy, lz4 or zstd, and
+                                       # batch_max_bytes: 1000012
   slot: cdc_relay
   publication: cdc_relay
   tables:

@@ -14,7 +14,7 @@ import (
 
 // configUsage is the --config flag's help, the same for every command.
 const configUsage = "a YAML config `file`: the outbox tables, each with its mapping, and the top-level settings " +
-	"(postgres_url, kafka.brokers, slot, publication, …); a flag or environment variable overrides the file's setting"
+	"(postgres_url, kafka.brokers, kafka.compression, kafka.batch_max_bytes, slot, publication, …); a flag or environment variable overrides the file's setting"
 
 // registerConfig registers --config on fs.
 func registerConfig(fs *flag.FlagSet, path *string) {
@@ -62,6 +62,8 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 	for _, s := range []struct{ flag, value string }{
 		{"postgres-url", url},
 		{"kafka-brokers", strings.Join(f.Kafka.Brokers, ",")},
+		{"kafka-compression", f.Kafka.Compression},
+		{"kafka-batch-max-bytes", batchBytesText(f.Kafka.BatchMaxBytes)},
 		{"slot", f.Slot},
 		{"publication", f.Publication},
 		{"status-table", f.StatusTable},

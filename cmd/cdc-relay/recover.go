@@ -78,7 +78,7 @@ var recoverSections = []flagSection{
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
 		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
-	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
+	{"Kafka producer", producerFlagNames},
 	{"Kafka security", kafkaSecurityFlagNames},
 }
 

@@ -195,7 +195,7 @@ var runSections = []flagSection{
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
 		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
-	{"Kafka producer", []string{"kafka-client-id", "kafka-linger", "kafka-create-topics"}},
+	{"Kafka producer", producerFlagNames},
 	{"Kafka security", kafkaSecurityFlagNames},
 	{"Delivery", deliveryFlagNames},
 	{"Limits and timing", []string{"max-in-flight-events", "max-in-flight-bytes", "stop-timeout", "status-interval", "replication-timeout", "checkpoint-interval"}},
@@ -249,6 +249,7 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 	durationVar(fs, &cfg.CheckpointInterval, "checkpoint-interval", cfg.CheckpointInterval,
 		"how often the delivered position is saved in the checkpoint table; PostgreSQL is told a position only after it is saved, and a restart resends at most this much")
 	durationVar(fs, &cfg.Kafka.Linger, "kafka-linger", cfg.Kafka.Linger, "how long a partition's batch waits for more records; 0s sends at once")
+	registerProducerFlags(fs, &cfg.Kafka)
 	fs.StringVar(&cfg.Kafka.ClientID, "kafka-client-id", cfg.Kafka.ClientID, "the Kafka client `id`, as brokers log it")
 	fs.BoolVar(&cfg.Kafka.AutoCreateTopics, "kafka-create-topics", cfg.Kafka.AutoCreateTopics,
 		"ask the broker to create a missing topic (the broker decides: auto.create.topics.enable); =false never asks, and events for a missing topic are parked in the status table")
