@@ -281,7 +281,7 @@ func TestGrants(t *testing.T) {
 	if _, err := Apply(ctx, conn, cfg); err != nil {
 		t.Fatal(err)
 	}
-	sql := Grants(cfg, "Relay Role")
+	sql := Grants(cfg, "Relay Role", true)
 	for _, want := range []string{`ALTER ROLE "Relay Role" WITH LOGIN REPLICATION`, `GRANT USAGE ON SCHEMA "relay" TO "Relay Role"`,
 		`ON "relay"."Delivery" TO "Relay Role"`, `GRANT SELECT, DELETE ON "public"."outbox"`} {
 		if !strings.Contains(sql, want) {
