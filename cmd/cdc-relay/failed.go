@@ -121,7 +121,8 @@ it came from, the record (topic, key, headers one a line, timestamp, the
 value pretty-printed when it is JSON) and the last error. With --json, one
 JSON object, as in 'cdc-relay failed list --json'.
 `,
-	"retry": `Usage: cdc-relay failed retry ID... | --all [--status FAILED|DEAD] | ID --topic T
+	"retry": `Usage: cdc-relay failed retry ID... | --all [--status FAILED|DEAD]
+       cdc-relay failed retry ID --topic T [--allowed-topics RE]
 
 Makes events due again: each becomes FAILED with 0 attempts and its next
 attempt now, and the relay's poller delivers it at its next poll (a running
