@@ -29,7 +29,7 @@ import (
 // reload row, made FAILED and due now with its topic set to opts.Topic and
 // the topic it was parked for kept in original_topic.
 func (s *Store) retryToTopic(ctx context.Context, opts RetryOptions) ([]Change, error) {
-	if len(opts.IDs) != 1 || opts.All {
+	if len(opts.IDs) != 1 || opts.All || opts.Status != "" {
 		return nil, errors.New("retry: a new topic is given for one id at a time")
 	}
 	if err := decoder.ValidTopic(opts.Topic); err != nil {

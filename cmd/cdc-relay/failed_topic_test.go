@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -22,6 +24,10 @@ func TestFailedRetryTopic(t *testing.T) {
 		  ('e-3', 'bad topic!', 'k', 'WAITING', 0, 'waits for event 1 of its key')`); err != nil {
 		t.Fatal(err)
 	}
+	configFile := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(configFile, []byte("allowed_topics: 'payments\\..*'\ntables:\n  - {table: outbox, value: payload, topic: payments.x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
 		name           string
 		args           []string // after "failed"
@@ -32,6 +38,8 @@ func TestFailedRetryTopic(t *testing.T) {
 		{name: "a reserved topic", args: []string{"retry", "1", "--topic", "__consumer_offsets"}, code: 2, stderr: []string{`--topic: topic "__consumer_offsets" is not allowed`}},
 		{name: "an illegal topic", args: []string{"retry", "1", "--topic", "still bad!"}, code: 2, stderr: []string{"--topic: ", "still bad!"}},
 		{name: "a topic --allowed-topics does not allow", args: []string{"retry", "1", "--topic", "orders", "--allowed-topics", `payments\..*`}, code: 2,
+			stderr: []string{`"orders" is not allowed`}},
+		{name: "a topic the config file's allowed_topics does not allow", args: []string{"retry", "1", "--topic", "orders", "--config", configFile}, code: 2,
 			stderr: []string{`"orders" is not allowed`}},
 		{name: "several ids", args: []string{"retry", "1", "2", "--topic", "orders"}, code: 2, stderr: []string{"--topic corrects one event at a time"}},
 		{name: "all", args: []string{"retry", "--all", "--topic", "orders"}, code: 2, stderr: []string{"--topic corrects one event at a time"}},
