@@ -9,7 +9,7 @@
 //	                          events (kept in the database)
 //	GET  /failed              parked events, as JSON (?state=, ?topic=, ?limit=,
 //	                          100 by default, at most 1000: more is a 400)
-//	POST /failed/{id}/retry   make a parked event due at once
+//	POST /failed/{id}/retry   make a parked event due at once (?topic=T: to topic T)
 //
 // The last four are the admin endpoints. With a token (Options.Token) they
 // need the header "Authorization: Bearer <token>" and answer 401 without

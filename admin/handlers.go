@@ -138,6 +138,12 @@ type retryResult struct {
 	ID int64 `json:"id"`
 	// Was is the row's state before: FAILED or DEAD.
 	Was string `json:"was"`
+	// Topic is the corrected topic of ?topic=, which the event is now
+	// delivered to; omitted without it.
+	Topic string `json:"topic,omitempty"`
+	// Released, with ?topic=, is how many WAITING events of its key in its
+	// old topic the event released.
+	Released int `json:"released,omitempty"`
 }
 
 func (s *Server) retry(w http.ResponseWriter, req *http.Request) {
@@ -146,7 +152,12 @@ func (s *Server) retry(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("id %q: want the number `cdc-relay failed list` shows", req.PathValue("id")))
 		return
 	}
-	changes, err := s.relay.Retry(req.Context(), status.RetryOptions{IDs: []int64{id}})
+	topic := req.URL.Query().Get("topic")
+	if req.URL.Query().Has("topic") && topic == "" {
+		writeError(w, http.StatusBadRequest, errors.New("?topic= is empty: give the topic to deliver the event to"))
+		return
+	}
+	changes, err := s.relay.Retry(req.Context(), status.RetryOptions{IDs: []int64{id}, Topic: topic})
 	if err != nil {
 		writeError(w, errorStatus(err), err)
 		return
@@ -155,8 +166,13 @@ func (s *Server) retry(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("id %d: %w", id, status.ErrNotFound))
 		return
 	}
-	s.opts.Logger.Info("parked event made due through the admin endpoint", "id", id, "was", changes[0].Was, "from", req.RemoteAddr)
-	writeJSON(w, http.StatusOK, retryResult{ID: id, Was: changes[0].Was})
+	if topic != "" {
+		s.opts.Logger.Info("parked event made due to a corrected topic through the admin endpoint", "id", id, "was", changes[0].Was,
+			"topic", topic, "released", changes[0].Released, "from", req.RemoteAddr)
+	} else {
+		s.opts.Logger.Info("parked event made due through the admin endpoint", "id", id, "was", changes[0].Was, "from", req.RemoteAddr)
+	}
+	writeJSON(w, http.StatusOK, retryResult{ID: id, Was: changes[0].Was, Topic: topic, Released: changes[0].Released})
 }
 
 // errorStatus is the HTTP status for an error of the relay's status
@@ -165,6 +181,8 @@ func errorStatus(err error) int {
 	switch {
 	case errors.Is(err, status.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, status.ErrTopicRefused):
+		return http.StatusBadRequest
 	case errors.Is(err, status.ErrDelivered), errors.Is(err, status.ErrHeld):
 		return http.StatusConflict
 	case errors.Is(err, relay.ErrNotConnected):

@@ -21,6 +21,7 @@ type fakeRelay struct {
 	st      relay.Status
 	rows    []status.Row
 	retried []int64
+	topic   string // the topic of the last retry
 	listed  status.ListOptions
 	topics  map[string]bool // paused topics
 	down    bool            // the relay is not connected to PostgreSQL
@@ -54,6 +55,10 @@ func (f *fakeRelay) Failed(_ context.Context, opts status.ListOptions) ([]status
 	return f.rows, nil
 }
 func (f *fakeRelay) Retry(_ context.Context, opts status.RetryOptions) ([]status.Change, error) {
+	if strings.HasPrefix(opts.Topic, "_") {
+		return nil, fmt.Errorf("%w: not allowed", status.ErrTopicRefused)
+	}
+	f.topic = opts.Topic
 	var out []status.Change
 	for _, id := range opts.IDs {
 		for _, r := range f.rows {
@@ -198,6 +203,15 @@ func TestEndpoints(t *testing.T) {
 	}
 	if code, _ := do(t, ts, "POST", "/failed/x/retry", ""); code != http.StatusBadRequest {
 		t.Errorf("POST /failed/x/retry: %d, want 400", code)
+	}
+	if code, body := do(t, ts, "POST", "/failed/7/retry?topic=orders.fixed", ""); code != http.StatusOK || f.topic != "orders.fixed" ||
+		!strings.Contains(body, `"topic": "orders.fixed"`) {
+		t.Errorf("POST /failed/7/retry?topic=orders.fixed: %d %s, retried to %q", code, body, f.topic)
+	}
+	for _, q := range []string{"?topic=", "?topic=__consumer_offsets"} {
+		if code, body := do(t, ts, "POST", "/failed/7/retry"+q, ""); code != http.StatusBadRequest {
+			t.Errorf("POST /failed/7/retry%s: %d %s, want 400", q, code, body)
+		}
 	}
 }
 

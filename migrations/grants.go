@@ -8,28 +8,30 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Grants returns the SQL, for an administrator to run after migrate, that
-// creates role with the least the relay needs for cfg's tables: LOGIN and
-// REPLICATION (the replication connection, and creating the slot), USAGE
-// on the tables' schemas, SELECT on the outbox table (the relay reads the
-// WAL, but `recover` reads the table) and DELETE on it (retention; not
-// needed with --retention 0s), and writing the status table (with its id
-// sequence), the checkpoint table and the table of paused topics. It grants nothing on the
-// publication: streaming needs no privilege on it. An existing role gets
-// the attributes and grants without being created again.
+// Grants returns the SQL, for an administrator to pipe to psql after
+// migrate, that creates role with the least the relay needs for cfg's
+// tables: LOGIN and REPLICATION (the replication connection, and creating
+// the slot), USAGE on the tables' schemas, SELECT on the outbox table (the
+// relay reads the WAL, but `recover` reads the table), DELETE on it only
+// when retention deletes its rows (deletes), and writing the status table
+// (with its id sequence), the checkpoint table and the table of paused
+// topics. It grants nothing on the publication: streaming needs no
+// privilege on it. It sets no password: a comment says how to set one,
+// and that pg_hba.conf needs an ordinary line for the role and database
+// (logical replication connections match those, not the `replication`
+// keyword). An existing role gets the attributes and grants without being
+// created again.
 //
 // Every name is quoted wherever it stands (identifiers, literals, DO
 // bodies, comments), so that no name, whatever it holds, runs a statement
 // of its own when the SQL is piped to psql.
-func Grants(cfg Config, role string) string {
+func Grants(cfg Config, role string, deletes bool) string {
 	r := pgx.Identifier{role}.Sanitize()
 	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
 	checkpoint := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
 	var b strings.Builder
-	fmt.Fprintf(&b, "-- A least-privilege role for cdc-relay. Run as an administrator after `cdc-relay migrate`,\n")
-	b.WriteString(Comment(fmt.Sprintf("then give the role a password (ALTER ROLE %s PASSWORD '...') and allow it for", r)))
-	fmt.Fprintf(&b, "-- replication connections in pg_hba.conf.\n")
+	writeGrantsHeading(&b, r)
 	b.WriteString(doBlock(fmt.Sprintf("  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = %s) THEN\n    CREATE ROLE %s;\n  END IF;",
 		quoteLiteral(role), r)))
 	fmt.Fprintf(&b, "ALTER ROLE %s WITH LOGIN REPLICATION;\n", r)
@@ -40,8 +42,7 @@ func Grants(cfg Config, role string) string {
 			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{schema}.Sanitize(), r)
 		}
 	}
-	fmt.Fprintf(&b, "-- The outbox: SELECT for `cdc-relay recover`, DELETE for retention (--retention 0s needs none).\n")
-	fmt.Fprintf(&b, "GRANT SELECT, DELETE ON %s TO %s;\n", outbox, r)
+	writeOutboxGrant(&b, outbox, r, deletes)
 	fmt.Fprintf(&b, "-- The relay's own tables.\n")
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s;\n", status, r)
 	b.WriteString(doBlock(fmt.Sprintf("  EXECUTE format('GRANT USAGE ON SEQUENCE %%s TO %%I', pg_get_serial_sequence(%s, 'id'), %s);",
@@ -50,6 +51,31 @@ func Grants(cfg Config, role string) string {
 	fmt.Fprintf(&b, "-- The topics paused with `cdc-relay pause --topic`.\n")
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, DELETE ON %s TO %s;\n", PauseTableName(cfg), r)
 	return b.String()
+}
+
+// writeGrantsHeading writes the comment that opens the SQL of Grants for
+// the quoted role r: when to run it, where the password goes, and the
+// pg_hba.conf line the role needs.
+func writeGrantsHeading(b *strings.Builder, r string) {
+	b.WriteString("-- A least-privilege role for cdc-relay. Pipe this to psql as an administrator, after `cdc-relay migrate`.\n")
+	b.WriteString("-- It sets no password. Set one afterwards, typed at a prompt rather than written here:\n")
+	b.WriteString(Comment(fmt.Sprintf("  psql \"$ADMIN_URL\" -c '\\password %s'   (or ALTER ROLE %s PASSWORD '...'; or use certificates)", r, r)))
+	b.WriteString("-- pg_hba.conf: the relay's connections, its logical replication one included, match the ordinary\n")
+	b.WriteString(Comment(fmt.Sprintf("lines of its database, such as   host <database> %s <address> scram-sha-256", r)))
+	b.WriteString("-- and not the `replication` keyword's, which are for physical replication only.\n")
+}
+
+// writeOutboxGrant writes the grant on the outbox table (quoted) to the
+// quoted role r: SELECT, and DELETE when retention deletes its rows.
+func writeOutboxGrant(b *strings.Builder, outbox, r string, deletes bool) {
+	if deletes {
+		b.WriteString("-- The outbox: SELECT for `cdc-relay recover`, DELETE for retention (--retention 0s needs none).\n")
+		fmt.Fprintf(b, "GRANT SELECT, DELETE ON %s TO %s;\n", outbox, r)
+		return
+	}
+	b.WriteString(Comment(fmt.Sprintf("The outbox %s: SELECT for `cdc-relay recover`. No DELETE: the relay deletes none of its rows "+
+		"unless `run --retention` is given (then also GRANT DELETE ON %s TO %s).", outbox, outbox, r)))
+	fmt.Fprintf(b, "GRANT SELECT ON %s TO %s;\n", outbox, r)
 }
 
 // quoteLiteral quotes s as an SQL string literal, as PostgreSQL's

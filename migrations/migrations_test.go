@@ -281,7 +281,7 @@ func TestGrants(t *testing.T) {
 	if _, err := Apply(ctx, conn, cfg); err != nil {
 		t.Fatal(err)
 	}
-	sql := Grants(cfg, "Relay Role")
+	sql := Grants(cfg, "Relay Role", true)
 	for _, want := range []string{`ALTER ROLE "Relay Role" WITH LOGIN REPLICATION`, `GRANT USAGE ON SCHEMA "relay" TO "Relay Role"`,
 		`ON "relay"."Delivery" TO "Relay Role"`, `GRANT SELECT, DELETE ON "public"."outbox"`} {
 		if !strings.Contains(sql, want) {
@@ -487,5 +487,49 @@ func TestOrderMigration(t *testing.T) {
 				t.Fatalf("pause table: %v", err)
 			}
 		})
+	}
+}
+
+// TestOriginalTopicMigration: a status table of version 10 gains
+// original_topic, nullable text, and its rows keep NULL; the relay's check
+// asks for migrate until then; migrate again changes nothing.
+func TestOriginalTopicMigration(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.SkipOutbox = true
+	applyUpTo(ctx, t, conn, cfg, 10)
+	if _, err := conn.Exec(ctx, "INSERT INTO outbox_delivery (event_id, topic, last_error, commit_lsn) VALUES ('old', 'bad topic!', 'illegal', '0/10')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), `lacks column "original_topic" (migration 11)`) {
+		t.Fatalf("Check of a version 10 status table: %v, want it to ask for migrate", err)
+	}
+	for _, want := range [][]int{versionsAfter(t, 10), nil} {
+		res, err := Apply(ctx, conn, cfg)
+		if err != nil || !slices.Equal(res.Applied, want) {
+			t.Fatalf("migrate: %+v, %v; want versions %v applied", res, err, want)
+		}
+		var (
+			typ      string
+			nullable bool
+			oldRow   *string
+		)
+		if err := conn.QueryRow(ctx, "SELECT format_type(atttypid, atttypmod), NOT attnotnull FROM pg_attribute"+
+			" WHERE attrelid = 'outbox_delivery'::regclass AND attname = 'original_topic' AND NOT attisdropped").Scan(&typ, &nullable); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.QueryRow(ctx, "SELECT original_topic FROM outbox_delivery WHERE event_id = 'old'").Scan(&oldRow); err != nil {
+			t.Fatal(err)
+		}
+		if typ != "text" || !nullable || oldRow != nil {
+			t.Fatalf("original_topic is %s, nullable %v, the old row's %v; want nullable text, NULL", typ, nullable, oldRow)
+		}
+		if err := Check(ctx, conn, cfg); err != nil {
+			t.Fatalf("Check after migrate: %v", err)
+		}
 	}
 }

@@ -176,11 +176,23 @@ func (r *Relay) Failed(ctx context.Context, opts status.ListOptions) ([]status.R
 	return s.List(ctx, opts)
 }
 
-// Retry makes parked events due at once (see status.Store.Retry).
+// Retry makes parked events due at once (see status.Store.Retry). A new
+// topic (opts.Topic) must pass the check the poller applies to every topic
+// (decoder.Mapping.TopicCheck: a legal name that --allowed-topics
+// allows), else the error is status.ErrTopicRefused.
 func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.Change, error) {
 	s := r.failures.Load()
 	if s == nil {
 		return nil, ErrNotConnected
+	}
+	if opts.Topic != "" {
+		check, err := r.cfg.Tables[0].Mapping.TopicCheck()
+		if err != nil {
+			return nil, err
+		}
+		if err := check(opts.Topic); err != nil {
+			return nil, fmt.Errorf("%w: %w", status.ErrTopicRefused, err)
+		}
 	}
 	return s.Retry(ctx, opts)
 }

@@ -53,8 +53,9 @@ func hint(err error) string {
 	switch {
 	case pgErr.Code == "42501" || strings.Contains(pgErr.Message, "replication role"):
 		return " (the role needs the REPLICATION attribute: ALTER ROLE <name> WITH REPLICATION)"
-	case strings.Contains(pgErr.Message, "pg_hba.conf") && strings.Contains(pgErr.Message, "replication"):
-		return " (allow it in pg_hba.conf with a line for database \"replication\" or the database name, then reload PostgreSQL)"
+	case strings.Contains(pgErr.Message, "pg_hba.conf"):
+		return " (allow it in pg_hba.conf with a line for its database and role, such as `host app relay 10.0.0.0/8 scram-sha-256`: " +
+			"a logical replication connection matches the database's lines, not the `replication` keyword's; then reload PostgreSQL)"
 	case strings.Contains(pgErr.Message, "wal_level"):
 		return " (set wal_level = logical and restart PostgreSQL)"
 	case pgErr.Code == "55006" || strings.Contains(pgErr.Message, "is active for PID"):

@@ -12,15 +12,18 @@ import (
 
 // Grants returns the SQL of `cdc-relay migrate --print-grants role`: what
 // [migrations.Grants] grants for the relay's tables and the first outbox
-// table, then USAGE on the schema of every other outbox table and SELECT
-// on it, and UPDATE on the columns each table's write-back sets; for a
-// table whose write-back lists pending values, a comment that migrate must
-// run as the table's owner (the relay's role needs nothing more). Every
-// name is quoted wherever it stands, so that no name, whatever it holds,
-// runs a statement of its own when the SQL is piped to psql.
+// table (DELETE on it only when rc.Retention.Outbox is more than 0: the
+// relay deletes rows of no other table, and of a config file's tables only
+// when run is given --retention), then USAGE on the schema of every other
+// outbox table and SELECT on it, and UPDATE on the columns each table's
+// write-back sets; for a table whose write-back lists pending values, a
+// comment that migrate must run as the table's owner (the relay's role
+// needs nothing more). Every name is quoted wherever it stands, so that
+// no name, whatever it holds, runs a statement of its own when the SQL is
+// piped to psql.
 func Grants(rc relay.Config, role string) string {
 	var b strings.Builder
-	b.WriteString(migrations.Grants(rc.Migrations(0), role))
+	b.WriteString(migrations.Grants(rc.Migrations(0), role, rc.Retention.Outbox > 0))
 	r := pgx.Identifier{role}.Sanitize()
 	for i, t := range rc.Tables {
 		table := pgx.Identifier{t.Mapping.Schema, t.Mapping.Table}.Sanitize()

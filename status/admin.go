@@ -32,6 +32,11 @@ var ErrHeld = errors.New("held behind")
 // errors.Is.
 var ErrDelivered = errors.New("already delivered")
 
+// ErrTopicRefused means Retry was given a new topic (RetryOptions.Topic)
+// that is not a legal Kafka topic name, or that the relay does not allow
+// (the caller's check). Test for it with errors.Is.
+var ErrTopicRefused = errors.New("refused as a topic")
+
 // ListOptions says which rows List returns.
 type ListOptions struct {
 	// Status keeps the rows in this state (Failed, Delivered, Dead,
@@ -106,9 +111,11 @@ type Change struct {
 	// Was is the row's state before: Failed or Dead for Retry and Skip,
 	// any state for Purge.
 	Was string
-	// Released, for Purge and Skip, is how many WAITING events of the
-	// row's key it released: those behind it, up to the next held FAILED
-	// or DEAD row of the key, when it was the first held row of its key.
+	// Released, for Purge, Skip and a Retry that corrects the topic, is
+	// how many WAITING events of the row's key (its topic before the
+	// correction) it released: those behind it, up to the next held
+	// FAILED or DEAD row of the key, when it was the first held row of its
+	// key.
 	Released int
 }
 
@@ -120,6 +127,12 @@ type RetryOptions struct {
 	All bool
 	// Status narrows All to Failed or Dead rows; "" takes both.
 	Status string
+	// Topic, with exactly one id, corrects the row's topic before it is
+	// retried: the row is delivered to Topic, and keeps the topic it was
+	// parked for in original_topic (see retopic.go). Retry checks only
+	// that Topic is a legal Kafka topic name; the caller checks that the
+	// relay allows it (decoder.Mapping.TopicCheck).
+	Topic string
 }
 
 // Retry puts rows back to FAILED with attempts 0 and next_attempt_at and
@@ -137,6 +150,9 @@ type RetryOptions struct {
 // returned are valid even when the error is not nil. With All, nothing to
 // retry is an empty result and no error.
 func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) {
+	if opts.Topic != "" {
+		return s.retryToTopic(ctx, opts)
+	}
 	cond, arg, err := retryTarget(opts)
 	if err != nil {
 		return nil, err
@@ -156,16 +172,8 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 		if changes, sources, err = collectChanges(rows); err != nil {
 			return err
 		}
-		// The rows say failed again, due now, their attempts counted
-		// afresh: the fast path's failure, unless sent as the row is now.
-		for _, src := range sources {
-			o := writeback.Outcome{State: writeback.Failed, Attempts: 1, NextAttempt: src.next}
-			if src.reload {
-				o.Attempts = 0
-			}
-			if err := s.rows.Write(ctx, tx, src.table, src.eventID, o); err != nil {
-				return err
-			}
+		if err := s.writeRetried(ctx, tx, sources); err != nil {
+			return err
 		}
 		if !opts.All {
 			skipped, err = s.explainSkipped(ctx, tx, opts.IDs, changes)
@@ -176,6 +184,22 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 		return nil, fmt.Errorf("retry in %s: %w", s.table, err)
 	}
 	return changes, skipped
+}
+
+// writeRetried tells the outbox rows of retried rows, in tx, that they
+// failed again, due now, their attempts counted afresh: the fast path's
+// failure, unless sent as the row is now.
+func (s *Store) writeRetried(ctx context.Context, tx pgx.Tx, sources []source) error {
+	for _, src := range sources {
+		o := writeback.Outcome{State: writeback.Failed, Attempts: 1, NextAttempt: src.next}
+		if src.reload {
+			o.Attempts = 0
+		}
+		if err := s.rows.Write(ctx, tx, src.table, src.eventID, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // retryTarget is the condition, with its argument $1, that selects the

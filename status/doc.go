@@ -17,7 +17,8 @@
 // it takes due FAILED rows whatever their keys hold, as before ordered
 // parking (unordered.go). The pause table keeps the topics
 // paused for a slot ([Pauses], pause.go). List, Get, Retry, Skip and Purge
-// serve the operator's `cdc-relay failed` commands (admin.go, skip.go).
+// serve the operator's `cdc-relay failed` commands (admin.go, skip.go);
+// Retry with RetryOptions.Topic corrects a row's topic first (retopic.go).
 // store.go holds the row, the table and the store's options.
 //
 // Given [WriteBack], every change of a row also reaches the outbox row of

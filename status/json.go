@@ -11,7 +11,8 @@ import (
 // is not UTF-8 (key_encoding says which); the value is JSON when it is
 // valid JSON, else text, else base64 (value_encoding); times are UTC;
 // absent values are null (source_table, the event's outbox table, too, in
-// rows parked before the status table recorded it).
+// rows parked before the status table recorded it; original_topic unless
+// an operator corrected the topic).
 type jsonRow struct {
 	ID            int64        `json:"id"`
 	Status        string       `json:"status"`
@@ -34,6 +35,7 @@ type jsonRow struct {
 	Reload        bool         `json:"reload"`
 	WaitsFor      int64        `json:"waits_for"`
 	SkippedAt     *time.Time   `json:"skipped_at"`
+	OriginalTopic *string      `json:"original_topic"`
 }
 
 // jsonHeader is a record header; a NULL value is null.
@@ -52,7 +54,7 @@ func toJSON(r Row) jsonRow {
 		Topic: r.Topic, Headers: []jsonHeader{}, CommitLSN: r.CommitLSN.String(),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Reload: r.Reload,
 		SourceTable: optString(r.SourceTable != "", r.SourceTable), EventID: optString(r.EventID != "", r.EventID), Timestamp: optTime(r.Timestamp), DeliveredAt: optTime(r.DeliveredAt),
-		WaitsFor: r.WaitsFor, SkippedAt: optTime(r.Skipped),
+		WaitsFor: r.WaitsFor, SkippedAt: optTime(r.Skipped), OriginalTopic: optString(r.OriginalTopic != "", r.OriginalTopic),
 	}
 	if r.Key != nil {
 		j.KeyEncoding, j.Key = "text", optString(true, string(r.Key))

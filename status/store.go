@@ -132,11 +132,16 @@ type Row struct {
 	// Skipped is when an operator skipped the row (see Store.Skip); zero
 	// when not.
 	Skipped time.Time
+	// OriginalTopic is the topic the event was parked for when an
+	// operator corrected it (RetryOptions.Topic); Topic is then the
+	// corrected one. "" when the topic was never corrected.
+	OriginalTopic string
 }
 
 // rowColumns are the columns scanRow reads, in its order.
 const rowColumns = `id, coalesce(event_id, ''), coalesce(source_table, ''), topic, record_key, record_value, headers, record_timestamp,
-	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at, reload, skipped_at`
+	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at, reload, skipped_at,
+	coalesce(original_topic, '')`
 
 // scanRow reads one Row selected with rowColumns.
 func scanRow(r pgx.CollectableRow) (Row, error) {
@@ -154,7 +159,7 @@ func scanRowWith(r pgx.CollectableRow, extra ...any) (Row, error) {
 		commitLSN     string
 	)
 	err := r.Scan(append([]any{&row.ID, &row.EventID, &row.SourceTable, &row.Topic, &row.Key, &row.Value, &headers, &ts,
-		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered, &row.Reload, &skipped}, extra...)...)
+		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered, &row.Reload, &skipped, &row.OriginalTopic}, extra...)...)
 	if err != nil {
 		return row, err
 	}

@@ -37,6 +37,9 @@ type FailedCommand struct {
 	all         bool
 	dead        bool
 	olderThan   time.Duration
+	// allowedTopics is retry's --allowed-topics: the topics a corrected
+	// topic (--topic) may be, as run's.
+	allowedTopics string
 
 	given map[string]bool // the flags given on the command line
 
@@ -63,8 +66,9 @@ Subcommands:
          the parked events, newest first
   show   ID [--json]
          one event in full: the record, its headers, the last error
-  retry  ID... | --all [--status FAILED|DEAD]
-         make events due again: FAILED, 0 attempts, tried at once
+  retry  ID... | --all [--status FAILED|DEAD] | ID --topic T
+         make events due again: FAILED, 0 attempts, tried at once;
+         with --topic, to topic T instead of the one it was parked for
   skip   ID...
          give up on events (DEAD, skipped): the events behind them go on
   purge  ID... | --dead [--older-than D]
@@ -86,6 +90,7 @@ Examples:
   cdc-relay failed list --status dead
   cdc-relay failed show 12
   cdc-relay failed retry 12 13
+  cdc-relay failed retry 14 --topic outbox.event.order
   cdc-relay failed skip 12
   cdc-relay failed retry --all --status dead
   cdc-relay failed purge --dead --older-than 30d
@@ -117,6 +122,7 @@ value pretty-printed when it is JSON) and the last error. With --json, one
 JSON object, as in 'cdc-relay failed list --json'.
 `,
 	"retry": `Usage: cdc-relay failed retry ID... | --all [--status FAILED|DEAD]
+       cdc-relay failed retry ID --topic T [--allowed-topics RE]
 
 Makes events due again: each becomes FAILED with 0 attempts and its next
 attempt now, and the relay's poller delivers it at its next poll (a running
@@ -138,6 +144,18 @@ is not retried itself: the error names the event it waits for (retry, skip
 or purge that one), or its paused topic (resume it). Without ordered parking
 ('run --ordering none'), a retried event arrives after later events of the
 same key.
+
+With --topic T, one event (one id) is delivered to topic T instead of the
+topic it was parked for: for an event parked for an illegal topic, or one
+that --allowed-topics (or the config file's allowed_topics) does not allow,
+which could otherwise never be delivered. T must be a legal Kafka topic
+name that --allowed-topics allows (by default any not starting with "_" or
+"connect-"), as run checks. The event keeps the topic it was parked for
+(original topic, in 'failed show'). The events of its key that waited
+behind it in its old topic are released, and the output says how many: the
+poller delivers them to the topic they were parked for (correct each in
+turn once it is FAILED or DEAD). In its new topic it is delivered in its
+key's order: after the held events of that topic and key parked before it.
 `,
 	"skip": `Usage: cdc-relay failed skip ID...
 
@@ -189,6 +207,9 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 	case "retry":
 		fs.BoolVar(&c.all, "all", false, "retry every FAILED and DEAD event (only those of --status when given)")
 		fs.StringVar(&c.state, "status", "", "with --all, only the events in this `state`: FAILED or DEAD (in any case)")
+		fs.StringVar(&c.topic, "topic", "", "deliver the one event named to this `topic` instead of the one it was parked for (kept as its original topic)")
+		fs.StringVar(&c.allowedTopics, "allowed-topics", "",
+			"with --topic, a Go `regexp` the whole new topic must match, as run's; empty: any topic not starting with \"_\" or \"connect-\" (the config file's allowed_topics with --config)")
 	case "purge":
 		fs.BoolVar(&c.dead, "dead", false, "delete every DEAD event (only those older than --older-than when given)")
 		durationVar(fs, &c.olderThan, "older-than", 0,
@@ -210,7 +231,7 @@ func failedSections(sub string) []flagSection {
 	case "show":
 		return []flagSection{conn, {"Output", []string{"json"}}}
 	case "retry":
-		return []flagSection{conn, {"Which events (ids, or --all)", []string{"all", "status"}}}
+		return []flagSection{conn, {"Which events (ids, or --all)", []string{"all", "status"}}, {"A new topic (one id)", []string{"topic", "allowed-topics"}}}
 	case "purge":
 		return []flagSection{conn, {"Which events (ids, or --dead)", []string{"dead", "older-than"}}}
 	}
@@ -268,6 +289,9 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 	file, err := loadConfig(fs, c.configPath)
 	if err != nil {
 		return err
+	}
+	if file != nil && c.allowedTopics == "" {
+		c.allowedTopics = file.AllowedTopics
 	}
 	run, err := c.prepare(operands)
 	if err != nil {
@@ -374,7 +398,10 @@ func (c *FailedCommand) prepareChange(ids []int64, state string, usage func(stri
 		case state != "" && state != status.Failed && state != status.Dead:
 			return nil, usage("--status %q: want FAILED or DEAD", c.state)
 		}
-		opts := status.RetryOptions{IDs: ids, All: c.all, Status: state}
+		if err := c.checkNewTopic(ids); err != nil {
+			return nil, usage("%v", err)
+		}
+		opts := status.RetryOptions{IDs: ids, All: c.all, Status: state, Topic: c.topic}
 		return func(ctx context.Context, s *status.Store) error { return c.retry(ctx, s, opts) }, nil
 	case "skip":
 		if len(ids) == 0 {
@@ -395,6 +422,28 @@ func (c *FailedCommand) prepareChange(ids []int64, state string, usage func(stri
 		return func(ctx context.Context, s *status.Store) error { return c.purge(ctx, s, opts) }, nil
 	}
 	return nil, checkSubcommand(c.sub)
+}
+
+// checkNewTopic checks retry's --topic: one id, and a topic the relay may
+// write (decoder.Mapping.TopicCheck, as run and its poller check).
+func (c *FailedCommand) checkNewTopic(ids []int64) error {
+	if c.topic == "" {
+		if c.given["topic"] {
+			return errors.New("--topic is empty: give the topic to deliver the event to")
+		}
+		return nil
+	}
+	if len(ids) != 1 || c.all {
+		return errors.New("--topic corrects one event at a time: name one id, not several nor --all")
+	}
+	check, err := decoder.Mapping{AllowedTopics: c.allowedTopics}.TopicCheck()
+	if err != nil {
+		return err
+	}
+	if err := check(c.topic); err != nil {
+		return fmt.Errorf("--topic: %w", err)
+	}
+	return nil
 }
 
 // splitArgs separates flags (with their values) from operands, so that
@@ -509,7 +558,10 @@ func (c *FailedCommand) show(ctx context.Context, s *status.Store, id int64) err
 // retry is `failed retry`.
 func (c *FailedCommand) retry(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
 	changes, err := s.Retry(ctx, opts)
-	if len(changes) > 0 {
+	if len(changes) > 0 && opts.Topic != "" {
+		fmt.Fprintf(c.stdout, "retried 1 event: %d, to topic %q (its original topic is kept: 'cdc-relay failed show %d')\n", changes[0].ID, opts.Topic, changes[0].ID)
+		printReleased(c.stdout, changes)
+	} else if len(changes) > 0 {
 		fmt.Fprintf(c.stdout, "retried %s: %s\n", eventCount(len(changes)), joinIDs(changes, ""))
 	}
 	switch {

@@ -156,6 +156,9 @@ func writeRecord(w io.Writer, r status.Row, now time.Time) error {
 	field("last error", tableCell(r.LastError))
 	field("table", tableCell(r.SourceTable))
 	field("topic", r.Topic)
+	if r.OriginalTopic != "" {
+		field("original topic", tableCell(r.OriginalTopic)+" (the topic it was parked for; an operator corrected it)")
+	}
 	field("event id", dashIfEmpty(r.EventID))
 	field("key", inlineBytes(r.Key))
 	field("timestamp", formatTime(r.Timestamp))

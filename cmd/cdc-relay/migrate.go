@@ -103,7 +103,7 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs.StringVar(&c.slot, "slot", relay.DefaultConfig().Slot, "the `name` of the logical replication slot to create (pgoutput) when missing")
 	fs.BoolVar(&c.noSlot, "no-slot", false, "do not create the replication slot: create it elsewhere, or let the first run create it")
 	fs.StringVar(&c.grantsFor, "print-grants", "",
-		"print the SQL that creates `role` with the least the relay needs for these tables (LOGIN, REPLICATION, SELECT and DELETE on the outbox, writing the relay's tables), and change nothing")
+		"print the SQL that creates `role` with the least the relay needs for these tables (LOGIN, REPLICATION, SELECT on the outbox and DELETE for retention, writing the relay's tables), for an administrator to pipe to psql, and change nothing")
 	fs.StringVar(&c.delivery, "delivery", atLeastOnce,
 		"the delivery `mode` run will use, as run's --delivery: with exactly-once and --kafka-brokers, create the checkpoint topic; at-least-once needs none")
 	fs.StringVar(&c.brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated `host:port,...`: with --delivery exactly-once, create the checkpoint topic there")
@@ -118,12 +118,15 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 // name: with a file, its tables, which must exist (migrate creates only
 // the default outbox table).
 func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
-	rc := relay.Config{Slot: c.slot, Tables: []relay.Table{{}}}
+	// Retention as run has it by default: on for the outbox table of the
+	// flags, off for a config file's tables (see relayFlags.finish).
+	rc := relay.Config{Slot: c.slot, Tables: []relay.Table{{}}, Retention: relay.DefaultConfig().Retention}
 	if err := c.tables.apply(&rc); err != nil {
 		return rc, err
 	}
 	if file != nil {
 		rc.Tables = configTables(file, "")
+		rc.Retention.Outbox = 0
 		c.skipOutbox = true
 	}
 	return rc, nil

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFailedRetryTopic: `failed retry ID --topic T` refuses a topic the
+// relay may not write, several ids, --all and a WAITING event, before or
+// without changing anything; given one DEAD head, it delivers it to T,
+// says how many events it released in its old topic, and `failed show`
+// and `list` show the corrected topic and the original one.
+func TestFailedRetryTopic(t *testing.T) {
+	ctx, url, conn := startDB(t)
+	var stdout, stderr bytes.Buffer
+	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO outbox_delivery (event_id, topic, record_key, status, attempts, last_error) VALUES
+		  ('e-1', 'bad topic!', 'k', 'DEAD', 0, 'illegal topic name'),
+		  ('e-2', 'bad topic!', 'k', 'WAITING', 0, 'waits for event 1 of its key'),
+		  ('e-3', 'bad topic!', 'k', 'WAITING', 0, 'waits for event 1 of its key')`); err != nil {
+		t.Fatal(err)
+	}
+	configFile := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(configFile, []byte("allowed_topics: 'payments\\..*'\ntables:\n  - {table: outbox, value: payload, topic: payments.x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name           string
+		args           []string // after "failed"
+		code           int
+		stdout, stderr []string // each must be in it
+		after          map[int64]string
+	}{
+		{name: "a reserved topic", args: []string{"retry", "1", "--topic", "__consumer_offsets"}, code: 2, stderr: []string{`--topic: topic "__consumer_offsets" is not allowed`}},
+		{name: "an illegal topic", args: []string{"retry", "1", "--topic", "still bad!"}, code: 2, stderr: []string{"--topic: ", "still bad!"}},
+		{name: "a topic --allowed-topics does not allow", args: []string{"retry", "1", "--topic", "orders", "--allowed-topics", `payments\..*`}, code: 2,
+			stderr: []string{`"orders" is not allowed`}},
+		{name: "a topic the config file's allowed_topics does not allow", args: []string{"retry", "1", "--topic", "orders", "--config", configFile}, code: 2,
+			stderr: []string{`"orders" is not allowed`}},
+		{name: "several ids", args: []string{"retry", "1", "2", "--topic", "orders"}, code: 2, stderr: []string{"--topic corrects one event at a time"}},
+		{name: "all", args: []string{"retry", "--all", "--topic", "orders"}, code: 2, stderr: []string{"--topic corrects one event at a time"}},
+		{name: "an empty topic", args: []string{"retry", "1", "--topic", ""}, code: 2, stderr: []string{"--topic is empty"}},
+		{name: "a WAITING event", args: []string{"retry", "2", "--topic", "orders"}, code: 1, stderr: []string{"id 2 is WAITING, held behind id 1 of its key"},
+			after: map[int64]string{1: "DEAD 0", 2: "WAITING 0"}},
+		{name: "the head", args: []string{"retry", "1", "--topic", "orders"},
+			stdout: []string{`retried 1 event: 1, to topic "orders"`, "1 released 2 events of its key waiting behind it"},
+			after:  map[int64]string{1: "FAILED 0", 2: "WAITING 0", 3: "WAITING 0"}},
+		{name: "show", args: []string{"show", "1"}, stdout: []string{"topic:           orders\n", "original topic:  bad topic! (the topic it was parked for"}},
+		{name: "show --json", args: []string{"show", "1", "--json"}, stdout: []string{`"topic": "orders"`, `"original_topic": "bad topic!"`}},
+		{name: "show one never corrected", args: []string{"show", "2", "--json"}, stdout: []string{`"original_topic": null`}},
+		{name: "list the new topic", args: []string{"list", "--topic", "orders"}, stdout: []string{"\n1   FAILED"}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("COLUMNS", "120")
+			t.Setenv("CDC_RELAY_POSTGRES_URL", url)
+			runMain(ctx, t, append([]string{"failed"}, s.args...), s.code, s.stdout, s.stderr)
+			states, _ := failedState(ctx, t, conn)
+			for id, want := range s.after {
+				if states[id] != want {
+					t.Errorf("id %d is %q, want %q", id, states[id], want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,61 @@
+package setup
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// TestGrantsDeleteOnlyWithRetention: the printed SQL grants DELETE on the
+// outbox table only when retention deletes its rows, and says so either
+// way; it sets no password and says where one goes; its pg_hba.conf advice
+// names the database's lines, not the replication keyword's.
+func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
+	outbox := relay.Table{Mapping: decoder.DefaultMapping()}
+	appEvents := relay.Table{Mapping: decoder.DefaultMapping()}
+	appEvents.Mapping.Schema, appEvents.Mapping.Table = "app", "events"
+	tests := []struct {
+		name      string
+		tables    []relay.Table
+		retention bool
+		want      []string
+		absent    []string
+	}{
+		{name: "retention on", tables: []relay.Table{outbox}, retention: true,
+			want:   []string{`GRANT SELECT, DELETE ON "public"."outbox" TO "relay";`, "DELETE for retention"},
+			absent: []string{"No DELETE"}},
+		{name: "retention off", tables: []relay.Table{appEvents, outbox},
+			want: []string{`GRANT SELECT ON "app"."events" TO "relay";`, `No DELETE: the relay deletes none of its rows unless`,
+				`GRANT DELETE ON "app"."events" TO "relay")`, `GRANT SELECT ON "public"."outbox" TO "relay";`},
+			absent: []string{"DELETE ON \"app\".\"events\" TO \"relay\";", "SELECT, DELETE ON \"public\".\"outbox\""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := relay.DefaultConfig()
+			rc.Tables = tc.tables
+			if !tc.retention {
+				rc.Retention.Outbox = 0
+			}
+			sql := Grants(rc, "relay")
+			common := []string{`-c '\password "relay"'`, "It sets no password", `host <database> "relay" <address>`,
+				"not the `replication` keyword's, which are for physical replication only"}
+			for _, w := range append(common, tc.want...) {
+				if !strings.Contains(sql, w) {
+					t.Errorf("the SQL lacks %q:\n%s", w, sql)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(sql, a) {
+					t.Errorf("the SQL has %q:\n%s", a, sql)
+				}
+			}
+			for _, line := range strings.Split(sql, "\n") {
+				if strings.Contains(line, "PASSWORD") && !strings.HasPrefix(line, "--") {
+					t.Errorf("a statement sets a password: %q", line)
+				}
+			}
+		})
+	}
+}

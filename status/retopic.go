@@ -1,0 +1,95 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// This file is the operator correcting a parked event's topic as it
+// retries it (`cdc-relay failed retry ID --topic T`): an event parked for
+// an illegal or wrong topic could otherwise never be delivered.
+//
+// A row's topic is half of its key's order group (topic, record key). The
+// corrected row leaves the group of its old topic: when it was that
+// group's first held row, the WAITING rows behind it are released, as a
+// skip or purge of it would release them, and the poller delivers them in
+// order to the topic they were parked for (Change.Released counts them;
+// their own topic can be corrected once they are FAILED or DEAD). In the
+// group of its new topic it takes its place by id, which is commit order:
+// it waits behind that group's earlier held rows and holds its later ones,
+// and is delivered once.
+
+// retryToTopic is Retry with opts.Topic: one FAILED or DEAD row, not a
+// reload row, made FAILED and due now with its topic set to opts.Topic and
+// the topic it was parked for kept in original_topic.
+func (s *Store) retryToTopic(ctx context.Context, opts RetryOptions) ([]Change, error) {
+	if len(opts.IDs) != 1 || opts.All || opts.Status != "" {
+		return nil, errors.New("retry: a new topic is given for one id at a time")
+	}
+	if err := decoder.ValidTopic(opts.Topic); err != nil {
+		return nil, fmt.Errorf("retry id %d with a new topic, %w: %w", opts.IDs[0], ErrTopicRefused, err)
+	}
+	var changes []Change
+	var skipped error // why the id was not retried
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		var sources []source
+		var err error
+		changes, sources, err = s.moveTopic(ctx, tx, opts.IDs[0], opts.Topic)
+		if err != nil {
+			return err
+		}
+		if len(changes) == 0 {
+			skipped, err = s.explainSkipped(ctx, tx, opts.IDs, changes)
+			return err
+		}
+		if sources[0].reload {
+			return fmt.Errorf("id %d is sent as its outbox row is now (a reset or adopted row): correct the topic in the outbox row, then retry it without --topic", opts.IDs[0])
+		}
+		if err := s.writeRetried(ctx, tx, sources); err != nil {
+			return err
+		}
+		return s.countReleased(ctx, tx, changes, sources)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry in %s: %w", s.table, err)
+	}
+	return changes, skipped
+}
+
+// moveTopic makes row id, in tx, FAILED and due now with topic, when it is
+// FAILED or DEAD, keeping the topic it was parked for in original_topic
+// (the first one, when corrected again). The sources returned carry the
+// row's topic before the change, so that countReleased counts the rows of
+// its old group. An event that has a row for topic already is an error.
+func (s *Store) moveTopic(ctx context.Context, tx pgx.Tx, id int64, topic string) ([]Change, []source, error) {
+	rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status, topic FROM "+s.table+" WHERE id = $1 AND status IN ('FAILED', 'DEAD') FOR UPDATE)"+
+		" UPDATE "+s.table+" AS d SET status = 'FAILED', attempts = 0, next_attempt_at = now(), updated_at = now(), skipped_at = NULL,"+
+		" original_topic = CASE WHEN target.topic = $2 THEN d.original_topic ELSE coalesce(d.original_topic, target.topic) END, topic = $2"+
+		" FROM target WHERE d.id = target.id RETURNING "+changeColumns("d", "target.status")+", target.topic", id, topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		c        Change
+		src      source
+		oldTopic string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Was, &src.table, &src.eventID, &src.next, &src.reload, &src.topic, &src.key, &oldTopic}, func() error {
+		src.topic = oldTopic
+		return nil
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: the copy index
+		return nil, nil, fmt.Errorf("id %d: its event has a row for topic %q already (an event routed to several topics): retry or purge that one instead", id, topic)
+	}
+	if err != nil || c.ID == 0 {
+		return nil, nil, err
+	}
+	return []Change{c}, []source{src}, nil
+}
