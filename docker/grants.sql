@@ -7,9 +7,12 @@
 -- demo's). docker/docker_test.go checks that it is still what
 -- --print-grants prints; after a change there, paste its output again.
 
--- A least-privilege role for cdc-relay. Run as an administrator after `cdc-relay migrate`,
--- then give the role a password (ALTER ROLE "relay" PASSWORD '...') and allow it for
--- replication connections in pg_hba.conf.
+-- A least-privilege role for cdc-relay. Pipe this to psql as an administrator, after `cdc-relay migrate`.
+-- It sets no password. Set one afterwards, typed at a prompt rather than written here:
+--   psql "$ADMIN_URL" -c '\password "relay"'   (or ALTER ROLE "relay" PASSWORD '...'; or use certificates)
+-- pg_hba.conf: the relay's connections, its logical replication one included, match the ordinary
+-- lines of its database, such as   host <database> "relay" <address> scram-sha-256
+-- and not the `replication` keyword's, which are for physical replication only.
 DO $$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'relay') THEN
     CREATE ROLE "relay";
