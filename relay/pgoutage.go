@@ -61,7 +61,8 @@ func (r *Relay) reconnectLevel(err error) slog.Level {
 
 // lostConnection reports whether err says that PostgreSQL went away or
 // cannot be connected to: it is shutting down, a connection could not be
-// opened, or one broke.
+// opened, or one broke. A network error of Kafka's (the exactly-once
+// producer's start) counts too: Kafka's outage lines say the same once.
 func lostConnection(err error) bool {
 	var ce *pgconn.ConnectError
 	var ne net.Error
