@@ -3,6 +3,8 @@ package sink
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cdc-relay/cdc-relay/internal/outage"
 )
@@ -103,13 +106,24 @@ func (h outageHooks) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _
 	}
 }
 
-func (h outageHooks) OnBrokerE2E(meta kgo.BrokerMetadata, _ int16, e2e kgo.BrokerE2E) {
+func (h outageHooks) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	switch err := e2e.Err(); {
 	case err == nil:
 		h.t.Succeeded()
 	case !ours(err):
-		h.t.Failed(brokerAddr(meta), err)
+		h.t.Failed(brokerAddr(meta), explainFirstEOF(key, err))
 	}
+}
+
+// explainFirstEOF adds franz-go's guess (which its own log line, now at
+// debug, made) to an EOF in answer to a connection's first request, the
+// API versions: a broker that closes a new connection at once usually
+// wants TLS, or SASL, that the client does not use.
+func explainFirstEOF(key int16, err error) error {
+	if key != int16(kmsg.ApiVersions) || !errors.Is(err, io.EOF) || errors.As(err, new(*kgo.ErrFirstReadEOF)) {
+		return err
+	}
+	return fmt.Errorf("%w: the broker closed a new connection at once, which often means it wants TLS or SASL and the relay does not use it, or the other way round: is TLS misconfigured?", err)
 }
 
 // ours reports whether err is the client's own end (closed, or a context

@@ -2,6 +2,8 @@ package sink
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 )
@@ -111,4 +114,22 @@ func startKfake(t *testing.T, port int) *kfake.Cluster {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// TestExplainFirstEOF: an EOF in answer to a connection's first request
+// names the TLS guess; other failures are left as they are.
+func TestExplainFirstEOF(t *testing.T) {
+	for _, tt := range []struct {
+		key  int16
+		err  error
+		want string
+	}{
+		{int16(kmsg.ApiVersions), io.EOF, "EOF: the broker closed a new connection at once, which often means it wants TLS or SASL and the relay does not use it, or the other way round: is TLS misconfigured?"},
+		{int16(kmsg.Produce), io.EOF, "EOF"},
+		{int16(kmsg.ApiVersions), errors.New("i/o timeout"), "i/o timeout"},
+	} {
+		if got := explainFirstEOF(tt.key, tt.err).Error(); got != tt.want {
+			t.Errorf("explainFirstEOF(%d, %v) = %q, want %q", tt.key, tt.err, got, tt.want)
+		}
+	}
 }
