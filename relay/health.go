@@ -46,9 +46,11 @@ func (r *Relay) watchHealth(ctx context.Context, pool *pgxpool.Pool, snk *sink.S
 		kafka := make(chan error, 1)
 		go func() { kafka <- snk.Ping(cctx) }()
 		var pgErr, kafkaErr string
-		if err := pingPostgres(cctx, pool, &conn); err != nil {
+		err := pingPostgres(cctx, pool, &conn)
+		if err != nil {
 			pgErr = err.Error()
 		}
+		r.pingedPostgres(ctx, err)
 		if err := <-kafka; err != nil {
 			kafkaErr = err.Error()
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cdc-relay/cdc-relay/internal/outage"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -33,6 +34,9 @@ type Relay struct {
 	// order is the running session's held keys and paused topics; nil
 	// while no session streams.
 	order atomic.Pointer[order]
+	// pgOutages says once that PostgreSQL cannot be reached, and once
+	// that it is back (pgoutage.go).
+	pgOutages *outage.Tracker
 }
 
 // New returns a relay for cfg, or the error that makes cfg unusable.
@@ -56,7 +60,7 @@ func New(cfg Config) (*Relay, error) {
 	if _, err := pgxpool.ParseConfig(cfg.PostgresURL); err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
-	r := &Relay{cfg: cfg, log: cfg.Logger}
+	r := &Relay{cfg: cfg, log: cfg.Logger, pgOutages: newPostgresOutages(cfg.Logger, cfg.PostgresURL, nil)}
 	r.metrics = metrics.New(cfg.Version, r.snapshot)
 	return r, nil
 }
@@ -242,7 +246,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		if time.Since(began) > time.Minute {
 			backoff = time.Second
 		}
-		r.log.Warn("replication session ended; reconnecting", "err", err, "in", backoff)
+		r.log.Log(ctx, r.reconnectLevel(err), "replication session ended; reconnecting", "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
 			return nil

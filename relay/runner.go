@@ -136,13 +136,16 @@ func (rn *runner) startProducers(ctx context.Context) (err error) {
 }
 
 // producerConfig is cfg's Kafka configuration with the relay's defaults:
-// its logger, TCP keepalives that drop a dead broker within the
+// its logger, one outage log for all its producers, TCP keepalives that drop a dead broker within the
 // replication timeout, and buffers above the in-flight limits, so that
 // Produce never blocks the reader.
 func producerConfig(cfg Config, log *slog.Logger) sink.Config {
 	kcfg := cfg.Kafka
 	if kcfg.Logger == nil {
 		kcfg.Logger = log
+	}
+	if kcfg.Outages == nil {
+		kcfg.Outages = sink.NewOutages(kcfg.Logger, kcfg.Brokers)
 	}
 	if kcfg.Dial == nil {
 		d := keepalive.Dialer(cfg.ReplicationTimeout)

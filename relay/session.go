@@ -247,13 +247,16 @@ func (s *session) finish(ctx context.Context, err error) error {
 	if err == nil && s.shutdown.Load() && ctx.Err() == nil {
 		// Stopped so that PostgreSQL's shutdown can finish: it waits for
 		// the stream to confirm what it sent, which is not saved.
-		return errors.New("PostgreSQL is shutting down: the stream stopped so the shutdown can finish; the relay reconnects when it is back")
+		return errShuttingDown
 	}
 	if errors.Is(err, decoder.ErrMalformed) || errors.As(err, new(*decoder.MappingError)) {
 		return fatalError{err}
 	}
 	return err
 }
+
+// errShuttingDown ends a session that stopped for PostgreSQL's shutdown.
+var errShuttingDown = errors.New("PostgreSQL is shutting down: the stream stopped so the shutdown can finish; the relay reconnects when it is back")
 
 // stop ends the session at once with err: nothing more is read, produced
 // or confirmed.

@@ -41,8 +41,13 @@ type Config struct {
 	// AutoCreateTopics asks the broker to create missing topics (the broker
 	// must allow it too).
 	AutoCreateTopics bool
-	// Logger receives the client's warnings and errors; nil for none.
+	// Logger receives the client's own lines, all at debug level; nil for
+	// none.
 	Logger *slog.Logger
+	// Outages, if set, is told of the client's failed and answered
+	// requests and logs an outage once (see [Outages]); clients that share
+	// it share its lines. Nil, with a Logger, makes one per client.
+	Outages *Outages
 	// Dial, if set, opens the connections to the brokers (the relay's sets
 	// TCP keepalives); nil uses franz-go's dialer.
 	Dial func(ctx context.Context, network, host string) (net.Conn, error)
@@ -89,6 +94,7 @@ type Sink struct {
 
 	sasl     *saslWatch // SASL requests that failed; nil without SASL
 	saslName string     // the mechanism's name, for errors
+	outages  *Outages   // nil without a Logger or Config.Outages
 }
 
 // New creates the producer. It does not wait for the brokers: records
@@ -115,8 +121,14 @@ func New(cfg Config) (*Sink, error) {
 	}
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(kgoLogger{cfg.Logger}))
+		if cfg.Outages == nil {
+			cfg.Outages = NewOutages(cfg.Logger, cfg.Brokers)
+		}
 	}
-	s := &Sink{batchMax: cfg.batchMaxBytes()}
+	s := &Sink{batchMax: cfg.batchMaxBytes(), outages: cfg.Outages}
+	if s.outages != nil {
+		opts = append(opts, kgo.WithHooks(s.outages.hooks()))
+	}
 	dial := cfg.Dial
 	if cfg.TLS != nil {
 		if dial == nil {
@@ -145,6 +157,9 @@ func New(cfg Config) (*Sink, error) {
 		return nil, fmt.Errorf("create Kafka client: %w", err)
 	}
 	s.cl, s.opts = cl, opts
+	if s.outages != nil {
+		s.outages.add(cl)
+	}
 	return s, nil
 }
 
@@ -268,6 +283,9 @@ func (s *Sink) ProduceAlone(ctx context.Context, r *kgo.Record) error {
 // Close closes the client; records not yet acked fail with
 // kgo.ErrClientClosed (not [Permanent]: the WAL still has them).
 func (s *Sink) Close() {
+	if s.outages != nil {
+		s.outages.remove(s.cl)
+	}
 	s.cl.Close()
 	s.aloneOnce.Do(func() {}) // no one-record client after Close
 	if s.alone != nil {
@@ -360,16 +378,20 @@ func ErrorName(err error) string {
 	return "OTHER"
 }
 
-// kgoLogger adapts slog to franz-go's logger, at warn level and above.
+// kgoLogger adapts slog to franz-go's logger, every line at debug level:
+// the client logs each retry of an outage (dozens of warnings a minute),
+// and the relay learns what they say from the client's hooks and errors
+// instead (the outage lines of [Outages], [Permanent] failures, [Sink.Ping]
+// for TLS and SASL refusals). --log-level debug shows them.
 type kgoLogger struct{ l *slog.Logger }
 
-func (k kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+func (k kgoLogger) Level() kgo.LogLevel {
+	if k.l.Enabled(context.Background(), slog.LevelDebug) {
+		return kgo.LogLevelInfo // not its per-request lines
+	}
+	return kgo.LogLevelNone
+}
 
 func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	switch level {
-	case kgo.LogLevelError:
-		k.l.Error("kafka: "+msg, keyvals...)
-	default:
-		k.l.Warn("kafka: "+msg, keyvals...)
-	}
+	k.l.Debug("kafka: "+msg, append(keyvals, "client_level", level.String())...)
 }

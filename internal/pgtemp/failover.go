@@ -54,3 +54,7 @@ func queryText(ctx context.Context, c *Cluster, sql string) (string, error) {
 	err = conn.QueryRow(ctx, sql).Scan(&s)
 	return s, err
 }
+
+// StartAgain starts a server that Halt stopped, on the same port with its
+// data, and returns once it accepts connections.
+func (c *Cluster) StartAgain(ctx context.Context) error { return c.start(ctx) }

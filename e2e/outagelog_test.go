@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// outageLines are the lines of log at info level or above (the relay's
+// default) whose message mentions about (Kafka, PostgreSQL), the WARN and
+// ERROR lines, and the client's own lines ("kafka: …") at any level but
+// debug.
+func outageLines(log, about string) (mention, warn, client []string) {
+	for _, ln := range strings.Split(log, "\n") {
+		level := regexp.MustCompile(`level=(\w+)`).FindStringSubmatch(ln)
+		if level == nil || level[1] == "DEBUG" {
+			continue
+		}
+		msg := regexp.MustCompile(`msg=("[^"]*"|\S+)`).FindStringSubmatch(ln)
+		if msg == nil {
+			continue
+		}
+		if strings.Contains(msg[1], about) {
+			mention = append(mention, ln)
+		}
+		if level[1] == "WARN" || level[1] == "ERROR" {
+			warn = append(warn, ln)
+		}
+		if strings.HasPrefix(strings.Trim(msg[1], `"`), "kafka: ") {
+			client = append(client, ln)
+		}
+	}
+	return mention, warn, client
+}
+
+// checkOutageLines requires, in window, exactly one warning that the
+// server (about: Kafka, PostgreSQL) cannot be reached, naming check among
+// what to check, then exactly one info line that it is back after at
+// least least; no warning while it is away (no line per reconnect
+// attempt), and none of the Kafka client's own lines at info or above.
+// only, if set, requires that no other line at info or above mentions
+// about, and no other warning: what the session's end logs when
+// PostgreSQL goes away (positions not saved) is allowed for PostgreSQL.
+func checkOutageLines(t *testing.T, window, about, check string, least time.Duration, only bool) {
+	t.Helper()
+	mention, warn, client := outageLines(window, about)
+	if len(client) > 0 {
+		t.Errorf("%d lines of the Kafka client's own at info or above, want none (debug only):\n%s", len(client), strings.Join(client, "\n"))
+	}
+	lostAt, backAt := -1, -1
+	for i, ln := range mention {
+		switch {
+		case strings.Contains(ln, `msg="`+about+` cannot be reached`):
+			if lostAt >= 0 {
+				t.Errorf("a second line that %s cannot be reached: %s", about, ln)
+			}
+			lostAt = i
+		case strings.Contains(ln, `msg="`+about+` is reachable again`):
+			if backAt >= 0 {
+				t.Errorf("a second line that %s is back: %s", about, ln)
+			}
+			backAt = i
+		}
+	}
+	if lostAt < 0 || backAt < lostAt {
+		t.Fatalf("want a line that %s cannot be reached, then one that it is back; the lines about it:\n%s", about, strings.Join(mention, "\n"))
+	}
+	lost, back := mention[lostAt], mention[backAt]
+	t.Logf("the outage's lines:\n%s\n%s", lost, back)
+	if !strings.Contains(lost, "level=WARN") || !strings.Contains(lost, check) {
+		t.Errorf("lost: %s\nwant a warning naming %s", lost, check)
+	}
+	m := regexp.MustCompile(`level=INFO msg="` + about + ` is reachable again after (\S+)"`).FindStringSubmatch(back)
+	if m == nil {
+		t.Fatalf("back: %s\nwant an info line that %s is reachable again after a duration", back, about)
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d < least {
+		t.Errorf("back after %s, want at least %s", m[1], least)
+	}
+	var away []string // warnings from lost to back, lost excluded
+	inside := false
+	for _, ln := range strings.Split(window, "\n") {
+		switch {
+		case ln == lost:
+			inside = true
+		case ln == back:
+			inside = false
+		case inside && (strings.Contains(ln, "level=WARN") || strings.Contains(ln, "level=ERROR")):
+			away = append(away, ln)
+		}
+	}
+	if len(away) > 0 {
+		t.Errorf("%d warnings while %s was away, want none:\n%s", len(away), about, strings.Join(away, "\n"))
+	}
+	if only && (len(mention) != 2 || len(warn) != 1) {
+		t.Errorf("%d lines about %s and %d warnings, want 2 (lost, back) and 1 (lost):\n%s", len(mention), about, len(warn), window)
+	}
+}
+
+// TestBrokerOutageLogsTwoLines stops the broker for 20 s while events are
+// written: from the stop until 10 s after the broker is back, the relay
+// says once that Kafka cannot be reached and once that it is back, and
+// none of the client's retry warnings; every event arrives once.
+func TestBrokerOutageLogsTwoLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s broker outage")
+	}
+	e := newEnv(t)
+	relay := e.startRelay()
+	topic := e.topic("order")
+	cl := e.client()
+	w := e.startWriter(10 * time.Millisecond)
+	e.waitFor("events flow", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 500 })
+	from := len(relay.Log())
+	e.stopBroker()
+	time.Sleep(20 * time.Second) // the outage itself, not a synchronisation
+	e.startBroker()
+	back := time.Now()
+	e.waitFor("the relay says Kafka is back", 30*time.Second, func() bool {
+		return strings.Contains(relay.Log()[from:], "Kafka is reachable again")
+	})
+	time.Sleep(time.Until(back.Add(10 * time.Second))) // the window the lines are counted in
+	window := relay.Log()[from:]
+	perKey := w.stop()
+	cl = e.client()
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past the last commit", 2*time.Minute, func() bool { return e.lsn(slotLSN) >= end })
+	total := 0
+	for _, n := range perKey {
+		total += n
+	}
+	checkExactlyOnce(t, e.readAll(topic), total, perKey)
+	checkOutageLines(t, window, "Kafka", "--kafka-brokers", 18*time.Second, true)
+	relay.stop(30 * time.Second)
+}
+
+// TestPostgresOutageLogsTwoLines stops PostgreSQL (a fast shutdown) for
+// 20 s: the relay says once that PostgreSQL cannot be reached and once
+// that it is back, not a line per reconnect, and resumes with nothing
+// lost. PostgreSQL is the package's: the test stops it for everyone.
+func TestPostgresOutageLogsTwoLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s PostgreSQL outage")
+	}
+	e := newEnv(t)
+	relay := e.startRelay()
+	topic := e.topic("order")
+	perKey := e.writeEvents(1, 100, 10, 10)
+	cl := e.client()
+	e.waitFor("the events arrive", 30*time.Second, func() bool { return e.totalRecords(cl, topic) >= 1000 })
+	from := len(relay.Log())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e.conn.Close(ctx)
+	if err := cluster.Halt(ctx, "fast"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Second) // the outage itself, not a synchronisation
+	if err := cluster.StartAgain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	e.conn = mustConnect(t, e.url)
+	t.Cleanup(func() { e.conn.Close(context.Background()) })
+	more := e.writeEventsFrom(perKey, 100, 10)
+	e.waitFor("the relay says PostgreSQL is back", 30*time.Second, func() bool {
+		return strings.Contains(relay.Log()[from:], "PostgreSQL is reachable again")
+	})
+	e.waitFor("the relay streams again", 60*time.Second, e.slotActive)
+	time.Sleep(time.Until(back.Add(10 * time.Second))) // the window the lines are counted in
+	window := relay.Log()[from:]
+	end := e.lsn(insertLSN)
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { return e.lsn(slotLSN) >= end })
+	checkAtLeastOnce(t, e.readAll(topic), more)
+	checkOutageLines(t, window, "PostgreSQL", "--postgres-url", 15*time.Second, false)
+	if strings.Contains(window, "reconnecting") {
+		t.Errorf("a line per reconnect attempt at info or above:\n%s", window)
+	}
+	relay.stop(30 * time.Second)
+}

@@ -1,0 +1,90 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/outage"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+)
+
+// pgOutageGrace is how long the health check's pings of PostgreSQL must
+// fail, with no answer between, before the relay says PostgreSQL cannot be
+// reached: a fast restart says nothing beyond its session's lines.
+const pgOutageGrace = 5 * time.Second
+
+// newPostgresOutages returns the outage log of the servers url names: the
+// health check's pings (every reachInterval, leader or standby, streaming
+// or not) tell it, so an outage is one warning when it begins and one
+// line when PostgreSQL answers again, however often the relay reconnects
+// meanwhile. The servers are named as host:port, never with the URL's
+// password. now is the clock; nil is time.Now.
+func newPostgresOutages(log *slog.Logger, url string, now func() time.Time) *outage.Tracker {
+	var hosts []string
+	cfg, perr := pgconn.ParseConfig(url) // New checked it
+	if perr == nil {
+		hosts = pgerr.Hosts(cfg)
+	}
+	return outage.New(outage.Config{
+		Grace: pgOutageGrace,
+		Now:   now,
+		Lost: func(o outage.Outage) {
+			if ce := new(pgconn.ConnectError); perr == nil && errors.As(o.Err, &ce) {
+				o.Err = pgerr.Connect(cfg, o.Err, "") // the server's address and user, with a hint
+			}
+			log.Warn("PostgreSQL cannot be reached; the relay reconnects when it is back. Check that the server is running, --postgres-url, pg_hba.conf and the network",
+				"hosts", hosts, "err", o.Err, "failing_for", o.Lasted.Round(100*time.Millisecond))
+		},
+		Back: func(o outage.Outage) {
+			log.Info("PostgreSQL is reachable again after "+o.Lasted.Round(100*time.Millisecond).String(), "hosts", hosts)
+		},
+	})
+}
+
+// reconnectLevel is the level of the line that says a session ended and
+// when the next begins: debug when PostgreSQL went away (its outage lines
+// say so once, not once per attempt), else warn.
+func (r *Relay) reconnectLevel(err error) slog.Level {
+	if r.pgOutages.Failing() || lostConnection(err) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}
+
+// lostConnection reports whether err says that PostgreSQL went away or
+// cannot be connected to: it is shutting down, a connection could not be
+// opened, or one broke. A network error of Kafka's (the exactly-once
+// producer's start) counts too: Kafka's outage lines say the same once.
+func lostConnection(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, errShuttingDown), pgerr.ShuttingDown(err), errors.As(err, &ce), errors.As(err, &ne),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), pgconn.Timeout(err):
+		return true
+	}
+	return strings.Contains(err.Error(), "conn closed") // pgx's text for a connection that broke earlier
+}
+
+// pingedPostgres tells the outage log how the health check's ping of
+// PostgreSQL went.
+func (r *Relay) pingedPostgres(ctx context.Context, err error) {
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		r.pgOutages.Failed("", err)
+	default:
+		r.pgOutages.Succeeded()
+	}
+}
