@@ -14,10 +14,10 @@ import (
 // TestClaimBesidePausedRows: beside many PAUSED rows of a paused topic
 // and a key held by a DEAD row with many WAITING rows behind it, a claim
 // takes the one due FAILED row elsewhere. It reports how long the claim
-// took and its plan. CDC_RELAY_CLAIM_PAUSED and CDC_RELAY_CLAIM_WAITING
+// took and its plan. CDC_RELAY_TEST_CLAIM_PAUSED and CDC_RELAY_TEST_CLAIM_WAITING
 // set how many rows each group has (20,000 unless set).
 func TestClaimBesidePausedRows(t *testing.T) {
-	paused, waiting := envCount(t, "CDC_RELAY_CLAIM_PAUSED"), envCount(t, "CDC_RELAY_CLAIM_WAITING")
+	paused, waiting := envCount(t, "CDC_RELAY_TEST_CLAIM_PAUSED"), envCount(t, "CDC_RELAY_TEST_CLAIM_WAITING")
 	_, pool := claimTestStore(t)
 	ctx := context.Background()
 	store := NewStore(pool, "public", "outbox_delivery", Pauses("public", migrations.PauseTable, "s1"))

@@ -16,6 +16,11 @@ import (
 // envPrefix begins every environment variable the relay reads.
 const envPrefix = "CDC_RELAY_"
 
+// testEnvPrefix begins the variables of the repository's own tests
+// (CDC_RELAY_TEST_KAFKA=apache, say), which a developer may keep exported:
+// no command reads them, and none is warned about.
+const testEnvPrefix = envPrefix + "TEST_"
+
 // otherEnv are the CDC_RELAY_ variables read other than as a flag: the
 // Kafka SASL password, and the PostgreSQL that `demo` runs (the one its
 // throwaway cluster's binaries come from, and where they are cached).
@@ -59,7 +64,7 @@ func unknownEnv(environ []string, known []string) []string {
 	var warnings []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, envPrefix) || slices.Contains(known, name) {
+		if !strings.HasPrefix(name, envPrefix) || strings.HasPrefix(name, testEnvPrefix) || slices.Contains(known, name) {
 			continue
 		}
 		w := fmt.Sprintf("unknown environment variable %s: no flag reads it", name)

@@ -21,7 +21,9 @@ func TestUnknownEnv(t *testing.T) {
 		{env: "CDC_RELAY_KAFKA_SASL_PASSWORD=secret"},
 		{env: "CDC_RELAY_POSTGRES_URL_FILE=/run/secrets/pg"},
 		{env: "CDC_RELAY_ADMIN_TOKEN=t"},
-		{env: "CDC_RELAY_TEST_PG=15"}, // demo's PostgreSQL
+		{env: "CDC_RELAY_TEST_PG=15"},        // demo's PostgreSQL
+		{env: "CDC_RELAY_TEST_KAFKA=apache"}, // the repository's tests'
+		{env: "CDC_RELAY_TEST_CLAIM_WAITING=1000"},
 		{env: "PATH=/bin"},
 		{env: "CDC_RELAY_SLOTT=s", want: "unknown environment variable CDC_RELAY_SLOTT: no flag reads it; did you mean CDC_RELAY_SLOT?"},
 		{env: "CDC_RELAY_DELIVERY_MODE=exactly-once", want: "unknown environment variable CDC_RELAY_DELIVERY_MODE: no flag reads it; did you mean CDC_RELAY_DELIVERY?"},
