@@ -137,7 +137,7 @@ kafka:
   brokers:
     - k1:9092
     - k2:9092
-  compression: zstd
+  compression: ZSTD # any case, as the flag takes it
   batch_max_bytes: 4194304
 tables:
   - table: public.a

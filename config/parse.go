@@ -102,6 +102,7 @@ func readCompression(p *parser, e keyed, ctx string, k *Kafka) {
 	if !ok || v == "" {
 		return
 	}
+	v = strings.ToLower(strings.TrimSpace(v)) // as --kafka-compression takes it
 	if _, err := sink.ParseCompression(v); err != nil {
 		p.problem(e.line, "%scompression %q: want one of %s", ctx, v, strings.Join(sink.Compressions(), ", "))
 		return
