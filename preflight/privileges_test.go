@@ -14,6 +14,8 @@ func TestCheckPrivileges(t *testing.T) {
 		`CREATE ROLE partial`, `GRANT SELECT ON ledger TO partial`,
 		`CREATE ROLE writers`, `GRANT SELECT, INSERT, UPDATE ON ledger, notes TO writers`,
 		`CREATE ROLE member IN ROLE writers`,
+		`CREATE TABLE parked (id bigserial PRIMARY KEY)`,
+		`GRANT USAGE ON SEQUENCE parked_id_seq TO writers`,
 	} {
 		if _, err := conn.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -23,6 +25,8 @@ func TestCheckPrivileges(t *testing.T) {
 		{Table: `"public"."ledger"`, What: "the status table", Need: []string{"SELECT", "INSERT", "UPDATE"}},
 		{Table: `"public"."notes"`, What: "the checkpoint table", Need: []string{"SELECT", "UPDATE"}},
 		{Table: `"public"."nosuch"`, What: "the pause table", Need: []string{"SELECT"}},
+		{Table: `"public"."parked"`, What: "the sequence of the status table's id", SerialColumn: "id", Need: []string{"USAGE"}},
+		{Table: `"public"."nosuch"`, What: "a missing table's sequence", SerialColumn: "id", Need: []string{"USAGE"}},
 	}
 	for _, tc := range []struct {
 		role string
@@ -31,6 +35,7 @@ func TestCheckPrivileges(t *testing.T) {
 		{role: "partial", want: []string{
 			`"public"."ledger"||the relay's role lacks INSERT, UPDATE on it (the status table): grant it as an administrator (` + "`cdc-relay migrate --print-grants <role>`" + ` prints the SQL)`,
 			`"public"."notes"||the relay's role lacks SELECT, UPDATE on it (the checkpoint table): grant it as an administrator (` + "`cdc-relay migrate --print-grants <role>`" + ` prints the SQL)`,
+			`"public"."parked"||the relay's role lacks USAGE on it (the sequence of the status table's id): grant it as an administrator (` + "`cdc-relay migrate --print-grants <role>`" + ` prints the SQL)`,
 		}},
 		{role: "member"},
 	} {

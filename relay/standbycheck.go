@@ -102,12 +102,15 @@ func (r *runner) standbyProblem(ctx context.Context) string {
 }
 
 // relayPrivileges are the privileges every relay's role needs on the
-// relay's own tables, whatever its options: writing the status table and
-// the checkpoint table, reading the table of paused topics.
+// relay's own tables, whatever its options: writing the status table (and
+// numbering its rows) and the checkpoint table, reading the table of
+// paused topics.
 func relayPrivileges(cfg Config) []preflight.Privilege {
 	m := cfg.Migrations(0)
 	return []preflight.Privilege{
 		{Table: pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), What: "the status table", Need: []string{"SELECT", "INSERT", "UPDATE"}},
+		{Table: pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), What: "the sequence of the status table's id, which parking an event takes a number from",
+			SerialColumn: "id", Need: []string{"USAGE"}},
 		{Table: pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(), What: "the checkpoint table", Need: []string{"SELECT", "INSERT", "UPDATE"}},
 		{Table: migrations.PauseTableName(m), What: "the table of paused topics", Need: []string{"SELECT"}},
 	}
