@@ -178,6 +178,20 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	c.printMigrated(res, rc)
+	if createTopic {
+		return c.checkpointTopicCreate(ctx)
+	}
+	if c.brokers != "" {
+		fmt.Fprintf(c.stdout, "no checkpoint topic created: at-least-once delivery needs none (--delivery exactly-once creates it)\n")
+	}
+	return nil
+}
+
+// printMigrated says what Migrate did: the migrations applied, the
+// outbox table and the publication created or extended, the reset
+// triggers and the slot.
+func (c *MigrateCommand) printMigrated(res setup.Result, rc relay.Config) {
 	fmt.Fprintf(c.stdout, "migrated %s: applied %d migration(s)", redactURL(c.postgresURL), len(res.Applied))
 	if res.CreatedOutbox {
 		fmt.Fprintf(c.stdout, ", created table %s.%s", rc.Tables[0].Mapping.Schema, rc.Tables[0].Mapping.Table)
@@ -191,13 +205,6 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	fmt.Fprintln(c.stdout)
 	printResetTriggers(c.stdout, res.Resets)
 	c.printSlot(res, rc)
-	if createTopic {
-		return c.checkpointTopicCreate(ctx)
-	}
-	if c.brokers != "" {
-		fmt.Fprintf(c.stdout, "no checkpoint topic created: at-least-once delivery needs none (--delivery exactly-once creates it)\n")
-	}
-	return nil
 }
 
 // wantsCheckpointTopic reports whether migrate creates the checkpoint
