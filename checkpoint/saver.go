@@ -105,7 +105,9 @@ func (sv *Saver) loop(ctx context.Context) {
 		err := sv.Flush(sctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			sv.opts.Logger.Warn("could not save the checkpoint; PostgreSQL is not told of new positions until it is saved (retrying)", "err", err)
+			// A lost connection is at debug: the relay's outage lines say
+			// so once.
+			sv.opts.Logger.Log(ctx, pgerr.Level(err), "could not save the checkpoint; PostgreSQL is not told of new positions until it is saved (retrying)", "err", err)
 		}
 		return true
 	})

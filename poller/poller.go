@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -70,7 +71,7 @@ func (p *Poller) Run(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			p.cfg.Logger.Warn("parked events: could not claim or update rows; trying again", "err", err, "in", p.cfg.Interval)
+			p.cfg.Logger.Log(ctx, pgerr.Level(err), "parked events: could not claim or update rows; trying again", "err", err, "in", p.cfg.Interval)
 		}
 		if err != nil || n < p.cfg.Batch {
 			select {

@@ -158,7 +158,7 @@ func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 	o := s.order
 	return func(keys []status.Key) {
 		if err := o.release(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
-			s.log.Warn("could not release the keys of delivered events; their next events wait behind them", "keys", len(keys), "err", err)
+			s.log.Log(ctx, pgerr.Level(err), "could not release the keys of delivered events; their next events wait behind them", "keys", len(keys), "err", err)
 		}
 	}
 }
@@ -171,7 +171,7 @@ func (s *session) refreshPausedTopics(ctx context.Context) {
 		topics, err := s.failures.PausedTopics(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("could not read the paused topics; trying again", "err", err)
+				s.log.Log(ctx, pgerr.Level(err), "could not read the paused topics; trying again", "err", err)
 			}
 			return true
 		}

@@ -258,7 +258,7 @@ func (s *session) takePosition(pos topicPosition) error {
 			eo.CheckpointTopic, slot, pos.record.LSN, pos.walEnd)}
 	}
 	s.committed.LSN = pos.record.LSN
-	s.log.Info("exactly-once: last committed position read", "topic", eo.CheckpointTopic, "slot", slot, "at", pos.record.LSN, "stream", s.committed.Stream)
+	s.startLog().Info("exactly-once: last committed position read", "topic", eo.CheckpointTopic, "slot", slot, "at", pos.record.LSN, "stream", s.committed.Stream)
 	return nil
 }
 

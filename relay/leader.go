@@ -123,7 +123,6 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 				l.release()
 				return nil, fmt.Errorf("read the server's start time: %w", err)
 			}
-			log.Info("leadership acquired", "slot", slot)
 			return l, nil
 		}
 		if !warned {

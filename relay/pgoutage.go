@@ -3,11 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,8 +22,9 @@ const pgOutageGrace = 5 * time.Second
 // or not) tell it, so an outage is one warning when it begins and one
 // line when PostgreSQL answers again, however often the relay reconnects
 // meanwhile. The servers are named as host:port, never with the URL's
-// password. now is the clock; nil is time.Now.
-func newPostgresOutages(log *slog.Logger, url string, now func() time.Time) *outage.Tracker {
+// password. now is the clock; nil is time.Now. lost, if set, is called
+// after each lost line.
+func newPostgresOutages(log *slog.Logger, url string, now func() time.Time, lost func()) *outage.Tracker {
 	var hosts []string
 	cfg, perr := pgconn.ParseConfig(url) // New checked it
 	if perr == nil {
@@ -42,6 +39,9 @@ func newPostgresOutages(log *slog.Logger, url string, now func() time.Time) *out
 			}
 			log.Warn("PostgreSQL cannot be reached; the relay reconnects when it is back. Check that the server is running, --postgres-url, pg_hba.conf and the network",
 				"hosts", hosts, "err", o.Err, "failing_for", o.Lasted.Round(100*time.Millisecond))
+			if lost != nil {
+				lost()
+			}
 		},
 		Back: func(o outage.Outage) {
 			log.Info("PostgreSQL is reachable again after "+o.Lasted.Round(100*time.Millisecond).String(), "hosts", hosts)
@@ -60,21 +60,12 @@ func (r *Relay) reconnectLevel(err error) slog.Level {
 }
 
 // lostConnection reports whether err says that PostgreSQL went away or
-// cannot be connected to: it is shutting down, a connection could not be
-// opened, or one broke. A network error of Kafka's (the exactly-once
-// producer's start) counts too: Kafka's outage lines say the same once.
+// cannot be connected to: it is shutting down (the session stopped for
+// it), or the connection was lost ([pgerr.ConnectionLost]). A network
+// error of Kafka's (the exactly-once producer's start) counts too: Kafka's
+// outage lines say the same once.
 func lostConnection(err error) bool {
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, errShuttingDown), pgerr.ShuttingDown(err), errors.As(err, &ce), errors.As(err, &ne),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), pgconn.Timeout(err):
-		return true
-	}
-	return strings.Contains(err.Error(), "conn closed") // pgx's text for a connection that broke earlier
+	return errors.Is(err, errShuttingDown) || pgerr.ConnectionLost(err)
 }
 
 // pingedPostgres tells the outage log how the health check's ping of

@@ -43,7 +43,7 @@ func TestPostgresOutagesNameTheHostsNotThePassword(t *testing.T) {
 	var buf syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	now := time.Unix(0, 0)
-	tr := newPostgresOutages(log, "postgres://relay:s3cret@db.example:6543/app", func() time.Time { return now })
+	tr := newPostgresOutages(log, "postgres://relay:s3cret@db.example:6543/app", func() time.Time { return now }, nil)
 	tr.Failed("", errors.New("connection refused"))
 	now = now.Add(pgOutageGrace)
 	tr.Failed("", errors.New("connection refused"))

@@ -37,6 +37,8 @@ type Relay struct {
 	// pgOutages says once that PostgreSQL cannot be reached, and once
 	// that it is back (pgoutage.go).
 	pgOutages *outage.Tracker
+	// pgOutagesSaid counts the outages of PostgreSQL the log reported.
+	pgOutagesSaid atomic.Uint64
 }
 
 // New returns a relay for cfg, or the error that makes cfg unusable.
@@ -60,7 +62,8 @@ func New(cfg Config) (*Relay, error) {
 	if _, err := pgxpool.ParseConfig(cfg.PostgresURL); err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
-	r := &Relay{cfg: cfg, log: cfg.Logger, pgOutages: newPostgresOutages(cfg.Logger, cfg.PostgresURL, nil)}
+	r := &Relay{cfg: cfg, log: cfg.Logger}
+	r.pgOutages = newPostgresOutages(cfg.Logger, cfg.PostgresURL, nil, func() { r.pgOutagesSaid.Add(1) })
 	r.metrics = metrics.New(cfg.Version, r.snapshot)
 	return r, nil
 }
@@ -247,6 +250,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			backoff = time.Second
 		}
 		r.log.Log(ctx, r.reconnectLevel(err), "replication session ended; reconnecting", "err", err, "in", backoff)
+		rn.reconnect = r.reconnectAfter(rn.reconnect, err)
 		select {
 		case <-ctx.Done():
 			return nil

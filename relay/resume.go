@@ -41,7 +41,11 @@ type resumeDB interface {
 //
 // A slot it creates records its checkpoint row with the switch-over's
 // backlog it adopts, in one transaction (recordNewSlot).
-func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *checkpoint.Store, cfg Config, log *slog.Logger) (pglogrepl.LSN, error) {
+//
+// The lines every start logs (the slot found, resuming from its position
+// or from the row ahead of it) go to routine, the others to log: a reconnect after a lost connection
+// logs the routine ones at debug (reconnectlog.go).
+func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *checkpoint.Store, cfg Config, log, routine *slog.Logger) (pglogrepl.LSN, error) {
 	cp, haveStored, err := store.Load(ctx, cfg.Slot)
 	if err != nil {
 		return 0, err
@@ -60,7 +64,7 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 		return 0, err
 	}
 	start := slot.ConfirmedFlush
-	log.Info("replication slot found", "slot", cfg.Slot, "confirmed", start, "wal_retained", slot.Retained())
+	routine.Info("replication slot found", "slot", cfg.Slot, "confirmed", start, "wal_retained", slot.Retained())
 	switch {
 	case !haveStored:
 		log.Info("resuming from the slot's confirmed position (no checkpoint row yet)", "slot", cfg.Slot, "at", start)
@@ -81,11 +85,13 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 	case start > cp.LSN:
 		return 0, fatalError{&SlotGapError{Slot: cfg.Slot, Checkpoint: cp, SlotLSN: start}}
 	case cp.LSN > start:
-		log.Info("resuming from the checkpoint row, ahead of the slot's confirmed position (the slot lost its last confirmations)",
+		// Routine after a restart of PostgreSQL, which does not always
+		// persist the slot's last confirmations at shutdown.
+		routine.Info("resuming from the checkpoint row, ahead of the slot's confirmed position (the slot lost its last confirmations)",
 			"slot", cfg.Slot, "at", cp.LSN, "slot_confirmed", start)
 		start = cp.LSN
 	default:
-		log.Info("resuming from the slot's confirmed position", "slot", cfg.Slot, "at", start)
+		routine.Info("resuming from the slot's confirmed position", "slot", cfg.Slot, "at", start)
 	}
 	if err := store.Save(ctx, cfg.Slot, start); err != nil {
 		return 0, err

@@ -39,6 +39,9 @@ type runner struct {
 	eo                   eoState
 	checkpointTopicReady bool
 	orphans              orphans // of the last session that failed
+	// reconnect is what the next session logs of its start: set by Run
+	// when a session lost PostgreSQL (reconnectlog.go).
+	reconnect reconnect
 
 	closers []func() // what newRunner started, in order
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -46,6 +47,8 @@ type session struct {
 	stopped       atomic.Pointer[error] // why stop ended the session
 	shutdown      atomic.Bool           // the stream stopped for PostgreSQL's shutdown
 
+	reconnect reconnect // what the session logs of its start (reconnectlog.go)
+
 	failed   bool     // the session ended with an error (for end)
 	cleanups []func() // what the steps started, in order
 }
@@ -57,7 +60,8 @@ func (r *runner) session(ctx context.Context) (err error) {
 		return err
 	}
 	defer r.state.setRole(RoleStarting)
-	s := &session{runner: r}
+	s := &session{runner: r, reconnect: r.reconnect}
+	r.reconnect = reconnect{} // Run sets it again if this session loses PostgreSQL
 	defer func() { s.end(err != nil && ctx.Err() == nil) }()
 	if led, err := s.lead(ctx); !led {
 		return err // nil: stopped while waiting for leadership
@@ -95,7 +99,9 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 	stopChecks := func() {}
 	lock, err := lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
 		// Standing by works: the last session's error is history, and the
-		// start checks say whether a takeover would.
+		// start checks say whether a takeover would. A takeover later is
+		// no reconnect: its start-up lines are at info.
+		s.reconnect = reconnect{}
 		s.state.setRole(RoleStandby)
 		s.state.clearError()
 		stopChecks = s.checkWhileStandingBy(ctx)
@@ -105,6 +111,7 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	s.lock = lock
+	s.startLog().Info("leadership acquired", "slot", s.cfg.Slot)
 	s.onEnd(lock.release)
 	s.state.setRole(RoleLeader)
 	s.onEnd(func() {
@@ -143,7 +150,7 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 		}
 		s.onEnd(s.txSink.Close)
 	}
-	if s.start, err = resume(ctx, s.pool, s.repl, s.store, s.cfg, s.log); err != nil {
+	if s.start, err = resume(ctx, s.pool, s.repl, s.store, s.cfg, s.log, s.startLog()); err != nil {
 		return err
 	}
 	if err := s.failoverSlot(ctx); err != nil {
@@ -177,7 +184,7 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 	s.Relay.order.Store(o)
 	s.onEnd(func() { s.Relay.order.CompareAndSwap(o, nil) })
 	if len(held) > 0 || len(paused) > 0 {
-		s.log.Info("holding the events of keys behind parked events, and of paused topics", "keys", len(held), "paused_topics", paused)
+		s.startLog().Info("holding the events of keys behind parked events, and of paused topics", "keys", len(held), "paused_topics", paused)
 	}
 	return nil
 }
@@ -198,6 +205,7 @@ func (s *session) stream() error {
 		StopTimeout:    cfg.StopTimeout,
 		Timeout:        cfg.ReplicationTimeout,
 		Logger:         s.log,
+		StartedLevel:   s.startedLevel(),
 		BeforeFinalStatus: func(ctx context.Context) error {
 			if err := s.pipeline.delivery.commit(ctx); err != nil {
 				return err
@@ -210,6 +218,7 @@ func (s *session) stream() error {
 		OnStarted: func() {
 			s.state.streaming.Store(true)
 			s.state.clearError()
+			s.sayResumed()
 		},
 		OnConfirm: func(lsn pglogrepl.LSN) { s.state.confirmed.Store(uint64(lsn)) },
 	}, s.pipeline.handle)
@@ -235,9 +244,9 @@ func (s *session) finish(ctx context.Context, err error) error {
 	s.watch.refresh(saveCtx)
 	final, serr := s.saver.Close(saveCtx)
 	if serr != nil {
-		s.log.Warn("could not save the final checkpoint", "err", serr)
+		s.log.Log(ctx, pgerr.Level(serr), "could not save the final checkpoint", "err", serr)
 	}
-	s.log.Info("replication session ended", "checkpoint", final)
+	s.log.Log(ctx, s.endLevel(err), "replication session ended", "checkpoint", final)
 	if e := s.stopped.Load(); e != nil {
 		return *e
 	}
@@ -262,9 +271,12 @@ var errShuttingDown = errors.New("PostgreSQL is shutting down: the stream stoppe
 // or confirmed.
 func (s *session) stop(err error) {
 	if s.stopped.CompareAndSwap(nil, &err) {
-		if errors.Is(err, errRedo) {
+		switch {
+		case errors.Is(err, errRedo):
 			s.log.Warn("ending the session", "err", err)
-		} else {
+		case lostConnection(err):
+			s.log.Debug("stopping at once: the connection to PostgreSQL was lost; the relay reconnects", "err", err)
+		default:
 			s.log.Error("stopping at once", "err", err)
 		}
 		s.cancelProduce()

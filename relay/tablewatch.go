@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
@@ -103,7 +104,7 @@ func (w *tableWatch) start(every time.Duration) (stop func()) {
 					return false
 				}
 				if ctx.Err() == nil {
-					w.log.Warn("could not check that the outbox table is in the publication; confirmation waits for the next check",
+					w.log.Log(ctx, pgerr.Level(err), "could not check that the outbox table is in the publication; confirmation waits for the next check",
 						"vouched", w.Vouched(), "err", err)
 				}
 			}
@@ -123,7 +124,7 @@ func (w *tableWatch) refresh(ctx context.Context) {
 		return
 	}
 	if err := w.check(ctx); err != nil && w.Err() == nil {
-		w.log.Warn("could not check that the outbox table is in the publication before the final confirmation", "err", err)
+		w.log.Log(ctx, pgerr.Level(err), "could not check that the outbox table is in the publication before the final confirmation", "err", err)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 )
 
 // Tracker is what the stream needs of the checkpoint tracker
@@ -79,6 +81,10 @@ type Options struct {
 	Pause Pauser
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// StartedLevel is the level of the line that says the stream started;
+	// the zero value is info. A caller that says otherwise that streaming
+	// resumed (a reconnect after PostgreSQL went away) lowers it to debug.
+	StartedLevel slog.Level
 	// OnStarted, if set, is called once the server has started streaming.
 	OnStarted func()
 	// OnConfirm, if set, is called after each standby status update with
@@ -145,7 +151,7 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	if err != nil {
 		return fmt.Errorf("start replication on slot %q: %w%s", opts.Slot, err, hint(err))
 	}
-	opts.Logger.Info("replication started", "slot", opts.Slot, "publication", opts.Publication, "from", opts.Start)
+	opts.Logger.Log(ctx, opts.StartedLevel, "replication started", "slot", opts.Slot, "publication", opts.Publication, "from", opts.Start)
 	if opts.OnStarted != nil {
 		opts.OnStarted()
 	}
@@ -204,7 +210,7 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 		if opts.BeforeFinalStatus != nil {
 			fctx, cancel := context.WithTimeout(context.Background(), endCopyTimeout)
 			if err := opts.BeforeFinalStatus(fctx); err != nil {
-				opts.Logger.Warn("stop: could not save the final position; the next start may send some events again", "err", err)
+				opts.Logger.Log(fctx, pgerr.Level(err), "stop: could not save the final position; the next start may send some events again", "err", err)
 			}
 			cancel()
 		}
@@ -229,7 +235,7 @@ func (s *streamer) endCopy() {
 	_ = s.c.pg.Conn().SetReadDeadline(time.Now().Add(endCopyTimeout))
 	_ = s.c.pg.Conn().SetWriteDeadline(time.Now().Add(endCopyTimeout))
 	if _, err := pglogrepl.SendStandbyCopyDone(context.Background(), s.c.pg); err != nil {
-		s.opts.Logger.Warn("stop: the server did not confirm the end of the stream; the next start may send some events again", "err", err)
+		s.opts.Logger.Log(context.Background(), pgerr.Level(err), "stop: the server did not confirm the end of the stream; the next start may send some events again", "err", err)
 	}
 }
 

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 )
 
@@ -108,6 +111,9 @@ type Cleaner struct {
 	looked    bool
 	outboxSQL string
 	outboxArg func(time.Time) any
+	// announced is set once Run said whether retention is on: a Cleaner
+	// run again (the relay's next session) does not say it again.
+	announced atomic.Bool
 }
 
 // New returns a cleaner. It does no I/O: the outbox table's timestamp
@@ -285,14 +291,21 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, arg func(tim
 // Run runs a cleanup at once and then Config.Interval after the end of
 // each, until ctx ends. It logs one line for each cleanup that deleted
 // rows, and each error, and goes on. With both retentions zero it returns
-// at once.
+// at once. The first Run of a Cleaner says whether retention is on.
 func (c *Cleaner) Run(ctx context.Context) {
 	log := c.cfg.Logger
+	say := c.announced.CompareAndSwap(false, true)
 	if c.cfg.Outbox <= 0 && c.cfg.Status <= 0 {
-		log.Info("retention off: outbox and status rows are kept")
+		if say {
+			log.Info("retention off: outbox and status rows are kept")
+		}
 		return
 	}
-	log.Info("retention on", "outbox", durationOrKept(c.cfg.Outbox), "status", durationOrKept(c.cfg.Status),
+	level := slog.LevelInfo
+	if !say {
+		level = slog.LevelDebug
+	}
+	log.Log(ctx, level, "retention on", "outbox", durationOrKept(c.cfg.Outbox), "status", durationOrKept(c.cfg.Status),
 		"every", c.cfg.Interval, "batch_rows", c.cfg.BatchRows)
 	tick.Every(ctx, c.cfg.Interval, func(ctx context.Context) bool {
 		res, err := c.RunOnce(ctx)
@@ -308,7 +321,7 @@ func (c *Cleaner) Run(ctx context.Context) {
 			return false
 		}
 		if err != nil {
-			log.Warn("retention cleanup failed; trying again", "err", err, "in", c.cfg.Interval)
+			log.Log(ctx, pgerr.Level(err), "retention cleanup failed; trying again", "err", err, "in", c.cfg.Interval)
 		}
 		return true
 	}, tick.Now(), tick.FromEnd())

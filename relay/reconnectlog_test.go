@@ -1,0 +1,78 @@
+package relay
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
+)
+
+// TestInfoAsDebug: the start-up lines of a reconnect are at debug, its
+// warnings stay warnings, and nothing they say is lost.
+func TestInfoAsDebug(t *testing.T) {
+	var buf syncbuf.Buffer
+	log := slog.New(infoAsDebug{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})}).With("slot", "s")
+	log.Info("replication slot found", "confirmed", "0/1")
+	log.Warn("the slot is ahead of the relay's checkpoint")
+	out := buf.String()
+	for _, want := range []string{`level=DEBUG msg="replication slot found" slot=s confirmed=0/1`, `level=WARN msg="the slot is ahead of the relay's checkpoint" slot=s`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	var infoBuf syncbuf.Buffer
+	quiet := slog.New(infoAsDebug{slog.NewTextHandler(&infoBuf, nil)})
+	quiet.Info("replication started")
+	if infoBuf.String() != "" {
+		t.Errorf("an info line passed at debug reached an info handler: %s", infoBuf.String())
+	}
+}
+
+// TestReconnectAfter: a lost connection makes the next sessions' start
+// quiet, keeping the first loss's cause and outage count however often
+// the reconnect fails; any other end makes it loud again.
+func TestReconnectAfter(t *testing.T) {
+	r := &Relay{pgOutages: newPostgresOutages(slog.New(slog.DiscardHandler), "postgres://h/db", nil, nil)}
+	lost := &pgconn.PgError{Code: "57P01"}
+	rc := r.reconnectAfter(reconnect{}, lost)
+	if !rc.quiet || rc.err != lost || rc.outages != 0 {
+		t.Fatalf("after a lost connection: %+v, want quiet, its error, 0 outages", rc)
+	}
+	r.pgOutagesSaid.Add(1)
+	if again := r.reconnectAfter(rc, errors.New("conn closed")); again != rc {
+		t.Errorf("a failed reconnect changed %+v to %+v", rc, again)
+	}
+	if loud := r.reconnectAfter(rc, &pgconn.PgError{Code: "42501"}); loud.quiet {
+		t.Errorf("after a permission error: %+v, want the start-up lines at info", loud)
+	}
+}
+
+// TestSayResumed: after a lost connection, the stream's start says once
+// at info that replication resumed, unless the outage lines spoke since.
+func TestSayResumed(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		rc       reconnect
+		outages  uint64
+		wantLine bool
+	}{
+		{"first start", reconnect{}, 0, false},
+		{"after a blip", reconnect{quiet: true, err: errShuttingDown}, 0, true},
+		{"after an outage the log reported", reconnect{quiet: true, err: errShuttingDown}, 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf syncbuf.Buffer
+			r := &Relay{log: slog.New(slog.NewTextHandler(&buf, nil))}
+			r.pgOutagesSaid.Store(tt.outages)
+			s := &session{runner: &runner{Relay: r}, reconnect: tt.rc}
+			s.sayResumed()
+			if got := strings.Contains(buf.String(), "level=INFO msg=\"replication resumed"); got != tt.wantLine {
+				t.Errorf("a resumed line: %v, want %v:\n%s", got, tt.wantLine, buf.String())
+			}
+		})
+	}
+}
