@@ -354,12 +354,13 @@ func (o *order) holdRow(k status.Key) (undo func()) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[k.Topic][k.Key]
-	if h != nil && h.parked && !h.deferred {
+	if h != nil && h.parked {
+		// Held already; a deferred key (exactly-once's redo) is held from
+		// its parked event on, and its earlier events go before it.
 		return func() {}
 	}
 	h = o.entryLocked(k.Topic, k.Key, 0, "")
-	wasParked, wasDeferred := h.parked, h.deferred
-	h.parked, h.deferred = true, false
+	h.parked = true
 	h.gen++
 	gen := h.gen
 	return func() {
@@ -368,8 +369,8 @@ func (o *order) holdRow(k status.Key) (undo func()) {
 		if o.keys[k.Topic][k.Key] != h || h.gen != gen || h.parking > 0 {
 			return // held again since
 		}
-		h.parked, h.deferred = wasParked, wasDeferred
-		if !h.parked && h.alone <= 0 {
+		h.parked = false
+		if h.alone <= 0 {
 			o.deleteLocked(k.Topic, k.Key)
 		}
 	}
@@ -391,12 +392,12 @@ func (o *order) holdRows(keys []status.Key) []status.Key {
 	return held
 }
 
-// rowHeld reports whether k is held as parked.
+// rowHeld reports whether k is held as parked (a deferred key too).
 func (o *order) rowHeld(k status.Key) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[k.Topic][k.Key]
-	return h != nil && h.parked && !h.deferred
+	return h != nil && h.parked
 }
 
 // generations returns the park generation of each key, or one no hold has

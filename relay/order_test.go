@@ -519,7 +519,8 @@ func TestExactlyOnceParksBesideABreak(t *testing.T) {
 // TestOrderHoldRow: a row the relay did not park (a corrected topic, a
 // claimed row) holds its key's next events until released; the undo of a
 // change that did not commit lets them pass again, but not once the key
-// was parked since, nor a key held before; keys not ordered hold nothing.
+// was parked since, nor a key held before; a key exactly-once's redo holds
+// from its parked event on stays so; keys not ordered hold nothing.
 func TestOrderHoldRow(t *testing.T) {
 	k := status.Key{Topic: "fixed", Key: "k"}
 	ev := &decoder.Event{ID: []byte("x"), Topic: "fixed", Key: []byte("k")}
@@ -537,6 +538,9 @@ func TestOrderHoldRow(t *testing.T) {
 			between: func(o *order) { o.endPark(o.beginPark(ev, 7, false), true) }, want: holdWaiting},
 		{name: "undone, the key held before", byKey: true, undo: true,
 			before: func(o *order) { o.rebuild([]status.Key{k}, nil, nil) }, want: holdWaiting},
+		{name: "a deferred key stays deferred", byKey: true, before: func(o *order) {
+			o.rebuild([]status.Key{k}, nil, map[status.Key]eventKey{k: {commit: 1, id: "p", topic: "fixed"}})
+		}, want: pass},
 		{name: "keys not ordered", want: pass},
 	}
 	for _, tt := range tests {
