@@ -181,9 +181,9 @@ func errorStatus(err error) int {
 	switch {
 	case errors.Is(err, status.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, status.ErrTopicRefused):
+	case errors.Is(err, status.ErrTopicRefused), errors.Is(err, status.ErrTopicKept):
 		return http.StatusBadRequest
-	case errors.Is(err, status.ErrDelivered), errors.Is(err, status.ErrHeld):
+	case errors.Is(err, status.ErrDelivered), errors.Is(err, status.ErrHeld), errors.Is(err, status.ErrTopicTaken):
 		return http.StatusConflict
 	case errors.Is(err, relay.ErrNotConnected):
 		return http.StatusServiceUnavailable

@@ -55,8 +55,13 @@ func (f *fakeRelay) Failed(_ context.Context, opts status.ListOptions) ([]status
 	return f.rows, nil
 }
 func (f *fakeRelay) Retry(_ context.Context, opts status.RetryOptions) ([]status.Change, error) {
-	if strings.HasPrefix(opts.Topic, "_") {
+	switch {
+	case strings.HasPrefix(opts.Topic, "_"):
 		return nil, fmt.Errorf("%w: not allowed", status.ErrTopicRefused)
+	case opts.Topic == "kept":
+		return nil, fmt.Errorf("%w: id 7 is already for topic %q", status.ErrTopicKept, opts.Topic)
+	case opts.Topic == "taken":
+		return nil, fmt.Errorf("%w: id 7: its event has a row for topic %q already", status.ErrTopicTaken, opts.Topic)
 	}
 	f.topic = opts.Topic
 	var out []status.Change
@@ -208,9 +213,9 @@ func TestEndpoints(t *testing.T) {
 		!strings.Contains(body, `"topic": "orders.fixed"`) {
 		t.Errorf("POST /failed/7/retry?topic=orders.fixed: %d %s, retried to %q", code, body, f.topic)
 	}
-	for _, q := range []string{"?topic=", "?topic=__consumer_offsets"} {
-		if code, body := do(t, ts, "POST", "/failed/7/retry"+q, ""); code != http.StatusBadRequest {
-			t.Errorf("POST /failed/7/retry%s: %d %s, want 400", q, code, body)
+	for q, want := range map[string]int{"?topic=": 400, "?topic=__consumer_offsets": 400, "?topic=kept": 400, "?topic=taken": 409} {
+		if code, body := do(t, ts, "POST", "/failed/7/retry"+q, ""); code != want {
+			t.Errorf("POST /failed/7/retry%s: %d %s, want %d", q, code, body, want)
 		}
 	}
 }
@@ -333,6 +338,9 @@ func TestErrorStatus(t *testing.T) {
 		{fmt.Errorf("event 7: %w", status.ErrNotFound), http.StatusNotFound},
 		{fmt.Errorf("event 7: %w", status.ErrDelivered), http.StatusConflict},
 		{fmt.Errorf("event 7 is WAITING: %w event 3", status.ErrHeld), http.StatusConflict},
+		{fmt.Errorf("retry: %w: not a topic", status.ErrTopicRefused), http.StatusBadRequest},
+		{fmt.Errorf("retry: %w: id 7 is already for topic \"t\"", status.ErrTopicKept), http.StatusBadRequest},
+		{fmt.Errorf("retry: %w: id 7 has a row for topic \"t\" already", status.ErrTopicTaken), http.StatusConflict},
 		{relay.ErrNotConnected, http.StatusServiceUnavailable},
 		{errors.New("connection refused"), http.StatusInternalServerError},
 	} {

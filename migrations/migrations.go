@@ -181,6 +181,7 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_literal}}", quoteLiteral(pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()),
 		"{{status_state_check_literal}}", quoteLiteral(cfg.StatusTable + "_state_check"),
 		"{{status_order_index}}", pgx.Identifier{cfg.StatusTable + "_order_idx"}.Sanitize(),
+		"{{status_corrected_index}}", pgx.Identifier{cfg.StatusTable + "_corrected_idx"}.Sanitize(),
 		"{{paused_topics}}", PauseTableName(cfg),
 	}
 	tag := "$fn$"

@@ -42,6 +42,12 @@ type Config struct {
 	// Hold, if set, is called before each claim and blocks while the relay
 	// is paused (an error, ctx's, ends Run).
 	Hold func(ctx context.Context) error
+	// Claimed, if set, is called with the key of each ordered row of a
+	// claim (each key once; rows without a key and reload rows have none)
+	// before any of them is produced: the relay holds those keys that it
+	// does not hold already (a row whose topic was corrected), so that
+	// their later events wait behind the rows until Delivered.
+	Claimed func(keys []status.Key)
 	// Delivered, if set, is called after each claim's outcomes are
 	// committed, with the key of each row it delivered (each key once;
 	// rows without a key and reload rows have none): the relay unblocks

@@ -11,7 +11,8 @@
 // A key's claimed rows are produced one after another, in commit order:
 // the next only after Kafka acknowledged the one before; a key whose row
 // fails stops there for this claim, and that row is its key's head.
-// Config.Delivered hears of the keys delivered once their rows say so.
+// Config.Claimed hears of the claimed keys before any row is produced,
+// and Config.Delivered of the keys delivered once their rows say so.
 //
 // It runs beside the stream, on the leader only, and never holds the
 // checkpoint back: a parked event was already passed by the checkpoint when

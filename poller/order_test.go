@@ -120,3 +120,27 @@ func TestDeliverInOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimedBeforeProduce: Claimed hears of the key of each ordered row
+// of a claim once, before any row is produced, even of a key whose row is
+// then refused; rows without a key and reload rows have none.
+func TestClaimedBeforeProduce(t *testing.T) {
+	rows := []status.Row{
+		{ID: 1, Topic: "fixed", Key: []byte("a"), Value: []byte("a1")}, {ID: 2, Topic: "fixed", Value: []byte("n1")},
+		{ID: 3, Topic: "fixed", Key: []byte("a"), Value: []byte("a2")}, {ID: 4, Topic: "fixed", Key: []byte("b"), Value: []byte("b1")},
+		{ID: 5, Topic: "fixed", Key: []byte("r"), Value: []byte("r1"), Reload: true},
+	}
+	prod := &roundsProducer{refuse: map[string]error{"b1": kerr.MessageTooLarge}}
+	var claimed []status.Key
+	producedBefore := -1
+	cfg := DefaultConfig()
+	cfg.Load = func(_ context.Context, row status.Row) (status.Row, error) { return row, nil }
+	cfg.Claimed = func(k []status.Key) { claimed, producedBefore = append(claimed, k...), len(prod.calls) }
+	if _, err := New(&fakeStore{rows: rows}, prod, cfg).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []status.Key{{Topic: "fixed", Key: "a"}, {Topic: "fixed", Key: "b"}}
+	if !slices.Equal(claimed, want) || producedBefore != 0 {
+		t.Fatalf("Claimed heard %v after %d produce calls; want %v before any", claimed, producedBefore, want)
+	}
+}

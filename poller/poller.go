@@ -115,6 +115,7 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outcome, []status.Key) {
 	errs := make([]error, len(rows))
 	loaded := p.load(ctx, rows, errs)
+	p.holdClaimed(rows)
 	tried := p.produceInOrder(ctx, rows, loaded, errs)
 
 	var out []status.Outcome
@@ -144,6 +145,23 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outco
 		p.cfg.Logger.Info("parked events tried again", "delivered", n.delivered, "failed", n.failed, "dead", n.dead)
 	}
 	return out, keys
+}
+
+// holdClaimed calls Config.Claimed with the keys of the ordered rows,
+// each once.
+func (p *Poller) holdClaimed(rows []status.Row) {
+	if p.cfg.Claimed == nil {
+		return
+	}
+	var keys []status.Key
+	for _, g := range groupByKey(rows) {
+		if row := rows[g[0]]; row.Key != nil && !row.Reload {
+			keys = append(keys, status.Key{Topic: row.Topic, Key: string(row.Key)})
+		}
+	}
+	if len(keys) > 0 {
+		p.cfg.Claimed(keys)
+	}
 }
 
 // tally counts a claim's outcomes.

@@ -143,6 +143,7 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	pc.Metrics = s.metrics
 	pc.Hold = s.pause.WaitResumed
 	pc.Load = s.loader.load
+	pc.Claimed = s.holdClaimed
 	pc.Delivered = s.releaseKeys(ctx)
 	if pc.CheckTopic == nil {
 		// Validated with the mapping in New: the same topics as the stream.
@@ -163,19 +164,63 @@ func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 	}
 }
 
-// refreshPausedTopics reads the paused topics every status interval, so
-// that a pause written by another process (`cdc-relay pause --topic`, or
-// a relay on standby) takes effect, until ctx ends.
+// holdClaimed is the poller's Claimed: the keys of the rows it is about
+// to produce are held, those not held yet (a row whose topic was
+// corrected) from now until their rows are delivered.
+func (s *session) holdClaimed(keys []status.Key) {
+	if held := s.order.holdRows(keys); len(held) > 0 {
+		s.log.Debug("holding the keys of claimed events that were not held", "keys", len(held))
+	}
+}
+
+// refreshPausedTopics reads, every status interval until ctx ends, the
+// paused topics, so that a pause written by another process (`cdc-relay
+// pause --topic`, or a relay on standby) takes effect, and the keys of
+// the held rows whose topic was corrected, so that a correction made by
+// another process (`cdc-relay failed retry --topic`) holds the later
+// events of its key behind the row.
 func (s *session) refreshPausedTopics(ctx context.Context) {
 	tick.Every(ctx, s.cfg.StatusInterval, func(ctx context.Context) bool {
-		topics, err := s.failures.PausedTopics(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Log(ctx, pgerr.Level(err), "could not read the paused topics; trying again", "err", err)
-			}
-			return true
-		}
-		s.order.setPaused(topics)
+		s.refreshPaused(ctx)
+		s.refreshCorrected(ctx)
 		return true
 	})
+}
+
+// refreshPaused makes the paused topics those of the pause table.
+func (s *session) refreshPaused(ctx context.Context) {
+	topics, err := s.failures.PausedTopics(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Log(ctx, pgerr.Level(err), "could not read the paused topics; trying again", "err", err)
+		}
+		return
+	}
+	s.order.setPaused(topics)
+}
+
+// refreshCorrected holds the keys of the held rows whose topic was
+// corrected that are not held yet.
+func (s *session) refreshCorrected(ctx context.Context) {
+	if !s.order.ordersKeys() {
+		return
+	}
+	keys, err := s.failures.CorrectedHeldKeys(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Log(ctx, pgerr.Level(err), "could not read the keys of corrected events; trying again", "err", err)
+		}
+		return
+	}
+	held := s.order.holdRows(keys)
+	if len(held) == 0 {
+		return
+	}
+	// A row read as held may have been delivered, and its key released,
+	// since: asked again now that the keys are held, the store says which
+	// rows are gone, and their keys are released.
+	if err := s.order.release(ctx, s.failures, held); err != nil && ctx.Err() == nil {
+		s.log.Log(ctx, pgerr.Level(err), "could not check the keys of corrected events; their next events wait behind them", "keys", len(held), "err", err)
+	}
+	s.log.Info("events whose topic was corrected hold the later events of their keys", "keys", len(held))
 }

@@ -109,6 +109,9 @@ func (o *order) rebuild(held []status.Key, paused []string, deferred map[status.
 	o.setPausedLocked(paused)
 }
 
+// ordersKeys reports whether o holds keys (Config.Ordering is key).
+func (o *order) ordersKeys() bool { return o != nil && o.byKey }
+
 // holding reports whether a key is held or a topic paused.
 func (o *order) holding() bool { return o != nil && o.any.Load() }
 
@@ -336,6 +339,65 @@ func (o *order) release(ctx context.Context, store heldStore, keys []status.Key)
 		}
 	}
 	return nil
+}
+
+// holdRow holds k as parked, as a held row of it now is (or is about to
+// be) in the status table that the relay did not park itself: a row whose
+// topic was corrected, or one the poller claims. It returns what undoes
+// the hold if the row is not there after all (its change did not commit);
+// the undo does nothing once the key was held otherwise. Keys that are
+// not held (keys not ordered) hold nothing.
+func (o *order) holdRow(k status.Key) (undo func()) {
+	if o == nil || !o.byKey {
+		return func() {}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h := o.keys[k.Topic][k.Key]
+	if h != nil && h.parked {
+		// Held already; a deferred key (exactly-once's redo) is held from
+		// its parked event on, and its earlier events go before it.
+		return func() {}
+	}
+	h = o.entryLocked(k.Topic, k.Key, 0, "")
+	h.parked = true
+	h.gen++
+	gen := h.gen
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.keys[k.Topic][k.Key] != h || h.gen != gen || h.parking > 0 {
+			return // held again since
+		}
+		h.parked = false
+		if h.alone <= 0 {
+			o.deleteLocked(k.Topic, k.Key)
+		}
+	}
+}
+
+// holdRows holds each of keys that is not held (holdRow), and returns
+// those it held.
+func (o *order) holdRows(keys []status.Key) []status.Key {
+	if o == nil || !o.byKey {
+		return nil
+	}
+	var held []status.Key
+	for _, k := range keys {
+		if !o.rowHeld(k) {
+			o.holdRow(k)
+			held = append(held, k)
+		}
+	}
+	return held
+}
+
+// rowHeld reports whether k is held as parked (a deferred key too).
+func (o *order) rowHeld(k status.Key) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h := o.keys[k.Topic][k.Key]
+	return h != nil && h.parked
 }
 
 // generations returns the park generation of each key, or one no hold has

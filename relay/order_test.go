@@ -515,3 +515,74 @@ func TestExactlyOnceParksBesideABreak(t *testing.T) {
 		t.Fatalf("parked %s, want big1 and big2 FAILED and e WAITING", got)
 	}
 }
+
+// TestOrderHoldRow: a row the relay did not park (a corrected topic, a
+// claimed row) holds its key's next events until released; the undo of a
+// change that did not commit lets them pass again, but not once the key
+// was parked since, nor a key held before; a key exactly-once's redo holds
+// from its parked event on stays so; keys not ordered hold nothing.
+func TestOrderHoldRow(t *testing.T) {
+	k := status.Key{Topic: "fixed", Key: "k"}
+	ev := &decoder.Event{ID: []byte("x"), Topic: "fixed", Key: []byte("k")}
+	tests := []struct {
+		name    string
+		byKey   bool
+		before  func(o *order) // before the hold
+		between func(o *order) // between the hold and its undo
+		undo    bool
+		want    verdict // of the key's next event, at the end
+	}{
+		{name: "held", byKey: true, want: holdWaiting},
+		{name: "undone", byKey: true, undo: true, want: pass},
+		{name: "undone after a park of the key", byKey: true, undo: true,
+			between: func(o *order) { o.endPark(o.beginPark(ev, 7, false), true) }, want: holdWaiting},
+		{name: "undone, the key held before", byKey: true, undo: true,
+			before: func(o *order) { o.rebuild([]status.Key{k}, nil, nil) }, want: holdWaiting},
+		{name: "a deferred key stays deferred", byKey: true, before: func(o *order) {
+			o.rebuild([]status.Key{k}, nil, map[status.Key]eventKey{k: {commit: 1, id: "p", topic: "fixed"}})
+		}, want: pass},
+		{name: "keys not ordered", want: pass},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOrder(tt.byKey, slog.New(slog.DiscardHandler))
+			if tt.before != nil {
+				tt.before(o)
+			}
+			undo := o.holdRow(k)
+			if tt.between != nil {
+				tt.between(o)
+			}
+			if tt.undo {
+				undo()
+			}
+			if v, _ := o.check(ev, 9); v != tt.want {
+				t.Fatalf("the key's next event: %v, want %v", v, tt.want)
+			}
+		})
+	}
+}
+
+// TestOrderHoldRowsReleased: holdRows returns only the keys it held, and
+// the poller's Delivered releases them once their rows are gone.
+func TestOrderHoldRowsReleased(t *testing.T) {
+	a, b := status.Key{Topic: "fixed", Key: "a"}, status.Key{Topic: "fixed", Key: "b"}
+	o := newOrder(true, slog.New(slog.DiscardHandler))
+	o.rebuild([]status.Key{a}, nil, nil)
+	if held := o.holdRows([]status.Key{a, b}); !slices.Equal(held, []status.Key{b}) {
+		t.Fatalf("holdRows held %v, want only b (a was held)", held)
+	}
+	if held := o.holdRows([]status.Key{b}); len(held) != 0 {
+		t.Fatalf("holdRows held %v again", held)
+	}
+	evB := &decoder.Event{ID: []byte("y"), Topic: "fixed", Key: []byte("b")}
+	if v, _ := o.check(evB, 3); v != holdWaiting {
+		t.Fatalf("b's next event: %v, want it waiting", v)
+	}
+	if err := o.release(context.Background(), &fakeStore{}, []status.Key{b}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := o.check(evB, 4); v != pass {
+		t.Fatalf("b's next event after its row was delivered: %v, want pass", v)
+	}
+}

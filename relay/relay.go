@@ -186,7 +186,9 @@ func (r *Relay) Failed(ctx context.Context, opts status.ListOptions) ([]status.R
 // Retry makes parked events due at once (see status.Store.Retry). A new
 // topic (opts.Topic) must pass the check the poller applies to every topic
 // (decoder.Mapping.TopicCheck: a legal name that --allowed-topics
-// allows), else the error is status.ErrTopicRefused.
+// allows), else the error is status.ErrTopicRefused. The running
+// relay holds the row's key in its new topic before the change commits:
+// no later event of the key in that topic goes ahead of the row.
 func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.Change, error) {
 	s := r.failures.Load()
 	if s == nil {
@@ -200,8 +202,16 @@ func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.C
 		if err := check(opts.Topic); err != nil {
 			return nil, fmt.Errorf("%w: %w", status.ErrTopicRefused, err)
 		}
+		opts.Hold = r.holdCorrected
 	}
 	return s.Retry(ctx, opts)
+}
+
+// holdCorrected holds k, the new topic and key of a row whose topic is
+// being corrected, in the streaming session's order; a relay that does not
+// stream holds nothing (its next session reads the held keys).
+func (r *Relay) holdCorrected(k status.Key) func() {
+	return r.order.Load().holdRow(k)
 }
 
 // Run runs the relay until ctx is done (a clean stop: the current

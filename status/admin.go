@@ -37,6 +37,17 @@ var ErrDelivered = errors.New("already delivered")
 // (the caller's check). Test for it with errors.Is.
 var ErrTopicRefused = errors.New("refused as a topic")
 
+// ErrTopicTaken means Retry was given a new topic for an event that has a
+// row for that topic already (an event routed to several topics): retry or
+// purge that row instead. Test for it with errors.Is.
+var ErrTopicTaken = errors.New("topic taken")
+
+// ErrTopicKept means Retry was given a new topic for a row whose topic
+// cannot or need not change: a reload row (sent as its outbox row is now:
+// correct the outbox row), or a row already for that topic (retry it
+// without a topic). Test for it with errors.Is.
+var ErrTopicKept = errors.New("topic not changed")
+
 // ListOptions says which rows List returns.
 type ListOptions struct {
 	// Status keeps the rows in this state (Failed, Delivered, Dead,
@@ -133,6 +144,12 @@ type RetryOptions struct {
 	// that Topic is a legal Kafka topic name; the caller checks that the
 	// relay allows it (decoder.Mapping.TopicCheck).
 	Topic string
+	// Hold, with Topic, is called inside the change's transaction, before
+	// it commits, with the row's new topic and key when the row is ordered
+	// (it has a key and is not a reload row): the running relay holds the
+	// key's later events behind the row from then on. The function it
+	// returns is called if the change then fails to commit.
+	Hold func(Key) (undo func())
 }
 
 // Retry puts rows back to FAILED with attempts 0 and next_attempt_at and

@@ -9,7 +9,9 @@
 // behind the held events of its topic and key, and [Store.Paused] one of a
 // paused topic (order.go); a key's held rows (FAILED, DEAD not skipped,
 // WAITING, PAUSED) are delivered in id order, which is commit order.
-// [Store.HeldKeys] and [Store.StillHeld] say which keys hold rows.
+// [Store.HeldKeys] and [Store.StillHeld] say which keys hold rows, and
+// [Store.CorrectedHeldKeys] which of them hold a row whose topic an
+// operator corrected (`cdc-relay failed retry --topic`).
 // [Store.Claim] hands the poller the rows deliverable in order (due FAILED
 // heads and the rows that follow them without a gap; claimorder.go) and
 // records what became of them: DELIVERED, FAILED again with the next

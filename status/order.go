@@ -69,6 +69,21 @@ func (s *Store) HeldKeys(ctx context.Context) ([]Key, error) {
 	return keys, nil
 }
 
+// CorrectedHeldKeys returns the keys of the held rows whose topic was
+// corrected (original_topic is set: `cdc-relay failed retry --topic`), in
+// their new topic, except NULL keys and reload rows. A running relay reads
+// them every status interval, to hold the later events of a key corrected
+// by another process. It reads only, through the corrected index.
+func (s *Store) CorrectedHeldKeys(ctx context.Context) ([]Key, error) {
+	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, d.record_key FROM "+s.table+" AS d WHERE d.original_topic IS NOT NULL AND "+
+		heldWhere("d")+" AND d.record_key IS NOT NULL AND NOT d.reload")
+	keys, err := pgx.CollectRows(rows, scanKey)
+	if err != nil {
+		return nil, fmt.Errorf("read the keys of the corrected held rows of %s: %w", s.table, err)
+	}
+	return keys, nil
+}
+
 // StillHeld returns those of keys that still have held rows, each once,
 // in one query whatever their number. It reads only.
 func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {

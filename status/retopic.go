@@ -21,9 +21,17 @@ import (
 // skip or purge of it would release them, and the poller delivers them in
 // order to the topic they were parked for (Change.Released counts them;
 // their own topic can be corrected once they are FAILED or DEAD). In the
-// group of its new topic it takes its place by id, which is commit order:
-// it waits behind that group's earlier held rows and holds its later ones,
-// and is delivered once.
+// group of its new topic the table orders it by id, which is commit order:
+// the poller delivers it behind that group's earlier held rows, and the
+// group's later held rows behind it, once.
+//
+// The table does not hold the new group's events that the running relay
+// streams after the change: the relay does, once it knows of the row.
+// RetryOptions.Hold tells it before the change commits (the admin
+// endpoint); a change made by another process (`cdc-relay failed retry
+// --topic`) is learnt within the relay's status interval
+// (CorrectedHeldKeys), and an event of the key streamed before that may be
+// delivered ahead of the corrected one.
 
 // retryToTopic is Retry with opts.Topic: one FAILED or DEAD row, not a
 // reload row, made FAILED and due now with its topic set to opts.Topic and
@@ -37,6 +45,7 @@ func (s *Store) retryToTopic(ctx context.Context, opts RetryOptions) ([]Change, 
 	}
 	var changes []Change
 	var skipped error // why the id was not retried
+	var undo func()   // undoes opts.Hold, if the change does not commit
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		var sources []source
 		var err error
@@ -48,18 +57,47 @@ func (s *Store) retryToTopic(ctx context.Context, opts RetryOptions) ([]Change, 
 			skipped, err = s.explainSkipped(ctx, tx, opts.IDs, changes)
 			return err
 		}
-		if sources[0].reload {
-			return fmt.Errorf("id %d is sent as its outbox row is now (a reset or adopted row): correct the topic in the outbox row, then retry it without --topic", opts.IDs[0])
+		if err := checkMovable(opts.IDs[0], opts.Topic, sources[0]); err != nil {
+			return err
 		}
 		if err := s.writeRetried(ctx, tx, sources); err != nil {
 			return err
 		}
-		return s.countReleased(ctx, tx, changes, sources)
+		if err := s.countReleased(ctx, tx, changes, sources); err != nil {
+			return err
+		}
+		undo = holdMoved(opts, sources[0])
+		return nil
 	})
+	if err != nil && undo != nil {
+		undo()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("retry in %s: %w", s.table, err)
 	}
 	return changes, skipped
+}
+
+// checkMovable returns an ErrTopicKept error when the row that src was
+// before the move must keep its topic: a reload row, or a row already for
+// topic.
+func checkMovable(id int64, topic string, src source) error {
+	if src.reload {
+		return fmt.Errorf("%w: id %d is sent as its outbox row is now (a reset or adopted row): correct the topic in the outbox row, then retry it without --topic", ErrTopicKept, id)
+	}
+	if src.topic == topic {
+		return fmt.Errorf("%w: id %d is already for topic %q: retry it without --topic", ErrTopicKept, id, topic)
+	}
+	return nil
+}
+
+// holdMoved calls opts.Hold with the new topic and key of the moved row
+// src, when it is ordered, and returns its undo (nil when not called).
+func holdMoved(opts RetryOptions, src source) func() {
+	if opts.Hold == nil || src.key == nil || src.reload {
+		return nil
+	}
+	return opts.Hold(Key{Topic: opts.Topic, Key: string(src.key)})
 }
 
 // moveTopic makes row id, in tx, FAILED and due now with topic, when it is
@@ -86,7 +124,7 @@ func (s *Store) moveTopic(ctx context.Context, tx pgx.Tx, id int64, topic string
 	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: the copy index
-		return nil, nil, fmt.Errorf("id %d: its event has a row for topic %q already (an event routed to several topics): retry or purge that one instead", id, topic)
+		return nil, nil, fmt.Errorf("%w: id %d: its event has a row for topic %q already (an event routed to several topics): retry or purge that one instead", ErrTopicTaken, id, topic)
 	}
 	if err != nil || c.ID == 0 {
 		return nil, nil, err

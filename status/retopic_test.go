@@ -86,7 +86,7 @@ func TestRetryToTopic(t *testing.T) {
 	if err := store.Dead(ctx, ev, errors.New("refused")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Retry(ctx, RetryOptions{IDs: []int64{y}, Topic: "third"}); err == nil || !strings.Contains(err.Error(), `has a row for topic "third" already`) {
+	if _, err := store.Retry(ctx, RetryOptions{IDs: []int64{y}, Topic: "third"}); !errors.Is(err, ErrTopicTaken) || !strings.Contains(err.Error(), `has a row for topic "third" already`) {
 		t.Fatalf("retry y to the topic of its other copy: %v", err)
 	}
 }
@@ -105,4 +105,68 @@ func parkedID(ctx context.Context, t *testing.T, store *Store, id, topic string)
 	}
 	t.Fatalf("no row of event %s for topic %s", id, topic)
 	return 0
+}
+
+// TestRetryToTopicKept: a row already for the topic, or a reload row, keeps
+// its topic (ErrTopicKept) and nothing changes: the rows behind it are not
+// reported released and still wait, and Hold is undone or never called.
+func TestRetryToTopicKept(t *testing.T) {
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	ids := parkAll(ctx, t, store, pool, []parked{{"d", "t", "K", Dead}, {"w", "t", "K", Waiting}, {"r", "u", "R", Dead}})
+	if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET reload = true WHERE id = $1", ids["r"]); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, id, topic, want string
+	}{
+		{"the row's own topic", "d", "t", `is already for topic "t": retry it without --topic`},
+		{"a reload row", "r", "v", "correct the topic in the outbox row"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			held, undone := 0, 0
+			hold := func(Key) func() { held++; return func() { undone++ } }
+			changes, err := store.Retry(ctx, RetryOptions{IDs: []int64{ids[tc.id]}, Topic: tc.topic, Hold: hold})
+			if !errors.Is(err, ErrTopicKept) || !strings.Contains(err.Error(), tc.want) || len(changes) != 0 {
+				t.Fatalf("retry: %+v, %v; want no change and ErrTopicKept with %q", changes, err, tc.want)
+			}
+			if held != undone {
+				t.Fatalf("held %d times, undone %d; want every hold undone", held, undone)
+			}
+		})
+	}
+	if w, err := store.Get(ctx, ids["w"]); err != nil || w.Status != Waiting || w.WaitsFor != ids["d"] {
+		t.Fatalf("w: %+v, %v; want it still waiting for d", w, err)
+	}
+	if d, err := store.Get(ctx, ids["d"]); err != nil || d.Status != Dead || d.OriginalTopic != "" {
+		t.Fatalf("d: %+v, %v; want it DEAD and never corrected", d, err)
+	}
+}
+
+// TestRetryToTopicHolds: a committed correction calls Hold once with the
+// new topic and key, and does not undo it; CorrectedHeldKeys returns the
+// key while the corrected row is held, and not once it is delivered.
+func TestRetryToTopicHolds(t *testing.T) {
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	ids := parkAll(ctx, t, store, pool, []parked{{"d", "bad!", "K", Dead}, {"o", "t", "O", Dead}})
+	var holds []Key
+	undone := 0
+	hold := func(k Key) func() { holds = append(holds, k); return func() { undone++ } }
+	if _, err := store.Retry(ctx, RetryOptions{IDs: []int64{ids["d"]}, Topic: "good", Hold: hold}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []Key{{Topic: "good", Key: "K"}}; !slices.Equal(holds, want) || undone != 0 {
+		t.Fatalf("holds %v, undone %d; want %v, not undone", holds, undone, want)
+	}
+	if keys, err := store.CorrectedHeldKeys(ctx); err != nil || !slices.Equal(keys, []Key{{Topic: "good", Key: "K"}}) {
+		t.Fatalf("CorrectedHeldKeys = %v, %v; want good/K only (o was never corrected)", keys, err)
+	}
+	if got := claimIDs(ctx, t, store, 10, delivered); !slices.Contains(got, "d") {
+		t.Fatalf("claim %v; want d delivered", got)
+	}
+	if keys, err := store.CorrectedHeldKeys(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("CorrectedHeldKeys after delivery = %v, %v; want none", keys, err)
+	}
 }

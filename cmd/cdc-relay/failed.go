@@ -249,6 +249,37 @@ func (c *FailedCommand) Usage(w io.Writer) {
 
 // Run reads the subcommand and its flags, and runs it.
 func (c *FailedCommand) Run(ctx context.Context, args []string) error {
+	if err := c.chooseSubcommand(args); err != nil {
+		return err
+	}
+	file, operands, err := c.parseFlags(args[1:])
+	if err != nil {
+		return err
+	}
+	run, err := c.prepare(operands)
+	if err != nil {
+		return err
+	}
+	schema, table, err := decoder.ParseTable(c.statusTable)
+	if err != nil {
+		return usageError{fmt.Sprintf("%s: --status-table %q: %v", c.sub, c.statusTable, err)}
+	}
+	opts, err := c.storeOptions(file)
+	if err != nil {
+		return err
+	}
+	conn, err := pgconnect.Open(ctx, c.postgresURL, pgconnect.Options{})
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return withMigrateHint(run(ctx, status.NewStore(conn, schema, table, opts...)))
+}
+
+// chooseSubcommand sets c.sub to the subcommand args name, or returns
+// flag.ErrHelp for a request of help (c.sub then names the subcommand
+// asked about, if any) or a usageError.
+func (c *FailedCommand) chooseSubcommand(args []string) error {
 	if len(args) == 0 {
 		return usageError{"want a subcommand: list, show, retry, skip or purge"}
 	}
@@ -272,8 +303,15 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	c.sub = sub
-	fs := c.flags(sub)
-	flagArgs, operands := splitArgs(fs, args[1:])
+	return nil
+}
+
+// parseFlags sets c's fields from the subcommand's flags in args (and
+// the config file they name, which it returns: nil without one), records
+// the flags given in c.given, and returns the operands.
+func (c *FailedCommand) parseFlags(args []string) (*config.File, []string, error) {
+	fs := c.flags(c.sub)
+	flagArgs, operands := splitArgs(fs, args)
 	c.given = map[string]bool{}
 	for _, a := range flagArgs {
 		if name, ok := argFlagName(a); ok {
@@ -282,35 +320,23 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 	}
 	if err := parseFlags(fs, flagArgs); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return nil, nil, err
 		}
-		return usageError{sub + ": " + err.Error()}
+		return nil, nil, usageError{c.sub + ": " + err.Error()}
 	}
 	file, err := loadConfig(fs, c.configPath)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if file != nil && c.allowedTopics == "" {
 		c.allowedTopics = file.AllowedTopics
 	}
-	run, err := c.prepare(operands)
-	if err != nil {
-		return err
-	}
-	schema, table, err := decoder.ParseTable(c.statusTable)
-	if err != nil {
-		return usageError{fmt.Sprintf("%s: --status-table %q: %v", sub, c.statusTable, err)}
-	}
-	opts, err := c.storeOptions(file)
-	if err != nil {
-		return err
-	}
-	conn, err := pgconnect.Open(ctx, c.postgresURL, pgconnect.Options{})
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	err = run(ctx, status.NewStore(conn, schema, table, opts...))
+	return file, operands, nil
+}
+
+// withMigrateHint adds to err, when PostgreSQL says the status table or
+// one of its columns is missing, what the operator runs to fix it.
+func withMigrateHint(err error) error {
 	var pgErr *pgconn.PgError
 	switch {
 	case !errors.As(err, &pgErr):

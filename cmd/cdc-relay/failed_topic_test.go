@@ -21,7 +21,13 @@ func TestFailedRetryTopic(t *testing.T) {
 	if _, err := conn.Exec(ctx, `INSERT INTO outbox_delivery (event_id, topic, record_key, status, attempts, last_error) VALUES
 		  ('e-1', 'bad topic!', 'k', 'DEAD', 0, 'illegal topic name'),
 		  ('e-2', 'bad topic!', 'k', 'WAITING', 0, 'waits for event 1 of its key'),
-		  ('e-3', 'bad topic!', 'k', 'WAITING', 0, 'waits for event 1 of its key')`); err != nil {
+		  ('e-3', 'bad topic!', 'k', 'WAITING', 0, 'waits for event 1 of its key'),
+		  ('e-4', 'orders', 'j', 'DEAD', 0, 'refused'),
+		  ('e-5', 'orders', 'j', 'WAITING', 0, 'waits for event 4 of its key'),
+		  ('e-4', 'payments', 'j', 'DEAD', 0, 'refused')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE outbox_delivery SET commit_lsn = '0/7' WHERE event_id = 'e-4'`); err != nil { // one event, two topics
 		t.Fatal(err)
 	}
 	configFile := filepath.Join(t.TempDir(), "relay.yaml")
@@ -53,6 +59,10 @@ func TestFailedRetryTopic(t *testing.T) {
 		{name: "show --json", args: []string{"show", "1", "--json"}, stdout: []string{`"topic": "orders"`, `"original_topic": "bad topic!"`}},
 		{name: "show one never corrected", args: []string{"show", "2", "--json"}, stdout: []string{`"original_topic": null`}},
 		{name: "list the new topic", args: []string{"list", "--topic", "orders"}, stdout: []string{"\n1   FAILED"}},
+		{name: "its own topic again", args: []string{"retry", "4", "--topic", "orders"}, code: 1,
+			stderr: []string{`id 4 is already for topic "orders": retry it without --topic`}, after: map[int64]string{4: "DEAD 0", 5: "WAITING 0"}},
+		{name: "a topic its event has a row for", args: []string{"retry", "6", "--topic", "orders"}, code: 1,
+			stderr: []string{`id 6: its event has a row for topic "orders" already`}, after: map[int64]string{6: "DEAD 0"}},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {

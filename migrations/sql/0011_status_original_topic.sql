@@ -6,3 +6,9 @@
 -- whose topic was never corrected, and for every row parked before
 -- version 11.
 ALTER TABLE {{status}} ADD COLUMN IF NOT EXISTS original_topic text;
+
+-- The held rows whose topic was corrected: a running relay reads their keys
+-- every status interval, so that a correction made by another process holds
+-- the later events of its key in the new topic behind it.
+CREATE INDEX IF NOT EXISTS {{status_corrected_index}} ON {{status}} (id)
+    WHERE original_topic IS NOT NULL AND status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED');
