@@ -100,8 +100,9 @@ func checkOutageLines(t *testing.T, window, about, check string, least time.Dura
 
 // TestBrokerOutageLogsTwoLines stops the broker for 20 s while events are
 // written: from the stop until 10 s after the broker is back, the relay
-// says once that Kafka cannot be reached and once that it is back, and
-// none of the client's retry warnings; every event arrives once.
+// says once that Kafka cannot be reached and once that it is back, no
+// line of the broker's own (the cluster's lines cover it) and none of the
+// client's retry warnings; every event arrives once.
 func TestBrokerOutageLogsTwoLines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 s broker outage")
@@ -132,6 +133,11 @@ func TestBrokerOutageLogsTwoLines(t *testing.T) {
 	}
 	checkExactlyOnce(t, e.readAll(topic), total, perKey)
 	checkOutageLines(t, window, "Kafka", "--kafka-brokers", 18*time.Second, true)
+	for _, ln := range strings.Split(window, "\n") {
+		if strings.Contains(ln, `msg="Kafka broker `) {
+			t.Errorf("a line of one broker's in an outage of the whole (one-broker) cluster: %s", ln)
+		}
+	}
 	relay.stop(30 * time.Second)
 }
 

@@ -107,6 +107,32 @@ func New(cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, clientOpts(cfg)...)
+	if cfg.Logger != nil && cfg.Outages == nil {
+		cfg.Outages = NewOutages(cfg.Logger, cfg.Brokers)
+	}
+	s := &Sink{batchMax: cfg.batchMaxBytes(), outages: cfg.Outages}
+	if s.outages != nil {
+		opts = append(opts, kgo.WithHooks(s.outages.hooks()))
+	}
+	opts = append(opts, s.connectionOpts(cfg)...)
+	s.base = opts
+	opts = s.transactionalOpts(cfg, opts)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("create Kafka client: %w", err)
+	}
+	s.cl, s.opts = cl, opts
+	if s.outages != nil {
+		s.outages.add(cl)
+	}
+	return s, nil
+}
+
+// clientOpts are cfg's optional client settings: the client id, the
+// buffer's limits, topic creation and the logger (its lines at debug).
+func clientOpts(cfg Config) []kgo.Opt {
+	var opts []kgo.Opt
 	if cfg.ClientID != "" {
 		opts = append(opts, kgo.ClientID(cfg.ClientID))
 	}
@@ -121,14 +147,14 @@ func New(cfg Config) (*Sink, error) {
 	}
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(kgoLogger{cfg.Logger}))
-		if cfg.Outages == nil {
-			cfg.Outages = NewOutages(cfg.Logger, cfg.Brokers)
-		}
 	}
-	s := &Sink{batchMax: cfg.batchMaxBytes(), outages: cfg.Outages}
-	if s.outages != nil {
-		opts = append(opts, kgo.WithHooks(s.outages.hooks()))
-	}
+	return opts
+}
+
+// connectionOpts are how every connection is opened: cfg's dialer, TLS
+// over it, and SASL, whose failures s then watches.
+func (s *Sink) connectionOpts(cfg Config) []kgo.Opt {
+	var opts []kgo.Opt
 	dial := cfg.Dial
 	if cfg.TLS != nil {
 		if dial == nil {
@@ -143,24 +169,22 @@ func New(cfg Config) (*Sink, error) {
 		s.sasl, s.saslName = &saslWatch{}, cfg.SASL.Name()
 		opts = append(opts, kgo.SASL(cfg.SASL), kgo.WithHooks(s.sasl))
 	}
-	s.base = opts
-	if cfg.TransactionalID != "" {
-		timeout := cfg.TransactionTimeout
-		if timeout == 0 {
-			timeout = DefaultTransactionTimeout
-		}
-		s.txnID = cfg.TransactionalID
-		opts = append(opts[:len(opts):len(opts)], kgo.TransactionalID(cfg.TransactionalID), kgo.TransactionTimeout(timeout))
+	return opts
+}
+
+// transactionalOpts returns base, and for a transactional producer its
+// id and timeout after it in a new slice: base stays the options of any
+// client of the same brokers.
+func (s *Sink) transactionalOpts(cfg Config, base []kgo.Opt) []kgo.Opt {
+	if cfg.TransactionalID == "" {
+		return base
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("create Kafka client: %w", err)
+	timeout := cfg.TransactionTimeout
+	if timeout == 0 {
+		timeout = DefaultTransactionTimeout
 	}
-	s.cl, s.opts = cl, opts
-	if s.outages != nil {
-		s.outages.add(cl)
-	}
-	return s, nil
+	s.txnID = cfg.TransactionalID
+	return append(base[:len(base):len(base)], kgo.TransactionalID(cfg.TransactionalID), kgo.TransactionTimeout(timeout))
 }
 
 // producerOpts are the producer's settings, the same for every client of

@@ -10,6 +10,9 @@
 // (a broker's connection closed and opened again) logs no line. An outage
 // is noticed only at a failure after the grace: the caller's attempts must
 // go on while the server is away (a health check every few seconds does).
+// [Config.Defer] puts Lost off while another line covers the outage (one
+// broker's, while the whole cluster is away), and [Config.Forget] drops a
+// run of failures that nothing has tried since for a while.
 //
 // Succeeded costs one atomic load while nothing fails, for a caller on a
 // hot path. A Tracker is safe for concurrent use.

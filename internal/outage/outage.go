@@ -17,6 +17,18 @@ type Config struct {
 	// Tracker. Nil calls nothing.
 	Lost func(Outage)
 	Back func(Outage)
+	// Defer, if set, is asked before Lost, with the outage Lost would be
+	// given: true puts Lost off to the next failure (another line already
+	// says so, such as one for the whole cluster). An outage whose Lost
+	// was put off until its end ends with no Back either. It is called
+	// under the Tracker's lock and must not call the Tracker.
+	Defer func(Outage) bool
+	// Forget, if positive, is how long a run of failures is remembered
+	// with no attempt at all after its latest failure: a failure later
+	// than that starts a run of its own, unless Lost was called. A server
+	// tried rarely (a seed broker's address) then does not count a blip
+	// of hours ago as the start of an outage. Zero forgets nothing.
+	Forget time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -38,9 +50,10 @@ type Tracker struct {
 	cfg     Config
 	failing atomic.Bool // a failure since the last success
 
-	mu   sync.Mutex
-	cur  Outage // the current run of failures; zero Since when none
-	down bool   // Lost was called for cur
+	mu     sync.Mutex
+	cur    Outage    // the current run of failures; zero Since when none
+	latest time.Time // cur's latest failure
+	down   bool      // Lost was called for cur
 }
 
 // New returns a Tracker that reports as cfg says.
@@ -57,19 +70,30 @@ func (t *Tracker) Failed(where string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
-	if t.cur.Since.IsZero() {
+	if t.cur.Since.IsZero() || t.forgotten(now) {
 		t.cur = Outage{Since: now}
 		t.failing.Store(true)
 	}
 	t.cur.Where, t.cur.Err = where, err
 	t.cur.Failures++
 	t.cur.Lasted = now.Sub(t.cur.Since)
-	if !t.down && now.Sub(t.cur.Since) >= t.cfg.Grace {
-		t.down = true
-		if t.cfg.Lost != nil {
-			t.cfg.Lost(t.cur)
-		}
+	t.latest = now
+	if t.down || now.Sub(t.cur.Since) < t.cfg.Grace {
+		return
 	}
+	if t.cfg.Defer != nil && t.cfg.Defer(t.cur) {
+		return
+	}
+	t.down = true
+	if t.cfg.Lost != nil {
+		t.cfg.Lost(t.cur)
+	}
+}
+
+// forgotten reports whether the current run of failures, not an outage
+// yet, is older than Config.Forget at now.
+func (t *Tracker) forgotten(now time.Time) bool {
+	return t.cfg.Forget > 0 && !t.down && now.Sub(t.latest) > t.cfg.Forget
 }
 
 // Succeeded records a successful attempt: it ends the failures, and calls

@@ -121,3 +121,51 @@ func TestTrackerConcurrent(t *testing.T) {
 		t.Fatalf("%d lines: an outage never ended", len(lines))
 	}
 }
+
+// TestTrackerDeferAndForget: Defer puts Lost off to a later failure, and an
+// outage put off to its end has no Back; Forget starts a new run after a
+// silence, unless Lost was called. Grace 5 s, Forget 10 s where set.
+func TestTrackerDeferAndForget(t *testing.T) {
+	f := func(at float64) step { return step{at, true} }
+	ok := func(at float64) step { return step{at, false} }
+	tests := []struct {
+		name       string
+		deferUntil float64 // Defer says true before this second
+		forget     time.Duration
+		steps      []step
+		want       []string
+	}{
+		{"deferred past the grace: lost at the next failure after", 7, 0, []step{f(0), f(5), f(6), f(8), ok(9)}, []string{"lost 4", "back 9s"}},
+		{"deferred to its end: neither line", 100, 0, []step{f(0), f(5), f(6), f(8), ok(9)}, nil},
+		{"never deferred: as without Defer", 0, 0, []step{f(0), f(5), ok(6)}, []string{"lost 2", "back 6s"}},
+		{"an old blip forgotten: the run starts again", 0, 10 * time.Second, []step{f(0), f(100), f(104), f(105), ok(106)}, []string{"lost 3", "back 6s"}},
+		{"attempts closer than Forget: remembered", 0, 10 * time.Second, []step{f(0), f(9), ok(10)}, []string{"lost 2", "back 10s"}},
+		{"an outage is not forgotten", 0, 10 * time.Second, []step{f(0), f(5), f(100), ok(101)}, []string{"lost 2", "back 1m41s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Unix(0, 0)
+			now := start
+			var got []string
+			tr := New(Config{
+				Grace:  5 * time.Second,
+				Forget: tt.forget,
+				Now:    func() time.Time { return now },
+				Defer:  func(Outage) bool { return now.Before(start.Add(time.Duration(tt.deferUntil * float64(time.Second)))) },
+				Lost:   func(o Outage) { got = append(got, fmt.Sprint("lost ", o.Failures)) },
+				Back:   func(o Outage) { got = append(got, fmt.Sprint("back ", o.Lasted)) },
+			})
+			for _, s := range tt.steps {
+				now = start.Add(time.Duration(s.at * float64(time.Second)))
+				if s.fail {
+					tr.Failed("b:9092", errors.New("refused"))
+				} else {
+					tr.Succeeded()
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
