@@ -17,30 +17,7 @@ import (
 // relay's log.
 func TestLeastPrivilegeRole(t *testing.T) {
 	e := newEnv(t) // migrate as the superuser
-	role := e.slot + "_role"
-	out, err := exec.Command(relayBin, "migrate", "--print-grants", role).CombinedOutput()
-	if err != nil {
-		t.Fatalf("migrate --print-grants: %v\n%s", err, out)
-	}
-	if _, err := e.conn.PgConn().Exec(context.Background(), string(out)).ReadAll(); err != nil {
-		t.Fatalf("run the printed grants: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = e.conn.Exec(ctx, "DROP OWNED BY "+role)
-		_, _ = e.conn.Exec(ctx, "DROP ROLE "+role)
-	})
-	u, err := url.Parse(e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
-	args := e.relayArgs("--retention", "1h", "--cleanup-interval", "1s")
-	for i, a := range args {
-		if a == e.url {
-			args[i] = u.String()
-		}
-	}
+	args := grantedRole(t, e, e.slot+"_role", "", "--retention", "1h", "--cleanup-interval", "1s")
 	// A row older than --retention, for retention to delete.
 	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at) VALUES ('old', 'k', 'Old', '{}', now() - interval '2 hours')`)
 	relay := e.startRelayArgs(relayBin, args...)
@@ -69,4 +46,36 @@ func TestLeastPrivilegeRole(t *testing.T) {
 			t.Fatalf("the relay lacked a privilege (%q):\n%s", bad, relay.Log())
 		}
 	}
+}
+
+// grantedRole creates role with the grants `migrate --print-grants` prints,
+// followed by then (more SQL, or ""), drops it when the test ends, and
+// returns the relay's arguments (beside extra) with the role in the
+// PostgreSQL URL instead of the superuser.
+func grantedRole(t *testing.T, e *env, role, then string, extra ...string) []string {
+	t.Helper()
+	out, err := exec.Command(relayBin, "migrate", "--print-grants", role).CombinedOutput()
+	if err != nil {
+		t.Fatalf("migrate --print-grants: %v\n%s", err, out)
+	}
+	if _, err := e.conn.PgConn().Exec(context.Background(), string(out)+then).ReadAll(); err != nil {
+		t.Fatalf("run the printed grants, then %q: %v\n%s", then, err, out)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = e.conn.Exec(ctx, "DROP OWNED BY "+role)
+		_, _ = e.conn.Exec(ctx, "DROP ROLE "+role)
+	})
+	u, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	args := e.relayArgs(extra...)
+	for i, a := range args {
+		if a == e.url {
+			args[i] = u.String()
+		}
+	}
+	return args
 }

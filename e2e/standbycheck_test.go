@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os/exec"
 	"strings"
 	"testing"
@@ -19,30 +17,7 @@ import (
 func standbyRole(t *testing.T, e *env, extra ...string) (args []string, role string) {
 	t.Helper()
 	role = e.slot + "_standby"
-	out, err := exec.Command(relayBin, "migrate", "--print-grants", role).CombinedOutput()
-	if err != nil {
-		t.Fatalf("migrate --print-grants: %v\n%s", err, out)
-	}
-	if _, err := e.conn.PgConn().Exec(context.Background(), string(out)+"ALTER ROLE "+role+" NOREPLICATION;").ReadAll(); err != nil {
-		t.Fatalf("make the role: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = e.conn.Exec(ctx, "DROP OWNED BY "+role)
-		_, _ = e.conn.Exec(ctx, "DROP ROLE "+role)
-	})
-	u, err := url.Parse(e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
-	args = e.relayArgs(extra...)
-	for i, a := range args {
-		if a == e.url {
-			args[i] = u.String()
-		}
-	}
-	return args, role
+	return grantedRole(t, e, role, "ALTER ROLE "+role+" NOREPLICATION;", extra...), role
 }
 
 // TestStandbyWithoutReplicationIsNotReady: a standby whose role lacks the
