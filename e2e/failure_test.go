@@ -237,7 +237,7 @@ func TestLostSlotIsReportedNotSkipped(t *testing.T) {
 	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
 	insert(t, e.conn, "order", "k", "Lost", `{"n": "committed while no slot existed"}`)
 
-	args := []string{"run", "--postgres-url", e.url, "--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot}
+	args := []string{"run", "--postgres-url", e.url, "--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot, "--metrics-addr", "127.0.0.1:0"}
 	out, err := exec.Command(relayBin, args...).CombinedOutput()
 	if err == nil {
 		t.Fatalf("the relay started on a dropped slot's name without a word:\n%s", out)
