@@ -31,7 +31,7 @@ PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERM
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
 
-.PHONY: all build demo test test-kafka test-pg unit-pg e2e-pg bench unit fuzz e2e k8s lint deps deps-kafka deps-pg clean
+.PHONY: all build demo test test-kafka test-pg unit-pg e2e-pg bench unit fuzz e2e k8s lint licenses deps deps-kafka deps-pg clean
 
 all: build
 
@@ -90,6 +90,10 @@ lint:
 	$(GO) vet ./...
 	cd e2e/bench && $(GO) vet ./...
 	cd deploy/kubernetes/validate && $(GO) vet ./...
+
+## licenses: regenerate docs/DEPENDENCIES.md, the modules the binary links and their licenses; fails on a license not allowed
+licenses:
+	$(GO) run ./scripts/licenses
 
 ## k8s: render deploy/kubernetes (kustomize) and check every object against the Kubernetes API's types, no cluster needed
 k8s:
