@@ -19,11 +19,11 @@ const versionUsage = `Usage: cdc-relay version
 Prints the version of this binary, the commit it was built from and the Go
 that built it, on one line:
 
-  cdc-relay v0.5.0 (commit 8d66468e0c3b…, go1.26.8, linux/amd64)
+  cdc-relay v0.5.0 (commit 8d66468ba558…, go1.26.8, linux/amd64)
 
 The version is the second word. A release is its tag, as v0.5.0; a build
 between releases is a pre-release of the next, as
-v0.4.1-dev.3+g8d66468e0c3b (3 commits after v0.4.0), with .dirty when
+v0.4.1-dev.3+g8d66468ba558 (3 commits after v0.4.0), with .dirty when
 tracked files were modified; "dev" when the build recorded none. Also
 cdc-relay --version, -version or -v.
 `

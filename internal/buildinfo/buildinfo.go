@@ -21,7 +21,7 @@ const Unknown = "dev"
 // Info is what a binary says of its build.
 type Info struct {
 	// Version is a semantic version, "v0.5.0" or
-	// "v0.4.1-dev.3+g8d66468e0c3b" (scripts/version.sh), or Unknown.
+	// "v0.4.1-dev.3+g8d66468ba558" (scripts/version.sh), or Unknown.
 	Version string `json:"version"`
 	// Commit is the git commit: its full hash when stamped, 12 hex digits
 	// when read from a pseudo-version, empty when not known.

@@ -4,7 +4,7 @@ import "strings"
 
 // String is the version, then the rest in parentheses:
 //
-//	v0.5.0 (commit 8d66468e0c3b4b3b…, go1.26.8, linux/amd64)
+//	v0.5.0 (commit 8d66468ba5587cfc…, go1.26.8, linux/amd64)
 //	dev (commit unknown, go1.26.8, linux/amd64)
 //
 // with ", dirty" after the commit when the tree had uncommitted changes.

@@ -29,6 +29,8 @@ func TestVersionScript(t *testing.T) {
 		{"commits after a pre-release tag", []string{"commit", "tag v0.5.0-rc.1", "commit", "commit"}, "v0.5.0-rc.1.dev.2+g{hash}"},
 		{"a release and its pre-release on one commit", []string{"commit", "tag v0.5.0-rc.2", "tag v0.5.0", "tag v0.5.0-rc.10"}, "v0.5.0"},
 		{"pre-releases on one commit: the highest", []string{"commit", "tag v0.5.0-rc.2", "tag v0.5.0-rc.10"}, "v0.5.0-rc.10"},
+		{"a release and the next's pre-release on one commit", []string{"commit", "tag v0.5.0", "tag v0.5.1-rc.1", "tag v0.4.9"}, "v0.5.1-rc.1"},
+		{"versions on one commit compare by number", []string{"commit", "tag v0.9.0", "tag v0.10.0"}, "v0.10.0"},
 		{"the nearest tag", []string{"commit", "tag v0.3.0", "commit", "tag v0.4.0", "commit"}, "v0.4.1-dev.1+g{hash}"},
 		{"tags that are not versions are ignored",
 			[]string{"commit", "tag v0.4.0", "commit", "tag v0.5", "tag v0.5.0.1", "tag release-1", "tag v01.5.0", "tag 0.5.0", "tag v0.5.0+build"},
