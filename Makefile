@@ -3,8 +3,16 @@
 GO       ?= go
 BIN      ?= bin/cdc-relay
 FUZZTIME ?= 30s
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X main.Version=$(VERSION)
+# The version stamped into the binary: scripts/version.sh's (v0.5.0 at a
+# tag; its header says the rest), or VERSION=… to override. With it, the
+# commit and whether tracked files were modified (the version's .dirty).
+ifndef VERSION
+VERSION  := $(shell ./scripts/version.sh)
+endif
+COMMIT   ?= $(shell git rev-parse -q --verify HEAD 2>/dev/null)
+BUILDINFO = github.com/cdc-relay/cdc-relay/internal/buildinfo
+LDFLAGS  := -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) \
+	-X $(BUILDINFO).dirty=$(if $(filter %.dirty,$(VERSION)),true,false)
 # Packages with concurrency run under the race detector; e2e drives the
 # built binary against a real PostgreSQL and Kafka over TCP.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)

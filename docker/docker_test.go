@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/metrics"
 )
 
@@ -69,7 +70,7 @@ func TestPromtool(t *testing.T) {
 // histograms), and the metric vectors that have no child yet.
 func relayMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	m := metrics.New("test", func() metrics.Snapshot {
+	m := metrics.New(buildinfo.Info{Version: "test"}, func() metrics.Snapshot {
 		return metrics.Snapshot{SlotWALRetained: 1, Failed: 1, Dead: 1, EventsBehind: 1, Held: []metrics.HeldTopic{{Topic: "t"}}} // known, so reported
 	})
 	names := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,15 @@ func TestMetricsCountEveryEvent(t *testing.T) {
 	st := p.status()
 	if st.Role != relay.RoleLeader || !st.Ready || !st.Streaming || st.EventsProduced != txns*perTx || st.Slot != e.slot {
 		t.Errorf("GET /status = %+v, want a ready, streaming leader of %s that produced %d events", st, e.slot, txns*perTx)
+	}
+	// The harness builds without make's stamps: the version is what Go
+	// recorded ("dev" with -buildvcs=false), the same in both places.
+	build := []string{"version", st.Version, "go_version", runtime.Version()}
+	if st.Commit != "" {
+		build = append(build, "commit", st.Commit)
+	}
+	if st.Version == "" || value(families, "cdc_relay_build_info", build...) != 1 {
+		t.Errorf("GET /status says version %q, commit %q; cdc_relay_build_info does not say the same with go_version %s", st.Version, st.Commit, runtime.Version())
 	}
 	if code, body := p.call("GET", "/healthz", ""); code != http.StatusOK {
 		t.Errorf("GET /healthz: %d %s", code, body)

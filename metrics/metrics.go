@@ -4,6 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 )
 
 // Metrics are the relay's metrics. Every field is safe for concurrent use.
@@ -76,9 +78,9 @@ type Metrics struct {
 var CommitToAckBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
 // New returns the relay's metrics on a new registry, with Go's and the
-// process's collectors, cdc_relay_build_info for version, and, if snapshot
+// process's collectors, cdc_relay_build_info for build, and, if snapshot
 // is not nil, the live state it returns at each scrape.
-func New(version string, snapshot func() Snapshot) *Metrics {
+func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 	reg := prometheus.NewRegistry()
 	f := factory{promauto.With(reg)}
 	m := &Metrics{
@@ -125,7 +127,7 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 			"Outbox rows published again to repair a gap in the WAL the relay read, by result: published, or parked in the status table.",
 			"result"),
 	}
-	registerProcess(reg, version)
+	registerProcess(reg, build)
 	for _, t := range []string{"outbox", "status"} {
 		m.RetentionDeleted.WithLabelValues(t) // reported from the start, at 0
 	}
@@ -142,15 +144,16 @@ func New(version string, snapshot func() Snapshot) *Metrics {
 }
 
 // registerProcess registers on reg the Go runtime's and the process's
-// metrics, and cdc_relay_build_info with version.
-func registerProcess(reg *prometheus.Registry, version string) {
+// metrics, and cdc_relay_build_info with build's version, commit and Go
+// version as labels.
+func registerProcess(reg *prometheus.Registry, build buildinfo.Info) {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "cdc_relay_build_info",
-			Help:        "Always 1; the version label is the relay's.",
-			ConstLabels: prometheus.Labels{"version": version},
+			Help:        "Always 1; the labels say the relay's build: its version, commit and Go version.",
+			ConstLabels: prometheus.Labels{"version": build.Version, "commit": build.Commit, "go_version": build.GoVersion},
 		}, func() float64 { return 1 }),
 	)
 }

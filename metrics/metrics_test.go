@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 )
 
 // gather returns the registry's families by name; a gather error (such as
@@ -28,6 +30,9 @@ func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 }
 
 // labels returns a metric's labels as name=value pairs, sorted.
+// testBuild is the build the tests' metrics say they are.
+var testBuild = buildinfo.Info{Version: "v1.2.3", Commit: "2b7a81f3da8a2fd289da1f12ae7bad2ad6f24b76", GoVersion: "go1.26.8", Platform: "linux/amd64"}
+
 func labels(m *dto.Metric) string {
 	var pairs []string
 	for _, l := range m.GetLabel() {
@@ -88,7 +93,7 @@ func describe(c prometheus.Collector) []string {
 }
 
 func TestNewRegistersEachMetricOnce(t *testing.T) {
-	m := New("v1.2.3", func() Snapshot { return Snapshot{WriteBack: true} })
+	m := New(testBuild, func() Snapshot { return Snapshot{WriteBack: true} })
 	gather(t, m)
 	fields := fieldCollectors(m)
 	if len(fields) == 0 {
@@ -102,11 +107,11 @@ func TestNewRegistersEachMetricOnce(t *testing.T) {
 		}
 	}
 	// Two relays' metrics live side by side: nothing is package-level.
-	gather(t, New("other", nil))
+	gather(t, New(buildinfo.Info{Version: "other"}, nil))
 }
 
 func TestNamesFollowTheConventions(t *testing.T) {
-	m := New("v1", func() Snapshot { return Snapshot{WriteBack: true} })
+	m := New(testBuild, func() Snapshot { return Snapshot{WriteBack: true} })
 	names := map[string]bool{}
 	for _, c := range fieldCollectors(m) {
 		for _, n := range describe(c) {
@@ -196,7 +201,7 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"{"+tt.labels+"}", func(t *testing.T) {
-			f := gather(t, New("v1", func() Snapshot { return tt.snap }))[tt.name]
+			f := gather(t, New(testBuild, func() Snapshot { return tt.snap }))[tt.name]
 			got, ok := value(f, tt.labels)
 			switch {
 			case tt.absent && f != nil:
@@ -215,7 +220,7 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 // next reading, has no series left; the others keep theirs.
 func TestHeldTopicLeaves(t *testing.T) {
 	held := []HeldTopic{{Topic: "orders", Failed: 1, OldestSeconds: 5}, {Topic: "payments", Paused: 2, OldestSeconds: 9}}
-	m := New("v1", func() Snapshot { return Snapshot{Held: held} })
+	m := New(testBuild, func() Snapshot { return Snapshot{Held: held} })
 	series := func() []string {
 		var s []string
 		for _, name := range []string{"cdc_relay_held_events", "cdc_relay_held_oldest_seconds"} {
@@ -243,7 +248,7 @@ func TestHeldTopicLeaves(t *testing.T) {
 // TestLabels: the label names the dashboard and the alerts (docker/) select
 // on, and the series served from the start.
 func TestLabels(t *testing.T) {
-	m := New("v1.2.3", func() Snapshot { return Snapshot{Failed: 0, Dead: 0} })
+	m := New(testBuild, func() Snapshot { return Snapshot{Failed: 0, Dead: 0} })
 	m.EventsParked.WithLabelValues("MESSAGE_TOO_LARGE").Inc()
 	m.ProduceErrors.WithLabelValues("NOT_LEADER_FOR_PARTITION").Inc()
 	m.EventsUnrouted.WithLabelValues("public.outbox").Inc()
@@ -260,7 +265,7 @@ func TestLabels(t *testing.T) {
 		labels string
 		want   float64
 	}{
-		{"cdc_relay_build_info", "version=v1.2.3", 1},
+		{"cdc_relay_build_info", "commit=2b7a81f3da8a2fd289da1f12ae7bad2ad6f24b76,go_version=go1.26.8,version=v1.2.3", 1},
 		{"cdc_relay_events_parked_total", "reason=MESSAGE_TOO_LARGE", 1},
 		{"cdc_relay_produce_errors_total", "error=NOT_LEADER_FOR_PARTITION", 1},
 		{"cdc_relay_events_unrouted_total", "table=public.outbox", 1},
@@ -309,7 +314,7 @@ func TestCommitToAckBuckets(t *testing.T) {
 	if !sort.Float64sAreSorted(CommitToAckBuckets) {
 		t.Fatalf("buckets not rising: %v", CommitToAckBuckets)
 	}
-	m := New("v1", nil)
+	m := New(testBuild, nil)
 	m.CommitToAck.Observe(.12)
 	h := gather(t, m)["cdc_relay_commit_to_ack_seconds"].GetMetric()[0].GetHistogram()
 	var bounds []float64

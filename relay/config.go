@@ -7,6 +7,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/internal/defaults"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
@@ -78,8 +79,9 @@ type Config struct {
 	// on. SlotLossRecover needs a timestamp column in every table, and
 	// excludes AcceptSlotLoss.
 	OnSlotLoss SlotLoss
-	// Version is the relay's version, for Status and the metrics.
-	Version string
+	// Build is the binary's version, commit and Go version
+	// (buildinfo.Get()), for Status and the metrics; zero reports none.
+	Build buildinfo.Info
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/writeback"
@@ -91,7 +92,7 @@ type ledger struct {
 // base) and returns it; its other fields must be set.
 func newLedger(l *ledger) *ledger {
 	if l.metrics == nil {
-		l.metrics = metrics.New("", nil)
+		l.metrics = metrics.New(buildinfo.Info{}, nil)
 	}
 	if l.causes.Logger == nil {
 		l.causes = newCauseLog(l.log, time.Minute, nil)

@@ -64,7 +64,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	r := &Relay{cfg: cfg, log: cfg.Logger}
 	r.pgOutages = newPostgresOutages(cfg.Logger, cfg.PostgresURL, nil, func() { r.pgOutagesSaid.Add(1) })
-	r.metrics = metrics.New(cfg.Version, r.snapshot)
+	r.metrics = metrics.New(cfg.Build, r.snapshot)
 	return r, nil
 }
 

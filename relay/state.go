@@ -24,7 +24,10 @@ const (
 // Status is what a relay says of itself: GET /status, and
 // `cdc-relay status`. Counts that are not known are -1.
 type Status struct {
+	// Version and Commit are the relay's build (buildinfo.Info): its
+	// version, as "v0.5.0", and its full commit hash.
 	Version string `json:"version,omitempty"`
+	Commit  string `json:"commit,omitempty"`
 	// Role is one of the Role constants; Streaming says the leader reads
 	// the slot now.
 	Role      string `json:"role"`
@@ -180,7 +183,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 		confirmed = 0 // the slot's, once read
 	}
 	st := Status{
-		Version: r.cfg.Version, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
+		Version: r.cfg.Build.Version, Commit: r.cfg.Build.Commit, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
 		PausedTopics: r.PausedTopics(),
 		Slot:         r.cfg.Slot, Table: strings.Join(r.cfg.TableNames(), ", "),
 		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1, EventsBehind: -1,

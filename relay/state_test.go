@@ -2,12 +2,15 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/metrics"
 )
 
@@ -108,5 +111,25 @@ func TestStatusHeldAndBehind(t *testing.T) {
 	}
 	if snap.EventsBehind != 10 || !reflect.DeepEqual(snap.Held, want) {
 		t.Errorf("snapshot: behind %d, held %+v; want 10, %+v", snap.EventsBehind, snap.Held, want)
+	}
+}
+
+// TestStatusSaysTheBuild: Status, and so GET /status's JSON, says the
+// relay's version and commit from Config.Build.
+func TestStatusSaysTheBuild(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Build = buildinfo.Info{Version: "v0.5.0", Commit: "2b7a81f3da8a2fd289da1f12ae7bad2ad6f24b76", GoVersion: "go1.26.8"}
+	st := (&Relay{cfg: cfg}).Status()
+	if st.Version != "v0.5.0" || st.Commit != cfg.Build.Commit {
+		t.Errorf("version %q, commit %q; want v0.5.0, %s", st.Version, st.Commit, cfg.Build.Commit)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"version":"v0.5.0"`, `"commit":"2b7a81f3da8a2fd289da1f12ae7bad2ad6f24b76"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON %s: no %s", b, want)
+		}
 	}
 }

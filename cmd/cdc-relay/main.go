@@ -19,9 +19,6 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/suggest"
 )
 
-// Version is set at build time with -ldflags "-X main.Version=…".
-var Version = "dev"
-
 func main() {
 	// SIGHUP as well: closing the terminal must stop the relay, or the demo
 	// and its throwaway PostgreSQL, as cleanly as Ctrl-C does.

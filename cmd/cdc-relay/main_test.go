@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 )
 
 // TestMain lets a test run the command line as a separate process (see
@@ -87,10 +89,10 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "help -h", args: []string{"help", "-h"}, code: 0, stdout: []string{topHelp}},
 		{name: "help nosuch", args: []string{"help", "nosuch"}, code: 2, stderr: []string{`unknown command "nosuch"`}},
 		{name: "help two commands", args: []string{"help", "run", "demo"}, code: 2, stderr: []string{"want one command"}},
-		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"cdc-relay " + Version + "\n"}},
-		{name: "--version", args: []string{"--version"}, code: 0, stdout: []string{"cdc-relay " + Version + "\n"}},
-		{name: "-version", args: []string{"-version"}, code: 0, stdout: []string{"cdc-relay " + Version + "\n"}},
-		{name: "-v", args: []string{"-v"}, code: 0, stdout: []string{"cdc-relay " + Version + "\n"}},
+		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"cdc-relay " + buildinfo.Get().String() + "\n"}},
+		{name: "--version", args: []string{"--version"}, code: 0, stdout: []string{"cdc-relay " + buildinfo.Get().String() + "\n"}},
+		{name: "-version", args: []string{"-version"}, code: 0, stdout: []string{"cdc-relay " + buildinfo.Get().String() + "\n"}},
+		{name: "-v", args: []string{"-v"}, code: 0, stdout: []string{"cdc-relay " + buildinfo.Get().String() + "\n"}},
 		{name: "version with an argument", args: []string{"version", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
 
 		// Help goes to stdout with exit 0, however asked.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -348,8 +349,8 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	c.cfg.Logger = log
-	c.cfg.Version = Version
-	log.Info("cdc-relay starting", "version", Version, "postgres", redactURL(c.cfg.PostgresURL),
+	c.cfg.Build = buildinfo.Get()
+	log.Info("cdc-relay starting", "version", c.cfg.Build.Version, "commit", c.cfg.Build.Commit, "postgres", redactURL(c.cfg.PostgresURL),
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "), "delivery", c.delivery.delivery,
 		"on_slot_loss", c.onSlotLoss)
 	c.kafkaSecurity.logSettings(log)

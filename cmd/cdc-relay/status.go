@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -215,6 +216,9 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 	head := "cdc-relay"
 	if st.Version != "" {
 		head += " " + st.Version
+	}
+	if commit := (buildinfo.Info{Commit: st.Commit}).ShortCommit(); commit != "" {
+		head += " (commit " + commit + ")"
 	}
 	switch {
 	case st.Role == relay.RoleNone:

@@ -25,9 +25,9 @@ func TestPrintStatus(t *testing.T) {
 		not  []string
 	}{
 		{"ready leader",
-			relay.Status{Version: "1.2.3", Role: relay.RoleLeader, Ready: true, Slot: "cdc_relay", Table: "public.outbox", ConfirmedLSN: "0/16B3748",
+			relay.Status{Version: "v1.2.3", Commit: "2b7a81f3da8a2fd289da1f12ae7bad2ad6f24b76", Role: relay.RoleLeader, Ready: true, Slot: "cdc_relay", Table: "public.outbox", ConfirmedLSN: "0/16B3748",
 				LagBytes: 0, WALRetainedBytes: 3 << 20, EventsRead: 10, EventsProduced: 10, DatabaseAt: now.Add(-3 * time.Second)},
-			[]string{"cdc-relay 1.2.3: leader, ready", "confirmed 0/16B3748", "lag 0 B; the slot keeps 3.0 MiB", "10 read, 10 produced", "0 FAILED", "3s ago"},
+			[]string{"cdc-relay v1.2.3 (commit 2b7a81f3da8a): leader, ready", "confirmed 0/16B3748", "lag 0 B; the slot keeps 3.0 MiB", "10 read, 10 produced", "0 FAILED", "3s ago"},
 			[]string{"NOT READY", "PAUSED", "failed list", "why", "in flight committed"}},
 		{"events in flight",
 			relay.Status{Role: relay.RoleLeader, Ready: true, InFlightEvents: 5, LagSeconds: 1.5, LagBytes: 100},

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Prints the semantic version of the git checkout DIR (by default the one
+# this script is in), for `make build` to stamp into the binary:
+#
+#   v0.5.0                        HEAD is the tag v0.5.0, no tracked file modified
+#   v0.5.0-rc.1                   the same, for a pre-release tag
+#   v0.4.1-dev.3+g8d66468ba558    3 commits after the tag v0.4.0: sorts after
+#                                 v0.4.0 and before v0.4.1 and v0.4.1-rc.1
+#   v0.5.0-rc.1.dev.3+g8d66468ba558
+#                                 3 commits after the pre-release v0.5.0-rc.1:
+#                                 after it, before v0.5.0-rc.2 and v0.5.0
+#   v0.0.0-dev.42+g8d66468ba558   no version tag: 42 commits in all
+#   v0.5.0+g8d66468ba558.dirty    tracked files modified (untracked ones do not
+#                                 count); after a tag, v0.4.1-dev.3+g….dirty
+#   dev                           DIR is not the top of a git checkout with a
+#                                 commit, or git is missing
+#
+# Only tags of the form v<major>.<minor>.<patch>[-<pre-release>] count
+# ("v1.2", "v1.2.3.4", "v01.2.3", "v1.2.3+meta", "release-1" do not). Of
+# the tags HEAD contains, the nearest (fewest commits since) is used; of
+# several on one commit, the highest (v0.5.0 above v0.5.0-rc.2 above
+# v0.5.0-rc.1). g<hash> is HEAD's commit, 12 hex digits. A shallow clone
+# lacks the older history and tags: run `git fetch --tags --unshallow`
+# first.
+set -u
+
+dev() {
+  echo dev
+  exit 0
+}
+
+dir=${1:-$(dirname "$0")/..}
+cd "$dir" 2>/dev/null || dev
+top=$(git rev-parse --show-toplevel 2>/dev/null) || dev
+[ "$top" = "$(pwd -P)" ] || dev
+git rev-parse -q --verify HEAD >/dev/null 2>&1 || dev
+
+short=$(git rev-parse --short=12 HEAD)
+dirty=
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  dirty=.dirty
+fi
+
+semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$'
+
+# nearest prints "<commits since> <vX.Y.Z> <2 release|1 pre-release>
+# <tag>" for the tag to use, or nothing: sorted by distance, then by
+# semantic-versioning precedence, highest first.
+nearest() {
+  git tag --merged HEAD | grep -E "$semver" | while read -r tag; do
+    kind=2
+    case $tag in *-*) kind=1 ;; esac
+    echo "$(git rev-list --count "$tag..HEAD") ${tag%%-*} $kind $tag"
+  done | sort -k1,1n -k2,2Vr -k3,3nr -k4,4Vr | head -n 1
+}
+
+read -r since _ _ tag <<<"$(nearest)"
+if [ -z "${tag:-}" ]; then
+  echo "v0.0.0-dev.$(git rev-list --count HEAD)+g$short$dirty"
+elif [ "$since" = 0 ]; then
+  echo "$tag${dirty:++g$short$dirty}"
+elif [[ $tag == *-* ]]; then
+  echo "$tag.dev.$since+g$short$dirty"
+else
+  IFS=. read -r major minor patch <<<"${tag#v}"
+  echo "v$major.$minor.$((patch + 1))-dev.$since+g$short$dirty"
+fi
