@@ -57,9 +57,9 @@ sums_verify() {
 
 main() {
   require_clean
-  local tmp
   tmp=$(mktemp -d)
   # Go's module and build caches are read-only to rm; chmod them first.
+  # tmp is global: the trap runs after main has returned.
   trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
   build_twice "$tmp"
   same_sums "$tmp"
