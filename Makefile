@@ -39,7 +39,7 @@ PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERM
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
 
-.PHONY: all build demo test test-kafka test-pg unit-pg e2e-pg bench unit fuzz e2e k8s lint licenses deps deps-kafka deps-pg clean
+.PHONY: all build release release-check demo test test-kafka test-pg unit-pg e2e-pg bench unit fuzz e2e k8s lint licenses deps deps-kafka deps-pg clean
 
 all: build
 
@@ -60,6 +60,15 @@ deps-kafka:
 ## build: the static binary, bin/cdc-relay
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cdc-relay
+
+## release: into dist/, per target (linux and darwin, amd64 and arm64) an archive of the static binary and an SBOM, and SHA256SUMS
+release:
+	@./scripts/deps.sh release
+	VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' ./scripts/release.sh
+
+## release-check: make release twice, the second time from a fresh clone with an empty build cache; the same SHA256SUMS, and every file as it should be
+release-check:
+	./scripts/release-check.sh
 
 ## demo: the relay on a throwaway PostgreSQL and an in-process Kafka broker
 demo: build
@@ -123,4 +132,4 @@ e2e: deps-pg
 	CGO_ENABLED=1 $(GO) test -count=1 -timeout 20m ./e2e/
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

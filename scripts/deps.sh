@@ -9,6 +9,8 @@
 #   pgversions Java, Maven, unzip and xz: scripts/pgversion.sh fetches PostgreSQL
 #             versions other than Debian's (make test-pg)
 #   promtool  Prometheus's promtool, which checks docker/'s alerting rules
+#   release   jq, which make release writes the SBOMs with (GNU tar, gzip
+#             and sha256sum are Debian's essentials)
 #
 #   scripts/deps.sh postgres                   # make demo
 #   scripts/deps.sh postgres kcat gcc promtool # make test
@@ -18,8 +20,8 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: scripts/deps.sh {postgres|kcat|gcc|kafka|pgversions|promtool}..." >&2
-  sed -n '2,17s/^# \{0,1\}//p' "$0" >&2
+  echo "usage: scripts/deps.sh {postgres|kcat|gcc|kafka|pgversions|promtool|release}..." >&2
+  sed -n '2,19s/^# \{0,1\}//p' "$0" >&2
 }
 if [ $# -eq 0 ]; then
   echo "deps: name what to install." >&2
@@ -80,6 +82,9 @@ for want in "$@"; do
     # Debian's prometheus package (21 MiB to download with what it needs);
     # its service is not started in a container without an init system.
     command -v promtool >/dev/null 2>&1 || add prometheus
+    ;;
+  release)
+    command -v jq >/dev/null 2>&1 || add jq
     ;;
   *)
     echo "deps: unknown dependency \"$want\"" >&2

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// checkArchive says what is wrong with archive a: it must hold exactly the
+// archiveFiles at its top (more is allowed only as further files, not
+// directories), owned by 0:0, and its binary must be for its target.
+func checkArchive(a artifact) []string {
+	files, err := readArchive(a.path)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", a.path, err)}
+	}
+	var problems []string
+	for _, name := range archiveFiles {
+		if _, ok := files[name]; !ok {
+			problems = append(problems, fmt.Sprintf("%s: no %s in it", a.path, name))
+		}
+	}
+	if bin, ok := files["cdc-relay"]; ok {
+		if err := checkBinary(bin, a.target); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: cdc-relay: %v", a.path, err))
+		}
+	}
+	return problems
+}
+
+// readArchive returns the contents of the regular files of a .tar.gz by
+// name, or an error if any entry is not a regular file owned by 0:0, or
+// the binary is not executable.
+func readArchive(path string) (map[string][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	if zr.Name != "" || !zr.ModTime.IsZero() {
+		return nil, fmt.Errorf("gzip header holds a name (%q) or a time (%v): compress with gzip -n", zr.Name, zr.ModTime)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := checkHeader(h); err != nil {
+			return nil, err
+		}
+		if files[h.Name], err = io.ReadAll(tr); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// checkHeader says what is wrong with one archive entry: it must be a
+// regular file at the top, owned by 0:0, 0755 for the binary and 0644 else.
+func checkHeader(h *tar.Header) error {
+	want := int64(0o644)
+	if h.Name == "cdc-relay" {
+		want = 0o755
+	}
+	switch {
+	case h.Typeflag != tar.TypeReg:
+		return fmt.Errorf("%s: not a regular file", h.Name)
+	case h.Uid != 0 || h.Gid != 0:
+		return fmt.Errorf("%s: owned by %d:%d, want 0:0", h.Name, h.Uid, h.Gid)
+	case h.Mode != want:
+		return fmt.Errorf("%s: mode %o, want %o", h.Name, h.Mode, want)
+	}
+	return nil
+}

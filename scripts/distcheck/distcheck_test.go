@@ -1,0 +1,112 @@
+package main
+
+import (
+	"archive/tar"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestCheckSBOM(t *testing.T) {
+	const good = `{"bomFormat":"CycloneDX","metadata":{"component":{"name":"github.com/cdc-relay/cdc-relay","version":"v0.5.0",
+		"purl":"pkg:golang/github.com/cdc-relay/cdc-relay@v0.5.0?goarch=arm64&goos=darwin&type=module"}},
+		"components":[{"name":"github.com/jackc/pgx/v5","purl":"pkg:golang/github.com/jackc/pgx/v5@v5.12.0?goarch=arm64&goos=darwin&type=module"},
+		{"name":"github.com/twmb/franz-go","purl":"pkg:golang/github.com/twmb/franz-go@v1.22.2?goarch=arm64&goos=darwin&type=module"}]}`
+	tests := []struct {
+		name, doc, version, target, want string
+	}{
+		{"good", good, "v0.5.0", "darwin-arm64", ""},
+		{"other version", good, "v0.5.1", "darwin-arm64", "want github.com/cdc-relay/cdc-relay v0.5.1"},
+		{"other platform", good, "v0.5.0", "linux-arm64", "want goarch=arm64&goos=linux"},
+		{"serial number", strings.Replace(good, `"bomFormat"`, `"serialNumber":"urn:uuid:1","bomFormat"`, 1), "v0.5.0", "darwin-arm64", "serial number"},
+		{"no franz-go", strings.Replace(good, `"github.com/twmb/franz-go"`, `"github.com/twmb/other"`, 1), "v0.5.0", "darwin-arm64", "names no github.com/twmb/franz-go"},
+		{"not CycloneDX", strings.Replace(good, "CycloneDX", "SPDX", 1), "v0.5.0", "darwin-arm64", "want CycloneDX"},
+		{"not JSON", "{", "v0.5.0", "darwin-arm64", "not JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(checkSBOM([]byte(tt.doc), tt.version, tt.target), "; ")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("checkSBOM: %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckHeader(t *testing.T) {
+	tests := []struct {
+		name string
+		h    tar.Header
+		want string
+	}{
+		{"binary", tar.Header{Name: "cdc-relay", Typeflag: tar.TypeReg, Mode: 0o755}, ""},
+		{"license", tar.Header{Name: "LICENSE", Typeflag: tar.TypeReg, Mode: 0o644}, ""},
+		{"binary not executable", tar.Header{Name: "cdc-relay", Typeflag: tar.TypeReg, Mode: 0o644}, "mode 644, want 755"},
+		{"group-writable", tar.Header{Name: "README.md", Typeflag: tar.TypeReg, Mode: 0o664}, "mode 664"},
+		{"builder's owner", tar.Header{Name: "LICENSE", Typeflag: tar.TypeReg, Mode: 0o644, Uid: 1000, Gid: 1000}, "owned by 1000:1000"},
+		{"directory", tar.Header{Name: "cdc-relay-v0.5.0/", Typeflag: tar.TypeDir, Mode: 0o755}, "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if err := checkHeader(&tt.h); err != nil {
+				got = err.Error()
+			}
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("checkHeader: %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckTargets(t *testing.T) {
+	all := []artifact{{version: "v1", target: "linux-amd64"}, {version: "v1", target: "linux-arm64"},
+		{version: "v1", target: "darwin-amd64"}, {version: "v1", target: "darwin-arm64"}}
+	tests := []struct {
+		name string
+		as   []artifact
+		want string
+	}{
+		{"all four", all, ""},
+		{"one missing", all[1:], "want exactly one for each"},
+		{"one twice", append(all[1:], all[1]), "want exactly one for each"},
+		{"two versions", append(all[1:], artifact{version: "v2", target: "linux-amd64"}), "2 versions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(checkTargets("archives", tt.as), "; ")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("checkTargets: %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckBinaryRefusesOtherTargets feeds the test's own executable, an
+// ELF for linux/amd64, as each other target's binary.
+func TestCheckBinaryRefusesOtherTargets(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the test's own executable is the linux/amd64 example")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for target, want := range map[string]string{
+		"linux-arm64":  "built for EM_X86_64, want EM_AARCH64",
+		"darwin-amd64": "not a Mach-O executable",
+		"darwin-arm64": "not a Mach-O executable",
+	} {
+		if err := checkBinary(bin, target); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("checkBinary(own executable, %s): %v, want %q", target, err, want)
+		}
+	}
+	if err := checkBinary([]byte("#!/bin/sh\n"), "linux-amd64"); err == nil || !strings.Contains(err.Error(), "not an ELF") {
+		t.Errorf("checkBinary(a shell script): %v, want not an ELF", err)
+	}
+}

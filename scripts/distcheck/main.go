@@ -1,0 +1,109 @@
+// Command distcheck checks a release directory that make release wrote:
+// exactly one archive and one SBOM per target; each archive holds the
+// binary, LICENSE, NOTICE, README.md and THIRD_PARTY_NOTICES, owned by
+// 0:0; each binary is for its archive's OS and architecture and
+// statically linked (an ELF binary has no interpreter and needs no shared
+// library; a Mach-O binary links only the system's own libraries, as every
+// Go binary for macOS does); each SBOM is CycloneDX for that version, OS
+// and architecture and names the modules the relay is built on. It exits
+// 1 with one line per problem.
+//
+//	go run ./scripts/distcheck dist
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+)
+
+// targets are the release's operating systems and architectures.
+var targets = []string{"darwin-amd64", "darwin-arm64", "linux-amd64", "linux-arm64"}
+
+// archiveFiles are the files every archive must hold.
+var archiveFiles = []string{"LICENSE", "NOTICE", "README.md", "THIRD_PARTY_NOTICES", "cdc-relay"}
+
+// sbomModules are modules every binary is built on, so every SBOM names them.
+var sbomModules = []string{"github.com/jackc/pgx/v5", "github.com/twmb/franz-go"}
+
+var artifactName = regexp.MustCompile(`^cdc-relay-(.+)-(linux|darwin)-(amd64|arm64)\.(tar\.gz|cdx\.json)$`)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/distcheck DIR (the directory make release wrote, dist)")
+		os.Exit(2)
+	}
+	problems := checkDist(os.Args[1])
+	for _, p := range problems {
+		fmt.Fprintln(os.Stderr, "distcheck:", p)
+	}
+	if len(problems) > 0 {
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "distcheck: %s: %d archives and %d SBOMs, each binary static and for its target\n",
+		os.Args[1], len(targets), len(targets))
+}
+
+// artifact is one archive or SBOM of a release, named by its target.
+type artifact struct {
+	path, version, target string
+}
+
+// checkDist returns every problem of the release in dir; none means it is
+// whole and each file is what its name says.
+func checkDist(dir string) []string {
+	archives, sboms, problems := listArtifacts(dir)
+	problems = append(problems, checkTargets("archives", archives)...)
+	problems = append(problems, checkTargets("SBOMs", sboms)...)
+	for _, a := range archives {
+		problems = append(problems, checkArchive(a)...)
+	}
+	for _, s := range sboms {
+		problems = append(problems, checkSBOMFile(s)...)
+	}
+	return problems
+}
+
+// listArtifacts sorts the files of dir into archives and SBOMs by name;
+// any other file but SHA256SUMS is a problem.
+func listArtifacts(dir string) (archives, sboms []artifact, problems []string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, []string{fmt.Sprintf("%v: run make release first", err)}
+	}
+	for _, e := range entries {
+		m := artifactName.FindStringSubmatch(e.Name())
+		switch {
+		case e.Name() == "SHA256SUMS":
+		case m == nil:
+			problems = append(problems, fmt.Sprintf("%s: not a file of the release", e.Name()))
+		case m[4] == "tar.gz":
+			archives = append(archives, artifact{filepath.Join(dir, e.Name()), m[1], m[2] + "-" + m[3]})
+		default:
+			sboms = append(sboms, artifact{filepath.Join(dir, e.Name()), m[1], m[2] + "-" + m[3]})
+		}
+	}
+	return archives, sboms, problems
+}
+
+// checkTargets says what is wrong unless there is exactly one of kind per
+// target, all of one version.
+func checkTargets(kind string, as []artifact) []string {
+	var got []string
+	versions := map[string]bool{}
+	for _, a := range as {
+		got = append(got, a.target)
+		versions[a.version] = true
+	}
+	sort.Strings(got)
+	var problems []string
+	if fmt.Sprint(got) != fmt.Sprint(targets) {
+		problems = append(problems, fmt.Sprintf("%s for %v, want exactly one for each of %v", kind, got, targets))
+	}
+	if len(versions) > 1 {
+		problems = append(problems, fmt.Sprintf("%s of %d versions, want one", kind, len(versions)))
+	}
+	return problems
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Builds the release into dist/ (DIST names another directory): for each
+# target, a static binary in cdc-relay-<version>-<os>-<arch>.tar.gz (with
+# the files of archive_extras), its SBOM cdc-relay-<version>-<os>-<arch>.cdx.json
+# (CycloneDX, from the module graph embedded in that binary), and
+# SHA256SUMS over all of them, in sha256sum's format.
+#
+# The same commit gives the same bytes anywhere on Linux with GNU tar and
+# gzip: the binaries are built with -trimpath by the Go toolchain go.mod
+# names (GOTOOLCHAIN), the archives hold fixed names, owners, modes and the
+# commit's time, gzip writes no name or time, and the SBOMs hold the
+# commit's time, no serial number and no hash of the tool that wrote them.
+# make release-check proves it (scripts/release-check.sh).
+#
+# The Makefile passes VERSION and LDFLAGS (make release). SOURCE_DATE_EPOCH,
+# if set, replaces the commit's time; CYCLONEDX_GOMOD names an executable
+# of cyclonedx-gomod to use instead of building the pinned one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TARGETS=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
+CYCLONEDX_GOMOD_MODULE=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+DIST=${DIST:-dist}
+
+die() {
+  echo "release: $*" >&2
+  exit 1
+}
+
+# archive_extras copies into $1 the files every archive holds besides the
+# binary, with fixed modes. This is the one list of them.
+archive_extras() {
+  install -m 0644 LICENSE NOTICE README.md "$DIST/.stage/THIRD_PARTY_NOTICES" "$1/"
+}
+
+# write_notices leaves DIST/.stage/THIRD_PARTY_NOTICES: the license texts
+# and NOTICE files of the modules the binaries link, which their licenses
+# ask a binary to carry.
+write_notices() {
+  mkdir -p "$DIST/.stage"
+  go run ./scripts/licenses -notices "$DIST/.stage/THIRD_PARTY_NOTICES" ||
+    die "could not write THIRD_PARTY_NOTICES: make licenses says which module's license is the problem"
+}
+
+# require_inputs leaves VERSION and LDFLAGS set, or stops.
+require_inputs() {
+  [ -n "${VERSION:-}" ] || die "VERSION is not set: run make release, which sets it from git"
+  [ -n "${LDFLAGS:-}" ] || die "LDFLAGS is not set: run make release, which sets it"
+}
+
+# find_tools leaves TAR naming GNU tar and SHA256 a sha256sum-compatible
+# command, and checks that gzip, jq and git are there.
+find_tools() {
+  local t
+  TAR=
+  for t in gtar tar; do
+    if command -v "$t" >/dev/null 2>&1 && "$t" --version 2>/dev/null | grep -q 'GNU tar'; then
+      TAR=$t
+      break
+    fi
+  done
+  [ -n "$TAR" ] || die "GNU tar is needed for reproducible archives (--sort, --mtime): install it (Debian: tar; macOS: brew install gnu-tar)"
+  if command -v sha256sum >/dev/null 2>&1; then
+    SHA256=(sha256sum)
+  elif command -v shasum >/dev/null 2>&1; then
+    SHA256=(shasum -a 256)
+  else
+    die "sha256sum (coreutils) or shasum is needed: install coreutils"
+  fi
+  for t in gzip jq git; do
+    command -v "$t" >/dev/null 2>&1 || die "$t is needed: install it (Debian: apt-get install $t; macOS: brew install $t)"
+  done
+}
+
+# pin_toolchain exports GOTOOLCHAIN as the toolchain go.mod names, so that
+# a newer or older local Go fetches that one instead of giving other bytes.
+pin_toolchain() {
+  local v
+  v=$(awk '$1 == "toolchain" { print $2 }' go.mod)
+  [ -n "$v" ] || v=go$(awk '$1 == "go" { print $2 }' go.mod)
+  export GOTOOLCHAIN=$v
+}
+
+# pin_epoch leaves SOURCE_DATE_EPOCH set: the commit's time unless given.
+pin_epoch() {
+  if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+    SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) || die "no commit to take the time from: set SOURCE_DATE_EPOCH"
+  fi
+  export SOURCE_DATE_EPOCH
+}
+
+# cyclonedx_gomod leaves CYCLONEDX_GOMOD naming the pinned cyclonedx-gomod,
+# built once into bin/tools from the Go module proxy.
+cyclonedx_gomod() {
+  if [ -n "${CYCLONEDX_GOMOD:-}" ]; then
+    [ -x "$CYCLONEDX_GOMOD" ] || die "CYCLONEDX_GOMOD=$CYCLONEDX_GOMOD is not an executable"
+    return
+  fi
+  local tools
+  tools=$(pwd)/bin/tools/$(go env GOHOSTOS)-$(go env GOHOSTARCH)
+  CYCLONEDX_GOMOD=$tools/cyclonedx-gomod
+  [ -x "$CYCLONEDX_GOMOD" ] && return
+  GOBIN=$tools GOFLAGS=-trimpath go install "$CYCLONEDX_GOMOD_MODULE" ||
+    die "could not build $CYCLONEDX_GOMOD_MODULE: the Go module proxy must be reachable (GOPROXY)"
+}
+
+# build_binary leaves a static binary for $1/$2 at $3/cdc-relay. GOFLAGS is
+# fixed: the version and commit come from LDFLAGS, not from the VCS.
+build_binary() {
+  local goos=$1 goarch=$2 out=$3
+  CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch GOAMD64=v1 GOARM64=v8.0 GOFLAGS=-buildvcs=false \
+    go build -trimpath -ldflags "$LDFLAGS" -o "$out/cdc-relay" ./cmd/cdc-relay
+  chmod 0755 "$out/cdc-relay"
+}
+
+# write_archive leaves $2.tar.gz holding the files of directory $1, sorted,
+# owned by 0:0, dated SOURCE_DATE_EPOCH, gzip-compressed without name or time.
+write_archive() {
+  local dir=$1 out=$2 files
+  files=$(cd "$dir" && LC_ALL=C ls | LC_ALL=C sort)
+  # shellcheck disable=SC2086 # the names have no spaces
+  (cd "$dir" && "$TAR" --format=gnu --sort=name --mtime="@$SOURCE_DATE_EPOCH" \
+    --owner=0 --group=0 --numeric-owner -cf - $files) | gzip -9 -n >"$out.tar.gz"
+}
+
+# write_sbom leaves $2.cdx.json describing the modules built into binary $1
+# for its GOOS/GOARCH ($3/$4), timestamped SOURCE_DATE_EPOCH, without a
+# serial number or the hashes of the cyclonedx-gomod executable (which
+# differ by the machine that built it).
+write_sbom() {
+  local bin=$1 out=$2 goos=$3 goarch=$4 when
+  when=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null ||
+    date -u -r "$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+  GOOS=$goos GOARCH=$goarch "$CYCLONEDX_GOMOD" bin -json -noserial -notimestamp \
+    -version "$VERSION" "$bin" >"$out.cdx.tmp"
+  jq --arg when "$when" '.metadata.timestamp = $when | del(.metadata.tools[]?.hashes)' \
+    "$out.cdx.tmp" >"$out.cdx.json"
+  rm "$out.cdx.tmp"
+}
+
+# release_target leaves the archive and the SBOM of target $1 (os/arch) in DIST.
+release_target() {
+  local goos=${1%/*} goarch=${1#*/} name stage
+  name=cdc-relay-$VERSION-$goos-$goarch
+  stage=$DIST/.stage/$goos-$goarch
+  mkdir -p "$stage"
+  echo "release: $name" >&2
+  build_binary "$goos" "$goarch" "$stage"
+  archive_extras "$stage"
+  write_archive "$stage" "$DIST/$name"
+  write_sbom "$stage/cdc-relay" "$DIST/$name" "$goos" "$goarch"
+}
+
+# write_sums leaves DIST/SHA256SUMS over every archive and SBOM, sorted.
+write_sums() {
+  (cd "$DIST" && LC_ALL=C ls -- *.tar.gz *.cdx.json | LC_ALL=C sort |
+    xargs "${SHA256[@]}" >SHA256SUMS)
+}
+
+main() {
+  require_inputs
+  find_tools
+  pin_toolchain
+  pin_epoch
+  cyclonedx_gomod
+  rm -rf "$DIST"
+  mkdir -p "$DIST"
+  write_notices
+  local t
+  for t in "${TARGETS[@]}"; do
+    release_target "$t"
+  done
+  rm -rf "$DIST/.stage"
+  write_sums
+  echo "release: $DIST/ holds ${#TARGETS[@]} archives, ${#TARGETS[@]} SBOMs and SHA256SUMS of $VERSION" >&2
+}
+
+main "$@"
