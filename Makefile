@@ -35,6 +35,9 @@ PG_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ 
 PG_VERSION_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
 	./checkpoint/ ./internal/pgtemp/
 PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERMRestartDeliversEverythingOnce|TestStandbyTakesOverWhenLeaderDies|TestSlotGapRefusedThenRecovered|TestLostSlotIsReportedNotSkipped|TestExactlyOnceSurvivesKillAndStop|TestRollbacksAndSavepointsProduceNothing|TestEventsBeforeTheFirstRunAreKept|TestStatusColumnSwitchOver|TestRecover.*|TestPrimaryFailover.*|TestOnSlotLossRecover|TestExactlyOnceCloneStartsFromItsOwnSlot|TestExactlyOnceFailoverToAStandbyBehindKafka)$$
+# How many e2e tests run at once: those that mostly wait (parallel in
+# e2e/harness_test.go) run side by side after the others, which run alone.
+E2E_PARALLEL ?= 4
 # unit-pg's go test flags; CI runs 13, 14, 16 and 17 with -short, without
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
@@ -80,7 +83,7 @@ test: deps lint k8s unit fuzz e2e
 
 ## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven)
 test-kafka: deps deps-kafka
-	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GO) test -count=1 -timeout 30m ./e2e/
+	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GO) test -count=1 -parallel $(E2E_PARALLEL) -timeout 30m ./e2e/
 
 ## test-pg: with PG=<major> (13 to 18): unit-pg, then e2e-pg
 test-pg: unit-pg e2e-pg
@@ -95,7 +98,7 @@ unit-pg: deps
 e2e-pg: deps
 	@if [ -z "$(PG)" ]; then echo "make $@: name the version, e.g. make $@ PG=17" >&2; exit 2; fi
 	@echo "$@: $$($$(./scripts/pgversion.sh $(PG))/postgres --version)"
-	CGO_ENABLED=1 $(GO) test -count=1 -timeout 20m -run '$(PG_CORE_TESTS)' ./e2e/
+	CGO_ENABLED=1 $(GO) test -count=1 -parallel $(E2E_PARALLEL) -timeout 20m -run '$(PG_CORE_TESTS)' ./e2e/
 
 ## bench: drain, latency, memory and polling-baseline benchmarks (about 20 minutes)
 bench: deps deps-kafka
@@ -129,7 +132,7 @@ fuzz:
 ## e2e: the end-to-end suite on kfake (it builds the relay with -race)
 e2e: deps-pg
 	@./scripts/deps.sh postgres kcat gcc
-	CGO_ENABLED=1 $(GO) test -count=1 -timeout 20m ./e2e/
+	CGO_ENABLED=1 $(GO) test -count=1 -parallel $(E2E_PARALLEL) -timeout 20m ./e2e/
 
 clean:
 	rm -rf bin dist

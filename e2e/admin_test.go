@@ -136,6 +136,7 @@ next:
 // /status agrees; and the info-level log of the whole run is short and
 // never holds the PostgreSQL password.
 func TestMetricsCountEveryEvent(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	const password = "pw-kept-out-of-the-log" // the test cluster trusts every login
 	url := strings.Replace(e.url, "postgres@", "postgres:"+password+"@", 1)
@@ -283,6 +284,7 @@ func TestReadyzFollowsTheBroker(t *testing.T) {
 // with 401. Paused, nothing arrives for 5 s while rows are inserted, and
 // PostgreSQL keeps them; resumed, all of them arrive, in order.
 func TestPauseHoldsTheSlot(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	const token = "t0ken-for-the-test"
 	file := filepath.Join(t.TempDir(), "token")

@@ -82,6 +82,7 @@ func (e *env) padWALPast(lsn string) {
 // them. By run --accept-slot-loss: the slot is created with the copy's WAL
 // behind the original's position.
 func TestExactlyOnceCloneStartsFromItsOwnSlot(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name      string
 		slotAgain func(e *env, origEnd string) *relayProc // creates the copy's slot, commits its events, starts its relay

@@ -55,6 +55,7 @@ func (e *env) readCommitted(topic string, timeout time.Duration) []*kgo.Record {
 // consumer sees every event once, in commit order per key, across a
 // SIGKILL and a clean stop; the slot never passes the checkpoint row.
 func TestExactlyOnceSurvivesKillAndStop(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	eo := []string{"--delivery", "exactly-once", "--checkpoint-topic", e.prefix + ".checkpoints"}
 	relay := e.startRelay(eo...)
@@ -80,6 +81,7 @@ func TestExactlyOnceSurvivesKillAndStop(t *testing.T) {
 // --delivery exactly-once creates it, compacted, and finds it the second
 // time.
 func TestMigrateCreatesTheCheckpointTopic(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	topic := e.prefix + ".checkpoints"
 	args := []string{"migrate", "--postgres-url", e.url, "--slot", e.slot, "--kafka-brokers", strings.Join(e.brokers, ","), "--checkpoint-topic", topic}

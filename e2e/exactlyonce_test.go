@@ -407,6 +407,7 @@ func killEvents(t *testing.T) int {
 // reads every event once; in at-least-once mode, the same run loses
 // nothing and shows its duplicates for comparison.
 func TestExactlyOnceThroughKills(t *testing.T) {
+	parallel(t)
 	const kills = 10
 	total := killEvents(t)
 	for _, tc := range []struct {
@@ -468,10 +469,11 @@ func TestExactlyOnceThroughKills(t *testing.T) {
 // steady load, PostgreSQL restarts twice (fast shutdown) and the broker is
 // down for 20 s; a read_committed consumer reads every event once.
 func TestExactlyOnceThroughRestartsAndOutage(t *testing.T) {
+	parallelOwnBroker(t) // it stops the broker
 	if testing.Short() {
 		t.Skip("20 s broker outage")
 	}
-	e := newEnv(t)
+	e, pg := newEnvOwnCluster(t)
 	began := time.Now()
 	topic := e.topic("order")
 	e.createTopic(topic, nil)
@@ -491,7 +493,7 @@ func TestExactlyOnceThroughRestartsAndOutage(t *testing.T) {
 	flowing("events flow")
 	for i := 1; i <= 2; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := cluster.Restart(ctx, "fast")
+		err := pg.Restart(ctx, "fast")
 		cancel()
 		if err != nil {
 			t.Fatalf("restart PostgreSQL: %v", err)
@@ -684,6 +686,7 @@ func (e *env) failedList() []failedListRow {
 // and a read_committed consumer reads each good event once and never the
 // poison.
 func TestExactlyOncePoison(t *testing.T) {
+	parallel(t)
 	tests := []struct {
 		name   string
 		topic  func(e *env) string // where the poison goes; it is created with maxMessageBytes if set

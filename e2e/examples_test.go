@@ -65,6 +65,7 @@ var exampleCases = []exampleCase{
 }
 
 func TestExamplesRelayedByTheirConfig(t *testing.T) {
+	parallelOwnBroker(t)
 	for _, ex := range exampleCases {
 		t.Run(ex.dir, func(t *testing.T) {
 			e := newEnv(t)
@@ -180,6 +181,7 @@ func (e *env) configArgs(path string) []string {
 // every event arrives on both topics (once or more; none is lost), because
 // the checkpoint passes an event only once every copy is acked.
 func TestFanOutSurvivesKill(t *testing.T) {
+	parallelOwnBroker(t)
 	e := newEnv(t)
 	const txs, perTx = 1000, 10
 	_, p := e.startExample("event-store-tags")
@@ -420,6 +422,7 @@ func (e *env) checkSameTime(cols [3]string, zone string) {
 // column the table lacks stops `run` before it streams, naming the column
 // and the table.
 func TestConfigNamingAMissingColumnStopsRunAtStart(t *testing.T) {
+	parallelOwnBroker(t)
 	e := newEnv(t)
 	path := filepath.Join(t.TempDir(), "relay.yaml")
 	yaml := `tables:

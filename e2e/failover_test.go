@@ -116,6 +116,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 // takes the lock and the slot; nothing is lost, and the two never produce
 // at once.
 func TestLeaderStepsDownWhenItsLockSessionEnds(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	f := e.startFailover()
 	pid := e.leaderLockPID()
@@ -142,6 +143,7 @@ func TestLeaderStepsDownWhenItsLockSessionEnds(t *testing.T) {
 // connection is terminated while the leader runs. The standby reconnects
 // and stands by again: it neither claims leadership nor streams.
 func TestStandbyKeepsStandingByWhenItsConnectionEnds(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	leader := e.startRelay()
 	standby := e.spawnRelay()

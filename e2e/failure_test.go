@@ -68,6 +68,7 @@ func (e *env) killMidStream(relay *relayProc, cl *kgo.Client, topic string) int 
 }
 
 func TestKill9LosesNothing(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	relay := e.startRelay()
 	topic := e.topic("order")
@@ -85,6 +86,7 @@ func TestKill9LosesNothing(t *testing.T) {
 }
 
 func TestStandbyTakesOverWhenLeaderDies(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	leader := e.startRelay()
 	standby := e.spawnRelay()
@@ -112,7 +114,8 @@ func TestStandbyTakesOverWhenLeaderDies(t *testing.T) {
 }
 
 func TestPostgresRestartMidStream(t *testing.T) {
-	e := newEnv(t)
+	parallel(t)
+	e, pg := newEnvOwnCluster(t)
 	relay := e.startRelay()
 	topic := e.topic("order")
 	perKey := e.writeEvents(1, 300, 10, 10)
@@ -121,7 +124,7 @@ func TestPostgresRestartMidStream(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := cluster.Restart(ctx, "immediate"); err != nil {
+	if err := pg.Restart(ctx, "immediate"); err != nil {
 		t.Fatalf("restart PostgreSQL: %v", err)
 	}
 	e.conn = mustConnect(t, e.url)
@@ -169,6 +172,7 @@ func (e *env) writeEventsFrom(perKey map[string]int, txs, perTx int) map[string]
 }
 
 func TestPoisonRowsGoToTheStatusTable(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.startRelay()
 	ctx := context.Background()
@@ -228,6 +232,7 @@ func TestPoisonRowsGoToTheStatusTable(t *testing.T) {
 }
 
 func TestLostSlotIsReportedNotSkipped(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	relay := e.startRelay()
 	insert(t, e.conn, "order", "k", "One", `{"n": 1}`)
@@ -370,6 +375,7 @@ func TestStopWhileKafkaIsDown(t *testing.T) {
 // the broker's own error and goes to the status table; the stream goes on.
 // kfake does not enforce message size limits, so this runs on Apache Kafka.
 func TestBrokerRejectsRecordTooLarge(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	if brokerKind() != "apache" {
 		t.Skipf("needs a broker that enforces max.message.bytes (kfake does not); run with CDC_RELAY_TEST_KAFKA=apache")

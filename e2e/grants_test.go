@@ -16,6 +16,7 @@ import (
 // reading of the slot and the status table; no privilege error in the
 // relay's log.
 func TestLeastPrivilegeRole(t *testing.T) {
+	parallel(t)
 	e := newEnv(t) // migrate as the superuser
 	args := grantedRole(t, e, e.slot+"_role", "", "--retention", "1h", "--cleanup-interval", "1s")
 	// A row older than --retention, for retention to delete.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,12 +24,14 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/internal/kafkatest"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/internal/relayproc"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // The package shares one PostgreSQL cluster; each test gets its own
-// database, slot and topics. The broker comes from the environment:
+// database, slot and topics (a test that restarts PostgreSQL, a cluster of
+// its own: newEnvOwnCluster). The broker comes from the environment:
 //
 //	CDC_RELAY_TEST_KAFKA=kfake   (default) an in-process kfake broker per test
 //	CDC_RELAY_TEST_KAFKA=apache  one real Apache Kafka broker for the package
@@ -45,6 +48,17 @@ var (
 	cluster  *pgtemp.Cluster
 	apache   *kafkatest.Broker
 )
+
+// parallelSettings give the package's cluster room for the tests that run
+// at once (parallel): each may run two relays of a pool of 8 connections,
+// a replication connection and a lock session each, and its own clients.
+func parallelSettings() map[string]string {
+	return map[string]string{
+		"max_connections":       "300",
+		"max_wal_senders":       "40",
+		"max_replication_slots": "40",
+	}
+}
 
 // brokerKind is "kfake", "apache" or "external".
 func brokerKind() string {
@@ -98,7 +112,7 @@ func run(m *testing.M) int {
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cluster, err = pgtemp.Start(ctx, pgtemp.Options{})
+	cluster, err = pgtemp.Start(ctx, pgtemp.Options{Settings: parallelSettings()})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
@@ -129,6 +143,30 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// parallel lets t run beside the suite's other parallel tests, as many
+// at once as go test's -parallel says (the Makefile's E2E_PARALLEL). Go
+// runs every test that does not call it first, one at a time, and the
+// parallel ones only after them, so those never share the machine. A test
+// calls it first thing when it mostly waits, and when it restarts or stops
+// nothing shared (the package's PostgreSQL cluster), sets no environment
+// variable (t.Setenv forbids it), and asserts no duration, rate or memory
+// that other tests' load could push past its bound.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
+// parallelOwnBroker is parallel for a test that would otherwise qualify
+// but stops its broker, or writes topics whose names are not its own: it
+// runs in parallel on kfake, where every test has a broker of its own,
+// and alone on a broker the tests share (Apache Kafka, an external one).
+func parallelOwnBroker(t *testing.T) {
+	t.Helper()
+	if brokerKind() == "kfake" {
+		t.Parallel()
+	}
+}
+
 // env is one test's world: a database, a broker and a topic prefix.
 type env struct {
 	t         *testing.T
@@ -143,25 +181,44 @@ type env struct {
 	conn      *pgx.Conn
 }
 
-var envSeq int
+// envSeq numbers the tests' databases; parallel tests draw from it at once.
+var envSeq atomic.Int64
 
-// newEnv creates a database, migrates it, and starts a broker.
+// newEnv creates a database on the package's cluster, migrates it, and
+// starts a broker.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	envSeq++
-	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), envSeq)
-	e := &env{t: t, slot: name, prefix: "e2e." + name}
-	admin := mustConnect(t, cluster.URL("postgres"))
-	defer admin.Close(context.Background())
-	mustExec(t, admin, "CREATE DATABASE "+name)
-	e.url = cluster.URL(name)
+	e := newEnvOn(t, cluster)
 	t.Cleanup(func() {
 		a := mustConnect(t, cluster.URL("postgres"))
 		defer a.Close(context.Background())
 		_, _ = a.Exec(context.Background(), "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", e.slot)
-		_, _ = a.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		_, _ = a.Exec(context.Background(), "DROP DATABASE IF EXISTS "+e.slot+" WITH (FORCE)")
 	})
 	e.prepare()
+	return e
+}
+
+// newEnvOwnCluster is newEnv on a PostgreSQL cluster of the test's own,
+// which it returns: the test may restart or stop it, and so run beside the
+// others (parallel). The cluster is removed when the test ends.
+func newEnvOwnCluster(t *testing.T) (*env, *pgtemp.Cluster) {
+	t.Helper()
+	c := pgtemptest.StartT(t, pgtemp.Options{})
+	e := newEnvOn(t, c)
+	e.prepare()
+	return e, c
+}
+
+// newEnvOn creates the test's database on c, named as its slot.
+func newEnvOn(t *testing.T, c *pgtemp.Cluster) *env {
+	t.Helper()
+	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), envSeq.Add(1))
+	e := &env{t: t, slot: name, prefix: "e2e." + name}
+	admin := mustConnect(t, c.URL("postgres"))
+	defer admin.Close(context.Background())
+	mustExec(t, admin, "CREATE DATABASE "+name)
+	e.url = c.URL(name)
 	return e
 }
 

@@ -21,6 +21,7 @@ import (
 // expectation is sink.Partition (which TestPartitionMatchesJavaClient in
 // sink compares with the Java client).
 func TestPartitionOfKeysIsJavas(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	const partitions = 12
 	topic := e.topic("placed")

@@ -11,6 +11,7 @@ import (
 // TestEventsBeforeTheFirstRunAreKept: migrate creates the slot, so an
 // event committed between migrate and the relay's first run is relayed.
 func TestEventsBeforeTheFirstRunAreKept(t *testing.T) {
+	parallel(t)
 	e := newEnv(t) // runs migrate
 	insert(t, e.conn, "order", "k", "BeforeRun", `{"n": "before the first run"}`)
 	relay := e.startRelay()
@@ -25,6 +26,7 @@ func TestEventsBeforeTheFirstRunAreKept(t *testing.T) {
 // is migrated (the migration history already lists every version) and
 // relays its own table only.
 func TestTwoRelayTableSetsInOneDatabase(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	slotB := e.slot + "_b"
 	t.Cleanup(func() {

@@ -14,6 +14,7 @@ import (
 // the relay must ask pgoutput for that name, not for the name folded to
 // lower case or split at its comma.
 func TestPublicationNameWithCapitals(t *testing.T) {
+	parallel(t)
 	for _, pub := range []string{"MyPub", `Outbox "Events", v2`} {
 		t.Run(pub, func(t *testing.T) {
 			e := newEnv(t)
@@ -40,6 +41,7 @@ func TestPublicationNameWithCapitals(t *testing.T) {
 // relay refuses the name at start, says which names PostgreSQL takes, and
 // creates nothing.
 func TestSlotNameWithCapitalsIsRefused(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -523,6 +523,7 @@ func (o *orderRun) heldAfterTakeover(lift func()) {
 // the key committed after the restart wait too), and in exactly-once
 // delivery, read by a read_committed consumer.
 func TestOrderHeldBehindARefusedRecord(t *testing.T) {
+	parallel(t)
 	t.Run("refused then accepted", func(t *testing.T) {
 		e := newEnv(t)
 		o := e.newOrderRun("order")
@@ -592,6 +593,7 @@ func (e *env) failedCmd(sub string, args ...string) string {
 // the head releases the ten in order. `failed retry` of the head, after
 // the cause is gone, delivers it first, then the ten.
 func TestOrderDeadHead(t *testing.T) {
+	parallel(t)
 	deadHead := func(t *testing.T) (*env, *orderRun, func(), *relayProc) {
 		e := newEnv(t)
 		o := e.newOrderRun("order")

@@ -173,10 +173,11 @@ func loudLines(log string) []string {
 // session that resumes. It resumes with every event once. PostgreSQL is
 // the package's: the test stops it for everyone.
 func TestPostgresOutageLogsTwoLines(t *testing.T) {
+	parallel(t)
 	if testing.Short() {
 		t.Skip("20 s PostgreSQL outage")
 	}
-	e := newEnv(t)
+	e, pg := newEnvOwnCluster(t)
 	relay := e.startRelay()
 	topic := e.topic("order")
 	perKey := e.writeEvents(1, 100, 10, 10)
@@ -191,11 +192,11 @@ func TestPostgresOutageLogsTwoLines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	e.conn.Close(ctx)
-	if err := cluster.Halt(ctx, "fast"); err != nil {
+	if err := pg.Halt(ctx, "fast"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Second) // the outage itself, not a synchronisation
-	if err := cluster.StartAgain(ctx); err != nil {
+	if err := pg.StartAgain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	back := time.Now()

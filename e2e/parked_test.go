@@ -81,6 +81,7 @@ func TestDefaultFlagsDeliverEverything(t *testing.T) {
 // a missing topic are parked while another topic flows; once the topic is
 // created, the poller delivers every parked event, none lost, none twice.
 func TestMissingTopicParkedThenDelivered(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.createTopic(e.topic("flowing"), nil)
 	e.startRelay("--kafka-create-topics=false", "--retry-base", "200ms", "--retry-max", "1s", "--max-attempts", "1000")
@@ -120,6 +121,7 @@ func TestMissingTopicParkedThenDelivered(t *testing.T) {
 // schedule; `cdc-relay failed retry` brings it back, and it is delivered
 // once the cause is gone.
 func TestDeadAfterMaxAttemptsThenRetried(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	const base, max = 300 * time.Millisecond, 1200 * time.Millisecond
 	e.startRelay("--kafka-create-topics=false", "--retry-base", base.String(), "--retry-max", max.String(), "--max-attempts", "4")
@@ -168,6 +170,7 @@ func TestDeadAfterMaxAttemptsThenRetried(t *testing.T) {
 // row in the transaction that inserts it; the event is still relayed (the
 // insert is in the WAL), and the table stays empty.
 func TestInsertAndDeleteInOneTransaction(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.startRelay()
 	tx, err := e.conn.Begin(context.Background())
@@ -233,6 +236,7 @@ func TestStopWithTheStatusTableLocked(t *testing.T) {
 // the producer's batch size, where every batch is refused and each record
 // fits alone. kfake enforces no size limit, so this runs on Apache Kafka.
 func TestBatchTooLargeForTheTopic(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	if brokerKind() != "apache" {
 		t.Skipf("needs a broker that enforces max.message.bytes (kfake does not); run with CDC_RELAY_TEST_KAFKA=apache")
@@ -281,6 +285,7 @@ func TestBatchTooLargeForTheTopic(t *testing.T) {
 // is written to _schemas; the next event is delivered and the slot moves
 // past both.
 func TestReservedTopicIsParked(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	cl := e.client()
 	before := e.totalRecords(cl, "_schemas")

@@ -96,6 +96,7 @@ func (p *relayProc) pausedOnStatus(topic string) bool {
 // arrives, A still has none, /status lists A as paused. Resumed, A's 100
 // arrive once each, each key's in commit order.
 func TestPauseTopicSurvivesRestart(t *testing.T) {
+	parallel(t)
 	const token = "t0ken-for-the-pause"
 	for _, tt := range []struct {
 		name           string

@@ -48,8 +48,7 @@ type primaryFailover struct {
 func newPrimaryFailover(t *testing.T, standby pgtemp.StandbyOptions) *primaryFailover {
 	t.Helper()
 	f := &primaryFailover{primary: pgtemptest.StartT(t, pgtemp.Options{})}
-	envSeq++
-	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), envSeq)
+	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), envSeq.Add(1))
 	admin := mustConnect(t, f.primary.URL("postgres"))
 	mustExec(t, admin, "CREATE DATABASE "+name)
 	var version int
@@ -222,6 +221,7 @@ func (f *primaryFailover) finish(more int) (dups, unacked int) {
 // same connection string publishes the gap again, `run` goes on, and
 // every commit the writer saw succeed is in Kafka.
 func TestPrimaryFailoverRefuse(t *testing.T) {
+	parallel(t)
 	f := newPrimaryFailover(t, pgtemp.StandbyOptions{})
 	// Until the failover, the first host listed is the standby; after it,
 	// the first host is down.
@@ -424,6 +424,7 @@ func withFlag(args []string, name, value string) []string {
 // slot is a failover slot that the standby synchronises: the promoted
 // server has it, and there is no gap to repair at all.
 func TestPrimaryFailoverRecover(t *testing.T) {
+	parallel(t)
 	f := newPrimaryFailover(t, pgtemp.StandbyOptions{SlotSync: true})
 	failoverSlots := f.serverVersion() >= 170000
 	relay := f.startRelay("--on-slot-loss", "recover")

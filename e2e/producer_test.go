@@ -13,6 +13,7 @@ import (
 // although it would compress far below the limit: the batch size counts
 // records before compression. Events of other keys flow past it.
 func TestBatchSizeAndCompression(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.startRelay("--kafka-batch-max-bytes", "100000", "--kafka-compression", "zstd")
 	insert(t, e.conn, "order", "a", "Small", `{"n": "first"}`)

@@ -21,6 +21,7 @@ import (
 // row committed after it, in either delivery mode. (Before the fix it
 // started from updated_at and found none of them.)
 func TestRecoverFromTheCommitTimeOfTheSavedPosition(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name     string
 		delivery []string
@@ -97,6 +98,7 @@ func recoverFromBehind(t *testing.T, e *env, args []string) {
 // since the checkpoint, whatever zone wrote it. (Before the fix it found
 // none of them, exited 0 and moved the checkpoint on.)
 func TestRecoverLocalTimeColumn(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	var db string
 	if err := e.conn.QueryRow(context.Background(), "SELECT current_database()").Scan(&db); err != nil {

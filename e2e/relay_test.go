@@ -120,6 +120,7 @@ func (e *env) writeEvents(workers, txs, perTx, keys int) map[string]int {
 }
 
 func TestExactlyOnceInCommitOrder(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	relay := e.startRelay()
 	perKey := e.writeEvents(5, 1000, 10, 50)
@@ -134,6 +135,7 @@ func TestExactlyOnceInCommitOrder(t *testing.T) {
 }
 
 func TestRollbacksAndSavepointsProduceNothing(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.startRelay()
 	ctx := context.Background()
@@ -192,6 +194,7 @@ func assertValues(t *testing.T, recs []*kgo.Record, want []string) {
 }
 
 func TestInterleavedTransactionsArriveInCommitOrder(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.startRelay()
 	ctx := context.Background()
@@ -221,6 +224,7 @@ func TestInterleavedTransactionsArriveInCommitOrder(t *testing.T) {
 }
 
 func TestUpdateDeleteTruncateProduceNothing(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	// A publication of every operation, so the relay itself must ignore
 	// them (the default publication publishes inserts only).
@@ -244,6 +248,7 @@ func TestUpdateDeleteTruncateProduceNothing(t *testing.T) {
 }
 
 func TestSIGTERMRestartDeliversEverythingOnce(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	relay := e.startRelay()
 	topic := e.topic("order")
@@ -320,6 +325,7 @@ func TestLargeTransactionBoundedMemory(t *testing.T) {
 }
 
 func TestKcatReadsWhatTheRelayProduced(t *testing.T) {
+	parallel(t)
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat not installed (Debian: apt-get install kcat); `make test` installs it")
@@ -376,6 +382,7 @@ func TestKcatReadsWhatTheRelayProduced(t *testing.T) {
 }
 
 func TestMigrateRefusesWALLevelReplica(t *testing.T) {
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pg, err := pgtemp.Start(ctx, pgtemp.Options{WALLevel: "replica"})
@@ -397,6 +404,7 @@ func TestMigrateRefusesWALLevelReplica(t *testing.T) {
 // positions), and checks the slot never confirms past the transaction whose
 // event is not acked; then lets Kafka answer and checks it arrives.
 func TestConfirmNeverPassesUnackedEvent(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.needKfake()
 	e.startRelay()

@@ -15,6 +15,7 @@ import (
 // as its topic and the illegal one kept as its original topic, which
 // `failed show` prints; the second, corrected in turn, follows it.
 func TestFailedRetryToCorrectedTopic(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.startRelay()
 	const bad = "bad topic!*"

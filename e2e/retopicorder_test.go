@@ -87,6 +87,7 @@ func (r *retopicEnv) checkFirstThenSecond() {
 // topic before the correction commits: an event of the key committed as
 // soon as it returns waits behind the corrected event.
 func TestRetopicAdminKeepsOrder(t *testing.T) {
+	parallel(t)
 	r := newRetopicEnv(t, false)
 	r.retryAdmin()
 	r.insert(r.fixed, "second")
@@ -97,6 +98,7 @@ func TestRetopicAdminKeepsOrder(t *testing.T) {
 // learnt by the relay within its status interval; an event of the key
 // committed after that waits behind the corrected event.
 func TestRetopicCommandLineKeepsOrder(t *testing.T) {
+	parallel(t)
 	r := newRetopicEnv(t, false)
 	r.retryCLI()
 	r.waitFor("the relay holds the corrected key, or delivered the event", 30*time.Second, func() bool {
@@ -112,6 +114,7 @@ func TestRetopicCommandLineKeepsOrder(t *testing.T) {
 // new topic (missing, topics not created) holds the later events of its
 // key there WAITING; once the topic exists, both are delivered in order.
 func TestRetopicFailingAgainHolds(t *testing.T) {
+	parallel(t)
 	r := newRetopicEnv(t, true, "--kafka-create-topics=false", "--retry-base", "200ms", "--retry-max", "1s", "--max-attempts", "1000")
 	r.retryAdmin()
 	r.waitFor("the corrected event failed again in its new topic", 60*time.Second, func() bool {

@@ -16,6 +16,7 @@ import (
 // wallet-events and once to payment-events, in either delivery mode (both
 // take the decoder's routes); `run` warns of the two routes at start.
 func TestRoutesNamingOneTopic(t *testing.T) {
+	parallel(t)
 	for _, mode := range []struct {
 		name string
 		args []string

@@ -18,6 +18,7 @@ import (
 // any password is accepted). Events flow, and the password shows neither in
 // the relay's log, at debug level, nor on its command line.
 func TestPostgresURLFromAFile(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	const secret = "s3cret-from-the-file"
 	cfg, err := pgconn.ParseConfig(e.url)

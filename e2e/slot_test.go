@@ -15,6 +15,7 @@ import (
 // and `cdc-relay recover`; recover publishes the missing event; `run` then
 // resumes from the slot.
 func TestSlotGapRefusedThenRecovered(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name     string
 		recreate bool

@@ -24,6 +24,7 @@ import (
 // arrive, and the metrics count one recovery. A relay standing by when the
 // slot is dropped does the same once it takes the leadership.
 func TestOnSlotLossRecover(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name     string
 		recreate bool

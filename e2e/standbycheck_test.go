@@ -26,6 +26,7 @@ func standbyRole(t *testing.T, e *env, extra ...string) (args []string, role str
 // granted it becomes ready without a restart, and takes over when the
 // leader stops.
 func TestStandbyWithoutReplicationIsNotReady(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	leader := e.startRelay()
 	args, role := standbyRole(t, e)
@@ -78,6 +79,7 @@ func TestStandbyWithoutReplicationIsNotReady(t *testing.T) {
 // TestStandbyWithoutKafkaIsNotReady: a standby whose brokers do not answer
 // is not ready, and says Kafka.
 func TestStandbyWithoutKafkaIsNotReady(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.startRelay()
 	port, err := freeport.Get() // nothing listens there

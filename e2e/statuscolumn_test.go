@@ -293,6 +293,7 @@ func (s *statusEnv) checkTimes() {
 // the topic exists the poller delivers it, once, and the row says
 // delivered (attempts at least 1), as the status table does.
 func TestStatusColumnParkedThenDelivered(t *testing.T) {
+	parallel(t)
 	for _, l := range statusLayouts {
 		t.Run(l.dir, func(t *testing.T) {
 			s := newStatusEnv(t, l)
@@ -340,6 +341,7 @@ func TestStatusColumnParkedThenDelivered(t *testing.T) {
 // names its topic; and an event whose last attempt failed
 // (--max-attempts 1: the poller's first).
 func TestStatusColumnDead(t *testing.T) {
+	parallel(t)
 	for _, l := range statusLayouts {
 		t.Run(l.dir, func(t *testing.T) {
 			s := newStatusEnv(t, l)
@@ -378,6 +380,7 @@ func TestStatusColumnDead(t *testing.T) {
 // ten minutes away), the team's own UPDATE sends each event exactly once
 // more, within seconds, and the row says delivered again, at a new time.
 func TestStatusColumnReset(t *testing.T) {
+	parallel(t)
 	for _, l := range statusLayouts {
 		t.Run(l.dir, func(t *testing.T) {
 			s := newStatusEnv(t, l)
@@ -434,6 +437,7 @@ func TestStatusColumnReset(t *testing.T) {
 // no other row is sent, and the others keep their status; every row sent
 // ends delivered.
 func TestStatusColumnSwitchOver(t *testing.T) {
+	parallel(t)
 	for _, l := range statusLayouts {
 		for _, by := range []string{"migrate", "run"} {
 			t.Run(l.dir+"/slot_by_"+by, func(t *testing.T) {

@@ -20,11 +20,13 @@ import (
 const outboxColumns = `id uuid NOT NULL DEFAULT gen_random_uuid(), aggregate_type text NOT NULL, aggregate_id text NOT NULL,
 	event_type text NOT NULL, topic text, payload jsonb NOT NULL, headers jsonb, created_at timestamptz NOT NULL DEFAULT now()`
 
-// migrate runs `cdc-relay migrate` on the test's database and returns its
-// output.
+// migrate runs `cdc-relay migrate` on the test's database and slot, and
+// returns its output. The slot is the test's own: slots are named across
+// the cluster, so the default name in two tests' databases at once would
+// collide.
 func (e *env) migrate() string {
 	e.t.Helper()
-	out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url).CombinedOutput()
+	out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url, "--slot", e.slot).CombinedOutput()
 	if err != nil {
 		e.t.Fatalf("migrate: %v\n%s", err, out)
 	}
@@ -107,6 +109,7 @@ func (e *env) parked() []string {
 // neither the slot nor the checkpoint row passes the first insert it never
 // saw. After `migrate` adds the table back, the relay starts again.
 func TestOutboxTableLeavesThePublication(t *testing.T) {
+	parallel(t)
 	tests := []struct {
 		name   string
 		change []string
@@ -160,6 +163,7 @@ func TestOutboxTableLeavesThePublication(t *testing.T) {
 // partitions are relayed in commit order with their timestamps; retention
 // deletes the old ones only.
 func TestPartitionedOutbox(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	for _, sql := range []string{
 		"DROP PUBLICATION cdc_relay",
@@ -223,6 +227,7 @@ func TestPartitionedOutbox(t *testing.T) {
 // sends, so a restart after the change back reads the text-typed schema
 // again: it must not get stuck there either.
 func TestTimestampColumnChangesType(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	relay := e.startRelay()
 	topic := e.topic("order")
@@ -290,6 +295,7 @@ func TestTimestampColumnChangesType(t *testing.T) {
 // renamed back, the restart reads that row's schema again: the row is
 // parked, and the relay goes on.
 func TestRequiredColumnRenamed(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	relay := e.startRelay()
 	topic := e.topic("order")

@@ -23,6 +23,7 @@ import (
 // before the new WAL passes T or after; a record written on the new
 // timeline is taken on the next start as usual.
 func TestExactlyOnceFailoverToAStandbyBehindKafka(t *testing.T) {
+	parallel(t)
 	f := newPrimaryFailover(t, pgtemp.StandbyOptions{SlotSync: true})
 	if v := f.serverVersion(); v < 170000 {
 		t.Skipf("needs failover slots, PostgreSQL 17+ (this is %d): before 17, a promoted standby has no slot", v)

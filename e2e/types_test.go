@@ -12,6 +12,7 @@ import (
 // hex text; and a headers-column key named like the relay's own id header
 // does not make the record carry "id" twice: the row's id wins.
 func TestByteaPayloadAndHeaderClash(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	mustExec(t, e.conn, `ALTER TABLE outbox ALTER COLUMN payload TYPE bytea USING convert_to(payload::text, 'UTF8')`)
 	p := e.startRelay()

@@ -190,6 +190,7 @@ const refusedMetric = "cdc_relay_writeback_refused_rows_total"
 // its id and counted once; every event is in Kafka and the slot confirms
 // past them all.
 func TestWriteBackRefusedRowDoesNotBlock(t *testing.T) {
+	parallel(t)
 	const (
 		rows  = 3_000
 		perTx = 1_000
@@ -267,6 +268,7 @@ func refusedLine(log, id string) string {
 // the WAL and, on a table with write-back, writes each back as delivered:
 // the row committed while the slot did not exist no longer says pending.
 func TestRecoverWritesBack(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	args := e.writeBackArgs()
 	path := args[2]
@@ -302,6 +304,7 @@ func TestRecoverWritesBack(t *testing.T) {
 // it, saying what to do, and sends nothing; `migrate --config` records
 // the slot as it is, and run then streams.
 func TestUnrecordedSlotIsNotStreamed(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	args := e.writeBackArgs()
 	path := args[2]
