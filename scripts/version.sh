@@ -17,11 +17,13 @@
 #
 # Only tags of the form v<major>.<minor>.<patch>[-<pre-release>] count
 # ("v1.2", "v1.2.3.4", "v01.2.3", "v1.2.3+meta", "release-1" do not). Of
-# the tags HEAD contains, the nearest (fewest commits since) is used; of
-# several on one commit, the highest (v0.5.0 above v0.5.0-rc.2 above
-# v0.5.0-rc.1). g<hash> is HEAD's commit, 12 hex digits. A shallow clone
-# lacks the older history and tags: run `git fetch --tags --unshallow`
-# first.
+# the tags HEAD contains (git tag --merged HEAD), the highest is used
+# by semantic versioning (v0.5.0 above v0.5.0-rc.2 above v0.5.0-rc.1
+# above v0.4.3), whatever its distance: a merged maintenance branch's nearer
+# v0.4.3 never takes HEAD below a released v0.5.0. The count after it is
+# git rev-list --count TAG..HEAD. g<hash> is HEAD's commit, 12 hex digits.
+# A shallow clone lacks the older history and tags: run
+# `git fetch --tags --unshallow` first.
 set -u
 
 dev() {
@@ -43,18 +45,22 @@ fi
 
 semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$'
 
-# nearest prints "<commits since> <vX.Y.Z> <2 release|1 pre-release>
-# <tag>" for the tag to use, or nothing: sorted by distance, then by
-# semantic-versioning precedence, highest first.
-nearest() {
+# highest prints "<vX.Y.Z> <2 release|1 pre-release> <tag>" for the
+# highest version tag HEAD contains, or nothing: sorted by semantic-
+# versioning precedence, highest first.
+highest() {
   git tag --merged HEAD | grep -E "$semver" | while read -r tag; do
     kind=2
     case $tag in *-*) kind=1 ;; esac
-    echo "$(git rev-list --count "$tag..HEAD") ${tag%%-*} $kind $tag"
-  done | sort -k1,1n -k2,2Vr -k3,3nr -k4,4Vr | head -n 1
+    echo "${tag%%-*} $kind $tag"
+  done | sort -k1,1Vr -k2,2nr -k3,3Vr | head -n 1
 }
 
-read -r since _ _ tag <<<"$(nearest)"
+read -r _ _ tag <<<"$(highest)"
+since=
+if [ -n "${tag:-}" ]; then
+  since=$(git rev-list --count "$tag..HEAD")
+fi
 if [ -z "${tag:-}" ]; then
   echo "v0.0.0-dev.$(git rev-list --count HEAD)+g$short$dirty"
 elif [ "$since" = 0 ]; then

@@ -19,7 +19,7 @@ func TestVersionScript(t *testing.T) {
 	needGit(t)
 	tests := []struct {
 		name  string
-		steps []string // "commit", "tag NAME", "atag NAME" (annotated), "modify", "untracked"
+		steps []string // "commit", "tag NAME", "atag NAME" (annotated), "branch NAME", "switch NAME", "merge NAME", "modify", "untracked"
 		want  string
 	}{
 		{"tagged and clean", []string{"commit", "tag v0.5.0"}, "v0.5.0"},
@@ -31,7 +31,12 @@ func TestVersionScript(t *testing.T) {
 		{"pre-releases on one commit: the highest", []string{"commit", "tag v0.5.0-rc.2", "tag v0.5.0-rc.10"}, "v0.5.0-rc.10"},
 		{"a release and the next's pre-release on one commit", []string{"commit", "tag v0.5.0", "tag v0.5.1-rc.1", "tag v0.4.9"}, "v0.5.1-rc.1"},
 		{"versions on one commit compare by number", []string{"commit", "tag v0.9.0", "tag v0.10.0"}, "v0.10.0"},
-		{"the nearest tag", []string{"commit", "tag v0.3.0", "commit", "tag v0.4.0", "commit"}, "v0.4.1-dev.1+g{hash}"},
+		{"the highest tag, also the nearest", []string{"commit", "tag v0.3.0", "commit", "tag v0.4.0", "commit"}, "v0.4.1-dev.1+g{hash}"},
+		{"a lower tag nearer than the highest", []string{"commit", "tag v0.5.0", "commit", "tag v0.4.3", "commit"}, "v0.5.1-dev.2+g{hash}"},
+		{"a maintenance branch merged after the release",
+			[]string{"commit", "tag v0.4.2", "branch maint", "commit", "tag v0.5.0",
+				"switch maint", "commit", "commit", "commit", "tag v0.4.3", "switch main", "merge maint"},
+			"v0.5.1-dev.4+g{hash}"},
 		{"tags that are not versions are ignored",
 			[]string{"commit", "tag v0.4.0", "commit", "tag v0.5", "tag v0.5.0.1", "tag release-1", "tag v01.5.0", "tag 0.5.0", "tag v0.5.0+build"},
 			"v0.4.1-dev.1+g{hash}"},
@@ -46,7 +51,7 @@ func TestVersionScript(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			git(t, dir, "init", "-q")
+			initRepo(t, dir)
 			for i, step := range tt.steps {
 				runStep(t, dir, i, step)
 			}
@@ -54,8 +59,12 @@ func TestVersionScript(t *testing.T) {
 			if strings.Contains(want, "{hash}") {
 				want = strings.ReplaceAll(want, "{hash}", git(t, dir, "rev-parse", "--short=12", "HEAD"))
 			}
-			if got := versionOf(t, dir); got != want {
+			got, warning := runScript(t, dir)
+			if got != want {
 				t.Errorf("after %v: %q, want %q", tt.steps, got, want)
+			}
+			if warning != "" {
+				t.Errorf("after %v: warned %q, want no warning", tt.steps, warning)
 			}
 		})
 	}
@@ -67,7 +76,7 @@ func TestVersionScriptOutsideACheckout(t *testing.T) {
 	needGit(t)
 	plain := t.TempDir()
 	repo := t.TempDir()
-	git(t, repo, "init", "-q")
+	initRepo(t, repo)
 	runStep(t, repo, 0, "commit")
 	runStep(t, repo, 1, "tag v0.5.0")
 	sub := filepath.Join(repo, "sub")
@@ -116,6 +125,12 @@ func runStep(t *testing.T, dir string, i int, step string) {
 		git(t, dir, "commit", "-q", "-m", "commit "+step)
 	case "tag":
 		git(t, dir, "tag", arg)
+	case "branch":
+		git(t, dir, "branch", arg)
+	case "switch":
+		git(t, dir, "checkout", "-q", arg)
+	case "merge":
+		git(t, dir, "merge", "-q", "--no-ff", "-s", "ours", "-m", "merge "+arg, arg) // history only: keep this branch's file
 	case "atag":
 		git(t, dir, "tag", "-a", "-m", "release "+arg, arg)
 	case "modify":
@@ -127,16 +142,31 @@ func runStep(t *testing.T, dir string, i int, step string) {
 	}
 }
 
-// versionOf runs the script on dir.
+// versionOf runs the script on dir and returns its stdout.
 func versionOf(t *testing.T, dir string) string {
 	t.Helper()
+	version, _ := runScript(t, dir)
+	return version
+}
+
+// runScript runs the script on dir and returns its stdout and stderr.
+func runScript(t *testing.T, dir string, env ...string) (version, warning string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
 	cmd := exec.Command(script, dir)
-	cmd.Env = gitEnv()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", script, dir, err, exitStderr(err))
+	cmd.Env = append(gitEnv(), env...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", script, dir, err, stderr.String())
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(stdout.String()), strings.TrimSpace(stderr.String())
+}
+
+// initRepo makes dir an empty git repository whose branch is main.
+func initRepo(t *testing.T, dir string) {
+	t.Helper()
+	git(t, dir, "init", "-q")
+	git(t, dir, "symbolic-ref", "HEAD", "refs/heads/main")
 }
 
 // git runs git in dir, with no user or system configuration, and returns
