@@ -22,8 +22,12 @@
 # above v0.4.3), whatever its distance: a merged maintenance branch's nearer
 # v0.4.3 never takes HEAD below a released v0.5.0. The count after it is
 # git rev-list --count TAG..HEAD. g<hash> is HEAD's commit, 12 hex digits.
-# A shallow clone lacks the older history and tags: run
-# `git fetch --tags --unshallow` first.
+#
+# Stdout is the version only. A warning goes to stderr, one line saying
+# what to do, when the version may be wrong: a shallow clone (it lacks the
+# older history and tags: git fetch --tags --unshallow), or git failing in
+# a checkout, e.g. one another user owns ("dubious ownership": git config
+# --global --add safe.directory DIR).
 set -u
 
 dev() {
@@ -31,11 +35,31 @@ dev() {
   exit 0
 }
 
-dir=${1:-$(dirname "$0")/..}
-cd "$dir" 2>/dev/null || dev
-top=$(git rev-parse --show-toplevel 2>/dev/null) || dev
-[ "$top" = "$(pwd -P)" ] || dev
-git rev-parse -q --verify HEAD >/dev/null 2>&1 || dev
+warn() {
+  echo "scripts/version.sh: warning: $*" >&2
+}
+
+# checkout_or_dev leaves the working directory at the top of a git checkout
+# with a commit, or prints dev; it warns when DIR has a .git that git
+# cannot read.
+checkout_or_dev() {
+  cd "$1" 2>/dev/null || dev
+  local top err
+  if ! top=$(git rev-parse --show-toplevel 2>&1); then
+    if [ -e .git ]; then
+      err=$(printf '%s' "$top" | head -n 1)
+      warn "git cannot read the checkout $(pwd -P) (${err:-git is missing}), so the version is dev; if git reports dubious ownership, run: git config --global --add safe.directory $(pwd -P)"
+    fi
+    dev
+  fi
+  [ "$top" = "$(pwd -P)" ] || dev
+  git rev-parse -q --verify HEAD >/dev/null 2>&1 || dev
+}
+
+checkout_or_dev "${1:-$(dirname "$0")/..}"
+if [ "$(git rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
+  warn "$(pwd -P) is a shallow clone, which lacks the older history and tags, so the version may be too low: run git fetch --tags --unshallow"
+fi
 
 short=$(git rev-parse --short=12 HEAD)
 dirty=

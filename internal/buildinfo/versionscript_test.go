@@ -90,6 +90,55 @@ func TestVersionScriptOutsideACheckout(t *testing.T) {
 	}
 }
 
+// TestVersionScriptWarns: where the version may be wrong, stdout is still
+// the version only, and stderr one line saying what to do: a shallow
+// clone lacks the tags before its depth; a checkout git refuses (another
+// user's: "dubious ownership", or broken) is dev.
+func TestVersionScriptWarns(t *testing.T) {
+	needGit(t)
+	repo := t.TempDir()
+	initRepo(t, repo)
+	for i, step := range []string{"commit", "tag v0.5.0", "commit"} {
+		runStep(t, repo, i, step)
+	}
+	shallow := filepath.Join(t.TempDir(), "shallow")
+	git(t, repo, "clone", "-q", "--depth", "1", "file://"+repo, shallow)
+	broken := t.TempDir()
+	writeFile(t, filepath.Join(broken, ".git"), "gitdir: "+filepath.Join(broken, "missing")+"\n")
+	tests := []struct {
+		name, dir   string
+		env         []string
+		wantVersion string // {hash} is the shallow clone's HEAD
+		wantWarning string
+	}{
+		{"a shallow clone", shallow, nil, "v0.0.0-dev.1+g{hash}", "git fetch --tags --unshallow"},
+		{"another user's checkout", repo, []string{"GIT_TEST_ASSUME_DIFFERENT_OWNER=1"}, "dev", "git config --global --add safe.directory " + realPath(t, repo)},
+		{"a .git that git cannot read", broken, nil, "dev", "git config --global --add safe.directory " + realPath(t, broken)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := strings.ReplaceAll(tt.wantVersion, "{hash}", git(t, shallow, "rev-parse", "--short=12", "HEAD"))
+			version, warning := runScript(t, tt.dir, tt.env...)
+			if version != want {
+				t.Errorf("version %q, want %q", version, want)
+			}
+			if !strings.Contains(warning, tt.wantWarning) || strings.Count(warning, "\n") != 0 {
+				t.Errorf("warning %q, want one line saying %q", warning, tt.wantWarning)
+			}
+		})
+	}
+}
+
+// realPath is path with its symbolic links resolved, as pwd -P says it.
+func realPath(t *testing.T, path string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
+}
+
 // TestVersionScriptWithoutGit: with no git on $PATH, "dev".
 func TestVersionScriptWithoutGit(t *testing.T) {
 	bash, err := exec.LookPath("bash")
