@@ -4,15 +4,20 @@ GO       ?= go
 BIN      ?= bin/cdc-relay
 FUZZTIME ?= 30s
 # The version stamped into the binary: scripts/version.sh's (v0.5.0 at a
-# tag; its header says the rest), or VERSION=… to override. With it, the
-# commit and whether tracked files were modified (the version's .dirty).
-ifndef VERSION
+# tag; its header says the rest), the commit, and whether tracked files
+# were modified (git status). Only the command line overrides them
+# (make build VERSION=v0.5.1 COMMIT=…): a VERSION or COMMIT in the
+# environment (a CI's own, or one exported once) is ignored.
+ifneq ($(origin VERSION),command line)
 VERSION  := $(shell ./scripts/version.sh)
 endif
-COMMIT   ?= $(shell git rev-parse -q --verify HEAD 2>/dev/null)
+ifneq ($(origin COMMIT),command line)
+COMMIT   := $(shell git rev-parse -q --verify HEAD 2>/dev/null)
+endif
+DIRTY    := $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),true,false)
 BUILDINFO = github.com/cdc-relay/cdc-relay/internal/buildinfo
 LDFLAGS  := -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) \
-	-X $(BUILDINFO).dirty=$(if $(filter %.dirty,$(VERSION)),true,false)
+	-X $(BUILDINFO).dirty=$(DIRTY)
 # Packages with concurrency run under the race detector; e2e drives the
 # built binary against a real PostgreSQL and Kafka over TCP.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
