@@ -149,14 +149,16 @@ write_archive() {
 }
 
 # write_sbom leaves $2.cdx.json describing the modules built into binary $1
-# for its GOOS/GOARCH ($3/$4), timestamped SOURCE_DATE_EPOCH, without a
+# for its GOOS/GOARCH ($3/$4), the Go standard library among them (std,
+# at the toolchain's version, so that a scanner sees Go's own advisories),
+# timestamped SOURCE_DATE_EPOCH, without a
 # serial number or the hashes of the cyclonedx-gomod executable (which
 # differ by the machine that built it).
 write_sbom() {
   local bin=$1 out=$2 goos=$3 goarch=$4 when
   when=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null ||
     date -u -r "$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
-  GOOS=$goos GOARCH=$goarch "$CYCLONEDX_GOMOD" bin -json -noserial -notimestamp \
+  GOOS=$goos GOARCH=$goarch "$CYCLONEDX_GOMOD" bin -json -noserial -notimestamp -std \
     -version "$VERSION" "$bin" >"$out.cdx.tmp"
   jq --arg when "$when" '.metadata.timestamp = $when | del(.metadata.tools[]?.hashes)' \
     "$out.cdx.tmp" >"$out.cdx.json"
