@@ -74,7 +74,7 @@ release:
 	@./scripts/deps.sh release
 	VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' ./scripts/release.sh
 
-## release-check: make release twice, the second time from a fresh clone with an empty build cache; the same SHA256SUMS, and every file as it should be
+## release-check: make release twice, the second time from a fresh clone in another environment with an empty build cache; the same SHA256SUMS, and every file as it should be
 release-check:
 	./scripts/release-check.sh
 

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Proves that make release gives the same bytes twice, and files as they
 # should be: it runs make release here, then again in a fresh git clone of
-# the same commit at another path with an empty build cache of its own (so
-# neither the path nor a cached object can leak into the bytes), and
-# requires the same SHA256SUMS, that sha256sum -c passes, and that
-# scripts/distcheck accepts dist/ (one archive and one SBOM per target,
-# each binary static and for its target, each SBOM naming its modules).
+# the same commit at another path, under a deliberately different
+# environment (env -i: only PATH, a fresh HOME, an empty GOCACHE, the same
+# GOMODCACHE, umask 0077, LC_ALL=C, TZ=Pacific/Kiritimati and a junk
+# SOURCE_DATE_EPOCH=1), so that neither the path, a cached object, the go
+# env -w settings, the locale, the time zone, the umask nor the
+# environment's time can leak into the bytes unseen. It requires the same
+# SHA256SUMS, that sha256sum -c passes, and that scripts/distcheck accepts
+# dist/ (one archive and one SBOM per target, each binary static, for its
+# target and stamped with the version, each SBOM naming its modules, the
+# standard library and the archived binary's hash).
 #
 # Both runs compile every target, the second from nothing: the cold one is
 # the honest one, and the first, warm from the tests, costs little. The
-# second run reuses the first one's cyclonedx-gomod: the tool's bytes are
-# in no file of the release (release.sh drops its hashes from the SBOMs).
+# second run shares the module cache, whose contents go.sum fixes (a
+# module that differed would fail verification, not change the bytes),
+# and reuses the first one's cyclonedx-gomod: the tool's bytes are in no
+# file of the release (release.sh drops its hashes from the SBOMs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +35,7 @@ require_clean() {
 }
 
 # build_twice leaves dist/ from here and $1/src/dist/ from a fresh clone
-# built with the empty GOCACHE $1/gocache.
+# built by build_elsewhere.
 build_twice() {
   local tmp=$1 start=$SECONDS
   make -s release
@@ -36,17 +43,29 @@ build_twice() {
   start=$SECONDS
   git clone -q --no-hardlinks . "$tmp/src"
   git -C "$tmp/src" checkout -q --detach "$(git rev-parse HEAD)"
-  mkdir "$tmp/gocache"
-  GOCACHE=$tmp/gocache CYCLONEDX_GOMOD=$(pwd)/bin/tools/$(go env GOHOSTOS)-$(go env GOHOSTARCH)/cyclonedx-gomod \
-    make -s -C "$tmp/src" release
-  echo "release-check: second build, from a clone with an empty build cache, took $((SECONDS - start)) s" >&2
+  mkdir -p "$tmp/src/bin"
+  cp -a bin/tools "$tmp/src/bin/"
+  build_elsewhere "$tmp"
+  echo "release-check: second build, from a clone in another environment with an empty build cache, took $((SECONDS - start)) s" >&2
+}
+
+# build_elsewhere runs make release in $1/src under an environment unlike
+# any developer's: nothing but PATH, a fresh HOME, the empty GOCACHE
+# $1/gocache, the shared GOMODCACHE, umask 0077, the C locale, a time zone
+# 14 hours ahead of UTC and a junk SOURCE_DATE_EPOCH.
+build_elsewhere() {
+  local tmp=$1 modcache
+  modcache=$(go env GOMODCACHE)
+  mkdir "$tmp/gocache" "$tmp/home"
+  (umask 0077 && env -i PATH="$PATH" HOME="$tmp/home" GOCACHE="$tmp/gocache" GOMODCACHE="$modcache" \
+    LC_ALL=C TZ=Pacific/Kiritimati SOURCE_DATE_EPOCH=1 make -s -C "$tmp/src" release)
 }
 
 # same_sums stops unless both builds wrote the same SHA256SUMS.
 same_sums() {
   if ! cmp -s dist/SHA256SUMS "$1/src/dist/SHA256SUMS"; then
     diff dist/SHA256SUMS "$1/src/dist/SHA256SUMS" >&2 || true
-    die "two builds of $(git rev-parse --short HEAD) differ (above): something of the machine, the path, the time or the build cache leaks into those files"
+    die "two builds of $(git rev-parse --short HEAD) differ (above): something of the machine, the path, the environment (locale, time zone, umask, go env), the time or the build cache leaks into those files"
   fi
 }
 

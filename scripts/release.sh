@@ -12,9 +12,14 @@
 # commit's time, no serial number and no hash of the tool that wrote them.
 # make release-check proves it (scripts/release-check.sh).
 #
-# The Makefile passes VERSION and LDFLAGS (make release). SOURCE_DATE_EPOCH,
-# if set, replaces the commit's time; CYCLONEDX_GOMOD names an executable
-# of cyclonedx-gomod to use instead of building the pinned one.
+# Nothing of the environment reaches the bytes: the time is always the
+# stamped commit's (a SOURCE_DATE_EPOCH of the environment is ignored), and go
+# runs with GOENV=off (no go env -w setting), GOFLAGS fixed, and
+# GOEXPERIMENT and GOFIPS140 unset.
+#
+# The Makefile passes VERSION and LDFLAGS (make release), which stamp the
+# version and the commit; CYCLONEDX_GOMOD names an executable of
+# cyclonedx-gomod to use instead of building the pinned one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,13 +44,27 @@ archive_extras() {
 write_notices() {
   mkdir -p "$DIST/.stage"
   go run ./scripts/licenses -notices "$DIST/.stage/THIRD_PARTY_NOTICES" ||
-    die "could not write THIRD_PARTY_NOTICES: make licenses says which module's license is the problem"
+    die "could not write THIRD_PARTY_NOTICES (the error is above); make licenses checks the licenses alone"
 }
 
-# require_inputs leaves VERSION and LDFLAGS set, or stops.
+# require_inputs leaves VERSION a release version (v<digit>…), LDFLAGS set,
+# and COMMIT the full hash LDFLAGS stamps, or stops.
 require_inputs() {
-  [ -n "${VERSION:-}" ] || die "VERSION is not set: run make release, which sets it from git"
+  local fix="run make release in a git checkout of the repository with its tags (git fetch --tags)"
   [ -n "${LDFLAGS:-}" ] || die "LDFLAGS is not set: run make release, which sets it"
+  [[ ${VERSION:-} =~ ^v[0-9] ]] || die "VERSION=${VERSION:-} is not a version (v0.5.0): $fix"
+  COMMIT=$(sed -n 's/.*buildinfo\.commit=\([^ ]*\).*/\1/p' <<<"$LDFLAGS")
+  [[ $COMMIT =~ ^([0-9a-f]{40}|[0-9a-f]{64})$ ]] ||
+    die "the commit stamped into the binary (${COMMIT:-none}) is not a full commit hash: $fix"
+}
+
+# pin_go_env leaves go unable to take anything from the environment or from
+# go env -w that would change the bytes: GOENV=off, GOFLAGS fixed (the
+# version and commit come from LDFLAGS, not from the VCS), no experiment,
+# no FIPS module, no cgo.
+pin_go_env() {
+  unset GOEXPERIMENT GOFIPS140
+  export GOENV=off GOFLAGS=-buildvcs=false CGO_ENABLED=0
 }
 
 # find_tools leaves TAR naming GNU tar and SHA256 a sha256sum-compatible
@@ -81,34 +100,40 @@ pin_toolchain() {
   export GOTOOLCHAIN=$v
 }
 
-# pin_epoch leaves SOURCE_DATE_EPOCH set: the commit's time unless given.
+# pin_epoch leaves SOURCE_DATE_EPOCH the stamped commit's time, whatever
+# the environment set (Debian, Nix and some CI runners export one): the
+# same commit gives the same bytes.
 pin_epoch() {
-  if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
-    SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) || die "no commit to take the time from: set SOURCE_DATE_EPOCH"
+  local t
+  t=$(git log -1 --format=%ct "$COMMIT" --) ||
+    die "no commit $COMMIT to take the time from: run make release in a git checkout of the repository"
+  if [ -n "${SOURCE_DATE_EPOCH:-}" ] && [ "$SOURCE_DATE_EPOCH" != "$t" ]; then
+    echo "release: SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH ignored: the release takes the time of commit $COMMIT ($t)" >&2
   fi
-  export SOURCE_DATE_EPOCH
+  export SOURCE_DATE_EPOCH=$t
 }
 
 # cyclonedx_gomod leaves CYCLONEDX_GOMOD naming the pinned cyclonedx-gomod,
-# built once into bin/tools from the Go module proxy.
+# built once into bin/tools/cyclonedx-gomod-<version>/ from the Go module
+# proxy: bumping the pin builds the new one.
 cyclonedx_gomod() {
   if [ -n "${CYCLONEDX_GOMOD:-}" ]; then
     [ -x "$CYCLONEDX_GOMOD" ] || die "CYCLONEDX_GOMOD=$CYCLONEDX_GOMOD is not an executable"
     return
   fi
   local tools
-  tools=$(pwd)/bin/tools/$(go env GOHOSTOS)-$(go env GOHOSTARCH)
+  tools=$(pwd)/bin/tools/cyclonedx-gomod-${CYCLONEDX_GOMOD_MODULE##*@}/$(go env GOHOSTOS)-$(go env GOHOSTARCH)
   CYCLONEDX_GOMOD=$tools/cyclonedx-gomod
   [ -x "$CYCLONEDX_GOMOD" ] && return
   GOBIN=$tools GOFLAGS=-trimpath go install "$CYCLONEDX_GOMOD_MODULE" ||
     die "could not build $CYCLONEDX_GOMOD_MODULE: the Go module proxy must be reachable (GOPROXY)"
 }
 
-# build_binary leaves a static binary for $1/$2 at $3/cdc-relay. GOFLAGS is
-# fixed: the version and commit come from LDFLAGS, not from the VCS.
+# build_binary leaves a static binary for $1/$2 at $3/cdc-relay, in the
+# environment pin_go_env left.
 build_binary() {
   local goos=$1 goarch=$2 out=$3
-  CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch GOAMD64=v1 GOARM64=v8.0 GOFLAGS=-buildvcs=false \
+  GOOS=$goos GOARCH=$goarch GOAMD64=v1 GOARM64=v8.0 \
     go build -trimpath -ldflags "$LDFLAGS" -o "$out/cdc-relay" ./cmd/cdc-relay
   chmod 0755 "$out/cdc-relay"
 }
@@ -124,14 +149,16 @@ write_archive() {
 }
 
 # write_sbom leaves $2.cdx.json describing the modules built into binary $1
-# for its GOOS/GOARCH ($3/$4), timestamped SOURCE_DATE_EPOCH, without a
+# for its GOOS/GOARCH ($3/$4), the Go standard library among them (std,
+# at the toolchain's version, so that a scanner sees Go's own advisories),
+# timestamped SOURCE_DATE_EPOCH, without a
 # serial number or the hashes of the cyclonedx-gomod executable (which
 # differ by the machine that built it).
 write_sbom() {
   local bin=$1 out=$2 goos=$3 goarch=$4 when
   when=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null ||
     date -u -r "$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
-  GOOS=$goos GOARCH=$goarch "$CYCLONEDX_GOMOD" bin -json -noserial -notimestamp \
+  GOOS=$goos GOARCH=$goarch "$CYCLONEDX_GOMOD" bin -json -noserial -notimestamp -std \
     -version "$VERSION" "$bin" >"$out.cdx.tmp"
   jq --arg when "$when" '.metadata.timestamp = $when | del(.metadata.tools[]?.hashes)' \
     "$out.cdx.tmp" >"$out.cdx.json"
@@ -160,6 +187,7 @@ write_sums() {
 main() {
   require_inputs
   find_tools
+  pin_go_env
   pin_toolchain
   pin_epoch
   cyclonedx_gomod

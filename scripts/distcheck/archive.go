@@ -3,6 +3,8 @@ package main
 import (
 	"archive/tar"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,24 +13,31 @@ import (
 
 // checkArchive says what is wrong with archive a: it must hold exactly the
 // archiveFiles at its top (more is allowed only as further files, not
-// directories), owned by 0:0, and its binary must be for its target.
-func checkArchive(a artifact) []string {
+// directories), owned by 0:0, and its binary must be for its target and
+// carry its version. It returns the binary's SHA-256 in hex, or "" if
+// there is none.
+func checkArchive(a artifact) (binaryHash string, problems []string) {
 	files, err := readArchive(a.path)
 	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", a.path, err)}
+		return "", []string{fmt.Sprintf("%s: %v", a.path, err)}
 	}
-	var problems []string
 	for _, name := range archiveFiles {
 		if _, ok := files[name]; !ok {
 			problems = append(problems, fmt.Sprintf("%s: no %s in it", a.path, name))
 		}
 	}
-	if bin, ok := files["cdc-relay"]; ok {
-		if err := checkBinary(bin, a.target); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: cdc-relay: %v", a.path, err))
-		}
+	bin, ok := files["cdc-relay"]
+	if !ok {
+		return "", problems
 	}
-	return problems
+	if err := checkBinary(bin, a.target); err != nil {
+		problems = append(problems, fmt.Sprintf("%s: cdc-relay: %v", a.path, err))
+	}
+	if err := checkStamp(bin, a.version); err != nil {
+		problems = append(problems, fmt.Sprintf("%s: cdc-relay: %v", a.path, err))
+	}
+	sum := sha256.Sum256(bin)
+	return hex.EncodeToString(sum[:]), problems
 }
 
 // readArchive returns the contents of the regular files of a .tar.gz by

@@ -25,6 +25,16 @@ func checkBinary(bin []byte, target string) error {
 	return fmt.Errorf("no check for target %s", target)
 }
 
+// checkStamp says what is wrong unless bin carries version, which the
+// build stamps into it (-X of internal/buildinfo): a binary without it was
+// built without the release's LDFLAGS, or is another release's.
+func checkStamp(bin []byte, version string) error {
+	if !bytes.Contains(bin, []byte(version)) {
+		return fmt.Errorf("does not carry its version %s: build it with make release", version)
+	}
+	return nil
+}
+
 // checkELF says what is wrong unless bin is an ELF executable for machine
 // with no interpreter (the dynamic loader) and no shared library needed.
 func checkELF(bin []byte, machine elf.Machine) error {

@@ -10,23 +10,34 @@ import (
 
 func TestCheckSBOM(t *testing.T) {
 	const good = `{"bomFormat":"CycloneDX","metadata":{"component":{"name":"github.com/cdc-relay/cdc-relay","version":"v0.5.0",
-		"purl":"pkg:golang/github.com/cdc-relay/cdc-relay@v0.5.0?goarch=arm64&goos=darwin&type=module"}},
+		"purl":"pkg:golang/github.com/cdc-relay/cdc-relay@v0.5.0?goarch=arm64&goos=darwin&type=module"},
+		"properties":[{"name":"cdx:gomod:binary:hash:SHA-1","value":"ab"},{"name":"cdx:gomod:binary:hash:SHA-256","value":"cd"}]},
 		"components":[{"name":"github.com/jackc/pgx/v5","purl":"pkg:golang/github.com/jackc/pgx/v5@v5.12.0?goarch=arm64&goos=darwin&type=module"},
-		{"name":"github.com/twmb/franz-go","purl":"pkg:golang/github.com/twmb/franz-go@v1.22.2?goarch=arm64&goos=darwin&type=module"}]}`
+		{"name":"github.com/twmb/franz-go","purl":"pkg:golang/github.com/twmb/franz-go@v1.22.2?goarch=arm64&goos=darwin&type=module"},
+		{"name":"std","version":"go1.26.8","purl":"pkg:golang/std@go1.26.8?goarch=arm64&goos=darwin&type=module"}]}`
+	ok := want{"v0.5.0", "darwin-arm64", "go1.26.8", "cd"}
+	with := func(f func(*want)) want { w := ok; f(&w); return w }
 	tests := []struct {
-		name, doc, version, target, want string
+		name, doc string
+		w         want
+		want      string
 	}{
-		{"good", good, "v0.5.0", "darwin-arm64", ""},
-		{"other version", good, "v0.5.1", "darwin-arm64", "want github.com/cdc-relay/cdc-relay v0.5.1"},
-		{"other platform", good, "v0.5.0", "linux-arm64", "want goarch=arm64&goos=linux"},
-		{"serial number", strings.Replace(good, `"bomFormat"`, `"serialNumber":"urn:uuid:1","bomFormat"`, 1), "v0.5.0", "darwin-arm64", "serial number"},
-		{"no franz-go", strings.Replace(good, `"github.com/twmb/franz-go"`, `"github.com/twmb/other"`, 1), "v0.5.0", "darwin-arm64", "names no github.com/twmb/franz-go"},
-		{"not CycloneDX", strings.Replace(good, "CycloneDX", "SPDX", 1), "v0.5.0", "darwin-arm64", "want CycloneDX"},
-		{"not JSON", "{", "v0.5.0", "darwin-arm64", "not JSON"},
+		{"good", good, ok, ""},
+		{"other version", good, with(func(w *want) { w.version = "v0.5.1" }), "want github.com/cdc-relay/cdc-relay v0.5.1"},
+		{"other platform", good, with(func(w *want) { w.target = "linux-arm64" }), "want goarch=arm64&goos=linux"},
+		{"serial number", strings.Replace(good, `"bomFormat"`, `"serialNumber":"urn:uuid:1","bomFormat"`, 1), ok, "serial number"},
+		{"no franz-go", strings.Replace(good, `"github.com/twmb/franz-go"`, `"github.com/twmb/other"`, 1), ok, "names no github.com/twmb/franz-go"},
+		{"not CycloneDX", strings.Replace(good, "CycloneDX", "SPDX", 1), ok, "want CycloneDX"},
+		{"not JSON", "{", ok, "not JSON"},
+		{"no std", strings.Replace(good, `"name":"std"`, `"name":"other"`, 1), ok, "names no std"},
+		{"std of another Go", good, with(func(w *want) { w.goVersion = "go1.26.9" }), "want go1.26.9"},
+		{"another binary", good, with(func(w *want) { w.binaryHash = "ef" }), "describes the binary cd, but the archive's has SHA-256 ef"},
+		{"no binary hash", strings.Replace(good, "hash:SHA-256", "hash:SHA-512", 1), ok, "gives no cdx:gomod:binary:hash:SHA-256"},
+		{"no binary archived", good, with(func(w *want) { w.binaryHash = "" }), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := strings.Join(checkSBOM([]byte(tt.doc), tt.version, tt.target), "; ")
+			got := strings.Join(checkSBOM([]byte(tt.doc), tt.w), "; ")
 			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
 				t.Errorf("checkSBOM: %q, want %q", got, tt.want)
 			}
@@ -108,5 +119,33 @@ func TestCheckBinaryRefusesOtherTargets(t *testing.T) {
 	}
 	if err := checkBinary([]byte("#!/bin/sh\n"), "linux-amd64"); err == nil || !strings.Contains(err.Error(), "not an ELF") {
 		t.Errorf("checkBinary(a shell script): %v, want not an ELF", err)
+	}
+}
+
+func TestParseToolchain(t *testing.T) {
+	tests := []struct {
+		name, gomod, want, err string
+	}{
+		{"toolchain line", "module m\n\ngo 1.26.0\n\ntoolchain go1.26.8\n", "go1.26.8", ""},
+		{"go line only", "module m\n\ngo 1.26.8\n", "go1.26.8", ""},
+		{"neither", "module m\n", "", "neither a toolchain nor a go line"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseToolchain(tt.gomod)
+			if got != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("parseToolchain: %q, %v; want %q, %q", got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+func TestCheckStamp(t *testing.T) {
+	bin := []byte("\x7fELF...v0.5.0\x00...")
+	if err := checkStamp(bin, "v0.5.0"); err != nil {
+		t.Errorf("checkStamp(binary with v0.5.0, v0.5.0): %v", err)
+	}
+	if err := checkStamp(bin, "v0.5.1"); err == nil || !strings.Contains(err.Error(), "does not carry its version v0.5.1") {
+		t.Errorf("checkStamp(binary with v0.5.0, v0.5.1): %v, want does not carry", err)
 	}
 }

@@ -4,9 +4,12 @@
 // 0:0; each binary is for its archive's OS and architecture and
 // statically linked (an ELF binary has no interpreter and needs no shared
 // library; a Mach-O binary links only the system's own libraries, as every
-// Go binary for macOS does); each SBOM is CycloneDX for that version, OS
-// and architecture and names the modules the relay is built on. It exits
-// 1 with one line per problem.
+// Go binary for macOS does) and carries the version of the archive's
+// name; each SBOM is CycloneDX for that version, OS and architecture,
+// names the modules the relay is built on and the Go standard library at
+// the toolchain go.mod names, and gives the SHA-256 of the archived
+// binary. It exits 1 with one line per problem. Run it from the
+// repository's top, where it reads go.mod.
 //
 //	go run ./scripts/distcheck dist
 package main
@@ -35,14 +38,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/distcheck DIR (the directory make release wrote, dist)")
 		os.Exit(2)
 	}
-	problems := checkDist(os.Args[1])
+	goVersion, err := toolchainVersion("go.mod")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "distcheck:", err)
+		os.Exit(2)
+	}
+	problems := checkDist(os.Args[1], goVersion)
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, "distcheck:", p)
 	}
 	if len(problems) > 0 {
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "distcheck: %s: %d archives and %d SBOMs, each binary static and for its target\n",
+	fmt.Fprintf(os.Stderr, "distcheck: %s: %d archives and %d SBOMs, each binary static, for its target and stamped, each SBOM naming std and the archived binary\n",
 		os.Args[1], len(targets), len(targets))
 }
 
@@ -51,17 +59,21 @@ type artifact struct {
 	path, version, target string
 }
 
-// checkDist returns every problem of the release in dir; none means it is
-// whole and each file is what its name says.
-func checkDist(dir string) []string {
+// checkDist returns every problem of the release in dir, built by Go
+// goVersion (go1.26.8); none means it is whole, each file is what its
+// name says, and each SBOM describes the binary archived for its target.
+func checkDist(dir, goVersion string) []string {
 	archives, sboms, problems := listArtifacts(dir)
 	problems = append(problems, checkTargets("archives", archives)...)
 	problems = append(problems, checkTargets("SBOMs", sboms)...)
+	binaryHashes := map[string]string{}
 	for _, a := range archives {
-		problems = append(problems, checkArchive(a)...)
+		hash, ps := checkArchive(a)
+		binaryHashes[a.target] = hash
+		problems = append(problems, ps...)
 	}
 	for _, s := range sboms {
-		problems = append(problems, checkSBOMFile(s)...)
+		problems = append(problems, checkSBOMFile(s, goVersion, binaryHashes[s.target])...)
 	}
 	return problems
 }
