@@ -4,9 +4,12 @@
 //
 // [List] names every module that `go list -deps` reaches from a main
 // package for each release target (the union; test-only dependencies are
-// not reached), and the Go standard library. [Find] locates each one's
-// LICENSE (and NOTICE and PATENTS files) in its directory of the module
-// cache. [Classify] recognises a license by the distinctive clauses of its
+// not reached), and the Go standard library, with the directories of the
+// packages linked. [Find] reads each one's license files (every LICENSE,
+// LICENCE and COPYING file of its root, and the license and NOTICE files
+// of each directory from a linked package up to the root) and its root's
+// NOTICE and PATENTS files, in the module cache; the module's license is
+// all of them, refused when any one is. [Classify] recognises a license by the distinctive clauses of its
 // normalized text: Apache-2.0, MIT, BSD-2-Clause, BSD-3-Clause, ISC and
 // MPL-2.0 are allowed; the GNU licenses (GPL, LGPL, AGPL), SSPL and BUSL
 // are recognised to be refused; any other text is "unknown", and refused

@@ -24,13 +24,14 @@ type Entry struct {
 	Classification Classification
 	// Others are the module root's license files after the first
 	// (LICENSE-MIT beside LICENSE-APACHE, COPYING beside LICENSE), in name
-	// order.
+	// order, then the license and NOTICE files of the directories from each
+	// linked package up to the root, by path.
 	Others []LicenseFile
 }
 
 // LicenseFile is one more license file of a module.
 type LicenseFile struct {
-	// Name is the file's name in the module's root directory.
+	// Name is the file's slash path from the module's root directory.
 	Name string
 	// Text is its text.
 	Text string
@@ -88,8 +89,80 @@ func find(m Module) (Entry, error) {
 	if e.Patents, err = readText(m.Dir, firstNamed(files, "PATENTS")); err != nil {
 		return Entry{}, err
 	}
+	below, err := packageLicenseFiles(m)
+	if err != nil {
+		return Entry{}, err
+	}
+	for _, f := range below {
+		e.Others = append(e.Others, f)
+		if !isNotice(f.Name) {
+			classes = append(classes, Classify(f.Text))
+		}
+	}
 	e.Classification = combine(classes)
 	return e, nil
+}
+
+// packageLicenseFiles returns the license and NOTICE files of the
+// directories between each of m's linked packages and m's root (the root
+// left out), named by their slash path from the root, sorted.
+func packageLicenseFiles(m Module) ([]LicenseFile, error) {
+	dirs := map[string]bool{}
+	for _, d := range m.PackageDirs {
+		for rel, err := filepath.Rel(m.Dir, d); err == nil && rel != "." && !strings.HasPrefix(rel, ".."); rel = filepath.Dir(rel) {
+			dirs[rel] = true
+		}
+	}
+	var out []LicenseFile
+	for _, rel := range sortedKeys(dirs) {
+		names, err := os.ReadDir(filepath.Join(m.Dir, rel))
+		if err != nil {
+			return nil, fmt.Errorf("reading the files of %s %s: %w", m.Path, m.Version, err)
+		}
+		var files []string
+		for _, n := range names {
+			if !n.IsDir() {
+				files = append(files, n.Name())
+			}
+		}
+		sort.Strings(files)
+		for _, name := range append(allLicenseFiles(files), allNamed(files, "NOTICE")...) {
+			text, err := readText(filepath.Join(m.Dir, rel), name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, LicenseFile{Name: filepath.ToSlash(filepath.Join(rel, name)), Text: text})
+		}
+	}
+	return out, nil
+}
+
+// sortedKeys returns the keys of set, sorted.
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// allNamed returns the files whose name, without its extension and
+// ignoring case, is base.
+func allNamed(files []string, base string) []string {
+	var out []string
+	for _, f := range files {
+		if strings.EqualFold(strings.TrimSuffix(f, filepath.Ext(f)), base) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// isNotice reports whether a file's path names a NOTICE file.
+func isNotice(path string) bool {
+	base := filepath.Base(path)
+	return strings.EqualFold(strings.TrimSuffix(base, filepath.Ext(base)), "NOTICE")
 }
 
 // allLicenseFiles returns the license files among files (sorted): those

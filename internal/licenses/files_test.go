@@ -113,3 +113,41 @@ func TestFindSeveralLicenseFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestFindPackageLicenseFiles checks that the license and NOTICE files
+// between a linked package and its module's root count, and that those of
+// packages not linked do not.
+func TestFindPackageLicenseFiles(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"LICENSE":                          mitText,
+		"zstd/internal/xxhash/LICENSE.txt": bsd3Text,
+		"zstd/internal/xxhash/NOTICE":      "xxhash notice",
+		"unlinked/COPYING":                 gplText,
+	}
+	for name, text := range files {
+		path := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	linked := filepath.Join(root, "zstd", "internal", "xxhash")
+	entries, err := Find([]Module{{Path: "example.com/m", Version: "v1.2.3", Dir: root, PackageDirs: []string{root, linked}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entries[0]
+	if got, want := e.Classification.Expression(), "MIT AND BSD-3-Clause"; got != want {
+		t.Errorf("Expression() = %q, want %q", got, want)
+	}
+	var names []string
+	for _, o := range e.Others {
+		names = append(names, o.Name)
+	}
+	if want := []string{"zstd/internal/xxhash/LICENSE.txt", "zstd/internal/xxhash/NOTICE"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("Others = %q, want %q", names, want)
+	}
+}

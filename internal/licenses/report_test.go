@@ -101,6 +101,13 @@ func TestNotices(t *testing.T) {
 	if notices == 0 {
 		t.Error("no module has a NOTICE file; the prometheus modules have one")
 	}
+	// Packages copied from other projects keep their license files below
+	// the module's root; the notices must carry them.
+	for _, want := range []string{"--- zstd/internal/xxhash/LICENSE.txt ---", "--- internal/github.com/golang/gddo/LICENSE ---", "--- simplelru/LICENSE_list ---"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the notices lack %q", want)
+		}
+	}
 }
 
 // TestListReachesEveryTarget checks that the union covers what only one
