@@ -76,13 +76,37 @@ func licenseKinds() []kind {
 type Classification struct {
 	// IDs are the licenses found, in a fixed order; none means unknown.
 	IDs []string
+	// Reason, when set, says why the text is refused although it holds an
+	// allowed license's clauses: an add-on clause, or text beyond or
+	// missing from the license. IDs is then empty.
+	Reason string
 }
 
 // Classify returns the licenses whose distinctive clauses all appear in
 // text, after normalization (case, punctuation, line breaks and spacing do
 // not count). A kind that another found kind supersedes is left out.
+// When only allowed licenses are found, the text must also be theirs: a
+// known add-on clause (the Commons Clause, "Good, not Evil") refuses it,
+// and so does more than a few words outside the licenses' canonical
+// texts, or a canonical text not nearly all there (copyright lines do not
+// count).
 func Classify(text string) Classification {
 	norm := normalize(text)
+	if reason := addOn(norm); reason != "" {
+		return Classification{Reason: "unknown: adds " + reason}
+	}
+	c := Classification{IDs: foundIDs(norm)}
+	if len(c.IDs) > 0 && len(c.Refused()) == 0 {
+		if reason := coverage(text, c.IDs); reason != "" {
+			return Classification{Reason: reason}
+		}
+	}
+	return c
+}
+
+// foundIDs returns the kinds whose clauses norm holds, in licenseKinds'
+// order, without those a found kind supersedes.
+func foundIDs(norm string) []string {
 	kinds := licenseKinds()
 	found := map[string]bool{}
 	for _, k := range kinds {
@@ -90,13 +114,13 @@ func Classify(text string) Classification {
 			found[k.id] = true
 		}
 	}
-	var c Classification
+	var ids []string
 	for _, k := range kinds {
 		if found[k.id] && !k.superseded(found) {
-			c.IDs = append(c.IDs, k.id)
+			ids = append(ids, k.id)
 		}
 	}
-	return c
+	return ids
 }
 
 // Expression is the classification as an SPDX expression: the identifiers
@@ -110,8 +134,11 @@ func (c Classification) Expression() string {
 
 // Refused returns the identifiers that do not allow distributing the
 // binary under Apache-2.0: every refused license found, or "unknown" when
-// none was recognised. Empty means allowed.
+// none was recognised, or the Reason. Empty means allowed.
 func (c Classification) Refused() []string {
+	if c.Reason != "" {
+		return []string{c.Reason}
+	}
 	if len(c.IDs) == 0 {
 		return []string{Unknown}
 	}

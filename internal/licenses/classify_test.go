@@ -7,56 +7,36 @@ import (
 	"testing"
 )
 
+// template returns the canonical text of a license, as the classifier
+// keeps it; a test adds its own copyright line.
+func template(name string) string {
+	b, err := templates.ReadFile("templates/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimRight(string(b), "\n")
+}
+
+var (
+	mitText      = "Copyright (c) 2019 Someone\n\n" + template("MIT.txt")
+	bsd2Text     = "Copyright (c) 2015, Someone\nAll rights reserved.\n\n" + template("BSD-2-Clause.txt")
+	bsd3Text     = "Copyright (c) 2015, Someone\nAll rights reserved.\n\n" + template("BSD-3-Clause.txt")
+	iscText      = "Copyright (c) 2020 Someone\n\n" + template("ISC.txt")
+	apacheNotice = "Copyright 2011 Someone\n\n" + template("Apache-2.0-notice.txt")
+	mplText      = template("MPL-2.0.txt")
+)
+
+// commonsClause is the clause added to Apache-2.0 to forbid selling.
+const commonsClause = `"Commons Clause" License Condition v1.0
+
+The Software is provided to you by the Licensor under the License, as defined
+below, subject to the following condition.
+
+Without limiting other conditions in the License, the grant of rights under
+the License will not include, and the License does not grant to you, the right
+to Sell the Software.`
+
 const (
-	mitText = `Copyright (c) 2019 Someone
-
-Permission is hereby granted, free of charge, to any person obtaining a copy
-of this software and associated documentation files (the "Software"), to deal
-in the Software without restriction.
-
-The above copyright notice and this permission notice shall be included in all
-copies or substantial portions of the Software.`
-
-	bsd2Text = `Copyright (c) 2015, Someone
-All rights reserved.
-
-Redistribution and use in source and binary forms, with or without
-modification, are permitted provided that the following conditions are met:
-
-* Redistributions of source code must retain the above copyright notice, this
-  list of conditions and the following disclaimer.
-* Redistributions in binary form must reproduce the above copyright notice,
-  this list of conditions and the following disclaimer in the documentation.`
-
-	bsd3Text = bsd2Text + `
-* Neither the name of the copyright holder nor the names of its
-  contributors may be used to endorse or promote products derived from
-  this software without specific prior written permission.`
-
-	iscText = `Copyright (c) 2020 Someone
-
-Permission to use, copy, modify, and/or distribute this software for any
-purpose with or without fee is hereby granted, provided that the above
-copyright notice and this permission notice appear in all copies.`
-
-	apacheNotice = `Copyright 2011 Someone
-
-Licensed under the Apache License, Version 2.0 (the "License");
-you may not use this file except in compliance with the License.`
-
-	mplText = `Mozilla Public License Version 2.0
-==================================
-
-1.1. "Contributor"
-    means each individual or legal entity that creates, contributes to
-    the creation of, or owns Covered Software.
-
-1.13. "Secondary License"
-    means either the GNU General Public License, Version 2.0, the GNU
-    Lesser General Public License, Version 2.1, the GNU Affero General
-    Public License, Version 3.0, or any later versions of those
-    licenses.`
-
 	gplText = `                    GNU GENERAL PUBLIC LICENSE
                        Version 3, 29 June 2007
 
@@ -92,7 +72,20 @@ func TestClassify(t *testing.T) {
 		{"Apache-2.0's full text (the repository's LICENSE)", string(apacheFull), "Apache-2.0", nil},
 		{"MPL-2.0, which names the GNU licenses without being one", mplText, "MPL-2.0", nil},
 		{"several licenses in one file", "#### MIT ####\n" + mitText + "\n### Apache ###\n" + apacheNotice, "Apache-2.0 AND MIT", nil},
-		{"whitespace, case and comment markers do not count", "// PERMISSION IS HEREBY GRANTED, free of charge,\n// to any person obtaining a copy of this software and associated\n// documentation files. The above copyright notice and this permission\n// notice shall be included in all copies or substantial portions of the Software.", "MIT", nil},
+		{"whitespace, case and comment markers do not count", "// " + strings.ToUpper(strings.ReplaceAll(mitText, "\n", "\n//   ")), "MIT", nil},
+		{"MIT with Good, not Evil (the JSON license) is refused by name", mitText + "\nThe Software shall be used for Good, not Evil.\n", Unknown,
+			[]string{`unknown: adds "Good, not Evil" (the JSON license's use restriction)`}},
+		{"Apache-2.0 with the Commons Clause is refused by name", commonsClause + "\n\n" + apacheNotice, Unknown,
+			[]string{"unknown: adds the Commons Clause (it forbids selling the software)"}},
+		{"MIT with one sentence of restriction is refused", mitText + "\nThe Software may not be used for military purposes.\n", Unknown,
+			[]string{"unknown: text beyond the license"}},
+		{"MIT without its disclaimer is refused", mitText[:strings.Index(mitText, "THE SOFTWARE IS PROVIDED")], Unknown,
+			[]string{"unknown: part of the MIT text is missing or changed"}},
+		{"Apache-2.0 with a paragraph removed is refused", strings.Replace(string(apacheFull), "7. Disclaimer of Warranty.", "", 1)[:len(apacheFull)/2], Unknown,
+			[]string{"unknown: part of the Apache-2.0 text is missing or changed"}},
+		{"a compound file with a heading over each license is their union", "MIT and BSD-3-Clause.\n\n#### MIT ####\n" + mitText + "\n------\nFiles: internal/x/*\n\n" + bsd3Text, "MIT AND BSD-3-Clause", nil},
+		{"a sentence added to one license of a compound file is refused", mitText + "\n\n" + bsd3Text + "\nYou may not use this software to build a competing product.\n", Unknown,
+			[]string{"unknown: text beyond the license"}},
 		{"GPL-3.0 is refused", gplText, "GPL-3.0", []string{"GPL-3.0"}},
 		{"LGPL by its notice is refused", lgplNotice, "LGPL", []string{"LGPL"}},
 		{"SSPL is refused", ssplText, "SSPL-1.0", []string{"SSPL-1.0"}},

@@ -31,6 +31,10 @@ type Module struct {
 	// Dir is the module's directory: in the module cache, or GOROOT/src's
 	// parent for the standard library.
 	Dir string
+	// PackageDirs are the directories of the module's packages the binary
+	// links, for any target, sorted; their license files are the module's
+	// too.
+	PackageDirs []string
 }
 
 // List returns, sorted by path, every module that `go list -deps` reaches
@@ -46,6 +50,7 @@ func List(ctx context.Context, dir, pkg string, targets []Target) ([]Module, err
 			return nil, err
 		}
 		for _, m := range mods {
+			m.PackageDirs = append(seen[m.Path].PackageDirs, m.PackageDirs...)
 			seen[m.Path] = m
 		}
 	}
@@ -56,16 +61,30 @@ func List(ctx context.Context, dir, pkg string, targets []Target) ([]Module, err
 	seen[std.Path] = std
 	mods := make([]Module, 0, len(seen))
 	for _, m := range seen {
+		m.PackageDirs = sortedUnique(m.PackageDirs)
 		mods = append(mods, m)
 	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Path < mods[j].Path })
 	return mods, nil
 }
 
+// sortedUnique returns s sorted, without repeats.
+func sortedUnique(s []string) []string {
+	sort.Strings(s)
+	var out []string
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // listFormat prints, for each package of a non-main module, the module's
-// path, version and directory (a replacement's, when it is replaced).
+// path, version and directory (a replacement's, when it is replaced), and
+// the package's directory.
 const listFormat = `{{with .Module}}{{if not .Main}}{{.Path}}	` +
-	`{{with .Replace}}{{.Version}}	{{.Dir}}{{else}}{{.Version}}	{{.Dir}}{{end}}{{end}}{{end}}`
+	`{{with .Replace}}{{.Version}}	{{.Dir}}{{else}}{{.Version}}	{{.Dir}}{{end}}	{{$.Dir}}{{end}}{{end}}`
 
 // listTarget returns the modules of pkg's dependencies for one target,
 // with repeats.
@@ -83,10 +102,10 @@ func listTarget(ctx context.Context, dir, pkg string, t Target) ([]Module, error
 			continue
 		}
 		f := strings.Split(line, "\t")
-		if len(f) != 3 || f[2] == "" {
+		if len(f) != 4 || f[2] == "" || f[3] == "" {
 			return nil, fmt.Errorf("module %q of %s for %s/%s has no directory: run `go mod download` and try again", f[0], pkg, t.OS, t.Arch)
 		}
-		mods = append(mods, Module{Path: f[0], Version: f[1], Dir: f[2]})
+		mods = append(mods, Module{Path: f[0], Version: f[1], Dir: f[2], PackageDirs: []string{f[3]}})
 	}
 	return mods, sc.Err()
 }

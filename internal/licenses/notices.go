@@ -22,7 +22,8 @@ and version.
 
 // WriteNotices writes the plain-text THIRD_PARTY_NOTICES: for each entry,
 // in the order given, a heading naming the module, its version and its
-// license, then the license text, the NOTICE file's text (Apache-2.0
+// license, then the license text, each other license file's under its
+// name, the NOTICE file's text (Apache-2.0
 // section 4(d)) and the PATENTS file's, where there are. Two calls with
 // the same entries write the same bytes.
 func WriteNotices(w io.Writer, entries []Entry) error {
@@ -34,6 +35,9 @@ func WriteNotices(w io.Writer, entries []Entry) error {
 			name = "Go standard library"
 		}
 		fmt.Fprintf(&b, "\n%s\n%s %s (%s)\n%s\n\n%s", rule, name, e.Version, e.Classification.Expression(), rule, e.License)
+		for _, o := range e.Others {
+			writeSection(&b, o.Name, o.Text)
+		}
 		writeSection(&b, "NOTICE", e.Notice)
 		writeSection(&b, "PATENTS", e.Patents)
 	}

@@ -101,10 +101,20 @@ func TestNotices(t *testing.T) {
 	if notices == 0 {
 		t.Error("no module has a NOTICE file; the prometheus modules have one")
 	}
+	// Packages copied from other projects keep their license files below
+	// the module's root; the notices must carry them.
+	for _, want := range []string{"--- zstd/internal/xxhash/LICENSE.txt ---", "--- internal/github.com/golang/gddo/LICENSE ---", "--- simplelru/LICENSE_list ---"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the notices lack %q", want)
+		}
+	}
 }
 
 // TestListReachesEveryTarget checks that the union covers what only one
-// target links, and that test-only dependencies are not in it.
+// target links, and that the main module is not in it. procfs is linked
+// only on linux (prometheus's process collector); no module is linked
+// only on darwin today, its platform code being in x/sys and std, which
+// every target links.
 func TestListReachesEveryTarget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -119,12 +129,21 @@ func TestListReachesEveryTarget(t *testing.T) {
 			t.Errorf("%s has no directory", m.Path)
 		}
 	}
-	for _, want := range []string{StdPath, "github.com/jackc/pgx/v5", "golang.org/x/sys"} {
+	for _, want := range []string{StdPath, "github.com/jackc/pgx/v5", "golang.org/x/sys", "github.com/prometheus/procfs"} {
 		if !paths[want] {
 			t.Errorf("List did not reach %s", want)
 		}
 	}
 	if paths["github.com/cdc-relay/cdc-relay"] {
 		t.Error("List names the main module")
+	}
+	darwin, err := List(ctx, "../..", "./cmd/cdc-relay", []Target{{OS: "darwin", Arch: "arm64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range darwin {
+		if m.Path == "github.com/prometheus/procfs" {
+			t.Error("List for darwin alone names procfs: the target's GOOS is not applied, so the union proves nothing")
+		}
 	}
 }
