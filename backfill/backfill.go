@@ -1,0 +1,316 @@
+package backfill
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// Result says what [Run] did.
+type Result struct {
+	// Progress is where it ended: rows published and skipped, the total
+	// counted at the start, the last key done.
+	Progress
+	// Key is the table's key.
+	Key Key
+	// First and Last are, for a dry run, the first and last key the
+	// predicate selects (after Config.After); empty when it selects none.
+	First, Last string
+	// Stopped is true when the context ended before the last row:
+	// Progress.LastKey is where to resume (every row up to it, in key
+	// order, was published).
+	Stopped bool
+}
+
+// Run backfills: it takes the table's backfill lock (one backfill per
+// table at a time: see [ErrBusy]), counts the rows the predicate selects,
+// and publishes them in key order, a batch at a time, each batch's
+// records acknowledged before the next is read, at most Config.Rate rows
+// a second. When ctx ends it stops once the batch in flight is
+// acknowledged (or Config.StopTimeout has passed) and returns with
+// Result.Stopped set, and no error. With Config.DryRun it counts and
+// publishes nothing.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	start := time.Now()
+	cfg = cfg.withDefaults(start)
+	res := Result{Progress: Progress{Table: cfg.Mapping.Schema + "." + cfg.Mapping.Table, Started: start, Now: start}}
+	if err := cfg.Validate(); err != nil {
+		return res, err
+	}
+	b, err := open(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	defer b.close()
+	res.Key = b.q.key
+	res.LastKey = cfg.After
+	if res.Total, err = b.count(ctx); err != nil {
+		return res, err
+	}
+	if cfg.DryRun {
+		res.First, res.Last, err = b.edges(ctx)
+		res.Now = time.Now()
+		return res, err
+	}
+	err = b.publishAll(ctx, &res)
+	res.Now = time.Now()
+	return res, err
+}
+
+// backfiller is one backfill's connection, with its query and where it
+// is.
+type backfiller struct {
+	cfg   Config
+	conn  *pgx.Conn
+	q     query
+	after []string // the key of the last row done; nil before the first
+	rec   *recorder
+}
+
+// open connects (with the text settings the decoder reads), finds the
+// table's key, parses Config.After and takes the table's backfill lock.
+func open(ctx context.Context, cfg Config) (*backfiller, error) {
+	conn, err := pgconnect.Open(ctx, cfg.PostgresURL, pgconnect.Options{RuntimeParams: map[string]string{
+		"TimeZone": "UTC", "DateStyle": "ISO", "bytea_output": "hex",
+		"application_name": "cdc-relay backfill, pid " + strconv.Itoa(os.Getpid()) + " on " + hostname(),
+	}})
+	if err != nil {
+		return nil, err
+	}
+	b := &backfiller{cfg: cfg, conn: conn}
+	b.q.table, b.q.where = pgx.Identifier{cfg.Mapping.Schema, cfg.Mapping.Table}.Sanitize(), cfg.Where
+	if err := b.prepare(ctx); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// prepare finds the key, parses Config.After, and takes the lock.
+func (b *backfiller) prepare(ctx context.Context) error {
+	var err error
+	if b.q.key, err = LookupKey(ctx, b.conn, b.q.table); err != nil {
+		return err
+	}
+	if b.cfg.After != "" {
+		if b.after, err = b.q.key.ParseKey(b.cfg.After); err != nil {
+			return fmt.Errorf("--after %q: %w", b.cfg.After, err)
+		}
+	}
+	return lock(ctx, b.conn, b.q.table)
+}
+
+// hostname is the machine's name, or "?" .
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "?"
+	}
+	return h
+}
+
+// close ends the session, which releases the lock.
+func (b *backfiller) close() { _ = b.conn.Close(context.Background()) }
+
+// params are the query's parameters: the key after which to read, then
+// extra.
+func (b *backfiller) params(extra ...string) [][]byte {
+	ps := make([][]byte, 0, len(b.after)+len(extra))
+	for _, v := range append(slices.Clone(b.after), extra...) {
+		ps = append(ps, []byte(v))
+	}
+	return ps
+}
+
+// count counts the rows the predicate selects after the key.
+func (b *backfiller) count(ctx context.Context) (int64, error) {
+	var n int64
+	err := b.readOnly(ctx, func() error {
+		rows, err := b.texts(ctx, b.q.count(b.after != nil), b.params())
+		if err == nil && len(rows) == 1 {
+			n, err = strconv.ParseInt(string(rows[0][0]), 10, 64)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count the rows the predicate selects in %s: %w", b.q.table, err)
+	}
+	return n, nil
+}
+
+// edges returns the first and last key the predicate selects after the
+// key, or empty strings when it selects none.
+func (b *backfiller) edges(ctx context.Context) (first, last string, err error) {
+	err = b.readOnly(ctx, func() error {
+		for _, e := range []struct {
+			desc bool
+			to   *string
+		}{{false, &first}, {true, &last}} {
+			rows, err := b.texts(ctx, b.q.edge(b.after != nil, e.desc), b.params())
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				vs := make([]string, len(r))
+				for i, v := range r {
+					vs[i] = string(v)
+				}
+				*e.to = FormatKey(vs)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("find the first and last key the predicate selects in %s: %w", b.q.table, err)
+	}
+	return first, last, nil
+}
+
+// readOnly runs f in a read-only transaction on the backfill's
+// connection: the predicate is the user's SQL, and may not write.
+func (b *backfiller) readOnly(ctx context.Context, f func() error) error {
+	return pgx.BeginTxFunc(ctx, b.conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(pgx.Tx) error { return f() })
+}
+
+// texts runs sql with params, all in text, and returns its rows' values.
+func (b *backfiller) texts(ctx context.Context, sql string, params [][]byte) ([][][]byte, error) {
+	rr := b.conn.PgConn().ExecParams(ctx, sql, params, nil, nil, nil)
+	var rows [][][]byte
+	for rr.NextRow() {
+		r := make([][]byte, len(rr.Values()))
+		for i, v := range rr.Values() {
+			r[i] = slices.Clone(v)
+		}
+		rows = append(rows, r)
+	}
+	_, err := rr.Close()
+	return rows, err
+}
+
+// read reads the next batch into bt: the rows after the key, as records.
+func (b *backfiller) read(ctx context.Context, bt *batch) error {
+	bt.reset()
+	return b.readOnly(ctx, func() error {
+		rr := b.conn.PgConn().ExecParams(ctx, b.q.batch(b.after != nil), b.params(strconv.Itoa(b.cfg.Batch)), nil, nil, nil)
+		if err := b.recorderFor(rr.FieldDescriptions()); err != nil {
+			_, _ = rr.Close()
+			return err
+		}
+		for rr.NextRow() {
+			b.rec.add(bt, rr.Values())
+		}
+		if _, err := rr.Close(); err != nil {
+			return fmt.Errorf("read the rows the predicate selects in %s: %w", b.q.table, err)
+		}
+		return nil
+	})
+}
+
+// recorderFor makes, at the first batch, the recorder of rows with the
+// fields fields.
+func (b *backfiller) recorderFor(fields []pgconn.FieldDescription) error {
+	if b.rec != nil {
+		return nil
+	}
+	names, types := make([]string, len(fields)), make([]uint32, len(fields))
+	for i, f := range fields {
+		names[i], types[i] = f.Name, f.DataTypeOID
+	}
+	dec, err := decoder.New(b.cfg.Mapping)
+	if err != nil {
+		return err
+	}
+	rows, err := dec.Rows(names, types)
+	if err != nil {
+		return err
+	}
+	rec := &recorder{rows: rows, topic: b.cfg.TopicOverride, table: b.q.table, log: b.cfg.Logger,
+		header: kgo.RecordHeader{Key: Header, Value: []byte(b.cfg.RunID)}}
+	for _, c := range b.q.key.Columns {
+		at := slices.Index(names, c)
+		if at < 0 {
+			return fmt.Errorf("key column %q of %s is not among its columns", c, b.q.table)
+		}
+		rec.keyAt = append(rec.keyAt, at)
+	}
+	b.rec = rec
+	return nil
+}
+
+// publishAll publishes batch after batch until a batch is short (the
+// last), or ctx ends (res.Stopped), counting in res and telling
+// Config.Progress after each.
+func (b *backfiller) publishAll(ctx context.Context, res *Result) error {
+	snk, err := sink.New(b.cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	defer snk.Close()
+	pctx, cancel := afterStop(ctx, b.cfg.StopTimeout)
+	defer cancel()
+	lim := NewLimiter(b.cfg.Rate)
+	bt := &batch{}
+	for ctx.Err() == nil {
+		if err := b.read(ctx, bt); err != nil {
+			return stopped(ctx, res, err)
+		}
+		if len(bt.keys) == 0 {
+			return nil
+		}
+		if err := lim.Wait(ctx, len(bt.keys)); err != nil {
+			return stopped(ctx, res, err)
+		}
+		if err := produce(pctx, snk, bt); err != nil {
+			res.Stopped = ctx.Err() != nil // the stop's wait ran out, or Kafka refused
+			return err
+		}
+		b.done(bt, res)
+		if len(bt.keys) < b.cfg.Batch {
+			return nil
+		}
+	}
+	res.Stopped = true
+	return nil
+}
+
+// done records a batch acknowledged: the next starts after its last key.
+func (b *backfiller) done(bt *batch, res *Result) {
+	b.after = bt.keys[len(bt.keys)-1]
+	res.Rows += int64(len(bt.keys)) - bt.skipped
+	res.Skipped += bt.skipped
+	res.LastKey = FormatKey(b.after)
+	res.Now = time.Now()
+	if b.cfg.Progress != nil {
+		b.cfg.Progress(res.Progress)
+	}
+}
+
+// stopped is err, unless ctx ended, which made it: the backfill stopped
+// before the batch was produced, and nothing of the batch counts.
+func stopped(ctx context.Context, res *Result, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	res.Stopped = true
+	return nil
+}
+
+// afterStop returns the context of the records in flight: it ends
+// timeout after ctx does, so that a stop waits that long for their
+// acknowledgements.
+func afterStop(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(timeout, cancel) })
+	return pctx, func() { stop(); cancel() }
+}

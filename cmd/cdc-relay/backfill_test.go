@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBackfillCommandLine: what backfill refuses before it connects, and
+// which table it maps with --config.
+func TestBackfillCommandLine(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "relay.yaml")
+	if err := os.WriteFile(cfgFile, []byte(`tables:
+  - {table: public.outbox, value: payload, topic: orders}
+  - {table: app.events, id: position, value: data, topic: events}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conn := []string{"--postgres-url", "postgres://x@127.0.0.1:1/db", "--kafka-brokers", "k:9092"}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		code   int
+		stderr string
+	}{
+		{"no predicate", conn, nil, 2, "--where is required"},
+		{"predicate from the environment", conn, map[string]string{"CDC_RELAY_WHERE": "true"}, 2, "--where is required"},
+		{"a bad rate", append([]string{"--where", "true", "--rate", "fast"}, conn...), nil, 2, "want rows a second, such as 500/s"},
+		{"a bad batch", append([]string{"--where", "true", "--batch", "0"}, conn...), nil, 2, "--batch must be at least 1"},
+		{"a table not in the file", append([]string{"--where", "true", "--config", cfgFile, "--table", "app.other"}, conn...), nil, 2,
+			"--table app.other is not in " + cfgFile + ", whose tables are public.outbox, app.events"},
+		{"a mapping flag beside the file", append([]string{"--where", "true", "--config", cfgFile, "--key-column", "k"}, conn...), nil, 2,
+			"--key-column maps the one table of the command line"},
+		{"the file's table, then no database", append([]string{"--where", "true", "--config", cfgFile, "--table", "app.events"}, conn...), nil, 1,
+			`connect to PostgreSQL at 127.0.0.1:1 as "x"`},
+		{"a bad topic override", append([]string{"--where", "true", "--topic-override", "a b"}, conn...), nil, 1, "topic override"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main(context.Background(), append([]string{"backfill"}, tc.args...), &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("exit %d, want %d and %q:\n%s", code, tc.code, tc.stderr, stderr.String())
+			}
+		})
+	}
+}
+
+// TestBackfillResumeCommand: the command that resumes a stopped backfill
+// is the one given, with --after the last key, quoted for a shell, the
+// connection string's password masked.
+func TestBackfillResumeCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		key  string
+		want string
+	}{
+		{[]string{"--table", "app.events", "--where", "created_at > now() - interval '1 hour'", "--after", "12"}, "4000",
+			`cdc-relay backfill --table app.events --where 'created_at > now() - interval '\''1 hour'\''' --after 4000`},
+		{[]string{"--after=12", "--where=true", "--postgres-url", "postgres://relay:s3cret@db:5432/app?sslmode=require"}, `["a b","7"]`,
+			`cdc-relay backfill --where=true --postgres-url 'postgres://relay:xxxxx@db:5432/app?sslmode=require' --after '["a b","7"]'`},
+		{[]string{"--postgres-url=host=db user=relay password='s3 cret' dbname=app", "--where", "true"}, "x",
+			`cdc-relay backfill '--postgres-url=host=db user=relay password=xxxxx dbname=app' --where true --after x`},
+	} {
+		c := &BackfillCommand{args: tc.args}
+		if got := c.resumeCommand(tc.key); got != tc.want {
+			t.Errorf("resume command\n%s\nwant\n%s", got, tc.want)
+		}
+	}
+}
