@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -25,9 +26,15 @@ func (c *BackfillCommand) report(res backfill.Result, err error) error {
 	}
 	if res.LastKey == "" {
 		fmt.Fprintln(c.stdout, "stopped before the first batch was published: run the same command again")
+		if err == nil {
+			return exitCodeError{code: 1}
+		}
 		return err
 	}
 	fmt.Fprintf(c.stdout, "stopped: every selected row up to key %s was published; to resume:\n  %s\n", res.LastKey, c.resumeCommand(res.LastKey))
+	if err == nil {
+		return exitCodeError{code: 1, err: errors.New("stopped before the last row: resume with the command above")}
+	}
 	return err
 }
 

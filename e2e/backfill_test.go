@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/internal/relayproc"
+)
+
+// backfillArgs are the arguments of `cdc-relay backfill` for the test's
+// database, broker and topic template, then extra.
+func (e *env) backfillArgs(extra ...string) []string {
+	return append([]string{"backfill",
+		"--postgres-url", e.url,
+		"--kafka-brokers", strings.Join(e.brokers, ","),
+		"--topic-template", e.prefix + ".{aggregate_type}",
+	}, extra...)
+}
+
+// appWrites inserts rows of aggregate type agg, one transaction each, as
+// an application does, until the returned function is called; that
+// returns how many it inserted.
+func (e *env) appWrites(agg string) (stop func() int) {
+	conn := mustConnect(e.t, e.url)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	n := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if _, err := conn.Exec(ctx, "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ($1, 'live', 'Live', $2)",
+				agg, fmt.Sprintf(`{"n": %d}`, n)); err == nil {
+				n++
+			}
+			time.Sleep(2 * time.Millisecond) // a few hundred a second
+		}
+	}()
+	return func() int {
+		cancel()
+		wg.Wait()
+		conn.Close(context.Background())
+		return n
+	}
+}
+
+// resumeLine is the command a stopped backfill prints.
+var resumeLine = regexp.MustCompile(`(?m)^  (cdc-relay backfill .* --after .*)$`)
+
+// TestBackfillBesideALiveRelay: on a relay streaming an application's
+// writes, `backfill --where "created_at > now() - interval '1 hour'"`
+// publishes every row the predicate selects with the backfill header, and
+// none it does not; a second backfill of the table is refused while the
+// first runs, naming it; SIGINT stops the first, which prints the command
+// that resumes it, and that command publishes the rest. The live stream
+// delivers every row the application wrote meanwhile.
+func TestBackfillBesideALiveRelay(t *testing.T) {
+	e := newEnv(t)
+	const selected, old = 3000, 500
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
+		SELECT 'order', 'k' || (i % 50), 'Placed', jsonb_build_object('i', i), now() - interval '10 minutes' FROM generate_series(1, $1::int) i`, selected)
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
+		SELECT 'order', 'k', 'Old', jsonb_build_object('old', i), now() - interval '2 hours' FROM generate_series(1, $1::int) i`, old)
+	var want []string // the selected rows' ids
+	rows, err := e.conn.Query(context.Background(), "SELECT id::text FROM outbox WHERE created_at > now() - interval '1 hour'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	if rows.Err() != nil || len(want) != selected {
+		t.Fatalf("%d selected rows, %v", len(want), rows.Err())
+	}
+	relay := e.startRelay()
+	stopApp := e.appWrites("live")
+
+	where := "created_at > now() - interval '1 hour'"
+	first, err := relayproc.Start(relayBin, e.backfillArgs("--where", where, "--rate", "1000", "--batch", "100")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(first.Kill)
+	topic := e.topic("order")
+	e.waitFor("the backfill published its first batches", 60*time.Second, func() bool {
+		if !first.Running() {
+			t.Fatalf("backfill exited early: %v\n%s", first.Err(), first.Log())
+		}
+		return len(e.readAll(topic)) >= selected+old+300 // the stream's, then the backfill's
+	})
+
+	out, err := exec.Command(relayBin, e.backfillArgs("--where", "true")...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another backfill of the table is running") ||
+		!strings.Contains(string(out), fmt.Sprintf("cdc-relay backfill, pid %d", first.Pid())) {
+		t.Errorf("a second backfill: %v, want a refusal naming the first's process %d:\n%s", err, first.Pid(), out)
+	}
+
+	if err := syscall.Kill(first.Pid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the backfill did not stop within 30 s of SIGINT:\n%s", first.Log())
+	}
+	m := resumeLine.FindStringSubmatch(first.Log())
+	if m == nil || first.Err() == nil {
+		t.Fatalf("the stopped backfill (%v) printed no command to resume:\n%s", first.Err(), first.Log())
+	}
+	t.Logf("the stopped backfill said:\n%s", first.Log())
+	resume := exec.Command("sh", "-c", relayBin+strings.TrimPrefix(m[1], "cdc-relay"))
+	if out, err := resume.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, out)
+	} else {
+		t.Logf("the resumed backfill said:\n%s", out)
+	}
+	live := stopApp()
+
+	// Every selected row arrived with the backfill's header, at least once;
+	// no row of two hours ago did; each live row arrived from the stream.
+	recs := e.readAll(topic)
+	backfilled := map[string]int{}
+	for _, r := range recs {
+		if header(r, "cdc-relay-backfill") != "" {
+			backfilled[header(r, "id")]++
+		}
+	}
+	missing := 0
+	for _, id := range want {
+		if backfilled[id] == 0 {
+			missing++
+		}
+	}
+	if missing > 0 || len(backfilled) != selected {
+		t.Errorf("%d of the %d selected rows arrived from the backfill (%d missing); %d distinct ids had its header", selected-missing, selected, missing, len(backfilled))
+	}
+	liveRecs := e.readN(e.topic("live"), live, 60*time.Second)
+	if len(liveRecs) < live {
+		t.Errorf("%d live records, want %d", len(liveRecs), live)
+	}
+	relay.stop(30 * time.Second)
+}
