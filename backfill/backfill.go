@@ -24,8 +24,9 @@ type Result struct {
 	Progress
 	// Key is the table's key.
 	Key Key
-	// First and Last are, for a dry run, the first and last key the
-	// predicate selects (after Config.After); empty when it selects none.
+	// First and Last are the first and last key the predicate selected at
+	// the start (after Config.After), empty when it selected none: the
+	// backfill ends at Last.
 	First, Last string
 	// Stopped is true when the context ended before the last row:
 	// Progress.LastKey is where to resume (every row up to it, in key
@@ -34,8 +35,9 @@ type Result struct {
 }
 
 // Run backfills: it takes the table's backfill lock (one backfill per
-// table at a time: see [ErrBusy]), counts the rows the predicate selects,
-// and publishes them in key order, a batch at a time, each batch's
+// table at a time: see [ErrBusy]), finds the last key the predicate
+// selects (the backfill's end: rows committed later beyond it are the
+// stream's), counts the rows up to it, and publishes them in key order, a batch at a time, each batch's
 // records acknowledged before the next is read, at most Config.Rate rows
 // a second. When ctx ends it stops once the batch in flight is
 // acknowledged (or Config.StopTimeout has passed) and returns with
@@ -55,27 +57,46 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer b.close()
 	res.Key = b.q.key
 	res.LastKey = cfg.After
-	if res.Total, err = b.count(ctx); err != nil {
+	if err := b.bound(ctx, &res); err != nil {
 		return res, err
 	}
-	if cfg.DryRun {
-		res.First, res.Last, err = b.edges(ctx)
+	if b.upTo != nil { // else the predicate selects nothing
+		if res.Total, err = b.count(ctx); err != nil {
+			return res, err
+		}
+	}
+	if cfg.DryRun || b.upTo == nil {
 		res.Now = time.Now()
-		return res, err
+		return res, nil
 	}
+	b.keeper.start(ctx, cfg.Where, res.Total, cfg.After)
 	err = b.publishAll(ctx, &res)
 	res.Now = time.Now()
+	b.keeper.end(endState(res, err), res.Progress)
 	return res, err
+}
+
+// endState is the state a backfill's row ends in.
+func endState(res Result, err error) string {
+	switch {
+	case err != nil:
+		return StateFailed
+	case res.Stopped:
+		return StateStopped
+	}
+	return StateDone
 }
 
 // backfiller is one backfill's connection, with its query and where it
 // is.
 type backfiller struct {
-	cfg   Config
-	conn  *pgx.Conn
-	q     query
-	after []string // the key of the last row done; nil before the first
-	rec   *recorder
+	cfg    Config
+	conn   *pgx.Conn
+	q      query
+	after  []string // the key of the last row done; nil before the first
+	upTo   []string // the key of the last row to do, found at the start
+	rec    *recorder
+	keeper *rowKeeper
 }
 
 // open connects (with the text settings the decoder reads), finds the
@@ -89,6 +110,8 @@ func open(ctx context.Context, cfg Config) (*backfiller, error) {
 		return nil, err
 	}
 	b := &backfiller{cfg: cfg, conn: conn}
+	b.keeper = &rowKeeper{conn: conn, table: cfg.RecordTable, name: cfg.Mapping.Schema + "." + cfg.Mapping.Table, runID: cfg.RunID,
+		problem: func(msg string, err error) { cfg.Logger.Warn(msg, "err", err) }}
 	b.q.table, b.q.where = pgx.Identifier{cfg.Mapping.Schema, cfg.Mapping.Table}.Sanitize(), cfg.Where
 	if err := b.prepare(ctx); err != nil {
 		b.close()
@@ -107,6 +130,7 @@ func (b *backfiller) prepare(ctx context.Context) error {
 		if b.after, err = b.q.key.ParseKey(b.cfg.After); err != nil {
 			return fmt.Errorf("--after %q: %w", b.cfg.After, err)
 		}
+		b.q.after = true
 	}
 	return lock(ctx, b.conn, b.q.table)
 }
@@ -123,21 +147,23 @@ func hostname() string {
 // close ends the session, which releases the lock.
 func (b *backfiller) close() { _ = b.conn.Close(context.Background()) }
 
-// params are the query's parameters: the key after which to read, then
-// extra.
+// params are the query's parameters: the key after which to read, the
+// key up to which to read, then extra.
 func (b *backfiller) params(extra ...string) [][]byte {
-	ps := make([][]byte, 0, len(b.after)+len(extra))
-	for _, v := range append(slices.Clone(b.after), extra...) {
-		ps = append(ps, []byte(v))
+	var ps [][]byte
+	for _, vs := range [][]string{b.after, b.upTo, extra} {
+		for _, v := range vs {
+			ps = append(ps, []byte(v))
+		}
 	}
 	return ps
 }
 
-// count counts the rows the predicate selects after the key.
+// count counts the rows the predicate selects between the keys.
 func (b *backfiller) count(ctx context.Context) (int64, error) {
 	var n int64
 	err := b.readOnly(ctx, func() error {
-		rows, err := b.texts(ctx, b.q.count(b.after != nil), b.params())
+		rows, err := b.texts(ctx, b.q.count(), b.params())
 		if err == nil && len(rows) == 1 {
 			n, err = strconv.ParseInt(string(rows[0][0]), 10, 64)
 		}
@@ -149,15 +175,19 @@ func (b *backfiller) count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// edges returns the first and last key the predicate selects after the
-// key, or empty strings when it selects none.
-func (b *backfiller) edges(ctx context.Context) (first, last string, err error) {
-	err = b.readOnly(ctx, func() error {
+// bound finds the first and last key the predicate selects after the
+// key, into res, and makes the last the backfill's end: rows committed
+// later with keys beyond it are the stream's, and a backfill of a
+// predicate that new rows match ends (it would chase them forever when
+// the application writes faster than Config.Rate).
+func (b *backfiller) bound(ctx context.Context, res *Result) error {
+	var last []string
+	err := b.readOnly(ctx, func() error {
 		for _, e := range []struct {
 			desc bool
 			to   *string
-		}{{false, &first}, {true, &last}} {
-			rows, err := b.texts(ctx, b.q.edge(b.after != nil, e.desc), b.params())
+		}{{false, &res.First}, {true, &res.Last}} {
+			rows, err := b.texts(ctx, b.q.edge(e.desc), b.params())
 			if err != nil {
 				return err
 			}
@@ -166,15 +196,16 @@ func (b *backfiller) edges(ctx context.Context) (first, last string, err error) 
 				for i, v := range r {
 					vs[i] = string(v)
 				}
-				*e.to = FormatKey(vs)
+				*e.to, last = FormatKey(vs), vs // the last is read last
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("find the first and last key the predicate selects in %s: %w", b.q.table, err)
+		return fmt.Errorf("find the first and last key the predicate selects in %s: %w", b.q.table, err)
 	}
-	return first, last, nil
+	b.upTo, b.q.upTo = last, last != nil
+	return nil
 }
 
 // readOnly runs f in a read-only transaction on the backfill's
@@ -202,7 +233,7 @@ func (b *backfiller) texts(ctx context.Context, sql string, params [][]byte) ([]
 func (b *backfiller) read(ctx context.Context, bt *batch) error {
 	bt.reset()
 	return b.readOnly(ctx, func() error {
-		rr := b.conn.PgConn().ExecParams(ctx, b.q.batch(b.after != nil), b.params(strconv.Itoa(b.cfg.Batch)), nil, nil, nil)
+		rr := b.conn.PgConn().ExecParams(ctx, b.q.batch(), b.params(strconv.Itoa(b.cfg.Batch)), nil, nil, nil)
 		if err := b.recorderFor(rr.FieldDescriptions()); err != nil {
 			_, _ = rr.Close()
 			return err
@@ -275,7 +306,7 @@ func (b *backfiller) publishAll(ctx context.Context, res *Result) error {
 			res.Stopped = ctx.Err() != nil // the stop's wait ran out, or Kafka refused
 			return err
 		}
-		b.done(bt, res)
+		b.done(ctx, bt, res)
 		if len(bt.keys) < b.cfg.Batch {
 			return nil
 		}
@@ -284,13 +315,15 @@ func (b *backfiller) publishAll(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// done records a batch acknowledged: the next starts after its last key.
-func (b *backfiller) done(bt *batch, res *Result) {
-	b.after = bt.keys[len(bt.keys)-1]
+// done records a batch acknowledged: the next starts after its last key;
+// the backfill's row and Config.Progress are told.
+func (b *backfiller) done(ctx context.Context, bt *batch, res *Result) {
+	b.after, b.q.after = bt.keys[len(bt.keys)-1], true
 	res.Rows += int64(len(bt.keys)) - bt.skipped
 	res.Skipped += bt.skipped
 	res.LastKey = FormatKey(b.after)
 	res.Now = time.Now()
+	b.keeper.progress(ctx, res.Progress)
 	if b.cfg.Progress != nil {
 		b.cfg.Progress(res.Progress)
 	}

@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -81,12 +83,26 @@ func positions(recs []*kgo.Record) []string {
 // TestBackfillPagesByKey: a predicate over rows with gaps in their
 // composite key, read 7 at a time, publishes every selected row once, in
 // key order, through the mapping and with the backfill's header; a row
-// that cannot become a record is skipped and counted.
+// that cannot become a record is skipped and counted; a row committed
+// meanwhile beyond the last key selected at the start is left to the
+// stream.
 func TestBackfillPagesByKey(t *testing.T) {
 	f := newFixture(t, events,
 		`INSERT INTO events SELECT s, p, 'bf', format('{"p": %s}', p)::jsonb FROM unnest(ARRAY['a', 'b b', 'c''c']) s, generate_series(1, 100) p WHERE p % 3 <> 0`,
 		`INSERT INTO events VALUES ('b b', 1000, '__bad', '{"p": 1000}')`)
 	f.cfg.Where = "position > 40"
+	conn, err := pgx.Connect(f.ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	f.cfg.Progress = func(p Progress) {
+		if p.Rows == 7 {
+			if _, err := conn.Exec(f.ctx, `INSERT INTO events VALUES ('zz', 41, 'bf', '{"p": 41}')`); err != nil {
+				t.Error(err)
+			}
+		}
+	}
 	res, err := Run(f.ctx, f.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -120,13 +136,36 @@ func TestBackfillPagesByKey(t *testing.T) {
 
 // TestBackfillStopsAndResumes: a backfill stopped after its second batch
 // says where; one started --after that key publishes the rest, and
-// together they publish every row.
+// together they publish every row. Each keeps its row in the table of
+// backfills: running while it runs, with its session, then how it ended.
 func TestBackfillStopsAndResumes(t *testing.T) {
 	f := newFixture(t, events, `INSERT INTO events SELECT 's', p, 'sr', format('{"p": %s}', p)::jsonb FROM generate_series(1, 50) p`)
+	conn, err := pgx.Connect(f.ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := migrations.Apply(f.ctx, conn, migrations.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	f.cfg.RecordTable = migrations.BackfillTableName(migrations.DefaultConfig())
+	row := func() (state string, rows, selected int64, key string, live bool) {
+		t.Helper()
+		err := conn.QueryRow(f.ctx, `SELECT state, rows_published, rows_selected, coalesce(last_key, ''),
+			EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = b.backend_pid AND a.application_name = b.application_name)
+			FROM cdc_relay_backfills b WHERE table_name = 'public.events'`).Scan(&state, &rows, &selected, &key, &live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return state, rows, selected, key, live
+	}
 	ctx, stop := context.WithCancel(f.ctx)
 	batches := 0
 	f.cfg.Progress = func(Progress) {
 		if batches++; batches == 2 {
+			if state, _, selected, _, live := row(); state != StateRunning || selected != 50 || !live {
+				t.Errorf("while it runs, its row says %s of %d rows, its session live: %v", state, selected, live)
+			}
 			stop()
 		}
 	}
@@ -134,10 +173,16 @@ func TestBackfillStopsAndResumes(t *testing.T) {
 	if err != nil || !first.Stopped || first.Rows != 14 || first.LastKey != `["s","14"]` {
 		t.Fatalf("first run %+v, %v: want stopped after 14 rows at [\"s\",\"14\"]", first, err)
 	}
+	if state, rows, _, key, _ := row(); state != StateStopped || rows != 14 || key != first.LastKey {
+		t.Errorf("once stopped, its row says %s, %d rows, last key %s", state, rows, key)
+	}
 	f.cfg.Progress, f.cfg.After = nil, first.LastKey
 	second, err := Run(f.ctx, f.cfg)
 	if err != nil || second.Stopped || second.Rows != 36 || second.Total != 36 {
 		t.Fatalf("second run %+v, %v: want the 36 rows left", second, err)
+	}
+	if state, rows, selected, key, _ := row(); state != StateDone || rows != 36 || selected != 36 || key != `["s","50"]` {
+		t.Errorf("once done, its row says %s, %d of %d rows, last key %s", state, rows, selected, key)
 	}
 	want := make([]string, 50)
 	for i := range want {
@@ -180,29 +225,31 @@ func TestBackfillRefusals(t *testing.T) {
 		t.Errorf("a writing predicate: %v, want a read-only transaction's refusal", err)
 	}
 
+	// The server ends a backfill's session, and releases its lock, soon
+	// after the backfill closes it.
+	whenFree := func(f func() error) (err error) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if err = f(); !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+				return err
+			}
+		}
+	}
 	f.cfg.Where = "true"
-	b, err := open(f.ctx, f.cfg.withDefaults(time.Now()))
-	if err != nil {
+	var b *backfiller
+	if err := whenFree(func() (err error) { b, err = open(f.ctx, f.cfg.withDefaults(time.Now())); return err }); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(f.ctx, f.cfg)
+	_, err := Run(f.ctx, f.cfg)
 	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "cdc-relay backfill, pid") {
 		t.Errorf("a second backfill: %v, want ErrBusy naming the first", err)
 	}
 	b.close()
-	// The server ends the first session, and releases its lock, soon after.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err = Run(f.ctx, f.cfg)
-		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
+	if err := whenFree(func() error { _, err := Run(f.ctx, f.cfg); return err }); err != nil {
 		t.Errorf("once the first ended: %v", err)
 	}
 
 	f.cfg.Mapping.Table = "nokey"
-	if _, err := Run(f.ctx, f.cfg); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "ADD PRIMARY KEY") {
+	if err := whenFree(func() error { _, err := Run(f.ctx, f.cfg); return err }); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "ADD PRIMARY KEY") {
 		t.Errorf("a table without a key: %v", err)
 	}
 }

@@ -44,6 +44,9 @@ type Config struct {
 	// StopTimeout is how long, once the context ends, the records in
 	// flight may take to be acknowledged; zero is 30 seconds.
 	StopTimeout time.Duration
+	// RecordTable, if set, is the table of backfills (quoted), where the
+	// backfill keeps its row up to date for `cdc-relay status`.
+	RecordTable string
 	// Progress, if set, is told the progress after each batch.
 	Progress func(Progress)
 	// Logger receives the rows skipped and the producer's lines; nil

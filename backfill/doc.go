@@ -2,8 +2,9 @@
 // SQL predicate selects, through the table's own mapping, beside a running
 // relay: `cdc-relay backfill`.
 //
-// It reads the rows in the order of the table's primary key, a batch at a
-// time by keyset pagination (WHERE (pk) > (last) ORDER BY pk LIMIT n), each
+// It reads the rows in the order of the table's primary key, up to the
+// last key the predicate selected at the start, a batch at a time by
+// keyset pagination (WHERE (pk) > (last) ORDER BY pk LIMIT n), each
 // batch in a read-only transaction of its own on one connection of its
 // own, and produces each batch with a producer built from the relay's
 // settings ([sink.New]), waiting for every acknowledgement before it reads
@@ -21,8 +22,11 @@
 //	publish.go    a batch of rows → Kafka records (topic, header), produced
 //	ratelimit.go  the rows-per-second limit
 //	progress.go   the progress bar, the progress lines and the summary
+//	record.go     the backfill's row in the table of backfills, which
+//	              `cdc-relay status` and a relay's /status read
 //
 // It reads only committed rows, and never before they are committed: a row
 // committed after its key was passed is not read (the relay streams it). It
-// writes nothing to the database.
+// writes to the database only its own row in the table of backfills
+// (Config.RecordTable).
 package backfill

@@ -34,14 +34,20 @@ func TestKeyText(t *testing.T) {
 	}
 }
 
-// TestQuerySQL: keyset pagination, the predicate on lines of its own.
+// TestQuerySQL: keyset pagination between the keys, the predicate on
+// lines of its own.
 func TestQuerySQL(t *testing.T) {
 	q := query{table: `"public"."outbox"`, where: "created_at > now() - interval '1 hour' -- recent", key: Key{Columns: []string{"stream", "pos"}, Types: []string{"text", "bigint"}}}
+	const from = "FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n)"
+	after, upTo, both := q, q, q
+	after.after, upTo.upTo, both.after, both.upTo = true, true, true, true
 	for _, tc := range []struct{ got, want string }{
-		{q.batch(false), "SELECT * FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n) ORDER BY \"stream\", \"pos\" LIMIT $1"},
-		{q.batch(true), "SELECT * FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n) AND (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3"},
-		{q.count(true), "SELECT count(*) FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n) AND (\"stream\", \"pos\") > ($1::text, $2::bigint)"},
-		{q.edge(false, true), "SELECT \"stream\", \"pos\" FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n) ORDER BY \"stream\" DESC, \"pos\" DESC LIMIT 1"},
+		{q.batch(), "SELECT * " + from + " ORDER BY \"stream\", \"pos\" LIMIT $1"},
+		{after.batch(), "SELECT * " + from + " AND (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3"},
+		{upTo.batch(), "SELECT * " + from + " AND (\"stream\", \"pos\") <= ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3"},
+		{both.batch(), "SELECT * " + from + " AND (\"stream\", \"pos\") > ($1::text, $2::bigint) AND (\"stream\", \"pos\") <= ($3::text, $4::bigint) ORDER BY \"stream\", \"pos\" LIMIT $5"},
+		{both.count(), "SELECT count(*) " + from + " AND (\"stream\", \"pos\") > ($1::text, $2::bigint) AND (\"stream\", \"pos\") <= ($3::text, $4::bigint)"},
+		{after.edge(true), "SELECT \"stream\", \"pos\" " + from + " AND (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\" DESC, \"pos\" DESC LIMIT 1"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got\n%s\nwant\n%s", tc.got, tc.want)

@@ -48,7 +48,10 @@ func (p Progress) Left() (time.Duration, bool) {
 	if r <= 0 || p.Total <= 0 {
 		return 0, false
 	}
-	left := max(p.Total-p.done(), 0)
+	if p.done() > p.Total {
+		return 0, false
+	}
+	left := p.Total - p.done()
 	return time.Duration(float64(left) / r * float64(time.Second)).Round(time.Second), true
 }
 
@@ -154,11 +157,18 @@ func line(p Progress) string {
 	return s
 }
 
-// counts is "1,000/4,000 rows (25%), 500 rows/s, 6s left".
+// counts is "1,000/4,000 rows (25%), 500 rows/s, 6s left"; past the
+// count taken at the start (rows committed since match too), "4,100 rows
+// (4,000 counted at the start), 500 rows/s".
 func counts(p Progress) string {
-	s := thousands(p.done()) + "/" + thousands(p.Total) + " rows"
-	if p.Total > 0 {
-		s += fmt.Sprintf(" (%d%%)", min(p.done(), p.Total)*100/p.Total)
+	var s string
+	switch {
+	case p.done() > p.Total:
+		s = thousands(p.done()) + " rows (" + thousands(p.Total) + " counted at the start)"
+	case p.Total > 0:
+		s = fmt.Sprintf("%s/%s rows (%d%%)", thousands(p.done()), thousands(p.Total), p.done()*100/p.Total)
+	default:
+		s = thousands(p.done()) + "/0 rows"
 	}
 	s += ", " + thousands(int64(p.Rate()+0.5)) + " rows/s"
 	if left, ok := p.Left(); ok {

@@ -67,6 +67,10 @@ func TestSummary(t *testing.T) {
 	if got, want := DryRunSummary(r), `dry run: 6,000 row(s) of app.events selected, key (stream, position) from ["a","4001"] to ["b","10000"]`; got != want {
 		t.Errorf("DryRunSummary = %q\nwant             %q", got, want)
 	}
+	over := Progress{Table: "t", Rows: 4100, Total: 4000, Started: start, Now: start.Add(2 * time.Second)}
+	if got, want := line(over), "backfill t: 4,100 rows (4,000 counted at the start), 2,050 rows/s"; got != want {
+		t.Errorf("past the count: %q\nwant %q", got, want)
+	}
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234: "-1,234", 1000000: "1,000,000"} {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)

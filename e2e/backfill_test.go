@@ -57,13 +57,14 @@ var resumeLine = regexp.MustCompile(`(?m)^  (cdc-relay backfill .* --after .*)$`
 // TestBackfillBesideALiveRelay: on a relay streaming an application's
 // writes, `backfill --where "created_at > now() - interval '1 hour'"`
 // publishes every row the predicate selects with the backfill header, and
-// none it does not; a second backfill of the table is refused while the
-// first runs, naming it; SIGINT stops the first, which prints the command
+// none it does not; while it runs, the relay's /status, its metrics and
+// `cdc-relay status` show it, and a second backfill of the table is
+// refused, naming it; SIGINT stops the first, which prints the command
 // that resumes it, and that command publishes the rest. The live stream
 // delivers every row the application wrote meanwhile.
 func TestBackfillBesideALiveRelay(t *testing.T) {
 	e := newEnv(t)
-	const selected, old = 3000, 500
+	const selected, old = 2000, 500
 	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
 		SELECT 'order', 'k' || (i % 50), 'Placed', jsonb_build_object('i', i), now() - interval '10 minutes' FROM generate_series(1, $1::int) i`, selected)
 	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
@@ -87,7 +88,7 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 	stopApp := e.appWrites("live")
 
 	where := "created_at > now() - interval '1 hour'"
-	first, err := relayproc.Start(relayBin, e.backfillArgs("--where", where, "--rate", "1000", "--batch", "100")...)
+	first, err := relayproc.Start(relayBin, e.backfillArgs("--where", where, "--rate", "200", "--batch", "50")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +98,20 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 		if !first.Running() {
 			t.Fatalf("backfill exited early: %v\n%s", first.Err(), first.Log())
 		}
-		return len(e.readAll(topic)) >= selected+old+300 // the stream's, then the backfill's
+		return len(e.readAll(topic)) >= selected+old+100 // the stream's, then the backfill's
 	})
+	e.waitFor("the relay's /status and metrics show the backfill", 30*time.Second, func() bool {
+		st := relay.status()
+		_, families := relay.scrape()
+		return len(st.Backfills) == 1 && st.Backfills[0].Table == "public.outbox" && st.Backfills[0].RowsPublished > 0 &&
+			st.Backfills[0].RowsSelected >= selected && value(families, "cdc_relay_backfill_rows", "table", "public.outbox") > 0
+	})
+	out, err := exec.Command(relayBin, "status", "--metrics-addr", strings.TrimPrefix(relay.endpoint(), "http://")).CombinedOutput()
+	if !strings.Contains(string(out), "backfill    public.outbox: ") {
+		t.Errorf("cdc-relay status (%v) does not show the backfill:\n%s", err, out)
+	}
 
-	out, err := exec.Command(relayBin, e.backfillArgs("--where", "true")...).CombinedOutput()
+	out, err = exec.Command(relayBin, e.backfillArgs("--where", "true")...).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "another backfill of the table is running") ||
 		!strings.Contains(string(out), fmt.Sprintf("cdc-relay backfill, pid %d", first.Pid())) {
 		t.Errorf("a second backfill: %v, want a refusal naming the first's process %d:\n%s", err, first.Pid(), out)
@@ -119,13 +130,19 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 		t.Fatalf("the stopped backfill (%v) printed no command to resume:\n%s", first.Err(), first.Log())
 	}
 	t.Logf("the stopped backfill said:\n%s", first.Log())
-	resume := exec.Command("sh", "-c", relayBin+strings.TrimPrefix(m[1], "cdc-relay"))
-	if out, err := resume.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", m[1], err, out)
-	} else {
-		t.Logf("the resumed backfill said:\n%s", out)
+	// The server releases the stopped backfill's lock as its session ends,
+	// soon after the process.
+	var resumed []byte
+	e.waitFor("the resumed backfill ran", 60*time.Second, func() bool {
+		resumed, err = exec.Command("sh", "-c", relayBin+strings.TrimPrefix(m[1], "cdc-relay")).CombinedOutput()
+		return !strings.Contains(string(resumed), "another backfill of the table is running")
+	})
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, resumed)
 	}
+	t.Logf("the resumed backfill said:\n%s", resumed)
 	live := stopApp()
+	e.waitFor("the relay's /status shows no backfill", 30*time.Second, func() bool { return len(relay.status().Backfills) == 0 })
 
 	// Every selected row arrived with the backfill's header, at least once;
 	// no row of two hours ago did; each live row arrived from the stream.

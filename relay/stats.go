@@ -49,6 +49,9 @@ type DatabaseStats struct {
 	// Failover is the server's version and synchronized_standby_slots,
 	// and whether the slot is a failover slot.
 	Failover replication.Failover
+	// Backfills are the backfills running now (none where the table of
+	// backfills is missing).
+	Backfills []Backfill
 }
 
 // LagBytes is the WAL written after the slot's confirmed position; -1
@@ -101,6 +104,9 @@ func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseSta
 		return s, err
 	}
 	if s.PausedTopics, err = readPausedTopics(ctx, db, cfg); err != nil {
+		return s, err
+	}
+	if s.Backfills, err = readBackfills(ctx, db, cfg); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -99,6 +99,27 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	if got := strings.Join(s.PausedTopics, ","); got != "orders,payments" {
 		t.Fatalf("paused topics %s, want orders,payments", got)
 	}
+
+	// The running backfills: rows that say so and whose session lives
+	// (this connection's stands for a backfill's); not one whose session
+	// is gone, nor one done.
+	backfills := migrations.BackfillTableName(cfg.Migrations(0))
+	mustExec(t, conn, `INSERT INTO `+backfills+` (table_name, run_id, predicate, state, backend_pid, application_name, rows_published, rows_selected, last_key, started_at, updated_at)
+		VALUES ('public.outbox', 'r1', 'true', 'running', pg_backend_pid(), current_setting('application_name'), 1200, 3000, '1200', now(), now()),
+			('public.gone', 'r2', 'true', 'running', 1, 'cdc-relay backfill, pid 1', 5, 10, '5', now(), now()),
+			('public.done', 'r3', 'true', 'done', pg_backend_pid(), current_setting('application_name'), 10, 10, '10', now(), now())`)
+	if s, err = ReadDatabaseStats(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Backfills) != 1 || s.Backfills[0].Table != "public.outbox" || s.Backfills[0].RowsPublished != 1200 || s.Backfills[0].RowsSelected != 3000 || s.Backfills[0].LastKey != "1200" {
+		t.Fatalf("running backfills %+v, want public.outbox's only", s.Backfills)
+	}
+	// A database migrated by an earlier version has no table of backfills:
+	// none runs.
+	mustExec(t, conn, "DROP TABLE "+backfills)
+	if s, err = ReadDatabaseStats(ctx, conn, cfg); err != nil || s.Backfills != nil {
+		t.Fatalf("without the table of backfills: %+v, %v", s.Backfills, err)
+	}
 }
 
 // TestReadDatabaseStatsWithoutStatusTable: a missing status table, or

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/backfill"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 // BackfillCommand is `cdc-relay backfill`: publish the rows of one outbox
@@ -175,6 +176,7 @@ func (c *BackfillCommand) finish(fs *flag.FlagSet) error {
 	}
 	c.opts.PostgresURL, c.opts.Mapping, c.opts.Kafka = c.cfg.PostgresURL, m, c.cfg.Kafka
 	c.opts.Kafka.ClientID += "-backfill"
+	c.opts.RecordTable = migrations.BackfillTableName(migrations.Config{CheckpointSchema: c.cfg.CheckpointSchema})
 	return nil
 }
 
