@@ -14,7 +14,10 @@
 //
 // One concern per file:
 //
-//	backfill.go   Run: the steps of one backfill, and its Result
+//	backfill.go   Run: the steps of one backfill, and its Result; its
+//	              connection, and the loop of batches
+//	read.go       what it reads, in read-only transactions: the end, the
+//	              count, a batch
 //	config.go     Config and its defaults
 //	key.go        the table's key: its columns, and a key's text (--after)
 //	query.go      the SQL of a batch, of the count and of the first and last keys
