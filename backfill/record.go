@@ -17,7 +17,7 @@ const recordEvery = time.Second
 // and its end. The row names the backfill's session, by which a reader
 // tells a running backfill from one that died.
 const (
-	recordStart = `INSERT INTO %s AS b (table_name, run_id, predicate, state, backend_pid, application_name, rows_published, rows_selected, last_key, started_at, updated_at)
+	recordStart = `INSERT INTO %s (table_name, run_id, predicate, state, backend_pid, application_name, rows_published, rows_selected, last_key, started_at, updated_at)
 VALUES ($1, $2, $3, 'running', pg_backend_pid(), current_setting('application_name'), 0, $4, NULLIF($5, ''), now(), now())
 ON CONFLICT (table_name) DO UPDATE SET run_id = excluded.run_id, predicate = excluded.predicate, state = excluded.state,
 	backend_pid = excluded.backend_pid, application_name = excluded.application_name, rows_published = 0,
