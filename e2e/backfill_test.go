@@ -56,7 +56,7 @@ var resumeLine = regexp.MustCompile(`(?m)^  (cdc-relay backfill .* --after .*)$`
 
 // TestBackfillBesideALiveRelay: on a relay streaming an application's
 // writes, `backfill --where "created_at > now() - interval '1 hour'"`
-// publishes every row the predicate selects with the backfill header, and
+// (counted first by a dry run, which needs no Kafka) publishes every row the predicate selects with the backfill header, and
 // none it does not; while it runs, the relay's /status, its metrics and
 // `cdc-relay status` show it, and a second backfill of the table is
 // refused, naming it; SIGINT stops the first, which prints the command
@@ -88,6 +88,10 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 	stopApp := e.appWrites("live")
 
 	where := "created_at > now() - interval '1 hour'"
+	out, err := exec.Command(relayBin, "backfill", "--postgres-url", e.url, "--where", where, "--dry-run").CombinedOutput()
+	if err != nil || !regexp.MustCompile(`dry run: 2,\d{3} row\(s\) of public.outbox selected, key \(id\) from \S+ to \S+`).Match(out) {
+		t.Errorf("a dry run without Kafka (%v) does not count the rows:\n%s", err, out)
+	}
 	first, err := relayproc.Start(relayBin, e.backfillArgs("--where", where, "--rate", "200", "--batch", "50")...)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +110,7 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 		return len(st.Backfills) == 1 && st.Backfills[0].Table == "public.outbox" && st.Backfills[0].RowsPublished > 0 &&
 			st.Backfills[0].RowsSelected >= selected && value(families, "cdc_relay_backfill_rows", "table", "public.outbox") > 0
 	})
-	out, err := exec.Command(relayBin, "status", "--metrics-addr", strings.TrimPrefix(relay.endpoint(), "http://")).CombinedOutput()
+	out, err = exec.Command(relayBin, "status", "--metrics-addr", strings.TrimPrefix(relay.endpoint(), "http://")).CombinedOutput()
 	if !strings.Contains(string(out), "backfill    public.outbox: ") {
 		t.Errorf("cdc-relay status (%v) does not show the backfill:\n%s", err, out)
 	}

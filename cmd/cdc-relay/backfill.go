@@ -61,7 +61,8 @@ server process of the first. Progress goes to stderr: a bar redrawn in place
 on a terminal, a line every 5 seconds otherwise; a summary ends it. Ctrl-C
 (SIGINT, SIGTERM) stops once the records in flight are acknowledged and
 prints the command that resumes with --after, the last key published.
---dry-run counts the rows and prints the first and last key.
+--dry-run counts the rows and prints the first and last key; it needs no
+Kafka.
 
 With --config, --table names one of the file's tables, and the file maps it.
 
@@ -164,6 +165,9 @@ func (c *BackfillCommand) finish(fs *flag.FlagSet) error {
 	if c.opts.Batch < 1 {
 		return usageError{"--batch must be at least 1"}
 	}
+	if c.opts.DryRun && c.brokers == "" {
+		c.brokers = dryRunBrokers // a dry run produces nothing
+	}
 	c.tables.table = c.table
 	// --table names one of a config file's tables: the file's check that
 	// no mapping flag is set beside it must not see it.
@@ -179,6 +183,10 @@ func (c *BackfillCommand) finish(fs *flag.FlagSet) error {
 	c.opts.RecordTable = migrations.BackfillTableName(migrations.Config{CheckpointSchema: c.cfg.CheckpointSchema})
 	return nil
 }
+
+// dryRunBrokers stands for --kafka-brokers in a dry run without it: it
+// connects to no broker.
+const dryRunBrokers = "dry-run.invalid:9092"
 
 // mapping is the mapping of the table to backfill: the command line's,
 // or the config file's table that --table names.

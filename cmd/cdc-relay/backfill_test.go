@@ -39,6 +39,8 @@ func TestBackfillCommandLine(t *testing.T) {
 			"--key-column maps the one table of the command line"},
 		{"the file's table, then no database", append([]string{"--where", "true", "--config", cfgFile, "--table", "app.events"}, conn...), nil, 1,
 			`connect to PostgreSQL at 127.0.0.1:1 as "x"`},
+		{"a dry run needs no Kafka", []string{"--where", "true", "--dry-run", "--postgres-url", "postgres://x@127.0.0.1:1/db"}, nil, 1,
+			`connect to PostgreSQL at 127.0.0.1:1 as "x"`},
 		{"a bad topic override", append([]string{"--where", "true", "--topic-override", "a b"}, conn...), nil, 1, "topic override"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
