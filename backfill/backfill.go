@@ -31,14 +31,14 @@ type Result struct {
 }
 
 // Run backfills: it takes the table's backfill lock (one backfill per
-// table at a time: see [ErrBusy]), finds the last key the predicate
-// selects (the backfill's end: rows committed later beyond it are the
-// stream's), counts the rows up to it, and publishes them in key order, a
+// table at a time: see [ErrBusy]), checks the mapping against the table,
+// fixes the rows to publish (the keys the predicate selects now: rows
+// committed later are the stream's), and publishes them in key order, a
 // batch at a time, each batch's records acknowledged before the next is
-// read, at most Config.Rate rows a second. When ctx ends it stops once the batch in flight is
-// acknowledged (or Config.StopTimeout has passed) and returns with
-// Result.Stopped set, and no error. With Config.DryRun it counts and
-// publishes nothing.
+// read, at most Config.Rate rows a second. When ctx ends it stops once
+// the batch in flight is acknowledged (or Config.StopTimeout has passed)
+// and returns with Result.Stopped set, and no error. With Config.DryRun
+// it counts and publishes nothing.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	start := time.Now()
 	cfg = cfg.withDefaults(start)
@@ -53,22 +53,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer b.close()
 	res.Key = b.q.key
 	res.LastKey = cfg.After
-	if err := b.bound(ctx, &res); err != nil {
+	if err := b.selectKeys(ctx, &res); err != nil {
 		return res, err
 	}
-	if b.upTo != nil { // else the predicate selects nothing
-		if res.Total, err = b.count(ctx); err != nil {
-			return res, err
-		}
-	}
-	if cfg.DryRun || b.upTo == nil {
+	if cfg.DryRun || res.Total == 0 {
 		res.Now = time.Now()
 		return res, nil
 	}
 	b.keeper.start(ctx, cfg.Where, res.Total, cfg.After)
 	err = b.publishAll(ctx, &res)
 	res.Now = time.Now()
-	b.keeper.end(endState(res, err), res.Progress)
+	b.keeper.end(ctx, endState(res, err), res.Progress)
 	return res, err
 }
 
@@ -83,32 +78,36 @@ func endState(res Result, err error) string {
 	return StateDone
 }
 
-// backfiller is one backfill's connection, with its query and where it
+// backfiller is one backfill's connections, with its query and where it
 // is.
 type backfiller struct {
-	cfg    Config
-	conn   *pgx.Conn
-	q      query
-	after  []string // the key of the last row done; nil before the first
-	upTo   []string // the key of the last row to do, found at the start
-	rec    *recorder
-	keeper *rowKeeper
+	cfg Config
+	// conn runs the backfill's queries and writes its row; lockConn
+	// holds the table's backfill lock and runs nothing else: the
+	// predicate, on conn, cannot release a lock of another session.
+	conn, lockConn *pgx.Conn
+	q              query
+	after          []string // the last selected key done; nil before the first
+	rec            *recorder
+	keeper         *rowKeeper
 }
 
-// open connects (with the text settings the decoder reads), finds the
-// table's key, parses Config.After and takes the table's backfill lock.
+// open connects twice (with the text settings the decoder reads), takes
+// the table's backfill lock, finds the table's key, parses Config.After
+// and checks the mapping against the table's columns.
 func open(ctx context.Context, cfg Config) (*backfiller, error) {
-	conn, err := pgconnect.Open(ctx, cfg.PostgresURL, pgconnect.Options{RuntimeParams: map[string]string{
-		"TimeZone": "UTC", "DateStyle": "ISO", "bytea_output": "hex",
-		"application_name": "cdc-relay backfill, pid " + strconv.Itoa(os.Getpid()) + " on " + hostname(),
-	}})
-	if err != nil {
+	b := &backfiller{cfg: cfg}
+	b.q.table, b.q.where = pgx.Identifier{cfg.Mapping.Schema, cfg.Mapping.Table}.Sanitize(), cfg.Where
+	var err error
+	if b.lockConn, err = connect(ctx, cfg.PostgresURL); err != nil {
 		return nil, err
 	}
-	b := &backfiller{cfg: cfg, conn: conn}
-	b.keeper = &rowKeeper{conn: conn, table: cfg.RecordTable, name: cfg.Mapping.Schema + "." + cfg.Mapping.Table, runID: cfg.RunID,
+	if b.conn, err = connect(ctx, cfg.PostgresURL); err != nil {
+		b.close()
+		return nil, err
+	}
+	b.keeper = &rowKeeper{conn: b.conn, table: cfg.RecordTable, name: cfg.Mapping.Schema + "." + cfg.Mapping.Table, runID: cfg.RunID,
 		problem: func(msg string, err error) { cfg.Logger.Warn(msg, "err", err) }}
-	b.q.table, b.q.where = pgx.Identifier{cfg.Mapping.Schema, cfg.Mapping.Table}.Sanitize(), cfg.Where
 	if err := b.prepare(ctx); err != nil {
 		b.close()
 		return nil, err
@@ -116,8 +115,21 @@ func open(ctx context.Context, cfg Config) (*backfiller, error) {
 	return b, nil
 }
 
-// prepare finds the key, parses Config.After, and takes the lock.
+// connect opens one of the backfill's sessions, named for
+// pg_stat_activity.
+func connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	return pgconnect.Open(ctx, url, pgconnect.Options{RuntimeParams: map[string]string{
+		"TimeZone": "UTC", "DateStyle": "ISO", "bytea_output": "hex",
+		"application_name": "cdc-relay backfill, pid " + strconv.Itoa(os.Getpid()) + " on " + hostname(),
+	}})
+}
+
+// prepare takes the lock, finds the key, parses Config.After and
+// resolves the mapping.
 func (b *backfiller) prepare(ctx context.Context) error {
+	if err := lock(ctx, b.lockConn, b.q.table); err != nil {
+		return err
+	}
 	var err error
 	if b.q.key, err = LookupKey(ctx, b.conn, b.q.table); err != nil {
 		return err
@@ -126,9 +138,8 @@ func (b *backfiller) prepare(ctx context.Context) error {
 		if b.after, err = b.q.key.ParseKey(b.cfg.After); err != nil {
 			return fmt.Errorf("--after %q: %w", b.cfg.After, err)
 		}
-		b.q.after = true
 	}
-	return lock(ctx, b.conn, b.q.table)
+	return b.resolveMapping(ctx)
 }
 
 // hostname is the machine's name, or "?" .
@@ -140,23 +151,17 @@ func hostname() string {
 	return h
 }
 
-// close ends the session, which releases the lock.
-func (b *backfiller) close() { _ = b.conn.Close(context.Background()) }
-
-// params are the query's parameters: the key after which to read, the
-// key up to which to read, then extra.
-func (b *backfiller) params(extra ...string) [][]byte {
-	var ps [][]byte
-	for _, vs := range [][]string{b.after, b.upTo, extra} {
-		for _, v := range vs {
-			ps = append(ps, []byte(v))
+// close ends the sessions; the lock's end releases the lock.
+func (b *backfiller) close() {
+	for _, c := range []*pgx.Conn{b.conn, b.lockConn} {
+		if c != nil {
+			_ = c.Close(context.Background())
 		}
 	}
-	return ps
 }
 
-// publishAll publishes batch after batch until a batch is short (the
-// last), or ctx ends (res.Stopped), counting in res and telling
+// publishAll publishes page after page of selected keys until none is
+// left, or ctx ends (res.Stopped), counting in res and telling
 // Config.Progress after each.
 func (b *backfiller) publishAll(ctx context.Context, res *Result) error {
 	snk, err := sink.New(b.cfg.Kafka)
@@ -169,32 +174,30 @@ func (b *backfiller) publishAll(ctx context.Context, res *Result) error {
 	lim := NewLimiter(b.cfg.Rate)
 	bt := &batch{}
 	for ctx.Err() == nil {
-		if err := b.read(ctx, bt); err != nil {
+		end, err := b.read(ctx, bt)
+		if err != nil {
 			return stopped(ctx, res, err)
 		}
-		if len(bt.keys) == 0 {
+		if end == nil {
 			return nil
 		}
-		if err := lim.Wait(ctx, len(bt.keys)); err != nil {
+		if err := lim.Wait(ctx, max(len(bt.keys), 1)); err != nil {
 			return stopped(ctx, res, err)
 		}
 		if err := produce(pctx, snk, bt); err != nil {
 			res.Stopped = ctx.Err() != nil // the stop's wait ran out, or Kafka refused
 			return err
 		}
-		b.done(ctx, bt, res)
-		if len(bt.keys) < b.cfg.Batch {
-			return nil
-		}
+		b.done(ctx, end, bt, res)
 	}
 	res.Stopped = true
 	return nil
 }
 
-// done records a batch acknowledged: the next starts after its last key;
+// done records a page acknowledged: the next starts after its last key;
 // the backfill's row and Config.Progress are told.
-func (b *backfiller) done(ctx context.Context, bt *batch, res *Result) {
-	b.after, b.q.after = bt.keys[len(bt.keys)-1], true
+func (b *backfiller) done(ctx context.Context, end []string, bt *batch, res *Result) {
+	b.after = end
 	res.Rows += int64(len(bt.keys)) - bt.skipped
 	res.Skipped += bt.skipped
 	res.LastKey = FormatKey(b.after)

@@ -83,9 +83,9 @@ func positions(recs []*kgo.Record) []string {
 // TestBackfillPagesByKey: a predicate over rows with gaps in their
 // composite key, read 7 at a time, publishes every selected row once, in
 // key order, through the mapping and with the backfill's header; a row
-// that cannot become a record is skipped and counted; a row committed
-// meanwhile beyond the last key selected at the start is left to the
-// stream.
+// that cannot become a record is skipped and counted; rows committed
+// meanwhile, ahead of the backfill's place or beyond its last key, are
+// left to the stream: the rows are those selected at the start.
 func TestBackfillPagesByKey(t *testing.T) {
 	f := newFixture(t, events,
 		`INSERT INTO events SELECT s, p, 'bf', format('{"p": %s}', p)::jsonb FROM unnest(ARRAY['a', 'b b', 'c''c']) s, generate_series(1, 100) p WHERE p % 3 <> 0`,
@@ -98,7 +98,7 @@ func TestBackfillPagesByKey(t *testing.T) {
 	defer conn.Close(context.Background())
 	f.cfg.Progress = func(p Progress) {
 		if p.Rows == 7 {
-			if _, err := conn.Exec(f.ctx, `INSERT INTO events VALUES ('zz', 41, 'bf', '{"p": 41}')`); err != nil {
+			if _, err := conn.Exec(f.ctx, `INSERT INTO events VALUES ('zz', 41, 'bf', '{"p": 41}'), ('b b', 99, 'bf', '{"p": 99}')`); err != nil {
 				t.Error(err)
 			}
 		}
@@ -117,7 +117,7 @@ func TestBackfillPagesByKey(t *testing.T) {
 	if n := int64(len(streams) * len(each)); res.Rows != n || res.Skipped != 1 || res.Total != n+1 || res.Stopped {
 		t.Errorf("result %+v, want %d rows, 1 skipped", res, n)
 	}
-	if res.LastKey != `["c'c","100"]` {
+	if res.LastKey != `["c'c","100"]` || res.Last != res.LastKey {
 		t.Errorf("last key %s", res.LastKey)
 	}
 	byKey := map[string][]*kgo.Record{}
@@ -193,6 +193,28 @@ func TestBackfillStopsAndResumes(t *testing.T) {
 	}
 }
 
+// whenFreeRun runs cfg once the table's backfill lock is free.
+func whenFreeRun(whenFree func(func() error) error, cfg Config) (Result, error) {
+	var res Result
+	err := whenFree(func() (err error) { res, err = Run(context.Background(), cfg); return err })
+	return res, err
+}
+
+// TestBackfillUnbalancedPredicate: a predicate with unbalanced parentheses
+// cannot escape the key's conditions: the backfill reads each row once,
+// and ends.
+func TestBackfillUnbalancedPredicate(t *testing.T) {
+	f := newFixture(t, events, `INSERT INTO events SELECT 's', p, 'ub', format('{"p": %s}', p)::jsonb FROM generate_series(1, 50) p`)
+	f.cfg.Where = "position <= 10) OR (true"
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	defer cancel()
+	res, err := Run(ctx, f.cfg)
+	if err != nil || res.Stopped || res.Rows != 50 || res.Total != 50 {
+		t.Fatalf("%+v, %v: want the 50 rows once", res, err)
+	}
+	f.consume(t, "ub", 50)
+}
+
 // TestBackfillDryRunAndOverride: a dry run counts and finds the first and
 // last key; --topic-override sends every record to its topic; a rate
 // spaces the batches.
@@ -246,6 +268,26 @@ func TestBackfillRefusals(t *testing.T) {
 	b.close()
 	if err := whenFree(func() error { _, err := Run(f.ctx, f.cfg); return err }); err != nil {
 		t.Errorf("once the first ended: %v", err)
+	}
+
+	// The predicate runs on a session of its own: releasing its advisory
+	// locks does not release the backfill's.
+	f.cfg.Where = "(SELECT true FROM (SELECT pg_advisory_unlock_all()) u)"
+	f.cfg.Progress = func(Progress) {
+		if _, err := open(f.ctx, f.cfg.withDefaults(time.Now())); !errors.Is(err, ErrBusy) {
+			t.Errorf("beside a backfill whose predicate unlocks: %v, want ErrBusy", err)
+		}
+	}
+	if err := whenFree(func() error { _, err := Run(f.ctx, f.cfg); return err }); err != nil {
+		t.Errorf("a predicate that unlocks: %v", err)
+	}
+	f.cfg.Progress, f.cfg.Where = nil, "true"
+
+	// A dry run checks the mapping against the table's columns.
+	bad := f.cfg
+	bad.DryRun, bad.Mapping.PayloadColumn = true, "nosuch"
+	if _, err := whenFreeRun(whenFree, bad); err == nil || !strings.Contains(err.Error(), "public") || !strings.Contains(err.Error(), "nosuch") {
+		t.Errorf("a dry run of a mapping that does not fit: %v, want its table and column named", err)
 	}
 
 	f.cfg.Mapping.Table = "nokey"

@@ -34,20 +34,20 @@ func TestKeyText(t *testing.T) {
 	}
 }
 
-// TestQuerySQL: keyset pagination between the keys, the predicate on
-// lines of its own.
+// TestQuerySQL: the predicate in a subquery of its own, on lines of its
+// own, the key's conditions outside it; the batches page over the table
+// of selected keys.
 func TestQuerySQL(t *testing.T) {
 	q := query{table: `"public"."outbox"`, where: "created_at > now() - interval '1 hour' -- recent", key: Key{Columns: []string{"stream", "pos"}, Types: []string{"text", "bigint"}}}
-	const from = "FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n)"
-	after, upTo, both := q, q, q
-	after.after, upTo.upTo, both.after, both.upTo = true, true, true, true
+	const sub = "(SELECT * FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n)) s"
+	const ins = "INSERT INTO pg_temp.cdc_relay_backfill_keys SELECT \"stream\", \"pos\" FROM " + sub
+	const join = "SELECT t.* FROM pg_temp.cdc_relay_backfill_keys k JOIN \"public\".\"outbox\" t ON (t.\"stream\", t.\"pos\") = (k.\"stream\", k.\"pos\") WHERE "
 	for _, tc := range []struct{ got, want string }{
-		{q.batch(), "SELECT * " + from + " ORDER BY \"stream\", \"pos\" LIMIT $1"},
-		{after.batch(), "SELECT * " + from + " AND (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3"},
-		{upTo.batch(), "SELECT * " + from + " AND (\"stream\", \"pos\") <= ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3"},
-		{both.batch(), "SELECT * " + from + " AND (\"stream\", \"pos\") > ($1::text, $2::bigint) AND (\"stream\", \"pos\") <= ($3::text, $4::bigint) ORDER BY \"stream\", \"pos\" LIMIT $5"},
-		{both.count(), "SELECT count(*) " + from + " AND (\"stream\", \"pos\") > ($1::text, $2::bigint) AND (\"stream\", \"pos\") <= ($3::text, $4::bigint)"},
-		{after.edge(true), "SELECT \"stream\", \"pos\" " + from + " AND (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\" DESC, \"pos\" DESC LIMIT 1"},
+		{q.keys(false), ins + " ORDER BY \"stream\", \"pos\" LIMIT $1"},
+		{q.keys(true), ins + " WHERE (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3"},
+		{q.batch(false), join + "(k.\"stream\", k.\"pos\") <= ($1::text, $2::bigint) ORDER BY k.\"stream\", k.\"pos\""},
+		{q.batch(true), join + "(k.\"stream\", k.\"pos\") > ($1::text, $2::bigint) AND (k.\"stream\", k.\"pos\") <= ($3::text, $4::bigint) ORDER BY k.\"stream\", k.\"pos\""},
+		{q.pageEnd(true), "SELECT \"stream\", \"pos\" FROM (SELECT \"stream\", \"pos\" FROM pg_temp.cdc_relay_backfill_keys WHERE (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3) p ORDER BY \"stream\" DESC, \"pos\" DESC LIMIT 1"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got\n%s\nwant\n%s", tc.got, tc.want)

@@ -180,11 +180,11 @@ func counts(p Progress) string {
 	return s
 }
 
-// Summary is the line that ends a backfill: the rows, the time, the rate
-// and the last key.
+// Summary is the line that ends a backfill: the rows published of those
+// selected at the start, the time, the rate and the last key.
 func Summary(p Progress) string {
 	took := p.Now.Sub(p.Started).Round(time.Millisecond)
-	s := fmt.Sprintf("backfill of %s: %s rows published in %s (%s rows/s)", p.Table, thousands(p.Rows), took, thousands(int64(p.Rate()+0.5)))
+	s := fmt.Sprintf("backfill of %s: %s rows published of %s selected in %s (%s rows/s)", p.Table, thousands(p.Rows), thousands(p.Total), took, thousands(int64(p.Rate()+0.5)))
 	if p.Skipped > 0 {
 		s += fmt.Sprintf(", %s skipped (they cannot become records: see the log)", thousands(p.Skipped))
 	}

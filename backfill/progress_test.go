@@ -60,7 +60,7 @@ func TestPrinter(t *testing.T) {
 func TestSummary(t *testing.T) {
 	start := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	p := Progress{Table: "public.outbox", Rows: 1234567, Skipped: 2, Total: 1234569, Started: start, Now: start.Add(10 * time.Second), LastKey: "999"}
-	if got, want := Summary(p), "backfill of public.outbox: 1,234,567 rows published in 10s (123,457 rows/s), 2 skipped (they cannot become records: see the log), last key 999"; got != want {
+	if got, want := Summary(p), "backfill of public.outbox: 1,234,567 rows published of 1,234,569 selected in 10s (123,457 rows/s), 2 skipped (they cannot become records: see the log), last key 999"; got != want {
 		t.Errorf("Summary = %q\nwant      %q", got, want)
 	}
 	r := Result{Progress: Progress{Table: "app.events", Total: 6000}, Key: Key{Columns: []string{"stream", "position"}}, First: `["a","4001"]`, Last: `["b","10000"]`}

@@ -13,57 +13,99 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
-// count counts the rows the predicate selects between the keys.
-func (b *backfiller) count(ctx context.Context) (int64, error) {
-	var n int64
-	err := b.readOnly(ctx, func() error {
-		rows, err := b.texts(ctx, b.q.count(), b.params())
-		if err == nil && len(rows) == 1 {
-			n, err = strconv.ParseInt(string(rows[0][0]), 10, 64)
+// keyChunk is how many keys one query of the selection copies: each chunk
+// is a short read-only transaction, so that the selection never holds
+// back the server's xmin horizon for long.
+const keyChunk = 10000
+
+// selectKeys fixes the rows the backfill publishes: it copies the keys
+// the predicate selects (after Config.After) into the table of selected
+// keys, a chunk at a time in key order, and finds their count and first
+// and last key (into res). The selection is over once it has passed the
+// last key: rows committed later are the stream's, so a backfill ends
+// however fast new rows match the predicate.
+func (b *backfiller) selectKeys(ctx context.Context, res *Result) error {
+	for _, sql := range b.q.createKeys() {
+		if _, err := b.conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("create the table of selected keys of %s: %w", b.q.table, err)
 		}
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("count the rows the predicate selects in %s: %w", b.q.table, err)
 	}
-	return n, nil
+	after := b.after
+	for {
+		n, last, err := b.copyChunk(ctx, after)
+		if err != nil {
+			return fmt.Errorf("select the keys the predicate selects in %s: %w", b.q.table, err)
+		}
+		res.Total += n
+		if n < keyChunk {
+			break
+		}
+		after = last
+	}
+	return b.edges(ctx, res)
 }
 
-// bound finds the first and last key the predicate selects after the
-// key, into res, and makes the last the backfill's end: rows committed
-// later with keys beyond it are the stream's, and a backfill of a
-// predicate that new rows match ends (it would chase them forever when
-// the application writes faster than Config.Rate).
-func (b *backfiller) bound(ctx context.Context, res *Result) error {
-	var last []string
+// copyChunk copies the next chunk of selected keys after the key after,
+// and returns how many it copied and the last.
+func (b *backfiller) copyChunk(ctx context.Context, after []string) (int64, []string, error) {
+	var (
+		n    int64
+		last []string
+	)
 	err := b.readOnly(ctx, func() error {
-		for _, e := range []struct {
-			desc bool
-			to   *string
-		}{{false, &res.First}, {true, &res.Last}} {
-			rows, err := b.texts(ctx, b.q.edge(e.desc), b.params())
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				vs := make([]string, len(r))
-				for i, v := range r {
-					vs[i] = string(v)
-				}
-				*e.to, last = FormatKey(vs), vs // the last is read last
-			}
+		tag, err := b.conn.PgConn().ExecParams(ctx, b.q.keys(after != nil), params(after, strconv.Itoa(keyChunk)), nil, nil, nil).Close()
+		if err != nil {
+			return err
 		}
-		return nil
+		n = tag.RowsAffected()
+		last, err = b.oneKey(ctx, b.q.edgeKey(true), nil)
+		return err
 	})
-	if err != nil {
-		return fmt.Errorf("find the first and last key the predicate selects in %s: %w", b.q.table, err)
+	return n, last, err
+}
+
+// edges finds the first and last selected key, into res.
+func (b *backfiller) edges(ctx context.Context, res *Result) error {
+	for _, e := range []struct {
+		desc bool
+		to   *string
+	}{{false, &res.First}, {true, &res.Last}} {
+		k, err := b.oneKey(ctx, b.q.edgeKey(e.desc), nil)
+		if err != nil {
+			return fmt.Errorf("find the first and last selected key of %s: %w", b.q.table, err)
+		}
+		if k != nil {
+			*e.to = FormatKey(k)
+		}
 	}
-	b.upTo, b.q.upTo = last, last != nil
 	return nil
 }
 
+// oneKey runs sql, which returns at most one key, with ps; nil for none.
+func (b *backfiller) oneKey(ctx context.Context, sql string, ps [][]byte) ([]string, error) {
+	rows, err := b.texts(ctx, sql, ps)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	vs := make([]string, len(rows[0]))
+	for i, v := range rows[0] {
+		vs[i] = string(v)
+	}
+	return vs, nil
+}
+
+// params are a key's values, then extra, as query parameters.
+func params(key []string, extra ...string) [][]byte {
+	var ps [][]byte
+	for _, v := range append(slices.Clone(key), extra...) {
+		ps = append(ps, []byte(v))
+	}
+	return ps
+}
+
 // readOnly runs f in a read-only transaction on the backfill's
-// connection: the predicate is the user's SQL, and may not write.
+// connection: the predicate is the user's SQL, and may not write (but
+// for the table of selected keys, which is temporary).
 func (b *backfiller) readOnly(ctx context.Context, f func() error) error {
 	return pgx.BeginTxFunc(ctx, b.conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(pgx.Tx) error { return f() })
 }
@@ -83,42 +125,55 @@ func (b *backfiller) texts(ctx context.Context, sql string, params [][]byte) ([]
 	return rows, err
 }
 
-// read reads the next batch into bt: the rows after the key, as records.
-func (b *backfiller) read(ctx context.Context, bt *batch) error {
+// read reads the next page of selected keys' rows into bt, and returns
+// the page's last key (the next page starts after it); nil when no key is
+// left.
+func (b *backfiller) read(ctx context.Context, bt *batch) ([]string, error) {
 	bt.reset()
-	return b.readOnly(ctx, func() error {
-		rr := b.conn.PgConn().ExecParams(ctx, b.q.batch(), b.params(strconv.Itoa(b.cfg.Batch)), nil, nil, nil)
-		if err := b.recorderFor(rr.FieldDescriptions()); err != nil {
-			_, _ = rr.Close()
+	var end []string
+	err := b.readOnly(ctx, func() error {
+		var err error
+		if end, err = b.oneKey(ctx, b.q.pageEnd(b.after != nil), params(b.after, strconv.Itoa(b.cfg.Batch))); err != nil || end == nil {
 			return err
 		}
+		rr := b.conn.PgConn().ExecParams(ctx, b.q.batch(b.after != nil), params(append(slices.Clone(b.after), end...)), nil, nil, nil)
 		for rr.NextRow() {
 			b.rec.add(bt, rr.Values())
 		}
-		if _, err := rr.Close(); err != nil {
-			return fmt.Errorf("read the rows the predicate selects in %s: %w", b.q.table, err)
-		}
-		return nil
+		_, err = rr.Close()
+		return err
 	})
+	if err != nil {
+		return nil, fmt.Errorf("read the selected rows of %s: %w", b.q.table, err)
+	}
+	return end, nil
 }
 
-// recorderFor makes, at the first batch, the recorder of rows with the
-// fields fields.
-func (b *backfiller) recorderFor(fields []pgconn.FieldDescription) error {
-	if b.rec != nil {
-		return nil
+// resolveMapping makes the recorder of the table's rows: it checks the
+// mapping against the table's columns (a query that reads no row), so
+// that a dry run finds what a run would.
+func (b *backfiller) resolveMapping(ctx context.Context) error {
+	rr := b.conn.PgConn().ExecParams(ctx, b.q.probe(), nil, nil, nil, nil)
+	fields := slices.Clone(rr.FieldDescriptions())
+	if _, err := rr.Close(); err != nil {
+		return fmt.Errorf("read the columns of %s: %w", b.q.table, err)
 	}
+	return b.recorderFor(fields)
+}
+
+// recorderFor makes the recorder of rows with the fields fields.
+func (b *backfiller) recorderFor(fields []pgconn.FieldDescription) error {
 	names, types := make([]string, len(fields)), make([]uint32, len(fields))
 	for i, f := range fields {
 		names[i], types[i] = f.Name, f.DataTypeOID
 	}
 	dec, err := decoder.New(b.cfg.Mapping)
 	if err != nil {
-		return err
+		return fmt.Errorf("the mapping of %s: %w", b.q.table, err)
 	}
 	rows, err := dec.Rows(names, types)
 	if err != nil {
-		return err
+		return fmt.Errorf("the mapping of %s does not fit its columns: %w; fix the table's settings in the config file (or the flags) to name its columns", b.q.table, err)
 	}
 	rec := &recorder{rows: rows, topic: b.cfg.TopicOverride, table: b.q.table, log: b.cfg.Logger,
 		header: kgo.RecordHeader{Key: Header, Value: []byte(b.cfg.RunID)}}

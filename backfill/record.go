@@ -46,6 +46,11 @@ type rowKeeper struct {
 	problem func(msg string, err error)
 }
 
+// writeTimeout bounds each write of the row: it is made apart from the
+// backfill's context, so that a stop is recorded, and must not hold the
+// backfill up when the server is slow.
+const writeTimeout = 5 * time.Second
+
 // start writes the row of a backfill that starts.
 func (k *rowKeeper) start(ctx context.Context, where string, total int64, after string) {
 	k.exec(ctx, replaceTable(recordStart, k.table), k.name, k.runID, where, total, after)
@@ -62,21 +67,22 @@ func (k *rowKeeper) progress(ctx context.Context, p Progress) {
 	k.exec(ctx, replaceTable(recordProgress, k.table), k.name, k.runID, StateRunning, p.Rows, p.LastKey)
 }
 
-// end writes the backfill's last state. It does not use ctx, which may
-// have ended: the stop is what it records.
-func (k *rowKeeper) end(state string, p Progress) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+// end writes the backfill's last state, even when ctx has ended: the stop
+// is what it records.
+func (k *rowKeeper) end(ctx context.Context, state string, p Progress) {
 	k.exec(ctx, replaceTable(recordProgress, k.table), k.name, k.runID, state, p.Rows, p.LastKey)
 }
 
-// exec runs one write of the row; a failure stops the writes, and a
-// missing table or privilege is said once.
+// exec runs one write of the row, apart from ctx's end (within
+// writeTimeout). A missing table or privilege is said once and stops the
+// writes; another failure is said, and the next write tries again.
 func (k *rowKeeper) exec(ctx context.Context, sql string, args ...any) {
 	if k.table == "" || k.conn.IsClosed() {
 		return
 	}
-	_, err := k.conn.Exec(ctx, sql, args...)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	_, err := k.conn.Exec(wctx, sql, args...)
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
@@ -85,8 +91,9 @@ func (k *rowKeeper) exec(ctx context.Context, sql string, args ...any) {
 		k.problem("the table of backfills does not exist (run `cdc-relay migrate` of this version): `cdc-relay status` will not show this backfill", err)
 	case errors.As(err, &pgErr) && pgErr.Code == "42501":
 		k.problem("the role may not write the table of backfills (see `cdc-relay migrate --print-grants`): `cdc-relay status` will not show this backfill", err)
-	case ctx.Err() == nil:
-		k.problem("could not write the backfill's row: `cdc-relay status` will not show it", err)
+	default:
+		k.problem("could not write the backfill's row: `cdc-relay status` may show it behind", err)
+		return
 	}
 	k.table = ""
 }

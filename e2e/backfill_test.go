@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +50,20 @@ func (e *env) appWrites(agg string) (stop func() int) {
 		conn.Close(context.Background())
 		return n
 	}
+}
+
+// summaryCounts are the rows published and selected in a backfill's
+// summary.
+var summaryCounts = regexp.MustCompile(`: ([\d,]+) rows published of ([\d,]+) selected`)
+
+// atoi is the number n, with or without thousands' commas.
+func atoi(t *testing.T, n string) int {
+	t.Helper()
+	v, err := strconv.Atoi(strings.ReplaceAll(n, ",", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // resumeLine is the command a stopped backfill prints.
@@ -145,6 +160,12 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 		t.Fatalf("%s: %v\n%s", m[1], err, resumed)
 	}
 	t.Logf("the resumed backfill said:\n%s", resumed)
+	// The resumed backfill's rows are those selected at its start, though
+	// the application keeps writing rows that match, with random keys
+	// ahead of its place.
+	if m := summaryCounts.FindStringSubmatch(string(resumed)); m == nil || atoi(t, m[1]) > atoi(t, m[2]) {
+		t.Errorf("the resumed backfill published more rows than it selected (%q)", m)
+	}
 	live := stopApp()
 	e.waitFor("the relay's /status shows no backfill", 30*time.Second, func() bool { return len(relay.status().Backfills) == 0 })
 

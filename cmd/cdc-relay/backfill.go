@@ -42,14 +42,15 @@ transaction, so it cannot write), such as:
   --where "aggregate_type = 'Order' AND position > 4000"
   --where true              (every row)
 
-The rows are read in the order of the table's primary key, --batch at a time
-(WHERE (key) > (last key) ORDER BY key LIMIT n: never one huge query), each
-batch produced with the relay's producer settings and acknowledged by Kafka
+The rows are those the predicate selects at the start: their keys are copied
+first into a temporary table of the backfill's session, 10,000 a query in the
+order of the table's primary key (keyset pagination: never one huge query).
+Rows committed later are the relay's to stream, whatever their key. They are
+then read --batch at a time in key order, each batch produced with the relay's producer settings and acknowledged by Kafka
 before the next is read, at most --rate rows a second (the default, 2000/s,
 keeps a running relay's latency; 0 is no limit). A running relay keeps
 streaming meanwhile: backfill uses a connection of its own, and no slot.
-Rows committed after the backfill passed their key are not read (the relay
-streams them). A table without a primary key cannot be backfilled.
+A table without a primary key cannot be backfilled.
 
 Every record carries the header "cdc-relay-backfill", whose value is the
 backfill's start time (RFC 3339, UTC): consumers may ignore it, or tell a
