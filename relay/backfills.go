@@ -35,22 +35,26 @@ FROM %s b WHERE state = 'running'
 AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = b.backend_pid AND a.application_name = b.application_name)
 ORDER BY table_name`
 
-// readBackfills reads the running backfills; none where the table is
-// missing (a database migrated by an earlier version).
-func readBackfills(ctx context.Context, db Querier, cfg Config) ([]Backfill, error) {
+// readBackfills reads the running backfills. Where the table is missing
+// (a database migrated by an earlier version) or the role may not read it
+// (migrated, but not granted since), there are none, and problem says
+// what to do: the relay's other figures must not depend on it.
+func readBackfills(ctx context.Context, db Querier, cfg Config) (bs []Backfill, problem string, err error) {
 	table := migrations.BackfillTableName(migrations.Config{CheckpointSchema: cfg.CheckpointSchema})
 	rows, _ := db.Query(ctx, fmt.Sprintf(backfillsQuery, table))
-	bs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Backfill, error) {
+	bs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Backfill, error) {
 		var b Backfill
 		err := row.Scan(&b.Table, &b.RunID, &b.Predicate, &b.RowsPublished, &b.RowsSelected, &b.LastKey, &b.StartedAt, &b.UpdatedAt)
 		return b, err
 	})
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return nil, nil
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
+		return nil, fmt.Sprintf("the table of backfills %s does not exist: run `cdc-relay migrate` of this version to show running backfills", table), nil
+	case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		return nil, fmt.Sprintf("the role may not read the table of backfills %s: running backfills are not shown; as an administrator, run GRANT SELECT ON %s TO <the relay's role> (see `cdc-relay migrate --print-grants`)", table, table), nil
+	case err != nil:
+		return nil, "", fmt.Errorf("read the running backfills in %s: %w", table, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read the running backfills in %s: %w", table, err)
-	}
-	return bs, nil
+	return bs, "", nil
 }

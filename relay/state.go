@@ -116,6 +116,9 @@ type state struct {
 	// was warned of.
 	slotRecoveries atomic.Uint64
 	standbyWarned  atomic.Bool
+	// backfillsWarned is set once DatabaseStats.BackfillsProblem was
+	// logged.
+	backfillsWarned atomic.Bool
 	// noFailoverSaid is set once the relay said that the server (before
 	// PostgreSQL 17) has no failover slots: not again at each reconnect.
 	noFailoverSaid atomic.Bool

@@ -50,8 +50,12 @@ type DatabaseStats struct {
 	// and whether the slot is a failover slot.
 	Failover replication.Failover
 	// Backfills are the backfills running now (none where the table of
-	// backfills is missing).
+	// backfills is missing or the role may not read it).
 	Backfills []Backfill
+	// BackfillsProblem, when set, says why the backfills could not be
+	// read, and what to do: the table is missing, or the role lacks
+	// SELECT on it. The other figures are read all the same.
+	BackfillsProblem string
 }
 
 // LagBytes is the WAL written after the slot's confirmed position; -1
@@ -106,7 +110,7 @@ func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseSta
 	if s.PausedTopics, err = readPausedTopics(ctx, db, cfg); err != nil {
 		return s, err
 	}
-	if s.Backfills, err = readBackfills(ctx, db, cfg); err != nil {
+	if s.Backfills, s.BackfillsProblem, err = readBackfills(ctx, db, cfg); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -114,11 +114,27 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	if len(s.Backfills) != 1 || s.Backfills[0].Table != "public.outbox" || s.Backfills[0].RowsPublished != 1200 || s.Backfills[0].RowsSelected != 3000 || s.Backfills[0].LastKey != "1200" {
 		t.Fatalf("running backfills %+v, want public.outbox's only", s.Backfills)
 	}
-	// A database migrated by an earlier version has no table of backfills:
-	// none runs.
-	mustExec(t, conn, "DROP TABLE "+backfills)
-	if s, err = ReadDatabaseStats(ctx, conn, cfg); err != nil || s.Backfills != nil {
-		t.Fatalf("without the table of backfills: %+v, %v", s.Backfills, err)
+	// A role that may read the relay's tables but not the table of
+	// backfills (migrated, not granted since) still reads every other
+	// figure, and is told the GRANT to run; so is a database migrated by
+	// an earlier version, which has no table of backfills.
+	mustExec(t, conn, "CREATE ROLE nobackfills")
+	mustExec(t, conn, "GRANT SELECT ON ALL TABLES IN SCHEMA public TO nobackfills")
+	mustExec(t, conn, "REVOKE SELECT ON "+backfills+" FROM nobackfills")
+	for _, tc := range []struct {
+		name, setup, reset, problem string
+	}{
+		{"without SELECT on it", "SET ROLE nobackfills", "RESET ROLE", "GRANT SELECT ON " + backfills + " TO"},
+		{"without the table", "DROP TABLE " + backfills, "", "run `cdc-relay migrate`"},
+	} {
+		mustExec(t, conn, tc.setup)
+		s, err := ReadDatabaseStats(ctx, conn, cfg)
+		if err != nil || s.Backfills != nil || !strings.Contains(s.BackfillsProblem, tc.problem) || s.Failed == 0 && s.Dead == 0 && len(s.Topics) == 0 {
+			t.Errorf("%s: backfills %+v (%q), figures %+v, %v: want the other figures, and a problem saying %q", tc.name, s.Backfills, s.BackfillsProblem, s, err, tc.problem)
+		}
+		if tc.reset != "" {
+			mustExec(t, conn, tc.reset)
+		}
 	}
 }
 

@@ -195,6 +195,9 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 	if err != nil {
 		return relay.Status{}, err
 	}
+	if db.BackfillsProblem != "" {
+		fmt.Fprintln(c.stderr, "note: "+db.BackfillsProblem)
+	}
 	st := relay.Status{
 		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.TableNames(), ", "),
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
