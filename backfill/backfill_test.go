@@ -51,6 +51,17 @@ func newFixture(t *testing.T, schema ...string) *fixture {
 	return f
 }
 
+// conn is a connection to the fixture's database, closed when t ends.
+func (f *fixture) conn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(f.ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 // consume reads topic from its start until it has n records, or fails.
 func (f *fixture) consume(t *testing.T, topic string, n int) []*kgo.Record {
 	t.Helper()
@@ -261,9 +272,28 @@ func TestBackfillRefusals(t *testing.T) {
 	if err := whenFree(func() (err error) { b, err = open(f.ctx, f.cfg.withDefaults(time.Now())); return err }); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Run(f.ctx, f.cfg)
-	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "cdc-relay backfill, pid") {
-		t.Errorf("a second backfill: %v, want ErrBusy naming the first", err)
+	// A second backfill is refused naming the first's session: all of it
+	// to the same role, its pid and role to another (which may not see
+	// the rest).
+	if _, err := f.conn(t).Exec(f.ctx, "CREATE ROLE other LOGIN; GRANT SELECT ON events TO other"); err != nil {
+		t.Fatal(err)
+	}
+	other := f.cfg
+	other.PostgresURL = strings.Replace(f.url, "postgres@", "other@", 1)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"same role", f.cfg, []string{"cdc-relay backfill, pid", "connected since", "pg_terminate_backend"}},
+		{"another role", other, []string{"server process", "of role postgres", "pg_terminate_backend"}},
+	} {
+		_, err := Run(f.ctx, tc.cfg)
+		for _, w := range tc.want {
+			if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), w) {
+				t.Errorf("a second backfill, %s: %v, want ErrBusy saying %q", tc.name, err, w)
+			}
+		}
 	}
 	b.close()
 	if err := whenFree(func() error { _, err := Run(f.ctx, f.cfg); return err }); err != nil {

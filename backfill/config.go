@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.Where) == "" {
 		return errors.New("the predicate is empty: give the SQL condition that selects the rows (true selects every row)")
 	}
-	if c.Rate < 0 {
+	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
 		return fmt.Errorf("rate %v: want 0 (no limit) or more rows per second", c.Rate)
 	}
 	if c.TopicOverride != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -15,9 +14,14 @@ import (
 const (
 	tryLock = "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay backfill/' || $1::regclass::oid::text, 0))"
 
-	lockHolder = `SELECT a.pid, coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''), coalesce(a.usename::text, ''), a.backend_start
+	// The holder's session as far as the role may see it: another role's
+	// session shows its pid and role, not its application name, address
+	// or start (NULL: empty here). objsubid 1 is a lock taken by one
+	// bigint key.
+	lockHolder = `SELECT a.pid, coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''), coalesce(a.usename::text, ''),
+	coalesce(to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '')
 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended('cdc-relay backfill/' || $1::regclass::oid::text, 0)`
 )
 
@@ -34,16 +38,16 @@ func lock(ctx context.Context, conn *pgx.Conn, table string) error {
 	if ok {
 		return nil
 	}
-	return fmt.Errorf("%w: %s; wait for it to end, or stop it (Ctrl-C where it runs, which says how to resume it)", ErrBusy, holder(ctx, conn, table))
+	return fmt.Errorf("%w: %s; wait for it to end, or stop it (Ctrl-C where it runs, which says how to resume it); "+
+		"if its client is gone but the session lingers, end the session as an administrator: SELECT pg_terminate_backend(<its pid>)", ErrBusy, holder(ctx, conn, table))
 }
 
 // holder describes the session that holds table's backfill lock, as far
 // as the role may see it.
 func holder(ctx context.Context, conn *pgx.Conn, table string) string {
 	var (
-		pid             int
-		app, addr, user string
-		since           time.Time
+		pid                    int
+		app, addr, user, since string
 	)
 	err := conn.QueryRow(ctx, lockHolder, table).Scan(&pid, &app, &addr, &user, &since)
 	if err != nil {
@@ -59,5 +63,8 @@ func holder(ctx context.Context, conn *pgx.Conn, table string) string {
 	if addr != "" {
 		s += " from " + addr
 	}
-	return s + ", connected since " + since.UTC().Format(time.RFC3339)
+	if since != "" {
+		s += ", connected since " + since
+	}
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ type BackfillCommand struct {
 	table               string
 	logLevel, logFormat string
 	opts                backfill.Config
-	args                []string // as given, for the command that resumes
+	parsed              *flag.FlagSet // the flags as parsed, for the command that resumes
 }
 
 const backfillUsage = `Usage: cdc-relay backfill --table T --where 'SQL' [flags]
@@ -125,7 +126,7 @@ func (r *rateValue) String() string { return strconv.FormatFloat(float64(*r), 'f
 
 func (r *rateValue) Set(s string) error {
 	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "/s"), 64)
-	if err != nil || v < 0 {
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return fmt.Errorf("want rows a second, such as 500/s (0 is no limit)")
 	}
 	*r = rateValue(v)
@@ -134,11 +135,11 @@ func (r *rateValue) Set(s string) error {
 
 // Run parses args and backfills.
 func (c *BackfillCommand) Run(ctx context.Context, args []string) error {
-	c.args = args
 	fs := c.flags()
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	c.parsed = fs
 	if err := c.finish(fs); err != nil {
 		return err
 	}

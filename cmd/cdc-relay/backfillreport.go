@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -31,36 +32,46 @@ func (c *BackfillCommand) report(res backfill.Result, err error) error {
 		}
 		return err
 	}
-	fmt.Fprintf(c.stdout, "stopped: every selected row up to key %s was published; to resume:\n  %s\n", res.LastKey, c.resumeCommand(res.LastKey))
+	c.printResume(res.LastKey)
 	if err == nil {
 		return exitCodeError{code: 1, err: errors.New("stopped before the last row: resume with the command above")}
 	}
 	return err
 }
 
-// resumeCommand is the command line of this backfill, with --after key:
-// the connection string's password masked.
-func (c *BackfillCommand) resumeCommand(key string) string {
+// resumeCommand is the command line of this backfill, rebuilt from the
+// flags as parsed (those set on the command line: a variable of the
+// environment sets its flag again), with --after key instead of any
+// given; the connection string's password masked, which masked reports.
+func resumeCommand(fs *flag.FlagSet, key string) (cmd string, masked bool) {
 	words := []string{"cdc-relay", "backfill"}
-	for i := 0; i < len(c.args); i++ {
-		a := c.args[i]
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch {
-		case name == "after" && !hasValue:
-			i++ // its value follows
-			continue
-		case name == "after":
-			continue
-		case name == "postgres-url" && hasValue:
-			a = "--postgres-url=" + maskPassword(value)
-		case name == "postgres-url" && i+1 < len(c.args):
-			words = append(words, shellQuote(a))
-			i++
-			a = maskPassword(c.args[i])
+	fs.Visit(func(f *flag.Flag) {
+		if _, env := f.Value.(fromEnvironment); env || f.Name == "after" {
+			return
 		}
-		words = append(words, shellQuote(a))
+		v := f.Value.String()
+		if f.Name == "postgres-url" {
+			m := maskPassword(v)
+			masked = m != v
+			v = m
+		}
+		if isBoolFlag(f.Value) {
+			words = append(words, shellQuote("--"+f.Name+"="+v))
+			return
+		}
+		words = append(words, "--"+f.Name, shellQuote(v))
+	})
+	return strings.Join(append(words, "--after", shellQuote(key)), " "), masked
+}
+
+// printResume prints the command that resumes the backfill after key,
+// and, when its password is masked, how to give it.
+func (c *BackfillCommand) printResume(key string) {
+	cmd, masked := resumeCommand(c.parsed, key)
+	fmt.Fprintf(c.stdout, "stopped: every selected row up to key %s was published; to resume:\n  %s\n", key, cmd)
+	if masked {
+		fmt.Fprintln(c.stdout, "  (the password of --postgres-url is masked: put it back, or set CDC_RELAY_POSTGRES_URL and leave --postgres-url out)")
 	}
-	return strings.Join(append(words, "--after", shellQuote(key)), " ")
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
