@@ -34,7 +34,8 @@ type Config struct {
 	// Rate is the most rows per second; zero is no limit. See DefaultRate.
 	Rate float64
 	// Batch is the most rows one query reads; zero is DefaultBatch, and it
-	// is at most Rate, so that a batch never waits more than a second.
+	// is at most Rate (at least 1), so that at a rate of one row a second
+	// or more a batch never waits more than a second for the limiter.
 	Batch int
 	// DryRun counts the rows and finds the first and last key, and
 	// publishes nothing.

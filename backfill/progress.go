@@ -66,6 +66,7 @@ type Printer struct {
 	every    time.Duration
 	last     time.Time // of the last line or bar drawn
 	drawn    bool      // a bar is on the terminal's line
+	latest   *Progress // the last told, which Tick shows again
 }
 
 // How often a Printer draws the bar, and writes a line when not on a
@@ -92,6 +93,7 @@ func NewPrinter(w io.Writer, terminal bool) *Printer {
 func (pr *Printer) Update(p Progress) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
+	pr.latest = &p
 	if !pr.last.IsZero() && p.Now.Sub(pr.last) < pr.every {
 		return
 	}
@@ -103,6 +105,44 @@ func (pr *Printer) Update(p Progress) {
 	}
 	fmt.Fprintln(pr.w, line(p))
 }
+
+// Tick shows the last progress told again as of now, if the printer's
+// interval has passed: a backfill whose batch waits (Kafka away, the
+// server slow) still prints its line every LineEvery, its rate falling.
+// Nothing before the first Update.
+func (pr *Printer) Tick(now time.Time) {
+	pr.mu.Lock()
+	latest := pr.latest
+	pr.mu.Unlock()
+	if latest != nil {
+		p := *latest
+		p.Now = now
+		pr.Update(p)
+	}
+}
+
+// Start calls Tick every tickEvery until the returned stop is called,
+// which waits for the last Tick to end.
+func (pr *Printer) Start() (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(tickEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				pr.Tick(now)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// tickEvery is how often Start ticks: within the shortest interval.
+const tickEvery = BarEvery
 
 // Clear removes the bar, if one is drawn, so that what follows starts a
 // clean line.

@@ -56,6 +56,26 @@ func TestPrinter(t *testing.T) {
 	}
 }
 
+// TestPrinterTicks: while no batch ends (a produce waiting for Kafka),
+// Tick prints the last progress again every LineEvery, its rate falling;
+// nothing before the first Update.
+func TestPrinterTicks(t *testing.T) {
+	start := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	pr := NewPrinter(&out, false)
+	pr.Tick(start.Add(time.Second))
+	pr.Update(Progress{Table: "t", Rows: 1000, Total: 4000, Started: start, Now: start.Add(time.Second), LastKey: "1000"})
+	for s := 2; s <= 11; s++ {
+		pr.Tick(start.Add(time.Duration(s) * time.Second))
+	}
+	want := "backfill t: 1,000/4,000 rows (25%), 1,000 rows/s, 3s left, last key 1000\n" +
+		"backfill t: 1,000/4,000 rows (25%), 167 rows/s, 18s left, last key 1000\n" +
+		"backfill t: 1,000/4,000 rows (25%), 91 rows/s, 33s left, last key 1000\n"
+	if out.String() != want {
+		t.Errorf("printed\n%q\nwant\n%q", out.String(), want)
+	}
+}
+
 // TestSummary: the lines that end a backfill and a dry run.
 func TestSummary(t *testing.T) {
 	start := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)

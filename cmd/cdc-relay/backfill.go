@@ -151,7 +151,9 @@ func (c *BackfillCommand) Run(ctx context.Context, args []string) error {
 	c.opts.Logger = log
 	c.opts.Progress = pr.Update
 	c.kafkaSecurity.logSettings(log)
+	stopTicks := pr.Start() // a line on time even while a batch waits
 	res, err := backfill.Run(ctx, c.opts)
+	stopTicks()
 	pr.Clear()
 	err = c.kafkaSecurity.explain(err)
 	return c.report(res, err)
