@@ -41,12 +41,12 @@ func TestQuerySQL(t *testing.T) {
 	q := query{table: `"public"."outbox"`, where: "created_at > now() - interval '1 hour' -- recent", key: Key{Columns: []string{"stream", "pos"}, Types: []string{"text", "bigint"}}}
 	const sub = "(SELECT * FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n)) s"
 	const ins = "INSERT INTO pg_temp.cdc_relay_backfill_keys SELECT \"stream\", \"pos\" FROM " + sub
-	const join = "SELECT t.* FROM pg_temp.cdc_relay_backfill_keys k JOIN \"public\".\"outbox\" t ON (t.\"stream\", t.\"pos\") = (k.\"stream\", k.\"pos\") WHERE "
+	const join = "SELECT t.* FROM (SELECT \"stream\", \"pos\" FROM pg_temp.cdc_relay_backfill_keys ORDER BY \"stream\", \"pos\" LIMIT $1) k JOIN \"public\".\"outbox\" t ON (t.\"stream\", t.\"pos\") = (k.\"stream\", k.\"pos\")"
 	for _, tc := range []struct{ got, want string }{
 		{q.keys(false), ins + " ORDER BY \"stream\", \"pos\" LIMIT $1"},
 		{q.keys(true), ins + " WHERE (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3"},
-		{q.batch(false), join + "(k.\"stream\", k.\"pos\") <= ($1::text, $2::bigint) ORDER BY k.\"stream\", k.\"pos\""},
-		{q.batch(true), join + "(k.\"stream\", k.\"pos\") > ($1::text, $2::bigint) AND (k.\"stream\", k.\"pos\") <= ($3::text, $4::bigint) ORDER BY k.\"stream\", k.\"pos\""},
+		{q.batch(false), join + " ORDER BY k.\"stream\", k.\"pos\""},
+		{q.batch(true), strings.Replace(join, " ORDER BY \"stream\", \"pos\" LIMIT $1", " WHERE (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3", 1) + " ORDER BY k.\"stream\", k.\"pos\""},
 		{q.pageEnd(true), "SELECT \"stream\", \"pos\" FROM (SELECT \"stream\", \"pos\" FROM pg_temp.cdc_relay_backfill_keys WHERE (\"stream\", \"pos\") > ($1::text, $2::bigint) ORDER BY \"stream\", \"pos\" LIMIT $3) p ORDER BY \"stream\" DESC, \"pos\" DESC LIMIT 1"},
 	} {
 		if tc.got != tc.want {

@@ -59,31 +59,29 @@ func (q query) countKeys() string {
 	return "SELECT count(*) FROM " + keysTable
 }
 
-// pageEnd is the last key of the next page of at most n (the last
-// parameter) selected keys, after the key the first parameters give when
-// after is set; no row when none is left.
-func (q query) pageEnd(after bool) string {
-	s := "SELECT " + q.key.quoted() + " FROM (SELECT " + q.key.quoted() + " FROM " + keysTable
+// page is the next page of at most n (the last parameter) selected keys,
+// after the key the first parameters give when after is set.
+func (q query) page(after bool) string {
+	s := "SELECT " + q.key.quoted() + " FROM " + keysTable
 	n := 1
 	if after {
 		s += " WHERE (" + q.key.quoted() + ") > (" + q.params(1) + ")"
 		n += len(q.key.Columns)
 	}
-	return s + q.order("", false) + " LIMIT $" + strconv.Itoa(n) + ") p" + q.order("", true) + " LIMIT 1"
+	return s + q.order("", false) + " LIMIT $" + strconv.Itoa(n)
 }
 
-// batch is every column of the table's rows whose keys are in the page
-// of selected keys after the key the first parameters give (when after is
-// set) and up to the key the next ones give, in key order: the rows as
-// they are now (a row deleted since it was selected is not read).
+// pageEnd is the last key of the next page; no row when none is left.
+func (q query) pageEnd(after bool) string {
+	return "SELECT " + q.key.quoted() + " FROM (" + q.page(after) + ") p" + q.order("", true) + " LIMIT 1"
+}
+
+// batch is every column of the table's rows whose keys are in the next
+// page, in key order: the rows as they are now (a row deleted since it
+// was selected is not read). The page's LIMIT keeps the plan a loop over
+// the page's keys on the table's key index, however large the table.
 func (q query) batch(after bool) string {
-	s := "SELECT t.* FROM " + keysTable + " k JOIN " + q.table + " t ON (" + q.qualified("t") + ") = (" + q.qualified("k") + ") WHERE "
-	n := 1
-	if after {
-		s += "(" + q.qualified("k") + ") > (" + q.params(n) + ") AND "
-		n += len(q.key.Columns)
-	}
-	return s + "(" + q.qualified("k") + ") <= (" + q.params(n) + ")" + q.order("k", false)
+	return "SELECT t.* FROM (" + q.page(after) + ") k JOIN " + q.table + " t ON (" + q.qualified("t") + ") = (" + q.qualified("k") + ")" + q.order("k", false)
 }
 
 // probe is the batch's columns and no row: the mapping is checked against

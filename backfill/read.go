@@ -42,6 +42,9 @@ func (b *backfiller) selectKeys(ctx context.Context, res *Result) error {
 		}
 		after = last
 	}
+	if _, err := b.conn.Exec(ctx, "ANALYZE "+keysTable); err != nil { // the server's autovacuum never analyzes a temporary table
+		return fmt.Errorf("analyze the table of selected keys of %s: %w", b.q.table, err)
+	}
 	return b.edges(ctx, res)
 }
 
@@ -136,7 +139,7 @@ func (b *backfiller) read(ctx context.Context, bt *batch) ([]string, error) {
 		if end, err = b.oneKey(ctx, b.q.pageEnd(b.after != nil), params(b.after, strconv.Itoa(b.cfg.Batch))); err != nil || end == nil {
 			return err
 		}
-		rr := b.conn.PgConn().ExecParams(ctx, b.q.batch(b.after != nil), params(append(slices.Clone(b.after), end...)), nil, nil, nil)
+		rr := b.conn.PgConn().ExecParams(ctx, b.q.batch(b.after != nil), params(b.after, strconv.Itoa(b.cfg.Batch)), nil, nil, nil)
 		for rr.NextRow() {
 			b.rec.add(bt, rr.Values())
 		}
