@@ -204,13 +204,6 @@ func TestBackfillStopsAndResumes(t *testing.T) {
 	}
 }
 
-// whenFreeRun runs cfg once the table's backfill lock is free.
-func whenFreeRun(whenFree func(func() error) error, cfg Config) (Result, error) {
-	var res Result
-	err := whenFree(func() (err error) { res, err = Run(context.Background(), cfg); return err })
-	return res, err
-}
-
 // TestBackfillUnbalancedPredicate: a predicate with unbalanced parentheses
 // cannot escape the key's conditions: the backfill reads each row once,
 // and ends.
@@ -247,35 +240,57 @@ func TestBackfillDryRunAndOverride(t *testing.T) {
 	f.consume(t, "over", 20)
 }
 
-// TestBackfillRefusals: a predicate cannot write; a second backfill of a
-// table is refused while one runs, naming its session; a table without a
-// primary key is refused with the fix.
+// TestBackfillRefusals: what a backfill refuses, before it publishes
+// anything, with what to do: a predicate that writes, a mapping that does
+// not fit the table (found by a dry run too), a table without a primary
+// key.
 func TestBackfillRefusals(t *testing.T) {
 	f := newFixture(t, events, `CREATE SEQUENCE s`, `CREATE TABLE nokey (payload jsonb)`,
 		`INSERT INTO events VALUES ('x', 1, 't', '{}')`)
-	f.cfg.Where = "nextval('s') > 0"
-	if _, err := Run(f.ctx, f.cfg); err == nil || !strings.Contains(err.Error(), "read-only transaction") {
-		t.Errorf("a writing predicate: %v, want a read-only transaction's refusal", err)
-	}
-
-	// The server ends a backfill's session, and releases its lock, soon
-	// after the backfill closes it.
-	whenFree := func(f func() error) (err error) {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if err = f(); !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
-				return err
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		is     error
+		want   []string
+	}{
+		{"a writing predicate", func(c *Config) { c.Where = "nextval('s') > 0" }, nil, []string{"read-only transaction"}},
+		{"a dry run of a mapping that does not fit", func(c *Config) { c.DryRun, c.Mapping.PayloadColumn = true, "nosuch" }, nil,
+			[]string{`"public"."events"`, "nosuch"}},
+		{"a table without a key", func(c *Config) { c.Mapping.Table = "nokey" }, ErrNoKey, []string{"ADD PRIMARY KEY"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := f.cfg
+			tc.change(&cfg)
+			err := whenFree(func() error { _, err := Run(f.ctx, cfg); return err })
+			for _, w := range tc.want {
+				if err == nil || tc.is != nil && !errors.Is(err, tc.is) || !strings.Contains(err.Error(), w) {
+					t.Errorf("%v, want an error saying %q", err, w)
+				}
 			}
+		})
+	}
+}
+
+// whenFree runs f until it returns other than ErrBusy, for 10 s at most:
+// the server ends a backfill's session, and releases its lock, soon after
+// the backfill closes it. It returns f's last error.
+func whenFree(f func() error) error {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := f(); !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return err
 		}
 	}
-	f.cfg.Where = "true"
-	var b *backfiller
-	if err := whenFree(func() (err error) { b, err = open(f.ctx, f.cfg.withDefaults(time.Now())); return err }); err != nil {
-		t.Fatal(err)
-	}
-	// A second backfill is refused naming the first's session: all of it
-	// to the same role, its pid and role to another (which may not see
-	// the rest).
-	if _, err := f.conn(t).Exec(f.ctx, "CREATE ROLE other LOGIN; GRANT SELECT ON events TO other"); err != nil {
+}
+
+// TestBackfillOneAtATime: a second backfill of a table is refused while
+// one runs, naming its session (all of it to the same role; its pid and
+// role to another, which may not see the rest), with the advice for a
+// session that lingers; once the first ends, it runs. A predicate that
+// releases its session's advisory locks does not release the backfill's.
+func TestBackfillOneAtATime(t *testing.T) {
+	f := newFixture(t, events, `INSERT INTO events VALUES ('x', 1, 't', '{}')`, `CREATE ROLE other LOGIN`, `GRANT SELECT ON events TO other`)
+	b, err := open(f.ctx, f.cfg.withDefaults(time.Now()))
+	if err != nil {
 		t.Fatal(err)
 	}
 	other := f.cfg
@@ -300,28 +315,17 @@ func TestBackfillRefusals(t *testing.T) {
 		t.Errorf("once the first ended: %v", err)
 	}
 
-	// The predicate runs on a session of its own: releasing its advisory
-	// locks does not release the backfill's.
-	f.cfg.Where = "(SELECT true FROM (SELECT pg_advisory_unlock_all()) u)"
-	f.cfg.Progress = func(Progress) {
-		if _, err := open(f.ctx, f.cfg.withDefaults(time.Now())); !errors.Is(err, ErrBusy) {
+	unlocks := f.cfg
+	unlocks.Where = "(SELECT true FROM (SELECT pg_advisory_unlock_all()) u)"
+	unlocks.Progress = func(Progress) {
+		if b, err := open(f.ctx, f.cfg.withDefaults(time.Now())); !errors.Is(err, ErrBusy) {
 			t.Errorf("beside a backfill whose predicate unlocks: %v, want ErrBusy", err)
+			if err == nil {
+				b.close()
+			}
 		}
 	}
-	if err := whenFree(func() error { _, err := Run(f.ctx, f.cfg); return err }); err != nil {
+	if err := whenFree(func() error { _, err := Run(f.ctx, unlocks); return err }); err != nil {
 		t.Errorf("a predicate that unlocks: %v", err)
-	}
-	f.cfg.Progress, f.cfg.Where = nil, "true"
-
-	// A dry run checks the mapping against the table's columns.
-	bad := f.cfg
-	bad.DryRun, bad.Mapping.PayloadColumn = true, "nosuch"
-	if _, err := whenFreeRun(whenFree, bad); err == nil || !strings.Contains(err.Error(), "public") || !strings.Contains(err.Error(), "nosuch") {
-		t.Errorf("a dry run of a mapping that does not fit: %v, want its table and column named", err)
-	}
-
-	f.cfg.Mapping.Table = "nokey"
-	if err := whenFree(func() error { _, err := Run(f.ctx, f.cfg); return err }); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "ADD PRIMARY KEY") {
-		t.Errorf("a table without a key: %v", err)
 	}
 }
