@@ -27,7 +27,8 @@ func (e *env) backfillArgs(extra ...string) []string {
 
 // appWrites inserts rows of aggregate type agg, one transaction each, as
 // an application does, until the returned function is called; that
-// returns how many it inserted.
+// returns how many it inserted. Each row's payload has its number (n) and
+// the time of its insert (at, Unix nanoseconds).
 func (e *env) appWrites(agg string) (stop func() int) {
 	conn := mustConnect(e.t, e.url)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -38,7 +39,7 @@ func (e *env) appWrites(agg string) (stop func() int) {
 		defer wg.Done()
 		for ctx.Err() == nil {
 			if _, err := conn.Exec(ctx, "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ($1, 'live', 'Live', $2)",
-				agg, fmt.Sprintf(`{"n": %d}`, n)); err == nil {
+				agg, fmt.Sprintf(`{"n": %d, "at": %d}`, n, time.Now().UnixNano())); err == nil {
 				n++
 			}
 			time.Sleep(2 * time.Millisecond) // a few hundred a second
@@ -71,20 +72,60 @@ var resumeLine = regexp.MustCompile(`(?m)^  (cdc-relay backfill .* --after .*)$`
 
 // TestBackfillBesideALiveRelay: on a relay streaming an application's
 // writes, `backfill --where "created_at > now() - interval '1 hour'"`
-// (counted first by a dry run, which needs no Kafka) publishes every row the predicate selects with the backfill header, and
-// none it does not; while it runs, the relay's /status, its metrics and
-// `cdc-relay status` show it, and a second backfill of the table is
-// refused, naming it; SIGINT stops the first, which prints the command
-// that resumes it, and that command publishes the rest. The live stream
-// delivers every row the application wrote meanwhile.
+// (counted first by a dry run, which needs no Kafka) publishes every row
+// the predicate selects with the backfill header, and none it does not;
+// while it runs, the relay's /status, its metrics and `cdc-relay status`
+// show it, and a second backfill of the table is refused, naming it;
+// SIGINT stops the first, which prints the command that resumes it, and
+// that command publishes the rest, no more rows than it selected though
+// the application keeps writing rows that match (random keys, some ahead
+// of its place). The live stream delivers every row the application
+// wrote meanwhile.
 func TestBackfillBesideALiveRelay(t *testing.T) {
 	e := newEnv(t)
 	const selected, old = 2000, 500
+	want := e.seedRecentAndOld(selected, old)
+	relay := e.startRelay()
+	stopApp := e.appWrites("live")
+	where := "created_at > now() - interval '1 hour'"
+	e.checkDryRun(where)
+
+	first, err := relayproc.Start(relayBin, e.backfillArgs("--where", where, "--rate", "200", "--batch", "50")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(first.Kill)
+	topic := e.topic("order")
+	e.waitFor("the backfill published its first batches", 60*time.Second, func() bool {
+		if !first.Running() {
+			t.Fatalf("backfill exited early: %v\n%s", first.Err(), first.Log())
+		}
+		return len(e.readAll(topic)) >= selected+old+100 // the stream's, then the backfill's
+	})
+	e.checkShown(relay, selected)
+	e.checkSecondRefused(first.Pid())
+	resumed := e.stopAndResume(first)
+	e.checkResumedBounded(resumed)
+	live := stopApp()
+	e.waitFor("the relay's /status shows no backfill", 30*time.Second, func() bool { return len(relay.status().Backfills) == 0 })
+
+	e.checkEverySelectedArrived(topic, want)
+	if liveRecs := e.readN(e.topic("live"), live, 60*time.Second); len(liveRecs) < live {
+		t.Errorf("%d live records, want %d", len(liveRecs), live)
+	}
+	relay.stop(30 * time.Second)
+}
+
+// seedRecentAndOld writes selected rows of ten minutes ago and old rows of
+// two hours ago, and returns the ids of the recent ones.
+func (e *env) seedRecentAndOld(selected, old int) []string {
+	t := e.t
+	t.Helper()
 	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
 		SELECT 'order', 'k' || (i % 50), 'Placed', jsonb_build_object('i', i), now() - interval '10 minutes' FROM generate_series(1, $1::int) i`, selected)
 	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
 		SELECT 'order', 'k', 'Old', jsonb_build_object('old', i), now() - interval '2 hours' FROM generate_series(1, $1::int) i`, old)
-	var want []string // the selected rows' ids
+	var want []string
 	rows, err := e.conn.Query(context.Background(), "SELECT id::text FROM outbox WHERE created_at > now() - interval '1 hour'")
 	if err != nil {
 		t.Fatal(err)
@@ -99,43 +140,51 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 	if rows.Err() != nil || len(want) != selected {
 		t.Fatalf("%d selected rows, %v", len(want), rows.Err())
 	}
-	relay := e.startRelay()
-	stopApp := e.appWrites("live")
+	return want
+}
 
-	where := "created_at > now() - interval '1 hour'"
+// checkDryRun checks that a dry run, without Kafka, counts the rows where
+// selects.
+func (e *env) checkDryRun(where string) {
+	e.t.Helper()
 	out, err := exec.Command(relayBin, "backfill", "--postgres-url", e.url, "--where", where, "--dry-run").CombinedOutput()
 	if err != nil || !regexp.MustCompile(`dry run: 2,\d{3} row\(s\) of public.outbox selected, key \(id\) from \S+ to \S+`).Match(out) {
-		t.Errorf("a dry run without Kafka (%v) does not count the rows:\n%s", err, out)
+		e.t.Errorf("a dry run without Kafka (%v) does not count the rows:\n%s", err, out)
 	}
-	first, err := relayproc.Start(relayBin, e.backfillArgs("--where", where, "--rate", "200", "--batch", "50")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(first.Kill)
-	topic := e.topic("order")
-	e.waitFor("the backfill published its first batches", 60*time.Second, func() bool {
-		if !first.Running() {
-			t.Fatalf("backfill exited early: %v\n%s", first.Err(), first.Log())
-		}
-		return len(e.readAll(topic)) >= selected+old+100 // the stream's, then the backfill's
-	})
+}
+
+// checkShown checks that the relay's /status, its metrics and `cdc-relay
+// status` show the running backfill.
+func (e *env) checkShown(relay *relayProc, selected int) {
+	e.t.Helper()
 	e.waitFor("the relay's /status and metrics show the backfill", 30*time.Second, func() bool {
 		st := relay.status()
 		_, families := relay.scrape()
 		return len(st.Backfills) == 1 && st.Backfills[0].Table == "public.outbox" && st.Backfills[0].RowsPublished > 0 &&
-			st.Backfills[0].RowsSelected >= selected && value(families, "cdc_relay_backfill_rows", "table", "public.outbox") > 0
+			st.Backfills[0].RowsSelected >= int64(selected) && value(families, "cdc_relay_backfill_rows", "table", "public.outbox") > 0
 	})
-	out, err = exec.Command(relayBin, "status", "--metrics-addr", strings.TrimPrefix(relay.endpoint(), "http://")).CombinedOutput()
+	out, err := exec.Command(relayBin, "status", "--metrics-addr", strings.TrimPrefix(relay.endpoint(), "http://")).CombinedOutput()
 	if !strings.Contains(string(out), "backfill    public.outbox: ") {
-		t.Errorf("cdc-relay status (%v) does not show the backfill:\n%s", err, out)
+		e.t.Errorf("cdc-relay status (%v) does not show the backfill:\n%s", err, out)
 	}
+}
 
-	out, err = exec.Command(relayBin, e.backfillArgs("--where", "true")...).CombinedOutput()
+// checkSecondRefused checks that a second backfill of the table is
+// refused, naming the first's process.
+func (e *env) checkSecondRefused(pid int) {
+	e.t.Helper()
+	out, err := exec.Command(relayBin, e.backfillArgs("--where", "true")...).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "another backfill of the table is running") ||
-		!strings.Contains(string(out), fmt.Sprintf("cdc-relay backfill, pid %d", first.Pid())) {
-		t.Errorf("a second backfill: %v, want a refusal naming the first's process %d:\n%s", err, first.Pid(), out)
+		!strings.Contains(string(out), fmt.Sprintf("cdc-relay backfill, pid %d", pid)) {
+		e.t.Errorf("a second backfill: %v, want a refusal naming the first's process %d:\n%s", err, pid, out)
 	}
+}
 
+// stopAndResume stops the backfill with SIGINT, runs the command it
+// printed to resume, and returns what that printed.
+func (e *env) stopAndResume(first *relayproc.Proc) string {
+	t := e.t
+	t.Helper()
 	if err := syscall.Kill(first.Pid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +200,10 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 	t.Logf("the stopped backfill said:\n%s", first.Log())
 	// The server releases the stopped backfill's lock as its session ends,
 	// soon after the process.
-	var resumed []byte
+	var (
+		resumed []byte
+		err     error
+	)
 	e.waitFor("the resumed backfill ran", 60*time.Second, func() bool {
 		resumed, err = exec.Command("sh", "-c", relayBin+strings.TrimPrefix(m[1], "cdc-relay")).CombinedOutput()
 		return !strings.Contains(string(resumed), "another backfill of the table is running")
@@ -160,20 +212,26 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 		t.Fatalf("%s: %v\n%s", m[1], err, resumed)
 	}
 	t.Logf("the resumed backfill said:\n%s", resumed)
-	// The resumed backfill's rows are those selected at its start, though
-	// the application keeps writing rows that match, with random keys
-	// ahead of its place.
-	if m := summaryCounts.FindStringSubmatch(string(resumed)); m == nil || atoi(t, m[1]) > atoi(t, m[2]) {
-		t.Errorf("the resumed backfill published more rows than it selected (%q)", m)
-	}
-	live := stopApp()
-	e.waitFor("the relay's /status shows no backfill", 30*time.Second, func() bool { return len(relay.status().Backfills) == 0 })
+	return string(resumed)
+}
 
-	// Every selected row arrived with the backfill's header, at least once;
-	// no row of two hours ago did; each live row arrived from the stream.
-	recs := e.readAll(topic)
+// checkResumedBounded checks that the resumed backfill published no more
+// rows than it selected at its start, though the application keeps
+// writing rows that match, with random keys ahead of its place.
+func (e *env) checkResumedBounded(resumed string) {
+	e.t.Helper()
+	if m := summaryCounts.FindStringSubmatch(resumed); m == nil || atoi(e.t, m[1]) > atoi(e.t, m[2]) {
+		e.t.Errorf("the resumed backfill published more rows than it selected (%q)", m)
+	}
+}
+
+// checkEverySelectedArrived checks that every selected row arrived on
+// topic with the backfill's header, at least once, and no other row of
+// the topic (the old ones) did.
+func (e *env) checkEverySelectedArrived(topic string, want []string) {
+	e.t.Helper()
 	backfilled := map[string]int{}
-	for _, r := range recs {
+	for _, r := range e.readAll(topic) {
 		if header(r, "cdc-relay-backfill") != "" {
 			backfilled[header(r, "id")]++
 		}
@@ -184,12 +242,7 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 			missing++
 		}
 	}
-	if missing > 0 || len(backfilled) != selected {
-		t.Errorf("%d of the %d selected rows arrived from the backfill (%d missing); %d distinct ids had its header", selected-missing, selected, missing, len(backfilled))
+	if missing > 0 || len(backfilled) != len(want) {
+		e.t.Errorf("%d of the %d selected rows arrived from the backfill (%d missing); %d distinct ids had its header", len(want)-missing, len(want), missing, len(backfilled))
 	}
-	liveRecs := e.readN(e.topic("live"), live, 60*time.Second)
-	if len(liveRecs) < live {
-		t.Errorf("%d live records, want %d", len(liveRecs), live)
-	}
-	relay.stop(30 * time.Second)
 }
