@@ -96,10 +96,13 @@ func backfillRate(t *testing.T) float64 {
 // an unlimited backfill of 400,000 rows, which fails it. Every backfilled
 // row arrives.
 //
-// On this project's shared 2-core machine the bound holds at the default
-// rate on kfake (where the broker, the relay, the backfill and PostgreSQL
-// share the cores); it is the bound the issue asks, not a margin chosen to
-// pass.
+// It is the bound the issue asks, not a margin chosen to pass, and on a
+// shared 2-core machine (kfake, the relay, the backfill and PostgreSQL on
+// the same cores) its margin is thin: five runs at the default rate gave
+// 0.9x to 1.8x (10-35 ms alone, 12-32 ms beside), the negative control
+// 3.6x (9.2 ms alone, 33.2 ms beside). Under the load of other test runs
+// it may fail by noise; rerun it alone before taking a failure for a
+// regression.
 func TestBackfillKeepsTheStreamLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 25 s measurement")
