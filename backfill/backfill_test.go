@@ -329,3 +329,36 @@ func TestBackfillOneAtATime(t *testing.T) {
 		t.Errorf("a predicate that unlocks: %v", err)
 	}
 }
+
+// TestRowKeeperWritesAfterTheStop: once the backfill's context ended (a
+// stop during produce), its row still records the progress and the stop;
+// a failure other than a missing table or privilege does not stop the
+// writes.
+func TestRowKeeperWritesAfterTheStop(t *testing.T) {
+	f := newFixture(t)
+	conn := f.conn(t)
+	if _, err := migrations.Apply(f.ctx, conn, migrations.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	var problems []string
+	k := &rowKeeper{conn: conn, table: migrations.BackfillTableName(migrations.DefaultConfig()), name: "public.events", runID: "r",
+		problem: func(msg string, _ error) { problems = append(problems, msg) }}
+	ctx, stop := context.WithCancel(f.ctx)
+	k.start(ctx, "true", 10, "")
+	stop()
+	k.last = time.Time{}
+	k.progress(ctx, Progress{Rows: 4, LastKey: "4"})
+	k.end(ctx, StateStopped, Progress{Rows: 7, LastKey: "7"})
+	var state, key string
+	var rows int64
+	if err := conn.QueryRow(f.ctx, "SELECT state, rows_published, last_key FROM cdc_relay_backfills WHERE table_name = 'public.events'").Scan(&state, &rows, &key); err != nil {
+		t.Fatal(err)
+	}
+	if state != StateStopped || rows != 7 || key != "7" || len(problems) != 0 {
+		t.Errorf("after the stop the row says %s, %d rows, last key %s (problems %q): want stopped, 7, 7", state, rows, key, problems)
+	}
+	k.exec(f.ctx, "SELECT 1/0")
+	if k.table == "" || len(problems) != 1 {
+		t.Errorf("a failed write stopped the writes (problems %q)", problems)
+	}
+}
