@@ -19,8 +19,8 @@ type Progress struct {
 	// Skipped are the rows that could not become records (the relay would
 	// park them DEAD), logged with their key.
 	Skipped int64
-	// Total is the number of rows the predicate selected at the start;
-	// rows committed since may make the end differ.
+	// Total is the number of rows the predicate selected at the start:
+	// the rows the backfill reads (fewer if some are deleted meanwhile).
 	Total int64
 	// Started and Now are when the backfill started and when this was
 	// taken.
