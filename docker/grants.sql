@@ -30,6 +30,8 @@ END $$;
 GRANT SELECT, INSERT, UPDATE ON "public"."cdc_relay_checkpoint" TO "relay";
 -- The topics paused with `cdc-relay pause --topic`.
 GRANT SELECT, INSERT, DELETE ON "public"."cdc_relay_paused_topics" TO "relay";
+-- The backfills, which `cdc-relay backfill` keeps up to date and status reads.
+GRANT SELECT, INSERT, UPDATE ON "public"."cdc_relay_backfills" TO "relay";
 
 -- The demo's password; the image's pg_hba.conf lets the role connect with
 -- it, for replication too (a logical replication connection matches the

@@ -151,6 +151,7 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		SlotWALRetained: 8192, Failed: 2, Dead: 1,
 		WriteBack: true, WriteBackRows: 7, WriteBackErrors: 1, WriteBackRefused: 5, WriteBackPending: 4,
 		EventsBehind: 12, Held: []HeldTopic{{Topic: "orders", Failed: 2, Dead: 1, Waiting: 6, Paused: 1, OldestSeconds: 30.5}},
+		Backfills: []Backfill{{Table: "public.outbox", Rows: 1200}},
 	}
 	unknown := Snapshot{LagBytes: -1, SlotWALRetained: -1, Failed: -1, Dead: -1, EventsBehind: -1}
 	tests := []struct {
@@ -198,6 +199,8 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: unknown, name: "cdc_relay_events_behind", absent: true},
 		{snap: unknown, name: "cdc_relay_held_events", absent: true},
 		{snap: unknown, name: "cdc_relay_held_oldest_seconds", absent: true},
+		{snap: known, name: "cdc_relay_backfill_rows", labels: "table=public.outbox", want: 1200},
+		{snap: unknown, name: "cdc_relay_backfill_rows", absent: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"{"+tt.labels+"}", func(t *testing.T) {

@@ -47,6 +47,16 @@ type Snapshot struct {
 	WriteBack                                        bool
 	WriteBackRows, WriteBackErrors, WriteBackRefused int64
 	WriteBackPending                                 int64
+	// Backfills are the backfills running now (`cdc-relay backfill`, a
+	// process of its own), as last read: one series per table, none while
+	// none runs.
+	Backfills []Backfill
+}
+
+// Backfill is a running backfill of a table: the rows it published.
+type Backfill struct {
+	Table string
+	Rows  int64
 }
 
 // HeldTopic is what the status table holds of one topic: its rows in
@@ -79,6 +89,7 @@ var (
 	descBehind      = desc("cdc_relay_events_behind", "Events the relay still owes Kafka: in flight (read, not yet acknowledged) plus held in the status table as FAILED, WAITING or PAUSED, as last read (every 5 s). The WAL not read yet counts in cdc_relay_replication_lag_bytes only.")
 	descHeld        = prometheus.NewDesc("cdc_relay_held_events", "Events the status table holds for a topic, by state: failed (retried by the poller), dead (given up: an operator retries, skips or purges it), waiting (behind an earlier held event of its key), paused (its topic is paused); as last read (every 5 s), for the 100 topics with the most.", []string{"topic", "state"}, nil)
 	descHeldOldest  = prometheus.NewDesc("cdc_relay_held_oldest_seconds", "Age of the oldest event the status table holds for a topic (failed, dead, waiting or paused), as last read (every 5 s).", []string{"topic"}, nil)
+	descBackfill    = prometheus.NewDesc("cdc_relay_backfill_rows", "Rows a running backfill (cdc-relay backfill, a process of its own) of an outbox table has published, as last read (every 5 s) from the table of backfills, which it updates every second; no series while none runs.", []string{"table"}, nil)
 	descStatusRows  = prometheus.NewDesc("cdc_relay_status_rows", "Rows of the status table in a state, as last counted: FAILED (waiting to be tried again) or DEAD (given up).", []string{"state"}, nil)
 )
 
@@ -87,7 +98,7 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds,
 		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows, descBehind, descHeld, descHeldOldest,
-		descWBRows, descWBErrors, descWBRefused, descWBPending} {
+		descWBRows, descWBErrors, descWBRefused, descWBPending, descBackfill} {
 		ch <- d
 	}
 }
@@ -126,6 +137,9 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descHeld, float64(t.Waiting), t.Topic, "waiting")
 		gauge(descHeld, float64(t.Paused), t.Topic, "paused")
 		gauge(descHeldOldest, t.OldestSeconds, t.Topic)
+	}
+	for _, b := range s.Backfills {
+		gauge(descBackfill, float64(b.Rows), b.Table)
 	}
 	if s.WriteBack {
 		counter(descWBRows, float64(s.WriteBackRows))

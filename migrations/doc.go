@@ -1,8 +1,9 @@
 // Package migrations prepares a database for the relay: the relay's own
-// tables (the status table of failed deliveries, the checkpoint table and
-// the table of paused topics, [PauseTable]), the default outbox table when
-// it does not exist yet, the reset trigger of an outbox table whose
-// write-back lists pending values, and the publication.
+// tables (the status table of failed deliveries, the checkpoint table, the
+// table of paused topics, [PauseTable], and the table of backfills,
+// [BackfillTable]), the default outbox table when it does not exist yet,
+// the reset trigger of an outbox table whose write-back lists pending
+// values, and the publication.
 //
 // The relay's tables are created by versioned SQL files embedded in the
 // binary, applied in order under an advisory lock every time (each file is

@@ -14,8 +14,8 @@ import (
 // the slot), USAGE on the tables' schemas, SELECT on the outbox table (the
 // relay reads the WAL, but `recover` reads the table), DELETE on it only
 // when retention deletes its rows (deletes), and writing the status table
-// (with its id sequence), the checkpoint table and the table of paused
-// topics. It grants nothing on the publication: streaming needs no
+// (with its id sequence), the checkpoint table, the table of paused
+// topics and the table of backfills. It grants nothing on the publication: streaming needs no
 // privilege on it. It sets no password: a comment says how to set one,
 // and that pg_hba.conf needs an ordinary line for the role and database
 // (logical replication connections match those, not the `replication`
@@ -50,6 +50,8 @@ func Grants(cfg Config, role string, deletes bool) string {
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE ON %s TO %s;\n", checkpoint, r)
 	fmt.Fprintf(&b, "-- The topics paused with `cdc-relay pause --topic`.\n")
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, DELETE ON %s TO %s;\n", PauseTableName(cfg), r)
+	fmt.Fprintf(&b, "-- The backfills, which `cdc-relay backfill` keeps up to date and status reads.\n")
+	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE ON %s TO %s;\n", BackfillTableName(cfg), r)
 	return b.String()
 }
 

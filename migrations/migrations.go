@@ -183,6 +183,7 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_order_index}}", pgx.Identifier{cfg.StatusTable + "_order_idx"}.Sanitize(),
 		"{{status_corrected_index}}", pgx.Identifier{cfg.StatusTable + "_corrected_idx"}.Sanitize(),
 		"{{paused_topics}}", PauseTableName(cfg),
+		"{{backfills}}", BackfillTableName(cfg),
 	}
 	tag := "$fn$"
 	for i := 0; strings.Contains(strings.Join(names, " "), tag); i++ {
@@ -198,6 +199,16 @@ const PauseTable = "cdc_relay_paused_topics"
 // PauseTableName is the pause table cfg's relay uses, quoted.
 func PauseTableName(cfg Config) string {
 	return pgx.Identifier{cfg.CheckpointSchema, PauseTable}.Sanitize()
+}
+
+// BackfillTable is the table of backfills, in the checkpoint table's
+// schema: one row per outbox table, its last backfill (see
+// 0012_backfills.sql).
+const BackfillTable = "cdc_relay_backfills"
+
+// BackfillTableName is the backfill table cfg's relay uses, quoted.
+func BackfillTableName(cfg Config) string {
+	return pgx.Identifier{cfg.CheckpointSchema, BackfillTable}.Sanitize()
 }
 
 // ResetFunction is the trigger function, quoted, that a table with pending

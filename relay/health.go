@@ -94,11 +94,19 @@ func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
 			return false
 		case err == nil:
 			r.state.setDatabase(db)
+			r.warnBackfills(db.BackfillsProblem)
 		default:
 			r.log.Debug("could not read the slot's and the status table's figures", "err", err)
 		}
 		return true
 	}, tick.Now())
+}
+
+// warnBackfills logs, once, why the running backfills cannot be read.
+func (r *Relay) warnBackfills(problem string) {
+	if problem != "" && r.state.backfillsWarned.CompareAndSwap(false, true) {
+		r.log.Warn(problem)
+	}
 }
 
 // startHealth runs watchHealth beside the stream until the returned stop

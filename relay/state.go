@@ -102,6 +102,9 @@ type Status struct {
 	// it started.
 	OnSlotLoss     string `json:"on_slot_loss,omitempty"`
 	SlotRecoveries uint64 `json:"slot_recoveries"`
+	// Backfills are the backfills (`cdc-relay backfill`) running now, as
+	// of DatabaseAt.
+	Backfills []Backfill `json:"backfills,omitempty"`
 }
 
 // state is a relay's live state, written by Run's goroutines and read by
@@ -116,6 +119,9 @@ type state struct {
 	// was warned of.
 	slotRecoveries atomic.Uint64
 	standbyWarned  atomic.Bool
+	// backfillsWarned is set once DatabaseStats.BackfillsProblem was
+	// logged.
+	backfillsWarned atomic.Bool
 	// noFailoverSaid is set once the relay said that the server (before
 	// PostgreSQL 17) has no failover slots: not again at each reconnect.
 	noFailoverSaid atomic.Bool
@@ -209,7 +215,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 		db := s.db
 		st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
 		st.LagBytes = db.LagBytes()
-		st.Topics, st.HeldTopics = db.Topics, db.HeldTopics
+		st.Topics, st.HeldTopics, st.Backfills = db.Topics, db.HeldTopics, db.Backfills
 		if !leading {
 			st.PausedTopics = db.PausedTopics
 		}
@@ -264,6 +270,9 @@ func (r *Relay) snapshot() metrics.Snapshot {
 		Leader:       st.Role == RoleLeader, Paused: st.Paused, Ready: st.Ready,
 		SlotWALRetained: st.WALRetainedBytes, Failed: st.Failed, Dead: st.Dead,
 		EventsBehind: st.EventsBehind, Held: heldMetrics(st.Topics),
+	}
+	for _, b := range st.Backfills {
+		snap.Backfills = append(snap.Backfills, metrics.Backfill{Table: b.Table, Rows: b.RowsPublished})
 	}
 	if wb := r.writeBack.Load(); wb != nil {
 		s := wb.stats()

@@ -49,6 +49,13 @@ type DatabaseStats struct {
 	// Failover is the server's version and synchronized_standby_slots,
 	// and whether the slot is a failover slot.
 	Failover replication.Failover
+	// Backfills are the backfills running now (none where the table of
+	// backfills is missing or the role may not read it).
+	Backfills []Backfill
+	// BackfillsProblem, when set, says why the backfills could not be
+	// read, and what to do: the table is missing, or the role lacks
+	// SELECT on it. The other figures are read all the same.
+	BackfillsProblem string
 }
 
 // LagBytes is the WAL written after the slot's confirmed position; -1
@@ -101,6 +108,9 @@ func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseSta
 		return s, err
 	}
 	if s.PausedTopics, err = readPausedTopics(ctx, db, cfg); err != nil {
+		return s, err
+	}
+	if s.Backfills, s.BackfillsProblem, err = readBackfills(ctx, db, cfg); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -99,6 +99,43 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	if got := strings.Join(s.PausedTopics, ","); got != "orders,payments" {
 		t.Fatalf("paused topics %s, want orders,payments", got)
 	}
+
+	// The running backfills: rows that say so and whose session lives
+	// (this connection's stands for a backfill's); not one whose session
+	// is gone, nor one done.
+	backfills := migrations.BackfillTableName(cfg.Migrations(0))
+	mustExec(t, conn, `INSERT INTO `+backfills+` (table_name, run_id, predicate, state, backend_pid, application_name, rows_published, rows_selected, last_key, started_at, updated_at)
+		VALUES ('public.outbox', 'r1', 'true', 'running', pg_backend_pid(), current_setting('application_name'), 1200, 3000, '1200', now(), now()),
+			('public.gone', 'r2', 'true', 'running', 1, 'cdc-relay backfill, pid 1', 5, 10, '5', now(), now()),
+			('public.done', 'r3', 'true', 'done', pg_backend_pid(), current_setting('application_name'), 10, 10, '10', now(), now())`)
+	if s, err = ReadDatabaseStats(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Backfills) != 1 || s.Backfills[0].Table != "public.outbox" || s.Backfills[0].RowsPublished != 1200 || s.Backfills[0].RowsSelected != 3000 || s.Backfills[0].LastKey != "1200" {
+		t.Fatalf("running backfills %+v, want public.outbox's only", s.Backfills)
+	}
+	// A role that may read the relay's tables but not the table of
+	// backfills (migrated, not granted since) still reads every other
+	// figure, and is told the GRANT to run; so is a database migrated by
+	// an earlier version, which has no table of backfills.
+	mustExec(t, conn, "CREATE ROLE nobackfills")
+	mustExec(t, conn, "GRANT SELECT ON ALL TABLES IN SCHEMA public TO nobackfills")
+	mustExec(t, conn, "REVOKE SELECT ON "+backfills+" FROM nobackfills")
+	for _, tc := range []struct {
+		name, setup, reset, problem string
+	}{
+		{"without SELECT on it", "SET ROLE nobackfills", "RESET ROLE", "GRANT SELECT ON " + backfills + " TO"},
+		{"without the table", "DROP TABLE " + backfills, "", "run `cdc-relay migrate`"},
+	} {
+		mustExec(t, conn, tc.setup)
+		s, err := ReadDatabaseStats(ctx, conn, cfg)
+		if err != nil || s.Backfills != nil || !strings.Contains(s.BackfillsProblem, tc.problem) || s.Failed == 0 && s.Dead == 0 && len(s.Topics) == 0 {
+			t.Errorf("%s: backfills %+v (%q), figures %+v, %v: want the other figures, and a problem saying %q", tc.name, s.Backfills, s.BackfillsProblem, s, err, tc.problem)
+		}
+		if tc.reset != "" {
+			mustExec(t, conn, tc.reset)
+		}
+	}
 }
 
 // TestReadDatabaseStatsWithoutStatusTable: a missing status table, or

@@ -38,7 +38,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "check-config", "demo", "version", "help"}
+var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "backfill", "check-config", "demo", "version", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -55,6 +55,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &PauseCommand{stdout: stdout, stderr: stderr, resume: name == "resume"}
 	case "recover":
 		return &RecoverCommand{stdout: stdout, stderr: stderr}
+	case "backfill":
+		return &BackfillCommand{stdout: stdout, stderr: stderr}
 	case "check-config":
 		return &CheckConfigCommand{stdout: stdout, stderr: stderr}
 	case "demo":
@@ -187,6 +189,7 @@ Commands:
   pause     pause one topic (--topic, kept in the database) or the running relay
   resume    resume a paused topic (--topic) or the running relay
   recover   publish again the outbox rows of WAL the relay never read (a dropped or re-created slot)
+  backfill  publish the rows of one outbox table an SQL predicate selects (a range again, events before the slot)
   check-config  check a config file against the database; print a sample record of each table
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker
   version   print the version (also --version)

@@ -196,11 +196,14 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 	if err != nil {
 		return relay.Status{}, err
 	}
+	if db.BackfillsProblem != "" {
+		fmt.Fprintln(c.stderr, "note: "+db.BackfillsProblem)
+	}
 	st := relay.Status{
 		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.TableNames(), ", "),
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
 		Topics: db.Topics, HeldTopics: db.HeldTopics, EventsBehind: db.Failed + db.Waiting + db.Paused, PausedTopics: db.PausedTopics,
-		ConfirmedLSN:    db.Confirmed.String(),
+		Backfills: db.Backfills, ConfirmedLSN: db.Confirmed.String(),
 		PostgresVersion: db.Failover.Version, FailoverSlot: db.Failover.Slot, SynchronizedStandbySlots: db.Failover.StandbySlots,
 	}
 	if !db.SlotExists {
@@ -249,6 +252,10 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 			st.EventsRead, st.EventsProduced, st.EventsParked, st.InFlightEvents, bytesText(st.InFlightBytes))
 	}
 	printHeld(w, st)
+	for _, b := range st.Backfills {
+		fmt.Fprintf(w, "  backfill    %s: %d of %d rows published, last key %s; started %s ago (run %s), updated %s ago\n", b.Table, b.RowsPublished, b.RowsSelected,
+			b.LastKey, now.Sub(b.StartedAt).Round(time.Second), b.RunID, now.Sub(b.UpdatedAt).Round(time.Second))
+	}
 	if st.PostgresVersion > 0 {
 		fmt.Fprintf(w, "  failover    %s\n", failoverText(st))
 	}

@@ -187,6 +187,10 @@ type latencySetup struct {
 	// relayHistogram serves the relay's metrics on a free port and reads
 	// its cdc_relay_commit_to_ack_seconds over the load.
 	relayHistogram bool
+	// beside, if set, starts something as the load starts (a backfill);
+	// the function it returns is called as the load ends, and waits for
+	// it.
+	beside func(ctx context.Context, brokers []string) (wait func())
 }
 
 // latencyRun offers events at offered per second for -duration, one per
@@ -326,6 +330,10 @@ func (b *bench) latencyRun(ctx context.Context, who string, offered int, setup l
 			return res, err
 		}
 	}
+	wait := func() {}
+	if setup.beside != nil {
+		wait = setup.beside(ctx, brokers)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -350,6 +358,7 @@ func (b *bench) latencyRun(ctx context.Context, who string, offered int, setup l
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	wait()
 	after, err := watch.sample()
 	if err != nil {
 		return res, err

@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 30 minutes: the exactlyonce part takes 10, 20 with -apache)
-//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs
+//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -49,6 +49,11 @@
 // CPU per event, and the bytes the broker stored for the topic (its log
 // directories, DescribeLogDirs) against none. -rows 100000 -rounds 1 tries
 // it in about a minute.
+//
+// Backfill: `cdc-relay backfill` of -rows rows (the drain's rows, in a
+// table of their own) with no rate limit, alone and beside a live load of
+// 2,000 events/s through the relay for -duration: its rows/s, and the
+// live stream's p50 and p99 beside it against the same load alone.
 //
 // Polling baseline: a 500 ms polling outbox like the ones teams run today
 // (batch 50, FOR UPDATE SKIP LOCKED, created_at older than 1 s, a status
@@ -167,7 +172,7 @@ func main() {
 }
 
 // parts are the parts -only can name, in the order they run.
-var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs"}
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill"}
 
 // parseRates reads a comma-separated list of positive rates.
 func parseRates(list string) ([]int, error) {
@@ -290,6 +295,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if want("codecs") {
 		if err := b.codecDrain(ctx, out); err != nil {
+			return err
+		}
+	}
+	if want("backfill") {
+		if err := b.backfill(ctx, out); err != nil {
 			return err
 		}
 	}
