@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -20,19 +21,59 @@ type TxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
-// adoptables are cfg's tables with pending values, as status.Adopt takes
-// them.
+// adoptables are cfg's tables with pending values or an adopt predicate,
+// as status.Adopt takes them.
 func (c Config) adoptables() []status.Adoptable {
 	var ts []status.Adoptable
 	names := c.TableNames()
 	for i, t := range c.Tables {
-		if t.WriteBack == nil || len(t.WriteBack.Pending) == 0 {
-			continue
+		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
+			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes}
+		if t.WriteBack != nil {
+			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.Pending
 		}
-		ts = append(ts, status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
-			IDColumn: t.Mapping.IDColumn, StatusColumn: t.WriteBack.StatusColumn, Pending: t.WriteBack.Pending})
+		if len(a.Pending) > 0 || a.Where != "" {
+			ts = append(ts, a)
+		}
 	}
 	return ts
+}
+
+// Adopts reports whether a table of c has an adopt predicate.
+func (c Config) Adopts() bool {
+	for _, t := range c.Tables {
+		if t.Adopt != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutAdopt is c without its adopt predicates: for a slot created
+// again over a gap, whose predicates' rows the first slot adopted
+// already (the rows of the gap are `recover`'s).
+func (c Config) withoutAdopt() Config {
+	c.Tables = slices.Clone(c.Tables)
+	for i := range c.Tables {
+		c.Tables[i].Adopt = ""
+	}
+	return c
+}
+
+// CheckAdopt checks cfg's adopt predicates against the database through
+// q, without running them (status.CheckAdopt): a predicate PostgreSQL
+// refuses fails with its message, before anything is created.
+func CheckAdopt(ctx context.Context, q status.Querier, cfg Config) error {
+	for _, a := range cfg.adoptables() {
+		if a.Where == "" {
+			continue
+		}
+		a.Pending = nil // checked by the migrations; the predicate's are the operator's
+		if err := status.CheckAdopt(ctx, q, a); err != nil {
+			return fmt.Errorf("adopt: %w", err)
+		}
+	}
+	return nil
 }
 
 // snapshotName is what PostgreSQL names an exported snapshot
@@ -80,9 +121,10 @@ func recordStart(ctx context.Context, db checkpoint.DB, cfg Config, lsn pglogrep
 }
 
 // adoptBacklog is the switch-over: for each of cfg's tables with pending
-// values, it parks the rows whose status was pending at snapshot (the one
-// a new slot exported) in the status table, for the poller to send as
-// they are then. tx is a REPEATABLE READ transaction that has not read
+// values or an adopt predicate, it parks the rows whose status was
+// pending, or that the predicate selected, at snapshot (the one a new
+// slot exported) in the status table, each once (once per topic of a
+// routed row), for the poller to send as they are then. tx is a REPEATABLE READ transaction that has not read
 // yet: it imports the snapshot, and so sees exactly the rows committed
 // before the slot's consistent point, which the slot will not stream. It
 // logs and returns how many rows it adopted.
@@ -107,9 +149,20 @@ func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, l
 		if err != nil {
 			return 0, err
 		}
-		log.Info("adopted the rows pending when the slot was created: the poller sends each as it is now",
-			"table", t.Source, "rows", n, "pending", t.Pending)
+		logAdopted(log, t, n)
 		total += n
 	}
 	return total, nil
+}
+
+// logAdopted says how many rows of t a new slot adopted, and by what.
+func logAdopted(log *slog.Logger, t status.Adoptable, n int64) {
+	attrs := []any{"table", t.Source, "rows", n}
+	if len(t.Pending) > 0 {
+		attrs = append(attrs, "pending", t.Pending)
+	}
+	if t.Where != "" {
+		attrs = append(attrs, "adopt", t.Where)
+	}
+	log.Info("adopted the rows selected when the slot was created: the poller sends each once, as it is now", attrs...)
 }

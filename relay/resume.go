@@ -118,10 +118,10 @@ func checkFound(slot replication.Slot, cp checkpoint.Checkpoint, haveStored bool
 		// A slot the relay creates records its checkpoint row with the
 		// backlog it adopts: this one did not (a migrate creating it now,
 		// a relay stopped before it could, or someone else).
-		return fmt.Errorf("replication slot %q exists but the relay never recorded it, and tables have pending values, whose rows pending before the slot "+
+		return fmt.Errorf("replication slot %q exists but the relay never recorded it, and tables have pending values or adopt:, whose rows from before the slot "+
 			"would never be sent: if `cdc-relay migrate --config` is creating it now, this passes once it is done; otherwise drop the slot "+
 			"(SELECT pg_drop_replication_slot('%s')) so that the relay creates it and adopts them, or run `cdc-relay migrate --config FILE` "+
-			"to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
+			"without adopt: to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
 	}
 	return nil
 }
@@ -180,7 +180,13 @@ func createRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg
 	case err != nil:
 		return 0, classify(err)
 	}
-	if _, err := recordNewSlot(ctx, q, repl, cfg, created, log); err != nil {
+	adopting := cfg
+	if haveStored {
+		// A slot created again over a gap: the first one adopted what
+		// the predicates select.
+		adopting = cfg.withoutAdopt()
+	}
+	if _, err := recordNewSlot(ctx, q, repl, adopting, created, log); err != nil {
 		return 0, err
 	}
 	lsn := created.ConsistentPoint

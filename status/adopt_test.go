@@ -1,0 +1,158 @@
+package status
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// TestAdoptByPredicate: the rows a predicate selects are adopted, with
+// those of a pending status, each once, in id order; a routed row once
+// per topic its tags route it to, never when they route it nowhere.
+func TestAdoptByPredicate(t *testing.T) {
+	ctx := context.Background()
+	pool := newTestPool(t)
+	for _, sql := range []string{
+		`CREATE TABLE events (position bigint PRIMARY KEY, status text, tags text[])`,
+		`INSERT INTO events VALUES (1, 'NEW', '{wallet_id=a}'), (2, 'SENT', '{wallet_id=b,payment_id=p}'), (3, 'SENT', '{x}'),
+			(4, 'SENT', '{transfer_id=t}'), (5, 'NEW', NULL), (6, 'SENT', '{wallet_id}')`,
+		`CREATE TABLE progress (last_position bigint)`,
+		`INSERT INTO progress VALUES (1)`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routes := []decoder.Route{
+		{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}},
+		{Topic: "payment-events", AnyOfTags: []string{"payment_id", "transfer_id=t"}},
+		{Topic: "wallet-events", RequiredTags: []string{"x"}}, // a second route of one topic: one copy
+	}
+	base := Adoptable{Schema: "public", Name: "events", Source: "public.events", IDColumn: "position"}
+	for _, tc := range []struct {
+		name string
+		with func(*Adoptable)
+		want []string // event_id topic, in id order
+	}{
+		{"predicate", func(a *Adoptable) { a.Where = "position > 3" }, []string{"4 ", "5 ", "6 "}},
+		{"predicate naming the table and a progress table", func(a *Adoptable) {
+			a.Where = "events.position > (SELECT last_position FROM progress) -- the poller's progress"
+		}, []string{"2 ", "3 ", "4 ", "5 ", "6 "}},
+		{"pending or predicate, each once", func(a *Adoptable) {
+			a.StatusColumn, a.Pending, a.Where = "status", []string{"NEW"}, "position >= 5"
+		}, []string{"1 ", "5 ", "6 "}},
+		{"pending only", func(a *Adoptable) { a.StatusColumn, a.Pending = "status", []string{"NEW"} }, []string{"1 ", "5 "}},
+		{"routes", func(a *Adoptable) { a.Where, a.TagsColumn, a.Routes = "true", "tags", routes }, []string{
+			"1 wallet-events", "2 wallet-events", "2 payment-events", "3 wallet-events", "4 payment-events", "6 wallet-events"}},
+		{"nothing", func(*Adoptable) {}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := pool.Exec(ctx, "TRUNCATE outbox_delivery"); err != nil {
+				t.Fatal(err)
+			}
+			a := base
+			tc.with(&a)
+			if err := CheckAdopt(ctx, pool, a); err != nil {
+				t.Fatalf("CheckAdopt: %v", err)
+			}
+			var n int64
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+				n, err = NewStore(pool, "public", "outbox_delivery").Adopt(ctx, tx, a)
+				return err
+			})
+			if err != nil || n != int64(len(tc.want)) {
+				t.Fatalf("Adopt = %d, %v; want %d rows", n, err, len(tc.want))
+			}
+			rows, _ := pool.Query(ctx, `SELECT event_id || ' ' || topic FROM outbox_delivery
+				WHERE reload AND status = 'FAILED' AND source_table = 'public.events' AND next_attempt_at <= now() ORDER BY id`)
+			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("adopted %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckAdoptRefuses: a predicate PostgreSQL would refuse is refused
+// with its message, before anything is adopted; so is a routed table whose
+// tags are not an array of text.
+func TestCheckAdoptRefuses(t *testing.T) {
+	ctx := context.Background()
+	pool := newTestPool(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE events (position bigint PRIMARY KEY, tags jsonb)`); err != nil {
+		t.Fatal(err)
+	}
+	base := Adoptable{Schema: "public", Name: "events", Source: "public.events", IDColumn: "position"}
+	for _, tc := range []struct{ where, want string }{
+		{"postion > 4000", `column "postion" does not exist`},
+		{"position >", "syntax error"},
+		{"position", "must be type boolean"},
+		{"true); DROP TABLE events; --", "syntax error"},
+		{"true; DROP TABLE events", "syntax error"},
+	} {
+		a := base
+		a.Where = tc.where
+		err := CheckAdopt(ctx, pool, a)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "public.events") {
+			t.Errorf("CheckAdopt(%q) = %v, want an error of public.events with %q", tc.where, err, tc.want)
+		}
+	}
+	a := base
+	a.Where, a.TagsColumn, a.Routes = "true", "tags", []decoder.Route{{Topic: "t", RequiredTags: []string{"k"}}}
+	if err := CheckAdopt(ctx, pool, a); err == nil || !strings.Contains(err.Error(), "text[] or varchar[]") {
+		t.Errorf("CheckAdopt of jsonb tags = %v, want a refusal naming text[]", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil {
+		t.Fatalf("the table is gone: %v", err)
+	}
+}
+
+// TestAdoptLarge: one statement adopts a large backlog (20,000 rows, or
+// CDC_RELAY_TEST_ADOPT_ROWS), each once; it reports how long it took.
+func TestAdoptLarge(t *testing.T) {
+	n := envCount(t, "CDC_RELAY_TEST_ADOPT_ROWS")
+	ctx := context.Background()
+	pool := newTestPool(t)
+	for _, sql := range []string{
+		`CREATE TABLE events (position bigint PRIMARY KEY, data json NOT NULL)`,
+		`INSERT INTO events SELECT i, '{}' FROM generate_series(1, 2 * $1::bigint) AS i`,
+		`ANALYZE events`,
+	} {
+		var args []any
+		if strings.Contains(sql, "$1") {
+			args = append(args, n)
+		}
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := Adoptable{Schema: "public", Name: "events", Source: "public.events", IDColumn: "position", Where: "position > " + strconv.Itoa(n)}
+	start := time.Now()
+	var got int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+		got, err = NewStore(pool, "public", "outbox_delivery").Adopt(ctx, tx, a)
+		return err
+	})
+	took := time.Since(start)
+	if err != nil || got != int64(n) {
+		t.Fatalf("Adopt = %d, %v; want %d", got, err, n)
+	}
+	var distinct, lo, hi int64
+	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT event_id), min(event_id::bigint), max(event_id::bigint) FROM outbox_delivery WHERE reload`).Scan(&distinct, &lo, &hi); err != nil {
+		t.Fatal(err)
+	}
+	if distinct != int64(n) || lo != int64(n)+1 || hi != 2*int64(n) {
+		t.Errorf("adopted %d distinct rows from %d to %d, want %d from %d to %d", distinct, lo, hi, n, n+1, 2*n)
+	}
+	t.Logf("adopted %d rows in one statement in %v (%.0f rows/s)", n, took.Round(time.Millisecond), float64(n)/took.Seconds())
+}
