@@ -18,52 +18,93 @@ import (
 // TestSwitchOverByPredicate: the event store of examples/ switches over
 // from a poller whose progress row says it sent up to position 4,000:
 // 10,000 events were written before, and an application keeps appending
-// while `migrate --config` (with the example's own adopt: line) creates
-// the slot and `run` streams. Exactly events 4,001 to 10,000 of those
-// before arrive, once per topic their tags route them to, and so does
-// every event appended later, whether its commit came before the slot's
-// snapshot (adopted) or after (streamed); none up to 4,000 arrives.
+// while the slot is created, by `migrate --config` (with the example's own
+// adopt: line) or by the first `run`, and while `run` streams. Exactly
+// events 4,001 to 10,000 of those before arrive, once per topic their tags
+// route them to, and so does every event appended later, whether its
+// commit came before the slot's snapshot (adopted) or after (streamed);
+// none up to 4,000 arrives. CDC_RELAY_TEST_ADOPT_EVENTS sets the events
+// before (the progress row at 40% of them); the test logs how long the
+// adoption and the poller's sending took.
 func TestSwitchOverByPredicate(t *testing.T) {
-	e := newEnv(t)
-	e.exampleSchema("event-store-tags")
-	path, wallet, payment := e.adoptExampleConfig()
-	mustExec(t, e.conn, `INSERT INTO events (type, tags, data, transaction_id)
-		SELECT 'DepositMade', `+adoptTags+`, json_build_object('n', i), pg_current_xact_id() FROM generate_series(1, 10000) AS i`)
-	mustExec(t, e.conn, `INSERT INTO publisher_progress VALUES ('wallet-publisher', 4000)`)
+	events := 10000
+	if v := os.Getenv("CDC_RELAY_TEST_ADOPT_EVENTS"); v != "" {
+		var err error
+		if events, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("CDC_RELAY_TEST_ADOPT_EVENTS=%q: %v", v, err)
+		}
+	}
+	for _, by := range []string{"migrate", "run"} {
+		t.Run("slot_by_"+by, func(t *testing.T) {
+			e := newEnv(t)
+			e.exampleSchema("event-store-tags")
+			path, wallet, payment := e.adoptExampleConfig()
+			mustExec(t, e.conn, `INSERT INTO events (type, tags, data, transaction_id)
+				SELECT 'DepositMade', `+adoptTags+`, json_build_object('n', i), pg_current_xact_id() FROM generate_series(1, $1) AS i`, events)
+			mustExec(t, e.conn, `INSERT INTO publisher_progress VALUES ('wallet-publisher', $1)`, events*2/5)
 
-	app := e.appendEvents()
-	e.waitFor("the application appended while no slot exists", 30*time.Second, func() bool { return app.appended.Load() >= 100 })
-	out := e.migrateConfig(path)
+			app := e.appendEvents()
+			e.waitFor("the application appended while no slot exists", 30*time.Second, func() bool { return app.appended.Load() >= 100 })
+			start := time.Now()
+			var p *relayProc
+			if by == "migrate" {
+				out := e.migrateConfig(path)
+				e.checkAdoptedLine(out, events)
+				t.Logf("migrate adopted in %v", time.Since(start).Round(time.Millisecond))
+				start = time.Now()
+				p = e.startRelayArgs(relayBin, e.configArgs(path)...)
+			} else {
+				e.migrateConfig(path, "--no-slot")
+				p = e.startRelayArgs(relayBin, e.configArgs(path)...)
+			}
+			since := app.appended.Load()
+			e.waitFor("the application appended while the relay streams", 60*time.Second, func() bool { return app.appended.Load() >= since+300 })
+			if err := app.stop(); err != nil {
+				t.Fatal(err)
+			}
+
+			want := e.routedCopies(wallet, payment, events*2/5, events*3/5)
+			for _, topic := range []string{wallet, payment} {
+				e.readIDs(topic, want[topic], 180*time.Second+time.Duration(events)*time.Millisecond)
+			}
+			end := e.lsn(currentLSN)
+			e.waitFor("the stream confirmed and the poller sent every adopted row", 60*time.Second, func() bool {
+				return e.lsn(slotLSN) >= end && e.statusCount("FAILED") == 0
+			})
+			t.Logf("the relay sent every adopted row within %v", time.Since(start).Round(time.Millisecond))
+			for _, topic := range []string{wallet, payment} {
+				e.checkOnce(topic, want[topic])
+			}
+			if n := e.statusCount("DEAD"); n != 0 {
+				t.Errorf("%d adopted rows DEAD, want none", n)
+			}
+			if by == "run" {
+				var adopted int
+				if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_delivery WHERE reload").Scan(&adopted); err != nil {
+					t.Fatal(err)
+				}
+				if adopted < events*3/5 || !saysAdopted(p.Log(), adopted) {
+					t.Errorf("run adopted %d copies, want at least %d, and its log should say so", adopted, events*3/5)
+				}
+			}
+			t.Logf("%d events appended around the switch-over; %d and %d records", app.appended.Load(), len(want[wallet]), len(want[payment]))
+			p.stop(30 * time.Second)
+		})
+	}
+}
+
+// checkAdoptedLine checks that migrate's output says how many copies it
+// adopted, as many as the status table holds, and at least those of the
+// events after the progress row of the events before.
+func (e *env) checkAdoptedLine(out string, events int) {
+	e.t.Helper()
 	var adopted int
 	if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_delivery WHERE reload").Scan(&adopted); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	if adopted < 6000 || !regexp.MustCompile(`adopted `+strconv.Itoa(adopted)+` row\(s\) that adopt selected`).MatchString(out) {
-		t.Errorf("migrate adopted %d copies (want at least the 6,000 of 4,001 to 10,000), and says:\n%s", adopted, out)
+	if adopted < events*3/5 || !regexp.MustCompile(`adopted `+strconv.Itoa(adopted)+` row\(s\) that adopt selected`).MatchString(out) {
+		e.t.Errorf("migrate adopted %d copies (want at least the %d of the events after the progress row), and says:\n%s", adopted, events*3/5, out)
 	}
-	p := e.startRelayArgs(relayBin, e.configArgs(path)...)
-	since := app.appended.Load()
-	e.waitFor("the application appended while the relay streams", 60*time.Second, func() bool { return app.appended.Load() >= since+300 })
-	if err := app.stop(); err != nil {
-		t.Fatal(err)
-	}
-
-	want := e.routedCopies(wallet, payment)
-	for _, topic := range []string{wallet, payment} {
-		e.readIDs(topic, want[topic], 180*time.Second)
-	}
-	end := e.lsn(currentLSN)
-	e.waitFor("the stream confirmed and the poller sent every adopted row", 60*time.Second, func() bool {
-		return e.lsn(slotLSN) >= end && e.statusCount("FAILED") == 0
-	})
-	for _, topic := range []string{wallet, payment} {
-		e.checkOnce(topic, want[topic])
-	}
-	if n := e.statusCount("DEAD"); n != 0 {
-		t.Errorf("%d adopted rows DEAD, want none", n)
-	}
-	t.Logf("%d copies adopted by migrate; %d events appended around the switch-over; %d and %d records", adopted, app.appended.Load(), len(want[wallet]), len(want[payment]))
-	p.stop(30 * time.Second)
 }
 
 // adoptTags are the tags of event i: one in three to wallet-events, one to
@@ -143,11 +184,12 @@ func (a *appender) stop() error {
 	return <-a.done
 }
 
-// routedCopies reads the positions of the events after 4,000 and returns,
-// per topic, those their tags route to it, as the example's routes do.
-func (e *env) routedCopies(wallet, payment string) map[string][]string {
+// routedCopies reads the positions of the events after progress (at
+// least atLeast of them) and returns, per topic, those their tags route to
+// it, as the example's routes do.
+func (e *env) routedCopies(wallet, payment string, progress, atLeast int) map[string][]string {
 	e.t.Helper()
-	rows, _ := e.conn.Query(context.Background(), "SELECT position::text, tags FROM events WHERE position > 4000 ORDER BY position")
+	rows, _ := e.conn.Query(context.Background(), "SELECT position::text, tags FROM events WHERE position > $1 ORDER BY position", progress)
 	defer rows.Close()
 	want := map[string][]string{}
 	var n int
@@ -165,8 +207,8 @@ func (e *env) routedCopies(wallet, payment string) map[string][]string {
 			want[payment] = append(want[payment], id)
 		}
 	}
-	if rows.Err() != nil || n < 6000 {
-		e.t.Fatalf("%d events after position 4,000 (%v), want at least 6,000", n, rows.Err())
+	if rows.Err() != nil || n < atLeast {
+		e.t.Fatalf("%d events after position %d (%v), want at least %d", n, progress, rows.Err(), atLeast)
 	}
 	return want
 }
