@@ -63,7 +63,7 @@ func (c Config) withoutAdopt() Config {
 // CheckAdopt checks cfg's adopt predicates against the database through
 // q, without running them (status.CheckAdopt): a predicate PostgreSQL
 // refuses fails with its message, before anything is created.
-func CheckAdopt(ctx context.Context, q status.Querier, cfg Config) error {
+func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) error {
 	for _, a := range cfg.adoptables() {
 		if a.Where == "" {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -45,6 +46,11 @@ type Querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+// Planner runs a query (*pgx.Conn, a pool and pgx.Tx have it).
+type Planner interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // adoptedReason is the last_error of an adopted row.
 const adoptedReason = "adopted: selected when the relay's replication slot was created; sent as the row is now"
 
@@ -77,12 +83,17 @@ func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error
 // PostgreSQL's message before anything is created. A table routed by
 // tags of another type than an array of text is refused, with what to
 // do.
-func CheckAdopt(ctx context.Context, q Querier, t Adoptable) error {
+func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 	if !t.adopts() {
 		return nil
 	}
 	sel, args := adoptSelect(t)
-	if _, err := q.Exec(ctx, "EXPLAIN "+sel, args...); err != nil {
+	rows, err := q.Query(ctx, "EXPLAIN "+sel, args...)
+	if err == nil {
+		rows.Close()
+		err = rows.Err()
+	}
+	if err != nil {
 		if len(t.Routes) > 0 {
 			return fmt.Errorf("adopt the rows of %s: %w (a table routed by tags adopts with a text[] or varchar[] tags column only)", t.Source, err)
 		}

@@ -27,6 +27,8 @@ func TestMigrateAdopt(t *testing.T) {
 		code   int
 		output string // in stdout or stderr
 	}{
+		{"check-config", []string{"check-config", "--postgres-url", url, "--config", adoptConfig(t, "postion > 4")}, 1,
+			`public.events: adopt: PostgreSQL refuses the predicate: ERROR: column "postion" does not exist`},
 		{"with --no-slot", append(base, "--adopt", "position > 4", "--no-slot"), 2, "--adopt and --no-slot exclude each other"},
 		{"with --config", []string{"migrate", "--postgres-url", url, "--config", configFile, "--adopt", "position > 4"}, 2, "set adopt: on the table in " + configFile},
 		{"without an id column", append(base, "--adopt", "position > 4", "--id-column", ""), 2, "--adopt needs --id-column"},
@@ -55,4 +57,14 @@ func TestMigrateAdopt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// adoptConfig writes a config file of the table events with adopt: where.
+func adoptConfig(t *testing.T, where string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "adopt.yaml")
+	if err := os.WriteFile(path, []byte("tables: [{table: events, id: position, value: data, topic: t, adopt: "+where+"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
