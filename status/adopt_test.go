@@ -156,3 +156,45 @@ func TestAdoptLarge(t *testing.T) {
 	}
 	t.Logf("adopted %d rows in one statement in %v (%.0f rows/s)", n, took.Round(time.Millisecond), float64(n)/took.Seconds())
 }
+
+// TestClaimBesideAdoptedRows: a backlog of adopted rows (20,000, or
+// CDC_RELAY_TEST_ADOPT_ROWS) is claimed in id order, a batch at a time,
+// beside a key's held rows; it reports how long a claim took at the start
+// and with half of them delivered, and the plan.
+func TestClaimBesideAdoptedRows(t *testing.T) {
+	n := envCount(t, "CDC_RELAY_TEST_ADOPT_ROWS")
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO outbox_delivery (event_id, source_table, topic, status, reload, last_error)
+			SELECT i::text, 'public.events', 'wallet-events', 'FAILED', true, 'adopted' FROM generate_series(1, $1) AS i`, []any{n}},
+		{`INSERT INTO outbox_delivery (event_id, topic, record_key, record_value, last_error, status)
+			VALUES ('k1', 'orders', 'K', '{}', 'x', 'DEAD'), ('k2', 'orders', 'K', '{}', 'x', 'WAITING')`, nil},
+		{`ANALYZE outbox_delivery`, nil},
+	} {
+		if _, err := pool.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, at := range []int{1, n/2 + 1} {
+		if _, err := pool.Exec(ctx, `UPDATE outbox_delivery SET status = 'DELIVERED' WHERE reload AND event_id::bigint < $1`, at); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got := claimIDs(ctx, t, store, 100, nil)
+		took := time.Since(start)
+		if len(got) != 100 || got[0] != strconv.Itoa(at) || got[99] != strconv.Itoa(at+99) {
+			t.Fatalf("claimed %d rows from %v, want %d to %d", len(got), got[:min(len(got), 3)], at, at+99)
+		}
+		t.Logf("claim of 100 beside %d adopted rows due: %v", n-at+1, took.Round(time.Microsecond))
+	}
+	rows, _ := pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+store.candidatesQuery(), 100)
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plan:\n%s", strings.Join(plan, "\n"))
+}
