@@ -124,10 +124,11 @@ func recordStart(ctx context.Context, db checkpoint.DB, cfg Config, lsn pglogrep
 // values or an adopt predicate, it parks the rows whose status was
 // pending, or that the predicate selected, at snapshot (the one a new
 // slot exported) in the status table, each once (once per topic of a
-// routed row), for the poller to send as they are then. tx is a REPEATABLE READ transaction that has not read
-// yet: it imports the snapshot, and so sees exactly the rows committed
-// before the slot's consistent point, which the slot will not stream. It
-// logs and returns how many rows it adopted.
+// routed row), for the poller to send as they are then. tx is a
+// REPEATABLE READ transaction that has not read yet: it imports the
+// snapshot, and so sees exactly the rows committed before the slot's
+// consistent point, which the slot will not stream. It logs and returns
+// how many rows it adopted.
 func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, log *slog.Logger) (int64, error) {
 	tables := cfg.adoptables()
 	if len(tables) == 0 {
