@@ -51,6 +51,15 @@ type Planner interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
+// oneStatement is the arguments of a statement that holds a predicate,
+// with the extended protocol asked for whatever the connection's default
+// (simple_protocol in the URL, say): PostgreSQL then accepts one
+// statement and no more, so that a predicate holding a `;` can neither
+// run a statement of its own nor end the transaction it runs in.
+func oneStatement(args []any) []any {
+	return append([]any{pgx.QueryExecModeDescribeExec}, args...)
+}
+
 // adoptedReason is the last_error of an adopted row.
 const adoptedReason = "adopted: selected when the relay's replication slot was created; sent as the row is now"
 
@@ -61,8 +70,8 @@ const adoptedReason = "adopted: selected when the relay's replication slot was c
 // switch-over's backlog: run in a transaction that imported the snapshot
 // a replication slot exported when it was created, it adopts exactly the
 // rows committed before the slot's consistent point (the slot streams
-// the others), so no row is missed or sent twice. One INSERT … SELECT
-// adopts them all. Rows without an id are left out (the poller reads a
+// the others), so the switch misses no row and sends none twice. One
+// INSERT … SELECT (a single statement: oneStatement) adopts them all. Rows without an id are left out (the poller reads a
 // row by its id). It returns how many status rows it added (one per
 // topic of a routed row).
 func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error) {
@@ -70,7 +79,7 @@ func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error
 		return 0, nil
 	}
 	sel, args := adoptSelect(t)
-	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error)\n"+sel, args...)
+	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error)\n"+sel, oneStatement(args)...)
 	if err != nil {
 		return 0, fmt.Errorf("adopt the rows of %s: %w", t.Source, err)
 	}
@@ -78,8 +87,9 @@ func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error
 }
 
 // CheckAdopt asks PostgreSQL to plan the query that adopts t's rows,
-// without running it (EXPLAIN), so that a predicate that is not valid
-// SQL, names a column the table lacks or is not a boolean fails with
+// without running it (EXPLAIN, a single statement: oneStatement), so
+// that a predicate that is not valid SQL, names a column the table lacks,
+// reads a table the role may not read or is not a boolean fails with
 // PostgreSQL's message before anything is created. A table routed by
 // tags of another type than an array of text is refused, with what to
 // do.
@@ -88,7 +98,7 @@ func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 		return nil
 	}
 	sel, args := adoptSelect(t)
-	rows, err := q.Query(ctx, "EXPLAIN "+sel, args...)
+	rows, err := q.Query(ctx, "EXPLAIN "+sel, oneStatement(args)...)
 	if err == nil {
 		rows.Close()
 		err = rows.Err()

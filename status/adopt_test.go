@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
@@ -17,18 +18,7 @@ import (
 // per topic its tags route it to, never when they route it nowhere.
 func TestAdoptByPredicate(t *testing.T) {
 	ctx := context.Background()
-	pool := newTestPool(t)
-	for _, sql := range []string{
-		`CREATE TABLE events (position bigint PRIMARY KEY, status text, tags text[])`,
-		`INSERT INTO events VALUES (1, 'NEW', '{wallet_id=a}'), (2, 'SENT', '{wallet_id=b,payment_id=p}'), (3, 'SENT', '{x}'),
-			(4, 'SENT', '{transfer_id=t}'), (5, 'NEW', NULL), (6, 'SENT', '{wallet_id}')`,
-		`CREATE TABLE progress (last_position bigint)`,
-		`INSERT INTO progress VALUES (1)`,
-	} {
-		if _, err := pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pool := newAdoptPool(t)
 	routes := []decoder.Route{
 		{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}},
 		{Topic: "payment-events", AnyOfTags: []string{"payment_id", "transfer_id=t"}},
@@ -50,35 +40,122 @@ func TestAdoptByPredicate(t *testing.T) {
 		{"pending only", func(a *Adoptable) { a.StatusColumn, a.Pending = "status", []string{"NEW"} }, []string{"1 ", "5 "}},
 		{"routes", func(a *Adoptable) { a.Where, a.TagsColumn, a.Routes = "true", "tags", routes }, []string{
 			"1 wallet-events", "2 wallet-events", "2 payment-events", "3 wallet-events", "4 payment-events", "6 wallet-events"}},
+		{"a predicate selecting rows the routes do not", func(a *Adoptable) {
+			a.Where, a.TagsColumn, a.Routes = "tags IS NULL OR position = 3", "tags", routes
+		}, []string{"3 wallet-events"}},
 		{"nothing", func(*Adoptable) {}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := pool.Exec(ctx, "TRUNCATE outbox_delivery"); err != nil {
-				t.Fatal(err)
-			}
 			a := base
 			tc.with(&a)
-			if err := CheckAdopt(ctx, pool, a); err != nil {
-				t.Fatalf("CheckAdopt: %v", err)
-			}
-			var n int64
-			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-				n, err = NewStore(pool, "public", "outbox_delivery").Adopt(ctx, tx, a)
-				return err
-			})
-			if err != nil || n != int64(len(tc.want)) {
-				t.Fatalf("Adopt = %d, %v; want %d rows", n, err, len(tc.want))
-			}
-			rows, _ := pool.Query(ctx, `SELECT event_id || ' ' || topic FROM outbox_delivery
-				WHERE reload AND status = 'FAILED' AND source_table = 'public.events' AND next_attempt_at <= now() ORDER BY id`)
-			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			if got := adoptOnce(ctx, t, pool, a); strings.Join(got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("adopted %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// newAdoptPool is a pool on a migrated database with a table of events
+// (position, status, tags) and a poller's progress table at 1.
+func newAdoptPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool := newTestPool(t)
+	for _, sql := range []string{
+		`CREATE TABLE events (position bigint PRIMARY KEY, status text, tags text[])`,
+		`INSERT INTO events VALUES (1, 'NEW', '{wallet_id=a}'), (2, 'SENT', '{wallet_id=b,payment_id=p}'), (3, 'SENT', '{x}'),
+			(4, 'SENT', '{transfer_id=t}'), (5, 'NEW', NULL), (6, 'SENT', '{wallet_id}')`,
+		`CREATE TABLE progress (last_position bigint)`,
+		`INSERT INTO progress VALUES (1)`,
+	} {
+		if _, err := pool.Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pool
+}
+
+// adoptOnce empties the status table, checks and adopts a's rows, and
+// returns the adopted rows as "event_id topic", in id order, after
+// checking that Adopt counted each.
+func adoptOnce(ctx context.Context, t *testing.T, pool *pgxpool.Pool, a Adoptable) []string {
+	t.Helper()
+	if _, err := pool.Exec(ctx, "TRUNCATE outbox_delivery"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckAdopt(ctx, pool, a); err != nil {
+		t.Fatalf("CheckAdopt: %v", err)
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+		n, err = NewStore(pool, "public", "outbox_delivery").Adopt(ctx, tx, a)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	rows, _ := pool.Query(ctx, `SELECT event_id || ' ' || topic FROM outbox_delivery
+		WHERE reload AND status = 'FAILED' AND source_table = 'public.events' AND next_attempt_at <= now() ORDER BY id`)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(len(got)) {
+		t.Errorf("Adopt = %d, but it added %d rows", n, len(got))
+	}
+	return got
+}
+
+// TestAdoptOneStatement: on a connection whose default is the simple
+// protocol, a predicate holding whole statements runs none of them,
+// neither in the check nor in the adoption, and one that closes the
+// parentheses around it cannot override the relay's own filters.
+func TestAdoptOneStatement(t *testing.T) {
+	ctx := context.Background()
+	_, db := newTestDB(t)
+	cfg, err := pgxpool.ParseConfig(db.url + "&default_query_exec_mode=simple_protocol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE events (position bigint, tags text[]); CREATE TABLE progress (last_position bigint);
+		INSERT INTO events VALUES (NULL, '{}'), (1, '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	base := Adoptable{Schema: "public", Name: "events", Source: "public.events", IDColumn: "position"}
+	routed := base
+	routed.TagsColumn, routed.Routes = "tags", []decoder.Route{{Topic: "t", RequiredTags: []string{"k"}}}
+	for _, a := range []Adoptable{base, routed} {
+		for _, tc := range []struct {
+			where   string
+			refused bool
+		}{
+			{"true)) ; DROP TABLE progress; COMMIT; SELECT ((1", true},
+			{"true)) AS cdc_relay_adopted; DROP TABLE progress; COMMIT; SELECT ((1", true}, // runs in the simple protocol
+			{"true) ; DROP TABLE progress; COMMIT; SELECT (1", true},
+			{"true)) OR ((true", true},
+			{"true) OR (true", false}, // balanced: SQL, under the relay's filters
+		} {
+			a.Where = tc.where
+			checkErr := CheckAdopt(ctx, pool, a)
+			var n int64
+			adoptErr := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+				n, err = NewStore(pool, "public", "outbox_delivery").Adopt(ctx, tx, a)
+				return err
+			})
+			// Only the row with an id, and none when routed: the tags route it nowhere.
+			want := int64(1 - len(a.Routes))
+			if tc.refused && (checkErr == nil || adoptErr == nil || n != 0) || !tc.refused && (checkErr != nil || adoptErr != nil || n != want) {
+				t.Errorf("routed %v, %q: CheckAdopt = %v, Adopt = %d, %v; want refused %v, else %d row(s)", len(a.Routes) > 0, tc.where, checkErr, n, adoptErr, tc.refused, want)
+			}
+		}
+	}
+	var tables int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename IN ('events', 'progress')").Scan(&tables); err != nil || tables != 2 {
+		t.Fatalf("%d of the tables events and progress left (%v), want both", tables, err)
 	}
 }
 
@@ -98,6 +175,8 @@ func TestCheckAdoptRefuses(t *testing.T) {
 		{"position", "must be type boolean"},
 		{"true); DROP TABLE events; --", "syntax error"},
 		{"true; DROP TABLE events", "syntax error"},
+		{"true)) ; DROP TABLE events; COMMIT; SELECT ((1", "SQLSTATE 42601"}, // a syntax error, whatever the version says
+		{"true)) OR ((true", "SQLSTATE 42601"},
 	} {
 		a := base
 		a.Where = tc.where

@@ -28,26 +28,41 @@ func (b *adoptSQL) arg(v any) string {
 	return fmt.Sprintf("$%d", len(b.args))
 }
 
+// adoptedAlias names the subquery of the rows the predicate selects, in
+// which the relay's own filters are applied.
+const adoptedAlias = "cdc_relay_adopted"
+
 // column is the table's column name, quoted and qualified by the table,
 // so that the predicate may name the table as its FROM names it.
 func (b *adoptSQL) column(name string) string {
 	return b.table + "." + pgx.Identifier{name}.Sanitize()
 }
 
+// selectedColumn is the column name of a selected row, outside the
+// subquery that holds the predicate.
+func (b *adoptSQL) selectedColumn(name string) string {
+	return adoptedAlias + "." + pgx.Identifier{name}.Sanitize()
+}
+
 // adoptSelect returns the SELECT of t's rows to adopt, as status rows
 // (event_id, source_table, topic, status, reload, last_error), in the
-// order of the id column, and its arguments. Where is put on lines of
-// its own, so that a predicate ending in a -- comment still closes.
+// order of the id column, and its arguments. The rows are selected in a
+// subquery of their own (a pending status, or Where on lines of its own,
+// so that a predicate ending in a -- comment still closes), and the
+// relay's filters (an id, a route) are applied outside it, so that no
+// predicate, whatever parentheses it holds, can override them.
 func adoptSelect(t Adoptable) (string, []any) {
 	b := &adoptSQL{t: t, table: pgx.Identifier{t.Schema, t.Name}.Sanitize()}
-	topic, from, order := "''", b.table, b.column(t.IDColumn)
+	id := b.selectedColumn(t.IDColumn)
+	topic, order := "''", id
+	from := "(SELECT * FROM " + b.table + " WHERE " + b.selected() + ") AS " + adoptedAlias
 	if len(t.Routes) > 0 {
 		topic, order = routeAlias+".topic", order+", "+routeAlias+".n"
-		from += " CROSS JOIN LATERAL unnest(ARRAY[" + b.routeTopics() + "]::text[]) WITH ORDINALITY AS " + routeAlias + "(topic, n)"
+		from += "\nCROSS JOIN LATERAL unnest(ARRAY[" + b.routeTopics() + "]::text[]) WITH ORDINALITY AS " + routeAlias + "(topic, n)"
 	}
-	sel := "SELECT format('%s', " + b.column(t.IDColumn) + "), " + b.arg(t.Source) + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text" +
+	sel := "SELECT format('%s', " + id + "), " + b.arg(t.Source) + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text" +
 		"\nFROM " + from +
-		"\nWHERE " + b.column(t.IDColumn) + " IS NOT NULL AND (" + b.selected() + ")"
+		"\nWHERE " + id + " IS NOT NULL"
 	if len(t.Routes) > 0 {
 		sel += " AND " + routeAlias + ".topic IS NOT NULL"
 	}
@@ -59,7 +74,7 @@ func adoptSelect(t Adoptable) (string, []any) {
 func (b *adoptSQL) selected() string {
 	var or []string
 	if len(b.t.Pending) > 0 {
-		or = append(or, b.column(b.t.StatusColumn)+"::text = ANY("+b.arg(b.t.Pending)+"::text[])")
+		or = append(or, "("+b.column(b.t.StatusColumn)+"::text = ANY("+b.arg(b.t.Pending)+"::text[]))")
 	}
 	if b.t.Where != "" {
 		or = append(or, "(\n"+b.t.Where+"\n)")
@@ -107,7 +122,7 @@ func (b *adoptSQL) routeMatches(r decoder.Route) string {
 // matches a tag: "key=value" only that tag, "key" the tag "key" or any
 // "key=value". A NULL tags column holds none.
 func (b *adoptSQL) hasTag(want string) string {
-	tags := b.column(b.t.TagsColumn) + "::text[]"
+	tags := b.selectedColumn(b.t.TagsColumn) + "::text[]"
 	p := b.arg(want)
 	if strings.Contains(want, "=") {
 		return "coalesce(" + p + "::text = ANY(" + tags + "), false)"
