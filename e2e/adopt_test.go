@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -45,18 +48,7 @@ func TestSwitchOverByPredicate(t *testing.T) {
 
 			app := e.appendEvents()
 			e.waitFor("the application appended while no slot exists", 30*time.Second, func() bool { return app.appended.Load() >= 100 })
-			start := time.Now()
-			var p *relayProc
-			if by == "migrate" {
-				out := e.migrateConfig(path)
-				e.checkAdoptedLine(out, events)
-				t.Logf("migrate adopted in %v", time.Since(start).Round(time.Millisecond))
-				start = time.Now()
-				p = e.startRelayArgs(relayBin, e.configArgs(path)...)
-			} else {
-				e.migrateConfig(path, "--no-slot")
-				p = e.startRelayArgs(relayBin, e.configArgs(path)...)
-			}
+			p, start := e.switchOver(by, path, events)
 			since := app.appended.Load()
 			e.waitFor("the application appended while the relay streams", 60*time.Second, func() bool { return app.appended.Load() >= since+300 })
 			if err := app.stop(); err != nil {
@@ -79,18 +71,105 @@ func TestSwitchOverByPredicate(t *testing.T) {
 				t.Errorf("%d adopted rows DEAD, want none", n)
 			}
 			if by == "run" {
-				var adopted int
-				if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_delivery WHERE reload").Scan(&adopted); err != nil {
-					t.Fatal(err)
-				}
-				if adopted < events*3/5 || !saysAdopted(p.Log(), adopted) {
-					t.Errorf("run adopted %d copies, want at least %d, and its log should say so", adopted, events*3/5)
-				}
+				e.checkRunAdopted(p, events)
 			}
 			t.Logf("%d events appended around the switch-over; %d and %d records", app.appended.Load(), len(want[wallet]), len(want[payment]))
 			p.stop(30 * time.Second)
 		})
 	}
+}
+
+// switchOver creates the slot of the config at path, by `migrate` or by
+// the first `run`, and returns the relay, streaming, and when the relay's
+// part began (after migrate's adoption, which it logs).
+func (e *env) switchOver(by, path string, events int) (*relayProc, time.Time) {
+	e.t.Helper()
+	start := time.Now()
+	if by == "migrate" {
+		out := e.migrateConfig(path)
+		e.checkAdoptedLine(out, events)
+		e.t.Logf("migrate adopted in %v", time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+	} else {
+		e.migrateConfig(path, "--no-slot")
+	}
+	return e.startRelayArgs(relayBin, e.configArgs(path)...), start
+}
+
+// checkRunAdopted checks that the first run adopted at least the events
+// after the progress row of the events before, and that its log says how
+// many.
+func (e *env) checkRunAdopted(p *relayProc, events int) {
+	e.t.Helper()
+	var adopted int
+	if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_delivery WHERE reload").Scan(&adopted); err != nil {
+		e.t.Fatal(err)
+	}
+	if adopted < events*3/5 || !saysAdopted(p.Log(), adopted) {
+		e.t.Errorf("run adopted %d copies, want at least %d, and its log should say so", adopted, events*3/5)
+	}
+}
+
+// TestRunStopsOnARefusedAdopt: the documented path of a migrate without
+// the slot, then the first run as the role `migrate --print-grants`
+// describes, which may not read the poller's progress table that the
+// example's adopt: reads: run stops at once, creating no slot, with
+// PostgreSQL's refusal and the GRANT to run, and the printed grants say
+// that the predicate's tables need SELECT; once granted, run adopts.
+func TestRunStopsOnARefusedAdopt(t *testing.T) {
+	e := newEnv(t)
+	e.exampleSchema("event-store-tags")
+	path, _, _ := e.adoptExampleConfig()
+	mustExec(t, e.conn, `INSERT INTO events (type, tags, data, transaction_id) SELECT 'DepositMade', ARRAY['wallet_id=w'], '{}', pg_current_xact_id() FROM generate_series(1, 10)`)
+	mustExec(t, e.conn, `INSERT INTO publisher_progress VALUES ('wallet-publisher', 4)`)
+	e.migrateConfig(path, "--no-slot")
+	role := e.slot + "_role"
+	args := e.configGrantedRole(path, role)
+
+	p := e.spawnRelayArgs(relayBin, args...)
+	e.waitFor("the relay stops on the refused predicate", 60*time.Second, func() bool { return !p.Running() })
+	log := p.Log()
+	for _, want := range []string{"permission denied for table publisher_progress", "no slot was created",
+		"fix adopt: in the config, or GRANT SELECT ON publisher_progress TO ", role} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the relay's log lacks %q", want)
+		}
+	}
+	if n := strings.Count(log, "permission denied"); n > 2 || e.slotExists() || p.Err() == nil {
+		t.Errorf("%d refusals in the log, slot exists %v, exit %v; want one refusal, no slot, an error exit:\n%s", n, e.slotExists(), p.Err(), log)
+	}
+
+	mustExec(t, e.conn, "GRANT SELECT ON publisher_progress TO "+role)
+	p = e.startRelayArgs(relayBin, args...)
+	e.waitFor("run adopts the 6 events after the progress row", 30*time.Second, func() bool { return saysAdopted(p.Log(), 6) })
+	p.stop(30 * time.Second)
+}
+
+// configGrantedRole creates role with the grants `migrate --print-grants
+// --config path` prints, which must say that the adopt: predicate's tables
+// need SELECT, drops it when the test ends, and returns the arguments of
+// `run --config path` as the role.
+func (e *env) configGrantedRole(path, role string) []string {
+	e.t.Helper()
+	out, err := exec.Command(relayBin, "migrate", "--config", path, "--print-grants", role).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SELECT on the tables your adopt: predicate reads") {
+		e.t.Fatalf("migrate --print-grants: %v, want a line on the adopt: predicate's tables:\n%s", err, out)
+	}
+	if _, err := e.conn.PgConn().Exec(context.Background(), string(out)).ReadAll(); err != nil {
+		e.t.Fatalf("run the printed grants: %v\n%s", err, out)
+	}
+	e.t.Cleanup(func() {
+		_, _ = e.conn.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = e.conn.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	u, err := url.Parse(e.url)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	u.User = url.User(role)
+	args := e.configArgs(path)
+	args[slices.Index(args, e.url)] = u.String()
+	return args
 }
 
 // checkAdoptedLine checks that migrate's output says how many copies it

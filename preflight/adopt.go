@@ -14,10 +14,11 @@ import (
 // CheckAdopt plans t's adopt predicate as the relay runs it when it
 // creates its slot (status.CheckAdopt, an EXPLAIN that runs nothing),
 // with the session's role, and returns PostgreSQL's refusal as a problem;
-// nil without adopt. For `check-config` only: `run` does not ask, since
-// after the switch-over the predicate is never run again, and its role
-// need not be able to. The error is for a database that could not be
-// asked.
+// nil without adopt. For `check-config` only: `run --config` does not ask
+// at start-up, since after the switch-over the predicate is never run
+// again and its role need not be able to; the first run, which creates
+// the slot, plans it then (relay.CheckAdopt) and stops on a refusal. The
+// error is for a database that could not be asked.
 func CheckAdopt(ctx context.Context, q Querier, t config.Table) (*Problem, error) {
 	if t.Adopt == "" {
 		return nil, nil

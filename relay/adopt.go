@@ -2,14 +2,17 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -70,7 +73,7 @@ func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) error {
 		}
 		a.Pending = nil // checked by the migrations; the predicate's are the operator's
 		if err := status.CheckAdopt(ctx, q, a); err != nil {
-			return fmt.Errorf("adopt: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -104,7 +107,46 @@ func recordNewSlot(ctx context.Context, db TxBeginner, repl *replication.Conn, c
 	if derr := repl.DropSlot(dctx, cfg.Slot); derr != nil {
 		return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
 	}
+	if adoptRefused(err, cfg) {
+		return 0, refuseAdopt(err, "the new slot was dropped", cfg)
+	}
 	return 0, fmt.Errorf("%w (the new slot was dropped: it is created, and records its start, again)", err)
+}
+
+// adoptRefused reports whether err is PostgreSQL refusing an adoption of
+// cfg for good: SQLSTATE class 42 (a syntax error, a missing column or
+// table, a missing privilege) while a table has an adopt predicate.
+// Trying again cannot cure it, and each try would create a slot, which
+// waits for the database's open transactions.
+func adoptRefused(err error, cfg Config) bool {
+	var pgErr *pgconn.PgError
+	return cfg.Adopts() && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42")
+}
+
+// refuseAdopt is err, an adoption PostgreSQL refused (adoptRefused), as
+// the relay stops on it: fatal, with what the operator can do, and what
+// became of the slot (done).
+func refuseAdopt(err error, done string, cfg Config) error {
+	return fatalError{fmt.Errorf("%w (%s): fix adopt: in the config, or %s; then start the relay again",
+		err, done, grantAdvice(err, cfg))}
+}
+
+// permissionDenied finds the relation a permission_denied error names.
+var permissionDenied = regexp.MustCompile(`permission denied for (?:table|relation|view|sequence) (\S+)`)
+
+// grantAdvice says which privilege the relay's role needs for err: SELECT
+// on the relation it names when it names one, else on the tables the
+// predicate reads.
+func grantAdvice(err error, cfg Config) string {
+	role := "the relay's role"
+	if c, perr := pgconn.ParseConfig(cfg.PostgresURL); perr == nil && c.User != "" {
+		role = pgx.Identifier{c.User}.Sanitize()
+	}
+	on := "each table your adopt: predicate reads"
+	if m := permissionDenied.FindStringSubmatch(err.Error()); m != nil {
+		on = m[1]
+	}
+	return "GRANT SELECT ON " + on + " TO " + role
 }
 
 // recordStart leaves cfg's checkpoint row at lsn, where a slot the relay
@@ -165,5 +207,5 @@ func logAdopted(log *slog.Logger, t status.Adoptable, n int64) {
 	if t.Where != "" {
 		attrs = append(attrs, "adopt", t.Where)
 	}
-	log.Info("adopted the rows selected when the slot was created: the poller sends each once, as it is now", attrs...)
+	log.Info("adopted the rows selected when the slot was created: the poller sends each as it is now; none is sent twice by the switch", attrs...)
 }

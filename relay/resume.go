@@ -12,12 +12,14 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // resumeDB is what resume needs of the pool: queries, and a transaction
 // for the switch-over's backlog.
 type resumeDB interface {
 	replication.Querier
+	status.Planner
 	TxBeginner
 }
 
@@ -170,7 +172,18 @@ func (e *SlotGapError) Error() string {
 // createRecorded creates cfg's slot and records it (recordNewSlot: its
 // checkpoint row, and the backlog it adopts), and returns where the
 // session streams from. cp and haveStored are the checkpoint row found.
+// A slot that will adopt rows is created only once PostgreSQL has planned
+// the adopt predicates (CheckAdopt); one it refuses for good stops the
+// relay (refuseAdopt), before the slot waits for open transactions.
 func createRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg Config, log *slog.Logger, cp checkpoint.Checkpoint, haveStored bool) (pglogrepl.LSN, error) {
+	if !haveStored {
+		if err := CheckAdopt(ctx, q, cfg); err != nil {
+			if adoptRefused(err, cfg) {
+				return 0, refuseAdopt(err, "no slot was created", cfg)
+			}
+			return 0, err
+		}
+	}
 	created, err := repl.CreateSlot(ctx, cfg.Slot)
 	var pgErr *pgconn.PgError
 	switch {

@@ -2,7 +2,9 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -81,7 +83,7 @@ func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error
 	sel, args := adoptSelect(t)
 	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error)\n"+sel, oneStatement(args)...)
 	if err != nil {
-		return 0, fmt.Errorf("adopt the rows of %s: %w", t.Source, err)
+		return 0, adoptError(t, err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -103,11 +105,29 @@ func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 		rows.Close()
 		err = rows.Err()
 	}
+	if err != nil && len(t.Routes) > 0 && !isUndefinedID(t, err) {
+		return fmt.Errorf("%w (a table routed by tags adopts with a text[] or varchar[] tags column only)", adoptError(t, err))
+	}
 	if err != nil {
-		if len(t.Routes) > 0 {
-			return fmt.Errorf("adopt the rows of %s: %w (a table routed by tags adopts with a text[] or varchar[] tags column only)", t.Source, err)
-		}
-		return fmt.Errorf("adopt the rows of %s: %w", t.Source, err)
+		return adoptError(t, err)
 	}
 	return nil
+}
+
+// adoptError is err, from adopting t's rows, with the table's name, and
+// what to set when the table has no column named as its id column (the
+// default, id, say).
+func adoptError(t Adoptable, err error) error {
+	if isUndefinedID(t, err) {
+		return fmt.Errorf("adopt the rows of %s: %w: the relay reads each adopted row by its id column, %q: "+
+			"name the table's id column with --id-column (id: in a config file)", t.Source, err, t.IDColumn)
+	}
+	return fmt.Errorf("adopt the rows of %s: %w", t.Source, err)
+}
+
+// isUndefinedID reports whether err says that t has no column named as
+// its id column.
+func isUndefinedID(t Adoptable, err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42703" && strings.Contains(pgErr.Message, "."+t.IDColumn+" does not exist")
 }

@@ -190,6 +190,11 @@ func TestCheckAdoptRefuses(t *testing.T) {
 	if err := CheckAdopt(ctx, pool, a); err == nil || !strings.Contains(err.Error(), "text[] or varchar[]") {
 		t.Errorf("CheckAdopt of jsonb tags = %v, want a refusal naming text[]", err)
 	}
+	a = base
+	a.Where, a.IDColumn = "true", "id" // the default, and the table's is position
+	if err := CheckAdopt(ctx, pool, a); err == nil || !strings.Contains(err.Error(), "--id-column") {
+		t.Errorf("CheckAdopt without the id column = %v, want a refusal naming --id-column", err)
+	}
 	var n int
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM events").Scan(&n); err != nil {
 		t.Fatalf("the table is gone: %v", err)

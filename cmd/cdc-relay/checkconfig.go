@@ -72,7 +72,9 @@ rolled back) and without producing anything to Kafka:
     setting a row back to a pending value would not send its event again;
   - for each table with adopt whose columns fit: PostgreSQL plans the
     query that adopts its rows (EXPLAIN, with this role), so that a typo
-    is a problem before migrate creates the slot. run does not check it.
+    is a problem before migrate creates the slot. The first run, which
+    creates the slot when migrate did not, plans it too, with its own
+    role, and stops on a refusal.
 
 Then it prints, for each table, the record the relay would make of its
 newest row (by the timestamp column, else the id, else the physical order).
