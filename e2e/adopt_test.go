@@ -115,7 +115,8 @@ func (e *env) checkRunAdopted(p *relayProc, events int) {
 // describes, which may not read the poller's progress table that the
 // example's adopt: reads: run stops at once, creating no slot, with
 // PostgreSQL's refusal and the GRANT to run, and the printed grants say
-// that the predicate's tables need SELECT; once granted, run adopts.
+// that the predicate's tables need SELECT; once granted, run adopts, and
+// the next run, with the slot there, warns that adopt: is ignored.
 func TestRunStopsOnARefusedAdopt(t *testing.T) {
 	e := newEnv(t)
 	e.exampleSchema("event-store-tags")
@@ -142,6 +143,12 @@ func TestRunStopsOnARefusedAdopt(t *testing.T) {
 	mustExec(t, e.conn, "GRANT SELECT ON publisher_progress TO "+role)
 	p = e.startRelayArgs(relayBin, args...)
 	e.waitFor("run adopts the 6 events after the progress row", 30*time.Second, func() bool { return saysAdopted(p.Log(), 6) })
+	p.stop(30 * time.Second)
+
+	p = e.startRelayArgs(relayBin, args...)
+	if log := p.Log(); !strings.Contains(log, "adopt: is ignored: the replication slot exists") || strings.Contains(log, "adopted the rows selected") {
+		t.Errorf("a run with the slot there should warn that adopt: is ignored, and adopt nothing:\n%s", log)
+	}
 	p.stop(30 * time.Second)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -67,6 +68,9 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 	}
 	start := slot.ConfirmedFlush
 	routine.Info("replication slot found", "slot", cfg.Slot, "confirmed", start, "wal_retained", slot.Retained())
+	if haveStored {
+		warnAdoptIgnored(log, slot, cfg)
+	}
 	switch {
 	case !haveStored:
 		log.Info("resuming from the slot's confirmed position (no checkpoint row yet)", "slot", cfg.Slot, "at", start)
@@ -126,6 +130,23 @@ func checkFound(slot replication.Slot, cp checkpoint.Checkpoint, haveStored bool
 			"without adopt: to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
 	}
 	return nil
+}
+
+// warnAdoptIgnored says, when a table of cfg has an adopt predicate, that
+// it is ignored: slot exists, and rows are adopted only when the relay
+// creates its slot. The operator may have added adopt: after the slot was
+// created, expecting the rows to be sent.
+func warnAdoptIgnored(log *slog.Logger, slot replication.Slot, cfg Config) {
+	if !cfg.Adopts() {
+		return
+	}
+	log.Warn("adopt: is ignored: the replication slot exists, and rows are adopted only when the relay creates its slot "+
+		"(if this relay created it, they were adopted then: remove adopt: from the config). To adopt now, stop every relay of the slot, "+
+		"drop the slot and its checkpoint row, and start again: events committed meanwhile that the predicate does not select are not sent; "+
+		"or publish the rows beside the running relay with `cdc-relay backfill`",
+		"slot", cfg.Slot, "confirmed", slot.ConfirmedFlush,
+		"drop", fmt.Sprintf("SELECT pg_drop_replication_slot('%s'); DELETE FROM %s WHERE slot_name = '%s'",
+			cfg.Slot, pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(), cfg.Slot))
 }
 
 // SlotGapError says the relay never read a stretch of the WAL: its slot was
