@@ -168,8 +168,9 @@ type Table struct {
 	// Adopt, if set, is an SQL predicate over the table's columns (a
 	// config file's adopt:, `migrate --adopt`): when the relay creates
 	// its slot, and has never recorded one, the rows it selects as of the
-	// slot's exported snapshot are adopted and sent once by the poller,
-	// with the rows of a pending status (see adoptBacklog). It is SQL
+	// slot's exported snapshot are adopted and sent by the poller, with
+	// the rows of a pending status, none twice by the switch (see
+	// adoptBacklog). It is SQL
 	// run as it is, with the role that creates the slot. It needs the id
 	// column, by which the poller reads each row.
 	Adopt string

@@ -69,11 +69,12 @@ missing.
     server's disk: start the relay soon after.
 
 Switching over from a poller that kept its position: --adopt 'PREDICATE'
-(adopt: per table in the config file) sends once the rows the predicate
+(adopt: per table in the config file) sends the rows the predicate
 selects as of the new slot's snapshot, such as those after the poller's
-last position; the slot streams every row committed after. The relay's
-poller sends them, each as it is then, beside the stream. With a status
-column's pending values too, a row either selects is sent once. The
+last position; the slot streams every row committed after, so none is
+sent twice by the switch. The relay's poller sends them, each as it is
+then, beside the stream. With a status column's pending values too, a row
+either selects is adopted once. The
 predicate is SQL over the table's columns, run as it is with migrate's
 role; migrate checks it first (a typo fails with PostgreSQL's message,
 before anything is created). Rows are adopted only when the slot is
@@ -129,7 +130,7 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs.StringVar(&c.checkpointTopic, "checkpoint-topic", sink.DefaultCheckpointTopic, "the `topic` to create, as run's --checkpoint-topic")
 	c.kafkaSecurity.register(fs)
 	fs.StringVar(&c.adopt, "adopt", "",
-		"an SQL `predicate` over the outbox table's columns, such as 'position > 4000': when migrate creates the slot, the rows it selects as of the slot's snapshot are sent once by the relay; refused when the slot exists")
+		"an SQL `predicate` over the outbox table's columns, such as 'position > 4000': when migrate creates the slot, the rows it selects as of the slot's snapshot are sent by the relay, none twice by the switch; refused when the slot exists")
 	fs.StringVar(&c.idColumn, "id-column", relay.DefaultConfig().Tables[0].Mapping.IDColumn,
 		"with --adopt, the `column` by which the relay reads each adopted row, as run's --id-column")
 	onlyOnCommandLine(fs, "print-grants", "adopt")
@@ -349,7 +350,7 @@ func (c *MigrateCommand) printSlot(res setup.Result, rc relay.Config) {
 		fmt.Fprintf(c.stdout, "created replication slot %q at %s: events committed from now on wait for the relay (the slot keeps WAL until it reads them)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush)
 		if adopts(rc) {
-			fmt.Fprintf(c.stdout, "adopted %d row(s) that %s selected before the slot: the relay's poller sends each once, as the row is then%s\n",
+			fmt.Fprintf(c.stdout, "adopted %d row(s) that %s selected before the slot: the relay's poller sends each as the row is then, none twice by the switch%s\n",
 				res.Slot.Adopted, adoptedBy(rc), writtenBack(rc))
 		}
 	default:
