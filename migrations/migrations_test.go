@@ -533,3 +533,48 @@ func TestOriginalTopicMigration(t *testing.T) {
 		}
 	}
 }
+
+// TestSoloIndexesRebuiltWhenInvalid: the status table's claim indexes are
+// built concurrently, outside a transaction; one that an interrupted build
+// left invalid is dropped and built again by the next Apply, and a valid
+// one is kept.
+func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.StatusTable = `Delivery "Q"` // a name the statements must quote
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	indexes := func() map[string]string { // name: oid, and whether valid
+		rows, _ := conn.Query(ctx, `SELECT c.relname, c.oid::text || ' ' || i.indisvalid FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+			WHERE i.indrelid = to_regclass($1) AND c.relname IN ($2, $3)`,
+			pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), cfg.StatusTable+"_solo_idx", cfg.StatusTable+"_keyed_idx")
+		m, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kv [2]string, err error) { return kv, r.Scan(&kv[0], &kv[1]) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, kv := range m {
+			out[kv[0]] = kv[1]
+		}
+		return out
+	}
+	before := indexes()
+	solo, keyed := cfg.StatusTable+"_solo_idx", cfg.StatusTable+"_keyed_idx"
+	if len(before) != 2 || !strings.HasSuffix(before[solo], " true") || !strings.HasSuffix(before[keyed], " true") {
+		t.Fatalf("indexes after the first Apply: %v, want both valid", before)
+	}
+	// What an interrupted CREATE INDEX CONCURRENTLY leaves.
+	if _, err := conn.Exec(ctx, "UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass($1)",
+		pgx.Identifier{cfg.StatusSchema, solo}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	after := indexes()
+	if !strings.HasSuffix(after[solo], " true") || after[solo] == before[solo] || after[keyed] != before[keyed] {
+		t.Errorf("indexes after an Apply over an invalid one: %v (before %v), want the invalid one built again, the valid one kept", after, before)
+	}
+}

@@ -99,8 +99,9 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 // row, or one with a NULL key: soloRow) is a candidate when it is
 // deliverable, with no window: a backlog of them (a switch-over's
 // adopted rows) costs no sort of every held row at each claim. The other
-// held rows are read through the keyed index, and windowed by key; a paused topic's rows are left out before
-// the window (a key is of one topic), so that they cost no sort.
+// held rows are read through the keyed index, and windowed by key; a
+// paused topic's rows are left out before the window (a key is of one
+// topic), so that they cost no sort.
 func (s *Store) candidatesQuery() string {
 	return "(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), true FROM " + s.table + " AS d" +
 		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + " ORDER BY d.id LIMIT $1)" +
@@ -113,14 +114,14 @@ func (s *Store) candidatesQuery() string {
 
 // soloRow is true of a row d that is a key of its own: a reload row, or
 // one with a NULL key. With heldWhere, the predicate of the solo index
-// (migration 0012), which reads them in id order.
+// (migration 0013), which reads them in id order.
 func soloRow(d string) string {
 	return "(" + d + ".record_key IS NULL OR " + d + ".reload)"
 }
 
 // keyedRow is true of a row d that is ordered with the other rows of its
 // topic and key: not soloRow. With heldWhere, the predicate of the keyed
-// index (migration 0012).
+// index (migration 0013).
 func keyedRow(d string) string {
 	return d + ".record_key IS NOT NULL AND NOT " + d + ".reload"
 }

@@ -15,7 +15,7 @@ import (
 
 // TestClaimPlanReadsHeldRowsOnly: beside many DELIVERED rows, the claim
 // reads the held rows through their indexes (keyed and solo, migration
-// 0012), never the whole table.
+// 0013), never the whole table.
 // CDC_RELAY_TEST_CLAIM_ROWS sets the DELIVERED rows (200,000 by default).
 func TestClaimPlanReadsHeldRowsOnly(t *testing.T) {
 	delivered := 200000
