@@ -32,6 +32,8 @@ func TestMigrateAdopt(t *testing.T) {
 		{"with --no-slot", append(base, "--adopt", "position > 4", "--no-slot"), 2, "--adopt and --no-slot exclude each other"},
 		{"with --config", []string{"migrate", "--postgres-url", url, "--config", configFile, "--adopt", "position > 4"}, 2, "set adopt: on the table in " + configFile},
 		{"without an id column", append(base, "--adopt", "position > 4", "--id-column", ""), 2, "--adopt needs --id-column"},
+		{"the default id column", []string{"migrate", "--postgres-url", url, "--table", "events", "--skip-outbox", "--adopt", "position > 4"}, 1,
+			`name the table's id column with --id-column`},
 		{"a typo", append(base, "--adopt", "postion > 4"), 1, `column "postion" does not exist`},
 		{"adopts", append(base, "--adopt", "position > 4"), 0, "adopted 6 row(s) that adopt selected before the slot"},
 		{"again", append(base, "--adopt", "position > 4"), 1, `replication slot "cdc_relay" exists: adopt selects rows only when the relay creates its slot`},
