@@ -73,9 +73,9 @@ const adoptedReason = "adopted: selected when the relay's replication slot was c
 // a replication slot exported when it was created, it adopts exactly the
 // rows committed before the slot's consistent point (the slot streams
 // the others), so the switch misses no row and sends none twice. One
-// INSERT … SELECT (a single statement: oneStatement) adopts them all. Rows without an id are left out (the poller reads a
-// row by its id). It returns how many status rows it added (one per
-// topic of a routed row).
+// INSERT … SELECT (a single statement: oneStatement) adopts them all.
+// Rows without an id are left out (the poller reads a row by its id). It
+// returns how many status rows it added (one per topic of a routed row).
 func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error) {
 	if !t.adopts() {
 		return 0, nil
