@@ -266,7 +266,12 @@ func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *
 	for _, m := range ms {
 		err := applyOne(ctx, conn, m, names, history)
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "55P03" && strings.HasPrefix(m.sql, outsideTransaction):
+			return firsts, fmt.Errorf("apply migration %04d_%s: waited %s for the transactions open on the database when it began (an index built concurrently "+
+				"waits for every older transaction, on any table; pg_stat_activity shows them: a long query, or 'idle in transaction'): the relay's tables "+
+				"were not held meanwhile; run migrate again when they have ended, which builds the index again: %w", m.version, m.name, concurrentLockTimeout, err)
+		case errors.As(err, &pgErr) && pgErr.Code == "55P03":
 			return firsts, fmt.Errorf("apply migration %04d_%s: waited %s for a table lock that another session holds (a long query or transaction on the relay's tables): "+
 				"nothing was changed; run migrate again when it has ended: %w", m.version, m.name, lockTimeout, err)
 		}
@@ -306,12 +311,23 @@ func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.R
 	})
 }
 
+// concurrentLockTimeout is the longest a migration outside a transaction
+// waits for a lock: CREATE INDEX CONCURRENTLY waits for every transaction
+// older than its build, on any table, and holds no lock that the relay's
+// writes wait for meanwhile.
+const concurrentLockTimeout = "2min"
+
 // applyOutside runs the statements of sql (each ends with ";" at the end
-// of a line) one at a time, outside a transaction. Before each CREATE
+// of a line) one at a time, outside a transaction, under
+// concurrentLockTimeout. Before each CREATE
 // INDEX CONCURRENTLY IF NOT EXISTS, it drops the index when an
 // interrupted build left it invalid (dropInvalidIndex): IF NOT EXISTS
 // would keep it, unused and updated by every write.
 func applyOutside(ctx context.Context, conn *pgx.Conn, sql string) error {
+	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+concurrentLockTimeout+"'"); err != nil {
+		return fmt.Errorf("set lock_timeout: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SET lock_timeout = '"+lockTimeout+"'") }()
 	for _, stmt := range strings.SplitAfter(sql, ";\n") {
 		if strings.TrimSpace(stmt) == "" {
 			continue
