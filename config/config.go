@@ -94,6 +94,13 @@ type Table struct {
 	// WriteBackColumns is write_back, or nil: where the outcome of each
 	// delivery is written back to the row.
 	WriteBackColumns *writeback.Columns
+	// Adopt is adopt: an SQL predicate over the table's columns, such as
+	// "position > 4000". When the relay creates its slot, the rows it
+	// selects as of the slot's snapshot are sent, none twice by the
+	// switch (the switch-over from a poller that kept its position). It
+	// needs ID. Parse checks
+	// only that it is not blank; PostgreSQL checks the rest.
+	Adopt string
 }
 
 // Header is one entry of a table's headers: the header Name carries

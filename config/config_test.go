@@ -44,6 +44,7 @@ tables:
     routes:
       - {topic: wallet-events, required_tags: [wallet_id]}
       - {topic: payment-events, any_of_tags: [payment_id, transfer_id]}
+    adopt: position > 4000      # the rows to send once when the slot is created
 `
 
 func TestParseGood(t *testing.T) {
@@ -93,6 +94,9 @@ func TestParseGood(t *testing.T) {
 			}
 			if got := f.Tables[1].WriteBack(); got != nil {
 				t.Errorf("tables[1].WriteBack() = %+v, want nil", got)
+			}
+			if f.Tables[0].Adopt != "" || f.Tables[1].Adopt != "position > 4000" {
+				t.Errorf("adopt = %q, %q; want none, then the predicate", f.Tables[0].Adopt, f.Tables[1].Adopt)
 			}
 		}},
 		{name: "a minimal table in schema public", yaml: "tables: [{table: outbox, value: payload, topic: orders}]", check: func(t *testing.T, f *File) {
@@ -294,6 +298,11 @@ tables:
 		}},
 		{name: "write_back with routes", yaml: "tables:\n  - table: x\n    id: id\n    value: v\n    tags_column: tags\n    routes: [{topic: t, any_of_tags: [a]}]\n    write_back: {status_column: s, delivered: D, failed: F}\n",
 			want: []string{"7: tables[0] (public.x): write_back is not supported with routes: an event that matches no route has no outcome to write back"}},
+		{name: "adopt empty, and without id", yaml: "tables:\n  - {table: x, value: v, topic: t, adopt: '  '}\n  - {table: y, value: v, topic: t, adopt: position > 4000}\n",
+			want: []string{
+				`2: tables[0] (public.x): adopt is empty: an SQL predicate over the table's columns, such as "position > 4000", or remove adopt`,
+				`3: tables[1] (public.y): adopt needs id: the relay reads each adopted row by its id column`,
+			}},
 		{name: "tags_column without routes", yaml: "tables:\n  - {table: x, value: v, topic: t, tags_column: tags}\n",
 			want: []string{"2: tables[0] (public.x): tags_column is read by routes only: add routes, or remove tags_column"}},
 		{name: "write_back incomplete, and without id", yaml: `

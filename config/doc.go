@@ -21,6 +21,7 @@
 //	    tags_column: tags
 //	    routes:
 //	      - {topic: wallet-events, required_tags: [wallet_id]}
+//	    adopt: position > 4000   # adopted when the relay creates its slot
 //
 // [Load] refuses a file over 1 MiB before it reads it (a config file is a
 // few KB). [Parse] checks everything that can be checked without the

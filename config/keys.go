@@ -48,6 +48,7 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"write_back", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.t.WriteBackColumns = p.writeBack(e, te, ctx)
 	}},
+	{"adopt", text(func(te *tableEntry) *string { return &te.t.Adopt })},
 }
 
 // routeKeys are the keys of a route.

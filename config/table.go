@@ -102,6 +102,7 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 	if wb := t.WriteBackColumns; wb != nil && t.ID == "" {
 		p.problem(te.lineOf("write_back"), "%swrite_back needs id: it updates the rows by their id column", ctx)
 	}
+	p.checkAdopt(te, ctx)
 	p.checkWriteBack(te, ctx)
 	if t.WriteBackColumns != nil && len(t.Routes) > 0 {
 		// An event that matches no route is neither delivered nor parked:
@@ -238,4 +239,17 @@ func (p *parser) routes(e keyed, where, ctx string, topicCheck func(string) erro
 		routes = append(routes, r.Route)
 	}
 	return routes
+}
+
+// checkAdopt checks adopt: a predicate, and the id column the poller
+// reads each adopted row by.
+func (p *parser) checkAdopt(te *tableEntry, ctx string) {
+	t := &te.t
+	switch {
+	case te.at["adopt"] == 0:
+	case strings.TrimSpace(t.Adopt) == "":
+		p.problem(te.lineOf("adopt"), "%sadopt is empty: an SQL predicate over the table's columns, such as \"position > 4000\", or remove adopt", ctx)
+	case t.ID == "":
+		p.problem(te.lineOf("adopt"), "%sadopt needs id: the relay reads each adopted row by its id column", ctx)
+	}
 }

@@ -8,7 +8,10 @@
 // The relay's tables are created by versioned SQL files embedded in the
 // binary, applied in order under an advisory lock every time (each file is
 // idempotent, so [Apply] converges on the tables its configuration names)
-// and recorded in a history table, for people. The outbox table and
+// and recorded in a history table, for people. Each runs in a transaction,
+// except one whose first line is outsideTransaction: its statements run
+// one at a time (CREATE INDEX CONCURRENTLY), an invalid index an
+// interrupted build left dropped first and built again. The outbox table and
 // the publication depend on the configuration, so they are reconciled on
 // every run instead: created when missing, never altered or dropped. So is
 // the reset trigger, which follows the configuration: created when the

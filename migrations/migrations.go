@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,6 +183,8 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_state_check_literal}}", quoteLiteral(cfg.StatusTable + "_state_check"),
 		"{{status_order_index}}", pgx.Identifier{cfg.StatusTable + "_order_idx"}.Sanitize(),
 		"{{status_corrected_index}}", pgx.Identifier{cfg.StatusTable + "_corrected_idx"}.Sanitize(),
+		"{{status_solo_index}}", pgx.Identifier{cfg.StatusTable + "_solo_idx"}.Sanitize(),
+		"{{status_keyed_index}}", pgx.Identifier{cfg.StatusTable + "_keyed_idx"}.Sanitize(),
 		"{{paused_topics}}", PauseTableName(cfg),
 		"{{backfills}}", BackfillTableName(cfg),
 	}
@@ -257,7 +260,8 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn, history string) (map[i
 }
 
 // applyVersioned leaves every versioned migration applied, in order, each
-// in a transaction with its history row, and returns the versions the
+// in a transaction with its history row (or one statement at a time, then
+// its history row: applyOne), and returns the versions the
 // history did not record before.
 //
 // Every migration runs every time: each is idempotent, and the history is
@@ -271,15 +275,14 @@ func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *
 	}
 	var firsts []int
 	for _, m := range ms {
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, names.Replace(m.sql)); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, "INSERT INTO "+history+" (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING", m.version, m.name)
-			return err
-		})
+		err := applyOne(ctx, conn, m, names, history)
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "55P03" && strings.HasPrefix(m.sql, outsideTransaction):
+			return firsts, fmt.Errorf("apply migration %04d_%s: waited %s for the transactions open on the database when it began (an index built concurrently "+
+				"waits for every older transaction, on any table; pg_stat_activity shows them: a long query, or 'idle in transaction'): the relay's tables "+
+				"were not held meanwhile; run migrate again when they have ended, which builds the index again: %w", m.version, m.name, concurrentLockTimeout, err)
+		case errors.As(err, &pgErr) && pgErr.Code == "55P03":
 			return firsts, fmt.Errorf("apply migration %04d_%s: waited %s for a table lock that another session holds (a long query or transaction on the relay's tables): "+
 				"nothing was changed; run migrate again when it has ended: %w", m.version, m.name, lockTimeout, err)
 		}
@@ -291,6 +294,90 @@ func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *
 		}
 	}
 	return firsts, nil
+}
+
+// outsideTransaction marks, as its first line, a migration whose
+// statements run one at a time outside a transaction: CREATE INDEX
+// CONCURRENTLY, which lets the table's writes go on while it builds.
+const outsideTransaction = "-- cdc-relay: outside a transaction"
+
+// applyOne leaves migration m applied, with its history row: in one
+// transaction, or, when it is marked outsideTransaction, one statement
+// at a time (applyOutside).
+func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string) error {
+	record := "INSERT INTO " + history + " (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING"
+	if strings.HasPrefix(m.sql, outsideTransaction) {
+		if err := applyOutside(ctx, conn, names.Replace(m.sql)); err != nil {
+			return err
+		}
+		_, err := conn.Exec(ctx, record, m.version, m.name)
+		return err
+	}
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, names.Replace(m.sql)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, record, m.version, m.name)
+		return err
+	})
+}
+
+// concurrentLockTimeout is the longest a migration outside a transaction
+// waits for a lock: CREATE INDEX CONCURRENTLY waits for every transaction
+// older than its build, on any table, and holds no lock that the relay's
+// writes wait for meanwhile.
+const concurrentLockTimeout = "2min"
+
+// applyOutside runs the statements of sql (each ends with ";" at the end
+// of a line) one at a time, outside a transaction, under
+// concurrentLockTimeout. Before each CREATE
+// INDEX CONCURRENTLY IF NOT EXISTS, it drops the index when an
+// interrupted build left it invalid (dropInvalidIndex): IF NOT EXISTS
+// would keep it, unused and updated by every write.
+func applyOutside(ctx context.Context, conn *pgx.Conn, sql string) error {
+	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+concurrentLockTimeout+"'"); err != nil {
+		return fmt.Errorf("set lock_timeout: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SET lock_timeout = '"+lockTimeout+"'") }()
+	for _, stmt := range strings.SplitAfter(sql, ";\n") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if err := dropInvalidIndex(ctx, conn, stmt); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// concurrentIndex finds the index and the table of a CREATE INDEX
+// CONCURRENTLY IF NOT EXISTS statement, as the placeholders quote them.
+var concurrentIndex = regexp.MustCompile(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ("(?:[^"]|"")+") ON ("(?:[^"]|"")+"\."(?:[^"]|"")+")`)
+
+// dropInvalidIndex drops the index that stmt creates concurrently, if it
+// exists and is invalid (pg_index.indisvalid false: its build was
+// interrupted, or failed), so that stmt builds it again.
+func dropInvalidIndex(ctx context.Context, conn *pgx.Conn, stmt string) error {
+	m := concurrentIndex.FindStringSubmatch(stmt)
+	if m == nil {
+		return nil
+	}
+	name := strings.ReplaceAll(strings.Trim(m[1], `"`), `""`, `"`)
+	rows, _ := conn.Query(ctx, `SELECT c.oid::regclass::text FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+		WHERE i.indrelid = to_regclass($1) AND c.relname = $2 AND NOT i.indisvalid`, m[2], name)
+	invalid, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("look up index %s: %w", m[1], err)
+	}
+	for _, idx := range invalid {
+		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+idx); err != nil {
+			return fmt.Errorf("drop the invalid index %s, left by an interrupted build, to build it again: %w", idx, err)
+		}
+	}
+	return nil
 }
 
 // ensureOutbox leaves the outbox table in place: it creates the default

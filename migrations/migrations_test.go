@@ -533,3 +533,121 @@ func TestOriginalTopicMigration(t *testing.T) {
 		}
 	}
 }
+
+// TestSoloIndexesRebuiltWhenInvalid: the status table's claim indexes are
+// built concurrently, outside a transaction; one that an interrupted build
+// left invalid is dropped and built again by the next Apply, and a valid
+// one is kept.
+func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.StatusTable = `Delivery "Q"` // a name the statements must quote
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	indexes := func() map[string]string { // name: oid, and whether valid
+		rows, _ := conn.Query(ctx, `SELECT c.relname, c.oid::text || ' ' || i.indisvalid FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+			WHERE i.indrelid = to_regclass($1) AND c.relname IN ($2, $3)`,
+			pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), cfg.StatusTable+"_solo_idx", cfg.StatusTable+"_keyed_idx")
+		m, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kv [2]string, err error) { return kv, r.Scan(&kv[0], &kv[1]) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, kv := range m {
+			out[kv[0]] = kv[1]
+		}
+		return out
+	}
+	before := indexes()
+	solo, keyed := cfg.StatusTable+"_solo_idx", cfg.StatusTable+"_keyed_idx"
+	if len(before) != 2 || !strings.HasSuffix(before[solo], " true") || !strings.HasSuffix(before[keyed], " true") {
+		t.Fatalf("indexes after the first Apply: %v, want both valid", before)
+	}
+	// What an interrupted CREATE INDEX CONCURRENTLY leaves.
+	if _, err := conn.Exec(ctx, "UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass($1)",
+		pgx.Identifier{cfg.StatusSchema, solo}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	after := indexes()
+	if !strings.HasSuffix(after[solo], " true") || after[solo] == before[solo] || after[keyed] != before[keyed] {
+		t.Errorf("indexes after an Apply over an invalid one: %v (before %v), want the invalid one built again, the valid one kept", after, before)
+	}
+}
+
+// TestClaimIndexesBuiltBesideWrites: the claim indexes' build waits for a
+// transaction older than it, on any table, past the 5 s lock timeout of
+// the other migrations, and the status table takes writes meanwhile; the
+// indexes are valid once the transaction ends.
+func TestClaimIndexesBuiltBesideWrites(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	applyUpTo(ctx, t, conn, cfg, 11) // before the claim indexes
+	other, writer := connectAgain(t, conn), connectAgain(t, conn)
+	tx, err := other.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM pg_class"); err != nil { // holds its snapshot until the end
+		t.Fatal(err)
+	}
+	applied := make(chan error, 1)
+	go func() {
+		_, err := Apply(ctx, conn, cfg)
+		applied <- err
+	}()
+	waitForBuild(ctx, t, writer)
+	time.Sleep(6 * time.Second) // the build waits past the 5 s lock timeout: the transaction stays open this long on purpose
+	writeCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := writer.Exec(writeCtx, `INSERT INTO outbox_delivery (event_id, topic, record_value, last_error, status) VALUES ('e', 't', '{}', 'x', 'FAILED')`); err != nil {
+		t.Errorf("a write to the status table during the build: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-applied; err != nil {
+		t.Fatalf("Apply beside a transaction open for 6 s: %v", err)
+	}
+	var valid int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE indisvalid AND indexrelid IN
+		('outbox_delivery_solo_idx'::regclass, 'outbox_delivery_keyed_idx'::regclass)`).Scan(&valid); err != nil || valid != 2 {
+		t.Fatalf("%d valid claim indexes (%v), want 2", valid, err)
+	}
+}
+
+// connectAgain is another connection to conn's database, closed when the
+// test ends.
+func connectAgain(t *testing.T, conn *pgx.Conn) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), conn.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// waitForBuild waits until a CREATE INDEX CONCURRENTLY waits for a lock
+// (an older transaction), as q sees the server's sessions.
+func waitForBuild(ctx context.Context, t *testing.T, q *pgx.Conn) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var waiting bool
+		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%CREATE INDEX CONCURRENTLY%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no CREATE INDEX CONCURRENTLY waited for the older transaction within 30 s")
+		}
+	}
+}

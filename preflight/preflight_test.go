@@ -208,3 +208,24 @@ func TestCheckDatabase(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckAdopt: a predicate PostgreSQL plans on the table is no
+// problem; one it refuses is, with its message.
+func TestCheckAdopt(t *testing.T) {
+	ctx, conn := startDB(t)
+	for _, tc := range []struct{ yaml, want string }{
+		{"\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a]}], adopt: seq > (SELECT 1)}\n", ""},
+		{"\n  - {table: ledger, id: seq, value: body, topic: t}\n", ""},
+		{"\n  - {table: ledger, id: seq, value: body, topic: t, adopt: sq > 1}\n",
+			`public.ledger||adopt: PostgreSQL refuses the predicate: ERROR: column "sq" does not exist (SQLSTATE 42703): fix adopt: in the config`},
+	} {
+		p, err := CheckAdopt(ctx, conn, tables(t, tc.yaml)[0])
+		got := ""
+		if p != nil {
+			got = problemStrings([]Problem{*p})[0]
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("CheckAdopt(%s) = %q, %v; want %q", strings.TrimSpace(tc.yaml), got, err, tc.want)
+		}
+	}
+}

@@ -2,13 +2,17 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -20,19 +24,59 @@ type TxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
-// adoptables are cfg's tables with pending values, as status.Adopt takes
-// them.
+// adoptables are cfg's tables with pending values or an adopt predicate,
+// as status.Adopt takes them.
 func (c Config) adoptables() []status.Adoptable {
 	var ts []status.Adoptable
 	names := c.TableNames()
 	for i, t := range c.Tables {
-		if t.WriteBack == nil || len(t.WriteBack.Pending) == 0 {
-			continue
+		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
+			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes}
+		if t.WriteBack != nil {
+			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.Pending
 		}
-		ts = append(ts, status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
-			IDColumn: t.Mapping.IDColumn, StatusColumn: t.WriteBack.StatusColumn, Pending: t.WriteBack.Pending})
+		if len(a.Pending) > 0 || a.Where != "" {
+			ts = append(ts, a)
+		}
 	}
 	return ts
+}
+
+// Adopts reports whether a table of c has an adopt predicate.
+func (c Config) Adopts() bool {
+	for _, t := range c.Tables {
+		if t.Adopt != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutAdopt is c without its adopt predicates: for a slot created
+// again over a gap, whose predicates' rows the first slot adopted
+// already (the rows of the gap are `recover`'s).
+func (c Config) withoutAdopt() Config {
+	c.Tables = slices.Clone(c.Tables)
+	for i := range c.Tables {
+		c.Tables[i].Adopt = ""
+	}
+	return c
+}
+
+// CheckAdopt checks cfg's adopt predicates against the database through
+// q, without running them (status.CheckAdopt): a predicate PostgreSQL
+// refuses fails with its message, before anything is created.
+func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) error {
+	for _, a := range cfg.adoptables() {
+		if a.Where == "" {
+			continue
+		}
+		a.Pending = nil // checked by the migrations; the predicate's are the operator's
+		if err := status.CheckAdopt(ctx, q, a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // snapshotName is what PostgreSQL names an exported snapshot
@@ -63,7 +107,46 @@ func recordNewSlot(ctx context.Context, db TxBeginner, repl *replication.Conn, c
 	if derr := repl.DropSlot(dctx, cfg.Slot); derr != nil {
 		return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
 	}
+	if adoptRefused(err, cfg) {
+		return 0, refuseAdopt(err, "the new slot was dropped", cfg)
+	}
 	return 0, fmt.Errorf("%w (the new slot was dropped: it is created, and records its start, again)", err)
+}
+
+// adoptRefused reports whether err is PostgreSQL refusing an adoption of
+// cfg for good: SQLSTATE class 42 (a syntax error, a missing column or
+// table, a missing privilege) while a table has an adopt predicate.
+// Trying again cannot cure it, and each try would create a slot, which
+// waits for the database's open transactions.
+func adoptRefused(err error, cfg Config) bool {
+	var pgErr *pgconn.PgError
+	return cfg.Adopts() && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42")
+}
+
+// refuseAdopt is err, an adoption PostgreSQL refused (adoptRefused), as
+// the relay stops on it: fatal, with what the operator can do, and what
+// became of the slot (done).
+func refuseAdopt(err error, done string, cfg Config) error {
+	return fatalError{fmt.Errorf("%w (%s): fix adopt: in the config, or %s; then start the relay again",
+		err, done, grantAdvice(err, cfg))}
+}
+
+// permissionDenied finds the relation a permission_denied error names.
+var permissionDenied = regexp.MustCompile(`permission denied for (?:table|relation|view|sequence) (\S+)`)
+
+// grantAdvice says which privilege the relay's role needs for err: SELECT
+// on the relation it names when it names one, else on the tables the
+// predicate reads.
+func grantAdvice(err error, cfg Config) string {
+	role := "the relay's role"
+	if c, perr := pgconn.ParseConfig(cfg.PostgresURL); perr == nil && c.User != "" {
+		role = pgx.Identifier{c.User}.Sanitize()
+	}
+	on := "each table your adopt: predicate reads"
+	if m := permissionDenied.FindStringSubmatch(err.Error()); m != nil {
+		on = m[1]
+	}
+	return "GRANT SELECT ON " + on + " TO " + role
 }
 
 // recordStart leaves cfg's checkpoint row at lsn, where a slot the relay
@@ -80,12 +163,14 @@ func recordStart(ctx context.Context, db checkpoint.DB, cfg Config, lsn pglogrep
 }
 
 // adoptBacklog is the switch-over: for each of cfg's tables with pending
-// values, it parks the rows whose status was pending at snapshot (the one
-// a new slot exported) in the status table, for the poller to send as
-// they are then. tx is a REPEATABLE READ transaction that has not read
-// yet: it imports the snapshot, and so sees exactly the rows committed
-// before the slot's consistent point, which the slot will not stream. It
-// logs and returns how many rows it adopted.
+// values or an adopt predicate, it parks the rows whose status was
+// pending, or that the predicate selected, at snapshot (the one a new
+// slot exported) in the status table, each once (once per topic of a
+// routed row), for the poller to send as they are then. tx is a
+// REPEATABLE READ transaction that has not read yet: it imports the
+// snapshot, and so sees exactly the rows committed before the slot's
+// consistent point, which the slot will not stream. It logs and returns
+// how many rows it adopted.
 func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, log *slog.Logger) (int64, error) {
 	tables := cfg.adoptables()
 	if len(tables) == 0 {
@@ -107,9 +192,20 @@ func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, l
 		if err != nil {
 			return 0, err
 		}
-		log.Info("adopted the rows pending when the slot was created: the poller sends each as it is now",
-			"table", t.Source, "rows", n, "pending", t.Pending)
+		logAdopted(log, t, n)
 		total += n
 	}
 	return total, nil
+}
+
+// logAdopted says how many rows of t a new slot adopted, and by what.
+func logAdopted(log *slog.Logger, t status.Adoptable, n int64) {
+	attrs := []any{"table", t.Source, "rows", n}
+	if len(t.Pending) > 0 {
+		attrs = append(attrs, "pending", t.Pending)
+	}
+	if t.Where != "" {
+		attrs = append(attrs, "adopt", t.Where)
+	}
+	log.Info("adopted the rows selected when the slot was created: the poller sends each as it is now; none is sent twice by the switch", attrs...)
 }

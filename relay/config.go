@@ -167,6 +167,15 @@ type Table struct {
 	Mapping decoder.Mapping
 	// WriteBack, if set, writes each event's outcome back to its row.
 	WriteBack *writeback.Columns
+	// Adopt, if set, is an SQL predicate over the table's columns (a
+	// config file's adopt:, `migrate --adopt`): when the relay creates
+	// its slot, and has never recorded one, the rows it selects as of the
+	// slot's exported snapshot are adopted and sent by the poller, with
+	// the rows of a pending status, none twice by the switch (see
+	// adoptBacklog). It is SQL
+	// run as it is, with the role that creates the slot. It needs the id
+	// column, by which the poller reads each row.
+	Adopt string
 }
 
 // Mappings returns the mapping of each table, in order.
@@ -193,6 +202,11 @@ func (c Config) Validate() error {
 	if c.Ordering != "" && c.Ordering != OrderingKey && c.Ordering != OrderingNone {
 		return fmt.Errorf("ordering %q: want %s (a key's events in commit order, held behind a parked one) or %s (later events overtake a parked one)",
 			c.Ordering, OrderingKey, OrderingNone)
+	}
+	for i, t := range c.Tables {
+		if t.Adopt != "" && t.Mapping.IDColumn == "" {
+			return fmt.Errorf("table %s: adopting rows needs its id column: the poller reads each adopted row by its id", c.TableNames()[i])
+		}
 	}
 	_, err := decoder.New(c.Mappings()...)
 	return err

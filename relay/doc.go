@@ -27,7 +27,8 @@
 //	slotloss.go    --on-slot-loss: a gap in the WAL read repaired as
 //	               `cdc-relay recover` does, and the stream goes on
 //	adopt.go       a new slot's record: its checkpoint row and the
-//	               switch-over's backlog, adopted in its snapshot
+//	               switch-over's backlog (pending rows, rows an adopt
+//	               predicate selects), adopted in its snapshot
 //	gate.go        the tracker as the stream sees it, bounded by what the
 //	               checkpoint row and the table watches vouch for
 //	tablewatch.go  beside the stream: an outbox table stays in the

@@ -18,7 +18,9 @@ import (
 // rowLoader reads the outbox row of an event to send again as its row is
 // now (status.Row.Reload: a team's reset of the row, a row adopted at the
 // switch-over) and makes it the record the stream makes of such a row: the
-// poller's Config.Load. It keeps one connection, opened at the first load
+// poller's Config.Load. A row of a table routed by tags is adopted once
+// per topic it routes to, with that topic in the reload row: it is sent
+// to that topic. It keeps one connection, opened at the first load
 // and again after an error, with the settings the decoder reads text by.
 // It is safe for concurrent use.
 type rowLoader struct {
@@ -91,6 +93,11 @@ func (l *rowLoader) load(ctx context.Context, row status.Row) (status.Row, error
 	switch {
 	case msg.Poison != nil:
 		return row, fmt.Errorf("%w: %w", msg.Poison, poller.ErrUnloadable)
+	case msg.Routed && row.Topic != "" && !slices.Contains(msg.Routes, row.Topic):
+		// Adopted for a route its tags no longer match.
+		return row, fmt.Errorf("its row no longer matches a route to topic %q (its routes: %q): the event %w", row.Topic, msg.Routes, poller.ErrUnloadable)
+	case msg.Routed && row.Topic != "":
+		ev.Topic = row.Topic
 	case msg.Routed && len(msg.Routes) != 1:
 		return row, fmt.Errorf("its row matches %d routes, not one: the event %w", len(msg.Routes), poller.ErrUnloadable)
 	case msg.Routed:

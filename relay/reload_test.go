@@ -58,3 +58,41 @@ func TestRowLoader(t *testing.T) {
 		}
 	}
 }
+
+// TestRowLoaderRouted: a routed table's reload row names the topic it
+// was adopted for, and is sent there; one whose tags no longer route it
+// there is unloadable.
+func TestRowLoaderRouted(t *testing.T) {
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE events (position bigint PRIMARY KEY, tags text[], data json);
+		INSERT INTO events VALUES (1, '{wallet_id=a,payment_id=p}', '{"n": 1}')`); err != nil {
+		t.Fatal(err)
+	}
+	m := decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data", TagsColumn: "tags",
+		Routes: []decoder.Route{{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}}, {Topic: "payment-events", AnyOfTags: []string{"payment_id"}}}}
+	l, err := newRowLoader(Config{PostgresURL: pg.URL("postgres"), Tables: []Table{{Mapping: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	for _, topic := range []string{"wallet-events", "payment-events"} {
+		row, err := l.load(ctx, status.Row{EventID: "1", SourceTable: "public.events", Topic: topic, Reload: true})
+		if err != nil || row.Topic != topic || string(row.Value) != `{"n": 1}` {
+			t.Errorf("load for %s = %+v, %v; want the row's record to %s", topic, row, err, topic)
+		}
+	}
+	for _, r := range []status.Row{
+		{EventID: "1", SourceTable: "public.events", Topic: "other-events"}, // no longer routed there
+		{EventID: "1", SourceTable: "public.events"},                        // two routes, no topic named
+	} {
+		if _, err := l.load(ctx, r); !errors.Is(err, poller.ErrUnloadable) {
+			t.Errorf("load for %q: %v, want it unloadable", r.Topic, err)
+		}
+	}
+}

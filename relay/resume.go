@@ -8,16 +8,19 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // resumeDB is what resume needs of the pool: queries, and a transaction
 // for the switch-over's backlog.
 type resumeDB interface {
 	replication.Querier
+	status.Planner
 	TxBeginner
 }
 
@@ -65,6 +68,9 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 	}
 	start := slot.ConfirmedFlush
 	routine.Info("replication slot found", "slot", cfg.Slot, "confirmed", start, "wal_retained", slot.Retained())
+	if haveStored {
+		warnAdoptIgnored(log, slot, cfg)
+	}
 	switch {
 	case !haveStored:
 		log.Info("resuming from the slot's confirmed position (no checkpoint row yet)", "slot", cfg.Slot, "at", start)
@@ -118,12 +124,29 @@ func checkFound(slot replication.Slot, cp checkpoint.Checkpoint, haveStored bool
 		// A slot the relay creates records its checkpoint row with the
 		// backlog it adopts: this one did not (a migrate creating it now,
 		// a relay stopped before it could, or someone else).
-		return fmt.Errorf("replication slot %q exists but the relay never recorded it, and tables have pending values, whose rows pending before the slot "+
+		return fmt.Errorf("replication slot %q exists but the relay never recorded it, and tables have pending values or adopt:, whose rows from before the slot "+
 			"would never be sent: if `cdc-relay migrate --config` is creating it now, this passes once it is done; otherwise drop the slot "+
 			"(SELECT pg_drop_replication_slot('%s')) so that the relay creates it and adopts them, or run `cdc-relay migrate --config FILE` "+
-			"to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
+			"without adopt: to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
 	}
 	return nil
+}
+
+// warnAdoptIgnored says, when a table of cfg has an adopt predicate, that
+// it is ignored: slot exists, and rows are adopted only when the relay
+// creates its slot. The operator may have added adopt: after the slot was
+// created, expecting the rows to be sent.
+func warnAdoptIgnored(log *slog.Logger, slot replication.Slot, cfg Config) {
+	if !cfg.Adopts() {
+		return
+	}
+	log.Warn("adopt: is ignored: the replication slot exists, and rows are adopted only when the relay creates its slot "+
+		"(if this relay created it, they were adopted then: remove adopt: from the config). To adopt now, stop every relay of the slot, "+
+		"drop the slot and its checkpoint row, and start again: events committed meanwhile that the predicate does not select are not sent; "+
+		"or publish the rows beside the running relay with `cdc-relay backfill`",
+		"slot", cfg.Slot, "confirmed", slot.ConfirmedFlush,
+		"drop", fmt.Sprintf("SELECT pg_drop_replication_slot('%s'); DELETE FROM %s WHERE slot_name = '%s'",
+			cfg.Slot, pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(), cfg.Slot))
 }
 
 // SlotGapError says the relay never read a stretch of the WAL: its slot was
@@ -170,7 +193,18 @@ func (e *SlotGapError) Error() string {
 // createRecorded creates cfg's slot and records it (recordNewSlot: its
 // checkpoint row, and the backlog it adopts), and returns where the
 // session streams from. cp and haveStored are the checkpoint row found.
+// A slot that will adopt rows is created only once PostgreSQL has planned
+// the adopt predicates (CheckAdopt); one it refuses for good stops the
+// relay (refuseAdopt), before the slot waits for open transactions.
 func createRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg Config, log *slog.Logger, cp checkpoint.Checkpoint, haveStored bool) (pglogrepl.LSN, error) {
+	if !haveStored {
+		if err := CheckAdopt(ctx, q, cfg); err != nil {
+			if adoptRefused(err, cfg) {
+				return 0, refuseAdopt(err, "no slot was created", cfg)
+			}
+			return 0, err
+		}
+	}
 	created, err := repl.CreateSlot(ctx, cfg.Slot)
 	var pgErr *pgconn.PgError
 	switch {
@@ -180,7 +214,13 @@ func createRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg
 	case err != nil:
 		return 0, classify(err)
 	}
-	if _, err := recordNewSlot(ctx, q, repl, cfg, created, log); err != nil {
+	adopting := cfg
+	if haveStored {
+		// A slot created again over a gap: the first one adopted what
+		// the predicates select.
+		adopting = cfg.withoutAdopt()
+	}
+	if _, err := recordNewSlot(ctx, q, repl, adopting, created, log); err != nil {
 		return 0, err
 	}
 	lsn := created.ConsistentPoint

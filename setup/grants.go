@@ -20,7 +20,9 @@ import (
 // comment that migrate must run as the table's owner (the relay's role
 // needs nothing more). Every name is quoted wherever it stands, so that
 // no name, whatever it holds, runs a statement of its own when the SQL is
-// piped to psql.
+// piped to psql. For a table with an adopt predicate, a comment says that
+// the first run, when it creates the slot, runs the predicate as this role,
+// which needs SELECT on the tables it reads (SQL the relay does not parse).
 func Grants(rc relay.Config, role string) string {
 	var b strings.Builder
 	b.WriteString(migrations.Grants(rc.Migrations(0), role, rc.Retention.Outbox > 0))
@@ -30,6 +32,9 @@ func Grants(rc relay.Config, role string) string {
 		if i > 0 {
 			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{t.Mapping.Schema}.Sanitize(), r)
 			fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", table, r)
+		}
+		if t.Adopt != "" {
+			b.WriteString(adoptComment(table, r))
 		}
 		if wb := t.WriteBack; wb != nil {
 			var cols []string
@@ -47,4 +52,13 @@ func Grants(rc relay.Config, role string) string {
 		}
 	}
 	return b.String()
+}
+
+// adoptComment says, for the outbox table named table with an adopt
+// predicate, which privileges role r needs when the first run adopts: the
+// predicate is SQL the relay does not parse, so the tables it reads are
+// not named.
+func adoptComment(table, r string) string {
+	return migrations.Comment(fmt.Sprintf("adopt: of %s: when the first run creates the slot (migrate did not), it runs the predicate as this role, "+
+		"which then needs SELECT on the tables your adopt: predicate reads besides this one (a progress table, say): GRANT SELECT ON <table> TO %s;", table, r))
 }

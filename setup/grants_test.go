@@ -11,11 +11,14 @@ import (
 // TestGrantsDeleteOnlyWithRetention: the printed SQL grants DELETE on the
 // outbox table only when retention deletes its rows, and says so either
 // way; it sets no password and says where one goes; its pg_hba.conf advice
-// names the database's lines, not the replication keyword's.
+// names the database's lines, not the replication keyword's; for a table
+// with adopt, it says the predicate's tables need SELECT.
 func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
 	outbox := relay.Table{Mapping: decoder.DefaultMapping()}
 	appEvents := relay.Table{Mapping: decoder.DefaultMapping()}
 	appEvents.Mapping.Schema, appEvents.Mapping.Table = "app", "events"
+	adopting := outbox
+	adopting.Adopt = "id > (SELECT last_position FROM progress)"
 	tests := []struct {
 		name      string
 		tables    []relay.Table
@@ -29,7 +32,10 @@ func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
 		{name: "retention off", tables: []relay.Table{appEvents, outbox},
 			want: []string{`GRANT SELECT ON "app"."events" TO "relay";`, `No DELETE: the relay deletes none of its rows unless`,
 				`GRANT DELETE ON "app"."events" TO "relay")`, `GRANT SELECT ON "public"."outbox" TO "relay";`},
-			absent: []string{"DELETE ON \"app\".\"events\" TO \"relay\";", "SELECT, DELETE ON \"public\".\"outbox\""}},
+			absent: []string{"DELETE ON \"app\".\"events\" TO \"relay\";", "SELECT, DELETE ON \"public\".\"outbox\"", "adopt:"}},
+		{name: "adopt", tables: []relay.Table{adopting}, retention: true,
+			want: []string{`-- adopt: of "public"."outbox": when the first run creates the slot`, `SELECT on the tables your adopt: predicate reads`,
+				`GRANT SELECT ON <table> TO "relay";`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,7 +56,10 @@ func resetOf(t relay.Table) migrations.Reset {
 	return migrations.Reset{IDColumn: t.Mapping.IDColumn, StatusColumn: t.WriteBack.StatusColumn, Pending: t.WriteBack.Pending}
 }
 
-// Migrate applies the migrations for each table of rc, in turn (the
+// Migrate checks rc's adopt predicates first (see checkAdopt: a
+// predicate PostgreSQL refuses, or a slot that exists already, fails
+// before anything is created), then applies the migrations for each
+// table of rc, in turn (the
 // relay's own tables with the first, each migration being idempotent;
 // each outbox table is added to the publication, and gets the reset
 // trigger when its write-back lists pending values, or loses it when it
@@ -73,6 +76,9 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 		return res, err
 	}
 	defer conn.Close(context.Background())
+	if err := checkAdopt(ctx, conn, rc, opts.NoSlot); err != nil {
+		return res, err
+	}
 	for i, t := range rc.Tables {
 		tables := rc.Migrations(i)
 		tables.SkipOutbox = opts.SkipOutbox

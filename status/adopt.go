@@ -2,22 +2,45 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
-// Adoptable is an outbox table whose rows with a pending status may be
-// adopted: see Store.Adopt.
+// Adoptable is an outbox table whose rows may be adopted at the
+// switch-over: those with a pending status, and those a predicate
+// selects. See Store.Adopt.
 type Adoptable struct {
 	// Schema and Name name the table; Source is its name as the status
 	// table records it (source_table: schema.name, plain).
 	Schema, Name, Source string
-	// IDColumn and StatusColumn are its id and status columns.
+	// IDColumn and StatusColumn are its id and status columns;
+	// StatusColumn may be empty when Pending is.
 	IDColumn, StatusColumn string
 	// Pending are the status values that mean "not delivered yet".
 	Pending []string
+	// Where is an SQL predicate over the table's columns (a config
+	// file's adopt:, `migrate --adopt`): the rows it selects are adopted
+	// too, whatever their status. It is SQL that the caller trusts, run
+	// as it is with the caller's role; empty selects nothing.
+	Where string
+	// TagsColumn and Routes are the table's routes, when it routes by
+	// tags: an adopted row then gets one reload row per topic its tags
+	// route it to, and none when they route it nowhere, as the stream
+	// sends one copy per topic. The tags column must be an array of text
+	// (text[] or varchar[]).
+	TagsColumn string
+	Routes     []decoder.Route
+}
+
+// adopts reports whether t selects any row.
+func (t Adoptable) adopts() bool {
+	return len(t.Pending) > 0 || t.Where != ""
 }
 
 // Querier runs one statement (pgx.Tx has it).
@@ -25,27 +48,86 @@ type Querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+// Planner runs a query (*pgx.Conn, a pool and pgx.Tx have it).
+type Planner interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// oneStatement is the arguments of a statement that holds a predicate,
+// with the extended protocol asked for whatever the connection's default
+// (simple_protocol in the URL, say): PostgreSQL then accepts one
+// statement and no more, so that a predicate holding a `;` can neither
+// run a statement of its own nor end the transaction it runs in.
+func oneStatement(args []any) []any {
+	return append([]any{pgx.QueryExecModeDescribeExec}, args...)
+}
+
 // adoptedReason is the last_error of an adopted row.
-const adoptedReason = "adopted: pending when the relay's replication slot was created; sent as the row is now"
+const adoptedReason = "adopted: selected when the relay's replication slot was created; sent as the row is now"
 
 // Adopt parks, through q, every row of t whose status is one of its
-// pending values, as Reload rows due now: the poller sends each as its
-// outbox row is then, and writes the row back. It is the switch-over's
-// backlog: run in a transaction that imported the snapshot a replication
-// slot exported when it was created, it adopts exactly the rows committed
-// before the slot's consistent point (the slot streams the others), so no
-// row is missed or sent twice. It returns how many rows it adopted.
+// pending values or that its predicate (Where) selects, once, as Reload
+// rows due now, in the order of the id column: the poller sends each as
+// its outbox row is then, and writes the row back. It is the
+// switch-over's backlog: run in a transaction that imported the snapshot
+// a replication slot exported when it was created, it adopts exactly the
+// rows committed before the slot's consistent point (the slot streams
+// the others), so the switch misses no row and sends none twice. One
+// INSERT … SELECT (a single statement: oneStatement) adopts them all.
+// Rows without an id are left out (the poller reads a row by its id). It
+// returns how many status rows it added (one per topic of a routed row).
 func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error) {
-	if len(t.Pending) == 0 {
+	if !t.adopts() {
 		return 0, nil
 	}
-	outbox := pgx.Identifier{t.Schema, t.Name}.Sanitize()
-	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error)"+
-		" SELECT format('%s', o."+pgx.Identifier{t.IDColumn}.Sanitize()+"), $1, '', 'FAILED', true, $2 FROM "+outbox+" AS o"+
-		" WHERE o."+pgx.Identifier{t.StatusColumn}.Sanitize()+"::text = ANY($3::text[]) AND o."+pgx.Identifier{t.IDColumn}.Sanitize()+" IS NOT NULL",
-		t.Source, adoptedReason, t.Pending)
+	sel, args := adoptSelect(t)
+	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error)\n"+sel, oneStatement(args)...)
 	if err != nil {
-		return 0, fmt.Errorf("adopt the pending rows of %s: %w", outbox, err)
+		return 0, adoptError(t, err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// CheckAdopt asks PostgreSQL to plan the query that adopts t's rows,
+// without running it (EXPLAIN, a single statement: oneStatement), so
+// that a predicate that is not valid SQL, names a column the table lacks,
+// reads a table the role may not read or is not a boolean fails with
+// PostgreSQL's message before anything is created. A table routed by
+// tags of another type than an array of text is refused, with what to
+// do.
+func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
+	if !t.adopts() {
+		return nil
+	}
+	sel, args := adoptSelect(t)
+	rows, err := q.Query(ctx, "EXPLAIN "+sel, oneStatement(args)...)
+	if err == nil {
+		rows.Close()
+		err = rows.Err()
+	}
+	if err != nil && len(t.Routes) > 0 && !isUndefinedID(t, err) {
+		return fmt.Errorf("%w (a table routed by tags adopts with a text[] or varchar[] tags column only)", adoptError(t, err))
+	}
+	if err != nil {
+		return adoptError(t, err)
+	}
+	return nil
+}
+
+// adoptError is err, from adopting t's rows, with the table's name, and
+// what to set when the table has no column named as its id column (the
+// default, id, say).
+func adoptError(t Adoptable, err error) error {
+	if isUndefinedID(t, err) {
+		return fmt.Errorf("adopt the rows of %s: %w: the relay reads each adopted row by its id column, %q: "+
+			"name the table's id column with --id-column (id: in a config file)", t.Source, err, t.IDColumn)
+	}
+	return fmt.Errorf("adopt the rows of %s: %w", t.Source, err)
+}
+
+// isUndefinedID reports whether err says that t has no column named as
+// its id column.
+func isUndefinedID(t Adoptable, err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42703" && strings.Contains(pgErr.Message, "."+t.IDColumn+" does not exist")
 }

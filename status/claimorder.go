@@ -95,17 +95,35 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 }
 
 // candidatesQuery selects the candidates: $1 is the limit, $2 the slot
-// when the store has a pause table. The held rows are read through the
-// order index, whose predicate heldWhere implies; a paused topic's rows
-// are left out before the window (a key is of one topic), so that they
-// cost no sort.
+// when the store has a pause table. A row that is its own key (a reload
+// row, or one with a NULL key: soloRow) is a candidate when it is
+// deliverable, with no window: a backlog of them (a switch-over's
+// adopted rows) costs no sort of every held row at each claim. The other
+// held rows are read through the keyed index, and windowed by key; a
+// paused topic's rows are left out before the window (a key is of one
+// topic), so that they cost no sort.
 func (s *Store) candidatesQuery() string {
-	return "SELECT id, topic, coalesce(record_key, ''::bytea), solo FROM (" +
-		"SELECT d.id, d.topic, d.record_key, (d.record_key IS NULL OR d.reload) AS solo," +
-		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key," +
-		" CASE WHEN d.record_key IS NULL OR d.reload THEN d.id END ORDER BY d.id) AS in_order" +
-		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + s.notPaused() + ") AS h" +
-		" WHERE in_order ORDER BY id LIMIT $1"
+	return "(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), true FROM " + s.table + " AS d" +
+		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + " ORDER BY d.id LIMIT $1)" +
+		" UNION ALL (SELECT id, topic, record_key, false FROM (" +
+		"SELECT d.id, d.topic, d.record_key," +
+		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
+		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + ") AS h" +
+		" WHERE in_order ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
+}
+
+// soloRow is true of a row d that is a key of its own: a reload row, or
+// one with a NULL key. With heldWhere, the predicate of the solo index
+// (migration 0013), which reads them in id order.
+func soloRow(d string) string {
+	return "(" + d + ".record_key IS NULL OR " + d + ".reload)"
+}
+
+// keyedRow is true of a row d that is ordered with the other rows of its
+// topic and key: not soloRow. With heldWhere, the predicate of the keyed
+// index (migration 0013).
+func keyedRow(d string) string {
+	return d + ".record_key IS NOT NULL AND NOT " + d + ".reload"
 }
 
 // withoutGaps keeps the locked rows that follow their key's first

@@ -27,6 +27,8 @@
 // its event, in the same transaction. A reload row stands for an event to
 // send as its outbox row is now, without a copy: a row the team set back
 // to a pending status (the reset trigger's function adds or converts it),
-// or one [Store.Adopt] adopted at the switch-over (adopt.go); the poller
+// or one [Store.Adopt] adopted at the switch-over (adopt.go: a pending
+// status, or an adopt predicate, selects it; adoptsql.go builds the one
+// INSERT … SELECT, with a routed table's topics); the poller
 // reads its record and Claim stores it.
 package status

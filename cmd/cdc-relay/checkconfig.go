@@ -69,7 +69,12 @@ rolled back) and without producing anything to Kafka:
   - for each table whose write_back lists pending values: it has the
     trigger cdc_relay_reset that "cdc-relay migrate --config" creates (on
     the status table's trigger function, enabled, for these values), or
-    setting a row back to a pending value would not send its event again.
+    setting a row back to a pending value would not send its event again;
+  - for each table with adopt whose columns fit: PostgreSQL plans the
+    query that adopts its rows (EXPLAIN, with this role), so that a typo
+    is a problem before migrate creates the slot. The first run, which
+    creates the slot when migrate did not, plans it too, with its own
+    role, and stops on a refusal.
 
 Then it prints, for each table, the record the relay would make of its
 newest row (by the timestamp column, else the id, else the physical order).
@@ -226,6 +231,15 @@ func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefligh
 			return 0, err
 		}
 		res.Problems = append(res.Problems, trial.Problems...)
+		actx, cancel := context.WithTimeout(ctx, checkTimeout)
+		p, err := preflight.CheckAdopt(actx, conn, t)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if p != nil {
+			res.Problems = append(res.Problems, *p)
+		}
 	}
 	var sample bytes.Buffer
 	if res.Fit {

@@ -124,7 +124,7 @@ func checkAtStart(ctx context.Context, rc relay.Config, path string, file *confi
 func configTables(f *config.File, allowedTopics string) []relay.Table {
 	tables := make([]relay.Table, len(f.Tables))
 	for i, t := range f.Tables {
-		tables[i] = relay.Table{Mapping: t.Mapping(), WriteBack: t.WriteBack()}
+		tables[i] = relay.Table{Mapping: t.Mapping(), WriteBack: t.WriteBack(), Adopt: t.Adopt}
 		tables[i].Mapping.AllowedTopics = allowedTopics
 	}
 	return tables

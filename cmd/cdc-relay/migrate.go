@@ -28,6 +28,8 @@ type MigrateCommand struct {
 	slot        string
 	noSlot      bool
 	grantsFor   string
+	adopt       string
+	idColumn    string
 
 	postgresURLFile string
 	configPath      string
@@ -66,6 +68,20 @@ missing.
     and the first run creates the slot. An unread slot keeps the WAL on the
     server's disk: start the relay soon after.
 
+Switching over from a poller that kept its position: --adopt 'PREDICATE'
+(adopt: per table in the config file) sends the rows the predicate
+selects as of the new slot's snapshot, such as those after the poller's
+last position; the slot streams every row committed after, so none is
+sent twice by the switch. The relay's poller sends them, each as it is
+then, beside the stream. With a status column's pending values too, a row
+either selects is adopted once. The
+predicate is SQL over the table's columns, run as it is with migrate's
+role; migrate checks it first (a typo fails with PostgreSQL's message,
+before anything is created). Rows are adopted only when the slot is
+created: with the slot there already, migrate refuses and says how to
+adopt again. --adopt needs the slot created now (REPLICATION); adopt: in a
+config file is adopted by the first run instead.
+
 With --delivery exactly-once and --kafka-brokers, it also creates the
 compacted topic where "run --delivery exactly-once" keeps each slot's
 position (--checkpoint-topic, cleanup.policy=compact, one partition);
@@ -78,9 +94,12 @@ a table dropped by mistake, are created too.
 
 Pass "cdc-relay run" the same table, publication and slot flags.
 
-Example:
+Examples:
 
   cdc-relay migrate --postgres-url postgres://admin:secret@db:5432/app
+  cdc-relay migrate --postgres-url postgres://admin:secret@db:5432/app \
+    --table public.events --skip-outbox --id-column position \
+    --adopt 'position > (SELECT last_position FROM event_publisher_progress)'
 `
 
 // migrateSections orders migrate's flags in its usage.
@@ -89,6 +108,7 @@ var migrateSections = []flagSection{
 	{"Connection (required)", []string{"postgres-url", "postgres-url-file"}},
 	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
 	{"Replication slot", []string{"slot", "no-slot"}},
+	{"Switch-over (optional)", []string{"adopt", "id-column"}},
 	{"Exactly-once delivery (optional)", append([]string{"delivery", "kafka-brokers", "checkpoint-topic"}, kafkaSecurityFlagNames...)},
 	{"A role for the relay", []string{"print-grants"}},
 }
@@ -109,7 +129,11 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 	fs.StringVar(&c.brokers, "kafka-brokers", "", "Kafka seed brokers, comma-separated `host:port,...`: with --delivery exactly-once, create the checkpoint topic there")
 	fs.StringVar(&c.checkpointTopic, "checkpoint-topic", sink.DefaultCheckpointTopic, "the `topic` to create, as run's --checkpoint-topic")
 	c.kafkaSecurity.register(fs)
-	onlyOnCommandLine(fs, "print-grants")
+	fs.StringVar(&c.adopt, "adopt", "",
+		"an SQL `predicate` over the outbox table's columns, such as 'position > 4000': when migrate creates the slot, the rows it selects as of the slot's snapshot are sent by the relay, none twice by the switch; refused when the slot exists")
+	fs.StringVar(&c.idColumn, "id-column", relay.DefaultConfig().Tables[0].Mapping.IDColumn,
+		"with --adopt, the `column` by which the relay reads each adopted row, as run's --id-column")
+	onlyOnCommandLine(fs, "print-grants", "adopt")
 	registerConfig(fs, &c.configPath)
 	return fs
 }
@@ -123,6 +147,9 @@ func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
 	rc := relay.Config{Slot: c.slot, Tables: []relay.Table{{}}, Retention: relay.DefaultConfig().Retention}
 	if err := c.tables.apply(&rc); err != nil {
 		return rc, err
+	}
+	if c.adopt != "" {
+		rc.Tables[0].Mapping.IDColumn, rc.Tables[0].Adopt = c.idColumn, c.adopt
 	}
 	if file != nil {
 		rc.Tables = configTables(file, "")
@@ -170,6 +197,9 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 			return usageError{"--slot: " + err.Error()}
 		}
 	}
+	if err := c.checkAdoptFlags(file); err != nil {
+		return err
+	}
 	rc, err := c.relayConfig(file)
 	if err != nil {
 		return err
@@ -179,6 +209,10 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	c.printMigrated(res, rc)
+	if c.adopt != "" && !res.Slot.Created {
+		return errors.New("nothing adopted: --adopt needs the slot created now, and it was not (see above); the tables and the publication are ready: " +
+			"run migrate --adopt again as a role with the REPLICATION attribute, or put adopt: in a config file for the first `run --config` to adopt")
+	}
 	if createTopic {
 		return c.checkpointTopicCreate(ctx)
 	}
@@ -271,11 +305,30 @@ func (c *MigrateCommand) checkpointTopicCreate(ctx context.Context) error {
 	return nil
 }
 
-// adopts reports whether a table of rc has pending values: a slot that
-// migrate creates adopts the rows that have one.
+// checkAdoptFlags checks --adopt against the other flags: it is the one
+// table's of the command line (a config file says adopt: per table), it
+// needs the slot created now, and an id column.
+func (c *MigrateCommand) checkAdoptFlags(file *config.File) error {
+	switch {
+	case c.adopt == "":
+		return nil
+	case file != nil:
+		return usageError{fmt.Sprintf("--adopt is the predicate of the command line's one table; with --config, set adopt: on the table in %s", c.configPath)}
+	case c.noSlot:
+		return usageError{"--adopt and --no-slot exclude each other: rows are adopted when migrate creates the slot"}
+	case strings.TrimSpace(c.adopt) == "":
+		return usageError{"--adopt is empty: give an SQL predicate over the table's columns, such as 'position > 4000'"}
+	case c.idColumn == "":
+		return usageError{"--adopt needs --id-column: the relay reads each adopted row by its id"}
+	}
+	return nil
+}
+
+// adopts reports whether a table of rc has pending values or an adopt
+// predicate: a slot that migrate creates adopts the rows they select.
 func adopts(rc relay.Config) bool {
 	for _, t := range rc.Tables {
-		if t.WriteBack != nil && len(t.WriteBack.Pending) > 0 {
+		if t.WriteBack != nil && len(t.WriteBack.Pending) > 0 || t.Adopt != "" {
 			return true
 		}
 	}
@@ -297,11 +350,39 @@ func (c *MigrateCommand) printSlot(res setup.Result, rc relay.Config) {
 		fmt.Fprintf(c.stdout, "created replication slot %q at %s: events committed from now on wait for the relay (the slot keeps WAL until it reads them)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush)
 		if adopts(rc) {
-			fmt.Fprintf(c.stdout, "adopted %d row(s) whose status was pending before the slot: the relay's poller sends each once, as the row is then, and writes it back\n",
-				res.Slot.Adopted)
+			fmt.Fprintf(c.stdout, "adopted %d row(s) that %s selected before the slot: the relay's poller sends each as the row is then, none twice by the switch%s\n",
+				res.Slot.Adopted, adoptedBy(rc), writtenBack(rc))
 		}
 	default:
 		fmt.Fprintf(c.stdout, "replication slot %q exists (confirmed %s, keeping %s of WAL)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush, res.Slot.Slot.Retained())
 	}
+}
+
+// adoptedBy says what selected the rows a new slot adopted: the pending
+// statuses, the adopt predicates, or both.
+func adoptedBy(rc relay.Config) string {
+	pending, where := false, false
+	for _, t := range rc.Tables {
+		pending = pending || t.WriteBack != nil && len(t.WriteBack.Pending) > 0
+		where = where || t.Adopt != ""
+	}
+	switch {
+	case pending && where:
+		return "a pending status or adopt"
+	case where:
+		return "adopt"
+	}
+	return "a pending status"
+}
+
+// writtenBack is what the adoption line adds when a table writes its
+// outcome back.
+func writtenBack(rc relay.Config) string {
+	for _, t := range rc.Tables {
+		if t.WriteBack != nil {
+			return ", and writes it back"
+		}
+	}
+	return ""
 }

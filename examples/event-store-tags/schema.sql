@@ -9,7 +9,7 @@
 -- The design names the table and its columns (position, type, tags, data)
 -- but not their types: each is marked "chosen", with what the event store
 -- itself creates. The log has no status column: the poller kept its
--- progress elsewhere, so there is nothing to write back.
+-- progress in publisher_progress, so there is nothing to write back.
 
 CREATE TABLE events (
     type           varchar(64) NOT NULL,                  -- chosen: varchar(64), the event type
@@ -25,3 +25,11 @@ CREATE TABLE events (
 CREATE INDEX idx_events_transaction_position ON events (transaction_id, position);
 CREATE INDEX idx_events_tags ON events USING gin (tags);
 CREATE INDEX idx_events_type_position ON events (type, position);
+
+-- The poller's progress: the last position it sent. The relay's slot takes
+-- its place; at the switch-over, adopt: in relay.yaml sends the events
+-- after it once.
+CREATE TABLE publisher_progress (
+    publisher     text   PRIMARY KEY,                     -- chosen: one row per poller
+    last_position bigint NOT NULL                         -- chosen: bigint, as position
+);

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMigrateAdopt: `migrate --adopt` adopts the rows its predicate
+// selects when it creates the slot and says how many; the flags that
+// exclude it are usage errors, a bad predicate fails with PostgreSQL's
+// message and creates nothing, and a second run is refused.
+func TestMigrateAdopt(t *testing.T) {
+	ctx, url, conn := startDB(t,
+		"CREATE TABLE events (position bigserial PRIMARY KEY, data json NOT NULL DEFAULT '{}')",
+		"INSERT INTO events SELECT FROM generate_series(1, 10)")
+	configFile := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(configFile, []byte("tables: [{table: events, id: position, value: data, topic: t}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"migrate", "--postgres-url", url, "--table", "events", "--skip-outbox", "--id-column", "position"}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		output string // in stdout or stderr
+	}{
+		{"check-config", []string{"check-config", "--postgres-url", url, "--config", adoptConfig(t, "postion > 4")}, 1,
+			`public.events: adopt: PostgreSQL refuses the predicate: ERROR: column "postion" does not exist`},
+		{"with --no-slot", append(base, "--adopt", "position > 4", "--no-slot"), 2, "--adopt and --no-slot exclude each other"},
+		{"with --config", []string{"migrate", "--postgres-url", url, "--config", configFile, "--adopt", "position > 4"}, 2, "set adopt: on the table in " + configFile},
+		{"without an id column", append(base, "--adopt", "position > 4", "--id-column", ""), 2, "--adopt needs --id-column"},
+		{"the default id column", []string{"migrate", "--postgres-url", url, "--table", "events", "--skip-outbox", "--adopt", "position > 4"}, 1,
+			`name the table's id column with --id-column`},
+		{"a typo", append(base, "--adopt", "postion > 4"), 1, `column "postion" does not exist`},
+		{"adopts", append(base, "--adopt", "position > 4"), 0, "adopted 6 row(s) that adopt selected before the slot"},
+		{"again", append(base, "--adopt", "position > 4"), 1, `replication slot "cdc_relay" exists: adopt selects rows only when the relay creates its slot`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Main(ctx, tc.args, &stdout, &stderr)
+			if out := stdout.String() + stderr.String(); code != tc.code || !strings.Contains(out, tc.output) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, tc.output, out)
+			}
+			var slots, adopted int
+			var made bool
+			if err := conn.QueryRow(ctx, `SELECT count(*), to_regclass('public.outbox_delivery') IS NOT NULL FROM pg_replication_slots`).Scan(&slots, &made); err != nil {
+				t.Fatal(err)
+			}
+			if made {
+				if err := conn.QueryRow(ctx, `SELECT count(*) FROM outbox_delivery WHERE reload`).Scan(&adopted); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if done := tc.code == 0 || tc.name == "again"; done != (slots == 1 && adopted == 6) || !done && (slots > 0 || made) {
+				t.Errorf("%d slot(s), status table made %v, %d row(s) adopted; want 1 and 6 once adopted, nothing made before", slots, made, adopted)
+			}
+		})
+	}
+}
+
+// adoptConfig writes a config file of the table events with adopt: where.
+func adoptConfig(t *testing.T, where string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "adopt.yaml")
+	if err := os.WriteFile(path, []byte("tables: [{table: events, id: position, value: data, topic: t, adopt: "+where+"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

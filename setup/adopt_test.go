@@ -1,0 +1,161 @@
+package setup
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// adoptConfig is a relay config of the event log "events", adopting the
+// rows where.
+func adoptConfig(where string) relay.Config {
+	rc := relay.DefaultConfig()
+	rc.Tables = []relay.Table{{Mapping: decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data"}, Adopt: where}}
+	return rc
+}
+
+const eventsSchema = `CREATE TABLE events (position bigserial PRIMARY KEY, data json NOT NULL DEFAULT '{}');
+	CREATE TABLE progress (last_position bigint NOT NULL);
+	INSERT INTO progress VALUES (4);
+	INSERT INTO events SELECT FROM generate_series(1, 10)`
+
+// TestMigrateAdopt: the rows the predicate selects as of the new slot's
+// snapshot are adopted, and those committed after are in the slot, each
+// in one of them only: a row of a transaction open while the slot is
+// created is in exactly one. A second migrate is refused: the slot
+// exists, and nothing is adopted again.
+func TestMigrateAdopt(t *testing.T) {
+	ctx, pg, conn := pgtemptestConnect(t)
+	url := pg.URL("postgres")
+	open, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.Exec(ctx, "INSERT INTO events DEFAULT VALUES"); err != nil { // position 11, committed while the slot is created
+		t.Fatal(err)
+	}
+	rc := adoptConfig("position > (SELECT last_position FROM progress)")
+	done := make(chan error, 1)
+	var res Result
+	go func() {
+		var err error
+		res, err = Migrate(ctx, url, rc, Options{})
+		done <- err
+	}()
+	waitSlotListed(ctx, t, url, rc.Slot)
+	if err := open.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || !res.Slot.Created {
+		t.Fatalf("Migrate = %+v, %v; want the slot created", res, err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO events DEFAULT VALUES"); err != nil { // position 12, after the slot
+		t.Fatal(err)
+	}
+	adopted := queryStrings(ctx, t, conn, "SELECT event_id FROM outbox_delivery WHERE reload AND status = 'FAILED' AND topic = '' ORDER BY id")
+	streamed := countStreamedInserts(ctx, t, conn, rc)
+	want := "5 6 7 8 9 10"
+	if got := strings.Join(adopted, " "); got != want && got != want+" 11" || int64(len(adopted))+streamed != 8 || res.Slot.Adopted != int64(len(adopted)) {
+		t.Errorf("adopted %v (Adopted %d) and %d inserts in the slot; want %s (and 11 if it was in the snapshot), each of 5 to 12 once", adopted, res.Slot.Adopted, streamed, want)
+	}
+
+	_, err = Migrate(ctx, url, rc, Options{})
+	var exists *AdoptSlotExistsError
+	if !errors.As(err, &exists) || !strings.Contains(err.Error(), "pg_drop_replication_slot('cdc_relay')") || !strings.Contains(err.Error(), "backfill") {
+		t.Errorf("second migrate: %v; want it refused, saying how to adopt again", err)
+	}
+	if n := queryStrings(ctx, t, conn, "SELECT count(*)::text FROM outbox_delivery"); n[0] != "6" && n[0] != "7" {
+		t.Errorf("%s status rows after the refusal, want those adopted first", n[0])
+	}
+}
+
+// TestMigrateAdoptRefusesABadPredicate: a predicate PostgreSQL refuses
+// fails with its message, and nothing is created: no relay tables, no
+// publication, no slot. So does adopt without an id column.
+func TestMigrateAdoptRefusesABadPredicate(t *testing.T) {
+	ctx, pg, conn := pgtemptestConnect(t)
+	for _, tc := range []struct {
+		rc   relay.Config
+		want string
+	}{
+		{adoptConfig("postion > 4"), `column "postion" does not exist`},
+		{adoptConfig("position > 4 AND"), "syntax error"},
+		{adoptConfig("'x'"), "boolean"},
+		{func() relay.Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.Table = "evnets"; return rc }(), `relation "public.evnets" does not exist`},
+		{func() relay.Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.IDColumn = ""; return rc }(), "id column"},
+	} {
+		_, err := Migrate(ctx, pg.URL("postgres"), tc.rc, Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("adopt %q: %v, want an error with %q", tc.rc.Tables[0].Adopt, err, tc.want)
+		}
+	}
+	made := queryStrings(ctx, t, conn, `SELECT (SELECT count(*) FROM pg_replication_slots) || ' ' || (SELECT count(*) FROM pg_publication) || ' ' ||
+		(to_regclass('public.outbox_delivery') IS NOT NULL)`)
+	if made[0] != "0 0 false" {
+		t.Errorf("slots, publications, status table after the refusals: %s; want nothing made", made[0])
+	}
+}
+
+// pgtemptestConnect is a database with the event log of 10 rows and a
+// progress row at 4.
+func pgtemptestConnect(t *testing.T) (context.Context, *pgtemp.Cluster, *pgx.Conn) {
+	t.Helper()
+	return pgtemptest.ConnectT(t, 2*time.Minute, eventsSchema)
+}
+
+// waitSlotListed waits until slot is listed, while it is being created.
+func waitSlotListed(ctx context.Context, t *testing.T, url, slot string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot %s not listed within 30 s", slot)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countStreamedInserts counts the inserts waiting in rc's slot (peeked,
+// not consumed): pgoutput's Insert messages start with 'I'.
+func countStreamedInserts(ctx context.Context, t *testing.T, conn *pgx.Conn, rc relay.Config) int64 {
+	t.Helper()
+	var n int64
+	err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_logical_slot_peek_binary_changes($1, NULL, NULL, 'proto_version', '1', 'publication_names', $2)
+		WHERE substr(data, 1, 1) = 'I'::bytea`, rc.Slot, rc.Publication).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// queryStrings runs sql and returns its one text column.
+func queryStrings(ctx context.Context, t *testing.T, conn *pgx.Conn, sql string) []string {
+	t.Helper()
+	rows, _ := conn.Query(ctx, sql)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}

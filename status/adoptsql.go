@@ -1,0 +1,131 @@
+package status
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// routeAlias names the row of topics a routed table's row is adopted for;
+// a name no predicate is likely to hold.
+const routeAlias = "cdc_relay_route"
+
+// adoptSQL builds the SELECT that Store.Adopt inserts and CheckAdopt
+// plans: its text and its arguments, numbered as they are added.
+type adoptSQL struct {
+	t     Adoptable
+	table string // the outbox table, quoted
+	args  []any
+}
+
+// arg adds v as the next argument and returns its placeholder.
+func (b *adoptSQL) arg(v any) string {
+	b.args = append(b.args, v)
+	return fmt.Sprintf("$%d", len(b.args))
+}
+
+// adoptedAlias names the subquery of the rows the predicate selects, in
+// which the relay's own filters are applied.
+const adoptedAlias = "cdc_relay_adopted"
+
+// column is the table's column name, quoted and qualified by the table,
+// so that the predicate may name the table as its FROM names it.
+func (b *adoptSQL) column(name string) string {
+	return b.table + "." + pgx.Identifier{name}.Sanitize()
+}
+
+// selectedColumn is the column name of a selected row, outside the
+// subquery that holds the predicate.
+func (b *adoptSQL) selectedColumn(name string) string {
+	return adoptedAlias + "." + pgx.Identifier{name}.Sanitize()
+}
+
+// adoptSelect returns the SELECT of t's rows to adopt, as status rows
+// (event_id, source_table, topic, status, reload, last_error), in the
+// order of the id column, and its arguments. The rows are selected in a
+// subquery of their own (a pending status, or Where on lines of its own,
+// so that a predicate ending in a -- comment still closes), and the
+// relay's filters (an id, a route) are applied outside it, so that no
+// predicate, whatever parentheses it holds, can override them.
+func adoptSelect(t Adoptable) (string, []any) {
+	b := &adoptSQL{t: t, table: pgx.Identifier{t.Schema, t.Name}.Sanitize()}
+	id := b.selectedColumn(t.IDColumn)
+	topic, order := "''", id
+	from := "(SELECT * FROM " + b.table + " WHERE " + b.selected() + ") AS " + adoptedAlias
+	if len(t.Routes) > 0 {
+		topic, order = routeAlias+".topic", order+", "+routeAlias+".n"
+		from += "\nCROSS JOIN LATERAL unnest(ARRAY[" + b.routeTopics() + "]::text[]) WITH ORDINALITY AS " + routeAlias + "(topic, n)"
+	}
+	sel := "SELECT format('%s', " + id + "), " + b.arg(t.Source) + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text" +
+		"\nFROM " + from +
+		"\nWHERE " + id + " IS NOT NULL"
+	if len(t.Routes) > 0 {
+		sel += " AND " + routeAlias + ".topic IS NOT NULL"
+	}
+	return sel + "\nORDER BY " + order, b.args
+}
+
+// selected is the condition of the rows to adopt: a pending status, or
+// the predicate.
+func (b *adoptSQL) selected() string {
+	var or []string
+	if len(b.t.Pending) > 0 {
+		or = append(or, "("+b.column(b.t.StatusColumn)+"::text = ANY("+b.arg(b.t.Pending)+"::text[]))")
+	}
+	if b.t.Where != "" {
+		or = append(or, "(\n"+b.t.Where+"\n)")
+	}
+	return strings.Join(or, " OR ")
+}
+
+// routeTopics lists, for each topic of the routes (once, where its first
+// route is), the topic when a route of it matches the row's tags and NULL
+// otherwise, as the decoder routes an event.
+func (b *adoptSQL) routeTopics() string {
+	var topics []string
+	conds := map[string][]string{}
+	for _, r := range b.t.Routes {
+		if !slices.Contains(topics, r.Topic) {
+			topics = append(topics, r.Topic)
+		}
+		conds[r.Topic] = append(conds[r.Topic], "("+b.routeMatches(r)+")")
+	}
+	items := make([]string, len(topics))
+	for i, topic := range topics {
+		items[i] = "CASE WHEN " + strings.Join(conds[topic], " OR ") + " THEN " + b.arg(topic) + "::text END"
+	}
+	return strings.Join(items, ", ")
+}
+
+// routeMatches is the condition of r matching the row's tags: every
+// required tag, and one of the any-of tags when it has some.
+func (b *adoptSQL) routeMatches(r decoder.Route) string {
+	var and []string
+	for _, want := range r.RequiredTags {
+		and = append(and, b.hasTag(want))
+	}
+	if len(r.AnyOfTags) > 0 {
+		var or []string
+		for _, want := range r.AnyOfTags {
+			or = append(or, b.hasTag(want))
+		}
+		and = append(and, "("+strings.Join(or, " OR ")+")")
+	}
+	return strings.Join(and, " AND ")
+}
+
+// hasTag is the condition of the row's tags holding want, as the decoder
+// matches a tag: "key=value" only that tag, "key" the tag "key" or any
+// "key=value". A NULL tags column holds none.
+func (b *adoptSQL) hasTag(want string) string {
+	tags := b.selectedColumn(b.t.TagsColumn) + "::text[]"
+	p := b.arg(want)
+	if strings.Contains(want, "=") {
+		return "coalesce(" + p + "::text = ANY(" + tags + "), false)"
+	}
+	return "EXISTS (SELECT FROM unnest(" + tags + ") AS cdc_relay_tag(v) WHERE v = " + p + "::text OR starts_with(v, " + p + "::text || '='))"
+}
