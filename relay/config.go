@@ -27,6 +27,11 @@ type Config struct {
 	// Tables are the outbox tables the relay streams, on one slot and one
 	// publication, each with its mapping onto Kafka records. At least one.
 	Tables []Table
+	// Messages are the logical decoding messages the relay streams beside
+	// the tables (pg_logical_emit_message, PostgreSQL 14 and later), one
+	// entry per prefix; their events are the decoder's sources after the
+	// tables (decoder.NewSources). With messages, Tables may be empty.
+	Messages []decoder.MessageMapping
 	// StatusSchema/StatusTable and CheckpointSchema/CheckpointTable name the
 	// relay's tables.
 	StatusSchema, StatusTable         string
