@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -21,11 +22,12 @@ func registerConfig(fs *flag.FlagSet, path *string) {
 	fs.StringVar(path, "config", "", configUsage)
 }
 
-// mappingFlags map the one table of the command line; a config file maps
-// its tables itself, and either may be used, not both.
+// mappingFlags map the one table of the command line, and
+// --message-prefix its messages; a config file maps its tables and lists
+// its messages itself, and either may be used, not both.
 var mappingFlags = []string{
 	"table", "topic-template", "topic-column", "key-column", "payload-column", "id-column",
-	"header-columns", "headers-column", "timestamp-column",
+	"header-columns", "headers-column", "timestamp-column", "message-prefix",
 }
 
 // loadConfig loads the config file at path, if any, after fs was parsed.
@@ -45,15 +47,8 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for _, name := range mappingFlags {
-		if !set[name] || fs.Lookup(name) == nil {
-			continue
-		}
-		if setInEnvironment(fs, name) {
-			return nil, usageError{fmt.Sprintf("%s is set in the environment, and --%s maps the one table of the command line; with --config, map the tables in %s and unset %s (or leave out --config)",
-				envName(name), name, path, envName(name))}
-		}
-		return nil, usageError{fmt.Sprintf("--%s maps the one table of the command line; with --config, map the tables in %s (or leave out --config)", name, path)}
+	if err := refuseMappingFlags(fs, set, path); err != nil {
+		return nil, err
 	}
 	url := f.PostgresURL
 	if set["postgres-url-file"] {
@@ -79,6 +74,27 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 		}
 	}
 	return f, nil
+}
+
+// refuseMappingFlags returns a usage error when a flag of mappingFlags
+// that fs has was set beside the config file at path, naming the
+// environment variable when the flag came from there.
+func refuseMappingFlags(fs *flag.FlagSet, set map[string]bool, path string) error {
+	for _, name := range mappingFlags {
+		if !set[name] || fs.Lookup(name) == nil {
+			continue
+		}
+		what, instead := "maps the one table of the command line", "map the tables in "+path
+		if name == "message-prefix" {
+			what, instead = "relays the messages of the command line", "list the prefixes under messages: in "+path
+		}
+		if setInEnvironment(fs, name) {
+			return usageError{fmt.Sprintf("%s is set in the environment, and --%s %s; with --config, %s and unset %s (or leave out --config)",
+				envName(name), name, what, instead, envName(name))}
+		}
+		return usageError{fmt.Sprintf("--%s %s; with --config, %s (or leave out --config)", name, what, instead)}
+	}
+	return nil
 }
 
 // warnConfig logs each of the config file's warnings: what it accepts but
@@ -117,6 +133,29 @@ func checkAtStart(ctx context.Context, rc relay.Config, path string, file *confi
 		lines[i] = "  " + p.String()
 	}
 	return fmt.Errorf("%s does not fit the database (`cdc-relay check-config --config %s` says the same):\n%s", path, path, strings.Join(lines, "\n"))
+}
+
+// configSources sets rc's tables and message sources to the config
+// file's: a file of messages only leaves rc with no table. allowedTopics
+// (the flag's value, or the file's) applies to every table, and to every
+// message source that sets no allowed_topics of its own.
+func configSources(rc *relay.Config, f *config.File, allowedTopics string) {
+	rc.Tables = configTables(f, allowedTopics)
+	rc.Messages = configMessages(f, allowedTopics)
+}
+
+// configMessages returns the message sources of a config file, in its
+// order, each with its own allowed_topics, else allowedTopics; nil when
+// the file has none.
+func configMessages(f *config.File, allowedTopics string) []decoder.MessageMapping {
+	var ms []decoder.MessageMapping
+	for _, m := range f.Messages {
+		if m.AllowedTopics == "" {
+			m.AllowedTopics = allowedTopics
+		}
+		ms = append(ms, m)
+	}
+	return ms
 }
 
 // configTables returns the relay's tables from a config file, each with

@@ -152,7 +152,7 @@ func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
 		rc.Tables[0].Mapping.IDColumn, rc.Tables[0].Adopt = c.idColumn, c.adopt
 	}
 	if file != nil {
-		rc.Tables = configTables(file, "")
+		configSources(&rc, file, "")
 		rc.Retention.Outbox = 0
 		c.skipOutbox = true
 	}

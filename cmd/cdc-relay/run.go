@@ -119,7 +119,7 @@ func (r *relayFlags) finish(fs *flag.FlagSet) error {
 		return err
 	}
 	if file != nil {
-		r.cfg.Tables = configTables(file, r.cfg.Tables[0].Mapping.AllowedTopics)
+		configSources(&r.cfg, file, r.cfg.Tables[0].Mapping.AllowedTopics)
 		// The tables of a config file are the application's: the relay
 		// deletes none of their rows unless told to.
 		retention := false

@@ -183,7 +183,7 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 		return relay.Status{}, err
 	}
 	if c.file != nil {
-		cfg.Tables = configTables(c.file, "")
+		configSources(&cfg, c.file, "")
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
