@@ -74,7 +74,10 @@ rolled back) and without producing anything to Kafka:
     query that adopts its rows (EXPLAIN, with this role), so that a typo
     is a problem before migrate creates the slot. The first run, which
     creates the slot when migrate did not, plans it too, with its own
-    role, and stops on a refusal.
+    role, and stops on a refusal;
+  - with message sources (messages:): the server is PostgreSQL 14 or
+    later, whose pgoutput sends logical decoding messages. A message
+    names no table or column: nothing else is checked for it.
 
 Then it prints, for each table, the record the relay would make of its
 newest row (by the timestamp column, else the id, else the physical order);
@@ -233,8 +236,16 @@ func checkSources(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefli
 		}
 		n += problems
 	}
+	if len(f.Messages) == 0 {
+		return n, nil
+	}
+	problems, err := messageProblems(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
 	for _, m := range f.Messages {
-		printMessageSource(w, m, f.AllowedTopics, nil)
+		printMessageSource(w, m, f.AllowedTopics, problems)
+		n += len(problems)
 	}
 	return n, nil
 }

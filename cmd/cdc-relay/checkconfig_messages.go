@@ -2,13 +2,17 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/preflight"
 )
 
 // sourcesText says what a config file relays, for check-config's first
@@ -23,9 +27,22 @@ func sourcesText(f *config.File) string {
 	return plural(len(f.Tables), "table") + ", " + plural(len(f.Messages), "message source")
 }
 
+// messageProblems is what the database lacks for relaying messages, the
+// same for every message source: a server before PostgreSQL 14
+// ([preflight.CheckMessages]). A message source names no column or table,
+// so nothing else of the database is checked for it.
+func messageProblems(ctx context.Context, conn *pgx.Conn) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	p, err := preflight.CheckMessages(ctx, conn)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return []string{p.String()}, nil
+}
+
 // printMessageSource prints a message source's block: "ok", or the
-// problems the database check found for messages (each source shares
-// them), then how a message of its prefix becomes a record. There is no
+// problems of messageProblems (each source shares them), then how a message of its prefix becomes a record. There is no
 // sample: messages are in the WAL only, never in a table to read.
 // allowedTopics is the file's allowed_topics, which applies when m sets
 // none.

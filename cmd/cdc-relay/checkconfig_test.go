@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -405,5 +406,41 @@ func TestCheckConfigUsage(t *testing.T) {
 	f, err := config.Parse("usage", []byte(strings.ReplaceAll("\n"+shape, "\n  ", "\n")))
 	if err != nil || len(f.Tables) != 2 || f.Tables[0].WriteBack() == nil || len(f.Tables[1].Routes) != 2 || len(f.Messages) != 2 || !f.Messages[1].PayloadOnly {
 		t.Errorf("the help's config: %v, %v", f, err)
+	}
+}
+
+// TestCheckConfigMessagesByServer: a message source is a problem on a
+// server before PostgreSQL 14, whose pgoutput sends no messages, and ok
+// from 14 on; the problem is under each source, saying what to do. Run
+// with PG_BINDIR at PostgreSQL 13's binaries to see the refusal.
+func TestCheckConfigMessagesByServer(t *testing.T) {
+	ctx, url, conn := startDB(t, `CREATE PUBLICATION cdc_relay WITH (publish = 'insert')`)
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server_version_num %d", version)
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(path, []byte("messages: [{prefix: outbox}, {prefix: audit, payload_only: true, topic: audit}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"check-config", "--config", path, "--postgres-url", url}, &stdout, &stderr)
+	out := stdout.String()
+	want, wantCode := []string{"\nmessage:outbox: ok\n", "\nmessage:audit: ok\n", "\nno problems in "}, 0
+	if version < preflight.MessagesMinVersion {
+		refused := "  messages need PostgreSQL 14 or later (pgoutput's messages option), and this server is "
+		want, wantCode = []string{"\nmessage:outbox: 1 problem\n" + refused, "\nmessage:audit: 1 problem\n" + refused}, 1
+		if !strings.Contains(stderr.String(), "2 problems in ") {
+			t.Errorf("stderr lacks the count of problems:\n%s", stderr.String())
+		}
+	}
+	if code != wantCode {
+		t.Errorf("server %d: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", version, code, wantCode, out, stderr.String())
+	}
+	for _, s := range want {
+		if !strings.Contains(out, s) {
+			t.Errorf("server %d: stdout lacks %q:\n%s", version, s, out)
+		}
 	}
 }
