@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,20 +11,22 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
-// messagesExample is the README's example of messages: an envelope
-// source and a payload-only one, with no table.
-const messagesExample = `postgres_url: postgres://relay@db/app
-kafka: {brokers: ["kafka:9092"]}
-messages:
-  - prefix: outbox                 # pg_logical_emit_message's prefix, exact
-    topic: orders.events           # the topic of an envelope that names none
-    allowed_topics: 'orders\..*'   # the topics its envelopes may name
-  - prefix: audit
-    payload_only: true             # the content is the record value
-    topic: audit.events
-    key_field: account_id
-    id_field: event_id
-`
+// readmeMessages is the README's example of messages (in its
+// "Configuration file"): an envelope source and a payload-only one, with
+// no table.
+func readmeMessages(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "```yaml\nmessages:\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md lacks its example of messages: (a yaml block that starts with messages:)")
+	}
+	return "messages:\n" + block
+}
 
 func TestParseMessages(t *testing.T) {
 	tests := []struct {
@@ -32,7 +35,7 @@ func TestParseMessages(t *testing.T) {
 		wantTables int
 		want       []decoder.MessageMapping
 	}{
-		{name: "the README's example, no tables", yaml: messagesExample, want: []decoder.MessageMapping{
+		{name: "the README's example, no tables", yaml: readmeMessages(t), want: []decoder.MessageMapping{
 			{Prefix: "outbox", Topic: "orders.events", AllowedTopics: `orders\..*`},
 			{Prefix: "audit", PayloadOnly: true, Topic: "audit.events", KeyField: "account_id", IDField: "event_id"},
 		}},
