@@ -16,6 +16,9 @@ type messageEntry struct {
 	where string         // "messages[i]"
 	line  int            // the entry's line
 	at    map[string]int // key → its line
+	// badAllowed is set when its allowed_topics is refused: its topic is
+	// then checked against nothing.
+	badAllowed bool
 }
 
 // lineOf is key's line, or the entry's when the key is not set.
@@ -95,7 +98,7 @@ func (p *parser) checkMessage(me *messageEntry, ctx, fileAllowed string) {
 			p.problem(me.lineOf(f.key), "%s%s is for payload_only content: an envelope carries its own key and id; add payload_only: true, or remove %s", ctx, f.key, f.key)
 		}
 	}
-	if m.Topic == "" {
+	if m.Topic == "" || me.badAllowed {
 		return
 	}
 	allowed := m.AllowedTopics
@@ -151,6 +154,7 @@ func readMessageAllowedTopics(p *parser, e keyed, ctx string, me *messageEntry) 
 	}
 	if _, err := (decoder.Mapping{AllowedTopics: v}).TopicCheck(); err != nil {
 		p.problem(e.line, "%sallowed_topics %q is not a Go regular expression: %v", ctx, v, errors.Unwrap(err))
+		me.badAllowed = true
 		return
 	}
 	me.m.AllowedTopics = v
