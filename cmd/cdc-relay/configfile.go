@@ -22,12 +22,11 @@ func registerConfig(fs *flag.FlagSet, path *string) {
 	fs.StringVar(path, "config", "", configUsage)
 }
 
-// mappingFlags map the one table of the command line, and
-// --message-prefix its messages; a config file maps its tables and lists
-// its messages itself, and either may be used, not both.
+// mappingFlags map the one table of the command line; a config file maps
+// its tables itself, and either may be used, not both.
 var mappingFlags = []string{
 	"table", "topic-template", "topic-column", "key-column", "payload-column", "id-column",
-	"header-columns", "headers-column", "timestamp-column", "message-prefix",
+	"header-columns", "headers-column", "timestamp-column",
 }
 
 // loadConfig loads the config file at path, if any, after fs was parsed.
@@ -47,8 +46,15 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if err := refuseMappingFlags(fs, set, path); err != nil {
-		return nil, err
+	for _, name := range mappingFlags {
+		if !set[name] || fs.Lookup(name) == nil {
+			continue
+		}
+		if setInEnvironment(fs, name) {
+			return nil, usageError{fmt.Sprintf("%s is set in the environment, and --%s maps the one table of the command line; with --config, map the tables in %s and unset %s (or leave out --config)",
+				envName(name), name, path, envName(name))}
+		}
+		return nil, usageError{fmt.Sprintf("--%s maps the one table of the command line; with --config, map the tables in %s (or leave out --config)", name, path)}
 	}
 	url := f.PostgresURL
 	if set["postgres-url-file"] {
@@ -74,27 +80,6 @@ func loadConfig(fs *flag.FlagSet, path string) (*config.File, error) {
 		}
 	}
 	return f, nil
-}
-
-// refuseMappingFlags returns a usage error when a flag of mappingFlags
-// that fs has was set beside the config file at path, naming the
-// environment variable when the flag came from there.
-func refuseMappingFlags(fs *flag.FlagSet, set map[string]bool, path string) error {
-	for _, name := range mappingFlags {
-		if !set[name] || fs.Lookup(name) == nil {
-			continue
-		}
-		what, instead := "maps the one table of the command line", "map the tables in "+path
-		if name == "message-prefix" {
-			what, instead = "relays the messages of the command line", "list the prefixes under messages: in "+path
-		}
-		if setInEnvironment(fs, name) {
-			return usageError{fmt.Sprintf("%s is set in the environment, and --%s %s; with --config, %s and unset %s (or leave out --config)",
-				envName(name), name, what, instead, envName(name))}
-		}
-		return usageError{fmt.Sprintf("--%s %s; with --config, %s (or leave out --config)", name, what, instead)}
-	}
-	return nil
 }
 
 // warnConfig logs each of the config file's warnings: what it accepts but

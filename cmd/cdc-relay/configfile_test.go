@@ -1,13 +1,10 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -64,46 +61,6 @@ func TestConfigSources(t *testing.T) {
 			}
 			if len(file.Messages) > 0 && tc.allowed != "" && file.Messages[0].AllowedTopics == tc.allowed {
 				t.Errorf("configSources changed the file's entry: %+v", file.Messages[0])
-			}
-		})
-	}
-}
-
-// TestMessagePrefixBesideConfig: --message-prefix relays the messages of
-// the command line; beside --config, which lists its own, it is a usage
-// error that says where the prefixes go, naming the environment variable
-// when it came from there.
-func TestMessagePrefixBesideConfig(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "relay.yaml")
-	if err := os.WriteFile(path, []byte("messages: [{prefix: outbox}]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  string
-		want string
-	}{
-		{name: "on the command line", args: []string{"--message-prefix", "audit"},
-			want: "--message-prefix relays the messages of the command line; with --config, list the prefixes under messages: in " + path + " (or leave out --config)"},
-		{name: "in the environment", env: "audit",
-			want: "CDC_RELAY_MESSAGE_PREFIX is set in the environment, and --message-prefix relays the messages of the command line; " +
-				"with --config, list the prefixes under messages: in " + path + " and unset CDC_RELAY_MESSAGE_PREFIX (or leave out --config)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv("CDC_RELAY_MESSAGE_PREFIX", tc.env)
-			}
-			fs := flag.NewFlagSet("run", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			fs.String("message-prefix", "", "")
-			if err := parseFlags(fs, tc.args); err != nil {
-				t.Fatal(err)
-			}
-			_, err := loadConfig(fs, path)
-			var usage usageError
-			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("loadConfig: %v, want the usage error %q", err, tc.want)
 			}
 		})
 	}
