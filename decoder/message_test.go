@@ -3,6 +3,7 @@ package decoder
 import (
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -336,6 +337,7 @@ func TestDecodeMalformedMessage(t *testing.T) {
 		{"content longer than its length", append(append([]byte{}, good...), '}')},
 		{"length past 2 GiB", append(logicalMsg(true, msgLSN, "outbox", "")[:17], 0xFF, 0xFF, 0xFF, 0xFF)},
 		{"non-transactional, truncated", logicalMsg(false, msgLSN, "outbox", "x")[:19]},
+		{"unknown flags", append([]byte{'M', 2}, good[2:]...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, d := range []*Decoder{
@@ -423,5 +425,52 @@ func TestAppendLSN(t *testing.T) {
 		if got, want := string(appendLSN(nil, lsn)), pglogrepl.LSN(lsn).String(); got != want {
 			t.Errorf("appendLSN(%x) = %q, want %q", lsn, got, want)
 		}
+	}
+}
+
+// TestMessageHoldsOnlyItsParts: a message's event holds copies of its key,
+// id and value only, never the rest of the content (a megabyte of
+// whitespace or of a member it does not keep), so the in-flight byte limit,
+// which counts Size, covers it; a poison one holds the content, its value.
+func TestMessageHoldsOnlyItsParts(t *testing.T) {
+	pad := strings.Repeat(" ", 1<<20)
+	big := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		name, content string
+		poison        bool
+	}{
+		{"whitespace between members", `{"topic": "t", "key": "k",` + pad + `"payload": {"total": 5}}`, false},
+		{"whitespace in the headers", `{"topic": "t", "headers": {` + pad + `}, "payload": 1}`, false},
+		{"a large payload", `{"topic": "t", "payload": "` + big + `"}`, false},
+		{"a large unknown member: poison", `{"topic": "t", "payload": 1, "blob": "` + big + `"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newSourcesT(t, nil, MessageMapping{Prefix: "outbox"})
+			msg := logicalMsg(true, msgLSN, "outbox", tc.content)
+			m := mustDecode(t, d, msg) // warm the decoder's reused state
+			if (m.Poison != nil) != tc.poison {
+				t.Fatalf("poison %v", m.Poison)
+			}
+			const runs = 20
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := 0; i < runs; i++ {
+				m = mustDecode(t, d, msg)
+			}
+			runtime.ReadMemStats(&after)
+			// The slack covers a large allocation's rounding to pages and
+			// the headers' parsing, garbage at once; not the megabyte of
+			// content an event must not keep.
+			const slack = 16 << 10
+			perEvent := int(after.TotalAlloc-before.TotalAlloc) / runs
+			if size := m.Event.Size(); perEvent > size+slack {
+				t.Fatalf("decoding allocated %d bytes per event, more than its Size %d: the event holds bytes the in-flight limit does not count", perEvent, size)
+			}
+			for _, b := range [][]byte{m.Event.ID, m.Event.Key, m.Event.Value} {
+				if cap(b) != len(b) {
+					t.Fatalf("a field of %d bytes has a capacity of %d", len(b), cap(b))
+				}
+			}
+		})
 	}
 }
