@@ -2,6 +2,7 @@ package decoder
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"runtime"
 	"strings"
@@ -472,5 +473,21 @@ func TestMessageHoldsOnlyItsParts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidJSON: validJSON says what json.Valid says.
+func TestValidJSON(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `[]`, `""`, `0`, `-0`, `1.5e+10`, `-1E-2`, `true`, `false`, `null`, ` {"a" : [ 1 , {"b": null} ] } `,
+		`"\u00e9\n\t\/\\\""`, "\"\xff\xfe\"", `{"a":1,"a":2}`,
+		``, ` `, `{`, `}`, `[1,]`, `{"a":1,}`, `{"a"}`, `{a:1}`, `01`, `1.`, `.5`, `-`, `1e`, `1e+`, `+1`, `tru`, `nul`, `truex`,
+		`"\x"`, `"\u12"`, `"\u12g4"`, "\"a\x01\"", `"abc`, `{} {}`, `[1 2]`, `{"a":1 "b":2}`, `NaN`, `[-]`,
+		strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth),
+		strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1),
+	} {
+		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("validJSON(%.40q) = %v, json.Valid says %v", s, got, want)
+		}
 	}
 }
