@@ -190,7 +190,7 @@ func TestEnvelopeTopicNeedsAMappingTopic(t *testing.T) {
 	mustDecode(t, d, beginMsg(0x5000))
 	checkMessage(t, mustDecode(t, d, logicalMsg(true, msgLSN, "outbox", `{"key": "k", "payload": 1}`)), messageCase{
 		key: "k", value: `{"key": "k", "payload": 1}`,
-		poison: `the envelope names no topic and messages "outbox" gives none`,
+		poison: `messages "outbox": the envelope names no topic and messages: gives none for the prefix`,
 	})
 	checkMessage(t, mustDecode(t, d, logicalMsg(true, msgLSN, "outbox", `{"topic": "t", "payload": 1}`)), messageCase{
 		topic: "t", key: "<nil>", value: "1",
