@@ -183,8 +183,8 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_state_check_literal}}", quoteLiteral(cfg.StatusTable + "_state_check"),
 		"{{status_order_index}}", pgx.Identifier{cfg.StatusTable + "_order_idx"}.Sanitize(),
 		"{{status_corrected_index}}", pgx.Identifier{cfg.StatusTable + "_corrected_idx"}.Sanitize(),
-		"{{status_solo_index}}", pgx.Identifier{cfg.StatusTable + "_solo_idx"}.Sanitize(),
-		"{{status_keyed_index}}", pgx.Identifier{cfg.StatusTable + "_keyed_idx"}.Sanitize(),
+		"{{status_solo_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_solo_idx")}.Sanitize(),
+		"{{status_keyed_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_keyed_idx")}.Sanitize(),
 		"{{paused_topics}}", PauseTableName(cfg),
 		"{{backfills}}", BackfillTableName(cfg),
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -537,19 +538,30 @@ func TestOriginalTopicMigration(t *testing.T) {
 // TestSoloIndexesRebuiltWhenInvalid: the status table's claim indexes are
 // built concurrently, outside a transaction; one that an interrupted build
 // left invalid is dropped and built again by the next Apply, and a valid
-// one is kept.
+// one is kept. Also for a status table whose name leaves no room for the
+// indexes' suffixes in PostgreSQL's 63 bytes.
 func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
+	for _, table := range []string{
+		`Delivery "Q"`, // a name the statements must quote
+		strings.Repeat("d", 60),
+	} {
+		t.Run(table, func(t *testing.T) { testSoloIndexesRebuilt(t, table) })
+	}
+}
+
+func testSoloIndexesRebuilt(t *testing.T, table string) {
 	conn := startPG(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
-	cfg.StatusTable = `Delivery "Q"` // a name the statements must quote
+	cfg.StatusTable = table
 	if _, err := Apply(ctx, conn, cfg); err != nil {
 		t.Fatal(err)
 	}
+	solo, keyed := indexName(cfg.StatusTable, "_solo_idx"), indexName(cfg.StatusTable, "_keyed_idx")
 	indexes := func() map[string]string { // name: oid, and whether valid
 		rows, _ := conn.Query(ctx, `SELECT c.relname, c.oid::text || ' ' || i.indisvalid FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
 			WHERE i.indrelid = to_regclass($1) AND c.relname IN ($2, $3)`,
-			pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), cfg.StatusTable+"_solo_idx", cfg.StatusTable+"_keyed_idx")
+			pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), solo, keyed)
 		m, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kv [2]string, err error) { return kv, r.Scan(&kv[0], &kv[1]) })
 		if err != nil {
 			t.Fatal(err)
@@ -561,7 +573,6 @@ func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
 		return out
 	}
 	before := indexes()
-	solo, keyed := cfg.StatusTable+"_solo_idx", cfg.StatusTable+"_keyed_idx"
 	if len(before) != 2 || !strings.HasSuffix(before[solo], " true") || !strings.HasSuffix(before[keyed], " true") {
 		t.Fatalf("indexes after the first Apply: %v, want both valid", before)
 	}
@@ -576,6 +587,36 @@ func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
 	after := indexes()
 	if !strings.HasSuffix(after[solo], " true") || after[solo] == before[solo] || after[keyed] != before[keyed] {
 		t.Errorf("indexes after an Apply over an invalid one: %v (before %v), want the invalid one built again, the valid one kept", after, before)
+	}
+}
+
+// TestIndexName: a name that fits is the table's name and the suffix, as
+// PostgreSQL keeps it; a longer one fits 63 bytes, keeps its suffix, and
+// differs by suffix and by table.
+func TestIndexName(t *testing.T) {
+	long := strings.Repeat("d", 60)
+	tests := []struct {
+		table, suffix, want string
+	}{
+		{"outbox_delivery", "_solo_idx", "outbox_delivery_solo_idx"},
+		{strings.Repeat("d", 54), "_solo_idx", strings.Repeat("d", 54) + "_solo_idx"},
+		{long, "_solo_idx", ""},
+		{long, "_keyed_idx", ""},
+		{strings.Repeat("é", 30), "_keyed_idx", ""},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		got := indexName(tt.table, tt.suffix)
+		if tt.want != "" && got != tt.want {
+			t.Errorf("indexName(%q, %q) = %q, want %q", tt.table, tt.suffix, got, tt.want)
+		}
+		if len(got) > maxIdentifier || !strings.HasSuffix(got, tt.suffix) || !utf8.ValidString(got) || seen[got] {
+			t.Errorf("indexName(%q, %q) = %q (%d bytes): want at most %d bytes, valid UTF-8, ending %q, unlike the others", tt.table, tt.suffix, got, len(got), maxIdentifier, tt.suffix)
+		}
+		seen[got] = true
+	}
+	if indexName(long, "_solo_idx") == indexName(long[:59]+"e", "_solo_idx") {
+		t.Error("two long tables whose names differ past the cut have one index name")
 	}
 }
 
