@@ -38,6 +38,10 @@ type Config struct {
 	// values, Apply creates it (or replaces it when it is stale); without,
 	// it drops the table's reset trigger if there is one.
 	Reset Reset
+	// Notice, when set, is called with a line for a person before a step
+	// that may take minutes (an index built concurrently on the status
+	// table), so that nobody stops it thinking it hangs.
+	Notice func(line string)
 }
 
 // DefaultConfig names what `cdc-relay migrate` creates without flags:
@@ -148,7 +152,7 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	}
 	defer unlock()
 
-	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg)); err != nil {
+	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg), cfg.Notice); err != nil {
 		return res, err
 	}
 	if res.CreatedOutbox, err = ensureOutbox(ctx, conn, cfg, outbox, names); err != nil {
@@ -268,16 +272,20 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn, history string) (map[i
 // one per schema while the tables it creates are named by flags. So a
 // second relay's tables in the same schema are created too, and a dropped
 // table is created again.
-func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *strings.Replacer, history string) ([]int, error) {
+func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *strings.Replacer, history string, notice func(string)) ([]int, error) {
 	applied, err := appliedVersions(ctx, conn, history)
 	if err != nil {
 		return nil, err
 	}
 	var firsts []int
 	for _, m := range ms {
-		err := applyOne(ctx, conn, m, names, history)
+		err := applyOne(ctx, conn, m, names, history, notice)
 		var pgErr *pgconn.PgError
 		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "57014" && strings.HasPrefix(m.sql, outsideTransaction):
+			return firsts, fmt.Errorf("apply migration %04d_%s: the concurrent index build was canceled (by pg_cancel_backend, a server shutdown, or migrate itself being stopped; "+
+				"migrate lifts statement_timeout for it): the relay's tables were not held meanwhile, and the index it left invalid is dropped and built again by the next migrate: "+
+				"run migrate again and let it finish, which may take minutes on a large status table: %w", m.version, m.name, err)
 		case errors.As(err, &pgErr) && pgErr.Code == "55P03" && strings.HasPrefix(m.sql, outsideTransaction):
 			return firsts, fmt.Errorf("apply migration %04d_%s: waited %s for the transactions open on the database when it began (an index built concurrently "+
 				"waits for every older transaction, on any table; pg_stat_activity shows them: a long query, or 'idle in transaction'): the relay's tables "+
@@ -304,10 +312,10 @@ const outsideTransaction = "-- cdc-relay: outside a transaction"
 // applyOne leaves migration m applied, with its history row: in one
 // transaction, or, when it is marked outsideTransaction, one statement
 // at a time (applyOutside).
-func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string) error {
+func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string, notice func(string)) error {
 	record := "INSERT INTO " + history + " (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING"
 	if strings.HasPrefix(m.sql, outsideTransaction) {
-		if err := applyOutside(ctx, conn, names.Replace(m.sql)); err != nil {
+		if err := applyOutside(ctx, conn, names.Replace(m.sql), notice); err != nil {
 			return err
 		}
 		_, err := conn.Exec(ctx, record, m.version, m.name)
@@ -330,15 +338,22 @@ const concurrentLockTimeout = "2min"
 
 // applyOutside runs the statements of sql (each ends with ";" at the end
 // of a line) one at a time, outside a transaction, under
-// concurrentLockTimeout. Before each CREATE
+// concurrentLockTimeout and with no statement_timeout (a role's or
+// database's would cancel a build on a large table every time); the
+// session's own settings are back when it returns. Before each CREATE
 // INDEX CONCURRENTLY IF NOT EXISTS, it drops the index when an
 // interrupted build left it invalid (dropInvalidIndex): IF NOT EXISTS
-// would keep it, unused and updated by every write.
-func applyOutside(ctx context.Context, conn *pgx.Conn, sql string) error {
+// would keep it, unused and updated by every write; then it tells notice
+// that the build begins.
+func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice func(string)) error {
 	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+concurrentLockTimeout+"'"); err != nil {
 		return fmt.Errorf("set lock_timeout: %w", err)
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SET lock_timeout = '"+lockTimeout+"'") }()
+	if _, err := conn.Exec(ctx, "SET statement_timeout = 0"); err != nil {
+		return fmt.Errorf("lift statement_timeout for the concurrent index builds: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET statement_timeout") }()
 	for _, stmt := range strings.SplitAfter(sql, ";\n") {
 		if strings.TrimSpace(stmt) == "" {
 			continue
@@ -346,11 +361,23 @@ func applyOutside(ctx context.Context, conn *pgx.Conn, sql string) error {
 		if err := dropInvalidIndex(ctx, conn, stmt); err != nil {
 			return err
 		}
+		announceBuild(stmt, notice)
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// announceBuild tells notice, if set, that stmt builds an index
+// concurrently, which may take minutes.
+func announceBuild(stmt string, notice func(string)) {
+	m := concurrentIndex.FindStringSubmatch(stmt)
+	if m == nil || notice == nil {
+		return
+	}
+	notice("building index " + m[1] + " on " + m[2] + " concurrently; this may take minutes on a large status table " +
+		"(writes go on meanwhile; if it is stopped, the next migrate builds it again)")
 }
 
 // concurrentIndex finds the index and the table of a CREATE INDEX

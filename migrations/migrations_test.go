@@ -330,7 +330,7 @@ func applyUpTo(ctx context.Context, t *testing.T, conn *pgx.Conn, cfg Config, ve
 			old = append(old, m)
 		}
 	}
-	if _, err := applyVersioned(ctx, conn, old, placeholders(cfg), historyTable(cfg)); err != nil {
+	if _, err := applyVersioned(ctx, conn, old, placeholders(cfg), historyTable(cfg), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -690,5 +690,55 @@ func waitForBuild(ctx context.Context, t *testing.T, q *pgx.Conn) {
 		if time.Now().After(deadline) {
 			t.Fatal("no CREATE INDEX CONCURRENTLY waited for the older transaction within 30 s")
 		}
+	}
+}
+
+// TestClaimIndexesBuiltUnderAStatementTimeout: a database whose
+// statement_timeout (300 ms) is shorter than the claim indexes' build (it
+// waits 1 s for an older transaction) still gets them, valid: the build
+// runs without the timeout, says beforehand that it may take minutes, and
+// the session has its timeout back afterwards.
+func TestClaimIndexesBuiltUnderAStatementTimeout(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	applyUpTo(ctx, t, conn, cfg, 11) // before the claim indexes
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{conn.Config().Database}.Sanitize()+" SET statement_timeout = '300ms'"); err != nil {
+		t.Fatal(err)
+	}
+	mig, other := connectAgain(t, conn), connectAgain(t, conn)
+	tx, err := other.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM pg_class"); err != nil { // holds its snapshot until the end
+		t.Fatal(err)
+	}
+	var notices []string
+	cfg.Notice = func(line string) { notices = append(notices, line) }
+	applied := make(chan error, 1)
+	go func() {
+		_, err := Apply(ctx, mig, cfg)
+		applied <- err
+	}()
+	waitForBuild(ctx, t, conn)
+	time.Sleep(time.Second) // the build waits past the 300 ms timeout: the transaction stays open this long on purpose
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-applied; err != nil {
+		t.Fatalf("Apply under a 300 ms statement_timeout: %v", err)
+	}
+	var valid int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE indisvalid AND indexrelid IN
+		('outbox_delivery_solo_idx'::regclass, 'outbox_delivery_keyed_idx'::regclass)`).Scan(&valid); err != nil || valid != 2 {
+		t.Fatalf("%d valid claim indexes (%v), want 2", valid, err)
+	}
+	if len(notices) != 2 || !strings.Contains(notices[0], "outbox_delivery_solo_idx") || !strings.Contains(notices[0], "may take minutes") {
+		t.Errorf("notices %q, want one per index build, saying it may take minutes", notices)
+	}
+	var timeout string
+	if err := mig.QueryRow(ctx, "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "300ms" {
+		t.Errorf("statement_timeout after Apply: %q (%v), want the database's 300ms back", timeout, err)
 	}
 }

@@ -17,6 +17,9 @@ type Options struct {
 	SkipOutbox bool
 	// NoSlot does not create the replication slot.
 	NoSlot bool
+	// Notice, when set, is called with a line for a person before a step
+	// that may take minutes (see migrations.Config.Notice).
+	Notice func(line string)
 }
 
 // Result says what Migrate did.
@@ -83,6 +86,7 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 		tables := rc.Migrations(i)
 		tables.SkipOutbox = opts.SkipOutbox
 		tables.Reset = resetOf(t)
+		tables.Notice = opts.Notice
 		r, err := migrations.Apply(ctx, conn, tables)
 		if err != nil {
 			return res, err

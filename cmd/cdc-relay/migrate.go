@@ -204,7 +204,8 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := setup.Migrate(ctx, c.postgresURL, rc, setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot})
+	res, err := setup.Migrate(ctx, c.postgresURL, rc, setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot,
+		Notice: func(line string) { fmt.Fprintln(c.stderr, line) }})
 	if err != nil {
 		return err
 	}
