@@ -237,11 +237,40 @@ func lockMigrations(ctx context.Context, conn *pgx.Conn) (unlock func(), err err
 		return nil, fmt.Errorf("set lock_timeout: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			return nil, fmt.Errorf("take migration lock: waited %s for another migrate, which holds it (%s): wait for it to finish; "+
+				"if it is a migrate that was stopped while the server went on with its statement, wait for that statement too, or end it "+
+				"with SELECT pg_terminate_backend(pid) (an index it was building is built again by the next migrate): %w",
+				lockTimeout, migrationLockHolder(ctx, conn), err)
+		}
 		return nil, fmt.Errorf("take migration lock: %w", err)
 	}
 	return func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
 	}, nil
+}
+
+// migrationLockHolder describes the sessions that hold the migration
+// lock on conn's database, as pg_locks and pg_stat_activity show them:
+// pid, application_name, state, and when its statement began (another
+// role's session shows only its pid unless conn's role has
+// pg_read_all_stats).
+func migrationLockHolder(ctx context.Context, conn *pgx.Conn) string {
+	rows, _ := conn.Query(ctx, `SELECT format('pid %s, application_name %L, state %s, query started %s',
+			l.pid, coalesce(a.application_name, '?'), coalesce(a.state, '?'), coalesce(a.query_start::text, '?'))
+		FROM pg_locks AS l LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND l.classid::bigint = $1::bigint >> 32 AND l.objid::bigint = $1::bigint & 4294967295`, int64(lockKey))
+	holders, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	switch {
+	case err != nil:
+		return "pg_locks could not be read: " + err.Error()
+	case len(holders) == 0:
+		return "it has released it since: run migrate again"
+	}
+	return strings.Join(holders, "; ")
 }
 
 // appliedVersions leaves the migration history table in place and returns

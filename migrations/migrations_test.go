@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -740,5 +741,27 @@ func TestClaimIndexesBuiltUnderAStatementTimeout(t *testing.T) {
 	var timeout string
 	if err := mig.QueryRow(ctx, "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "300ms" {
 		t.Errorf("statement_timeout after Apply: %q (%v), want the database's 300ms back", timeout, err)
+	}
+}
+
+// TestMigrationLockHolderNamed: a session holding the migration lock (a
+// migrate stopped while its statement goes on) makes Apply give up after
+// the lock timeout, naming that session and how to end it.
+func TestMigrationLockHolderNamed(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	holder := connectAgain(t, conn)
+	if _, err := holder.Exec(ctx, "SET application_name = 'stopped migrate'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		t.Fatal(err)
+	}
+	pid := holder.PgConn().PID()
+	_, err := Apply(ctx, conn, DefaultConfig())
+	for _, want := range []string{fmt.Sprintf("pid %d,", pid), "'stopped migrate'", "state idle", "pg_terminate_backend(pid)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Apply while another session holds the migration lock: %v, want it to say %q", err, want)
+		}
 	}
 }
