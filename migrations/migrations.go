@@ -253,8 +253,8 @@ func lockMigrations(ctx context.Context, conn *pgx.Conn) (unlock func(), err err
 
 // migrationLockHolder describes the sessions that hold the migration
 // lock on conn's database, as pg_locks and pg_stat_activity show them:
-// pid, application_name, state, and when its statement began (another
-// role's session shows only its pid unless conn's role has
+// pid, application_name, state, and when its statement began (of another
+// role's session, the state and start show as "?" unless conn's role has
 // pg_read_all_stats).
 func migrationLockHolder(ctx context.Context, conn *pgx.Conn) string {
 	rows, _ := conn.Query(ctx, `SELECT format('pid %s, application_name %L, state %s, query started %s',

@@ -285,7 +285,10 @@ func TestGrants(t *testing.T) {
 	}
 	sql := Grants(cfg, "Relay Role", true)
 	for _, want := range []string{`ALTER ROLE "Relay Role" WITH LOGIN REPLICATION`, `GRANT USAGE ON SCHEMA "relay" TO "Relay Role"`,
-		`ON "relay"."Delivery" TO "Relay Role"`, `GRANT SELECT, DELETE ON "public"."outbox"`} {
+		`ON "relay"."Delivery" TO "Relay Role"`, `GRANT SELECT, DELETE ON "public"."outbox"`,
+		"\nGRANT SELECT ON \"public\".\"cdc_relay_backfills\" TO \"Relay Role\";\n",
+		"\n-- GRANT TEMPORARY ON DATABASE <database> TO \"Relay Role\";\n",
+		"\n-- GRANT INSERT, UPDATE ON \"public\".\"cdc_relay_backfills\" TO \"Relay Role\";\n"} {
 		if !strings.Contains(sql, want) {
 			t.Errorf("grants lack %q:\n%s", want, sql)
 		}
