@@ -131,7 +131,7 @@ func (b *backfiller) prepare(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if b.q.key, err = LookupKey(ctx, b.conn, b.q.table); err != nil {
+	if b.q.key, err = LookupKey(ctx, b.conn, b.q.table, b.cfg.Mapping.IDColumn); err != nil {
 		return err
 	}
 	if b.cfg.After != "" {

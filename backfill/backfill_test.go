@@ -245,7 +245,7 @@ func TestBackfillDryRunAndOverride(t *testing.T) {
 // not fit the table (found by a dry run too), a table without a primary
 // key.
 func TestBackfillRefusals(t *testing.T) {
-	f := newFixture(t, events, `CREATE SEQUENCE s`, `CREATE TABLE nokey (payload jsonb)`,
+	f := newFixture(t, events, `CREATE SEQUENCE s`, `CREATE TABLE nokey (event_id uuid, payload jsonb)`,
 		`INSERT INTO events VALUES ('x', 1, 't', '{}')`)
 	for _, tc := range []struct {
 		name   string
@@ -256,7 +256,9 @@ func TestBackfillRefusals(t *testing.T) {
 		{"a writing predicate", func(c *Config) { c.Where = "nextval('s') > 0" }, nil, []string{"read-only transaction"}},
 		{"a dry run of a mapping that does not fit", func(c *Config) { c.DryRun, c.Mapping.PayloadColumn = true, "nosuch" }, nil,
 			[]string{`"public"."events"`, "nosuch"}},
-		{"a table without a key", func(c *Config) { c.Mapping.Table = "nokey" }, ErrNoKey, []string{"ADD PRIMARY KEY"}},
+		{"a table without a key", func(c *Config) { c.Mapping.Table = "nokey" }, ErrNoKey, []string{`ALTER TABLE "public"."nokey" ADD PRIMARY KEY (<a unique column>)`}},
+		{"a table without a key, its event id column mapped", func(c *Config) { c.Mapping.Table, c.Mapping.IDColumn = "nokey", "event_id" }, ErrNoKey,
+			[]string{`ALTER TABLE "public"."nokey" ADD PRIMARY KEY ("event_id")`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := f.cfg
@@ -264,6 +266,37 @@ func TestBackfillRefusals(t *testing.T) {
 			err := whenFree(func() error { _, err := Run(f.ctx, cfg); return err })
 			for _, w := range tc.want {
 				if err == nil || tc.is != nil && !errors.Is(err, tc.is) || !strings.Contains(err.Error(), w) {
+					t.Errorf("%v, want an error saying %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestBackfillPrivileges: a role that lacks a privilege a backfill needs
+// is told which GRANT to ask for: TEMPORARY on the database (revoked from
+// PUBLIC), SELECT on the table, SELECT on a table the predicate reads.
+func TestBackfillPrivileges(t *testing.T) {
+	f := newFixture(t, events, `CREATE TABLE progress (position bigint)`, `INSERT INTO events VALUES ('x', 1, 't', '{}')`,
+		`REVOKE TEMPORARY ON DATABASE postgres FROM PUBLIC`,
+		`CREATE ROLE notemp LOGIN`, `GRANT SELECT ON events, progress TO notemp`,
+		`CREATE ROLE noselect LOGIN`, `GRANT TEMPORARY ON DATABASE postgres TO noselect`,
+		`CREATE ROLE nopredicate LOGIN`, `GRANT TEMPORARY ON DATABASE postgres TO nopredicate`, `GRANT SELECT ON events TO nopredicate`)
+	for _, tc := range []struct {
+		role, where string
+		want        []string
+	}{
+		{"notemp", "true", []string{"create the table of selected keys", `GRANT TEMPORARY ON DATABASE "postgres" TO "notemp"`}},
+		{"noselect", "true", []string{"permission denied for table events", `SELECT on "public"."events"`, `TO "noselect"`}},
+		{"nopredicate", "position > (SELECT max(position) FROM progress)", []string{"permission denied for table progress",
+			"every table its predicate reads", `GRANT SELECT ON <that table> TO "nopredicate"`}},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			cfg := f.cfg
+			cfg.PostgresURL, cfg.Where, cfg.DryRun = strings.Replace(f.url, "postgres@", tc.role+"@", 1), tc.where, true
+			err := whenFree(func() error { _, err := Run(f.ctx, cfg); return err })
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("%v, want an error saying %q", err, w)
 				}
 			}
@@ -283,8 +316,8 @@ func whenFree(f func() error) error {
 }
 
 // TestBackfillOneAtATime: a second backfill of a table is refused while
-// one runs, naming its session (all of it to the same role; its pid and
-// role to another, which may not see the rest), with the advice for a
+// one runs, naming its session (all of it to the same role; its pid,
+// application name and role to another, which may not see the rest), with the advice for a
 // session that lingers; once the first ends, it runs. A predicate that
 // releases its session's advisory locks does not release the backfill's.
 func TestBackfillOneAtATime(t *testing.T) {
@@ -301,7 +334,7 @@ func TestBackfillOneAtATime(t *testing.T) {
 		want []string
 	}{
 		{"same role", f.cfg, []string{"cdc-relay backfill, pid", "connected since", "pg_terminate_backend"}},
-		{"another role", other, []string{"server process", "of role postgres", "pg_terminate_backend"}},
+		{"another role", other, []string{"server process", "(cdc-relay backfill, pid", "of role postgres", "pg_terminate_backend"}},
 	} {
 		_, err := Run(f.ctx, tc.cfg)
 		for _, w := range tc.want {

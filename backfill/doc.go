@@ -27,6 +27,7 @@
 //	query.go      the SQL of the selection, of a batch and of the edges
 //	lock.go       one backfill per table: an advisory lock, on a session
 //	              of its own, and who holds it
+//	privileges.go the GRANT a role lacking a privilege needs
 //	publish.go    a batch of rows → Kafka records (topic, header), produced
 //	ratelimit.go  the rows-per-second limit
 //	progress.go   the progress bar, the progress lines and the summary
@@ -36,5 +37,7 @@
 // It reads only committed rows, and only those committed when it starts
 // (the relay streams the others). It writes to the database only its own
 // row in the table of backfills (Config.RecordTable), and its temporary
-// table.
+// table. A privilege its role lacks (TEMPORARY on the database, SELECT on
+// the table or on what the predicate reads) stops it with the GRANT to
+// run (privileges.go).
 package backfill

@@ -32,9 +32,11 @@ JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 WHERE i.indrelid = $1::regclass AND i.indisprimary
 ORDER BY k.n`
 
-// LookupKey returns table's primary key, or an error wrapping [ErrNoKey].
-// A partitioned table's primary key is its root's.
-func LookupKey(ctx context.Context, q Querier, table string) (Key, error) {
+// LookupKey returns table's primary key, or an error wrapping [ErrNoKey]
+// that says how to add one on idColumn, the mapping's event id column
+// (a column of its own when idColumn is empty). A partitioned table's
+// primary key is its root's.
+func LookupKey(ctx context.Context, q Querier, table, idColumn string) (Key, error) {
 	rows, err := q.Query(ctx, primaryKey, table)
 	if err != nil {
 		return Key{}, fmt.Errorf("look up the primary key of %s: %w", table, err)
@@ -51,9 +53,20 @@ func LookupKey(ctx context.Context, q Querier, table string) (Key, error) {
 		return Key{}, fmt.Errorf("look up the primary key of %s: %w", table, err)
 	}
 	if len(k.Columns) == 0 {
-		return Key{}, fmt.Errorf("%s: %w: backfill reads rows in key order, a batch at a time; add one (ALTER TABLE %s ADD PRIMARY KEY (id))", table, ErrNoKey, table)
+		return Key{}, fmt.Errorf("%s: %w: backfill reads rows in key order, a batch at a time; add one (%s)", table, ErrNoKey, addPrimaryKey(table, idColumn))
 	}
 	return k, nil
+}
+
+// addPrimaryKey is the statement that gives table a primary key on
+// idColumn, its event id column, which the relay's mapping names (one
+// of the table's unique columns, named in angle brackets, without it).
+func addPrimaryKey(table, idColumn string) string {
+	col := "<a unique column>"
+	if idColumn != "" {
+		col = pgx.Identifier{idColumn}.Sanitize()
+	}
+	return "ALTER TABLE " + table + " ADD PRIMARY KEY (" + col + ")"
 }
 
 // Querier runs a query (*pgx.Conn and pgx.Tx do).

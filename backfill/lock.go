@@ -14,10 +14,12 @@ import (
 const (
 	tryLock = "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay backfill/' || $1::regclass::oid::text, 0))"
 
-	// The holder's session as far as the role may see it: another role's
-	// session shows its pid and role, not its application name, address
-	// or start (NULL: empty here). objsubid 1 is a lock taken by one
-	// bigint key.
+	// The holder's session as far as the role may see it: every role sees
+	// another role's session's pid, role and application name (so a
+	// relay's /status, which finds a running backfill by its pid and
+	// application name, shows another role's backfill too), but not its
+	// address or start (NULL: empty here) without pg_read_all_stats.
+	// objsubid 1 is a lock taken by one bigint key.
 	lockHolder = `SELECT a.pid, coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''), coalesce(a.usename::text, ''),
 	coalesce(to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '')
 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid

@@ -27,14 +27,14 @@ const keyChunk = 10000
 func (b *backfiller) selectKeys(ctx context.Context, res *Result) error {
 	for _, sql := range b.q.createKeys() {
 		if _, err := b.conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("create the table of selected keys of %s: %w", b.q.table, err)
+			return fmt.Errorf("create the table of selected keys of %s: %w", b.q.table, needsTemporary(ctx, b.conn, err))
 		}
 	}
 	after := b.after
 	for {
 		n, last, err := b.copyChunk(ctx, after)
 		if err != nil {
-			return fmt.Errorf("select the keys the predicate selects in %s: %w", b.q.table, err)
+			return fmt.Errorf("select the keys the predicate selects in %s: %w", b.q.table, needsSelect(ctx, b.conn, b.q.table, err))
 		}
 		res.Total += n
 		if n < keyChunk {
@@ -157,7 +157,7 @@ func (b *backfiller) read(ctx context.Context, bt *batch) ([]string, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the selected rows of %s: %w", b.q.table, err)
+		return nil, fmt.Errorf("read the selected rows of %s: %w", b.q.table, needsSelect(ctx, b.conn, b.q.table, err))
 	}
 	return end, nil
 }
@@ -169,7 +169,7 @@ func (b *backfiller) resolveMapping(ctx context.Context) error {
 	rr := b.conn.PgConn().ExecParams(ctx, b.q.probe(), nil, nil, nil, nil)
 	fields := slices.Clone(rr.FieldDescriptions())
 	if _, err := rr.Close(); err != nil {
-		return fmt.Errorf("read the columns of %s: %w", b.q.table, err)
+		return fmt.Errorf("read the columns of %s: %w", b.q.table, needsSelect(ctx, b.conn, b.q.table, err))
 	}
 	return b.recorderFor(fields)
 }

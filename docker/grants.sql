@@ -30,8 +30,13 @@ END $$;
 GRANT SELECT, INSERT, UPDATE ON "public"."cdc_relay_checkpoint" TO "relay";
 -- The topics paused with `cdc-relay pause --topic`.
 GRANT SELECT, INSERT, DELETE ON "public"."cdc_relay_paused_topics" TO "relay";
--- The backfills, which `cdc-relay backfill` keeps up to date and status reads.
-GRANT SELECT, INSERT, UPDATE ON "public"."cdc_relay_backfills" TO "relay";
+-- The backfills, which the relay and `cdc-relay status` read to show the running ones.
+GRANT SELECT ON "public"."cdc_relay_backfills" TO "relay";
+-- To run `cdc-relay backfill` as this role (not needed by the relay), uncomment: it keeps the keys it selects in a
+-- temporary table (TEMPORARY on the database; PUBLIC has it unless revoked) and its progress in the table of backfills.
+-- GRANT TEMPORARY ON DATABASE <database> TO "relay";
+-- GRANT INSERT, UPDATE ON "public"."cdc_relay_backfills" TO "relay";
+-- It also needs SELECT on the tables its --where predicate reads besides the outbox table.
 
 -- The demo's password; the image's pg_hba.conf lets the role connect with
 -- it, for replication too (a logical replication connection matches the

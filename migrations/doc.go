@@ -14,8 +14,9 @@
 // idempotent, so [Apply] converges on the tables its configuration names)
 // and recorded in a history table, for people. Each runs in a transaction,
 // except one whose first line is outsideTransaction: its statements run
-// one at a time (CREATE INDEX CONCURRENTLY), an invalid index an
-// interrupted build left dropped first and built again. The outbox table and
+// one at a time (CREATE INDEX CONCURRENTLY) with no statement_timeout,
+// an invalid index an interrupted build left dropped first and built
+// again. The outbox table and
 // the publication depend on the configuration, so they are reconciled on
 // every run instead: created when missing, never altered or dropped. So is
 // the reset trigger, which follows the configuration: created when the

@@ -15,11 +15,14 @@ import (
 // relay reads the WAL, but `recover` reads the table), DELETE on it only
 // when retention deletes its rows (deletes), and writing the status table
 // (with its id sequence), the checkpoint table, the table of paused
-// topics and the table of backfills. With no outbox table
-// (cfg.HasOutbox false) it grants nothing on one, and deletes is ignored.
-// It grants nothing on the publication: streaming needs no privilege on
-// it, nor on the logical decoding messages it carries. It sets no
-// password: a comment says how to set one, and that pg_hba.conf needs an ordinary line for the role and database
+// topics, and SELECT on the table of backfills (the relay only reads it;
+// comments say what a role that runs `cdc-relay backfill` needs besides:
+// TEMPORARY on the database, INSERT and UPDATE on that table, SELECT on
+// what its predicate reads). With no outbox table (cfg.HasOutbox false)
+// it grants nothing on one, and deletes is ignored. It grants nothing on
+// the publication: streaming needs no privilege on it, nor on the logical
+// decoding messages it carries. It sets no password: a comment says how
+// to set one, and that pg_hba.conf needs an ordinary line for the role and database
 // (logical replication connections match those, not the `replication`
 // keyword). An existing role gets the attributes and grants without being
 // created again.
@@ -58,9 +61,22 @@ func Grants(cfg Config, role string, deletes bool) string {
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE ON %s TO %s;\n", checkpoint, r)
 	fmt.Fprintf(&b, "-- The topics paused with `cdc-relay pause --topic`.\n")
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, DELETE ON %s TO %s;\n", PauseTableName(cfg), r)
-	fmt.Fprintf(&b, "-- The backfills, which `cdc-relay backfill` keeps up to date and status reads.\n")
-	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE ON %s TO %s;\n", BackfillTableName(cfg), r)
+	fmt.Fprintf(&b, "-- The backfills, which the relay and `cdc-relay status` read to show the running ones.\n")
+	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", BackfillTableName(cfg), r)
+	writeBackfillComment(&b, cfg, r)
 	return b.String()
+}
+
+// writeBackfillComment writes, as comments, what the quoted role r needs
+// beyond the relay's grants to run `cdc-relay backfill`: TEMPORARY on the
+// database (the keys it selects go in a temporary table), writing the
+// table of backfills, and SELECT on what its predicate reads.
+func writeBackfillComment(b *strings.Builder, cfg Config, r string) {
+	b.WriteString("-- To run `cdc-relay backfill` as this role (not needed by the relay), uncomment: it keeps the keys it selects in a\n")
+	b.WriteString("-- temporary table (TEMPORARY on the database; PUBLIC has it unless revoked) and its progress in the table of backfills.\n")
+	b.WriteString(Comment(fmt.Sprintf("GRANT TEMPORARY ON DATABASE <database> TO %s;", r)))
+	b.WriteString(Comment(fmt.Sprintf("GRANT INSERT, UPDATE ON %s TO %s;", BackfillTableName(cfg), r)))
+	b.WriteString("-- It also needs SELECT on the tables its --where predicate reads besides the outbox table.\n")
 }
 
 // writeGrantsHeading writes the comment that opens the SQL of Grants for

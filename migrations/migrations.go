@@ -40,6 +40,10 @@ type Config struct {
 	// values, Apply creates it (or replaces it when it is stale); without,
 	// it drops the table's reset trigger if there is one.
 	Reset Reset
+	// Notice, when set, is called with a line for a person before a step
+	// that may take minutes (an index built concurrently on the status
+	// table), so that nobody stops it thinking it hangs.
+	Notice func(line string)
 }
 
 // HasOutbox reports whether c names an outbox table. Without one, [Apply]
@@ -157,7 +161,7 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	}
 	defer unlock()
 
-	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg)); err != nil {
+	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg), cfg.Notice); err != nil {
 		return res, err
 	}
 	if !cfg.HasOutbox() {
@@ -196,8 +200,8 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_state_check_literal}}", quoteLiteral(cfg.StatusTable + "_state_check"),
 		"{{status_order_index}}", pgx.Identifier{cfg.StatusTable + "_order_idx"}.Sanitize(),
 		"{{status_corrected_index}}", pgx.Identifier{cfg.StatusTable + "_corrected_idx"}.Sanitize(),
-		"{{status_solo_index}}", pgx.Identifier{cfg.StatusTable + "_solo_idx"}.Sanitize(),
-		"{{status_keyed_index}}", pgx.Identifier{cfg.StatusTable + "_keyed_idx"}.Sanitize(),
+		"{{status_solo_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_solo_idx")}.Sanitize(),
+		"{{status_keyed_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_keyed_idx")}.Sanitize(),
 		"{{paused_topics}}", PauseTableName(cfg),
 		"{{backfills}}", BackfillTableName(cfg),
 	}
@@ -246,11 +250,40 @@ func lockMigrations(ctx context.Context, conn *pgx.Conn) (unlock func(), err err
 		return nil, fmt.Errorf("set lock_timeout: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			return nil, fmt.Errorf("take migration lock: waited %s for another migrate, which holds it (%s): wait for it to finish; "+
+				"if it is a migrate that was stopped while the server went on with its statement, wait for that statement too, or end it "+
+				"with SELECT pg_terminate_backend(pid) (an index it was building is built again by the next migrate): %w",
+				lockTimeout, migrationLockHolder(ctx, conn), err)
+		}
 		return nil, fmt.Errorf("take migration lock: %w", err)
 	}
 	return func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
 	}, nil
+}
+
+// migrationLockHolder describes the sessions that hold the migration
+// lock on conn's database, as pg_locks and pg_stat_activity show them:
+// pid, application_name, state, and when its statement began (of another
+// role's session, the state and start show as "?" unless conn's role has
+// pg_read_all_stats).
+func migrationLockHolder(ctx context.Context, conn *pgx.Conn) string {
+	rows, _ := conn.Query(ctx, `SELECT format('pid %s, application_name %L, state %s, query started %s',
+			l.pid, coalesce(a.application_name, '?'), coalesce(a.state, '?'), coalesce(a.query_start::text, '?'))
+		FROM pg_locks AS l LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND l.classid::bigint = $1::bigint >> 32 AND l.objid::bigint = $1::bigint & 4294967295`, int64(lockKey))
+	holders, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	switch {
+	case err != nil:
+		return "pg_locks could not be read: " + err.Error()
+	case len(holders) == 0:
+		return "it has released it since: run migrate again"
+	}
+	return strings.Join(holders, "; ")
 }
 
 // appliedVersions leaves the migration history table in place and returns
@@ -281,16 +314,20 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn, history string) (map[i
 // one per schema while the tables it creates are named by flags. So a
 // second relay's tables in the same schema are created too, and a dropped
 // table is created again.
-func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *strings.Replacer, history string) ([]int, error) {
+func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *strings.Replacer, history string, notice func(string)) ([]int, error) {
 	applied, err := appliedVersions(ctx, conn, history)
 	if err != nil {
 		return nil, err
 	}
 	var firsts []int
 	for _, m := range ms {
-		err := applyOne(ctx, conn, m, names, history)
+		err := applyOne(ctx, conn, m, names, history, notice)
 		var pgErr *pgconn.PgError
 		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "57014" && strings.HasPrefix(m.sql, outsideTransaction):
+			return firsts, fmt.Errorf("apply migration %04d_%s: the concurrent index build was canceled (by pg_cancel_backend, a server shutdown, or migrate itself being stopped; "+
+				"migrate lifts statement_timeout for it): the relay's tables were not held meanwhile, and the index it left invalid is dropped and built again by the next migrate: "+
+				"run migrate again and let it finish, which may take minutes on a large status table: %w", m.version, m.name, err)
 		case errors.As(err, &pgErr) && pgErr.Code == "55P03" && strings.HasPrefix(m.sql, outsideTransaction):
 			return firsts, fmt.Errorf("apply migration %04d_%s: waited %s for the transactions open on the database when it began (an index built concurrently "+
 				"waits for every older transaction, on any table; pg_stat_activity shows them: a long query, or 'idle in transaction'): the relay's tables "+
@@ -317,10 +354,10 @@ const outsideTransaction = "-- cdc-relay: outside a transaction"
 // applyOne leaves migration m applied, with its history row: in one
 // transaction, or, when it is marked outsideTransaction, one statement
 // at a time (applyOutside).
-func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string) error {
+func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string, notice func(string)) error {
 	record := "INSERT INTO " + history + " (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING"
 	if strings.HasPrefix(m.sql, outsideTransaction) {
-		if err := applyOutside(ctx, conn, names.Replace(m.sql)); err != nil {
+		if err := applyOutside(ctx, conn, names.Replace(m.sql), notice); err != nil {
 			return err
 		}
 		_, err := conn.Exec(ctx, record, m.version, m.name)
@@ -343,15 +380,22 @@ const concurrentLockTimeout = "2min"
 
 // applyOutside runs the statements of sql (each ends with ";" at the end
 // of a line) one at a time, outside a transaction, under
-// concurrentLockTimeout. Before each CREATE
+// concurrentLockTimeout and with no statement_timeout (a role's or
+// database's would cancel a build on a large table every time); the
+// session's own settings are back when it returns. Before each CREATE
 // INDEX CONCURRENTLY IF NOT EXISTS, it drops the index when an
 // interrupted build left it invalid (dropInvalidIndex): IF NOT EXISTS
-// would keep it, unused and updated by every write.
-func applyOutside(ctx context.Context, conn *pgx.Conn, sql string) error {
+// would keep it, unused and updated by every write; then it tells notice
+// that the build begins.
+func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice func(string)) error {
 	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+concurrentLockTimeout+"'"); err != nil {
 		return fmt.Errorf("set lock_timeout: %w", err)
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SET lock_timeout = '"+lockTimeout+"'") }()
+	if _, err := conn.Exec(ctx, "SET statement_timeout = 0"); err != nil {
+		return fmt.Errorf("lift statement_timeout for the concurrent index builds: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET statement_timeout") }()
 	for _, stmt := range strings.SplitAfter(sql, ";\n") {
 		if strings.TrimSpace(stmt) == "" {
 			continue
@@ -359,11 +403,23 @@ func applyOutside(ctx context.Context, conn *pgx.Conn, sql string) error {
 		if err := dropInvalidIndex(ctx, conn, stmt); err != nil {
 			return err
 		}
+		announceBuild(stmt, notice)
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// announceBuild tells notice, if set, that stmt builds an index
+// concurrently, which may take minutes.
+func announceBuild(stmt string, notice func(string)) {
+	m := concurrentIndex.FindStringSubmatch(stmt)
+	if m == nil || notice == nil {
+		return
+	}
+	notice("building index " + m[1] + " on " + m[2] + " concurrently; this may take minutes on a large status table " +
+		"(writes go on meanwhile; if it is stopped, the next migrate builds it again)")
 }
 
 // concurrentIndex finds the index and the table of a CREATE INDEX

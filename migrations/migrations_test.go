@@ -2,10 +2,12 @@ package migrations
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -283,7 +285,10 @@ func TestGrants(t *testing.T) {
 	}
 	sql := Grants(cfg, "Relay Role", true)
 	for _, want := range []string{`ALTER ROLE "Relay Role" WITH LOGIN REPLICATION`, `GRANT USAGE ON SCHEMA "relay" TO "Relay Role"`,
-		`ON "relay"."Delivery" TO "Relay Role"`, `GRANT SELECT, DELETE ON "public"."outbox"`} {
+		`ON "relay"."Delivery" TO "Relay Role"`, `GRANT SELECT, DELETE ON "public"."outbox"`,
+		"\nGRANT SELECT ON \"public\".\"cdc_relay_backfills\" TO \"Relay Role\";\n",
+		"\n-- GRANT TEMPORARY ON DATABASE <database> TO \"Relay Role\";\n",
+		"\n-- GRANT INSERT, UPDATE ON \"public\".\"cdc_relay_backfills\" TO \"Relay Role\";\n"} {
 		if !strings.Contains(sql, want) {
 			t.Errorf("grants lack %q:\n%s", want, sql)
 		}
@@ -329,7 +334,7 @@ func applyUpTo(ctx context.Context, t *testing.T, conn *pgx.Conn, cfg Config, ve
 			old = append(old, m)
 		}
 	}
-	if _, err := applyVersioned(ctx, conn, old, placeholders(cfg), historyTable(cfg)); err != nil {
+	if _, err := applyVersioned(ctx, conn, old, placeholders(cfg), historyTable(cfg), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -537,19 +542,30 @@ func TestOriginalTopicMigration(t *testing.T) {
 // TestSoloIndexesRebuiltWhenInvalid: the status table's claim indexes are
 // built concurrently, outside a transaction; one that an interrupted build
 // left invalid is dropped and built again by the next Apply, and a valid
-// one is kept.
+// one is kept. Also for a status table whose name leaves no room for the
+// indexes' suffixes in PostgreSQL's 63 bytes.
 func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
+	for _, table := range []string{
+		`Delivery "Q"`, // a name the statements must quote
+		strings.Repeat("d", 60),
+	} {
+		t.Run(table, func(t *testing.T) { testSoloIndexesRebuilt(t, table) })
+	}
+}
+
+func testSoloIndexesRebuilt(t *testing.T, table string) {
 	conn := startPG(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
-	cfg.StatusTable = `Delivery "Q"` // a name the statements must quote
+	cfg.StatusTable = table
 	if _, err := Apply(ctx, conn, cfg); err != nil {
 		t.Fatal(err)
 	}
+	solo, keyed := indexName(cfg.StatusTable, "_solo_idx"), indexName(cfg.StatusTable, "_keyed_idx")
 	indexes := func() map[string]string { // name: oid, and whether valid
 		rows, _ := conn.Query(ctx, `SELECT c.relname, c.oid::text || ' ' || i.indisvalid FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
 			WHERE i.indrelid = to_regclass($1) AND c.relname IN ($2, $3)`,
-			pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), cfg.StatusTable+"_solo_idx", cfg.StatusTable+"_keyed_idx")
+			pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), solo, keyed)
 		m, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kv [2]string, err error) { return kv, r.Scan(&kv[0], &kv[1]) })
 		if err != nil {
 			t.Fatal(err)
@@ -561,7 +577,6 @@ func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
 		return out
 	}
 	before := indexes()
-	solo, keyed := cfg.StatusTable+"_solo_idx", cfg.StatusTable+"_keyed_idx"
 	if len(before) != 2 || !strings.HasSuffix(before[solo], " true") || !strings.HasSuffix(before[keyed], " true") {
 		t.Fatalf("indexes after the first Apply: %v, want both valid", before)
 	}
@@ -576,6 +591,36 @@ func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
 	after := indexes()
 	if !strings.HasSuffix(after[solo], " true") || after[solo] == before[solo] || after[keyed] != before[keyed] {
 		t.Errorf("indexes after an Apply over an invalid one: %v (before %v), want the invalid one built again, the valid one kept", after, before)
+	}
+}
+
+// TestIndexName: a name that fits is the table's name and the suffix, as
+// PostgreSQL keeps it; a longer one fits 63 bytes, keeps its suffix, and
+// differs by suffix and by table.
+func TestIndexName(t *testing.T) {
+	long := strings.Repeat("d", 60)
+	tests := []struct {
+		table, suffix, want string
+	}{
+		{"outbox_delivery", "_solo_idx", "outbox_delivery_solo_idx"},
+		{strings.Repeat("d", 54), "_solo_idx", strings.Repeat("d", 54) + "_solo_idx"},
+		{long, "_solo_idx", ""},
+		{long, "_keyed_idx", ""},
+		{strings.Repeat("é", 30), "_keyed_idx", ""},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		got := indexName(tt.table, tt.suffix)
+		if tt.want != "" && got != tt.want {
+			t.Errorf("indexName(%q, %q) = %q, want %q", tt.table, tt.suffix, got, tt.want)
+		}
+		if len(got) > maxIdentifier || !strings.HasSuffix(got, tt.suffix) || !utf8.ValidString(got) || seen[got] {
+			t.Errorf("indexName(%q, %q) = %q (%d bytes): want at most %d bytes, valid UTF-8, ending %q, unlike the others", tt.table, tt.suffix, got, len(got), maxIdentifier, tt.suffix)
+		}
+		seen[got] = true
+	}
+	if indexName(long, "_solo_idx") == indexName(long[:59]+"e", "_solo_idx") {
+		t.Error("two long tables whose names differ past the cut have one index name")
 	}
 }
 
@@ -648,6 +693,78 @@ func waitForBuild(ctx context.Context, t *testing.T, q *pgx.Conn) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no CREATE INDEX CONCURRENTLY waited for the older transaction within 30 s")
+		}
+	}
+}
+
+// TestClaimIndexesBuiltUnderAStatementTimeout: a database whose
+// statement_timeout (300 ms) is shorter than the claim indexes' build (it
+// waits 1 s for an older transaction) still gets them, valid: the build
+// runs without the timeout, says beforehand that it may take minutes, and
+// the session has its timeout back afterwards.
+func TestClaimIndexesBuiltUnderAStatementTimeout(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	applyUpTo(ctx, t, conn, cfg, 11) // before the claim indexes
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{conn.Config().Database}.Sanitize()+" SET statement_timeout = '300ms'"); err != nil {
+		t.Fatal(err)
+	}
+	mig, other := connectAgain(t, conn), connectAgain(t, conn)
+	tx, err := other.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM pg_class"); err != nil { // holds its snapshot until the end
+		t.Fatal(err)
+	}
+	var notices []string
+	cfg.Notice = func(line string) { notices = append(notices, line) }
+	applied := make(chan error, 1)
+	go func() {
+		_, err := Apply(ctx, mig, cfg)
+		applied <- err
+	}()
+	waitForBuild(ctx, t, conn)
+	time.Sleep(time.Second) // the build waits past the 300 ms timeout: the transaction stays open this long on purpose
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-applied; err != nil {
+		t.Fatalf("Apply under a 300 ms statement_timeout: %v", err)
+	}
+	var valid int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE indisvalid AND indexrelid IN
+		('outbox_delivery_solo_idx'::regclass, 'outbox_delivery_keyed_idx'::regclass)`).Scan(&valid); err != nil || valid != 2 {
+		t.Fatalf("%d valid claim indexes (%v), want 2", valid, err)
+	}
+	if len(notices) != 2 || !strings.Contains(notices[0], "outbox_delivery_solo_idx") || !strings.Contains(notices[0], "may take minutes") {
+		t.Errorf("notices %q, want one per index build, saying it may take minutes", notices)
+	}
+	var timeout string
+	if err := mig.QueryRow(ctx, "SHOW statement_timeout").Scan(&timeout); err != nil || timeout != "300ms" {
+		t.Errorf("statement_timeout after Apply: %q (%v), want the database's 300ms back", timeout, err)
+	}
+}
+
+// TestMigrationLockHolderNamed: a session holding the migration lock (a
+// migrate stopped while its statement goes on) makes Apply give up after
+// the lock timeout, naming that session and how to end it.
+func TestMigrationLockHolderNamed(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	holder := connectAgain(t, conn)
+	if _, err := holder.Exec(ctx, "SET application_name = 'stopped migrate'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		t.Fatal(err)
+	}
+	pid := holder.PgConn().PID()
+	_, err := Apply(ctx, conn, DefaultConfig())
+	for _, want := range []string{fmt.Sprintf("pid %d,", pid), "'stopped migrate'", "state idle", "pg_terminate_backend(pid)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Apply while another session holds the migration lock: %v, want it to say %q", err, want)
 		}
 	}
 }

@@ -35,14 +35,15 @@ FROM %s b WHERE state = 'running'
 AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = b.backend_pid AND a.application_name = b.application_name)
 ORDER BY table_name`
 
-// readBackfills reads the running backfills. Where the table is missing
-// (a database migrated by an earlier version) or the role may not read it
-// (migrated, but not granted since), there are none, and problem says
-// what to do: the relay's other figures must not depend on it.
-func readBackfills(ctx context.Context, db Querier, cfg Config) (bs []Backfill, problem string, err error) {
+// readBackfills reads the running backfills. Where they cannot be read,
+// there are none, and problem says why and what to do: the table is
+// missing (a database migrated by an earlier version), the role may not
+// read it (migrated, but not granted since), or the read failed otherwise.
+// The relay's other figures never depend on it.
+func readBackfills(ctx context.Context, db Querier, cfg Config) (bs []Backfill, problem string) {
 	table := migrations.BackfillTableName(migrations.Config{CheckpointSchema: cfg.CheckpointSchema})
 	rows, _ := db.Query(ctx, fmt.Sprintf(backfillsQuery, table))
-	bs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Backfill, error) {
+	bs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Backfill, error) {
 		var b Backfill
 		err := row.Scan(&b.Table, &b.RunID, &b.Predicate, &b.RowsPublished, &b.RowsSelected, &b.LastKey, &b.StartedAt, &b.UpdatedAt)
 		return b, err
@@ -50,11 +51,12 @@ func readBackfills(ctx context.Context, db Querier, cfg Config) (bs []Backfill, 
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
-		return nil, fmt.Sprintf("the table of backfills %s does not exist: run `cdc-relay migrate` of this version to show running backfills", table), nil
+		return nil, fmt.Sprintf("the table of backfills %s does not exist: run `cdc-relay migrate` of this version to show running backfills", table)
 	case errors.As(err, &pgErr) && pgErr.Code == "42501":
-		return nil, fmt.Sprintf("the role may not read the table of backfills %s: running backfills are not shown; as an administrator, run GRANT SELECT ON %s TO <the relay's role> (see `cdc-relay migrate --print-grants`)", table, table), nil
+		return nil, fmt.Sprintf("the role may not read the table of backfills %s: running backfills are not shown; as an administrator, run GRANT SELECT ON %s TO <the relay's role> (see `cdc-relay migrate --print-grants`)", table, table)
 	case err != nil:
-		return nil, "", fmt.Errorf("read the running backfills in %s: %w", table, err)
+		return nil, fmt.Sprintf("could not read the running backfills in %s, so they are not shown (the other figures are): %v; "+
+			"if the table was altered, run `cdc-relay migrate` of this version or restore its columns", table, err)
 	}
-	return bs, "", nil
+	return bs, ""
 }

@@ -53,8 +53,9 @@ type DatabaseStats struct {
 	// backfills is missing or the role may not read it).
 	Backfills []Backfill
 	// BackfillsProblem, when set, says why the backfills could not be
-	// read, and what to do: the table is missing, or the role lacks
-	// SELECT on it. The other figures are read all the same.
+	// read, and what to do: the table is missing, the role lacks SELECT on
+	// it, or the read failed otherwise. The other figures are read all the
+	// same.
 	BackfillsProblem string
 }
 
@@ -110,9 +111,7 @@ func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseSta
 	if s.PausedTopics, err = readPausedTopics(ctx, db, cfg); err != nil {
 		return s, err
 	}
-	if s.Backfills, s.BackfillsProblem, err = readBackfills(ctx, db, cfg); err != nil {
-		return s, err
-	}
+	s.Backfills, s.BackfillsProblem = readBackfills(ctx, db, cfg)
 	return s, nil
 }
 

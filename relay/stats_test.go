@@ -116,8 +116,9 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	}
 	// A role that may read the relay's tables but not the table of
 	// backfills (migrated, not granted since) still reads every other
-	// figure, and is told the GRANT to run; so is a database migrated by
-	// an earlier version, which has no table of backfills.
+	// figure, and is told the GRANT to run; so is a database whose table
+	// of backfills cannot be read otherwise (a column dropped), and one
+	// migrated by an earlier version, which has no table of backfills.
 	mustExec(t, conn, "CREATE ROLE nobackfills")
 	mustExec(t, conn, "GRANT SELECT ON ALL TABLES IN SCHEMA public TO nobackfills")
 	mustExec(t, conn, "REVOKE SELECT ON "+backfills+" FROM nobackfills")
@@ -125,6 +126,7 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 		name, setup, reset, problem string
 	}{
 		{"without SELECT on it", "SET ROLE nobackfills", "RESET ROLE", "GRANT SELECT ON " + backfills + " TO"},
+		{"with a column gone", "ALTER TABLE " + backfills + " DROP COLUMN last_key", "", "could not read the running backfills"},
 		{"without the table", "DROP TABLE " + backfills, "", "run `cdc-relay migrate`"},
 	} {
 		mustExec(t, conn, tc.setup)

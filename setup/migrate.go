@@ -18,6 +18,9 @@ type Options struct {
 	SkipOutbox bool
 	// NoSlot does not create the replication slot.
 	NoSlot bool
+	// Notice, when set, is called with a line for a person before a step
+	// that may take minutes (see migrations.Config.Notice).
+	Notice func(line string)
 }
 
 // Result says what Migrate did.
@@ -116,7 +119,9 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 // outbox table.
 func applyMigrations(ctx context.Context, conn *pgx.Conn, rc relay.Config, opts Options, res *Result) error {
 	if len(rc.Tables) == 0 {
-		r, err := migrations.Apply(ctx, conn, ownTables(rc))
+		own := ownTables(rc)
+		own.Notice = opts.Notice
+		r, err := migrations.Apply(ctx, conn, own)
 		res.Result = r
 		return err
 	}
@@ -124,6 +129,7 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn, rc relay.Config, opts 
 		tables := rc.Migrations(i)
 		tables.SkipOutbox = opts.SkipOutbox
 		tables.Reset = resetOf(t)
+		tables.Notice = opts.Notice
 		r, err := migrations.Apply(ctx, conn, tables)
 		if err != nil {
 			return err

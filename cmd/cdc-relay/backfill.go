@@ -43,6 +43,12 @@ transaction, so it cannot write), such as:
   --where "aggregate_type = 'Order' AND position > 4000"
   --where true              (every row)
 
+The role of --postgres-url needs SELECT on the table and on what --where
+reads, TEMPORARY on the database (for the keys it selects; PUBLIC has it
+unless revoked): without one, it stops with the GRANT to run. Without
+SELECT, INSERT, UPDATE on cdc_relay_backfills it runs, and status does not
+show it.
+
 The rows are those the predicate selects at the start: their keys are copied
 first into a temporary table of the backfill's session, 10,000 a query in the
 order of the table's primary key (keyset pagination: never one huge query).

@@ -215,7 +215,8 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if err := checkMessagesServer(ctx, c.postgresURL, rc); err != nil {
 		return err
 	}
-	res, err := setup.Migrate(ctx, c.postgresURL, rc, setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot})
+	res, err := setup.Migrate(ctx, c.postgresURL, rc, setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot,
+		Notice: func(line string) { fmt.Fprintln(c.stderr, line) }})
 	if err != nil {
 		return err
 	}

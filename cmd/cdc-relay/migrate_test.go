@@ -297,3 +297,13 @@ func TestMigrateWantsCheckpointTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateAnnouncesTheIndexBuilds: before each concurrent build of the
+// status table's claim indexes, migrate says on stderr that it may take
+// minutes, so that nobody stops it thinking it hangs.
+func TestMigrateAnnouncesTheIndexBuilds(t *testing.T) {
+	ctx, url, _ := startDB(t)
+	runMain(ctx, t, []string{"migrate", "--postgres-url", url, "--no-slot"}, 0, []string{"migrated"},
+		[]string{`building index "outbox_delivery_solo_idx" on "public"."outbox_delivery" concurrently; this may take minutes`,
+			`building index "outbox_delivery_keyed_idx"`})
+}
