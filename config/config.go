@@ -31,15 +31,24 @@ type File struct {
 	// [decoder.ParseTable].
 	StatusTable, CheckpointTable string
 	// AllowedTopics is allowed_topics (--allowed-topics): a Go regular
-	// expression every topic must match whole. It applies to every table;
-	// [Table.Mapping] leaves it out, since a flag may override it.
+	// expression every topic must match whole. It applies to every table,
+	// and to every message source that sets no allowed_topics of its own;
+	// [Table.Mapping] and Messages leave it out, since a flag may override
+	// it.
 	AllowedTopics string
 	// Ordering is ordering (--ordering): key, a key's events in commit
 	// order, held behind a parked one; or none, later events overtake a
 	// parked one. Empty when the file does not set it.
 	Ordering string
-	// Tables are the outbox tables, at least one, each named once.
+	// Tables are the outbox tables, each named once. There is at least
+	// one unless Messages has one: a relay of messages only has no table.
 	Tables []Table
+	// Messages is messages: the logical decoding messages to relay (the
+	// application's pg_logical_emit_message), one entry per prefix, in
+	// the file's order. An entry's AllowedTopics is its own
+	// allowed_topics, or "" when it sets none: then the file's
+	// AllowedTopics (or the flag's) applies to it, as to a table.
+	Messages []decoder.MessageMapping
 	// Warnings are what [Parse] accepts but is usually a mistake, each
 	// with its line: two routes of one table that name the same topic
 	// (an event that matches both is sent to it once).
@@ -254,7 +263,15 @@ func (f File) String() string {
 	for i, t := range f.Tables {
 		names[i] = t.Name()
 	}
-	fmt.Fprintf(&b, "tables: [%s]}", strings.Join(names, " "))
+	fmt.Fprintf(&b, "tables: [%s]", strings.Join(names, " "))
+	if len(f.Messages) > 0 {
+		names = names[:0]
+		for _, m := range f.Messages {
+			names = append(names, m.Name())
+		}
+		fmt.Fprintf(&b, ", messages: [%s]", strings.Join(names, " "))
+	}
+	b.WriteString("}")
 	return b.String()
 }
 

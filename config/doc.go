@@ -1,6 +1,6 @@
 // Package config reads the relay's YAML config file: the database, the
-// Kafka brokers, the slot and the publication, and the outbox tables to
-// relay with the mapping of each:
+// Kafka brokers, the slot and the publication, the outbox tables to relay
+// with the mapping of each, and the logical decoding messages to relay:
 //
 //	postgres_url: postgres://relay@db/app
 //	kafka: {brokers: ["kafka:9092"]}
@@ -22,6 +22,17 @@
 //	    routes:
 //	      - {topic: wallet-events, required_tags: [wallet_id]}
 //	    adopt: position > 4000   # adopted when the relay creates its slot
+//	messages:                    # pg_logical_emit_message, beside or instead of tables
+//	  - prefix: outbox           # an envelope: topic, key, id, headers, payload
+//	    topic: orders.events     # for an envelope that names no topic
+//	  - prefix: audit
+//	    payload_only: true       # the content is the record value
+//	    topic: audit.events
+//	    key_field: account_id
+//
+// A file lists tables, messages or both; with messages, tables may be
+// absent or empty. The top-level allowed_topics applies to every table
+// and to every message source that sets no allowed_topics of its own.
 //
 // [Load] refuses a file over 1 MiB before it reads it (a config file is a
 // few KB). [Parse] checks everything that can be checked without the
@@ -34,7 +45,8 @@
 // key the file may have, each with how its value is read (a key is one row
 // there); parse.go the top level, table.go an entry of tables,
 // writeback.go its write_back (what its values and columns must say of
-// each other); yaml.go reading YAML nodes; problems.go the errors.
+// each other); message.go an entry of messages; yaml.go reading YAML
+// nodes; problems.go the errors.
 //
 // The package only reads: it applies no defaults (an absent key is "" or
 // nil) and knows nothing of flags; the caller lets flags and environment

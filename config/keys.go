@@ -15,7 +15,8 @@ var fileKeys = []knownKey[*File]{
 	{"kafka", func(p *parser, e keyed, _ string, f *File) { p.kafka(e, &f.Kafka) }},
 	{"slot", readSlot},
 	{"publication", text(func(f *File) *string { return &f.Publication })},
-	{"tables", nil}, // read last, by file: its topics are checked against allowed_topics
+	{"tables", nil},   // read last, by file: its topics are checked against allowed_topics
+	{"messages", nil}, // read last too, by file, for the same reason
 	{"status_table", relayTable(func(f *File) *string { return &f.StatusTable })},
 	{"checkpoint_table", relayTable(func(f *File) *string { return &f.CheckpointTable })},
 	{"allowed_topics", readAllowedTopics},
@@ -49,6 +50,16 @@ var tableKeys = []knownKey[*tableEntry]{
 		te.t.WriteBackColumns = p.writeBack(e, te, ctx)
 	}},
 	{"adopt", text(func(te *tableEntry) *string { return &te.t.Adopt })},
+}
+
+// messageKeys are the keys of an entry of messages.
+var messageKeys = []knownKey[*messageEntry]{
+	{"prefix", nil}, // read first, by messagePrefix: every other problem names the prefix
+	{"topic", text(func(me *messageEntry) *string { return &me.m.Topic })},
+	{"payload_only", readPayloadOnly},
+	{"key_field", text(func(me *messageEntry) *string { return &me.m.KeyField })},
+	{"id_field", text(func(me *messageEntry) *string { return &me.m.IDField })},
+	{"allowed_topics", readMessageAllowedTopics},
 }
 
 // routeKeys are the keys of a route.

@@ -50,16 +50,18 @@ func tooLarge(path, size string) error {
 // the errors. It checks what can be checked without the database and
 // returns [Problems] listing every mistake, each with its line: unknown
 // keys (with the key they may misspell), values of the wrong kind,
-// duplicate keys, no tables or a table listed twice, a table without
-// value, without topic, topic_column or routes, routes beside topic or
-// topic_column or without tags_column, a route without topic or tags,
-// write_back without status_column, delivered, failed or id, write_back
-// values that mean two outcomes (failed or dead the delivered value, a
-// pending value one the relay writes, a pending value listed twice),
-// write_back columns that are the same column or the id column, a
-// malformed topic template, an illegal topic, a bad slot name or
-// allowed_topics. No error shows the value of postgres_url. What it
-// accepts but is usually a mistake is in the File's Warnings.
+// duplicate keys, neither tables nor messages, a table or a message
+// prefix listed twice, a table without value, without topic,
+// topic_column or routes, routes beside topic or topic_column or without
+// tags_column, a route without topic or tags, write_back without
+// status_column, delivered, failed or id, write_back values that mean two
+// outcomes (failed or dead the delivered value, a pending value one the
+// relay writes, a pending value listed twice), write_back columns that
+// are the same column or the id column, a message source without prefix,
+// payload_only without topic, key_field or id_field without
+// payload_only, a malformed topic template, an illegal topic, a bad slot
+// name or allowed_topics. No error shows the value of postgres_url. What
+// it accepts but is usually a mistake is in the File's Warnings.
 func Parse(name string, data []byte) (*File, error) {
 	p := &parser{name: name}
 	f := &File{}
@@ -67,7 +69,7 @@ func Parse(name string, data []byte) (*File, error) {
 	var doc yaml.Node
 	switch err := dec.Decode(&doc); {
 	case errors.Is(err, io.EOF):
-		p.problem(1, "the file is empty: it needs tables: (see `cdc-relay check-config -h`)")
+		p.problem(1, emptyFile)
 		return nil, p.problems
 	case err != nil:
 		return nil, Problems{p.yamlError(err)}

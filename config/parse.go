@@ -15,21 +15,48 @@ import (
 // file reads the top level into f.
 func (p *parser) file(root *yaml.Node, f *File) {
 	if isNull(root) {
-		p.problem(1, "the file is empty: it needs tables: (see `cdc-relay check-config -h`)")
+		p.problem(1, emptyFile)
 		return
 	}
-	entries, ok := p.mapping(root, "", "a mapping of settings (postgres_url:, kafka:, slot:, publication:, tables:)", names(fileKeys))
+	entries, ok := p.mapping(root, "", "a mapping of settings (postgres_url:, kafka:, slot:, publication:, tables:, messages:)", names(fileKeys))
 	if !ok {
 		return
 	}
 	read(p, entries, "", fileKeys, f)
-	for _, e := range entries {
-		if e.key == "tables" {
-			p.tables(e, f)
-			return
+	p.sources(entries, f)
+}
+
+// emptyFile is the problem of a file with nothing in it.
+const emptyFile = "the file is empty: it needs tables: or messages: (see `cdc-relay check-config -h`)"
+
+// sources reads tables and messages, what the relay relays: at least one
+// table or one message source. An empty tables is a problem only when
+// messages lists none (a relay of messages only has no table).
+func (p *parser) sources(entries []keyed, f *File) {
+	var tables, messages *keyed
+	for i, e := range entries {
+		switch e.key {
+		case "tables":
+			tables = &entries[i]
+		case "messages":
+			messages = &entries[i]
 		}
 	}
-	p.problem(1, "no tables: list the outbox tables under tables:, each with at least table:, value: and topic:")
+	if messages != nil {
+		p.messages(*messages, f)
+	}
+	switch {
+	case tables != nil && (messages == nil || isEmptyList(messages.value) || !isEmptyList(tables.value)):
+		p.tables(*tables, f)
+	case tables == nil && messages == nil:
+		p.problem(1, "no tables and no messages: list the outbox tables under tables:, each with at least table:, value: and topic:, "+
+			"or the prefixes of pg_logical_emit_message under messages:, each with at least prefix:")
+	}
+}
+
+// isEmptyList says whether n is null or a list of nothing.
+func isEmptyList(n *yaml.Node) bool {
+	return isNull(n) || n.Kind == yaml.SequenceNode && len(n.Content) == 0
 }
 
 // readPostgresURL reads postgres_url. Its value is never in a problem: it
@@ -143,7 +170,7 @@ func (p *parser) kafka(e keyed, k *Kafka) {
 // tables reads the tables list.
 func (p *parser) tables(e keyed, f *File) {
 	n := e.value
-	if isNull(n) || n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+	if isEmptyList(n) {
 		p.problem(e.line, "tables is empty: list the outbox tables, each with at least table:, value: and topic:")
 		return
 	}

@@ -44,9 +44,9 @@ Checks a config file against the live database, without changing anything
 rolled back) and without producing anything to Kafka:
 
   - the file itself: every key known, every table with a value and a topic
-    (or routes), each mistake with its line; two routes of a table that
-    name one topic are a warning, not a problem (an event that matches
-    both is sent to it once);
+    (or routes), every message source with a prefix, each mistake with its
+    line; two routes of a table that name one topic are a warning, not a
+    problem (an event that matches both is sent to it once);
   - wal_level is logical; the slot, if it exists, uses the pgoutput plugin
     in this database; the publication exists and publishes inserts;
   - for each table: it exists and the publication includes it; every
@@ -74,13 +74,18 @@ rolled back) and without producing anything to Kafka:
     query that adopts its rows (EXPLAIN, with this role), so that a typo
     is a problem before migrate creates the slot. The first run, which
     creates the slot when migrate did not, plans it too, with its own
-    role, and stops on a refusal.
+    role, and stops on a refusal;
+  - with message sources (messages:): the server is PostgreSQL 14 or
+    later, whose pgoutput sends logical decoding messages. A message
+    names no table or column: nothing else is checked for it.
 
 Then it prints, for each table, the record the relay would make of its
-newest row (by the timestamp column, else the id, else the physical order).
+newest row (by the timestamp column, else the id, else the physical order);
+for each message source, how a message of its prefix becomes a record (a
+message is in the WAL only: there is no row to show).
 
-It prints one block per table, "ok" or each problem on its own line, and
-exits 1 if there is any problem, 0 if none.
+It prints one block per table and per message source, "ok" or each problem
+on its own line, and exits 1 if there is any problem, 0 if none.
 
 The config file's shape:
 
@@ -111,9 +116,20 @@ The config file's shape:
       routes:
         - {topic: wallet-events, required_tags: [wallet_id]}
         - {topic: payment-events, any_of_tags: [payment_id, transfer_id]}
+  messages:                     # pg_logical_emit_message (PostgreSQL 14+)
+    - prefix: outbox            # content: a JSON envelope of topic, key,
+      topic: orders.events      # id, headers and payload; this topic for
+                                # an envelope that names none
+    - prefix: audit
+      payload_only: true        # the content is the record value
+      topic: audit.events
+      key_field: account_id     # optional: a member of the content
+      id_field: event_id        # optional: else the message's WAL position
 
-Optional top-level keys: status_table, checkpoint_table, allowed_topics (as
-run's flags of the same names).
+A file needs tables:, messages: or both. Optional top-level keys:
+status_table, checkpoint_table, allowed_topics (as run's flags of the same
+names; allowed_topics applies to the message sources too, unless an entry
+of messages sets its own), ordering.
 
 Example:
 
@@ -183,7 +199,7 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 	defer conn.Close(context.Background())
 
 	w := c.stdout
-	fmt.Fprintf(w, "%s: %s, slot %s, publication %s\n", c.config, plural(len(f.Tables), "table"), slot, names.Publication)
+	fmt.Fprintf(w, "%s: %s, slot %s, publication %s\n", c.config, sourcesText(f), slot, names.Publication)
 	for _, warning := range f.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warning)
 	}
@@ -198,18 +214,40 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(w, "  %s\n", p)
 	}
 	n += len(global)
-	for _, t := range f.Tables {
-		problems, err := checkTable(ctx, w, conn, names, t, f.AllowedTopics)
-		if err != nil {
-			return err
-		}
-		n += problems
+	problems, err := checkSources(ctx, w, conn, names, f)
+	if err != nil {
+		return err
 	}
-	if n > 0 {
+	if n += problems; n > 0 {
 		return fmt.Errorf("%s in %s: fix them and check again", plural(n, "problem"), c.config)
 	}
 	fmt.Fprintf(w, "\nno problems in %s\n", c.config)
 	return nil
+}
+
+// checkSources checks and prints each table of f, then each message
+// source, and returns the number of problems.
+func checkSources(ctx context.Context, w io.Writer, conn *pgx.Conn, names preflight.Names, f *config.File) (int, error) {
+	n := 0
+	for _, t := range f.Tables {
+		problems, err := checkTable(ctx, w, conn, names, t, f.AllowedTopics)
+		if err != nil {
+			return 0, err
+		}
+		n += problems
+	}
+	if len(f.Messages) == 0 {
+		return n, nil
+	}
+	problems, err := messageProblems(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range f.Messages {
+		printMessageSource(w, m, f.AllowedTopics, problems)
+		n += len(problems)
+	}
+	return n, nil
 }
 
 // checkTable checks one table, tries its write-back values, and prints

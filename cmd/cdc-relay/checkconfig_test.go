@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -258,6 +259,41 @@ tables:
 			stderr: []string{"2 problems in "}},
 		{name: "the file's mistakes, with their lines", yaml: "tables:\n  - {table: x, value: v, topic: t}\n  - {tabel: y}\n", args: []string{"--postgres-url", url}, code: 1,
 			stderr: []string{"cdc-relay check-config: ", `relay.yaml:3: unknown key "tabel" in tables[1] (did you mean "table"?)`}},
+		{name: "message sources only", yaml: "messages:\n  - {prefix: outbox, topic: orders.events, allowed_topics: 'orders\\..*'}\n" +
+			"  - {prefix: \"it's\", payload_only: true, topic: audit.events, key_field: account_id}\n",
+			args: []string{"--postgres-url", url}, code: 0,
+			stdout: []string{
+				"relay.yaml: 2 message sources, slot cdc_relay, publication cdc_relay\n",
+				"\nmessage:outbox: ok\n",
+				`  transactional messages with prefix "outbox" (pg_logical_emit_message(true, 'outbox', content)) become records:` + "\n",
+				"    content    an envelope: a JSON object of topic, key, id, headers and payload\n",
+				"    topic      the envelope's topic, else orders.events\n",
+				"    key        the envelope's key (none without one)\n",
+				"    id         the envelope's id, else the message's WAL position",
+				`    topics     those that match orders\..*; a message for another is parked` + "\n",
+				"    timestamp  the transaction's commit time\n",
+				"\nmessage:it's: ok\n",
+				`(pg_logical_emit_message(true, 'it''s', content))`,
+				"    content    the record value, whole (payload_only)\n",
+				"    topic      audit.events\n",
+				`    key        the content's member "account_id" (a string or a number)` + "\n",
+				"    id         the message's WAL position",
+				"\nno problems in ",
+			},
+			absent: []string{"table", "sample record", "problems\n"}},
+		{name: "a table and a message source, the file's allowed_topics", yaml: "allowed_topics: 'wallet-.*|payment-.*|notes'\ntables:" + goodEvents +
+			"messages:\n  - prefix: notes\n",
+			args: []string{"--postgres-url", url}, code: 0,
+			stdout: []string{
+				"relay.yaml: 1 table, 1 message source, slot cdc_relay, publication cdc_relay\n",
+				"\npublic.events: ok\n",
+				"\nmessage:notes: ok\n",
+				"    topic      the envelope's topic; a message that names none is parked\n",
+				"    topics     those that match wallet-.*|payment-.*|notes; a message for another is parked\n",
+				"\nno problems in ",
+			}},
+		{name: "a message source's mistake, with its line", yaml: "messages:\n  - prefix: outbox\n    key_field: id\n", args: []string{"--postgres-url", url}, code: 1,
+			stderr: []string{"cdc-relay check-config: ", "relay.yaml:3: messages[0] (outbox): key_field is for payload_only content"}},
 		{name: "no --config", code: 2, stderr: []string{"--config (or CDC_RELAY_CONFIG) is required"}},
 		{name: "no URL", yaml: "tables:" + goodEvents, code: 2, stderr: []string{"no PostgreSQL URL: set postgres_url in "}},
 		{name: "no password shown", yaml: "postgres_url: postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5\ntables:" + goodEvents, code: 1,
@@ -354,7 +390,7 @@ func TestCheckConfigUsage(t *testing.T) {
 	if code := Main(context.Background(), []string{"help", "check-config"}, &out, &out); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
-	for _, s := range []string{"Usage: cdc-relay check-config --config relay.yaml", "write_back:", "routes:", "CDC_RELAY_CONFIG"} {
+	for _, s := range []string{"Usage: cdc-relay check-config --config relay.yaml", "write_back:", "routes:", "messages:", "CDC_RELAY_CONFIG"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help lacks %q", s)
 		}
@@ -368,7 +404,43 @@ func TestCheckConfigUsage(t *testing.T) {
 	_, shape, _ := strings.Cut(checkConfigUsage, "The config file's shape:\n\n")
 	shape, _, _ = strings.Cut(shape, "\n\n")
 	f, err := config.Parse("usage", []byte(strings.ReplaceAll("\n"+shape, "\n  ", "\n")))
-	if err != nil || len(f.Tables) != 2 || f.Tables[0].WriteBack() == nil || len(f.Tables[1].Routes) != 2 {
+	if err != nil || len(f.Tables) != 2 || f.Tables[0].WriteBack() == nil || len(f.Tables[1].Routes) != 2 || len(f.Messages) != 2 || !f.Messages[1].PayloadOnly {
 		t.Errorf("the help's config: %v, %v", f, err)
+	}
+}
+
+// TestCheckConfigMessagesByServer: a message source is a problem on a
+// server before PostgreSQL 14, whose pgoutput sends no messages, and ok
+// from 14 on; the problem is under each source, saying what to do. Run
+// with PG_BINDIR at PostgreSQL 13's binaries to see the refusal.
+func TestCheckConfigMessagesByServer(t *testing.T) {
+	ctx, url, conn := startDB(t, `CREATE PUBLICATION cdc_relay WITH (publish = 'insert')`)
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server_version_num %d", version)
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(path, []byte("messages: [{prefix: outbox}, {prefix: audit, payload_only: true, topic: audit}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"check-config", "--config", path, "--postgres-url", url}, &stdout, &stderr)
+	out := stdout.String()
+	want, wantCode := []string{"\nmessage:outbox: ok\n", "\nmessage:audit: ok\n", "\nno problems in "}, 0
+	if version < preflight.MessagesMinVersion {
+		refused := "  messages need PostgreSQL 14 or later (pgoutput's messages option), and this server is "
+		want, wantCode = []string{"\nmessage:outbox: 1 problem\n" + refused, "\nmessage:audit: 1 problem\n" + refused}, 1
+		if !strings.Contains(stderr.String(), "2 problems in ") {
+			t.Errorf("stderr lacks the count of problems:\n%s", stderr.String())
+		}
+	}
+	if code != wantCode {
+		t.Errorf("server %d: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", version, code, wantCode, out, stderr.String())
+	}
+	for _, s := range want {
+		if !strings.Contains(out, s) {
+			t.Errorf("server %d: stdout lacks %q:\n%s", version, s, out)
+		}
 	}
 }

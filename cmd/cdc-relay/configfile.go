@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -117,6 +118,29 @@ func checkAtStart(ctx context.Context, rc relay.Config, path string, file *confi
 		lines[i] = "  " + p.String()
 	}
 	return fmt.Errorf("%s does not fit the database (`cdc-relay check-config --config %s` says the same):\n%s", path, path, strings.Join(lines, "\n"))
+}
+
+// configSources sets rc's tables and message sources to the config
+// file's: a file of messages only leaves rc with no table. allowedTopics
+// (the flag's value, or the file's) applies to every table, and to every
+// message source that sets no allowed_topics of its own.
+func configSources(rc *relay.Config, f *config.File, allowedTopics string) {
+	rc.Tables = configTables(f, allowedTopics)
+	rc.Messages = configMessages(f, allowedTopics)
+}
+
+// configMessages returns the message sources of a config file, in its
+// order, each with its own allowed_topics, else allowedTopics; nil when
+// the file has none.
+func configMessages(f *config.File, allowedTopics string) []decoder.MessageMapping {
+	var ms []decoder.MessageMapping
+	for _, m := range f.Messages {
+		if m.AllowedTopics == "" {
+			m.AllowedTopics = allowedTopics
+		}
+		ms = append(ms, m)
+	}
+	return ms
 }
 
 // configTables returns the relay's tables from a config file, each with
