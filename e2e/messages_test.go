@@ -484,7 +484,8 @@ func decodeMixed(t *testing.T, r *kgo.Record) mixedPayload {
 // `migrate --config` creates the relay's tables, the publication and
 // cdc_relay.emit, and no outbox table; `run --config` relays the messages
 // of both sources: envelopes of the first prefix, and payload-only
-// contents of the second, on its topic, keyed by a member of the content.
+// contents of the second, on its topic, keyed by a member of the content;
+// check-config accepts the file.
 func TestMessagesOnlyNoTable(t *testing.T) {
 	parallel(t)
 	needMessages(t)
