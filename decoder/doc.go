@@ -30,8 +30,8 @@
 // routing by tags; rows.go decodes rows read with SQL. message.go is the
 // message mapping and [NewSources]; logicalmsg.go reads a logical decoding
 // message and makes its event; envelope.go reads its content (the
-// envelope, or payload-only), and jsonscan.go finds the members of a JSON
-// object without allocating.
+// envelope, or payload-only), and jsonscan.go validates JSON and finds the
+// members of an object without allocating.
 //
 // A Decoder is not safe for concurrent use: it is fed by the single goroutine
 // that reads the replication stream, in stream order.

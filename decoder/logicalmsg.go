@@ -115,7 +115,7 @@ func appendPart(buf, part []byte) (at, grown []byte) {
 func (d *Decoder) messageTopic(src *source, topic []byte, ev *Event) error {
 	if topic == nil {
 		if src.m.Topic == "" {
-			return fmt.Errorf(`the envelope names no topic and messages %q gives none: give the envelope a member "topic", or the prefix a topic in the config file`, src.m.Prefix)
+			return fmt.Errorf(`the envelope names no topic and messages: gives none for the prefix: give the envelope a member "topic" (cdc_relay.emit's first argument), or the prefix a topic under messages: in the config file`)
 		}
 		ev.Topic = src.m.Topic
 		return nil

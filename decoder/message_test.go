@@ -2,6 +2,7 @@ package decoder
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"runtime"
 	"strings"
@@ -189,7 +190,7 @@ func TestEnvelopeTopicNeedsAMappingTopic(t *testing.T) {
 	mustDecode(t, d, beginMsg(0x5000))
 	checkMessage(t, mustDecode(t, d, logicalMsg(true, msgLSN, "outbox", `{"key": "k", "payload": 1}`)), messageCase{
 		key: "k", value: `{"key": "k", "payload": 1}`,
-		poison: `the envelope names no topic and messages "outbox" gives none`,
+		poison: `messages "outbox": the envelope names no topic and messages: gives none for the prefix`,
 	})
 	checkMessage(t, mustDecode(t, d, logicalMsg(true, msgLSN, "outbox", `{"topic": "t", "payload": 1}`)), messageCase{
 		topic: "t", key: "<nil>", value: "1",
@@ -472,5 +473,21 @@ func TestMessageHoldsOnlyItsParts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidJSON: validJSON says what json.Valid says.
+func TestValidJSON(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `[]`, `""`, `0`, `-0`, `1.5e+10`, `-1E-2`, `true`, `false`, `null`, ` {"a" : [ 1 , {"b": null} ] } `,
+		`"\u00e9\n\t\/\\\""`, "\"\xff\xfe\"", `{"a":1,"a":2}`,
+		``, ` `, `{`, `}`, `[1,]`, `{"a":1,}`, `{"a"}`, `{a:1}`, `01`, `1.`, `.5`, `-`, `1e`, `1e+`, `+1`, `tru`, `nul`, `truex`,
+		`"\x"`, `"\u12"`, `"\u12g4"`, "\"a\x01\"", `"abc`, `{} {}`, `[1 2]`, `{"a":1 "b":2}`, `NaN`, `[-]`,
+		strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth),
+		strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1),
+	} {
+		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("validJSON(%.40q) = %v, json.Valid says %v", s, got, want)
+		}
 	}
 }
