@@ -12,18 +12,19 @@ import (
 )
 
 // readmeMessages is the README's example of messages (in its
-// "Configuration file"): an envelope source and a payload-only one, with
-// no table.
+// "Configuration file", after the anchor messages-in-the-config-file): an
+// envelope source and a payload-only one, with no table.
 func readmeMessages(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(b), "```yaml\nmessages:\n")
-	block, _, ok2 := strings.Cut(block, "```")
-	if !ok || !ok2 {
-		t.Fatal("README.md lacks its example of messages: (a yaml block that starts with messages:)")
+	_, section, ok := strings.Cut(string(b), `<a id="messages-in-the-config-file"></a>`)
+	_, block, ok2 := strings.Cut(section, "```yaml\nmessages:\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md lacks its example of messages: (a yaml block that starts with messages:, after the anchor messages-in-the-config-file)")
 	}
 	return "messages:\n" + block
 }

@@ -444,3 +444,45 @@ func TestCheckConfigMessagesByServer(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigOfMessagesOnly: a config file of messages only prepares a
+// database with migrate (the relay's tables, the publication, and
+// cdc_relay.emit writing the file's first prefix; no outbox table), and
+// check-config then finds it fit.
+func TestConfigOfMessagesOnly(t *testing.T) {
+	ctx, url, conn := startDB(t)
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	yaml := "postgres_url: " + url + "\nmessages:\n  - {prefix: app_events, topic: app}\n  - {prefix: audit, payload_only: true, topic: audit}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"migrate", "--config", path, "--no-slot"}, nil},
+		{[]string{"check-config", "--config", path}, []string{
+			"relay.yaml: 2 message sources, slot cdc_relay, publication cdc_relay\n",
+			"\nmessage:app_events: ok\n", "\nmessage:audit: ok\n", "\nno problems in ",
+		}},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(ctx, step.args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", step.args[0], code, stdout.String(), stderr.String())
+		}
+		for _, s := range step.want {
+			if !strings.Contains(stdout.String(), s) {
+				t.Errorf("%s: stdout lacks %q:\n%s", step.args[0], s, stdout.String())
+			}
+		}
+	}
+	var outboxes int
+	var body string
+	if err := conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM pg_tables WHERE tablename = 'outbox'), prosrc FROM pg_proc WHERE oid = 'cdc_relay.emit(text, text, jsonb, jsonb, text)'::regprocedure").
+		Scan(&outboxes, &body); err != nil {
+		t.Fatal(err)
+	}
+	if outboxes != 0 || !strings.Contains(body, "'app_events'") {
+		t.Errorf("after migrate: %d outbox tables, want 0; emit's body, want the prefix 'app_events':\n%s", outboxes, body)
+	}
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // configUsage is the --config flag's help, the same for every command.
-const configUsage = "a YAML config `file`: the outbox tables, each with its mapping, and the top-level settings " +
+const configUsage = "a YAML config `file`: the outbox tables, each with its mapping, the message prefixes to relay (messages:), and the top-level settings " +
 	"(postgres_url, kafka.brokers, kafka.compression, kafka.batch_max_bytes, slot, publication, …); a flag or environment variable overrides the file's setting"
 
 // registerConfig registers --config on fs.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -61,6 +63,53 @@ func TestConfigSources(t *testing.T) {
 			}
 			if len(file.Messages) > 0 && tc.allowed != "" && file.Messages[0].AllowedTopics == tc.allowed {
 				t.Errorf("configSources changed the file's entry: %+v", file.Messages[0])
+			}
+		})
+	}
+}
+
+// TestRunConfigOfMessagesOnly: run --config with a file of messages only
+// loads into a relay.Config with no table and the file's message
+// sources, the file's allowed_topics given to the one that sets none;
+// --message-prefix adds its own beside them.
+func TestRunConfigOfMessagesOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	yaml := "allowed_topics: 'orders\\..*'\nmessages:\n  - {prefix: outbox}\n  - {prefix: audit, payload_only: true, topic: audit.events, allowed_topics: 'audit\\..*'}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		names string
+	}{
+		{"the file's", nil, "message:outbox, message:audit"},
+		{"and --message-prefix", []string{"--message-prefix", "billing"}, "message:outbox, message:audit, message:billing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("CDC_RELAY_POSTGRES_URL", "postgres://relay@h/db")
+			t.Setenv("CDC_RELAY_KAFKA_BROKERS", "k:9092")
+			c := &RunCommand{stdout: io.Discard, stderr: io.Discard}
+			fs := c.flags()
+			if err := parseFlags(fs, append([]string{"--config", path}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.finish(fs); err != nil {
+				t.Fatalf("finish: %v", err)
+			}
+			if len(c.cfg.Tables) != 0 {
+				t.Errorf("tables %q, want none", c.cfg.TableNames())
+			}
+			if got := strings.Join(c.cfg.SourceNames(), ", "); got != tc.names {
+				t.Errorf("sources %q, want %q", got, tc.names)
+			}
+			want := []decoder.MessageMapping{
+				{Prefix: "outbox", AllowedTopics: `orders\..*`},
+				{Prefix: "audit", PayloadOnly: true, Topic: "audit.events", AllowedTopics: `audit\..*`},
+			}
+			if !reflect.DeepEqual(c.cfg.Messages[:2], want) {
+				t.Errorf("messages:\n got %+v\nwant %+v", c.cfg.Messages[:2], want)
 			}
 		})
 	}
