@@ -554,4 +554,5 @@ func TestMessagesNeedPostgres14(t *testing.T) {
 	if strings.Contains(string(out), "replication started") {
 		t.Errorf("the relay streamed before it refused:\n%s", out)
 	}
+	t.Logf("refused: %s", lineWith(string(out), "14"))
 }
