@@ -156,3 +156,52 @@ func TestMalformedMessageHoldsItsKey(t *testing.T) {
 	checkOrderMetrics(p, map[string]float64{"waiting": 2})
 	p.stop(30 * time.Second)
 }
+
+// TestMessageRefusedByKafkaDeliveredByThePoller: Kafka refuses a large
+// message (kfake's produce hook; Apache Kafka's max.message.bytes on a
+// topic of one partition): it is parked FAILED from the message source,
+// its key's three later messages wait behind it and another key's arrives;
+// once the cause is gone the poller delivers the four from the status
+// table's copies (a message has no row to read again), in commit order,
+// each with its id and its value.
+func TestMessageRefusedByKafkaDeliveredByThePoller(t *testing.T) {
+	parallel(t)
+	e := newMessageEnv(t)
+	topic, key := e.prefix+".msg", "refused-"+e.slot
+	e.orderedTopic(topic)
+	lift := e.refuseKey(topic, key)
+	p := e.startRelay(append(messageArgs, orderRelayArgs()...)...)
+	large := fmt.Sprintf(`{"pad": %q}`, strings.Repeat("x", headPad))
+	emit(t, e.conn, topic, key, large, nil, "held-0")
+	for i := 1; i <= 3; i++ {
+		emit(t, e.conn, topic, key, fmt.Sprintf(`{"n": %d}`, i), nil, fmt.Sprintf("held-%d", i))
+	}
+	emit(t, e.conn, topic, "other", `{"n": 0}`, nil, "other")
+	assertValues(t, e.readN(topic, 1, 30*time.Second), []string{e.jsonbText(`{"n": 0}`)})
+	e.waitFor("the large message FAILED and the key's three later ones WAITING", 30*time.Second, func() bool {
+		return e.statusCount("FAILED") == 1 && e.statusCount("WAITING") == 3
+	})
+	for _, r := range e.parkedMessages() {
+		if r.SourceTable == nil || *r.SourceTable != messageSource {
+			t.Errorf("parked row %d (%s) has source %s, want %s", r.ID, r.Status, optText(r.SourceTable), messageSource)
+		}
+	}
+
+	lift()
+	var ids []string
+	for _, r := range e.readN(topic, 5, 60*time.Second) {
+		if string(r.Key) != key {
+			continue
+		}
+		ids = append(ids, header(r, "id"))
+		if header(r, "id") == "held-0" && string(r.Value) != e.jsonbText(large) {
+			t.Errorf("the large message arrived with a value of %d bytes, not the %d emitted", len(r.Value), len(e.jsonbText(large)))
+		}
+	}
+	if strings.Join(ids, ",") != "held-0,held-1,held-2,held-3" {
+		t.Fatalf("the key's messages arrived as %v, want held-0 … held-3 in commit order", ids)
+	}
+	e.waitFor("the four rows DELIVERED", 30*time.Second, func() bool { return e.statusCount("DELIVERED") == 4 })
+	checkOrderMetrics(p, map[string]float64{"waiting": 3})
+	p.stop(30 * time.Second)
+}
