@@ -295,9 +295,10 @@ func (e *env) emitBulk(topic string, n int) []wantMessage {
 	c := mustConnect(e.t, e.url)
 	defer c.Close(context.Background())
 	var want []wantMessage
-	for i := 0; i < n; {
+	for i, txn := 0, 0; i < n; txn++ {
+		size := 1 + txn%3
 		err := pgx.BeginFunc(context.Background(), c, func(tx pgx.Tx) error {
-			for j := 0; j <= i%3 && i < n; j, i = j+1, i+1 {
+			for j := 0; j < size && i < n; j, i = j+1, i+1 {
 				key, id, payload := fmt.Sprintf("bulk-%d", i%5), fmt.Sprintf("bulk-%d", i), fmt.Sprintf(`{"i": %d}`, i)
 				emit(e.t, tx, topic, key, payload, `{"kind": "bulk"}`, id)
 				want = append(want, wantMessage{topic: topic, key: ptr(key), id: id,
