@@ -384,8 +384,9 @@ func TestMessagesRolledBackSendNothing(t *testing.T) {
 // TestMessagesAndRowsInCommitOrder: transactions from two connections,
 // each alternating outbox-table inserts and emitted messages on one topic
 // and key: the records arrive once each, in commit order, rows and
-// messages interleaved as written. A counter row that each transaction
-// updates first orders their commits.
+// messages interleaved as written, each a row's record or a message's as
+// its id shows. A counter row that each transaction updates first orders
+// their commits.
 func TestMessagesAndRowsInCommitOrder(t *testing.T) {
 	parallel(t)
 	e := newMessageEnv(t)
@@ -412,8 +413,10 @@ func TestMessagesAndRowsInCommitOrder(t *testing.T) {
 	recs := e.readTopics(map[string]int{e.topic("order"): total})
 	checkExactlyOnce(t, recs, total, map[string]int{"shared": total})
 	for _, r := range recs {
-		if m := decodeMixed(t, r); m.Via != m.wantVia() {
-			t.Fatalf("seq %d arrived as a %s, but worker %d wrote it as a %s", m.Seq, m.Via, m.Worker, m.wantVia())
+		m := decodeMixed(t, r)
+		if from := origin(header(r, "id")); m.Via != m.wantVia() || from != m.Via {
+			t.Fatalf("seq %d of worker %d, written as a %s, says %s and arrived with the id %q of a %s",
+				m.Seq, m.Worker, m.wantVia(), m.Via, header(r, "id"), from)
 		}
 	}
 }
@@ -470,6 +473,18 @@ func (m mixedPayload) wantVia() string {
 		return "row"
 	}
 	return "message"
+}
+
+// origin tells a row's record from a message's by its id: an outbox row's
+// is its uuid, a message's (which gives none) its WAL position.
+func origin(id string) string {
+	if _, err := pglogrepl.ParseLSN(id); err == nil {
+		return "message"
+	}
+	if len(id) == 36 && strings.Count(id, "-") == 4 {
+		return "row"
+	}
+	return "neither"
 }
 
 func decodeMixed(t *testing.T, r *kgo.Record) mixedPayload {
