@@ -188,6 +188,16 @@ var envSeq atomic.Int64
 // starts a broker.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	e := newEnvUnprepared(t)
+	e.prepare()
+	return e
+}
+
+// newEnvUnprepared is newEnv before prepare: the test's database exists,
+// empty, and its name, slot and topic prefix are set, so that a test can
+// write what its own migrate reads (e.prepare(args…)).
+func newEnvUnprepared(t *testing.T) *env {
+	t.Helper()
 	e := newEnvOn(t, cluster)
 	t.Cleanup(func() {
 		a := mustConnect(t, cluster.URL("postgres"))
@@ -195,7 +205,6 @@ func newEnv(t *testing.T) *env {
 		_, _ = a.Exec(context.Background(), "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", e.slot)
 		_, _ = a.Exec(context.Background(), "DROP DATABASE IF EXISTS "+e.slot+" WITH (FORCE)")
 	})
-	e.prepare()
 	return e
 }
 
@@ -222,9 +231,9 @@ func newEnvOn(t *testing.T, c *pgtemp.Cluster) *env {
 	return e
 }
 
-// prepare starts the test's broker, runs `cdc-relay migrate` on e.url and
-// connects e.conn to it.
-func (e *env) prepare() {
+// prepare starts the test's broker, runs `cdc-relay migrate` on e.url with
+// the test's slot and migrateArgs, and connects e.conn to it.
+func (e *env) prepare(migrateArgs ...string) {
 	t := e.t
 	t.Helper()
 	switch brokerKind() {
@@ -237,7 +246,8 @@ func (e *env) prepare() {
 		t.Cleanup(func() { e.kfake.Close() })
 	}
 
-	out, err := exec.Command(relayBin, "migrate", "--postgres-url", e.url, "--slot", e.slot).CombinedOutput()
+	args := append([]string{"migrate", "--postgres-url", e.url, "--slot", e.slot}, migrateArgs...)
+	out, err := exec.Command(relayBin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
