@@ -97,7 +97,7 @@ test-pg: unit-pg e2e-pg
 unit-pg: deps
 	@if [ -z "$(PG)" ]; then echo "make $@: name the version, e.g. make $@ PG=17" >&2; exit 2; fi
 	@echo "$@: $$($$(./scripts/pgversion.sh $(PG))/postgres --version)"
-	CGO_ENABLED=1 $(GO) test $(PG_UNIT_FLAGS) -count=1 $(PG_PKGS)
+	CGO_ENABLED=1 $(GO) test $(PG_UNIT_FLAGS) -count=1 -timeout 25m $(PG_PKGS)
 
 ## e2e-pg: with PG=<major>: the e2e tests of the core, faults and failover (PG_CORE_TESTS), on kfake
 e2e-pg: deps

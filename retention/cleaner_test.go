@@ -499,8 +499,11 @@ func TestMillionOldOutboxRows(t *testing.T) {
 			if want := rows/cfg.BatchRows + 1; res.Statements != want {
 				t.Fatalf("%d statements, want %d", res.Statements, want)
 			}
-			if res.Longest >= time.Second {
-				t.Fatalf("the longest statement took %v, want under 1 s", res.Longest)
+			// Batched, no statement does most of the work: one that
+			// deleted every old row at once would take nearly all of the
+			// run. (A bound in seconds would measure the machine's load.)
+			if res.Longest >= res.Elapsed/2 {
+				t.Fatalf("the longest statement took %v of the run's %v, want under half: the deletes are not batched", res.Longest, res.Elapsed)
 			}
 			if n := count(t, ctx, pool, `SELECT count(*) FROM outbox`); n != 1000 {
 				t.Fatalf("%d outbox rows left, want the 1,000 new ones", n)
@@ -516,8 +519,10 @@ func TestMillionOldOutboxRows(t *testing.T) {
 			}
 			t.Logf("steady state: deleted %d of %d outbox rows in %v: %d statements, longest %v",
 				res.OutboxRows, rows+6000, res.Elapsed.Round(time.Millisecond), res.Statements, res.Longest.Round(time.Millisecond))
-			if res.OutboxRows != 5000 || res.Longest >= time.Second {
-				t.Fatalf("steady state: %+v, want 5,000 rows deleted, no statement of 1 s", res)
+			// 10 s is far above a read of the table on a loaded machine,
+			// and far below a statement that works row by row.
+			if res.OutboxRows != 5000 || res.Longest >= 10*time.Second {
+				t.Fatalf("steady state: %+v, want 5,000 rows deleted, no statement of 10 s", res)
 			}
 		})
 	}
