@@ -165,7 +165,8 @@ func producerConfig(cfg Config, log *slog.Logger) sink.Config {
 }
 
 // newCleaner returns the retention of cfg's first outbox table and its
-// status table, counted in r's metrics.
+// status table, counted in r's metrics. It keeps the outbox rows whose
+// event the poller is still to send (adopted or reset rows).
 func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 	rc := cfg.Retention
 	if rc.Logger == nil {
@@ -175,6 +176,7 @@ func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 	m := cfg.Tables[0].Mapping
 	return retention.New(pool, retention.Options{
 		OutboxSchema: m.Schema, OutboxTable: m.Table, TimestampColumn: m.TimestampColumn,
+		IDColumn: m.IDColumn, SourceTable: cfg.TableNames()[0],
 		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: rc,
 	})
 }
