@@ -28,7 +28,7 @@ func TestMigrateAdopt(t *testing.T) {
 		name   string
 		args   []string
 		code   int
-		output string // in stdout or stderr
+		output string // each of its lines in stdout or stderr
 	}{
 		{"check-config", []string{"check-config", "--postgres-url", url, "--config", adoptConfig(t, "postion > 4")}, 1,
 			`public.events: adopt: PostgreSQL refuses the predicate: ERROR: column "postion" does not exist`},
@@ -40,14 +40,18 @@ func TestMigrateAdopt(t *testing.T) {
 		{"a typo", append(base, "--adopt", "postion > 4"), 1, `column "postion" does not exist`},
 		{"a misspelt publisher selects nothing", append(base, "--adopt", "position > (SELECT last_position FROM publisher_progress WHERE publisher = 'walet-publisher')"), 1,
 			"the predicate selects no row"},
-		{"adopts", append(base, "--adopt", "position > (SELECT last_position FROM publisher_progress WHERE publisher = 'wallet-publisher')"), 0, "adopted 6 row(s) that adopt selected before the slot"},
+		{"adopts", append(base, "--adopt", "position > (SELECT last_position FROM publisher_progress WHERE publisher = 'wallet-publisher')"), 0, "adopted 6 row(s) that adopt selected before the slot\n" +
+			"next, with your table's column flags (--payload-column, --timestamp-column, …): cdc-relay run --postgres-url URL --table events --id-column position --retention 0s (--retention 0s: the table is yours"},
 		{"again", append(base, "--adopt", "position > 4"), 1, `replication slot "cdc_relay" exists: adopt selects rows only when the relay creates its slot`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := Main(ctx, tc.args, &stdout, &stderr)
-			if out := stdout.String() + stderr.String(); code != tc.code || !strings.Contains(out, tc.output) {
-				t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, tc.output, out)
+			out := stdout.String() + stderr.String()
+			for _, want := range strings.Split(tc.output, "\n") {
+				if code != tc.code || !strings.Contains(out, want) {
+					t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, want, out)
+				}
 			}
 			var slots, adopted int
 			var made bool
