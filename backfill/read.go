@@ -61,7 +61,9 @@ func (b *backfiller) selectKeys(ctx context.Context, res *Result) error {
 // primary-key index, stopping at the chunk's end: else, where the key is
 // random (a uuid), the server may find a scan of the whole table and a
 // sort cheaper for each chunk, which makes the selection quadratic in the
-// table's size. In key order the chunks together read the table once.
+// table's size. In key order the chunks together read the table once,
+// whatever the predicate: one an index of its own serves is not read
+// through that index.
 const inKeyOrder = "SET LOCAL enable_sort = off"
 
 // exportSnapshot begins a REPEATABLE READ transaction on the lock's
