@@ -395,3 +395,39 @@ func TestRowKeeperWritesAfterTheStop(t *testing.T) {
 		t.Errorf("a failed write stopped the writes (problems %q)", problems)
 	}
 }
+
+// TestBackfillSelectsAsOfItsStart: rows committed while the keys are
+// being selected are not selected, even with keys beyond the chunk being
+// read: the selection reads one snapshot, taken when it began. The
+// predicate sleeps on one row of the first chunk, and the test commits
+// rows with later keys meanwhile.
+func TestBackfillSelectsAsOfItsStart(t *testing.T) {
+	f := newFixture(t, events, `INSERT INTO events SELECT 'x', p, 't', '{}' FROM generate_series(1, 25000) p`)
+	f.cfg.Where, f.cfg.DryRun = "position <> 5000 OR pg_sleep(1) IS NOT NULL", true
+	conn := f.conn(t)
+	type result struct {
+		res Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := Run(f.ctx, f.cfg)
+		done <- result{res, err}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for sleeping := false; !sleeping; {
+		if time.Now().After(deadline) {
+			t.Fatal("the backfill's predicate never slept")
+		}
+		if err := conn.QueryRow(f.ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event = 'PgSleep')`).Scan(&sleeping); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(f.ctx, `INSERT INTO events SELECT 'x', p, 't', '{}' FROM generate_series(25001, 25010) p`); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.Total != 25000 || r.res.Last != `["x","25000"]` {
+		t.Fatalf("selected %d rows up to %s (%v); want the 25,000 committed before the start, up to [\"x\",\"25000\"]", r.res.Total, r.res.Last, r.err)
+	}
+}

@@ -5,9 +5,11 @@
 // It first fixes the rows: it copies the keys the predicate selects into a
 // temporary table of its session (the table of selected keys), a chunk at
 // a time in the order of the table's primary key by keyset pagination
-// (WHERE (pk) > (last) ORDER BY pk LIMIT n), which gives the count. Rows
-// committed later are the stream's, whatever their key, so a backfill
-// ends however fast new rows match. Then it reads the selected rows a
+// (WHERE (pk) > (last) ORDER BY pk LIMIT n), which gives the count. Every
+// chunk imports one snapshot, exported when the selection began on the
+// lock's session, so rows committed later are the stream's, whatever their
+// key, and a backfill ends however fast new rows match; the snapshot ends
+// with the selection. Then it reads the selected rows a
 // batch at a time, in key order, each chunk and batch in a read-only
 // transaction of its own (which may write the temporary table only) on a
 // connection of its own, and produces each batch with a producer built from the relay's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,25 +15,33 @@ import (
 )
 
 // keyChunk is how many keys one query of the selection copies: each chunk
-// is a short read-only transaction, so that the selection never holds
-// back the server's xmin horizon for long.
+// is a short read-only transaction, so that the connection that runs the
+// predicate holds no transaction open between chunks.
 const keyChunk = 10000
 
 // selectKeys fixes the rows the backfill publishes: it copies the keys
 // the predicate selects (after Config.After) into the table of selected
 // keys, a chunk at a time in key order, and finds their count and first
-// and last key (into res). The selection is over once it has passed the
-// last key: rows committed later are the stream's, so a backfill ends
-// however fast new rows match the predicate.
+// and last key (into res). Every chunk reads the one snapshot exported
+// when the selection began (exportSnapshot), so the keys are those the
+// predicate selects at that moment: rows committed later are the
+// stream's, whatever their key, and a backfill ends however fast new rows
+// match the predicate. The snapshot holds the server's xmin horizon only
+// while the keys are selected.
 func (b *backfiller) selectKeys(ctx context.Context, res *Result) error {
 	for _, sql := range b.q.createKeys() {
 		if _, err := b.conn.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("create the table of selected keys of %s: %w", b.q.table, needsTemporary(ctx, b.conn, err))
 		}
 	}
+	snapshot, release, err := b.exportSnapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	after := b.after
 	for {
-		n, last, err := b.copyChunk(ctx, after)
+		n, last, err := b.copyChunk(ctx, snapshot, after)
 		if err != nil {
 			return fmt.Errorf("select the keys the predicate selects in %s: %w", b.q.table, needsSelect(ctx, b.conn, b.q.table, err))
 		}
@@ -52,17 +61,37 @@ func (b *backfiller) selectKeys(ctx context.Context, res *Result) error {
 // primary-key index, stopping at the chunk's end: else, where the key is
 // random (a uuid), the server may find a scan of the whole table and a
 // sort cheaper for each chunk, which makes the selection quadratic in the
-// table's size. In key order the chunks together read the table once.
+// table's size. In key order the chunks together read the table once,
+// whatever the predicate: one an index of its own serves is not read
+// through that index.
 const inKeyOrder = "SET LOCAL enable_sort = off"
 
+// exportSnapshot begins a REPEATABLE READ transaction on the lock's
+// connection (which runs nothing else) and exports its snapshot, for each
+// chunk of the selection to import. release ends the transaction, and
+// with it the snapshot.
+func (b *backfiller) exportSnapshot(ctx context.Context) (string, func(), error) {
+	tx, err := b.lockConn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return "", nil, fmt.Errorf("begin the snapshot of the selection of %s: %w", b.q.table, err)
+	}
+	release := func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }
+	var snapshot string
+	if err := tx.QueryRow(ctx, "SELECT pg_export_snapshot()").Scan(&snapshot); err != nil {
+		release()
+		return "", nil, fmt.Errorf("export the snapshot of the selection of %s: %w", b.q.table, err)
+	}
+	return snapshot, release, nil
+}
+
 // copyChunk copies the next chunk of selected keys after the key after,
-// and returns how many it copied and the last.
-func (b *backfiller) copyChunk(ctx context.Context, after []string) (int64, []string, error) {
+// as of snapshot, and returns how many it copied and the last.
+func (b *backfiller) copyChunk(ctx context.Context, snapshot string, after []string) (int64, []string, error) {
 	var (
 		n    int64
 		last []string
 	)
-	err := b.readOnly(ctx, func() error {
+	err := b.inSnapshot(ctx, snapshot, func() error {
 		if _, err := b.conn.Exec(ctx, inKeyOrder); err != nil {
 			return err
 		}
@@ -121,6 +150,23 @@ func params(key []string, extra ...string) [][]byte {
 // for the table of selected keys, which is temporary).
 func (b *backfiller) readOnly(ctx context.Context, f func() error) error {
 	return pgx.BeginTxFunc(ctx, b.conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(pgx.Tx) error { return f() })
+}
+
+// inSnapshot runs f in a read-only REPEATABLE READ transaction on the
+// backfill's connection that imports snapshot, the name PostgreSQL gave
+// it (SET TRANSACTION SNAPSHOT takes a literal, not a parameter).
+func (b *backfiller) inSnapshot(ctx context.Context, snapshot string, f func() error) error {
+	return pgx.BeginTxFunc(ctx, b.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT "+quoteLiteral(snapshot)); err != nil {
+			return fmt.Errorf("import the selection's snapshot: %w", err)
+		}
+		return f()
+	})
+}
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 // texts runs sql with params, all in text, and returns its rows' values.

@@ -104,9 +104,9 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 	})
 	e.checkShown(relay, selected)
 	e.checkSecondRefused(first.Pid())
-	resumed := e.stopAndResume(first)
-	e.checkResumedBounded(resumed)
+	resumed, liveBefore := e.stopAndResume(relay, first)
 	live := stopApp()
+	e.checkResumedBounded(resumed, liveBefore)
 	e.waitFor("the relay's /status shows no backfill", 30*time.Second, func() bool { return len(relay.status().Backfills) == 0 })
 
 	e.checkEverySelectedArrived(topic, want)
@@ -180,11 +180,21 @@ func (e *env) checkSecondRefused(pid int) {
 	}
 }
 
-// stopAndResume stops the backfill with SIGINT, runs the command it
-// printed to resume, and returns what that printed.
-func (e *env) stopAndResume(first *relayproc.Proc) string {
+// stopAndResume stops the backfill with SIGINT once it runs and has
+// published some of its rows but not all, runs the command it printed to
+// resume (which must end though the application keeps writing rows that
+// match), and returns what that printed and how many live rows were
+// committed before it started.
+func (e *env) stopAndResume(relay *relayProc, first *relayproc.Proc) (string, int) {
 	t := e.t
 	t.Helper()
+	e.waitFor("the backfill runs, part published", 30*time.Second, func() bool {
+		if !first.Running() {
+			t.Fatalf("the backfill ended before SIGINT: %v\n%s", first.Err(), first.Log())
+		}
+		st := relay.status()
+		return len(st.Backfills) == 1 && st.Backfills[0].RowsPublished > 0 && st.Backfills[0].RowsPublished < st.Backfills[0].RowsSelected
+	})
 	if err := syscall.Kill(first.Pid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -201,28 +211,48 @@ func (e *env) stopAndResume(first *relayproc.Proc) string {
 	// The server releases the stopped backfill's lock as its session ends,
 	// soon after the process.
 	var (
-		resumed []byte
-		err     error
+		resumed    []byte
+		err        error
+		liveBefore int
 	)
 	e.waitFor("the resumed backfill ran", 60*time.Second, func() bool {
-		resumed, err = exec.Command("sh", "-c", relayBin+strings.TrimPrefix(m[1], "cdc-relay")).CombinedOutput()
+		if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox WHERE aggregate_type = 'live'").Scan(&liveBefore); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		resumed, err = exec.CommandContext(ctx, "sh", "-c", relayBin+strings.TrimPrefix(m[1], "cdc-relay")).CombinedOutput()
+		if ctx.Err() != nil {
+			t.Fatalf("the resumed backfill did not end within 2 minutes while the application writes rows that match:\n%s", resumed)
+		}
 		return !strings.Contains(string(resumed), "another backfill of the table is running")
 	})
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", m[1], err, resumed)
 	}
 	t.Logf("the resumed backfill said:\n%s", resumed)
-	return string(resumed)
+	return string(resumed), liveBefore
 }
 
-// checkResumedBounded checks that the resumed backfill published no more
-// rows than it selected at its start, though the application keeps
-// writing rows that match, with random keys ahead of its place.
-func (e *env) checkResumedBounded(resumed string) {
+// checkResumedBounded checks that the resumed backfill published all it
+// selected, and, of the application's live rows (which match, with random
+// keys ahead of its place), no more than were committed before it started
+// (liveBefore): the backfills' header is on no live row committed later.
+func (e *env) checkResumedBounded(resumed string, liveBefore int) {
 	e.t.Helper()
-	if m := summaryCounts.FindStringSubmatch(resumed); m == nil || atoi(e.t, m[1]) > atoi(e.t, m[2]) {
-		e.t.Errorf("the resumed backfill published more rows than it selected (%q)", m)
+	if m := summaryCounts.FindStringSubmatch(resumed); m == nil || atoi(e.t, m[1]) != atoi(e.t, m[2]) {
+		e.t.Errorf("the resumed backfill did not publish the rows it selected (%q)", m)
 	}
+	backfilled := map[string]bool{}
+	for _, r := range e.readAll(e.topic("live")) {
+		if header(r, "cdc-relay-backfill") != "" {
+			backfilled[header(r, "id")] = true
+		}
+	}
+	if len(backfilled) > liveBefore {
+		e.t.Errorf("%d live rows arrived from the backfills, more than the %d committed before the resumed one started", len(backfilled), liveBefore)
+	}
+	e.t.Logf("%d of the %d live rows committed before the resumed backfill started arrived from the backfills", len(backfilled), liveBefore)
 }
 
 // checkEverySelectedArrived checks that every selected row arrived on

@@ -49,15 +49,22 @@ func (e *env) watchLatencies(topic string) (*latencies, func()) {
 	return l, func() { cancel(); <-done; cl.Close() }
 }
 
-// p99 is the 99th percentile of the latencies of the rows written from
-// from to to, and how many there were.
-func (l *latencies) p99(from, to time.Time) (time.Duration, int) {
+// window is a span of insert times.
+type window struct{ from, to time.Time }
+
+// p99 is the 99th percentile of the latencies of the rows written in any
+// of windows, pooled, and how many there were.
+func (l *latencies) p99(windows ...window) (time.Duration, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var in []time.Duration
 	for i, at := range l.at {
-		if t := time.Unix(0, int64(at)); !t.Before(from) && !t.After(to) {
-			in = append(in, l.lat[i])
+		t := time.Unix(0, int64(at))
+		for _, w := range windows {
+			if !t.Before(w.from) && !t.After(w.to) {
+				in = append(in, l.lat[i])
+				break
+			}
 		}
 	}
 	if len(in) == 0 {
@@ -67,9 +74,16 @@ func (l *latencies) p99(from, to time.Time) (time.Duration, int) {
 	return in[(len(in)*99-1)/100], len(in)
 }
 
-// backfillWindow is how long the backfill must run beside the live
-// writes: the measured window.
-const backfillWindow = 12 * time.Second
+// latencyRounds and latencyWindow: the measurement alternates a window of
+// the live stream alone and one beside a backfill, latencyRounds times
+// each, so that a stall of the shared machine falls on both sides alike.
+// A window beside a backfill is measured from its first second on, once
+// the backfill process started and selected its keys, as a window alone
+// is measured from its first second on.
+const (
+	latencyRounds = 5
+	latencyWindow = 4 * time.Second
+)
 
 // backfillRate is the backfill's --rate: the default, or
 // CDC_RELAY_TEST_BACKFILL_RATE (0 for the negative control: an unlimited
@@ -87,31 +101,30 @@ func backfillRate(t *testing.T) float64 {
 }
 
 // TestBackfillKeepsTheStreamLatency: an application writes a few hundred
-// events a second through the relay, for 10 s alone, then while a backfill
-// at its default rate (2,000 rows a second) runs for at least 12 s (its
-// rows sized for that, and asserted): the p99 of the live events'
-// latency, from the row's insert to the record's arrival at a consumer,
-// for the events written while the backfill ran, stays within twice its
-// value without. CDC_RELAY_TEST_BACKFILL_RATE=0 is the negative control:
-// an unlimited backfill of 400,000 rows, which fails it. Every backfilled
-// row arrives.
+// events a second through the relay while the test alternates windows of
+// the live stream alone (4 s) and windows beside a backfill at its
+// default rate (2,000 rows a second, its rows sized to run 4 s, and
+// asserted), five of each, each measured after its first second: the p99 of the live events' latency, from the
+// row's insert to the record's arrival at a consumer, pooled over the
+// windows beside the backfill, stays within twice its value pooled over
+// the windows alone. CDC_RELAY_TEST_BACKFILL_RATE=0 is the negative
+// control: unlimited backfills of 130,000 rows, which fail it. Every
+// backfilled row arrives.
 //
-// It is the bound the issue asks, not a margin chosen to pass, and on a
+// It is the bound the issue asks, not a margin chosen to pass. On a
 // shared 2-core machine (kfake, the relay, the backfill and PostgreSQL on
-// the same cores) its margin is thin: five runs at the default rate gave
-// 0.9x to 1.8x (10-35 ms alone, 12-32 ms beside), the negative control
-// 3.6x (9.2 ms alone, 33.2 ms beside). Under the load of other test runs
-// it may fail by noise; rerun it alone before taking a failure for a
-// regression.
+// the same cores) one window alone then one beside could fail by a stall
+// of the machine in one of them (3.0x in one run); alternating the
+// windows spreads such stalls over both sides.
 func TestBackfillKeepsTheStreamLatency(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a 25 s measurement")
+		t.Skip("a 45 s measurement")
 	}
 	e := newEnv(t)
 	rate := backfillRate(t)
-	rows := int(rate * backfillWindow.Seconds())
+	rows := int(rate * latencyWindow.Seconds())
 	if rate == 0 {
-		rows = 400000
+		rows = 130000
 	}
 	topic := e.seedBackfillRows(rows)
 	lat, stopWatch := e.watchLatencies(e.topic("live"))
@@ -119,26 +132,35 @@ func TestBackfillKeepsTheStreamLatency(t *testing.T) {
 
 	stopApp := e.appWrites("live")
 	start := time.Now()
-	time.Sleep(10 * time.Second) // the live stream alone: a measured window, not a wait for a condition
-	quiet, quietN := lat.p99(start.Add(time.Second), time.Now())
-	bfStart, out := time.Now(), e.runBackfill(rate)
-	bfEnd := time.Now()
-	live := stopApp()
-	e.waitFor("every live event arrived", 60*time.Second, func() bool { _, n := lat.p99(start, time.Now()); return n >= live })
-	busy, busyN := lat.p99(bfStart.Add(time.Second), bfEnd)
-
-	t.Logf("live p99: %s of %d events alone, %s of %d beside the backfill (%d rows at %v/s in %s: %s)",
-		quiet, quietN, busy, busyN, rows, rate, bfEnd.Sub(bfStart).Round(time.Millisecond), strings.TrimSpace(out))
-	if took := bfEnd.Sub(bfStart); took < backfillWindow-time.Second {
-		t.Errorf("the backfill ran %s, not the measured window of %s", took, backfillWindow)
+	time.Sleep(time.Second) // the live stream settles: not measured
+	var alone, beside []window
+	for range latencyRounds {
+		w := window{from: time.Now()}
+		time.Sleep(latencyWindow) // the live stream alone: a measured window, not a wait for a condition
+		w.to = time.Now()
+		alone = append(alone, window{w.from.Add(time.Second), w.to})
+		b := window{from: time.Now()}
+		out := e.runBackfill(rate)
+		b.to = time.Now()
+		beside = append(beside, window{b.from.Add(time.Second), b.to})
+		if took := b.to.Sub(b.from); took < latencyWindow-time.Second {
+			t.Errorf("a backfill ran %s, not the measured window of %s: %s", took, latencyWindow, strings.TrimSpace(out))
+		}
 	}
+	live := stopApp()
+	e.waitFor("every live event arrived", 60*time.Second, func() bool { _, n := lat.p99(window{start, time.Now()}); return n >= live })
+	quiet, quietN := lat.p99(alone...)
+	busy, busyN := lat.p99(beside...)
+
+	t.Logf("live p99: %s of %d events alone, %s of %d beside the backfill (%.2fx; %d windows of each, %d rows at %v/s a backfill)",
+		quiet, quietN, busy, busyN, float64(busy)/float64(quiet), latencyRounds, rows, rate)
 	if quietN < 1000 || busyN < 1000 {
 		t.Fatalf("too few live events to measure: %d and %d", quietN, busyN)
 	}
 	if busy > 2*quiet {
 		t.Errorf("the live p99 beside the backfill is %s, over twice its %s alone", busy, quiet)
 	}
-	e.checkBackfilled(topic, rows)
+	e.checkBackfilled(topic, rows, latencyRounds)
 }
 
 // seedBackfillRows writes rows rows for the backfill, and waits until the
@@ -165,16 +187,16 @@ func (e *env) runBackfill(rate float64) string {
 }
 
 // checkBackfilled checks that every one of rows rows arrived on topic
-// with the backfill's header.
-func (e *env) checkBackfilled(topic string, rows int) {
+// with the backfill's header from each of runs backfills.
+func (e *env) checkBackfilled(topic string, rows, runs int) {
 	e.t.Helper()
 	backfilled := 0
-	for _, r := range e.readN(topic, 2*rows, 5*time.Minute) {
+	for _, r := range e.readN(topic, (1+runs)*rows, 5*time.Minute) {
 		if header(r, "cdc-relay-backfill") != "" {
 			backfilled++
 		}
 	}
-	if backfilled != rows {
-		e.t.Errorf("%d records with the backfill header, want %d", backfilled, rows)
+	if backfilled != runs*rows {
+		e.t.Errorf("%d records with the backfill header, want %d", backfilled, runs*rows)
 	}
 }

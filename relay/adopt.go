@@ -64,19 +64,46 @@ func (c Config) withoutAdopt() Config {
 }
 
 // CheckAdopt checks cfg's adopt predicates against the database through
-// q, without running them (status.CheckAdopt): a predicate PostgreSQL
-// refuses fails with its message, before anything is created.
-func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) error {
+// q, before anything is created: a predicate PostgreSQL refuses fails
+// with its message (status.CheckAdopt), and one that selects no row now
+// (status.CountAdopt) fails with a *NothingToAdoptError. It returns how
+// many rows the predicates select now.
+func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) (int64, error) {
+	var total int64
 	for _, a := range cfg.adoptables() {
 		if a.Where == "" {
 			continue
 		}
 		a.Pending = nil // checked by the migrations; the predicate's are the operator's
 		if err := status.CheckAdopt(ctx, q, a); err != nil {
-			return err
+			return 0, err
 		}
+		n, err := status.CountAdopt(ctx, q, a)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return 0, &NothingToAdoptError{Table: a.Source, Where: a.Where}
+		}
+		total += n
 	}
-	return nil
+	return total, nil
+}
+
+// NothingToAdoptError refuses an adopt predicate that selects no row:
+// the rows it was meant to select would then be sent by nobody. A
+// comparison with a subquery that finds no row (a misspelt name in its
+// WHERE) is NULL, and selects nothing.
+type NothingToAdoptError struct {
+	// Table is the outbox table, as schema.name; Where the predicate.
+	Table, Where string
+}
+
+func (e *NothingToAdoptError) Error() string {
+	return fmt.Sprintf("adopt the rows of %s: the predicate selects no row (%s): check it with SELECT count(*) FROM %s WHERE %s; "+
+		"a subquery that finds no row (a misspelt name in its WHERE, a missing progress row) makes the comparison NULL. "+
+		"Fix the predicate; if there is nothing to adopt, leave adopt out (without it no row is adopted)",
+		e.Table, e.Where, e.Table, e.Where)
 }
 
 // snapshotName is what PostgreSQL names an exported snapshot

@@ -190,6 +190,27 @@ func (e *SlotGapError) Error() string {
 		e.Slot, e.SlotLSN, e.Checkpoint.LSN, ago, e.Checkpoint.UpdatedAt.UTC().Format(time.RFC3339), e.Checkpoint.LSN, e.SlotLSN, what)
 }
 
+// checkAdoptBeforeSlot plans and counts cfg's adopt predicates
+// (CheckAdopt) before the slot is created, and logs what they select. A
+// predicate PostgreSQL refuses for good, or that selects no row, stops the
+// relay with no slot created.
+func checkAdoptBeforeSlot(ctx context.Context, q resumeDB, cfg Config, log *slog.Logger) error {
+	n, err := CheckAdopt(ctx, q, cfg)
+	var nothing *NothingToAdoptError
+	switch {
+	case errors.As(err, &nothing):
+		return fatalError{fmt.Errorf("%w (no slot was created); then start the relay again", err)}
+	case err != nil && adoptRefused(err, cfg):
+		return refuseAdopt(err, "no slot was created", cfg)
+	case err != nil:
+		return err
+	}
+	if cfg.Adopts() && log != nil {
+		log.Info("adopt selects rows now; the slot adopts those committed before its consistent point", "rows", n)
+	}
+	return nil
+}
+
 // createRecorded creates cfg's slot and records it (recordNewSlot: its
 // checkpoint row, and the backlog it adopts), and returns where the
 // session streams from. cp and haveStored are the checkpoint row found.
@@ -198,10 +219,7 @@ func (e *SlotGapError) Error() string {
 // relay (refuseAdopt), before the slot waits for open transactions.
 func createRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg Config, log *slog.Logger, cp checkpoint.Checkpoint, haveStored bool) (pglogrepl.LSN, error) {
 	if !haveStored {
-		if err := CheckAdopt(ctx, q, cfg); err != nil {
-			if adoptRefused(err, cfg) {
-				return 0, refuseAdopt(err, "no slot was created", cfg)
-			}
+		if err := checkAdoptBeforeSlot(ctx, q, cfg, log); err != nil {
 			return 0, err
 		}
 	}

@@ -167,7 +167,8 @@ func producerConfig(cfg Config, log *slog.Logger) sink.Config {
 
 // newCleaner returns the retention of cfg's first outbox table and its
 // status table, counted in r's metrics; of the status table alone for a
-// relay of messages only (they are in no table).
+// relay of messages only (they are in no table). It keeps the outbox rows
+// whose event the poller is still to send (adopted or reset rows).
 func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 	rc := cfg.Retention
 	if rc.Logger == nil {
@@ -182,6 +183,7 @@ func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 	}
 	return retention.New(pool, retention.Options{
 		OutboxSchema: m.Schema, OutboxTable: m.Table, TimestampColumn: m.TimestampColumn,
+		IDColumn: m.IDColumn, SourceTable: cfg.TableNames()[0],
 		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: rc,
 	})
 }

@@ -32,6 +32,14 @@ type Options struct {
 	TimestampColumn string
 	// StatusSchema and StatusTable name the status table.
 	StatusSchema, StatusTable string
+	// IDColumn is the outbox table's id column and SourceTable its name
+	// as the status table records it (source_table: schema.name, plain).
+	// With both set, an outbox row whose event the poller is still to
+	// send (a FAILED, WAITING or PAUSED status row for its id: an adopted
+	// or reset row, read again from the outbox row at each attempt) is
+	// never deleted, whatever its age. With either empty, or an id column
+	// the table lacks, rows are deleted by age alone.
+	IDColumn, SourceTable string
 	// Config is the retention periods, the interval, the batch size and
 	// the logger.
 	Config Config
@@ -103,14 +111,17 @@ type Cleaner struct {
 
 	outbox, status string // quoted, schema-qualified
 	tsColumn       string // unquoted
+	idColumn       string // unquoted
+	sourceTable    string
 
 	mu sync.Mutex
 	// looked is true once the timestamp column has been looked up; then
 	// outboxSQL is the batch DELETE, or "" when outbox retention is
-	// disabled, and outboxArg turns the cutoff into its parameter.
-	looked    bool
-	outboxSQL string
-	outboxArg func(time.Time) any
+	// disabled, and outboxArgs turns the cutoff and the batch size into
+	// its parameters.
+	looked     bool
+	outboxSQL  string
+	outboxArgs func(cutoff time.Time, batch int) []any
 	// announced is set once Run said whether retention is on: a Cleaner
 	// run again (the relay's next session) does not say it again.
 	announced atomic.Bool
@@ -126,6 +137,7 @@ func New(db DB, opts Options) *Cleaner {
 		outbox:   pgx.Identifier{opts.OutboxSchema, opts.OutboxTable}.Sanitize(),
 		status:   pgx.Identifier{opts.StatusSchema, opts.StatusTable}.Sanitize(),
 		tsColumn: opts.TimestampColumn,
+		idColumn: opts.IDColumn, sourceTable: opts.SourceTable,
 	}
 }
 
@@ -175,16 +187,16 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 	}
 	var errs []error
 	if c.cfg.Outbox > 0 {
-		sql, arg, err := c.outboxStatement(ctx)
+		sql, args, err := c.outboxStatement(ctx)
 		if err == nil && sql != "" {
-			res.OutboxRows, err = c.deleteOld(ctx, &res, c.outbox, sql, arg(now.Add(-c.cfg.Outbox)))
+			res.OutboxRows, err = c.deleteOld(ctx, &res, c.outbox, sql, args(now.Add(-c.cfg.Outbox), c.cfg.BatchRows))
 		}
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if c.cfg.Status > 0 && ctx.Err() == nil {
-		n, err := c.deleteOld(ctx, &res, c.status, batchDelete(c.status, statusWhere(c.status)), now.Add(-c.cfg.Status))
+		n, err := c.deleteOld(ctx, &res, c.status, batchDelete(c.status, statusWhere(c.status)), []any{now.Add(-c.cfg.Status), c.cfg.BatchRows})
 		res.StatusRows = n
 		if err != nil {
 			errs = append(errs, err)
@@ -197,16 +209,17 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
-// deleteOld runs sql until a batch deletes fewer than Config.BatchRows
-// rows, and returns the rows deleted.
-func (c *Cleaner) deleteOld(ctx context.Context, res *Result, table, sql string, cutoff any) (int64, error) {
+// deleteOld runs sql with args (the cutoff, the batch size, and any
+// more) until a batch deletes fewer than Config.BatchRows rows, and
+// returns the rows deleted.
+func (c *Cleaner) deleteOld(ctx context.Context, res *Result, table, sql string, args []any) (int64, error) {
 	var total int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
 		t0 := time.Now()
-		tag, err := c.db.Exec(ctx, sql, cutoff, c.cfg.BatchRows)
+		tag, err := c.db.Exec(ctx, sql, args...)
 		d := time.Since(t0)
 		res.Statements++
 		res.Longest = max(res.Longest, d)
@@ -221,20 +234,24 @@ func (c *Cleaner) deleteOld(ctx context.Context, res *Result, table, sql string,
 	}
 }
 
+// outboxArgsFunc turns a cleanup's cutoff and batch size into the
+// parameters of the outbox table's batch DELETE.
+type outboxArgsFunc = func(cutoff time.Time, batch int) []any
+
 // outboxStatement returns the outbox table's batch DELETE and the function
-// that turns a cutoff into its parameter, looking up the timestamp
-// column's type on first use. sql is "" when outbox retention is disabled
-// (no usable timestamp column); that is logged once. A failed look-up is
-// tried again by the next cleanup.
-func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, arg func(time.Time) any, err error) {
+// that turns a cutoff and the batch size into its parameters, looking up
+// the timestamp column's type on first use. sql is "" when outbox
+// retention is disabled (no usable timestamp column); that is logged
+// once. A failed look-up is tried again by the next cleanup.
+func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, args outboxArgsFunc, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.looked {
-		return c.outboxSQL, c.outboxArg, nil
+		return c.outboxSQL, c.outboxArgs, nil
 	}
 	log := c.cfg.Logger
-	disable := func(why string) (string, func(time.Time) any, error) {
-		c.looked, c.outboxSQL, c.outboxArg = true, "", nil
+	disable := func(why string) (string, outboxArgsFunc, error) {
+		c.looked, c.outboxSQL, c.outboxArgs = true, "", nil
 		log.Warn("outbox retention disabled: "+why+
 			"; set --timestamp-column to the outbox table's timestamp column (timestamptz, timestamp or bigint epoch milliseconds), or --retention=0s to keep outbox rows",
 			"table", c.outbox, "column", c.tsColumn)
@@ -244,17 +261,18 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, arg func(tim
 		return disable("no timestamp column is mapped")
 	}
 	var (
-		exists, indexed bool
-		typ             *uint32
-		name            *string
+		exists, indexed, hasID bool
+		typ                    *uint32
+		name                   *string
 	)
 	// indexed: a valid index, not partial, that starts with the column.
 	err = c.db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, a.atttypid, format_type(a.atttypid, a.atttypmod),
 			EXISTS (SELECT 1 FROM pg_index AS i WHERE i.indrelid = a.attrelid AND i.indkey[0] = a.attnum
-				AND i.indisvalid AND i.indpred IS NULL)
+				AND i.indisvalid AND i.indpred IS NULL),
+			EXISTS (SELECT 1 FROM pg_attribute AS d WHERE d.attrelid = to_regclass($1) AND d.attname = $3 AND d.attnum > 0 AND NOT d.attisdropped)
 		FROM (SELECT 1) AS one
 		LEFT JOIN pg_attribute AS a ON a.attrelid = to_regclass($1) AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped`,
-		c.outbox, c.tsColumn).Scan(&exists, &typ, &name, &indexed)
+		c.outbox, c.tsColumn, c.idColumn).Scan(&exists, &typ, &name, &indexed, &hasID)
 	switch {
 	case err != nil:
 		return "", nil, fmt.Errorf("look up timestamp column %q of %s: %w", c.tsColumn, c.outbox, err)
@@ -264,28 +282,54 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, arg func(tim
 		return disable("the outbox table has no column " + strconv.Quote(c.tsColumn))
 	}
 	col := pgx.Identifier{c.tsColumn}.Sanitize()
-	switch *typ {
-	case oidTimestamptz:
-		c.outboxSQL = batchDelete(c.outbox, col+" < $1::timestamptz")
-		c.outboxArg = func(t time.Time) any { return t }
-	case oidTimestamp:
-		// The relay reads a timestamp without time zone as UTC.
-		c.outboxSQL = batchDelete(c.outbox, col+" < ($1::timestamptz AT TIME ZONE 'UTC')")
-		c.outboxArg = func(t time.Time) any { return t }
-	case oidInt8:
-		c.outboxSQL = batchDelete(c.outbox, col+" < $1::bigint")
-		c.outboxArg = func(t time.Time) any { return t.UnixMilli() }
-	default:
+	where, cutoff := cutoffCondition(col, *typ)
+	if where == "" {
 		return disable(fmt.Sprintf("timestamp column %q has type %s", c.tsColumn, *name))
 	}
 	c.looked = true
+	c.outboxSQL, c.outboxArgs = batchDelete(c.outbox, where), func(t time.Time, batch int) []any { return []any{cutoff(t), batch} }
+	if hasID && c.sourceTable != "" {
+		c.outboxSQL = batchDelete(c.outbox, where+" AND "+c.notPending())
+		c.outboxArgs = func(t time.Time, batch int) []any { return []any{cutoff(t), batch, c.sourceTable} }
+	}
 	if !indexed {
 		log.Info("outbox retention: the timestamp column has no index, so each cleanup reads the outbox table until it has found a batch, "+
 			"and its last batch reads the whole table; for a large table create one",
 			"table", c.outbox, "column", c.tsColumn,
 			"sql", "CREATE INDEX CONCURRENTLY ON "+c.outbox+" ("+col+")")
 	}
-	return c.outboxSQL, c.outboxArg, nil
+	return c.outboxSQL, c.outboxArgs, nil
+}
+
+// cutoffCondition is the condition of an outbox row older than the
+// cutoff ($1) by col (quoted), a column of type typ, and the function
+// that turns a cutoff into $1; "" for a type the relay does not support.
+func cutoffCondition(col string, typ uint32) (string, func(time.Time) any) {
+	asTime := func(t time.Time) any { return t }
+	switch typ {
+	case oidTimestamptz:
+		return col + " < $1::timestamptz", asTime
+	case oidTimestamp:
+		// The relay reads a timestamp without time zone as UTC.
+		return col + " < ($1::timestamptz AT TIME ZONE 'UTC')", asTime
+	case oidInt8:
+		return col + " < $1::bigint", func(t time.Time) any { return t.UnixMilli() }
+	}
+	return "", nil
+}
+
+// notPending is the condition of an outbox row whose event the poller is
+// not still to send: no FAILED, WAITING or PAUSED status row of its table
+// ($3) holds its id (an adopted or reset row is FAILED with reload, and is
+// read from the outbox row at each attempt). The status table's index on
+// (source_table, event_id) finds each, so a batch costs one index probe
+// per row it reads, or the planner hashes the status rows still to send
+// once a batch, whichever it finds cheaper. The id is the text of the
+// column's output function, as the status table holds it.
+func (c *Cleaner) notPending() string {
+	return "NOT EXISTS (SELECT 1 FROM " + c.status + " AS p WHERE p.source_table = $3::text" +
+		" AND p.event_id = format('%s', " + c.outbox + "." + pgx.Identifier{c.idColumn}.Sanitize() + ")" +
+		" AND p.status IN ('FAILED', 'WAITING', 'PAUSED'))"
 }
 
 // Run runs a cleanup at once and then Config.Interval after the end of

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func startDB(t *testing.T) (context.Context, *pgxpool.Pool) {
 // options are the Options for the default tables with cfg.
 func options(cfg Config) Options {
 	return Options{OutboxSchema: "public", OutboxTable: "outbox", TimestampColumn: "created_at",
-		StatusSchema: "public", StatusTable: "outbox_delivery", Config: cfg}
+		StatusSchema: "public", StatusTable: "outbox_delivery", IDColumn: "id", SourceTable: "public.outbox", Config: cfg}
 }
 
 func exec(t *testing.T, ctx context.Context, db DB, sql string, args ...any) {
@@ -216,16 +217,20 @@ func TestBatchStatementsUseTheIndex(t *testing.T) {
 	exec(t, ctx, pool, `ANALYZE outbox, outbox_delivery`)
 
 	c := New(pool, options(quiet(t, time.Hour, time.Hour)))
-	outboxSQL, _, err := c.outboxStatement(ctx)
+	outboxSQL, outboxArgs, err := c.outboxStatement(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, sql := range map[string]string{
-		"outbox": outboxSQL,
-		"status": batchDelete(c.status, statusWhere(c.status)),
+	cutoff := time.Now().Add(-time.Hour)
+	for name, st := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"outbox": {outboxSQL, outboxArgs(cutoff, 10000)},
+		"status": {batchDelete(c.status, statusWhere(c.status)), []any{cutoff, 10000}},
 	} {
 		var plan strings.Builder
-		rows, _ := pool.Query(ctx, "EXPLAIN "+sql, time.Now().Add(-time.Hour), 10000)
+		rows, _ := pool.Query(ctx, "EXPLAIN "+st.sql, st.args...)
 		var line string
 		if _, err := pgx.ForEachRow(rows, []any{&line}, func() error { plan.WriteString(line + "\n"); return nil }); err != nil {
 			t.Fatal(err)
@@ -604,5 +609,77 @@ func TestRetentionKeepsHeldRows(t *testing.T) {
 	if want := []string{"waiting", "paused", "dead before waiting", "waiting behind dead", "dead before paused", "paused behind dead", "waiting behind a reload",
 		"dead before failed", "failed behind dead", "waiting behind skipped"}; err != nil || !slices.Equal(left, want) {
 		t.Fatalf("rows left %v, %v; want %v", left, err, want)
+	}
+}
+
+// TestOutboxRetentionKeepsRowsStillToSend: an old outbox row whose event
+// the poller is still to send (an adopted row: FAILED with reload; a
+// WAITING or PAUSED one) is kept, whatever its age; one whose status row
+// is DELIVERED or DEAD, names another table, or that has none, goes.
+func TestOutboxRetentionKeepsRowsStillToSend(t *testing.T) {
+	ctx, pool := startDB(t)
+	insertOutbox(t, ctx, pool, 7, 48*time.Hour)
+	for _, r := range []struct {
+		id         int
+		source, st string
+		reload     bool
+	}{
+		{1, "public.outbox", "FAILED", true}, // adopted
+		{2, "public.outbox", "WAITING", false},
+		{3, "public.outbox", "PAUSED", false},
+		{4, "public.outbox", "DELIVERED", true},
+		{5, "public.outbox", "DEAD", true},
+		{6, "public.other", "FAILED", true},
+	} {
+		exec(t, ctx, pool, `INSERT INTO outbox_delivery (event_id, source_table, topic, status, reload, last_error)
+			SELECT id::text, $2, '', $3, $4, 'x' FROM outbox WHERE payload->>'seq' = $1`,
+			strconv.Itoa(r.id), r.source, r.st, r.reload)
+	}
+	res, err := New(pool, options(quiet(t, time.Hour, 0))).RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := pool.Query(ctx, `SELECT (payload->>'seq')::int FROM outbox ORDER BY 1`)
+	left, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if want := []int32{1, 2, 3}; err != nil || !slices.Equal(left, want) || res.OutboxRows != 4 {
+		t.Fatalf("outbox rows left %v (%v), %d deleted; want %v, 4 deleted", left, err, res.OutboxRows, want)
+	}
+}
+
+// TestOutboxRetentionCostWithRowsStillToSend measures a cleanup of
+// 100,000 old outbox rows beside 100,000 status rows, half of them
+// adopted rows still to send: each batch probes the status table's index
+// once a row, and reads no other table.
+func TestOutboxRetentionCostWithRowsStillToSend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 rows")
+	}
+	ctx, pool := startDB(t)
+	insertOutbox(t, ctx, pool, 100000, 48*time.Hour)
+	exec(t, ctx, pool, `INSERT INTO outbox_delivery (event_id, source_table, topic, status, reload, last_error)
+		SELECT id::text, 'public.outbox', '', CASE WHEN (payload->>'seq')::int % 2 = 0 THEN 'FAILED' ELSE 'DELIVERED' END, true, 'x'
+		FROM outbox`)
+	exec(t, ctx, pool, `ANALYZE outbox, outbox_delivery`)
+	c := New(pool, options(quiet(t, time.Hour, 0)))
+	sql, args, err := c.outboxStatement(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	rows, _ := pool.Query(ctx, "EXPLAIN "+sql, args(time.Now().Add(-time.Hour), 10000)...)
+	var line string
+	if _, err := pgx.ForEachRow(rows, []any{&line}, func() error { plan.WriteString(line + "\n"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleted %d of 100,000 rows in %d statements, %v (longest %v)\n%s", res.OutboxRows, res.Statements, res.Elapsed, res.Longest, plan.String())
+	if res.OutboxRows != 50000 {
+		t.Errorf("deleted %d rows, want 50,000 (the other half are still to send)", res.OutboxRows)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM outbox WHERE (payload->>'seq')::int % 2 = 0`); n != 50000 {
+		t.Errorf("%d rows still to send left, want 50,000", n)
 	}
 }

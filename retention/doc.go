@@ -4,7 +4,10 @@
 // in batches small enough that no statement holds locks for long. It never
 // deletes FAILED, WAITING or PAUSED rows, nor a DEAD row, not skipped,
 // that held rows of its key follow (FAILED, DEAD not skipped, WAITING or
-// PAUSED: it holds them in order).
+// PAUSED: it holds them in order). Nor does it delete an outbox row,
+// however old, whose event the poller is still to send: a FAILED, WAITING
+// or PAUSED status row holds its id (an adopted or reset row, which the
+// poller reads from the outbox row at each attempt).
 //
 // Deleting a committed outbox row never loses its event: the insert is
 // already in the WAL, and the publication publishes inserts only.

@@ -33,7 +33,8 @@ func (e *AdoptSlotExistsError) Error() string {
 // checkAdopt checks, before Migrate creates anything, that rc's adopt
 // predicates can be adopted: the slot does not exist yet (unless noSlot:
 // the first run creates it, and adopts), and PostgreSQL accepts each
-// predicate on its table (relay.CheckAdopt), or fails with its message.
+// predicate on its table and selects a row now (relay.CheckAdopt), or
+// fails with its message.
 func checkAdopt(ctx context.Context, conn *pgx.Conn, rc relay.Config, noSlot bool) error {
 	if !rc.Adopts() {
 		return nil
@@ -52,5 +53,6 @@ func checkAdopt(ctx context.Context, conn *pgx.Conn, rc relay.Config, noSlot boo
 			return err
 		}
 	}
-	return relay.CheckAdopt(ctx, conn, rc)
+	_, err := relay.CheckAdopt(ctx, conn, rc)
+	return err
 }

@@ -114,6 +114,27 @@ func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 	return nil
 }
 
+// CountAdopt counts, through q, the rows t's predicate (Where) selects
+// now, as Adopt would adopt them (one per topic of a routed row, none
+// without an id), without adopting them: a single statement
+// (oneStatement), as the operator's role runs it.
+func CountAdopt(ctx context.Context, q Planner, t Adoptable) (int64, error) {
+	t.Pending = nil
+	if !t.adopts() {
+		return 0, nil
+	}
+	sel, args := adoptSelect(t)
+	rows, err := q.Query(ctx, "SELECT count(*) FROM (\n"+sel+"\n) AS cdc_relay_counted", oneStatement(args)...)
+	if err != nil {
+		return 0, adoptError(t, err)
+	}
+	n, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, adoptError(t, err)
+	}
+	return n, nil
+}
+
 // adoptError is err, from adopting t's rows, with the table's name, and
 // what to set when the table has no column named as its id column (the
 // default, id, say).

@@ -51,8 +51,9 @@ show it.
 
 The rows are those the predicate selects at the start: their keys are copied
 first into a temporary table of the backfill's session, 10,000 a query in the
-order of the table's primary key (keyset pagination: never one huge query).
-Rows committed later are the relay's to stream, whatever their key. They are
+order of the table's primary key (keyset pagination: never one huge query),
+every query reading the one snapshot taken when the selection began. Rows
+committed later are the relay's to stream, whatever their key. They are
 then read --batch at a time in key order, each batch produced with the relay's producer settings and acknowledged by Kafka
 before the next is read, at most --rate rows a second (the default, 2000/s,
 keeps a running relay's latency; 0 is no limit). A running relay keeps

@@ -137,6 +137,8 @@ func TestMainExitCodes(t *testing.T) {
 			stderr: []string{"--on-slot-loss recover and --accept-slot-loss exclude each other"}},
 		{name: "--on-slot-loss recover without a timestamp column", args: append(append([]string{"run"}, pg...), "--on-slot-loss", "recover", "--timestamp-column", ""),
 			code: 1, stderr: []string{"--on-slot-loss recover cannot be used", "set --timestamp-column"}},
+		{name: "default retention on a table of your own", args: append(append([]string{"run"}, pg...), "--table", "public.events", "--timestamp-column", "occurred_at"), code: 2,
+			stderr: []string{`--timestamp-column "occurred_at" maps a table of your own`, "give --retention 0s to keep every row", "or --retention 7d to delete them"}},
 		{name: "zero interval", args: append(append([]string{"run"}, pg...), "--checkpoint-interval", "0s"), code: 2,
 			stderr: []string{"--checkpoint-interval must be more than 0s (the default is 250ms)"}},
 		{name: "zero replication timeout", args: append(append([]string{"run"}, pg...), "--replication-timeout", "0s"), code: 2,

@@ -95,14 +95,18 @@ Every migration is idempotent and runs every time, so migrate converges on
 the tables the flags name: a second relay's tables in the same database, or
 a table dropped by mistake, are created too.
 
-Pass "cdc-relay run" the same table, publication and slot flags.
+Pass "cdc-relay run" the same table, publication and slot flags. With
+--adopt, migrate prints that run command; for a table it did not create
+(--skip-outbox), with --retention 0s: the default, 7d, would delete the
+table's rows older than 7 days.
 
 Examples:
 
   cdc-relay migrate --postgres-url postgres://admin:secret@db:5432/app
   cdc-relay migrate --postgres-url postgres://admin:secret@db:5432/app \
     --table public.events --skip-outbox --id-column position \
-    --adopt 'position > (SELECT last_position FROM event_publisher_progress)'
+    --adopt "position > (SELECT last_position FROM publisher_progress
+             WHERE publisher = 'wallet-publisher')"
 `
 
 // migrateSections orders migrate's flags in its usage.
@@ -370,10 +374,37 @@ func (c *MigrateCommand) printSlot(res setup.Result, rc relay.Config) {
 			fmt.Fprintf(c.stdout, "adopted %d row(s) that %s selected before the slot: the relay's poller sends each as the row is then, none twice by the switch%s\n",
 				res.Slot.Adopted, adoptedBy(rc), writtenBack(rc))
 		}
+		if c.adopt != "" {
+			fmt.Fprintln(c.stdout, c.nextRun())
+		}
 	default:
 		fmt.Fprintf(c.stdout, "replication slot %q exists (confirmed %s, keeping %s of WAL)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush, res.Slot.Slot.Retained())
 	}
+}
+
+// nextRun is the `run` command that follows `migrate --adopt`: the same
+// table, id column, tables, publication and slot, and, for a table
+// migrate did not create (--skip-outbox), --retention 0s, so that the
+// relay deletes none of the application's rows.
+func (c *MigrateCommand) nextRun() string {
+	args := []string{"cdc-relay run --postgres-url URL", "--table " + c.tables.table, "--id-column " + c.idColumn}
+	for _, f := range []struct{ name, value, def string }{
+		{"status-table", c.tables.statusTable, "public.outbox_delivery"},
+		{"checkpoint-table", c.tables.checkpointTable, "public.cdc_relay_checkpoint"},
+		{"publication", c.tables.publication, "cdc_relay"},
+		{"slot", c.slot, "cdc_relay"},
+	} {
+		if f.value != f.def {
+			args = append(args, "--"+f.name+" "+f.value)
+		}
+	}
+	why := ""
+	if c.skipOutbox {
+		args = append(args, "--retention 0s")
+		why = " (--retention 0s: the table is yours, and the default, 7d, would delete its rows older than 7 days)"
+	}
+	return "next, with your table's column flags (--payload-column, --timestamp-column, …): " + strings.Join(args, " ") + why
 }
 
 // adoptedBy says what selected the rows a new slot adopted: the pending

@@ -11,11 +11,14 @@ import (
 // TestMigrateAdopt: `migrate --adopt` adopts the rows its predicate
 // selects when it creates the slot and says how many; the flags that
 // exclude it are usage errors, a bad predicate fails with PostgreSQL's
-// message and creates nothing, and a second run is refused.
+// message and creates nothing, as does one that selects no row, and a
+// second run is refused.
 func TestMigrateAdopt(t *testing.T) {
 	ctx, url, conn := startDB(t,
 		"CREATE TABLE events (position bigserial PRIMARY KEY, data json NOT NULL DEFAULT '{}')",
-		"INSERT INTO events SELECT FROM generate_series(1, 10)")
+		"INSERT INTO events SELECT FROM generate_series(1, 10)",
+		"CREATE TABLE publisher_progress (publisher text PRIMARY KEY, last_position bigint NOT NULL)",
+		"INSERT INTO publisher_progress VALUES ('wallet-publisher', 4)")
 	configFile := filepath.Join(t.TempDir(), "relay.yaml")
 	if err := os.WriteFile(configFile, []byte("tables: [{table: events, id: position, value: data, topic: t}]\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -25,7 +28,7 @@ func TestMigrateAdopt(t *testing.T) {
 		name   string
 		args   []string
 		code   int
-		output string // in stdout or stderr
+		output string // each of its lines in stdout or stderr
 	}{
 		{"check-config", []string{"check-config", "--postgres-url", url, "--config", adoptConfig(t, "postion > 4")}, 1,
 			`public.events: adopt: PostgreSQL refuses the predicate: ERROR: column "postion" does not exist`},
@@ -35,14 +38,20 @@ func TestMigrateAdopt(t *testing.T) {
 		{"the default id column", []string{"migrate", "--postgres-url", url, "--table", "events", "--skip-outbox", "--adopt", "position > 4"}, 1,
 			`name the table's id column with --id-column`},
 		{"a typo", append(base, "--adopt", "postion > 4"), 1, `column "postion" does not exist`},
-		{"adopts", append(base, "--adopt", "position > 4"), 0, "adopted 6 row(s) that adopt selected before the slot"},
+		{"a misspelt publisher selects nothing", append(base, "--adopt", "position > (SELECT last_position FROM publisher_progress WHERE publisher = 'walet-publisher')"), 1,
+			"the predicate selects no row"},
+		{"adopts", append(base, "--adopt", "position > (SELECT last_position FROM publisher_progress WHERE publisher = 'wallet-publisher')"), 0, "adopted 6 row(s) that adopt selected before the slot\n" +
+			"next, with your table's column flags (--payload-column, --timestamp-column, …): cdc-relay run --postgres-url URL --table events --id-column position --retention 0s (--retention 0s: the table is yours"},
 		{"again", append(base, "--adopt", "position > 4"), 1, `replication slot "cdc_relay" exists: adopt selects rows only when the relay creates its slot`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := Main(ctx, tc.args, &stdout, &stderr)
-			if out := stdout.String() + stderr.String(); code != tc.code || !strings.Contains(out, tc.output) {
-				t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, tc.output, out)
+			out := stdout.String() + stderr.String()
+			for _, want := range strings.Split(tc.output, "\n") {
+				if code != tc.code || !strings.Contains(out, want) {
+					t.Fatalf("exit %d, want %d with %q:\n%s", code, tc.code, want, out)
+				}
 			}
 			var slots, adopted int
 			var made bool

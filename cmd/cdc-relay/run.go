@@ -67,6 +67,28 @@ func (r *runFlags) finishOrdering(cfg *relay.Config) error {
 	return nil
 }
 
+// defaultTimestampColumn is the time column of the outbox table that
+// migrate creates.
+const defaultTimestampColumn = "created_at"
+
+// checkDefaultRetention refuses the default --retention on a table of the
+// flags mapped with another timestamp column than the one of the table
+// migrate creates: such a table is the application's own (an event log,
+// say), whose rows the default would delete after 7 days. The operator
+// says which they want. A config file's tables have no retention unless
+// --retention is given (relayFlags.finish).
+func checkDefaultRetention(fs *flag.FlagSet, cfg relay.Config, fromFile bool) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "retention" })
+	ts := cfg.Tables[0].Mapping.TimestampColumn
+	if fromFile || given || cfg.Retention.Outbox <= 0 || ts == "" || ts == defaultTimestampColumn {
+		return nil
+	}
+	return usageError{fmt.Sprintf("--timestamp-column %q maps a table of your own (the outbox table migrate creates has %s), "+
+		"and the default --retention %s would delete its rows older than that: give --retention 0s to keep every row (an event log, say), "+
+		"or --retention %s to delete them", ts, defaultTimestampColumn, formatDuration(cfg.Retention.Outbox), formatDuration(cfg.Retention.Outbox))}
+}
+
 // finishSlotLoss sets cfg.OnSlotLoss from --on-slot-loss.
 func (r *runFlags) finishSlotLoss(cfg *relay.Config) error {
 	switch loss := relay.SlotLoss(r.onSlotLoss); loss {
@@ -345,6 +367,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := c.finishOrdering(&c.cfg); err != nil {
+		return err
+	}
+	if err := checkDefaultRetention(fs, c.cfg, c.file != nil); err != nil {
 		return err
 	}
 	if err := c.admin.finish(); err != nil {
