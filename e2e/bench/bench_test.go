@@ -151,3 +151,21 @@ func TestKeyRefusal(t *testing.T) {
 		}
 	}
 }
+
+func TestSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{8192, "8.0 KiB"},
+		{-8192, "-8.0 KiB"},
+		{129392640, "123.4 MiB"},
+		{3 << 30, "3.0 GiB"},
+	} {
+		if got := size(tc.n); got != tc.want {
+			t.Errorf("size(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
