@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,16 @@ func TestSize(t *testing.T) {
 		if got := size(tc.n); got != tc.want {
 			t.Errorf("size(%d) = %q, want %q", tc.n, got, tc.want)
 		}
+	}
+}
+
+func TestWALColumns(t *testing.T) {
+	got := walColumns([]map[string]float64{
+		{"Heap": 400, "Btree": 120, "Transaction": 34, "XLOG": 0.2},
+		{"LogicalMessage": 480, "Transaction": 34, "Standby": 0.9},
+	})
+	want := []string{"LogicalMessage", "Heap", "Btree", "Transaction"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("walColumns = %v, want %v", got, want)
 	}
 }

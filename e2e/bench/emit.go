@@ -27,6 +27,7 @@ type emitResult struct {
 	before, afterRun         tableCost
 	afterDelete, afterVacuum tableCost
 	deleteWAL, vacuumWAL     int64
+	walKinds                 walKinds     // the load's WAL by kind; nil without pg_walinspect
 	drain                    *drainResult // nil: the relay cannot relay messages
 	relaySkipped             string       // why drain is nil
 }
@@ -127,6 +128,7 @@ func (b *bench) emitRun(ctx context.Context, i int, w emitWay, relayArgs []strin
 	if r.load, err = b.runEmitLoad(ctx, w.sql); err != nil {
 		return r, err
 	}
+	r.walKinds = b.walByKind(ctx, r.load.start, r.load.end)
 	want := r.before.inserted
 	if w.table {
 		want += int64(r.load.events)

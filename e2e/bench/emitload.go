@@ -33,6 +33,8 @@ type emitLoad struct {
 	elapsed  time.Duration
 	walBytes int64
 	pgCPU    time.Duration // the load's backends and PostgreSQL's background processes
+	// start and end are the WAL insert positions before and after it.
+	start, end string
 }
 
 // runEmitLoad commits one-event transactions running sql from -emit-conns
@@ -50,7 +52,7 @@ func (b *bench) runEmitLoad(ctx context.Context, sql string) (emitLoad, error) {
 	if err != nil {
 		return res, err
 	}
-	startLSN, err := b.walInsertLSN(ctx)
+	res.start, err = b.walInsertLSN(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -70,11 +72,10 @@ func (b *bench) runEmitLoad(ctx context.Context, sql string) (emitLoad, error) {
 	}
 	use := watch.use(before, after)
 	res.pgCPU = time.Duration((use.group["backends"] + use.group["postgres"]) * float64(res.elapsed))
-	endLSN, err := b.walInsertLSN(ctx)
-	if err != nil {
+	if res.end, err = b.walInsertLSN(ctx); err != nil {
 		return res, err
 	}
-	res.walBytes, err = b.walDiff(ctx, endLSN, startLSN)
+	res.walBytes, err = b.walDiff(ctx, res.end, res.start)
 	return res, err
 }
 

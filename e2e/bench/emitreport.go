@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,12 +34,64 @@ func printEmit(out io.Writer, h emitHeader, rs []emitResult) {
 	}
 	fmt.Fprintf(out, "\nPostgreSQL CPU is the load's backends and PostgreSQL's background processes over the load (autovacuum's workers, started later, are not counted). "+
 		"WAL per event is the insert position's advance over the load divided by the events.\n\n")
+	printWALKinds(out, rs)
 	for _, r := range rs {
 		if r.way.table {
 			printOutboxOverTime(out, r)
 		}
 	}
 	printEmitDrain(out, h, rs)
+}
+
+// printWALKinds prints each way's WAL per event by kind, when
+// pg_walinspect could read it.
+func printWALKinds(out io.Writer, rs []emitResult) {
+	perKind := make([]map[string]float64, len(rs))
+	for i, r := range rs {
+		if r.walKinds == nil {
+			return
+		}
+		perKind[i] = map[string]float64{}
+		for k, n := range r.walKinds {
+			perKind[i][k] = perEventBytes(n, r.load.events)
+		}
+	}
+	kinds := walColumns(perKind)
+	fmt.Fprintf(out, "The load's WAL per event by kind (pg_walinspect's resource managers; bytes of the records, full-page images included):\n\n")
+	fmt.Fprintf(out, "| the application writes | %s |\n|---|%s\n", strings.Join(kinds, " | "), strings.Repeat("---|", len(kinds)))
+	for i, r := range rs {
+		cells := make([]string, len(kinds))
+		for j, k := range kinds {
+			cells[j] = fmt.Sprintf("%.0f B", perKind[i][k])
+		}
+		fmt.Fprintf(out, "| %s | %s |\n", r.way.name, strings.Join(cells, " | "))
+	}
+	fmt.Fprintln(out)
+}
+
+// walColumns are the kinds of WAL that come to at least one byte per
+// event in some run, the largest first (by their largest figure; ties by
+// name).
+func walColumns(perKind []map[string]float64) []string {
+	largest := map[string]float64{}
+	for _, m := range perKind {
+		for k, v := range m {
+			largest[k] = max(largest[k], v)
+		}
+	}
+	var kinds []string
+	for k, v := range largest {
+		if v >= 1 {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		if c := cmp.Compare(largest[b], largest[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return kinds
 }
 
 // printOutboxOverTime prints what the table costs after the run, after
