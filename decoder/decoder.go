@@ -17,8 +17,9 @@ const (
 	KindBegin
 	// KindCommit closes it; Message.EndLSN is Commit.TransactionEndLSN.
 	KindCommit
-	// KindEvent is an INSERT on a mapped table; Message.Event is set, or
-	// Message.Poison when the row cannot become a record.
+	// KindEvent is an INSERT on a mapped table, or a transactional
+	// logical decoding message of a mapped prefix; Message.Event is set,
+	// or Message.Poison when the row or message cannot become a record.
 	KindEvent
 	// KindRelation is a Relation message for a mapped table (PostgreSQL
 	// sends one before the first row of a table in a session, and again
@@ -32,27 +33,33 @@ type Header struct {
 	Value []byte
 }
 
-// Event is one outbox row as a Kafka record. Its byte slices are its own
+// Event is one outbox row, or one logical decoding message, as a Kafka
+// record. Its byte slices are its own
 // (copied out of the replication buffer) and stay valid after the next
 // Decode; the Headers slice itself is the decoder's and is reused by the
 // next Decode: copy it to keep it.
 type Event struct {
-	// ID is the event id column's text, or nil.
+	// ID is the event id column's text, or nil. A message's is the id its
+	// content gives, else the message's WAL position in PostgreSQL's form
+	// ("0/16B3748", what pg_logical_emit_message returned): never nil.
 	ID []byte
 	// Topic is the validated destination topic.
 	Topic string
 	// Key is the record key; nil for a NULL key.
 	Key []byte
-	// Value is the payload as PostgreSQL renders it; nil for NULL.
+	// Value is the payload as PostgreSQL renders it; nil for NULL. A
+	// poison message's is its whole content.
 	Value []byte
 	// Headers are "id", the header columns, then the headers object's keys.
 	Headers []Header
-	// Timestamp is the record timestamp; zero lets the producer set it.
+	// Timestamp is the record timestamp; zero lets the producer set it. A
+	// message's is its transaction's commit time.
 	Timestamp time.Time
 	// CommitLSN is the LSN of the commit record of the event's transaction.
 	CommitLSN uint64
 	// Table is the index of the event's table among the decoder's
-	// mappings.
+	// mappings; a message's is len(tables)+j for the messages of
+	// messages[j] (NewSources).
 	Table int
 }
 
@@ -86,8 +93,10 @@ type Message struct {
 	// cannot become a record (a NULL topic column in the template, an
 	// illegal topic name, a topic Mapping.AllowedTopics does not allow, a
 	// headers value that is not a JSON object, a table whose columns did
-	// not fit the mapping when the row was written). Event then holds what
-	// could be decoded. Poison rows are permanent failures: they belong in
+	// not fit the mapping when the row was written), or on a message whose
+	// content is not what its MessageMapping says (a malformed envelope, a
+	// member of the wrong type, no topic). Event then holds what could be
+	// decoded, a message's whole content as its Value. Poison rows are permanent failures: they belong in
 	// the status table, and the stream goes on.
 	Poison error
 	// Relation is set on KindRelation.
@@ -129,12 +138,18 @@ type table struct {
 }
 
 // Decoder decodes pgoutput (protocol version 1) messages. Create it with
-// [New].
+// [New] or [NewSources].
 type Decoder struct {
-	tables    []*table
+	tables []*table
+	// sources are the message mappings; empty, every logical decoding
+	// message is ignored.
+	sources   []*source
 	relations map[uint32]*relation
-	commitLSN uint64
-	rel       Relation // the last Relation message's, when it was for a mapped table
+	// commitLSN and commitTime are the current transaction's, from its
+	// Begin.
+	commitLSN  uint64
+	commitTime time.Time
+	rel        Relation // the last Relation message's, when it was for a mapped table
 
 	// spans locates the current tuple's columns, reused across inserts.
 	spans []span
@@ -159,6 +174,12 @@ func newDecoder(ms []Mapping, topicCacheSize int) (*Decoder, error) {
 	if len(ms) == 0 {
 		return nil, fmt.Errorf("mapping: no table to relay")
 	}
+	return newTables(ms, topicCacheSize)
+}
+
+// newTables returns a decoder of the tables of ms, none or more, with
+// topic caches of topicCacheSize names.
+func newTables(ms []Mapping, topicCacheSize int) (*Decoder, error) {
 	d := &Decoder{relations: make(map[uint32]*relation)}
 	for i, m := range ms {
 		if err := m.Validate(); err != nil {

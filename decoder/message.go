@@ -76,9 +76,52 @@ func (m MessageMapping) Validate() error {
 // index tables as New's do; the messages of messages[j] are events with
 // Event.Table len(tables)+j. It fails if a mapping is invalid, a table is
 // mapped twice, a prefix is given twice, or there is nothing to relay.
+// Tables may be empty when messages are not.
 func NewSources(tables []Mapping, messages []MessageMapping) (*Decoder, error) {
+	if len(messages) == 0 && len(tables) == 0 {
+		return nil, fmt.Errorf("nothing to relay: map an outbox table, or a prefix of messages (messages: in the config file, --message-prefix)")
+	}
 	if len(messages) == 0 {
 		return New(tables...)
 	}
-	return nil, fmt.Errorf("messages: not built yet")
+	return newSources(tables, messages, maxTopicCache)
+}
+
+// newSources is NewSources with topic caches of topicCacheSize names.
+func newSources(tables []Mapping, messages []MessageMapping, topicCacheSize int) (*Decoder, error) {
+	d, err := newTables(tables, topicCacheSize)
+	if err != nil {
+		return nil, err
+	}
+	for j, m := range messages {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+		for _, o := range messages[:j] {
+			if o.Prefix == m.Prefix {
+				return nil, fmt.Errorf("messages: prefix %q is given twice", m.Prefix)
+			}
+		}
+		check, _ := Mapping{AllowedTopics: m.AllowedTopics}.TopicCheck()
+		d.sources = append(d.sources, &source{index: len(tables) + j, m: m, topics: newTopicCache(topicCacheSize, check)})
+	}
+	return d, nil
+}
+
+// source is one message mapping and what the decoder derived from it.
+type source struct {
+	index int
+	m     MessageMapping
+	// topics interns the envelopes' topic names, as a table's topics.
+	topics *topicCache
+}
+
+// source returns the message mapping of prefix, or nil.
+func (d *Decoder) source(prefix []byte) *source {
+	for _, s := range d.sources {
+		if s.m.Prefix == string(prefix) {
+			return s
+		}
+	}
+	return nil
 }

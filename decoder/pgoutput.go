@@ -22,7 +22,8 @@ func (d *Decoder) Decode(data []byte) (Message, error) {
 			return Message{}, malformed("short Begin (%d bytes)", len(data))
 		}
 		d.commitLSN = binary.BigEndian.Uint64(data[1:9])
-		return Message{Kind: KindBegin, CommitLSN: d.commitLSN, CommitTime: pgTime(int64(binary.BigEndian.Uint64(data[9:17])))}, nil
+		d.commitTime = pgTime(int64(binary.BigEndian.Uint64(data[9:17])))
+		return Message{Kind: KindBegin, CommitLSN: d.commitLSN, CommitTime: d.commitTime}, nil
 	case 'C':
 		// Commit: flags, commit LSN, end LSN, commit timestamp.
 		if len(data) < 26 {
@@ -36,6 +37,8 @@ func (d *Decoder) Decode(data []byte) (Message, error) {
 		return Message{Kind: KindRelation, Relation: d.rel}, nil
 	case 'I':
 		return d.insert(data[1:])
+	case 'M':
+		return d.logicalMessage(data[1:])
 	default:
 		return Message{}, nil
 	}

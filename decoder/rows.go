@@ -1,5 +1,7 @@
 package decoder
 
+import "fmt"
+
 // Rows decodes outbox rows read with SQL rather than from the WAL, with
 // the same mapping the stream applies: `cdc-relay recover` publishes again
 // the rows of a stretch of WAL the relay never read. Create it with
@@ -14,6 +16,9 @@ type Rows struct {
 // descriptions). It returns a [*MappingError] when the columns do not fit
 // the mapping, as a Relation message would.
 func (d *Decoder) Rows(names []string, types []uint32) (*Rows, error) {
+	if len(d.tables) == 0 {
+		return nil, fmt.Errorf("mapping: no outbox table: the decoder relays messages only")
+	}
 	t := d.tables[0]
 	rel := &relation{ncols: len(names)}
 	if me := resolve(t, rel, names, types); me != nil {

@@ -1,0 +1,111 @@
+package decoder
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+)
+
+// logicalMessage decodes a logical decoding message (pgoutput's Message,
+// protocol version 1): flags (1: transactional), the message's LSN, the
+// prefix, then the content's length and bytes. A transactional message of
+// a mapped prefix is an event; every other one is ignored.
+func (d *Decoder) logicalMessage(b []byte) (Message, error) {
+	if len(b) < 9 {
+		return Message{}, malformed("short Message (%d bytes)", len(b)+1)
+	}
+	transactional := b[0]&1 != 0
+	lsn := binary.BigEndian.Uint64(b[1:9])
+	end := bytes.IndexByte(b[9:], 0)
+	if end < 0 {
+		return Message{}, malformed("Message with an unterminated prefix")
+	}
+	prefix, b := b[9:9+end], b[9+end+1:]
+	if len(b) < 4 {
+		return Message{}, malformed("short Message of prefix %q: no content length", prefix)
+	}
+	if n := binary.BigEndian.Uint32(b); uint64(n) != uint64(len(b)-4) {
+		return Message{}, malformed("Message of prefix %q: content of %d bytes in %d", prefix, n, len(b)-4)
+	}
+	if !transactional {
+		return Message{}, nil
+	}
+	src := d.source(prefix)
+	if src == nil {
+		return Message{}, nil
+	}
+	return d.messageEvent(src, lsn, b[4:]), nil
+}
+
+// messageEvent makes the Message of a transactional message of src written
+// at lsn: the record the content gives, in the transaction's commit order
+// and at its commit time, or the reason it cannot become one, with the
+// content as the value.
+func (d *Decoder) messageEvent(src *source, lsn uint64, content []byte) Message {
+	msg := Message{Kind: KindEvent}
+	ev := &msg.Event
+	ev.Table, ev.CommitLSN, ev.Timestamp = src.index, d.commitLSN, d.commitTime
+	own := bytes.Clone(content)
+	var p parts
+	var err error
+	if src.m.PayloadOnly {
+		p, err = payloadOnlyParts(src.m, own)
+	} else {
+		p, err = envelopeParts(own)
+	}
+	ev.Key, ev.Value, ev.ID = p.key, p.value, p.id
+	if ev.ID == nil {
+		ev.ID = appendLSN(make([]byte, 0, 17), lsn)
+	}
+	ev.Headers = append(d.headers[:0], Header{Key: "id", Value: ev.ID})
+	if p.headers != nil {
+		var herr error
+		// The id header wins over a member "id" of the headers.
+		if ev.Headers, herr = appendJSONHeaders(ev.Headers, 1, p.headers); herr != nil {
+			err = firstError(err, fmt.Errorf(`the envelope's member "headers": %w`, herr))
+		}
+	}
+	d.headers = ev.Headers[:0]
+	err = firstError(err, d.messageTopic(src, p.topic, ev))
+	if err != nil {
+		msg.Poison = fmt.Errorf("messages %q: %w", src.m.Prefix, err)
+		ev.Value = own // what the application wrote, for the parked row
+	}
+	return msg
+}
+
+// messageTopic sets ev.Topic to topic, or to the mapping's when topic is
+// nil, and says why it cannot be used.
+func (d *Decoder) messageTopic(src *source, topic []byte, ev *Event) error {
+	if topic == nil {
+		if src.m.Topic == "" {
+			return fmt.Errorf(`the envelope names no topic and messages %q gives none: give the envelope a member "topic", or the prefix a topic in the config file`, src.m.Prefix)
+		}
+		ev.Topic = src.m.Topic
+		return nil
+	}
+	var err error
+	ev.Topic, err = src.topics.get(topic)
+	return err
+}
+
+// appendLSN appends lsn in PostgreSQL's form, as pglogrepl.LSN prints it:
+// the high and low 32 bits in upper-case hexadecimal, "0/16B3748".
+func appendLSN(b []byte, lsn uint64) []byte {
+	b = appendUpperHex(b, lsn>>32)
+	b = append(b, '/')
+	return appendUpperHex(b, lsn&0xFFFFFFFF)
+}
+
+// appendUpperHex appends v in upper-case hexadecimal.
+func appendUpperHex(b []byte, v uint64) []byte {
+	start := len(b)
+	b = strconv.AppendUint(b, v, 16)
+	for i := start; i < len(b); i++ {
+		if c := b[i]; c >= 'a' && c <= 'f' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return b
+}
