@@ -63,3 +63,27 @@ func benchInsert(aggregate string) []byte {
 	return insertMsg(1, s("5f0c1a5e-9d4b-4c1e-8f3a-2b6d7e8f9a0b"), s(aggregate), s("key-42"), s("OrderPlaced"),
 		nil, s(payload), nil, s("2026-11-22 16:59:15.123456+00"))
 }
+
+// BenchmarkDecodeMessage decodes one logical decoding message whose
+// content is an envelope, as cdc_relay.emit writes it, with the payload of
+// BenchmarkDecodeInsert: a message's share of the per-event hot path.
+func BenchmarkDecodeMessage(b *testing.B) {
+	d, err := NewSources(nil, []MessageMapping{{Prefix: DefaultMessagePrefix}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := `{"pad": "` + strings.Repeat("x", 260) + `", "order_id": "o-12345"}`
+	msg := logicalMsg(true, 0x16B3748, DefaultMessagePrefix,
+		`{"id": null, "key": "key-42", "topic": "outbox.event.order", "headers": null, "payload": `+payload+`}`)
+	if _, err := d.Decode(beginMsg(0x16B3800)); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		m, err := d.Decode(msg)
+		if err != nil || m.Kind != KindEvent || m.Poison != nil {
+			b.Fatal(m.Kind, err, m.Poison)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package decoder
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -12,10 +14,11 @@ import (
 // FuzzDecode feeds the decoder a Relation message and then any message.
 // Decode must never panic, and every error it returns must be ErrMalformed
 // or a MappingError. Where pglogrepl.Parse also accepts a message (Begin,
-// Commit, Relation, Insert), the decoder must agree with it: the commit
-// LSN of a Begin, the end LSN of a Commit, the columns a Relation maps,
-// and an Insert's key, value, id, headers and topic, read from pglogrepl's
-// tuple by the column names of pglogrepl's Relation.
+// Commit, Relation, Insert, Message), the decoder must agree with it: the
+// commit LSN of a Begin, the end LSN of a Commit, the columns a Relation
+// maps, an Insert's key, value, id, headers and topic, read from
+// pglogrepl's tuple by the column names of pglogrepl's Relation, and a
+// Message's record, read from pglogrepl's content with encoding/json.
 //
 // make fuzz runs it for 30 s; the seeds are below and in
 // testdata/fuzz/FuzzDecode (messages PostgreSQL 15 sent, and every input
@@ -37,12 +40,22 @@ func FuzzDecode(f *testing.F) {
 		{'U', 0, 0, 0x40, 0x10, 'N', 0, 0},
 		{'D', 0, 0, 0x40, 0x10, 'K', 0, 0},
 		{'T', 0, 0, 0, 1, 0, 0, 0, 0x40, 0x10},
+		logicalMsg(true, 0x16B3748, "outbox", `{"topic": "orders", "key": "o-1", "id": "e-1", "headers": {"trace": "abc"}, "payload": {"total": 5}}`),
+		logicalMsg(true, 0x16B3748, "outbox", `{"key": 42, "id": null, "payload": "text \u00e9\n"}`),
+		logicalMsg(true, 0x16B3748, "outbox", `{"payload": 1, "payload": 2, "x": [1, {"y": "]}"}]}`),
+		logicalMsg(true, 0x16B3748, "outbox", `{"topic": "_schemas", "key": {}, "headers": [], "payload": null}`),
+		logicalMsg(true, 0x16B3748, "outbox", `[1, 2]`),
+		logicalMsg(false, 0x16B3748, "outbox", `{"payload": 1}`),
+		logicalMsg(true, 0x16B3748, "other", `{"payload": 1}`),
+		logicalMsg(true, 0x16B3748, "po", `{"k": "o-1", "id": 7, "rest": true}`),
+		logicalMsg(true, 0x16B3748, "po", `{"k": [1]}`),
+		logicalMsg(true, 0x16B3748, "po", "\xff"),
 	} {
 		f.Add(outbox, msg)
 	}
 	f.Add(relationMsg(16400, "public", "outbox", outboxCols[:3]), insertMsg(16400, s("a"), s("b"), s("c")))
 	f.Fuzz(func(t *testing.T, rel, msg []byte) {
-		d, err := New(DefaultMapping())
+		d, err := NewSources([]Mapping{DefaultMapping()}, fuzzMessages)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,13 +69,23 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 
+		// A Message is also decoded with its content length made right,
+		// so that the fuzzer explores contents, not only lengths.
+		if fixed := withContentLength(msg); fixed != nil {
+			m, err := d.Decode(fixed)
+			checkError(t, err)
+			if pg, ok := parse(fixed).(*pglogrepl.LogicalDecodingMessage); ok && err == nil {
+				agreeMessage(t, d, pg, m)
+			}
+		}
+
 		m, err := d.Decode(msg)
 		checkError(t, err)
 		if err != nil || len(msg) == 0 {
 			return
 		}
 		switch msg[0] {
-		case 'B', 'C', 'R':
+		case 'B', 'C', 'R', 'M':
 		case 'I':
 			// Only where the decoder read the whole tuple: pglogrepl
 			// allocates each column's claimed length before it checks it.
@@ -93,8 +116,35 @@ func FuzzDecode(f *testing.F) {
 			if pg.RelationID == pgRel.RelationID && d.relations[pg.RelationID].poison == nil {
 				agreeInsert(t, pgRel, pg, m)
 			}
+		case *pglogrepl.LogicalDecodingMessage:
+			agreeMessage(t, d, pg, m)
 		}
 	})
+}
+
+// withContentLength returns a copy of the Message msg with its content
+// length set to the bytes that follow it, or nil when msg is no Message
+// with a prefix and a length.
+func withContentLength(msg []byte) []byte {
+	if len(msg) < 10 || msg[0] != 'M' {
+		return nil
+	}
+	end := bytes.IndexByte(msg[10:], 0)
+	if end < 0 || len(msg) < 10+end+1+4 {
+		return nil
+	}
+	fixed := bytes.Clone(msg)
+	at := 10 + end + 1
+	binary.BigEndian.PutUint32(fixed[at:], uint32(len(fixed)-at-4))
+	return fixed
+}
+
+// fuzzMessages are FuzzDecode's message mappings: envelopes of prefix
+// "outbox", and payload-only messages of prefix "po" keyed by their member
+// "k" with their member "id" as id.
+var fuzzMessages = []MessageMapping{
+	{Prefix: "outbox", Topic: "fallback"},
+	{Prefix: "po", Topic: "t", PayloadOnly: true, KeyField: "k", IDField: "id"},
 }
 
 // parse is pglogrepl.Parse, or nil where it fails or panics (it indexes
@@ -233,4 +283,79 @@ func agreeInsert(t *testing.T, rel *pglogrepl.RelationMessage, pg *pglogrepl.Ins
 			t.Fatalf("topic %q is illegal or not allowed, but the event is not poison", ev.Topic)
 		}
 	}
+}
+
+// agreeMessage checks the Message decoded from a logical decoding message
+// against pglogrepl's reading of it, the content read with encoding/json:
+// an event exactly for a transactional message of a mapped prefix; its
+// id, first as a header; a poison one's value is the content; otherwise
+// the record the envelope or the payload-only mapping says.
+func agreeMessage(t *testing.T, d *Decoder, pg *pglogrepl.LogicalDecodingMessage, m Message) {
+	t.Helper()
+	src := d.source([]byte(pg.Prefix))
+	if !pg.Transactional || src == nil {
+		if m.Kind != KindIgnored {
+			t.Fatalf("message of prefix %q (transactional %v) decoded as %v", pg.Prefix, pg.Transactional, m.Kind)
+		}
+		return
+	}
+	ev := m.Event
+	if m.Kind != KindEvent || ev.Table != src.index {
+		t.Fatalf("message of prefix %q: kind %v table %d", pg.Prefix, m.Kind, ev.Table)
+	}
+	if len(ev.Headers) == 0 || ev.Headers[0].Key != "id" || !bytes.Equal(ev.Headers[0].Value, ev.ID) || ev.ID == nil {
+		t.Fatalf("id %q, headers %v: the id is not the first header", ev.ID, ev.Headers)
+	}
+	if m.Poison != nil {
+		if !bytes.Equal(ev.Value, pg.Content) {
+			t.Fatalf("poison (%v) value %q, want the content %q", m.Poison, ev.Value, pg.Content)
+		}
+		return
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(pg.Content, &members); err != nil && !(src.m.PayloadOnly && src.m.KeyField == "" && src.m.IDField == "") {
+		t.Fatalf("content %q is not a JSON object (%v), but the message is not poison", pg.Content, err)
+	}
+	wantText := func(what string, raw json.RawMessage, got []byte, none []byte) {
+		t.Helper()
+		want := none
+		switch {
+		case raw == nil || string(raw) == "null":
+		case raw[0] == '"':
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				t.Fatal(err)
+			}
+			want = []byte(s)
+		default:
+			want = raw
+		}
+		if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Fatalf("%s %q, encoding/json reads %q (%s) in %q", what, got, want, raw, pg.Content)
+		}
+	}
+	lsn := []byte(pg.LSN.String())
+	if src.m.PayloadOnly {
+		if !bytes.Equal(ev.Value, pg.Content) || ev.Topic != src.m.Topic {
+			t.Fatalf("payload-only: value %q topic %q, want the content %q and %q", ev.Value, ev.Topic, pg.Content, src.m.Topic)
+		}
+		wantText("key", members[src.m.KeyField], ev.Key, nil)
+		wantText("id", members[src.m.IDField], ev.ID, lsn)
+		return
+	}
+	for name := range members {
+		switch name {
+		case "topic", "key", "id", "headers", "payload":
+		default:
+			t.Fatalf("member %q in %q, but the message is not poison", name, pg.Content)
+		}
+	}
+	payload, ok := members["payload"]
+	if !ok {
+		t.Fatalf("no payload in %q, but the message is not poison", pg.Content)
+	}
+	wantText("value", payload, ev.Value, nil)
+	wantText("key", members["key"], ev.Key, nil)
+	wantText("id", members["id"], ev.ID, lsn)
+	wantText("topic", members["topic"], []byte(ev.Topic), []byte(src.m.Topic))
 }

@@ -3,6 +3,7 @@ package decoder
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // A message's content is read by the small scanner below rather than by
@@ -112,13 +113,14 @@ func valueEnd(b []byte, i int) int {
 }
 
 // jsonString returns the text of the JSON string s (quotes included),
-// unescaped: a span of s when it has no escape, else a new slice.
+// unescaped, as encoding/json reads it (bytes that are not UTF-8 become
+// U+FFFD): a span of s when it has no escape, else a new slice.
 func jsonString(s []byte) []byte {
 	if len(s) < 2 {
 		return []byte{}
 	}
 	inner := s[1 : len(s)-1 : len(s)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return inner
 	}
 	var text string

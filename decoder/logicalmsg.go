@@ -8,14 +8,18 @@ import (
 )
 
 // logicalMessage decodes a logical decoding message (pgoutput's Message,
-// protocol version 1): flags (1: transactional), the message's LSN, the
+// protocol version 1): flags (1: transactional, 0: not), the message's LSN
+// (the end of its WAL record, what pg_logical_emit_message returned), the
 // prefix, then the content's length and bytes. A transactional message of
 // a mapped prefix is an event; every other one is ignored.
 func (d *Decoder) logicalMessage(b []byte) (Message, error) {
 	if len(b) < 9 {
 		return Message{}, malformed("short Message (%d bytes)", len(b)+1)
 	}
-	transactional := b[0]&1 != 0
+	if b[0] > 1 {
+		return Message{}, malformed("Message with flags %#x (known: 1, transactional)", b[0])
+	}
+	transactional := b[0] == 1
 	lsn := binary.BigEndian.Uint64(b[1:9])
 	end := bytes.IndexByte(b[9:], 0)
 	if end < 0 {

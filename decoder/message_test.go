@@ -336,6 +336,7 @@ func TestDecodeMalformedMessage(t *testing.T) {
 		{"content longer than its length", append(append([]byte{}, good...), '}')},
 		{"length past 2 GiB", append(logicalMsg(true, msgLSN, "outbox", "")[:17], 0xFF, 0xFF, 0xFF, 0xFF)},
 		{"non-transactional, truncated", logicalMsg(false, msgLSN, "outbox", "x")[:19]},
+		{"unknown flags", append([]byte{'M', 2}, good[2:]...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, d := range []*Decoder{
