@@ -12,7 +12,8 @@
 // each of pending) fit the status column; the decoder accepts the columns
 // as a Relation message would show them; a table whose write-back lists
 // pending values has the reset trigger `cdc-relay migrate` creates, as the
-// config asks for it. [CheckPrivileges] says which privileges the
+// config asks for it; with message sources, the server is PostgreSQL 14
+// or later ([CheckMessages]). [CheckPrivileges] says which privileges the
 // session's role lacks on given tables: a standby relay checks its role
 // with it before it would need them.
 //

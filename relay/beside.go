@@ -21,7 +21,7 @@ import (
 // producer buffer, or in an insert behind a lock.
 func (s *session) startPipeline(ctx context.Context) (err error) {
 	cfg := s.cfg
-	dec, err := decoder.New(cfg.Mappings()...)
+	dec, err := decoder.NewSources(cfg.Mappings(), cfg.Messages)
 	if err != nil {
 		return fatalError{err}
 	}
@@ -44,7 +44,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	s.onEnd(s.cancelProduce)
 	l := newLedger(&ledger{log: s.log, causes: s.causes, failures: s.failures, order: s.order, count: &s.count, metrics: s.metrics,
 		tracker: s.tracker, failCtx: s.produceCtx, produceCtx: s.produceCtx, stop: s.stop,
-		tableNames: cfg.TableNames(), outcomes: s.outcomes.orNil(), writeBack: s.outcomes.writesBack()})
+		tableNames: cfg.SourceNames(), outcomes: s.outcomes.orNil(), writeBack: s.outcomes.writesBack()})
 	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
 	s.pipeline.relation = s.watch.relation
 	s.pipeline.skipBelow = s.committed.LSN
@@ -58,7 +58,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 // table watches vouch for it, to the checkpoint row. The stream confirms to
 // PostgreSQL only what the row holds (write-ahead: see resume).
 func (s *session) startSaver() {
-	watched := gate{Tracker: s.tracker, bounds: []func() checkpoint.Position{s.watch.VouchedAt}}
+	watched := gate{Tracker: s.tracker, bounds: s.watch.bounds()}
 	s.saver = s.store.StartSaver(s.cfg.Slot, s.start, checkpoint.SaverOptions{
 		Every:  s.cfg.CheckpointInterval,
 		Source: watched.SafePosition,
@@ -69,7 +69,7 @@ func (s *session) startSaver() {
 		Logger: s.log,
 	})
 	saved := func() checkpoint.Position { return checkpoint.Position{LSN: s.saver.Saved()} }
-	s.confirm = gate{Tracker: s.tracker, bounds: []func() checkpoint.Position{s.watch.VouchedAt, saved}}
+	s.confirm = gate{Tracker: s.tracker, bounds: append(s.watch.bounds(), saved)}
 }
 
 // newDelivery returns the session's delivery: at least once with the
@@ -147,7 +147,7 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	pc.Delivered = s.releaseKeys(ctx)
 	if pc.CheckTopic == nil {
 		// Validated with the mapping in New: the same topics as the stream.
-		pc.CheckTopic, _ = s.cfg.Tables[0].Mapping.TopicCheck()
+		pc.CheckTopic, _ = s.cfg.TopicCheck()
 	}
 	return pc
 }

@@ -25,7 +25,8 @@ type Config struct {
 	// and the publication (created by `cdc-relay migrate`).
 	Slot, Publication string
 	// Tables are the outbox tables the relay streams, on one slot and one
-	// publication, each with its mapping onto Kafka records. At least one.
+	// publication, each with its mapping onto Kafka records. At least one,
+	// unless Messages has some.
 	Tables []Table
 	// Messages are the logical decoding messages the relay streams beside
 	// the tables (pg_logical_emit_message, PostgreSQL 14 and later), one
@@ -201,8 +202,21 @@ func (c Config) TableNames() []string {
 	return names
 }
 
+// SourceNames names the relay's sources by the decoder's Event.Table: the
+// outbox tables (TableNames), then the message sources
+// (decoder.MessageMapping.Name, "message:outbox"). The status table's
+// source_table, the metrics' table label and the log name them so.
+func (c Config) SourceNames() []string {
+	names := c.TableNames()
+	for _, m := range c.Messages {
+		names = append(names, m.Name())
+	}
+	return names
+}
+
 // Validate checks what can be checked without the database: the tables'
-// mappings, and that no table is mapped twice.
+// mappings, that no table is mapped twice, the message sources (a prefix
+// each, none twice), and that there is something to relay.
 func (c Config) Validate() error {
 	if c.Ordering != "" && c.Ordering != OrderingKey && c.Ordering != OrderingNone {
 		return fmt.Errorf("ordering %q: want %s (a key's events in commit order, held behind a parked one) or %s (later events overtake a parked one)",
@@ -213,17 +227,55 @@ func (c Config) Validate() error {
 			return fmt.Errorf("table %s: adopting rows needs its id column: the poller reads each adopted row by its id", c.TableNames()[i])
 		}
 	}
-	_, err := decoder.New(c.Mappings()...)
+	if err := c.validateMessages(); err != nil {
+		return err
+	}
+	_, err := decoder.NewSources(c.Mappings(), c.Messages)
 	return err
+}
+
+// validateMessages checks each message source, that no prefix is given
+// twice, and that the relay has a table or a message source.
+func (c Config) validateMessages() error {
+	if len(c.Tables) == 0 && len(c.Messages) == 0 {
+		return fmt.Errorf("nothing to relay: give an outbox table, or messages (--message-prefix, or messages: in the config file)")
+	}
+	seen := make(map[string]bool, len(c.Messages))
+	for _, m := range c.Messages {
+		if err := m.Validate(); err != nil {
+			return err
+		}
+		if seen[m.Prefix] {
+			return fmt.Errorf("messages %q: the prefix is given twice; give each prefix once", m.Prefix)
+		}
+		seen[m.Prefix] = true
+	}
+	return nil
+}
+
+// TopicCheck is the check of a topic the stream's events go to, which
+// the poller and a corrected topic (`failed retry --topic`) must pass as
+// well: the first table's (Mapping.TopicCheck), or with no table the first
+// message source's, by its AllowedTopics.
+func (c Config) TopicCheck() (func(string) error, error) {
+	if len(c.Tables) == 0 && len(c.Messages) > 0 {
+		return decoder.Mapping{AllowedTopics: c.Messages[0].AllowedTopics}.TopicCheck()
+	}
+	return c.Tables[0].Mapping.TopicCheck()
 }
 
 // Migrations returns the names `cdc-relay migrate` creates for this
 // configuration, with table i as the outbox table, for migrations.Apply
-// and migrations.Check.
+// and migrations.Check. An i past the tables (a relay of messages only)
+// leaves the outbox's names empty: no outbox table.
 func (c Config) Migrations(i int) migrations.Config {
+	var outbox decoder.Mapping
+	if i < len(c.Tables) {
+		outbox = c.Tables[i].Mapping
+	}
 	return migrations.Config{
-		OutboxSchema:     c.Tables[i].Mapping.Schema,
-		OutboxTable:      c.Tables[i].Mapping.Table,
+		OutboxSchema:     outbox.Schema,
+		OutboxTable:      outbox.Table,
 		StatusSchema:     c.StatusSchema,
 		StatusTable:      c.StatusTable,
 		CheckpointSchema: c.CheckpointSchema,

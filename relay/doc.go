@@ -6,8 +6,9 @@
 //
 //	relay.go       Relay, New, Run: the reconnect loop; Pause, Resume, and the
 //	               parked events of a running relay
-//	config.go      Config and its defaults: one or more outbox tables, each
-//	               with its mapping and, optionally, write-back
+//	config.go      Config and its defaults: outbox tables, each with its
+//	               mapping and, optionally, write-back, and message sources
+//	               (pg_logical_emit_message), named after the tables
 //	runner.go      what outlives a session: the pool (with the start-up
 //	               check), the producers, retention, write-back
 //	session.go     one session as named steps: lead, connect, where to
@@ -35,6 +36,8 @@
 //	               publication with its OID, or the session ends
 //	tablewatches.go  the watches of every table of a session, together
 //	columns.go     a Relation message whose columns no longer fit the mapping
+//	messages.go    message sources: the server checked (PostgreSQL 14+),
+//	               what --on-slot-loss recover does not cover
 //
 // Per event:
 //

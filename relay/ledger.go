@@ -74,7 +74,8 @@ type ledger struct {
 	// writeBack marks (by table index).
 	outcomes  outcomes
 	writeBack []bool
-	// tableNames name the tables by index, for the metrics.
+	// tableNames name the sources by index (the tables, then the message
+	// sources: Config.SourceNames), for the metrics and the log.
 	tableNames []string
 
 	// failCtx bounds status-table writes; produceCtx is the records'

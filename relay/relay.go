@@ -195,7 +195,7 @@ func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.C
 		return nil, ErrNotConnected
 	}
 	if opts.Topic != "" {
-		check, err := r.cfg.Tables[0].Mapping.TopicCheck()
+		check, err := r.cfg.TopicCheck()
 		if err != nil {
 			return nil, err
 		}
@@ -224,6 +224,7 @@ func (r *Relay) holdCorrected(k status.Key) func() {
 // then Run repairs it and the next session starts at once. Run once.
 func (r *Relay) Run(ctx context.Context) error {
 	defer r.state.setRole(RoleStopped)
+	r.warnMessagesNotRecovered()
 	rn, err := r.newRunner(ctx)
 	if err != nil || rn == nil {
 		return err // nil: stopped while starting

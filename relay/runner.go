@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/keepalive"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -79,7 +80,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	rn.closing(stopWriteBack) // before the pool closes
 	rn.outcomes = outcomes
 	r.writeBack.Store(outcomes)
-	storeOpts := []status.Option{status.SourceTables(r.cfg.TableNames()...), status.WriteBack(outcomes.rowsOrNil()),
+	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.rowsOrNil()),
 		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot)}
 	if r.cfg.Ordering == OrderingNone {
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking
@@ -165,14 +166,20 @@ func producerConfig(cfg Config, log *slog.Logger) sink.Config {
 }
 
 // newCleaner returns the retention of cfg's first outbox table and its
-// status table, counted in r's metrics.
+// status table, counted in r's metrics; of the status table alone for a
+// relay of messages only (they are in no table).
 func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 	rc := cfg.Retention
 	if rc.Logger == nil {
 		rc.Logger = r.log
 	}
 	rc.Metrics = r.metrics
-	m := cfg.Tables[0].Mapping
+	var m decoder.Mapping
+	if len(cfg.Tables) > 0 {
+		m = cfg.Tables[0].Mapping
+	} else {
+		rc.Outbox = 0
+	}
 	return retention.New(pool, retention.Options{
 		OutboxSchema: m.Schema, OutboxTable: m.Table, TimestampColumn: m.TimestampColumn,
 		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: rc,
@@ -207,13 +214,28 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		pool.Close()
 		return nil, pgerr.Connect(&poolCfg.ConnConfig.Config, err, "")
 	}
-	for i := range cfg.Tables {
-		if err := migrations.Check(ctx, pool, cfg.Migrations(i)); err != nil {
+	for _, m := range cfg.checkedMigrations() {
+		if err := migrations.Check(ctx, pool, m); err != nil {
 			pool.Close()
 			return nil, err
 		}
 	}
+	if err := checkMessagesServer(ctx, pool, cfg); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	return pool, nil
+}
+
+// checkedMigrations are what the start-up check (migrations.Check) checks:
+// each outbox table with the relay's tables and the publication, or, for
+// a relay of messages only, those without an outbox table.
+func (c Config) checkedMigrations() []migrations.Config {
+	ms := make([]migrations.Config, max(len(c.Tables), 1))
+	for i := range ms {
+		ms[i] = c.Migrations(i)
+	}
+	return ms
 }
 
 // serverShuttingDown reports whether PostgreSQL refuses new sessions

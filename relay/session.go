@@ -199,6 +199,7 @@ func (s *session) stream() error {
 	err := s.repl.Stream(s.streamCtx, replication.Options{
 		Slot:           cfg.Slot,
 		Publication:    cfg.Publication,
+		Messages:       len(cfg.Messages) > 0,
 		Start:          s.start,
 		Tracker:        s.confirm,
 		StatusInterval: cfg.StatusInterval,

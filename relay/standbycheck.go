@@ -77,10 +77,13 @@ func (r *runner) logStandbyCheck(last, problem string) {
 // takes no slot and starts nothing. Kafka is checked beside it, as for
 // every relay (watchHealth).
 func (r *runner) standbyProblem(ctx context.Context) string {
-	for i := range r.cfg.Tables {
-		if err := migrations.Check(ctx, r.pool, r.cfg.Migrations(i)); err != nil {
+	for _, m := range r.cfg.checkedMigrations() {
+		if err := migrations.Check(ctx, r.pool, m); err != nil {
 			return err.Error()
 		}
+	}
+	if err := checkMessagesServer(ctx, r.pool, r.cfg); err != nil {
+		return err.Error()
 	}
 	problems, err := preflight.CheckPrivileges(ctx, r.pool, relayPrivileges(r.cfg))
 	switch {

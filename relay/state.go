@@ -40,7 +40,8 @@ type Status struct {
 	// leader's, or on a standby those of the last database reading.
 	PausedTopics []string `json:"paused_topics,omitempty"`
 	Slot         string   `json:"slot"`
-	// Table names the outbox tables, "schema.table, ...".
+	// Table names the sources: the outbox tables, "schema.table, ...", then
+	// the message sources, "message:prefix".
 	Table string `json:"table"`
 	// ConfirmedLSN is the position last confirmed to PostgreSQL.
 	ConfirmedLSN string `json:"confirmed_lsn"`
@@ -191,7 +192,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 	st := Status{
 		Version: r.cfg.Build.Version, Commit: r.cfg.Build.Commit, Role: role, Streaming: s.streaming.Load(), Paused: r.pause.Paused(),
 		PausedTopics: r.PausedTopics(),
-		Slot:         r.cfg.Slot, Table: strings.Join(r.cfg.TableNames(), ", "),
+		Slot:         r.cfg.Slot, Table: strings.Join(r.cfg.SourceNames(), ", "),
 		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1, EventsBehind: -1,
 		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
 		OnSlotLoss: string(r.cfg.onSlotLoss()), SlotRecoveries: s.slotRecoveries.Load(),

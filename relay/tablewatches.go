@@ -30,8 +30,18 @@ func watchTables(ctx context.Context, db migrations.Querier, cfg Config, start p
 	return ws, nil
 }
 
-// Vouched is the oldest position a watch vouches for. Safe for concurrent
-// use.
+// bounds are the positions the watches vouch for, as the gate's bounds:
+// VouchedAt, or none without a table (a relay of messages only: no table
+// can leave the publication, nothing to lower).
+func (ws tableWatches) bounds() []func() checkpoint.Position {
+	if len(ws) == 0 {
+		return nil
+	}
+	return []func() checkpoint.Position{ws.VouchedAt}
+}
+
+// Vouched is the oldest position a watch vouches for; at least one watch.
+// Safe for concurrent use.
 func (ws tableWatches) Vouched() pglogrepl.LSN {
 	v := ws[0].Vouched()
 	for _, w := range ws[1:] {
@@ -41,8 +51,8 @@ func (ws tableWatches) Vouched() pglogrepl.LSN {
 }
 
 // VouchedAt is Vouched with its time: the oldest position a watch vouches
-// for, with that watch's time, which covers every transaction after it.
-// Safe for concurrent use.
+// for, with that watch's time, which covers every transaction after it;
+// at least one watch. Safe for concurrent use.
 func (ws tableWatches) VouchedAt() checkpoint.Position {
 	v := ws[0].VouchedAt()
 	for _, w := range ws[1:] {

@@ -5,7 +5,9 @@
 // PostgreSQL 17+ ([Conn.EnableFailover] and [LookupFailover] for one that
 // exists). [Conn.TimelineHistory] reads where the server's timeline's
 // ancestors ended. [Conn.Stream] runs
-// START_REPLICATION and hands each XLogData message, in order, to a handler;
+// START_REPLICATION (with pgoutput's messages option when
+// [Options.Messages] asks for logical decoding messages) and hands each
+// XLogData message, in order, to a handler;
 // server keepalives go into the checkpoint tracker (between transactions
 // only, so a keepalive's position never overtakes an event), and standby
 // status updates carry the tracker's safe position at a steady interval and

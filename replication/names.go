@@ -42,3 +42,13 @@ func publicationNamesOption(publication string) string {
 	ident := `"` + strings.ReplaceAll(publication, `"`, `""`) + `"`
 	return "publication_names '" + strings.ReplaceAll(ident, `'`, `''`) + "'"
 }
+
+// pluginArgs are pgoutput's options for opts: protocol version 1, the
+// publication, and the messages when opts asks for them.
+func pluginArgs(opts Options) []string {
+	args := []string{"proto_version '1'", publicationNamesOption(opts.Publication)}
+	if opts.Messages {
+		args = append(args, "messages 'true'")
+	}
+	return args
+}

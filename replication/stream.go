@@ -53,6 +53,12 @@ type Handler func(walStart pglogrepl.LSN, data []byte) error
 type Options struct {
 	// Slot and Publication to stream.
 	Slot, Publication string
+	// Messages asks pgoutput for logical decoding messages too
+	// (pg_logical_emit_message; its option messages, PostgreSQL 14 and
+	// later): transactional ones in their transaction, among its rows,
+	// others on their own. Off, pgoutput sends none, and a server before
+	// 14 is not asked for an option it does not know.
+	Messages bool
 	// Start is the position to stream from: PostgreSQL skips transactions
 	// that end before it. Zero, or a position behind the slot's confirmed
 	// one, streams from the slot's confirmed position.
@@ -142,7 +148,7 @@ func (c *Conn) Stream(ctx context.Context, opts Options, h Handler) error {
 	}
 	startCtx, cancelStart := context.WithTimeout(context.WithoutCancel(ctx), opts.Timeout)
 	err := pglogrepl.StartReplication(startCtx, c.pg, opts.Slot, opts.Start, pglogrepl.StartReplicationOptions{
-		PluginArgs: []string{"proto_version '1'", publicationNamesOption(opts.Publication)},
+		PluginArgs: pluginArgs(opts),
 	})
 	if err != nil && startCtx.Err() == context.DeadlineExceeded {
 		err = fmt.Errorf("%w (no answer within %s): %w", ErrSilent, opts.Timeout, err)

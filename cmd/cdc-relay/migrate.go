@@ -30,6 +30,9 @@ type MigrateCommand struct {
 	grantsFor   string
 	adopt       string
 	idColumn    string
+	// messagePrefix is --message-prefix: migrate creates cdc_relay.emit
+	// with it, and checks the server can send messages.
+	messagePrefix string
 
 	postgresURLFile string
 	configPath      string
@@ -108,6 +111,7 @@ var migrateSections = []flagSection{
 	{"Connection (required)", []string{"postgres-url", "postgres-url-file"}},
 	{"Tables", []string{"table", "skip-outbox", "status-table", "checkpoint-table", "publication"}},
 	{"Replication slot", []string{"slot", "no-slot"}},
+	{"Messages: an outbox without a table (PostgreSQL 14+)", []string{"message-prefix"}},
 	{"Switch-over (optional)", []string{"adopt", "id-column"}},
 	{"Exactly-once delivery (optional)", append([]string{"delivery", "kafka-brokers", "checkpoint-topic"}, kafkaSecurityFlagNames...)},
 	{"A role for the relay", []string{"print-grants"}},
@@ -133,6 +137,7 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 		"an SQL `predicate` over the outbox table's columns, such as 'position > 4000': when migrate creates the slot, the rows it selects as of the slot's snapshot are sent by the relay, none twice by the switch; refused when the slot exists")
 	fs.StringVar(&c.idColumn, "id-column", relay.DefaultConfig().Tables[0].Mapping.IDColumn,
 		"with --adopt, the `column` by which the relay reads each adopted row, as run's --id-column")
+	registerMessagePrefix(fs, &c.messagePrefix)
 	onlyOnCommandLine(fs, "print-grants", "adopt")
 	registerConfig(fs, &c.configPath)
 	return fs
@@ -155,6 +160,9 @@ func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
 		rc.Tables = configTables(file, "")
 		rc.Retention.Outbox = 0
 		c.skipOutbox = true
+	}
+	if err := addMessagePrefix(&rc, c.messagePrefix); err != nil {
+		return rc, err
 	}
 	return rc, nil
 }
@@ -202,6 +210,9 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	}
 	rc, err := c.relayConfig(file)
 	if err != nil {
+		return err
+	}
+	if err := checkMessagesServer(ctx, c.postgresURL, rc); err != nil {
 		return err
 	}
 	res, err := setup.Migrate(ctx, c.postgresURL, rc, setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot})

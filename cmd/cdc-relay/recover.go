@@ -139,6 +139,7 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	}
 	c.cfg.Logger = log
 	c.kafkaSecurity.logSettings(log)
+	sayMessagesNotRecovered(c.stderr, c.cfg)
 	res, err := relay.Recover(ctx, c.cfg, c.opts)
 	err = c.kafkaSecurity.explain(err)
 	if errors.Is(err, relay.ErrNothingToRecover) {

@@ -93,12 +93,14 @@ type relayFlags struct {
 	kafkaSecurity   kafkaSecurityFlags
 	configPath      string
 	file            *config.File // the config file, when --config is given
+	messagePrefix   string       // --message-prefix
 }
 
 // register sets cfg to the defaults and registers its flags on fs.
 func (r *relayFlags) register(fs *flag.FlagSet) {
 	r.cfg = relay.DefaultConfig()
 	registerRelayFlags(fs, &r.cfg, &r.tables, &r.brokers, &r.headerCol)
+	registerMessagePrefix(fs, &r.messagePrefix)
 	registerPostgresURLFile(fs, &r.postgresURLFile)
 	r.kafkaSecurity.register(fs)
 	registerConfig(fs, &r.configPath)
@@ -130,6 +132,9 @@ func (r *relayFlags) finish(fs *flag.FlagSet) error {
 		if err := r.cfg.Validate(); err != nil {
 			return fmt.Errorf("%s: %w", r.configPath, err)
 		}
+	}
+	if err := addMessagePrefix(&r.cfg, r.messagePrefix); err != nil {
+		return err
 	}
 	return r.kafkaSecurity.finish(&r.cfg.Kafka)
 }
@@ -193,6 +198,7 @@ var runSections = []flagSection{
 	{"Configuration file (optional)", []string{"config"}},
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table", "on-slot-loss", "accept-slot-loss"}},
+	{"Messages: an outbox without a table (PostgreSQL 14+)", []string{"message-prefix"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
 		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
@@ -351,7 +357,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	c.cfg.Logger = log
 	c.cfg.Build = buildinfo.Get()
 	log.Info("cdc-relay starting", "version", c.cfg.Build.Version, "commit", c.cfg.Build.Commit, "postgres", redactURL(c.cfg.PostgresURL),
-		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.TableNames(), ", "), "delivery", c.delivery.delivery,
+		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.SourceNames(), ", "), "delivery", c.delivery.delivery,
 		"on_slot_loss", c.onSlotLoss)
 	c.kafkaSecurity.logSettings(log)
 	logUnknownEnv(log)

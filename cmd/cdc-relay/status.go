@@ -200,7 +200,7 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 		fmt.Fprintln(c.stderr, "note: "+db.BackfillsProblem)
 	}
 	st := relay.Status{
-		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.TableNames(), ", "),
+		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.SourceNames(), ", "),
 		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
 		Topics: db.Topics, HeldTopics: db.HeldTopics, EventsBehind: db.Failed + db.Waiting + db.Paused, PausedTopics: db.PausedTopics,
 		Backfills: db.Backfills, ConfirmedLSN: db.Confirmed.String(),

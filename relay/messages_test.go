@@ -1,0 +1,214 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/replication"
+)
+
+// messagesMapping maps the outbox table of TestStreamMessagesBesideRows.
+var messagesMapping = decoder.Mapping{Schema: "public", Table: "ob", IDColumn: "id", TopicColumn: "topic", KeyColumn: "k", PayloadColumn: "body"}
+
+// TestStreamMessagesBesideRows: a session's stream from a real
+// PostgreSQL, with a table and a message source, produces the rows and
+// the messages of committed transactions in commit order, each message
+// with its topic, key, id (its WAL position when the envelope has none)
+// and headers; nothing of a rolled-back transaction or savepoint, of a
+// non-transactional message, or of another prefix; and parks a message
+// that is not an envelope DEAD.
+func TestStreamMessagesBesideRows(t *testing.T) {
+	ctx, pg, admin := pgtemptest.ConnectT(t, 2*time.Minute,
+		"CREATE TABLE ob (id bigint PRIMARY KEY, topic text NOT NULL, k text, body text)", "CREATE PUBLICATION p FOR TABLE ob")
+	var version int
+	if err := admin.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < 140000 {
+		t.Skip("pgoutput sends messages from PostgreSQL 14 on")
+	}
+	conn, err := replication.Connect(ctx, pg.URL("postgres"), "test", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	slot, err := conn.CreateSlot(ctx, "msgs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		`BEGIN; INSERT INTO ob VALUES (1, 'orders', 'o-1', 'row 1');
+		 SELECT pg_logical_emit_message(true, 'outbox', '{"topic": "orders", "key": "o-1", "id": "m-1", "headers": {"type": "created"}, "payload": {"a": 1}}');
+		 INSERT INTO ob VALUES (2, 'orders', 'o-1', 'row 2'); COMMIT`,
+		`BEGIN; SELECT pg_logical_emit_message(true, 'outbox', '{"topic": "orders", "key": "o-1", "id": "rolled back", "payload": null}'); ROLLBACK`,
+		`BEGIN; SAVEPOINT s; SELECT pg_logical_emit_message(true, 'outbox', '{"topic": "orders", "key": "o-1", "id": "savepoint", "payload": null}');
+		 ROLLBACK TO s; SELECT pg_logical_emit_message(true, 'outbox', '{"topic": "audit", "key": 7, "payload": "text"}'); COMMIT`,
+		`BEGIN; SELECT pg_logical_emit_message(false, 'outbox', '{"topic": "orders", "id": "not transactional", "payload": null}'); ROLLBACK`,
+		`BEGIN; SELECT pg_logical_emit_message(true, 'other', '{"topic": "orders", "id": "other prefix", "payload": null}');
+		 SELECT pg_logical_emit_message(true, 'outbox', 'not json'); INSERT INTO ob VALUES (3, 'orders', 'o-2', 'row 3'); COMMIT`,
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	var auditLSN pglogrepl.LSN // the WAL position of the message without an id
+	if err := admin.QueryRow(ctx, `SELECT lsn FROM pg_logical_slot_peek_binary_changes('msgs', NULL, NULL,
+		'proto_version', '1', 'publication_names', 'p', 'messages', 'true') WHERE position('audit' in encode(data, 'escape')) > 0`).Scan(&auditLSN); err != nil {
+		t.Fatal(err)
+	}
+
+	store := &fakeStore{}
+	tp := newTestPipeline(t, store)
+	tp.dec, err = decoder.NewSources([]decoder.Mapping{messagesMapping}, []decoder.MessageMapping{{Prefix: "outbox"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := streamRecords(t, ctx, conn, tp, replication.Options{Slot: "msgs", Publication: "p", Messages: true, Start: slot.ConsistentPoint}, 5)
+	want := []string{
+		"orders o-1 row 1 [id=1]",
+		`orders o-1 {"a": 1} [id=m-1 type=created]`,
+		"orders o-1 row 2 [id=2]",
+		"audit 7 text [id=" + auditLSN.String() + "]",
+		"orders o-2 row 3 [id=3]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("produced:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if parked := store.ids(); len(parked) != 1 || !strings.HasPrefix(parked[0], "DEAD ") || !strings.Contains(parked[0], `messages "outbox"`) {
+		t.Errorf("parked %q, want the message that is not an envelope DEAD", parked)
+	}
+}
+
+// streamRecords streams opts into tp until n records are produced (or
+// 20s passed), acks them, stops, and returns each as "topic key value
+// [headers]", in produce order.
+func streamRecords(t *testing.T, ctx context.Context, conn *replication.Conn, tp *testPipeline, opts replication.Options, n int) []string {
+	t.Helper()
+	opts.Tracker = tp.tracker
+	opts.StatusInterval, opts.StopTimeout, opts.Timeout = 200*time.Millisecond, 5*time.Second, 10*time.Second
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- conn.Stream(sctx, opts, tp.handle) }()
+	var recs []*kgo.Record
+	for deadline := time.Now().Add(20 * time.Second); len(recs) < n && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		tp.prod.mu.Lock()
+		recs = append([]*kgo.Record(nil), tp.prod.pending...)
+		tp.prod.mu.Unlock()
+	}
+	tp.prod.answer(nil)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		hs := make([]string, len(r.Headers))
+		for j, h := range r.Headers {
+			hs[j] = h.Key + "=" + string(h.Value)
+		}
+		out[i] = fmt.Sprintf("%s %s %s %v", r.Topic, r.Key, r.Value, hs)
+	}
+	return out
+}
+
+// TestConfigWithMessages: the sources are named tables first, then
+// message:<prefix>; a prefix must be set and given once, and a relay
+// needs a table or a message source; with no table the start-up check
+// has no outbox table, and topics are checked by the first message
+// source's rules.
+func TestConfigWithMessages(t *testing.T) {
+	table := Table{Mapping: messagesMapping}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		names   string
+		invalid string
+	}{
+		{name: "tables and messages", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "audit"}}},
+			names: "public.ob, message:outbox, message:audit"},
+		{name: "messages only", cfg: Config{Messages: []decoder.MessageMapping{{Prefix: "outbox"}}}, names: "message:outbox"},
+		{name: "nothing", cfg: Config{}, invalid: "nothing to relay"},
+		{name: "no prefix", cfg: Config{Messages: []decoder.MessageMapping{{}}}, invalid: "prefix is not set"},
+		{name: "a prefix twice", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "outbox"}}},
+			invalid: `messages "outbox": the prefix is given twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			switch {
+			case tc.invalid == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.invalid != "" && (err == nil || !strings.Contains(err.Error(), tc.invalid)):
+				t.Fatalf("Validate: %v, want %q", err, tc.invalid)
+			case tc.invalid != "":
+				return
+			}
+			if got := strings.Join(tc.cfg.SourceNames(), ", "); got != tc.names {
+				t.Errorf("sources %q, want %q", got, tc.names)
+			}
+			checked := tc.cfg.checkedMigrations()
+			if len(checked) != max(len(tc.cfg.Tables), 1) {
+				t.Fatalf("%d start-up checks, want one per table, or one", len(checked))
+			}
+			if len(tc.cfg.Tables) == 0 && (checked[0].OutboxTable != "" || checked[0].OutboxSchema != "") {
+				t.Errorf("a relay of messages only checks outbox %s.%s, want none", checked[0].OutboxSchema, checked[0].OutboxTable)
+			}
+		})
+	}
+	onlyOrders := Config{Messages: []decoder.MessageMapping{{Prefix: "outbox", AllowedTopics: `orders\..*`}}}
+	check, err := onlyOrders.TopicCheck()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if check("orders.created") != nil || check("audit") == nil {
+		t.Errorf("a relay of messages only does not check topics by its message source's allowed topics")
+	}
+}
+
+// TestPipelineMessageEventsBesideWriteBack: events of a message source
+// (indexes past the tables) are never told to write-back, whose tables
+// they are not, and are confirmed once acked; those of the table that
+// writes back wait for their rows, as before.
+func TestPipelineMessageEventsBesideWriteBack(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	out := &fakeOutcomes{hold: true}
+	tp.outcomes, tp.writeBack, tp.tableNames = out, []bool{true}, []string{"public.ob", "message:outbox"}
+	apply := func(end uint64, tables ...int) {
+		msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+		for i, table := range tables {
+			id := fmt.Sprintf("%d-%d", end, i)
+			msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{Table: table,
+				ID: []byte(id), Topic: "orders", Value: []byte(`{}`), CommitLSN: end - 8, Headers: []decoder.Header{{Key: "id", Value: []byte(id)}}}})
+		}
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: end})
+		for _, m := range msgs {
+			if err := tp.apply(0, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	apply(0x200, 1, 1)
+	apply(0x300, 0, 1)
+	tp.prod.answer(nil)
+	if got := tp.tracker.Safe(); got != 0x200 {
+		t.Fatalf("safe %s once acked, want 0/200: the messages' transaction confirmed, the row's waiting for write-back", got)
+	}
+	out.mu.Lock()
+	told := fmt.Sprint(out.delivered)
+	out.mu.Unlock()
+	if told != "[768-0]" {
+		t.Errorf("write-back told of %s, want only the row's event", told)
+	}
+	out.written()
+	if got := tp.tracker.Safe(); got != 0x300 {
+		t.Fatalf("safe %s once the row was written, want 0/300", got)
+	}
+}
