@@ -10,33 +10,20 @@ import (
 // Check verifies that the database is prepared as [Apply] prepares it for
 // cfg, without changing anything: wal_level is logical, the outbox table,
 // the status table, the checkpoint table and the pause table exist, and the publication
-// publishes the outbox table. Its error says what to run or change.
+// publishes the outbox table. With no outbox table (cfg.HasOutbox false)
+// it checks the relay's own tables and that the publication exists. Its
+// error says what to run or change.
 func Check(ctx context.Context, q Querier, cfg Config) error {
 	if err := CheckWALLevel(ctx, q); err != nil {
 		return err
 	}
-	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
-	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
-	checkpoint := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
-	pauses := PauseTableName(cfg)
-	var haveOutbox, haveStatus, haveCheckpoint, havePauses bool
-	err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL, to_regclass($4) IS NOT NULL",
-		outbox, status, checkpoint, pauses).Scan(&haveOutbox, &haveStatus, &haveCheckpoint, &havePauses)
-	if err != nil {
-		return fmt.Errorf("check the database is prepared: %w", err)
-	}
-	switch {
-	case !haveOutbox:
-		return fmt.Errorf("outbox table %s does not exist: create it with `cdc-relay migrate`, or point --table at your outbox table", outbox)
-	case !haveStatus || !haveCheckpoint:
-		return fmt.Errorf("the relay's tables (%s, %s) do not exist: run `cdc-relay migrate` first", status, checkpoint)
-	}
-	if err := checkVersion(ctx, q, cfg); err != nil {
+	if err := checkTables(ctx, q, cfg); err != nil {
 		return err
 	}
-	if !havePauses {
-		return fmt.Errorf("the relay's table of paused topics %s does not exist (migration 10), which this relay needs: run `cdc-relay migrate` (with the same table flags) first", pauses)
+	if !cfg.HasOutbox() {
+		return checkPublicationExists(ctx, q, cfg)
 	}
+	outbox := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
 	p, err := LookupPublication(ctx, q, cfg)
 	switch {
 	case err != nil:
@@ -48,6 +35,51 @@ func Check(ctx context.Context, q Querier, cfg Config) error {
 			cfg.Publication, outbox, ViaRootFix(cfg.Publication))
 	case !p.HasTable:
 		return fmt.Errorf("publication %q does not include %s: run `cdc-relay migrate` with the same --table and --publication", cfg.Publication, outbox)
+	}
+	return nil
+}
+
+// checkTables requires the outbox table, when cfg names one, and the
+// relay's tables, each at its newest migration.
+func checkTables(ctx context.Context, q Querier, cfg Config) error {
+	var outbox *string // NULL when cfg names none: to_regclass refuses an empty name
+	if cfg.HasOutbox() {
+		name := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
+		outbox = &name
+	}
+	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+	checkpoint := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
+	pauses := PauseTableName(cfg)
+	var haveOutbox, haveStatus, haveCheckpoint, havePauses bool
+	err := q.QueryRow(ctx, "SELECT $1::text IS NULL OR to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass($3) IS NOT NULL, to_regclass($4) IS NOT NULL",
+		outbox, status, checkpoint, pauses).Scan(&haveOutbox, &haveStatus, &haveCheckpoint, &havePauses)
+	if err != nil {
+		return fmt.Errorf("check the database is prepared: %w", err)
+	}
+	switch {
+	case !haveOutbox:
+		return fmt.Errorf("outbox table %s does not exist: create it with `cdc-relay migrate`, or point --table at your outbox table", *outbox)
+	case !haveStatus || !haveCheckpoint:
+		return fmt.Errorf("the relay's tables (%s, %s) do not exist: run `cdc-relay migrate` first", status, checkpoint)
+	}
+	if err := checkVersion(ctx, q, cfg); err != nil {
+		return err
+	}
+	if !havePauses {
+		return fmt.Errorf("the relay's table of paused topics %s does not exist (migration 10), which this relay needs: run `cdc-relay migrate` (with the same table flags) first", pauses)
+	}
+	return nil
+}
+
+// checkPublicationExists requires cfg's publication, for a relay with no
+// outbox table: whatever tables it holds, pgoutput sends the messages.
+func checkPublicationExists(ctx context.Context, q Querier, cfg Config) error {
+	var exists bool
+	if err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
+		return fmt.Errorf("look up publication %q: %w", cfg.Publication, err)
+	}
+	if !exists {
+		return fmt.Errorf("publication %q does not exist: run `cdc-relay migrate` (with the same --publication) first", cfg.Publication)
 	}
 	return nil
 }

@@ -3,7 +3,11 @@
 // table of paused topics, [PauseTable], and the table of backfills,
 // [BackfillTable]), the default outbox table when it does not exist yet,
 // the reset trigger of an outbox table whose write-back lists pending
-// values, and the publication.
+// values, and the publication. With no outbox table named (a relay of
+// logical decoding messages only) it prepares the relay's tables and a
+// publication of no table. [CreateEmit] creates the SQL helper
+// cdc_relay.emit, which writes an event as a transactional logical
+// decoding message in the relay's envelope (emit.go, sql/emit.sql).
 //
 // The relay's tables are created by versioned SQL files embedded in the
 // binary, applied in order under an advisory lock every time (each file is

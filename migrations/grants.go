@@ -15,9 +15,11 @@ import (
 // relay reads the WAL, but `recover` reads the table), DELETE on it only
 // when retention deletes its rows (deletes), and writing the status table
 // (with its id sequence), the checkpoint table, the table of paused
-// topics and the table of backfills. It grants nothing on the publication: streaming needs no
-// privilege on it. It sets no password: a comment says how to set one,
-// and that pg_hba.conf needs an ordinary line for the role and database
+// topics and the table of backfills. With no outbox table
+// (cfg.HasOutbox false) it grants nothing on one, and deletes is ignored.
+// It grants nothing on the publication: streaming needs no privilege on
+// it, nor on the logical decoding messages it carries. It sets no
+// password: a comment says how to set one, and that pg_hba.conf needs an ordinary line for the role and database
 // (logical replication connections match those, not the `replication`
 // keyword). An existing role gets the attributes and grants without being
 // created again.
@@ -35,14 +37,20 @@ func Grants(cfg Config, role string, deletes bool) string {
 	b.WriteString(doBlock(fmt.Sprintf("  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = %s) THEN\n    CREATE ROLE %s;\n  END IF;",
 		quoteLiteral(role), r)))
 	fmt.Fprintf(&b, "ALTER ROLE %s WITH LOGIN REPLICATION;\n", r)
+	schemas := []string{cfg.StatusSchema, cfg.CheckpointSchema}
+	if cfg.HasOutbox() {
+		schemas = append([]string{cfg.OutboxSchema}, schemas...)
+	}
 	seen := map[string]bool{}
-	for _, schema := range []string{cfg.OutboxSchema, cfg.StatusSchema, cfg.CheckpointSchema} {
+	for _, schema := range schemas {
 		if !seen[schema] {
 			seen[schema] = true
 			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{schema}.Sanitize(), r)
 		}
 	}
-	writeOutboxGrant(&b, outbox, r, deletes)
+	if cfg.HasOutbox() {
+		writeOutboxGrant(&b, outbox, r, deletes)
+	}
 	fmt.Fprintf(&b, "-- The relay's own tables.\n")
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s;\n", status, r)
 	b.WriteString(doBlock(fmt.Sprintf("  EXECUTE format('GRANT USAGE ON SEQUENCE %%s TO %%I', pg_get_serial_sequence(%s, 'id'), %s);",

@@ -21,7 +21,9 @@ var files embed.FS
 // Config names the objects Apply creates. Every name is schema-qualified.
 type Config struct {
 	// OutboxSchema and OutboxTable name the outbox table. It is created with
-	// the default layout when missing, unless SkipOutbox is set.
+	// the default layout when missing, unless SkipOutbox is set. Both
+	// empty mean no outbox table (a relay of logical decoding messages
+	// only, see HasOutbox).
 	OutboxSchema, OutboxTable string
 	// SkipOutbox leaves the outbox table alone (it must exist already).
 	SkipOutbox bool
@@ -39,6 +41,11 @@ type Config struct {
 	// it drops the table's reset trigger if there is one.
 	Reset Reset
 }
+
+// HasOutbox reports whether c names an outbox table. Without one, [Apply]
+// creates the relay's own tables and a publication of no table (the
+// messages pgoutput sends need none), and [Check] checks those only.
+func (c Config) HasOutbox() bool { return c.OutboxSchema != "" || c.OutboxTable != "" }
 
 // DefaultConfig names what `cdc-relay migrate` creates without flags:
 // public.outbox, public.outbox_delivery, public.cdc_relay_checkpoint and
@@ -129,7 +136,9 @@ const lockTimeout = "5s"
 const lockKey = 0x63646372656c6179 // "cdcrelay"
 
 // Apply checks wal_level, then creates what Config names, and keeps the
-// outbox table's reset trigger as Config.Reset asks. It is idempotent.
+// outbox table's reset trigger as Config.Reset asks. With no outbox table
+// (Config.HasOutbox false) it creates the relay's own tables and the
+// publication, of no table. It is idempotent.
 func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	var res Result
 	if err := CheckWALLevel(ctx, conn); err != nil {
@@ -149,6 +158,10 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	defer unlock()
 
 	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg)); err != nil {
+		return res, err
+	}
+	if !cfg.HasOutbox() {
+		res.CreatedPublication, err = publicationOfNoTable(ctx, conn, cfg)
 		return res, err
 	}
 	if res.CreatedOutbox, err = ensureOutbox(ctx, conn, cfg, outbox, names); err != nil {
@@ -494,4 +507,24 @@ func publication(ctx context.Context, conn *pgx.Conn, cfg Config, outbox string,
 		res.AddedToPublication = true
 	}
 	return nil
+}
+
+// publicationOfNoTable leaves cfg's publication in place for a relay with
+// no outbox table: created when missing, as CREATE PUBLICATION with no
+// FOR clause (publishing no table's rows; pgoutput sends the logical
+// decoding messages whatever the publication holds, but needs it to
+// exist), publishing inserts only should a table be added to it later. An
+// existing publication is left as it is.
+func publicationOfNoTable(ctx context.Context, conn *pgx.Conn, cfg Config) (created bool, err error) {
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
+		return false, fmt.Errorf("look up publication %q: %w", cfg.Publication, err)
+	}
+	if exists {
+		return false, nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pgx.Identifier{cfg.Publication}.Sanitize()+" WITH (publish = 'insert')"); err != nil {
+		return false, fmt.Errorf("create publication %q: %w", cfg.Publication, err)
+	}
+	return true, nil
 }

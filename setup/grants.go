@@ -23,10 +23,22 @@ import (
 // piped to psql. For a table with an adopt predicate, a comment says that
 // the first run, when it creates the slot, runs the predicate as this role,
 // which needs SELECT on the tables it reads (SQL the relay does not parse).
+// With no table (a relay of messages only) it grants the relay's tables
+// alone. With message sources, comments say that the relay's role needs
+// nothing more for them, and which grant an application's role needs to
+// call cdc_relay.emit (commented out: the application's role is not
+// this one).
 func Grants(rc relay.Config, role string) string {
 	var b strings.Builder
-	b.WriteString(migrations.Grants(rc.Migrations(0), role, rc.Retention.Outbox > 0))
+	first := ownTables(rc)
+	if len(rc.Tables) > 0 {
+		first = rc.Migrations(0)
+	}
+	b.WriteString(migrations.Grants(first, role, rc.Retention.Outbox > 0))
 	r := pgx.Identifier{role}.Sanitize()
+	if len(rc.Messages) > 0 {
+		b.WriteString(messagesComment(r))
+	}
 	for i, t := range rc.Tables {
 		table := pgx.Identifier{t.Mapping.Schema, t.Mapping.Table}.Sanitize()
 		if i > 0 {
@@ -61,4 +73,14 @@ func Grants(rc relay.Config, role string) string {
 func adoptComment(table, r string) string {
 	return migrations.Comment(fmt.Sprintf("adopt: of %s: when the first run creates the slot (migrate did not), it runs the predicate as this role, "+
 		"which then needs SELECT on the tables your adopt: predicate reads besides this one (a progress table, say): GRANT SELECT ON <table> TO %s;", table, r))
+}
+
+// messagesComment says, for the quoted role r of a relay with message
+// sources, that reading the messages needs nothing beyond REPLICATION,
+// and gives, commented out, the grant an application's role needs to
+// call the SQL helper (EXECUTE on it is PUBLIC's).
+func messagesComment(r string) string {
+	return migrations.Comment(fmt.Sprintf("Messages: %s needs nothing more for them (they come on the replication connection, "+
+		"whatever the publication holds). An application's role that calls cdc_relay.emit needs:", r)) +
+		"-- GRANT USAGE ON SCHEMA cdc_relay TO <application role>;\n"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
@@ -35,6 +36,10 @@ type Result struct {
 	// Resets says, for each table whose reset trigger this run created,
 	// kept or dropped, what became of it, in the order of the tables.
 	Resets []ResetTrigger
+	// Emit is the prefix the SQL helper cdc_relay.emit writes, created or
+	// replaced by this run for the first message source; "" when the
+	// config has none.
+	Emit string
 }
 
 // ResetTrigger is what became of one table's reset trigger.
@@ -63,7 +68,10 @@ func resetOf(t relay.Table) migrations.Reset {
 // relay's own tables with the first, each migration being idempotent;
 // each outbox table is added to the publication, and gets the reset
 // trigger when its write-back lists pending values, or loses it when it
-// lists none), then creates rc's
+// lists none), or, with no table (a relay of messages only), once with
+// no outbox table (the relay's tables and a publication of no table);
+// with message sources, it creates the SQL helper cdc_relay.emit for the
+// first one's prefix (migrations.CreateEmit); then it creates rc's
 // replication slot unless opts.NoSlot. A slot it may not create (SQLSTATE
 // 42501) or must not create (a gap, see Result.SlotErr) is no error: the
 // database is ready, and Result says why the slot is not. A connection
@@ -79,25 +87,14 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 	if err := checkAdopt(ctx, conn, rc, opts.NoSlot); err != nil {
 		return res, err
 	}
-	for i, t := range rc.Tables {
-		tables := rc.Migrations(i)
-		tables.SkipOutbox = opts.SkipOutbox
-		tables.Reset = resetOf(t)
-		r, err := migrations.Apply(ctx, conn, tables)
-		if err != nil {
+	if err := applyMigrations(ctx, conn, rc, opts, &res); err != nil {
+		return res, err
+	}
+	if len(rc.Messages) > 0 {
+		if err := migrations.CreateEmit(ctx, conn, rc.Messages[0].Prefix); err != nil {
 			return res, err
 		}
-		if i == 0 {
-			res.Result = r
-		}
-		res.CreatedOutbox = res.CreatedOutbox || r.CreatedOutbox
-		name := migrations.SourceTable(tables)
-		if r.CreatedPublication || r.AddedToPublication {
-			res.Published = append(res.Published, name)
-		}
-		if r.Reset != migrations.ResetNone {
-			res.Resets = append(res.Resets, ResetTrigger{Table: name, Reset: tables.Reset, Change: r.Reset})
-		}
+		res.Emit = rc.Messages[0].Prefix
 	}
 	if opts.NoSlot {
 		return res, nil
@@ -111,4 +108,49 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 		res.SlotErr, err = err, nil
 	}
 	return res, err
+}
+
+// applyMigrations leaves the relay's tables, each outbox table of rc with
+// its reset trigger, and the publication in place, and records in res what
+// it did. With no table in rc it applies the migrations once, with no
+// outbox table.
+func applyMigrations(ctx context.Context, conn *pgx.Conn, rc relay.Config, opts Options, res *Result) error {
+	if len(rc.Tables) == 0 {
+		r, err := migrations.Apply(ctx, conn, ownTables(rc))
+		res.Result = r
+		return err
+	}
+	for i, t := range rc.Tables {
+		tables := rc.Migrations(i)
+		tables.SkipOutbox = opts.SkipOutbox
+		tables.Reset = resetOf(t)
+		r, err := migrations.Apply(ctx, conn, tables)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			res.Result = r
+		}
+		res.CreatedOutbox = res.CreatedOutbox || r.CreatedOutbox
+		name := migrations.SourceTable(tables)
+		if r.CreatedPublication || r.AddedToPublication {
+			res.Published = append(res.Published, name)
+		}
+		if r.Reset != migrations.ResetNone {
+			res.Resets = append(res.Resets, ResetTrigger{Table: name, Reset: tables.Reset, Change: r.Reset})
+		}
+	}
+	return nil
+}
+
+// ownTables names the relay's own tables and the publication of rc, with
+// no outbox table: what a relay of messages only needs.
+func ownTables(rc relay.Config) migrations.Config {
+	return migrations.Config{
+		StatusSchema:     rc.StatusSchema,
+		StatusTable:      rc.StatusTable,
+		CheckpointSchema: rc.CheckpointSchema,
+		CheckpointTable:  rc.CheckpointTable,
+		Publication:      rc.Publication,
+	}
 }

@@ -234,18 +234,23 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 }
 
 // printMigrated says what Migrate did: the migrations applied, the
-// outbox table and the publication created or extended, the reset
-// triggers and the slot.
+// outbox table and the publication created or extended, the SQL helper
+// of messages, the reset triggers and the slot.
 func (c *MigrateCommand) printMigrated(res setup.Result, rc relay.Config) {
 	fmt.Fprintf(c.stdout, "migrated %s: applied %d migration(s)", redactURL(c.postgresURL), len(res.Applied))
 	if res.CreatedOutbox {
 		fmt.Fprintf(c.stdout, ", created table %s.%s", rc.Tables[0].Mapping.Schema, rc.Tables[0].Mapping.Table)
 	}
 	switch {
+	case res.CreatedPublication && len(res.Published) == 0:
+		fmt.Fprintf(c.stdout, ", created publication %q of no table (messages need none)", rc.Publication)
 	case res.CreatedPublication:
 		fmt.Fprintf(c.stdout, ", created publication %q for %s", rc.Publication, strings.Join(res.Published, ", "))
 	case len(res.Published) > 0:
 		fmt.Fprintf(c.stdout, ", added %s to publication %q", strings.Join(res.Published, ", "), rc.Publication)
+	}
+	if res.Emit != "" {
+		fmt.Fprintf(c.stdout, ", function cdc_relay.emit writing prefix %q", res.Emit)
 	}
 	fmt.Fprintln(c.stdout)
 	printResetTriggers(c.stdout, res.Resets)

@@ -1,0 +1,83 @@
+package migrations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EmitFunction is the SQL helper [CreateEmit] creates, with its argument
+// types: an application calls it inside its business transaction to write
+// an event that is in the WAL only.
+const EmitFunction = "cdc_relay.emit(text, text, jsonb, jsonb, text)"
+
+// CreateEmit leaves the schema cdc_relay and the function
+// cdc_relay.emit(topic text, key text, payload jsonb, headers jsonb
+// DEFAULT NULL, id text DEFAULT NULL) RETURNS pg_lsn in the database: it
+// writes the relay's envelope (a JSON object with topic, key (null when
+// NULL), payload, and headers and id only when they are not NULL) as a
+// transactional logical decoding message with prefix,
+// pg_logical_emit_message(true, prefix, envelope), and returns the
+// message's LSN. It raises, SQLSTATE 22004, on a NULL or empty topic,
+// and, 22023, on headers that are not a JSON object, so that the
+// application learns at once rather than from a parked event.
+//
+// The function is VOLATILE (it writes), SECURITY INVOKER (it runs with
+// the caller's privileges, and pg_logical_emit_message needs none), and
+// sets search_path to pg_catalog, pg_temp, so that no object of the
+// caller's schemas can stand in for what it calls. EXECUTE on it stays
+// PUBLIC's, as PostgreSQL grants a new function (and grants
+// pg_logical_emit_message); a role needs USAGE on the schema cdc_relay to
+// call it, which CreateEmit does not grant.
+//
+// It is one statement, a transaction of its own, under the lock [Apply]
+// takes. It is idempotent, and a call with another prefix replaces the
+// function, keeping its grants. It works on PostgreSQL 13 too, though the
+// relay decodes messages from PostgreSQL 14 on.
+func CreateEmit(ctx context.Context, db Querier, prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("create %s: the message prefix is empty: give the prefix that the relay's messages: entry (or --message-prefix) names", EmitFunction)
+	}
+	b, err := files.ReadFile("sql/emit.sql")
+	if err != nil {
+		return err
+	}
+	// QueryRow, which Querier has, runs a statement that returns no rows
+	// as well: it reports pgx.ErrNoRows.
+	var ignored any
+	err = db.QueryRow(ctx, emitPlaceholders(prefix).Replace(string(b))).Scan(&ignored)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("create %s with prefix %q (migrate's role needs CREATE on the database for the schema cdc_relay, "+
+			"or to own the schema and the function when they exist): %w", EmitFunction, prefix, err)
+	}
+	return nil
+}
+
+// emitPlaceholders fills emit.sql: the prefix as a literal, the comment,
+// the migration lock's key, and two dollar-quote tags that occur in
+// neither literal, so that no prefix can end a body and run a statement
+// of its own.
+func emitPlaceholders(prefix string) *strings.Replacer {
+	literals := []string{
+		"{{prefix}}", quoteLiteral(prefix),
+		"{{comment}}", quoteLiteral("Writes an event for cdc-relay: the envelope {topic, key, payload, headers, id} as a transactional " +
+			"logical decoding message with the prefix " + strconv.Quote(prefix) + "; returns its LSN. Created by cdc-relay migrate."),
+	}
+	joined := strings.Join(literals, " ")
+	tag := func(base string) string {
+		t := "$" + base + "$"
+		for i := 0; strings.Contains(joined, t); i++ {
+			t = "$" + base + strconv.Itoa(i) + "$"
+		}
+		return t
+	}
+	return strings.NewReplacer(append(literals,
+		"{{do_tag}}", tag("do"),
+		"{{body_tag}}", tag("fn"),
+		"{{lock_key}}", strconv.FormatInt(lockKey, 10),
+	)...)
+}

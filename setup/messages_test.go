@@ -1,0 +1,80 @@
+package setup
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/relay"
+)
+
+// TestMigrateMessagesOnly: a config of messages and no table gets the
+// relay's tables, a publication of no table, no outbox table, the slot,
+// and cdc_relay.emit writing the first message source's prefix; a second
+// run changes nothing but the helper, which it leaves in place; a run with
+// another first prefix replaces it.
+func TestMigrateMessagesOnly(t *testing.T) {
+	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute)
+	url := pg.URL("postgres")
+	rc := relay.DefaultConfig()
+	rc.Tables = nil
+	rc.Messages = []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "audit", Topic: "audit", PayloadOnly: true}}
+
+	res, err := Migrate(ctx, url, rc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) == 0 || res.CreatedOutbox || !res.CreatedPublication || len(res.Published) != 0 || !res.Slot.Created || res.SlotErr != nil || res.Emit != "outbox" {
+		t.Errorf("first run: %+v", res)
+	}
+	res, err = Migrate(ctx, url, rc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 0 || res.CreatedPublication || res.Slot.Created || res.Emit != "outbox" {
+		t.Errorf("second run: %+v", res)
+	}
+	var outboxes int
+	var body string
+	if err := conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM pg_tables WHERE tablename = 'outbox'), prosrc FROM pg_proc WHERE oid = 'cdc_relay.emit(text, text, jsonb, jsonb, text)'::regprocedure").
+		Scan(&outboxes, &body); err != nil {
+		t.Fatal(err)
+	}
+	if outboxes != 0 || !strings.Contains(body, "pg_logical_emit_message(true, 'outbox', envelope::text)") {
+		t.Errorf("outbox tables %d; emit's body:\n%s", outboxes, body)
+	}
+	rc.Messages = rc.Messages[1:]
+	if res, err = Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil || res.Emit != "audit" {
+		t.Fatalf("with another prefix: %+v, %v", res, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE oid = 'cdc_relay.emit(text, text, jsonb, jsonb, text)'::regprocedure").Scan(&body); err != nil ||
+		!strings.Contains(body, "'audit'") {
+		t.Errorf("emit's body after the prefix changed (%v):\n%s", err, body)
+	}
+}
+
+// TestGrantsForMessages: with messages and no table, the SQL grants the
+// relay's tables and no outbox table, says the relay's role needs nothing
+// more for messages, and gives the application's grant commented out;
+// with tables and no messages it says nothing of messages.
+func TestGrantsForMessages(t *testing.T) {
+	rc := relay.DefaultConfig()
+	plain := Grants(rc, "relay")
+	rc.Tables = nil
+	rc.Messages = []decoder.MessageMapping{{Prefix: "outbox"}}
+	sql := Grants(rc, "relay")
+	for _, w := range []string{`ON "public"."outbox_delivery" TO "relay";`, `-- Messages: "relay" needs nothing more for them`,
+		"-- GRANT USAGE ON SCHEMA cdc_relay TO <application role>;\n"} {
+		if !strings.Contains(sql, w) {
+			t.Errorf("the SQL lacks %q:\n%s", w, sql)
+		}
+	}
+	if strings.Contains(sql, `"public"."outbox" `) {
+		t.Errorf("the SQL grants on an outbox table:\n%s", sql)
+	}
+	if strings.Contains(plain, "Messages") {
+		t.Errorf("the SQL for tables only mentions messages:\n%s", plain)
+	}
+}
