@@ -181,3 +181,19 @@ func TestWALColumns(t *testing.T) {
 		t.Fatalf("walColumns = %v, want %v", got, want)
 	}
 }
+
+func TestSpreadOf(t *testing.T) {
+	run := func(events int) emitResult { return emitResult{load: emitLoad{events: events, elapsed: time.Second}} }
+	perSecond := func(r emitResult) float64 { return rate(r.load.events, r.load.elapsed) }
+	for _, tc := range []struct {
+		runs []emitResult
+		want string
+	}{
+		{[]emitResult{run(11832)}, "11832"},
+		{[]emitResult{run(12040), run(11673), run(11832)}, "11832 (11673–12040)"},
+	} {
+		if got := spreadOf(tc.runs, perSecond); got != tc.want {
+			t.Errorf("spreadOf = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -57,20 +57,34 @@ func (b *bench) emit(ctx context.Context, out io.Writer) error {
 	ways := b.emitWays(ctx)
 	relayArgs, skipped := b.messageRelayArgs()
 	load := loadAverage()
-	var results []emitResult
-	for i, w := range ways {
-		r, err := b.emitRun(ctx, i, w, relayArgs, skipped)
-		if err != nil {
-			return fmt.Errorf("emit, %s: %w", w.name, err)
-		}
-		logf("emit, %s: %d events in %s (%.0f/s), %.0f WAL bytes/event, table +%s, drain %s", w.name, r.load.events,
-			r.load.elapsed.Round(time.Millisecond), rate(r.load.events, r.load.elapsed), perEventBytes(r.load.walBytes, r.load.events),
-			size(r.afterRun.size-r.before.size), drainLine(r))
-		results = append(results, r)
+	runs, err := b.emitRounds(ctx, ways, relayArgs, skipped)
+	if err != nil {
+		return err
 	}
 	printEmit(out, emitHeader{settings: settings, load: load, conns: b.c.emitConns, duration: b.c.emitDuration,
-		keys: b.c.keys, relayArgs: relayArgs, skipped: skipped}, results)
+		keys: b.c.keys, rounds: b.c.emitRounds, relayArgs: relayArgs}, runs)
 	return nil
+}
+
+// emitRounds runs every way -emit-rounds times, the ways' order rotating
+// from round to round, and returns each way's runs (runs[i] are ways[i]'s).
+func (b *bench) emitRounds(ctx context.Context, ways []emitWay, relayArgs []string, skipped string) ([][]emitResult, error) {
+	runs := make([][]emitResult, len(ways))
+	for round := range b.c.emitRounds {
+		for k := range ways {
+			i := (k + round) % len(ways)
+			w := ways[i]
+			r, err := b.emitRun(ctx, round*len(ways)+i, w, relayArgs, skipped)
+			if err != nil {
+				return nil, fmt.Errorf("emit, %s: %w", w.name, err)
+			}
+			logf("emit, round %d, %s: %d events in %s (%.0f/s), %.0f WAL bytes/event, table +%s, drain %s", round+1, w.name,
+				r.load.events, r.load.elapsed.Round(time.Millisecond), rate(r.load.events, r.load.elapsed),
+				perEventBytes(r.load.walBytes, r.load.events), size(r.afterRun.size-r.before.size), drainLine(r))
+			runs[i] = append(runs[i], r)
+		}
+	}
+	return runs, nil
 }
 
 // emitWays are the ways the part compares: an INSERT into the default

@@ -13,58 +13,77 @@ import (
 type emitHeader struct {
 	settings, load string
 	conns, keys    int
+	rounds         int
 	duration       time.Duration
 	relayArgs      []string
-	skipped        string // why message ways were not drained
 }
 
-// printEmit prints the emit part's three tables: the database's side, the
-// outbox table over time, and the relay's drain.
-func printEmit(out io.Writer, h emitHeader, rs []emitResult) {
+// printEmit prints the emit part's tables: the database's side, the WAL
+// by kind, the outbox table over time, and the relay's drain. runs[i] are
+// one way's rounds; with several, a figure is their median (and, for
+// rates, their range), a table's state that of the last round.
+func printEmit(out io.Writer, h emitHeader, runs [][]emitResult) {
 	fmt.Fprintf(out, "### Table or messages: the database's side\n\n")
-	fmt.Fprintf(out, "%d connections commit one-event transactions as fast as they go for %s, each way in turn, "+
+	fmt.Fprintf(out, "%d connections commit one-event transactions as fast as they go for %s, each way in turn (%d rounds, the order rotating), "+
 		"with a slot of the relay's present (created before the load, read after it); each way starts after a CHECKPOINT. "+
 		"The event: topic %s, %d keys, the default mapping's three headers, a ~260-byte JSON payload. "+
-		"Server: %s. Load average before: %s.\n\n", h.conns, h.duration, benchTopic, h.keys, h.settings, h.load)
-	fmt.Fprintf(out, "| the application writes | transactions/s | WAL per event | PostgreSQL CPU per event | outbox table grew by | live / dead tuples after |\n|---|---|---|---|---|---|\n")
-	for _, r := range rs {
-		fmt.Fprintf(out, "| %s | %.0f | %.0f B | %.1f µs | %s | %d / %d |\n", r.way.name, rate(r.load.events, r.load.elapsed),
-			perEventBytes(r.load.walBytes, r.load.events), perEvent(r.load.pgCPU, r.load.events),
-			size(r.afterRun.size-r.before.size), r.afterRun.live, r.afterRun.dead)
+		"Server: %s. Load average before: %s.\n\n", h.conns, h.duration, h.rounds, benchTopic, h.keys, h.settings, h.load)
+	fmt.Fprintf(out, "| the application writes | transactions/s | WAL per event | PostgreSQL CPU per event | outbox table per event | live / dead tuples after |\n|---|---|---|---|---|---|\n")
+	for _, rs := range runs {
+		last := rs[len(rs)-1]
+		fmt.Fprintf(out, "| %s | %s | %.0f B | %.1f µs | %.0f B | %d / %d |\n", last.way.name,
+			spreadOf(rs, func(r emitResult) float64 { return rate(r.load.events, r.load.elapsed) }),
+			median(rs, func(r emitResult) float64 { return perEventBytes(r.load.walBytes, r.load.events) }),
+			median(rs, func(r emitResult) float64 { return perEvent(r.load.pgCPU, r.load.events) }),
+			median(rs, func(r emitResult) float64 { return perEventBytes(r.afterRun.size-r.before.size, r.load.events) }),
+			last.afterRun.live, last.afterRun.dead)
 	}
 	fmt.Fprintf(out, "\nPostgreSQL CPU is the load's backends and PostgreSQL's background processes over the load (autovacuum's workers, started later, are not counted). "+
-		"WAL per event is the insert position's advance over the load divided by the events.\n\n")
-	printWALKinds(out, rs)
-	for _, r := range rs {
-		if r.way.table {
-			printOutboxOverTime(out, r)
+		"WAL per event is the insert position's advance over the load divided by the events; the table per event, its growth (heap + indexes) divided by the events.\n\n")
+	printWALKinds(out, runs)
+	for _, rs := range runs {
+		if last := rs[len(rs)-1]; last.way.table {
+			printOutboxOverTime(out, last)
 		}
 	}
-	printEmitDrain(out, h, rs)
+	printEmitDrain(out, h, runs)
 }
 
-// printWALKinds prints each way's WAL per event by kind, when
-// pg_walinspect could read it.
-func printWALKinds(out io.Writer, rs []emitResult) {
-	perKind := make([]map[string]float64, len(rs))
-	for i, r := range rs {
-		if r.walKinds == nil {
-			return
-		}
+// spreadOf is the median of f over rs, with the range when there are
+// several: "11832 (11673–12040)".
+func spreadOf(rs []emitResult, f func(emitResult) float64) string {
+	v := collect(rs, f)
+	med := fmt.Sprintf("%.0f", median(v, func(x float64) float64 { return x }))
+	if len(v) == 1 {
+		return med
+	}
+	return fmt.Sprintf("%s (%.0f–%.0f)", med, slices.Min(v), slices.Max(v))
+}
+
+// printWALKinds prints each way's WAL per event by kind (the median of
+// its rounds), when pg_walinspect could read it.
+func printWALKinds(out io.Writer, runs [][]emitResult) {
+	perKind := make([]map[string]float64, len(runs))
+	for i, rs := range runs {
 		perKind[i] = map[string]float64{}
-		for k, n := range r.walKinds {
-			perKind[i][k] = perEventBytes(n, r.load.events)
+		for _, r := range rs {
+			if r.walKinds == nil {
+				return
+			}
+			for k := range r.walKinds {
+				perKind[i][k] = median(rs, func(r emitResult) float64 { return perEventBytes(r.walKinds[k], r.load.events) })
+			}
 		}
 	}
 	kinds := walColumns(perKind)
 	fmt.Fprintf(out, "The load's WAL per event by kind (pg_walinspect's resource managers; bytes of the records, full-page images included):\n\n")
 	fmt.Fprintf(out, "| the application writes | %s |\n|---|%s\n", strings.Join(kinds, " | "), strings.Repeat("---|", len(kinds)))
-	for i, r := range rs {
+	for i, rs := range runs {
 		cells := make([]string, len(kinds))
 		for j, k := range kinds {
 			cells[j] = fmt.Sprintf("%.0f B", perKind[i][k])
 		}
-		fmt.Fprintf(out, "| %s | %s |\n", r.way.name, strings.Join(cells, " | "))
+		fmt.Fprintf(out, "| %s | %s |\n", rs[0].way.name, strings.Join(cells, " | "))
 	}
 	fmt.Fprintln(out)
 }
@@ -114,8 +133,9 @@ func printOutboxOverTime(out io.Writer, r emitResult) {
 		perEventBytes(r.load.walBytes+r.deleteWAL+r.vacuumWAL, n))
 }
 
-// printEmitDrain prints the relay's drain of each way's events.
-func printEmitDrain(out io.Writer, h emitHeader, rs []emitResult) {
+// printEmitDrain prints the relay's drain of each way's events: the
+// medians of the rounds, the rate's range.
+func printEmitDrain(out io.Writer, h emitHeader, runs [][]emitResult) {
 	args := "`cdc-relay run` with its defaults"
 	if len(h.relayArgs) > 0 {
 		args = "`cdc-relay run " + strings.Join(h.relayArgs, " ") + "` (the same for every way)"
@@ -124,14 +144,17 @@ func printEmitDrain(out io.Writer, h emitHeader, rs []emitResult) {
 	fmt.Fprintf(out, "The events each load wrote, drained by %s started once the load was over, into kfake (discarding record bytes); "+
 		"time from starting the relay until Kafka acked every event; CPU is the relay process's.\n\n", args)
 	fmt.Fprintf(out, "| the application wrote | events | time | events/s | relay CPU per event | peak RSS |\n|---|---|---|---|---|---|\n")
-	for _, r := range rs {
-		if r.drain == nil {
-			fmt.Fprintf(out, "| %s | %d | not drained: %s | | | |\n", r.way.name, r.load.events, r.relaySkipped)
+	for _, rs := range runs {
+		name, events := rs[0].way.name, median(rs, func(r emitResult) float64 { return float64(r.load.events) })
+		if rs[0].drain == nil {
+			fmt.Fprintf(out, "| %s | %.0f | not drained: %s | | | |\n", name, events, rs[0].relaySkipped)
 			continue
 		}
-		d := *r.drain
-		fmt.Fprintf(out, "| %s | %d | %s | %.0f | %.2f µs | %.1f MiB |\n", r.way.name, r.load.events, d.wall.Round(time.Millisecond),
-			rate(r.load.events, d.wall), perEvent(d.cpu, r.load.events), float64(d.peakRSS)/(1<<20))
+		wall := time.Duration(median(rs, func(r emitResult) float64 { return float64(r.drain.wall) }))
+		fmt.Fprintf(out, "| %s | %.0f | %s | %s | %.2f µs | %.1f MiB |\n", name, events, wall.Round(time.Millisecond),
+			spreadOf(rs, func(r emitResult) float64 { return rate(r.load.events, r.drain.wall) }),
+			median(rs, func(r emitResult) float64 { return perEvent(r.drain.cpu, r.load.events) }),
+			median(rs, func(r emitResult) float64 { return float64(r.drain.peakRSS) })/(1<<20))
 	}
 	fmt.Fprintln(out)
 }

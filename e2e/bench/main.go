@@ -65,7 +65,8 @@
 // dead tuples after the load, after a delete as retention does and after
 // VACUUM. Then the relay, started on that slot, drains what the load
 // wrote: events/s and its CPU per event. -emit-durable turns fsync and
-// full_page_writes on for it.
+// full_page_writes on for it; -emit-rounds repeats it, the ways' order
+// rotating, and prints medians.
 //
 // Polling baseline: a 500 ms polling outbox like the ones teams run today
 // (batch 50, FOR UPDATE SKIP LOCKED, created_at older than 1 s, a status
@@ -116,6 +117,7 @@ type config struct {
 	emitConns                                     int           // the emit part's load connections
 	emitDuration                                  time.Duration // the emit part's load, per way
 	emitDurable                                   bool          // the emit part with fsync and full_page_writes on
+	emitRounds                                    int           // the emit part's rounds
 }
 
 func main() {
@@ -138,6 +140,7 @@ func main() {
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load generator, consumer, in-process broker) here")
 	flag.IntVar(&c.emitConns, "emit-conns", 8, "connections of the emit part's load (8 saturate 2 cores)")
 	flag.DurationVar(&c.emitDuration, "emit-duration", 30*time.Second, "length of the emit part's load, per way")
+	flag.IntVar(&c.emitRounds, "emit-rounds", 1, "rounds of the emit part (the ways' order rotates; medians are printed)")
 	flag.BoolVar(&c.emitDurable, "emit-durable", false, "run the emit part with fsync and full_page_writes on, as a production server has them")
 	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker, and run the exactlyonce part on it (Java and Maven needed; see internal/kafkatest)")
 	flag.Parse()
@@ -164,8 +167,8 @@ func main() {
 			}
 		}
 	}
-	if c.repeat < 1 || c.rounds < 1 || c.rows < 1 || c.perTx < 1 || c.keys < 1 || c.emitConns < 1 || c.emitDuration <= 0 {
-		fatalf("-repeat, -rounds, -rows, -per-tx, -keys, -emit-conns and -emit-duration must be positive")
+	if c.repeat < 1 || c.rounds < 1 || c.rows < 1 || c.perTx < 1 || c.keys < 1 || c.emitConns < 1 || c.emitDuration <= 0 || c.emitRounds < 1 {
+		fatalf("-repeat, -rounds, -rows, -per-tx, -keys, -emit-conns, -emit-duration and -emit-rounds must be positive")
 	}
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)
