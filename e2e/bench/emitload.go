@@ -33,6 +33,7 @@ type emitLoad struct {
 	elapsed  time.Duration
 	walBytes int64
 	pgCPU    time.Duration // the load's backends and PostgreSQL's background processes
+	idle     float64       // the machine's idle time over the load, in cores
 	// start and end are the WAL insert positions before and after it.
 	start, end string
 }
@@ -72,6 +73,7 @@ func (b *bench) runEmitLoad(ctx context.Context, sql string) (emitLoad, error) {
 	}
 	use := watch.use(before, after)
 	res.pgCPU = time.Duration((use.group["backends"] + use.group["postgres"]) * float64(res.elapsed))
+	res.idle = use.idle
 	if res.end, err = b.walInsertLSN(ctx); err != nil {
 		return res, err
 	}

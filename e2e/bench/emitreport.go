@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -28,18 +29,20 @@ func printEmit(out io.Writer, h emitHeader, runs [][]emitResult) {
 		"with a slot of the relay's present (created before the load, read after it); each way starts after a CHECKPOINT. "+
 		"The event: topic %s, %d keys, the default mapping's three headers, a ~260-byte JSON payload. "+
 		"Server: %s. Load average before: %s.\n\n", h.conns, h.duration, h.rounds, benchTopic, h.keys, h.settings, h.load)
-	fmt.Fprintf(out, "| the application writes | transactions/s | WAL per event | PostgreSQL CPU per event | outbox table per event | live / dead tuples after |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(out, "| the application writes | transactions/s | WAL per event | PostgreSQL CPU per event | machine idle | outbox table per event | live / dead tuples after |\n|---|---|---|---|---|---|---|\n")
 	for _, rs := range runs {
 		last := rs[len(rs)-1]
-		fmt.Fprintf(out, "| %s | %s | %.0f B | %.1f µs | %.0f B | %d / %d |\n", last.way.name,
+		fmt.Fprintf(out, "| %s | %s | %.0f B | %.1f µs | %s | %.0f B | %d / %d |\n", last.way.name,
 			spreadOf(rs, func(r emitResult) float64 { return rate(r.load.events, r.load.elapsed) }),
 			median(rs, func(r emitResult) float64 { return perEventBytes(r.load.walBytes, r.load.events) }),
 			median(rs, func(r emitResult) float64 { return perEvent(r.load.pgCPU, r.load.events) }),
+			pct(median(rs, func(r emitResult) float64 { return r.load.idle })),
 			median(rs, func(r emitResult) float64 { return perEventBytes(r.afterRun.size-r.before.size, r.load.events) }),
 			last.afterRun.live, last.afterRun.dead)
 	}
-	fmt.Fprintf(out, "\nPostgreSQL CPU is the load's backends and PostgreSQL's background processes over the load (autovacuum's workers, started later, are not counted). "+
-		"WAL per event is the insert position's advance over the load divided by the events; the table per event, its growth (heap + indexes) divided by the events.\n\n")
+	fmt.Fprintf(out, "\nPostgreSQL CPU is the load's backends and PostgreSQL's background processes over the load (autovacuum's workers, started later, are not counted); "+
+		"machine idle is the idle time of all %d cores over the load, in %% of one core (0%%: the load saturates the machine). "+
+		"WAL per event is the insert position's advance over the load divided by the events; the table per event, its growth (heap + indexes) divided by the events.\n\n", runtime.NumCPU())
 	printWALKinds(out, runs)
 	for _, rs := range runs {
 		if last := rs[len(rs)-1]; last.way.table {
