@@ -64,15 +64,16 @@ func spreadOf(rs []emitResult, f func(emitResult) float64) string {
 }
 
 // printWALKinds prints each way's WAL per event by kind (the median of
-// its rounds), when pg_walinspect could read it.
+// the rounds pg_walinspect could read), when it could read some.
 func printWALKinds(out io.Writer, runs [][]emitResult) {
 	perKind := make([]map[string]float64, len(runs))
 	for i, rs := range runs {
+		rs = slices.DeleteFunc(slices.Clone(rs), func(r emitResult) bool { return r.walKinds == nil })
+		if len(rs) == 0 {
+			return
+		}
 		perKind[i] = map[string]float64{}
 		for _, r := range rs {
-			if r.walKinds == nil {
-				return
-			}
 			for k := range r.walKinds {
 				perKind[i][k] = median(rs, func(r emitResult) float64 { return perEventBytes(r.walKinds[k], r.load.events) })
 			}

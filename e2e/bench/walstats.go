@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // walKinds is the WAL of a range by resource manager (Heap, Btree,
@@ -17,6 +18,16 @@ type walKinds map[string]int64
 func (b *bench) walByKind(ctx context.Context, start, end string) walKinds {
 	if err := b.exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect"); err != nil {
 		logf("emit: no WAL by kind: %v", err)
+		return nil
+	}
+	// pg_get_wal_stats reads only flushed WAL.
+	err := poll(ctx, 30*time.Second, func() (bool, error) {
+		var flushed bool
+		err := b.conn.QueryRow(ctx, "SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn", end).Scan(&flushed)
+		return flushed, err
+	})
+	if err != nil {
+		logf("emit: no WAL by kind: WAL up to %s not flushed: %v", end, err)
 		return nil
 	}
 	rows, err := b.conn.Query(ctx, `SELECT "resource_manager/record_type", combined_size
