@@ -42,7 +42,8 @@ func printEmit(out io.Writer, h emitHeader, runs [][]emitResult) {
 	}
 	fmt.Fprintf(out, "\nPostgreSQL CPU is the load's backends and PostgreSQL's background processes over the load (autovacuum's workers, started later, are not counted); "+
 		"machine idle is the idle time of all %d cores over the load, in %% of one core (0%%: the load saturates the machine). "+
-		"WAL per event is the insert position's advance over the load divided by the events; the table per event, its growth (heap + indexes) divided by the events.\n\n", runtime.NumCPU())
+		"WAL per event is the insert position's advance over the load divided by the events; the table per event, its growth (heap + indexes) divided by the events. "+
+		"Live and dead tuples are the statistics' n_live_tup and n_dead_tup: an ANALYZE by autovacuum during the load replaces the live count with its estimate.\n\n", runtime.NumCPU())
 	printWALKinds(out, runs)
 	for _, rs := range runs {
 		if last := rs[len(rs)-1]; last.way.table {

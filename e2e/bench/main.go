@@ -5,7 +5,7 @@
 // from the repository it sits in.
 //
 //	cd e2e/bench
-//	go run .                       # everything (about 30 minutes: the exactlyonce part takes 10, 20 with -apache)
+//	go run .                       # everything (about 35 minutes: the exactlyonce part takes 10, 20 with -apache)
 //	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, emit
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
