@@ -54,6 +54,10 @@ func (b *bench) emit(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Empty, as migrate made it, whatever the parts before left in it.
+	if err := b.exec(ctx, "TRUNCATE outbox"); err != nil {
+		return err
+	}
 	ways := b.emitWays(ctx)
 	relayArgs, skipped := b.messageRelayArgs()
 	load := loadAverage()
