@@ -6,15 +6,32 @@
 // value, headers and timestamp, as the [Mapping] says. Transaction
 // boundaries (Begin, Commit) are reported so the caller can track them, and
 // so is each Relation message for the outbox table ([Relation]: its OID,
-// and whether its columns fit the mapping); every other message (UPDATE,
-// DELETE, TRUNCATE, inserts on other tables) decodes to [KindIgnored].
+// and whether its columns fit the mapping).
+//
+// It also decodes the transactional logical decoding messages of the
+// prefixes a [MessageMapping] names (pg_logical_emit_message(true, …),
+// sent by pgoutput with its messages option) into events, in their place
+// among the transaction's rows: the content is an envelope (a JSON object
+// of topic, key, id, headers and payload) or, payload-only, the value
+// itself. The record's timestamp is the transaction's commit time, and its
+// id, without one in the content, the message's WAL position. A message
+// that cannot become a record is Poison with its content as the value.
+// [NewSources] makes a decoder of tables and messages, or of messages only.
+//
+// Every other message (UPDATE, DELETE, TRUNCATE, inserts on other tables,
+// non-transactional messages, messages of other prefixes) decodes to
+// [KindIgnored].
 //
 // Files: decoder.go has the public types and [New]; pgoutput.go reads the
 // messages (and their rows and columns); resolve.go resolves a Relation
 // against the mapping; event.go
 // makes an insert's event and values.go parses its column values;
 // mapping.go, topics.go and tags.go are the mapping, the topic cache and
-// routing by tags; rows.go decodes rows read with SQL.
+// routing by tags; rows.go decodes rows read with SQL. message.go is the
+// message mapping and [NewSources]; logicalmsg.go reads a logical decoding
+// message and makes its event; envelope.go reads its content (the
+// envelope, or payload-only), and jsonscan.go validates JSON and finds the
+// members of an object without allocating.
 //
 // A Decoder is not safe for concurrent use: it is fed by the single goroutine
 // that reads the replication stream, in stream order.

@@ -152,7 +152,7 @@ func keyText(what string, v []byte) ([]byte, error) {
 
 // jsonObject says why content is not a JSON object, or returns nil.
 func jsonObject(content []byte) error {
-	if !json.Valid(content) {
+	if !validJSON(content) {
 		return fmt.Errorf("the content is not JSON (%v)", json.Unmarshal(content, new(json.RawMessage)))
 	}
 	if v := content[skipSpace(content, 0):]; v[0] != '{' {

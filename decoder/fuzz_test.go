@@ -18,7 +18,8 @@ import (
 // commit LSN of a Begin, the end LSN of a Commit, the columns a Relation
 // maps, an Insert's key, value, id, headers and topic, read from
 // pglogrepl's tuple by the column names of pglogrepl's Relation, and a
-// Message's record, read from pglogrepl's content with encoding/json.
+// Message's record, read from pglogrepl's content with encoding/json. Any
+// input is also JSON to validJSON exactly when it is to json.Valid.
 //
 // make fuzz runs it for 30 s; the seeds are below and in
 // testdata/fuzz/FuzzDecode (messages PostgreSQL 15 sent, and every input
@@ -54,7 +55,16 @@ func FuzzDecode(f *testing.F) {
 		f.Add(outbox, msg)
 	}
 	f.Add(relationMsg(16400, "public", "outbox", outboxCols[:3]), insertMsg(16400, s("a"), s("b"), s("c")))
+	// JSON texts, for the check of validJSON against json.Valid.
+	for _, j := range []string{`{"a": [1, -2.5e+3, "\u00e9\n", true, false, null, {}]}`, `[0.5E-1, "\ud800", {"b": {"c": []}}]`, ` "x" `, `-0`, `01`, `1.`, `{"a" 1}`, "\"\x01\""} {
+		f.Add([]byte(j), beginMsg(0x1000))
+	}
 	f.Fuzz(func(t *testing.T, rel, msg []byte) {
+		for _, b := range [][]byte{rel, msg} {
+			if validJSON(b) != json.Valid(b) {
+				t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, validJSON(b), json.Valid(b))
+			}
+		}
 		d, err := NewSources([]Mapping{DefaultMapping()}, fuzzMessages)
 		if err != nil {
 			t.Fatal(err)

@@ -45,38 +45,69 @@ func (d *Decoder) logicalMessage(b []byte) (Message, error) {
 // messageEvent makes the Message of a transactional message of src written
 // at lsn: the record the content gives, in the transaction's commit order
 // and at its commit time, or the reason it cannot become one, with the
-// content as the value.
+// content as the value. content is only read during the call.
 func (d *Decoder) messageEvent(src *source, lsn uint64, content []byte) Message {
 	msg := Message{Kind: KindEvent}
 	ev := &msg.Event
 	ev.Table, ev.CommitLSN, ev.Timestamp = src.index, d.commitLSN, d.commitTime
-	own := bytes.Clone(content)
 	var p parts
 	var err error
 	if src.m.PayloadOnly {
-		p, err = payloadOnlyParts(src.m, own)
+		p, err = payloadOnlyParts(src.m, content)
 	} else {
-		p, err = envelopeParts(own)
+		p, err = envelopeParts(content)
 	}
-	ev.Key, ev.Value, ev.ID = p.key, p.value, p.id
-	if ev.ID == nil {
-		ev.ID = appendLSN(make([]byte, 0, 17), lsn)
-	}
-	ev.Headers = append(d.headers[:0], Header{Key: "id", Value: ev.ID})
+	// The id header first, its value set below; it wins over a member
+	// "id" of the headers.
+	ev.Headers = append(d.headers[:0], Header{Key: "id"})
 	if p.headers != nil {
 		var herr error
-		// The id header wins over a member "id" of the headers.
 		if ev.Headers, herr = appendJSONHeaders(ev.Headers, 1, p.headers); herr != nil {
 			err = firstError(err, fmt.Errorf(`the envelope's member "headers": %w`, herr))
 		}
 	}
-	d.headers = ev.Headers[:0]
 	err = firstError(err, d.messageTopic(src, p.topic, ev))
 	if err != nil {
 		msg.Poison = fmt.Errorf("messages %q: %w", src.m.Prefix, err)
-		ev.Value = own // what the application wrote, for the parked row
+		p.value = content // what the application wrote, for the parked row
 	}
+	ownParts(ev, p, lsn)
+	ev.Headers[0].Value = ev.ID
+	d.headers = ev.Headers[:0]
 	return msg
+}
+
+// ownParts sets the event's key, value and id to copies of the parts', in
+// one buffer of exactly their size; the id is the message's WAL position
+// when the content gives none. The event holds nothing else of the
+// content (not the envelope around the payload), so Event.Size covers
+// what it holds.
+func ownParts(ev *Event, p parts, lsn uint64) {
+	n := len(p.key) + len(p.value) + len(p.id)
+	if p.id == nil {
+		n += len("FFFFFFFF/FFFFFFFF")
+	}
+	buf := make([]byte, 0, n)
+	ev.Key, buf = appendPart(buf, p.key)
+	ev.Value, buf = appendPart(buf, p.value)
+	if p.id == nil {
+		start := len(buf)
+		buf = appendLSN(buf, lsn)
+		ev.ID = buf[start:len(buf):len(buf)]
+		return
+	}
+	ev.ID, _ = appendPart(buf, p.id)
+}
+
+// appendPart appends part to buf and returns where it is in buf (nil for
+// nil) and buf.
+func appendPart(buf, part []byte) (at, grown []byte) {
+	if part == nil {
+		return nil, buf
+	}
+	start := len(buf)
+	buf = append(buf, part...)
+	return buf[start:len(buf):len(buf)], buf
 }
 
 // messageTopic sets ev.Topic to topic, or to the mapping's when topic is
@@ -84,7 +115,7 @@ func (d *Decoder) messageEvent(src *source, lsn uint64, content []byte) Message 
 func (d *Decoder) messageTopic(src *source, topic []byte, ev *Event) error {
 	if topic == nil {
 		if src.m.Topic == "" {
-			return fmt.Errorf(`the envelope names no topic and messages %q gives none: give the envelope a member "topic", or the prefix a topic in the config file`, src.m.Prefix)
+			return fmt.Errorf(`the envelope names no topic and messages: gives none for the prefix: give the envelope a member "topic" (cdc_relay.emit's first argument), or the prefix a topic under messages: in the config file`)
 		}
 		ev.Topic = src.m.Topic
 		return nil

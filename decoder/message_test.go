@@ -2,7 +2,9 @@ package decoder
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +190,7 @@ func TestEnvelopeTopicNeedsAMappingTopic(t *testing.T) {
 	mustDecode(t, d, beginMsg(0x5000))
 	checkMessage(t, mustDecode(t, d, logicalMsg(true, msgLSN, "outbox", `{"key": "k", "payload": 1}`)), messageCase{
 		key: "k", value: `{"key": "k", "payload": 1}`,
-		poison: `the envelope names no topic and messages "outbox" gives none`,
+		poison: `messages "outbox": the envelope names no topic and messages: gives none for the prefix`,
 	})
 	checkMessage(t, mustDecode(t, d, logicalMsg(true, msgLSN, "outbox", `{"topic": "t", "payload": 1}`)), messageCase{
 		topic: "t", key: "<nil>", value: "1",
@@ -423,6 +425,69 @@ func TestAppendLSN(t *testing.T) {
 	for _, lsn := range []uint64{0, 1, msgLSN, 0xABCDEF0123456789, 0xFFFFFFFFFFFFFFFF, 0x100000000} {
 		if got, want := string(appendLSN(nil, lsn)), pglogrepl.LSN(lsn).String(); got != want {
 			t.Errorf("appendLSN(%x) = %q, want %q", lsn, got, want)
+		}
+	}
+}
+
+// TestMessageHoldsOnlyItsParts: a message's event holds copies of its key,
+// id and value only, never the rest of the content (a megabyte of
+// whitespace or of a member it does not keep), so the in-flight byte limit,
+// which counts Size, covers it; a poison one holds the content, its value.
+func TestMessageHoldsOnlyItsParts(t *testing.T) {
+	pad := strings.Repeat(" ", 1<<20)
+	big := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		name, content string
+		poison        bool
+	}{
+		{"whitespace between members", `{"topic": "t", "key": "k",` + pad + `"payload": {"total": 5}}`, false},
+		{"whitespace in the headers", `{"topic": "t", "headers": {` + pad + `}, "payload": 1}`, false},
+		{"a large payload", `{"topic": "t", "payload": "` + big + `"}`, false},
+		{"a large unknown member: poison", `{"topic": "t", "payload": 1, "blob": "` + big + `"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newSourcesT(t, nil, MessageMapping{Prefix: "outbox"})
+			msg := logicalMsg(true, msgLSN, "outbox", tc.content)
+			m := mustDecode(t, d, msg) // warm the decoder's reused state
+			if (m.Poison != nil) != tc.poison {
+				t.Fatalf("poison %v", m.Poison)
+			}
+			const runs = 20
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := 0; i < runs; i++ {
+				m = mustDecode(t, d, msg)
+			}
+			runtime.ReadMemStats(&after)
+			// The slack covers a large allocation's rounding to pages and
+			// the headers' parsing, garbage at once; not the megabyte of
+			// content an event must not keep.
+			const slack = 16 << 10
+			perEvent := int(after.TotalAlloc-before.TotalAlloc) / runs
+			if size := m.Event.Size(); perEvent > size+slack {
+				t.Fatalf("decoding allocated %d bytes per event, more than its Size %d: the event holds bytes the in-flight limit does not count", perEvent, size)
+			}
+			for _, b := range [][]byte{m.Event.ID, m.Event.Key, m.Event.Value} {
+				if cap(b) != len(b) {
+					t.Fatalf("a field of %d bytes has a capacity of %d", len(b), cap(b))
+				}
+			}
+		})
+	}
+}
+
+// TestValidJSON: validJSON says what json.Valid says.
+func TestValidJSON(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `[]`, `""`, `0`, `-0`, `1.5e+10`, `-1E-2`, `true`, `false`, `null`, ` {"a" : [ 1 , {"b": null} ] } `,
+		`"\u00e9\n\t\/\\\""`, "\"\xff\xfe\"", `{"a":1,"a":2}`,
+		``, ` `, `{`, `}`, `[1,]`, `{"a":1,}`, `{"a"}`, `{a:1}`, `01`, `1.`, `.5`, `-`, `1e`, `1e+`, `+1`, `tru`, `nul`, `truex`,
+		`"\x"`, `"\u12"`, `"\u12g4"`, "\"a\x01\"", `"abc`, `{} {}`, `[1 2]`, `{"a":1 "b":2}`, `NaN`, `[-]`,
+		strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth),
+		strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1),
+	} {
+		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("validJSON(%.40q) = %v, json.Valid says %v", s, got, want)
 		}
 	}
 }
