@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +211,31 @@ func TestPipelineMessageEventsBesideWriteBack(t *testing.T) {
 	out.written()
 	if got := tp.tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s once the row was written, want 0/300", got)
+	}
+}
+
+// TestSlotLossRecoverWarnsOfMessages: with message sources, --on-slot-loss
+// recover is warned about once at start (it cannot publish messages
+// again); without messages, or without recover, nothing is said.
+func TestSlotLossRecoverWarnsOfMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		messages []decoder.MessageMapping
+		loss     SlotLoss
+		warned   bool
+	}{
+		{"messages and recover", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotLossRecover, true},
+		{"messages, refuse", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotLossRefuse, false},
+		{"no messages, recover", nil, SlotLossRecover, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &logBuffer{}
+			r := &Relay{cfg: Config{Tables: []Table{{Mapping: messagesMapping}}, Messages: tc.messages, OnSlotLoss: tc.loss},
+				log: slog.New(slog.NewTextHandler(logs, nil))}
+			r.warnMessagesNotRecovered()
+			if got := logs.count("level=WARN") == 1 && logs.count("message:outbox") == 1 && logs.count("failover slot") == 1; got != tc.warned {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, logs)
+			}
+		})
 	}
 }

@@ -141,3 +141,37 @@ func TestRecoverSaysMessagesAreNotRecovered(t *testing.T) {
 		t.Errorf("with messages: %q", got)
 	}
 }
+
+// TestMigrateMessagePrefix: migrate --message-prefix creates cdc_relay.emit
+// writing that prefix on PostgreSQL 14 and later; on an earlier server it
+// refuses before it changes anything, saying what to do. (PG_BINDIR picks
+// the server.)
+func TestMigrateMessagePrefix(t *testing.T) {
+	ctx, url, conn := startDB(t)
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"migrate", "--postgres-url", url, "--message-prefix", "orders", "--no-slot"}, &stdout, &stderr)
+	var prepared bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('public.outbox_delivery') IS NOT NULL").Scan(&prepared); err != nil {
+		t.Fatal(err)
+	}
+	if version < 140000 {
+		if code == 0 || !strings.Contains(stderr.String(), "messages need PostgreSQL 14 or later") || !strings.Contains(stderr.String(), "--message-prefix") {
+			t.Fatalf("PostgreSQL %d: exit %d, stderr %q; want a refusal saying what to do", version, code, stderr.String())
+		}
+		if prepared {
+			t.Errorf("PostgreSQL %d: migrate refused, but created the relay's tables", version)
+		}
+		return
+	}
+	if code != 0 || !strings.Contains(stdout.String(), `cdc_relay.emit writing prefix "orders"`) || !prepared {
+		t.Fatalf("PostgreSQL %d: exit %d, stdout %q, stderr %q; want the relay's tables and cdc_relay.emit", version, code, stdout.String(), stderr.String())
+	}
+	var lsn string
+	if err := conn.QueryRow(ctx, `SELECT cdc_relay.emit('orders', 'o-1', '{"a": 1}')::text`).Scan(&lsn); err != nil {
+		t.Fatalf("cdc_relay.emit after migrate: %v", err)
+	}
+}
