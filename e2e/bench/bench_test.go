@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,51 @@ func TestKeyRefusal(t *testing.T) {
 	} {
 		if got := r.batchRefused(tc.batches); got != tc.want {
 			t.Errorf("%s: batchRefused = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{8192, "8.0 KiB"},
+		{-8192, "-8.0 KiB"},
+		{129392640, "123.4 MiB"},
+		{3 << 30, "3.0 GiB"},
+	} {
+		if got := size(tc.n); got != tc.want {
+			t.Errorf("size(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestWALColumns(t *testing.T) {
+	got := walColumns([]map[string]float64{
+		{"Heap": 400, "Btree": 120, "Transaction": 34, "XLOG": 0.2},
+		{"LogicalMessage": 480, "Transaction": 34, "Standby": 0.9},
+	})
+	want := []string{"LogicalMessage", "Heap", "Btree", "Transaction"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("walColumns = %v, want %v", got, want)
+	}
+}
+
+func TestSpreadOf(t *testing.T) {
+	run := func(events int) emitResult { return emitResult{load: emitLoad{events: events, elapsed: time.Second}} }
+	perSecond := func(r emitResult) float64 { return rate(r.load.events, r.load.elapsed) }
+	for _, tc := range []struct {
+		runs []emitResult
+		want string
+	}{
+		{[]emitResult{run(11832)}, "11832"},
+		{[]emitResult{run(12040), run(11673), run(11832)}, "11832 (11673–12040)"},
+	} {
+		if got := spreadOf(tc.runs, perSecond); got != tc.want {
+			t.Errorf("spreadOf = %q, want %q", got, tc.want)
 		}
 	}
 }

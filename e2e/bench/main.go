@@ -5,8 +5,8 @@
 // from the repository it sits in.
 //
 //	cd e2e/bench
-//	go run .                       # everything (about 30 minutes: the exactlyonce part takes 10, 20 with -apache)
-//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill
+//	go run .                       # everything (about 35 minutes: the exactlyonce part takes 10, 20 with -apache)
+//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, emit
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -55,6 +55,19 @@
 // 2,000 events/s through the relay for -duration: its rows/s, and the
 // live stream's p50 and p99 beside it against the same load alone.
 //
+// Emit (table or messages): the application commits one-event
+// transactions from -emit-conns connections as fast as they go for
+// -emit-duration, once with an INSERT into the default outbox table, once
+// with pg_logical_emit_message(true, 'outbox', envelope) and once with the
+// SQL helper cdc_relay.emit when migrate --message-prefix creates it, each
+// with a slot of the relay's present: transactions/s, WAL bytes per event,
+// PostgreSQL's CPU per event, and the outbox table's size and live and
+// dead tuples after the load, after a delete as retention does and after
+// VACUUM. Then the relay, started on that slot, drains what the load
+// wrote: events/s and its CPU per event. -emit-durable turns fsync and
+// full_page_writes on for it; -emit-rounds repeats it, the ways' order
+// rotating, and prints medians.
+//
 // Polling baseline: a 500 ms polling outbox like the ones teams run today
 // (batch 50, FOR UPDATE SKIP LOCKED, created_at older than 1 s, a status
 // UPDATE per batch).
@@ -101,6 +114,10 @@ type config struct {
 	plot                                          string
 	cpuProfile                                    string
 	apache                                        bool
+	emitConns                                     int           // the emit part's load connections
+	emitDuration                                  time.Duration // the emit part's load, per way
+	emitDurable                                   bool          // the emit part with fsync and full_page_writes on
+	emitRounds                                    int           // the emit part's rounds
 }
 
 func main() {
@@ -121,6 +138,10 @@ func main() {
 	flag.StringVar(&c.relayArgs, "relay-args", "", "extra arguments for `cdc-relay run` (e.g. --debug-addr 127.0.0.1:6060 for pprof)")
 	flag.StringVar(&c.plot, "plot", "", "write the latency plot (PNG) here")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load generator, consumer, in-process broker) here")
+	flag.IntVar(&c.emitConns, "emit-conns", 8, "connections of the emit part's load (8 saturate 2 cores)")
+	flag.DurationVar(&c.emitDuration, "emit-duration", 30*time.Second, "length of the emit part's load, per way")
+	flag.IntVar(&c.emitRounds, "emit-rounds", 1, "rounds of the emit part (the ways' order rotates; medians are printed)")
+	flag.BoolVar(&c.emitDurable, "emit-durable", false, "run the emit part with fsync and full_page_writes on, as a production server has them")
 	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker, and run the exactlyonce part on it (Java and Maven needed; see internal/kafkatest)")
 	flag.Parse()
 	var err error
@@ -146,8 +167,8 @@ func main() {
 			}
 		}
 	}
-	if c.repeat < 1 || c.rounds < 1 || c.rows < 1 || c.perTx < 1 || c.keys < 1 {
-		fatalf("-repeat, -rounds, -rows, -per-tx and -keys must be positive")
+	if c.repeat < 1 || c.rounds < 1 || c.rows < 1 || c.perTx < 1 || c.keys < 1 || c.emitConns < 1 || c.emitDuration <= 0 || c.emitRounds < 1 {
+		fatalf("-repeat, -rounds, -rows, -per-tx, -keys, -emit-conns, -emit-duration and -emit-rounds must be positive")
 	}
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)
@@ -172,7 +193,7 @@ func main() {
 }
 
 // parts are the parts -only can name, in the order they run.
-var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill"}
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "emit"}
 
 // parseRates reads a comma-separated list of positive rates.
 func parseRates(list string) ([]int, error) {
@@ -300,6 +321,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if want("backfill") {
 		if err := b.backfill(ctx, out); err != nil {
+			return err
+		}
+	}
+	if want("emit") {
+		if err := b.emit(ctx, out); err != nil {
 			return err
 		}
 	}
