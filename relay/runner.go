@@ -176,14 +176,15 @@ func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 	}
 	rc.Metrics = r.metrics
 	var m decoder.Mapping
+	var source string
 	if len(cfg.Tables) > 0 {
-		m = cfg.Tables[0].Mapping
+		m, source = cfg.Tables[0].Mapping, cfg.TableNames()[0]
 	} else {
 		rc.Outbox = 0
 	}
 	return retention.New(pool, retention.Options{
 		OutboxSchema: m.Schema, OutboxTable: m.Table, TimestampColumn: m.TimestampColumn,
-		IDColumn: m.IDColumn, SourceTable: cfg.TableNames()[0],
+		IDColumn: m.IDColumn, SourceTable: source,
 		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: rc,
 	})
 }
