@@ -80,13 +80,15 @@ const defaultTimestampColumn = "created_at"
 func checkDefaultRetention(fs *flag.FlagSet, cfg relay.Config, fromFile bool) error {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "retention" })
-	ts := cfg.Tables[0].Mapping.TimestampColumn
-	if fromFile || given || cfg.Retention.Outbox <= 0 || ts == "" || ts == defaultTimestampColumn {
+	if fromFile || given || cfg.Retention.Outbox <= 0 || len(cfg.Tables) == 0 {
+		return nil
+	}
+	if ts := cfg.Tables[0].Mapping.TimestampColumn; ts == "" || ts == defaultTimestampColumn {
 		return nil
 	}
 	return usageError{fmt.Sprintf("--timestamp-column %q maps a table of your own (the outbox table migrate creates has %s), "+
 		"and the default --retention %s would delete its rows older than that: give --retention 0s to keep every row (an event log, say), "+
-		"or --retention %s to delete them", ts, defaultTimestampColumn, formatDuration(cfg.Retention.Outbox), formatDuration(cfg.Retention.Outbox))}
+		"or --retention %s to delete them", cfg.Tables[0].Mapping.TimestampColumn, defaultTimestampColumn, formatDuration(cfg.Retention.Outbox), formatDuration(cfg.Retention.Outbox))}
 }
 
 // finishSlotLoss sets cfg.OnSlotLoss from --on-slot-loss.
