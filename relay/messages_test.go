@@ -164,13 +164,52 @@ func TestConfigWithMessages(t *testing.T) {
 			}
 		})
 	}
-	onlyOrders := Config{Messages: []decoder.MessageMapping{{Prefix: "outbox", AllowedTopics: `orders\..*`}}}
-	check, err := onlyOrders.TopicCheck()
+}
+
+// TestSourceTopicCheck: a parked event's topic (the poller's, a corrected
+// one's) is checked by the allowed topics of the source that wrote it,
+// and an event of a source no longer configured by those of every source.
+func TestSourceTopicCheck(t *testing.T) {
+	orders := decoder.DefaultMapping()
+	orders.AllowedTopics = `orders\..*`
+	tablesAndAudit := Config{Tables: []Table{{Mapping: orders}},
+		Messages: []decoder.MessageMapping{{Prefix: "audit", AllowedTopics: `audit\..*`}}}
+	twoPrefixes := Config{Messages: []decoder.MessageMapping{{Prefix: "a", AllowedTopics: `a\..*`}, {Prefix: "b", AllowedTopics: `b\..*|shared`}}}
+	tests := []struct {
+		name          string
+		cfg           Config
+		source, topic string
+		allowed       bool
+	}{
+		{"a table's topic", tablesAndAudit, "public.outbox", "orders.created", true},
+		{"a table's topic its table refuses", tablesAndAudit, "public.outbox", "audit.login", false},
+		{"a message source's topic", tablesAndAudit, "message:audit", "audit.login", true},
+		{"a message source's topic it refuses", tablesAndAudit, "message:audit", "orders.created", false},
+		{"the second message source", twoPrefixes, "message:b", "b.events", true},
+		{"the first message source", twoPrefixes, "message:a", "a.events", true},
+		{"one source's topic for another", twoPrefixes, "message:a", "b.events", false},
+		{"a removed source: a topic one source refuses", twoPrefixes, "public.gone", "b.events", false},
+		{"a removed source: no recorded source", twoPrefixes, "", "a.events", false},
+		{"not a Kafka topic", twoPrefixes, "message:b", "b.bad topic", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			check, err := tt.cfg.SourceTopicCheck()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := check(tt.source, tt.topic); (err == nil) != tt.allowed {
+				t.Errorf("check(%q, %q) = %v, want allowed %v", tt.source, tt.topic, err, tt.allowed)
+			}
+		})
+	}
+	every := Config{Messages: []decoder.MessageMapping{{Prefix: "a", AllowedTopics: `a\..*|shared`}, {Prefix: "b", AllowedTopics: `b\..*|shared`}}}
+	check, err := every.SourceTopicCheck()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if check("orders.created") != nil || check("audit") == nil {
-		t.Errorf("a relay of messages only does not check topics by its message source's allowed topics")
+	if err := check("public.gone", "shared"); err != nil {
+		t.Errorf("a removed source's event to a topic every source allows: %v", err)
 	}
 }
 
