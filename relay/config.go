@@ -216,7 +216,8 @@ func (c Config) SourceNames() []string {
 
 // Validate checks what can be checked without the database: the tables'
 // mappings, that no table is mapped twice, the message sources (a prefix
-// each, none twice), and that there is something to relay.
+// each, none twice), that there is something to relay, and that a relay
+// of messages only does not ask to recover a gap (checkRecoverNeedsTable).
 func (c Config) Validate() error {
 	if c.Ordering != "" && c.Ordering != OrderingKey && c.Ordering != OrderingNone {
 		return fmt.Errorf("ordering %q: want %s (a key's events in commit order, held behind a parked one) or %s (later events overtake a parked one)",
@@ -228,6 +229,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.validateMessages(); err != nil {
+		return err
+	}
+	if err := c.checkRecoverNeedsTable(); err != nil {
 		return err
 	}
 	_, err := decoder.NewSources(c.Mappings(), c.Messages)

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/cdc-relay/cdc-relay/preflight"
 )
@@ -35,4 +36,36 @@ func (r *Relay) warnMessagesNotRecovered() {
 	r.log.Warn("--on-slot-loss recover publishes again only the outbox tables' rows: messages are in no table, and those of a gap in the WAL are lost; "+
 		"keep the slot on failover with a failover slot (PostgreSQL 17+) and its standby settings",
 		"messages", r.cfg.SourceNames()[len(r.cfg.Tables):])
+}
+
+// checkRecoverNeedsTable refuses --on-slot-loss recover for a relay of
+// messages only: recover publishes again the rows of outbox tables, and
+// messages are in no table, so with no table it would publish nothing and
+// stream on past the gap, which is --accept-slot-loss under another name.
+func (c Config) checkRecoverNeedsTable() error {
+	if c.OnSlotLoss != SlotLossRecover || len(c.Tables) > 0 {
+		return nil
+	}
+	return errors.New("--on-slot-loss recover cannot repair a relay of messages only: it publishes again the outbox tables' rows, " +
+		"and messages are in no table, so the messages of a gap in the WAL would be lost without a word; " +
+		"keep the slot over a failover with a failover slot (PostgreSQL 17+) and its standby settings, and use --on-slot-loss refuse")
+}
+
+// warnMessagesLost says, after a gap was repaired (res), that the
+// messages committed in it are lost: recover published again the tables'
+// rows only. It names the gap's stretch of WAL and the time since which
+// messages may be missing. Nothing without message sources.
+func warnMessagesLost(log *slog.Logger, cfg Config, res RecoverResult) {
+	if len(cfg.Messages) == 0 {
+		return
+	}
+	to := res.Gap.SlotLSN
+	if to == 0 {
+		to = res.Resume
+	}
+	at, which := checkpointTime(res.Gap.Checkpoint)
+	log.Warn("messages committed in the gap in the WAL are lost: they are in no table, and recover published again the outbox tables' rows only; "+
+		"replay them from the application if it can, and keep the slot over a failover with a failover slot (PostgreSQL 17+)",
+		"messages", cfg.SourceNames()[len(cfg.Tables):], "gap_from", res.Gap.Checkpoint.LSN, "gap_to", to,
+		"committed_since", at.UTC(), "since_is", which)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -123,9 +124,8 @@ func streamRecords(t *testing.T, ctx context.Context, conn *replication.Conn, tp
 
 // TestConfigWithMessages: the sources are named tables first, then
 // message:<prefix>; a prefix must be set and given once, and a relay
-// needs a table or a message source; with no table the start-up check
-// has no outbox table, and topics are checked by the first message
-// source's rules.
+// needs a table or a message source, and a table to recover a gap; with
+// no table the start-up check has no outbox table.
 func TestConfigWithMessages(t *testing.T) {
 	table := Table{Mapping: messagesMapping}
 	for _, tc := range []struct {
@@ -141,6 +141,11 @@ func TestConfigWithMessages(t *testing.T) {
 		{name: "no prefix", cfg: Config{Messages: []decoder.MessageMapping{{}}}, invalid: "prefix is not set"},
 		{name: "a prefix twice", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "outbox"}}},
 			invalid: `messages "outbox": the prefix is given twice`},
+		{name: "messages only, recover", cfg: Config{Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRecover},
+			invalid: "--on-slot-loss recover cannot repair a relay of messages only"},
+		{name: "messages only, refuse", cfg: Config{Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRefuse}, names: "message:outbox"},
+		{name: "a table and messages, recover", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRecover},
+			names: "public.ob, message:outbox"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -274,6 +279,40 @@ func TestSlotLossRecoverWarnsOfMessages(t *testing.T) {
 			r.warnMessagesNotRecovered()
 			if got := logs.count("level=WARN") == 1 && logs.count("message:outbox") == 1 && logs.count("failover slot") == 1; got != tc.warned {
 				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, logs)
+			}
+		})
+	}
+}
+
+// TestRepairedGapWarnsOfLostMessages: once a gap is repaired, a relay with
+// message sources warns that the messages committed in the gap are lost,
+// naming the gap; without messages it says nothing more.
+func TestRepairedGapWarnsOfLostMessages(t *testing.T) {
+	saved := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		messages []decoder.MessageMapping
+		gap      SlotGapError
+		resume   pglogrepl.LSN
+		want     []string
+	}{
+		{"slot ahead", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100, CommitTime: saved}, SlotLSN: 0x900}, 0x900,
+			[]string{"level=WARN", "are lost", "message:outbox", "gap_from=0/100", "gap_to=0/900", "committed_since=2026-01-02T03:04:05"}},
+		{"slot dropped", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100, UpdatedAt: saved}, Dropped: true}, 0xA00,
+			[]string{"gap_from=0/100", "gap_to=0/A00", "the time the checkpoint was saved"}},
+		{"no messages", nil, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100}, SlotLSN: 0x900}, 0x900, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &logBuffer{}
+			cfg := Config{Tables: []Table{{Mapping: messagesMapping}}, Messages: tc.messages}
+			warnMessagesLost(slog.New(slog.NewTextHandler(logs, nil)), cfg, RecoverResult{Gap: tc.gap, Resume: tc.resume})
+			if tc.want == nil && logs.String() != "" {
+				t.Errorf("logged without messages:\n%s", logs)
+			}
+			for _, w := range tc.want {
+				if logs.count(w) != 1 {
+					t.Errorf("no %q once in:\n%s", w, logs)
+				}
 			}
 		})
 	}
