@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
+	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/preflight"
 )
 
@@ -68,4 +70,25 @@ func warnMessagesLost(log *slog.Logger, cfg Config, res RecoverResult) {
 		"replay them from the application if it can, and keep the slot over a failover with a failover slot (PostgreSQL 17+)",
 		"messages", cfg.SourceNames()[len(cfg.Tables):], "gap_from", res.Gap.Checkpoint.LSN, "gap_to", to,
 		"committed_since", at.UTC(), "since_is", which)
+}
+
+// newUnmappedLog returns the log of the transactional messages of a prefix
+// no message source maps, by prefix: the first at once, then at most one
+// line per prefix per minute with how many more there were.
+func newUnmappedLog(log *slog.Logger) *ratelog.Logger {
+	return ratelog.New(log, ratelog.Config{Every: time.Minute,
+		Summary: "ignored more transactional messages of a prefix no messages: entry maps; their events are lost",
+		KeyAttr: "prefix", CountAttr: "messages"})
+}
+
+// ignoreUnmapped counts, and logs at a bounded rate, a transactional
+// message of a prefix no message source maps: the slot moves past it, so
+// the event it carries is lost (a messages: entry renamed, or an
+// application writing a prefix nobody maps).
+func (p *pipeline) ignoreUnmapped(prefix string) {
+	p.metrics.MessagesIgnored.WithLabelValues(prefix).Inc()
+	if !p.unmapped.Hold(prefix, slog.LevelWarn) {
+		p.unmapped.Log(prefix, slog.LevelWarn, "ignored a transactional message of a prefix no messages: entry maps; its event is lost: "+
+			"map the prefix (messages: in the config file, or --message-prefix), or have the application write a mapped one", "prefix", prefix)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -315,5 +316,39 @@ func TestRepairedGapWarnsOfLostMessages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPipelineCountsUnmappedMessages: the transactional messages of a
+// prefix no source maps are counted by prefix and warned of at once, one
+// line for a burst, while the transaction's events go on and its position
+// is confirmed.
+func TestPipelineCountsUnmappedMessages(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+	for range 3 {
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindUnmappedMessage, Prefix: "renamed"})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{ID: []byte("a"), Topic: "orders", Value: []byte(`{}`),
+		CommitLSN: 0x1f8, Headers: []decoder.Header{{Key: "id", Value: []byte("a")}}}},
+		decoder.Message{Kind: decoder.KindCommit, EndLSN: 0x200})
+	for _, m := range msgs {
+		if err := tp.apply(0x1f0, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp.prod.answer(nil)
+	if got := tp.tracker.Safe(); got != 0x200 {
+		t.Fatalf("safe %s, want 0/200", got)
+	}
+	var m dto.Metric
+	if err := tp.metrics.MessagesIgnored.WithLabelValues("renamed").Write(&m); err != nil || m.GetCounter().GetValue() != 3 {
+		t.Errorf("ignored %v (%v), want 3", m.GetCounter().GetValue(), err)
+	}
+	if tp.logs.count("level=WARN") != 1 || tp.logs.count("prefix=renamed") != 1 || tp.logs.count("no messages: entry maps") != 1 {
+		t.Errorf("want one warning naming the prefix:\n%s", tp.logs)
+	}
+	if got := tp.count.read.Load(); got != 1 {
+		t.Errorf("read %d events, want 1", got)
 	}
 }
