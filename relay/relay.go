@@ -185,8 +185,8 @@ func (r *Relay) Failed(ctx context.Context, opts status.ListOptions) ([]status.R
 
 // Retry makes parked events due at once (see status.Store.Retry). A new
 // topic (opts.Topic) must pass the check the poller applies to the row's
-// topic (Config.SourceTopicCheck: a legal name that the allowed topics of
-// the row's source allow), else the error is status.ErrTopicRefused. The
+// topic (Config.CheckCorrectedTopic: a legal name that the allowed topics
+// of the row's source allow), else the error is status.ErrTopicRefused. The
 // running relay holds the row's key in its new topic before the change
 // commits: no later event of the key in that topic goes ahead of the row.
 func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.Change, error) {
@@ -195,7 +195,7 @@ func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.C
 		return nil, ErrNotConnected
 	}
 	if opts.Topic != "" {
-		if err := r.checkNewTopic(ctx, s, opts); err != nil {
+		if err := r.cfg.CheckCorrectedTopic(ctx, s, opts); err != nil {
 			return nil, err
 		}
 		opts.Hold = r.holdCorrected
@@ -203,11 +203,16 @@ func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.C
 	return s.Retry(ctx, opts)
 }
 
-// checkNewTopic checks opts.Topic against the allowed topics of the source
-// of the one row opts names (its source_table, which never changes). An id
-// not in the table passes: Retry reports it.
-func (r *Relay) checkNewTopic(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
-	check, err := r.cfg.SourceTopicCheck()
+// CheckCorrectedTopic checks the new topic of a retry (opts.Topic, with
+// one id) as the poller will check the row's topic: against the allowed
+// topics of the row's source (SourceTopicCheck, by its source_table, which
+// never changes). A refusal wraps status.ErrTopicRefused. Without a new
+// topic, or for an id not in s's table (Retry reports it), it returns nil.
+func (c Config) CheckCorrectedTopic(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
+	if opts.Topic == "" {
+		return nil
+	}
+	check, err := c.SourceTopicCheck()
 	if err != nil {
 		return err
 	}
