@@ -25,6 +25,12 @@ const (
 	// sends one before the first row of a table in a session, and again
 	// after its schema changed); Message.Relation describes it.
 	KindRelation
+	// KindUnmappedMessage is a transactional logical decoding message of
+	// a prefix no MessageMapping maps: part of a commit, but no event, so
+	// the caller can say that it went nowhere. Message.Prefix names it.
+	// (A non-transactional message is KindIgnored: it is no part of a
+	// commit.)
+	KindUnmappedMessage
 )
 
 // Header is one Kafka record header.
@@ -109,6 +115,8 @@ type Message struct {
 	// decoder's and is reused by the next Decode.
 	Routed bool
 	Routes []string
+	// Prefix is set on KindUnmappedMessage: the message's prefix.
+	Prefix string
 }
 
 // Relation is what a Relation message for a mapped table says.
@@ -160,6 +168,9 @@ type Decoder struct {
 	routed  []string
 	tags    [][]byte
 	scratch []byte
+	// unmapped holds the prefixes of KindUnmappedMessage seen, so that a
+	// stream of them makes no string each (unmapped.go).
+	unmapped map[string]string
 }
 
 // New returns a decoder for the tables of ms, which it tells apart by

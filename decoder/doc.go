@@ -18,9 +18,10 @@
 // that cannot become a record is Poison with its content as the value.
 // [NewSources] makes a decoder of tables and messages, or of messages only.
 //
-// Every other message (UPDATE, DELETE, TRUNCATE, inserts on other tables,
-// non-transactional messages, messages of other prefixes) decodes to
-// [KindIgnored].
+// A transactional message of a prefix no mapping names decodes to
+// [KindUnmappedMessage] with its prefix, so that the caller can say it
+// went nowhere. Every other message (UPDATE, DELETE, TRUNCATE, inserts on
+// other tables, non-transactional messages) decodes to [KindIgnored].
 //
 // Files: decoder.go has the public types and [New]; pgoutput.go reads the
 // messages (and their rows and columns); resolve.go resolves a Relation
@@ -31,7 +32,8 @@
 // message mapping and [NewSources]; logicalmsg.go reads a logical decoding
 // message and makes its event; envelope.go reads its content (the
 // envelope, or payload-only), and jsonscan.go validates JSON and finds the
-// members of an object without allocating.
+// members of an object without allocating; unmapped.go keeps the prefixes
+// of unmapped messages.
 //
 // A Decoder is not safe for concurrent use: it is fed by the single goroutine
 // that reads the replication stream, in stream order.

@@ -303,9 +303,15 @@ func agreeInsert(t *testing.T, rel *pglogrepl.RelationMessage, pg *pglogrepl.Ins
 func agreeMessage(t *testing.T, d *Decoder, pg *pglogrepl.LogicalDecodingMessage, m Message) {
 	t.Helper()
 	src := d.source([]byte(pg.Prefix))
-	if !pg.Transactional || src == nil {
+	if !pg.Transactional {
 		if m.Kind != KindIgnored {
-			t.Fatalf("message of prefix %q (transactional %v) decoded as %v", pg.Prefix, pg.Transactional, m.Kind)
+			t.Fatalf("non-transactional message of prefix %q decoded as %v", pg.Prefix, m.Kind)
+		}
+		return
+	}
+	if src == nil {
+		if m.Kind != KindUnmappedMessage || m.Prefix != pg.Prefix {
+			t.Fatalf("message of unmapped prefix %q decoded as %v, prefix %q", pg.Prefix, m.Kind, m.Prefix)
 		}
 		return
 	}

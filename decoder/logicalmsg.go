@@ -11,7 +11,8 @@ import (
 // protocol version 1): flags (1: transactional, 0: not), the message's LSN
 // (the end of its WAL record, what pg_logical_emit_message returned), the
 // prefix, then the content's length and bytes. A transactional message of
-// a mapped prefix is an event; every other one is ignored.
+// a mapped prefix is an event, one of another prefix KindUnmappedMessage;
+// a non-transactional one is ignored.
 func (d *Decoder) logicalMessage(b []byte) (Message, error) {
 	if len(b) < 9 {
 		return Message{}, malformed("short Message (%d bytes)", len(b)+1)
@@ -37,7 +38,7 @@ func (d *Decoder) logicalMessage(b []byte) (Message, error) {
 	}
 	src := d.source(prefix)
 	if src == nil {
-		return Message{}, nil
+		return Message{Kind: KindUnmappedMessage, Prefix: d.unmappedPrefix(prefix)}, nil
 	}
 	return d.messageEvent(src, lsn, b[4:]), nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -285,38 +286,68 @@ func TestMessageAmongInserts(t *testing.T) {
 				t.Errorf("message %s: timestamp %v, want the commit time %v", m.Event.ID, m.Event.Timestamp, commit)
 			}
 			got = append(got, string(m.Event.ID)+"@"+string(rune('0'+m.Event.Table)))
+		case KindUnmappedMessage:
+			got = append(got, "unmapped:"+m.Prefix)
 		case KindIgnored, KindCommit:
 		default:
 			t.Fatalf("kind %v", m.Kind)
 		}
 	}
-	if want := "row-1@0 msg-1@3 row-2@0 msg-2@2"; strings.Join(got, " ") != want {
+	if want := "row-1@0 msg-1@3 row-2@0 unmapped:other msg-2@2"; strings.Join(got, " ") != want {
 		t.Fatalf("events %q, want %q", strings.Join(got, " "), want)
 	}
 }
 
-// TestMessagesIgnored: non-transactional messages, prefixes nobody mapped,
-// and every message of a decoder without message sources are ignored.
+// TestMessagesIgnored: non-transactional messages are ignored; a
+// transactional message of a prefix nobody mapped (with message sources
+// or without) is reported with its prefix, and is no event.
 func TestMessagesIgnored(t *testing.T) {
 	withSources := newSourcesT(t, nil, MessageMapping{Prefix: "outbox", Topic: "t"})
 	tablesOnly := newSourcesT(t, []Mapping{DefaultMapping()})
 	for _, tc := range []struct {
-		name string
-		d    *Decoder
-		msg  []byte
+		name     string
+		d        *Decoder
+		msg      []byte
+		kind     Kind
+		unmapped string
 	}{
-		{"non-transactional", withSources, logicalMsg(false, msgLSN, "outbox", `{"payload": 1}`)},
-		{"non-transactional and malformed", withSources, logicalMsg(false, msgLSN, "outbox", `not json`)},
-		{"unmapped prefix", withSources, logicalMsg(true, msgLSN, "outbox2", `{"payload": 1}`)},
-		{"a prefix of the prefix", withSources, logicalMsg(true, msgLSN, "out", `{"payload": 1}`)},
-		{"empty prefix", withSources, logicalMsg(true, msgLSN, "", `{"payload": 1}`)},
-		{"no message sources", tablesOnly, logicalMsg(true, msgLSN, "outbox", `{"payload": 1}`)},
+		{"non-transactional", withSources, logicalMsg(false, msgLSN, "outbox", `{"payload": 1}`), KindIgnored, ""},
+		{"non-transactional and malformed", withSources, logicalMsg(false, msgLSN, "outbox", `not json`), KindIgnored, ""},
+		{"non-transactional, unmapped", withSources, logicalMsg(false, msgLSN, "other", `{"payload": 1}`), KindIgnored, ""},
+		{"unmapped prefix", withSources, logicalMsg(true, msgLSN, "outbox2", `{"payload": 1}`), KindUnmappedMessage, "outbox2"},
+		{"a prefix of the prefix", withSources, logicalMsg(true, msgLSN, "out", `{"payload": 1}`), KindUnmappedMessage, "out"},
+		{"empty prefix", withSources, logicalMsg(true, msgLSN, "", `{"payload": 1}`), KindUnmappedMessage, ""},
+		{"no message sources", tablesOnly, logicalMsg(true, msgLSN, "outbox", `{"payload": 1}`), KindUnmappedMessage, "outbox"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if m := mustDecode(t, tc.d, tc.msg); m.Kind != KindIgnored {
-				t.Fatalf("kind %v, want KindIgnored", m.Kind)
+			m := mustDecode(t, tc.d, tc.msg)
+			if m.Kind != tc.kind || m.Prefix != tc.unmapped {
+				t.Fatalf("kind %v prefix %q, want %v %q", m.Kind, m.Prefix, tc.kind, tc.unmapped)
 			}
 		})
+	}
+}
+
+// TestUnmappedPrefixesKept: the prefix of an unmapped message is the same
+// string each time, without a new one per message, and the prefixes kept
+// are bounded.
+func TestUnmappedPrefixesKept(t *testing.T) {
+	d := newSourcesT(t, nil, MessageMapping{Prefix: "outbox", Topic: "t"})
+	msg := logicalMsg(true, msgLSN, "renamed", `{"payload": 1}`)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if m, err := d.Decode(msg); err != nil || m.Prefix != "renamed" {
+			t.Fatalf("%v, %v", m.Prefix, err)
+		}
+	}); allocs != 0 {
+		t.Errorf("%v allocations per unmapped message of a prefix seen before, want 0", allocs)
+	}
+	for i := range 2 * maxUnmappedPrefixes {
+		if m := mustDecode(t, d, logicalMsg(true, msgLSN, fmt.Sprint("p", i), `{}`)); m.Prefix != fmt.Sprint("p", i) {
+			t.Fatalf("prefix %q, want p%d", m.Prefix, i)
+		}
+	}
+	if len(d.unmapped) > maxUnmappedPrefixes {
+		t.Errorf("%d prefixes kept, want at most %d", len(d.unmapped), maxUnmappedPrefixes)
 	}
 }
 

@@ -329,11 +329,12 @@ func checkEventCounts(p *relayProc, n int) {
 // that rolls back, or in a savepoint rolled back within one that commits,
 // send nothing; neither does a non-transactional message (in a committed
 // transaction or a rolled-back one) nor a message of a prefix no one
-// mapped. The committed rest arrives, in commit order (one key).
+// mapped, which is counted by prefix and warned of. The committed rest
+// arrives, in commit order (one key).
 func TestMessagesRolledBackSendNothing(t *testing.T) {
 	parallel(t)
 	e := newMessageEnv(t)
-	e.startRelay(messageArgs...)
+	p := e.startRelay(messageArgs...)
 	ctx := context.Background()
 	topic := e.prefix + ".msg"
 	env := func(n string) string {
@@ -378,6 +379,17 @@ func TestMessagesRolledBackSendNothing(t *testing.T) {
 	}
 	if n := e.statusCount(""); n != 0 {
 		t.Fatalf("the status table holds %d rows, want none: nothing ignored is parked", n)
+	}
+	_, families := p.scrape()
+	for prefix, want := range map[string]float64{"other": 1, "outbox-2": 1, "outbox": -1} {
+		if got := value(families, "cdc_relay_messages_ignored_total", "prefix", prefix); got != want {
+			t.Errorf("ignored messages of prefix %q: %v, want %v (-1: none)", prefix, got, want)
+		}
+	}
+	for _, prefix := range []string{"other", "outbox-2"} {
+		if !strings.Contains(p.Log(), "no messages: entry maps") || !strings.Contains(p.Log(), "prefix="+prefix) {
+			t.Errorf("the relay does not warn of the messages of prefix %q:\n%s", prefix, p.Log())
+		}
 	}
 }
 

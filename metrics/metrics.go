@@ -34,6 +34,10 @@ type Metrics struct {
 	// EventsUnrouted counts the events of a table that routes by tags
 	// which matched no route and went nowhere, by table (schema.table).
 	EventsUnrouted *prometheus.CounterVec
+	// MessagesIgnored counts the transactional logical decoding messages
+	// of a prefix no message source maps, which the relay read and went
+	// past: events lost, by prefix.
+	MessagesIgnored *prometheus.CounterVec
 	// ProduceErrors counts the errors Kafka or the client returned for the
 	// stream's records, by error name (sink.ErrorName), whatever became of the record
 	// (produced again alone, parked, or sent again after a reconnect).
@@ -98,6 +102,9 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 		EventsUnrouted: f.counterVec("cdc_relay_events_unrouted_total",
 			"Events of a table that routes by tags which matched no route and were sent nowhere, by table.",
 			"table"),
+		MessagesIgnored: f.counterVec("cdc_relay_messages_ignored_total",
+			"Transactional messages of a prefix no message source maps, which the relay read and went past (their events are lost), by prefix.",
+			"prefix"),
 		ProduceErrors: f.counterVec("cdc_relay_produce_errors_total",
 			"Errors Kafka or the client returned for the stream's records, by error.",
 			"error"),

@@ -255,6 +255,7 @@ func TestLabels(t *testing.T) {
 	m.EventsParked.WithLabelValues("MESSAGE_TOO_LARGE").Inc()
 	m.ProduceErrors.WithLabelValues("NOT_LEADER_FOR_PARTITION").Inc()
 	m.EventsUnrouted.WithLabelValues("public.outbox").Inc()
+	m.MessagesIgnored.WithLabelValues("renamed").Inc()
 	m.KafkaTransactions.WithLabelValues("committed").Inc()
 	m.CommitToAck.Observe(.003)
 	m.EventsDead.Inc()
@@ -272,6 +273,7 @@ func TestLabels(t *testing.T) {
 		{"cdc_relay_events_parked_total", "reason=MESSAGE_TOO_LARGE", 1},
 		{"cdc_relay_produce_errors_total", "error=NOT_LEADER_FOR_PARTITION", 1},
 		{"cdc_relay_events_unrouted_total", "table=public.outbox", 1},
+		{"cdc_relay_messages_ignored_total", "prefix=renamed", 1},
 		{"cdc_relay_kafka_transactions_total", "result=committed", 1},
 		{"cdc_relay_commit_to_ack_seconds", "", 1},
 		{"cdc_relay_events_dead_total", "", 1},

@@ -26,11 +26,12 @@ type Config struct {
 	// DeadLetterTopic, if set, also receives each event marked DEAD, with
 	// the error in its headers.
 	DeadLetterTopic string
-	// CheckTopic, if set, says why a row's topic must not be written
-	// (decoder.Mapping.TopicCheck: --allowed-topics): such a row is never
-	// produced, and its attempt fails with the reason. Unset, only Kafka's
-	// rules for topic names apply.
-	CheckTopic func(topic string) error
+	// CheckTopic, if set, says why a row's topic must not be written by
+	// the row's source (status.Row.SourceTable: the allowed topics of the
+	// table or message source that wrote the event, as the stream checks
+	// them): such a row is never produced, and its attempt fails with the
+	// reason. Unset, only Kafka's rules for topic names apply.
+	CheckTopic func(source, topic string) error
 	// Load, if set, reads the record of a Reload row (status.Row.Reload:
 	// a reset of its outbox row, a row adopted at the switch-over) from
 	// its outbox row as it is now, and returns the row with its record. An

@@ -339,7 +339,7 @@ func (p *Poller) produce(ctx context.Context, rows []status.Row, loaded []*statu
 	var sent []int // the row of each record
 	check := p.cfg.CheckTopic
 	if check == nil {
-		check = decoder.ValidTopic
+		check = func(_, topic string) error { return decoder.ValidTopic(topic) }
 	}
 	for _, i := range only {
 		row := rows[i]
@@ -349,7 +349,7 @@ func (p *Poller) produce(ctx context.Context, rows []status.Row, loaded []*statu
 		if loaded[i] != nil {
 			row = *loaded[i]
 		}
-		if err := check(row.Topic); err != nil {
+		if err := check(row.SourceTable, row.Topic); err != nil {
 			errs[i] = err // not a topic the relay may write: never produced
 			continue
 		}

@@ -57,6 +57,10 @@ func TestDeliver(t *testing.T) {
 		return status.Row{ID: id, EventID: "e", Topic: topic, Key: []byte("k"), Value: []byte(`{}`), Attempts: attempts,
 			CommitLSN: 0x1A2B, Headers: []decoder.Header{{Key: "id", Value: []byte("e")}}}
 	}
+	from := func(source string, r status.Row) status.Row {
+		r.SourceTable = source
+		return r
+	}
 	tests := []struct {
 		name    string
 		row     status.Row
@@ -65,6 +69,7 @@ func TestDeliver(t *testing.T) {
 		waitMin time.Duration  // for a failure: next attempt at least this far
 		waitMax time.Duration
 		none    bool // no outcome: not an attempt
+		refused bool // never produced: a topic the relay must not write
 	}{
 		{name: "delivered", row: row(1, "orders", 0), want: status.Outcome{Delivered: true}},
 		{name: "first failure waits the base", row: row(2, "missing", 0), errs: map[string]error{"missing": kerr.UnknownTopicOrPartition},
@@ -75,15 +80,28 @@ func TestDeliver(t *testing.T) {
 			want: status.Outcome{Err: kerr.UnknownTopicOrPartition}, waitMin: 48 * time.Second, waitMax: 72 * time.Second},
 		{name: "last attempt: dead", row: row(5, "missing", 9), errs: map[string]error{"missing": kerr.UnknownTopicOrPartition},
 			want: status.Outcome{Dead: true, Err: kerr.UnknownTopicOrPartition}},
-		{name: "not a Kafka topic: never produced", row: row(6, "bad topic!*", 0),
+		{name: "not a Kafka topic: never produced", row: row(6, "bad topic!*", 0), refused: true,
 			want: status.Outcome{Err: errors.New("not a topic")}, waitMin: 800 * time.Millisecond, waitMax: 1200 * time.Millisecond},
 		{name: "no answer in time: not an attempt", row: row(7, "slow", 0), errs: map[string]error{"slow": context.DeadlineExceeded}, none: true},
-		{name: "a topic --allowed-topics refuses: never produced", row: row(8, "_schemas", 0),
+		{name: "a topic --allowed-topics refuses: never produced", row: row(8, "_schemas", 0), refused: true,
+			want: status.Outcome{Err: errors.New("not allowed")}, waitMin: 800 * time.Millisecond, waitMax: 1200 * time.Millisecond},
+		{name: "checked by its own source's allowed topics", row: from("message:audit", row(9, "audit.login", 0)), want: status.Outcome{Delivered: true}},
+		{name: "a topic its own source refuses: never produced", row: from("message:audit", row(10, "orders", 0)), refused: true,
 			want: status.Outcome{Err: errors.New("not allowed")}, waitMin: 800 * time.Millisecond, waitMax: 1200 * time.Millisecond},
 	}
-	check, err := decoder.DefaultMapping().TopicCheck()
+	tableCheck, err := decoder.DefaultMapping().TopicCheck()
 	if err != nil {
 		t.Fatal(err)
+	}
+	auditCheck, err := decoder.Mapping{AllowedTopics: `audit\..*`}.TopicCheck()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(source, topic string) error {
+		if source == "message:audit" {
+			return auditCheck(topic)
+		}
+		return tableCheck(topic)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +129,7 @@ func TestDeliver(t *testing.T) {
 					t.Fatalf("next attempt in %s, want %s to %s", wait, tt.waitMin, tt.waitMax)
 				}
 			}
-			if tt.row.Topic == "bad topic!*" || tt.row.Topic == "_schemas" {
+			if tt.refused {
 				if len(prod.produced) != 0 {
 					t.Fatalf("produced to a topic the relay must not write")
 				}

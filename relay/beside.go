@@ -146,8 +146,9 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	pc.Claimed = s.holdClaimed
 	pc.Delivered = s.releaseKeys(ctx)
 	if pc.CheckTopic == nil {
-		// Validated with the mapping in New: the same topics as the stream.
-		pc.CheckTopic, _ = s.cfg.TopicCheck()
+		// Validated with the mapping in New: each row's topics as its
+		// source's stream allows them.
+		pc.CheckTopic, _ = s.cfg.SourceTopicCheck()
 	}
 	return pc
 }

@@ -216,7 +216,8 @@ func (c Config) SourceNames() []string {
 
 // Validate checks what can be checked without the database: the tables'
 // mappings, that no table is mapped twice, the message sources (a prefix
-// each, none twice), and that there is something to relay.
+// each, none twice), that there is something to relay, and that a relay
+// of messages only does not ask to recover a gap (checkRecoverNeedsTable).
 func (c Config) Validate() error {
 	if c.Ordering != "" && c.Ordering != OrderingKey && c.Ordering != OrderingNone {
 		return fmt.Errorf("ordering %q: want %s (a key's events in commit order, held behind a parked one) or %s (later events overtake a parked one)",
@@ -228,6 +229,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.validateMessages(); err != nil {
+		return err
+	}
+	if err := c.checkRecoverNeedsTable(); err != nil {
 		return err
 	}
 	_, err := decoder.NewSources(c.Mappings(), c.Messages)
@@ -253,15 +257,54 @@ func (c Config) validateMessages() error {
 	return nil
 }
 
-// TopicCheck is the check of a topic the stream's events go to, which
-// the poller and a corrected topic (`failed retry --topic`) must pass as
-// well: the first table's (Mapping.TopicCheck), or with no table the first
-// message source's, by its AllowedTopics.
-func (c Config) TopicCheck() (func(string) error, error) {
-	if len(c.Tables) == 0 && len(c.Messages) > 0 {
-		return decoder.Mapping{AllowedTopics: c.Messages[0].AllowedTopics}.TopicCheck()
+// SourceTopicCheck returns the check of a topic an event of a source
+// goes to, which the poller and a corrected topic (`failed retry --topic`)
+// must pass as the stream does: source is the event's source as the
+// status table's source_table names it (SourceNames: a table's
+// schema.table, a message source's message:<prefix>), and the event's
+// topic must pass that source's check (Mapping.TopicCheck, by its
+// AllowedTopics). An event of a source the configuration does not name (a
+// table since removed, or a row parked before sources were recorded) must
+// pass the check of every source: only a topic all of them allow.
+func (c Config) SourceTopicCheck() (func(source, topic string) error, error) {
+	names := c.SourceNames()
+	checks := make(map[string]func(string) error, len(names))
+	all := make([]func(string) error, 0, len(names))
+	for i, name := range names {
+		allowed := ""
+		if i < len(c.Tables) {
+			allowed = c.Tables[i].Mapping.AllowedTopics
+		} else {
+			allowed = c.Messages[i-len(c.Tables)].AllowedTopics
+		}
+		check, err := decoder.Mapping{AllowedTopics: allowed}.TopicCheck()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		checks[name] = check
+		all = append(all, check)
 	}
-	return c.Tables[0].Mapping.TopicCheck()
+	return func(source, topic string) error {
+		if check, ok := checks[source]; ok {
+			return check(topic)
+		}
+		return checkEvery(all, topic)
+	}, nil
+}
+
+// checkEvery is the check of a topic of an event whose source is not
+// configured: the first refusal of checks, or with no checks only Kafka's
+// rules.
+func checkEvery(checks []func(string) error, topic string) error {
+	if err := decoder.ValidTopic(topic); err != nil {
+		return err
+	}
+	for _, check := range checks {
+		if err := check(topic); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Migrations returns the names `cdc-relay migrate` creates for this

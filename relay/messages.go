@@ -3,7 +3,10 @@ package relay
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"time"
 
+	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/preflight"
 )
 
@@ -35,4 +38,57 @@ func (r *Relay) warnMessagesNotRecovered() {
 	r.log.Warn("--on-slot-loss recover publishes again only the outbox tables' rows: messages are in no table, and those of a gap in the WAL are lost; "+
 		"keep the slot on failover with a failover slot (PostgreSQL 17+) and its standby settings",
 		"messages", r.cfg.SourceNames()[len(r.cfg.Tables):])
+}
+
+// checkRecoverNeedsTable refuses --on-slot-loss recover for a relay of
+// messages only: recover publishes again the rows of outbox tables, and
+// messages are in no table, so with no table it would publish nothing and
+// stream on past the gap, which is --accept-slot-loss under another name.
+func (c Config) checkRecoverNeedsTable() error {
+	if c.OnSlotLoss != SlotLossRecover || len(c.Tables) > 0 {
+		return nil
+	}
+	return errors.New("--on-slot-loss recover cannot repair a relay of messages only: it publishes again the outbox tables' rows, " +
+		"and messages are in no table, so the messages of a gap in the WAL would be lost without a word; " +
+		"keep the slot over a failover with a failover slot (PostgreSQL 17+) and its standby settings, and use --on-slot-loss refuse")
+}
+
+// warnMessagesLost says, after a gap was repaired (res), that the
+// messages committed in it are lost: recover published again the tables'
+// rows only. It names the gap's stretch of WAL and the time since which
+// messages may be missing. Nothing without message sources.
+func warnMessagesLost(log *slog.Logger, cfg Config, res RecoverResult) {
+	if len(cfg.Messages) == 0 {
+		return
+	}
+	to := res.Gap.SlotLSN
+	if to == 0 {
+		to = res.Resume
+	}
+	at, which := checkpointTime(res.Gap.Checkpoint)
+	log.Warn("messages committed in the gap in the WAL are lost: they are in no table, and recover published again the outbox tables' rows only; "+
+		"replay them from the application if it can, and keep the slot over a failover with a failover slot (PostgreSQL 17+)",
+		"messages", cfg.SourceNames()[len(cfg.Tables):], "gap_from", res.Gap.Checkpoint.LSN, "gap_to", to,
+		"committed_since", at.UTC(), "since_is", which)
+}
+
+// newUnmappedLog returns the log of the transactional messages of a prefix
+// no message source maps, by prefix: the first at once, then at most one
+// line per prefix per minute with how many more there were.
+func newUnmappedLog(log *slog.Logger) *ratelog.Logger {
+	return ratelog.New(log, ratelog.Config{Every: time.Minute,
+		Summary: "ignored more transactional messages of a prefix no messages: entry maps; their events are lost",
+		KeyAttr: "prefix", CountAttr: "messages"})
+}
+
+// ignoreUnmapped counts, and logs at a bounded rate, a transactional
+// message of a prefix no message source maps: the slot moves past it, so
+// the event it carries is lost (a messages: entry renamed, or an
+// application writing a prefix nobody maps).
+func (p *pipeline) ignoreUnmapped(prefix string) {
+	p.metrics.MessagesIgnored.WithLabelValues(prefix).Inc()
+	if !p.unmapped.Hold(prefix, slog.LevelWarn) {
+		p.unmapped.Log(prefix, slog.LevelWarn, "ignored a transactional message of a prefix no messages: entry maps; its event is lost: "+
+			"map the prefix (messages: in the config file, or --message-prefix), or have the application write a mapped one", "prefix", prefix)
+	}
 }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -123,9 +125,8 @@ func streamRecords(t *testing.T, ctx context.Context, conn *replication.Conn, tp
 
 // TestConfigWithMessages: the sources are named tables first, then
 // message:<prefix>; a prefix must be set and given once, and a relay
-// needs a table or a message source; with no table the start-up check
-// has no outbox table, and topics are checked by the first message
-// source's rules.
+// needs a table or a message source, and a table to recover a gap; with
+// no table the start-up check has no outbox table.
 func TestConfigWithMessages(t *testing.T) {
 	table := Table{Mapping: messagesMapping}
 	for _, tc := range []struct {
@@ -141,6 +142,11 @@ func TestConfigWithMessages(t *testing.T) {
 		{name: "no prefix", cfg: Config{Messages: []decoder.MessageMapping{{}}}, invalid: "prefix is not set"},
 		{name: "a prefix twice", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "outbox"}}},
 			invalid: `messages "outbox": the prefix is given twice`},
+		{name: "messages only, recover", cfg: Config{Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRecover},
+			invalid: "--on-slot-loss recover cannot repair a relay of messages only"},
+		{name: "messages only, refuse", cfg: Config{Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRefuse}, names: "message:outbox"},
+		{name: "a table and messages, recover", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRecover},
+			names: "public.ob, message:outbox"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -164,13 +170,52 @@ func TestConfigWithMessages(t *testing.T) {
 			}
 		})
 	}
-	onlyOrders := Config{Messages: []decoder.MessageMapping{{Prefix: "outbox", AllowedTopics: `orders\..*`}}}
-	check, err := onlyOrders.TopicCheck()
+}
+
+// TestSourceTopicCheck: a parked event's topic (the poller's, a corrected
+// one's) is checked by the allowed topics of the source that wrote it,
+// and an event of a source no longer configured by those of every source.
+func TestSourceTopicCheck(t *testing.T) {
+	orders := decoder.DefaultMapping()
+	orders.AllowedTopics = `orders\..*`
+	tablesAndAudit := Config{Tables: []Table{{Mapping: orders}},
+		Messages: []decoder.MessageMapping{{Prefix: "audit", AllowedTopics: `audit\..*`}}}
+	twoPrefixes := Config{Messages: []decoder.MessageMapping{{Prefix: "a", AllowedTopics: `a\..*`}, {Prefix: "b", AllowedTopics: `b\..*|shared`}}}
+	tests := []struct {
+		name          string
+		cfg           Config
+		source, topic string
+		allowed       bool
+	}{
+		{"a table's topic", tablesAndAudit, "public.outbox", "orders.created", true},
+		{"a table's topic its table refuses", tablesAndAudit, "public.outbox", "audit.login", false},
+		{"a message source's topic", tablesAndAudit, "message:audit", "audit.login", true},
+		{"a message source's topic it refuses", tablesAndAudit, "message:audit", "orders.created", false},
+		{"the second message source", twoPrefixes, "message:b", "b.events", true},
+		{"the first message source", twoPrefixes, "message:a", "a.events", true},
+		{"one source's topic for another", twoPrefixes, "message:a", "b.events", false},
+		{"a removed source: a topic one source refuses", twoPrefixes, "public.gone", "b.events", false},
+		{"a removed source: no recorded source", twoPrefixes, "", "a.events", false},
+		{"not a Kafka topic", twoPrefixes, "message:b", "b.bad topic", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			check, err := tt.cfg.SourceTopicCheck()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := check(tt.source, tt.topic); (err == nil) != tt.allowed {
+				t.Errorf("check(%q, %q) = %v, want allowed %v", tt.source, tt.topic, err, tt.allowed)
+			}
+		})
+	}
+	every := Config{Messages: []decoder.MessageMapping{{Prefix: "a", AllowedTopics: `a\..*|shared`}, {Prefix: "b", AllowedTopics: `b\..*|shared`}}}
+	check, err := every.SourceTopicCheck()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if check("orders.created") != nil || check("audit") == nil {
-		t.Errorf("a relay of messages only does not check topics by its message source's allowed topics")
+	if err := check("public.gone", "shared"); err != nil {
+		t.Errorf("a removed source's event to a topic every source allows: %v", err)
 	}
 }
 
@@ -237,5 +282,73 @@ func TestSlotLossRecoverWarnsOfMessages(t *testing.T) {
 				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, logs)
 			}
 		})
+	}
+}
+
+// TestRepairedGapWarnsOfLostMessages: once a gap is repaired, a relay with
+// message sources warns that the messages committed in the gap are lost,
+// naming the gap; without messages it says nothing more.
+func TestRepairedGapWarnsOfLostMessages(t *testing.T) {
+	saved := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		messages []decoder.MessageMapping
+		gap      SlotGapError
+		resume   pglogrepl.LSN
+		want     []string
+	}{
+		{"slot ahead", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100, CommitTime: saved}, SlotLSN: 0x900}, 0x900,
+			[]string{"level=WARN", "are lost", "message:outbox", "gap_from=0/100", "gap_to=0/900", "committed_since=2026-01-02T03:04:05"}},
+		{"slot dropped", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100, UpdatedAt: saved}, Dropped: true}, 0xA00,
+			[]string{"gap_from=0/100", "gap_to=0/A00", "the time the checkpoint was saved"}},
+		{"no messages", nil, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100}, SlotLSN: 0x900}, 0x900, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &logBuffer{}
+			cfg := Config{Tables: []Table{{Mapping: messagesMapping}}, Messages: tc.messages}
+			warnMessagesLost(slog.New(slog.NewTextHandler(logs, nil)), cfg, RecoverResult{Gap: tc.gap, Resume: tc.resume})
+			if tc.want == nil && logs.String() != "" {
+				t.Errorf("logged without messages:\n%s", logs)
+			}
+			for _, w := range tc.want {
+				if logs.count(w) != 1 {
+					t.Errorf("no %q once in:\n%s", w, logs)
+				}
+			}
+		})
+	}
+}
+
+// TestPipelineCountsUnmappedMessages: the transactional messages of a
+// prefix no source maps are counted by prefix and warned of at once, one
+// line for a burst, while the transaction's events go on and its position
+// is confirmed.
+func TestPipelineCountsUnmappedMessages(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+	for range 3 {
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindUnmappedMessage, Prefix: "renamed"})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{ID: []byte("a"), Topic: "orders", Value: []byte(`{}`),
+		CommitLSN: 0x1f8, Headers: []decoder.Header{{Key: "id", Value: []byte("a")}}}},
+		decoder.Message{Kind: decoder.KindCommit, EndLSN: 0x200})
+	for _, m := range msgs {
+		if err := tp.apply(0x1f0, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp.prod.answer(nil)
+	if got := tp.tracker.Safe(); got != 0x200 {
+		t.Fatalf("safe %s, want 0/200", got)
+	}
+	var m dto.Metric
+	if err := tp.metrics.MessagesIgnored.WithLabelValues("renamed").Write(&m); err != nil || m.GetCounter().GetValue() != 3 {
+		t.Errorf("ignored %v (%v), want 3", m.GetCounter().GetValue(), err)
+	}
+	if tp.logs.count("level=WARN") != 1 || tp.logs.count("prefix=renamed") != 1 || tp.logs.count("no messages: entry maps") != 1 {
+		t.Errorf("want one warning naming the prefix:\n%s", tp.logs)
+	}
+	if got := tp.count.read.Load(); got != 1 {
+		t.Errorf("read %d events, want 1", got)
 	}
 }

@@ -42,12 +42,15 @@ type pipeline struct {
 	parkedBefore func(*inflight) bool
 	// unrouted logs the events that matched no route, by table.
 	unrouted *ratelog.Logger
+	// unmapped logs the transactional messages of prefixes no message
+	// source maps, by prefix (messages.go).
+	unmapped *ratelog.Logger
 }
 
 // newPipeline returns the pipeline of l's session, which decodes with dec
 // and hands its events to d.
 func newPipeline(l *ledger, dec *decoder.Decoder, d delivery) *pipeline {
-	return &pipeline{ledger: l, dec: dec, delivery: d, unrouted: newUnroutedLog(l.log)}
+	return &pipeline{ledger: l, dec: dec, delivery: d, unrouted: newUnroutedLog(l.log), unmapped: newUnmappedLog(l.log)}
 }
 
 // handle decodes one pgoutput message and applies it.
@@ -85,6 +88,10 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 		}
 		p.count.read.Add(1)
 		p.route(&msg)
+	case decoder.KindUnmappedMessage:
+		if !p.skipping {
+			p.ignoreUnmapped(msg.Prefix)
+		}
 	}
 	return nil
 }

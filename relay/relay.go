@@ -184,27 +184,53 @@ func (r *Relay) Failed(ctx context.Context, opts status.ListOptions) ([]status.R
 }
 
 // Retry makes parked events due at once (see status.Store.Retry). A new
-// topic (opts.Topic) must pass the check the poller applies to every topic
-// (decoder.Mapping.TopicCheck: a legal name that --allowed-topics
-// allows), else the error is status.ErrTopicRefused. The running
-// relay holds the row's key in its new topic before the change commits:
-// no later event of the key in that topic goes ahead of the row.
+// topic (opts.Topic) must pass the check the poller applies to the row's
+// topic (Config.CheckCorrectedTopic: a legal name that the allowed topics
+// of the row's source allow), else the error is status.ErrTopicRefused. The
+// running relay holds the row's key in its new topic before the change
+// commits: no later event of the key in that topic goes ahead of the row.
 func (r *Relay) Retry(ctx context.Context, opts status.RetryOptions) ([]status.Change, error) {
 	s := r.failures.Load()
 	if s == nil {
 		return nil, ErrNotConnected
 	}
 	if opts.Topic != "" {
-		check, err := r.cfg.TopicCheck()
-		if err != nil {
+		if err := r.cfg.CheckCorrectedTopic(ctx, s, opts); err != nil {
 			return nil, err
-		}
-		if err := check(opts.Topic); err != nil {
-			return nil, fmt.Errorf("%w: %w", status.ErrTopicRefused, err)
 		}
 		opts.Hold = r.holdCorrected
 	}
 	return s.Retry(ctx, opts)
+}
+
+// CheckCorrectedTopic checks the new topic of a retry (opts.Topic, with
+// one id) as the poller will check the row's topic: against the allowed
+// topics of the row's source (SourceTopicCheck, by its source_table, which
+// never changes). A refusal wraps status.ErrTopicRefused. Without a new
+// topic, or for an id not in s's table (Retry reports it), it returns nil.
+func (c Config) CheckCorrectedTopic(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
+	if opts.Topic == "" {
+		return nil
+	}
+	check, err := c.SourceTopicCheck()
+	if err != nil {
+		return err
+	}
+	var source string
+	if len(opts.IDs) == 1 {
+		row, err := s.Get(ctx, opts.IDs[0])
+		if errors.Is(err, status.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		source = row.SourceTable
+	}
+	if err := check(source, opts.Topic); err != nil {
+		return fmt.Errorf("%w: %w", status.ErrTopicRefused, err)
+	}
+	return nil
 }
 
 // holdCorrected holds k, the new topic and key of a row whose topic is

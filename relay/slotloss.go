@@ -79,5 +79,6 @@ func (rn *runner) recoverSlot(ctx context.Context, gap *SlotGapError) error {
 	rn.log.Warn("repaired the gap in the WAL: outbox rows published again (consumers may see some twice); streaming on",
 		"slot", cfg.Slot, "since", res.Since, "gap_from", res.Gap.Checkpoint.LSN, "gap_to", res.Gap.SlotLSN,
 		"rows", res.Rows, "published", res.Published, "parked", res.Parked, "resume", res.Resume)
+	warnMessagesLost(rn.log, cfg, res)
 	return nil
 }

@@ -40,6 +40,10 @@ type FailedCommand struct {
 	// allowedTopics is retry's --allowed-topics: the topics a corrected
 	// topic (--topic) may be, as run's.
 	allowedTopics string
+	// file is the config file --config names, or nil: with it, a
+	// corrected topic must also pass the allowed topics of the event's
+	// own source (checkSourceTopic).
+	file *config.File
 
 	given map[string]bool // the flags given on the command line
 
@@ -150,12 +154,14 @@ topic it was parked for: for an event parked for an illegal topic, or one
 that --allowed-topics (or the config file's allowed_topics) does not allow,
 which could otherwise never be delivered. T must be a legal Kafka topic
 name that --allowed-topics allows (by default any not starting with "_" or
-"connect-"), as run checks. The event keeps the topic it was parked for
-(original topic, in 'failed show'). The events of its key that waited
-behind it in its old topic are released, and the output says how many: the
-poller delivers them to the topic they were parked for (correct each in
-turn once it is FAILED or DEAD). In its new topic it is delivered in its
-key's order: after the held events of that topic and key parked before it.
+"connect-"), as run checks; with --config, the allowed topics of the
+event's own source (a messages: entry's allowed_topics). The event keeps
+the topic it was parked for (original topic, in 'failed show'). The events
+of its key that waited behind it in its old topic are released, and the
+output says how many: the poller delivers them to the topic they were
+parked for (correct each in turn once it is FAILED or DEAD). In its new
+topic it is delivered in its key's order: after the held events of that
+topic and key parked before it.
 `,
 	"skip": `Usage: cdc-relay failed skip ID...
 
@@ -331,6 +337,7 @@ func (c *FailedCommand) parseFlags(args []string) (*config.File, []string, error
 	if file != nil && c.allowedTopics == "" {
 		c.allowedTopics = file.AllowedTopics
 	}
+	c.file = file
 	return file, operands, nil
 }
 
@@ -451,7 +458,9 @@ func (c *FailedCommand) prepareChange(ids []int64, state string, usage func(stri
 }
 
 // checkNewTopic checks retry's --topic: one id, and a topic the relay may
-// write (decoder.Mapping.TopicCheck, as run and its poller check).
+// write (decoder.Mapping.TopicCheck, as run and its poller check); when
+// the config file's sources allow different topics, a legal name, the rest
+// once the event's source is known.
 func (c *FailedCommand) checkNewTopic(ids []int64) error {
 	if c.topic == "" {
 		if c.given["topic"] {
@@ -466,7 +475,44 @@ func (c *FailedCommand) checkNewTopic(ids []int64) error {
 	if err != nil {
 		return err
 	}
+	if c.sourcesDiffer() {
+		// The config file's message sources allow other topics: the
+		// event's own source is checked once its row is read
+		// (checkSourceTopic).
+		check = decoder.ValidTopic
+	}
 	if err := check(c.topic); err != nil {
+		return fmt.Errorf("--topic: %w", err)
+	}
+	return nil
+}
+
+// sourcesDiffer reports whether the config file has a message source
+// with allowed_topics of its own: its events' topics are not those of
+// --allowed-topics (or the file's).
+func (c *FailedCommand) sourcesDiffer() bool {
+	if c.file == nil {
+		return false
+	}
+	for _, m := range c.file.Messages {
+		if m.AllowedTopics != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSourceTopic checks, with a config file, a corrected topic against
+// the allowed topics of the event's own source as run configures them
+// from the file (relay.Config.CheckCorrectedTopic): a message source's
+// own allowed_topics, else --allowed-topics or the file's.
+func (c *FailedCommand) checkSourceTopic(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
+	if c.file == nil || opts.Topic == "" {
+		return nil
+	}
+	var rc relay.Config
+	configSources(&rc, c.file, c.allowedTopics)
+	if err := rc.CheckCorrectedTopic(ctx, s, opts); err != nil {
 		return fmt.Errorf("--topic: %w", err)
 	}
 	return nil
@@ -583,6 +629,9 @@ func (c *FailedCommand) show(ctx context.Context, s *status.Store, id int64) err
 
 // retry is `failed retry`.
 func (c *FailedCommand) retry(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
+	if err := c.checkSourceTopic(ctx, s, opts); err != nil {
+		return err
+	}
 	changes, err := s.Retry(ctx, opts)
 	if len(changes) > 0 && opts.Topic != "" {
 		fmt.Fprintf(c.stdout, "retried 1 event: %d, to topic %q (its original topic is kept: 'cdc-relay failed show %d')\n", changes[0].ID, opts.Topic, changes[0].ID)

@@ -30,6 +30,15 @@ func TestFailedRetryTopic(t *testing.T) {
 	if _, err := conn.Exec(ctx, `UPDATE outbox_delivery SET commit_lsn = '0/7' WHERE event_id = 'e-4'`); err != nil { // one event, two topics
 		t.Fatal(err)
 	}
+	if _, err := conn.Exec(ctx, `INSERT INTO outbox_delivery (event_id, topic, record_key, status, attempts, last_error, source_table) VALUES
+		  ('e-7', 'audit', 'm', 'DEAD', 0, 'refused', 'message:audit')`); err != nil {
+		t.Fatal(err)
+	}
+	messagesFile := filepath.Join(t.TempDir(), "messages.yaml")
+	if err := os.WriteFile(messagesFile, []byte("allowed_topics: 'payments\\..*'\ntables:\n  - {table: outbox, value: payload, topic: payments.x}\n"+
+		"messages:\n  - {prefix: audit, allowed_topics: 'audit\\..*'}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	configFile := filepath.Join(t.TempDir(), "relay.yaml")
 	if err := os.WriteFile(configFile, []byte("allowed_topics: 'payments\\..*'\ntables:\n  - {table: outbox, value: payload, topic: payments.x}\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -63,6 +72,10 @@ func TestFailedRetryTopic(t *testing.T) {
 			stderr: []string{`id 4 is already for topic "orders": retry it without --topic`}, after: map[int64]string{4: "DEAD 0", 5: "WAITING 0"}},
 		{name: "a topic its event has a row for", args: []string{"retry", "6", "--topic", "orders"}, code: 1,
 			stderr: []string{`id 6: its event has a row for topic "orders" already`}, after: map[int64]string{6: "DEAD 0"}},
+		{name: "a topic the file allows but not the event's own source", args: []string{"retry", "7", "--topic", "payments.audit", "--config", messagesFile}, code: 1,
+			stderr: []string{`--topic: `, `topic "payments.audit" is not allowed`, `audit\\..*`}, after: map[int64]string{7: "DEAD 0"}},
+		{name: "a topic the event's own source allows", args: []string{"retry", "7", "--topic", "audit.fixed", "--config", messagesFile},
+			stdout: []string{`to topic "audit.fixed"`}, after: map[int64]string{7: "FAILED 0"}},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {

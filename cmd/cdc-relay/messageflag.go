@@ -25,17 +25,16 @@ func registerMessagePrefix(fs *flag.FlagSet, prefix *string) {
 }
 
 // addMessagePrefix adds to cfg the message source --message-prefix names,
-// its content an envelope, its topics checked as the first table's
-// (--allowed-topics); nothing when prefix is empty. A prefix cfg relays
-// already (a config file's messages:) is refused.
-func addMessagePrefix(cfg *relay.Config, prefix string) error {
+// its content an envelope, its topics checked by allowedTopics (the
+// --allowed-topics value, else the config file's allowed_topics, as a
+// config file's sources get them), with or without a table; nothing when
+// prefix is empty. A prefix cfg relays already (a config file's
+// messages:) is refused.
+func addMessagePrefix(cfg *relay.Config, prefix, allowedTopics string) error {
 	if prefix == "" {
 		return nil
 	}
-	m := decoder.MessageMapping{Prefix: prefix}
-	if len(cfg.Tables) > 0 {
-		m.AllowedTopics = cfg.Tables[0].Mapping.AllowedTopics
-	}
+	m := decoder.MessageMapping{Prefix: prefix, AllowedTopics: allowedTopics}
 	if err := m.Validate(); err != nil {
 		return usageError{"--message-prefix: " + err.Error()}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,12 +95,53 @@ func TestMessagePrefixFlag(t *testing.T) {
 	}
 }
 
+// TestMessagePrefixBesideMessagesOnlyFile: with a config file of messages
+// only (no table), --message-prefix's source gets the allowed topics all
+// the others get: --allowed-topics, else the file's allowed_topics.
+func TestMessagePrefixBesideMessagesOnlyFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		args       []string
+		want       string
+	}{
+		{name: "the file's", yaml: "allowed_topics: 'audit\\..*'\nmessages: [{prefix: audit}]\n", want: `audit\..*`},
+		{name: "the flag's", yaml: "allowed_topics: 'audit\\..*'\nmessages: [{prefix: audit}]\n", args: []string{"--allowed-topics", `events\..*`}, want: `events\..*`},
+		{name: "neither", yaml: "messages: [{prefix: audit}]\n", want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("CDC_RELAY_POSTGRES_URL", "postgres://relay@h/db")
+			t.Setenv("CDC_RELAY_KAFKA_BROKERS", "k:9092")
+			path := filepath.Join(t.TempDir(), "relay.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := &RunCommand{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+			fs := c.flags()
+			if err := parseFlags(fs, append([]string{"--config", path, "--message-prefix", "outbox"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.finish(fs); err != nil {
+				t.Fatal(err)
+			}
+			if len(c.cfg.Tables) != 0 || len(c.cfg.Messages) != 2 {
+				t.Fatalf("tables %+v, messages %+v: want no table and two message sources", c.cfg.Tables, c.cfg.Messages)
+			}
+			for _, m := range c.cfg.Messages {
+				if m.AllowedTopics != tc.want {
+					t.Errorf("%s: allowed topics %q, want %q", m.Name(), m.AllowedTopics, tc.want)
+				}
+			}
+		})
+	}
+}
+
 // TestMessagePrefixGivenTwice: a prefix the config file relays already is
 // a usage error naming it.
 func TestMessagePrefixGivenTwice(t *testing.T) {
 	cfg := relay.DefaultConfig()
 	cfg.Messages = []decoder.MessageMapping{{Prefix: "outbox"}}
-	err := addMessagePrefix(&cfg, "outbox")
+	err := addMessagePrefix(&cfg, "outbox", "")
 	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), `--message-prefix "outbox"`) {
 		t.Fatalf("got %v, want a usage error naming the prefix", err)
 	}

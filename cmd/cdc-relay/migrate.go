@@ -165,7 +165,7 @@ func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
 		rc.Retention.Outbox = 0
 		c.skipOutbox = true
 	}
-	if err := addMessagePrefix(&rc, c.messagePrefix); err != nil {
+	if err := addMessagePrefix(&rc, c.messagePrefix, ""); err != nil { // migrate checks no topic
 		return rc, err
 	}
 	return rc, nil

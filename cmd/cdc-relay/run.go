@@ -144,8 +144,9 @@ func (r *relayFlags) finish(fs *flag.FlagSet) error {
 	if err := finishRelayConfig(&r.cfg, &r.tables, r.brokers, r.headerCol); err != nil {
 		return err
 	}
+	allowedTopics := r.cfg.Tables[0].Mapping.AllowedTopics // the flag's, else the file's
 	if file != nil {
-		configSources(&r.cfg, file, r.cfg.Tables[0].Mapping.AllowedTopics)
+		configSources(&r.cfg, file, allowedTopics)
 		// The tables of a config file are the application's: the relay
 		// deletes none of their rows unless told to.
 		retention := false
@@ -157,7 +158,7 @@ func (r *relayFlags) finish(fs *flag.FlagSet) error {
 			return fmt.Errorf("%s: %w", r.configPath, err)
 		}
 	}
-	if err := addMessagePrefix(&r.cfg, r.messagePrefix); err != nil {
+	if err := addMessagePrefix(&r.cfg, r.messagePrefix, allowedTopics); err != nil {
 		return err
 	}
 	return r.kafkaSecurity.finish(&r.cfg.Kafka)
