@@ -19,7 +19,8 @@ const EmitFunction = "cdc_relay.emit(text, text, jsonb, jsonb, text)"
 // cdc_relay.emit(topic text, key text, payload jsonb, headers jsonb
 // DEFAULT NULL, id text DEFAULT NULL) RETURNS pg_lsn in the database: it
 // writes the relay's envelope (a JSON object with topic, key (null when
-// NULL), payload, and headers and id only when they are not NULL) as a
+// NULL), payload, and headers and id only when they are not NULL, an
+// empty id as NULL: the relay then uses the message's WAL position) as a
 // transactional logical decoding message with prefix,
 // pg_logical_emit_message(true, prefix, envelope), and returns the
 // message's LSN. It raises, SQLSTATE 22004, on a NULL or empty topic,

@@ -93,6 +93,11 @@ func TestEmitWritesTheEnvelope(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT cdc_relay.emit('orders.audit', NULL, '"text"', '{"event_type": "OrderPlaced"}', 'my-id')::text`).Scan(&second); err != nil {
 		t.Fatal(err)
 	}
+	// An empty id is no id: the relay gives the event its WAL position.
+	var third pglogrepl.LSN
+	if err := conn.QueryRow(ctx, `SELECT cdc_relay.emit('orders', '44', '{}', NULL, '')::text`).Scan(&third); err != nil {
+		t.Fatal(err)
+	}
 	rolledBack := errors.New("rolled back")
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT cdc_relay.emit('orders', '43', '{}')"); err != nil {
@@ -113,6 +118,7 @@ func TestEmitWritesTheEnvelope(t *testing.T) {
 		{transactional: true, prefix: "outbox", lsn: first, envelope: map[string]any{"topic": "orders", "key": "42", "payload": map[string]any{"total": 10.0}}},
 		{transactional: true, prefix: "outbox", lsn: second, envelope: map[string]any{"topic": "orders.audit", "key": nil, "payload": "text",
 			"headers": map[string]any{"event_type": "OrderPlaced"}, "id": "my-id"}},
+		{transactional: true, prefix: "outbox", lsn: third, envelope: map[string]any{"topic": "orders", "key": "44", "payload": map[string]any{}}},
 	}
 	if got := peekMessages(t, conn, "s"); !reflect.DeepEqual(got, want) {
 		t.Errorf("messages:\n got %+v\nwant %+v", got, want)

@@ -45,13 +45,19 @@ func TestMigrateMessagesOnly(t *testing.T) {
 	if outboxes != 0 || !strings.Contains(body, "pg_logical_emit_message(true, 'outbox', envelope::text)") {
 		t.Errorf("outbox tables %d; emit's body:\n%s", outboxes, body)
 	}
-	rc.Messages = rc.Messages[1:]
-	if res, err = Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil || res.Emit != "audit" {
+	// emit writes envelopes: for the first envelope source, past a
+	// payload-only one, and for none when every source is payload-only.
+	rc.Messages = []decoder.MessageMapping{rc.Messages[1], {Prefix: "events"}}
+	if res, err = Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil || res.Emit != "events" {
 		t.Fatalf("with another prefix: %+v, %v", res, err)
 	}
 	if err := conn.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE oid = 'cdc_relay.emit(text, text, jsonb, jsonb, text)'::regprocedure").Scan(&body); err != nil ||
-		!strings.Contains(body, "'audit'") {
+		!strings.Contains(body, "'events'") {
 		t.Errorf("emit's body after the prefix changed (%v):\n%s", err, body)
+	}
+	rc.Messages = rc.Messages[:1]
+	if res, err = Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil || res.Emit != "" {
+		t.Fatalf("with payload-only messages alone: %+v, %v", res, err)
 	}
 }
 

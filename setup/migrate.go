@@ -40,8 +40,9 @@ type Result struct {
 	// kept or dropped, what became of it, in the order of the tables.
 	Resets []ResetTrigger
 	// Emit is the prefix the SQL helper cdc_relay.emit writes, created or
-	// replaced by this run for the first message source; "" when the
-	// config has none.
+	// replaced by this run for the first message source whose content is
+	// the envelope; "" when the config has none (emit writes envelopes:
+	// a payload-only source would send them whole, as its values).
 	Emit string
 }
 
@@ -93,11 +94,11 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 	if err := applyMigrations(ctx, conn, rc, opts, &res); err != nil {
 		return res, err
 	}
-	if len(rc.Messages) > 0 {
-		if err := migrations.CreateEmit(ctx, conn, rc.Messages[0].Prefix); err != nil {
+	if prefix, ok := emitPrefix(rc); ok {
+		if err := migrations.CreateEmit(ctx, conn, prefix); err != nil {
 			return res, err
 		}
-		res.Emit = rc.Messages[0].Prefix
+		res.Emit = prefix
 	}
 	if opts.NoSlot {
 		return res, nil
@@ -159,4 +160,16 @@ func ownTables(rc relay.Config) migrations.Config {
 		CheckpointTable:  rc.CheckpointTable,
 		Publication:      rc.Publication,
 	}
+}
+
+// emitPrefix is the prefix of the first message source of rc whose
+// content is the envelope, the one cdc_relay.emit writes; ok is false
+// when rc has none.
+func emitPrefix(rc relay.Config) (prefix string, ok bool) {
+	for _, m := range rc.Messages {
+		if !m.PayloadOnly {
+			return m.Prefix, true
+		}
+	}
+	return "", false
 }

@@ -256,6 +256,8 @@ func (c *MigrateCommand) printMigrated(res setup.Result, rc relay.Config) {
 	}
 	if res.Emit != "" {
 		fmt.Fprintf(c.stdout, ", function cdc_relay.emit writing prefix %q", res.Emit)
+	} else if len(rc.Messages) > 0 {
+		fmt.Fprintf(c.stdout, ", no function cdc_relay.emit (it writes envelopes, and every message source is payload_only)")
 	}
 	fmt.Fprintln(c.stdout)
 	printResetTriggers(c.stdout, res.Resets)

@@ -26,7 +26,7 @@ BEGIN
         IF jsonb_typeof(emit.headers) = 'object' THEN
             envelope := envelope || jsonb_build_object('headers', emit.headers);
         END IF;
-        IF emit.id IS NOT NULL THEN
+        IF nullif(emit.id, '') IS NOT NULL THEN
             envelope := envelope || jsonb_build_object('id', emit.id);
         END IF;
         RETURN pg_logical_emit_message(true, {{prefix}}, envelope::text);
