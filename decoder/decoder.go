@@ -54,7 +54,8 @@ type Event struct {
 	// Key is the record key; nil for a NULL key.
 	Key []byte
 	// Value is the payload as PostgreSQL renders it; nil for NULL. A
-	// poison message's is its whole content.
+	// poison message's is its payload when its content could be read,
+	// else its whole content.
 	Value []byte
 	// Headers are "id", the header columns, then the headers object's keys.
 	Headers []Header
@@ -102,7 +103,7 @@ type Message struct {
 	// not fit the mapping when the row was written), or on a message whose
 	// content is not what its MessageMapping says (a malformed envelope, a
 	// member of the wrong type, no topic). Event then holds what could be
-	// decoded, a message's whole content as its Value. Poison rows are permanent failures: they belong in
+	// decoded, a message's payload as its Value (its whole content when the content could not be read). Poison rows are permanent failures: they belong in
 	// the status table, and the stream goes on.
 	Poison error
 	// Relation is set on KindRelation.

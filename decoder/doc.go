@@ -15,7 +15,8 @@
 // of topic, key, id, headers and payload) or, payload-only, the value
 // itself. The record's timestamp is the transaction's commit time, and its
 // id, without one in the content, the message's WAL position. A message
-// that cannot become a record is Poison with its content as the value.
+// that cannot become a record is Poison with its payload as the value, or
+// its whole content when the content could not be read.
 // [NewSources] makes a decoder of tables and messages, or of messages only.
 //
 // A transactional message of a prefix no mapping names decodes to

@@ -46,18 +46,20 @@ func (d *Decoder) logicalMessage(b []byte) (Message, error) {
 // messageEvent makes the Message of a transactional message of src written
 // at lsn: the record the content gives, in the transaction's commit order
 // and at its commit time, or the reason it cannot become one, with the
-// content as the value. content is only read during the call.
+// payload as the value when the content could be read, else the whole
+// content. content is only read during the call.
 func (d *Decoder) messageEvent(src *source, lsn uint64, content []byte) Message {
 	msg := Message{Kind: KindEvent}
 	ev := &msg.Event
 	ev.Table, ev.CommitLSN, ev.Timestamp = src.index, d.commitLSN, d.commitTime
 	var p parts
-	var err error
+	var unread error // the content is no envelope (or payload) to read
 	if src.m.PayloadOnly {
-		p, err = payloadOnlyParts(src.m, content)
+		p, unread = payloadOnlyParts(src.m, content)
 	} else {
-		p, err = envelopeParts(content)
+		p, unread = envelopeParts(content)
 	}
+	err := unread
 	// The id header first, its value set below; it wins over a member
 	// "id" of the headers.
 	ev.Headers = append(d.headers[:0], Header{Key: "id"})
@@ -68,9 +70,17 @@ func (d *Decoder) messageEvent(src *source, lsn uint64, content []byte) Message 
 		}
 	}
 	err = firstError(err, d.messageTopic(src, p.topic, ev))
+	if unread != nil {
+		// What the application wrote, for the parked row: there is no
+		// payload to tell from it.
+		err = fmt.Errorf("%w (the parked value is the message's whole content)", err)
+		p.value = content
+	}
 	if err != nil {
+		// A content read but refused (its topic, its headers) keeps its
+		// payload as the value, so that a retry to a corrected topic
+		// sends the record the application meant.
 		msg.Poison = fmt.Errorf("messages %q: %w", src.m.Prefix, err)
-		p.value = content // what the application wrote, for the parked row
 	}
 	ownParts(ev, p, lsn)
 	ev.Headers[0].Value = ev.ID
