@@ -66,7 +66,8 @@ func emitPlaceholders(prefix string) *strings.Replacer {
 	literals := []string{
 		"{{prefix}}", quoteLiteral(prefix),
 		"{{comment}}", quoteLiteral("Writes an event for cdc-relay: the envelope {topic, key, payload, headers, id} as a transactional " +
-			"logical decoding message with the prefix " + strconv.Quote(prefix) + "; returns its LSN. Created by cdc-relay migrate."),
+			"logical decoding message " + emitPrefixMark + strconv.Quote(prefix) + "; returns its LSN. A NULL payload is a record with no value " +
+			"(a tombstone on a compacted topic). Created by cdc-relay migrate."),
 	}
 	joined := strings.Join(literals, " ")
 	tag := func(base string) string {

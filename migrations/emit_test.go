@@ -162,10 +162,16 @@ func TestEmitReplacedWithAnotherPrefix(t *testing.T) {
 	if _, err := Apply(ctx, conn, messagesOnly()); err != nil {
 		t.Fatal(err)
 	}
-	odd := `it's $fn$ $do$ \ {{prefix}}`
+	if got, ok, err := EmitPrefix(ctx, conn); err != nil || ok {
+		t.Fatalf("EmitPrefix before migrate made the function: %q, %v, %v; want none", got, ok, err)
+	}
+	odd := `it's $fn$ $do$ \ {{prefix}} "with the prefix "`
 	for _, prefix := range []string{"outbox", "outbox", odd} {
 		if err := CreateEmit(ctx, conn, prefix); err != nil {
 			t.Fatalf("prefix %q: %v", prefix, err)
+		}
+		if got, ok, err := EmitPrefix(ctx, conn); err != nil || !ok || got != prefix {
+			t.Errorf("EmitPrefix after CreateEmit(%q): %q, %v, %v", prefix, got, ok, err)
 		}
 		if prefix == "outbox" {
 			if _, err := conn.Exec(ctx, "REVOKE EXECUTE ON FUNCTION "+EmitFunction+" FROM PUBLIC"); err != nil {
