@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
+	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/preflight"
 )
 
@@ -91,4 +92,34 @@ func (p *pipeline) ignoreUnmapped(prefix string) {
 		p.unmapped.Log(prefix, slog.LevelWarn, "ignored a transactional message of a prefix no messages: entry maps; its event is lost: "+
 			"map the prefix (messages: in the config file, or --message-prefix), or have the application write a mapped one", "prefix", prefix)
 	}
+}
+
+// warnEmitUnmapped says, once at start, when the SQL helper cdc_relay.emit
+// writes a prefix that no message source of cfg maps (its events would be
+// ignored, and lost), or one a payload-only source maps (each record's
+// value would be emit's whole envelope). A relay of tables only says
+// nothing: another relay may read the messages. A failed read is logged
+// at debug and changes nothing.
+func warnEmitUnmapped(ctx context.Context, q migrations.Querier, cfg Config, log *slog.Logger) {
+	if len(cfg.Messages) == 0 {
+		return
+	}
+	prefix, ok, err := migrations.EmitPrefix(ctx, q)
+	if err != nil || !ok {
+		log.Debug("no prefix of cdc_relay.emit to check", "error", err)
+		return
+	}
+	for _, m := range cfg.Messages {
+		if m.Prefix != prefix {
+			continue
+		}
+		if m.PayloadOnly {
+			log.Warn("cdc_relay.emit writes envelopes with a prefix this relay reads as payload_only: each record's value would be the whole envelope; "+
+				"drop payload_only for the prefix, or run migrate with a config whose first envelope source is the one emit should write", "prefix", prefix)
+		}
+		return
+	}
+	log.Warn("cdc_relay.emit writes a prefix no messages: entry of this relay maps: the events it writes are ignored, and lost; "+
+		"add the prefix to messages: (or --message-prefix), or run migrate with this relay's configuration so that emit writes one it maps",
+		"prefix", prefix, "messages", cfg.SourceNames()[len(cfg.Tables):])
 }

@@ -68,6 +68,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		return nil, err
 	}
 	rn.closing(func() { closePool(rn.pool) })
+	warnEmitUnmapped(ctx, rn.pool, r.cfg, r.log)
 	if err := rn.startProducers(ctx); err != nil {
 		return nil, err
 	}
