@@ -48,6 +48,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
 	s.pipeline.relation = s.watch.relation
 	s.pipeline.skipBelow = s.committed.LSN
+	s.pipeline.replay = s.replay
 	if s.txSink != nil {
 		s.pipeline.parkedBefore = s.eo.isParked
 	}

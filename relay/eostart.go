@@ -159,7 +159,21 @@ func (s *session) resumeFromTopic(ctx context.Context, pos topicPosition) error 
 	case pos.found:
 		s.warnOtherStream(pos.record, stream)
 	}
-	if s.committed.LSN > s.start {
+	switch {
+	case s.committed.LSN > s.start && s.outcomes != nil:
+		// Kafka committed what PostgreSQL was not told yet, perhaps
+		// before write-back wrote its rows: read again from the slot,
+		// not produced (replay.go). The row keeps the slot's position.
+		if err := s.loadReplay(ctx); err != nil {
+			return err
+		}
+		if row == "" && pos.record.Stream == "" {
+			// The upgrade: a row with an id would no longer take this
+			// record, which the row is behind. It takes one at a start
+			// with nothing to read again, or from this stream's records.
+			return nil
+		}
+	case s.committed.LSN > s.start:
 		// Kafka committed what PostgreSQL was not told yet: the row
 		// takes the position first (write-ahead), then the stream.
 		if err := s.store.SaveAt(ctx, s.cfg.Slot, checkpoint.Position{LSN: s.committed.LSN, CommitTime: s.committed.CommitTime}); err != nil {

@@ -442,3 +442,47 @@ func TestExactlyOnceConfirmsOnlyWrittenBack(t *testing.T) {
 		t.Fatalf("safe %s once the rows were written, want 0/200", got)
 	}
 }
+
+// TestExactlyOnceWritesBackWhatTheTopicPassed: with write-back, a session
+// that starts behind the checkpoint topic reads the transactions it passed
+// again without producing them, and tells write-back of each of their
+// delivered events, except one the status table holds (parked); the
+// position passes them only once their rows are written, and what follows
+// is produced and committed as usual.
+func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
+	brokers := newBroker(t)
+	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	out := &fakeOutcomes{hold: true}
+	s.outcomes, s.writeBack, s.tableNames = out, []bool{true}, []string{"public.outbox"}
+	s.skipBelow = 0x300 // the topic's position: the transactions ending at 0/200 and 0/300
+	s.replay = &replayWindow{parked: map[replayKey]struct{}{{commit: 0x300 - 8, id: "c", source: "public.outbox"}: {}}}
+	s.pgTxn(t, 0x200, []string{"a", "b"})
+	s.pgTxn(t, 0x300, []string{"c", "d"})
+	s.pgTxn(t, 0x400, []string{"e"})
+	if got := strings.Join(out.delivered, " "); got != "a b d" {
+		t.Fatalf("write-back told of %q before the commit, want the passed transactions' delivered events %q", got, "a b d")
+	}
+	if got := s.tracker.Safe(); got != 0x100 {
+		t.Fatalf("safe %s before the rows were written, want 0/100", got)
+	}
+	out.written()
+	if got := s.tracker.Safe(); got != 0x300 {
+		t.Fatalf("safe %s once the passed transactions' rows were written, want 0/300 (0/400 waits for its commit)", got)
+	}
+	if err := s.txn.commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(committedIDs(t, brokers, "orders"), " "); got != "e" {
+		t.Errorf("read_committed sees %q, want only %q: the passed transactions are in Kafka already", got, "e")
+	}
+	if got := strings.Join(out.delivered, " "); got != "a b d e" {
+		t.Errorf("write-back told of %q, want %q", got, "a b d e")
+	}
+	out.written()
+	if got := s.tracker.Safe(); got != 0x400 {
+		t.Errorf("safe %s once every row was written, want 0/400", got)
+	}
+	if s.replay != nil || s.logs.count("3 events Kafka had before the restart") != 1 {
+		t.Errorf("the replay's end is not logged once:\n%s", s.logs.String())
+	}
+}

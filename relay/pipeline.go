@@ -33,6 +33,10 @@ type pipeline struct {
 	// already, and are skipped (skipping says the one being read is).
 	skipBelow pglogrepl.LSN
 	skipping  bool
+	// replay, if set (exactly-once with write-back), tells write-back of
+	// the skipped events again: the restart may have come before their
+	// rows were written (replay.go). Nil once the stream passed skipBelow.
+	replay *replayWindow
 
 	reading *checkpoint.Txn // the PostgreSQL transaction being read
 	seq     uint64          // the events' sequence, in stream order
@@ -68,6 +72,9 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	case decoder.KindBegin:
 		p.reading = p.tracker.Begin(msg.CommitTime)
 		p.skipping = pglogrepl.LSN(msg.CommitLSN) < p.skipBelow
+		if p.replay != nil && !p.skipping {
+			p.replayDone()
+		}
 	case decoder.KindCommit:
 		if p.reading == nil {
 			return fmt.Errorf("commit at %s without a begin", start)
@@ -84,7 +91,11 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 			return fmt.Errorf("insert at %s outside a transaction", start)
 		}
 		if p.skipping {
-			return nil // in Kafka already, committed by an earlier session
+			// In Kafka already, committed by an earlier session.
+			if p.replay != nil {
+				p.replayed(&msg)
+			}
+			return nil
 		}
 		p.count.read.Add(1)
 		p.route(&msg)

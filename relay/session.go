@@ -32,6 +32,9 @@ type session struct {
 	// it is this stream's.
 	txSink    *sink.Sink
 	committed sink.Checkpoint
+	// replay, with write-back, is what the session reads again from the
+	// slot up to committed without producing it (replay.go).
+	replay *replayWindow
 
 	tracker  *checkpoint.Tracker
 	watch    tableWatches

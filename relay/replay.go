@@ -1,0 +1,107 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// Exactly-once delivery with write-back. A Kafka transaction commits
+// before write-back writes its rows, and the checkpoint row and the slot
+// wait for the rows (heldWriteBack): a relay killed in between leaves the
+// checkpoint topic ahead of the slot, and the rows of the transactions
+// between them unwritten. The next session therefore starts from the slot,
+// not from the topic, when a table writes back: the transactions that end
+// at or before the topic's position are read again, not produced (Kafka
+// has them, committed), and each of their events that was delivered is
+// told to write-back again (replayed); the tracker passes them once their
+// rows are written. An event parked in the status table instead (poison,
+// refused, behind a held key or a paused topic) has its row written by the
+// status table's transaction, or left pending until the poller delivers
+// it: the window's parked events are read first and left alone.
+
+// replayKey names an event of the window as the status table does: the
+// commit of its transaction, its id and its source's name.
+type replayKey struct {
+	commit uint64
+	id     string
+	source string
+}
+
+// replayWindow is what a session re-reads without producing, in
+// exactly-once delivery with write-back: the transactions whose commit
+// begins before the checkpoint topic's position, and among their events
+// those parked in the status table.
+type replayWindow struct {
+	parked map[replayKey]struct{}
+	told   int // events told to write-back again
+}
+
+// isParked reports whether the status table holds a copy of ev, whose
+// source is named source: a row parked before source_table existed
+// matches any source.
+func (w *replayWindow) isParked(ev *decoder.Event, source string) bool {
+	if len(w.parked) == 0 {
+		return false
+	}
+	k := replayKey{commit: ev.CommitLSN, id: string(ev.ID), source: source}
+	if _, ok := w.parked[k]; ok {
+		return true
+	}
+	k.source = ""
+	_, ok := w.parked[k]
+	return ok
+}
+
+// loadReplay reads the events parked between the session's start and the
+// checkpoint topic's position (s.committed), which the session reads again
+// without producing, and says so.
+func (s *session) loadReplay(ctx context.Context) error {
+	from, to := s.start, s.committed.LSN
+	parked, err := s.failures.ParkedBetween(ctx, from, to)
+	if err != nil {
+		return err
+	}
+	w := &replayWindow{parked: make(map[replayKey]struct{}, len(parked))}
+	for _, p := range parked {
+		w.parked[replayKey{commit: uint64(p.CommitLSN), id: p.EventID, source: p.Source}] = struct{}{}
+	}
+	s.replay = w
+	s.log.Info("exactly-once with write-back: resuming from the slot's position, behind the checkpoint topic's: "+
+		"the transactions between are in Kafka already and are not produced again; their rows are written back, "+
+		"and the checkpoint passes them once written",
+		"slot", s.cfg.Slot, "at", from, "topic_at", to, "parked_in_between", len(parked))
+	return nil
+}
+
+// replayed tells write-back again of an event of a transaction the
+// checkpoint topic passed, which is in Kafka already: delivered, unless
+// it went nowhere (poison, no route, no id) or the status table holds a
+// copy of it (parked: its row says so, or stays pending until the poller
+// delivers it). It stays in flight until its row is written.
+func (p *pipeline) replayed(msg *decoder.Message) {
+	ev := &msg.Event
+	if p.outcomes == nil || !p.writesBack(ev.Table) || msg.Poison != nil || len(ev.ID) == 0 || msg.Routed && len(msg.Routes) == 0 {
+		return
+	}
+	if p.replay.isParked(ev, p.tableName(ev.Table)) {
+		return
+	}
+	it := &inflight{Context: p.produceCtx, pgTxn: p.reading, tracker: p.tracker}
+	it.ev.Table, it.ev.ID, it.ev.CommitLSN = ev.Table, append([]byte(nil), ev.ID...), ev.CommitLSN
+	it.size = len(it.ev.ID) + int(unsafe.Sizeof(inflight{}))
+	p.tracker.Add(it.pgTxn, it.size)
+	p.replay.told++
+	p.outcomes.Delivered(it.ev.Table, it.ev.ID, it)
+}
+
+// replayDone says how many events the replay told write-back of, once
+// the stream reached the checkpoint topic's position (at the first
+// transaction it produces).
+func (p *pipeline) replayDone() {
+	p.log.Info(fmt.Sprintf("exactly-once with write-back: %d events Kafka had before the restart were told to write-back again", p.replay.told),
+		"through", p.skipBelow)
+	p.replay = nil
+}
