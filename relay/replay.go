@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
@@ -89,13 +90,24 @@ func (p *pipeline) replayed(msg *decoder.Message) {
 	if p.replay.isParked(ev, p.tableName(ev.Table)) {
 		return
 	}
-	it := &inflight{Context: p.produceCtx, pgTxn: p.reading, tracker: p.tracker}
-	it.ev.Table, it.ev.ID, it.ev.CommitLSN = ev.Table, append([]byte(nil), ev.ID...), ev.CommitLSN
-	it.size = len(it.ev.ID) + int(unsafe.Sizeof(inflight{}))
-	p.tracker.Add(it.pgTxn, it.size)
+	id := append([]byte(nil), ev.ID...)
+	r := &rewritten{tracker: p.tracker, pgTxn: p.reading, size: len(id) + int(unsafe.Sizeof(rewritten{}))}
+	p.tracker.Add(r.pgTxn, r.size)
 	p.replay.told++
-	p.outcomes.Delivered(it.ev.Table, it.ev.ID, it)
+	p.outcomes.Delivered(ev.Table, id, r)
 }
+
+// rewritten is an event of the window told to write-back again: in
+// flight until its row is written.
+type rewritten struct {
+	tracker *checkpoint.Tracker
+	pgTxn   *checkpoint.Txn
+	size    int
+}
+
+// WrittenBack counts it out of flight: its row took the outcome (or never
+// will).
+func (r *rewritten) WrittenBack() { r.tracker.Done(r.pgTxn, r.size) }
 
 // replayDone says how many events the replay told write-back of, once
 // the stream reached the checkpoint topic's position (at the first
