@@ -482,7 +482,7 @@ func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 	if got := s.tracker.Safe(); got != 0x400 {
 		t.Errorf("safe %s once every row was written, want 0/400", got)
 	}
-	if s.replay != nil || s.logs.count("3 events Kafka had before the restart") != 1 {
+	if s.replay != nil || s.logs.count("3 events Kafka had before this session") != 1 {
 		t.Errorf("the replay's end is not logged once:\n%s", s.logs.String())
 	}
 }

@@ -113,7 +113,7 @@ func (r *rewritten) WrittenBack() { r.tracker.Done(r.pgTxn, r.size) }
 // the stream reached the checkpoint topic's position (at the first
 // transaction it produces).
 func (p *pipeline) replayDone() {
-	p.log.Info(fmt.Sprintf("exactly-once with write-back: %d events Kafka had before the restart were told to write-back again", p.replay.told),
+	p.log.Info(fmt.Sprintf("exactly-once with write-back: %d events Kafka had before this session were told to write-back again", p.replay.told),
 		"through", p.skipBelow)
 	p.replay = nil
 }
