@@ -138,7 +138,9 @@ func readHistory(ctx context.Context, repl *replication.Conn, pos *topicPosition
 // the timeline) with the topic's position when it is this stream's
 // (ownPosition) and on this server's timeline (onServerTimeline), and the
 // session starting from that position when it is ahead of the slot's and
-// the row's: the row takes it first (write-ahead). A row without a stream
+// the row's: the row takes it first (write-ahead). With write-back, the
+// session starts from the slot's instead, and reads up to that position
+// again to write back what Kafka has (replay.go). A row without a stream
 // id (an earlier version's) gets one, after that.
 func (s *session) resumeFromTopic(ctx context.Context, pos topicPosition) error {
 	row, err := s.store.Stream(ctx, s.cfg.Slot)
