@@ -82,10 +82,11 @@ func PrintGrants(role string) string {
 // altering the relay's tables needs (CREATE on a schema, the ownership of
 // a table): the database's administrator, the owner of the schema or the
 // object named, or a superuser; then `cdc-relay migrate --print-grants`
-// for the relay's role. Any other error is returned as it is.
+// for the relay's role. Any other error, or one that says already
+// whom to run migrate as, is returned as it is.
 func MigrateAs(err error, role string) error {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != insufficientPrivilege || MissingReplication(err) {
+	if !errors.As(err, &pgErr) || pgErr.Code != insufficientPrivilege || MissingReplication(err) || strings.Contains(err.Error(), "run migrate as") {
 		return err
 	}
 	owner := "the owner of the relay's schema"

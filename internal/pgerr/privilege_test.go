@@ -89,6 +89,8 @@ func TestMigrateAs(t *testing.T) {
 		{"other", &pgconn.PgError{Code: "42501", Message: "permission denied to create role"},
 			[]string{"(the owner of the relay's schema, or a superuser;"}},
 		{"replication", &pgconn.PgError{Code: "42501", Message: "permission denied to use replication slots"}, nil},
+		{"said already", fmt.Errorf("create the reset trigger on outbox: this role may not: run migrate as a role that may create triggers on the table (its owner): %w",
+			&pgconn.PgError{Code: "42501", Message: "must be owner of table outbox"}), nil},
 		{"not a privilege", &pgconn.PgError{Code: "42P07", Message: `relation "outbox" already exists`}, nil},
 		{"not PostgreSQL's", errors.New("boom"), nil},
 	} {
