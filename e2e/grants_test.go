@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -206,4 +207,70 @@ func urlAs(t *testing.T, raw, role string) string {
 	}
 	u.User = url.User(role)
 	return u.String()
+}
+
+// TestRevokedGrantsAreToldAndNotReady: grants revoked from a running
+// relay's role (INSERT and UPDATE on the status table, UPDATE on the
+// checkpoint table) stop it streaming with the GRANTs that fix it, logged
+// once, not ready, still running; once granted again it streams without
+// a restart: the event inserted meanwhile delivered, the poison row
+// parked, and the slot confirmed past both.
+func TestRevokedGrantsAreToldAndNotReady(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	role := e.slot + "_revoked"
+	relay := e.startRelayArgs(relayBin, grantedRole(t, e, role, "")...)
+	insert(t, e.conn, "order", "k", "One", `{"n": 1}`)
+	e.readN(e.topic("order"), 1, 30*time.Second)
+
+	mustExec(t, e.conn, fmt.Sprintf("REVOKE INSERT, UPDATE ON outbox_delivery FROM %[1]s; REVOKE UPDATE ON cdc_relay_checkpoint FROM %[1]s", role))
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, topic, payload) VALUES ('order', 'k', 'Bad', 'bad topic!*', '{}')`)
+	insert(t, e.conn, "order", "k", "Two", `{"n": 2}`)
+	grants := []string{
+		`GRANT INSERT, UPDATE ON \"public\".\"outbox_delivery\" TO \"` + role + `\";`,
+		`GRANT UPDATE ON \"public\".\"cdc_relay_checkpoint\" TO \"` + role + `\";`,
+	}
+	e.waitFor("the relay names the GRANTs, and is not ready", 60*time.Second, func() bool {
+		if !relay.Running() {
+			t.Fatalf("the relay exited: %v\n%s", relay.Err(), relay.Log())
+		}
+		code, _ := relay.call("GET", "/readyz", "")
+		return code == http.StatusServiceUnavailable && strings.Contains(relay.Log(), grants[0]) && strings.Contains(relay.Log(), grants[1])
+	})
+	failedAt := map[time.Time]bool{}
+	e.waitFor("two more sessions fail", 30*time.Second, func() bool {
+		if st := relay.status(); !st.LastErrorAt.IsZero() {
+			failedAt[st.LastErrorAt] = true
+		}
+		return len(failedAt) >= 3
+	})
+	if n := strings.Count(relay.Log(), "lacks a privilege it needs"); n != 1 {
+		t.Errorf("the missing privileges were logged %d times, want once while they last:\n%s", n, relay.Log())
+	}
+	for _, bad := range []string{"could not save the checkpoint", "stopping at once"} {
+		if strings.Contains(relay.Log(), bad) {
+			t.Errorf("the relay logged %q, which the missing privilege's line speaks for:\n%s", bad, relay.Log())
+		}
+	}
+
+	mustExec(t, e.conn, fmt.Sprintf("GRANT INSERT, UPDATE ON outbox_delivery TO %[1]s; GRANT UPDATE ON cdc_relay_checkpoint TO %[1]s", role))
+	e.waitFor("the relay is ready once granted again", 60*time.Second, func() bool {
+		code, _ := relay.call("GET", "/readyz", "")
+		return code == http.StatusOK
+	})
+	e.waitFor("the event inserted meanwhile arrives", 60*time.Second, func() bool {
+		for _, r := range e.readAll(e.topic("order")) {
+			if string(r.Value) == `{"n": 2}` {
+				return true
+			}
+		}
+		return false
+	})
+	end := e.lsn(insertLSN)
+	e.waitFor("the poison row is parked and the slot confirms past the last insert", 60*time.Second, func() bool {
+		return e.statusCount("DEAD") == 1 && e.lsn(slotLSN) >= end
+	})
+	if !relay.Running() {
+		t.Fatalf("the relay exited:\n%s", relay.Log())
+	}
 }

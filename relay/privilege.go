@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
@@ -34,6 +35,13 @@ type privilegeError struct {
 func (e privilegeError) Error() string { return e.err.Error() + "; " + e.fix }
 func (e privilegeError) Unwrap() error { return e.err }
 
+// missingPrivilege reports whether err is PostgreSQL refusing the
+// session's role a privilege (SQLSTATE 42501).
+func missingPrivilege(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
+}
+
 // newPrivilegeLog returns the log of missing privileges, by fix: each at
 // once, then at most one summary per privilegeLogEvery while it lasts.
 func newPrivilegeLog(log *slog.Logger) *ratelog.Logger {
@@ -47,8 +55,7 @@ func newPrivilegeLog(log *slog.Logger) *ratelog.Logger {
 // (missingGrants) when there are any, with the command that prints every
 // grant, else pgerr.Privilege's. Any other error is returned as it is.
 func (rn *runner) missingPrivilege(ctx context.Context, err error) error {
-	var pgErr interface{ SQLState() string }
-	if !errors.As(err, &pgErr) || pgErr.SQLState() != "42501" {
+	if !missingPrivilege(err) {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, privilegeTimeout)
