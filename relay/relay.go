@@ -269,6 +269,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			if err = rn.recoverSlot(ctx, gap); err == nil {
 				continue // repaired: the next session streams from the slot
 			}
+			err = rn.missingPrivilege(ctx, err)
 			r.state.sessionFailed(err)
 			if errors.As(err, new(fatalError)) {
 				return err
