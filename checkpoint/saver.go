@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
@@ -29,6 +31,8 @@ type Saver struct {
 	shutdown sync.Once
 	cancel   context.CancelFunc // ends the loop, and a save in progress
 	done     chan struct{}
+
+	privilege sync.Once // OnPrivilegeMissing was called
 }
 
 // SaverOptions configures a [Saver].
@@ -44,6 +48,12 @@ type SaverOptions struct {
 	// cannot do while nothing can be saved: the caller must end the stream
 	// so the shutdown can finish.
 	OnServerShutdown func()
+	// OnPrivilegeMissing, if set, is called once, with the error, when a
+	// save fails because the session's role lacks a privilege on the
+	// checkpoint table (SQLSTATE 42501: UPDATE revoked, say): every save
+	// would fail until it is granted, so the caller ends the stream and
+	// says what to grant, instead of a failure logged every interval.
+	OnPrivilegeMissing func(error)
 	// Logger receives save failures; nil discards them.
 	Logger *slog.Logger
 }
@@ -86,6 +96,9 @@ func (sv *Saver) Flush(ctx context.Context) error {
 		if pgerr.ShuttingDown(err) && sv.opts.OnServerShutdown != nil {
 			sv.shutdown.Do(sv.opts.OnServerShutdown)
 		}
+		if sv.privilegeSaid(err) {
+			sv.privilege.Do(func() { sv.opts.OnPrivilegeMissing(err) })
+		}
 		return err
 	}
 	sv.saved.Store(uint64(pos.LSN))
@@ -104,13 +117,20 @@ func (sv *Saver) loop(ctx context.Context) {
 		sctx, cancel := context.WithTimeout(ctx, saveTimeout)
 		err := sv.Flush(sctx)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !sv.privilegeSaid(err) {
 			// A lost connection is at debug: the relay's outage lines say
 			// so once.
 			sv.opts.Logger.Log(ctx, pgerr.Level(err), "could not save the checkpoint; PostgreSQL is not told of new positions until it is saved (retrying)", "err", err)
 		}
 		return true
 	})
+}
+
+// privilegeSaid reports whether err is a missing privilege that
+// OnPrivilegeMissing reports, for the caller to say.
+func (sv *Saver) privilegeSaid(err error) bool {
+	var pgErr *pgconn.PgError
+	return sv.opts.OnPrivilegeMissing != nil && errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
 // Close stops the saver and saves the source's last position, bounded by

@@ -2,6 +2,9 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +13,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 )
 
 // fakeDB is the checkpoint table: Exec records the position saved, blocks
@@ -126,4 +131,38 @@ func TestSaverReportsAServerShutdown(t *testing.T) {
 		t.Fatalf("OnServerShutdown called %d times, want once", calls.Load())
 	}
 	sv.cancel()
+}
+
+// TestSaverReportsAMissingPrivilege: a save refused for a privilege
+// (UPDATE revoked on the checkpoint table) is reported once to
+// OnPrivilegeMissing, with the error, and not logged at every interval;
+// another failure is not reported to it.
+func TestSaverReportsAMissingPrivilege(t *testing.T) {
+	denied := &pgconn.PgError{Code: "42501", Message: "permission denied for table cp"}
+	for _, tt := range []struct {
+		fail  error
+		calls int32
+	}{{denied, 1}, {&pgconn.PgError{Code: "55P03", Message: "lock timeout"}, 0}} {
+		db := &fakeDB{fail: tt.fail, called: make(chan struct{}, 1)}
+		var calls atomic.Int32
+		var got atomic.Pointer[error]
+		var logged syncbuf.Buffer
+		sv := NewStore(db, "public", "cp").StartSaver("s", 0x100, SaverOptions{Every: time.Millisecond,
+			Source:             func() Position { return Position{LSN: 0x200} },
+			OnPrivilegeMissing: func(err error) { calls.Add(1); got.Store(&err) },
+			Logger:             slog.New(slog.NewTextHandler(&logged, nil))})
+		for range 3 {
+			if err := sv.Flush(context.Background()); err == nil {
+				t.Fatal("Flush succeeded on a failing table")
+			}
+		}
+		sv.cancel()
+		<-sv.done
+		if calls.Load() != tt.calls {
+			t.Errorf("%v: OnPrivilegeMissing called %d times, want %d", tt.fail, calls.Load(), tt.calls)
+		}
+		if tt.calls > 0 && (!errors.Is(*got.Load(), denied) || strings.Contains(logged.String(), "could not save")) {
+			t.Errorf("%v: reported %v, logged:\n%s\nwant the error reported and nothing logged", tt.fail, *got.Load(), logged.String())
+		}
+	}
 }

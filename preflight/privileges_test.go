@@ -6,8 +6,8 @@ import (
 )
 
 // TestCheckPrivileges: a role with some grants lacks the others, named per
-// table; a role granted through another role has them; a missing table is
-// passed over.
+// table with the GRANT that gives them to the role; a role granted
+// through another role has them; a missing table is passed over.
 func TestCheckPrivileges(t *testing.T) {
 	ctx, conn := startDB(t)
 	for _, sql := range []string{
@@ -33,9 +33,9 @@ func TestCheckPrivileges(t *testing.T) {
 		want []string
 	}{
 		{role: "partial", want: []string{
-			`"public"."ledger"||the relay's role lacks INSERT, UPDATE on it (the status table): grant it as an administrator (` + "`cdc-relay migrate --print-grants <role>`" + ` prints the SQL)`,
-			`"public"."notes"||the relay's role lacks SELECT, UPDATE on it (the checkpoint table): grant it as an administrator (` + "`cdc-relay migrate --print-grants <role>`" + ` prints the SQL)`,
-			`"public"."parked"||the relay's role lacks USAGE on it (the sequence of the status table's id): grant it as an administrator (` + "`cdc-relay migrate --print-grants <role>`" + ` prints the SQL)`,
+			`"public"."ledger"||the relay's role lacks INSERT, UPDATE on it (the status table): as an administrator, run GRANT INSERT, UPDATE ON "public"."ledger" TO "partial"; (` + "`cdc-relay migrate --print-grants partial`" + ` prints every grant the relay's role needs)`,
+			`"public"."notes"||the relay's role lacks SELECT, UPDATE on it (the checkpoint table): as an administrator, run GRANT SELECT, UPDATE ON "public"."notes" TO "partial"; (` + "`cdc-relay migrate --print-grants partial`" + ` prints every grant the relay's role needs)`,
+			`"public"."parked"||the relay's role lacks USAGE on it (the sequence of the status table's id): as an administrator, run GRANT USAGE ON SEQUENCE public.parked_id_seq TO "partial"; (` + "`cdc-relay migrate --print-grants partial`" + ` prints every grant the relay's role needs)`,
 		}},
 		{role: "member"},
 	} {
@@ -47,6 +47,11 @@ func TestCheckPrivileges(t *testing.T) {
 			problems, err := CheckPrivileges(ctx, conn, needs)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, p := range problems {
+				if !strings.HasPrefix(p.Grant, "GRANT ") || !strings.Contains(p.Msg, p.Grant) {
+					t.Errorf("problem %q: Grant %q, want the GRANT it names", p.Msg, p.Grant)
+				}
 			}
 			if got := problemStrings(problems); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))

@@ -11,6 +11,9 @@ import (
 // and what is wrong and what to do, in a sentence that names both.
 type Problem struct {
 	Table, Column, Msg string
+	// Grant, when set, is the SQL statement that fixes it, run as the
+	// database's administrator (CheckPrivileges).
+	Grant string
 }
 
 // String is the problem as check-config prints it: the table, if any, then

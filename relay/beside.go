@@ -67,7 +67,10 @@ func (s *session) startSaver() {
 			s.shutdown.Store(true)
 			s.stopStream()
 		},
-		Logger: s.log,
+		// Every save would fail until granted: Run says what to grant,
+		// and retries, not ready meanwhile (privilege.go).
+		OnPrivilegeMissing: s.stop,
+		Logger:             s.log,
 	})
 	saved := func() checkpoint.Position { return checkpoint.Position{LSN: s.saver.Saved()} }
 	s.confirm = gate{Tracker: s.tracker, bounds: append(s.watch.bounds(), saved)}

@@ -14,10 +14,13 @@ func (e fatalError) Error() string { return e.err.Error() }
 func (e fatalError) Unwrap() error { return e.err }
 
 // classify marks connection errors the operator must fix as fatal: bad
-// credentials, missing privileges, pg_hba rejections.
+// credentials, pg_hba rejections (SQLSTATE class 28), and the rest of
+// class 42. A missing privilege (42501: the REPLICATION attribute, a
+// GRANT) is not: it is fixed in the database while the relay runs, and
+// Run says what fixes it and retries, not ready meanwhile (privilege.go).
 func classify(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "42")) {
+	if errors.As(err, &pgErr) && pgErr.Code != "42501" && (strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "42")) {
 		return fatalError{err}
 	}
 	return err

@@ -95,9 +95,15 @@ func (l *ledger) store(it *inflight, reason error, park func(context.Context, *d
 		}
 		if refused(err) && l.stop != nil {
 			// A missing table or privilege: every retry would fail, and
-			// the stream would stall behind this event.
-			l.stop(fatalError{fmt.Errorf("the status table refuses to record an undeliverable event (%w): "+
-				"run `cdc-relay migrate` with the same table flags if it was dropped, or grant the relay's role INSERT and UPDATE on it", err)})
+			// the stream would stall behind this event. A missing
+			// privilege is granted while the relay runs: Run says which
+			// GRANT, and retries (privilege.go); a missing table ends it.
+			stop := fmt.Errorf("the status table refuses to record an undeliverable event (%w): "+
+				"run `cdc-relay migrate` with the same table flags if it was dropped, or grant the relay's role INSERT and UPDATE on it", err)
+			if !missingPrivilege(err) {
+				stop = fatalError{stop}
+			}
+			l.stop(stop)
 			return false
 		}
 		l.causes.add("could not record an undeliverable event in the status table; retrying", storeCause(err), string(ev.ID), ev.Topic, err)

@@ -16,6 +16,9 @@ type reconnect struct {
 	quiet   bool   // the start-up lines at debug
 	err     error  // why the last streaming session ended
 	outages uint64 // the outage lines' count of outages then
+	// granted says the last session failed for a privilege the relay's
+	// role lacked (privilege.go): the stream's start says it has it now.
+	granted bool
 }
 
 // reconnectAfter is the reconnect of the session after one that ended
@@ -50,8 +53,13 @@ func (s *session) startedLevel() slog.Level {
 
 // sayResumed logs, once the stream started after a lost connection, that
 // replication resumed and why it had stopped, unless the outage lines
-// said that PostgreSQL was lost and is back since.
+// said that PostgreSQL was lost and is back since; after a missing
+// privilege, that the role has it now.
 func (s *session) sayResumed() {
+	if s.reconnect.granted {
+		s.log.Info("the relay's role has the privileges it lacked: replication started, and the relay is ready", "slot", s.cfg.Slot, "from", s.start)
+		return
+	}
 	if s.reconnect.quiet && s.pgOutagesSaid.Load() == s.reconnect.outages {
 		s.log.Info("replication resumed after the connection to PostgreSQL was lost", "slot", s.cfg.Slot, "from", s.start,
 			"err", s.reconnect.err)

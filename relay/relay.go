@@ -269,6 +269,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			if err = rn.recoverSlot(ctx, gap); err == nil {
 				continue // repaired: the next session streams from the slot
 			}
+			err = rn.missingPrivilege(ctx, err)
 			r.state.sessionFailed(err)
 			if errors.As(err, new(fatalError)) {
 				return err
@@ -281,13 +282,18 @@ func (r *Relay) Run(ctx context.Context) error {
 			// in eoState, and the next session goes on at once.
 			continue
 		case err != nil:
+			err = rn.missingPrivilege(ctx, err)
 			r.state.sessionFailed(err)
 		}
 		if time.Since(began) > time.Minute {
 			backoff = time.Second
 		}
-		r.log.Log(ctx, r.reconnectLevel(err), "replication session ended; reconnecting", "err", err, "in", backoff)
-		rn.reconnect = r.reconnectAfter(rn.reconnect, err)
+		if pe := (privilegeError{}); errors.As(err, &pe) {
+			rn.sayPrivilegeMissing(pe, backoff)
+		} else {
+			r.log.Log(ctx, r.reconnectLevel(err), "replication session ended; reconnecting", "err", err, "in", backoff)
+			rn.reconnect = r.reconnectAfter(rn.reconnect, err)
+		}
 		select {
 		case <-ctx.Done():
 			return nil

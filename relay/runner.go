@@ -13,6 +13,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/keepalive"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/retention"
@@ -45,6 +46,10 @@ type runner struct {
 	reconnect reconnect
 
 	closers []func() // what newRunner started, in order
+
+	// privileges logs the privileges the relay's role lacks, by fix
+	// (privilege.go).
+	privileges *ratelog.Logger
 }
 
 // newRunner connects to PostgreSQL and checks that the database is
@@ -53,7 +58,7 @@ type runner struct {
 // write-back. Close undoes it. It returns nil, nil if ctx ends while it
 // connects.
 func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
-	rn := &runner{Relay: r, causes: newCauseLog(r.log, time.Minute, nil)}
+	rn := &runner{Relay: r, causes: newCauseLog(r.log, time.Minute, nil), privileges: newPrivilegeLog(r.log)}
 	ready := false
 	defer func() {
 		if !ready {

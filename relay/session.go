@@ -280,6 +280,8 @@ func (s *session) stop(err error) {
 			s.log.Warn("ending the session", "err", err)
 		case lostConnection(err):
 			s.log.Debug("stopping at once: the connection to PostgreSQL was lost; the relay reconnects", "err", err)
+		case missingPrivilege(err):
+			s.log.Debug("stopping at once: the relay's role lacks a privilege; the relay says which, and reconnects", "err", err)
 		default:
 			s.log.Error("stopping at once", "err", err)
 		}

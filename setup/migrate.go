@@ -3,11 +3,13 @@ package setup
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -92,11 +94,11 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 		return res, err
 	}
 	if err := applyMigrations(ctx, conn, rc, opts, &res); err != nil {
-		return res, err
+		return res, migrateAs(ctx, conn, err)
 	}
 	if prefix, ok := emitPrefix(rc); ok {
 		if err := migrations.CreateEmit(ctx, conn, prefix); err != nil {
-			return res, err
+			return res, migrateAs(ctx, conn, err)
 		}
 		res.Emit = prefix
 	}
@@ -112,6 +114,21 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 		res.SlotErr, err = err, nil
 	}
 	return res, err
+}
+
+// migrateAs is err, of a migration run on conn, saying who must run
+// migrate when PostgreSQL refused conn's role a privilege
+// ([pgerr.MigrateAs], with the role current_user reads, or the one conn
+// logged in as).
+func migrateAs(ctx context.Context, conn *pgx.Conn, err error) error {
+	if !errors.As(err, new(*pgconn.PgError)) {
+		return err
+	}
+	role := conn.Config().User
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_ = conn.QueryRow(ctx, "SELECT current_user::text").Scan(&role)
+	return pgerr.MigrateAs(err, role)
 }
 
 // applyMigrations leaves the relay's tables, each outbox table of rc with
