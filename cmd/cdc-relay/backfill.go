@@ -163,7 +163,7 @@ func (c *BackfillCommand) Run(ctx context.Context, args []string) error {
 	stopTicks()
 	pr.Clear()
 	err = c.kafkaSecurity.explain(err)
-	return c.report(res, err)
+	return interrupted(ctx, c.report(res, err))
 }
 
 // finish completes the backfill's config after fs was parsed: the table's

@@ -9,11 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/url"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -384,7 +381,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	}
 	c.cfg.Logger = log
 	c.cfg.Build = buildinfo.Get()
-	log.Info("cdc-relay starting", "version", c.cfg.Build.Version, "commit", c.cfg.Build.Commit, "postgres", redactURL(c.cfg.PostgresURL),
+	log.Info("cdc-relay starting", "version", c.cfg.Build.Version, "commit", c.cfg.Build.Commit, "postgres", pgerr.Describe(c.cfg.PostgresURL),
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.SourceNames(), ", "), "delivery", c.delivery.delivery,
 		"on_slot_loss", c.onSlotLoss)
 	c.kafkaSecurity.logSettings(log)
@@ -449,15 +446,4 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
-}
-
-// redactURL describes a connection string (URL or keyword/value form) for
-// logs: user, every host and port, and database, never a password.
-func redactURL(s string) string {
-	cfg, err := pgconn.ParseConfig(s)
-	if err != nil {
-		return "(unparsable connection string)"
-	}
-	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: strings.Join(pgerr.Hosts(cfg), ","), Path: "/" + cfg.Database}
-	return u.String()
 }
