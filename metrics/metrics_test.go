@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -328,5 +329,24 @@ func TestCommitToAckBuckets(t *testing.T) {
 	}
 	if !reflect.DeepEqual(bounds, CommitToAckBuckets) {
 		t.Fatalf("bucket bounds %v, want %v", bounds, CommitToAckBuckets)
+	}
+}
+
+// TestLabelBound: the first MaxLabelValues distinct values are their own
+// label, for good; every later one is other.
+func TestLabelBound(t *testing.T) {
+	b := NewLabelBound(MaxLabelValues)
+	for i := range 1000 {
+		v := fmt.Sprint("p", i)
+		want := v
+		if i >= MaxLabelValues {
+			want = OtherLabel
+		}
+		if got := b.Label(v); got != want {
+			t.Fatalf("Label(%q) = %q, want %q", v, got, want)
+		}
+	}
+	if got := b.Label("p0"); got != "p0" {
+		t.Errorf("Label(p0) later = %q, want p0", got)
 	}
 }
