@@ -42,6 +42,11 @@ type Metrics struct {
 	MessagesIgnored *prometheus.CounterVec
 	// IgnoredPrefixes is the label of MessagesIgnored's prefixes.
 	IgnoredPrefixes *LabelBound
+	// MessagesNonTransactional counts the non-transactional logical
+	// decoding messages of a mapped prefix, which the relay went past
+	// (only transactional messages are events), by prefix: bounded by the
+	// configuration's message sources.
+	MessagesNonTransactional *prometheus.CounterVec
 	// ProduceErrors counts the errors Kafka or the client returned for the
 	// stream's records, by error name (sink.ErrorName), whatever became of the record
 	// (produced again alone, parked, or sent again after a reconnect).
@@ -110,6 +115,9 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 			"Transactional messages of a prefix no message source maps, which the relay read and went past (their events are lost), by prefix: the first 64 prefixes by name, then other.",
 			"prefix"),
 		IgnoredPrefixes: NewLabelBound(MaxLabelValues),
+		MessagesNonTransactional: f.counterVec("cdc_relay_messages_non_transactional_total",
+			"Non-transactional messages of a mapped prefix, which the relay went past (only transactional messages are events), by prefix.",
+			"prefix"),
 		ProduceErrors: f.counterVec("cdc_relay_produce_errors_total",
 			"Errors Kafka or the client returned for the stream's records, by error.",
 			"error"),

@@ -257,6 +257,7 @@ func TestLabels(t *testing.T) {
 	m.ProduceErrors.WithLabelValues("NOT_LEADER_FOR_PARTITION").Inc()
 	m.EventsUnrouted.WithLabelValues("public.outbox").Inc()
 	m.MessagesIgnored.WithLabelValues("renamed").Inc()
+	m.MessagesNonTransactional.WithLabelValues("outbox").Inc()
 	m.KafkaTransactions.WithLabelValues("committed").Inc()
 	m.CommitToAck.Observe(.003)
 	m.EventsDead.Inc()
@@ -275,6 +276,7 @@ func TestLabels(t *testing.T) {
 		{"cdc_relay_produce_errors_total", "error=NOT_LEADER_FOR_PARTITION", 1},
 		{"cdc_relay_events_unrouted_total", "table=public.outbox", 1},
 		{"cdc_relay_messages_ignored_total", "prefix=renamed", 1},
+		{"cdc_relay_messages_non_transactional_total", "prefix=outbox", 1},
 		{"cdc_relay_kafka_transactions_total", "result=committed", 1},
 		{"cdc_relay_commit_to_ack_seconds", "", 1},
 		{"cdc_relay_events_dead_total", "", 1},

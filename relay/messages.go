@@ -84,6 +84,14 @@ func newUnmappedLog(log *slog.Logger) *ratelog.Logger {
 		KeyAttr: "prefix", CountAttr: "messages"})
 }
 
+// newNonTransactionalLog returns the log of the non-transactional
+// messages of a mapped prefix, by prefix, at the rate of newUnmappedLog.
+func newNonTransactionalLog(log *slog.Logger) *ratelog.Logger {
+	return ratelog.New(log, ratelog.Config{Every: time.Minute,
+		Summary: "ignored more non-transactional messages of a mapped prefix; their events are lost",
+		KeyAttr: "prefix", CountAttr: "messages"})
+}
+
 // maxLoggedPrefix is how much of a prefix a log line shows: any role may
 // write one of any length.
 const maxLoggedPrefix = 128
@@ -118,6 +126,21 @@ func (p *pipeline) ignoreUnmapped(prefix string) {
 		"map the prefix (messages: in the config file, or --message-prefix), or have the application write a mapped one; "+
 		"if no application writes it, a role is writing messages (pg_logical_emit_message is PUBLIC's: see the README to restrict it)",
 		args...)
+}
+
+// ignoreNonTransactional counts, and logs at a bounded rate, a
+// non-transactional message of a mapped prefix: no event (it is no part
+// of a commit, and may be of a transaction that rolled back). The
+// prefixes are the configuration's, bounded.
+func (p *pipeline) ignoreNonTransactional(prefix string) {
+	p.metrics.MessagesNonTransactional.WithLabelValues(prefix).Inc()
+	if p.nonTx.Hold(prefix, slog.LevelWarn) {
+		return
+	}
+	p.nonTx.Log(prefix, slog.LevelWarn, "ignored a non-transactional message of a mapped prefix: only transactional messages are events "+
+		"(it is no part of a commit, and may be of a transaction that rolled back); its event is lost: "+
+		"have the application write it with pg_logical_emit_message(true, ...) or cdc_relay.emit",
+		"prefix", prefix)
 }
 
 // warnEmitUnmapped says, once at start, when the SQL helper cdc_relay.emit

@@ -395,3 +395,25 @@ func TestPipelineBoundsUnmappedPrefixes(t *testing.T) {
 		t.Errorf("%d warnings, want %d, the last for other naming p64:\n%s", n, metrics.MaxLabelValues+1, tp.logs)
 	}
 }
+
+// TestPipelineCountsNonTransactionalMessages: a non-transactional message
+// of a mapped prefix is no event, but counted by prefix and warned of,
+// one line for a burst.
+func TestPipelineCountsNonTransactionalMessages(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	for range 3 {
+		if err := tp.apply(0x1f0, decoder.Message{Kind: decoder.KindNonTransactionalMessage, Prefix: "outbox"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m dto.Metric
+	if err := tp.metrics.MessagesNonTransactional.WithLabelValues("outbox").Write(&m); err != nil || m.GetCounter().GetValue() != 3 {
+		t.Errorf("counted %v (%v), want 3", m.GetCounter().GetValue(), err)
+	}
+	if tp.logs.count("level=WARN") != 1 || tp.logs.count("non-transactional message of a mapped prefix") != 1 || tp.logs.count("prefix=outbox") != 1 {
+		t.Errorf("want one warning naming the prefix:\n%s", tp.logs)
+	}
+	if got := tp.count.read.Load(); got != 0 {
+		t.Errorf("read %d events, want 0", got)
+	}
+}
