@@ -90,7 +90,7 @@ var backfillSections = []flagSection{
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
 	{"From row to Kafka record (without --config)", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
+		"header-columns", "headers-column", "timestamp-column", "timestamp-unit", "allowed-topics"}},
 	{"Kafka producer", producerFlagNames},
 	{"Kafka security", kafkaSecurityFlagNames},
 	{"Logging", []string{"log-level", "log-format"}},

@@ -223,7 +223,7 @@ var runSections = []flagSection{
 	{"Messages: an outbox without a table (PostgreSQL 14+)", []string{"message-prefix"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
+		"header-columns", "headers-column", "timestamp-column", "timestamp-unit", "allowed-topics"}},
 	{"Kafka producer", producerFlagNames},
 	{"Kafka security", kafkaSecurityFlagNames},
 	{"Delivery", deliveryFlagNames},
@@ -262,7 +262,9 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 	fs.StringVar(headerCols, "header-columns", *headerCols, "comma-separated `columns` copied into headers of the same name")
 	fs.StringVar(&m.HeadersColumn, "headers-column", m.HeadersColumn, "a JSON object `column` whose keys and values become headers; ignored if the table lacks it")
 	fs.StringVar(&m.TimestampColumn, "timestamp-column", m.TimestampColumn,
-		"the `column` used as the record timestamp: timestamptz, timestamp or bigint epoch milliseconds; ignored if the table lacks it")
+		"the `column` used as the record timestamp: timestamptz, timestamp or bigint (epoch time in --timestamp-unit); ignored if the table lacks it")
+	fs.Var((*timestampUnitFlag)(&m.TimestampUnit), "timestamp-unit",
+		"the `unit` of a bigint --timestamp-column: s, ms or us (epoch seconds, milliseconds or microseconds); unset judges it by the values' magnitude, and recover refuses a column it cannot judge")
 	fs.StringVar(&m.AllowedTopics, "allowed-topics", m.AllowedTopics,
 		"a Go regular `expression` that the whole topic of a row must match, or the row is parked DEAD in the status table; "+
 			"empty allows every topic that does not start with _ or connect- (Kafka's own and its tools': __consumer_offsets, _schemas, connect-configs); .* allows all")
