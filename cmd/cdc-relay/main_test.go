@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 )
@@ -194,6 +195,13 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "status with an unparsable connection string", args: []string{"status", "--metrics-addr", "127.0.0.1:1",
 			"--postgres-url", "host=127.0.0.1 user=relay password = 's3 cret' port=x"}, code: statusNoRelay,
 			stderr: []string{"parse PostgreSQL URL"}, absent: []string{"cret"}},
+		{name: "migrate warns of a multi-host URL that may take a standby", args: []string{"migrate",
+			"--postgres-url", "postgres://relay:s3cret@127.0.0.1:1,127.0.0.1:2/app?connect_timeout=5"}, code: 1,
+			stderr: []string{"cdc-relay migrate: warning: the PostgreSQL URL lists 2 servers (127.0.0.1:1,127.0.0.1:2) without target_session_attrs=read-write",
+				"add target_session_attrs=read-write"}, absent: []string{"s3cret"}},
+		{name: "migrate of a multi-host URL for the primary", args: []string{"migrate",
+			"--postgres-url", "postgres://relay@127.0.0.1:1,127.0.0.1:2/app?connect_timeout=5&target_session_attrs=read-write"}, code: 1,
+			stderr: []string{"cdc-relay migrate: connect to PostgreSQL"}, absent: []string{"warning"}},
 		{name: "migrate cannot connect", args: []string{"migrate", "--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: 1,
 			stderr: []string{"cdc-relay migrate: connect to PostgreSQL"}, absent: []string{"s3cret"}},
 		// A connection string that does not parse is quoted without its
@@ -331,5 +339,21 @@ func TestUsageSections(t *testing.T) {
 				t.Errorf("%s: usage line longer than 80 columns: %q", c.name, line)
 			}
 		}
+	}
+}
+
+// TestRunWarnsOfMultiHostURL: run says at start what to add to a URL of
+// several servers that may connect it to a standby, without its password.
+func TestRunWarnsOfMultiHostURL(t *testing.T) {
+	clearEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	Main(ctx, []string{"run", "--kafka-brokers", "127.0.0.1:1", "--metrics-addr", "127.0.0.1:0",
+		"--postgres-url", "postgres://relay:s3cret@127.0.0.1:1,127.0.0.1:2/app?connect_timeout=1"}, &stdout, &stderr)
+	log := stderr.String()
+	if !strings.Contains(log, "level=WARN msg=\"the PostgreSQL URL lists 2 servers (127.0.0.1:1,127.0.0.1:2) without target_session_attrs=read-write") ||
+		strings.Contains(log, "s3cret") {
+		t.Errorf("run does not warn of the multi-host URL, or shows its password:\n%s", log)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
@@ -204,6 +205,9 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	}
 	if c.postgresURL == "" {
 		return usageError{postgresURLRequired}
+	}
+	if w := pgconnect.MultiHostWarning(c.postgresURL); w != "" {
+		fmt.Fprintf(c.stderr, "cdc-relay migrate: warning: %s\n", w)
 	}
 	if !c.noSlot {
 		if err := replication.ValidSlotName(c.slot); err != nil {

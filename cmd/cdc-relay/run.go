@@ -15,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -388,6 +389,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		"on_slot_loss", c.onSlotLoss)
 	c.kafkaSecurity.logSettings(log)
 	logUnknownEnv(log)
+	if w := pgconnect.MultiHostWarning(c.cfg.PostgresURL); w != "" {
+		log.Warn(w)
+	}
 	if c.file != nil {
 		warnConfig(c.file, log)
 		if err := checkAtStart(ctx, c.cfg, c.configPath, c.file, log); err != nil {
