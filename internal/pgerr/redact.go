@@ -36,6 +36,7 @@ func Redact(connString string) string {
 	if isURL(s) {
 		s = urlUserPassword(s, ":xxxxx")
 		s = urlQueryPassword.ReplaceAllString(s, "${1}xxxxx")
+		s = mapQueryPasswords(s, func(name string) (string, bool) { return name + "=xxxxx", true })
 	}
 	s = kvPassword.ReplaceAllString(s, "${1}xxxxx")
 	return kvPasswordNoEquals.ReplaceAllString(s, "${1}xxxxx")
@@ -83,6 +84,14 @@ func urlUserPassword(s, with string) string {
 // withoutQueryPasswords returns the URL s without its password and
 // sslpassword query parameters (any case), the others in their order.
 func withoutQueryPasswords(s string) string {
+	return mapQueryPasswords(s, func(string) (string, bool) { return "", false })
+}
+
+// mapQueryPasswords returns the URL s with each of its password and
+// sslpassword query parameters (by name decoded as pgconn decodes it, in
+// any case: pass%77ord too) replaced by what with returns for the name as
+// written, or left out when it reports false; the others in their order.
+func mapQueryPasswords(s string, with func(name string) (string, bool)) string {
 	q := strings.Index(s, "?")
 	if q < 0 {
 		return s
@@ -94,10 +103,14 @@ func withoutQueryPasswords(s string) string {
 	var kept []string
 	for _, p := range strings.Split(query, "&") {
 		name, _, _ := strings.Cut(p, "=")
+		decoded := name
 		if n, err := url.QueryUnescape(name); err == nil {
-			name = n
+			decoded = n
 		}
-		if strings.EqualFold(name, "password") || strings.EqualFold(name, "sslpassword") {
+		if strings.EqualFold(decoded, "password") || strings.EqualFold(decoded, "sslpassword") {
+			if p, ok := with(name); ok {
+				kept = append(kept, p)
+			}
 			continue
 		}
 		kept = append(kept, p)

@@ -25,6 +25,7 @@ func TestRedact(t *testing.T) {
 		{"url with a space in the password", "postgres://relay:s3 cret@db/app", "postgres://relay:xxxxx@db/app"},
 		{"url query password", "postgres://relay@db/app?password=s3cret&sslmode=disable", "postgres://relay@db/app?password=xxxxx&sslmode=disable"},
 		{"url query sslpassword", "postgres://relay@db/app?sslpassword=s3cret", "postgres://relay@db/app?sslpassword=xxxxx"},
+		{"url query, escaped name", "postgres://relay@db/app?pass%77ord=s3cret&sslmode=disable", "postgres://relay@db/app?pass%77ord=xxxxx&sslmode=disable"},
 		{"url with both", "postgres://relay:s3cret@db/app?port=x&Password=s3cret", "postgres://relay:xxxxx@db/app?port=x&Password=xxxxx"},
 		{"keyword/value", "host=db password=s3cret dbname=app", "host=db password=xxxxx dbname=app"},
 		{"spaces around =", "host=db password = s3cret dbname=app", "host=db password = xxxxx dbname=app"},
