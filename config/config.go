@@ -93,6 +93,9 @@ type Table struct {
 	HeadersColumn string
 	// Timestamp is timestamp: the column that is the record timestamp.
 	Timestamp string
+	// TimestampUnit is timestamp_unit: s, ms or us, the unit of a bigint
+	// Timestamp column; "" judges it by the values' magnitude.
+	TimestampUnit decoder.TimestampUnit
 	// TagsColumn is tags_column: the tags Routes match (a text[] of
 	// "key=value" or "key" tags, or jsonb). Required with Routes, refused
 	// without.
@@ -143,6 +146,7 @@ func (t Table) Mapping() decoder.Mapping {
 		TopicColumn:     t.TopicColumn,
 		HeadersColumn:   t.HeadersColumn,
 		TimestampColumn: t.Timestamp,
+		TimestampUnit:   t.TimestampUnit,
 		TopicTemplate:   t.Topic,
 		TagsColumn:      t.TagsColumn,
 	}

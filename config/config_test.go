@@ -181,6 +181,14 @@ tables:
 				t.Errorf("Columns() = %+v, want %+v", got, want)
 			}
 		}},
+		{name: "the unit of a bigint timestamp column", yaml: `
+tables:
+  - {table: public.outbox, value: payload, topic: t, timestamp: created_epoch, timestamp_unit: s}
+`, check: func(t *testing.T, f *File) {
+			if m := f.Tables[0].Mapping(); m.TimestampUnit != decoder.UnitSeconds || m.TimestampColumn != "created_epoch" {
+				t.Errorf("mapping's timestamp %q in %q, want created_epoch in s", m.TimestampColumn, m.TimestampUnit)
+			}
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -362,6 +370,8 @@ tables:
 			want: []string{"2: tables[0] (public.x): headers: want a mapping of header name to column, such as {event_type: type}"}},
 		{name: "a column given as a list", yaml: "tables:\n  - {table: x, value: [a, b], topic: t}\n",
 			want: []string{"2: tables[0] (public.x): value: want a single value, not a list or mapping"}},
+		{name: "a timestamp unit not known", yaml: "tables:\n  - {table: x, value: v, topic: t, timestamp: ts, timestamp_unit: ns}\n",
+			want: []string{`2: tables[0] (public.x): timestamp_unit "ns": want s, ms or us, the unit of a bigint timestamp column (epoch seconds, milliseconds or microseconds)`}},
 		{name: "a second document", yaml: "tables:\n" + minimal + "---\nslot: x\n",
 			want: []string{"3: a second YAML document (after ---): put everything in one"}},
 		{name: "a merge key", yaml: "tables:\n  - <<: {value: v}\n    table: x\n    topic: t\n",

@@ -41,6 +41,7 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"headers", func(p *parser, e keyed, ctx string, te *tableEntry) { te.t.Headers = p.headers(e, ctx) }},
 	{"headers_column", text(func(te *tableEntry) *string { return &te.t.HeadersColumn })},
 	{"timestamp", text(func(te *tableEntry) *string { return &te.t.Timestamp })},
+	{"timestamp_unit", readTimestampUnit},
 	{"tags_column", text(func(te *tableEntry) *string { return &te.t.TagsColumn })},
 	{"routes", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.routesLine = e.line

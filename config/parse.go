@@ -123,6 +123,20 @@ func readOrdering(p *parser, e keyed, _ string, f *File) {
 	f.Ordering = v
 }
 
+// readTimestampUnit reads a table's timestamp_unit: s, ms or us.
+func readTimestampUnit(p *parser, e keyed, ctx string, te *tableEntry) {
+	v, ok := p.str(e, ctx)
+	if !ok || v == "" {
+		return
+	}
+	u, err := decoder.ParseTimestampUnit(v)
+	if err != nil {
+		p.problem(e.line, "%stimestamp_unit %q: want s, ms or us, the unit of a bigint timestamp column (epoch seconds, milliseconds or microseconds)", ctx, v)
+		return
+	}
+	te.t.TimestampUnit = u
+}
+
 // readCompression reads kafka.compression, a codec sink knows.
 func readCompression(p *parser, e keyed, ctx string, k *Kafka) {
 	v, ok := p.str(e, ctx)

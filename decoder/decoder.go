@@ -28,9 +28,15 @@ const (
 	// KindUnmappedMessage is a transactional logical decoding message of
 	// a prefix no MessageMapping maps: part of a commit, but no event, so
 	// the caller can say that it went nowhere. Message.Prefix names it.
-	// (A non-transactional message is KindIgnored: it is no part of a
-	// commit.)
+	// (A non-transactional message of such a prefix is KindIgnored: it is
+	// no part of a commit.)
 	KindUnmappedMessage
+	// KindNonTransactionalMessage is a non-transactional logical decoding
+	// message of a mapped prefix: no event (it is no part of a commit, and
+	// may be of a transaction that rolled back), so that the caller can
+	// say the application wrote one with transactional false.
+	// Message.Prefix names its mapping's prefix.
+	KindNonTransactionalMessage
 )
 
 // Header is one Kafka record header.
@@ -116,7 +122,8 @@ type Message struct {
 	// decoder's and is reused by the next Decode.
 	Routed bool
 	Routes []string
-	// Prefix is set on KindUnmappedMessage: the message's prefix.
+	// Prefix is set on KindUnmappedMessage and
+	// KindNonTransactionalMessage: the message's prefix.
 	Prefix string
 }
 

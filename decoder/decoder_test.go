@@ -406,20 +406,31 @@ func TestParseTimestamp(t *testing.T) {
 	tests := []struct {
 		in   string
 		typ  uint32
+		unit TimestampUnit
 		want time.Time
 	}{
-		{"2026-11-22 16:59:15.123456+00", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 123456000, time.UTC)},
-		{"2026-11-22 16:59:15.1+00", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 100000000, time.UTC)},
-		{"2026-11-22 16:59:15+00", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 0, time.UTC)},
-		{"2026-11-22 18:59:15.5+02", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 500000000, time.UTC)},
-		{"2026-11-22 22:29:15+05:30", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 0, time.UTC)},
-		{"infinity", oidTimestamptz, time.Time{}},
-		{"2026-11-22 16:59:15.25", oidTimestamp, time.Date(2026, 11, 22, 16, 59, 15, 250000000, time.UTC)},
-		{"1700000000123", oidInt8, time.UnixMilli(1700000000123)},
+		{"2026-11-22 16:59:15.123456+00", oidTimestamptz, UnitUnset, time.Date(2026, 11, 22, 16, 59, 15, 123456000, time.UTC)},
+		{"2026-11-22 16:59:15.1+00", oidTimestamptz, UnitUnset, time.Date(2026, 11, 22, 16, 59, 15, 100000000, time.UTC)},
+		{"2026-11-22 16:59:15+00", oidTimestamptz, UnitUnset, time.Date(2026, 11, 22, 16, 59, 15, 0, time.UTC)},
+		{"2026-11-22 18:59:15.5+02", oidTimestamptz, UnitUnset, time.Date(2026, 11, 22, 16, 59, 15, 500000000, time.UTC)},
+		{"2026-11-22 22:29:15+05:30", oidTimestamptz, UnitUnset, time.Date(2026, 11, 22, 16, 59, 15, 0, time.UTC)},
+		{"infinity", oidTimestamptz, UnitUnset, time.Time{}},
+		{"2026-11-22 16:59:15.25", oidTimestamp, UnitUnset, time.Date(2026, 11, 22, 16, 59, 15, 250000000, time.UTC)},
+		{"1700000000123", oidInt8, UnitUnset, time.UnixMilli(1700000000123)},
+		// A bigint in its unit, or judged by its magnitude; an ambiguous
+		// one read as milliseconds.
+		{"1700000000", oidInt8, UnitUnset, time.Unix(1700000000, 0)},
+		{"1700000000", oidInt8, UnitSeconds, time.Unix(1700000000, 0)},
+		{"1700000000", oidInt8, UnitMillis, time.UnixMilli(1700000000)},
+		{"1700000000123456", oidInt8, UnitUnset, time.UnixMicro(1700000000123456)},
+		{"1700000000123456", oidInt8, UnitMicros, time.UnixMicro(1700000000123456)},
+		{"1700000000123", oidInt8, UnitMillis, time.UnixMilli(1700000000123)},
+		{"86400", oidInt8, UnitUnset, time.UnixMilli(86400)},
+		{"86400", oidInt8, UnitSeconds, time.Unix(86400, 0)},
 	}
 	for _, tt := range tests {
-		if got := parseTimestamp([]byte(tt.in), tt.typ); !got.Equal(tt.want) {
-			t.Errorf("parseTimestamp(%q) = %v, want %v", tt.in, got, tt.want)
+		if got := parseTimestamp([]byte(tt.in), tt.typ, tt.unit); !got.Equal(tt.want) {
+			t.Errorf("parseTimestamp(%q, %q) = %v, want %v", tt.in, tt.unit, got, tt.want)
 		}
 	}
 }
@@ -657,4 +668,29 @@ func hexOf(b []byte) string {
 		out = append(out, digits[c>>4], digits[c&15])
 	}
 	return string(out)
+}
+
+// TestJudgeUnit: the magnitudes of epoch seconds, milliseconds and
+// microseconds of the years 2001 to 5138 do not overlap; the rest is
+// ambiguous.
+func TestJudgeUnit(t *testing.T) {
+	now := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	for v, want := range map[int64]TimestampUnit{
+		now.Unix(): UnitSeconds, now.UnixMilli(): UnitMillis, now.UnixMicro(): UnitMicros,
+		1e9: UnitSeconds, 1e11 - 1: UnitSeconds, 1e11: UnitMillis, 1e14: UnitMicros, 1e17 - 1: UnitMicros,
+		0: UnitUnset, 999_999_999: UnitUnset, -now.Unix(): UnitUnset, now.UnixNano(): UnitUnset,
+	} {
+		got, ok := JudgeUnit(v)
+		if got != want || ok != (want != UnitUnset) {
+			t.Errorf("JudgeUnit(%d) = %q, %v, want %q", v, got, ok, want)
+		}
+	}
+	for _, u := range []TimestampUnit{UnitSeconds, UnitMillis, UnitMicros} {
+		if got := u.Time(u.Epoch(now)); !got.Equal(now) {
+			t.Errorf("%s: %v back as %v", u, now, got)
+		}
+	}
+	if _, err := ParseTimestampUnit("ns"); err == nil {
+		t.Error("unit ns accepted")
+	}
 }

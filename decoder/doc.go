@@ -21,8 +21,10 @@
 //
 // A transactional message of a prefix no mapping names decodes to
 // [KindUnmappedMessage] with its prefix, so that the caller can say it
-// went nowhere. Every other message (UPDATE, DELETE, TRUNCATE, inserts on
-// other tables, non-transactional messages) decodes to [KindIgnored].
+// went nowhere; a non-transactional message of a mapped prefix to
+// [KindNonTransactionalMessage]. Every other message (UPDATE, DELETE,
+// TRUNCATE, inserts on other tables, non-transactional messages of other
+// prefixes) decodes to [KindIgnored].
 //
 // Files: decoder.go has the public types and [New]; pgoutput.go reads the
 // messages (and their rows and columns); resolve.go resolves a Relation

@@ -49,7 +49,7 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 		}
 	}
 	if ts := r.col(rel.ts); !ts.null {
-		ev.Timestamp = parseTimestamp(ts.data, rel.tsType)
+		ev.Timestamp = parseTimestamp(ts.data, rel.tsType, t.m.TimestampUnit)
 	}
 
 	if rel.poison != nil {

@@ -297,15 +297,20 @@ func agreeInsert(t *testing.T, rel *pglogrepl.RelationMessage, pg *pglogrepl.Ins
 
 // agreeMessage checks the Message decoded from a logical decoding message
 // against pglogrepl's reading of it, the content read with encoding/json:
-// an event exactly for a transactional message of a mapped prefix; its
+// an event exactly for a transactional message of a mapped prefix (a
+// non-transactional one of a mapped prefix reported with it); its
 // id, first as a header; a poison one's value is the content; otherwise
 // the record the envelope or the payload-only mapping says.
 func agreeMessage(t *testing.T, d *Decoder, pg *pglogrepl.LogicalDecodingMessage, m Message) {
 	t.Helper()
 	src := d.source([]byte(pg.Prefix))
 	if !pg.Transactional {
-		if m.Kind != KindIgnored {
-			t.Fatalf("non-transactional message of prefix %q decoded as %v", pg.Prefix, m.Kind)
+		want, prefix := KindIgnored, ""
+		if src != nil {
+			want, prefix = KindNonTransactionalMessage, pg.Prefix
+		}
+		if m.Kind != want || m.Prefix != prefix {
+			t.Fatalf("non-transactional message of prefix %q decoded as %v, prefix %q", pg.Prefix, m.Kind, m.Prefix)
 		}
 		return
 	}

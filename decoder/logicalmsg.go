@@ -12,7 +12,8 @@ import (
 // (the end of its WAL record, what pg_logical_emit_message returned), the
 // prefix, then the content's length and bytes. A transactional message of
 // a mapped prefix is an event, one of another prefix KindUnmappedMessage;
-// a non-transactional one is ignored.
+// a non-transactional one is KindNonTransactionalMessage when its prefix
+// is mapped, else ignored.
 func (d *Decoder) logicalMessage(b []byte) (Message, error) {
 	if len(b) < 9 {
 		return Message{}, malformed("short Message (%d bytes)", len(b)+1)
@@ -33,10 +34,13 @@ func (d *Decoder) logicalMessage(b []byte) (Message, error) {
 	if n := binary.BigEndian.Uint32(b); uint64(n) != uint64(len(b)-4) {
 		return Message{}, malformed("Message of prefix %q: content of %d bytes in %d", prefix, n, len(b)-4)
 	}
-	if !transactional {
-		return Message{}, nil
-	}
 	src := d.source(prefix)
+	if !transactional {
+		if src == nil {
+			return Message{}, nil
+		}
+		return Message{Kind: KindNonTransactionalMessage, Prefix: src.m.Prefix}, nil
+	}
 	if src == nil {
 		return Message{Kind: KindUnmappedMessage, Prefix: d.unmappedPrefix(prefix)}, nil
 	}

@@ -29,8 +29,12 @@ type Mapping struct {
 	// Optional.
 	HeadersColumn string
 	// TimestampColumn is the record timestamp (timestamptz, timestamp, or
-	// bigint milliseconds since the epoch). Optional.
+	// bigint: the time since the epoch in TimestampUnit). Optional.
 	TimestampColumn string
+	// TimestampUnit is the unit of a bigint TimestampColumn; unset judges
+	// each value's unit by its magnitude (JudgeUnit). Ignored for the
+	// other types.
+	TimestampUnit TimestampUnit
 	// HeaderColumns are copied into headers, named by HeaderNames. Each
 	// must exist in the table.
 	HeaderColumns []string
@@ -142,6 +146,9 @@ func (m Mapping) Validate() error {
 	}
 	if m.PayloadColumn == "" {
 		return fmt.Errorf("mapping: payload column is not set")
+	}
+	if _, err := ParseTimestampUnit(string(m.TimestampUnit)); err != nil {
+		return fmt.Errorf("mapping: %w", err)
 	}
 	if len(m.Routes) > 0 {
 		if _, err := m.routes(); err != nil {

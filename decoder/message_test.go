@@ -288,17 +288,20 @@ func TestMessageAmongInserts(t *testing.T) {
 			got = append(got, string(m.Event.ID)+"@"+string(rune('0'+m.Event.Table)))
 		case KindUnmappedMessage:
 			got = append(got, "unmapped:"+m.Prefix)
+		case KindNonTransactionalMessage:
+			got = append(got, "non-transactional:"+m.Prefix)
 		case KindIgnored, KindCommit:
 		default:
 			t.Fatalf("kind %v", m.Kind)
 		}
 	}
-	if want := "row-1@0 msg-1@3 row-2@0 unmapped:other msg-2@2"; strings.Join(got, " ") != want {
+	if want := "row-1@0 msg-1@3 non-transactional:outbox row-2@0 unmapped:other msg-2@2"; strings.Join(got, " ") != want {
 		t.Fatalf("events %q, want %q", strings.Join(got, " "), want)
 	}
 }
 
-// TestMessagesIgnored: non-transactional messages are ignored; a
+// TestMessagesIgnored: non-transactional messages are no event, reported
+// with their prefix when it is mapped; a
 // transactional message of a prefix nobody mapped (with message sources
 // or without) is reported with its prefix, and is no event.
 func TestMessagesIgnored(t *testing.T) {
@@ -311,8 +314,8 @@ func TestMessagesIgnored(t *testing.T) {
 		kind     Kind
 		unmapped string
 	}{
-		{"non-transactional", withSources, logicalMsg(false, msgLSN, "outbox", `{"payload": 1}`), KindIgnored, ""},
-		{"non-transactional and malformed", withSources, logicalMsg(false, msgLSN, "outbox", `not json`), KindIgnored, ""},
+		{"non-transactional", withSources, logicalMsg(false, msgLSN, "outbox", `{"payload": 1}`), KindNonTransactionalMessage, "outbox"},
+		{"non-transactional and malformed", withSources, logicalMsg(false, msgLSN, "outbox", `not json`), KindNonTransactionalMessage, "outbox"},
 		{"non-transactional, unmapped", withSources, logicalMsg(false, msgLSN, "other", `{"payload": 1}`), KindIgnored, ""},
 		{"unmapped prefix", withSources, logicalMsg(true, msgLSN, "outbox2", `{"payload": 1}`), KindUnmappedMessage, "outbox2"},
 		{"a prefix of the prefix", withSources, logicalMsg(true, msgLSN, "out", `{"payload": 1}`), KindUnmappedMessage, "out"},

@@ -132,7 +132,7 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 			rel.ts = -1
 			if first == nil {
 				first = &MappingError{Err: fmt.Errorf(
-					"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch milliseconds): "+
+					"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds: timestamp_unit): "+
 						"change its type back, or map another column with --timestamp-column (--timestamp-column '' for none)",
 					m.TimestampColumn, typeName(rel.tsType))}
 			}

@@ -49,9 +49,11 @@ func appendJSONHeaders(hs []Header, own int, obj []byte) ([]Header, error) {
 
 // parseTimestamp parses a timestamp column's text. The replication
 // connection runs with DateStyle=ISO and TimeZone=UTC, so timestamptz reads
-// "2006-01-02 15:04:05.999999+00". An unparsable value (infinity, BC dates)
-// gives the zero time, and the producer stamps the record itself.
-func parseTimestamp(b []byte, typ uint32) time.Time {
+// "2006-01-02 15:04:05.999999+00"; a bigint is read in unit (unset: by
+// its magnitude, as recover judges the column). An unparsable value
+// (infinity, BC dates) gives the zero time, and the producer stamps the
+// record itself.
+func parseTimestamp(b []byte, typ uint32, unit TimestampUnit) time.Time {
 	if typ == oidTimestamptz {
 		if t, ok := parseUTC(b); ok {
 			return t
@@ -60,11 +62,11 @@ func parseTimestamp(b []byte, typ uint32) time.Time {
 	s := string(b)
 	switch typ {
 	case oidInt8:
-		ms, err := strconv.ParseInt(s, 10, 64)
+		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return time.Time{}
 		}
-		return time.UnixMilli(ms)
+		return unit.Time(v)
 	case oidTimestamp:
 		t, err := time.Parse("2006-01-02 15:04:05.999999", s)
 		if err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -90,7 +91,11 @@ func TestBackfillBesideALiveRelay(t *testing.T) {
 	where := "created_at > now() - interval '1 hour'"
 	e.checkDryRun(where)
 
-	first, err := relayproc.Start(relayBin, e.backfillArgs("--where", where, "--rate", "200", "--batch", "50")...)
+	// The server trusts the test's connections: passwords in the URL are
+	// read and not needed, and the resume command must print none.
+	args := e.backfillArgs("--where", where, "--rate", "200", "--batch", "50")
+	args[2] = strings.Replace(e.url, "postgres@", "postgres:s3cret@", 1) + "&password=s3cret&sslpassword=s3cret"
+	first, err := relayproc.Start(relayBin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +211,12 @@ func (e *env) stopAndResume(relay *relayProc, first *relayproc.Proc) (string, in
 	m := resumeLine.FindStringSubmatch(first.Log())
 	if m == nil || first.Err() == nil {
 		t.Fatalf("the stopped backfill (%v) printed no command to resume:\n%s", first.Err(), first.Log())
+	}
+	if ee := (*exec.ExitError)(nil); !errors.As(first.Err(), &ee) || ee.ExitCode() != 130 {
+		t.Errorf("the backfill stopped by SIGINT exited with %v, want exit status 130", first.Err())
+	}
+	if strings.Contains(m[1], "password=") || strings.Contains(m[1], "s3cret") {
+		t.Errorf("the resume command keeps a password: %s", m[1])
 	}
 	t.Logf("the stopped backfill said:\n%s", first.Log())
 	// The server releases the stopped backfill's lock as its session ends,

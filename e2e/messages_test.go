@@ -328,8 +328,9 @@ func checkEventCounts(p *relayProc, n int) {
 // TestMessagesRolledBackSendNothing: messages emitted in a transaction
 // that rolls back, or in a savepoint rolled back within one that commits,
 // send nothing; neither does a non-transactional message (in a committed
-// transaction or a rolled-back one) nor a message of a prefix no one
-// mapped, which is counted by prefix and warned of. The committed rest
+// transaction or a rolled-back one), counted and warned of once, nor a
+// message of a prefix no one mapped, which is counted by prefix and warned
+// of. The committed rest
 // arrives, in commit order (one key).
 func TestMessagesRolledBackSendNothing(t *testing.T) {
 	parallel(t)
@@ -390,6 +391,12 @@ func TestMessagesRolledBackSendNothing(t *testing.T) {
 		if !strings.Contains(p.Log(), "no messages: entry maps") || !strings.Contains(p.Log(), "prefix="+prefix) {
 			t.Errorf("the relay does not warn of the messages of prefix %q:\n%s", prefix, p.Log())
 		}
+	}
+	if got := value(families, "cdc_relay_messages_non_transactional_total", "prefix", "outbox"); got != 3 {
+		t.Errorf("non-transactional messages of the mapped prefix: %v, want 3", got)
+	}
+	if strings.Count(p.Log(), "ignored a non-transactional message of a mapped prefix") != 1 {
+		t.Errorf("want one warning of the non-transactional messages:\n%s", p.Log())
 	}
 }
 

@@ -36,8 +36,17 @@ type Metrics struct {
 	EventsUnrouted *prometheus.CounterVec
 	// MessagesIgnored counts the transactional logical decoding messages
 	// of a prefix no message source maps, which the relay read and went
-	// past: events lost, by prefix.
+	// past: events lost, by prefix, as IgnoredPrefixes labels it (any role
+	// may write a message: the first MaxLabelValues prefixes by name, then
+	// "other").
 	MessagesIgnored *prometheus.CounterVec
+	// IgnoredPrefixes is the label of MessagesIgnored's prefixes.
+	IgnoredPrefixes *LabelBound
+	// MessagesNonTransactional counts the non-transactional logical
+	// decoding messages of a mapped prefix, which the relay went past
+	// (only transactional messages are events), by prefix: bounded by the
+	// configuration's message sources.
+	MessagesNonTransactional *prometheus.CounterVec
 	// ProduceErrors counts the errors Kafka or the client returned for the
 	// stream's records, by error name (sink.ErrorName), whatever became of the record
 	// (produced again alone, parked, or sent again after a reconnect).
@@ -103,7 +112,11 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 			"Events of a table that routes by tags which matched no route and were sent nowhere, by table.",
 			"table"),
 		MessagesIgnored: f.counterVec("cdc_relay_messages_ignored_total",
-			"Transactional messages of a prefix no message source maps, which the relay read and went past (their events are lost), by prefix.",
+			"Transactional messages of a prefix no message source maps, which the relay read and went past (their events are lost), by prefix: the first 64 prefixes by name, then other.",
+			"prefix"),
+		IgnoredPrefixes: NewLabelBound(MaxLabelValues),
+		MessagesNonTransactional: f.counterVec("cdc_relay_messages_non_transactional_total",
+			"Non-transactional messages of a mapped prefix, which the relay went past (only transactional messages are events), by prefix.",
 			"prefix"),
 		ProduceErrors: f.counterVec("cdc_relay_produce_errors_total",
 			"Errors Kafka or the client returned for the stream's records, by error.",

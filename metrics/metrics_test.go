@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -256,6 +257,7 @@ func TestLabels(t *testing.T) {
 	m.ProduceErrors.WithLabelValues("NOT_LEADER_FOR_PARTITION").Inc()
 	m.EventsUnrouted.WithLabelValues("public.outbox").Inc()
 	m.MessagesIgnored.WithLabelValues("renamed").Inc()
+	m.MessagesNonTransactional.WithLabelValues("outbox").Inc()
 	m.KafkaTransactions.WithLabelValues("committed").Inc()
 	m.CommitToAck.Observe(.003)
 	m.EventsDead.Inc()
@@ -274,6 +276,7 @@ func TestLabels(t *testing.T) {
 		{"cdc_relay_produce_errors_total", "error=NOT_LEADER_FOR_PARTITION", 1},
 		{"cdc_relay_events_unrouted_total", "table=public.outbox", 1},
 		{"cdc_relay_messages_ignored_total", "prefix=renamed", 1},
+		{"cdc_relay_messages_non_transactional_total", "prefix=outbox", 1},
 		{"cdc_relay_kafka_transactions_total", "result=committed", 1},
 		{"cdc_relay_commit_to_ack_seconds", "", 1},
 		{"cdc_relay_events_dead_total", "", 1},
@@ -328,5 +331,24 @@ func TestCommitToAckBuckets(t *testing.T) {
 	}
 	if !reflect.DeepEqual(bounds, CommitToAckBuckets) {
 		t.Fatalf("bucket bounds %v, want %v", bounds, CommitToAckBuckets)
+	}
+}
+
+// TestLabelBound: the first MaxLabelValues distinct values are their own
+// label, for good; every later one is other.
+func TestLabelBound(t *testing.T) {
+	b := NewLabelBound(MaxLabelValues)
+	for i := range 1000 {
+		v := fmt.Sprint("p", i)
+		want := v
+		if i >= MaxLabelValues {
+			want = OtherLabel
+		}
+		if got := b.Label(v); got != want {
+			t.Fatalf("Label(%q) = %q, want %q", v, got, want)
+		}
+	}
+	if got := b.Label("p0"); got != "p0" {
+		t.Errorf("Label(p0) later = %q, want p0", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -350,5 +351,69 @@ func TestPipelineCountsUnmappedMessages(t *testing.T) {
 	}
 	if got := tp.count.read.Load(); got != 1 {
 		t.Errorf("read %d events, want 1", got)
+	}
+}
+
+// TestPipelineBoundsUnmappedPrefixes: any role may write messages, so the
+// prefixes of unmapped ones are bounded: the first 64 by name, every later
+// one counted as other, a warning each for the first 64 and one for all
+// the others; the sum of the series is every message.
+func TestPipelineBoundsUnmappedPrefixes(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	const prefixes = 1000
+	msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+	for i := range prefixes {
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindUnmappedMessage, Prefix: fmt.Sprint("p", i)})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: 0x200})
+	for _, m := range msgs {
+		if err := tp.apply(0x1f0, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	families, err := tp.metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series, sum := 0, 0.0
+	for _, f := range families {
+		if f.GetName() == "cdc_relay_messages_ignored_total" {
+			for _, m := range f.GetMetric() {
+				series++
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if series != metrics.MaxLabelValues+1 || sum != prefixes {
+		t.Errorf("%d series counting %v messages, want %d counting %d", series, sum, metrics.MaxLabelValues+1, prefixes)
+	}
+	var other dto.Metric
+	if err := tp.metrics.MessagesIgnored.WithLabelValues(metrics.OtherLabel).Write(&other); err != nil || other.GetCounter().GetValue() != prefixes-metrics.MaxLabelValues {
+		t.Errorf("other counts %v (%v), want %d", other.GetCounter().GetValue(), err, prefixes-metrics.MaxLabelValues)
+	}
+	if n := tp.logs.count("level=WARN"); n != metrics.MaxLabelValues+1 || tp.logs.count("prefix=other example_prefix=p64") != 1 {
+		t.Errorf("%d warnings, want %d, the last for other naming p64:\n%s", n, metrics.MaxLabelValues+1, tp.logs)
+	}
+}
+
+// TestPipelineCountsNonTransactionalMessages: a non-transactional message
+// of a mapped prefix is no event, but counted by prefix and warned of,
+// one line for a burst.
+func TestPipelineCountsNonTransactionalMessages(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	for range 3 {
+		if err := tp.apply(0x1f0, decoder.Message{Kind: decoder.KindNonTransactionalMessage, Prefix: "outbox"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m dto.Metric
+	if err := tp.metrics.MessagesNonTransactional.WithLabelValues("outbox").Write(&m); err != nil || m.GetCounter().GetValue() != 3 {
+		t.Errorf("counted %v (%v), want 3", m.GetCounter().GetValue(), err)
+	}
+	if tp.logs.count("level=WARN") != 1 || tp.logs.count("non-transactional message of a mapped prefix") != 1 || tp.logs.count("prefix=outbox") != 1 {
+		t.Errorf("want one warning naming the prefix:\n%s", tp.logs)
+	}
+	if got := tp.count.read.Load(); got != 0 {
+		t.Errorf("read %d events, want 0", got)
 	}
 }

@@ -47,14 +47,16 @@ type pipeline struct {
 	// unrouted logs the events that matched no route, by table.
 	unrouted *ratelog.Logger
 	// unmapped logs the transactional messages of prefixes no message
-	// source maps, by prefix (messages.go).
-	unmapped *ratelog.Logger
+	// source maps, by prefix (messages.go); nonTx the non-transactional
+	// messages of a mapped prefix.
+	unmapped, nonTx *ratelog.Logger
 }
 
 // newPipeline returns the pipeline of l's session, which decodes with dec
 // and hands its events to d.
 func newPipeline(l *ledger, dec *decoder.Decoder, d delivery) *pipeline {
-	return &pipeline{ledger: l, dec: dec, delivery: d, unrouted: newUnroutedLog(l.log), unmapped: newUnmappedLog(l.log)}
+	return &pipeline{ledger: l, dec: dec, delivery: d, unrouted: newUnroutedLog(l.log), unmapped: newUnmappedLog(l.log),
+		nonTx: newNonTransactionalLog(l.log)}
 }
 
 // handle decodes one pgoutput message and applies it.
@@ -103,6 +105,8 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 		if !p.skipping {
 			p.ignoreUnmapped(msg.Prefix)
 		}
+	case decoder.KindNonTransactionalMessage:
+		p.ignoreNonTransactional(msg.Prefix)
 	}
 	return nil
 }

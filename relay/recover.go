@@ -116,6 +116,11 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if err != nil {
 		return res, err
 	}
+	if !res.NoGap {
+		if err := checkWindows(ctx, cfg, outs, res.Since); err != nil {
+			return res, err
+		}
+	}
 	if opts.DryRun {
 		res.Rows, err = countRows(ctx, outs)
 		return res, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
 // TestRecoverSince: recover starts from --since when given, else from the
@@ -41,7 +42,7 @@ func TestRecoverSince(t *testing.T) {
 // in the window.
 func TestWindowOnLocalTime(t *testing.T) {
 	since := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	where, arg, ok := windowOn(`"created_at"`, noTimeZone, since)
+	where, arg, ok := windowOn(`"created_at"`, noTimeZone, since, decoder.UnitUnset)
 	if !ok || where != `"created_at" >= $1::timestamp` {
 		t.Fatalf("windowOn = %q, %v", where, ok)
 	}
@@ -65,10 +66,16 @@ func TestWindowOnLocalTime(t *testing.T) {
 			}
 		}
 	}
-	if where, arg, ok := windowOn(`"created_at"`, "timestamp with time zone", since); !ok || where != `"created_at" >= $1::timestamptz` || string(arg) != "2026-11-24T08:00:00Z" {
+	if where, arg, ok := windowOn(`"created_at"`, "timestamp with time zone", since, decoder.UnitUnset); !ok || where != `"created_at" >= $1::timestamptz` || string(arg) != "2026-11-24T08:00:00Z" {
 		t.Errorf("timestamptz: %q %q %v; want the instant itself", where, arg, ok)
 	}
-	if _, _, ok := windowOn(`"created_at"`, "date", since); ok {
+	if _, _, ok := windowOn(`"created_at"`, "date", since, decoder.UnitUnset); ok {
 		t.Error("a date column accepted")
+	}
+	// A bigint column compares in its unit.
+	for unit, want := range map[decoder.TimestampUnit]string{decoder.UnitSeconds: "1795507200", decoder.UnitMillis: "1795507200000", decoder.UnitMicros: "1795507200000000"} {
+		if where, arg, ok := windowOn(`"at"`, "bigint", since, unit); !ok || where != `"at" >= $1::bigint` || string(arg) != want {
+			t.Errorf("bigint in %s: %q %q %v; want %s", unit, where, arg, ok, want)
+		}
 	}
 }

@@ -27,8 +27,12 @@ type outboxReader struct {
 	where string // the condition on the timestamp column, with $1
 	since []byte // $1
 	order string
-	dec   *decoder.Decoder
-	index int // the table's index in Config.Tables, for the status table
+	// column, typ and unit are the timestamp column's name, type and, for
+	// a bigint, unit: for the operator, when the window selects nothing.
+	column, typ string
+	unit        decoder.TimestampUnit
+	dec         *decoder.Decoder
+	index       int // the table's index in Config.Tables, for the status table
 	// written is told the ids of the rows of each batch Kafka acknowledged.
 	written func(ctx context.Context, ids []string) error
 }
@@ -76,15 +80,23 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 		_ = conn.Close(ctx)
 		return nil, fmt.Errorf("look up timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
 	}
-	var ok bool
-	r.where, r.since, ok = windowOn(ts, typ, since)
-	switch {
-	case typ == "":
+	if typ == "" {
 		_ = conn.Close(ctx)
 		return nil, fatalError{fmt.Errorf("outbox table %s has no column %q: set --timestamp-column to the column that says when a row was written", r.table, m.TimestampColumn)}
+	}
+	if typ == "bigint" {
+		if r.unit, err = r.epochUnit(ctx, m, ts, cfg.Logger); err != nil {
+			_ = conn.Close(ctx)
+			return nil, err
+		}
+	}
+	var ok bool
+	r.where, r.since, ok = windowOn(ts, typ, since, r.unit)
+	r.column, r.typ = m.TimestampColumn, typ
+	switch {
 	case !ok:
 		_ = conn.Close(ctx)
-		return nil, fatalError{fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch milliseconds)", m.TimestampColumn, r.table, typ)}
+		return nil, fatalError{fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds)", m.TimestampColumn, r.table, typ)}
 	case typ == noTimeZone:
 		cfg.Logger.Info("timestamp column has no time zone: the window is widened by 12 hours, since the relay cannot know the time zone "+
 			"of the sessions that wrote the rows (any from UTC-12 to UTC+14); rows written up to 12 hours before it (more east of UTC) are published again too",
@@ -105,6 +117,40 @@ const noTimeZone = "timestamp without time zone"
 // UTC−12.
 const localTimeSlack = 12 * time.Hour
 
+// epochUnit returns the unit of the bigint timestamp column ts of m's
+// table: the mapping's, else the one its newest value's magnitude shows
+// (decoder.JudgeUnit, as the decoder reads each value), or an error
+// saying what to set when the magnitude says none. An empty table is
+// read in milliseconds: it has no row to select.
+func (r *outboxReader) epochUnit(ctx context.Context, m decoder.Mapping, ts string, log *slog.Logger) (decoder.TimestampUnit, error) {
+	if m.TimestampUnit != decoder.UnitUnset {
+		return m.TimestampUnit, nil
+	}
+	rr := r.conn.ExecParams(ctx, "SELECT max("+ts+") FROM "+r.table, nil, nil, nil, nil)
+	var newest []byte
+	for rr.NextRow() {
+		newest = slices.Clone(rr.Values()[0])
+	}
+	if _, err := rr.Close(); err != nil {
+		return "", fmt.Errorf("read the newest value of timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
+	}
+	if newest == nil {
+		return decoder.UnitMillis, nil
+	}
+	v, err := strconv.ParseInt(string(newest), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("read the newest value of timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
+	}
+	unit, ok := decoder.JudgeUnit(v)
+	if !ok {
+		return "", fatalError{fmt.Errorf("the unit of bigint timestamp column %q of %s is ambiguous: its newest value, %d, is no epoch time from 1973 to 5138 in seconds, milliseconds or microseconds; "+
+			"set timestamp_unit: s, ms or us for the table in the config file (or --timestamp-unit)", m.TimestampColumn, r.table, v)}
+	}
+	log.Info("timestamp column is bigint with no timestamp_unit: its unit is judged by its newest value; set timestamp_unit (--timestamp-unit) to say it",
+		"column", m.TimestampColumn, "table", r.table, "newest", v, "unit", unit)
+	return unit, nil
+}
+
 // windowOn returns the condition on the timestamp column ts, of type typ,
 // that holds for every row written at or after since, with its argument
 // ($1); ok is false for a type recover cannot read.
@@ -117,16 +163,66 @@ const localTimeSlack = 12 * time.Hour
 // column with since's UTC wall time less 12 hours. Rows written up to 12
 // hours before since by a session in UTC, up to 26 hours by one at UTC+14,
 // pass it too: duplicates, never a loss.
-func windowOn(ts, typ string, since time.Time) (where string, arg []byte, ok bool) {
+func windowOn(ts, typ string, since time.Time, unit decoder.TimestampUnit) (where string, arg []byte, ok bool) {
 	switch typ {
 	case "timestamp with time zone":
 		return ts + " >= $1::timestamptz", []byte(since.UTC().Format(time.RFC3339Nano)), true
 	case noTimeZone:
 		return ts + " >= $1::timestamp", []byte(since.UTC().Add(-localTimeSlack).Format("2006-01-02 15:04:05.999999")), true
 	case "bigint":
-		return ts + " >= $1::bigint", []byte(strconv.FormatInt(since.UnixMilli(), 10)), true
+		return ts + " >= $1::bigint", []byte(strconv.FormatInt(unit.Epoch(since), 10)), true
 	}
 	return "", nil, false
+}
+
+// writtenAfter counts the table's rows inserted by a transaction that
+// began after the last one that wrote the checkpoint row of slot in
+// checkpointTable (quoted): by their xmin's age, which a frozen row's
+// makes the oldest. Rows the gap holds, or later ones; -1 when the
+// checkpoint row is missing.
+func (r *outboxReader) writtenAfter(ctx context.Context, checkpointTable, slot string) (int, error) {
+	rr := r.conn.ExecParams(ctx, "SELECT (SELECT count(*) FROM "+r.table+" WHERE age(xmin) < c.age) FROM (SELECT age(xmin) AS age FROM "+checkpointTable+" WHERE slot_name = $1) AS c",
+		[][]byte{[]byte(slot)}, nil, nil, nil)
+	n := -1
+	for rr.NextRow() {
+		n, _ = strconv.Atoi(string(rr.Values()[0]))
+	}
+	if _, err := rr.Close(); err != nil {
+		return 0, fmt.Errorf("count the rows of %s written since the checkpoint: %w", r.table, err)
+	}
+	return n, nil
+}
+
+// checkWindows refuses a repair whose window on a table selects no row
+// while the table holds rows written after the relay last saved its
+// checkpoint: the gap holds transactions the window would miss, and
+// recover would end having published none of them. The timestamp column
+// is then in another unit, or not the time a row was written, or the
+// rows have none.
+func checkWindows(ctx context.Context, cfg Config, outs []*outboxReader, since time.Time) error {
+	checkpoints := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
+	for _, r := range outs {
+		n, err := r.count(ctx)
+		if err != nil || n > 0 {
+			return err
+		}
+		written, err := r.writtenAfter(ctx, checkpoints, cfg.Slot)
+		if err != nil {
+			return err
+		}
+		if written <= 0 {
+			continue
+		}
+		unit := ""
+		if r.typ == "bigint" {
+			unit = fmt.Sprintf(" (read as epoch time in %s: from %s)", r.unit, r.since)
+		}
+		return fatalError{fmt.Errorf("recover's window on %s selects no row, but %d row(s) were written after the relay last saved its checkpoint: "+
+			"the gap holds transactions the window would miss. Check timestamp column %q (%s)%s: that it holds when each row was written, in its unit "+
+			"(timestamp_unit: s, ms or us; --timestamp-unit), and not NULL; or give cdc-relay recover --since the time the gap began (the window starts at %s)",
+			r.table, written, r.column, r.typ, unit, since.UTC().Format(time.RFC3339))}
+	}
+	return nil
 }
 
 func (r *outboxReader) close() { _ = r.conn.Close(context.Background()) }

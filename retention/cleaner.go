@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
@@ -27,9 +28,13 @@ type Options struct {
 	OutboxSchema, OutboxTable string
 	// TimestampColumn is the outbox table's mapped timestamp column
 	// (decoder.Mapping.TimestampColumn): timestamptz, timestamp (read as
-	// UTC) or bigint milliseconds since the epoch. Empty, or a column the
-	// table does not have, disables outbox retention.
+	// UTC) or bigint: the time since the epoch in TimestampUnit. Empty, or
+	// a column the table does not have, disables outbox retention.
 	TimestampColumn string
+	// TimestampUnit is the unit of a bigint TimestampColumn; unset, the
+	// first cleanup judges it by the column's newest value
+	// (decoder.JudgeUnit), and disables outbox retention when it cannot.
+	TimestampUnit decoder.TimestampUnit
 	// StatusSchema and StatusTable name the status table.
 	StatusSchema, StatusTable string
 	// IDColumn is the outbox table's id column and SourceTable its name
@@ -114,6 +119,10 @@ type Cleaner struct {
 	idColumn       string // unquoted
 	sourceTable    string
 
+	// tsUnit is the unit of a bigint timestamp column: the option's, or
+	// judged by the first lookup (under mu).
+	tsUnit decoder.TimestampUnit
+
 	mu sync.Mutex
 	// looked is true once the timestamp column has been looked up; then
 	// outboxSQL is the batch DELETE, or "" when outbox retention is
@@ -137,6 +146,7 @@ func New(db DB, opts Options) *Cleaner {
 		outbox:   pgx.Identifier{opts.OutboxSchema, opts.OutboxTable}.Sanitize(),
 		status:   pgx.Identifier{opts.StatusSchema, opts.StatusTable}.Sanitize(),
 		tsColumn: opts.TimestampColumn,
+		tsUnit:   opts.TimestampUnit,
 		idColumn: opts.IDColumn, sourceTable: opts.SourceTable,
 	}
 }
@@ -253,7 +263,7 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, args outboxA
 	disable := func(why string) (string, outboxArgsFunc, error) {
 		c.looked, c.outboxSQL, c.outboxArgs = true, "", nil
 		log.Warn("outbox retention disabled: "+why+
-			"; set --timestamp-column to the outbox table's timestamp column (timestamptz, timestamp or bigint epoch milliseconds), or --retention=0s to keep outbox rows",
+			"; set --timestamp-column to the outbox table's timestamp column (timestamptz, timestamp or bigint epoch time), or --retention=0s to keep outbox rows",
 			"table", c.outbox, "column", c.tsColumn)
 		return "", nil, nil
 	}
@@ -282,7 +292,20 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, args outboxA
 		return disable("the outbox table has no column " + strconv.Quote(c.tsColumn))
 	}
 	col := pgx.Identifier{c.tsColumn}.Sanitize()
-	where, cutoff := cutoffCondition(col, *typ)
+	if *typ == oidInt8 && c.tsUnit == decoder.UnitUnset {
+		unit, ok, err := c.judgeUnit(ctx, col)
+		switch {
+		case err != nil:
+			return "", nil, err
+		case !ok:
+			return disable(fmt.Sprintf("the unit of bigint timestamp column %q is ambiguous (its newest value is no epoch time from 1973 in seconds, milliseconds or microseconds): set timestamp_unit (--timestamp-unit) to s, ms or us", c.tsColumn))
+		case unit == decoder.UnitUnset:
+			return "", nil, nil // no row yet: the next cleanup judges
+		}
+		log.Info("outbox retention: the bigint timestamp column has no timestamp_unit; its unit is judged by its newest value", "column", c.tsColumn, "unit", unit)
+		c.tsUnit = unit
+	}
+	where, cutoff := cutoffCondition(col, *typ, c.tsUnit)
 	if where == "" {
 		return disable(fmt.Sprintf("timestamp column %q has type %s", c.tsColumn, *name))
 	}
@@ -301,10 +324,25 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, args outboxA
 	return c.outboxSQL, c.outboxArgs, nil
 }
 
+// judgeUnit returns the unit of the bigint column col (quoted) of the
+// outbox table by its newest value (decoder.JudgeUnit): false when that
+// is ambiguous, UnitUnset and true when the table has no row yet.
+func (c *Cleaner) judgeUnit(ctx context.Context, col string) (decoder.TimestampUnit, bool, error) {
+	var newest *int64
+	if err := c.db.QueryRow(ctx, "SELECT max("+col+") FROM "+c.outbox).Scan(&newest); err != nil {
+		return "", false, fmt.Errorf("read the newest value of timestamp column %q of %s: %w", c.tsColumn, c.outbox, err)
+	}
+	if newest == nil {
+		return decoder.UnitUnset, true, nil
+	}
+	unit, ok := decoder.JudgeUnit(*newest)
+	return unit, ok, nil
+}
+
 // cutoffCondition is the condition of an outbox row older than the
 // cutoff ($1) by col (quoted), a column of type typ, and the function
 // that turns a cutoff into $1; "" for a type the relay does not support.
-func cutoffCondition(col string, typ uint32) (string, func(time.Time) any) {
+func cutoffCondition(col string, typ uint32, unit decoder.TimestampUnit) (string, func(time.Time) any) {
 	asTime := func(t time.Time) any { return t }
 	switch typ {
 	case oidTimestamptz:
@@ -313,7 +351,7 @@ func cutoffCondition(col string, typ uint32) (string, func(time.Time) any) {
 		// The relay reads a timestamp without time zone as UTC.
 		return col + " < ($1::timestamptz AT TIME ZONE 'UTC')", asTime
 	case oidInt8:
-		return col + " < $1::bigint", func(t time.Time) any { return t.UnixMilli() }
+		return col + " < $1::bigint", func(t time.Time) any { return unit.Epoch(t) }
 	}
 	return "", nil
 }

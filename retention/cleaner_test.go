@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -102,10 +103,16 @@ func TestOutboxRetentionByTimestampType(t *testing.T) {
 		// value is the column's SQL value for a row age ago ($1, an
 		// interval).
 		value string
+		unit  decoder.TimestampUnit
 	}{
-		{"timestamptz", "timestamptz", "now() - $1::interval"},
-		{"timestamp in UTC", "timestamp", "(now() AT TIME ZONE 'UTC') - $1::interval"},
-		{"bigint epoch milliseconds", "bigint", "(extract(epoch FROM now() - $1::interval) * 1000)::bigint"},
+		{"timestamptz", "timestamptz", "now() - $1::interval", ""},
+		{"timestamp in UTC", "timestamp", "(now() AT TIME ZONE 'UTC') - $1::interval", ""},
+		{"bigint epoch milliseconds", "bigint", "(extract(epoch FROM now() - $1::interval) * 1000)::bigint", ""},
+		// Unit unset: judged by the newest value (read as milliseconds, every
+		// row was older than the retention).
+		{"bigint epoch seconds, judged", "bigint", "extract(epoch FROM now() - $1::interval)::bigint", ""},
+		{"bigint epoch seconds, given", "bigint", "extract(epoch FROM now() - $1::interval)::bigint", decoder.UnitSeconds},
+		{"bigint epoch microseconds, judged", "bigint", "(extract(epoch FROM now() - $1::interval) * 1000000)::bigint", ""},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,7 +128,7 @@ func TestOutboxRetentionByTimestampType(t *testing.T) {
 			insert("0 seconds", 6)  // kept
 			exec(t, ctx, pool, `INSERT INTO `+table+` ("Occurred At") VALUES (NULL)`)
 
-			c := New(pool, Options{OutboxSchema: "public", OutboxTable: table, TimestampColumn: "Occurred At",
+			c := New(pool, Options{OutboxSchema: "public", OutboxTable: table, TimestampColumn: "Occurred At", TimestampUnit: tc.unit,
 				StatusSchema: "public", StatusTable: "outbox_delivery", Config: quiet(t, time.Hour, 0)})
 			res, err := c.RunOnce(ctx)
 			if err != nil {

@@ -90,7 +90,7 @@ var backfillSections = []flagSection{
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
 	{"From row to Kafka record (without --config)", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
+		"header-columns", "headers-column", "timestamp-column", "timestamp-unit", "allowed-topics"}},
 	{"Kafka producer", producerFlagNames},
 	{"Kafka security", kafkaSecurityFlagNames},
 	{"Logging", []string{"log-level", "log-format"}},
@@ -163,7 +163,7 @@ func (c *BackfillCommand) Run(ctx context.Context, args []string) error {
 	stopTicks()
 	pr.Clear()
 	err = c.kafkaSecurity.explain(err)
-	return c.report(res, err)
+	return interrupted(ctx, c.report(res, err))
 }
 
 // finish completes the backfill's config after fs was parsed: the table's

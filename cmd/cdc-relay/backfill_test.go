@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -61,8 +64,9 @@ func TestBackfillCommandLine(t *testing.T) {
 // TestBackfillResumeCommand: the command that resumes a stopped backfill
 // is the one given, rebuilt from its parsed flags (a value that reads as a
 // flag's name kept, a flag of the environment left to it), with --after
-// the last key, quoted for a shell, the connection string's password
-// masked and said so.
+// the last key, quoted for a shell, the connection string's passwords
+// (user information, password and sslpassword parameters or keywords) left
+// out and said so.
 func TestBackfillResumeCommand(t *testing.T) {
 	clearEnv(t)
 	for _, tc := range []struct {
@@ -75,9 +79,11 @@ func TestBackfillResumeCommand(t *testing.T) {
 		{[]string{"--table", "app.events", "--where", "created_at > now() - interval '1 hour'", "--after", "12"}, nil, "4000",
 			`cdc-relay backfill --table app.events --where 'created_at > now() - interval '\''1 hour'\''' --after 4000`, false},
 		{[]string{"--after=12", "--where=true", "--postgres-url", "postgres://relay:s3cret@db:5432/app?sslmode=require"}, nil, `["a b","7"]`,
-			`cdc-relay backfill --postgres-url 'postgres://relay:xxxxx@db:5432/app?sslmode=require' --where true --after '["a b","7"]'`, true},
+			`cdc-relay backfill --postgres-url 'postgres://relay@db:5432/app?sslmode=require' --where true --after '["a b","7"]'`, true},
 		{[]string{"--postgres-url=host=db user=relay password='s3 cret' dbname=app", "--where", "true"}, nil, "x",
-			`cdc-relay backfill --postgres-url 'host=db user=relay password=xxxxx dbname=app' --where true --after x`, true},
+			`cdc-relay backfill --postgres-url 'host=db user=relay dbname=app' --where true --after x`, true},
+		{[]string{"--postgres-url", "postgres://u:s3cret@h1,h2:5433/db?password=s3cret&sslkey=/k/c.key&sslpassword=s3cret&target_session_attrs=read-write"}, nil, "1",
+			`cdc-relay backfill --postgres-url 'postgres://u@h1,h2:5433/db?sslkey=/k/c.key&target_session_attrs=read-write' --after 1`, true},
 		{[]string{"--topic-override", "after", "--where", "after", "--rate", "500", "--dry-run=false"}, map[string]string{"CDC_RELAY_POSTGRES_URL": "postgres://relay:s3cret@db/app"}, "9",
 			`cdc-relay backfill --dry-run=false --rate 500/s --topic-override after --where after --after 9`, false},
 	} {
@@ -89,8 +95,34 @@ func TestBackfillResumeCommand(t *testing.T) {
 		if err := parseFlags(fs, tc.args); err != nil {
 			t.Fatal(err)
 		}
-		if got, masked := resumeCommand(fs, tc.key); got != tc.want || masked != tc.masked {
+		got, masked := resumeCommand(fs, tc.key)
+		if got != tc.want || masked != tc.masked || strings.Contains(got, "cret") || strings.Contains(got, "password=") {
 			t.Errorf("resume command (masked %v)\n%s\nwant (masked %v)\n%s", masked, got, tc.masked, tc.want)
 		}
+	}
+}
+
+// TestInterruptedExitCode: a command whose context a signal ended exits
+// with the shell's code of that signal (130 for Ctrl-C), its message
+// kept; a failure without a signal keeps its code.
+func TestInterruptedExitCode(t *testing.T) {
+	stopped := exitCodeError{code: 1, err: errors.New("stopped before the last row")}
+	for sig, want := range map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGTERM: 143} {
+		ctx, stop := signal.NotifyContext(context.Background(), sig)
+		if err := syscall.Kill(os.Getpid(), sig); err != nil {
+			t.Fatal(err)
+		}
+		<-ctx.Done()
+		var ec exitCodeError
+		if err := interrupted(ctx, stopped); !errors.As(err, &ec) || ec.code != want || err.Error() != stopped.err.Error() {
+			t.Errorf("after %v: %#v, want exit %d with %q", sig, err, want, stopped.err)
+		}
+		if err := interrupted(ctx, nil); err != nil {
+			t.Errorf("after %v, a command that ended well: %v", sig, err)
+		}
+		stop()
+	}
+	if err := interrupted(context.Background(), stopped); err != error(stopped) {
+		t.Errorf("without a signal: %#v, want %#v", err, stopped)
 	}
 }

@@ -4,11 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/backfill"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 )
 
 // report prints what the backfill did: the dry run's count, the summary,
@@ -42,7 +41,8 @@ func (c *BackfillCommand) report(res backfill.Result, err error) error {
 // resumeCommand is the command line of this backfill, rebuilt from the
 // flags as parsed (those set on the command line: a variable of the
 // environment sets its flag again), with --after key instead of any
-// given; the connection string's password masked, which masked reports.
+// given; the connection string's passwords left out
+// ([pgerr.WithoutPasswords]), which masked reports.
 func resumeCommand(fs *flag.FlagSet, key string) (cmd string, masked bool) {
 	words := []string{"cdc-relay", "backfill"}
 	fs.Visit(func(f *flag.Flag) {
@@ -51,9 +51,7 @@ func resumeCommand(fs *flag.FlagSet, key string) (cmd string, masked bool) {
 		}
 		v := f.Value.String()
 		if f.Name == "postgres-url" {
-			m := maskPassword(v)
-			masked = m != v
-			v = m
+			v, masked = pgerr.WithoutPasswords(v)
 		}
 		if isBoolFlag(f.Value) {
 			words = append(words, shellQuote("--"+f.Name+"="+v))
@@ -70,7 +68,8 @@ func (c *BackfillCommand) printResume(key string) {
 	cmd, masked := resumeCommand(c.parsed, key)
 	fmt.Fprintf(c.stdout, "stopped: every selected row up to key %s was published; to resume:\n  %s\n", key, cmd)
 	if masked {
-		fmt.Fprintln(c.stdout, "  (the password of --postgres-url is masked: put it back, or set CDC_RELAY_POSTGRES_URL and leave --postgres-url out)")
+		fmt.Fprintln(c.stdout, "  (the passwords of --postgres-url are left out: give them in PGPASSWORD and PGSSLPASSWORD or a password file, "+
+			"or set CDC_RELAY_POSTGRES_URL and leave --postgres-url out)")
 	}
 }
 
@@ -80,20 +79,4 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// keywordPassword is the password of a keyword/value connection string.
-var keywordPassword = regexp.MustCompile(`password\s*=\s*('(\\.|[^'])*'|\S+)`)
-
-// maskPassword is a connection string with its password, if any, masked:
-// the resume command is printed, and may go to a log.
-func maskPassword(s string) string {
-	if u, err := url.Parse(s); err == nil && u.Scheme != "" {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			return u.String()
-		}
-		return s
-	}
-	return keywordPassword.ReplaceAllString(s, "password=xxxxx")
 }

@@ -26,7 +26,7 @@ func registerConfig(fs *flag.FlagSet, path *string) {
 // its tables itself, and either may be used, not both.
 var mappingFlags = []string{
 	"table", "topic-template", "topic-column", "key-column", "payload-column", "id-column",
-	"header-columns", "headers-column", "timestamp-column",
+	"header-columns", "headers-column", "timestamp-column", "timestamp-unit",
 }
 
 // loadConfig loads the config file at path, if any, after fs was parsed.

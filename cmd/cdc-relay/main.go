@@ -137,6 +137,34 @@ func (e exitCodeError) Error() string {
 
 func (e exitCodeError) Unwrap() error { return e.err }
 
+// interrupted returns err, the failure of a command whose ctx ended, as an
+// exitCodeError with the shell's code of the signal that ended ctx (130
+// for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), keeping its message: a
+// script tells an interruption from a failure. nil, and the errors of a
+// command whose ctx did not end, are returned as they are.
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	if ec, ok := err.(exitCodeError); ok {
+		err = ec.err
+	}
+	return exitCodeError{code: signalExitCode(ctx), err: err}
+}
+
+// signalExitCode is 128 plus the number of the signal that ended ctx, as
+// signal.NotifyContext names it in the context's cause; 130 (SIGINT) when
+// the cause names none of the signals main stops on.
+func signalExitCode(ctx context.Context) int {
+	cause := context.Cause(ctx)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		if cause != nil && strings.HasPrefix(cause.Error(), sig.String()+" signal") {
+			return 128 + int(sig)
+		}
+	}
+	return 128 + int(syscall.SIGINT)
+}
+
 // help is `cdc-relay help [command]`.
 func help(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {

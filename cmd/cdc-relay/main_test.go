@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 )
@@ -194,6 +195,13 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "status with an unparsable connection string", args: []string{"status", "--metrics-addr", "127.0.0.1:1",
 			"--postgres-url", "host=127.0.0.1 user=relay password = 's3 cret' port=x"}, code: statusNoRelay,
 			stderr: []string{"parse PostgreSQL URL"}, absent: []string{"cret"}},
+		{name: "migrate warns of a multi-host URL that may take a standby", args: []string{"migrate",
+			"--postgres-url", "postgres://relay:s3cret@127.0.0.1:1,127.0.0.1:2/app?connect_timeout=5"}, code: 1,
+			stderr: []string{"cdc-relay migrate: warning: the PostgreSQL URL lists 2 servers (127.0.0.1:1,127.0.0.1:2) without target_session_attrs=read-write",
+				"add target_session_attrs=read-write"}, absent: []string{"s3cret"}},
+		{name: "migrate of a multi-host URL for the primary", args: []string{"migrate",
+			"--postgres-url", "postgres://relay@127.0.0.1:1,127.0.0.1:2/app?connect_timeout=5&target_session_attrs=read-write"}, code: 1,
+			stderr: []string{"cdc-relay migrate: connect to PostgreSQL"}, absent: []string{"warning"}},
 		{name: "migrate cannot connect", args: []string{"migrate", "--postgres-url", "postgres://relay:s3cret@127.0.0.1:1/app?connect_timeout=5"}, code: 1,
 			stderr: []string{"cdc-relay migrate: connect to PostgreSQL"}, absent: []string{"s3cret"}},
 		// A connection string that does not parse is quoted without its
@@ -334,22 +342,18 @@ func TestUsageSections(t *testing.T) {
 	}
 }
 
-func TestRedactURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"postgres://relay:s3cret@db:5432/app":                                           "postgres://relay@db:5432/app",
-		"postgres://relay@db/app?password=s3cret&sslpassword=s3cret":                    "postgres://relay@db:5432/app",
-		"host=db user=relay password=s3cret dbname=app port=6543":                       "postgres://relay@db:6543/app",
-		"host=db user=relay password = s3cret dbname=app":                               "postgres://relay@db:5432/app",
-		"host=db user=relay password= 's3 cret' dbname=app":                             "postgres://relay@db:5432/app",
-		`host=db user=relay password ='s3\' cret' dbname=app`:                           "postgres://relay@db:5432/app",
-		"host=db user=relay password = s3cret port=x":                                   "(unparsable connection string)",
-		"postgres://relay:s3cret@[::1]:5433/app?sslmode=disable":                        "postgres://relay@[::1]:5433/app",
-		"postgres://relay:s3cret@db1:5432,db2:5433/app?target_session_attrs=read-write": "postgres://relay@db1:5432,db2:5433/app",
-		"host=db1,db2 port=5432,6543 user=relay password=s3cret dbname=app":             "postgres://relay@db1:5432,db2:6543/app",
-	} {
-		got := redactURL(in)
-		if got != want || strings.Contains(got, "s3cret") {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
+// TestRunWarnsOfMultiHostURL: run says at start what to add to a URL of
+// several servers that may connect it to a standby, without its password.
+func TestRunWarnsOfMultiHostURL(t *testing.T) {
+	clearEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	Main(ctx, []string{"run", "--kafka-brokers", "127.0.0.1:1", "--metrics-addr", "127.0.0.1:0",
+		"--postgres-url", "postgres://relay:s3cret@127.0.0.1:1,127.0.0.1:2/app?connect_timeout=1"}, &stdout, &stderr)
+	log := stderr.String()
+	if !strings.Contains(log, "level=WARN msg=\"the PostgreSQL URL lists 2 servers (127.0.0.1:1,127.0.0.1:2) without target_session_attrs=read-write") ||
+		strings.Contains(log, "s3cret") {
+		t.Errorf("run does not warn of the multi-host URL, or shows its password:\n%s", log)
 	}
 }

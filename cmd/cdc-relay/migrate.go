@@ -11,6 +11,8 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -204,6 +206,9 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	if c.postgresURL == "" {
 		return usageError{postgresURLRequired}
 	}
+	if w := pgconnect.MultiHostWarning(c.postgresURL); w != "" {
+		fmt.Fprintf(c.stderr, "cdc-relay migrate: warning: %s\n", w)
+	}
 	if !c.noSlot {
 		if err := replication.ValidSlotName(c.slot); err != nil {
 			return usageError{"--slot: " + err.Error()}
@@ -242,7 +247,7 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 // outbox table and the publication created or extended, the SQL helper
 // of messages, the reset triggers and the slot.
 func (c *MigrateCommand) printMigrated(res setup.Result, rc relay.Config) {
-	fmt.Fprintf(c.stdout, "migrated %s: applied %d migration(s)", redactURL(c.postgresURL), len(res.Applied))
+	fmt.Fprintf(c.stdout, "migrated %s: applied %d migration(s)", pgerr.Describe(c.postgresURL), len(res.Applied))
 	if res.CreatedOutbox {
 		fmt.Fprintf(c.stdout, ", created table %s.%s", rc.Tables[0].Mapping.Schema, rc.Tables[0].Mapping.Table)
 	}

@@ -77,7 +77,7 @@ var recoverSections = []flagSection{
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
+		"header-columns", "headers-column", "timestamp-column", "timestamp-unit", "allowed-topics"}},
 	{"Kafka producer", producerFlagNames},
 	{"Kafka security", kafkaSecurityFlagNames},
 }

@@ -9,15 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/url"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -226,7 +224,7 @@ var runSections = []flagSection{
 	{"Messages: an outbox without a table (PostgreSQL 14+)", []string{"message-prefix"}},
 	{"From row to Kafka record", []string{
 		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column", "allowed-topics"}},
+		"header-columns", "headers-column", "timestamp-column", "timestamp-unit", "allowed-topics"}},
 	{"Kafka producer", producerFlagNames},
 	{"Kafka security", kafkaSecurityFlagNames},
 	{"Delivery", deliveryFlagNames},
@@ -265,7 +263,9 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 	fs.StringVar(headerCols, "header-columns", *headerCols, "comma-separated `columns` copied into headers of the same name")
 	fs.StringVar(&m.HeadersColumn, "headers-column", m.HeadersColumn, "a JSON object `column` whose keys and values become headers; ignored if the table lacks it")
 	fs.StringVar(&m.TimestampColumn, "timestamp-column", m.TimestampColumn,
-		"the `column` used as the record timestamp: timestamptz, timestamp or bigint epoch milliseconds; ignored if the table lacks it")
+		"the `column` used as the record timestamp: timestamptz, timestamp or bigint (epoch time in --timestamp-unit); ignored if the table lacks it")
+	fs.Var((*timestampUnitFlag)(&m.TimestampUnit), "timestamp-unit",
+		"the `unit` of a bigint --timestamp-column: s, ms or us (epoch seconds, milliseconds or microseconds); unset judges it by the values' magnitude, and recover refuses a column it cannot judge")
 	fs.StringVar(&m.AllowedTopics, "allowed-topics", m.AllowedTopics,
 		"a Go regular `expression` that the whole topic of a row must match, or the row is parked DEAD in the status table; "+
 			"empty allows every topic that does not start with _ or connect- (Kafka's own and its tools': __consumer_offsets, _schemas, connect-configs); .* allows all")
@@ -384,11 +384,14 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	}
 	c.cfg.Logger = log
 	c.cfg.Build = buildinfo.Get()
-	log.Info("cdc-relay starting", "version", c.cfg.Build.Version, "commit", c.cfg.Build.Commit, "postgres", redactURL(c.cfg.PostgresURL),
+	log.Info("cdc-relay starting", "version", c.cfg.Build.Version, "commit", c.cfg.Build.Commit, "postgres", pgerr.Describe(c.cfg.PostgresURL),
 		"kafka", c.cfg.Kafka.Brokers, "slot", c.cfg.Slot, "tables", strings.Join(c.cfg.SourceNames(), ", "), "delivery", c.delivery.delivery,
 		"on_slot_loss", c.onSlotLoss)
 	c.kafkaSecurity.logSettings(log)
 	logUnknownEnv(log)
+	if w := pgconnect.MultiHostWarning(c.cfg.PostgresURL); w != "" {
+		log.Warn(w)
+	}
 	if c.file != nil {
 		warnConfig(c.file, log)
 		if err := checkAtStart(ctx, c.cfg, c.configPath, c.file, log); err != nil {
@@ -449,15 +452,4 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
-}
-
-// redactURL describes a connection string (URL or keyword/value form) for
-// logs: user, every host and port, and database, never a password.
-func redactURL(s string) string {
-	cfg, err := pgconn.ParseConfig(s)
-	if err != nil {
-		return "(unparsable connection string)"
-	}
-	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: strings.Join(pgerr.Hosts(cfg), ","), Path: "/" + cfg.Database}
-	return u.String()
 }

@@ -23,6 +23,20 @@ func (t *tableFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.publication, "publication", "cdc_relay", "the `name` of the publication of the outbox table, which the slot streams")
 }
 
+// timestampUnitFlag is --timestamp-unit: s, ms or us.
+type timestampUnitFlag decoder.TimestampUnit
+
+func (u *timestampUnitFlag) String() string { return string(*u) }
+
+func (u *timestampUnitFlag) Set(s string) error {
+	unit, err := decoder.ParseTimestampUnit(s)
+	if err != nil {
+		return fmt.Errorf("want s, ms or us (epoch seconds, milliseconds or microseconds)")
+	}
+	*u = timestampUnitFlag(unit)
+	return nil
+}
+
 // apply copies the names into cfg.
 func (t *tableFlags) apply(cfg *relay.Config) error {
 	var err error

@@ -4,6 +4,9 @@
 // session parameters a command asks for, and a failure reported so that an
 // operator can act on it, never with the password.
 //
+// [MultiHostWarning] says what to add to a connection string of several
+// servers that may connect to a standby; run and migrate warn with it.
+//
 // The relay's own connections (its pool and its replication connection)
 // are opened by relay and replication, with keepalives and timeouts of
 // their own.

@@ -2,6 +2,7 @@ package pgerr
 
 import (
 	"errors"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -32,18 +33,92 @@ var (
 // value unclear, it masks too much rather than too little.
 func Redact(connString string) string {
 	s := connString
-	if lower := strings.ToLower(s); strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
-		scheme := strings.Index(s, "://") + len("://")
-		if at := strings.LastIndex(s[scheme:], "@"); at >= 0 {
-			userinfo := s[scheme : scheme+at]
-			if colon := strings.Index(userinfo, ":"); colon >= 0 {
-				s = s[:scheme+colon] + ":xxxxx" + s[scheme+at:]
-			}
-		}
+	if isURL(s) {
+		s = urlUserPassword(s, ":xxxxx")
 		s = urlQueryPassword.ReplaceAllString(s, "${1}xxxxx")
+		s = mapQueryPasswords(s, func(name string) (string, bool) { return name + "=xxxxx", true })
 	}
 	s = kvPassword.ReplaceAllString(s, "${1}xxxxx")
 	return kvPasswordNoEquals.ReplaceAllString(s, "${1}xxxxx")
+}
+
+// WithoutPasswords returns connString with every password [Redact] would
+// mask left out, keyword and all (the user information's password, the
+// password and sslpassword query parameters or keywords), and reports
+// whether it left one out: for a command line printed to be run again,
+// which then takes the password from PGPASSWORD (PGSSLPASSWORD), the
+// password file or the environment variable of the URL. Everything else
+// (sslkey and other paths, options) stays as it was.
+func WithoutPasswords(connString string) (string, bool) {
+	s := connString
+	if isURL(s) {
+		s = urlUserPassword(s, "")
+		s = withoutQueryPasswords(s)
+	} else {
+		s = kvPassword.ReplaceAllString(s, "")
+		s = strings.TrimSpace(kvPasswordNoEquals.ReplaceAllString(s, ""))
+	}
+	return s, s != connString
+}
+
+// isURL reports whether s is a connection string of the URL form.
+func isURL(s string) bool {
+	lower := strings.ToLower(s)
+	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
+}
+
+// urlUserPassword returns the URL s with the password of its user
+// information (after the first ":" before the last "@") replaced by with
+// (":xxxxx" masks it, "" leaves it out).
+func urlUserPassword(s, with string) string {
+	scheme := strings.Index(s, "://") + len("://")
+	if at := strings.LastIndex(s[scheme:], "@"); at >= 0 {
+		userinfo := s[scheme : scheme+at]
+		if colon := strings.Index(userinfo, ":"); colon >= 0 {
+			s = s[:scheme+colon] + with + s[scheme+at:]
+		}
+	}
+	return s
+}
+
+// withoutQueryPasswords returns the URL s without its password and
+// sslpassword query parameters (any case), the others in their order.
+func withoutQueryPasswords(s string) string {
+	return mapQueryPasswords(s, func(string) (string, bool) { return "", false })
+}
+
+// mapQueryPasswords returns the URL s with each of its password and
+// sslpassword query parameters (by name decoded as pgconn decodes it, in
+// any case: pass%77ord too) replaced by what with returns for the name as
+// written, or left out when it reports false; the others in their order.
+func mapQueryPasswords(s string, with func(name string) (string, bool)) string {
+	q := strings.Index(s, "?")
+	if q < 0 {
+		return s
+	}
+	query, fragment := s[q+1:], ""
+	if h := strings.Index(query, "#"); h >= 0 {
+		query, fragment = query[:h], query[h:]
+	}
+	var kept []string
+	for _, p := range strings.Split(query, "&") {
+		name, _, _ := strings.Cut(p, "=")
+		decoded := name
+		if n, err := url.QueryUnescape(name); err == nil {
+			decoded = n
+		}
+		if strings.EqualFold(decoded, "password") || strings.EqualFold(decoded, "sslpassword") {
+			if p, ok := with(name); ok {
+				kept = append(kept, p)
+			}
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(kept) == 0 {
+		return s[:q] + fragment
+	}
+	return s[:q+1] + strings.Join(kept, "&") + fragment
 }
 
 // Parse returns err, an error from parsing a connection string (pgconn,
@@ -59,4 +134,18 @@ func Parse(err error) error {
 	redacted := *pce // the message and cause are unexported: copy them
 	redacted.ConnString = Redact(pce.ConnString)
 	return &redacted
+}
+
+// Describe returns, for a log line or a message, what connString connects
+// to as a URL with no secret in it: the user, every host with its port,
+// and the database (postgres://relay@db1:5432,db2:5432/app). The
+// parameters are left out; a string that does not parse is described as
+// "(unparsable connection string)".
+func Describe(connString string) string {
+	cfg, err := pgconn.ParseConfig(connString)
+	if err != nil {
+		return "(unparsable connection string)"
+	}
+	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: strings.Join(Hosts(cfg), ","), Path: "/" + cfg.Database}
+	return u.String()
 }
