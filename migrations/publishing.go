@@ -3,7 +3,10 @@ package migrations
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // publishingSQL reads, for publication $1 and the table of OID $2 (0 for
@@ -72,4 +75,25 @@ func rowStamp(oid *uint32, xmin *string) string {
 		return fmt.Sprint(*oid)
 	}
 	return fmt.Sprintf("%d/%s", *oid, *xmin)
+}
+
+// RepublishFix is the statement that makes publication pub publish every
+// row and column of table schema.table again, dropping its row filter and
+// column list: the table dropped from the publication and added back in
+// one transaction, so that no insert falls between the two.
+func RepublishFix(pub, schema, table string) string {
+	p, t := pgx.Identifier{pub}.Sanitize(), pgx.Identifier{schema, table}.Sanitize()
+	return fmt.Sprintf("BEGIN; ALTER PUBLICATION %s DROP TABLE %s; ALTER PUBLICATION %s ADD TABLE %s; COMMIT", p, t, p, t)
+}
+
+// Hides lists the columns of want that p's column list leaves out of the
+// table, in want's order; none when it publishes every column.
+func (p Publication) Hides(want []string) []string {
+	var out []string
+	for _, c := range want {
+		if slices.Contains(p.Hidden, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

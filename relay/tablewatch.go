@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -220,9 +219,8 @@ func (w *tableWatch) judge(p migrations.Publication) *tableGoneError {
 // it: its inserts, every row of them, the mapped columns, and a stamp
 // unchanged since the last good check; nil when all holds.
 func (w *tableWatch) judgePublishing(p migrations.Publication, gone *tableGoneError, outbox, pub string) *tableGoneError {
-	readd := fmt.Sprintf("publish the whole table again, in one transaction: BEGIN; ALTER PUBLICATION %s DROP TABLE %s; ALTER PUBLICATION %s ADD TABLE %s; COMMIT",
-		pub, outbox, pub, outbox)
-	hidden := hiddenMapped(p.Hidden, w.mapping.Columns())
+	readd := "publish the whole table again: " + migrations.RepublishFix(w.tables.Publication, w.tables.OutboxSchema, w.tables.OutboxTable)
+	hidden := p.Hides(w.mapping.Columns())
 	switch {
 	case !p.Inserts:
 		gone.what = fmt.Sprintf("publication %q no longer publishes inserts: PostgreSQL does not send the rows inserted into the outbox table %s", w.tables.Publication, outbox)
@@ -244,18 +242,6 @@ func (w *tableWatch) judgePublishing(p migrations.Publication, gone *tableGoneEr
 		return nil
 	}
 	return gone
-}
-
-// hiddenMapped are the columns of mapped that hidden holds, in mapped's
-// order.
-func hiddenMapped(hidden, mapped []string) []string {
-	var out []string
-	for _, c := range mapped {
-		if slices.Contains(hidden, c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func (w *tableWatch) vouch(at checkpoint.Position) {
