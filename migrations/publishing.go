@@ -61,8 +61,37 @@ func lookupPublishing(ctx context.Context, q Querier, publication string, p *Pub
 	if filter != nil {
 		p.RowFilter = *filter
 	}
-	p.Stamp = fmt.Sprintf("publication %s all=%t insert=%t; table %s; schema %s", pubXmin, all, p.Inserts, rowStamp(relOID, relXmin), rowStamp(nsOID, nil))
+	p.Stamp = strings.Join([]string{fmt.Sprintf("publication %s all=%t insert=%t", pubXmin, all, p.Inserts),
+		"table " + rowStamp(relOID, relXmin), "schema " + rowStamp(nsOID, nil)}, stampSep)
 	return nil
+}
+
+// stampSep separates the parts of a stamp, in the order of stampParts.
+const stampSep = "; "
+
+// stampParts say what each part of a stamp stands for.
+func stampParts() []string {
+	return []string{
+		"the publication's own row (its publish or publish_via_partition_root option, FOR ALL TABLES, its owner or name)",
+		"the table's entry in it (the table removed and added back, a row filter or a column list set or removed)",
+		"its entry for the table's schema (FOR TABLES IN SCHEMA)",
+	}
+}
+
+// ChangedSince says which catalog rows of the stamp changed since the
+// stamp old, as words for the operator; "" when p.Stamp is old.
+func (p Publication) ChangedSince(old string) string {
+	if p.Stamp == old {
+		return ""
+	}
+	was, now := strings.Split(old, stampSep), strings.Split(p.Stamp, stampSep)
+	var changed []string
+	for i, what := range stampParts() {
+		if i >= len(was) || i >= len(now) || was[i] != now[i] {
+			changed = append(changed, what)
+		}
+	}
+	return strings.Join(changed, ", and ")
 }
 
 // rowStamp is a catalog row's part of a stamp: its oid and, when given,

@@ -25,27 +25,28 @@ func TestLookupPublicationStamp(t *testing.T) {
 	tests := []struct {
 		name    string
 		since   int      // the server version it needs
+		what    string   // in ChangedSince after the undo
 		change  []string // {p} is the case's publication, {o} a table of its own in it
 		check   func(Publication) string
 		undo    []string
 		changed bool // the stamp after the undo differs from before
 	}{
-		{"publish update", 0, []string{"ALTER PUBLICATION {p} SET (publish = 'update')"},
+		{"publish update", 0, "own row", []string{"ALTER PUBLICATION {p} SET (publish = 'update')"},
 			func(p Publication) string { return fmt.Sprintf("inserts %v", p.Inserts) },
 			[]string{"ALTER PUBLICATION {p} SET (publish = 'insert')"}, true},
-		{"row filter", 150000, []string{"ALTER PUBLICATION {p} SET TABLE outbox WHERE (event_type <> 'X'), {o}"},
+		{"row filter", 150000, "entry in it", []string{"ALTER PUBLICATION {p} SET TABLE outbox WHERE (event_type <> 'X'), {o}"},
 			func(p Publication) string { return "filter " + p.RowFilter },
 			[]string{"ALTER PUBLICATION {p} SET TABLE outbox, {o}"}, true},
-		{"column list without id", 150000, []string{"ALTER PUBLICATION {p} SET TABLE outbox (" + allButID + "), {o}"},
+		{"column list without id", 150000, "entry in it", []string{"ALTER PUBLICATION {p} SET TABLE outbox (" + allButID + "), {o}"},
 			func(p Publication) string { return fmt.Sprintf("columns %v hidden %v", p.Columns, p.Hidden) },
 			[]string{"ALTER PUBLICATION {p} SET TABLE outbox, {o}"}, true},
-		{"removed and added back", 0, []string{"ALTER PUBLICATION {p} DROP TABLE outbox"},
+		{"removed and added back", 0, "entry in it", []string{"ALTER PUBLICATION {p} DROP TABLE outbox"},
 			func(p Publication) string { return fmt.Sprintf("has table %v", p.HasTable) },
 			[]string{"ALTER PUBLICATION {p} ADD TABLE outbox"}, true},
-		{"another table added", 0, []string{"CREATE TABLE {o}_more (n int)", "ALTER PUBLICATION {p} ADD TABLE {o}_more"}, nil, nil, false},
-		{"another table removed", 0, []string{"ALTER PUBLICATION {p} DROP TABLE {o}"}, nil, nil, false},
-		{"another table dropped", 0, []string{"DROP TABLE {o}"}, nil, nil, false},
-		{"frozen", 0, []string{"VACUUM (FREEZE) pg_publication", "VACUUM (FREEZE) pg_publication_rel"}, nil, nil, false},
+		{"another table added", 0, "", []string{"CREATE TABLE {o}_more (n int)", "ALTER PUBLICATION {p} ADD TABLE {o}_more"}, nil, nil, false},
+		{"another table removed", 0, "", []string{"ALTER PUBLICATION {p} DROP TABLE {o}"}, nil, nil, false},
+		{"another table dropped", 0, "", []string{"DROP TABLE {o}"}, nil, nil, false},
+		{"frozen", 0, "", []string{"VACUUM (FREEZE) pg_publication", "VACUUM (FREEZE) pg_publication_rel"}, nil, nil, false},
 	}
 	wantDuring := map[string]string{
 		"publish update":         "inserts false",
@@ -94,6 +95,9 @@ func TestLookupPublicationStamp(t *testing.T) {
 			after := look()
 			if tt.changed != (after.Stamp != before.Stamp) || tt.changed != (during.Stamp != before.Stamp) {
 				t.Fatalf("stamps before %q, during %q, after %q; want changed %v", before.Stamp, during.Stamp, after.Stamp, tt.changed)
+			}
+			if got := after.ChangedSince(before.Stamp); tt.what == "" && got != "" || !strings.Contains(got, tt.what) || strings.Contains(got, ", and ") {
+				t.Errorf("ChangedSince: %q, want %q", got, tt.what)
 			}
 			if !after.HasTable || !after.Inserts || after.RowFilter != "" || after.Columns != nil {
 				t.Fatalf("after the undo: %+v; want the table, inserts, no filter, every column", after)

@@ -235,8 +235,8 @@ func (w *tableWatch) judgePublishing(p migrations.Publication, gone *tableGoneEr
 		gone.fix = readd
 	case w.stamp != "" && p.Stamp != w.stamp:
 		gone.what = fmt.Sprintf("what publication %q publishes of the outbox table %s changed since the last check, although it looks right again: "+
-			"a change made and undone in between (its publish option, a row filter, a column list, the table removed and added back) may have kept inserts from being published",
-			w.tables.Publication, outbox)
+			"%s changed, and a change made and undone in between may have kept inserts from being published",
+			w.tables.Publication, outbox, p.ChangedSince(w.stamp))
 		gone.fix = "make sure nothing changes the publication while the relay runs"
 	default:
 		return nil
