@@ -40,8 +40,10 @@ import (
 // publication's stamp (see [migrations.Publication]) changed since the
 // last good check although all looks right now: a change made and undone
 // between two checks (the table removed and added back, a row filter set
-// and removed) may have kept inserts from being published. A change made
-// while no relay ran, or between two sessions, is not seen.
+// and removed) may have kept inserts from being published. The next
+// session of a Run that resumes at or before the last position a watch
+// vouched for starts from its mark (see watchTable); a change made while
+// no relay ran is not seen.
 type tableWatch struct {
 	db      migrations.Querier
 	tables  migrations.Config
@@ -61,11 +63,23 @@ type tableWatch struct {
 // checkTimeout bounds one check.
 const checkTimeout = 10 * time.Second
 
+// watchMark is what a table watch last found right: the table's OID and
+// the publication's stamp at a position it vouched for.
+type watchMark struct {
+	oid   uint32
+	stamp string
+	at    checkpoint.Position
+}
+
 // watchTable checks outbox table i of cfg once and returns its watch,
 // vouching for the current WAL position. start is where the session
-// resumes; stop ends its stream. An error is fatal when the table is not
-// in the publication.
-func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, stop func(), log *slog.Logger) (*tableWatch, error) {
+// resumes; stop ends its stream. An error is fatal when the publication
+// does not publish the table's inserts (see judge). prev, when not nil, is
+// the mark of the same table's watch in an earlier session of this Run:
+// resuming at or before its position, the session holds the table and the
+// publication to it, so that a change made between the two sessions (a
+// reconnect) is seen as one made between two checks.
+func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, prev *watchMark, stop func(), log *slog.Logger) (*tableWatch, error) {
 	w := &tableWatch{db: db, tables: cfg.Migrations(i), mapping: cfg.Tables[i].Mapping, log: log, stop: stop}
 	w.vouched.Store(&checkpoint.Position{LSN: start})
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -75,12 +89,23 @@ func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, s
 		return nil, err
 	}
 	w.oid = p.TableOID
+	if prev != nil && prev.oid != 0 && start <= prev.at.LSN {
+		w.oid, w.stamp = prev.oid, prev.stamp
+		w.vouched.Store(&prev.at)
+	}
 	if gone := w.judge(p); gone != nil {
 		return nil, fatalError{gone}
 	}
 	w.stamp = p.Stamp
 	w.vouch(at)
 	return w, nil
+}
+
+// mark is what the watch last found right. Safe for concurrent use.
+func (w *tableWatch) mark() watchMark {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return watchMark{oid: w.oid, stamp: w.stamp, at: w.VouchedAt()}
 }
 
 // Vouched is the newest position the watch vouches for. Safe for

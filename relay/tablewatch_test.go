@@ -64,7 +64,7 @@ func newWatchDB(t *testing.T, pg *pgtemp.Cluster, name string, setup ...string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db.w, err = watchTable(ctx, pool, cfg, 0, 0, func() { db.stopped = true }, slog.New(slog.DiscardHandler))
+	db.w, err = watchTable(ctx, pool, cfg, 0, 0, nil, func() { db.stopped = true }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestWatchTableRefusesAtStart(t *testing.T) {
 			ctx := context.Background()
 			db := newWatchDB(t, pg, fmt.Sprintf("start_%d", i))
 			db.exec(tt.change)
-			_, err := watchTable(ctx, db.conn, DefaultConfig(), 0, 0, func() {}, slog.New(slog.DiscardHandler))
+			_, err := watchTable(ctx, db.conn, DefaultConfig(), 0, 0, nil, func() {}, slog.New(slog.DiscardHandler))
 			if err == nil || !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("watchTable: %v; want a fatal error saying %q", err, tt.want)
 			}
@@ -309,5 +309,55 @@ func TestTableWatchChecksEveryInterval(t *testing.T) {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch did not stop the stream within 10s of the table leaving the publication")
+	}
+}
+
+// TestTableWatchNextSession: a session that resumes at or before where
+// the last session's watch vouched holds the publication to that watch's
+// mark, so a change made and undone between two sessions (a reconnect)
+// stops the relay; one that resumes past it (another relay led meanwhile)
+// starts afresh.
+func TestTableWatchNextSession(t *testing.T) {
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	tests := []struct {
+		name   string
+		change []string
+		past   bool // the next session resumes past the mark
+		want   string
+	}{
+		{"unchanged", nil, false, ""},
+		{"inserts not published, then again", []string{"ALTER PUBLICATION cdc_relay SET (publish = 'update')", "ALTER PUBLICATION cdc_relay SET (publish = 'insert')"},
+			false, "changed since the last check"},
+		{"dropped and created again", []string{"DROP TABLE outbox", "CREATE TABLE outbox (id int)", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"},
+			false, "was dropped and created again"},
+		{"changed, resumed past the mark", []string{"ALTER PUBLICATION cdc_relay DROP TABLE outbox", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"}, true, ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newWatchDB(t, pg, fmt.Sprintf("next_%d", i))
+			if err := db.w.check(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mark := tableWatches{db.w}.marks()
+			for _, sql := range tt.change {
+				db.exec(sql)
+			}
+			start := mark[0].at.LSN
+			if tt.past {
+				start = db.walLSN()
+			}
+			_, err := watchTables(ctx, db.conn, DefaultConfig(), start, mark, func() {}, slog.New(slog.DiscardHandler))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("next session: %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("next session: %v, want an error saying %q", err, tt.want)
+			case tt.want != "":
+				if since, ok := printedSince(err.Error()); !ok || !since.Equal(mark[0].at.CommitTime.Add(-recoverMargin).Truncate(time.Second)) {
+					t.Fatalf("recover --since %v, want the mark's time %v less %s", since, mark[0].at.CommitTime, recoverMargin)
+				}
+			}
+		})
 	}
 }
