@@ -93,35 +93,82 @@ func TestPublicationChangedUnderTheRelay(t *testing.T) {
 					t.Logf("the relay said: %s", line)
 				}
 			}
-			m := regexp.MustCompile("`cdc-relay recover --since (\\S+)`").FindStringSubmatch(log)
-			if m == nil {
-				t.Fatalf("the relay's error has no recover command with a time:\n%s", log)
-			}
-			recoverArgs := append([]string{"recover", "--since", m[1]}, withoutFlag(e.relayArgs()[1:], "--metrics-addr")...)
-			out, err := exec.Command(relayBin, recoverArgs...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("recover: %v\n%s", err, out)
-			}
-			t.Logf("recover said: %s", out)
-
+			e.recoverPrinted(log)
 			relay = e.startRelay()
-			ids := e.outboxIDs("true")
-			if len(ids) != 5 {
-				t.Fatalf("%d rows in the outbox table, want 5", len(ids))
-			}
-			e.waitFor("every event arrives with its id", 30*time.Second, func() bool {
-				got := map[string]bool{}
-				for _, r := range e.readAll(topic) {
-					got[header(r, "id")] = true
-				}
-				for _, id := range ids {
-					if !got[id] {
-						return false
-					}
-				}
-				return true
-			})
+			e.waitEveryID(topic, 5)
 			relay.stop(30 * time.Second)
 		})
 	}
+}
+
+// TestPublicationChangedWhileStopped: a change of the publication made and
+// undone while no relay runs is seen at the next start, from the stamp
+// the checkpoint row keeps: the relay refuses to start, and its printed
+// recover command, then a start, deliver every event.
+func TestPublicationChangedWhileStopped(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	relay := e.startRelay()
+	topic := e.topic("order")
+	for i := range 2 {
+		insert(t, e.conn, "order", "k", "Before", fmt.Sprintf(`{"n": "before %d"}`, i))
+	}
+	e.readN(topic, 2, 30*time.Second)
+	relay.stop(30 * time.Second)
+
+	mustExec(t, e.conn, "ALTER PUBLICATION cdc_relay SET (publish = 'update')")
+	for i := range 3 {
+		insert(t, e.conn, "order", "k", "Hidden", fmt.Sprintf(`{"n": "hidden %d"}`, i))
+	}
+	mustExec(t, e.conn, "ALTER PUBLICATION cdc_relay SET (publish = 'insert')")
+
+	refused := e.spawnRelay()
+	e.waitFor("the relay refuses to start", 60*time.Second, func() bool { return !refused.Running() })
+	for _, s := range []string{"changed since the last check", "the publication's own row", "cdc-relay recover --since"} {
+		if refused.Err() == nil || !strings.Contains(refused.Log(), s) {
+			t.Fatalf("the relay's refusal (%v) does not say %q:\n%s", refused.Err(), s, refused.Log())
+		}
+	}
+	e.recoverPrinted(refused.Log())
+	relay = e.startRelay()
+	e.waitEveryID(topic, 5)
+	relay.stop(30 * time.Second)
+}
+
+// recoverPrinted runs the `cdc-relay recover --since …` command that a
+// relay's log printed, with the relay's flags.
+func (e *env) recoverPrinted(log string) {
+	e.t.Helper()
+	m := regexp.MustCompile("`cdc-relay recover --since (\\S+)`").FindStringSubmatch(log)
+	if m == nil {
+		e.t.Fatalf("the relay's error has no recover command with a time:\n%s", log)
+	}
+	recoverArgs := append([]string{"recover", "--since", m[1]}, withoutFlag(e.relayArgs()[1:], "--metrics-addr")...)
+	out, err := exec.Command(relayBin, recoverArgs...).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("recover: %v\n%s", err, out)
+	}
+	e.t.Logf("recover said: %s", out)
+}
+
+// waitEveryID waits until the id of each of the outbox table's n rows
+// arrived in topic, as the "id" header of a record.
+func (e *env) waitEveryID(topic string, n int) {
+	e.t.Helper()
+	ids := e.outboxIDs("true")
+	if len(ids) != n {
+		e.t.Fatalf("%d rows in the outbox table, want %d", len(ids), n)
+	}
+	e.waitFor("every event arrives with its id", 30*time.Second, func() bool {
+		got := map[string]bool{}
+		for _, r := range e.readAll(topic) {
+			got[header(r, "id")] = true
+		}
+		for _, id := range ids {
+			if !got[id] {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -33,10 +33,9 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	// position it does not vouch for.
 	s.streamCtx, s.stopStream = context.WithCancel(ctx)
 	s.onEnd(s.stopStream)
-	if s.watch, err = watchTables(ctx, s.pool, cfg, s.start, s.watchMarks, s.stopStream, s.log); err != nil {
+	if err := s.startWatches(ctx); err != nil {
 		return err
 	}
-	s.onEnd(func() { s.watchMarks = s.watch.marks() }) // for the next session
 	s.startSaver()
 	if err := s.rebuildOrder(ctx); err != nil {
 		return err
