@@ -40,10 +40,10 @@ import (
 // publication's stamp (see [migrations.Publication]) changed since the
 // last good check although all looks right now: a change made and undone
 // between two checks (the table removed and added back, a row filter set
-// and removed) may have kept inserts from being published. The next
-// session of a Run that resumes at or before the last position a watch
-// vouched for starts from its mark (see watchTable); a change made while
-// no relay ran is not seen.
+// and removed) may have kept inserts from being published. A session
+// starts from the mark of the Run's last session, or else of the
+// checkpoint row (see watchTable and startWatches), so a change between
+// two sessions, or while no relay ran, is seen too.
 type tableWatch struct {
 	db      migrations.Querier
 	tables  migrations.Config
@@ -75,10 +75,10 @@ type watchMark struct {
 // vouching for the current WAL position. start is where the session
 // resumes; stop ends its stream. An error is fatal when the publication
 // does not publish the table's inserts (see judge). prev, when not nil, is
-// the mark of the same table's watch in an earlier session of this Run:
-// resuming at or before its position, the session holds the table and the
-// publication to it, so that a change made between the two sessions (a
-// reconnect) is seen as one made between two checks.
+// the mark of the same table's watch in an earlier session of this Run, or
+// the checkpoint row's: resuming at or before its position, the session
+// holds the table and the publication to it, so that a change made
+// between the two sessions is seen as one made between two checks.
 func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, prev *watchMark, stop func(), log *slog.Logger) (*tableWatch, error) {
 	w := &tableWatch{db: db, tables: cfg.Migrations(i), mapping: cfg.Tables[i].Mapping, log: log, stop: stop}
 	w.vouched.Store(&checkpoint.Position{LSN: start})
