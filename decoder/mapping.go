@@ -3,6 +3,7 @@ package decoder
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -249,4 +250,33 @@ func ValidTopic(name string) error {
 		}
 	}
 	return nil
+}
+
+// Columns lists every column of the table the mapping reads, once each,
+// in the order of Mapping's fields (the topic template's inputs after the
+// header columns; with routes, the tags column instead of the topic
+// column): a row published without one of them is decoded without it (an
+// optional column) or parked (a required one).
+func (m Mapping) Columns() []string {
+	var cols []string
+	add := func(c string) {
+		if c != "" && !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	topic := m.TopicColumn
+	if len(m.Routes) > 0 {
+		topic = m.TagsColumn
+	}
+	for _, c := range []string{m.IDColumn, m.KeyColumn, m.PayloadColumn, topic, m.HeadersColumn, m.TimestampColumn} {
+		add(c)
+	}
+	for _, c := range m.HeaderColumns {
+		add(c)
+	}
+	parts, _ := parseTemplate(m.TopicTemplate) // Validate refuses a malformed one
+	for _, p := range parts {
+		add(p.column)
+	}
+	return cols
 }

@@ -107,7 +107,9 @@ func (e *env) parked() []string {
 // that is not in the publication, and keepalives would carry the slot past
 // its inserts. The relay stops instead, says why and how to recover, and
 // neither the slot nor the checkpoint row passes the first insert it never
-// saw. After `migrate` adds the table back, the relay starts again.
+// saw. After `migrate` adds the table back, the relay refuses to start
+// until the recover command it printed has published the rows inserted
+// meanwhile; then it starts again, and every event has arrived.
 func TestOutboxTableLeavesThePublication(t *testing.T) {
 	parallel(t)
 	tests := []struct {
@@ -149,10 +151,22 @@ func TestOutboxTableLeavesThePublication(t *testing.T) {
 				}
 			}
 
+			// migrate adds the table back; a start before recover is
+			// refused (the checkpoint row keeps the publication's stamp);
+			// the printed recover command publishes the rows inserted
+			// meanwhile, and the relay goes on.
 			e.migrate()
+			refused := e.spawnRelay()
+			e.waitFor("a start before recover is refused", 60*time.Second, func() bool { return !refused.Running() })
+			if refused.Err() == nil || !strings.Contains(refused.Log(), "cdc-relay recover --since") {
+				t.Fatalf("the relay started before recover: %v\n%s", refused.Err(), refused.Log())
+			}
+			e.recoverPrinted(relay.Log())
 			relay = e.startRelay()
 			insert(t, e.conn, "order", "k", "After", `{"n": "after"}`)
-			assertValues(t, e.readDistinct(topic, 2), []string{`{"n": "before"}`, `{"n": "after"}`})
+			want := []string{`{"n": "before"}`, `{"n": "unpublished 0"}`, `{"n": "unpublished 1"}`, `{"n": "unpublished 2"}`, `{"n": "after"}`}
+			e.readDistinct(topic, len(want))
+			assertHasValues(t, e.readAll(topic), want)
 			relay.stop(30 * time.Second)
 		})
 	}

@@ -495,11 +495,38 @@ type Publication struct {
 	HasTable bool
 	// ServerVersion is the server's server_version_num.
 	ServerVersion int
+
+	// Inserts is the publication's pubinsert: it publishes inserts.
+	Inserts bool
+	// RowFilter is the row filter (PostgreSQL 15+) of the publication's
+	// entry for the outbox table, as pg_get_expr renders it: rows it
+	// leaves out are not published. Empty for none, and when the
+	// publication publishes the table for all tables or for its schema,
+	// where PostgreSQL ignores it.
+	RowFilter string
+	// Columns is the column list (PostgreSQL 15+) of the publication's
+	// entry for the outbox table, in column order; nil when it publishes
+	// every column. Hidden are the table's columns the list leaves out
+	// (generated columns, never published, aside); nil with no list.
+	Columns, Hidden []string
+	// Stamp fingerprints the catalog rows that decide what the
+	// publication publishes of the outbox table: pg_publication's row (its
+	// raw xmin, which freezing keeps, puballtables and pubinsert), the
+	// pg_publication_rel row of the table (its oid and xmin), and on 15+
+	// the pg_publication_namespace row of the table's schema. Any change
+	// to them, even one undone since (a change made and undone has a new
+	// xmin or oid), gives another stamp; a table added to or removed from
+	// the publication beside the outbox table does not. Opaque: compare
+	// only for equality. Empty when the publication does not exist.
+	Stamp string
 }
 
-// LookupPublication reports how cfg's publication covers the outbox table.
-// A partitioned table published without publish_via_partition_root is not
-// HasTable: its rows are published under the names of its partitions.
+// LookupPublication reports how cfg's publication covers the outbox table:
+// whether the table is in it, whether it publishes inserts, the row filter
+// and column list of its entry for the table, and a stamp of the catalog
+// rows that decide them (see [Publication]). A partitioned table published
+// without publish_via_partition_root is not HasTable: its rows are
+// published under the names of its partitions.
 func LookupPublication(ctx context.Context, q Querier, cfg Config) (Publication, error) {
 	var p Publication
 	var oid *uint32
@@ -522,7 +549,10 @@ func LookupPublication(ctx context.Context, q Querier, cfg Config) (Publication,
 	// pg_publication_tables lists the partitions, not the table, when the
 	// publication does not publish via the root.
 	p.HasTable = p.HasTable && (!p.Partitioned || p.ViaRoot)
-	return p, nil
+	if p.Exists {
+		err = lookupPublishing(ctx, q, cfg.Publication, &p)
+	}
+	return p, err
 }
 
 // ViaRootFix is the statement that makes publication pub publish the rows

@@ -130,7 +130,7 @@ func TestCheck(t *testing.T) {
 	}
 	check("")
 	// A relay newer than the tables: migrate has not run since the upgrade.
-	if _, err := conn.Exec(ctx, "ALTER TABLE cdc_relay_checkpoint DROP COLUMN stream_id"); err != nil {
+	if _, err := conn.Exec(ctx, "ALTER TABLE cdc_relay_checkpoint DROP COLUMN publication_marks"); err != nil {
 		t.Fatal(err)
 	}
 	check("run `cdc-relay migrate`")

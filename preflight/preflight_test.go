@@ -229,3 +229,42 @@ func TestCheckAdopt(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTablePublishedInPart: a row filter, or a column list leaving
+// out a mapped column, is a problem with the statement that publishes the
+// whole table; a column list of every mapped column is none.
+func TestCheckTablePublishedInPart(t *testing.T) {
+	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute)
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < 150000 {
+		t.Skipf("PostgreSQL %d has no row filters or column lists", version)
+	}
+	for _, sql := range []string{
+		`CREATE TABLE filtered (id bigserial PRIMARY KEY, kind text NOT NULL, body jsonb NOT NULL)`,
+		`CREATE TABLE narrow (id bigserial PRIMARY KEY, kind text NOT NULL, body jsonb NOT NULL, note text)`,
+		`CREATE TABLE enough (id bigserial PRIMARY KEY, kind text NOT NULL, body jsonb NOT NULL, note text)`,
+		`CREATE PUBLICATION cdc_relay FOR TABLE filtered WHERE (kind <> 'X'), narrow (kind, body, note), enough (id, kind, body) WITH (publish = 'insert')`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	for _, tc := range []struct{ table, want string }{
+		{"filtered", `public.filtered||publication "cdc_relay" publishes the table with a row filter, WHERE (kind <> 'X'::text): the rows it leaves out would never reach Kafka; ` +
+			`publish the whole table: BEGIN; ALTER PUBLICATION "cdc_relay" DROP TABLE "public"."filtered"; ALTER PUBLICATION "cdc_relay" ADD TABLE "public"."filtered"; COMMIT`},
+		{"narrow", `public.narrow|id|publication "cdc_relay" publishes only some of the table's columns (a column list), leaving out id, which the config maps`},
+		{"enough", ""},
+	} {
+		res, err := CheckTable(ctx, conn, names, tables(t, "\n  - {table: "+tc.table+", id: id, value: body, topic: \"t.{kind}\"}\n")[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(problemStrings(res.Problems), "\n")
+		if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: problems %q, want %q…", tc.table, got, tc.want)
+		}
+	}
+}

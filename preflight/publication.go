@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,9 +31,11 @@ func checkPublication(ctx context.Context, q Querier, publication string) (*Prob
 }
 
 // checkPublished returns a problem of table t when an existing publication
-// does not include it, or publishes a partitioned table under the names of
-// its partitions. A missing publication is none here: checkPublication
-// says so, once for every table.
+// does not include it, publishes a partitioned table under the names of
+// its partitions, or publishes it with a row filter or a column list that
+// leaves out a column the mapping reads (PostgreSQL 15+). A missing
+// publication, or one that does not publish inserts, is none here:
+// checkPublication says so, once for every table.
 func checkPublished(ctx context.Context, q Querier, publication string, t config.Table) (*Problem, error) {
 	m := t.Mapping()
 	pub, err := migrations.LookupPublication(ctx, q, migrations.Config{OutboxSchema: m.Schema, OutboxTable: m.Table, Publication: publication})
@@ -48,6 +51,15 @@ func checkPublished(ctx context.Context, q Querier, publication string, t config
 	case !pub.HasTable:
 		return &Problem{Table: t.Name(), Msg: fmt.Sprintf("publication %q does not include the table: ALTER PUBLICATION %s ADD TABLE %s",
 			publication, pgx.Identifier{publication}.Sanitize(), pgx.Identifier{m.Schema, m.Table}.Sanitize())}, nil
+	case pub.RowFilter != "":
+		return &Problem{Table: t.Name(), Msg: fmt.Sprintf(
+			"publication %q publishes the table with a row filter, WHERE %s: the rows it leaves out would never reach Kafka; publish the whole table: %s",
+			publication, pub.RowFilter, migrations.RepublishFix(publication, m.Schema, m.Table))}, nil
+	}
+	if hidden := pub.Hides(m.Columns()); len(hidden) > 0 {
+		return &Problem{Table: t.Name(), Column: hidden[0], Msg: fmt.Sprintf(
+			"publication %q publishes only some of the table's columns (a column list), leaving out %s, which the config maps: events would lose them; publish every column: %s",
+			publication, strings.Join(hidden, ", "), migrations.RepublishFix(publication, m.Schema, m.Table))}, nil
 	}
 	return nil, nil
 }

@@ -33,7 +33,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	// position it does not vouch for.
 	s.streamCtx, s.stopStream = context.WithCancel(ctx)
 	s.onEnd(s.stopStream)
-	if s.watch, err = watchTables(ctx, s.pool, cfg, s.start, s.stopStream, s.log); err != nil {
+	if err := s.startWatches(ctx); err != nil {
 		return err
 	}
 	s.startSaver()

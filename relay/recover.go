@@ -140,7 +140,9 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	if res.NoGap {
-		return res, nil // the checkpoint stays where it is
+		// The checkpoint stays where it is; the publication as it is now
+		// is what the next relay holds to.
+		return res, recordPublication(ctx, pool, store, cfg)
 	}
 	// The rows since res.Since are in Kafka: a slot lost again before the
 	// relay saves a position of its own is recovered from there.
@@ -148,7 +150,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	res.Resume = res.Gap.SlotLSN
-	return res, nil
+	return res, recordPublication(ctx, pool, store, cfg)
 }
 
 // recoverSince returns the oldest timestamp Recover publishes again, and

@@ -41,6 +41,9 @@ type runner struct {
 	eo                   eoState
 	checkpointTopicReady bool
 	orphans              orphans // of the last session that failed
+	// watchMarks are what the last session's table watches last found
+	// right (tablewatch.go).
+	watchMarks []watchMark
 	// reconnect is what the next session logs of its start: set by Run
 	// when a session lost PostgreSQL (reconnectlog.go).
 	reconnect reconnect

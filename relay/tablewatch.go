@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,9 +34,16 @@ import (
 // newer, stops the stream, and [tableWatch.Err] says what happened and how
 // to recover: the session ends with it, and Run with it.
 //
-// A change undone between two checks (removed from the publication and
-// added back within a status interval) is not seen, nor one made while no
-// relay ran.
+// It also fails when the publication stops publishing the table's inserts
+// or the columns the mapping reads: no inserts published, a row filter on
+// the table, a column list that leaves out a mapped column. And when the
+// publication's stamp (see [migrations.Publication]) changed since the
+// last good check although all looks right now: a change made and undone
+// between two checks (the table removed and added back, a row filter set
+// and removed) may have kept inserts from being published. A session
+// starts from the mark of the Run's last session, or else of the
+// checkpoint row (see watchTable and startWatches), so a change between
+// two sessions, or while no relay ran, is seen too.
 type tableWatch struct {
 	db      migrations.Querier
 	tables  migrations.Config
@@ -47,6 +55,7 @@ type tableWatch struct {
 	seenOID bool   // the stream sent a Relation with oid (the reader's alone)
 
 	mu      sync.Mutex // one check at a time
+	stamp   string     // the publication's stamp at the last good check (under mu)
 	vouched atomic.Pointer[checkpoint.Position]
 	err     atomic.Pointer[tableGoneError]
 }
@@ -54,11 +63,23 @@ type tableWatch struct {
 // checkTimeout bounds one check.
 const checkTimeout = 10 * time.Second
 
+// watchMark is what a table watch last found right: the table's OID and
+// the publication's stamp at a position it vouched for.
+type watchMark struct {
+	oid   uint32
+	stamp string
+	at    checkpoint.Position
+}
+
 // watchTable checks outbox table i of cfg once and returns its watch,
 // vouching for the current WAL position. start is where the session
-// resumes; stop ends its stream. An error is fatal when the table is not
-// in the publication.
-func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, stop func(), log *slog.Logger) (*tableWatch, error) {
+// resumes; stop ends its stream. An error is fatal when the publication
+// does not publish the table's inserts (see judge). prev, when not nil, is
+// the mark of the same table's watch in an earlier session of this Run, or
+// the checkpoint row's: resuming at or before its position, the session
+// holds the table and the publication to it, so that a change made
+// between the two sessions is seen as one made between two checks.
+func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, prev *watchMark, stop func(), log *slog.Logger) (*tableWatch, error) {
 	w := &tableWatch{db: db, tables: cfg.Migrations(i), mapping: cfg.Tables[i].Mapping, log: log, stop: stop}
 	w.vouched.Store(&checkpoint.Position{LSN: start})
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -68,11 +89,23 @@ func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, s
 		return nil, err
 	}
 	w.oid = p.TableOID
+	if prev != nil && prev.oid != 0 && start <= prev.at.LSN {
+		w.oid, w.stamp = prev.oid, prev.stamp
+		w.vouched.Store(&prev.at)
+	}
 	if gone := w.judge(p); gone != nil {
 		return nil, fatalError{gone}
 	}
+	w.stamp = p.Stamp
 	w.vouch(at)
 	return w, nil
+}
+
+// mark is what the watch last found right. Safe for concurrent use.
+func (w *tableWatch) mark() watchMark {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return watchMark{oid: w.oid, stamp: w.stamp, at: w.VouchedAt()}
 }
 
 // Vouched is the newest position the watch vouches for. Safe for
@@ -147,6 +180,7 @@ func (w *tableWatch) check(ctx context.Context) error {
 		w.fail(gone)
 		return gone
 	}
+	w.stamp = p.Stamp
 	w.vouch(at)
 	return nil
 }
@@ -182,10 +216,11 @@ func (w *tableWatch) look(ctx context.Context) (checkpoint.Position, migrations.
 }
 
 // judge says why the publication no longer publishes the watched table's
-// inserts, or nil.
+// inserts, or may not have since the last good check, or nil.
 func (w *tableWatch) judge(p migrations.Publication) *tableGoneError {
 	outbox := pgx.Identifier{w.tables.OutboxSchema, w.tables.OutboxTable}.Sanitize()
-	gone := &tableGoneError{vouched: w.Vouched(), fix: "add it back with `cdc-relay migrate` (the same --table and --publication)"}
+	pub := pgx.Identifier{w.tables.Publication}.Sanitize()
+	gone := &tableGoneError{vouched: w.VouchedAt(), fix: "add it back with `cdc-relay migrate` (the same --table and --publication)"}
 	switch {
 	case p.TableOID == 0:
 		gone.what = fmt.Sprintf("the outbox table %s no longer exists (dropped or renamed)", outbox)
@@ -199,6 +234,35 @@ func (w *tableWatch) judge(p migrations.Publication) *tableGoneError {
 		gone.fix = "run " + migrations.ViaRootFix(w.tables.Publication)
 	case !p.HasTable:
 		gone.what = fmt.Sprintf("the outbox table %s was removed from publication %q: PostgreSQL no longer sends its inserts", outbox, w.tables.Publication)
+	default:
+		return w.judgePublishing(p, gone, outbox, pub)
+	}
+	return gone
+}
+
+// judgePublishing judges what the publication publishes of a table in
+// it: its inserts, every row of them, the mapped columns, and a stamp
+// unchanged since the last good check; nil when all holds.
+func (w *tableWatch) judgePublishing(p migrations.Publication, gone *tableGoneError, outbox, pub string) *tableGoneError {
+	readd := "publish the whole table again: " + migrations.RepublishFix(w.tables.Publication, w.tables.OutboxSchema, w.tables.OutboxTable)
+	hidden := p.Hides(w.mapping.Columns())
+	switch {
+	case !p.Inserts:
+		gone.what = fmt.Sprintf("publication %q no longer publishes inserts: PostgreSQL does not send the rows inserted into the outbox table %s", w.tables.Publication, outbox)
+		gone.fix = fmt.Sprintf("add insert back to what it publishes: ALTER PUBLICATION %s SET (publish = 'insert') (list the other operations it should publish too)", pub)
+	case p.RowFilter != "":
+		gone.what = fmt.Sprintf("publication %q publishes the outbox table %s with a row filter, WHERE %s: PostgreSQL does not send the rows it leaves out",
+			w.tables.Publication, outbox, p.RowFilter)
+		gone.fix = readd
+	case len(hidden) > 0:
+		gone.what = fmt.Sprintf("publication %q publishes only some columns of the outbox table %s (a column list), leaving out %s, which the relay reads: its events would lose them",
+			w.tables.Publication, outbox, strings.Join(hidden, ", "))
+		gone.fix = readd
+	case w.stamp != "" && p.Stamp != w.stamp:
+		gone.what = fmt.Sprintf("what publication %q publishes of the outbox table %s changed since the last check, although it looks right again: "+
+			"%s changed, and a change made and undone in between may have kept inserts from being published",
+			w.tables.Publication, outbox, p.ChangedSince(w.stamp))
+		gone.fix = "make sure nothing changes the publication while the relay runs"
 	default:
 		return nil
 	}
@@ -246,16 +310,38 @@ func (w *tableWatch) relation(ctx context.Context, rel decoder.Relation) error {
 	return nil
 }
 
+// recoverMargin is how long before the last good check the printed
+// recover command starts: recover's own default --margin, for
+// transactions that wrote their rows (a timestamp column of DEFAULT now()
+// holds the transaction's start) long before they committed.
+const recoverMargin = 10 * time.Minute
+
 // tableGoneError says the publication stopped publishing the outbox
-// table's inserts while the relay ran, and how to recover.
+// table's inserts while the relay ran, or may have, since when, and how to
+// recover.
 type tableGoneError struct {
 	what    string
 	fix     string
-	vouched pglogrepl.LSN
+	vouched checkpoint.Position // of the last check that found all right
 }
 
 func (e *tableGoneError) Error() string {
-	return fmt.Sprintf("%s. The relay confirmed nothing past %s, the last position at which it saw the table in the publication, and stopped. "+
-		"To go on, %s and start the relay again. Rows inserted while the table was not in the publication were never published: "+
-		"they are still in the outbox table, and `cdc-relay recover --since TIME` (TIME: when the table left the publication) publishes them", e.what, e.vouched, e.fix)
+	since, checked := "TIME", "the last check that found it right"
+	if at := e.vouched.CommitTime; !at.IsZero() {
+		since = at.UTC().Add(-recoverMargin).Truncate(time.Second).Format(time.RFC3339)
+		checked = fmt.Sprintf("the check at %s", at.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("%s. The relay confirmed nothing past %s, the position of %s, and stopped. "+
+		"To go on: %s; then publish again the rows inserted since, which are still in the outbox table but may never have been published, "+
+		"with `cdc-relay recover --since %s` and the same flags as run (%s, less recover's margin of %s; rows already delivered arrive twice); "+
+		"then start the relay again",
+		e.what, e.vouched.LSN, checked, e.fix, since, sinceIs(e.vouched), recoverMargin)
+}
+
+// sinceIs says what the --since time of a tableGoneError is.
+func sinceIs(vouched checkpoint.Position) string {
+	if vouched.CommitTime.IsZero() {
+		return "TIME: before the publication changed; the relay has no time for that position (the session's start, or a standby that had replayed no transaction)"
+	}
+	return "the time of that check"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func newWatchDB(t *testing.T, pg *pgtemp.Cluster, name string, setup ...string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db.w, err = watchTable(ctx, pool, cfg, 0, 0, func() { db.stopped = true }, slog.New(slog.DiscardHandler))
+	db.w, err = watchTable(ctx, pool, cfg, 0, 0, nil, func() { db.stopped = true }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +91,21 @@ func (db *watchDB) walLSN() pglogrepl.LSN {
 	return lsn
 }
 
+// pgVersion is pg's server_version_num.
+func pgVersion(t *testing.T, pg *pgtemp.Cluster) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var v int
+	if err := conn.QueryRow(context.Background(), "SELECT current_setting('server_version_num')::int").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 const partitionedOutbox = `CREATE TABLE outbox (id uuid NOT NULL DEFAULT gen_random_uuid(), aggregate_type text NOT NULL,
 	aggregate_id text NOT NULL, event_type text NOT NULL, topic text, payload jsonb NOT NULL, headers jsonb,
 	created_at timestamptz NOT NULL DEFAULT now()) PARTITION BY RANGE (created_at)`
@@ -113,10 +129,32 @@ func TestTableWatch(t *testing.T) {
 			[]string{"INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('a', 'k', 'e', '{}')"}, ""},
 		{"partitioned, partitions published by name", []string{partitionedOutbox, "CREATE TABLE outbox_all PARTITION OF outbox DEFAULT"},
 			[]string{"ALTER PUBLICATION cdc_relay SET (publish_via_partition_root = false)"}, "SET (publish_via_partition_root = true)"},
+		{"inserts not published", nil, []string{"ALTER PUBLICATION cdc_relay SET (publish = 'update')"}, `"cdc_relay" no longer publishes inserts`},
+		{"inserts not published, then again", nil, []string{"ALTER PUBLICATION cdc_relay SET (publish = 'update')", "ALTER PUBLICATION cdc_relay SET (publish = 'insert')"},
+			"changed since the last check, although it looks right again"},
+		{"removed and added back", nil, []string{"ALTER PUBLICATION cdc_relay DROP TABLE outbox", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"},
+			"changed since the last check"},
+		{"another table added", nil, []string{"CREATE TABLE other (n int)", "ALTER PUBLICATION cdc_relay ADD TABLE other"}, ""},
+		{"a row filter", nil, []string{"ALTER PUBLICATION cdc_relay SET TABLE outbox WHERE (event_type <> 'X')"},
+			"with a row filter, WHERE (event_type <> 'X'::text)"},
+		{"a row filter, then none", nil, []string{"ALTER PUBLICATION cdc_relay SET TABLE outbox WHERE (event_type <> 'X')", "ALTER PUBLICATION cdc_relay SET TABLE outbox"},
+			"changed since the last check"},
+		{"a column list without the id and the key", nil, []string{"ALTER PUBLICATION cdc_relay SET TABLE outbox (aggregate_type, event_type, topic, payload, headers, created_at)"},
+			"leaving out id, aggregate_id, which the relay reads"},
+		// At start, a column list of the mapped columns is fine.
+		{"a column list of the mapped columns", []string{`CREATE TABLE outbox (id uuid NOT NULL DEFAULT gen_random_uuid(), aggregate_type text NOT NULL,
+	aggregate_id text NOT NULL, event_type text NOT NULL, topic text, payload jsonb NOT NULL, headers jsonb, note text, created_at timestamptz NOT NULL DEFAULT now())`,
+			"CREATE PUBLICATION cdc_relay FOR TABLE outbox (id, aggregate_type, aggregate_id, event_type, topic, payload, headers, created_at) WITH (publish = 'insert')"},
+			[]string{"INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('a', 'k', 'e', '{}')"}, ""},
 	}
+	needs15 := map[string]bool{"a row filter": true, "a row filter, then none": true,
+		"a column list without the id and the key": true, "a column list of the mapped columns": true}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
+			if needs15[tt.name] && pgVersion(t, pg) < 150000 {
+				t.Skip("no row filters or column lists before PostgreSQL 15")
+			}
 			db := newWatchDB(t, pg, fmt.Sprintf("watch_%d", i), tt.setup...)
 			if err := db.w.check(ctx); err != nil {
 				t.Fatalf("check before the change: %v", err)
@@ -145,12 +183,56 @@ func TestTableWatch(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "cdc-relay recover") {
 				t.Fatalf("check: %v; want an error saying %q and how to recover", err, tt.want)
 			}
+			// The command republishes from before the last good check.
+			if since, ok := printedSince(err.Error()); !ok || since.After(db.w.VouchedAt().CommitTime.Add(-recoverMargin)) || since.Before(changed.Add(-recoverMargin-time.Minute)) {
+				t.Fatalf("recover --since %v (%v), want the check's time %v less %s:\n%v", since, ok, db.w.VouchedAt().CommitTime, recoverMargin, err)
+			}
 			if !db.stopped || db.w.Err() == nil {
 				t.Fatalf("stopped %v, Err %v: want the stream stopped and the error kept", db.stopped, db.w.Err())
 			}
 			db.exec("INSERT INTO cdc_relay_checkpoint VALUES ('more WAL', '0/0')")
 			if err := db.w.check(ctx); err == nil || db.w.Vouched() > before {
 				t.Fatalf("a later check: %v, vouched %s; want the error and nothing past %s", err, db.w.Vouched(), before)
+			}
+		})
+	}
+}
+
+// printedSince is the time of the `cdc-relay recover --since` command in
+// msg.
+func printedSince(msg string) (time.Time, bool) {
+	m := regexp.MustCompile("`cdc-relay recover --since (\\S+)`").FindStringSubmatch(msg)
+	if m == nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339, m[1])
+	return at, err == nil
+}
+
+// TestWatchTableRefusesAtStart: a publication that hides inserts or mapped
+// columns when the session starts is refused, with the fix.
+func TestWatchTableRefusesAtStart(t *testing.T) {
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	if pgVersion(t, pg) < 150000 {
+		t.Skip("no row filters or column lists before PostgreSQL 15")
+	}
+	tests := []struct {
+		name, change, want string
+	}{
+		{"no inserts", "ALTER PUBLICATION cdc_relay SET (publish = 'update, delete')", "ALTER PUBLICATION \"cdc_relay\" SET (publish = 'insert')"},
+		{"a row filter", "ALTER PUBLICATION cdc_relay SET TABLE outbox WHERE (event_type <> 'X')",
+			`BEGIN; ALTER PUBLICATION "cdc_relay" DROP TABLE "public"."outbox"; ALTER PUBLICATION "cdc_relay" ADD TABLE "public"."outbox"; COMMIT`},
+		{"a column list without the payload", "ALTER PUBLICATION cdc_relay SET TABLE outbox (id, aggregate_type, aggregate_id, event_type, topic, headers, created_at)",
+			"leaving out payload"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newWatchDB(t, pg, fmt.Sprintf("start_%d", i))
+			db.exec(tt.change)
+			_, err := watchTable(ctx, db.conn, DefaultConfig(), 0, 0, nil, func() {}, slog.New(slog.DiscardHandler))
+			if err == nil || !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("watchTable: %v; want a fatal error saying %q", err, tt.want)
 			}
 		})
 	}
@@ -227,5 +309,55 @@ func TestTableWatchChecksEveryInterval(t *testing.T) {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch did not stop the stream within 10s of the table leaving the publication")
+	}
+}
+
+// TestTableWatchNextSession: a session that resumes at or before where
+// the last session's watch vouched holds the publication to that watch's
+// mark, so a change made and undone between two sessions (a reconnect)
+// stops the relay; one that resumes past it (another relay led meanwhile)
+// starts afresh.
+func TestTableWatchNextSession(t *testing.T) {
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	tests := []struct {
+		name   string
+		change []string
+		past   bool // the next session resumes past the mark
+		want   string
+	}{
+		{"unchanged", nil, false, ""},
+		{"inserts not published, then again", []string{"ALTER PUBLICATION cdc_relay SET (publish = 'update')", "ALTER PUBLICATION cdc_relay SET (publish = 'insert')"},
+			false, "changed since the last check"},
+		{"dropped and created again", []string{"DROP TABLE outbox", "CREATE TABLE outbox (id int)", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"},
+			false, "was dropped and created again"},
+		{"changed, resumed past the mark", []string{"ALTER PUBLICATION cdc_relay DROP TABLE outbox", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"}, true, ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := newWatchDB(t, pg, fmt.Sprintf("next_%d", i))
+			if err := db.w.check(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mark := tableWatches{db.w}.marks()
+			for _, sql := range tt.change {
+				db.exec(sql)
+			}
+			start := mark[0].at.LSN
+			if tt.past {
+				start = db.walLSN()
+			}
+			_, err := watchTables(ctx, db.conn, DefaultConfig(), start, mark, func() {}, slog.New(slog.DiscardHandler))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("next session: %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("next session: %v, want an error saying %q", err, tt.want)
+			case tt.want != "":
+				if since, ok := printedSince(err.Error()); !ok || !since.Equal(mark[0].at.CommitTime.Add(-recoverMargin).Truncate(time.Second)) {
+					t.Fatalf("recover --since %v, want the mark's time %v less %s", since, mark[0].at.CommitTime, recoverMargin)
+				}
+			}
+		})
 	}
 }

@@ -17,11 +17,16 @@ import (
 type tableWatches []*tableWatch
 
 // watchTables checks each outbox table of cfg once and returns their
-// watches (see watchTable).
-func watchTables(ctx context.Context, db migrations.Querier, cfg Config, start pglogrepl.LSN, stop func(), log *slog.Logger) (tableWatches, error) {
+// watches (see watchTable); prev are the marks of the watches of an
+// earlier session of the Run (tableWatches.marks), or nil.
+func watchTables(ctx context.Context, db migrations.Querier, cfg Config, start pglogrepl.LSN, prev []watchMark, stop func(), log *slog.Logger) (tableWatches, error) {
 	ws := make(tableWatches, len(cfg.Tables))
 	for i := range cfg.Tables {
-		w, err := watchTable(ctx, db, cfg, i, start, stop, log)
+		var mark *watchMark
+		if i < len(prev) {
+			mark = &prev[i]
+		}
+		w, err := watchTable(ctx, db, cfg, i, start, mark, stop, log)
 		if err != nil {
 			return nil, err
 		}
@@ -89,6 +94,15 @@ func (ws tableWatches) start(every time.Duration) (stop func()) {
 			s()
 		}
 	}
+}
+
+// marks are what each watch last found right, table i at index i.
+func (ws tableWatches) marks() []watchMark {
+	out := make([]watchMark, len(ws))
+	for i, w := range ws {
+		out[i] = w.mark()
+	}
+	return out
 }
 
 // refresh refreshes every watch (see tableWatch.refresh).

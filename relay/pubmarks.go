@@ -1,0 +1,105 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/migrations"
+)
+
+// storedMark is an outbox table's entry in the checkpoint row's
+// publication marks: what its watch found right when a relay last started
+// on the slot (or what recover republished under).
+type storedMark struct {
+	OID   uint32 `json:"oid"`
+	Stamp string `json:"stamp"`
+}
+
+// markKey names outbox table i of cfg in the publication marks.
+func markKey(cfg Config, i int) string {
+	m := cfg.Migrations(i)
+	return m.OutboxSchema + "." + m.OutboxTable
+}
+
+// startWatches starts the session's table watches and records what they
+// found in the checkpoint row. They start from the marks of the Run's
+// last session, else from those the checkpoint row keeps, so that a
+// change of the publication while no session watched it (a reconnect, a
+// restart, no relay running) stops the relay as one between two checks
+// does (see watchTable).
+func (s *session) startWatches(ctx context.Context) error {
+	prev, stored, err := s.previousMarks(ctx)
+	if err != nil {
+		return err
+	}
+	if s.watch, err = watchTables(ctx, s.pool, s.cfg, s.start, prev, s.stopStream, s.log); err != nil {
+		return err
+	}
+	s.onEnd(func() { s.watchMarks = s.watch.marks() }) // for the next session
+	marks := make(map[string]storedMark, len(s.watch))
+	for i, m := range s.watch.marks() {
+		marks[markKey(s.cfg, i)] = storedMark{OID: m.oid, Stamp: m.stamp}
+	}
+	if len(marks) == 0 || maps.Equal(marks, stored) {
+		return nil
+	}
+	return setPublicationMarks(ctx, s.store, s.cfg.Slot, marks)
+}
+
+// previousMarks returns the marks the session's watches start from (nil
+// for none), and those the checkpoint row holds. The checkpoint row's
+// stand at the session's start, with the commit time of its position.
+func (s *session) previousMarks(ctx context.Context) ([]watchMark, map[string]storedMark, error) {
+	raw, err := s.store.PublicationMarks(ctx, s.cfg.Slot)
+	if err != nil {
+		return nil, nil, err
+	}
+	var stored map[string]storedMark
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &stored); err != nil {
+			s.log.Warn("the checkpoint row's publication marks are unreadable: the table watches start from the publication as it is now", "err", err)
+			stored = nil
+		}
+	}
+	if len(s.watchMarks) > 0 || len(stored) == 0 {
+		return s.watchMarks, stored, nil
+	}
+	cp, _, err := s.store.Load(ctx, s.cfg.Slot)
+	if err != nil {
+		return nil, nil, err
+	}
+	marks := make([]watchMark, len(s.cfg.Tables))
+	for i := range s.cfg.Tables {
+		if m, ok := stored[markKey(s.cfg, i)]; ok {
+			marks[i] = watchMark{oid: m.OID, stamp: m.Stamp, at: checkpoint.Position{LSN: s.start, CommitTime: cp.CommitTime}}
+		}
+	}
+	return marks, stored, nil
+}
+
+// recordPublication records in slot's checkpoint row what the publication
+// publishes of each outbox table now: after recover has republished the
+// rows a change of the publication may have hidden, the next relay starts
+// from the publication as it is.
+func recordPublication(ctx context.Context, db migrations.Querier, store *checkpoint.Store, cfg Config) error {
+	marks := make(map[string]storedMark, len(cfg.Tables))
+	for i := range cfg.Tables {
+		p, err := migrations.LookupPublication(ctx, db, cfg.Migrations(i))
+		if err != nil {
+			return err
+		}
+		marks[markKey(cfg, i)] = storedMark{OID: p.TableOID, Stamp: p.Stamp}
+	}
+	return setPublicationMarks(ctx, store, cfg.Slot, marks)
+}
+
+func setPublicationMarks(ctx context.Context, store *checkpoint.Store, slot string, marks map[string]storedMark) error {
+	doc, err := json.Marshal(marks)
+	if err != nil {
+		return fmt.Errorf("encode the publication marks: %w", err)
+	}
+	return store.SetPublicationMarks(ctx, slot, string(doc))
+}
