@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,6 +116,7 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outcome, []status.Key) {
 	errs := make([]error, len(rows))
 	loaded := p.load(ctx, rows, errs)
+	p.keepPaused(ctx, loaded, errs)
 	p.holdClaimed(rows)
 	tried := p.produceInOrder(ctx, rows, loaded, errs)
 
@@ -176,6 +178,8 @@ func (p *Poller) outcome(ctx context.Context, row status.Row, loaded *status.Row
 	}
 	o = status.Outcome{ID: row.ID, Err: err, Loaded: loaded}
 	switch {
+	case errors.Is(err, errTopicPaused):
+		o.Paused = true // no attempt: parked until its topic is resumed
 	case row.Reload && err == nil:
 		return o, false // not loaded this time
 	case errors.Is(err, ErrUnloadable):
@@ -271,6 +275,32 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 		p.cfg.Logger.Warn("could not read the outbox rows of events to send again; trying at the next poll", "rows", failed, "first", first)
 	}
 	return loaded
+}
+
+// errTopicPaused is the error of a loaded Reload row whose topic is
+// paused: it is not produced, and becomes PAUSED (keepPaused).
+var errTopicPaused = errors.New("its topic is paused: parked until the topic is resumed")
+
+// keepPaused sets errs[i] to errTopicPaused for each loaded row whose
+// topic Config.PausedTopics names, so that it is not produced. When the
+// paused topics cannot be read, the loaded rows are dropped (loaded[i]
+// nil): they wait for the next poll rather than go to a topic perhaps
+// paused.
+func (p *Poller) keepPaused(ctx context.Context, loaded []*status.Row, errs []error) {
+	if p.cfg.PausedTopics == nil || !slices.ContainsFunc(loaded, func(r *status.Row) bool { return r != nil }) {
+		return
+	}
+	topics, err := p.cfg.PausedTopics(ctx)
+	if err != nil {
+		clear(loaded)
+		p.cfg.Logger.Log(ctx, pgerr.Level(err), "could not read the paused topics for the events to send again from their outbox rows; trying at the next poll", "err", err)
+		return
+	}
+	for i, r := range loaded {
+		if r != nil && slices.Contains(topics, r.Topic) {
+			errs[i] = errTopicPaused
+		}
+	}
 }
 
 // produceInOrder produces rows in rounds, and returns which rows it tried
