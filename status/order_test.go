@@ -201,7 +201,7 @@ func TestResumeMakesPausedRowsWaiting(t *testing.T) {
 	}
 }
 
-// TestReloadRowParkedForItsPausedTopic: a reload row (a reset: topic ''
+// TestReloadRowParkedForItsPausedTopic: a reload row (a reset: no topic
 // until loaded) is claimed while its topic is paused, since the claim
 // cannot know its topic; the outcome Paused makes it PAUSED with the
 // record loaded, no attempt counted. The claim then leaves it alone while
