@@ -46,7 +46,9 @@ type Config struct {
 	// rows of paused topics: one loaded for a paused topic is not
 	// produced but parked PAUSED with its record (status.Outcome.Paused),
 	// and its topic's resume delivers it. It is read once per claim that
-	// loaded a row; when it fails, the loaded rows wait for the next poll.
+	// loaded a row for a topic other than the one the claim saw (which
+	// left out the paused ones); when it fails, those rows wait for the
+	// next poll.
 	// Unset, no loaded row's topic is taken as paused.
 	PausedTopics func(ctx context.Context) ([]string, error)
 	// Hold, if set, is called before each claim and blocks while the relay

@@ -116,7 +116,7 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outcome, []status.Key) {
 	errs := make([]error, len(rows))
 	loaded := p.load(ctx, rows, errs)
-	p.keepPaused(ctx, loaded, errs)
+	p.keepPaused(ctx, rows, loaded, errs)
 	p.holdClaimed(rows)
 	tried := p.produceInOrder(ctx, rows, loaded, errs)
 
@@ -282,22 +282,34 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 var errTopicPaused = errors.New("its topic is paused: parked until the topic is resumed")
 
 // keepPaused sets errs[i] to errTopicPaused for each loaded row whose
-// topic Config.PausedTopics names, so that it is not produced. When the
-// paused topics cannot be read, the loaded rows are dropped (loaded[i]
-// nil): they wait for the next poll rather than go to a topic perhaps
-// paused.
-func (p *Poller) keepPaused(ctx context.Context, loaded []*status.Row, errs []error) {
-	if p.cfg.PausedTopics == nil || !slices.ContainsFunc(loaded, func(r *status.Row) bool { return r != nil }) {
+// topic Config.PausedTopics names, so that it is not produced. Only a row
+// loaded for a topic other than the one it was claimed with (a reset or
+// adopted row's first load, its topic empty until then) needs it: the
+// claim left out the
+// rows of paused topics already, so the paused topics are read only when
+// the batch has such a row. When they cannot be read, those rows are
+// dropped (loaded[i] nil): they wait for the next poll rather than go to
+// a topic perhaps paused.
+func (p *Poller) keepPaused(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) {
+	var unsure []int // rows loaded for a topic the claim did not check
+	for i, r := range loaded {
+		if r != nil && r.Topic != rows[i].Topic {
+			unsure = append(unsure, i)
+		}
+	}
+	if p.cfg.PausedTopics == nil || len(unsure) == 0 {
 		return
 	}
 	topics, err := p.cfg.PausedTopics(ctx)
 	if err != nil {
-		clear(loaded)
+		for _, i := range unsure {
+			loaded[i] = nil
+		}
 		p.cfg.Logger.Log(ctx, pgerr.Level(err), "could not read the paused topics for the events to send again from their outbox rows; trying at the next poll", "err", err)
 		return
 	}
-	for i, r := range loaded {
-		if r != nil && slices.Contains(topics, r.Topic) {
+	for _, i := range unsure {
+		if slices.Contains(topics, loaded[i].Topic) {
 			errs[i] = errTopicPaused
 		}
 	}

@@ -61,8 +61,10 @@ func TestDeliverReloadRows(t *testing.T) {
 // TestReloadRowOfAPausedTopic: a Reload row's topic is known once its
 // outbox row is loaded; one loaded for a paused topic is not produced,
 // and its outcome parks it PAUSED with the record read, counting no
-// attempt; one of a topic not paused is delivered. When the paused topics
-// cannot be read, no loaded row is produced, and none gets an outcome.
+// attempt; one of a topic not paused is delivered. A row loaded for the
+// topic it was claimed with costs no read of the paused topics. When they
+// cannot be read, no row loaded for a new topic is produced, and none gets
+// an outcome.
 func TestReloadRowOfAPausedTopic(t *testing.T) {
 	load := func(_ context.Context, r status.Row) (status.Row, error) {
 		r.Topic, r.Value = r.EventID, []byte(`{}`) // the test's rows name their topic by their id
@@ -92,6 +94,18 @@ func TestReloadRowOfAPausedTopic(t *testing.T) {
 	}
 	if o := got[2]; !o.Delivered || o.Paused {
 		t.Fatalf("the row of orders: %+v, want delivered", o)
+	}
+
+	// A row loaded for the topic it was claimed with was checked by the
+	// claim: the paused topics are not read for it.
+	reads := 0
+	cfg.PausedTopics = func(context.Context) ([]string, error) { reads++; return []string{"paused"}, nil }
+	store, prod = &fakeStore{rows: []status.Row{{ID: 3, EventID: "orders", Topic: "orders", SourceTable: "public.outbox", Reload: true}}}, &fakeProducer{}
+	if _, err := New(store, prod, cfg).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 0 || len(prod.produced) != 1 {
+		t.Fatalf("a row loaded for the topic it was claimed with: %d reads of the paused topics, %d produced; want 0 and 1", reads, len(prod.produced))
 	}
 
 	store, prod = &fakeStore{rows: rows}, &fakeProducer{}
