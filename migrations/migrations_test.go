@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
@@ -604,6 +606,15 @@ func TestSourceCopyMigration(t *testing.T) {
 				if err != nil || tag.RowsAffected() != p.want {
 					t.Errorf("park of id 1 at %s from %v: %v rows, %v; want %d", p.lsn, p.source, tag.RowsAffected(), err, p.want)
 				}
+			}
+			// The park of a relay of an earlier version names the old index:
+			// PostgreSQL refuses it (class 42, which stops that relay) rather
+			// than dropping an event.
+			var pgErr *pgconn.PgError
+			_, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, commit_lsn) VALUES ('1', 'orders', 'x', '0/30')"+
+				" ON CONFLICT (commit_lsn, event_id, topic) WHERE event_id IS NOT NULL DO NOTHING")
+			if !errors.As(err, &pgErr) || pgErr.Code != "42P10" {
+				t.Errorf("the park of an earlier version after migrate: %v, want SQLSTATE 42P10", err)
 			}
 		})
 	}
