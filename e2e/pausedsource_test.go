@@ -164,6 +164,9 @@ func TestReloadRowsWaitWhilePaused(t *testing.T) {
 	if a, r := e.endCount(adopted), e.endCount(reset); a != 0 || r != 1 {
 		t.Fatalf("while paused: %d records on %s, %d on %s; want 0 and the 1 sent before the reset", a, adopted, r, reset)
 	}
+	if !strings.Contains(p.Log(), "their topic is paused") {
+		t.Errorf("the relay's log does not say that the reset and adopted events are held for their paused topic")
+	}
 
 	e.pauseCmd("resume", adopted)
 	e.pauseCmd("resume", reset)

@@ -146,6 +146,9 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outco
 	if n.delivered+n.failed+n.dead > 0 {
 		p.cfg.Logger.Info("parked events tried again", "delivered", n.delivered, "failed", n.failed, "dead", n.dead)
 	}
+	if n.paused > 0 {
+		p.cfg.Logger.Info("events to send again from their outbox rows are held: their topic is paused (PAUSED until it is resumed)", "events", n.paused)
+	}
 	return out, keys
 }
 
@@ -167,7 +170,7 @@ func (p *Poller) holdClaimed(rows []status.Row) {
 }
 
 // tally counts a claim's outcomes.
-type tally struct{ delivered, failed, dead int }
+type tally struct{ delivered, failed, dead, paused int }
 
 // outcome is what became of row, tried with err (loaded: its record read
 // from its outbox row, for a Reload row), counted in n; ok is false when
@@ -180,6 +183,7 @@ func (p *Poller) outcome(ctx context.Context, row status.Row, loaded *status.Row
 	switch {
 	case errors.Is(err, errTopicPaused):
 		o.Paused = true // no attempt: parked until its topic is resumed
+		n.paused++
 	case row.Reload && err == nil:
 		return o, false // not loaded this time
 	case errors.Is(err, ErrUnloadable):
