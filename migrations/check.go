@@ -116,5 +116,24 @@ func checkVersion(ctx context.Context, q Querier, cfg Config) error {
 			return fmt.Errorf("%s lacks column %q (migration %d), which this relay needs: run `cdc-relay migrate` (with the same table flags) first", table, n.column, n.version)
 		}
 	}
+	return checkSourceCopyIndex(ctx, q, cfg)
+}
+
+// checkSourceCopyIndex requires the status table's index of a parked
+// event's identity (SourceCopyIndex, migration 14), valid: the relay's
+// park names it as its ON CONFLICT target, and would fail on every event
+// it parks without it.
+func checkSourceCopyIndex(ctx context.Context, q Querier, cfg Config) error {
+	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+		WHERE i.indrelid = $1::regclass AND c.relname = $2 AND i.indisvalid)`, status, SourceCopyIndex(cfg)).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("check the indexes of %s: %w", status, err)
+	}
+	if !ok {
+		return fmt.Errorf("%s lacks a valid index %q (migration 14: a parked event's source is part of its identity), which this relay needs: "+
+			"run `cdc-relay migrate` (with the same table flags) first; it builds the index without blocking writes", status, SourceCopyIndex(cfg))
+	}
 	return nil
 }

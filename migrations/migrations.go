@@ -202,6 +202,9 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_corrected_index}}", pgx.Identifier{cfg.StatusTable + "_corrected_idx"}.Sanitize(),
 		"{{status_solo_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_solo_idx")}.Sanitize(),
 		"{{status_keyed_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_keyed_idx")}.Sanitize(),
+		"{{status_source_copy_index}}", pgx.Identifier{SourceCopyIndex(cfg)}.Sanitize(),
+		"{{status_source_copy_literal}}", quoteLiteral(pgx.Identifier{cfg.StatusSchema, SourceCopyIndex(cfg)}.Sanitize()),
+		"{{status_copy_index_qualified}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable + "_copy_idx"}.Sanitize(),
 		"{{paused_topics}}", PauseTableName(cfg),
 		"{{backfills}}", BackfillTableName(cfg),
 	}
@@ -211,6 +214,13 @@ func placeholders(cfg Config) *strings.Replacer {
 	}
 	return strings.NewReplacer(append(names, "{{body_tag}}", tag)...)
 }
+
+// SourceCopyIndex is the name (unqualified: it lives in the status
+// table's schema) of the status table's unique index over a parked
+// event's identity: its commit, id, topic and source (source_table, NULL
+// read as empty), for rows with an id (migration 0014). The relay's park
+// is ON CONFLICT on it.
+func SourceCopyIndex(cfg Config) string { return indexName(cfg.StatusTable, "_copy_source_idx") }
 
 // PauseTable is the table of paused topics, in the checkpoint table's
 // schema: one row per slot and paused topic (see 0010_status_order.sql).
@@ -422,9 +432,9 @@ func announceBuild(stmt string, notice func(string)) {
 		"(writes go on meanwhile; if it is stopped, the next migrate builds it again)")
 }
 
-// concurrentIndex finds the index and the table of a CREATE INDEX
-// CONCURRENTLY IF NOT EXISTS statement, as the placeholders quote them.
-var concurrentIndex = regexp.MustCompile(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ("(?:[^"]|"")+") ON ("(?:[^"]|"")+"\."(?:[^"]|"")+")`)
+// concurrentIndex finds the index and the table of a CREATE [UNIQUE]
+// INDEX CONCURRENTLY IF NOT EXISTS statement, as the placeholders quote them.
+var concurrentIndex = regexp.MustCompile(`CREATE (?:UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS ("(?:[^"]|"")+") ON ("(?:[^"]|"")+"\."(?:[^"]|"")+")`)
 
 // dropInvalidIndex drops the index that stmt creates concurrently, if it
 // exists and is invalid (pg_index.indisvalid false: its build was

@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
@@ -539,6 +541,102 @@ func TestOriginalTopicMigration(t *testing.T) {
 	}
 }
 
+// TestSourceCopyMigration: a status table of version 13, with a row
+// parked before sources were recorded (source_table NULL) and one of a
+// table, gets the index of a parked event's identity with its source
+// (migration 14) in place of the old one; the relay's check asks for
+// migrate until then. After it, the park's ON CONFLICT recognises both
+// old rows sent again, and takes the same id, commit and topic of another
+// source. Migrate again changes nothing (the index is not built again,
+// the old one not created again). Also for names to quote, and for a
+// status table whose name leaves no room for the suffixes.
+func TestSourceCopyMigration(t *testing.T) {
+	conn := startPG(t)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, schema, table string }{
+		{"the default status table", "public", "outbox_delivery"},
+		{"names to quote", "Relay's Tables", `Deli"very`},
+		{"a long name", "long", strings.Repeat("d", 60)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.SkipOutbox = true
+			cfg.StatusSchema, cfg.StatusTable, cfg.CheckpointSchema = tt.schema, tt.table, tt.schema
+			status := pgx.Identifier{tt.schema, tt.table}.Sanitize()
+			if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{tt.schema}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			applyUpTo(ctx, t, conn, cfg, 13)
+			if _, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, commit_lsn, source_table, status)"+
+				" VALUES ('1', 'orders', 'x', '0/10', NULL, 'PAUSED'), ('1', 'orders', 'x', '0/20', 'public.outbox', 'PAUSED')"); err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), "(migration 14") || !strings.Contains(err.Error(), "cdc-relay migrate") {
+				t.Fatalf("Check of a version 13 status table: %v, want it to ask for migrate", err)
+			}
+			var firstOID uint32
+			for i, want := range [][]int{versionsAfter(t, 13), nil} {
+				res, err := Apply(ctx, conn, cfg)
+				if err != nil || !slices.Equal(res.Applied, want) {
+					t.Fatalf("migrate %d: %+v, %v; want versions %v applied", i+1, res, err, want)
+				}
+				oid, unique := copyIndexes(ctx, t, conn, status, SourceCopyIndex(cfg))
+				if oid == 0 || unique != 1 || i == 1 && oid != firstOID {
+					t.Fatalf("migrate %d: index %s oid %d (the first migrate's %d), %d unique indexes on the park's columns; "+
+						"want it valid, alone, built once", i+1, SourceCopyIndex(cfg), oid, firstOID, unique)
+				}
+				firstOID = oid
+				if err := Check(ctx, conn, cfg); err != nil {
+					t.Fatalf("Check after migrate %d: %v", i+1, err)
+				}
+			}
+			park := "INSERT INTO " + status + " (event_id, topic, last_error, commit_lsn, source_table, status) VALUES ('1', 'orders', 'x', $1, $2, 'PAUSED')" +
+				" ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, '')) WHERE event_id IS NOT NULL DO NOTHING"
+			for _, p := range []struct {
+				lsn    string
+				source any
+				want   int64
+			}{
+				{"0/10", nil, 0}, {"0/20", "public.outbox", 0}, {"0/20", "app.outbox", 1}, {"0/10", "public.outbox", 1},
+			} {
+				tag, err := conn.Exec(ctx, park, p.lsn, p.source)
+				if err != nil || tag.RowsAffected() != p.want {
+					t.Errorf("park of id 1 at %s from %v: %v rows, %v; want %d", p.lsn, p.source, tag.RowsAffected(), err, p.want)
+				}
+			}
+			// The park of a relay of an earlier version names the old index:
+			// PostgreSQL refuses it (class 42, which stops that relay) rather
+			// than dropping an event.
+			var pgErr *pgconn.PgError
+			_, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, topic, last_error, commit_lsn) VALUES ('1', 'orders', 'x', '0/30')"+
+				" ON CONFLICT (commit_lsn, event_id, topic) WHERE event_id IS NOT NULL DO NOTHING")
+			if !errors.As(err, &pgErr) || pgErr.Code != "42P10" {
+				t.Errorf("the park of an earlier version after migrate: %v, want SQLSTATE 42P10", err)
+			}
+		})
+	}
+}
+
+// copyIndexes returns the oid of status's valid index name (0 when there
+// is none), and how many unique indexes status has whose first columns
+// are commit_lsn and event_id (the old copy index, the new one).
+func copyIndexes(ctx context.Context, t *testing.T, conn *pgx.Conn, status, name string) (oid uint32, unique int) {
+	t.Helper()
+	err := conn.QueryRow(ctx, `SELECT coalesce(max(c.oid) FILTER (WHERE c.relname = $2 AND i.indisvalid), 0),
+			count(*) FILTER (WHERE i.indisunique AND i.indkey[0] = a1.attnum AND i.indkey[1] = a2.attnum)
+		FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid,
+			pg_attribute AS a1, pg_attribute AS a2
+		WHERE i.indrelid = $1::regclass AND a1.attrelid = i.indrelid AND a1.attname = 'commit_lsn'
+			AND a2.attrelid = i.indrelid AND a2.attname = 'event_id'`, status, name).Scan(&oid, &unique)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return oid, unique
+}
+
 // TestSoloIndexesRebuiltWhenInvalid: the status table's claim indexes are
 // built concurrently, outside a transaction; one that an interrupted build
 // left invalid is dropped and built again by the next Apply, and a valid
@@ -738,7 +836,8 @@ func TestClaimIndexesBuiltUnderAStatementTimeout(t *testing.T) {
 		('outbox_delivery_solo_idx'::regclass, 'outbox_delivery_keyed_idx'::regclass)`).Scan(&valid); err != nil || valid != 2 {
 		t.Fatalf("%d valid claim indexes (%v), want 2", valid, err)
 	}
-	if len(notices) != 2 || !strings.Contains(notices[0], "outbox_delivery_solo_idx") || !strings.Contains(notices[0], "may take minutes") {
+	if len(notices) != 3 || !strings.Contains(notices[0], "outbox_delivery_solo_idx") || !strings.Contains(notices[0], "may take minutes") ||
+		!strings.Contains(notices[2], "outbox_delivery_copy_source_idx") {
 		t.Errorf("notices %q, want one per index build, saying it may take minutes", notices)
 	}
 	var timeout string

@@ -40,6 +40,17 @@ type Config struct {
 	// DEAD; any other leaves it for the next poll. Unset, a Reload row
 	// waits.
 	Load func(ctx context.Context, row status.Row) (status.Row, error)
+	// PausedTopics, if set, returns the topics paused now (the pause
+	// table's: status.Store.PausedTopics). A Reload row's topic is known
+	// only once its outbox row is loaded, after the claim left out the
+	// rows of paused topics: one loaded for a paused topic is not
+	// produced but parked PAUSED with its record (status.Outcome.Paused),
+	// and its topic's resume delivers it. It is read once per claim that
+	// loaded a row for a topic other than the one the claim saw (which
+	// left out the paused ones); when it fails, those rows wait for the
+	// next poll.
+	// Unset, no loaded row's topic is taken as paused.
+	PausedTopics func(ctx context.Context) ([]string, error)
 	// Hold, if set, is called before each claim and blocks while the relay
 	// is paused (an error, ctx's, ends Run).
 	Hold func(ctx context.Context) error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,6 +116,7 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outcome, []status.Key) {
 	errs := make([]error, len(rows))
 	loaded := p.load(ctx, rows, errs)
+	p.keepPaused(ctx, rows, loaded, errs)
 	p.holdClaimed(rows)
 	tried := p.produceInOrder(ctx, rows, loaded, errs)
 
@@ -144,6 +146,9 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outco
 	if n.delivered+n.failed+n.dead > 0 {
 		p.cfg.Logger.Info("parked events tried again", "delivered", n.delivered, "failed", n.failed, "dead", n.dead)
 	}
+	if n.paused > 0 {
+		p.cfg.Logger.Info("events to send again from their outbox rows are held: their topic is paused (PAUSED until it is resumed)", "events", n.paused)
+	}
 	return out, keys
 }
 
@@ -165,7 +170,7 @@ func (p *Poller) holdClaimed(rows []status.Row) {
 }
 
 // tally counts a claim's outcomes.
-type tally struct{ delivered, failed, dead int }
+type tally struct{ delivered, failed, dead, paused int }
 
 // outcome is what became of row, tried with err (loaded: its record read
 // from its outbox row, for a Reload row), counted in n; ok is false when
@@ -176,6 +181,9 @@ func (p *Poller) outcome(ctx context.Context, row status.Row, loaded *status.Row
 	}
 	o = status.Outcome{ID: row.ID, Err: err, Loaded: loaded}
 	switch {
+	case errors.Is(err, errTopicPaused):
+		o.Paused = true // no attempt: parked until its topic is resumed
+		n.paused++
 	case row.Reload && err == nil:
 		return o, false // not loaded this time
 	case errors.Is(err, ErrUnloadable):
@@ -271,6 +279,44 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 		p.cfg.Logger.Warn("could not read the outbox rows of events to send again; trying at the next poll", "rows", failed, "first", first)
 	}
 	return loaded
+}
+
+// errTopicPaused is the error of a loaded Reload row whose topic is
+// paused: it is not produced, and becomes PAUSED (keepPaused).
+var errTopicPaused = errors.New("its topic is paused: parked until the topic is resumed")
+
+// keepPaused sets errs[i] to errTopicPaused for each loaded row whose
+// topic Config.PausedTopics names, so that it is not produced. Only a row
+// loaded for a topic other than the one it was claimed with (a reset or
+// adopted row's first load, its topic empty until then) needs it: the
+// claim left out the
+// rows of paused topics already, so the paused topics are read only when
+// the batch has such a row. When they cannot be read, those rows are
+// dropped (loaded[i] nil): they wait for the next poll rather than go to
+// a topic perhaps paused.
+func (p *Poller) keepPaused(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) {
+	var unsure []int // rows loaded for a topic the claim did not check
+	for i, r := range loaded {
+		if r != nil && r.Topic != rows[i].Topic {
+			unsure = append(unsure, i)
+		}
+	}
+	if p.cfg.PausedTopics == nil || len(unsure) == 0 {
+		return
+	}
+	topics, err := p.cfg.PausedTopics(ctx)
+	if err != nil {
+		for _, i := range unsure {
+			loaded[i] = nil
+		}
+		p.cfg.Logger.Log(ctx, pgerr.Level(err), "could not read the paused topics for the events to send again from their outbox rows; trying at the next poll", "err", err)
+		return
+	}
+	for _, i := range unsure {
+		if slices.Contains(topics, loaded[i].Topic) {
+			errs[i] = errTopicPaused
+		}
+	}
 }
 
 // produceInOrder produces rows in rounds, and returns which rows it tried

@@ -57,3 +57,63 @@ func TestDeliverReloadRows(t *testing.T) {
 		t.Fatalf("outcomes %+v: want none for the row that could not be read now", store.outcomes)
 	}
 }
+
+// TestReloadRowOfAPausedTopic: a Reload row's topic is known once its
+// outbox row is loaded; one loaded for a paused topic is not produced,
+// and its outcome parks it PAUSED with the record read, counting no
+// attempt; one of a topic not paused is delivered. A row loaded for the
+// topic it was claimed with costs no read of the paused topics. When they
+// cannot be read, no row loaded for a new topic is produced, and none gets
+// an outcome.
+func TestReloadRowOfAPausedTopic(t *testing.T) {
+	load := func(_ context.Context, r status.Row) (status.Row, error) {
+		r.Topic, r.Value = r.EventID, []byte(`{}`) // the test's rows name their topic by their id
+		return r, nil
+	}
+	rows := []status.Row{
+		{ID: 1, EventID: "paused", SourceTable: "public.outbox", Reload: true},
+		{ID: 2, EventID: "orders", SourceTable: "public.outbox", Reload: true},
+	}
+	store := &fakeStore{rows: rows}
+	prod := &fakeProducer{}
+	cfg := DefaultConfig()
+	cfg.Load = load
+	cfg.PausedTopics = func(context.Context) ([]string, error) { return []string{"other", "paused"}, nil }
+	if _, err := New(store, prod, cfg).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(prod.produced) != 1 || prod.produced[0].Topic != "orders" {
+		t.Fatalf("produced %v, want the row of orders only", prod.produced)
+	}
+	got := map[int64]status.Outcome{}
+	for _, o := range store.outcomes {
+		got[o.ID] = o
+	}
+	if o := got[1]; !o.Paused || o.Delivered || o.Dead || o.Loaded == nil || o.Loaded.Topic != "paused" {
+		t.Fatalf("the row of the paused topic: %+v, want parked PAUSED with its loaded record", o)
+	}
+	if o := got[2]; !o.Delivered || o.Paused {
+		t.Fatalf("the row of orders: %+v, want delivered", o)
+	}
+
+	// A row loaded for the topic it was claimed with was checked by the
+	// claim: the paused topics are not read for it.
+	reads := 0
+	cfg.PausedTopics = func(context.Context) ([]string, error) { reads++; return []string{"paused"}, nil }
+	store, prod = &fakeStore{rows: []status.Row{{ID: 3, EventID: "orders", Topic: "orders", SourceTable: "public.outbox", Reload: true}}}, &fakeProducer{}
+	if _, err := New(store, prod, cfg).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 0 || len(prod.produced) != 1 {
+		t.Fatalf("a row loaded for the topic it was claimed with: %d reads of the paused topics, %d produced; want 0 and 1", reads, len(prod.produced))
+	}
+
+	store, prod = &fakeStore{rows: rows}, &fakeProducer{}
+	cfg.PausedTopics = func(context.Context) ([]string, error) { return nil, errors.New("connection refused") }
+	if _, err := New(store, prod, cfg).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(prod.produced) != 0 || len(store.outcomes) != 0 {
+		t.Fatalf("with the paused topics unread: produced %v, outcomes %+v; want none", prod.produced, store.outcomes)
+	}
+}

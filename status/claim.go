@@ -24,6 +24,11 @@ type Outcome struct {
 	// stored in the status row, so that list and show have it. The row
 	// stays a Reload row: each attempt reads the outbox row again.
 	Loaded *Row
+	// Paused: a Reload row whose record, loaded, is for a topic that is
+	// paused: the row becomes PAUSED with that record (Loaded), counting
+	// no attempt, and its outbox row stays as it is; the topic's resume
+	// makes it WAITING (ResumeTopic), and it is delivered then.
+	Paused bool
 	// RetryIn is how long after now to try again (when neither Delivered
 	// nor Dead).
 	RetryIn time.Duration
@@ -97,6 +102,8 @@ func (s *Store) recordOutcomes(ctx context.Context, tx pgx.Tx, outcomes []Outcom
 				o.ID, sanitize(r.Topic), r.Key, r.Value, headers, ts)
 		}
 		switch {
+		case o.Paused:
+			b.Queue("UPDATE "+s.table+" SET status = 'PAUSED', last_error = $2, updated_at = clock_timestamp() WHERE id = $1", o.ID, pausedReason)
 		case o.Delivered:
 			b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = $1", o.ID)
 		case o.Dead:
@@ -141,8 +148,8 @@ func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcome
 	}
 	for _, o := range outcomes {
 		r := byID[o.ID]
-		if r == nil || !s.rows.Writes(r.SourceTable) {
-			continue
+		if r == nil || !s.rows.Writes(r.SourceTable) || o.Paused {
+			continue // a row parked for its topic's pause was not sent: its outbox row stays pending
 		}
 		// The poller's attempts before this one failed, and so did the
 		// fast path's, unless the row is sent again as it is now (a reset,

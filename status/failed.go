@@ -22,8 +22,9 @@ import (
 // topic missing or not writable), and the poller will try it again. When
 // it returns nil the row is committed, and the event may count as
 // delivered for the checkpoint. An event with an id that is already
-// recorded for the same commit (PostgreSQL sent its transaction again) is
-// not recorded twice.
+// recorded for the same commit, topic and source (PostgreSQL sent its
+// transaction again) is not recorded twice; the same id of another source
+// (another outbox table, a message prefix) is another event, recorded too.
 //
 // A row PostgreSQL refuses for its data (a NUL in a header, a timestamp out
 // of range, an event id too long for the unique index) is stored with what
@@ -102,7 +103,7 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 	sql := "INSERT INTO " + s.table +
 		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table)" +
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9, $10)" +
-		" ON CONFLICT (commit_lsn, event_id, topic) WHERE event_id IS NOT NULL DO NOTHING"
+		" ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, '')) WHERE event_id IS NOT NULL DO NOTHING"
 	args := []any{r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status, r.sourceTable}
 	source, _ := r.sourceTable.(string)
 	// A WAITING or PAUSED event was not sent, and will be: its outbox row

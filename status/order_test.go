@@ -201,6 +201,61 @@ func TestResumeMakesPausedRowsWaiting(t *testing.T) {
 	}
 }
 
+// TestReloadRowParkedForItsPausedTopic: a reload row (a reset: no topic
+// until loaded) is claimed while its topic is paused, since the claim
+// cannot know its topic; the outcome Paused makes it PAUSED with the
+// record loaded, no attempt counted. The claim then leaves it alone while
+// the topic is paused, and the topic's resume makes it WAITING and
+// claimable, still a reload row. Ordered and unordered alike.
+func TestReloadRowParkedForItsPausedTopic(t *testing.T) {
+	for _, unordered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unordered %v", unordered), func(t *testing.T) {
+			_, pool := claimTestStore(t)
+			ctx := context.Background()
+			opts := []Option{Pauses("public", migrations.PauseTable, "s1")}
+			if unordered {
+				opts = append(opts, Unordered())
+			}
+			store := NewStore(pool, "public", "outbox_delivery", opts...)
+			if _, err := store.PauseTopic(ctx, "orders"); err != nil {
+				t.Fatal(err)
+			}
+			var id int64
+			if err := pool.QueryRow(ctx, "INSERT INTO outbox_delivery (event_id, source_table, topic, status, reload, last_error)"+
+				" VALUES ('7', 'public.outbox', '', 'FAILED', true, 'reset') RETURNING id").Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			paused := func(r Row) Outcome {
+				loaded := r
+				loaded.Topic, loaded.Key, loaded.Value = "orders", []byte("k"), []byte(`{"now": 1}`)
+				return Outcome{ID: r.ID, Paused: true, Err: errors.New("its topic is paused"), Loaded: &loaded}
+			}
+			if got := claimIDs(ctx, t, store, 10, paused); !slices.Equal(got, []string{"7"}) {
+				t.Fatalf("claim %v, want the reset row: its topic is not known yet", got)
+			}
+			row, err := store.Get(ctx, id)
+			if err != nil || row.Status != Paused || row.Attempts != 0 || row.Topic != "orders" || string(row.Value) != `{"now": 1}` || !row.Reload {
+				t.Fatalf("after the outcome Paused: %+v, %v; want PAUSED, no attempt, topic orders with the loaded record, still a reload row", row, err)
+			}
+			if got := claimIDs(ctx, t, store, 10, delivered); len(got) != 0 {
+				t.Fatalf("claimed %v while its topic is paused", got)
+			}
+			if _, err := store.ResumeTopic(ctx, "orders"); err != nil {
+				t.Fatal(err)
+			}
+			if st, n := stateOf(ctx, t, pool, id); st != Waiting || n != 0 {
+				t.Fatalf("after resume: %s with %d attempts, want WAITING with none", st, n)
+			}
+			if got := claimIDs(ctx, t, store, 10, delivered); !slices.Equal(got, []string{"7"}) {
+				t.Fatalf("claim after resume %v, want the reset row", got)
+			}
+			if st, n := stateOf(ctx, t, pool, id); st != Delivered || n != 1 {
+				t.Fatalf("after its delivery: %s with %d attempts, want DELIVERED with 1", st, n)
+			}
+		})
+	}
+}
+
 // TestHeldKeys: the keys with FAILED, DEAD (not skipped), WAITING or
 // PAUSED rows, not NULL keys nor reload rows; StillHeld narrows a list.
 func TestHeldKeys(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
@@ -90,6 +92,44 @@ func TestFailedRecordsAnEventOnce(t *testing.T) {
 	}
 	if want := "the event id's 4000 bytes, shortened"; ids != 1 || !strings.Contains(reason, want) {
 		t.Fatalf("%d rows, reason %q; want one row saying %q", ids, reason, want)
+	}
+}
+
+// TestParkKeepsEachSourcesEvent: two outbox tables and a message prefix
+// each number their own events, so one id in one transaction and topic is
+// three events, parked PAUSED, FAILED or DEAD alike: each has its row, and
+// each sent again (PostgreSQL reads the transaction again) is recorded
+// once; so is an event of no named source (source_table NULL).
+func TestParkKeepsEachSourcesEvent(t *testing.T) {
+	ctx, db := newTestDB(t)
+	store := NewStore(db.conn, "public", "outbox_delivery", SourceTables("public.outbox", "app.outbox", "message:app"))
+	for i, park := range []struct {
+		state string
+		park  func(*Store, *decoder.Event) error
+	}{
+		{Paused, func(s *Store, ev *decoder.Event) error { return s.Paused(ctx, ev) }},
+		{Failed, func(s *Store, ev *decoder.Event) error { return s.Failed(ctx, ev, errors.New("unknown topic")) }},
+		{Dead, func(s *Store, ev *decoder.Event) error { return s.Dead(ctx, ev, errors.New("refused")) }},
+	} {
+		t.Run(park.state, func(t *testing.T) {
+			lsn := uint64(0x1000 * (i + 1))
+			for range 2 { // the transaction is sent again after a crash
+				for _, s := range []*Store{store, db.store} {
+					for table := range 3 {
+						ev := &decoder.Event{ID: []byte("1"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: lsn, Table: table}
+						if err := park.park(s, ev); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			rows, _ := db.conn.Query(ctx, "SELECT coalesce(source_table, 'NULL') FROM outbox_delivery WHERE commit_lsn = $1::pg_lsn AND status = $2 ORDER BY 1",
+				fmt.Sprintf("0/%X", lsn), park.state)
+			sources, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if want := []string{"NULL", "app.outbox", "message:app", "public.outbox"}; err != nil || !slices.Equal(sources, want) {
+				t.Fatalf("%s rows of the sources: %q (%v), want one of each: %q", park.state, sources, err, want)
+			}
+		})
 	}
 }
 
