@@ -113,7 +113,7 @@ var snapshotName = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 // recordNewSlot records a slot just created by repl: its checkpoint row
 // at its consistent point with a new stream id (recordStart) and, for
 // cfg's tables with pending values, the switch-over's backlog
-// (adoptBacklog), in one transaction on db with the end of the intent
+// (adoptBacklog), in one transaction on db with the intent's end
 // (checkpoint.Store.EndCreate), so that a crash leaves all or none (a
 // slot with the intent and no checkpoint row is created again:
 // recreateUnrecorded). A slot whose recording failed is dropped, to be
@@ -130,7 +130,7 @@ func recordNewSlot(ctx context.Context, db PrepareDB, repl *replication.Conn, cf
 		if err := recordStart(ctx, tx, cfg, created.ConsistentPoint); err != nil {
 			return err
 		}
-		return checkpoint.NewStore(tx, cfg.CheckpointSchema, cfg.CheckpointTable).EndCreate(ctx, cfg.Slot)
+		return checkpoint.NewStore(tx, cfg.CheckpointSchema, cfg.CheckpointTable).EndCreate(ctx, cfg.Slot, created.ConsistentPoint)
 	})
 	if err == nil {
 		return n, nil
@@ -143,9 +143,6 @@ func recordNewSlot(ctx context.Context, db PrepareDB, repl *replication.Conn, cf
 		}
 		return 0, fmt.Errorf("%w; and the new slot could not be dropped (%v): the next try drops it and creates it again", err, derr)
 	}
-	// Nothing left to heal. Should this fail, the intent is harmless
-	// without its slot.
-	_ = checkpoint.NewStore(db, cfg.CheckpointSchema, cfg.CheckpointTable).EndCreate(dctx, cfg.Slot)
 	if adoptRefused(err, cfg) {
 		return 0, refuseAdopt(err, "the new slot was dropped", cfg)
 	}
