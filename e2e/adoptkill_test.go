@@ -78,6 +78,48 @@ func TestAdoptionHealsAfterSIGKILL(t *testing.T) {
 	}
 }
 
+// TestAdoptionHealsAfterAPostgresRestart: PostgreSQL restarts (immediate
+// mode) while the first run adopts: the adoption fails with its
+// connection, and so does the drop of the new slot that would undo it.
+// The relay does not stop on that: it tries again, with backoff, and once
+// PostgreSQL is back it creates the slot again and adopts, and every
+// pending row is sent once, with no one dropping the slot.
+func TestAdoptionHealsAfterAPostgresRestart(t *testing.T) {
+	parallel(t)
+	const rows = 5000
+	e, pg := newEnvOwnCluster(t)
+	args := e.pendingWriteBackArgs()
+	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
+	mustExec(t, e.conn, "DELETE FROM cdc_relay_checkpoint")
+	mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+		SELECT 'order', 'k' || (i % 100), 'Created', json_build_object('n', i) FROM generate_series(1, $1) AS i`, rows)
+	e.holdAdoption()
+	p := e.spawnRelayArgs(relayBin, args...)
+	e.waitFor("the first run adopts the pending rows", 60*time.Second, func() bool {
+		if !p.Running() {
+			t.Fatalf("the relay exited before it adopted: %v\n%s", p.Err(), p.Log())
+		}
+		return e.adopting()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := pg.Restart(ctx, "immediate"); err != nil {
+		t.Fatalf("restart PostgreSQL: %v", err)
+	}
+	restart := time.Now()
+	e.conn = mustConnect(t, e.url)
+	t.Cleanup(func() { e.conn.Close(context.Background()) })
+	e.waitStatuses("every pending row is delivered after PostgreSQL's restart", 60*time.Second, func(c statusCounts) bool {
+		if !p.Running() {
+			t.Fatalf("the relay exited after PostgreSQL's restart: %v\n%s", p.Err(), p.Log())
+		}
+		return c.delivered == rows
+	})
+	t.Logf("%d pending rows delivered %v after PostgreSQL's restart", rows, time.Since(restart).Round(time.Millisecond))
+	e.checkOnce(e.topic("order"), e.outboxIDs("true"))
+	p.stop(30 * time.Second)
+}
+
 // killWhileAdopting runs the binary with args (a run or a migrate that
 // creates the slot and adopts) and kills it with SIGKILL while it adopts,
 // with the adoption held on a lock (unless CDC_RELAY_TEST_ADOPTKILL_LOCK=0).
