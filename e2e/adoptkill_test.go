@@ -56,8 +56,8 @@ func TestAdoptionHealsAfterSIGKILL(t *testing.T) {
 			restart := time.Now()
 			if by == "migrate" {
 				out, err := exec.Command(relayBin, migrate...).CombinedOutput()
-				if err != nil || !saysAdopted(string(out), rows) {
-					t.Fatalf("migrate again after the kill: %v; want it to adopt %d rows:\n%s", err, rows, out)
+				if err != nil || !saysAdopted(string(out), rows) || !strings.Contains(string(out), "stopped before it recorded") {
+					t.Fatalf("migrate again after the kill: %v; want it to say it created the slot again, and to adopt %d rows:\n%s", err, rows, out)
 				}
 			}
 			p := e.spawnRelayArgs(relayBin, args...)

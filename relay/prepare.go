@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -20,6 +21,9 @@ import (
 type PreparedSlot struct {
 	// Created is true when PrepareSlot created the slot.
 	Created bool
+	// Recreated is true when the slot it created replaced one whose
+	// creator was stopped before it recorded it (unrecordedCreation).
+	Recreated bool
 	// Slot is the slot as it is now.
 	Slot replication.Slot
 	// Adopted is the number of rows with a pending status that the new
@@ -46,7 +50,7 @@ func PrepareSlot(ctx context.Context, db PrepareDB, cfg Config) (PreparedSlot, e
 	if !errors.Is(err, errMustLead) {
 		return res, err
 	}
-	unlock, err := leadPrepare(ctx, db, cfg.Slot)
+	unlock, err := leadPrepare(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
@@ -96,7 +100,7 @@ func prepareSlot(ctx context.Context, db PrepareDB, cfg Config, leading bool) (P
 			if res.Adopted, err = createSlot(ctx, db, cfg, since); err != nil {
 				return res, err
 			}
-			res.Created = true
+			res.Created, res.Recreated = true, true
 		}
 	}
 	if res.Created {
@@ -114,23 +118,52 @@ func prepareSlot(ctx context.Context, db PrepareDB, cfg Config, leading bool) (P
 	return res, store.Init(ctx, cfg.Slot, slot.ConfirmedFlush)
 }
 
-// leadPrepare takes cfg's slot's leadership lock on db's session, so that
-// no relay streams or creates the slot while `migrate` creates it and
-// adopts rows, and a relay that leads next knows this creator is gone. A
-// relay that leads the slot now creates it itself. unlock releases it.
-func leadPrepare(ctx context.Context, db PrepareDB, slot string) (unlock func(), err error) {
-	var ok bool
-	if err := db.QueryRow(ctx, leaderLock, slot).Scan(&ok); err != nil {
-		return nil, fmt.Errorf("take the leadership lock of slot %q to create it: %w", slot, err)
+// leadPrepare takes cfg's slot's leadership lock on a session of its own
+// to cfg.PostgresURL, so that no relay streams or creates the slot while
+// `migrate` creates it and adopts rows, and so that, migrate killed, the
+// lock goes with that idle session at once, while the adopting statement
+// may run on (the next creator ends it: endCreator). It waits a few
+// seconds for a lock held by a session still on its way out; a relay
+// that leads the slot creates it itself. unlock releases it.
+func leadPrepare(ctx context.Context, cfg Config) (unlock func(), err error) {
+	pc, err := pgx.ParseConfig(cfg.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
-	if !ok {
-		return nil, fmt.Errorf("replication slot %q is led by a running relay (it holds the slot's leadership lock), which creates the slot and adopts the rows itself: "+
-			"let it, or stop it and run migrate again", slot)
+	pc.RuntimeParams["application_name"] = "cdc-relay migrate"
+	conn, err := pgx.ConnectConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("connect to take the leadership lock of slot %q: %w", cfg.Slot, err)
 	}
-	return func() {
-		_, _ = db.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended('cdc-relay/' || $1, 0))", slot)
-	}, nil
+	unlock = func() { _ = conn.Close(context.WithoutCancel(ctx)) }
+	deadline := time.Now().Add(leadPrepareWait)
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, leaderLock, cfg.Slot).Scan(&ok); err != nil {
+			unlock()
+			return nil, fmt.Errorf("take the leadership lock of slot %q to create it: %w", cfg.Slot, err)
+		}
+		if ok {
+			return unlock, nil
+		}
+		if time.Now().After(deadline) {
+			unlock()
+			return nil, fmt.Errorf("replication slot %q is led by a running relay (it holds the slot's leadership lock), which creates the slot and adopts the rows itself: "+
+				"let it, or stop it and run migrate again", cfg.Slot)
+		}
+		select {
+		case <-ctx.Done():
+			unlock()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
+
+// leadPrepareWait is how long migrate waits for the slot's leadership
+// lock before it says a relay leads the slot: a killed creator's lock
+// session ends within moments.
+const leadPrepareWait = 5 * time.Second
 
 // PrepareDB is what PrepareSlot needs of a connection (*pgx.Conn and
 // *pgxpool.Pool have it).
