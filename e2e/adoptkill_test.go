@@ -156,7 +156,7 @@ func (e *env) holdAdoption() (unlock func()) {
 	e.t.Helper()
 	mustExec(e.t, e.conn, `CREATE OR REPLACE FUNCTION adoptkill_hold() RETURNS trigger LANGUAGE plpgsql AS
 		$$BEGIN PERFORM pg_advisory_xact_lock_shared(4141); RETURN NULL; END$$`)
-	mustExec(e.t, e.conn, `CREATE OR REPLACE TRIGGER adoptkill_hold BEFORE INSERT ON outbox_delivery
+	mustExec(e.t, e.conn, `CREATE TRIGGER adoptkill_hold BEFORE INSERT ON outbox_delivery
 		FOR EACH STATEMENT EXECUTE FUNCTION adoptkill_hold()`)
 	c := mustConnect(e.t, e.url)
 	mustExec(e.t, c, "SELECT pg_advisory_lock(4141)")

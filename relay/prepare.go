@@ -63,8 +63,8 @@ func PrepareSlot(ctx context.Context, db PrepareDB, cfg Config) (PreparedSlot, e
 // only the slot's leader may do.
 var errMustLead = errors.New("creating the slot needs its leadership")
 
-// prepareSlot is PrepareSlot; leading says db's session holds the slot's
-// leadership lock, which creating a slot that adopts rows needs
+// prepareSlot is PrepareSlot; leading says the slot's leadership lock is
+// held (leadPrepare), which creating a slot that adopts rows needs
 // (errMustLead otherwise).
 func prepareSlot(ctx context.Context, db PrepareDB, cfg Config, leading bool) (PreparedSlot, error) {
 	var res PreparedSlot
