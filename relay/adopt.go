@@ -113,18 +113,24 @@ var snapshotName = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 // recordNewSlot records a slot just created by repl: its checkpoint row
 // at its consistent point with a new stream id (recordStart) and, for
 // cfg's tables with pending values, the switch-over's backlog
-// (adoptBacklog), in one transaction on db, so that a crash leaves both or
-// neither (a slot without a checkpoint row is created again: resume). A
-// slot whose recording failed is dropped, to be created again. It returns
-// how many rows were adopted.
-func recordNewSlot(ctx context.Context, db TxBeginner, repl *replication.Conn, cfg Config, created replication.NewSlot, log *slog.Logger) (int64, error) {
+// (adoptBacklog), in one transaction on db with the intent's end
+// (checkpoint.Store.EndCreate), so that a crash leaves all or none (a
+// slot with the intent and no checkpoint row is created again:
+// recreateUnrecorded). A slot whose recording failed is dropped, to be
+// created again; one that cannot be dropped (PostgreSQL restarting) is
+// left to the next try, which drops it. It returns how many rows were
+// adopted.
+func recordNewSlot(ctx context.Context, db PrepareDB, repl *replication.Conn, cfg Config, created replication.NewSlot, log *slog.Logger) (int64, error) {
 	var n int64
 	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var err error
 		if n, err = adoptBacklog(ctx, tx, cfg, created.Snapshot, log); err != nil {
 			return err
 		}
-		return recordStart(ctx, tx, cfg, created.ConsistentPoint)
+		if err := recordStart(ctx, tx, cfg, created.ConsistentPoint); err != nil {
+			return err
+		}
+		return checkpoint.NewStore(tx, cfg.CheckpointSchema, cfg.CheckpointTable).EndCreate(ctx, cfg.Slot, created.ConsistentPoint)
 	})
 	if err == nil {
 		return n, nil
@@ -132,7 +138,10 @@ func recordNewSlot(ctx context.Context, db TxBeginner, repl *replication.Conn, c
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if derr := repl.DropSlot(dctx, cfg.Slot); derr != nil {
-		return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
+		if adoptRefused(err, cfg) {
+			return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
+		}
+		return 0, fmt.Errorf("%w; and the new slot could not be dropped (%v): the next try drops it and creates it again", err, derr)
 	}
 	if adoptRefused(err, cfg) {
 		return 0, refuseAdopt(err, "the new slot was dropped", cfg)
@@ -211,6 +220,11 @@ func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, l
 	}
 	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshot+"'"); err != nil {
 		return 0, fmt.Errorf("import the new slot's snapshot: %w", err)
+	}
+	// Named, so that the next creator ends it if this one dies (endCreator);
+	// a slot's name has only a-z, 0-9 and _.
+	if _, err := tx.Exec(ctx, "SET LOCAL application_name = '"+adoptAppName(cfg.Slot)+"'"); err != nil {
+		return 0, fmt.Errorf("name the session that adopts rows: %w", err)
 	}
 	store := status.NewStore(nil, cfg.StatusSchema, cfg.StatusTable)
 	var total int64

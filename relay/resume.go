@@ -9,20 +9,14 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
-	"github.com/cdc-relay/cdc-relay/status"
 )
 
-// resumeDB is what resume needs of the pool: queries, and a transaction
-// for the switch-over's backlog.
-type resumeDB interface {
-	replication.Querier
-	status.Planner
-	TxBeginner
-}
+// resumeDB is what resume needs of the pool: queries, statements, and a
+// transaction for the switch-over's backlog.
+type resumeDB = PrepareDB
 
 // resume returns the position a session streams from, and stores it in the
 // checkpoint row before anything is confirmed.
@@ -62,6 +56,13 @@ func resume(ctx context.Context, q resumeDB, repl *replication.Conn, store *chec
 		return createRecorded(ctx, q, repl, cfg, log, cp, haveStored)
 	case err != nil:
 		return 0, err
+	}
+	if !haveStored {
+		if since, ok, err := unrecordedCreation(ctx, store, cfg); err != nil {
+			return 0, err
+		} else if ok {
+			return recreateRecorded(ctx, q, repl, cfg, since, log)
+		}
 	}
 	if err := checkFound(slot, cp, haveStored, cfg); err != nil {
 		return 0, err
@@ -223,22 +224,14 @@ func createRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg
 			return 0, err
 		}
 	}
-	created, err := repl.CreateSlot(ctx, cfg.Slot)
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "42710":
-		// Created meanwhile (by migrate, say): the next session finds it.
-		return 0, err
-	case err != nil:
-		return 0, classify(err)
-	}
 	adopting := cfg
 	if haveStored {
 		// A slot created again over a gap: the first one adopted what
 		// the predicates select.
 		adopting = cfg.withoutAdopt()
 	}
-	if _, err := recordNewSlot(ctx, q, repl, adopting, created, log); err != nil {
+	created, _, err := createAdopting(ctx, q, repl, adopting, log)
+	if err != nil {
 		return 0, err
 	}
 	lsn := created.ConsistentPoint
@@ -249,4 +242,17 @@ func createRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg
 		log.Info("replication slot created", "slot", cfg.Slot, "at", lsn)
 	}
 	return lsn, nil
+}
+
+// recreateRecorded heals cfg's slot, created by a creator stopped before
+// it recorded it (unrecordedCreation, begun at since), as
+// recreateUnrecorded does, and returns where the session streams from:
+// the new slot's consistent point.
+func recreateRecorded(ctx context.Context, q resumeDB, repl *replication.Conn, cfg Config, since time.Time, log *slog.Logger) (pglogrepl.LSN, error) {
+	created, _, err := recreateUnrecorded(ctx, q, repl, cfg, since, log)
+	if err != nil {
+		return 0, err
+	}
+	log.Info("replication slot created again", "slot", cfg.Slot, "at", created.ConsistentPoint)
+	return created.ConsistentPoint, nil
 }

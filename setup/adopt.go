@@ -31,8 +31,9 @@ func (e *AdoptSlotExistsError) Error() string {
 }
 
 // checkAdopt checks, before Migrate creates anything, that rc's adopt
-// predicates can be adopted: the slot does not exist yet (unless noSlot:
-// the first run creates it, and adopts), and PostgreSQL accepts each
+// predicates can be adopted: the slot does not exist yet, or its creator
+// stopped before it recorded it (relay.UnrecordedCreation), unless noSlot
+// (the first run creates it, and adopts), and PostgreSQL accepts each
 // predicate on its table and selects a row now (relay.CheckAdopt), or
 // fails with its message.
 func checkAdopt(ctx context.Context, conn *pgx.Conn, rc relay.Config, noSlot bool) error {
@@ -48,7 +49,15 @@ func checkAdopt(ctx context.Context, conn *pgx.Conn, rc relay.Config, noSlot boo
 		_, err := replication.LookupSlot(ctx, conn, rc.Slot)
 		switch {
 		case err == nil:
-			return &AdoptSlotExistsError{Slot: rc.Slot, CheckpointTable: pgx.Identifier{rc.CheckpointSchema, rc.CheckpointTable}.Sanitize()}
+			// Unless its creator stopped before it recorded it: then
+			// PrepareSlot creates it again, and adopts.
+			unrecorded, err := relay.UnrecordedCreation(ctx, conn, rc)
+			if err != nil {
+				return err
+			}
+			if !unrecorded {
+				return &AdoptSlotExistsError{Slot: rc.Slot, CheckpointTable: pgx.Identifier{rc.CheckpointSchema, rc.CheckpointTable}.Sanitize()}
+			}
 		case !errors.Is(err, replication.ErrSlotNotFound):
 			return err
 		}

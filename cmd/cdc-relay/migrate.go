@@ -375,6 +375,9 @@ func (c *MigrateCommand) printSlot(res setup.Result, rc relay.Config) {
 			"the first `cdc-relay run` creates it, and events committed before then are not relayed; "+
 			"to keep them, run migrate as a role with the REPLICATION attribute now\n", c.slot, res.SlotErr)
 	case res.Slot.Created:
+		if res.Slot.Recreated {
+			fmt.Fprintf(c.stdout, "dropped replication slot %q, created by a relay or migrate stopped before it recorded the slot and adopted the rows (none was adopted), to create it again\n", c.slot)
+		}
 		fmt.Fprintf(c.stdout, "created replication slot %q at %s: events committed from now on wait for the relay (the slot keeps WAL until it reads them)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush)
 		if adopts(rc) {
