@@ -96,7 +96,7 @@ var newest = []struct {
 	{status: true, column: "reload", version: 7},
 	{status: true, column: "skipped_at", version: 10},
 	{status: true, column: "original_topic", version: 11},
-	{column: "publication_marks", version: 16},
+	{column: "publication_marks", version: 15},
 }
 
 // checkVersion requires each relay table to have its newest migration.
