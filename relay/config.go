@@ -21,6 +21,15 @@ type Config struct {
 	// PostgresURL is the database with the outbox table. The role needs the
 	// REPLICATION attribute.
 	PostgresURL string
+	// PostgresURLFile, if set, is the file PostgresURL was read from
+	// (--postgres-url-file): the relay reads it again at every new
+	// connection (the pool's, the replication connection's), so a new
+	// password written there is used without a restart. A file that no
+	// longer parses is reported, and PostgresURL (or the file's last
+	// usable contents) is used meanwhile.
+	PostgresURLFile string
+	// liveURL is the source of each new connection's string; set by New.
+	liveURL *liveURL
 	// Slot and Publication name the replication slot (created if missing)
 	// and the publication (created by `cdc-relay migrate`).
 	Slot, Publication string

@@ -68,7 +68,14 @@ func (r *Relay) watchHealth(ctx context.Context, pool *pgxpool.Pool, snk *sink.S
 // next check connects anew.
 func pingPostgres(ctx context.Context, pool *pgxpool.Pool, conn **pgx.Conn) error {
 	if *conn == nil {
-		c, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+		pc := pool.Config()
+		cc := pc.ConnConfig.Copy()
+		if pc.BeforeConnect != nil { // the connection string read again
+			if err := pc.BeforeConnect(ctx, cc); err != nil {
+				return err
+			}
+		}
+		c, err := pgx.ConnectConfig(ctx, cc)
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,8 @@ const pgOutageGrace = 5 * time.Second
 // or not) tell it, so an outage is one warning when it begins and one
 // line when PostgreSQL answers again, however often the relay reconnects
 // meanwhile. The servers are named as host:port, never with the URL's
-// password. now is the clock; nil is time.Now. lost, if set, is called
+// password. A login PostgreSQL refuses (authentication, a connection
+// limit) is said as that ([pgerr.Refused]), not as an outage. now is the clock; nil is time.Now. lost, if set, is called
 // after each lost line.
 func newPostgresOutages(log *slog.Logger, url string, now func() time.Time, lost func()) *outage.Tracker {
 	var hosts []string
@@ -37,14 +38,21 @@ func newPostgresOutages(log *slog.Logger, url string, now func() time.Time, lost
 			if ce := new(pgconn.ConnectError); perr == nil && errors.As(o.Err, &ce) {
 				o.Err = pgerr.Connect(cfg, o.Err, "") // the server's address and user, with a hint
 			}
-			log.Warn("PostgreSQL cannot be reached; the relay reconnects when it is back. Check that the server is running, --postgres-url, pg_hba.conf and the network",
-				"hosts", hosts, "err", o.Err, "failing_for", o.Lasted.Round(100*time.Millisecond))
+			msg := "PostgreSQL cannot be reached; the relay reconnects when it is back. Check that the server is running, --postgres-url, pg_hba.conf and the network"
+			if refused := pgerr.Refused(o.Err); refused != "" {
+				msg = refused // it answered: the login, not the network
+			}
+			log.Warn(msg, "hosts", hosts, "err", o.Err, "failing_for", o.Lasted.Round(100*time.Millisecond))
 			if lost != nil {
 				lost()
 			}
 		},
 		Back: func(o outage.Outage) {
-			log.Info("PostgreSQL is reachable again after "+o.Lasted.Round(100*time.Millisecond).String(), "hosts", hosts)
+			msg := "PostgreSQL is reachable again after "
+			if pgerr.Refused(o.Err) != "" {
+				msg = "PostgreSQL accepts the relay's connections again after "
+			}
+			log.Info(msg+o.Lasted.Round(100*time.Millisecond).String(), "hosts", hosts)
 		},
 	})
 }

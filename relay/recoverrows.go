@@ -58,7 +58,7 @@ func connectText(ctx context.Context, url string) (*pgconn.PgConn, error) {
 }
 
 func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time) (*outboxReader, error) {
-	conn, err := connectText(ctx, cfg.PostgresURL)
+	conn, err := connectText(ctx, cfg.postgresURL())
 	if err != nil {
 		return nil, err
 	}

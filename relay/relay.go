@@ -62,6 +62,7 @@ func New(cfg Config) (*Relay, error) {
 	if _, err := pgxpool.ParseConfig(cfg.PostgresURL); err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
+	cfg.liveURL = newLiveURL(cfg)
 	r := &Relay{cfg: cfg, log: cfg.Logger}
 	r.pgOutages = newPostgresOutages(cfg.Logger, cfg.PostgresURL, nil, func() { r.pgOutagesSaid.Add(1) })
 	r.metrics = metrics.New(cfg.Build, r.snapshot)
@@ -283,6 +284,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			continue
 		case err != nil:
 			err = rn.missingPrivilege(ctx, err)
+			if hint := pgerr.ReadOnlyHint(err); hint != "" {
+				err = fmt.Errorf("%w%s", err, hint) // which setting makes the session read-only
+			}
 			r.state.sessionFailed(err)
 		}
 		if time.Since(began) > time.Minute {

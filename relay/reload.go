@@ -24,7 +24,7 @@ import (
 // and again after an error, with the settings the decoder reads text by.
 // It is safe for concurrent use.
 type rowLoader struct {
-	url    string
+	url    func() string         // the connection string of a new connection
 	tables map[string]*loadTable // by the status table's source_table
 
 	mu   sync.Mutex
@@ -40,7 +40,7 @@ type loadTable struct {
 
 // newRowLoader returns the loader of cfg's tables.
 func newRowLoader(cfg Config) (*rowLoader, error) {
-	l := &rowLoader{url: cfg.PostgresURL, tables: map[string]*loadTable{}}
+	l := &rowLoader{url: cfg.postgresURL, tables: map[string]*loadTable{}}
 	for i, name := range cfg.TableNames() {
 		m := cfg.Tables[i].Mapping
 		if m.IDColumn == "" {
@@ -117,7 +117,7 @@ func (l *rowLoader) read(ctx context.Context, t *loadTable, id string) (names []
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
-		if l.conn, err = connectText(ctx, l.url); err != nil {
+		if l.conn, err = connectText(ctx, l.url()); err != nil {
 			return nil, nil, nil, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -199,24 +200,29 @@ func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 }
 
 // openPool connects to PostgreSQL and checks that `cdc-relay migrate`
-// prepared the database for cfg.
+// prepared the database for cfg. Each new connection of the pool reads
+// the connection string again (Config.PostgresURLFile, and .pgpass).
 func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
-	poolCfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
+	poolCfg, err := parsePoolConfig(cfg, cfg.PostgresURL)
 	if err != nil {
-		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
+		return nil, err
 	}
 	// Leadership holds one connection for the session; the status writes,
 	// the poller, retention and the checkpoint saver share the rest.
 	poolCfg.MaxConns = 8
-	keepalive.PostgreSQL(&poolCfg.ConnConfig.Config, cfg.ReplicationTimeout)
-	// A checkpoint row or a status row the relay counts on must survive a
-	// crash of the server, whatever the role's or database's default: a
-	// lost checkpoint save would look like a gap in the slot.
-	poolCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	if poolCfg.PingTimeout == 0 {
 		// An idle connection that a partition left silent must not hold
 		// up the one who takes it from the pool.
 		poolCfg.PingTimeout = cfg.ReplicationTimeout
+	}
+	poolCfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
+		// A string that does not parse was said by liveURL, which
+		// returns the last one that did: this one parses, but for a
+		// race with a file changed in between, when cc stays as it was.
+		if fresh, err := parsePoolConfig(cfg, cfg.postgresURL()); err == nil {
+			*cc = *fresh.ConnConfig
+		}
+		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
@@ -237,6 +243,21 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		return nil, err
 	}
 	return pool, nil
+}
+
+// parsePoolConfig parses url into the pool's configuration, with the
+// connection settings every connection of the relay's pool has.
+func parsePoolConfig(cfg Config, url string) (*pgxpool.Config, error) {
+	poolCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
+	}
+	keepalive.PostgreSQL(&poolCfg.ConnConfig.Config, cfg.ReplicationTimeout)
+	// A checkpoint row or a status row the relay counts on must survive a
+	// crash of the server, whatever the role's or database's default: a
+	// lost checkpoint save would look like a gap in the slot.
+	poolCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	return poolCfg, nil
 }
 
 // checkedMigrations are what the start-up check (migrations.Check) checks:

@@ -130,7 +130,7 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 
 // connect opens the replication connection.
 func (s *session) connect(ctx context.Context) error {
-	repl, err := replication.Connect(ctx, s.cfg.PostgresURL, "cdc-relay", s.cfg.ReplicationTimeout)
+	repl, err := replication.Connect(ctx, s.cfg.postgresURL(), "cdc-relay", s.cfg.ReplicationTimeout)
 	if err != nil {
 		return classify(err)
 	}

@@ -96,7 +96,7 @@ func (r *runner) standbyProblem(ctx context.Context) string {
 		}
 		return strings.Join(msgs, "; ")
 	}
-	repl, err := replication.Connect(ctx, r.cfg.PostgresURL, "cdc-relay standby check", r.cfg.ReplicationTimeout)
+	repl, err := replication.Connect(ctx, r.cfg.postgresURL(), "cdc-relay standby check", r.cfg.ReplicationTimeout)
 	if err != nil {
 		return err.Error()
 	}

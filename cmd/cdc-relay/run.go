@@ -139,6 +139,7 @@ func (r *relayFlags) finish(fs *flag.FlagSet) error {
 	if r.cfg.PostgresURL, err = postgresURLFrom(r.cfg.PostgresURL, r.postgresURLFile); err != nil {
 		return err
 	}
+	r.cfg.PostgresURLFile = r.postgresURLFile // read again at each connection
 	if err := finishRelayConfig(&r.cfg, &r.tables, r.brokers, r.headerCol); err != nil {
 		return err
 	}

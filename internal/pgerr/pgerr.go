@@ -110,7 +110,7 @@ func Hint(err error) string {
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "28P01":
-			return " (check the user and password in --postgres-url)"
+			return " (check the user and password in --postgres-url or --postgres-url-file, .pgpass or PGPASSWORD)"
 		case pgErr.Code == "3D000":
 			return " (check the database name in --postgres-url)"
 		case pgErr.Code == "28000" && strings.Contains(pgErr.Message, "pg_hba.conf"):
