@@ -76,6 +76,10 @@ type Result struct {
 	CreatedPublication, AddedToPublication bool
 	// Reset says what became of the outbox table's reset trigger.
 	Reset ResetChange
+	// Recreated lists, quoted, the relay's tables (status, checkpoint,
+	// paused topics, backfills) this run created again although their
+	// migrations were applied before: someone dropped them.
+	Recreated []string
 }
 
 // migration is one embedded versioned SQL file, NNNN_name.sql.
@@ -161,8 +165,15 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	}
 	defer unlock()
 
+	missing, err := missingRelayTables(ctx, conn, cfg)
+	if err != nil {
+		return res, err
+	}
 	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg), cfg.Notice); err != nil {
 		return res, err
+	}
+	if len(missing) > 0 && len(missing) < len(relayTables(cfg)) || len(missing) > 0 && len(res.Applied) < len(ms) {
+		res.Recreated = missing // not a first install: they had been created
 	}
 	if !cfg.HasOutbox() {
 		res.CreatedPublication, err = publicationOfNoTable(ctx, conn, cfg)
@@ -178,6 +189,28 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// relayTables are the relay's own tables, quoted, that the migrations
+// create.
+func relayTables(cfg Config) []string {
+	return []string{pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
+		PauseTableName(cfg), BackfillTableName(cfg)}
+}
+
+// missingRelayTables returns the relay's tables that do not exist.
+func missingRelayTables(ctx context.Context, conn *pgx.Conn, cfg Config) ([]string, error) {
+	var missing []string
+	for _, t := range relayTables(cfg) {
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("look for table %s: %w", t, err)
+		}
+		if !exists {
+			missing = append(missing, t)
+		}
+	}
+	return missing, nil
 }
 
 // placeholders replaces the {{name}} placeholders of the embedded SQL with

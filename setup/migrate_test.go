@@ -37,12 +37,39 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Applied) != 0 || res.CreatedOutbox || res.CreatedPublication || len(res.Published) != 0 || res.Slot.Created || res.SlotErr != nil {
+	if len(res.Applied) != 0 || res.CreatedOutbox || res.CreatedPublication || len(res.Published) != 0 || res.Slot.Created || res.SlotErr != nil ||
+		len(res.Recreated) != 0 {
 		t.Errorf("second run: %+v", res)
 	}
 	if _, err := Migrate(ctx, "host=127.0.0.1 password = 's3 cret' port=x", rc, Options{}); err == nil ||
 		!strings.Contains(err.Error(), "parse PostgreSQL URL") || strings.Contains(err.Error(), "cret") {
 		t.Errorf("with an unparsable URL: %v", err)
+	}
+}
+
+// TestMigrateSaysWhatItCreatedAgain: tables of the relay dropped after
+// their migrations were applied are created again by the next migrate,
+// which says so (applying no migration), and by the one after it no more.
+func TestMigrateSaysWhatItCreatedAgain(t *testing.T) {
+	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute)
+	url := pg.URL("postgres")
+	rc := relay.DefaultConfig()
+	if _, err := Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "DROP TABLE cdc_relay_paused_topics, "+rc.StatusTable); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Migrate(ctx, url, rc, Options{NoSlot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`"public"."` + rc.StatusTable + `"`, `"public"."cdc_relay_paused_topics"`}
+	if len(res.Applied) != 0 || !slices.Equal(res.Recreated, want) {
+		t.Errorf("after the drop: applied %v, recreated %v; want none applied, %v recreated", res.Applied, res.Recreated, want)
+	}
+	if res, err = Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil || len(res.Recreated) != 0 {
+		t.Errorf("the run after: recreated %v, err %v; want none", res.Recreated, err)
 	}
 }
 

@@ -251,6 +251,9 @@ func (c *MigrateCommand) printMigrated(res setup.Result, rc relay.Config) {
 	if res.CreatedOutbox {
 		fmt.Fprintf(c.stdout, ", created table %s.%s", rc.Tables[0].Mapping.Schema, rc.Tables[0].Mapping.Table)
 	}
+	if len(res.Recreated) > 0 {
+		fmt.Fprintf(c.stdout, ", created again the relay's table(s) %s, which had been dropped", strings.Join(res.Recreated, ", "))
+	}
 	switch {
 	case res.CreatedPublication && len(res.Published) == 0:
 		fmt.Fprintf(c.stdout, ", created publication %q of no table (messages need none)", rc.Publication)
