@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -52,11 +54,28 @@ type Poller struct {
 	store Store
 	prod  Producer
 	cfg   Config
+	// failures logs a failed claim at most once a minute while it lasts.
+	failures *ratelog.Logger
 }
 
 // New returns a poller over store producing with prod.
 func New(store Store, prod Producer, cfg Config) *Poller {
-	return &Poller{store: store, prod: prod, cfg: cfg.withDefaults()}
+	cfg = cfg.withDefaults()
+	return &Poller{store: store, prod: prod, cfg: cfg, failures: ratelog.New(cfg.Logger, ratelog.Config{Every: time.Minute,
+		CountAttr: "failures", Summary: "parked events: still could not claim or update rows; trying again", Last: []string{"err"}})}
+}
+
+// sayFailed logs a failed claim or update: at debug when PostgreSQL went
+// away, else at warn at most once a minute while it lasts (then with how
+// many failures more), a missing table with the command that creates it
+// again.
+func (p *Poller) sayFailed(ctx context.Context, err error) {
+	const msg = "parked events: could not claim or update rows; trying again"
+	if pgerr.Level(err) < slog.LevelWarn {
+		p.cfg.Logger.Log(ctx, slog.LevelDebug, msg, "err", err, "in", p.cfg.Interval)
+		return
+	}
+	p.failures.Log("claim", slog.LevelWarn, msg+pgerr.MissingTableHint(err), "err", err, "in", p.cfg.Interval)
 }
 
 // Run claims and delivers due rows until ctx ends: a full batch is
@@ -72,7 +91,7 @@ func (p *Poller) Run(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			p.cfg.Logger.Log(ctx, pgerr.Level(err), "parked events: could not claim or update rows; trying again", "err", err, "in", p.cfg.Interval)
+			p.sayFailed(ctx, err)
 		}
 		if err != nil || n < p.cfg.Batch {
 			select {

@@ -165,7 +165,7 @@ func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 	o := s.order
 	return func(keys []status.Key) {
 		if err := o.release(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
-			s.log.Log(ctx, pgerr.Level(err), "could not release the keys of delivered events; their next events wait behind them", "keys", len(keys), "err", err)
+			s.sayRetried(ctx, "could not release the keys of delivered events; their next events wait behind them", err, "keys", len(keys))
 		}
 	}
 }
@@ -198,7 +198,7 @@ func (s *session) refreshPaused(ctx context.Context) {
 	topics, err := s.failures.PausedTopics(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Log(ctx, pgerr.Level(err), "could not read the paused topics; trying again", "err", err)
+			s.sayRetried(ctx, "could not read the paused topics; trying again", err)
 		}
 		return
 	}
@@ -214,7 +214,7 @@ func (s *session) refreshCorrected(ctx context.Context) {
 	keys, err := s.failures.CorrectedHeldKeys(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Log(ctx, pgerr.Level(err), "could not read the keys of corrected events; trying again", "err", err)
+			s.sayRetried(ctx, "could not read the keys of corrected events; trying again", err)
 		}
 		return
 	}
@@ -226,7 +226,7 @@ func (s *session) refreshCorrected(ctx context.Context) {
 	// since: asked again now that the keys are held, the store says which
 	// rows are gone, and their keys are released.
 	if err := s.order.release(ctx, s.failures, held); err != nil && ctx.Err() == nil {
-		s.log.Log(ctx, pgerr.Level(err), "could not check the keys of corrected events; their next events wait behind them", "keys", len(held), "err", err)
+		s.sayRetried(ctx, "could not check the keys of corrected events; their next events wait behind them", err, "keys", len(held))
 	}
 	s.log.Info("events whose topic was corrected hold the later events of their keys", "keys", len(held))
 }

@@ -54,6 +54,9 @@ type runner struct {
 	// privileges logs the privileges the relay's role lacks, by fix
 	// (privilege.go).
 	privileges *ratelog.Logger
+	// retried logs the database errors of work tried again at its next
+	// interval, by message (sayRetried).
+	retried *ratelog.Logger
 }
 
 // newRunner connects to PostgreSQL and checks that the database is
@@ -62,7 +65,9 @@ type runner struct {
 // write-back. Close undoes it. It returns nil, nil if ctx ends while it
 // connects.
 func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
-	rn := &runner{Relay: r, causes: newCauseLog(r.log, time.Minute, nil), privileges: newPrivilegeLog(r.log)}
+	rn := &runner{Relay: r, causes: newCauseLog(r.log, time.Minute, nil), privileges: newPrivilegeLog(r.log),
+		retried: ratelog.New(r.log, ratelog.Config{Every: retriedLogEvery, KeyAttr: "what", CountAttr: "failures",
+			Summary: "the same database error again; trying again", Last: []string{"err"}})}
 	ready := false
 	defer func() {
 		if !ready {
@@ -258,6 +263,24 @@ func parsePoolConfig(cfg Config, url string) (*pgxpool.Config, error) {
 	// lost checkpoint save would look like a gap in the slot.
 	poolCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	return poolCfg, nil
+}
+
+// retriedLogEvery is the most often one message of sayRetried is logged.
+const retriedLogEvery = time.Minute
+
+// sayRetried logs msg for err, a database error of work tried again at
+// its next interval (the paused topics, the held keys): at debug when
+// PostgreSQL went away (its outage lines say so); else at warn, each msg
+// at most once per retriedLogEvery while it lasts, then a summary with
+// how many failures more, and for a missing table with the command that
+// creates it again (pgerr.MissingTableHint).
+func (rn *runner) sayRetried(ctx context.Context, msg string, err error, args ...any) {
+	args = append(args, "err", err)
+	if pgerr.Level(err) < slog.LevelWarn {
+		rn.log.Log(ctx, slog.LevelDebug, msg, args...)
+		return
+	}
+	rn.retried.Log(msg, slog.LevelWarn, msg+pgerr.MissingTableHint(err), args...)
 }
 
 // checkedMigrations are what the start-up check (migrations.Check) checks:

@@ -54,3 +54,15 @@ func ReadOnlyHint(err error) string {
 		"see SHOW default_transaction_read_only as the relay's role, and undo it with " +
 		"ALTER ROLE <role> SET default_transaction_read_only = off, or ALTER DATABASE <db> SET default_transaction_read_only = off)"
 }
+
+// MissingTableHint says, for an error of a table that does not exist
+// (SQLSTATE 42P01), how the relay's tables are created again, as a
+// parenthesised sentence with a leading space; "" for any other error.
+func MissingTableHint(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42P01" {
+		return ""
+	}
+	return " (a table the relay needs is missing: run `cdc-relay migrate` as the database's administrator to create it again, " +
+		"then the grants `cdc-relay migrate --print-grants ROLE` prints; the relay picks it up without a restart)"
+}

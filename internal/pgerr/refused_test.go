@@ -82,3 +82,24 @@ func TestReadOnlyHint(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingTableHint: a missing table (42P01) names `cdc-relay migrate`
+// and the grants; other errors get no hint.
+func TestMissingTableHint(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("claim: %w", &pgconn.PgError{Code: "42P01", Message: `relation "public.outbox_delivery" does not exist`}), true},
+		{&pgconn.PgError{Code: "42501"}, false},
+		{errors.New("boom"), false},
+	} {
+		got := pgerr.MissingTableHint(tc.err)
+		if tc.want != (got != "") {
+			t.Errorf("MissingTableHint(%v) = %q", tc.err, got)
+		}
+		if tc.want && (!strings.Contains(got, "cdc-relay migrate") || !strings.Contains(got, "--print-grants")) {
+			t.Errorf("MissingTableHint(%v) = %q, want it to name migrate and its grants", tc.err, got)
+		}
+	}
+}
