@@ -60,6 +60,11 @@ type Mapping struct {
 	// _schemas, connect-configs), so that a role that may insert into the
 	// outbox cannot write them.
 	AllowedTopics string
+	// ReservedTopics are topics no event may go to, whatever AllowedTopics
+	// allows: the relay's own (its checkpoint topic, its dead-letter
+	// topic), which a record of an event would corrupt. Topics that start
+	// with "__" (Kafka's internal ones) are always refused.
+	ReservedTopics []string
 }
 
 // Route sends the events whose tags match it to Topic. A route with both
@@ -198,8 +203,27 @@ func (m Mapping) TopicCheck() (func(topic string) error, error) {
 		if err := ValidTopic(topic); err != nil {
 			return err
 		}
+		if err := ReservedTopic(topic, m.ReservedTopics); err != nil {
+			return err
+		}
 		return allowed(topic)
 	}, nil
+}
+
+// ReservedTopic says why no event may go to topic, or returns nil: a
+// topic of Kafka's own (one that starts with "__", such as
+// __consumer_offsets and __transaction_state), whatever --allowed-topics
+// allows, or one of reserved, the relay's own topics.
+func ReservedTopic(topic string, reserved []string) error {
+	if strings.HasPrefix(topic, "__") {
+		return fmt.Errorf(`topic %q is not allowed: a topic that starts with "__" is Kafka's own, whatever --allowed-topics allows`, topic)
+	}
+	for _, r := range reserved {
+		if topic == r {
+			return fmt.Errorf("topic %q is not allowed: it is the relay's own (its checkpoint topic or its dead-letter topic), and an event's record there would corrupt it; send the event to another topic", topic)
+		}
+	}
+	return nil
 }
 
 // topicFilter returns the check of AllowedTopics: it says why a topic is

@@ -36,6 +36,9 @@ type MessageMapping struct {
 	// topic must match, as Mapping.AllowedTopics; empty allows every topic
 	// that does not start with "_" or "connect-".
 	AllowedTopics string
+	// ReservedTopics are topics no message may go to, as
+	// Mapping.ReservedTopics.
+	ReservedTopics []string
 }
 
 // Name is how the relay names the messages of m where it names an outbox
@@ -59,7 +62,7 @@ func (m MessageMapping) Validate() error {
 			return fmt.Errorf("messages %q: topic: %w", m.Prefix, err)
 		}
 	}
-	check, err := Mapping{AllowedTopics: m.AllowedTopics}.TopicCheck()
+	check, err := Mapping{AllowedTopics: m.AllowedTopics, ReservedTopics: m.ReservedTopics}.TopicCheck()
 	if err != nil {
 		return fmt.Errorf("messages %q: %w", m.Prefix, err)
 	}
@@ -102,7 +105,7 @@ func newSources(tables []Mapping, messages []MessageMapping, topicCacheSize int)
 				return nil, fmt.Errorf("messages: prefix %q is given twice", m.Prefix)
 			}
 		}
-		check, _ := Mapping{AllowedTopics: m.AllowedTopics}.TopicCheck()
+		check, _ := Mapping{AllowedTopics: m.AllowedTopics, ReservedTopics: m.ReservedTopics}.TopicCheck()
 		d.sources = append(d.sources, &source{index: len(tables) + j, m: m, topics: newTopicCache(topicCacheSize, check)})
 	}
 	return d, nil

@@ -140,3 +140,26 @@ func TestTopicCacheKeepsNoLongName(t *testing.T) {
 		t.Fatalf("get(%d bytes) = %v, %d names cached; want it allowed and kept", len(got), err, c.lru.Len())
 	}
 }
+
+// TestReservedTopicsRefused: the relay's own topics and Kafka's "__"
+// topics are refused whatever AllowedTopics allows.
+func TestReservedTopicsRefused(t *testing.T) {
+	for _, allowed := range []string{"", ".*"} {
+		check, err := Mapping{AllowedTopics: allowed, ReservedTopics: []string{"cdc-relay.checkpoints", "dead"}}.TopicCheck()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, topic := range []string{"cdc-relay.checkpoints", "dead", "__consumer_offsets", "__transaction_state"} {
+			if err := check(topic); err == nil {
+				t.Errorf("allowed %q: topic %q passes; want it refused", allowed, topic)
+			}
+		}
+		if err := check("orders"); err != nil {
+			t.Errorf("allowed %q: orders refused: %v", allowed, err)
+		}
+	}
+	m := MessageMapping{Prefix: "p", PayloadOnly: true, Topic: "dead", ReservedTopics: []string{"dead"}}
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "relay's own") {
+		t.Errorf("a message source whose topic is the dead-letter topic: %v; want it refused", err)
+	}
+}

@@ -21,7 +21,7 @@ import (
 // producer buffer, or in an insert behind a lock.
 func (s *session) startPipeline(ctx context.Context) (err error) {
 	cfg := s.cfg
-	dec, err := decoder.NewSources(cfg.Mappings(), cfg.Messages)
+	dec, err := decoder.NewSources(cfg.Mappings(), cfg.messageMappings())
 	if err != nil {
 		return fatalError{err}
 	}

@@ -196,10 +196,41 @@ type Table struct {
 // Mappings returns the mapping of each table, in order.
 func (c Config) Mappings() []decoder.Mapping {
 	ms := make([]decoder.Mapping, len(c.Tables))
+	reserved := c.ReservedTopics()
 	for i, t := range c.Tables {
 		ms[i] = t.Mapping
+		ms[i].ReservedTopics = reserved
 	}
 	return ms
+}
+
+// messageMappings are the message sources, each refusing the relay's own
+// topics (ReservedTopics) as Mappings' tables do.
+func (c Config) messageMappings() []decoder.MessageMapping {
+	ms := make([]decoder.MessageMapping, len(c.Messages))
+	reserved := c.ReservedTopics()
+	for i, m := range c.Messages {
+		ms[i] = m
+		ms[i].ReservedTopics = reserved
+	}
+	return ms
+}
+
+// ReservedTopics are the relay's own topics, which no event may go to
+// whatever the allowed topics allow (decoder.Mapping.ReservedTopics): the
+// checkpoint topic of exactly-once delivery (the default one always, so
+// that a relay switched to exactly-once later finds no event's record
+// keyed by its slot there; its start would fail on it), the configured
+// one, and the dead-letter topic.
+func (c Config) ReservedTopics() []string {
+	reserved := []string{sink.DefaultCheckpointTopic}
+	if t := c.ExactlyOnce.CheckpointTopic; t != "" && t != sink.DefaultCheckpointTopic {
+		reserved = append(reserved, t)
+	}
+	if t := c.Poller.DeadLetterTopic; t != "" {
+		reserved = append(reserved, t)
+	}
+	return reserved
 }
 
 // TableNames names the outbox tables, schema.table, in order.
@@ -243,7 +274,7 @@ func (c Config) Validate() error {
 	if err := c.checkRecoverNeedsTable(); err != nil {
 		return err
 	}
-	_, err := decoder.NewSources(c.Mappings(), c.Messages)
+	_, err := decoder.NewSources(c.Mappings(), c.messageMappings())
 	return err
 }
 
@@ -286,7 +317,7 @@ func (c Config) SourceTopicCheck() (func(source, topic string) error, error) {
 		} else {
 			allowed = c.Messages[i-len(c.Tables)].AllowedTopics
 		}
-		check, err := decoder.Mapping{AllowedTopics: allowed}.TopicCheck()
+		check, err := decoder.Mapping{AllowedTopics: allowed, ReservedTopics: c.ReservedTopics()}.TopicCheck()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

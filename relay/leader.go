@@ -95,14 +95,19 @@ func tryLead(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership,
 		conn.Release()
 		return nil, nil
 	}
-	return &leadership{conn: conn, slot: slot}, nil
+	l := &leadership{conn: conn, slot: slot}
+	if err := markLeader(ctx, conn, "cdc-relay recover"); err != nil {
+		l.release()
+		return nil, fmt.Errorf("name the leadership session: %w", err)
+	}
+	return l, nil
 }
 
 // lead takes the slot's advisory lock on a connection held for the
 // session's life, waiting while another relay holds it (standby, if set, is
 // called when the wait begins). It returns nil, nil if ctx ends while
 // waiting.
-func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger, standby func()) (*leadership, error) {
+func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger, standby func(), watch *standbyWatch) (*leadership, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire leadership connection: %w", err)
@@ -123,15 +128,22 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 				l.release()
 				return nil, fmt.Errorf("read the server's start time: %w", err)
 			}
+			if err := markLeader(ctx, conn, leaderAppName); err != nil {
+				l.release()
+				return nil, fmt.Errorf("name the leadership session: %w", err)
+			}
 			return l, nil
 		}
 		if !warned {
-			log.Info("another relay leads this slot; standing by", "slot", slot)
 			warned = true
 			if standby != nil {
 				standby()
 			}
 		}
+		if watch == nil {
+			watch = &standbyWatch{slot: slot, log: log}
+		}
+		watch.check(ctx, conn)
 		select {
 		case <-ctx.Done():
 			conn.Release()

@@ -213,7 +213,10 @@ func createSlotSQL(ctx context.Context, db PrepareDB, cfg Config) error {
 		sql = "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
 	}
 	var text string
-	if err := db.QueryRow(ctx, sql, cfg.Slot).Scan(&text); err != nil {
+	stopWatch := watchSlotCreation(ctx, cfg.PostgresURL, cfg.Slot, cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)))
+	err = db.QueryRow(ctx, sql, cfg.Slot).Scan(&text)
+	stopWatch()
+	if err != nil {
 		return fmt.Errorf("create replication slot %q: %w", cfg.Slot, err)
 	}
 	lsn, err := pglogrepl.ParseLSN(text)

@@ -311,7 +311,9 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 	if err != nil {
 		return 0, err
 	}
+	stopWatch := watchSlotCreation(ctx, cfg.PostgresURL, cfg.Slot, cfg.Logger)
 	at, err := repl.CreateSlot(ctx, cfg.Slot)
+	stopWatch()
 	_ = repl.Close(context.Background())
 	if err != nil {
 		return 0, err

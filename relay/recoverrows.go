@@ -62,7 +62,7 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 	if err != nil {
 		return nil, err
 	}
-	m := cfg.Tables[table].Mapping
+	m := cfg.Mappings()[table]
 	dec, err := decoder.New(m)
 	if err != nil {
 		_ = conn.Close(ctx)

@@ -123,7 +123,9 @@ func createAdopting(ctx context.Context, db PrepareDB, repl *replication.Conn, c
 			return replication.NewSlot{}, 0, err
 		}
 	}
+	stopWatch := watchSlotCreation(ctx, cfg.PostgresURL, cfg.Slot, log)
 	created, err := repl.CreateSlot(ctx, cfg.Slot)
+	stopWatch()
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42710":

@@ -42,7 +42,7 @@ type loadTable struct {
 func newRowLoader(cfg Config) (*rowLoader, error) {
 	l := &rowLoader{url: cfg.postgresURL, tables: map[string]*loadTable{}}
 	for i, name := range cfg.TableNames() {
-		m := cfg.Tables[i].Mapping
+		m := cfg.Mappings()[i]
 		if m.IDColumn == "" {
 			continue // nothing names its rows
 		}

@@ -100,6 +100,8 @@ func (s *session) end(failed bool) {
 // reports false if ctx ended while it waited, or with the error.
 func (s *session) lead(ctx context.Context) (bool, error) {
 	stopChecks := func() {}
+	watch := &standbyWatch{slot: s.cfg.Slot, log: s.log, problem: s.state.setLeaderProblem,
+		inactiveAfter: max(5*s.cfg.StatusInterval, standbyInactiveMin)}
 	lock, err := lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
 		// Standing by works: the last session's error is history, and the
 		// start checks say whether a takeover would. A takeover later is
@@ -108,8 +110,9 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 		s.state.setRole(RoleStandby)
 		s.state.clearError()
 		stopChecks = s.checkWhileStandingBy(ctx)
-	})
+	}, watch)
 	stopChecks()
+	s.state.setLeaderProblem("")
 	if err != nil || lock == nil {
 		return false, err
 	}

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,11 +135,20 @@ type state struct {
 	kafkaErr       string
 	checked        bool   // a reachability check ran
 	standbyProblem string // the standby's checks' (checkWhileStandingBy)
+	leaderProblem  string // the lock's holder does not stream (standbyWatch)
 	db             DatabaseStats
 	dbOK           bool // db holds a reading
 }
 
 func (s *state) setRole(role string) { s.role.Store(&role) }
+
+// setLeaderProblem records why the slot's lock holder seems not to lead
+// (standbyWatch): a standby is not ready while it lasts; "" when it does.
+func (s *state) setLeaderProblem(problem string) {
+	s.mu.Lock()
+	s.leaderProblem = problem
+	s.mu.Unlock()
+}
 
 func (s *state) getRole() string {
 	if r := s.role.Load(); r != nil {
@@ -207,7 +217,7 @@ func (r *Relay) status() (Status, pglogrepl.LSN) {
 	st.LastError, st.LastErrorAt = s.lastErr, s.lastErrAt
 	st.PostgresError, st.KafkaError = s.pgErr, s.kafkaErr
 	if role == RoleStandby {
-		st.StandbyProblem = s.standbyProblem
+		st.StandbyProblem = cmp.Or(s.standbyProblem, s.leaderProblem)
 	}
 	checked := s.checked
 	if s.dbOK {

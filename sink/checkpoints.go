@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -187,6 +188,8 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string, committed
 	}
 	defer cl.Close()
 	newest := map[int32]Checkpoint{} // the slot's last record, per partition
+	var skipped skippedRecords
+	defer skipped.warn(s.log, topic, slot)
 	for len(last) > 0 {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -207,7 +210,9 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string, committed
 			}
 			cp, err := decodeCheckpoint(r)
 			if err != nil {
-				ferr = fmt.Errorf("checkpoint topic %q, partition %d, offset %d: %w", topic, r.Partition, r.Offset, err)
+				// Not one the relay wrote: it never counts as a position,
+				// and must not stop every start until compaction.
+				skipped.add(r, err)
 				return
 			}
 			newest[r.Partition] = cp // a partition keeps them in order
@@ -218,6 +223,33 @@ func (s *Sink) ReadCheckpoint(ctx context.Context, topic, slot string, committed
 	}
 	cp, found := highest(newest)
 	return cp, found, nil
+}
+
+// skippedRecords counts the records keyed by the slot that are not
+// checkpoints, and keeps the first for the warning.
+type skippedRecords struct {
+	n         int
+	partition int32
+	offset    int64
+	err       error
+}
+
+// add counts r, which did not decode (err).
+func (k *skippedRecords) add(r *kgo.Record, err error) {
+	if k.n == 0 {
+		k.partition, k.offset, k.err = r.Partition, r.Offset, err
+	}
+	k.n++
+}
+
+// warn logs one line for the skipped records, if any.
+func (k *skippedRecords) warn(log *slog.Logger, topic, slot string) {
+	if k.n == 0 {
+		return
+	}
+	log.Warn("the checkpoint topic holds records keyed by the slot that are not checkpoints (not written by the relay); they are skipped, and the relay's own last position is taken. "+
+		"Find who produces to the topic: only the relay should (Kafka ACLs)",
+		"topic", topic, "slot", slot, "records", k.n, "first_partition", k.partition, "first_offset", k.offset, "err", k.err)
 }
 
 // checkpointRange returns where to start reading each partition of the

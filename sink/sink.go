@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -41,8 +42,8 @@ type Config struct {
 	// AutoCreateTopics asks the broker to create missing topics (the broker
 	// must allow it too).
 	AutoCreateTopics bool
-	// Logger receives the client's own lines, all at debug level; nil for
-	// none.
+	// Logger receives the client's own lines, all at debug level, and the
+	// sink's warnings (ReadCheckpoint's skipped records); nil for none.
 	Logger *slog.Logger
 	// Outages, if set, is told of the client's failed and answered
 	// requests and logs an outage once (see [Outages]); clients that share
@@ -92,9 +93,10 @@ type Sink struct {
 
 	batchMax int // Config.BatchMaxBytes, or its default
 
-	sasl     *saslWatch // SASL requests that failed; nil without SASL
-	saslName string     // the mechanism's name, for errors
-	outages  *Outages   // nil without a Logger or Config.Outages
+	sasl     *saslWatch   // SASL requests that failed; nil without SASL
+	saslName string       // the mechanism's name, for errors
+	outages  *Outages     // nil without a Logger or Config.Outages
+	log      *slog.Logger // Config.Logger, or one that discards
 }
 
 // New creates the producer. It does not wait for the brokers: records
@@ -111,7 +113,7 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Logger != nil && cfg.Outages == nil {
 		cfg.Outages = NewOutages(cfg.Logger, cfg.Brokers)
 	}
-	s := &Sink{batchMax: cfg.batchMaxBytes(), outages: cfg.Outages}
+	s := &Sink{batchMax: cfg.batchMaxBytes(), outages: cfg.Outages, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	if s.outages != nil {
 		opts = append(opts, kgo.WithHooks(s.outages.hooks()))
 	}

@@ -2,7 +2,9 @@ package sink
 
 import (
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,4 +231,62 @@ func TestCheckpointNamesItsDatabase(t *testing.T) {
 			t.Fatalf("read (committed %v) %+v, %v, %v; want the last record, %+v", committed, cp, found, err, copied)
 		}
 	}
+}
+
+// TestReadCheckpointSkipsRecordsItCannotDecode: a record keyed by the slot
+// that is not a checkpoint (an event's, or anyone's who may produce to the
+// topic), even the newest, is skipped with a warning: the relay's own last
+// position is read, never a failed start.
+func TestReadCheckpointSkipsRecordsItCannotDecode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var logged syncLog
+	brokers := newCluster(t)
+	s, err := New(Config{Brokers: brokers, TransactionalID: "x", AutoCreateTopics: true, Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.EnsureCheckpointTopic(ctx, "checkpoints"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InitTransactions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := commitCheckpoint(ctx, s, "checkpoints", 0x20, false); err != nil {
+		t.Fatal(err)
+	}
+	plain := newTxnSink(t, brokers, "")
+	for _, v := range []string{`"not a checkpoint"`, `{"lsn": "nowhere"}`} {
+		if errs := plain.ProduceWait(ctx, []*kgo.Record{{Topic: "checkpoints", Key: []byte("slot_a"), Value: []byte(v)}}); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+	}
+	for _, committed := range []bool{false, true} {
+		cp, found, err := s.ReadCheckpoint(ctx, "checkpoints", "slot_a", committed)
+		if err != nil || !found || cp.LSN != 0x20 {
+			t.Fatalf("read (committed %v) %+v, %v, %v; want the relay's own position 0/20", committed, cp, found, err)
+		}
+	}
+	if !strings.Contains(logged.String(), "not checkpoints") || !strings.Contains(logged.String(), "records=2") {
+		t.Errorf("no warning counting the 2 skipped records:\n%s", logged.String())
+	}
+}
+
+// syncLog is a buffer a logger and the test share.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -223,6 +224,10 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 	}
 	if err := checkMessagesServer(ctx, c.postgresURL, rc); err != nil {
 		return err
+	}
+	if rc.Logger == nil {
+		// What creating the slot waits for, among others, on stderr.
+		rc.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	res, err := setup.Migrate(ctx, c.postgresURL, rc, setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot,
 		Notice: func(line string) { fmt.Fprintln(c.stderr, line) }})

@@ -1,0 +1,94 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+)
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSlotCreationNamesTheTransactionItWaitsFor (adversarial pass 2, F10):
+// an open transaction of another role that holds a transaction id makes
+// CREATE_REPLICATION_SLOT wait; after slotWaitWarn the relay logs that
+// session (pid, role, application_name) and that the slot is created when
+// it ends, and the slot is created once it does.
+func TestSlotCreationNamesTheTransactionItWaitsFor(t *testing.T) {
+	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute,
+		"CREATE ROLE app LOGIN")
+	blocker, err := pgx.Connect(ctx, strings.Replace(pg.URL("postgres"), "postgres@", "app@", 1)+"&application_name=app-worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Close(context.Background())
+	tx, err := blocker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT txid_current()"); err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	created := make(chan error, 1)
+	stop := watchSlotCreation(ctx, pg.URL("postgres"), "waits", log)
+	go func() {
+		_, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot('waits', 'pgoutput')")
+		stop()
+		created <- err
+	}()
+	pid := strconv.Itoa(int(blocker.PgConn().PID()))
+	deadline := time.Now().Add(slotWaitWarn + 20*time.Second)
+	for !strings.Contains(buf.String(), "server process "+pid) {
+		select {
+		case err := <-created:
+			t.Fatalf("the slot was created (%v) while a transaction held an id", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no line names the waiting transaction's session %s; log:\n%s", pid, buf.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{`application_name \"app-worker\"`, "of role app", "created when the holder's transaction ends or its session is terminated"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the wait's line lacks %q:\n%s", want, buf.String())
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-created:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slot was not created once the transaction ended")
+	}
+}
