@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgsession"
 )
 
 // The lock of a table's backfill: an advisory lock of its own (not the
@@ -55,16 +57,7 @@ func holder(ctx context.Context, conn *pgx.Conn, table string) string {
 	if err != nil {
 		return "its session could not be told (" + err.Error() + ")"
 	}
-	s := fmt.Sprintf("server process %d", pid)
-	if app != "" {
-		s += fmt.Sprintf(" (%s)", app)
-	}
-	if user != "" {
-		s += " of role " + user
-	}
-	if addr != "" {
-		s += " from " + addr
-	}
+	s := pgsession.Session{PID: pid, App: app, Role: user, Addr: addr}.String()
 	if since != "" {
 		s += ", connected since " + since
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
+	"github.com/cdc-relay/cdc-relay/internal/pgsession"
 )
 
 // slotWaitWarn is how long a slot's creation runs before the relay says
@@ -101,16 +102,7 @@ func xidHolder(ctx context.Context, url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s := fmt.Sprintf("server process %d", pid)
-	if app != "" {
-		s += fmt.Sprintf(" (application_name %q)", app)
-	}
-	if user != "" {
-		s += " of role " + user
-	}
-	if addr != "" {
-		s += " from " + addr
-	}
+	s := pgsession.Session{PID: int(pid), App: app, Role: user, Addr: addr}.Quoted()
 	if seconds >= 0 {
 		s += fmt.Sprintf(", its transaction open for %s", (time.Duration(seconds) * time.Second).String())
 	} else {

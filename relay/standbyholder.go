@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgsession"
 )
 
 // leaderAppName is the application_name the relay gives the session that
@@ -126,15 +128,5 @@ func (w *standbyWatch) report(problem string) {
 // describeHolder describes a session holding a lock, as backfill's lock
 // does for its own.
 func describeHolder(pid int, app, addr, user string) string {
-	s := fmt.Sprintf("server process %d", pid)
-	if app != "" {
-		s += fmt.Sprintf(" (%s)", app)
-	}
-	if user != "" {
-		s += " of role " + user
-	}
-	if addr != "" {
-		s += " from " + addr
-	}
-	return s
+	return pgsession.Session{PID: pid, App: app, Role: user, Addr: addr}.String()
 }
