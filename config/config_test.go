@@ -342,7 +342,7 @@ tables:
 		{name: "a topic allowed_topics does not allow", yaml: "allowed_topics: 'orders\\..*'\ntables:\n  - {table: x, value: v, topic: payments}\n",
 			want: []string{`3: tables[0] (public.x): topic: topic "payments" is not allowed: it does not match --allowed-topics "orders\\..*"`}},
 		{name: "Kafka's own topics, by default", yaml: "tables:\n  - {table: x, value: v, topic: __consumer_offsets}\n",
-			want: []string{`2: tables[0] (public.x): topic: topic "__consumer_offsets" is not allowed: by default no topic may start with "_" or "connect-" (Kafka's and its tools' own topics); --allowed-topics sets which topics are`}},
+			want: []string{`2: tables[0] (public.x): topic: topic "__consumer_offsets" is not allowed: a topic that starts with "__" is Kafka's own, whatever --allowed-topics allows`}},
 		{name: "allowed_topics not a regular expression", yaml: "allowed_topics: 'orders.('\ntables:\n" + minimal,
 			want: []string{"1: allowed_topics \"orders.(\" is not a Go regular expression: error parsing regexp: missing closing ): `orders.(`"}},
 		{name: "an unknown ordering", yaml: "ordering: topic\ntables:\n" + minimal,

@@ -116,7 +116,7 @@ func TestParseMessageProblems(t *testing.T) {
 		{name: "an illegal topic", yaml: "messages:\n  - {prefix: p, topic: 'orders!'}\n",
 			want: []string{`2: messages[0] (p): topic: topic name "orders!" has illegal character '!' (Kafka allows [a-zA-Z0-9._-])`}},
 		{name: "Kafka's own topics, by default", yaml: "messages:\n  - {prefix: p, topic: __consumer_offsets}\n",
-			want: []string{`2: messages[0] (p): topic: topic "__consumer_offsets" is not allowed: by default no topic may start with "_" or "connect-" (Kafka's and its tools' own topics); --allowed-topics sets which topics are`}},
+			want: []string{`2: messages[0] (p): topic: topic "__consumer_offsets" is not allowed: a topic that starts with "__" is Kafka's own, whatever --allowed-topics allows`}},
 		{name: "a topic the file's allowed_topics does not allow", yaml: "allowed_topics: 'orders\\..*'\nmessages:\n  - {prefix: p, topic: payments}\n",
 			want: []string{`3: messages[0] (p): topic: topic "payments" is not allowed: it does not match --allowed-topics "orders\\..*"`}},
 		{name: "a topic the entry's allowed_topics does not allow", yaml: "messages:\n  - prefix: p\n    topic: payments\n    allowed_topics: 'orders\\..*'\n",
