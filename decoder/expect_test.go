@@ -72,7 +72,6 @@ func TestDecodeExpectedColumnRenamed(t *testing.T) {
 	}
 }
 
-
 func TestOptionalColumns(t *testing.T) {
 	m := DefaultMapping()
 	if got := m.OptionalColumns(); !slices.Equal(got, []string{"id", "topic", "headers", "created_at"}) {
