@@ -66,6 +66,10 @@ type Mapping struct {
 	expect []string
 }
 
+// Expected lists the optional columns Expecting made expected, in the
+// order of OptionalColumns.
+func (m Mapping) Expected() []string { return slices.Clone(m.expect) }
+
 // OptionalColumns lists the optional columns the mapping names, once each:
 // the id, topic (unless routes take its place), headers and timestamp
 // columns. A table that lacks one fits the mapping, and its events go

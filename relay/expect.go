@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,24 +16,42 @@ import (
 
 // expectedMappings returns the session's mappings, table i at index i:
 // each optional column the mapping names (the id, topic, headers and
-// timestamp columns) that the table has now is expected of every Relation
-// the stream sends (decoder.Mapping.Expecting), so that a column renamed
-// or dropped while the relay runs parks the rows written without it and
-// stops the relay while the table lacks it (see tableWatch.unfit), rather
-// than sending them without their id, to another topic, or without their
-// headers or timestamp. A named optional column the table lacks now is
-// warned of once, with the flag that maps it or says there is none.
+// timestamp columns) that the table has now, or had when an earlier
+// session of the relay's slot started (the runner's, and the checkpoint
+// row's publication marks), is expected of every Relation the stream
+// sends (decoder.Mapping.Expecting). So a column renamed or dropped while
+// the relay runs parks the rows written without it and stops the relay
+// while the table lacks it (see tableWatch.unfit), rather than sending
+// them without their id, to another topic, or without their headers or
+// timestamp; and a restart while it lacks it is refused, with the same
+// message. A named optional column the table lacks and never had is
+// warned of, with the flags that map it or say there is none.
 func (s *session) expectedMappings(ctx context.Context) ([]decoder.Mapping, error) {
+	stored, err := s.storedColumns(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ms := s.cfg.Mappings()
+	if len(s.expected) != len(ms) {
+		s.expected = make([][]string, len(ms))
+	}
 	for i, m := range ms {
-		names, _, err := tableColumns(ctx, s.pool, m.Schema, m.Table)
+		names, types, err := tableColumns(ctx, s.pool, m.Schema, m.Table)
 		if err != nil {
 			return nil, err
 		}
 		if len(names) == 0 {
 			continue // no such table: the table watch says so
 		}
-		ms[i] = m.Expecting(names)
+		had := append(slices.Clone(s.expected[i]), stored[markKey(s.cfg, i)]...)
+		ms[i] = m.Expecting(append(had, names...))
+		var me *decoder.MappingError
+		if errors.As(ms[i].CheckColumns(names, types), &me) && me.Missing != "" && slices.Contains(had, me.Missing) {
+			return nil, fatalError{fmt.Errorf("%w. The table had it when the relay last started on slot %q: rows written without it would go out without it. "+
+				"Rows inserted since wait in the WAL: once the column is mapped they are relayed, and if it is renamed back they are parked in the status table "+
+				"(they stay in the outbox table, for `cdc-relay recover --since TIME`)", me, s.cfg.Slot)}
+		}
+		s.expected[i] = ms[i].Expected()
 		if lacks := lacking(m.OptionalColumns(), names); len(lacks) > 0 {
 			s.log.Warn("the outbox table lacks optional columns the mapping names: its events go without them; "+
 				"map the columns that hold them, or map them to '' to say there are none (--id-column '', --topic-column '', --headers-column '', --timestamp-column '')",
@@ -39,6 +59,25 @@ func (s *session) expectedMappings(ctx context.Context) ([]decoder.Mapping, erro
 		}
 	}
 	return ms, nil
+}
+
+// storedColumns returns the expected columns of each outbox table that
+// the checkpoint row's publication marks keep, by markKey; none when it
+// keeps none or cannot be read (previousMarks warns of that).
+func (s *session) storedColumns(ctx context.Context) (map[string][]string, error) {
+	raw, err := s.store.PublicationMarks(ctx, s.cfg.Slot)
+	if err != nil || raw == "" {
+		return nil, err
+	}
+	var stored map[string]storedMark
+	if json.Unmarshal([]byte(raw), &stored) != nil {
+		return nil, nil
+	}
+	out := make(map[string][]string, len(stored))
+	for k, m := range stored {
+		out[k] = m.Columns
+	}
+	return out, nil
 }
 
 // lacking returns the columns of cols that are not among names.
