@@ -143,25 +143,12 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		first = &MappingError{Missing: m.TopicColumn, Err: fmt.Errorf(
 			"has no topic column %q and the topic template is empty: rename the column back, or map it with --topic-column", m.TopicColumn)}
 	}
-	if rel.ts < 0 && m.TimestampColumn != "" && slices.Contains(m.expect, m.TimestampColumn) && first == nil {
-		// The rest of the record is whole: only its timestamp is missing.
-		first = &MappingError{Missing: m.TimestampColumn, Timestamp: true, Err: fmt.Errorf(
-			"has no column %q (the timestamp column): the rows written meanwhile are sent by the poller with the time of delivery; "+
-				"rename the column back, or map the column that holds it (%s)", m.TimestampColumn, roleFlags["timestamp column"])}
-	}
-	if rel.ts >= 0 {
+	if first == nil {
+		first = resolveTimestamp(m, rel, types)
+	} else if rel.ts >= 0 {
 		rel.tsType = types[rel.ts]
-		switch rel.tsType {
-		case oidTimestamptz, oidTimestamp, oidInt8:
-		default:
+		if !usableTimestamp(rel.tsType) {
 			rel.ts = -1
-			if first == nil {
-				first = &MappingError{Timestamp: true, Err: fmt.Errorf(
-					"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds: timestamp_unit): "+
-						"the rows written meanwhile are sent by the poller with the time of delivery; for later rows to carry theirs, "+
-						"change its type back, or map another column with --timestamp-column (--timestamp-column '' for none)",
-					m.TimestampColumn, typeName(rel.tsType))}
-			}
 		}
 	}
 	// The topic, template, timestamp and headers columns are read during
@@ -172,6 +159,36 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		}
 	}
 	return first
+}
+
+// resolveTimestamp resolves the relation's timestamp column's type, and
+// says why the column does not fit when it does not: expected and missing,
+// or of a type the mapping cannot use (the record is whole but for its
+// timestamp, MappingError.Timestamp).
+func resolveTimestamp(m *Mapping, rel *relation, types []uint32) *MappingError {
+	if rel.ts < 0 {
+		if m.TimestampColumn == "" || !slices.Contains(m.expect, m.TimestampColumn) {
+			return nil
+		}
+		return &MappingError{Missing: m.TimestampColumn, Timestamp: true, Err: fmt.Errorf(
+			"has no column %q (the timestamp column): the rows written meanwhile are sent by the poller with the time of delivery; "+
+				"rename the column back, or map the column that holds it (%s)", m.TimestampColumn, roleFlags["timestamp column"])}
+	}
+	rel.tsType = types[rel.ts]
+	if usableTimestamp(rel.tsType) {
+		return nil
+	}
+	rel.ts = -1
+	return &MappingError{Timestamp: true, Err: fmt.Errorf(
+		"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds: timestamp_unit): "+
+			"the rows written meanwhile are sent by the poller with the time of delivery; for later rows to carry theirs, "+
+			"change its type back, or map another column with --timestamp-column (--timestamp-column '' for none)",
+		m.TimestampColumn, typeName(rel.tsType))}
+}
+
+// usableTimestamp says whether a timestamp column of type oid can be read.
+func usableTimestamp(oid uint32) bool {
+	return oid == oidTimestamptz || oid == oidTimestamp || oid == oidInt8
 }
 
 // typeName names the types a timestamp column is likely to be changed to.
