@@ -222,14 +222,19 @@ func newTables(ms []Mapping, topicCacheSize int) (*Decoder, error) {
 var ErrMalformed = errors.New("malformed pgoutput message")
 
 // MappingError says the outbox table's columns do not fit the Mapping: a
-// required column is missing (Missing names it), or the timestamp column
-// has a type the mapping cannot use.
+// required column is missing (Missing names it; an expected optional one
+// too, see Mapping.Expecting), or the timestamp column has a type the
+// mapping cannot use.
 type MappingError struct {
 	Table string
 	Err   error
 	// Missing is the required column the table lacks; "" when the problem
 	// is a column's type.
 	Missing string
+	// Timestamp says the problem is the timestamp column alone (missing,
+	// or of a type the mapping cannot use): a row's record is whole but
+	// for its timestamp, and can be sent with the time of delivery.
+	Timestamp bool
 }
 
 func (e *MappingError) Error() string { return "outbox table " + e.Table + ": " + e.Err.Error() }

@@ -65,6 +65,50 @@ type Mapping struct {
 	// topic), which a record of an event would corrupt. Topics that start
 	// with "__" (Kafka's internal ones) are always refused.
 	ReservedTopics []string
+
+	// expect are the optional columns (OptionalColumns) that a table must
+	// have to fit the mapping, as the required ones: set by Expecting.
+	expect []string
+}
+
+// Expected lists the optional columns Expecting made expected, in the
+// order of OptionalColumns.
+func (m Mapping) Expected() []string { return slices.Clone(m.expect) }
+
+// OptionalColumns lists the optional columns the mapping names, once each:
+// the id, topic (unless routes take its place), headers and timestamp
+// columns. A table that lacks one fits the mapping, and its events go
+// without that part, unless Expecting made it expected.
+func (m Mapping) OptionalColumns() []string {
+	var cols []string
+	topic := m.TopicColumn
+	if len(m.Routes) > 0 {
+		topic = ""
+	}
+	for _, c := range []string{m.IDColumn, topic, m.HeadersColumn, m.TimestampColumn} {
+		if c != "" && !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	return cols
+}
+
+// Expecting returns m with each of its optional columns that has holds
+// (the table's columns when a session starts) expected: a Relation without
+// one of them does not fit the mapping, as one without a required column
+// (MappingError.Missing), so that a column renamed or dropped while the
+// relay runs parks the rows written without it instead of sending them
+// without their id, to another topic, or without their headers or
+// timestamp. The others stay optional. It shares no memory with m's
+// expectations.
+func (m Mapping) Expecting(has []string) Mapping {
+	m.expect = nil
+	for _, c := range m.OptionalColumns() {
+		if slices.Contains(has, c) {
+			m.expect = append(m.expect, c)
+		}
+	}
+	return m
 }
 
 // Route sends the events whose tags match it to Topic. A route with both

@@ -94,7 +94,7 @@ func (d *Decoder) relation(b []byte) error {
 		if me := resolve(t, rel, names, types); me != nil {
 			me.Table = nsp + "." + name
 			d.rel.Unfit = me
-			rel.poison, rel.noTopic = poisonOf(me), me.Missing != ""
+			rel.poison, rel.noTopic = poisonOf(me), me.Missing != "" && !me.Timestamp
 		}
 	}
 	d.relations[relID] = rel

@@ -41,12 +41,15 @@ type relation struct {
 
 // poisonOf is the reason each row of an unfit relation is parked with.
 func poisonOf(me *MappingError) error {
+	if me.Timestamp {
+		return fmt.Errorf("%w; the parked copy has every part of the record but its timestamp: "+
+			"it is parked FAILED, and the poller sends it with the time of delivery as its timestamp", me)
+	}
 	if me.Missing != "" {
 		return fmt.Errorf("%w; the row is still in the outbox table: publish it again from there (`cdc-relay recover --since TIME`). "+
 			"Its parked copy has no topic, so that `cdc-relay failed retry` cannot deliver it without the column", me)
 	}
-	return fmt.Errorf("%w; the parked copy has every part of the record but its timestamp: "+
-		"`cdc-relay failed retry` delivers it with the time of delivery", me)
+	return fmt.Errorf("%w; the row is still in the outbox table: publish it again from there (`cdc-relay recover --since TIME`)", me)
 }
 
 // roleFlags names the flag of `cdc-relay run` that maps each required role.
@@ -56,6 +59,10 @@ var roleFlags = map[string]string{
 	"header column":        "--header-columns, or headers: in a config file",
 	"topic template input": "--topic-template, or topic: in a config file",
 	"tags column":          "tags_column: in the config file",
+	"event id":             "--id-column, or id: in a config file; --id-column '' for none",
+	"topic column":         "--topic-column, or topic_column: in a config file; --topic-column '' for none",
+	"headers column":       "--headers-column, or headers_column: in a config file; --headers-column '' for none",
+	"timestamp column":     "--timestamp-column, or timestamp: in a config file; --timestamp-column '' for none",
 }
 
 // resolve maps the roles of t's mapping onto the relation's columns. Every
@@ -91,9 +98,21 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 	rel.payload = need("payload", m.PayloadColumn)
 	rel.keyBytes = rel.key >= 0 && types[rel.key] == oidBytea
 	rel.payloadBytes = rel.payload >= 0 && types[rel.payload] == oidBytea
-	rel.id = index(m.IDColumn)
+	// An optional column the table had when the session started must
+	// still be there: a row without it would go out without its id, to
+	// another topic, or without its headers or timestamp, silently.
+	optional := func(role, col string) int {
+		if col != "" && slices.Contains(m.expect, col) {
+			return need(role, col)
+		}
+		return index(col)
+	}
+	rel.id = optional("event id", m.IDColumn)
 	rel.topic = index(m.TopicColumn)
-	rel.headers = index(m.HeadersColumn)
+	if len(t.routes) == 0 {
+		rel.topic = optional("topic column", m.TopicColumn)
+	}
+	rel.headers = optional("headers column", m.HeadersColumn)
 	rel.ts = index(m.TimestampColumn)
 	for i, h := range m.HeaderColumns {
 		rel.headerCols = append(rel.headerCols, need("header column", h))
@@ -124,18 +143,12 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		first = &MappingError{Missing: m.TopicColumn, Err: fmt.Errorf(
 			"has no topic column %q and the topic template is empty: rename the column back, or map it with --topic-column", m.TopicColumn)}
 	}
-	if rel.ts >= 0 {
+	if first == nil {
+		first = resolveTimestamp(m, rel, types)
+	} else if rel.ts >= 0 {
 		rel.tsType = types[rel.ts]
-		switch rel.tsType {
-		case oidTimestamptz, oidTimestamp, oidInt8:
-		default:
+		if !usableTimestamp(rel.tsType) {
 			rel.ts = -1
-			if first == nil {
-				first = &MappingError{Err: fmt.Errorf(
-					"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds: timestamp_unit): "+
-						"change its type back, or map another column with --timestamp-column (--timestamp-column '' for none)",
-					m.TimestampColumn, typeName(rel.tsType))}
-			}
 		}
 	}
 	// The topic, template, timestamp and headers columns are read during
@@ -146,6 +159,36 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		}
 	}
 	return first
+}
+
+// resolveTimestamp resolves the relation's timestamp column's type, and
+// says why the column does not fit when it does not: expected and missing,
+// or of a type the mapping cannot use (the record is whole but for its
+// timestamp, MappingError.Timestamp).
+func resolveTimestamp(m *Mapping, rel *relation, types []uint32) *MappingError {
+	if rel.ts < 0 {
+		if m.TimestampColumn == "" || !slices.Contains(m.expect, m.TimestampColumn) {
+			return nil
+		}
+		return &MappingError{Missing: m.TimestampColumn, Timestamp: true, Err: fmt.Errorf(
+			"has no column %q (the timestamp column): the rows written meanwhile are sent by the poller with the time of delivery; "+
+				"rename the column back, or map the column that holds it (%s)", m.TimestampColumn, roleFlags["timestamp column"])}
+	}
+	rel.tsType = types[rel.ts]
+	if usableTimestamp(rel.tsType) {
+		return nil
+	}
+	rel.ts = -1
+	return &MappingError{Timestamp: true, Err: fmt.Errorf(
+		"timestamp column %q has type %s; want timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds: timestamp_unit): "+
+			"the rows written meanwhile are sent by the poller with the time of delivery; for later rows to carry theirs, "+
+			"change its type back, or map another column with --timestamp-column (--timestamp-column '' for none)",
+		m.TimestampColumn, typeName(rel.tsType))}
+}
+
+// usableTimestamp says whether a timestamp column of type oid can be read.
+func usableTimestamp(oid uint32) bool {
+	return oid == oidTimestamptz || oid == oidTimestamp || oid == oidInt8
 }
 
 // typeName names the types a timestamp column is likely to be changed to.

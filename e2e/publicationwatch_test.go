@@ -135,11 +135,12 @@ func TestPublicationChangedWhileStopped(t *testing.T) {
 	relay.stop(30 * time.Second)
 }
 
-// recoverPrinted runs the `cdc-relay recover --since …` command that a
-// relay's log printed, with the relay's flags.
+// recoverPrinted runs the `cdc-relay recover --since …` command with a
+// time that a relay's log printed, with the relay's flags (a row parked
+// without its column says `recover --since TIME`, with no time).
 func (e *env) recoverPrinted(log string) {
 	e.t.Helper()
-	m := regexp.MustCompile("`cdc-relay recover --since (\\S+)`").FindStringSubmatch(log)
+	m := regexp.MustCompile("`cdc-relay recover --since ([0-9]\\S*)`").FindStringSubmatch(log) // a time, not TIME
 	if m == nil {
 		e.t.Fatalf("the relay's error has no recover command with a time:\n%s", log)
 	}

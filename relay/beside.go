@@ -21,7 +21,11 @@ import (
 // producer buffer, or in an insert behind a lock.
 func (s *session) startPipeline(ctx context.Context) (err error) {
 	cfg := s.cfg
-	dec, err := decoder.NewSources(cfg.Mappings(), cfg.messageMappings())
+	ms, err := s.expectedMappings(ctx)
+	if err != nil {
+		return err
+	}
+	dec, err := decoder.NewSources(ms, cfg.messageMappings())
 	if err != nil {
 		return fatalError{err}
 	}
@@ -35,6 +39,9 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	s.onEnd(s.stopStream)
 	if err := s.startWatches(ctx); err != nil {
 		return err
+	}
+	for i, w := range s.watch {
+		w.mapping = ms[i] // its expected columns too, for unfit's check
 	}
 	s.startSaver()
 	if err := s.rebuildOrder(ctx); err != nil {

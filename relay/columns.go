@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
@@ -16,31 +14,35 @@ import (
 // Relation of the rows it streams, as the table was when they were
 // written, again after every restart until the slot passes them.
 //
-// A timestamp column of an unusable type only parks rows: the type may
-// change back. A missing required column (renamed or dropped) ends the
+// A timestamp column of an unusable type only parks rows, FAILED: the
+// poller sends them with the time of delivery. A missing required column
+// (or an expected optional one: see expectedMappings) (renamed or dropped) ends the
 // session when the table lacks it now too, so that the operator maps it
 // or renames it back instead of finding every later row parked; when the
 // table has it again, the rows written without it are parked.
 func (w *tableWatch) unfit(ctx context.Context, me *decoder.MappingError) error {
 	if me.Missing == "" {
+		if me.Timestamp {
+			w.log.Warn("the outbox table's rows are parked FAILED in the status table while its timestamp column's type does not fit the mapping; "+
+				"the poller sends them with the time of delivery as their timestamp, in their keys' order", "reason", me)
+			return nil
+		}
 		w.log.Warn("the outbox table's rows are parked in the status table until its schema fits the mapping again", "reason", me)
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	defer cancel()
-	outbox := pgx.Identifier{w.mapping.Schema, w.mapping.Table}.Sanitize()
-	var names []string
-	var types []uint32
-	err := w.db.QueryRow(ctx, `SELECT coalesce(array_agg(attname::text ORDER BY attnum), '{}'), coalesce(array_agg(atttypid ORDER BY attnum), '{}')
-		FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, outbox).Scan(&names, &types)
+	names, types, err := tableColumns(ctx, w.db, w.mapping.Schema, w.mapping.Table)
 	if err != nil {
-		return fmt.Errorf("read the columns of %s: %w", outbox, err)
+		return err
 	}
 	var now *decoder.MappingError
 	if errors.As(w.mapping.CheckColumns(names, types), &now) && now.Missing != "" {
 		return fatalError{fmt.Errorf("%w. The relay stopped before the first row without it; rows inserted since wait in the WAL: "+
 			"once the column is mapped they are relayed, and if it is renamed back they are parked in the status table "+
 			"(they stay in the outbox table, for `cdc-relay recover --since TIME`)", now)}
+	}
+	if me.Timestamp {
+		w.log.Warn("rows written while the outbox table lacked its timestamp column are parked FAILED in the status table; the poller sends them with the time of delivery", "reason", me)
+		return nil
 	}
 	w.log.Warn("rows written while the outbox table lacked a column are parked in the status table; they stay in the outbox table, for `cdc-relay recover --since TIME`",
 		"reason", me)

@@ -16,6 +16,24 @@ import (
 // become a record.
 const invalidRow = "invalid_row"
 
+// noTimestamp is the parked-events metric's reason for a row whose record
+// is whole but for its timestamp (its column missing, or of a type the
+// mapping cannot use).
+const noTimestamp = "no_timestamp"
+
+// poisonAs is how a row that cannot become its record is parked: DEAD, as
+// trying again would not help; but FAILED when only its timestamp is
+// missing, so that the poller sends it, in its key's order, with the time
+// of delivery (as `cdc-relay failed retry` would), and its key is not held
+// until a person comes.
+func poisonAs(failures failureStore, poison error) parkAs {
+	var me *decoder.MappingError
+	if errors.As(poison, &me) && me.Timestamp {
+		return parkAs{store: failures.Failed, reason: poison, cause: noTimestamp}
+	}
+	return parkAs{store: failures.Dead, reason: poison, cause: invalidRow}
+}
+
 // parkAs is how an event is parked: the store's call, the reason, and
 // the metric's label. held says the event itself did not fail: it is
 // parked behind a held key or a paused topic (WAITING, PAUSED), counted in

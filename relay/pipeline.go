@@ -145,8 +145,7 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 	it.seq = p.seq
 	p.tracker.Add(it.pgTxn, it.size)
 	if msg.Poison != nil {
-		// The row cannot become its record: trying again would not help.
-		p.delivery.park(it, p.parkInOrder(it, parkAs{store: p.failures.Dead, reason: msg.Poison, cause: invalidRow}))
+		p.delivery.park(it, p.parkInOrder(it, poisonAs(p.failures, msg.Poison)))
 		return
 	}
 	if p.held(it) {

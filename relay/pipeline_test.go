@@ -279,6 +279,11 @@ func TestPipelineParksWhatCanNeverBeDelivered(t *testing.T) {
 		{name: "record too large", kafka: kerr.MessageTooLarge, want: "FAILED p: MESSAGE_TOO_LARGE"},
 		{name: "invalid topic", kafka: kerr.InvalidTopicException, want: "FAILED p: INVALID_TOPIC_EXCEPTION"},
 		{name: "status table down at first", poison: errors.New("headers not an object"), failures: 3, want: "DEAD p: headers not an object"},
+		// Whole but for its timestamp: the poller sends it, with no person.
+		{name: "timestamp column of another type", poison: fmt.Errorf("%w; parked FAILED", &decoder.MappingError{Timestamp: true, Err: errors.New("timestamp column has type text")}),
+			want: "FAILED p: outbox table : timestamp column has type text; parked FAILED"},
+		{name: "id column missing", poison: fmt.Errorf("%w; recover", &decoder.MappingError{Missing: "id", Err: errors.New(`has no column "id"`)}),
+			want: `DEAD p: outbox table : has no column "id"; recover`},
 		{name: "an error franz-go gave up on", kafka: errors.New("unknown producer error"), want: "FAILED p: unknown producer error"},
 	}
 	for _, tt := range tests {

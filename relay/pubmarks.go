@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -16,6 +17,14 @@ import (
 type storedMark struct {
 	OID   uint32 `json:"oid"`
 	Stamp string `json:"stamp"`
+	// Columns are the optional columns of the mapping the table had then
+	// (expect.go): a later start refuses while it lacks one.
+	Columns []string `json:"columns,omitempty"`
+}
+
+// sameMark reports whether two marks say the same.
+func sameMark(a, b storedMark) bool {
+	return a.OID == b.OID && a.Stamp == b.Stamp && slices.Equal(a.Columns, b.Columns)
 }
 
 // markKey names outbox table i of cfg in the publication marks.
@@ -41,9 +50,9 @@ func (s *session) startWatches(ctx context.Context) error {
 	s.onEnd(func() { s.watchMarks = s.watch.marks() }) // for the next session
 	marks := make(map[string]storedMark, len(s.watch))
 	for i, m := range s.watch.marks() {
-		marks[markKey(s.cfg, i)] = storedMark{OID: m.oid, Stamp: m.stamp}
+		marks[markKey(s.cfg, i)] = storedMark{OID: m.oid, Stamp: m.stamp, Columns: s.expected[i]}
 	}
-	if len(marks) == 0 || maps.Equal(marks, stored) {
+	if len(marks) == 0 || maps.EqualFunc(marks, stored, sameMark) {
 		return nil
 	}
 	return setPublicationMarks(ctx, s.store, s.cfg.Slot, marks)

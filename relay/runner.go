@@ -45,6 +45,9 @@ type runner struct {
 	// watchMarks are what the last session's table watches last found
 	// right (tablewatch.go).
 	watchMarks []watchMark
+	// expected are the optional columns each outbox table had when the
+	// last session started, table i at index i (expect.go).
+	expected [][]string
 	// reconnect is what the next session logs of its start: set by Run
 	// when a session lost PostgreSQL (reconnectlog.go).
 	reconnect reconnect

@@ -256,15 +256,15 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 	tables.register(fs)
 	fs.StringVar(&m.TopicTemplate, "topic-template", m.TopicTemplate,
 		"the topic `template` for a row whose topic column is absent or NULL: each {column} is replaced by that column's value")
-	fs.StringVar(&m.TopicColumn, "topic-column", m.TopicColumn, "the `column` naming the record's topic, used instead of the template when not NULL; ignored if the table lacks it")
+	fs.StringVar(&m.TopicColumn, "topic-column", m.TopicColumn, "the `column` naming the record's topic, used instead of the template when not NULL; ignored, with a warning, if the table lacks it at the first start ('' for none)")
 	fs.StringVar(&m.KeyColumn, "key-column", m.KeyColumn, "the `column` used as the record key")
 	fs.StringVar(&m.PayloadColumn, "payload-column", m.PayloadColumn, "the `column` used as the record value, the bytes as PostgreSQL renders them")
-	fs.StringVar(&m.IDColumn, "id-column", m.IDColumn, "the `column` sent as header \"id\", the consumers' deduplication key; ignored if the table lacks it")
+	fs.StringVar(&m.IDColumn, "id-column", m.IDColumn, "the `column` sent as header \"id\", the consumers' deduplication key; ignored, with a warning, if the table lacks it at the first start ('' for none)")
 	*headerCols = strings.Join(m.HeaderColumns, ",")
 	fs.StringVar(headerCols, "header-columns", *headerCols, "comma-separated `columns` copied into headers of the same name")
-	fs.StringVar(&m.HeadersColumn, "headers-column", m.HeadersColumn, "a JSON object `column` whose keys and values become headers; ignored if the table lacks it")
+	fs.StringVar(&m.HeadersColumn, "headers-column", m.HeadersColumn, "a JSON object `column` whose keys and values become headers; ignored, with a warning, if the table lacks it at the first start ('' for none)")
 	fs.StringVar(&m.TimestampColumn, "timestamp-column", m.TimestampColumn,
-		"the `column` used as the record timestamp: timestamptz, timestamp or bigint (epoch time in --timestamp-unit); ignored if the table lacks it")
+		"the `column` used as the record timestamp: timestamptz, timestamp or bigint (epoch time in --timestamp-unit); ignored, with a warning, if the table lacks it at the first start ('' for none)")
 	fs.Var((*timestampUnitFlag)(&m.TimestampUnit), "timestamp-unit",
 		"the `unit` of a bigint --timestamp-column: s, ms or us (epoch seconds, milliseconds or microseconds); unset judges it by the values' magnitude, and recover refuses a column it cannot judge")
 	fs.StringVar(&m.AllowedTopics, "allowed-topics", m.AllowedTopics,
