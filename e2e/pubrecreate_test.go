@@ -19,6 +19,19 @@ import (
 // `publication "cdc_relay" does not exist`.)
 func TestPublicationRenamedAndBack(t *testing.T) {
 	parallel(t)
+	for _, tc := range []struct{ name, away, back string }{
+		{"renamed and back", "ALTER PUBLICATION cdc_relay RENAME TO cdc_relay_tmp", "ALTER PUBLICATION cdc_relay_tmp RENAME TO cdc_relay"},
+		// As migrate creates it.
+		{"dropped and created again", "DROP PUBLICATION cdc_relay",
+			"CREATE PUBLICATION cdc_relay FOR TABLE outbox WITH (publish = 'insert', publish_via_partition_root = true)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { publicationAwayAndBack(t, tc.away, tc.back) })
+	}
+}
+
+// publicationAwayAndBack runs TestPublicationRenamedAndBack with away and
+// back, the statements that take the publication away and bring it back.
+func publicationAwayAndBack(t *testing.T, away, back string) {
 	e := newEnv(t)
 	relay := e.startRelay()
 	topic := e.topic("order")
@@ -27,11 +40,11 @@ func TestPublicationRenamedAndBack(t *testing.T) {
 	}
 	e.readN(topic, 2, 30*time.Second)
 
-	mustExec(t, e.conn, "ALTER PUBLICATION cdc_relay RENAME TO cdc_relay_tmp")
+	mustExec(t, e.conn, away)
 	for i := range 3 {
 		insert(t, e.conn, "order", "k", "Between", fmt.Sprintf(`{"n": "between %d"}`, i))
 	}
-	mustExec(t, e.conn, "ALTER PUBLICATION cdc_relay_tmp RENAME TO cdc_relay")
+	mustExec(t, e.conn, back)
 	for i := range 2 {
 		insert(t, e.conn, "order", "k", "After", fmt.Sprintf(`{"n": "after %d"}`, i))
 	}
