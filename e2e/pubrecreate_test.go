@@ -16,7 +16,8 @@ import (
 // saying so with the command that resumes; that command (or the commands
 // it prints in turn), then a start, deliver every event. (Before the fix
 // the relay's advice, recover --since and a start, led into a loop of
-// `publication "cdc_relay" does not exist`.)
+// `publication "cdc_relay" does not exist`.) On PostgreSQL 18, which skips
+// the missing publication, the table watch's command suffices.
 func TestPublicationRenamedAndBack(t *testing.T) {
 	parallel(t)
 	for _, tc := range []struct{ name, away, back string }{
@@ -74,7 +75,10 @@ func publicationAwayAndBack(t *testing.T, away, back string) {
 		}
 	}
 	relay.stop(30 * time.Second)
-	if !recreated {
+	// PostgreSQL 18's pgoutput skips a publication missing as of the WAL
+	// it decodes, with a warning: the table watch's recover --since then
+	// suffices. Before 18 the slot cannot get past it.
+	if !recreated && clusterVersion(t) < 180000 {
 		t.Errorf("no printed command created the slot again")
 	}
 }
