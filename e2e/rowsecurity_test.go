@@ -63,3 +63,44 @@ func TestRecoverUnderRowSecurity(t *testing.T) {
 	insert(t, e.conn, "customer", "k", "After", `{"customer": 99}`)
 	e.readN(e.topic("customer"), n+1, 30*time.Second)
 }
+
+// TestOnSlotLossRecoverUnderRowSecurity: the same as a running relay's
+// repair (--on-slot-loss recover): it stops, saying ALTER ROLE …
+// BYPASSRLS, rather than publish one tenant's rows of the gap and stream
+// on; once the role bypasses row-level security, a start repairs the gap
+// with both tenants' rows. (Before the fix it published the 'order' rows
+// only.)
+func TestOnSlotLossRecoverUnderRowSecurity(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	role := e.slot + "_rls"
+	args := grantedRole(t, e, role, "", "--on-slot-loss", "recover")
+	relay := e.startRelayArgs(relayBin, args...)
+	insert(t, e.conn, "order", "k", "Delivered", `{"n": 0}`)
+	e.readN(e.topic("order"), 1, 30*time.Second)
+	relay.stop(30 * time.Second)
+	e.waitFor("the slot is released", 30*time.Second, func() bool { return !e.slotActive() })
+
+	mustExec(t, e.conn, "ALTER TABLE outbox ENABLE ROW LEVEL SECURITY")
+	mustExec(t, e.conn, "CREATE POLICY tenant_order ON outbox USING (aggregate_type = 'order')")
+	const n = 5
+	for i := 1; i <= n; i++ {
+		insert(t, e.conn, "order", "k", "Gap", fmt.Sprintf(`{"order": %d}`, i))
+		insert(t, e.conn, "customer", "k", "Gap", fmt.Sprintf(`{"customer": %d}`, i))
+	}
+	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
+
+	refused := e.spawnRelayArgs(relayBin, args...)
+	e.waitFor("the relay stops", 60*time.Second, func() bool { return !refused.Running() })
+	if refused.Err() == nil || !strings.Contains(refused.Log(), `ALTER ROLE "`+role+`" BYPASSRLS`) {
+		t.Fatalf("the relay (%v) does not stop naming ALTER ROLE … BYPASSRLS:\n%s", refused.Err(), refused.Log())
+	}
+	mustExec(t, e.conn, "ALTER ROLE "+role+" BYPASSRLS")
+	relay = e.startRelayArgs(relayBin, args...)
+	defer relay.stop(30 * time.Second)
+	var want []string
+	for i := 1; i <= n; i++ {
+		want = append(want, fmt.Sprintf(`{"customer": %d}`, i))
+	}
+	assertHasValues(t, e.readN(e.topic("customer"), n, 30*time.Second), want)
+}
