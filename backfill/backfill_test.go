@@ -304,6 +304,23 @@ func TestBackfillPrivileges(t *testing.T) {
 	}
 }
 
+// TestBackfillRowSecurity: a backfill run as a role that a row-level
+// security policy lets see some rows of the table refuses, saying ALTER
+// ROLE … BYPASSRLS, instead of publishing the rows it sees.
+func TestBackfillRowSecurity(t *testing.T) {
+	f := newFixture(t, events, `INSERT INTO events VALUES ('x', 1, 't', '{}'), ('y', 1, 't', '{}')`,
+		`CREATE ROLE tenant LOGIN`, `GRANT SELECT ON events TO tenant`,
+		`ALTER TABLE events ENABLE ROW LEVEL SECURITY`, `CREATE POLICY x_only ON events USING (stream = 'x')`)
+	cfg := f.cfg
+	cfg.PostgresURL, cfg.DryRun = strings.Replace(f.url, "postgres@", "tenant@", 1), true
+	err := whenFree(func() error { _, err := Run(f.ctx, cfg); return err })
+	for _, w := range []string{"row-level security", `ALTER ROLE "tenant" BYPASSRLS`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%v, want an error saying %q", err, w)
+		}
+	}
+}
+
 // whenFree runs f until it returns other than ErrBusy, for 10 s at most:
 // the server ends a backfill's session, and releases its lock, soon after
 // the backfill closes it. It returns f's last error.

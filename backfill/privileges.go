@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 )
 
 // denied reports whether err is PostgreSQL's insufficient_privilege
@@ -32,6 +34,9 @@ func needsTemporary(ctx context.Context, conn *pgx.Conn, err error) error {
 	if !denied(err) {
 		return err
 	}
+	if rls, ok := rowSecurity(ctx, conn, err); ok {
+		return rls
+	}
 	db, role := whoAmI(ctx, conn)
 	return fmt.Errorf("%w: a backfill keeps the keys it selects in a temporary table, so its role needs TEMPORARY on the database "+
 		"(PUBLIC has it unless it was revoked): as an administrator, run GRANT TEMPORARY ON DATABASE %s TO %s", err, db, role)
@@ -44,7 +49,26 @@ func needsSelect(ctx context.Context, conn *pgx.Conn, table string, err error) e
 	if !denied(err) {
 		return err
 	}
+	if rls, ok := rowSecurity(ctx, conn, err); ok {
+		return rls
+	}
 	_, role := whoAmI(ctx, conn)
 	return fmt.Errorf("%w: a backfill's role needs SELECT on %s and on every table its predicate reads (PostgreSQL names the one it may not read), "+
 		"and USAGE on their schemas: as an administrator, run GRANT SELECT ON <that table> TO %s", err, table, role)
+}
+
+// rowSecurity returns err with its fix, and true, when err is PostgreSQL
+// refusing a read that row-level security would filter for the session's
+// role: a backfill's sessions set row_security off (connect), since the
+// relay publishes every row of the outbox table.
+func rowSecurity(ctx context.Context, conn *pgx.Conn, err error) (error, bool) {
+	if _, ok := pgerr.RowSecurity(err, ""); !ok {
+		return err, false
+	}
+	var role string
+	if qerr := conn.QueryRow(ctx, "SELECT current_user").Scan(&role); qerr != nil {
+		role = ""
+	}
+	fix, _ := pgerr.RowSecurity(err, role)
+	return fmt.Errorf("%w: %s", err, fix), true
 }

@@ -92,6 +92,7 @@ func pingPostgres(ctx context.Context, pool *pgxpool.Pool, conn **pgx.Conn) erro
 // readStats reads the slot and the status table every statsInterval until
 // ctx ends.
 func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
+	var last DatabaseStats // the previous reading, for warnTruncated
 	tick.Every(ctx, statsInterval, func(ctx context.Context) bool {
 		sctx, cancel := context.WithTimeout(ctx, statsInterval)
 		db, err := ReadDatabaseStats(sctx, pool, r.cfg)
@@ -102,6 +103,10 @@ func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
 		case err == nil:
 			r.state.setDatabase(db)
 			r.warnBackfills(db.BackfillsProblem)
+			if r.state.getRole() == RoleLeader {
+				warnTruncated(r.log, r.cfg, last, db)
+			}
+			last = db
 		default:
 			r.log.Debug("could not read the slot's and the status table's figures", "err", err)
 		}

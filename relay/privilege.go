@@ -53,10 +53,14 @@ func newPrivilegeLog(log *slog.Logger) *ratelog.Logger {
 // says the relay's role lacks a privilege, naming the role as current_user
 // reads it; the fix is the GRANTs missing on the relay's own tables
 // (missingGrants) when there are any, with the command that prints every
-// grant, else pgerr.Privilege's. Any other error is returned as it is.
+// grant, else pgerr.Privilege's. Any other error, and a read refused under
+// row-level security, which says its fix, is returned as it is.
 func (rn *runner) missingPrivilege(ctx context.Context, err error) error {
 	if !missingPrivilege(err) {
 		return err
+	}
+	if _, rls := pgerr.RowSecurity(err, ""); rls {
+		return err // a repair's read refused: it says its fix (rowSecurity)
 	}
 	ctx, cancel := context.WithTimeout(ctx, privilegeTimeout)
 	defer cancel()

@@ -29,6 +29,13 @@ type RecoverOptions struct {
 	Margin time.Duration
 	// DryRun counts the rows without publishing them or changing anything.
 	DryRun bool
+	// RecreateSlot drops the slot, when it exists, and creates it again,
+	// as for a slot lost: the rows since the checkpoint's time less Margin
+	// (or Since) are published again. It is the way out for a slot that
+	// cannot decode the WAL after the relay's checkpoint: a publication
+	// dropped and created again, or renamed and renamed back, is missing
+	// from the WAL written in between, which pgoutput reads it as of.
+	RecreateSlot bool
 }
 
 // RecoverResult says what [Recover] found and did.
@@ -104,6 +111,11 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	gap, err := findGap(ctx, pool, store, cfg.Slot)
 	if err != nil {
 		return res, err
+	}
+	if opts.RecreateSlot {
+		if gap, err = slotToRecreate(gap); err != nil {
+			return res, err
+		}
 	}
 	res.Gap, res.NoGap = gap.SlotGapError, gap.none
 	if res.NoGap && opts.Since.IsZero() {
@@ -279,6 +291,21 @@ func findGap(ctx context.Context, pool *pgxpool.Pool, store *checkpoint.Store, s
 	return g, nil
 }
 
+// slotToRecreate makes g, an existing slot's, the gap of a slot to drop
+// and create again (RecoverOptions.RecreateSlot), from the relay's
+// checkpoint; a slot missing already is created again as for any loss.
+// Without a checkpoint there is no position to publish again from.
+func slotToRecreate(g gap) (gap, error) {
+	if g.Checkpoint.LSN == 0 {
+		return g, fatalError{fmt.Errorf("--recreate-slot: the relay has no checkpoint for slot %q, so no time to publish the outbox rows again from: "+
+			"drop the slot yourself (SELECT pg_drop_replication_slot('%s')), then run cdc-relay recover --since TIME", g.Slot, g.Slot)}
+	}
+	if !g.Dropped {
+		g.Dropped, g.lost, g.none, g.SlotLSN = true, true, false, 0
+	}
+	return g, nil
+}
+
 // countRows counts the rows each reader would publish.
 func countRows(ctx context.Context, outs []*outboxReader) (int, error) {
 	rows := 0
@@ -293,7 +320,7 @@ func countRows(ctx context.Context, outs []*outboxReader) (int, error) {
 }
 
 // recreateSlot creates the relay's slot again, dropping it first if it
-// was invalidated, before any row is read: whatever commits from now on is
+// was invalidated (or RecoverOptions.RecreateSlot), before any row is read: whatever commits from now on is
 // kept. It returns the new slot's position. A new slot is a new stream:
 // the checkpoint row takes a new stream id first, so that no crash leaves
 // the new slot with the id of the old (see recordStart).
@@ -303,9 +330,9 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 	}
 	if lost {
 		if _, err := pool.Exec(ctx, "SELECT pg_drop_replication_slot($1)", cfg.Slot); err != nil {
-			return 0, fmt.Errorf("drop the invalidated replication slot %q: %w", cfg.Slot, err)
+			return 0, fmt.Errorf("drop replication slot %q (invalidated, or --recreate-slot) to create it again: %w", cfg.Slot, err)
 		}
-		cfg.Logger.Info("dropped the invalidated replication slot", "slot", cfg.Slot)
+		cfg.Logger.Info("dropped the replication slot, to create it again", "slot", cfg.Slot)
 	}
 	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay recover", cfg.ReplicationTimeout)
 	if err != nil {

@@ -41,7 +41,10 @@ type outboxReader struct {
 type writtenFunc func(ctx context.Context, source string, ids []string) error
 
 // connectText opens a connection whose text output the decoder reads as
-// it reads the stream's (TimeZone=UTC, DateStyle=ISO, bytea_output=hex).
+// it reads the stream's (TimeZone=UTC, DateStyle=ISO, bytea_output=hex),
+// with row_security off: a read of an outbox table that row-level
+// security would filter for the relay's role fails (readable), instead of
+// returning some of the rows logical decoding publishes.
 func connectText(ctx context.Context, url string) (*pgconn.PgConn, error) {
 	pgCfg, err := pgconn.ParseConfig(url)
 	if err != nil {
@@ -50,6 +53,7 @@ func connectText(ctx context.Context, url string) (*pgconn.PgConn, error) {
 	pgCfg.RuntimeParams["TimeZone"] = "UTC"
 	pgCfg.RuntimeParams["DateStyle"] = "ISO"
 	pgCfg.RuntimeParams["bytea_output"] = "hex"
+	pgCfg.RuntimeParams["row_security"] = pgerr.RowSecurityOff
 	conn, err := pgconn.ConnectConfig(ctx, pgCfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -69,6 +73,10 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 		return nil, fatalError{err} // the mapping: the operator's to fix
 	}
 	r := &outboxReader{conn: conn, dec: dec, table: pgx.Identifier{m.Schema, m.Table}.Sanitize(), index: table}
+	if err := readable(ctx, conn, r.table); err != nil {
+		_ = conn.Close(ctx)
+		return nil, err
+	}
 	ts := pgx.Identifier{m.TimestampColumn}.Sanitize()
 	var typ string
 	rr := conn.ExecParams(ctx, "SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped",
@@ -107,6 +115,36 @@ func newOutboxReader(ctx context.Context, cfg Config, table int, since time.Time
 		r.order += ", " + pgx.Identifier{m.IDColumn}.Sanitize()
 	}
 	return r, nil
+}
+
+// readable returns nil when conn (connectText's) may read every row of
+// table (quoted), else an error saying why: a row-level security policy
+// that would hide rows from the relay's role is fatal (the operator's to
+// fix), with the fix.
+func readable(ctx context.Context, conn *pgconn.PgConn, table string) error {
+	_, err := conn.Exec(ctx, "SELECT 1 FROM "+table+" LIMIT 0").ReadAll()
+	if err == nil {
+		return nil
+	}
+	if err := rowSecurity(ctx, conn, err); err != nil {
+		return fatalError{err}
+	}
+	return fmt.Errorf("read outbox table %s: %w", table, err)
+}
+
+// rowSecurity returns err with its fix when it is PostgreSQL refusing a
+// read that row-level security would filter (pgerr.RowSecurity), naming
+// the role as current_user on conn reads it; nil for any other error.
+func rowSecurity(ctx context.Context, conn *pgconn.PgConn, err error) error {
+	if _, ok := pgerr.RowSecurity(err, ""); !ok {
+		return nil
+	}
+	role := ""
+	if res, rerr := conn.Exec(ctx, "SELECT current_user").ReadAll(); rerr == nil && len(res) == 1 && len(res[0].Rows) == 1 {
+		role = string(res[0].Rows[0][0])
+	}
+	fix, _ := pgerr.RowSecurity(err, role)
+	return fmt.Errorf("%w: %s", err, fix)
 }
 
 // noTimeZone is the type of a timestamp column without a time zone.

@@ -283,6 +283,10 @@ func (r *Relay) Run(ctx context.Context) error {
 			// in eoState, and the next session goes on at once.
 			continue
 		case err != nil:
+			if stuck := rn.publicationUndecodable(ctx, err); stuck != nil {
+				r.state.sessionFailed(stuck)
+				return stuck
+			}
 			err = rn.missingPrivilege(ctx, err)
 			if hint := pgerr.ReadOnlyHint(err); hint != "" {
 				err = fmt.Errorf("%w%s", err, hint) // which setting makes the session read-only

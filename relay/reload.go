@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -76,6 +77,9 @@ func (l *rowLoader) load(ctx context.Context, row status.Row) (status.Row, error
 	}
 	names, types, values, err := l.read(ctx, t, row.EventID)
 	var pgErr *pgconn.PgError
+	if rls := l.rowSecurity(ctx, err); rls != nil {
+		return row, rls // not for good: it reads the row once the role may
+	}
 	switch {
 	case errors.As(err, &pgErr) && (pgErr.Code[:2] == "42" || pgErr.Code[:2] == "22"):
 		return row, fmt.Errorf("read its outbox row of %s: %w: %w", row.SourceTable, err, poller.ErrUnloadable)
@@ -140,4 +144,19 @@ func (l *rowLoader) read(ctx context.Context, t *loadTable, id string) (names []
 		return nil, nil, nil, err
 	}
 	return names, types, values, nil
+}
+
+// rowSecurity returns err with its fix when it is PostgreSQL refusing a
+// read that row-level security would filter (see connectText), else nil.
+func (l *rowLoader) rowSecurity(ctx context.Context, err error) error {
+	if _, ok := pgerr.RowSecurity(err, ""); !ok {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		fix, _ := pgerr.RowSecurity(err, "")
+		return fmt.Errorf("%w: %s", err, fix)
+	}
+	return rowSecurity(ctx, l.conn, err)
 }

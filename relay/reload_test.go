@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -56,6 +57,40 @@ func TestRowLoader(t *testing.T) {
 		if _, err := l.load(ctx, r); !errors.Is(err, poller.ErrUnloadable) {
 			t.Errorf("load %s of %s: %v, want it unloadable", r.EventID, r.SourceTable, err)
 		}
+	}
+	rowLoaderUnderRowSecurity(t, conn, strings.Replace(pg.URL("postgres"), "postgres@", "tenant@", 1), m)
+}
+
+// rowLoaderUnderRowSecurity: a row that a row-level security policy hides
+// from the relay's role (role tenant, of url) is not unloadable for good
+// (DEAD) nor read as gone: its load fails, saying ALTER ROLE … BYPASSRLS,
+// and it loads once the role bypasses row-level security.
+func rowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url string, m decoder.Mapping) {
+	ctx := context.Background()
+	for _, sql := range []string{
+		`CREATE ROLE tenant LOGIN`, `GRANT SELECT ON app_outbox TO tenant`,
+		`ALTER TABLE app_outbox ENABLE ROW LEVEL SECURITY`, `CREATE POLICY others ON app_outbox USING (order_id <> 'o-1')`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := newRowLoader(Config{PostgresURL: url, Tables: []Table{{Mapping: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	r := status.Row{ID: 7, EventID: "1", SourceTable: "public.app_outbox", Reload: true}
+	_, err = l.load(ctx, r)
+	if err == nil || errors.Is(err, poller.ErrUnloadable) || !strings.Contains(err.Error(), `ALTER ROLE "tenant" BYPASSRLS`) {
+		t.Fatalf("load under a policy that hides the row: %v, want an error to retry naming ALTER ROLE \"tenant\" BYPASSRLS", err)
+	}
+	if _, err := conn.Exec(ctx, `ALTER ROLE tenant BYPASSRLS`); err != nil {
+		t.Fatal(err)
+	}
+	l.close() // a new session reads the role's attribute
+	if row, err := l.load(ctx, r); err != nil || string(row.Key) != "o-1" {
+		t.Fatalf("load after BYPASSRLS: %+v, %v", row, err)
 	}
 }
 

@@ -42,6 +42,9 @@ type DatabaseStats struct {
 	// most held first; HeldTopics counts every topic with held rows.
 	Topics     []TopicHeld
 	HeldTopics int
+	// StatusFile is the status table's file (pg_relation_filenode): a
+	// TRUNCATE gives it a new one, which a DELETE does not.
+	StatusFile int64
 	// PausedTopics are the slot's paused topics in the pause table,
 	// sorted (none where the table is missing: a database migrated by an
 	// earlier version).
@@ -178,6 +181,9 @@ LIMIT %d`
 func readHeld(ctx context.Context, db Querier, cfg Config, s *DatabaseStats) error {
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
 	err := scanHeld(ctx, db, fmt.Sprintf(heldQuery, status, MaxHeldTopics), s)
+	if err == nil {
+		err = db.QueryRow(ctx, "SELECT coalesce(pg_relation_filenode($1::regclass), 0)::bigint", status).Scan(&s.StatusFile)
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:

@@ -229,6 +229,9 @@ func (w *tableWatch) judge(p migrations.Publication) *tableGoneError {
 		gone.what = fmt.Sprintf("the outbox table %s was dropped and created again (OID %d, now %d): a new table is not in the publication until it is added", outbox, w.oid, p.TableOID)
 	case !p.Exists:
 		gone.what = fmt.Sprintf("publication %q no longer exists", w.tables.Publication)
+		gone.fix = "create it again with `cdc-relay migrate` (the same --table and --publication). That is not enough: pgoutput reads a publication as of the WAL it decodes, " +
+			"so the slot can never decode the WAL written while it did not exist, and must be dropped and created again"
+		gone.recreate = true
 	case p.Partitioned && !p.ViaRoot:
 		gone.what = fmt.Sprintf("publication %q publishes the rows of the partitioned table %s under the names of its partitions, which the relay does not read", w.tables.Publication, outbox)
 		gone.fix = "run " + migrations.ViaRootFix(w.tables.Publication)
@@ -323,6 +326,9 @@ type tableGoneError struct {
 	what    string
 	fix     string
 	vouched checkpoint.Position // of the last check that found all right
+	// recreate is true when the slot cannot decode past the change (the
+	// publication missing from the WAL): recover must create it again.
+	recreate bool
 }
 
 func (e *tableGoneError) Error() string {
@@ -331,11 +337,15 @@ func (e *tableGoneError) Error() string {
 		since = at.UTC().Add(-recoverMargin).Truncate(time.Second).Format(time.RFC3339)
 		checked = fmt.Sprintf("the check at %s", at.UTC().Format(time.RFC3339))
 	}
+	command, does := "cdc-relay recover --since "+since, ""
+	if e.recreate {
+		command, does = "cdc-relay recover --recreate-slot --since "+since, ", which drops the slot and creates it again at the current WAL position first"
+	}
 	return fmt.Sprintf("%s. The relay confirmed nothing past %s, the position of %s, and stopped. "+
 		"To go on: %s; then publish again the rows inserted since, which are still in the outbox table but may never have been published, "+
-		"with `cdc-relay recover --since %s` and the same flags as run (%s, less recover's margin of %s; rows already delivered arrive twice); "+
+		"with `%s` and the same flags as run%s (%s, less recover's margin of %s; rows already delivered arrive twice); "+
 		"then start the relay again",
-		e.what, e.vouched.LSN, checked, e.fix, since, sinceIs(e.vouched), recoverMargin)
+		e.what, e.vouched.LSN, checked, e.fix, command, does, sinceIs(e.vouched), recoverMargin)
 }
 
 // sinceIs says what the --since time of a tableGoneError is.

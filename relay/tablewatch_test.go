@@ -124,7 +124,9 @@ func TestTableWatch(t *testing.T) {
 		{"renamed", nil, []string{"ALTER TABLE outbox RENAME TO outbox_old"}, "no longer exists (dropped or renamed)"},
 		// Even added back at once: inserts in between were not published.
 		{"dropped and created again", nil, []string{"DROP TABLE outbox", "CREATE TABLE outbox (id int)", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"}, "was dropped and created again"},
+		// Creating it again is not enough: the slot must be created again.
 		{"publication dropped", nil, []string{"DROP PUBLICATION cdc_relay"}, `publication "cdc_relay" no longer exists`},
+		{"publication renamed", nil, []string{"ALTER PUBLICATION cdc_relay RENAME TO cdc_relay_tmp"}, "`cdc-relay recover --recreate-slot --since "},
 		{"partitioned, published via the root", []string{partitionedOutbox, "CREATE TABLE outbox_all PARTITION OF outbox DEFAULT"},
 			[]string{"INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('a', 'k', 'e', '{}')"}, ""},
 		{"partitioned, partitions published by name", []string{partitionedOutbox, "CREATE TABLE outbox_all PARTITION OF outbox DEFAULT"},
@@ -201,7 +203,7 @@ func TestTableWatch(t *testing.T) {
 // printedSince is the time of the `cdc-relay recover --since` command in
 // msg.
 func printedSince(msg string) (time.Time, bool) {
-	m := regexp.MustCompile("`cdc-relay recover --since (\\S+)`").FindStringSubmatch(msg)
+	m := regexp.MustCompile("`cdc-relay recover (?:--recreate-slot )?--since (\\S+)`").FindStringSubmatch(msg)
 	if m == nil {
 		return time.Time{}, false
 	}

@@ -66,6 +66,17 @@ func hint(err error) string {
 	return ""
 }
 
+// PublicationMissing reports whether err is the walsender's refusal to
+// decode because a publication the stream names does not exist (SQLSTATE
+// 42704), as of the WAL it decodes: pgoutput reads publications with the
+// catalog as it was when that WAL was written, so a publication that
+// exists now may still be missing there.
+func PublicationMissing(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42704" &&
+		strings.HasPrefix(pgErr.Message, "publication ") && strings.HasSuffix(pgErr.Message, " does not exist")
+}
+
 // Abort closes the network connection at once. It is safe from any
 // goroutine: a [Conn.Stream] in progress returns an error without
 // confirming anything more. It is for a relay that must stop reading now

@@ -48,6 +48,11 @@ cannot know: recover widens its window by 12 hours for it, so that it finds
 the rows written in any zone from UTC-12 to UTC+14, and publishes more rows
 twice.
 
+With --recreate-slot, recover drops the slot and creates it again, then goes
+on as for a dropped slot: for a slot that cannot decode the WAL after the
+relay's checkpoint (a publication dropped and created again, or renamed and
+renamed back: pgoutput reads it as of the WAL it decodes), as "run" says.
+
 With --since and no gap, recover publishes again the rows written since
 then and changes nothing else: for rows the stream never published (the
 outbox table had left the publication) or parked without their record (a
@@ -71,7 +76,7 @@ Example:
 
 // recoverSections orders recover's flags in its usage.
 var recoverSections = []flagSection{
-	{"What to publish again", []string{"dry-run", "margin", "since"}},
+	{"What to publish again", []string{"dry-run", "margin", "since", "recreate-slot"}},
 	{"Configuration file (optional)", []string{"config"}},
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers", "replication-timeout"}},
 	{"Slot and tables", []string{"slot", "publication", "table", "status-table", "checkpoint-table"}},
@@ -90,10 +95,12 @@ func (c *RecoverCommand) flags() *flag.FlagSet {
 	c.opts.Margin = 10 * time.Minute
 	durationVar(fs, &c.opts.Margin, "margin", c.opts.Margin,
 		"also publish rows written this long before the checkpoint's commit time, for transactions that committed long after they wrote them")
+	fs.BoolVar(&c.opts.RecreateSlot, "recreate-slot", false,
+		"drop the slot and create it again, then publish again as for a lost slot: for a slot that cannot decode past a publication dropped and created again (the relay's error says when)")
 	fs.StringVar(&c.since, "since", "", "publish rows whose timestamp column is at or after this `time` (RFC 3339, such as 2026-11-23T08:00:00Z) instead")
 	// What to publish is chosen on the command line, never by a variable
 	// left set in a shell.
-	onlyOnCommandLine(fs, "dry-run", "margin", "since")
+	onlyOnCommandLine(fs, "dry-run", "margin", "since", "recreate-slot")
 	return fs
 }
 
@@ -163,7 +170,10 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 		return nil
 	}
 	gap := fmt.Sprintf("%s to %s", res.Gap.Checkpoint.LSN, res.Gap.SlotLSN)
-	if res.Gap.Dropped && c.opts.DryRun {
+	switch {
+	case c.opts.RecreateSlot && c.opts.DryRun:
+		gap = fmt.Sprintf("%s to now (the slot would be dropped and created again)", res.Gap.Checkpoint.LSN)
+	case res.Gap.Dropped && c.opts.DryRun:
 		gap = fmt.Sprintf("%s to now (the slot was dropped)", res.Gap.Checkpoint.LSN)
 	}
 	if c.opts.DryRun {

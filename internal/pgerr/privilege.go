@@ -41,12 +41,16 @@ func MissingReplication(err error) bool {
 // the ALTER ROLE a superuser runs; for a schema, the GRANT USAGE; for any
 // other privilege (a table, a sequence) the command that prints every
 // GRANT the relay's role needs, `cdc-relay migrate --print-grants ROLE`,
-// to run as the database's administrator. The fix is one sentence with
+// to run as the database's administrator; for a read row-level security
+// would filter, RowSecurity's. The fix is one sentence with
 // no line break; names in SQL are quoted.
 func Privilege(err error, role string) (fix string, ok bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != insufficientPrivilege {
 		return "", false
+	}
+	if fix, ok := RowSecurity(err, role); ok {
+		return fix, true
 	}
 	r := pgx.Identifier{role}.Sanitize()
 	printGrants := fmt.Sprintf("as the database's administrator, run the SQL that `%s` prints", PrintGrants(role))

@@ -113,3 +113,22 @@ func TestMigrateAs(t *testing.T) {
 		})
 	}
 }
+
+// TestRowSecurity: PostgreSQL's refusal of a read that row-level security
+// would filter (row_security off) is told with its fixes for the role; a
+// plain missing privilege is not, and Privilege gives the same fix.
+func TestRowSecurity(t *testing.T) {
+	rls := &pgconn.PgError{Code: "42501", Message: `query would be affected by row-level security policy for table "out"box"`}
+	fix, ok := pgerr.RowSecurity(fmt.Errorf("read: %w", rls), "relay")
+	for _, want := range []string{`ALTER ROLE "relay" BYPASSRLS`, `CREATE POLICY cdc_relay_reads ON "out""box" FOR SELECT TO "relay" USING (true);`, "owner"} {
+		if !ok || !strings.Contains(fix, want) {
+			t.Errorf("RowSecurity = %q, %v; want it to say %q", fix, ok, want)
+		}
+	}
+	if p, _ := pgerr.Privilege(rls, "relay"); p != fix {
+		t.Errorf("Privilege = %q, want RowSecurity's %q", p, fix)
+	}
+	if _, ok := pgerr.RowSecurity(&pgconn.PgError{Code: "42501", Message: "permission denied for table outbox"}, "relay"); ok {
+		t.Errorf("RowSecurity took a missing GRANT for row-level security")
+	}
+}
