@@ -46,6 +46,7 @@ func TestOnSlotLossRecover(t *testing.T) {
 			var leader *pgx.Conn // holds the leadership lock, as another relay would
 			if tc.standby {
 				leader = mustConnect(t, e.url)
+				mustExec(t, leader, "SET application_name = 'cdc-relay leader'") // as a relay names its lock's session
 				mustExec(t, leader, "SELECT pg_advisory_lock(hashtextextended('cdc-relay/' || $1::text, 0))", e.slot)
 				relay = e.spawnRelay("--on-slot-loss", "recover")
 				e.waitFor("the relay stands by", 30*time.Second, func() bool { return strings.Contains(relay.Log(), "standing by") })
