@@ -86,6 +86,11 @@ func tryLead(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership,
 	if err != nil {
 		return nil, fmt.Errorf("acquire leadership connection: %w", err)
 	}
+	// Named before the lock is taken, as lead does.
+	if err := markLeader(ctx, conn, "cdc-relay recover"); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("name the leadership session: %w", err)
+	}
 	var ok bool
 	if err := conn.QueryRow(ctx, leaderLock, slot).Scan(&ok); err != nil {
 		conn.Release()
@@ -95,12 +100,7 @@ func tryLead(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership,
 		conn.Release()
 		return nil, nil
 	}
-	l := &leadership{conn: conn, slot: slot}
-	if err := markLeader(ctx, conn, "cdc-relay recover"); err != nil {
-		l.release()
-		return nil, fmt.Errorf("name the leadership session: %w", err)
-	}
-	return l, nil
+	return &leadership{conn: conn, slot: slot}, nil
 }
 
 // lead takes the slot's advisory lock on a connection held for the
@@ -111,6 +111,16 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire leadership connection: %w", err)
+	}
+	// Named before the lock is taken, so that a standby never sees the
+	// lock held by a session without the name (it would take a relay for
+	// another session).
+	if err := markLeader(ctx, conn, leaderAppName); err != nil {
+		conn.Release()
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("name the leadership session: %w", err)
 	}
 	warned := false
 	for {
@@ -127,10 +137,6 @@ func lead(ctx context.Context, pool *pgxpool.Pool, slot string, log *slog.Logger
 			if err := conn.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&l.serverStart); err != nil {
 				l.release()
 				return nil, fmt.Errorf("read the server's start time: %w", err)
-			}
-			if err := markLeader(ctx, conn, leaderAppName); err != nil {
-				l.release()
-				return nil, fmt.Errorf("name the leadership session: %w", err)
 			}
 			return l, nil
 		}
