@@ -3,7 +3,9 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -42,5 +44,30 @@ func TestRecordPublicationKeepsTheExpectedColumns(t *testing.T) {
 	}
 	if m := marks[key]; m.Stamp == "old" || !slices.Equal(m.Columns, had) {
 		t.Fatalf("recorded %+v, want the publication as it is now with the columns %q kept", m, had)
+	}
+}
+
+// TestRecoverRefusesARenamedExpectedColumn: recover refuses, naming the
+// column, an outbox table that lacks an optional column a start found in
+// it, rather than publish its rows without it.
+func TestRecoverRefusesARenamedExpectedColumn(t *testing.T) {
+	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	db := newWatchDB(t, pg, "renamed")
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	store := checkpoint.NewStore(db.conn, cfg.CheckpointSchema, cfg.CheckpointTable)
+	if err := store.Save(ctx, cfg.Slot, 0x100); err != nil {
+		t.Fatal(err)
+	}
+	if err := setPublicationMarks(ctx, store, cfg.Slot, map[string]storedMark{markKey(cfg, 0): {OID: 1, Stamp: "s", Columns: []string{"id", "topic"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkExpectedColumns(ctx, db.conn, store, cfg); err != nil {
+		t.Fatalf("refused a table with every column: %v", err)
+	}
+	db.exec("ALTER TABLE outbox RENAME COLUMN topic TO destination")
+	err := checkExpectedColumns(ctx, db.conn, store, cfg)
+	if !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), "lacks the column topic") {
+		t.Fatalf("checkExpectedColumns = %v, want a fatal error naming the column topic", err)
 	}
 }
