@@ -55,6 +55,18 @@ func JudgeUnit(v int64) (TimestampUnit, bool) {
 	return UnitUnset, false
 }
 
+// JudgeUnits returns the unit of a column whose oldest and newest values
+// are oldest and newest (JudgeUnit of each), and false when either is
+// ambiguous or they disagree: its unit must be given.
+func JudgeUnits(oldest, newest int64) (TimestampUnit, bool) {
+	a, okA := JudgeUnit(oldest)
+	b, okB := JudgeUnit(newest)
+	if !okA || !okB || a != b {
+		return UnitUnset, false
+	}
+	return b, true
+}
+
 // Time is the instant v means in unit u; an unset u judges v's unit
 // (JudgeUnit), and reads an ambiguous v as milliseconds.
 func (u TimestampUnit) Time(v int64) time.Time {

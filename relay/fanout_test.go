@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -196,5 +198,43 @@ func TestPipelineConfirmsOnlyWrittenBack(t *testing.T) {
 				t.Fatalf("safe %s once the row was written, want 0/200", got)
 			}
 		})
+	}
+}
+
+// TestPipelineParksARoutedRowLackingItsTimestampOncePerRoute: a routed
+// table's row whole but for its timestamp is parked FAILED once for each
+// route, with that route's topic, so that the poller can send every copy;
+// one matching no route goes nowhere, as a whole row would.
+func TestPipelineParksARoutedRowLackingItsTimestampOncePerRoute(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	poison := fmt.Errorf("%w; parked FAILED", &decoder.MappingError{Timestamp: true, Err: errors.New("timestamp column has type text")})
+	msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+	for i, rs := range [][]string{{"wallet-events", "payment-events"}, nil} {
+		id := string(rune('a' + i))
+		msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Routed: true, Routes: rs, Poison: poison, Event: decoder.Event{
+			ID: []byte(id), Value: []byte(`{}`), CommitLSN: 0x200 - 8, Headers: []decoder.Header{{Key: "id", Value: []byte(id)}},
+		}})
+	}
+	msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: 0x200})
+	for _, m := range msgs {
+		if err := tp.apply(0, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp.waitIdle(t)
+	tp.store.mu.Lock()
+	topics, rows := slices.Clone(tp.store.topics), slices.Clone(tp.store.recorded)
+	tp.store.mu.Unlock()
+	sort.Strings(topics)
+	if !slices.Equal(topics, []string{"payment-events", "wallet-events"}) {
+		t.Fatalf("parked to topics %q (rows %q), want one FAILED row per route", topics, rows)
+	}
+	for _, r := range rows {
+		if !strings.HasPrefix(r, "FAILED a: ") {
+			t.Fatalf("parked %q, want FAILED rows of event a", rows)
+		}
+	}
+	if got := tp.tracker.Safe(); got != 0x200 {
+		t.Fatalf("safe %s, want 0/200 once every copy is parked", got)
 	}
 }

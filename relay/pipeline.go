@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -111,9 +112,13 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	return nil
 }
 
-// route produces one copy of the event for each topic it goes to.
+// route produces one copy of the event for each topic it goes to. A
+// routed row whole but for its timestamp is routed too, so that each
+// route's copy is parked FAILED with its topic for the poller to send.
 func (p *pipeline) route(msg *decoder.Message) {
-	if !msg.Routed || msg.Poison != nil {
+	var me *decoder.MappingError
+	tsOnly := errors.As(msg.Poison, &me) && me.Timestamp
+	if !msg.Routed || msg.Poison != nil && !tsOnly {
 		p.produce(msg, msg.Event.Topic, nil)
 		return
 	}

@@ -93,6 +93,7 @@ type fakeStore struct {
 	block    bool
 	calls    int
 	recorded []string // event ids with their reasons
+	topics   []string // the topic of each row recorded
 	called   chan struct{}
 
 	firstDelay time.Duration       // the first call takes this long
@@ -176,6 +177,7 @@ func (f *fakeStore) park(ctx context.Context, ev *decoder.Event, state string, r
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.recorded = append(f.recorded, state+" "+string(ev.ID)+": "+reason.Error())
+	f.topics = append(f.topics, ev.Topic)
 	return nil
 }
 

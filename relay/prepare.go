@@ -213,7 +213,7 @@ func createSlotSQL(ctx context.Context, db PrepareDB, cfg Config) error {
 		sql = "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
 	}
 	var text string
-	stopWatch := watchSlotCreation(ctx, cfg.PostgresURL, cfg.Slot, cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)))
+	stopWatch := watchSlotCreation(ctx, cfg.postgresURL(), cfg.Slot, cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)))
 	err = db.QueryRow(ctx, sql, cfg.Slot).Scan(&text)
 	stopWatch()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -92,17 +93,65 @@ func (s *session) previousMarks(ctx context.Context) ([]watchMark, map[string]st
 // recordPublication records in slot's checkpoint row what the publication
 // publishes of each outbox table now: after recover has republished the
 // rows a change of the publication may have hidden, the next relay starts
-// from the publication as it is.
+// from the publication as it is. The expected columns stored are kept:
+// a column renamed is still refused at the next start (expect.go).
 func recordPublication(ctx context.Context, db migrations.Querier, store *checkpoint.Store, cfg Config) error {
+	stored, err := storedMarks(ctx, store, cfg.Slot)
+	if err != nil {
+		return err
+	}
 	marks := make(map[string]storedMark, len(cfg.Tables))
 	for i := range cfg.Tables {
 		p, err := migrations.LookupPublication(ctx, db, cfg.Migrations(i))
 		if err != nil {
 			return err
 		}
-		marks[markKey(cfg, i)] = storedMark{OID: p.TableOID, Stamp: p.Stamp}
+		key := markKey(cfg, i)
+		marks[key] = storedMark{OID: p.TableOID, Stamp: p.Stamp, Columns: stored[key].Columns}
 	}
 	return setPublicationMarks(ctx, store, cfg.Slot, marks)
+}
+
+// checkExpectedColumns refuses, before recover publishes anything, an
+// outbox table that lacks an optional column it had when a relay last
+// started on the slot (the publication marks' Columns): its rows would
+// go out without their id, to another topic, or without their headers,
+// as a start refuses too (expect.go).
+func checkExpectedColumns(ctx context.Context, db migrations.Querier, store *checkpoint.Store, cfg Config) error {
+	stored, err := storedMarks(ctx, store, cfg.Slot)
+	if err != nil {
+		return err
+	}
+	for i := range cfg.Tables {
+		had := stored[markKey(cfg, i)].Columns
+		if len(had) == 0 {
+			continue
+		}
+		m := cfg.Migrations(i)
+		names, _, err := tableColumns(ctx, db, m.OutboxSchema, m.OutboxTable)
+		if err != nil {
+			return err
+		}
+		if lacks := lacking(had, names); len(names) > 0 && len(lacks) > 0 {
+			return fatalError{fmt.Errorf("outbox table %s lacks the column %s it had when the relay last started on slot %q: its rows would be published without it. "+
+				"Rename it back, or map the column that now holds it, then run recover again", markKey(cfg, i), strings.Join(lacks, ", "), cfg.Slot)}
+		}
+	}
+	return nil
+}
+
+// storedMarks returns slot's publication marks by markKey; none when the
+// row has none or they are unreadable.
+func storedMarks(ctx context.Context, store *checkpoint.Store, slot string) (map[string]storedMark, error) {
+	raw, err := store.PublicationMarks(ctx, slot)
+	if err != nil || raw == "" {
+		return nil, err
+	}
+	var stored map[string]storedMark
+	if json.Unmarshal([]byte(raw), &stored) != nil {
+		return nil, nil
+	}
+	return stored, nil
 }
 
 func setPublicationMarks(ctx context.Context, store *checkpoint.Store, slot string, marks map[string]storedMark) error {

@@ -108,6 +108,9 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	defer lock.release()
 
 	store := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable)
+	if err := checkExpectedColumns(ctx, pool, store, cfg); err != nil {
+		return res, err
+	}
 	gap, err := findGap(ctx, pool, store, cfg.Slot)
 	if err != nil {
 		return res, err

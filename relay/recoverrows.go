@@ -156,36 +156,41 @@ const noTimeZone = "timestamp without time zone"
 const localTimeSlack = 12 * time.Hour
 
 // epochUnit returns the unit of the bigint timestamp column ts of m's
-// table: the mapping's, else the one its newest value's magnitude shows
-// (decoder.JudgeUnit, as the decoder reads each value), or an error
-// saying what to set when the magnitude says none. An empty table is
-// read in milliseconds: it has no row to select.
+// table: the mapping's, else the one both its oldest and its newest
+// value's magnitude show (decoder.JudgeUnits; the decoder reads each
+// value so), or an error saying what to set when either says none or they
+// disagree. An empty table is read in milliseconds: it has no row to
+// select.
 func (r *outboxReader) epochUnit(ctx context.Context, m decoder.Mapping, ts string, log *slog.Logger) (decoder.TimestampUnit, error) {
 	if m.TimestampUnit != decoder.UnitUnset {
 		return m.TimestampUnit, nil
 	}
-	rr := r.conn.ExecParams(ctx, "SELECT max("+ts+") FROM "+r.table, nil, nil, nil, nil)
-	var newest []byte
+	rr := r.conn.ExecParams(ctx, "SELECT min("+ts+"), max("+ts+") FROM "+r.table, nil, nil, nil, nil)
+	var oldest, newest []byte
 	for rr.NextRow() {
-		newest = slices.Clone(rr.Values()[0])
+		oldest, newest = slices.Clone(rr.Values()[0]), slices.Clone(rr.Values()[1])
 	}
 	if _, err := rr.Close(); err != nil {
-		return "", fmt.Errorf("read the newest value of timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
+		return "", fmt.Errorf("read the oldest and newest values of timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
 	}
 	if newest == nil {
 		return decoder.UnitMillis, nil
 	}
-	v, err := strconv.ParseInt(string(newest), 10, 64)
+	first, err := strconv.ParseInt(string(oldest), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("read the oldest value of timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
+	}
+	last, err := strconv.ParseInt(string(newest), 10, 64)
 	if err != nil {
 		return "", fmt.Errorf("read the newest value of timestamp column %q of %s: %w", m.TimestampColumn, r.table, err)
 	}
-	unit, ok := decoder.JudgeUnit(v)
+	unit, ok := decoder.JudgeUnits(first, last)
 	if !ok {
-		return "", fatalError{fmt.Errorf("the unit of bigint timestamp column %q of %s is ambiguous: its newest value, %d, is no epoch time from 1973 to 5138 in seconds, milliseconds or microseconds; "+
-			"set timestamp_unit: s, ms or us for the table in the config file (or --timestamp-unit)", m.TimestampColumn, r.table, v)}
+		return "", fatalError{fmt.Errorf("the unit of bigint timestamp column %q of %s is ambiguous: its oldest value, %d, and its newest, %d, are not both epoch times from 1973 to 5138 in the same unit (seconds, milliseconds or microseconds); "+
+			"set timestamp_unit: s, ms or us for the table in the config file (or --timestamp-unit)", m.TimestampColumn, r.table, first, last)}
 	}
-	log.Info("timestamp column is bigint with no timestamp_unit: its unit is judged by its newest value; set timestamp_unit (--timestamp-unit) to say it",
-		"column", m.TimestampColumn, "table", r.table, "newest", v, "unit", unit)
+	log.Info("timestamp column is bigint with no timestamp_unit: its unit is judged by its oldest and newest values; set timestamp_unit (--timestamp-unit) to say it",
+		"column", m.TimestampColumn, "table", r.table, "oldest", first, "newest", last, "unit", unit)
 	return unit, nil
 }
 

@@ -123,7 +123,7 @@ func createAdopting(ctx context.Context, db PrepareDB, repl *replication.Conn, c
 			return replication.NewSlot{}, 0, err
 		}
 	}
-	stopWatch := watchSlotCreation(ctx, cfg.PostgresURL, cfg.Slot, log)
+	stopWatch := watchSlotCreation(ctx, cfg.postgresURL(), cfg.Slot, log)
 	created, err := repl.CreateSlot(ctx, cfg.Slot)
 	stopWatch()
 	var pgErr *pgconn.PgError

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
@@ -90,5 +93,63 @@ func TestSlotCreationNamesTheTransactionItWaitsFor(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the slot was not created once the transaction ended")
+	}
+}
+
+// TestSlotCreationWaitUsesTheURLFile: the wait's probe connects with
+// --postgres-url-file's current contents, as the session does, not the
+// connection string read at start (here a role that no longer logs in):
+// it names the holder rather than saying it could not be told.
+func TestSlotCreationWaitUsesTheURLFile(t *testing.T) {
+	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute)
+	blocker, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Close(context.Background())
+	tx, err := blocker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT txid_current()"); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "url")
+	if err := os.WriteFile(file, []byte(pg.URL("postgres")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	cfg := DefaultConfig()
+	cfg.Slot, cfg.Logger = "waits_file", slog.New(slog.NewTextHandler(&buf, nil))
+	cfg.PostgresURL, cfg.PostgresURLFile = strings.Replace(pg.URL("postgres"), "postgres@", "rotated_away@", 1), file
+	cfg.liveURL = newLiveURL(cfg)
+	if _, err := migrations.Apply(ctx, conn, cfg.Migrations(0)); err != nil {
+		t.Fatal(err)
+	}
+	creator, err := pgx.Connect(ctx, pg.URL("postgres")) // without the lock_timeout migrate sets
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer creator.Close(context.Background())
+	created := make(chan error, 1)
+	go func() { created <- createSlotSQL(ctx, creator, cfg) }()
+	pid := strconv.Itoa(int(blocker.PgConn().PID()))
+	deadline := time.Now().Add(slotWaitWarn + 20*time.Second)
+	for !strings.Contains(buf.String(), "server process "+pid) {
+		if strings.Contains(buf.String(), "could not be told") || time.Now().After(deadline) {
+			t.Fatalf("no line names the waiting transaction's session %s; log:\n%s", pid, buf.String())
+		}
+		select {
+		case err := <-created:
+			t.Fatalf("the slot was created (%v) while a transaction held an id", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-created; err != nil {
+		t.Fatal(err)
 	}
 }

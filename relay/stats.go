@@ -45,6 +45,10 @@ type DatabaseStats struct {
 	// StatusFile is the status table's file (pg_relation_filenode): a
 	// TRUNCATE gives it a new one, which a DELETE does not.
 	StatusFile int64
+	// StatusChurn is the status table's rows updated or deleted, as the
+	// statistics count them (n_tup_upd + n_tup_del): a delivery, skip or
+	// purge raises it; a TRUNCATE, VACUUM FULL or CLUSTER does not.
+	StatusChurn int64
 	// PausedTopics are the slot's paused topics in the pause table,
 	// sorted (none where the table is missing: a database migrated by an
 	// earlier version).
@@ -182,7 +186,8 @@ func readHeld(ctx context.Context, db Querier, cfg Config, s *DatabaseStats) err
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
 	err := scanHeld(ctx, db, fmt.Sprintf(heldQuery, status, MaxHeldTopics), s)
 	if err == nil {
-		err = db.QueryRow(ctx, "SELECT coalesce(pg_relation_filenode($1::regclass), 0)::bigint", status).Scan(&s.StatusFile)
+		err = db.QueryRow(ctx, `SELECT coalesce(pg_relation_filenode($1::regclass), 0)::bigint,
+			pg_stat_get_tuples_updated($1::regclass) + pg_stat_get_tuples_deleted($1::regclass)`, status).Scan(&s.StatusFile, &s.StatusChurn)
 	}
 	var pgErr *pgconn.PgError
 	switch {

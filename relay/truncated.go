@@ -15,10 +15,17 @@ import (
 // in the table, and the line names the recover command that publishes
 // them again, from the oldest held row's time less recover's margin. A
 // VACUUM FULL or CLUSTER changes the file too but keeps the rows: no
-// warning.
+// warning; nor for the rows the statistics count updated or deleted since
+// the last reading (StatusChurn: deliveries, skips, purges), which a
+// TRUNCATE does not count, so that a purge followed by VACUUM FULL is not
+// taken for one. Statistics reset meanwhile count from zero.
 func warnTruncated(log *slog.Logger, cfg Config, before, now DatabaseStats) {
 	held := func(s DatabaseStats) int64 { return s.Failed + s.Dead + s.Waiting + s.Paused }
-	lost := held(before) - held(now)
+	churn := now.StatusChurn - before.StatusChurn
+	if churn < 0 {
+		churn = now.StatusChurn // reset between the readings
+	}
+	lost := held(before) - held(now) - churn
 	if before.StatusFile == 0 || now.StatusFile == before.StatusFile || lost <= 0 {
 		return
 	}

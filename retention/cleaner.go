@@ -298,11 +298,11 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, args outboxA
 		case err != nil:
 			return "", nil, err
 		case !ok:
-			return disable(fmt.Sprintf("the unit of bigint timestamp column %q is ambiguous (its newest value is no epoch time from 1973 in seconds, milliseconds or microseconds): set timestamp_unit (--timestamp-unit) to s, ms or us", c.tsColumn))
+			return disable(fmt.Sprintf("the unit of bigint timestamp column %q is ambiguous (its oldest and newest values are not both epoch times from 1973 in the same unit, seconds, milliseconds or microseconds): set timestamp_unit (--timestamp-unit) to s, ms or us", c.tsColumn))
 		case unit == decoder.UnitUnset:
 			return "", nil, nil // no row yet: the next cleanup judges
 		}
-		log.Info("outbox retention: the bigint timestamp column has no timestamp_unit; its unit is judged by its newest value", "column", c.tsColumn, "unit", unit)
+		log.Info("outbox retention: the bigint timestamp column has no timestamp_unit; its unit is judged by its oldest and newest values", "column", c.tsColumn, "unit", unit)
 		c.tsUnit = unit
 	}
 	where, cutoff := cutoffCondition(col, *typ, c.tsUnit)
@@ -325,17 +325,18 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, args outboxA
 }
 
 // judgeUnit returns the unit of the bigint column col (quoted) of the
-// outbox table by its newest value (decoder.JudgeUnit): false when that
-// is ambiguous, UnitUnset and true when the table has no row yet.
+// outbox table by its oldest and newest values (decoder.JudgeUnits):
+// false when either is ambiguous or they disagree, UnitUnset and true
+// when the table has no row yet.
 func (c *Cleaner) judgeUnit(ctx context.Context, col string) (decoder.TimestampUnit, bool, error) {
-	var newest *int64
-	if err := c.db.QueryRow(ctx, "SELECT max("+col+") FROM "+c.outbox).Scan(&newest); err != nil {
-		return "", false, fmt.Errorf("read the newest value of timestamp column %q of %s: %w", c.tsColumn, c.outbox, err)
+	var oldest, newest *int64
+	if err := c.db.QueryRow(ctx, "SELECT min("+col+"), max("+col+") FROM "+c.outbox).Scan(&oldest, &newest); err != nil {
+		return "", false, fmt.Errorf("read the oldest and newest values of timestamp column %q of %s: %w", c.tsColumn, c.outbox, err)
 	}
 	if newest == nil {
 		return decoder.UnitUnset, true, nil
 	}
-	unit, ok := decoder.JudgeUnit(*newest)
+	unit, ok := decoder.JudgeUnits(*oldest, *newest)
 	return unit, ok, nil
 }
 

@@ -690,3 +690,29 @@ func TestOutboxRetentionCostWithRowsStillToSend(t *testing.T) {
 		t.Errorf("%d rows still to send left, want 50,000", n)
 	}
 }
+
+// TestOutboxRetentionRefusesMixedUnits: a bigint timestamp column of
+// milliseconds with one row of microseconds is not judged microseconds by
+// its newest value (which would delete every row): its oldest and newest
+// disagree, so outbox retention is disabled, saying so, and deletes
+// nothing.
+func TestOutboxRetentionRefusesMixedUnits(t *testing.T) {
+	ctx, pool := startDB(t)
+	exec(t, ctx, pool, `CREATE TABLE events (id bigserial PRIMARY KEY, at bigint)`)
+	exec(t, ctx, pool, `INSERT INTO events (at) VALUES ((extract(epoch FROM now() - interval '3 days') * 1000)::bigint),
+		((extract(epoch FROM now()) * 1000)::bigint), ((extract(epoch FROM now()) * 1000000)::bigint)`)
+	var log bytes.Buffer
+	cfg := quiet(t, time.Hour, 0)
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	c := New(pool, Options{OutboxSchema: "public", OutboxTable: "events", TimestampColumn: "at",
+		StatusSchema: "public", StatusTable: "outbox_delivery", Config: cfg})
+	if res, err := c.RunOnce(ctx); err != nil || res.OutboxRows != 0 {
+		t.Fatalf("cleanup: %+v, %v; want nothing deleted", res, err)
+	}
+	if n := count(t, ctx, pool, `SELECT count(*) FROM events`); n != 3 {
+		t.Fatalf("%d rows left, want 3", n)
+	}
+	if !strings.Contains(log.String(), "oldest") || !strings.Contains(log.String(), "timestamp_unit") {
+		t.Fatalf("the log does not say the oldest and newest values disagree:\n%s", log.String())
+	}
+}

@@ -42,7 +42,8 @@ func MissingReplication(err error) bool {
 // other privilege (a table, a sequence) the command that prints every
 // GRANT the relay's role needs, `cdc-relay migrate --print-grants ROLE`,
 // to run as the database's administrator; for a read row-level security
-// would filter, RowSecurity's. The fix is one sentence with
+// would filter, RowSecurity's; for a write a policy refuses, the
+// BYPASSRLS or the policy that lets it. The fix is one sentence with
 // no line break; names in SQL are quoted.
 func Privilege(err error, role string) (fix string, ok bool) {
 	var pgErr *pgconn.PgError
@@ -53,6 +54,9 @@ func Privilege(err error, role string) (fix string, ok bool) {
 		return fix, true
 	}
 	r := pgx.Identifier{role}.Sanitize()
+	if fix, ok := rowSecurityWrite(pgErr.Message, r); ok {
+		return fix, true
+	}
 	printGrants := fmt.Sprintf("as the database's administrator, run the SQL that `%s` prints", PrintGrants(role))
 	if MissingReplication(err) {
 		return fmt.Sprintf("the role %s lacks the REPLICATION attribute: as a superuser, run ALTER ROLE %s WITH REPLICATION;", r, r), true

@@ -132,3 +132,27 @@ func TestRowSecurity(t *testing.T) {
 		t.Errorf("RowSecurity took a missing GRANT for row-level security")
 	}
 }
+
+// TestRowSecurityRefusedWrite: a write a policy refuses ("new row
+// violates row-level security policy", on the relay's own tables) is not
+// taken for the refused read: Privilege tells the write's fixes.
+func TestRowSecurityRefusedWrite(t *testing.T) {
+	for _, msg := range []string{
+		`new row violates row-level security policy for table "outbox_delivery"`,
+		`new row violates row-level security policy "tenant" for table "outbox_delivery"`,
+	} {
+		err := &pgconn.PgError{Code: "42501", Message: msg}
+		if fix, ok := pgerr.RowSecurity(err, "relay"); ok {
+			t.Errorf("RowSecurity(%q) = %q: took a refused write for a refused read", msg, fix)
+		}
+		fix, ok := pgerr.Privilege(err, "relay")
+		for _, want := range []string{`"outbox_delivery"`, `ALTER ROLE "relay" BYPASSRLS`, "WITH CHECK (true)"} {
+			if !ok || !strings.Contains(fix, want) {
+				t.Errorf("Privilege(%q) = %q, %v; want it to say %q", msg, fix, ok, want)
+			}
+		}
+		if strings.Contains(fix, "FOR SELECT") {
+			t.Errorf("Privilege(%q) = %q: the read's fix for a write", msg, fix)
+		}
+	}
+}

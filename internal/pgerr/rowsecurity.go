@@ -19,8 +19,27 @@ import (
 // the table's owner without FORCE ROW LEVEL SECURITY) reads as before.
 const RowSecurityOff = "off"
 
-// rlsTable reads the table of PostgreSQL's row-level security refusal.
-var rlsTable = regexp.MustCompile(`row-level security policy for table "(.*)"$`)
+// rlsTable reads the table of PostgreSQL's refusal of a read that
+// row-level security would filter; not of a write a policy refuses.
+var rlsTable = regexp.MustCompile(`^query would be affected by row-level security policy for table "(.*)"$`)
+
+// rlsWriteTable reads the table of a write a row-level security policy
+// refuses ("new row violates row-level security policy [NAME] for table").
+var rlsWriteTable = regexp.MustCompile(`^new row violates row-level security policy (?:".*" )?for table "(.*)"$`)
+
+// rowSecurityWrite returns the fix of err's message when it is a write a
+// row-level security policy refused for role (quoted, as r): as on the
+// relay's own tables, when every table of a schema has it.
+func rowSecurityWrite(msg, r string) (string, bool) {
+	m := rlsWriteTable.FindStringSubmatch(msg)
+	if m == nil {
+		return "", false
+	}
+	t := pgx.Identifier{m[1]}.Sanitize()
+	return fmt.Sprintf("table %s has row-level security, whose policies refuse the role %s's writes: as a superuser, run ALTER ROLE %s BYPASSRLS; "+
+		"or, as the table's owner, give the role a policy for them (CREATE POLICY cdc_relay_writes ON %s FOR ALL TO %s USING (true) WITH CHECK (true);), "+
+		"or, for the relay's own table, ALTER TABLE %s DISABLE ROW LEVEL SECURITY;", t, r, r, t, r, t), true
+}
 
 // RowSecurity reports whether err is PostgreSQL refusing, under
 // row_security = off, a query that a row-level security policy would
