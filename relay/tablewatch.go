@@ -177,12 +177,29 @@ func (w *tableWatch) check(ctx context.Context) error {
 		return err
 	}
 	if gone := w.judge(p); gone != nil {
-		w.fail(gone)
-		return gone
+		w.fail(w.lookAgain(ctx, gone))
+		return w.Err()
 	}
 	w.stamp = p.Stamp
 	w.vouch(at)
 	return nil
+}
+
+// lookAgain, for a verdict of the stamp alone, looks once more: the
+// publication is read in more than one statement, so a change under way
+// (a table dropped and created again) can show as a stamp changed while
+// the rest still looks right, and the operator should be told what the
+// change was. The watch fails either way; only the reason may change.
+func (w *tableWatch) lookAgain(ctx context.Context, gone *tableGoneError) *tableGoneError {
+	if !gone.stampOnly {
+		return gone
+	}
+	if _, p, err := w.look(ctx); err == nil {
+		if again := w.judge(p); again != nil && !again.stampOnly {
+			return again
+		}
+	}
+	return gone
 }
 
 // look reads the WAL position, then the publication. In that order, in two
@@ -266,6 +283,7 @@ func (w *tableWatch) judgePublishing(p migrations.Publication, gone *tableGoneEr
 			"%s changed, and a change made and undone in between may have kept inserts from being published",
 			w.tables.Publication, outbox, p.ChangedSince(w.stamp))
 		gone.fix = "make sure nothing changes the publication while the relay runs"
+		gone.stampOnly = true
 	default:
 		return nil
 	}
@@ -329,6 +347,9 @@ type tableGoneError struct {
 	// recreate is true when the slot cannot decode past the change (the
 	// publication missing from the WAL): recover must create it again.
 	recreate bool
+	// stampOnly is true when all looked right but the stamp: see
+	// tableWatch.check.
+	stampOnly bool
 }
 
 func (e *tableGoneError) Error() string {
