@@ -144,12 +144,19 @@ func (e *env) recoverPrinted(log string) {
 	if m == nil {
 		e.t.Fatalf("the relay's error has no recover command with a time:\n%s", log)
 	}
-	recoverArgs := append([]string{"recover", "--since", m[1]}, withoutFlag(e.relayArgs()[1:], "--metrics-addr")...)
+	e.runRecover("--since", m[1])
+}
+
+// runRecover runs `cdc-relay recover` with args and the relay's flags,
+// failing the test when it fails.
+func (e *env) runRecover(args ...string) {
+	e.t.Helper()
+	recoverArgs := append(append([]string{"recover"}, args...), withoutFlag(e.relayArgs()[1:], "--metrics-addr")...)
 	out, err := exec.Command(relayBin, recoverArgs...).CombinedOutput()
 	if err != nil {
-		e.t.Fatalf("recover: %v\n%s", err, out)
+		e.t.Fatalf("recover %v: %v\n%s", args, err, out)
 	}
-	e.t.Logf("recover said: %s", out)
+	e.t.Logf("recover %v said: %s", args, out)
 }
 
 // waitEveryID waits until the id of each of the outbox table's n rows
@@ -160,16 +167,5 @@ func (e *env) waitEveryID(topic string, n int) {
 	if len(ids) != n {
 		e.t.Fatalf("%d rows in the outbox table, want %d", len(ids), n)
 	}
-	e.waitFor("every event arrives with its id", 30*time.Second, func() bool {
-		got := map[string]bool{}
-		for _, r := range e.readAll(topic) {
-			got[header(r, "id")] = true
-		}
-		for _, id := range ids {
-			if !got[id] {
-				return false
-			}
-		}
-		return true
-	})
+	e.waitFor("every event arrives with its id", 30*time.Second, func() bool { return e.everyIDIn(topic) })
 }

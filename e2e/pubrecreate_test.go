@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -98,12 +97,7 @@ func (e *env) recoverAsPrinted(log string) bool {
 			e.t.Logf("the relay said: %s", line)
 		}
 	}
-	recoverArgs := append(append([]string{"recover"}, printed...), withoutFlag(e.relayArgs()[1:], "--metrics-addr")...)
-	out, err := exec.Command(relayBin, recoverArgs...).CombinedOutput()
-	if err != nil {
-		e.t.Fatalf("recover %v: %v\n%s", printed, err, out)
-	}
-	e.t.Logf("recover %v said: %s", printed, out)
+	e.runRecover(printed...)
 	return len(printed) > 0 && printed[0] == "--recreate-slot"
 }
 
