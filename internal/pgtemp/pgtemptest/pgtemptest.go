@@ -21,12 +21,7 @@ import (
 // PostgreSQL is a failure.
 func StartT(t testing.TB, opts pgtemp.Options) *pgtemp.Cluster {
 	t.Helper()
-	if _, err := pgtemp.FindBin(); err != nil {
-		if os.Getenv("CI") != "" || os.Getenv(pgtemp.VersionEnv) != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	requireBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := pgtemp.Start(ctx, opts)
@@ -59,4 +54,17 @@ func ConnectT(t testing.TB, timeout time.Duration, schema ...string) (context.Co
 		}
 	}
 	return ctx, pg, conn
+}
+
+// requireBin skips the test when PostgreSQL's server binaries are
+// missing, except in CI (CI set) or when CDC_RELAY_TEST_PG asks for a
+// version, where a missing PostgreSQL is a failure.
+func requireBin(t testing.TB) {
+	t.Helper()
+	if _, err := pgtemp.FindBin(); err != nil {
+		if os.Getenv("CI") != "" || os.Getenv(pgtemp.VersionEnv) != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
 }
