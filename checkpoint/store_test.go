@@ -5,9 +5,6 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
-
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
-	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 // TestStoreCommitTime: the row's commit time, through every way a row is
@@ -16,12 +13,9 @@ import (
 // the position stores the position's time, and any other save keeps the
 // time stored, or the row's updated_at when it has none (a slot created).
 func TestStoreCommitTime(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE outbox (id uuid)")
-	cfg := migrations.DefaultConfig()
-	cfg.SkipOutbox = true
-	if _, err := migrations.Apply(ctx, conn, cfg); err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel()
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute)
+	cfg := migratedConfig()
 	s := NewStore(conn, cfg.CheckpointSchema, cfg.CheckpointTable)
 	c1 := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
 	c2 := c1.Add(time.Minute)
