@@ -3,15 +3,20 @@ package pgconnect_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/internal/freeport"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
+
+// pg is the package's PostgreSQL.
+var pg = pgtemptest.NewShared(pgtemptest.SharedOptions{})
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
 
 // TestOpenFails: an unparsable connection string and a refused connection
 // are each described, never with the password.
@@ -52,10 +57,11 @@ func TestOpenFails(t *testing.T) {
 // TestOpenSetsRuntimeParams: the session has the parameters asked for,
 // over those of the connection string.
 func TestOpenSetsRuntimeParams(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
+	db := pg.DB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgconnect.Open(ctx, pg.URL("postgres")+"&application_name=from-url&TimeZone=Europe/Paris", pgconnect.Options{
+	conn, err := pgconnect.Open(ctx, db.URL()+"&application_name=from-url&TimeZone=Europe/Paris", pgconnect.Options{
 		RuntimeParams: map[string]string{"application_name": "cdc-relay test", "TimeZone": "UTC"},
 	})
 	if err != nil {

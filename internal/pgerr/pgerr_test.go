@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,12 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
+
+// shared is the package's PostgreSQL, for the tests that need no
+// standby.
+var shared = pgtemptest.NewShared(pgtemptest.SharedOptions{})
+
+func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
 
 func connect(t *testing.T, url string) error {
 	t.Helper()
@@ -36,7 +43,8 @@ func connect(t *testing.T, url string) error {
 // the refused TLS attempt that sslmode=prefer makes first, and says what to
 // check; the password never appears.
 func TestConnect(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
+	pg := shared.DB(t).Cluster
 	free, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +104,9 @@ func TestShuttingDown(t *testing.T) {
 // TestConnectSeveralHosts: with a connection string that lists several
 // hosts, the error names each, with its own cause: one down, one that
 // does not take writes (a standby); and says what to do.
+// It starts a cluster of its own: it needs a standby.
 func TestConnectSeveralHosts(t *testing.T) {
+	t.Parallel()
 	primary := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
