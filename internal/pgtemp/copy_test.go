@@ -13,8 +13,10 @@ import (
 
 // TestCopyIsAClone: a cold copy has the source's system identifier and
 // data, no replication slot, a port of its own, and both run after it;
-// what is written to one afterwards is not in the other.
+// what is written to one afterwards is not in the other. The source is a
+// cluster of its own: Copy stops it.
 func TestCopyIsAClone(t *testing.T) {
+	t.Parallel()
 	ctx, src, conn := pgtemptest.ConnectT(t, 2*time.Minute,
 		"CREATE TABLE t (v text)", "INSERT INTO t VALUES ('before')",
 		"SELECT pg_create_logical_replication_slot('s', 'pgoutput')")

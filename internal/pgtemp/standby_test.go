@@ -16,7 +16,9 @@ import (
 // and after the primary crashes and it is promoted, takes writes. On
 // PostgreSQL 17 and later, with slot synchronisation, a failover logical
 // slot of the primary appears on the standby and survives the promotion.
+// The primary is a cluster of its own: the test crashes it.
 func TestStandbyFollowsThenTakesOver(t *testing.T) {
+	t.Parallel()
 	primary := pgtemptest.StartT(t, pgtemp.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
