@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // versionRow answers CheckMessages' query with a version.
@@ -59,10 +57,13 @@ func TestCheckMessagesByVersion(t *testing.T) {
 // server the tests run (PG_BINDIR picks it: PostgreSQL 13 refuses it, 14
 // and later take it).
 func TestCheckMessagesOnTheServer(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, time.Minute, "CREATE PUBLICATION p",
-		"SELECT pg_create_logical_replication_slot('s', 'pgoutput')")
-	_, optionErr := conn.Exec(ctx, `SELECT count(*) FROM pg_logical_slot_peek_binary_changes('s', NULL, NULL,
-		'proto_version', '1', 'publication_names', 'p', 'messages', 'true')`)
+	t.Parallel()
+	ctx, db, conn := pg.ConnectDB(t, time.Minute, "CREATE PUBLICATION p")
+	if _, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", db.Name); err != nil {
+		t.Fatal(err)
+	}
+	_, optionErr := conn.Exec(ctx, `SELECT count(*) FROM pg_logical_slot_peek_binary_changes($1, NULL, NULL,
+		'proto_version', '1', 'publication_names', 'p', 'messages', 'true')`, db.Name)
 	p, err := CheckMessages(ctx, conn)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 // (orders_outbox writes back into an enum column and a varchar(6), with
 // an attempts and a next-attempt column), a
 // table with a timestamp column of type text, one not in the publication,
-// a view, a physical slot and a publication that does not publish inserts.
+// a view and a publication that does not publish inserts. (The slots of
+// TestCheckDatabase are its own: slots are the cluster's.)
 var schema = []string{
 	`CREATE TYPE state AS ENUM ('NEW', 'SENT', 'FAILED')`,
 	`CREATE TABLE orders_outbox (id bigserial PRIMARY KEY, order_id text, body jsonb NOT NULL, kind text NOT NULL,
@@ -28,8 +30,6 @@ var schema = []string{
 	`CREATE VIEW a_view AS SELECT 'x'::text AS body`,
 	`CREATE PUBLICATION cdc_relay FOR TABLE orders_outbox, ledger, notes WITH (publish = 'insert')`,
 	`CREATE PUBLICATION deletes_only FOR TABLE ledger WITH (publish = 'delete')`,
-	`SELECT pg_create_physical_replication_slot('physical_slot')`,
-	`SELECT pg_create_logical_replication_slot('relay_slot', 'pgoutput')`,
 }
 
 // orders maps orders_outbox as it fits.
@@ -50,10 +50,15 @@ var names = Names{Publication: "cdc_relay", StatusSchema: "public", StatusTable:
 // migrate has not given its reset trigger.
 const noResetTrigger = "has pending values but no reset trigger: run `cdc-relay migrate --config relay.yaml` as the table's owner"
 
-// startDB starts a cluster with schema.
+// pg is the package's PostgreSQL.
+var pg = pgtemptest.NewShared(pgtemptest.SharedOptions{})
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+// startDB gives the test a database of its own with schema.
 func startDB(t *testing.T) (context.Context, *pgx.Conn) {
 	t.Helper()
-	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, schema...)
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, schema...)
 	return ctx, conn
 }
 
@@ -77,6 +82,7 @@ func problemStrings(problems []Problem) []string {
 }
 
 func TestCheckTable(t *testing.T) {
+	t.Parallel()
 	ctx, conn := startDB(t)
 	tests := []struct {
 		name      string
@@ -151,6 +157,7 @@ func TestCheckTable(t *testing.T) {
 // names its table and column, in the order of the tables, and a missing
 // publication is said once.
 func TestCheckTables(t *testing.T) {
+	t.Parallel()
 	ctx, conn := startDB(t)
 	all := tables(t, orders+`
   - {table: ledger, value: body, topic: t}
@@ -178,18 +185,33 @@ func TestCheckTables(t *testing.T) {
 }
 
 func TestCheckDatabase(t *testing.T) {
-	ctx, conn := startDB(t)
+	t.Parallel()
+	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute, schema...)
+	// A logical and a physical slot, named for the test's database: slots
+	// are the cluster's. The physical slot has no database to go with.
+	relaySlot, physicalSlot := db.Name+"_relay", db.Name+"_physical"
+	for _, sql := range []string{
+		"SELECT pg_create_physical_replication_slot('" + physicalSlot + "')",
+		"SELECT pg_create_logical_replication_slot('" + relaySlot + "', 'pgoutput')",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "SELECT pg_drop_replication_slot($1)", physicalSlot)
+	})
 	for _, tc := range []struct {
 		name, slot, publication string
 		want                    []string
 	}{
-		{name: "a pgoutput slot", slot: "relay_slot", publication: "cdc_relay"},
+		{name: "a pgoutput slot", slot: relaySlot, publication: "cdc_relay"},
 		{name: "no slot yet", slot: "nosuch", publication: "cdc_relay"},
-		{name: "a physical slot, a missing publication", slot: "physical_slot", publication: "nosuch", want: []string{
-			`replication slot "physical_slot" uses physical, the relay reads pgoutput: name another slot (slot: in the file, or --slot), or drop this one (SELECT pg_drop_replication_slot('physical_slot')) if nothing else reads it`,
+		{name: "a physical slot, a missing publication", slot: physicalSlot, publication: "nosuch", want: []string{
+			`replication slot "` + physicalSlot + `" uses physical, the relay reads pgoutput: name another slot (slot: in the file, or --slot), or drop this one (SELECT pg_drop_replication_slot('` + physicalSlot + `')) if nothing else reads it`,
 			`publication "nosuch" does not exist: create it for the tables, as CREATE PUBLICATION "nosuch" FOR TABLE ... WITH (publish = 'insert')`,
 		}},
-		{name: "a publication without inserts", slot: "relay_slot", publication: "deletes_only", want: []string{
+		{name: "a publication without inserts", slot: relaySlot, publication: "deletes_only", want: []string{
 			`publication "deletes_only" does not publish inserts, which are all the relay reads: ALTER PUBLICATION "deletes_only" SET (publish = 'insert')`,
 		}},
 	} {
@@ -212,6 +234,7 @@ func TestCheckDatabase(t *testing.T) {
 // TestCheckAdopt: a predicate PostgreSQL plans on the table is no
 // problem; one it refuses is, with its message.
 func TestCheckAdopt(t *testing.T) {
+	t.Parallel()
 	ctx, conn := startDB(t)
 	for _, tc := range []struct{ yaml, want string }{
 		{"\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a]}], adopt: seq > (SELECT 1)}\n", ""},
@@ -234,7 +257,8 @@ func TestCheckAdopt(t *testing.T) {
 // out a mapped column, is a problem with the statement that publishes the
 // whole table; a column list of every mapped column is none.
 func TestCheckTablePublishedInPart(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute)
+	t.Parallel()
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute)
 	var version int
 	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // table's function; a table without pending values, or without the status
 // column, is not. The check runs in a read-only transaction.
 func TestCheckResetTrigger(t *testing.T) {
+	t.Parallel()
 	ctx, conn := startDB(t)
 	pending := strings.Replace(orders, "delivered_at_column: sent_at", "delivered_at_column: sent_at, pending: [NEW]", 1)
 	migrate := func() {

@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // trialSchema is the database of TestTryWriteBack: tables whose CHECK
 // constraints, triggers and deferred constraints take some write-back
 // values and refuse others, an empty table, an enum status column, a
-// partitioned table (the same physical place in each partition) and a role
-// that may not update.
+// partitioned table (the same physical place in each partition); trialRole
+// adds a role that may not update.
 var trialSchema = []string{
 	`CREATE TABLE guarded (id bigserial PRIMARY KEY, body text,
 		status text NOT NULL DEFAULT 'PENDING' CHECK (status IN ('PENDING', 'SENT', 'DEAD')),
@@ -39,12 +37,24 @@ var trialSchema = []string{
 	`CREATE TABLE parts_eu PARTITION OF parts FOR VALUES IN ('eu')`,
 	`CREATE TABLE parts_us PARTITION OF parts FOR VALUES IN ('us')`,
 	`INSERT INTO parts VALUES (1, 'eu', 'a'), (2, 'us', 'b')`,
-	`CREATE ROLE reader`,
-	`GRANT SELECT ON guarded TO reader`,
+}
+
+// trialRole makes the role of TestTryWriteBack that may not update: one
+// of the test's own, as roles are the cluster's.
+func trialRole(ctx context.Context, t *testing.T, conn *pgx.Conn, name string) {
+	t.Helper()
+	for _, sql := range []string{`CREATE ROLE ` + name, `GRANT SELECT ON guarded TO ` + name} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
 }
 
 func TestTryWriteBack(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, trialSchema...)
+	t.Parallel()
+	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute, trialSchema...)
+	reader := db.Name + "_reader"
+	trialRole(ctx, t, conn, reader)
 	// check-config's session is read-only: the trial asks for read-write.
 	if _, err := conn.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
 		t.Fatal(err)
@@ -80,9 +90,9 @@ func TestTryWriteBack(t *testing.T) {
 		{name: "an empty table", yaml: "\n  - {table: empty, id: id, value: body, topic: t, write_back: {status_column: status, delivered: SENT, failed: FAILED}}\n",
 			untried: "the table has no row to try them on"},
 		{name: "no write_back", yaml: "\n  - {table: guarded, id: id, value: body, topic: t}\n"},
-		{name: "a role that may not update", role: "reader", yaml: "\n  - {table: guarded, id: id, value: body, topic: t, write_back: {status_column: status, delivered: SENT, failed: DEAD}}\n",
+		{name: "a role that may not update", role: reader, yaml: "\n  - {table: guarded, id: id, value: body, topic: t, write_back: {status_column: status, delivered: SENT, failed: DEAD}}\n",
 			want: []string{`public.guarded|status|write-back may not update the table: ERROR: permission denied for table guarded (SQLSTATE 42501): GRANT UPDATE on the write-back columns TO the relay's role`}},
-		{name: "a role that may not read", role: "reader", yaml: "\n  - {table: triggered, id: id, value: body, topic: t, write_back: {status_column: status, delivered: SENT, failed: DEAD}}\n",
+		{name: "a role that may not read", role: reader, yaml: "\n  - {table: triggered, id: id, value: body, topic: t, write_back: {status_column: status, delivered: SENT, failed: DEAD}}\n",
 			untried: "this role may not read the table"},
 	}
 	for _, tc := range tests {
@@ -130,9 +140,12 @@ func TestTryWriteBack(t *testing.T) {
 // TestTryWriteBackLockedRow: a row another transaction holds is waited
 // for at most the lock timeout, and the values are then said to be
 // untried, not refused.
+//
+// It measures the wait, so it does not run beside the package's other
+// tests (no t.Parallel: they start when it has ended).
 func TestTryWriteBackLockedRow(t *testing.T) {
-	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute, trialSchema...)
-	other, err := pgx.Connect(ctx, pg.URL("postgres"))
+	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute, trialSchema...)
+	other, err := pgx.Connect(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
