@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -14,8 +13,10 @@ import (
 // were, and none is a failover slot. The server's version is the same read
 // either way.
 func TestFailoverSlot(t *testing.T) {
-	ctx, pg, admin := pgtemptest.ConnectT(t, 2*time.Minute)
-	conn, err := replication.Connect(ctx, pg.URL("postgres"), "test", 10*time.Second)
+	t.Parallel()
+	ctx, db, admin := pg.ConnectDB(t, 2*time.Minute)
+	conn, err := replication.Connect(ctx, db.URL(), "test", 10*time.Second)
+	created, plain := db.Name+"_created", db.Name+"_plain"
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +35,12 @@ func TestFailoverSlot(t *testing.T) {
 	supported := version >= replication.FailoverVersion
 	t.Logf("PostgreSQL %d: failover slots %v", num, supported)
 
-	created, err := conn.CreateSlot(ctx, "created")
+	slot, err := conn.CreateSlot(ctx, created)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.ConsistentPoint == 0 || created.Snapshot == "" || created.Failover != supported {
-		t.Fatalf("CreateSlot = %+v, want a consistent point, a snapshot, and Failover %v", created, supported)
+	if slot.ConsistentPoint == 0 || slot.Snapshot == "" || slot.Failover != supported {
+		t.Fatalf("CreateSlot = %+v, want a consistent point, a snapshot, and Failover %v", slot, supported)
 	}
 	// The exported snapshot can be imported while the connection is idle.
 	tx, err := admin.Begin(ctx)
@@ -49,24 +50,24 @@ func TestFailoverSlot(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+created.Snapshot+"'"); err != nil {
+	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+slot.Snapshot+"'"); err != nil {
 		t.Fatalf("import the new slot's snapshot: %v", err)
 	}
 	_ = tx.Rollback(ctx)
-	checkFailover(t, admin, "created", supported, num)
+	checkFailover(t, admin, created, supported, num)
 
-	if _, err := admin.Exec(ctx, "SELECT pg_create_logical_replication_slot('plain', 'pgoutput')"); err != nil {
+	if _, err := admin.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", plain); err != nil {
 		t.Fatal(err)
 	}
-	checkFailover(t, admin, "plain", false, num)
+	checkFailover(t, admin, plain, false, num)
 	if !supported {
 		return
 	}
-	if err := conn.EnableFailover(ctx, "plain"); err != nil {
+	if err := conn.EnableFailover(ctx, plain); err != nil {
 		t.Fatal(err)
 	}
-	checkFailover(t, admin, "plain", true, num)
-	if err := conn.EnableFailover(ctx, "plain"); err != nil {
+	checkFailover(t, admin, plain, true, num)
+	if err := conn.EnableFailover(ctx, plain); err != nil {
 		t.Fatalf("EnableFailover on a failover slot: %v", err)
 	}
 }

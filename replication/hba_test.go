@@ -18,8 +18,10 @@ import (
 // connection (replication=database) is let in by an ordinary pg_hba.conf
 // line for its database and role, with no `replication` line, and is
 // refused with only a `replication` line for the role, with a hint that
-// says which line it needs.
+// says which line it needs. Each case starts a cluster of its own: its
+// pg_hba.conf is the case's.
 func TestLogicalReplicationMatchesDatabaseLines(t *testing.T) {
+	t.Parallel()
 	const common = "local all all trust\nhost all postgres 127.0.0.1/32 trust\n"
 	tests := []struct {
 		name string
@@ -31,6 +33,7 @@ func TestLogicalReplicationMatchesDatabaseLines(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			// The server runs as another user when the test runs as root:
 			// the file must be readable by it.
 			dir, err := os.MkdirTemp("", "hba")

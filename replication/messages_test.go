@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -20,7 +19,8 @@ import (
 // a non-transactional message comes outside any transaction. Without it,
 // pgoutput sends no message at all.
 func TestStreamMessages(t *testing.T) {
-	ctx, pg, admin := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE t (id int)", "CREATE PUBLICATION p FOR TABLE t")
+	t.Parallel()
+	ctx, db, admin := pg.ConnectDB(t, 2*time.Minute)
 	var version int
 	if err := admin.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
 		t.Fatal(err)
@@ -39,12 +39,12 @@ func TestStreamMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			conn, err := replication.Connect(ctx, pg.URL("postgres"), "test", 5*time.Second)
+			conn, err := replication.Connect(ctx, db.URL(), "test", 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Close(ctx)
-			slot := fmt.Sprintf("msgs_%v", tt.messages)
+			slot := fmt.Sprintf("%s_msgs_%v", db.Name, tt.messages)
 			created, err := conn.CreateSlot(ctx, slot)
 			if err != nil {
 				t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/internal/tcpproxy"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -49,9 +48,11 @@ func waitActive(t *testing.T, ctx context.Context, admin *pgx.Conn, slot string)
 // the stream asks it for keepalives and runs on; a server behind a silent
 // network ends the stream with ErrSilent within the timeout and a status
 // interval or so.
+//
+// It measures time, so it does not run beside the package's other tests.
 func TestStreamTimeout(t *testing.T) {
-	ctx, pg, admin := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE t (id int)", "CREATE PUBLICATION p FOR TABLE t")
-	cfg, err := pgconn.ParseConfig(pg.URL("postgres"))
+	ctx, db, admin := pg.ConnectDB(t, 2*time.Minute)
+	cfg, err := pgconn.ParseConfig(db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +73,12 @@ func TestStreamTimeout(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer proxy.Close()
-			conn, err := replication.Connect(ctx, strings.Replace(pg.URL("postgres"), server, proxy.Addr(), 1), "test", timeout)
+			conn, err := replication.Connect(ctx, strings.Replace(db.URL(), server, proxy.Addr(), 1), "test", timeout)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Close(ctx)
-			slot := "s" + strconv.Itoa(i)
+			slot := db.Name + "_s" + strconv.Itoa(i)
 			created, err := conn.CreateSlot(ctx, slot)
 			start := created.ConsistentPoint
 			if err != nil {
@@ -126,14 +127,17 @@ func (pauser) WaitResumed(ctx context.Context) error {
 // TestStopWhilePaused: a paused stream reads nothing, not even a
 // committed insert, keeps the connection alive with status updates, and
 // a stop ends it cleanly within a status interval or so.
+//
+// It measures time, so it does not run beside the package's other tests.
 func TestStopWhilePaused(t *testing.T) {
-	ctx, pg, admin := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE t (id int)", "CREATE PUBLICATION p FOR TABLE t")
-	conn, err := replication.Connect(ctx, pg.URL("postgres"), "test", 5*time.Second)
+	ctx, db, admin := pg.ConnectDB(t, 2*time.Minute)
+	conn, err := replication.Connect(ctx, db.URL(), "test", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	created, err := conn.CreateSlot(ctx, "paused")
+	slot := db.Name + "_paused"
+	created, err := conn.CreateSlot(ctx, slot)
 	start := created.ConsistentPoint
 	if err != nil {
 		t.Fatal(err)
@@ -147,11 +151,11 @@ func TestStopWhilePaused(t *testing.T) {
 	var got atomic.Int64
 	done := make(chan error, 1)
 	go func() {
-		done <- conn.Stream(sctx, replication.Options{Slot: "paused", Publication: "p", Tracker: tr, Pause: pauser{},
+		done <- conn.Stream(sctx, replication.Options{Slot: slot, Publication: "p", Tracker: tr, Pause: pauser{},
 			StatusInterval: 200 * time.Millisecond, StopTimeout: 5 * time.Second, Timeout: 5 * time.Second},
 			func(pglogrepl.LSN, []byte) error { got.Add(1); return nil })
 	}()
-	waitActive(t, ctx, admin, "paused")
+	waitActive(t, ctx, admin, slot)
 	time.Sleep(time.Second) // a window in which an unpaused stream would read the insert
 	stop()
 	began := time.Now()
