@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -17,7 +16,8 @@ import (
 // lost; one that maps it as payload_only, that the values would be whole
 // envelopes; one that maps it, and a relay of tables only, hear nothing.
 func TestWarnEmitUnmapped(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, time.Minute)
+	t.Parallel()
+	ctx, _, conn := sharedPG.ConnectDB(t, time.Minute)
 	if err := migrations.CreateEmit(ctx, conn, "outbox"); err != nil {
 		t.Fatal(err)
 	}

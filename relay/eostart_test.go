@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -96,9 +94,10 @@ func TestOnServerTimeline(t *testing.T) {
 // records a new stream id with its checkpoint row, another for each slot;
 // a slot that exists keeps its row's.
 func TestNewSlotStartsANewStream(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
+	db := sharedPG.DB(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	conn, err := pgx.Connect(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +106,7 @@ func TestNewSlotStartsANewStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.PostgresURL = pg.URL("postgres")
+	cfg.PostgresURL = db.URL()
 	store := checkpoint.NewStore(conn, cfg.CheckpointSchema, cfg.CheckpointTable)
 	if id, err := store.Stream(ctx, "none"); err != nil || id != "" {
 		t.Fatalf("Stream of a slot without a row = %q, %v; want none", id, err)
@@ -116,7 +115,7 @@ func TestNewSlotStartsANewStream(t *testing.T) {
 		t.Fatal("SetStream of a slot without a row succeeded; want an error")
 	}
 	seen := map[string]string{}
-	for _, slot := range []string{"first", "second"} {
+	for _, slot := range []string{db.Name + "_first", db.Name + "_second"} {
 		cfg.Slot = slot
 		if res, err := PrepareSlot(ctx, conn, cfg); err != nil || !res.Created {
 			t.Fatalf("PrepareSlot(%s) = %+v, %v; want the slot created", slot, res, err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // TestEpochUnitJudgedByOldestAndNewest: recover judges a bigint timestamp
@@ -15,7 +14,8 @@ import (
 // (one row of microseconds among milliseconds) it refuses, naming both
 // and the setting, rather than select no row of the window.
 func TestEpochUnitJudgedByOldestAndNewest(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, 5*time.Minute, `CREATE TABLE ev (id bigserial, at bigint)`)
+	t.Parallel()
+	ctx, _, conn := sharedPG.ConnectDB(t, 5*time.Minute, `CREATE TABLE ev (id bigserial, at bigint)`)
 	r := &outboxReader{conn: conn.PgConn(), table: `"public"."ev"`}
 	m := decoder.DefaultMapping()
 	m.TimestampColumn = "at"

@@ -6,8 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -16,15 +14,16 @@ import (
 // is a failover slot on PostgreSQL 17+, on a primary with no standby, and
 // is created as before on earlier versions.
 func TestPrepareSlotMakesAFailoverSlot(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
+	db := sharedPG.DB(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	conn, err := pgx.Connect(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
 	cfg := DefaultConfig()
-	cfg.PostgresURL = pg.URL("postgres")
+	cfg.PostgresURL, cfg.Slot = db.URL(), db.Name
 	if _, err := migrations.Apply(ctx, conn, cfg.Migrations(0)); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -30,7 +29,8 @@ var messagesMapping = decoder.Mapping{Schema: "public", Table: "ob", IDColumn: "
 // non-transactional message, or of another prefix; and parks a message
 // that is not an envelope DEAD.
 func TestStreamMessagesBesideRows(t *testing.T) {
-	ctx, pg, admin := pgtemptest.ConnectT(t, 2*time.Minute,
+	t.Parallel()
+	ctx, db, admin := sharedPG.ConnectDB(t, 2*time.Minute,
 		"CREATE TABLE ob (id bigint PRIMARY KEY, topic text NOT NULL, k text, body text)", "CREATE PUBLICATION p FOR TABLE ob")
 	var version int
 	if err := admin.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
@@ -39,12 +39,12 @@ func TestStreamMessagesBesideRows(t *testing.T) {
 	if version < 140000 {
 		t.Skip("pgoutput sends messages from PostgreSQL 14 on")
 	}
-	conn, err := replication.Connect(ctx, pg.URL("postgres"), "test", 10*time.Second)
+	conn, err := replication.Connect(ctx, db.URL(), "test", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	slot, err := conn.CreateSlot(ctx, "msgs")
+	slot, err := conn.CreateSlot(ctx, db.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +64,8 @@ func TestStreamMessagesBesideRows(t *testing.T) {
 		}
 	}
 	var auditLSN pglogrepl.LSN // the WAL position of the message without an id
-	if err := admin.QueryRow(ctx, `SELECT lsn FROM pg_logical_slot_peek_binary_changes('msgs', NULL, NULL,
-		'proto_version', '1', 'publication_names', 'p', 'messages', 'true') WHERE position('audit' in encode(data, 'escape')) > 0`).Scan(&auditLSN); err != nil {
+	if err := admin.QueryRow(ctx, `SELECT lsn FROM pg_logical_slot_peek_binary_changes($1, NULL, NULL,
+		'proto_version', '1', 'publication_names', 'p', 'messages', 'true') WHERE position('audit' in encode(data, 'escape')) > 0`, db.Name).Scan(&auditLSN); err != nil {
 		t.Fatal(err)
 	}
 
@@ -75,7 +75,7 @@ func TestStreamMessagesBesideRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := streamRecords(t, ctx, conn, tp, replication.Options{Slot: "msgs", Publication: "p", Messages: true, Start: slot.ConsistentPoint}, 5)
+	got := streamRecords(t, ctx, conn, tp, replication.Options{Slot: db.Name, Publication: "p", Messages: true, Start: slot.ConsistentPoint}, 5)
 	want := []string{
 		"orders o-1 row 1 [id=1]",
 		`orders o-1 {"a": 1} [id=m-1 type=created]`,

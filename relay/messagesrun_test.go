@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -30,9 +29,10 @@ import (
 func TestRunMessagesOnly(t *testing.T) {
 	for _, exactlyOnce := range []bool{false, true} {
 		t.Run(fmt.Sprintf("exactly-once %v", exactlyOnce), func(t *testing.T) {
-			ctx, pg, admin := pgtemptest.ConnectT(t, 3*time.Minute)
+			t.Parallel()
+			ctx, db, admin := sharedPG.ConnectDB(t, 3*time.Minute)
 			cfg := DefaultConfig()
-			cfg.PostgresURL, cfg.Kafka.Brokers = pg.URL("postgres"), newBroker(t)
+			cfg.PostgresURL, cfg.Kafka.Brokers, cfg.Slot = db.URL(), newBroker(t), db.Name
 			cfg.Tables, cfg.Messages = nil, []decoder.MessageMapping{{Prefix: "outbox"}}
 			cfg.StatusInterval, cfg.Poller.RetryBase = 100*time.Millisecond, 100*time.Millisecond
 			cfg.ExactlyOnce.Enabled = exactlyOnce

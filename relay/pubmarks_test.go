@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // TestRecordPublicationKeepsTheExpectedColumns: recover records the
@@ -18,8 +16,8 @@ import (
 // in the table, so that the next start still refuses while one is renamed
 // rather than sending its events without it.
 func TestRecordPublicationKeepsTheExpectedColumns(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	db := newWatchDB(t, pg, "marks")
+	t.Parallel()
+	db := newWatchDB(t, sharedPG.DB(t))
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	store := checkpoint.NewStore(db.conn, cfg.CheckpointSchema, cfg.CheckpointTable)
@@ -51,8 +49,8 @@ func TestRecordPublicationKeepsTheExpectedColumns(t *testing.T) {
 // column, an outbox table that lacks an optional column a start found in
 // it, rather than publish its rows without it.
 func TestRecoverRefusesARenamedExpectedColumn(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	db := newWatchDB(t, pg, "renamed")
+	t.Parallel()
+	db := newWatchDB(t, sharedPG.DB(t))
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	store := checkpoint.NewStore(db.conn, cfg.CheckpointSchema, cfg.CheckpointTable)

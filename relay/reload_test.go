@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -19,9 +17,10 @@ import (
 // the stream would make; a row that is gone, a table the relay does not
 // map, or a row that cannot become a record cannot be loaded, for good.
 func TestRowLoader(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
+	db := sharedPG.DB(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	conn, err := pgx.Connect(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +35,7 @@ func TestRowLoader(t *testing.T) {
 	}
 	m := decoder.Mapping{Schema: "public", Table: "app_outbox", IDColumn: "id", TopicColumn: "topic", KeyColumn: "order_id",
 		PayloadColumn: "body", TimestampColumn: "created"}
-	l, err := newRowLoader(Config{PostgresURL: pg.URL("postgres"), Tables: []Table{{Mapping: m}}})
+	l, err := newRowLoader(Config{PostgresURL: db.URL(), Tables: []Table{{Mapping: m}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +57,19 @@ func TestRowLoader(t *testing.T) {
 			t.Errorf("load %s of %s: %v, want it unloadable", r.EventID, r.SourceTable, err)
 		}
 	}
-	rowLoaderUnderRowSecurity(t, conn, strings.Replace(pg.URL("postgres"), "postgres@", "tenant@", 1), m)
+	// The role is the test's own: roles are the cluster's.
+	tenant := db.Name + "_tenant"
+	rowLoaderUnderRowSecurity(t, conn, strings.Replace(db.URL(), "postgres@", tenant+"@", 1), tenant, m)
 }
 
 // rowLoaderUnderRowSecurity: a row that a row-level security policy hides
 // from the relay's role (role tenant, of url) is not unloadable for good
 // (DEAD) nor read as gone: its load fails, saying ALTER ROLE … BYPASSRLS,
 // and it loads once the role bypasses row-level security.
-func rowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url string, m decoder.Mapping) {
+func rowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url, tenant string, m decoder.Mapping) {
 	ctx := context.Background()
 	for _, sql := range []string{
-		`CREATE ROLE tenant LOGIN`, `GRANT SELECT ON app_outbox TO tenant`,
+		`CREATE ROLE ` + tenant + ` LOGIN`, `GRANT SELECT ON app_outbox TO ` + tenant,
 		`ALTER TABLE app_outbox ENABLE ROW LEVEL SECURITY`, `CREATE POLICY others ON app_outbox USING (order_id <> 'o-1')`,
 	} {
 		if _, err := conn.Exec(ctx, sql); err != nil {
@@ -82,10 +83,10 @@ func rowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url string, m decod
 	defer l.close()
 	r := status.Row{ID: 7, EventID: "1", SourceTable: "public.app_outbox", Reload: true}
 	_, err = l.load(ctx, r)
-	if err == nil || errors.Is(err, poller.ErrUnloadable) || !strings.Contains(err.Error(), `ALTER ROLE "tenant" BYPASSRLS`) {
-		t.Fatalf("load under a policy that hides the row: %v, want an error to retry naming ALTER ROLE \"tenant\" BYPASSRLS", err)
+	if err == nil || errors.Is(err, poller.ErrUnloadable) || !strings.Contains(err.Error(), `ALTER ROLE "`+tenant+`" BYPASSRLS`) {
+		t.Fatalf("load under a policy that hides the row: %v, want an error to retry naming ALTER ROLE %q BYPASSRLS", err, tenant)
 	}
-	if _, err := conn.Exec(ctx, `ALTER ROLE tenant BYPASSRLS`); err != nil {
+	if _, err := conn.Exec(ctx, `ALTER ROLE `+tenant+` BYPASSRLS`); err != nil {
 		t.Fatal(err)
 	}
 	l.close() // a new session reads the role's attribute
@@ -98,9 +99,10 @@ func rowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url string, m decod
 // was adopted for, and is sent there; one whose tags no longer route it
 // there is unloadable.
 func TestRowLoaderRouted(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
+	db := sharedPG.DB(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	conn, err := pgx.Connect(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func TestRowLoaderRouted(t *testing.T) {
 	}
 	m := decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data", TagsColumn: "tags",
 		Routes: []decoder.Route{{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}}, {Topic: "payment-events", AnyOfTags: []string{"payment_id"}}}}
-	l, err := newRowLoader(Config{PostgresURL: pg.URL("postgres"), Tables: []Table{{Mapping: m}}})
+	l, err := newRowLoader(Config{PostgresURL: db.URL(), Tables: []Table{{Mapping: m}}})
 	if err != nil {
 		t.Fatal(err)
 	}

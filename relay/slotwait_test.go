@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -41,10 +40,17 @@ func (s *syncBuffer) String() string {
 // CREATE_REPLICATION_SLOT wait; after slotWaitWarn the relay logs that
 // session (pid, role, application_name) and that the slot is created when
 // it ends, and the slot is created once it does.
+//
+// A slot's creation waits for every transaction of the cluster, and the
+// relay's line names any: the test does not run beside the package's
+// other tests (no t.Parallel), and its role is its own.
 func TestSlotCreationNamesTheTransactionItWaitsFor(t *testing.T) {
-	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute,
-		"CREATE ROLE app LOGIN")
-	blocker, err := pgx.Connect(ctx, strings.Replace(pg.URL("postgres"), "postgres@", "app@", 1)+"&application_name=app-worker")
+	ctx, db, conn := sharedPG.ConnectDB(t, 2*time.Minute)
+	app := db.Name + "_app"
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+app+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	blocker, err := pgx.Connect(ctx, strings.Replace(db.URL(), "postgres@", app+"@", 1)+"&application_name=app-worker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +65,10 @@ func TestSlotCreationNamesTheTransactionItWaitsFor(t *testing.T) {
 	var buf syncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	created := make(chan error, 1)
-	stop := watchSlotCreation(ctx, pg.URL("postgres"), "waits", log)
+	slot := db.Name + "_waits"
+	stop := watchSlotCreation(ctx, db.URL(), slot, log)
 	go func() {
-		_, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot('waits', 'pgoutput')")
+		_, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
 		stop()
 		created <- err
 	}()
@@ -78,7 +85,7 @@ func TestSlotCreationNamesTheTransactionItWaitsFor(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, want := range []string{`application_name \"app-worker\"`, "of role app", "created when the holder's transaction ends or its session is terminated"} {
+	for _, want := range []string{`application_name \"app-worker\"`, "of role " + app, "created when the holder's transaction ends or its session is terminated"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the wait's line lacks %q:\n%s", want, buf.String())
 		}
@@ -99,10 +106,11 @@ func TestSlotCreationNamesTheTransactionItWaitsFor(t *testing.T) {
 // TestSlotCreationWaitUsesTheURLFile: the wait's probe connects with
 // --postgres-url-file's current contents, as the session does, not the
 // connection string read at start (here a role that no longer logs in):
-// it names the holder rather than saying it could not be told.
+// it names the holder rather than saying it could not be told. As the
+// test above, it does not run beside the package's other tests.
 func TestSlotCreationWaitUsesTheURLFile(t *testing.T) {
-	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute)
-	blocker, err := pgx.Connect(ctx, pg.URL("postgres"))
+	ctx, db, conn := sharedPG.ConnectDB(t, 2*time.Minute)
+	blocker, err := pgx.Connect(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,18 +124,18 @@ func TestSlotCreationWaitUsesTheURLFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "url")
-	if err := os.WriteFile(file, []byte(pg.URL("postgres")), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(db.URL()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var buf syncBuffer
 	cfg := DefaultConfig()
-	cfg.Slot, cfg.Logger = "waits_file", slog.New(slog.NewTextHandler(&buf, nil))
-	cfg.PostgresURL, cfg.PostgresURLFile = strings.Replace(pg.URL("postgres"), "postgres@", "rotated_away@", 1), file
+	cfg.Slot, cfg.Logger = db.Name+"_waits_file", slog.New(slog.NewTextHandler(&buf, nil))
+	cfg.PostgresURL, cfg.PostgresURLFile = strings.Replace(db.URL(), "postgres@", "rotated_away@", 1), file
 	cfg.liveURL = newLiveURL(cfg)
 	if _, err := migrations.Apply(ctx, conn, cfg.Migrations(0)); err != nil {
 		t.Fatal(err)
 	}
-	creator, err := pgx.Connect(ctx, pg.URL("postgres")) // without the lock_timeout migrate sets
+	creator, err := pgx.Connect(ctx, db.URL()) // without the lock_timeout migrate sets
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -19,9 +17,10 @@ import (
 // row; DELIVERED rows and topics with none held are left out; the per-topic
 // list stops at MaxHeldTopics while the totals count every topic.
 func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
+	db := sharedPG.DB(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	conn, err := pgx.Connect(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +118,15 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	// figure, and is told the GRANT to run; so is a database whose table
 	// of backfills cannot be read otherwise (a column dropped), and one
 	// migrated by an earlier version, which has no table of backfills.
-	mustExec(t, conn, "CREATE ROLE nobackfills")
-	mustExec(t, conn, "GRANT SELECT ON ALL TABLES IN SCHEMA public TO nobackfills")
-	mustExec(t, conn, "REVOKE SELECT ON "+backfills+" FROM nobackfills")
+	// The role is the test's own: roles are the cluster's.
+	nobackfills := db.Name + "_nobackfills"
+	mustExec(t, conn, "CREATE ROLE "+nobackfills)
+	mustExec(t, conn, "GRANT SELECT ON ALL TABLES IN SCHEMA public TO "+nobackfills)
+	mustExec(t, conn, "REVOKE SELECT ON "+backfills+" FROM "+nobackfills)
 	for _, tc := range []struct {
 		name, setup, reset, problem string
 	}{
-		{"without SELECT on it", "SET ROLE nobackfills", "RESET ROLE", "GRANT SELECT ON " + backfills + " TO"},
+		{"without SELECT on it", "SET ROLE " + nobackfills, "RESET ROLE", "GRANT SELECT ON " + backfills + " TO"},
 		{"with a column gone", "ALTER TABLE " + backfills + " DROP COLUMN last_key", "", "could not read the running backfills"},
 		{"without the table", "DROP TABLE " + backfills, "", "run `cdc-relay migrate`"},
 	} {
@@ -143,9 +144,9 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 // TestReadDatabaseStatsWithoutStatusTable: a missing status table, or
 // one not migrated since the upgrade (a column missing), says what to run.
 func TestReadDatabaseStatsWithoutStatusTable(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	conn, err := pgx.Connect(ctx, sharedPG.DB(t).URL())
 	if err != nil {
 		t.Fatal(err)
 	}

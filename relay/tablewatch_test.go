@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -23,8 +22,8 @@ import (
 // The table watch against a real PostgreSQL: each case changes the outbox
 // table or the publication under a watch, as an operator would.
 
-// watchDB is a database prepared by migrate, with a watch on its outbox
-// table.
+// watchDB is a test's database (newWatchDB: pdb) prepared by migrate,
+// with a watch on its outbox table.
 type watchDB struct {
 	t       *testing.T
 	conn    *pgx.Conn
@@ -32,18 +31,10 @@ type watchDB struct {
 	stopped bool
 }
 
-func newWatchDB(t *testing.T, pg *pgtemp.Cluster, name string, setup ...string) *watchDB {
+func newWatchDB(t *testing.T, pdb *pgtemptest.DB, setup ...string) *watchDB {
 	t.Helper()
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, pg.URL(name))
+	conn, err := pgx.Connect(ctx, pdb.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +50,7 @@ func newWatchDB(t *testing.T, pg *pgtemp.Cluster, name string, setup ...string) 
 		t.Fatal(err)
 	}
 	// A pool, as in the relay: the periodic check runs beside the test.
-	pool, err := pgxpool.New(ctx, pg.URL(name))
+	pool, err := pgxpool.New(ctx, pdb.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +102,7 @@ const partitionedOutbox = `CREATE TABLE outbox (id uuid NOT NULL DEFAULT gen_ran
 	created_at timestamptz NOT NULL DEFAULT now()) PARTITION BY RANGE (created_at)`
 
 func TestTableWatch(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
 	tests := []struct {
 		name   string
 		setup  []string // instead of migrate's outbox table
@@ -151,13 +142,15 @@ func TestTableWatch(t *testing.T) {
 	}
 	needs15 := map[string]bool{"a row filter": true, "a row filter, then none": true,
 		"a column list without the id and the key": true, "a column list of the mapped columns": true}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
-			if needs15[tt.name] && pgVersion(t, pg) < 150000 {
+			pdb := sharedPG.DB(t)
+			if needs15[tt.name] && pgVersion(t, pdb.Cluster) < 150000 {
 				t.Skip("no row filters or column lists before PostgreSQL 15")
 			}
-			db := newWatchDB(t, pg, fmt.Sprintf("watch_%d", i), tt.setup...)
+			db := newWatchDB(t, pdb, tt.setup...)
 			if err := db.w.check(ctx); err != nil {
 				t.Fatalf("check before the change: %v", err)
 			}
@@ -214,8 +207,8 @@ func printedSince(msg string) (time.Time, bool) {
 // TestWatchTableRefusesAtStart: a publication that hides inserts or mapped
 // columns when the session starts is refused, with the fix.
 func TestWatchTableRefusesAtStart(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	if pgVersion(t, pg) < 150000 {
+	t.Parallel()
+	if pgVersion(t, sharedPG.DB(t).Cluster) < 150000 {
 		t.Skip("no row filters or column lists before PostgreSQL 15")
 	}
 	tests := []struct {
@@ -227,10 +220,11 @@ func TestWatchTableRefusesAtStart(t *testing.T) {
 		{"a column list without the payload", "ALTER PUBLICATION cdc_relay SET TABLE outbox (id, aggregate_type, aggregate_id, event_type, topic, headers, created_at)",
 			"leaving out payload"},
 	}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
-			db := newWatchDB(t, pg, fmt.Sprintf("start_%d", i))
+			db := newWatchDB(t, sharedPG.DB(t))
 			db.exec(tt.change)
 			_, err := watchTable(ctx, db.conn, DefaultConfig(), 0, 0, nil, func() {}, slog.New(slog.DiscardHandler))
 			if err == nil || !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), tt.want) {
@@ -241,7 +235,7 @@ func TestWatchTableRefusesAtStart(t *testing.T) {
 }
 
 func TestTableWatchRelation(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
 	missingKey := &decoder.MappingError{Table: "public.outbox", Missing: "aggregate_id", Err: errors.New(`has no column "aggregate_id"`)}
 	tests := []struct {
 		name   string
@@ -265,10 +259,11 @@ func TestTableWatchRelation(t *testing.T) {
 				return []decoder.Relation{{OID: oid, Unfit: &decoder.MappingError{Table: "public.outbox", Err: errors.New("timestamp column")}}}
 			}, "", false},
 	}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
-			db := newWatchDB(t, pg, fmt.Sprintf("relation_%d", i))
+			db := newWatchDB(t, sharedPG.DB(t))
 			for _, sql := range tt.change {
 				db.exec(sql)
 			}
@@ -300,8 +295,8 @@ func TestTableWatchRelation(t *testing.T) {
 // TestTableWatchChecksEveryInterval: the periodic check stops the stream
 // without any message from it.
 func TestTableWatchChecksEveryInterval(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
-	db := newWatchDB(t, pg, "periodic")
+	t.Parallel()
+	db := newWatchDB(t, sharedPG.DB(t))
 	stopped := make(chan struct{})
 	db.w.stop = func() { close(stopped) }
 	stop := db.w.start(20 * time.Millisecond)
@@ -320,7 +315,7 @@ func TestTableWatchChecksEveryInterval(t *testing.T) {
 // stops the relay; one that resumes past it (another relay led meanwhile)
 // starts afresh.
 func TestTableWatchNextSession(t *testing.T) {
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	t.Parallel()
 	tests := []struct {
 		name   string
 		change []string
@@ -334,10 +329,11 @@ func TestTableWatchNextSession(t *testing.T) {
 			false, "was dropped and created again"},
 		{"changed, resumed past the mark", []string{"ALTER PUBLICATION cdc_relay DROP TABLE outbox", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"}, true, ""},
 	}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
-			db := newWatchDB(t, pg, fmt.Sprintf("next_%d", i))
+			db := newWatchDB(t, sharedPG.DB(t))
 			if err := db.w.check(ctx); err != nil {
 				t.Fatal(err)
 			}
