@@ -27,6 +27,7 @@ import (
 // before PostgreSQL 14 (PG_BINDIR), Run refuses at start, saying what to
 // do.
 func TestRunMessagesOnly(t *testing.T) {
+	t.Parallel()
 	for _, exactlyOnce := range []bool{false, true} {
 		t.Run(fmt.Sprintf("exactly-once %v", exactlyOnce), func(t *testing.T) {
 			t.Parallel()
