@@ -388,7 +388,7 @@ func TestRefusedTableCatchesUp(t *testing.T) {
 // TestDatabaseRestart restarts PostgreSQL while outcomes are reported:
 // those reported meanwhile are written once it is back.
 func TestDatabaseRestart(t *testing.T) {
-	ctx, pg, pool := startOwnDB(t) // restarted: a cluster of its own
+	ctx, own, pool := startOwnDB(t) // restarted: a cluster of its own
 	const rows = 200000
 	exec(t, ctx, pool, `CREATE TABLE outbox (id bigint PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING', processed_at timestamptz)`)
 	exec(t, ctx, pool, "INSERT INTO outbox (id) SELECT generate_series(1, $1)", rows)
@@ -422,7 +422,7 @@ func TestDatabaseRestart(t *testing.T) {
 		reported <- id
 	}()
 	waitFor(t, 30*time.Second, "nothing written before the restart", func() bool { return w.Stats().Updated > 0 })
-	if err := pg.Restart(ctx, "immediate"); err != nil {
+	if err := own.Restart(ctx, "immediate"); err != nil {
 		t.Fatal(err)
 	}
 	close(restarted)
@@ -448,9 +448,9 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 	const calls = 100000
 	for _, mode := range []string{"stopped", "silent"} {
 		t.Run(mode, func(t *testing.T) {
-			ctx, pg, pool := startOwnDB(t) // stopped, and times the calls: a cluster of its own
+			ctx, own, pool := startOwnDB(t) // stopped, and times the calls: a cluster of its own
 			table := outboxTable(t, ctx, pool, "outbox", "x")
-			url := pg.URL("postgres")
+			url := own.URL("postgres")
 			var proxy *tcpproxy.Proxy
 			if mode == "silent" {
 				var err error
@@ -475,7 +475,7 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 			w.Delivered(0, []byte("x"), nil)
 			waitFor(t, 30*time.Second, "the first outcome not written", func() bool { return w.Stats().Updated == 1 })
 			if mode == "stopped" {
-				if err := pg.Stop(); err != nil {
+				if err := own.Stop(); err != nil {
 					t.Fatal(err)
 				}
 			} else {
