@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -29,24 +30,41 @@ const events = `CREATE TABLE events (
 	PRIMARY KEY (stream, position)
 )`
 
-// fixture is a database with table events and a Kafka broker.
+// pg is the package's PostgreSQL: each test has a database of its own on
+// it.
+var pg = pgtemptest.NewShared(pgtemptest.SharedOptions{})
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+// fixture is a database of the test's own with table events, and a Kafka
+// broker.
 type fixture struct {
 	ctx     context.Context
 	url     string
+	db      string // the database's name
 	brokers []string
 	cfg     Config
 }
 
+// newFixture runs each statement of schema in the test's database, with
+// {db} replaced by the database's name: roles are the cluster's, so a
+// test names its roles after its database.
 func newFixture(t *testing.T, schema ...string) *fixture {
 	t.Helper()
-	ctx, pg, _ := pgtemptest.ConnectT(t, 2*time.Minute, schema...)
+	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute)
+	for _, stmt := range schema {
+		stmt = strings.ReplaceAll(stmt, "{db}", db.Name)
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(kc.Close)
 	m := decoder.Mapping{Schema: "public", Table: "events", KeyColumn: "stream", PayloadColumn: "payload", TopicColumn: "topic", TopicTemplate: "unused"}
-	f := &fixture{ctx: ctx, url: pg.URL("postgres"), brokers: kc.ListenAddrs()}
+	f := &fixture{ctx: ctx, url: db.URL(), db: db.Name, brokers: kc.ListenAddrs()}
 	f.cfg = Config{PostgresURL: f.url, Mapping: m, Kafka: sink.Config{Brokers: f.brokers, AutoCreateTopics: true}, Where: "true", Batch: 7, RunID: "run-1"}
 	return f
 }
@@ -98,6 +116,7 @@ func positions(recs []*kgo.Record) []string {
 // meanwhile, ahead of the backfill's place or beyond its last key, are
 // left to the stream: the rows are those selected at the start.
 func TestBackfillPagesByKey(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, events,
 		`INSERT INTO events SELECT s, p, 'bf', format('{"p": %s}', p)::jsonb FROM unnest(ARRAY['a', 'b b', 'c''c']) s, generate_series(1, 100) p WHERE p % 3 <> 0`,
 		`INSERT INTO events VALUES ('b b', 1000, '__bad', '{"p": 1000}')`)
@@ -150,6 +169,7 @@ func TestBackfillPagesByKey(t *testing.T) {
 // together they publish every row. Each keeps its row in the table of
 // backfills: running while it runs, with its session, then how it ended.
 func TestBackfillStopsAndResumes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, events, `INSERT INTO events SELECT 's', p, 'sr', format('{"p": %s}', p)::jsonb FROM generate_series(1, 50) p`)
 	conn, err := pgx.Connect(f.ctx, f.url)
 	if err != nil {
@@ -188,7 +208,8 @@ func TestBackfillStopsAndResumes(t *testing.T) {
 		t.Errorf("once stopped, its row says %s, %d rows, last key %s", state, rows, key)
 	}
 	f.cfg.Progress, f.cfg.After = nil, first.LastKey
-	second, err := Run(f.ctx, f.cfg)
+	var second Result
+	err = whenFree(func() (err error) { second, err = Run(f.ctx, f.cfg); return err }) // the first's session ends soon after it returns
 	if err != nil || second.Stopped || second.Rows != 36 || second.Total != 36 {
 		t.Fatalf("second run %+v, %v: want the 36 rows left", second, err)
 	}
@@ -208,6 +229,7 @@ func TestBackfillStopsAndResumes(t *testing.T) {
 // cannot escape the key's conditions: the backfill reads each row once,
 // and ends.
 func TestBackfillUnbalancedPredicate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, events, `INSERT INTO events SELECT 's', p, 'ub', format('{"p": %s}', p)::jsonb FROM generate_series(1, 50) p`)
 	f.cfg.Where = "position <= 10) OR (true"
 	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
@@ -223,6 +245,7 @@ func TestBackfillUnbalancedPredicate(t *testing.T) {
 // last key; --topic-override sends every record to its topic; a rate
 // spaces the batches.
 func TestBackfillDryRunAndOverride(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, events, `INSERT INTO events SELECT 'x', p, 'not-this', '{}' FROM generate_series(1, 30) p`)
 	f.cfg.Where, f.cfg.DryRun = "position BETWEEN 5 AND 24", true
 	res, err := Run(f.ctx, f.cfg)
@@ -245,6 +268,7 @@ func TestBackfillDryRunAndOverride(t *testing.T) {
 // not fit the table (found by a dry run too), a table without a primary
 // key.
 func TestBackfillRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, events, `CREATE SEQUENCE s`, `CREATE TABLE nokey (event_id uuid, payload jsonb)`,
 		`INSERT INTO events VALUES ('x', 1, 't', '{}')`)
 	for _, tc := range []struct {
@@ -277,25 +301,28 @@ func TestBackfillRefusals(t *testing.T) {
 // is told which GRANT to ask for: TEMPORARY on the database (revoked from
 // PUBLIC), SELECT on the table, SELECT on a table the predicate reads.
 func TestBackfillPrivileges(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, events, `CREATE TABLE progress (position bigint)`, `INSERT INTO events VALUES ('x', 1, 't', '{}')`,
-		`REVOKE TEMPORARY ON DATABASE postgres FROM PUBLIC`,
-		`CREATE ROLE notemp LOGIN`, `GRANT SELECT ON events, progress TO notemp`,
-		`CREATE ROLE noselect LOGIN`, `GRANT TEMPORARY ON DATABASE postgres TO noselect`,
-		`CREATE ROLE nopredicate LOGIN`, `GRANT TEMPORARY ON DATABASE postgres TO nopredicate`, `GRANT SELECT ON events TO nopredicate`)
+		`REVOKE TEMPORARY ON DATABASE {db} FROM PUBLIC`,
+		`CREATE ROLE notemp_{db} LOGIN`, `GRANT SELECT ON events, progress TO notemp_{db}`,
+		`CREATE ROLE noselect_{db} LOGIN`, `GRANT TEMPORARY ON DATABASE {db} TO noselect_{db}`,
+		`CREATE ROLE nopredicate_{db} LOGIN`, `GRANT TEMPORARY ON DATABASE {db} TO nopredicate_{db}`, `GRANT SELECT ON events TO nopredicate_{db}`)
 	for _, tc := range []struct {
 		role, where string
 		want        []string
 	}{
-		{"notemp", "true", []string{"create the table of selected keys", `GRANT TEMPORARY ON DATABASE "postgres" TO "notemp"`}},
-		{"noselect", "true", []string{"permission denied for table events", `SELECT on "public"."events"`, `TO "noselect"`}},
+		{"notemp", "true", []string{"create the table of selected keys", `GRANT TEMPORARY ON DATABASE "{db}" TO "{role}"`}},
+		{"noselect", "true", []string{"permission denied for table events", `SELECT on "public"."events"`, `TO "{role}"`}},
 		{"nopredicate", "position > (SELECT max(position) FROM progress)", []string{"permission denied for table progress",
-			"every table its predicate reads", `GRANT SELECT ON <that table> TO "nopredicate"`}},
+			"every table its predicate reads", `GRANT SELECT ON <that table> TO "{role}"`}},
 	} {
 		t.Run(tc.role, func(t *testing.T) {
+			role := tc.role + "_" + f.db
 			cfg := f.cfg
-			cfg.PostgresURL, cfg.Where, cfg.DryRun = strings.Replace(f.url, "postgres@", tc.role+"@", 1), tc.where, true
+			cfg.PostgresURL, cfg.Where, cfg.DryRun = strings.Replace(f.url, "postgres@", role+"@", 1), tc.where, true
 			err := whenFree(func() error { _, err := Run(f.ctx, cfg); return err })
 			for _, w := range tc.want {
+				w = strings.NewReplacer("{db}", f.db, "{role}", role).Replace(w)
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("%v, want an error saying %q", err, w)
 				}
@@ -308,13 +335,14 @@ func TestBackfillPrivileges(t *testing.T) {
 // security policy lets see some rows of the table refuses, saying ALTER
 // ROLE … BYPASSRLS, instead of publishing the rows it sees.
 func TestBackfillRowSecurity(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, events, `INSERT INTO events VALUES ('x', 1, 't', '{}'), ('y', 1, 't', '{}')`,
-		`CREATE ROLE tenant LOGIN`, `GRANT SELECT ON events TO tenant`,
+		`CREATE ROLE tenant_{db} LOGIN`, `GRANT SELECT ON events TO tenant_{db}`,
 		`ALTER TABLE events ENABLE ROW LEVEL SECURITY`, `CREATE POLICY x_only ON events USING (stream = 'x')`)
 	cfg := f.cfg
-	cfg.PostgresURL, cfg.DryRun = strings.Replace(f.url, "postgres@", "tenant@", 1), true
+	cfg.PostgresURL, cfg.DryRun = strings.Replace(f.url, "postgres@", "tenant_"+f.db+"@", 1), true
 	err := whenFree(func() error { _, err := Run(f.ctx, cfg); return err })
-	for _, w := range []string{"row-level security", `ALTER ROLE "tenant" BYPASSRLS`} {
+	for _, w := range []string{"row-level security", `ALTER ROLE "tenant_` + f.db + `" BYPASSRLS`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("%v, want an error saying %q", err, w)
 		}
@@ -338,13 +366,14 @@ func whenFree(f func() error) error {
 // session that lingers; once the first ends, it runs. A predicate that
 // releases its session's advisory locks does not release the backfill's.
 func TestBackfillOneAtATime(t *testing.T) {
-	f := newFixture(t, events, `INSERT INTO events VALUES ('x', 1, 't', '{}')`, `CREATE ROLE other LOGIN`, `GRANT SELECT ON events TO other`)
+	t.Parallel()
+	f := newFixture(t, events, `INSERT INTO events VALUES ('x', 1, 't', '{}')`, `CREATE ROLE other_{db} LOGIN`, `GRANT SELECT ON events TO other_{db}`)
 	b, err := open(f.ctx, f.cfg.withDefaults(time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := f.cfg
-	other.PostgresURL = strings.Replace(f.url, "postgres@", "other@", 1)
+	other.PostgresURL = strings.Replace(f.url, "postgres@", "other_"+f.db+"@", 1)
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -385,6 +414,7 @@ func TestBackfillOneAtATime(t *testing.T) {
 // a failure other than a missing table or privilege does not stop the
 // writes.
 func TestRowKeeperWritesAfterTheStop(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	conn := f.conn(t)
 	if _, err := migrations.Apply(f.ctx, conn, migrations.DefaultConfig()); err != nil {
@@ -419,6 +449,7 @@ func TestRowKeeperWritesAfterTheStop(t *testing.T) {
 // predicate sleeps on one row of the first chunk, and the test commits
 // rows with later keys meanwhile.
 func TestBackfillSelectsAsOfItsStart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, events, `INSERT INTO events SELECT 'x', p, 't', '{}' FROM generate_series(1, 25000) p`)
 	f.cfg.Where, f.cfg.DryRun = "position <> 5000 OR pg_sleep(1) IS NOT NULL", true
 	conn := f.conn(t)

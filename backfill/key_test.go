@@ -7,6 +7,7 @@ import (
 
 // TestKeyText: --after's text of a key, and back.
 func TestKeyText(t *testing.T) {
+	t.Parallel()
 	one := Key{Columns: []string{"id"}, Types: []string{"bigint"}}
 	two := Key{Columns: []string{"stream", "position"}, Types: []string{"text", "bigint"}}
 	for _, tc := range []struct {
@@ -38,6 +39,7 @@ func TestKeyText(t *testing.T) {
 // own, the key's conditions outside it; the batches page over the table
 // of selected keys.
 func TestQuerySQL(t *testing.T) {
+	t.Parallel()
 	q := query{table: `"public"."outbox"`, where: "created_at > now() - interval '1 hour' -- recent", key: Key{Columns: []string{"stream", "pos"}, Types: []string{"text", "bigint"}}}
 	const sub = "(SELECT * FROM \"public\".\"outbox\" WHERE (\ncreated_at > now() - interval '1 hour' -- recent\n)) s"
 	const ins = "INSERT INTO pg_temp.cdc_relay_backfill_keys SELECT \"stream\", \"pos\" FROM " + sub

@@ -11,6 +11,7 @@ import (
 // BarEvery; elsewhere, one line every LineEvery; a log line through Writer
 // clears the bar first.
 func TestPrinter(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	at := func(d time.Duration, rows int64, key string) Progress {
 		return Progress{Table: "public.outbox", Rows: rows, Total: 4000, Started: start, Now: start.Add(d), LastKey: key}
@@ -60,6 +61,7 @@ func TestPrinter(t *testing.T) {
 // Tick prints the last progress again every LineEvery, its rate falling;
 // nothing before the first Update.
 func TestPrinterTicks(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
 	pr := NewPrinter(&out, false)
@@ -78,6 +80,7 @@ func TestPrinterTicks(t *testing.T) {
 
 // TestSummary: the lines that end a backfill and a dry run.
 func TestSummary(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	p := Progress{Table: "public.outbox", Rows: 1234567, Skipped: 2, Total: 1234569, Started: start, Now: start.Add(10 * time.Second), LastKey: "999"}
 	if got, want := Summary(p), "backfill of public.outbox: 1,234,567 rows published of 1,234,569 selected in 10s (123,457 rows/s), 2 skipped (they cannot become records: see the log), last key 999"; got != want {

@@ -23,6 +23,7 @@ func (c *fakeClock) sleep(ctx context.Context, d time.Duration) error {
 // first at once, and a pause between batches is not made up for with a
 // burst beyond one batch.
 func TestLimiterSpacesBatches(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		rate    float64
@@ -57,6 +58,7 @@ func TestLimiterSpacesBatches(t *testing.T) {
 
 // TestLimiterStopsWithContext: a wait ends with its context.
 func TestLimiterStopsWithContext(t *testing.T) {
+	t.Parallel()
 	l := NewLimiter(1) // one row a second
 	if err := l.Wait(context.Background(), 10); err != nil {
 		t.Fatal(err)

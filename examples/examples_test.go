@@ -102,8 +102,17 @@ var (
 	legalTopic     = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 )
 
+// pg is the package's PostgreSQL: each example is checked in a database
+// of its own on it.
+var pg = pgtemptest.NewShared(pgtemptest.SharedOptions{})
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+// TestExamples checks each example in turn: not side by side, since the
+// slots the examples name are the cluster's and may be the same.
 func TestExamples(t *testing.T) {
-	ctx, pg, admin := pgtemptest.ConnectT(t, 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 
 	dirs, err := filepath.Glob("*/relay.yaml")
 	if err != nil {
@@ -112,13 +121,9 @@ func TestExamples(t *testing.T) {
 	if len(dirs) != len(examples) {
 		t.Errorf("%d directories hold a relay.yaml, %d are tested: add the new one to examples", len(dirs), len(examples))
 	}
-	for i, ex := range examples {
+	for _, ex := range examples {
 		t.Run(ex.dir, func(t *testing.T) {
-			db := fmt.Sprintf("example_%d", i)
-			if _, err := admin.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-				t.Fatal(err)
-			}
-			conn, err := pgx.Connect(ctx, pg.URL(db))
+			conn, err := pgx.Connect(ctx, pg.DB(t).URL())
 			if err != nil {
 				t.Fatal(err)
 			}

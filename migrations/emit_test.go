@@ -50,6 +50,10 @@ func peekMessages(t *testing.T, conn *pgx.Conn, slot string) []emitted {
 	return out
 }
 
+// slotName is the test's replication slot: its database's name, unique
+// on the package's cluster.
+func slotName(conn *pgx.Conn) string { return conn.Config().Database }
+
 // serverVersion is the server's server_version_num.
 func serverVersion(t *testing.T, conn *pgx.Conn) int {
 	t.Helper()
@@ -68,6 +72,7 @@ func serverVersion(t *testing.T, conn *pgx.Conn) int {
 // rolled-back savepoint leave none. On PostgreSQL 13, whose pgoutput
 // sends no messages, the function is created and writes all the same.
 func TestEmitWritesTheEnvelope(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := Apply(ctx, conn, messagesOnly()); err != nil {
@@ -76,7 +81,7 @@ func TestEmitWritesTheEnvelope(t *testing.T) {
 	if err := CreateEmit(ctx, conn, "outbox"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot('s', 'pgoutput')"); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slotName(conn)); err != nil {
 		t.Fatal(err)
 	}
 	var first, second pglogrepl.LSN
@@ -120,7 +125,7 @@ func TestEmitWritesTheEnvelope(t *testing.T) {
 			"headers": map[string]any{"event_type": "OrderPlaced"}, "id": "my-id"}},
 		{transactional: true, prefix: "outbox", lsn: third, envelope: map[string]any{"topic": "orders", "key": "44", "payload": map[string]any{}}},
 	}
-	if got := peekMessages(t, conn, "s"); !reflect.DeepEqual(got, want) {
+	if got := peekMessages(t, conn, slotName(conn)); !reflect.DeepEqual(got, want) {
 		t.Errorf("messages:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -129,6 +134,7 @@ func TestEmitWritesTheEnvelope(t *testing.T) {
 // that are not a JSON object, raise with the SQLSTATE CreateEmit names,
 // and write nothing.
 func TestEmitRefusesWhatCouldGoNowhere(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if err := CreateEmit(ctx, conn, "outbox"); err != nil {
@@ -157,6 +163,7 @@ func TestEmitRefusesWhatCouldGoNowhere(t *testing.T) {
 // replaces the function, which then writes that prefix, and keeps the
 // function's grants.
 func TestEmitReplacedWithAnotherPrefix(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := Apply(ctx, conn, messagesOnly()); err != nil {
@@ -191,13 +198,13 @@ func TestEmitReplacedWithAnotherPrefix(t *testing.T) {
 	if serverVersion(t, conn) < 140000 {
 		return
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot('s', 'pgoutput')"); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slotName(conn)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT cdc_relay.emit('t', 'k', '{}')"); err != nil {
 		t.Fatal(err)
 	}
-	if got := peekMessages(t, conn, "s"); len(got) != 1 || got[0].prefix != odd {
+	if got := peekMessages(t, conn, slotName(conn)); len(got) != 1 || got[0].prefix != odd {
 		t.Errorf("messages %+v; want one with prefix %q", got, odd)
 	}
 }
@@ -207,6 +214,7 @@ func TestEmitReplacedWithAnotherPrefix(t *testing.T) {
 // needs no privilege), and not before; a role with REPLICATION and no
 // other privilege reads the messages.
 func TestEmitGrants(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := Apply(ctx, conn, messagesOnly()); err != nil {
@@ -215,18 +223,20 @@ func TestEmitGrants(t *testing.T) {
 	if err := CreateEmit(ctx, conn, "outbox"); err != nil {
 		t.Fatal(err)
 	}
-	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE ROLE relay LOGIN REPLICATION", "SELECT pg_create_logical_replication_slot('s', 'pgoutput')"} {
+	// Roles are the cluster's: named after the test's database.
+	app, relay := "app_"+slotName(conn), "relay_"+slotName(conn)
+	for _, sql := range []string{"CREATE ROLE " + app + " LOGIN", "CREATE ROLE " + relay + " LOGIN REPLICATION", "SELECT pg_create_logical_replication_slot('" + slotName(conn) + "', 'pgoutput')"} {
 		if _, err := conn.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
 	}
-	asApp := "SET ROLE app; SELECT cdc_relay.emit('orders', '1', '{}'); RESET ROLE"
+	asApp := "SET ROLE " + app + "; SELECT cdc_relay.emit('orders', '1', '{}'); RESET ROLE"
 	_, err := conn.Exec(ctx, asApp)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
 		t.Errorf("without USAGE on the schema: %v; want permission denied", err)
 	}
-	if _, err := conn.Exec(ctx, "RESET ROLE; GRANT USAGE ON SCHEMA cdc_relay TO app"); err != nil {
+	if _, err := conn.Exec(ctx, "RESET ROLE; GRANT USAGE ON SCHEMA cdc_relay TO "+app); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, asApp); err != nil {
@@ -235,10 +245,10 @@ func TestEmitGrants(t *testing.T) {
 	if serverVersion(t, conn) < 140000 {
 		return
 	}
-	if _, err := conn.Exec(ctx, "SET ROLE relay"); err != nil {
+	if _, err := conn.Exec(ctx, "SET ROLE "+relay); err != nil {
 		t.Fatal(err)
 	}
-	got := peekMessages(t, conn, "s")
+	got := peekMessages(t, conn, slotName(conn))
 	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
 		t.Fatal(err)
 	}

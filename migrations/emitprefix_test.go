@@ -3,6 +3,7 @@ package migrations
 import "testing"
 
 func TestPrefixInComment(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		comment, want string
 		ok            bool

@@ -5,6 +5,7 @@ import (
 )
 
 func TestQuoteLiteral(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"relay":                  `'relay'`,
 		"a'b":                    `'a''b'`,
@@ -23,6 +24,7 @@ func TestQuoteLiteral(t *testing.T) {
 // TestDoBlock: the body is dollar-quoted with $$ when it can be, else with
 // a tag it does not hold.
 func TestDoBlock(t *testing.T) {
+	t.Parallel()
 	for body, tag := range map[string]string{
 		"  CREATE ROLE r;":                        "$$",
 		`  CREATE ROLE "x$$; DROP TABLE v; --";`:  "$grants0$",
@@ -37,6 +39,7 @@ func TestDoBlock(t *testing.T) {
 }
 
 func TestComment(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain":                       "-- plain\n",
 		"a \"b\nDROP TABLE v; --\" c": "-- a \"b DROP TABLE v; --\" c\n",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,13 +17,24 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
+// pg is the package's PostgreSQL: each test migrates a database of its
+// own on it.
+var pg = pgtemptest.NewShared(pgtemptest.SharedOptions{})
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+// startPG connects to a new database of the test's own on the package's
+// cluster. Its name (conn.Config().Database) is unique in the run: the
+// test's replication slots and roles are named after it, since both are
+// the cluster's.
 func startPG(t *testing.T) *pgx.Conn {
 	t.Helper()
-	_, _, conn := pgtemptest.ConnectT(t, 2*time.Minute)
+	_, _, conn := pg.ConnectDB(t, 2*time.Minute)
 	return conn
 }
 
 func TestApplyIsIdempotent(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	res, err := Apply(ctx, conn, DefaultConfig())
@@ -53,6 +65,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 }
 
 func TestApplyMapsAnExistingTable(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	for _, sql := range []string{
@@ -95,6 +108,7 @@ func TestApplyMapsAnExistingTable(t *testing.T) {
 }
 
 func TestApplyReportsAMissingTable(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	cfg := DefaultConfig()
 	cfg.OutboxTable, cfg.SkipOutbox = "orders_outbox", true
@@ -108,6 +122,7 @@ func TestApplyReportsAMissingTable(t *testing.T) {
 // TestCheck: the relay's start-up check names what is missing and what to
 // run, step by step as migrate would create it.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -154,6 +169,7 @@ func TestCheck(t *testing.T) {
 // schema are created though the history already lists every migration,
 // and a dropped status table is created again.
 func TestApplyConvergesOnTheNamedTables(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	first := DefaultConfig()
@@ -186,6 +202,7 @@ func TestApplyConvergesOnTheNamedTables(t *testing.T) {
 // how to fix a publication that publishes its partitions instead, and is
 // idempotent on it.
 func TestPartitionedOutbox(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	for _, sql := range []string{
@@ -244,6 +261,7 @@ func TestPartitionedOutbox(t *testing.T) {
 // lock, so behind a long reader it would queue, and a running relay's
 // writes would queue behind it. It gives up after lockTimeout instead.
 func TestApplyDoesNotQueueBehindALongQuery(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := Apply(ctx, conn, DefaultConfig()); err != nil {
@@ -275,6 +293,7 @@ func TestApplyDoesNotQueueBehindALongQuery(t *testing.T) {
 // TestGrants: the printed SQL names the configured tables, quoted, and
 // runs as is (twice: an existing role is altered, not created again).
 func TestGrants(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -345,6 +364,7 @@ func applyUpTo(ctx context.Context, t *testing.T, conn *pgx.Conn, cfg Config, ve
 // nullable text, and its rows keep NULL; the relay's check asks for
 // migrate until then; migrate again changes nothing.
 func TestSourceTableMigration(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
@@ -424,6 +444,7 @@ func checkOldDeadReleased(ctx context.Context, t *testing.T, conn *pgx.Conn, sta
 // is their updated_at, last_error kept); the relay's check asks for migrate
 // until then; migrate again changes nothing, not a DEAD row parked since.
 func TestOrderMigration(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
@@ -501,6 +522,7 @@ func TestOrderMigration(t *testing.T) {
 // original_topic, nullable text, and its rows keep NULL; the relay's check
 // asks for migrate until then; migrate again changes nothing.
 func TestOriginalTopicMigration(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
@@ -551,6 +573,7 @@ func TestOriginalTopicMigration(t *testing.T) {
 // the old one not created again). Also for names to quote, and for a
 // status table whose name leaves no room for the suffixes.
 func TestSourceCopyMigration(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := conn.Exec(ctx, "CREATE TABLE outbox (id uuid)"); err != nil {
@@ -648,6 +671,7 @@ func copyIndexes(ctx context.Context, t *testing.T, conn *pgx.Conn, status, name
 // one is kept. Also for a status table whose name leaves no room for the
 // indexes' suffixes in PostgreSQL's 63 bytes.
 func TestSoloIndexesRebuiltWhenInvalid(t *testing.T) {
+	t.Parallel()
 	for _, table := range []string{
 		`Delivery "Q"`, // a name the statements must quote
 		strings.Repeat("d", 60),
@@ -701,6 +725,7 @@ func testSoloIndexesRebuilt(t *testing.T, table string) {
 // PostgreSQL keeps it; a longer one fits 63 bytes, keeps its suffix, and
 // differs by suffix and by table.
 func TestIndexName(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("d", 60)
 	tests := []struct {
 		table, suffix, want string
@@ -732,6 +757,7 @@ func TestIndexName(t *testing.T) {
 // the other migrations, and the status table takes writes meanwhile; the
 // indexes are valid once the transaction ends.
 func TestClaimIndexesBuiltBesideWrites(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -788,7 +814,7 @@ func waitForBuild(ctx context.Context, t *testing.T, q *pgx.Conn) {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var waiting bool
 		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%CREATE INDEX CONCURRENTLY%')`).Scan(&waiting); err != nil {
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%CREATE INDEX CONCURRENTLY%')`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting {
@@ -806,6 +832,7 @@ func waitForBuild(ctx context.Context, t *testing.T, q *pgx.Conn) {
 // runs without the timeout, says beforehand that it may take minutes, and
 // the session has its timeout back afterwards.
 func TestClaimIndexesBuiltUnderAStatementTimeout(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	cfg := DefaultConfig()
@@ -855,6 +882,7 @@ func TestClaimIndexesBuiltUnderAStatementTimeout(t *testing.T) {
 // migrate stopped while its statement goes on) makes Apply give up after
 // the lock timeout, naming that session and how to end it.
 func TestMigrationLockHolderNamed(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	holder := connectAgain(t, conn)

@@ -18,6 +18,7 @@ func messagesOnly() Config {
 // Check passes; a second Apply changes nothing. Check says what to run
 // when the publication or the relay's tables are missing.
 func TestApplyWithNoOutbox(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	cfg := messagesOnly()
@@ -61,6 +62,7 @@ func TestApplyWithNoOutbox(t *testing.T) {
 // TestApplyWithNoOutboxKeepsAPublication: a publication that exists,
 // with tables, is left as it is.
 func TestApplyWithNoOutboxKeepsAPublication(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := conn.Exec(ctx, "CREATE TABLE app_events (id int PRIMARY KEY); CREATE PUBLICATION cdc_relay FOR TABLE app_events"); err != nil {
@@ -82,6 +84,7 @@ func TestApplyWithNoOutboxKeepsAPublication(t *testing.T) {
 // TestGrantsWithNoOutbox: with no outbox table, the grants name the
 // relay's tables and no outbox table or its schema twice.
 func TestGrantsWithNoOutbox(t *testing.T) {
+	t.Parallel()
 	sql := Grants(messagesOnly(), "relay", true)
 	for _, w := range []string{`GRANT USAGE ON SCHEMA "public" TO "relay";`, `ON "public"."outbox_delivery" TO "relay";`, "ALTER ROLE \"relay\" WITH LOGIN REPLICATION;"} {
 		if !strings.Contains(sql, w) {

@@ -12,6 +12,7 @@ import (
 // even once undone; changes beside the table, and freezing, leave the
 // stamp as it was.
 func TestLookupPublicationStamp(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := Apply(ctx, conn, DefaultConfig()); err != nil {
@@ -110,6 +111,7 @@ func TestLookupPublicationStamp(t *testing.T) {
 // of all tables) has no row of the table; a row filter of the table's own
 // entry, which PostgreSQL then ignores, is not reported.
 func TestLookupPublicationOfSchema(t *testing.T) {
+	t.Parallel()
 	conn := startPG(t)
 	ctx := context.Background()
 	if _, err := Apply(ctx, conn, DefaultConfig()); err != nil {

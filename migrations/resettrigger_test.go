@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 )
 
 // drop is what a hostile name appends, to try to run a statement of its own.
@@ -82,7 +80,8 @@ func resetLayouts() []resetLayout {
 // event's FAILED or DEAD row converted (its DELIVERED row, and another
 // table's row of the same id, are left alone).
 func TestResetTriggerFires(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE victim (id int)")
+	t.Parallel()
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE victim (id int)")
 	// A token of a case: P0 and P1 are the layout's pending values, NULL
 	// is NULL, anything else itself.
 	tests := []struct {
@@ -225,7 +224,8 @@ func statusRows(ctx context.Context, t *testing.T, conn *pgx.Conn, status, sourc
 // a table that lists no pending values any more. LookupResetTrigger says
 // how each stale trigger differs.
 func TestResetTriggerStaysCurrent(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text, state text)")
+	t.Parallel()
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text, state text)")
 	cfg := DefaultConfig()
 	cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
 	if _, err := Apply(ctx, conn, cfg); err != nil { // the status table and its trigger function
@@ -328,14 +328,21 @@ func TestResetTriggerStaysCurrent(t *testing.T) {
 // the trigger function, which runs with its owner's rights: no other role
 // can put it on a table of its own to write status rows.
 func TestResetTriggerNeedsTheTableOwner(t *testing.T) {
-	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute,
-		"CREATE ROLE app", "CREATE ROLE migrator LOGIN", "GRANT CREATE ON SCHEMA public TO migrator",
-		"CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text)", "ALTER TABLE app_outbox OWNER TO app")
-	cc, err := pgx.ParseConfig(pg.URL("postgres"))
+	t.Parallel()
+	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute)
+	// Roles are the cluster's: named after the test's database.
+	app, migrator := "app_"+db.Name, "migrator_"+db.Name
+	for _, stmt := range []string{"CREATE ROLE " + app, "CREATE ROLE " + migrator + " LOGIN", "GRANT CREATE ON SCHEMA public TO " + migrator,
+		"CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text)", "ALTER TABLE app_outbox OWNER TO " + app} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	cc, err := pgx.ParseConfig(db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.User = "migrator"
+	cc.User = migrator
 	mig, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		t.Fatal(err)
@@ -352,17 +359,18 @@ func TestResetTriggerNeedsTheTableOwner(t *testing.T) {
 	if have, err := LookupResetTrigger(ctx, conn, cfg); err != nil || have.Exists {
 		t.Fatalf("the trigger: %+v, %v; want none", have, err)
 	}
-	var owner, app bool
-	if err := conn.QueryRow(ctx, "SELECT has_function_privilege('migrator', $1, 'EXECUTE'), has_function_privilege('app', $1, 'EXECUTE')",
-		ResetFunction(cfg)+"()").Scan(&owner, &app); err != nil || !owner || app {
-		t.Fatalf("EXECUTE on the trigger function: its owner %v, another role %v (%v); want true, false", owner, app, err)
+	var owner, other bool
+	if err := conn.QueryRow(ctx, "SELECT has_function_privilege($2, $1, 'EXECUTE'), has_function_privilege($3, $1, 'EXECUTE')",
+		ResetFunction(cfg)+"()", migrator, app).Scan(&owner, &other); err != nil || !owner || other {
+		t.Fatalf("EXECUTE on the trigger function: its owner %v, another role %v (%v); want true, false", owner, other, err)
 	}
 }
 
 // TestResetTriggerIgnoresANullID: a row with no id is no event the relay
 // could find again: a reset of it adds no status row.
 func TestResetTriggerIgnoresANullID(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint, status text)")
+	t.Parallel()
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint, status text)")
 	cfg := DefaultConfig()
 	cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
 	cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}}
@@ -404,7 +412,8 @@ func readTable(ctx context.Context, t *testing.T, conn *pgx.Conn, table string) 
 // column's output text, as the stream sends it: a char(n) keeps its
 // padding.
 func TestResetTriggerSkipsAClaimedRow(t *testing.T) {
-	ctx, _, conn := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE app_outbox (id char(4) PRIMARY KEY, status text)")
+	t.Parallel()
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id char(4) PRIMARY KEY, status text)")
 	cfg := DefaultConfig()
 	cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
 	cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}}

@@ -44,6 +44,7 @@ func (f *failingStore) Claim(ctx context.Context, limit int, deliver func(contex
 // are all delivered; Delivered hears of each delivered key once, after
 // the claim, and not when the claim failed.
 func TestDeliverInOrder(t *testing.T) {
+	t.Parallel()
 	row := func(id int64, topic, key, value string) status.Row {
 		r := status.Row{ID: id, Topic: topic, Value: []byte(value)}
 		if key != "" {
@@ -125,6 +126,7 @@ func TestDeliverInOrder(t *testing.T) {
 // of a claim once, before any row is produced, even of a key whose row is
 // then refused; rows without a key and reload rows have none.
 func TestClaimedBeforeProduce(t *testing.T) {
+	t.Parallel()
 	rows := []status.Row{
 		{ID: 1, Topic: "fixed", Key: []byte("a"), Value: []byte("a1")}, {ID: 2, Topic: "fixed", Value: []byte("n1")},
 		{ID: 3, Topic: "fixed", Key: []byte("a"), Value: []byte("a2")}, {ID: 4, Topic: "fixed", Key: []byte("b"), Value: []byte("b1")},

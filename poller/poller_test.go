@@ -53,6 +53,7 @@ func header(r *kgo.Record, key string) string {
 }
 
 func TestDeliver(t *testing.T) {
+	t.Parallel()
 	row := func(id int64, topic string, attempts int) status.Row {
 		return status.Row{ID: id, EventID: "e", Topic: topic, Key: []byte("k"), Value: []byte(`{}`), Attempts: attempts,
 			CommitLSN: 0x1A2B, Headers: []decoder.Header{{Key: "id", Value: []byte("e")}}}
@@ -153,6 +154,7 @@ func TestDeliver(t *testing.T) {
 // with its error and original topic in headers; if that topic refuses it
 // too, the row says so.
 func TestDeadLetter(t *testing.T) {
+	t.Parallel()
 	for _, dlqErr := range []error{nil, kerr.TopicAuthorizationFailed} {
 		store := &fakeStore{rows: []status.Row{{ID: 9, Topic: "orders", Value: []byte(`{}`), Attempts: 2}}}
 		prod := &fakeProducer{errs: map[string]error{"orders": kerr.MessageTooLarge, "dead": dlqErr}}

@@ -16,6 +16,7 @@ import (
 // read for good is DEAD, one that cannot be read now waits for the next
 // poll, without an attempt.
 func TestDeliverReloadRows(t *testing.T) {
+	t.Parallel()
 	load := func(_ context.Context, r status.Row) (status.Row, error) {
 		switch r.EventID {
 		case "gone":
@@ -66,6 +67,7 @@ func TestDeliverReloadRows(t *testing.T) {
 // cannot be read, no row loaded for a new topic is produced, and none gets
 // an outcome.
 func TestReloadRowOfAPausedTopic(t *testing.T) {
+	t.Parallel()
 	load := func(_ context.Context, r status.Row) (status.Row, error) {
 		r.Topic, r.Value = r.EventID, []byte(`{}`) // the test's rows name their topic by their id
 		return r, nil

@@ -3,6 +3,7 @@ package setup
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -34,8 +34,9 @@ const eventsSchema = `CREATE TABLE events (position bigserial PRIMARY KEY, data 
 // created is in exactly one. A second migrate is refused: the slot
 // exists, and nothing is adopted again.
 func TestMigrateAdopt(t *testing.T) {
-	ctx, pg, conn := pgtemptestConnect(t)
-	url := pg.URL("postgres")
+	t.Parallel()
+	ctx, db, conn := pgtemptestConnect(t)
+	url := db.URL()
 	open, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestMigrateAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := adoptConfig("position > (SELECT last_position FROM progress)")
+	rc.Slot = db.Name // slots are the cluster's
 	done := make(chan error, 1)
 	var res Result
 	go func() {
@@ -70,7 +72,7 @@ func TestMigrateAdopt(t *testing.T) {
 
 	_, err = Migrate(ctx, url, rc, Options{})
 	var exists *AdoptSlotExistsError
-	if !errors.As(err, &exists) || !strings.Contains(err.Error(), "pg_drop_replication_slot('cdc_relay')") || !strings.Contains(err.Error(), "backfill") {
+	if !errors.As(err, &exists) || !strings.Contains(err.Error(), "pg_drop_replication_slot('"+rc.Slot+"')") || !strings.Contains(err.Error(), "backfill") {
 		t.Errorf("second migrate: %v; want it refused, saying how to adopt again", err)
 	}
 	if n := queryStrings(ctx, t, conn, "SELECT count(*)::text FROM outbox_delivery"); n[0] != "6" && n[0] != "7" {
@@ -82,7 +84,8 @@ func TestMigrateAdopt(t *testing.T) {
 // fails with its message, and nothing is created: no relay tables, no
 // publication, no slot. So does adopt without an id column.
 func TestMigrateAdoptRefusesABadPredicate(t *testing.T) {
-	ctx, pg, conn := pgtemptestConnect(t)
+	t.Parallel()
+	ctx, db, conn := pgtemptestConnect(t)
 	for _, tc := range []struct {
 		rc   relay.Config
 		want string
@@ -93,23 +96,30 @@ func TestMigrateAdoptRefusesABadPredicate(t *testing.T) {
 		{func() relay.Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.Table = "evnets"; return rc }(), `relation "public.evnets" does not exist`},
 		{func() relay.Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.IDColumn = ""; return rc }(), "id column"},
 	} {
-		_, err := Migrate(ctx, pg.URL("postgres"), tc.rc, Options{})
+		tc.rc.Slot = db.Name // slots are the cluster's
+		_, err := Migrate(ctx, db.URL(), tc.rc, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("adopt %q: %v, want an error with %q", tc.rc.Tables[0].Adopt, err, tc.want)
 		}
 	}
-	made := queryStrings(ctx, t, conn, `SELECT (SELECT count(*) FROM pg_replication_slots) || ' ' || (SELECT count(*) FROM pg_publication) || ' ' ||
+	made := queryStrings(ctx, t, conn, `SELECT (SELECT count(*) FROM pg_replication_slots WHERE database = current_database()) || ' ' || (SELECT count(*) FROM pg_publication) || ' ' ||
 		(to_regclass('public.outbox_delivery') IS NOT NULL)`)
 	if made[0] != "0 0 false" {
 		t.Errorf("slots, publications, status table after the refusals: %s; want nothing made", made[0])
 	}
 }
 
-// pgtemptestConnect is a database with the event log of 10 rows and a
-// progress row at 4.
-func pgtemptestConnect(t *testing.T) (context.Context, *pgtemp.Cluster, *pgx.Conn) {
+// pg is the package's PostgreSQL: each test has a database of its own on
+// it, and names the slots it makes after it.
+var pg = pgtemptest.NewShared(pgtemptest.SharedOptions{})
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+// pgtemptestConnect is a database of the test's own with the event log of
+// 10 rows and a progress row at 4.
+func pgtemptestConnect(t *testing.T) (context.Context, *pgtemptest.DB, *pgx.Conn) {
 	t.Helper()
-	return pgtemptest.ConnectT(t, 2*time.Minute, eventsSchema)
+	return pg.ConnectDB(t, 2*time.Minute, eventsSchema)
 }
 
 // waitSlotListed waits until slot is listed, while it is being created.

@@ -19,9 +19,11 @@ import (
 // left of the creator's adopting session is ended first. Once
 // recorded, a migrate again is refused as before.
 func TestMigrateAdoptHealsAnUnrecordedSlot(t *testing.T) {
-	ctx, pg, conn := pgtemptestConnect(t)
-	url := pg.URL("postgres")
+	t.Parallel()
+	ctx, db, conn := pgtemptestConnect(t)
+	url := db.URL()
 	rc := adoptConfig("position > (SELECT last_position FROM progress)")
+	rc.Slot = db.Name // slots are the cluster's
 	if _, err := Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +34,9 @@ func TestMigrateAdoptHealsAnUnrecordedSlot(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", rc.Slot); err != nil {
 		t.Fatal(err)
 	}
-	before := queryStrings(ctx, t, conn, "SELECT restart_lsn::text FROM pg_replication_slots")[0]
+	before := queryStrings(ctx, t, conn, "SELECT restart_lsn::text FROM pg_replication_slots WHERE slot_name = '"+rc.Slot+"'")[0]
 
-	relay := queryStrings(ctx, t, conn, "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay/' || 'cdc_relay', 0))::text")
+	relay := queryStrings(ctx, t, conn, "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay/' || '"+rc.Slot+"', 0))::text")
 	if _, err := Migrate(ctx, url, rc, Options{}); err == nil || !strings.Contains(err.Error(), "led by a running relay") || relay[0] != "true" {
 		t.Errorf("migrate while a relay leads the slot: %v; want it left to the relay", err)
 	}
@@ -44,7 +46,7 @@ func TestMigrateAdoptHealsAnUnrecordedSlot(t *testing.T) {
 	queryStrings(ctx, t, conn, "SELECT pg_advisory_unlock_all()::text")
 
 	// What is left of the killed creator: its adopting session, named.
-	left, err := pgx.Connect(ctx, url+"&application_name=cdc-relay%20adopt%20cdc_relay")
+	left, err := pgx.Connect(ctx, url+"&application_name=cdc-relay%20adopt%20"+rc.Slot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestMigrateAdoptHealsAnUnrecordedSlot(t *testing.T) {
 		t.Fatalf("migrate over the unrecorded slot = %+v, %v; want it created again, 6 rows adopted", res.Slot, err)
 	}
 	adopted := queryStrings(ctx, t, conn, "SELECT event_id FROM outbox_delivery WHERE reload ORDER BY id")
-	after := queryStrings(ctx, t, conn, "SELECT restart_lsn::text FROM pg_replication_slots")[0]
+	after := queryStrings(ctx, t, conn, "SELECT restart_lsn::text FROM pg_replication_slots WHERE slot_name = '"+rc.Slot+"'")[0]
 	if got := strings.Join(adopted, " "); got != "5 6 7 8 9 10" || after == before {
 		t.Errorf("adopted %q by a slot at %s (the old one at %s); want 5 to 10 once, by a new slot", got, after, before)
 	}

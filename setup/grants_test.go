@@ -14,6 +14,7 @@ import (
 // names the database's lines, not the replication keyword's; for a table
 // with adopt, it says the predicate's tables need SELECT.
 func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
+	t.Parallel()
 	outbox := relay.Table{Mapping: decoder.DefaultMapping()}
 	appEvents := relay.Table{Mapping: decoder.DefaultMapping()}
 	appEvents.Mapping.Schema, appEvents.Mapping.Table = "app", "events"

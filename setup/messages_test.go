@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -16,9 +15,11 @@ import (
 // run changes nothing but the helper, which it leaves in place; a run with
 // another first prefix replaces it.
 func TestMigrateMessagesOnly(t *testing.T) {
-	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute)
-	url := pg.URL("postgres")
+	t.Parallel()
+	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute)
+	url := db.URL()
 	rc := relay.DefaultConfig()
+	rc.Slot = db.Name // slots are the cluster's
 	rc.Tables = nil
 	rc.Messages = []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "audit", Topic: "audit", PayloadOnly: true}}
 
@@ -66,6 +67,7 @@ func TestMigrateMessagesOnly(t *testing.T) {
 // more for messages, and gives the application's grant commented out;
 // with tables and no messages it says nothing of messages.
 func TestGrantsForMessages(t *testing.T) {
+	t.Parallel()
 	rc := relay.DefaultConfig()
 	plain := Grants(rc, "relay")
 	rc.Tables = nil

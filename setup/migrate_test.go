@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/writeback"
@@ -18,9 +17,11 @@ import (
 // the publication with both outbox tables, and the slot; a second changes
 // nothing and says so.
 func TestMigrate(t *testing.T) {
-	ctx, pg, _ := pgtemptest.ConnectT(t, 2*time.Minute, "CREATE TABLE app_events (id bigint PRIMARY KEY, payload jsonb)")
-	url := pg.URL("postgres")
+	t.Parallel()
+	ctx, db, _ := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_events (id bigint PRIMARY KEY, payload jsonb)")
+	url := db.URL()
 	rc := relay.DefaultConfig()
+	rc.Slot = db.Name // slots are the cluster's
 	second := rc.Tables[0]
 	second.Mapping.Table = "app_events"
 	rc.Tables = append(rc.Tables, second)
@@ -51,8 +52,9 @@ func TestMigrate(t *testing.T) {
 // their migrations were applied are created again by the next migrate,
 // which says so (applying no migration), and by the one after it no more.
 func TestMigrateSaysWhatItCreatedAgain(t *testing.T) {
-	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute)
-	url := pg.URL("postgres")
+	t.Parallel()
+	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute)
+	url := db.URL()
 	rc := relay.DefaultConfig()
 	if _, err := Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil {
 		t.Fatal(err)
@@ -77,7 +79,8 @@ func TestMigrateSaysWhatItCreatedAgain(t *testing.T) {
 // lists pending values its reset trigger, and reports per table what it
 // did: created, kept, dropped once the values are gone.
 func TestMigrateResetTriggers(t *testing.T) {
-	ctx, pg, _ := pgtemptest.ConnectT(t, 2*time.Minute,
+	t.Parallel()
+	ctx, db, _ := pg.ConnectDB(t, 2*time.Minute,
 		"CREATE TABLE app_outbox (id bigint PRIMARY KEY, payload jsonb, status text)",
 		"CREATE TABLE other_outbox (id bigint PRIMARY KEY, payload jsonb, status text)")
 	rc := relay.DefaultConfig()
@@ -103,7 +106,7 @@ func TestMigrateResetTriggers(t *testing.T) {
 			if tc.pending {
 				rc.Tables[0].WriteBack = wb
 			}
-			res, err := Migrate(ctx, pg.URL("postgres"), rc, Options{SkipOutbox: true, NoSlot: true})
+			res, err := Migrate(ctx, db.URL(), rc, Options{SkipOutbox: true, NoSlot: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -70,6 +70,7 @@ func ids(rows []Row) []int64 {
 }
 
 func TestListAndGet(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	db.fixture(ctx, t)
 	for _, tt := range []struct {
@@ -160,6 +161,7 @@ func (tt changeCase[O]) check(t *testing.T, got []Change, err error) map[int64]b
 }
 
 func TestRetry(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	for _, tt := range []changeCase[RetryOptions]{
 		{name: "by id", opts: RetryOptions{IDs: []int64{1, 3}}, want: []Change{{ID: 1, Was: Failed}, {ID: 3, Was: Dead}}},
@@ -216,6 +218,7 @@ func TestRetry(t *testing.T) {
 // TestRetryWaitsForThePoller: a row the poller has locked and then marks
 // DELIVERED is not retried, although it was FAILED when Retry started.
 func TestRetryWaitsForThePoller(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	db.fixture(ctx, t)
 	poller, err := pgx.Connect(ctx, db.url)
@@ -247,7 +250,7 @@ func TestRetryWaitsForThePoller(t *testing.T) {
 		if _, err := poller.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
 			t.Fatal(err)
 		}
-		if err := poller.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH target%'").Scan(&waiting); err != nil {
+		if err := poller.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH target%'").Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,6 +270,7 @@ func TestRetryWaitsForThePoller(t *testing.T) {
 }
 
 func TestPurge(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	for _, tt := range []changeCase[PurgeOptions]{
 		{name: "by id, FAILED included", opts: PurgeOptions{IDs: []int64{1, 4}}, want: []Change{{ID: 1, Was: Failed}, {ID: 4, Was: Delivered}}},

@@ -17,6 +17,7 @@ import (
 // those of a pending status, each once, in id order; a routed row once
 // per topic its tags route it to, never when they route it nowhere.
 func TestAdoptByPredicate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := newAdoptPool(t)
 	routes := []decoder.Route{
@@ -110,6 +111,7 @@ func adoptOnce(ctx context.Context, t *testing.T, pool *pgxpool.Pool, a Adoptabl
 // neither in the check nor in the adoption, and one that closes the
 // parentheses around it cannot override the relay's own filters.
 func TestAdoptOneStatement(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, db := newTestDB(t)
 	cfg, err := pgxpool.ParseConfig(db.url + "&default_query_exec_mode=simple_protocol")
@@ -163,6 +165,7 @@ func TestAdoptOneStatement(t *testing.T) {
 // with its message, before anything is adopted; so is a routed table whose
 // tags are not an array of text.
 func TestCheckAdoptRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := newTestPool(t)
 	if _, err := pool.Exec(ctx, `CREATE TABLE events (position bigint PRIMARY KEY, tags jsonb)`); err != nil {

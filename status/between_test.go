@@ -14,6 +14,7 @@ import (
 // begins in [from, to), in any state, with their source; nothing before or
 // after, nothing without an id.
 func TestParkedBetween(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	store := NewStore(db.conn, "public", "outbox_delivery", SourceTables("public.orders", "public.payments"))
 	park := func(id string, table int, commit uint64, state string) {

@@ -23,6 +23,7 @@ func claimTestStore(t *testing.T) (*Store, *pgxpool.Pool) {
 // TestClaim: due FAILED rows only, each outcome written as its state, and
 // a row another claim holds is skipped, not waited for.
 func TestClaim(t *testing.T) {
+	t.Parallel()
 	store, pool := claimTestStore(t)
 	ctx := context.Background()
 	for i, id := range []string{"a", "b", "c", "later"} {

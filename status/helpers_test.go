@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -11,21 +12,29 @@ import (
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
-// testDB is a migrated database on a throwaway cluster, with a store on its
-// status table.
+// pg is the package's PostgreSQL: every test's database is a copy of one
+// with the relay's tables and the default outbox table.
+var pg = pgtemptest.NewShared(pgtemptest.SharedOptions{
+	Template: func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := migrations.Apply(ctx, conn, migrations.DefaultConfig())
+		return err
+	},
+})
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+// testDB is a migrated database of the test's own on the package's
+// cluster, with a store on its status table.
 type testDB struct {
 	url   string
 	conn  *pgx.Conn
 	store *Store
 }
 
-// newTestDB starts one; its context ends with the test, or after two
+// newTestDB makes one; its context ends with the test, or after two
 // minutes.
 func newTestDB(t *testing.T) (context.Context, *testDB) {
 	t.Helper()
-	ctx, pg, conn := pgtemptest.ConnectT(t, 2*time.Minute)
-	if _, err := migrations.Apply(ctx, conn, migrations.DefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, &testDB{url: pg.URL("postgres"), conn: conn, store: NewStore(conn, "public", "outbox_delivery")}
+	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute)
+	return ctx, &testDB{url: db.URL(), conn: conn, store: NewStore(conn, "public", "outbox_delivery")}
 }

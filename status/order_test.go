@@ -90,6 +90,7 @@ func stateOf(ctx context.Context, t *testing.T, pool *pgxpool.Pool, id int64) (s
 // fails becomes FAILED, its key's head; a skip releases the rows behind
 // it, in order; keyless rows are claimed regardless.
 func TestClaimInOrder(t *testing.T) {
+	t.Parallel()
 	store, pool := claimTestStore(t)
 	ctx := context.Background()
 	ids := parkAll(ctx, t, store, pool, []parked{
@@ -143,6 +144,7 @@ func TestClaimInOrder(t *testing.T) {
 // TestClaimSkipsPausedTopics: a paused topic's rows are not claimed, for
 // the slot that paused it only; pausing twice changes nothing.
 func TestClaimSkipsPausedTopics(t *testing.T) {
+	t.Parallel()
 	_, pool := claimTestStore(t)
 	ctx := context.Background()
 	store := NewStore(pool, "public", "outbox_delivery", Pauses("public", migrations.PauseTable, "s1"))
@@ -171,6 +173,7 @@ func TestClaimSkipsPausedTopics(t *testing.T) {
 // the topic's PAUSED rows WAITING, which are then claimed in order; other
 // topics' PAUSED rows stay.
 func TestResumeMakesPausedRowsWaiting(t *testing.T) {
+	t.Parallel()
 	_, pool := claimTestStore(t)
 	ctx := context.Background()
 	store := NewStore(pool, "public", "outbox_delivery", Pauses("public", migrations.PauseTable, "s1"))
@@ -208,6 +211,7 @@ func TestResumeMakesPausedRowsWaiting(t *testing.T) {
 // the topic is paused, and the topic's resume makes it WAITING and
 // claimable, still a reload row. Ordered and unordered alike.
 func TestReloadRowParkedForItsPausedTopic(t *testing.T) {
+	t.Parallel()
 	for _, unordered := range []bool{false, true} {
 		t.Run(fmt.Sprintf("unordered %v", unordered), func(t *testing.T) {
 			_, pool := claimTestStore(t)
@@ -259,6 +263,7 @@ func TestReloadRowParkedForItsPausedTopic(t *testing.T) {
 // TestHeldKeys: the keys with FAILED, DEAD (not skipped), WAITING or
 // PAUSED rows, not NULL keys nor reload rows; StillHeld narrows a list.
 func TestHeldKeys(t *testing.T) {
+	t.Parallel()
 	store, pool := claimTestStore(t)
 	ctx := context.Background()
 	ids := parkAll(ctx, t, store, pool, []parked{
@@ -295,6 +300,7 @@ func TestHeldKeys(t *testing.T) {
 // waits for; list and show say it; skip and purge of a key's head say how
 // many they release; skip refuses other states and a second skip.
 func TestOperatorsAndOrder(t *testing.T) {
+	t.Parallel()
 	store, pool := claimTestStore(t)
 	ctx := context.Background()
 	ids := parkAll(ctx, t, store, pool, []parked{

@@ -18,6 +18,7 @@ import (
 // the event has a row for already are refused; a second correction keeps
 // the first original topic.
 func TestRetryToTopic(t *testing.T) {
+	t.Parallel()
 	store, pool := claimTestStore(t)
 	ctx := context.Background()
 	ids := parkAll(ctx, t, store, pool, []parked{
@@ -111,6 +112,7 @@ func parkedID(ctx context.Context, t *testing.T, store *Store, id, topic string)
 // its topic (ErrTopicKept) and nothing changes: the rows behind it are not
 // reported released and still wait, and Hold is undone or never called.
 func TestRetryToTopicKept(t *testing.T) {
+	t.Parallel()
 	store, pool := claimTestStore(t)
 	ctx := context.Background()
 	ids := parkAll(ctx, t, store, pool, []parked{{"d", "t", "K", Dead}, {"w", "t", "K", Waiting}, {"r", "u", "R", Dead}})
@@ -148,6 +150,7 @@ func TestRetryToTopicKept(t *testing.T) {
 // new topic and key, and does not undo it; CorrectedHeldKeys returns the
 // key while the corrected row is held, and not once it is delivered.
 func TestRetryToTopicHolds(t *testing.T) {
+	t.Parallel()
 	store, pool := claimTestStore(t)
 	ctx := context.Background()
 	ids := parkAll(ctx, t, store, pool, []parked{{"d", "bad!", "K", Dead}, {"o", "t", "O", Dead}})

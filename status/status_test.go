@@ -18,6 +18,7 @@ import (
 )
 
 func TestFailedRecordsAnEventOnce(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	conn, store := db.conn, db.store
 	ev := &decoder.Event{ID: []byte("e-1"), Topic: "bad topic!*", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x1000,
@@ -101,6 +102,7 @@ func TestFailedRecordsAnEventOnce(t *testing.T) {
 // each sent again (PostgreSQL reads the transaction again) is recorded
 // once; so is an event of no named source (source_table NULL).
 func TestParkKeepsEachSourcesEvent(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	store := NewStore(db.conn, "public", "outbox_delivery", SourceTables("public.outbox", "app.outbox", "message:app"))
 	for i, park := range []struct {
@@ -137,6 +139,7 @@ func TestParkKeepsEachSourcesEvent(t *testing.T) {
 // was given for the event's table; an event of a table it has no name for,
 // or a store given no names, records NULL. Get and the JSON show it.
 func TestParkRecordsTheSourceTable(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	names := []string{"public.outbox", "app.orders_outbox", ""}
 	named := NewStore(db.conn, "public", "outbox_delivery", SourceTables(names...))
@@ -208,6 +211,7 @@ func TestParkRecordsTheSourceTable(t *testing.T) {
 // source_table (NULL since the migration added it) are listed, shown,
 // claimed by the poller, retried and purged as any other.
 func TestRowsWithoutASourceTable(t *testing.T) {
+	t.Parallel()
 	ctx, db := newTestDB(t)
 	// The table as an older relay used it: no source_table yet.
 	if _, err := db.conn.Exec(ctx, "ALTER TABLE outbox_delivery DROP COLUMN source_table"); err != nil {

@@ -15,6 +15,7 @@ import (
 // topic's rows, are not. The same rows claimed in order give only the
 // keys with nothing held before.
 func TestClaimUnordered(t *testing.T) {
+	t.Parallel()
 	_, pool := claimTestStore(t)
 	ctx := context.Background()
 	opts := []Option{Pauses("public", migrations.PauseTable, "s1")}

@@ -21,6 +21,7 @@ import (
 // retried and purged by an operator; a row sent again and already parked
 // keeps what it says; a table without write-back is left alone.
 func TestWriteBackFollowsTheStatusTable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := newTestPool(t)
 	for _, sql := range []string{
@@ -139,6 +140,7 @@ func TestWriteBackFollowsTheStatusTable(t *testing.T) {
 // rows; the poller's outcome stores the record it read and counts no
 // failed attempt before it (an adopted or reset row was never refused).
 func TestAdoptAndReload(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := newTestPool(t)
 	for _, sql := range []string{
@@ -208,6 +210,7 @@ func newTestPool(t *testing.T) *pgxpool.Pool {
 // reset) counts only the poller's failed attempts: 1, 2, then 2 once
 // delivered.
 func TestReloadRowAttempts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := newTestPool(t)
 	for _, sql := range []string{
@@ -264,6 +267,7 @@ func TestReloadRowAttempts(t *testing.T) {
 // delivered once the poller delivered it, with no failed attempt; a
 // skipped event's row says dead.
 func TestWriteBackOfHeldEvents(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := newTestPool(t)
 	for _, sql := range []string{

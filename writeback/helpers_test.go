@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -21,14 +22,30 @@ import (
 // timestamp written in UTC instead of the session's zone is 10 hours off.
 const testTimeZone = "Pacific/Honolulu"
 
-// startDB starts a throwaway PostgreSQL and returns a pool on it as the
-// superuser, with sessions in testTimeZone.
-func startDB(t *testing.T) (context.Context, *pgtemp.Cluster, *pgxpool.Pool) {
+// pg is the package's PostgreSQL, shared by the tests that neither stop
+// nor restart it.
+var pg = pgtemptest.NewShared(pgtemptest.SharedOptions{})
+
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
+
+// startDB makes a database of the test's own on the package's cluster and
+// returns a pool on it as the superuser, with sessions in testTimeZone.
+func startDB(t *testing.T) (context.Context, *pgtemptest.DB, *pgxpool.Pool) {
 	t.Helper()
-	pg := pgtemptest.StartT(t, pgtemp.Options{})
+	db := pg.DB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	return ctx, pg, newPool(t, ctx, pg.URL("postgres"), "")
+	return ctx, db, newPool(t, ctx, db.URL(), "")
+}
+
+// startOwnDB starts a throwaway PostgreSQL of the test's own, for a test
+// that stops or restarts it, and returns a pool on it as startDB does.
+func startOwnDB(t *testing.T) (context.Context, *pgtemp.Cluster, *pgxpool.Pool) {
+	t.Helper()
+	c := pgtemptest.StartT(t, pgtemp.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, c, newPool(t, ctx, c.URL("postgres"), "")
 }
 
 // newPool returns a pool on url (as user, if not ""), in testTimeZone.

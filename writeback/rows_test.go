@@ -17,6 +17,7 @@ import (
 // failed with the reason, the attempts and the next attempt, dead with its
 // own value.
 func TestRowsWriteEachOutcome(t *testing.T) {
+	t.Parallel()
 	ctx, _, pool := startDB(t)
 	exec(t, ctx, pool, `CREATE TABLE app_outbox (id bigint PRIMARY KEY, status varchar(20) NOT NULL DEFAULT 'PENDING',
 		sent_at timestamp, last_error varchar(12), retry_count smallint NOT NULL DEFAULT 0, next_attempt_at timestamptz)`)
@@ -69,6 +70,7 @@ func TestRowsWriteEachOutcome(t *testing.T) {
 // a column that does not exist, is logged and counted, and the caller's
 // transaction goes on and commits.
 func TestRowsRefusedRowKeepsTheTransaction(t *testing.T) {
+	t.Parallel()
 	ctx, _, pool := startDB(t)
 	table := outboxTable(t, ctx, pool, "outbox", "a", "b")
 	exec(t, ctx, pool, `CREATE FUNCTION frozen() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -113,6 +115,7 @@ func TestRowsRefusedRowKeepsTheTransaction(t *testing.T) {
 // connection) is the transaction's, not the row's: Write returns it, so
 // that the caller rolls back and tries again, and counts nothing.
 func TestRowsReturnsWhatIsNotTheRows(t *testing.T) {
+	t.Parallel()
 	ctx, _, pool := startDB(t)
 	table := outboxTable(t, ctx, pool, "outbox", "a")
 	exec(t, ctx, pool, `CREATE FUNCTION busy() RETURNS trigger LANGUAGE plpgsql AS $$

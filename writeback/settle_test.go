@@ -40,6 +40,7 @@ func (l *doneLog) got() []string {
 // took it, never while the database refuses the statement; a superseded
 // outcome's with the outcome that superseded it.
 func TestDoneOnlyOnceWritten(t *testing.T) {
+	t.Parallel()
 	ctx, _, pool := startDB(t)
 	table := outboxTable(t, ctx, pool, "outbox", "a", "b", "c")
 	db := &countingDB{DB: pool}
@@ -81,6 +82,7 @@ func TestDoneOnlyOnceWritten(t *testing.T) {
 // (a CHECK on the status column) is not a row's fault: those outcomes are
 // held, unsettled, and retried.
 func TestRefusedRowIsGivenUp(t *testing.T) {
+	t.Parallel()
 	ctx, _, pool := startDB(t)
 	const n = 40
 	ids := make([]string, n)

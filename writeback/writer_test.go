@@ -17,6 +17,7 @@ import (
 )
 
 func TestNewChecksTheConfig(t *testing.T) {
+	t.Parallel()
 	good := func() Table {
 		return Table{Name: "outbox", IDColumn: "id", Columns: Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED",
 			DeliveredAtColumn: "sent_at", ErrorColumn: "error"}}
@@ -62,6 +63,7 @@ func TestNewChecksTheConfig(t *testing.T) {
 // bigint and text, with a text, enum and varchar status, and checks the
 // rows, the timestamp, and that the statements use the id's index.
 func TestWriteBackByIDType(t *testing.T) {
+	t.Parallel()
 	ctx, _, pool := startDB(t)
 	exec(t, ctx, pool, `CREATE TYPE outbox_status AS ENUM ('PENDING', 'DELIVERED', 'FAILED')`)
 	exec(t, ctx, pool, `CREATE SCHEMA "App"`)
@@ -225,6 +227,7 @@ func outboxTable(t *testing.T, ctx context.Context, db DB, name string, ids ...s
 // TestBatching reports 10,000 outcomes and counts the UPDATE statements
 // that write them.
 func TestBatching(t *testing.T) {
+	t.Parallel()
 	ctx, _, pool := startDB(t)
 	const n = 10000
 	cases := []struct {
@@ -292,8 +295,10 @@ func TestBatching(t *testing.T) {
 // outcomes wait, an error names the fix once, the other table is written
 // all along, and once the fault is fixed the table catches up.
 func TestRefusedTableCatchesUp(t *testing.T) {
-	ctx, pg, pool := startDB(t)
-	exec(t, ctx, pool, "CREATE ROLE relay LOGIN")
+	t.Parallel()
+	ctx, own, pool := startDB(t)
+	relay := "relay_" + own.Name // roles are the cluster's
+	exec(t, ctx, pool, "CREATE ROLE "+relay+" LOGIN")
 	exec(t, ctx, pool, "CREATE TYPE st AS ENUM ('PENDING', 'DELIVERED', 'FAILED')")
 	cases := []struct {
 		name  string
@@ -310,10 +315,10 @@ func TestRefusedTableCatchesUp(t *testing.T) {
 		},
 		{
 			name:  "no privilege",
-			setup: []string{"GRANT SELECT (id) ON %s TO relay"},
-			user:  "relay",
+			setup: []string{"GRANT SELECT (id) ON %s TO " + relay},
+			user:  relay,
 			log:   []string{"42501", `GRANT SELECT (\"id\", \"status\"), UPDATE (\"status\", \"processed_at\", \"error\") ON \"public\".`},
-			fix:   "GRANT SELECT (status), UPDATE (status, processed_at, error) ON %s TO relay",
+			fix:   "GRANT SELECT (status), UPDATE (status, processed_at, error) ON %s TO " + relay,
 		},
 		{
 			name:  "a status the enum lacks",
@@ -330,10 +335,10 @@ func TestRefusedTableCatchesUp(t *testing.T) {
 			for _, s := range tc.setup {
 				exec(t, ctx, pool, fmt.Sprintf(s, broken.Name))
 			}
-			exec(t, ctx, pool, fmt.Sprintf("GRANT SELECT, UPDATE ON %s TO relay", healthy.Name))
+			exec(t, ctx, pool, fmt.Sprintf("GRANT SELECT, UPDATE ON %s TO %s", healthy.Name, relay))
 			db := pool
 			if tc.user != "" {
-				db = newPool(t, ctx, pg.URL("postgres"), tc.user)
+				db = newPool(t, ctx, own.URL(), tc.user)
 			}
 			log := &syncbuf.Buffer{}
 			w, err := New(db, Config{Tables: []Table{broken, healthy}, Logger: slog.New(slog.NewTextHandler(log, nil))})
@@ -383,7 +388,7 @@ func TestRefusedTableCatchesUp(t *testing.T) {
 // TestDatabaseRestart restarts PostgreSQL while outcomes are reported:
 // those reported meanwhile are written once it is back.
 func TestDatabaseRestart(t *testing.T) {
-	ctx, pg, pool := startDB(t)
+	ctx, own, pool := startOwnDB(t) // restarted: a cluster of its own
 	const rows = 200000
 	exec(t, ctx, pool, `CREATE TABLE outbox (id bigint PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING', processed_at timestamptz)`)
 	exec(t, ctx, pool, "INSERT INTO outbox (id) SELECT generate_series(1, $1)", rows)
@@ -417,7 +422,7 @@ func TestDatabaseRestart(t *testing.T) {
 		reported <- id
 	}()
 	waitFor(t, 30*time.Second, "nothing written before the restart", func() bool { return w.Stats().Updated > 0 })
-	if err := pg.Restart(ctx, "immediate"); err != nil {
+	if err := own.Restart(ctx, "immediate"); err != nil {
 		t.Fatal(err)
 	}
 	close(restarted)
@@ -443,9 +448,9 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 	const calls = 100000
 	for _, mode := range []string{"stopped", "silent"} {
 		t.Run(mode, func(t *testing.T) {
-			ctx, pg, pool := startDB(t)
+			ctx, own, pool := startOwnDB(t) // stopped, and times the calls: a cluster of its own
 			table := outboxTable(t, ctx, pool, "outbox", "x")
-			url := pg.URL("postgres")
+			url := own.URL("postgres")
 			var proxy *tcpproxy.Proxy
 			if mode == "silent" {
 				var err error
@@ -470,7 +475,7 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 			w.Delivered(0, []byte("x"), nil)
 			waitFor(t, 30*time.Second, "the first outcome not written", func() bool { return w.Stats().Updated == 1 })
 			if mode == "stopped" {
-				if err := pg.Stop(); err != nil {
+				if err := own.Stop(); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -503,6 +508,7 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 // TestRunWritesWhatIsWaitingWhenStopped stops Run at once: it writes what
 // was reported, or says how much it could not.
 func TestRunWritesWhatIsWaitingWhenStopped(t *testing.T) {
+	t.Parallel()
 	ctx, _, pool := startDB(t)
 	for _, down := range []bool{false, true} {
 		t.Run(fmt.Sprintf("down=%v", down), func(t *testing.T) {
@@ -569,6 +575,7 @@ func TestBurstMemoryIsReleased(t *testing.T) {
 }
 
 func TestCleanReason(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 600) // 1200 bytes
 	cases := []struct{ in, want string }{
 		{"MESSAGE_TOO_LARGE", "MESSAGE_TOO_LARGE"},

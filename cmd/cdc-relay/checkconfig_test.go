@@ -359,7 +359,7 @@ tables:
 		t.Errorf("check-config changed the tables:\nbefore %s\nafter  %s", before, after)
 	}
 	var slots, pending int
-	if err := conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'cdc_relay'), (SELECT count(*) FROM notification_outbox WHERE status = 'PENDING')").Scan(&slots, &pending); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'cdc_relay' AND database = current_database()), (SELECT count(*) FROM notification_outbox WHERE status = 'PENDING')").Scan(&slots, &pending); err != nil {
 		t.Fatal(err)
 	}
 	if slots != 0 || pending != 3 {

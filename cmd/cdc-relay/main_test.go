@@ -17,14 +17,15 @@ import (
 // TestMain lets a test run the command line as a separate process (see
 // demo_test.go): the test binary, started with CDC_RELAY_TEST_RUN_MAIN=1,
 // is cdc-relay. The variable is the test's, not the relay's: it is unset
-// before main runs, which would warn of it.
+// before main runs, which would warn of it. Otherwise it runs the tests, and stops the
+// package's PostgreSQL (pg) after them.
 func TestMain(m *testing.M) {
 	if os.Getenv("CDC_RELAY_TEST_RUN_MAIN") == "1" {
 		os.Unsetenv("CDC_RELAY_TEST_RUN_MAIN")
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(pg.Run(m))
 }
 
 // clearEnv unsets every CDC_RELAY_ variable for the test, so that the

@@ -55,7 +55,7 @@ func TestMigrateAdopt(t *testing.T) {
 			}
 			var slots, adopted int
 			var made bool
-			if err := conn.QueryRow(ctx, `SELECT count(*), to_regclass('public.outbox_delivery') IS NOT NULL FROM pg_replication_slots`).Scan(&slots, &made); err != nil {
+			if err := conn.QueryRow(ctx, `SELECT count(*), to_regclass('public.outbox_delivery') IS NOT NULL FROM pg_replication_slots WHERE database = current_database()`).Scan(&slots, &made); err != nil {
 				t.Fatal(err)
 			}
 			if made {
