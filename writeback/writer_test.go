@@ -442,8 +442,11 @@ func TestDatabaseRestart(t *testing.T) {
 }
 
 // TestDeliveredNeverBlocks reports 100,000 outcomes while the database is
-// down, or while the writer's statement hangs on a silent connection, and
-// times them: none is dropped.
+// down, or while the writer's statement hangs on a silent connection:
+// none is dropped, and none waits on the database. A call that waited
+// would wait for a statement that never ends, so the bound is generous
+// (30 s for the 100,000, some 20 µs a call on a quiet machine, logged):
+// it tells a block from a slow machine, and is no claim of speed.
 func TestDeliveredNeverBlocks(t *testing.T) {
 	const calls = 100000
 	for _, mode := range []string{"stopped", "silent"} {
@@ -495,8 +498,8 @@ func TestDeliveredNeverBlocks(t *testing.T) {
 			elapsed := time.Since(start)
 			s := w.Stats()
 			t.Logf("%d Delivered calls with the database %s: %v (%v per call); %+v", calls, mode, elapsed, elapsed/calls, s)
-			if elapsed > 2*time.Second {
-				t.Fatalf("%d calls took %v", calls, elapsed)
+			if elapsed > 30*time.Second {
+				t.Fatalf("%d calls took %v: a call waits on the database", calls, elapsed)
 			}
 			if s.Pending < calls {
 				t.Fatalf("%d outcomes pending, want every one of the %d reported", s.Pending, calls)
