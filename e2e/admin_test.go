@@ -262,6 +262,7 @@ func TestMetricsCountEveryEvent(t *testing.T) {
 // TestReadyzFollowsTheBroker: /readyz turns not ready within 10 s of the
 // broker going away, and ready again once it is back.
 func TestReadyzFollowsTheBroker(t *testing.T) {
+	parallelOwnBroker(t) // it stops the broker
 	e := newEnv(t)
 	p := e.startRelay()
 	ready := func() bool {

@@ -30,6 +30,7 @@ import (
 // before (the progress row at 40% of them); the test logs how long the
 // adoption and the poller's sending took.
 func TestSwitchOverByPredicate(t *testing.T) {
+	parallel(t)
 	events := 10000
 	if v := os.Getenv("CDC_RELAY_TEST_ADOPT_EVENTS"); v != "" {
 		var err error
@@ -118,6 +119,7 @@ func (e *env) checkRunAdopted(p *relayProc, events int) {
 // that the predicate's tables need SELECT; once granted, run adopts, and
 // the next run, with the slot there, warns that adopt: is ignored.
 func TestRunStopsOnARefusedAdopt(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.exampleSchema("event-store-tags")
 	path, _, _ := e.adoptExampleConfig()

@@ -30,6 +30,7 @@ import (
 // deadline, two minutes, grows by ten seconds per 1,000 rows beyond 3,000
 // (the poller's pace, some 300 rows a second, on a busy machine).
 func TestAdoptionHealsAfterSIGKILL(t *testing.T) {
+	parallel(t)
 	rows := 3000
 	if v := os.Getenv("CDC_RELAY_TEST_ADOPTKILL_ROWS"); v != "" {
 		var err error

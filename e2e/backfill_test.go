@@ -83,6 +83,7 @@ var resumeLine = regexp.MustCompile(`(?m)^  (cdc-relay backfill .* --after .*)$`
 // of its place). The live stream delivers every row the application
 // wrote meanwhile.
 func TestBackfillBesideALiveRelay(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	const selected, old = 2000, 500
 	want := e.seedRecentAndOld(selected, old)

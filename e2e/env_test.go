@@ -8,8 +8,9 @@ import (
 // TestUnknownEnvironmentVariable: `run` logs a warning (on stderr) of a CDC_RELAY_
 // variable no flag reads, with the name it most likely meant, and runs.
 func TestUnknownEnvironmentVariable(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
-	t.Setenv("CDC_RELAY_SLOTT", "typo")
+	e.setRelayEnv("CDC_RELAY_SLOTT", "typo")
 	relay := e.startRelay()
 	want := `level=WARN msg="unknown environment variable CDC_RELAY_SLOTT: no flag reads it; did you mean CDC_RELAY_SLOT?"`
 	if !strings.Contains(relay.Log(), want) {

@@ -94,6 +94,7 @@ func (f *failover) finish() (events, dups, producers int) {
 // at full speed; the leader is SIGKILLed. The standby produces within 10 s,
 // nothing is lost, and at no moment did both produce.
 func TestFailoverUnderLoad(t *testing.T) {
+	// Alone: it asserts the takeover time (10 s).
 	e := newEnv(t)
 	f := e.startFailover()
 	f.leader.Kill()

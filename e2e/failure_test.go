@@ -337,6 +337,7 @@ func (w *writer) stop() map[string]int {
 // the stop timeout with exit 0, also while the reader waits for capacity
 // at the in-flight limit, and a restart delivers what was pending.
 func TestStopWhileKafkaIsDown(t *testing.T) {
+	// Alone: it asserts the stop time (within --stop-timeout).
 	tests := []struct {
 		name  string
 		limit string // --max-in-flight-events

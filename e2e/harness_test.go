@@ -78,7 +78,7 @@ func TestMain(m *testing.M) {
 // takeHarnessEnv moves the harness's own variables from the environment
 // to harnessEnv.
 func takeHarnessEnv() {
-	for _, name := range []string{"CDC_RELAY_TEST_KAFKA", "CDC_RELAY_TEST_KAFKA_BROKERS", "CDC_RELAY_TEST_KILL_EVENTS", "CDC_RELAY_TEST_BACKFILL_RATE"} {
+	for _, name := range []string{"CDC_RELAY_TEST_KAFKA", "CDC_RELAY_TEST_KAFKA_BROKERS", "CDC_RELAY_TEST_KILL_EVENTS"} {
 		if v, ok := os.LookupEnv(name); ok {
 			harnessEnv[name] = v
 			os.Unsetenv(name)
@@ -179,6 +179,38 @@ type env struct {
 	kfakePort int
 	kafkaOpts []kgo.Opt // more options for the test's own Kafka clients (TLS, SASL)
 	conn      *pgx.Conn
+	// relayEnv are variables of the relays the test runs (and commands it
+	// runs with e.command), over the process's own: a test never sets its
+	// own environment (t.Setenv), so that it can run beside the others.
+	// An empty value removes the variable.
+	relayEnv map[string]string
+}
+
+// childEnv is the environment of a process the test runs: this process's,
+// with e.relayEnv over it.
+func (e *env) childEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, over := e.relayEnv[k]; !over {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range e.relayEnv {
+		if v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
+}
+
+// setRelayEnv sets the variable k to v (empty: removes it) for the
+// processes the test runs from now on.
+func (e *env) setRelayEnv(k, v string) {
+	if e.relayEnv == nil {
+		e.relayEnv = map[string]string{}
+	}
+	e.relayEnv[k] = v
 }
 
 // envSeq numbers the tests' databases; parallel tests draw from it at once.
@@ -436,11 +468,12 @@ func (e *env) startRelayArgs(bin string, args ...string) *relayProc {
 	return p
 }
 
-// spawnRelayArgs runs the binary bin with exactly args. When the test ends
+// spawnRelayArgs runs the binary bin with exactly args, in the
+// environment e.childEnv says. When the test ends
 // the process is killed, and a data race in its log fails the test.
 func (e *env) spawnRelayArgs(bin string, args ...string) *relayProc {
 	e.t.Helper()
-	proc, err := relayproc.Start(bin, args...)
+	proc, err := relayproc.StartEnv(bin, e.childEnv(), args...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -77,12 +77,9 @@ func (e *env) runSecuritySteps(steps []securityStep, secrets ...string) {
 	for _, s := range steps {
 		e.t.Logf("step: %s", s.name)
 		e.brokers, e.kafkaOpts = []string{s.addr}, s.client
-		for _, k := range []string{"CDC_RELAY_KAFKA_SASL_PASSWORD", "CDC_RELAY_KAFKA_SASL_PASSWORD_FILE"} {
-			e.t.Setenv(k, "") // restored when the test ends
-			os.Unsetenv(k)
-		}
+		e.relayEnv = map[string]string{"CDC_RELAY_KAFKA_SASL_PASSWORD": "", "CDC_RELAY_KAFKA_SASL_PASSWORD_FILE": ""}
 		for k, v := range s.env {
-			os.Setenv(k, v)
+			e.setRelayEnv(k, v)
 		}
 		args := e.relayArgs(s.args...)
 		var log, cmdline string
@@ -213,6 +210,7 @@ func startKfake(t *testing.T, opts ...kfake.Opt) string {
 // listeners of the shared broker (CDC_RELAY_TEST_KAFKA=apache); with kfake
 // the test starts two brokers that speak TLS.
 func TestKafkaTLS(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	plainAddr := e.brokers[0]
 	ca := brokerCA
@@ -282,6 +280,7 @@ func TestKafkaTLS(t *testing.T) {
 // log or on its command line. kfake, whatever broker the suite uses: the
 // Apache Kafka broker has no SASL listener.
 func TestKafkaSASL(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	const user, password, wrong = "relay", "scram-Pa55-of-the-test", "not-the-Pa55word"
 	addr := startKfake(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", user, password), kfake.Superuser("PLAIN", user, password))
@@ -318,6 +317,7 @@ func TestKafkaSASL(t *testing.T) {
 // (CDC_RELAY_TEST_KAFKA=apache), or a kfake broker of the test's own that
 // requires both.
 func TestKafkaSCRAMOverTLS(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	const user, password, wrong = "relay-tls", "scram-over-TLS-Pa55", "not-the-Pa55word"
 	ca := brokerCA
@@ -369,7 +369,7 @@ func TestKafkaSCRAMOverTLS(t *testing.T) {
 	// The poller delivers parked events with a Kafka client of its own:
 	// it connects with TLS and SCRAM too.
 	e.brokers, e.kafkaOpts = []string{addr}, client
-	t.Setenv("CDC_RELAY_KAFKA_SASL_PASSWORD", password)
+	e.setRelayEnv("CDC_RELAY_KAFKA_SASL_PASSWORD", password)
 	relay := e.startRelay(append(args, "--kafka-create-topics=false", "--retry-base", "200ms", "--retry-max", "1s")...)
 	insert(t, e.conn, "parked", "k", "Parked", `{}`)
 	e.waitFor("the event is parked for its missing topic", 60*time.Second, func() bool { return e.statusCount("FAILED") == 1 })

@@ -142,6 +142,7 @@ func requireEveryID(t *testing.T, recs []*kgo.Record, want []string) {
 // committed message arrives (at least once), each key's in commit order
 // but for redelivered runs, every copy with the id the message had.
 func TestMessagesSurviveKill9(t *testing.T) {
+	parallel(t)
 	e := newMessageEnv(t)
 	relay := e.startRelay(messageArgs...)
 	topic := e.prefix + ".msg"
@@ -162,6 +163,7 @@ func TestMessagesSurviveKill9(t *testing.T) {
 // consumer sees every committed message once, across a SIGKILL of the
 // relay mid-stream and a restart.
 func TestMessagesExactlyOnce(t *testing.T) {
+	parallel(t)
 	e := newMessageEnv(t)
 	eo := append([]string{"--delivery", "exactly-once", "--checkpoint-topic", e.prefix + ".checkpoints"}, messageArgs...)
 	relay := e.startRelay(eo...)

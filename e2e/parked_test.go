@@ -61,6 +61,7 @@ func checkOnce(t *testing.T, recs []*kgo.Record, n int) {
 // broker that creates topics on demand as Kafka does by default: every
 // event is delivered and nothing is parked.
 func TestDefaultFlagsDeliverEverything(t *testing.T) {
+	// Alone: with the default flags it serves on the default port, 127.0.0.1:9187.
 	e := newEnv(t)
 	p := e.startRelayArgs(relayBin, "run", "--postgres-url", e.url, "--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot)
 	agg := strings.ReplaceAll(e.prefix, ".", "_") // the default template: outbox.event.{aggregate_type}
@@ -192,6 +193,7 @@ func TestInsertAndDeleteInOneTransaction(t *testing.T) {
 // event whose row was not written stays unconfirmed and is parked after
 // the restart.
 func TestStopWithTheStatusTableLocked(t *testing.T) {
+	// Alone: it asserts the stop time (within --stop-timeout).
 	e := newEnv(t)
 	p := e.startRelay("--stop-timeout", "2s")
 	locker := mustConnect(t, e.url)

@@ -14,6 +14,7 @@ import (
 // RSS (the release build) grows by at most 64 MiB, /metrics by at most
 // 1 MiB, and its warnings stay few.
 func TestDistinctPrefixesBoundedMemory(t *testing.T) {
+	// Alone: it asserts peak memory.
 	const (
 		prefixes   = 100_000
 		batch      = 10_000

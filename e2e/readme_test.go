@@ -62,6 +62,7 @@ func readmeBlock(t *testing.T) []string {
 // password. CDC_RELAY_SLOT and CDC_RELAY_TOPIC_TEMPLATE keep the test's
 // slot and topics its own.
 func TestReadmeSetUp(t *testing.T) {
+	parallel(t)
 	if got := readmeBlock(t); !slices.Equal(got, readmeSetUp) {
 		t.Fatalf("README.md's set-up is\n%s\nthe test runs\n%s\nchange both", strings.Join(got, "\n"), strings.Join(readmeSetUp, "\n"))
 	}
@@ -85,18 +86,18 @@ func TestReadmeSetUp(t *testing.T) {
 	if err := os.Symlink(relayBin, filepath.Join(dir, "bin", "cdc-relay")); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("ADMIN_URL", adminURL)
-	t.Setenv("CDC_RELAY_KAFKA_BROKERS", strings.Join(e.brokers, ","))
-	t.Setenv("CDC_RELAY_SLOT", name)
-	t.Setenv("CDC_RELAY_TOPIC_TEMPLATE", e.prefix+".{aggregate_type}")
-	t.Setenv("CDC_RELAY_METRICS_ADDR", "127.0.0.1:0")
+	e.setRelayEnv("ADMIN_URL", adminURL)
+	e.setRelayEnv("CDC_RELAY_KAFKA_BROKERS", strings.Join(e.brokers, ","))
+	e.setRelayEnv("CDC_RELAY_SLOT", name)
+	e.setRelayEnv("CDC_RELAY_TOPIC_TEMPLATE", e.prefix+".{aggregate_type}")
+	e.setRelayEnv("CDC_RELAY_METRICS_ADDR", "127.0.0.1:0")
 	if bin, err := pgtemp.FindBin(); err == nil {
-		t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		e.setRelayEnv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	shell := func(line string) {
 		t.Helper()
 		cmd := exec.Command("bash", "-o", "pipefail", "-c", line)
-		cmd.Dir = dir
+		cmd.Dir, cmd.Env = dir, e.childEnv()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, out)
 		}
@@ -104,7 +105,7 @@ func TestReadmeSetUp(t *testing.T) {
 	shell(readmeSetUp[3])                                              // migrate as the administrator
 	shell(readmeSetUp[4])                                              // the grants
 	shell(`psql "$ADMIN_URL" -c "ALTER ROLE relay PASSWORD 'secret'"`) // \password relay, without a terminal
-	t.Setenv("CDC_RELAY_POSTGRES_URL", u.String())
+	e.setRelayEnv("CDC_RELAY_POSTGRES_URL", u.String())
 	relay := e.spawnRelayArgs(filepath.Join(dir, "bin", "cdc-relay"), "run") // ./bin/cdc-relay run
 	e.waitFor("the relay streams as role relay", 60*time.Second, func() bool {
 		if !relay.Running() {
@@ -117,7 +118,9 @@ func TestReadmeSetUp(t *testing.T) {
 	insert(t, conn, "order", "k", "Placed", `{"n": 1}`)
 	assertValues(t, e.readN(e.topic("order"), 1, 30*time.Second), []string{`{"n": 1}`})
 	var user string
-	if err := conn.QueryRow(context.Background(), "SELECT usename FROM pg_stat_replication WHERE application_name LIKE 'cdc-relay%' OR usename = 'relay' LIMIT 1").Scan(&user); err != nil || user != "relay" {
+	// The walsender of the test's slot: the cluster's other tests run relays too.
+	if err := conn.QueryRow(context.Background(), `SELECT r.usename FROM pg_stat_replication r
+		JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name = $1`, name).Scan(&user); err != nil || user != "relay" {
 		t.Fatalf("the replication connection's role is %q (%v), want relay", user, err)
 	}
 	relay.stop(30 * time.Second)

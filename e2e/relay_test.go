@@ -275,6 +275,7 @@ func TestSIGTERMRestartDeliversEverythingOnce(t *testing.T) {
 }
 
 func TestIdleSlotFollowsWAL(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.startRelay()
 	// No outbox traffic; 50 MB of WAL elsewhere.
@@ -297,6 +298,7 @@ func TestIdleSlotFollowsWAL(t *testing.T) {
 }
 
 func TestLargeTransactionBoundedMemory(t *testing.T) {
+	// Alone: it asserts peak memory.
 	if testing.Short() {
 		t.Skip("200,000-row transaction")
 	}

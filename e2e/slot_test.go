@@ -97,6 +97,7 @@ func TestSlotGapRefusedThenRecovered(t *testing.T) {
 // seen: two restarts together resend at most a second of events. Both
 // restarts hit the relay while it drains a backlog at full speed.
 func TestFastPostgresRestartsResendLittle(t *testing.T) {
+	// Alone: it restarts the package's cluster, and bounds the resent events by the measured draining rate.
 	e := newEnv(t)
 	// Large enough that both restarts meet the relay while it drains, on
 	// Apache Kafka too, where it drains about 60,000 events a second.

@@ -120,6 +120,7 @@ func (e *env) waitOtherClientsGone() {
 // (once, to a read_committed consumer, in exactly-once delivery), and the
 // relay's memory stays bounded.
 func TestWriteBackSurvivesKill(t *testing.T) {
+	// Alone: it asserts peak memory.
 	for _, tc := range []struct {
 		name  string
 		flags []string

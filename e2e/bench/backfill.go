@@ -28,7 +28,7 @@ const (
 // backfill's rows a second under load are counted over the load's window,
 // from its row in the table of backfills, when it outlasts the load.
 func (b *bench) backfill(ctx context.Context, out io.Writer) error {
-	if err := b.fillBackfillTable(ctx); err != nil {
+	if err := b.fillBackfillTable(ctx, b.c.rows); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "### Backfill: %d rows with no rate limit (--rate 0), alone and beside a live load; beside it, one at the default rate\n\n", b.c.rows)
@@ -77,16 +77,16 @@ func (b *bench) backfill(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// fillBackfillTable creates backfillTable with -rows rows, in transactions
+// fillBackfillTable creates backfillTable with rows rows, in transactions
 // of -per-tx.
-func (b *bench) fillBackfillTable(ctx context.Context) error {
+func (b *bench) fillBackfillTable(ctx context.Context, rows int) error {
 	if err := b.exec(ctx, "DROP TABLE IF EXISTS "+backfillTable); err != nil {
 		return err
 	}
 	if err := b.exec(ctx, "CREATE TABLE "+backfillTable+" (LIKE outbox INCLUDING ALL)"); err != nil {
 		return err
 	}
-	if err := b.fillBacklog(ctx, backfillTable, b.c.rows, b.c.perTx); err != nil {
+	if err := b.fillBacklog(ctx, backfillTable, rows, b.c.perTx); err != nil {
 		return err
 	}
 	return b.exec(ctx, "VACUUM ANALYZE "+backfillTable)

@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 35 minutes: the exactlyonce part takes 10, 20 with -apache)
-//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, emit
+//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, backfill-latency, emit
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -54,6 +54,14 @@
 // table of their own) with no rate limit, alone and beside a live load of
 // 2,000 events/s through the relay for -duration: its rows/s, and the
 // live stream's p50 and p99 beside it against the same load alone.
+//
+// Backfill latency (not in a run of everything: name it in -only): the
+// claim that a backfill at its default rate keeps the live stream's
+// latency. -repeat rounds of the live load of 2,000 events/s for
+// -duration alone, then beside a backfill of -duration's worth of rows at
+// the default rate: each round's p99s and their ratio, and the medians
+// (the claim: at most 2x). `go run . -only backfill-latency -duration 4s
+// -repeat 5` is the measurement the e2e suite made before.
 //
 // Emit (table or messages): the application commits one-event
 // transactions from -emit-conns connections as fast as they go for
@@ -193,7 +201,7 @@ func main() {
 }
 
 // parts are the parts -only can name, in the order they run.
-var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "emit"}
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit"}
 
 // parseRates reads a comma-separated list of positive rates.
 func parseRates(list string) ([]int, error) {
@@ -321,6 +329,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	if want("backfill") {
 		if err := b.backfill(ctx, out); err != nil {
+			return err
+		}
+	}
+	if c.only != "" && want("backfill-latency") { // named only: it repeats the backfill part's question
+		if err := b.backfillLatency(ctx, out); err != nil {
 			return err
 		}
 	}

@@ -21,10 +21,18 @@ type Proc struct {
 	err  error // the exit error, set before done is closed
 }
 
-// Start runs bin with args; its standard output and error are kept for
-// [Proc.Log].
+// Start runs bin with args in this process's environment; its standard
+// output and error are kept for [Proc.Log].
 func Start(bin string, args ...string) (*Proc, error) {
+	return StartEnv(bin, nil, args...)
+}
+
+// StartEnv is [Start] with env ("KEY=value" entries) as the process's
+// whole environment, so that a caller gives a child its variables without
+// setting them in its own (nil: this process's environment).
+func StartEnv(bin string, env []string, args ...string) (*Proc, error) {
 	p := &Proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)

@@ -81,3 +81,25 @@ func TestStartStopKill(t *testing.T) {
 		t.Fatalf("after Kill: running %v, exit error %v", p.Running(), p.Err())
 	}
 }
+
+// TestStartEnvGivesTheChildItsEnvironment: the child sees exactly the
+// variables StartEnv names, not this process's.
+func TestStartEnvGivesTheChildItsEnvironment(t *testing.T) {
+	t.Parallel()
+	p, err := StartEnv("/usr/bin/env", []string{"CDC_RELAY_SLOT=child_slot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		p.Kill()
+		t.Fatal("env did not exit within 30s")
+	}
+	if p.Err() != nil {
+		t.Fatalf("env: %v\n%s", p.Err(), p.Log())
+	}
+	if got := strings.TrimSpace(p.Log()); got != "CDC_RELAY_SLOT=child_slot" {
+		t.Errorf("the child's environment is %q, want only CDC_RELAY_SLOT=child_slot", got)
+	}
+}
