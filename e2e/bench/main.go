@@ -239,106 +239,22 @@ type bench struct {
 
 func run(ctx context.Context, c config, out io.Writer) error {
 	b := &bench{c: c}
-	var err error
-	if b.tmp, err = os.MkdirTemp("", "cdc-relay-bench-"); err != nil {
+	stop, err := b.setUp(ctx)
+	defer stop()
+	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(b.tmp)
-	b.relayBin = filepath.Join(b.tmp, "cdc-relay")
-	logf("building the relay")
-	build := exec.Command("go", "build", "-o", b.relayBin, "./cmd/cdc-relay")
-	build.Dir = repoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if o, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the relay in %s: %v\n%s", build.Dir, err, o)
-	}
-	logf("starting PostgreSQL")
-	if b.pg, err = pgtemp.Start(ctx, pgtemp.Options{}); err != nil {
-		return err
-	}
-	defer b.pg.Stop()
-	b.url = b.pg.URL("postgres")
-	if o, err := exec.Command(b.relayBin, "migrate", "--postgres-url", b.url, "--no-slot").CombinedOutput(); err != nil {
-		return fmt.Errorf("migrate: %v\n%s", err, o)
-	}
-	if b.conn, err = pgx.Connect(ctx, b.url); err != nil {
-		return fmt.Errorf("connect to PostgreSQL: %w", err)
-	}
-	defer b.conn.Close(context.Background())
-
 	fmt.Fprintf(out, "## cdc-relay benchmark\n\n%s\n\n", machine())
 	fmt.Fprintf(out, "Command: `cd e2e/bench && go run . %s`\n\n", strings.Join(os.Args[1:], " "))
 	want := func(part string) bool { return c.only == "" || slices.Contains(strings.Split(c.only, ","), part) }
-	if want("drain") {
-		if err := b.drain(ctx, out); err != nil {
-			return err
-		}
-	}
-	if want("writeback") {
-		if err := b.writeBack(ctx, out); err != nil {
-			return err
-		}
-	}
-	if want("memory") {
-		if err := b.memory(ctx, out); err != nil {
-			return err
-		}
-	}
-	if want("retention") {
-		if err := b.retention(ctx, out); err != nil {
-			return err
-		}
-	}
-	if want("parked") {
-		if err := b.parked(ctx, out); err != nil {
-			return err
-		}
-	}
 	var series []latencySeries
-	if want("latency") {
-		s, err := b.latency(ctx, out, "relay")
-		if err != nil {
-			return err
+	for _, p := range b.parts(&series) {
+		// backfill-latency runs only when named: it repeats the backfill
+		// part's question.
+		if !want(p.name) || (p.name == "backfill-latency" && c.only == "") {
+			continue
 		}
-		series = append(series, s)
-	}
-	if want("poller") {
-		if err := b.pollerDrain(ctx, out); err != nil {
-			return err
-		}
-		s, err := b.latency(ctx, out, "poller")
-		if err != nil {
-			return err
-		}
-		series = append(series, s)
-	}
-	if want("exactlyonce") {
-		if err := b.exactlyOnce(ctx, out); err != nil {
-			return err
-		}
-	}
-	if want("order") {
-		if err := b.order(ctx, out); err != nil {
-			return err
-		}
-	}
-	if want("codecs") {
-		if err := b.codecDrain(ctx, out); err != nil {
-			return err
-		}
-	}
-	if want("backfill") {
-		if err := b.backfill(ctx, out); err != nil {
-			return err
-		}
-	}
-	if c.only != "" && want("backfill-latency") { // named only: it repeats the backfill part's question
-		if err := b.backfillLatency(ctx, out); err != nil {
-			return err
-		}
-	}
-	if want("emit") {
-		if err := b.emit(ctx, out); err != nil {
+		if err := p.run(ctx, out); err != nil {
 			return err
 		}
 	}
@@ -350,6 +266,83 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		logf("wrote %s", c.plot)
 	}
 	return nil
+}
+
+// setUp leaves the relay built, a PostgreSQL started and migrated, and
+// b.conn connected to it; stop undoes what was done, also on an error.
+func (b *bench) setUp(ctx context.Context) (stop func(), err error) {
+	var undo []func()
+	stop = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	if b.tmp, err = os.MkdirTemp("", "cdc-relay-bench-"); err != nil {
+		return stop, err
+	}
+	undo = append(undo, func() { os.RemoveAll(b.tmp) })
+	b.relayBin = filepath.Join(b.tmp, "cdc-relay")
+	logf("building the relay")
+	build := exec.Command("go", "build", "-o", b.relayBin, "./cmd/cdc-relay")
+	build.Dir = repoRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if o, err := build.CombinedOutput(); err != nil {
+		return stop, fmt.Errorf("build the relay in %s: %v\n%s", build.Dir, err, o)
+	}
+	logf("starting PostgreSQL")
+	if b.pg, err = pgtemp.Start(ctx, pgtemp.Options{}); err != nil {
+		return stop, err
+	}
+	undo = append(undo, func() { b.pg.Stop() })
+	b.url = b.pg.URL("postgres")
+	if o, err := exec.Command(b.relayBin, "migrate", "--postgres-url", b.url, "--no-slot").CombinedOutput(); err != nil {
+		return stop, fmt.Errorf("migrate: %v\n%s", err, o)
+	}
+	if b.conn, err = pgx.Connect(ctx, b.url); err != nil {
+		return stop, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	undo = append(undo, func() { b.conn.Close(context.Background()) })
+	return stop, nil
+}
+
+// benchPart is one part of the benchmark, named for -only.
+type benchPart struct {
+	name string
+	run  func(ctx context.Context, out io.Writer) error
+}
+
+// parts are the benchmark's parts in the order they run; the latency
+// parts add their series to *series, for the plot.
+func (b *bench) parts(series *[]latencySeries) []benchPart {
+	latency := func(kind string) func(ctx context.Context, out io.Writer) error {
+		return func(ctx context.Context, out io.Writer) error {
+			s, err := b.latency(ctx, out, kind)
+			if err == nil {
+				*series = append(*series, s)
+			}
+			return err
+		}
+	}
+	return []benchPart{
+		{"drain", b.drain},
+		{"writeback", b.writeBack},
+		{"memory", b.memory},
+		{"retention", b.retention},
+		{"parked", b.parked},
+		{"latency", latency("relay")},
+		{"poller", func(ctx context.Context, out io.Writer) error {
+			if err := b.pollerDrain(ctx, out); err != nil {
+				return err
+			}
+			return latency("poller")(ctx, out)
+		}},
+		{"exactlyonce", b.exactlyOnce},
+		{"order", b.order},
+		{"codecs", b.codecDrain},
+		{"backfill", b.backfill},
+		{"backfill-latency", b.backfillLatency},
+		{"emit", b.emit},
+	}
 }
 
 // repoRoot is the relay's repository: two levels above this file.
