@@ -197,3 +197,15 @@ func TestSpreadOf(t *testing.T) {
 		}
 	}
 }
+
+// TestPartRunsAreTheNamedParts: -only's list and the parts that run are
+// one list, in one order.
+func TestPartRunsAreTheNamedParts(t *testing.T) {
+	var names []string
+	for _, p := range (&bench{}).partRuns(nil) {
+		names = append(names, p.name)
+	}
+	if !slices.Equal(names, parts) {
+		t.Fatalf("the parts that run are %v; -only names %v", names, parts)
+	}
+}

@@ -248,7 +248,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	fmt.Fprintf(out, "Command: `cd e2e/bench && go run . %s`\n\n", strings.Join(os.Args[1:], " "))
 	want := func(part string) bool { return c.only == "" || slices.Contains(strings.Split(c.only, ","), part) }
 	var series []latencySeries
-	for _, p := range b.parts(&series) {
+	for _, p := range b.partRuns(&series) {
 		// backfill-latency runs only when named: it repeats the backfill
 		// part's question.
 		if !want(p.name) || (p.name == "backfill-latency" && c.only == "") {
@@ -311,9 +311,10 @@ type benchPart struct {
 	run  func(ctx context.Context, out io.Writer) error
 }
 
-// parts are the benchmark's parts in the order they run; the latency
-// parts add their series to *series, for the plot.
-func (b *bench) parts(series *[]latencySeries) []benchPart {
+// partRuns are the benchmark's parts in the order they run, as parts
+// names them; the latency parts add their series to *series, for the
+// plot.
+func (b *bench) partRuns(series *[]latencySeries) []benchPart {
 	latency := func(kind string) func(ctx context.Context, out io.Writer) error {
 		return func(ctx context.Context, out io.Writer) error {
 			s, err := b.latency(ctx, out, kind)
