@@ -190,3 +190,18 @@ func TestRunFileName(t *testing.T) {
 		}
 	}
 }
+
+// TestStepNameIsShort: the summary names a run by its arguments, cut at
+// 120 characters with how many there were.
+func TestStepNameIsShort(t *testing.T) {
+	if got := stepName([]string{"-race", "./x/"}); got != "go test -race ./x/" {
+		t.Errorf("stepName = %q", got)
+	}
+	long := make([]string, 50)
+	for i := range long {
+		long[i] = "./package/"
+	}
+	if got := stepName(long); !strings.HasSuffix(got, "… (50 arguments)") || len(got) > 150 {
+		t.Errorf("stepName of 50 packages = %q", got)
+	}
+}

@@ -76,7 +76,7 @@ func runTests(jsonOut string, args []string) int {
 		fmt.Fprintln(os.Stderr, "gotest: reading go test's output:", err)
 	}
 	status := exitStatus(cmd.Wait())
-	r.summary(fmt.Sprintf("go test %s", strings.Join(args, " ")), time.Since(start), status)
+	r.summary(stepName(args), time.Since(start), status)
 	return status
 }
 
@@ -142,4 +142,14 @@ func safe(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// stepName is how the summary names the run: go test and its arguments,
+// cut short after 120 characters (make unit names every package).
+func stepName(args []string) string {
+	name := "go test " + strings.Join(args, " ")
+	if len(name) > 120 {
+		name = fmt.Sprintf("%s… (%d arguments)", name[:120], len(args))
+	}
+	return name
 }
