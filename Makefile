@@ -106,9 +106,9 @@ demo: build
 ## test: lint, the Kubernetes manifests, unit tests with -race, the decoder's fuzz target, then the end-to-end suite
 test: deps lint k8s unit fuzz e2e
 
-## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven)
+## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven), and the test broker's own TLS test
 test-kafka: deps deps-kafka
-	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 30m ./e2e/
+	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 30m ./e2e/ ./internal/kafkatest/
 
 ## test-pg: with PG=<major> (13 to 18): unit-pg, then e2e-pg
 test-pg: unit-pg e2e-pg
