@@ -23,6 +23,12 @@ type testID struct{ Package, Test string }
 type verdicts struct {
 	passed  map[testID][]string
 	skipped map[testID][]string
+	timed   *reporter // every run's finished top-level tests, Package naming the run too
+}
+
+// newVerdicts returns verdicts of no run yet.
+func newVerdicts() verdicts {
+	return verdicts{passed: map[testID][]string{}, skipped: map[testID][]string{}, timed: newReporter(io.Discard)}
 }
 
 // runAxes checks that every top-level test of pkgs passed in at least one
@@ -45,6 +51,10 @@ func runAxes(dir string, pkgs []string, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "axes:", err)
 		return 2
 	}
+	fmt.Fprintln(out, "axes: the slowest tests of all runs:")
+	for _, x := range v.timed.slowest(10) {
+		fmt.Fprintf(out, "axes: %8.1f s  %-4s %s  %s\n", x.Elapsed, x.Action, x.Test, x.Package)
+	}
 	missing := v.missing(tests)
 	for _, line := range missing {
 		fmt.Fprintln(out, "axes:", line)
@@ -60,7 +70,7 @@ func runAxes(dir string, pkgs []string, out io.Writer) int {
 
 // readRuns reads every *.json file of dir.
 func readRuns(dir string) (verdicts, int, error) {
-	v := verdicts{passed: map[testID][]string{}, skipped: map[testID][]string{}}
+	v := newVerdicts()
 	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return v, 0, err
@@ -89,6 +99,9 @@ func (v verdicts) add(in io.Reader, run string) error {
 			continue
 		}
 		id := testID{ev.Package, ev.Test}
+		if ev.Action == "pass" || ev.Action == "fail" {
+			v.timed.results = append(v.timed.results, result{ev.Package + " (" + run + ")", ev.Test, ev.Action, ev.Elapsed})
+		}
 		switch ev.Action {
 		case "pass":
 			v.passed[id] = append(v.passed[id], run)

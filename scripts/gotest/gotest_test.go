@@ -125,7 +125,7 @@ func TestAxesNameWhatPassedNowhere(t *testing.T) {
 not json
 `,
 	}
-	v := verdicts{passed: map[testID][]string{}, skipped: map[testID][]string{}}
+	v := newVerdicts()
 	for _, name := range []string{"pg15-kfake.json", "pg18-apache.json"} {
 		if err := v.add(strings.NewReader(runs[name]), name); err != nil {
 			t.Fatal(err)
