@@ -81,9 +81,10 @@ deps: deps-pg
 deps-pg:
 	@if [ -n "$(PG)" ]; then ./scripts/deps.sh postgres && ./scripts/pgversion.sh $(PG) >/dev/null; fi
 
-## deps-kafka: Java and Maven, for the real Apache Kafka broker
+## deps-kafka: Java and Maven, for the real Apache Kafka broker, and its jars (fetched once)
 deps-kafka:
 	@./scripts/deps.sh kafka
+	@$(GO) run ./scripts/kafkajars >/dev/null
 
 ## build: the static binary, bin/cdc-relay
 build:
