@@ -89,27 +89,57 @@ func readRuns(dir string) (verdicts, int, error) {
 	return v, len(names), nil
 }
 
-// add records the verdicts on top-level tests of one run's JSON, named run.
+// add records the verdicts on top-level tests of one run's JSON, named
+// run. A test that passed with subtests, all skipped (each called
+// e.needKfake, say), counts as skipped: go test reports it passed.
 func (v verdicts) add(in io.Reader, run string) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	ends := map[testID]string{} // every test's and subtest's last action
+	var tops []testID
 	for sc.Scan() {
 		var ev event
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Test == "" || strings.Contains(ev.Test, "/") {
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Test == "" {
+			continue
+		}
+		if ev.Action != "pass" && ev.Action != "fail" && ev.Action != "skip" {
 			continue
 		}
 		id := testID{ev.Package, ev.Test}
-		if ev.Action == "pass" || ev.Action == "fail" {
-			v.timed.results = append(v.timed.results, result{ev.Package + " (" + run + ")", ev.Test, ev.Action, ev.Elapsed})
+		ends[id] = ev.Action
+		if !strings.Contains(ev.Test, "/") {
+			tops = append(tops, id)
+			if ev.Action != "skip" {
+				v.timed.results = append(v.timed.results, result{ev.Package + " (" + run + ")", ev.Test, ev.Action, ev.Elapsed})
+			}
 		}
-		switch ev.Action {
-		case "pass":
+	}
+	for _, id := range tops {
+		switch {
+		case ends[id] == "pass" && ran(ends, id):
 			v.passed[id] = append(v.passed[id], run)
-		case "skip":
+		case ends[id] != "fail":
 			v.skipped[id] = append(v.skipped[id], run)
 		}
 	}
 	return sc.Err()
+}
+
+// ran says whether test id ran: it has no subtests, or one of its direct
+// subtests passed or failed and ran.
+func ran(ends map[testID]string, id testID) bool {
+	subtests := false
+	for sub, action := range ends {
+		rest, ok := strings.CutPrefix(sub.Test, id.Test+"/")
+		if sub.Package != id.Package || !ok || strings.Contains(rest, "/") {
+			continue
+		}
+		subtests = true
+		if action != "skip" && ran(ends, sub) {
+			return true
+		}
+	}
+	return !subtests
 }
 
 // missing says, sorted, each of tests that passed in no run, and where it

@@ -111,13 +111,25 @@ func TestSlowestAreTopLevelTests(t *testing.T) {
 
 // TestAxesNameWhatPassedNowhere checks the coverage check's verdicts: a
 // test that passed in any run is covered; one skipped in every run, or in
-// none, is named with where it was skipped; subtests count for nothing.
+// none, is named with where it was skipped; a test that passed with all its
+// subtests skipped (at any depth) was skipped; a subtest alone passing
+// under a skipped parent counts for nothing.
 func TestAxesNameWhatPassedNowhere(t *testing.T) {
 	runs := map[string]string{
 		"pg15-kfake.json": `{"Action":"pass","Package":"e","Test":"TestKfakeOnly"}
 {"Action":"skip","Package":"e","Test":"TestOn13"}
 {"Action":"pass","Package":"e","Test":"TestSubOnly/a"}
 {"Action":"skip","Package":"e","Test":"TestSubOnly"}
+{"Action":"skip","Package":"e","Test":"TestSubtestsSkipped/a"}
+{"Action":"skip","Package":"e","Test":"TestSubtestsSkipped/b"}
+{"Action":"pass","Package":"e","Test":"TestSubtestsSkipped"}
+{"Action":"skip","Package":"e","Test":"TestOneSubtestRan/a"}
+{"Action":"pass","Package":"e","Test":"TestOneSubtestRan/b/c"}
+{"Action":"pass","Package":"e","Test":"TestOneSubtestRan/b"}
+{"Action":"pass","Package":"e","Test":"TestOneSubtestRan"}
+{"Action":"skip","Package":"e","Test":"TestDeepSkipped/b/c"}
+{"Action":"pass","Package":"e","Test":"TestDeepSkipped/b"}
+{"Action":"pass","Package":"e","Test":"TestDeepSkipped"}
 `,
 		"pg18-apache.json": `{"Action":"skip","Package":"e","Test":"TestKfakeOnly"}
 {"Action":"skip","Package":"e","Test":"TestOn13"}
@@ -131,12 +143,15 @@ not json
 			t.Fatal(err)
 		}
 	}
-	tests := []testID{{"e", "TestKfakeOnly"}, {"e", "TestOn13"}, {"e", "TestSubOnly"}, {"e", "TestFailed"}, {"e", "TestNew"}}
+	tests := []testID{{"e", "TestKfakeOnly"}, {"e", "TestOn13"}, {"e", "TestSubOnly"}, {"e", "TestFailed"}, {"e", "TestNew"},
+		{"e", "TestSubtestsSkipped"}, {"e", "TestOneSubtestRan"}, {"e", "TestDeepSkipped"}}
 	want := []string{
+		"TestDeepSkipped (e): skipped on every axis that ran it (pg15-kfake.json)",
 		"TestFailed (e): run on no axis",
 		"TestNew (e): run on no axis",
 		"TestOn13 (e): skipped on every axis that ran it (pg15-kfake.json, pg18-apache.json)",
 		"TestSubOnly (e): skipped on every axis that ran it (pg15-kfake.json)",
+		"TestSubtestsSkipped (e): skipped on every axis that ran it (pg15-kfake.json)",
 	}
 	if got := v.missing(tests); !reflect.DeepEqual(got, want) {
 		t.Errorf("missing:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
