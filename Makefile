@@ -18,6 +18,12 @@ DIRTY    := $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null
 BUILDINFO = github.com/cdc-relay/cdc-relay/internal/buildinfo
 LDFLAGS  := -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) \
 	-X $(BUILDINFO).dirty=$(DIRTY)
+# The test targets run go test through scripts/gotest: the same lines as
+# plain go test (ok/FAIL per package, a failing test's output), then the
+# step's time and its ten slowest tests; with CDC_RELAY_TEST_JSON_DIR set
+# (CI sets it), go test's JSON of each run is kept there for the coverage
+# check (make axes).
+GOTEST   ?= $(GO) run ./scripts/gotest
 # Packages with concurrency run under the race detector; e2e drives the
 # built binary against a real PostgreSQL and Kafka over TCP.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
@@ -40,14 +46,28 @@ PG_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ 
 PG_VERSION_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
 	./checkpoint/ ./internal/pgtemp/
 PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERMRestartDeliversEverythingOnce|TestStandbyTakesOverWhenLeaderDies|TestSlotGapRefusedThenRecovered|TestLostSlotIsReportedNotSkipped|TestExactlyOnceSurvivesKillAndStop|TestRollbacksAndSavepointsProduceNothing|TestEventsBeforeTheFirstRunAreKept|TestStatusColumnSwitchOver|TestSwitchOverByPredicate|TestRecover.*|TestPrimaryFailover.*|TestOnSlotLossRecover|TestExactlyOnceCloneStartsFromItsOwnSlot|TestExactlyOnceFailoverToAStandbyBehindKafka|TestMessagesSurviveKill9|TestMessagesNeedPostgres14|TestAdoptionHeals.*|TestExactlyOnceWriteBackSurvivesKill|TestPublicationRenamedAndBack)$$
+# The e2e tests that need kfake's fault hooks (e.needKfake, e.blockProduce:
+# refusing every produce, a broker that takes nothing): on Apache Kafka
+# they skip, so CI runs them on kfake (make e2e-kfake). A new test that
+# calls those must be added here, or make axes fails naming it.
+KFAKE_TESTS = ^(TestConfirmNeverPassesUnackedEvent|TestRecoverFromTheCommitTimeOfTheSavedPosition|TestStopWhileKafkaIsDown)$$
+# The axes: CI runs each test where it belongs, once (.ci/run):
+#   the whole e2e suite on Apache Kafka on PostgreSQL 18 (make test-kafka PG=18);
+#   KFAKE_TESTS on kfake on PostgreSQL 15 (make e2e-kfake);
+#   PG_CORE_TESTS and the unit tests of PG_VERSION_PKGS on 13, 14, 16, 17 (make test-pg);
+#   the unit tests with -race on 15 (make unit), those of PG_PKGS on 18 (make unit-pg PG=18).
+# make axes then fails naming any top-level test that passed on none.
+# make test, a developer's loop, runs the whole e2e suite on kfake (no Java).
 # How many e2e tests run at once: those that mostly wait (parallel in
 # e2e/harness_test.go) run side by side after the others, which run alone.
 E2E_PARALLEL ?= 4
+# The release's targets; CI builds linux/amd64 alone on a change, all four at a tag.
+RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # unit-pg's go test flags; CI runs 13, 14, 16 and 17 with -short, without
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
 
-.PHONY: all build release release-check demo test test-kafka test-pg unit-pg e2e-pg bench unit fuzz e2e k8s lint licenses deps deps-kafka deps-pg clean
+.PHONY: all build release release-check demo test test-kafka test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses deps deps-kafka deps-pg clean
 
 all: build
 
@@ -61,22 +81,23 @@ deps: deps-pg
 deps-pg:
 	@if [ -n "$(PG)" ]; then ./scripts/deps.sh postgres && ./scripts/pgversion.sh $(PG) >/dev/null; fi
 
-## deps-kafka: Java and Maven, for the real Apache Kafka broker
+## deps-kafka: Java and Maven, for the real Apache Kafka broker, and its jars (fetched once)
 deps-kafka:
 	@./scripts/deps.sh kafka
+	@$(GO) run ./scripts/kafkajars >/dev/null
 
 ## build: the static binary, bin/cdc-relay
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cdc-relay
 
-## release: into dist/, per target (linux and darwin, amd64 and arm64) an archive of the static binary and an SBOM, and SHA256SUMS
+## release: into dist/, per target of RELEASE_TARGETS (linux and darwin, amd64 and arm64) an archive of the static binary and an SBOM, and SHA256SUMS
 release:
 	@./scripts/deps.sh release
-	VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' ./scripts/release.sh
+	RELEASE_TARGETS='$(RELEASE_TARGETS)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' ./scripts/release.sh
 
 ## release-check: make release twice, the second time from a fresh clone in another environment with an empty build cache; the same SHA256SUMS, and every file as it should be
 release-check:
-	./scripts/release-check.sh
+	RELEASE_TARGETS='$(RELEASE_TARGETS)' ./scripts/release-check.sh
 
 ## demo: the relay on a throwaway PostgreSQL and an in-process Kafka broker
 demo: build
@@ -86,9 +107,9 @@ demo: build
 ## test: lint, the Kubernetes manifests, unit tests with -race, the decoder's fuzz target, then the end-to-end suite
 test: deps lint k8s unit fuzz e2e
 
-## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven)
+## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven), and the test broker's own TLS test
 test-kafka: deps deps-kafka
-	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GO) test -count=1 -parallel $(E2E_PARALLEL) -timeout 30m ./e2e/
+	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 30m ./e2e/ ./internal/kafkatest/
 
 ## test-pg: with PG=<major> (13 to 18): unit-pg, then e2e-pg
 test-pg: unit-pg e2e-pg
@@ -97,13 +118,23 @@ test-pg: unit-pg e2e-pg
 unit-pg: deps
 	@if [ -z "$(PG)" ]; then echo "make $@: name the version, e.g. make $@ PG=17" >&2; exit 2; fi
 	@echo "$@: $$($$(./scripts/pgversion.sh $(PG))/postgres --version)"
-	CGO_ENABLED=1 $(GO) test $(PG_UNIT_FLAGS) -count=1 -timeout 25m $(PG_PKGS)
+	CGO_ENABLED=1 $(GOTEST) $(PG_UNIT_FLAGS) -count=1 -timeout 25m $(PG_PKGS)
 
 ## e2e-pg: with PG=<major>: the e2e tests of the core, faults and failover (PG_CORE_TESTS), on kfake
 e2e-pg: deps
 	@if [ -z "$(PG)" ]; then echo "make $@: name the version, e.g. make $@ PG=17" >&2; exit 2; fi
 	@echo "$@: $$($$(./scripts/pgversion.sh $(PG))/postgres --version)"
-	CGO_ENABLED=1 $(GO) test -count=1 -parallel $(E2E_PARALLEL) -timeout 20m -run '$(PG_CORE_TESTS)' ./e2e/
+	CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 20m -run '$(PG_CORE_TESTS)' ./e2e/
+
+## e2e-kfake: the e2e tests that need kfake's fault hooks (KFAKE_TESTS), on kfake
+e2e-kfake: deps-pg
+	@./scripts/deps.sh postgres kcat gcc
+	CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 20m -run '$(KFAKE_TESTS)' ./e2e/
+
+## axes: with CDC_RELAY_TEST_JSON_DIR=DIR, after the tests ran with it: fails naming each test that passed in no run
+axes:
+	@if [ -z "$(CDC_RELAY_TEST_JSON_DIR)" ]; then echo "make $@: set CDC_RELAY_TEST_JSON_DIR to the directory the tests wrote their JSON into" >&2; exit 2; fi
+	$(GOTEST) -axes '$(CDC_RELAY_TEST_JSON_DIR)' ./...
 
 ## bench: drain, latency, memory and polling-baseline benchmarks (about 20 minutes)
 bench: deps deps-kafka
@@ -127,7 +158,7 @@ k8s:
 ## unit: unit tests with -race (some start a throwaway PostgreSQL)
 unit: deps-pg
 	@./scripts/deps.sh postgres gcc promtool
-	CGO_ENABLED=1 $(GO) test -race -count=1 $(UNIT_PKGS)
+	CGO_ENABLED=1 $(GOTEST) -race -count=1 $(UNIT_PKGS)
 
 ## fuzz: the decoder's fuzz target for FUZZTIME (30s); a failing input is
 # written to decoder/testdata/fuzz/FuzzDecode/, to be kept there as a seed
@@ -137,7 +168,7 @@ fuzz:
 ## e2e: the end-to-end suite on kfake (it builds the relay with -race)
 e2e: deps-pg
 	@./scripts/deps.sh postgres kcat gcc
-	CGO_ENABLED=1 $(GO) test -count=1 -parallel $(E2E_PARALLEL) -timeout 20m ./e2e/
+	CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 20m ./e2e/
 
 clean:
 	rm -rf bin dist

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release into dist/ (DIST names another directory): for each
-# target, a static binary in cdc-relay-<version>-<os>-<arch>.tar.gz (with
+# target of RELEASE_TARGETS (os/arch words; unset, the four of a release:
+# linux/amd64 linux/arm64 darwin/amd64 darwin/arm64), a static binary in cdc-relay-<version>-<os>-<arch>.tar.gz (with
 # the files of archive_extras), its SBOM cdc-relay-<version>-<os>-<arch>.cdx.json
 # (CycloneDX, from the module graph embedded in that binary), and
 # SHA256SUMS over all of them, in sha256sum's format.
@@ -23,7 +24,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
+ALL_TARGETS="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"
+read -r -a TARGETS <<<"${RELEASE_TARGETS:-$ALL_TARGETS}"
 CYCLONEDX_GOMOD_MODULE=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 DIST=${DIST:-dist}
 
@@ -184,7 +186,19 @@ write_sums() {
     xargs "${SHA256[@]}" >SHA256SUMS)
 }
 
+# require_targets stops unless TARGETS are release targets, each once.
+require_targets() {
+  local t seen=" "
+  [ ${#TARGETS[@]} -gt 0 ] || die "RELEASE_TARGETS names no target: name some of $ALL_TARGETS, or unset it for all"
+  for t in "${TARGETS[@]}"; do
+    [[ " $ALL_TARGETS " == *" $t "* ]] || die "RELEASE_TARGETS: $t is not a release target: name some of $ALL_TARGETS"
+    [[ $seen != *" $t "* ]] || die "RELEASE_TARGETS names $t twice"
+    seen+="$t "
+  done
+}
+
 main() {
+  require_targets
   require_inputs
   find_tools
   pin_go_env

@@ -71,6 +71,31 @@ func TestCheckHeader(t *testing.T) {
 	}
 }
 
+// TestCheckTargetsAcceptsExactlyTheTargetsBuilt: one target built is
+// whole when only it is asked for, and short when all four are.
+func TestCheckTargetsAcceptsExactlyTheTargetsBuilt(t *testing.T) {
+	one := []artifact{{version: "v1", target: "linux-amd64"}}
+	asked, err := parseTargets("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checkTargets("archives", one, asked); len(got) != 0 {
+		t.Errorf("linux/amd64 asked and built: %q", got)
+	}
+	all, err := parseTargets(allTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(checkTargets("archives", one, all), "; "); !strings.Contains(got, "want exactly one for each of [darwin-amd64 darwin-arm64 linux-amd64 linux-arm64]") {
+		t.Errorf("all four asked, one built: %q", got)
+	}
+	for _, bad := range []string{"", "linux/386", "linux/amd64 linux/amd64"} {
+		if _, err := parseTargets(bad); err == nil {
+			t.Errorf("parseTargets(%q) accepted", bad)
+		}
+	}
+}
+
 func TestCheckTargets(t *testing.T) {
 	all := []artifact{{version: "v1", target: "linux-amd64"}, {version: "v1", target: "linux-arm64"},
 		{version: "v1", target: "darwin-amd64"}, {version: "v1", target: "darwin-arm64"}}
@@ -80,13 +105,14 @@ func TestCheckTargets(t *testing.T) {
 		want string
 	}{
 		{"all four", all, ""},
+		{"one of four", all[:1], "want exactly one for each"},
 		{"one missing", all[1:], "want exactly one for each"},
 		{"one twice", append(all[1:], all[1]), "want exactly one for each"},
 		{"two versions", append(all[1:], artifact{version: "v2", target: "linux-amd64"}), "2 versions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := strings.Join(checkTargets("archives", tt.as), "; ")
+			got := strings.Join(checkTargets("archives", tt.as, []string{"darwin-amd64", "darwin-arm64", "linux-amd64", "linux-arm64"}), "; ")
 			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
 				t.Errorf("checkTargets: %q, want %q", got, tt.want)
 			}

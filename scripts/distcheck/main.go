@@ -11,19 +11,24 @@
 // binary. It exits 1 with one line per problem. Run it from the
 // repository's top, where it reads go.mod.
 //
-//	go run ./scripts/distcheck dist
+// The targets are the release's four, or exactly those -targets names
+// (os/arch words, as make release's RELEASE_TARGETS: CI builds one).
+//
+//	go run ./scripts/distcheck [-targets 'linux/amd64 ...'] dist
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 )
 
-// targets are the release's operating systems and architectures.
-var targets = []string{"darwin-amd64", "darwin-arm64", "linux-amd64", "linux-arm64"}
+// allTargets are the release's operating systems and architectures.
+const allTargets = "linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"
 
 // archiveFiles are the files every archive must hold.
 var archiveFiles = []string{"LICENSE", "NOTICE", "README.md", "THIRD_PARTY_NOTICES", "cdc-relay"}
@@ -34,16 +39,51 @@ var sbomModules = []string{"github.com/jackc/pgx/v5", "github.com/twmb/franz-go"
 var artifactName = regexp.MustCompile(`^cdc-relay-(.+)-(linux|darwin)-(amd64|arm64)\.(tar\.gz|cdx\.json)$`)
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/distcheck DIR (the directory make release wrote, dist)")
+	targetList := flag.String("targets", allTargets, "the targets the release holds, os/arch words")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/distcheck [-targets 'linux/amd64 ...'] DIR (the directory make release wrote, dist)")
 		os.Exit(2)
 	}
-	goVersion, err := toolchainVersion("go.mod")
+	dir := flag.Arg(0)
+	targets, err := parseTargets(*targetList)
+	if err == nil {
+		var goVersion string
+		goVersion, err = toolchainVersion("go.mod")
+		if err == nil {
+			report(dir, checkDist(dir, goVersion, targets), len(targets))
+			return
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "distcheck:", err)
 		os.Exit(2)
 	}
-	problems := checkDist(os.Args[1], goVersion)
+}
+
+// parseTargets returns the targets of words like "linux/amd64
+// darwin/arm64" as distcheck names them (darwin-arm64, linux-amd64),
+// sorted; each must be one of the release's, once.
+func parseTargets(words string) ([]string, error) {
+	var ts []string
+	seen := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		if !strings.Contains(" "+allTargets+" ", " "+w+" ") || seen[w] {
+			return nil, fmt.Errorf("-targets %q: %s is not one of %s, or is named twice", words, w, allTargets)
+		}
+		seen[w] = true
+		ts = append(ts, strings.Replace(w, "/", "-", 1))
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("-targets names no target: name some of %s", allTargets)
+	}
+	sort.Strings(ts)
+	return ts, nil
+}
+
+// report prints each problem and exits 1 if there is any, else says what
+// was checked; n is the number of targets.
+func report(dir string, problems []string, n int) {
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, "distcheck:", p)
 	}
@@ -51,7 +91,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "distcheck: %s: %d archives and %d SBOMs, each binary static, for its target and stamped, each SBOM naming std and the archived binary\n",
-		os.Args[1], len(targets), len(targets))
+		dir, n, n)
 }
 
 // artifact is one archive or SBOM of a release, named by its target.
@@ -62,10 +102,10 @@ type artifact struct {
 // checkDist returns every problem of the release in dir, built by Go
 // goVersion (go1.26.8); none means it is whole, each file is what its
 // name says, and each SBOM describes the binary archived for its target.
-func checkDist(dir, goVersion string) []string {
+func checkDist(dir, goVersion string, targets []string) []string {
 	archives, sboms, problems := listArtifacts(dir)
-	problems = append(problems, checkTargets("archives", archives)...)
-	problems = append(problems, checkTargets("SBOMs", sboms)...)
+	problems = append(problems, checkTargets("archives", archives, targets)...)
+	problems = append(problems, checkTargets("SBOMs", sboms, targets)...)
 	binaryHashes := map[string]string{}
 	for _, a := range archives {
 		hash, ps := checkArchive(a)
@@ -101,8 +141,9 @@ func listArtifacts(dir string) (archives, sboms []artifact, problems []string) {
 }
 
 // checkTargets says what is wrong unless there is exactly one of kind per
-// target, all of one version.
-func checkTargets(kind string, as []artifact) []string {
+// target of targets (sorted, as parseTargets returns them), all of one
+// version.
+func checkTargets(kind string, as []artifact, targets []string) []string {
 	var got []string
 	versions := map[string]bool{}
 	for _, a := range as {
