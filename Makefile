@@ -54,7 +54,8 @@ KFAKE_TESTS = ^(TestConfirmNeverPassesUnackedEvent|TestRecoverFromTheCommitTimeO
 # The axes: CI runs each test where it belongs, once (.ci/run):
 #   the whole e2e suite on Apache Kafka on PostgreSQL 18 (make test-kafka PG=18);
 #   KFAKE_TESTS on kfake on PostgreSQL 15 (make e2e-kfake);
-#   PG_CORE_TESTS and the unit tests of PG_VERSION_PKGS on 13, 14, 16, 17 (make test-pg);
+#   PG_CORE_TESTS and the unit tests of PG_VERSION_PKGS on 13, 14, 16, 17 (make test-pg),
+#   PG_CORE_TESTS on 15 (make e2e-pg PG=15);
 #   the unit tests with -race on 15 (make unit), those of PG_PKGS on 18 (make unit-pg PG=18).
 # make axes then fails naming any top-level test that passed on none.
 # make test, a developer's loop, runs the whole e2e suite on kfake (no Java).
