@@ -52,7 +52,8 @@ func TestSilentPartitionReconnects(t *testing.T) {
 		want = append(want, fmt.Sprintf(`{"n": %d}`, i))
 	}
 	// The timeout, then ending the server processes left behind,
-	// reconnecting (1 s backoff) and resuming: well within 15 s more.
+	// reconnecting (1 s backoff) and resuming: some seconds more on a
+	// quiet machine, logged; the deadline only tells a stall.
 	// Events whose confirmation the silence swallowed may come twice.
 	var recs []*kgo.Record
 	e.waitFor("every event committed during the silence arrives", timeout+55*time.Second, func() bool { // generous: how soon is logged

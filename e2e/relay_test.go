@@ -274,6 +274,9 @@ func TestSIGTERMRestartDeliversEverythingOnce(t *testing.T) {
 	relay.stop(30 * time.Second)
 }
 
+// TestIdleSlotFollowsWAL: with no outbox traffic, 50 MB of WAL written to
+// another table, the slot's confirmed position passes all of it (no
+// heartbeat table): an idle slot holds no WAL.
 func TestIdleSlotFollowsWAL(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
@@ -290,11 +293,14 @@ func TestIdleSlotFollowsWAL(t *testing.T) {
 	}
 	start := time.Now()
 	var lag int64
-	e.waitFor("confirmed_flush_lsn is within 1 MB of pg_current_wal_lsn()", 30*time.Second, func() bool {
-		lag = int64(e.lsn(currentLSN)) - int64(e.lsn(slotLSN))
-		return lag < 1<<20
+	// The slot passes the end of the test's own writes: other tests
+	// write WAL on the shared cluster meanwhile, so its distance from
+	// the cluster's WAL end is logged, not bounded.
+	e.waitFor("confirmed_flush_lsn passes the WAL written by the test", 30*time.Second, func() bool {
+		return e.lsn(slotLSN) >= written
 	})
-	t.Logf("slot within %d bytes of the WAL end %s after the writes", lag, time.Since(start).Round(time.Millisecond))
+	lag = int64(e.lsn(currentLSN)) - int64(e.lsn(slotLSN))
+	t.Logf("slot past the writes %s after them, %d bytes behind the WAL end", time.Since(start).Round(time.Millisecond), lag)
 }
 
 func TestLargeTransactionBoundedMemory(t *testing.T) {

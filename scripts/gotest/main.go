@@ -72,10 +72,16 @@ func runTests(jsonOut string, args []string) int {
 		return 2
 	}
 	r := newReporter(os.Stdout)
-	if err := r.consume(io.TeeReader(stdout, raw)); err != nil {
-		fmt.Fprintln(os.Stderr, "gotest: reading go test's output:", err)
+	consumeErr := r.consume(io.TeeReader(stdout, raw))
+	if consumeErr != nil {
+		// Read the rest, so that go test, blocked on a full pipe, ends.
+		fmt.Fprintln(os.Stderr, "gotest: reading go test's output, or keeping its JSON:", consumeErr)
+		_, _ = io.Copy(io.Discard, stdout)
 	}
 	status := exitStatus(cmd.Wait())
+	if consumeErr != nil && status == 0 {
+		status = 2 // the report or the JSON kept is incomplete
+	}
 	r.summary(stepName(args), time.Since(start), status)
 	return status
 }

@@ -2,7 +2,6 @@ package pgtemptest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -159,7 +158,9 @@ func (s *Shared) DB(t testing.TB) *DB {
 	}
 	t.Cleanup(func() {
 		if err := dropDB(c, name); err != nil {
-			t.Logf("drop the test's database %s: %v", name, err)
+			// Left behind, it (and its slots) would hold the shared
+			// cluster's WAL for every later test.
+			t.Errorf("drop the test's database %s: %v", name, err)
 		}
 	})
 	return &DB{Cluster: c, Name: name}
@@ -188,7 +189,9 @@ func (s *Shared) ConnectDB(t testing.TB, timeout time.Duration, schema ...string
 }
 
 // dropDB ends the sessions on database name, drops its replication slots,
-// then the database.
+// then the database; it tries again, all three, for a minute while one
+// fails (a walsender ended a moment ago still holds its slot; a client
+// still reconnecting may make one again).
 func dropDB(c *pgtemp.Cluster, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -197,30 +200,29 @@ func dropDB(c *pgtemp.Cluster, name string) error {
 		return err
 	}
 	defer admin.Close(context.Background())
-	var errs []error
-	// A slot's walsender is a session on the database too; ended, its
-	// slot can be dropped (a slot still active a moment is tried again).
-	for try := 0; try < 50; try++ {
-		errs = errs[:0]
-		if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = $1 AND pid <> pg_backend_pid()`, name); err != nil {
-			errs = append(errs, err)
-		}
-		if _, err := admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
-			WHERE database = $1`, name); err != nil {
-			errs = append(errs, err)
-		}
-		if len(errs) == 0 {
-			break
+	for {
+		err := dropOnce(ctx, admin, name)
+		if err == nil {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(append(errs, ctx.Err())...)
+			return err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-		errs = append(errs, err)
+}
+
+// dropOnce is one attempt of dropDB.
+func dropOnce(ctx context.Context, admin *pgx.Conn, name string) error {
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = $1 AND pid <> pg_backend_pid()`, name); err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	if _, err := admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+		WHERE database = $1`, name); err != nil {
+		return err
+	}
+	_, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	return err
 }

@@ -46,6 +46,10 @@ func TestSharedGivesEachTestItsOwnCopy(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM from_template").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("a new copy holds %d rows (%v), want 0: the template was written to", n, err)
 	}
+	var dbs int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = ANY($1)", names[:]).Scan(&dbs); err != nil || dbs != 0 {
+		t.Fatalf("%d databases of the ended tests remain (%v), want 0", dbs, err)
+	}
 	var slots int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE database = ANY($1)", names[:]).Scan(&slots); err != nil || slots != 0 {
 		t.Fatalf("%d slots of the ended tests' databases remain (%v), want 0", slots, err)
