@@ -115,25 +115,20 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	if b.dir, err = os.MkdirTemp("", "cdc-relay-kafka-"); err != nil {
 		return nil, err
 	}
-	if b.port, err = freeport.Get(); err != nil {
+	// Five listeners at most, each on a port of its own: Kafka refuses
+	// two listeners on one port.
+	ports, err := freeport.GetN(5)
+	if err != nil {
 		return nil, err
 	}
-	if b.ctrlPort, err = freeport.Get(); err != nil {
-		return nil, err
-	}
+	b.port, b.ctrlPort = ports[0], ports[1]
 	if opts.TLS != nil {
-		if b.tlsPort, err = freeport.Get(); err != nil {
-			return nil, err
-		}
+		b.tlsPort = ports[2]
 		if opts.TLS.ClientCAPEM != nil {
-			if b.mtlsPort, err = freeport.Get(); err != nil {
-				return nil, err
-			}
+			b.mtlsPort = ports[3]
 		}
 		if opts.TLS.SCRAM {
-			if b.saslPort, err = freeport.Get(); err != nil {
-				return nil, err
-			}
+			b.saslPort = ports[4]
 		}
 	}
 	b.logPath = filepath.Join(b.dir, "broker.log")
