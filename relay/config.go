@@ -10,10 +10,10 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/internal/defaults"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
-	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // Config is everything a relay needs. See DefaultConfig.
@@ -36,7 +36,7 @@ type Config struct {
 	// Tables are the outbox tables the relay streams, on one slot and one
 	// publication, each with its mapping onto Kafka records. At least one,
 	// unless Messages has some.
-	Tables []Table
+	Tables []outbox.Table
 	// Messages are the logical decoding messages the relay streams beside
 	// the tables (pg_logical_emit_message, PostgreSQL 14 and later), one
 	// entry per prefix; their events are the decoder's sources after the
@@ -106,7 +106,7 @@ func DefaultConfig() Config {
 	return Config{
 		Slot:               "cdc_relay",
 		Publication:        "cdc_relay",
-		Tables:             []Table{{Mapping: decoder.DefaultMapping()}},
+		Tables:             []outbox.Table{{Mapping: decoder.DefaultMapping()}},
 		StatusSchema:       "public",
 		StatusTable:        "outbox_delivery",
 		CheckpointSchema:   "public",
@@ -174,23 +174,6 @@ func (c Config) withDefaults() Config {
 		defaults.Positive(&eo.TransactionTimeout, sink.DefaultTransactionTimeout)
 	}
 	return c
-}
-
-// Table is one outbox table the relay streams.
-type Table struct {
-	// Mapping maps its rows onto Kafka records.
-	Mapping decoder.Mapping
-	// WriteBack, if set, writes each event's outcome back to its row.
-	WriteBack *writeback.Columns
-	// Adopt, if set, is an SQL predicate over the table's columns (a
-	// config file's adopt:, `migrate --adopt`): when the relay creates
-	// its slot, and has never recorded one, the rows it selects as of the
-	// slot's exported snapshot are adopted and sent by the poller, with
-	// the rows of a pending status, none twice by the switch (see
-	// adoptBacklog). It is SQL
-	// run as it is, with the role that creates the slot. It needs the id
-	// column, by which the poller reads each row.
-	Adopt string
 }
 
 // Mappings returns the mapping of each table, in order.

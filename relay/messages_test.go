@@ -15,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -129,24 +130,24 @@ func streamRecords(t *testing.T, ctx context.Context, conn *replication.Conn, tp
 // needs a table or a message source, and a table to recover a gap; with
 // no table the start-up check has no outbox table.
 func TestConfigWithMessages(t *testing.T) {
-	table := Table{Mapping: messagesMapping}
+	table := outbox.Table{Mapping: messagesMapping}
 	for _, tc := range []struct {
 		name    string
 		cfg     Config
 		names   string
 		invalid string
 	}{
-		{name: "tables and messages", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "audit"}}},
+		{name: "tables and messages", cfg: Config{Tables: []outbox.Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "audit"}}},
 			names: "public.ob, message:outbox, message:audit"},
 		{name: "messages only", cfg: Config{Messages: []decoder.MessageMapping{{Prefix: "outbox"}}}, names: "message:outbox"},
 		{name: "nothing", cfg: Config{}, invalid: "nothing to relay"},
 		{name: "no prefix", cfg: Config{Messages: []decoder.MessageMapping{{}}}, invalid: "prefix is not set"},
-		{name: "a prefix twice", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "outbox"}}},
+		{name: "a prefix twice", cfg: Config{Tables: []outbox.Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "outbox"}}},
 			invalid: `messages "outbox": the prefix is given twice`},
 		{name: "messages only, recover", cfg: Config{Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRecover},
 			invalid: "--on-slot-loss recover cannot repair a relay of messages only"},
 		{name: "messages only, refuse", cfg: Config{Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRefuse}, names: "message:outbox"},
-		{name: "a table and messages, recover", cfg: Config{Tables: []Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRecover},
+		{name: "a table and messages, recover", cfg: Config{Tables: []outbox.Table{table}, Messages: []decoder.MessageMapping{{Prefix: "outbox"}}, OnSlotLoss: SlotLossRecover},
 			names: "public.ob, message:outbox"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,7 +180,7 @@ func TestConfigWithMessages(t *testing.T) {
 func TestSourceTopicCheck(t *testing.T) {
 	orders := decoder.DefaultMapping()
 	orders.AllowedTopics = `orders\..*`
-	tablesAndAudit := Config{Tables: []Table{{Mapping: orders}},
+	tablesAndAudit := Config{Tables: []outbox.Table{{Mapping: orders}},
 		Messages: []decoder.MessageMapping{{Prefix: "audit", AllowedTopics: `audit\..*`}}}
 	twoPrefixes := Config{Messages: []decoder.MessageMapping{{Prefix: "a", AllowedTopics: `a\..*`}, {Prefix: "b", AllowedTopics: `b\..*|shared`}}}
 	tests := []struct {
@@ -276,7 +277,7 @@ func TestSlotLossRecoverWarnsOfMessages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &logBuffer{}
-			r := &Relay{cfg: Config{Tables: []Table{{Mapping: messagesMapping}}, Messages: tc.messages, OnSlotLoss: tc.loss},
+			r := &Relay{cfg: Config{Tables: []outbox.Table{{Mapping: messagesMapping}}, Messages: tc.messages, OnSlotLoss: tc.loss},
 				log: slog.New(slog.NewTextHandler(logs, nil))}
 			r.warnMessagesNotRecovered()
 			if got := logs.count("level=WARN") == 1 && logs.count("message:outbox") == 1 && logs.count("failover slot") == 1; got != tc.warned {
@@ -306,7 +307,7 @@ func TestRepairedGapWarnsOfLostMessages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &logBuffer{}
-			cfg := Config{Tables: []Table{{Mapping: messagesMapping}}, Messages: tc.messages}
+			cfg := Config{Tables: []outbox.Table{{Mapping: messagesMapping}}, Messages: tc.messages}
 			warnMessagesLost(slog.New(slog.NewTextHandler(logs, nil)), cfg, RecoverResult{Gap: tc.gap, Resume: tc.resume})
 			if tc.want == nil && logs.String() != "" {
 				t.Errorf("logged without messages:\n%s", logs)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -35,7 +36,7 @@ func TestRowLoader(t *testing.T) {
 	}
 	m := decoder.Mapping{Schema: "public", Table: "app_outbox", IDColumn: "id", TopicColumn: "topic", KeyColumn: "order_id",
 		PayloadColumn: "body", TimestampColumn: "created"}
-	l, err := newRowLoader(Config{PostgresURL: db.URL(), Tables: []Table{{Mapping: m}}})
+	l, err := newRowLoader(Config{PostgresURL: db.URL(), Tables: []outbox.Table{{Mapping: m}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func rowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url, tenant string,
 			t.Fatal(err)
 		}
 	}
-	l, err := newRowLoader(Config{PostgresURL: url, Tables: []Table{{Mapping: m}}})
+	l, err := newRowLoader(Config{PostgresURL: url, Tables: []outbox.Table{{Mapping: m}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRowLoaderRouted(t *testing.T) {
 	}
 	m := decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data", TagsColumn: "tags",
 		Routes: []decoder.Route{{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}}, {Topic: "payment-events", AnyOfTags: []string{"payment_id"}}}}
-	l, err := newRowLoader(Config{PostgresURL: db.URL(), Tables: []Table{{Mapping: m}}})
+	l, err := newRowLoader(Config{PostgresURL: db.URL(), Tables: []outbox.Table{{Mapping: m}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -19,7 +20,7 @@ import (
 // rows where.
 func adoptConfig(where string) relay.Config {
 	rc := relay.DefaultConfig()
-	rc.Tables = []relay.Table{{Mapping: decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data"}, Adopt: where}}
+	rc.Tables = []outbox.Table{{Mapping: decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data"}, Adopt: where}}
 	return rc
 }
 

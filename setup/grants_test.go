@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -15,26 +16,26 @@ import (
 // with adopt, it says the predicate's tables need SELECT.
 func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
 	t.Parallel()
-	outbox := relay.Table{Mapping: decoder.DefaultMapping()}
-	appEvents := relay.Table{Mapping: decoder.DefaultMapping()}
+	ob := outbox.Table{Mapping: decoder.DefaultMapping()}
+	appEvents := outbox.Table{Mapping: decoder.DefaultMapping()}
 	appEvents.Mapping.Schema, appEvents.Mapping.Table = "app", "events"
-	adopting := outbox
+	adopting := ob
 	adopting.Adopt = "id > (SELECT last_position FROM progress)"
 	tests := []struct {
 		name      string
-		tables    []relay.Table
+		tables    []outbox.Table
 		retention bool
 		want      []string
 		absent    []string
 	}{
-		{name: "retention on", tables: []relay.Table{outbox}, retention: true,
+		{name: "retention on", tables: []outbox.Table{ob}, retention: true,
 			want:   []string{`GRANT SELECT, DELETE ON "public"."outbox" TO "relay";`, "DELETE for retention"},
 			absent: []string{"No DELETE"}},
-		{name: "retention off", tables: []relay.Table{appEvents, outbox},
+		{name: "retention off", tables: []outbox.Table{appEvents, ob},
 			want: []string{`GRANT SELECT ON "app"."events" TO "relay";`, `No DELETE: the relay deletes none of its rows unless`,
 				`GRANT DELETE ON "app"."events" TO "relay")`, `GRANT SELECT ON "public"."outbox" TO "relay";`},
 			absent: []string{"DELETE ON \"app\".\"events\" TO \"relay\";", "SELECT, DELETE ON \"public\".\"outbox\"", "adopt:"}},
-		{name: "adopt", tables: []relay.Table{adopting}, retention: true,
+		{name: "adopt", tables: []outbox.Table{adopting}, retention: true,
 			want: []string{`-- adopt: of "public"."outbox": when the first run creates the slot`, `SELECT on the tables your adopt: predicate reads`,
 				`GRANT SELECT ON <table> TO "relay";`}},
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -60,7 +61,7 @@ type ResetTrigger struct {
 
 // resetOf is the reset trigger t needs: its status column and pending
 // values, if its write-back lists any.
-func resetOf(t relay.Table) migrations.Reset {
+func resetOf(t outbox.Table) migrations.Reset {
 	if t.WriteBack == nil || len(t.WriteBack.Pending) == 0 {
 		return migrations.Reset{}
 	}

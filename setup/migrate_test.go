@@ -9,6 +9,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -85,7 +86,7 @@ func TestMigrateResetTriggers(t *testing.T) {
 		"CREATE TABLE other_outbox (id bigint PRIMARY KEY, payload jsonb, status text)")
 	rc := relay.DefaultConfig()
 	wb := &writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", Pending: []string{"PENDING"}}
-	rc.Tables = []relay.Table{
+	rc.Tables = []outbox.Table{
 		{Mapping: decoder.Mapping{Schema: "public", Table: "app_outbox", IDColumn: "id"}, WriteBack: wb},
 		{Mapping: decoder.Mapping{Schema: "public", Table: "other_outbox", IDColumn: "id"}},
 	}

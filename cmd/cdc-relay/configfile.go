@@ -9,6 +9,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -145,10 +146,10 @@ func configMessages(f *config.File, allowedTopics string) []decoder.MessageMappi
 
 // configTables returns the relay's tables from a config file, each with
 // allowedTopics (the flag's value, or the file's).
-func configTables(f *config.File, allowedTopics string) []relay.Table {
-	tables := make([]relay.Table, len(f.Tables))
+func configTables(f *config.File, allowedTopics string) []outbox.Table {
+	tables := make([]outbox.Table, len(f.Tables))
 	for i, t := range f.Tables {
-		tables[i] = relay.Table{Mapping: t.Mapping(), WriteBack: t.WriteBack(), Adopt: t.Adopt}
+		tables[i] = outbox.Table{Mapping: t.Mapping(), WriteBack: t.WriteBack(), Adopt: t.Adopt}
 		tables[i].Mapping.AllowedTopics = allowedTopics
 	}
 	return tables

@@ -15,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/setup"
@@ -156,7 +157,7 @@ func (c *MigrateCommand) flags() *flag.FlagSet {
 func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
 	// Retention as run has it by default: on for the outbox table of the
 	// flags, off for a config file's tables (see relayFlags.finish).
-	rc := relay.Config{Slot: c.slot, Tables: []relay.Table{{}}, Retention: relay.DefaultConfig().Retention}
+	rc := relay.Config{Slot: c.slot, Tables: []outbox.Table{{}}, Retention: relay.DefaultConfig().Retention}
 	if err := c.tables.apply(&rc); err != nil {
 		return rc, err
 	}

@@ -1,0 +1,7 @@
+// Package outbox says what an outbox table is to the relay: [Table], how
+// its rows become Kafka records (a decoder mapping), where each event's
+// outcome is written back to its row, and which rows the switch-over from a
+// poller adopts. It is the one table type every part of the relay takes:
+// the config file is parsed into it, flags build it, and the stream, the
+// poller, preflight checks and migrate read it. It runs nothing.
+package outbox
