@@ -9,7 +9,7 @@ import (
 
 // aloneQueue holds the records to produce again one at a time (see
 // atLeastOnce.ack), and the events the stream queued behind them, in
-// stream order (by inflight.seq), whatever order they were pushed in: a
+// stream order (by inflight.Seq), whatever order they were pushed in: a
 // record that franz-go fails after the stream queued a later event of its
 // key still goes first. Safe for concurrent use; push never blocks (it
 // runs on the producer's callback goroutine).
@@ -73,7 +73,7 @@ func (q *aloneQueue) popIf(it *inflight) bool {
 type bySeq []*inflight
 
 func (h bySeq) Len() int           { return len(h) }
-func (h bySeq) Less(i, j int) bool { return h[i].seq < h[j].seq }
+func (h bySeq) Less(i, j int) bool { return h[i].Seq < h[j].Seq }
 func (h bySeq) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *bySeq) Push(x any)        { *h = append(*h, x.(*inflight)) }
 func (h *bySeq) Pop() any {

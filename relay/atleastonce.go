@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -52,11 +51,11 @@ func newAtLeastOnce(l *ledger, producer producer) *atLeastOnce {
 // produce sends it, or queues it behind its key's record waiting to be
 // produced alone (the pipeline marked it so).
 func (d *atLeastOnce) produce(it *inflight) {
-	if it.alone {
+	if it.Alone {
 		d.alone.push(it)
 		return
 	}
-	d.order.intoProducer(it)
+	d.order.IntoProducer(&it.ev, &it.Place)
 	d.producer.Produce(d.produceCtx, &it.rec, d.onAck)
 }
 
@@ -74,7 +73,7 @@ func (d *atLeastOnce) commit(context.Context) error { return nil }
 // and acks each with its outcome, until produceCtx ends (what is left then
 // stays unconfirmed and is sent again by the next session).
 func (d *atLeastOnce) produceAlone() {
-	ready := func(it *inflight) bool { return d.order.mayGoAlone(it) }
+	ready := func(it *inflight) bool { return d.order.MayGoAlone(&it.ev) }
 	for it := d.alone.next(d.produceCtx, ready); it != nil; it = d.alone.next(d.produceCtx, ready) {
 		d.produceOneAlone(it)
 	}
@@ -87,16 +86,16 @@ func (d *atLeastOnce) produceOneAlone(it *inflight) {
 	var as parkAs
 	if it.failed != nil {
 		as = d.failedAs(it.failed)
-	} else if d.order.topicPaused(it.ev.Topic) {
+	} else if d.order.TopicPaused(it.ev.Topic) {
 		as = d.pausedAs()
-	} else if held, head := d.order.parkedHeld(&it.ev); held {
+	} else if held, head := d.order.ParkedHeld(&it.ev); held {
 		as = d.waitingAs(it, head)
 	} else {
 		d.ack(&it.rec, d.producer.ProduceAlone(d.produceCtx, &it.rec))
 		return
 	}
 	go d.parkInOrder(it, as)()
-	d.order.doneAlone(&it.ev)
+	d.order.DoneAlone(&it.ev)
 }
 
 // failedAs parks a record Kafka refused for good FAILED, for the poller.
@@ -112,11 +111,11 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 	it := r.Context.(*inflight)
 	// Last, once a failure held its key: the alone queue waits for its
 	// key's records to leave the producer.
-	defer d.order.outOfProducer(it)
-	if it.alone {
+	defer d.order.OutOfProducer(&it.Place)
+	if it.Alone {
 		// Its hold while it waited alone ends once its outcome holds the
 		// key, if it failed.
-		defer d.order.doneAlone(&it.ev)
+		defer d.order.DoneAlone(&it.ev)
 	}
 	if err != nil {
 		d.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
@@ -137,20 +136,20 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 			d.stop(fatalError{fmt.Errorf("Kafka refuses the relay's producer (%w): "+
 				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
 		}
-	case !it.alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():
+	case !it.Alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():
 		// The broker refused the batch the record was in (a topic whose
 		// max.message.bytes is below the batch size, another record's
 		// fault), not necessarily the record: alone, it is delivered or
 		// fails for itself. Records go again one at a time, in the order
 		// they failed, so a key's order holds among them.
-		it.alone = true
-		d.order.holdAlone(&it.ev, it.seq)
+		it.Alone = true
+		d.order.HoldAlone(&it.ev, it.Seq)
 		d.alone.push(it)
-	case sink.Permanent(err) && !it.alone && d.order.aloneHeld(&it.ev):
+	case sink.Permanent(err) && !it.Alone && d.order.AloneHeld(&it.ev):
 		// An earlier record of its key waits to be produced alone: it is
 		// parked after that one's outcome, in the key's order.
-		it.alone, it.failed = true, err
-		d.order.holdAlone(&it.ev, it.seq)
+		it.Alone, it.failed = true, err
+		d.order.HoldAlone(&it.ev, it.Seq)
 		d.alone.push(it)
 	case sink.Permanent(err):
 		go d.parkInOrder(it, d.failedAs(err))()
@@ -169,11 +168,9 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 // of its key was parked or waiting to be produced alone: its key's order
 // is broken (see DESIGN.md's gaps for how that can happen).
 func (d *atLeastOnce) checkOrder(it *inflight) {
-	if !d.order.overtook(it) {
+	if !d.order.Overtook(&it.ev, &it.Place) {
 		return
 	}
 	d.metrics.OrderViolations.Inc()
-	d.order.violations.Log(it.ev.Topic+"/"+string(it.ev.Key), slog.LevelError,
-		"a record overtook an earlier parked event of its key: consumers see the key's events out of commit order",
-		"topic", it.ev.Topic, "key", string(it.ev.Key), "id", string(it.ev.ID))
+	d.order.LogViolation(&it.ev)
 }

@@ -166,12 +166,12 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 }
 
 // releaseKeys returns the poller's Delivered: it drops the hold of the
-// delivered keys that have no held row left (order.release). A key whose
+// delivered keys that have no held row left (Order.Release). A key whose
 // release fails stays held until the poller delivers its next event.
 func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 	o := s.order
 	return func(keys []status.Key) {
-		if err := o.release(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
+		if err := o.Release(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
 			s.sayRetried(ctx, "could not release the keys of delivered events; their next events wait behind them", err, "keys", len(keys))
 		}
 	}
@@ -181,7 +181,7 @@ func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 // to produce are held, those not held yet (a row whose topic was
 // corrected) from now until their rows are delivered.
 func (s *session) holdClaimed(keys []status.Key) {
-	if held := s.order.holdRows(keys); len(held) > 0 {
+	if held := s.order.HoldRows(keys); len(held) > 0 {
 		s.log.Debug("holding the keys of claimed events that were not held", "keys", len(held))
 	}
 }
@@ -209,13 +209,13 @@ func (s *session) refreshPaused(ctx context.Context) {
 		}
 		return
 	}
-	s.order.setPaused(topics)
+	s.order.SetPaused(topics)
 }
 
 // refreshCorrected holds the keys of the held rows whose topic was
 // corrected that are not held yet.
 func (s *session) refreshCorrected(ctx context.Context) {
-	if !s.order.ordersKeys() {
+	if !s.order.OrdersKeys() {
 		return
 	}
 	keys, err := s.failures.CorrectedHeldKeys(ctx)
@@ -225,14 +225,14 @@ func (s *session) refreshCorrected(ctx context.Context) {
 		}
 		return
 	}
-	held := s.order.holdRows(keys)
+	held := s.order.HoldRows(keys)
 	if len(held) == 0 {
 		return
 	}
 	// A row read as held may have been delivered, and its key released,
 	// since: asked again now that the keys are held, the store says which
 	// rows are gone, and their keys are released.
-	if err := s.order.release(ctx, s.failures, held); err != nil && ctx.Err() == nil {
+	if err := s.order.Release(ctx, s.failures, held); err != nil && ctx.Err() == nil {
 		s.sayRetried(ctx, "could not check the keys of corrected events; their next events wait behind them", err, "keys", len(held))
 	}
 	s.log.Info("events whose topic was corrected hold the later events of their keys", "keys", len(held))

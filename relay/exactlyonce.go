@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -30,16 +31,8 @@ import (
 // session produces the same PostgreSQL transactions again, at once.
 var errRedo = errors.New("the Kafka transaction could not commit; producing its PostgreSQL transactions again")
 
-// eventKey names one copy of an event across sessions: the commit LSN of
-// its transaction, its id and its topic, as the status table does.
-type eventKey struct {
-	commit    uint64
-	id, topic string
-}
-
-func keyOf(it *inflight) eventKey {
-	return eventKey{it.ev.CommitLSN, string(it.ev.ID), it.ev.Topic}
-}
+// keyOf names one copy of an event across sessions (keyorder.KeyOf).
+func keyOf(it *inflight) keyorder.EventKey { return keyorder.KeyOf(&it.ev) }
 
 // eoState is what exactly-once delivery learns across sessions of one Run:
 // records parked after Kafka refused them (left out from now on) and
@@ -49,23 +42,23 @@ func keyOf(it *inflight) eventKey {
 // transaction each.
 type eoState struct {
 	mu       sync.Mutex
-	parked   map[eventKey]struct{}
-	suspects map[eventKey]struct{}
+	parked   map[keyorder.EventKey]struct{}
+	suspects map[keyorder.EventKey]struct{}
 	// heldFrom is, for each key with a parked record, the first such
 	// record: the redo holds the key from it on, not before (order.go).
-	heldFrom map[status.Key]eventKey
+	heldFrom map[status.Key]keyorder.EventKey
 }
 
 // holdFrom notes that ev (k), parked, holds its key from it on, unless an
 // earlier parked record does.
-func (s *eoState) holdFrom(ev *decoder.Event, k eventKey) {
+func (s *eoState) holdFrom(ev *decoder.Event, k keyorder.EventKey) {
 	if ev.Key == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.heldFrom == nil {
-		s.heldFrom = map[status.Key]eventKey{}
+		s.heldFrom = map[status.Key]keyorder.EventKey{}
 	}
 	key := status.Key{Topic: ev.Topic, Key: string(ev.Key)}
 	if _, ok := s.heldFrom[key]; !ok {
@@ -80,17 +73,17 @@ func (s *eoState) passed(end uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, v := range s.heldFrom {
-		if v.commit <= end {
+		if v.Commit() <= end {
 			delete(s.heldFrom, k)
 		}
 	}
 }
 
 // holds returns a copy of heldFrom, for a session's order.
-func (s *eoState) holds() map[status.Key]eventKey {
+func (s *eoState) holds() map[status.Key]keyorder.EventKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := make(map[status.Key]eventKey, len(s.heldFrom))
+	m := make(map[status.Key]keyorder.EventKey, len(s.heldFrom))
 	for k, v := range s.heldFrom {
 		m[k] = v
 	}
@@ -98,11 +91,11 @@ func (s *eoState) holds() map[status.Key]eventKey {
 }
 
 // add adds k to the set m, and reports whether it is new there.
-func (s *eoState) add(m *map[eventKey]struct{}, k eventKey) bool {
+func (s *eoState) add(m *map[keyorder.EventKey]struct{}, k keyorder.EventKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if *m == nil {
-		*m = map[eventKey]struct{}{}
+		*m = map[keyorder.EventKey]struct{}{}
 	}
 	if _, ok := (*m)[k]; ok {
 		return false
@@ -125,7 +118,7 @@ func (s *eoState) isSuspect(it *inflight) bool {
 	return has(s.suspects, it)
 }
 
-func has(m map[eventKey]struct{}, it *inflight) bool {
+func has(m map[keyorder.EventKey]struct{}, it *inflight) bool {
 	if len(m) == 0 {
 		return false
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -274,9 +275,9 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 // the store and what state learnt.
 func (s *eoSession) orderedEO(t *testing.T, state *eoState) {
 	t.Helper()
-	o := newOrder(true, s.log)
+	o := keyorder.New(true, s.log)
 	held, _ := s.store.HeldKeys(context.Background())
-	o.rebuild(held, nil, state.holds())
+	o.Rebuild(held, nil, state.holds())
 	s.ledger.order = o
 	s.parkedBefore = state.isParked
 }

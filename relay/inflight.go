@@ -8,6 +8,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 )
 
 // inflight is one event on its way to Kafka, in one allocation: the record,
@@ -17,18 +18,16 @@ import (
 // callback serve every record without a closure per event.
 type inflight struct {
 	context.Context
-	rec        kgo.Record
-	recHeaders [4]kgo.RecordHeader
-	ev         decoder.Event // kept for the status table
-	evHeaders  [4]decoder.Header
-	pgTxn      *checkpoint.Txn // the PostgreSQL transaction it came in
-	tracker    *checkpoint.Tracker
-	size       int
-	seq        uint64        // its place in the session's stream, from 1 (order.go)
-	alone      bool          // produced again in a batch of its own (see atLeastOnce.ack)
-	failed     error         // refused for good while an earlier record of its key waited alone: parked after it
-	slot       int32         // its key's counter in keysInFlight, plus 1, while franz-go holds it; 0 when not counted
-	copies     *atomic.Int32 // the copies of a fanned-out event not yet acked; nil for one copy
+	rec            kgo.Record
+	recHeaders     [4]kgo.RecordHeader
+	ev             decoder.Event // kept for the status table
+	evHeaders      [4]decoder.Header
+	pgTxn          *checkpoint.Txn // the PostgreSQL transaction it came in
+	tracker        *checkpoint.Tracker
+	size           int
+	keyorder.Place               // its place in the session's stream, and whether it goes alone (see atLeastOnce.ack)
+	failed         error         // refused for good while an earlier record of its key waited alone: parked after it
+	copies         *atomic.Int32 // the copies of a fanned-out event not yet acked; nil for one copy
 }
 
 // WrittenBack counts it out of flight once write-back settled its

@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -66,7 +67,7 @@ type ledger struct {
 	failures failureStore
 	// order holds the keys behind a parked event and the paused topics
 	// (nil: nothing is held).
-	order   *order
+	order   *keyorder.Order
 	count   *counters
 	metrics *metrics.Metrics // nil: newLedger makes some of its own
 	tracker *checkpoint.Tracker

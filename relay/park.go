@@ -51,10 +51,10 @@ type parkAs struct {
 // It reports whether the row is stored; if the previous park gave up, so
 // does this one, and the event stays in flight.
 func (l *ledger) parkInOrder(it *inflight, as parkAs) func() bool {
-	t := l.order.beginPark(&it.ev, it.seq, as.cause == heldPaused)
+	t := l.order.BeginPark(&it.ev, it.Seq, as.cause == heldPaused)
 	return func() (ok bool) {
-		defer func() { l.order.endPark(t, ok) }()
-		if !t.waitTurn() {
+		defer func() { l.order.EndPark(t, ok) }()
+		if !t.Wait() {
 			l.log.Warn("stopped before an earlier event of the key was recorded; this one will be sent again after a restart", "id", string(it.ev.ID))
 			return false
 		}
@@ -149,6 +149,17 @@ func (l *ledger) pausedAs() parkAs {
 	return parkAs{store: func(ctx context.Context, ev *decoder.Event, _ error) error { return l.failures.Paused(ctx, ev) },
 		reason: errPaused, cause: heldPaused, held: true}
 }
+
+// waitReason is the reason of a WAITING row: what it waits for.
+func waitReason(ev *decoder.Event, head string) error {
+	if head == "" {
+		return fmt.Errorf("waits for an earlier held event of its key on topic %s", ev.Topic)
+	}
+	return fmt.Errorf("waits for event %s of its key on topic %s", head, ev.Topic)
+}
+
+// errPaused is the reason given for a PAUSED event in the cause log.
+var errPaused = errors.New("its topic is paused")
 
 // refused reports whether a status-table error will not go away by
 // itself: SQLSTATE class 42 (a missing table or column, a missing

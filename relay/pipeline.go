@@ -13,6 +13,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -147,7 +148,7 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 	it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
 	it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
 	p.seq++
-	it.seq = p.seq
+	it.Seq = p.seq
 	p.tracker.Add(it.pgTxn, it.size)
 	if msg.Poison != nil {
 		p.delivery.park(it, p.parkInOrder(it, poisonAs(p.failures, msg.Poison)))
@@ -165,22 +166,22 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 // whether it did; an event to be produced alone behind its key's record
 // is marked so (the hold counts it already).
 func (p *pipeline) held(it *inflight) bool {
-	if !p.order.holding() {
+	if !p.order.Holding() {
 		return false
 	}
 	if p.parkedBefore != nil && p.parkedBefore(it) {
-		p.order.metParked(&it.ev, keyOf(it), it.seq)
+		p.order.MetParked(&it.ev, keyOf(it), it.Seq)
 		return false
 	}
-	switch v, head := p.order.check(&it.ev, it.seq); v {
-	case holdPaused:
+	switch v, head := p.order.Check(&it.ev, it.Seq); v {
+	case keyorder.Paused:
 		p.delivery.park(it, p.parkInOrder(it, p.pausedAs()))
 		return true
-	case holdWaiting:
+	case keyorder.Waiting:
 		p.delivery.park(it, p.parkInOrder(it, p.waitingAs(it, head)))
 		return true
-	case holdAlone:
-		it.alone = true
+	case keyorder.Alone:
+		it.Alone = true
 	}
 	return false
 }

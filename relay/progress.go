@@ -24,7 +24,7 @@ func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker
 		tick.Every(ctx, every, func(context.Context) bool {
 			r.causes.Flush()
 			if o := r.order.Load(); o != nil {
-				o.violations.Flush()
+				o.FlushViolations()
 			}
 			if n := r.count.events.Load(); n != last {
 				inflight, _ := tracker.InFlight()

@@ -14,6 +14,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/outage"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -33,7 +34,7 @@ type Relay struct {
 	writeBack atomic.Pointer[tableOutcomes]
 	// order is the running session's held keys and paused topics; nil
 	// while no session streams.
-	order atomic.Pointer[order]
+	order atomic.Pointer[keyorder.Order]
 	// pgOutages says once that PostgreSQL cannot be reached, and once
 	// that it is back (pgoutage.go).
 	pgOutages *outage.Tracker
@@ -121,7 +122,7 @@ func (r *Relay) PauseTopic(ctx context.Context, topic string) (bool, error) {
 		return false, fmt.Errorf("pause topic %q: %w", topic, err)
 	}
 	if o := r.order.Load(); o != nil {
-		o.pauseTopic(topic)
+		o.PauseTopic(topic)
 	}
 	if changed {
 		r.log.Info("topic paused: its events are held in the status table", "topic", topic)
@@ -142,7 +143,7 @@ func (r *Relay) ResumeTopic(ctx context.Context, topic string) (bool, error) {
 		return false, fmt.Errorf("resume topic %q: %w", topic, err)
 	}
 	if o := r.order.Load(); o != nil {
-		o.resumeTopic(topic)
+		o.ResumeTopic(topic)
 	}
 	if changed {
 		r.log.Info("topic resumed: its held events are delivered in commit order", "topic", topic)
@@ -166,7 +167,7 @@ func (r *Relay) pauses(topic string) (*status.Store, error) {
 // PausedTopics returns the topics the leading relay holds paused, sorted;
 // nil while this relay does not stream.
 func (r *Relay) PausedTopics() []string {
-	topics := r.order.Load().pausedTopics()
+	topics := r.order.Load().PausedTopics()
 	slices.Sort(topics)
 	return topics
 }
@@ -238,7 +239,7 @@ func (c Config) CheckCorrectedTopic(ctx context.Context, s *status.Store, opts s
 // being corrected, in the streaming session's order; a relay that does not
 // stream holds nothing (its next session reads the held keys).
 func (r *Relay) holdCorrected(k status.Key) func() {
-	return r.order.Load().holdRow(k)
+	return r.order.Load().HoldRow(k)
 }
 
 // Run runs the relay until ctx is done (a clean stop: the current

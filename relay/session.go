@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -40,7 +41,7 @@ type session struct {
 	watch    tableWatches
 	saver    *checkpoint.Saver
 	confirm  gate // what the stream may confirm to PostgreSQL
-	order    *order
+	order    *keyorder.Order
 	pipeline *pipeline
 
 	streamCtx     context.Context // the stream's; stopStream ends it cleanly
@@ -173,9 +174,9 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 // Config.Ordering key) and the paused topics. The relay's PauseTopic and
 // ResumeTopic change this session's from now on.
 func (s *session) rebuildOrder(ctx context.Context) error {
-	o := newOrder(s.cfg.Ordering != OrderingNone, s.log)
+	o := keyorder.New(s.cfg.Ordering != OrderingNone, s.log)
 	var held []status.Key
-	if o.byKey {
+	if o.OrdersKeys() {
 		var err error
 		if held, err = s.failures.HeldKeys(ctx); err != nil {
 			return fmt.Errorf("read the keys whose events wait behind a parked one: %w", err)
@@ -185,7 +186,7 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the paused topics: %w", err)
 	}
-	o.rebuild(held, paused, s.eo.holds())
+	o.Rebuild(held, paused, s.eo.holds())
 	s.order = o
 	s.Relay.order.Store(o)
 	s.onEnd(func() { s.Relay.order.CompareAndSwap(o, nil) })
