@@ -9,6 +9,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -49,9 +50,9 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	}
 	s.produceCtx, s.cancelProduce = context.WithCancel(context.WithoutCancel(ctx))
 	s.onEnd(s.cancelProduce)
-	l := newLedger(&ledger{log: s.log, causes: s.causes, failures: s.failures, order: s.order, count: &s.count, metrics: s.metrics,
-		tracker: s.tracker, failCtx: s.produceCtx, produceCtx: s.produceCtx, stop: s.stop,
-		tableNames: cfg.SourceNames(), outcomes: s.outcomes.orNil(), writeBack: s.outcomes.writesBack()})
+	l := delivery.NewLedger(&delivery.Ledger{Log: s.log, Causes: s.causes, Failures: s.failures, Order: s.order, Count: &s.count, Metrics: s.metrics,
+		Tracker: s.tracker, FailCtx: s.produceCtx, ProduceCtx: s.produceCtx, Stop: s.stop,
+		TableNames: cfg.SourceNames(), Outcomes: s.outcomes.orNil(), WriteBack: s.outcomes.writesBack()})
 	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
 	s.pipeline.relation = s.watch.relation
 	s.pipeline.skipBelow = s.committed.LSN
@@ -86,7 +87,7 @@ func (s *session) startSaver() {
 // newDelivery returns the session's delivery: at least once with the
 // relay's producer or, with a transactional producer, exactly once, its
 // committer running until the session ends.
-func (s *session) newDelivery(l *ledger) delivery {
+func (s *session) newDelivery(l *delivery.Ledger) delivery.Delivery {
 	if s.txSink == nil {
 		return newAtLeastOnce(l, s.sink)
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -32,7 +33,7 @@ import (
 var errRedo = errors.New("the Kafka transaction could not commit; producing its PostgreSQL transactions again")
 
 // keyOf names one copy of an event across sessions (keyorder.KeyOf).
-func keyOf(it *inflight) keyorder.EventKey { return keyorder.KeyOf(&it.ev) }
+func keyOf(it *delivery.Inflight) keyorder.EventKey { return keyorder.KeyOf(&it.Event) }
 
 // eoState is what exactly-once delivery learns across sessions of one Run:
 // records parked after Kafka refused them (left out from now on) and
@@ -105,20 +106,20 @@ func (s *eoState) add(m *map[keyorder.EventKey]struct{}, k keyorder.EventKey) bo
 }
 
 // isParked reports whether it was parked when a transaction aborted.
-func (s *eoState) isParked(it *inflight) bool {
+func (s *eoState) isParked(it *delivery.Inflight) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return has(s.parked, it)
 }
 
 // isSuspect reports whether it failed with its batch before.
-func (s *eoState) isSuspect(it *inflight) bool {
+func (s *eoState) isSuspect(it *delivery.Inflight) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return has(s.suspects, it)
 }
 
-func has(m map[keyorder.EventKey]struct{}, it *inflight) bool {
+func has(m map[keyorder.EventKey]struct{}, it *delivery.Inflight) bool {
 	if len(m) == 0 {
 		return false
 	}

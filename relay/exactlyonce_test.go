@@ -49,13 +49,13 @@ func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoSta
 		t.Fatal(err)
 	}
 	s := &eoSession{testPipeline: newTestPipeline(t, store), snk: snk}
-	s.stop = func(err error) {
+	s.Stop = func(err error) {
 		s.mu.Lock()
 		s.stopped = append(s.stopped, err)
 		s.mu.Unlock()
 	}
-	s.txn = newTxnBatcher(s.ledger, snk, state, sink.Checkpoint{Slot: "test"}, ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
-	s.txn.commitHook = func() { s.commits = append(s.commits, s.tracker.Safe()) }
+	s.txn = newTxnBatcher(s.Ledger, snk, state, sink.Checkpoint{Slot: "test"}, ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
+	s.txn.commitHook = func() { s.commits = append(s.commits, s.Tracker.Safe()) }
 	s.delivery = s.txn
 	return s
 }
@@ -162,23 +162,23 @@ func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 	if s.commitIfDue(ctx); len(s.commits) != 1 || s.commits[0] != 0x100 {
 		t.Fatalf("commits %v, want one, with the position still at the start 0/100 before it", s.commits)
 	}
-	if got := s.tracker.Safe(); got != 0x300 {
+	if got := s.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s after the commit, want 0/300", got)
 	}
 	s.pgTxn(t, 0x400, []string{"h"})
 	if err := s.snk.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _ := s.tracker.InFlight(); ev != 0 || s.tracker.Safe() != 0x300 {
-		t.Fatalf("acked, not committed: %d in flight (want 0: acks free the capacity), safe %s (want 0/300)", ev, s.tracker.Safe())
+	if ev, _ := s.Tracker.InFlight(); ev != 0 || s.Tracker.Safe() != 0x300 {
+		t.Fatalf("acked, not committed: %d in flight (want 0: acks free the capacity), safe %s (want 0/300)", ev, s.Tracker.Safe())
 	}
-	if err := s.txn.commit(context.Background()); err != nil {
+	if err := s.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.tracker.Safe(); got != 0x400 {
+	if got := s.Tracker.Safe(); got != 0x400 {
 		t.Fatalf("safe %s after the second commit, want 0/400", got)
 	}
-	if got := s.count.events.Load(); got != 8 {
+	if got := s.Count.Events.Load(); got != 8 {
 		t.Fatalf("counted %d events delivered, want 8", got)
 	}
 	cp, found, err := s.snk.ReadCheckpoint(context.Background(), "checkpoints", "test", true)
@@ -204,24 +204,24 @@ func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 
 	first := newEOSession(t, brokers, store, state, 100)
 	first.pgTxn(t, 0x200, ids, values...)
-	err := first.txn.commit(context.Background())
+	err := first.txn.Commit(context.Background())
 	if err == nil || len(first.stopped) != 1 || !errors.Is(first.stopped[0], errRedo) {
 		t.Fatalf("commit: %v, session stopped with %v; want the session ended to produce again", err, first.stopped)
 	}
 	if got := store.ids(); len(got) != 1 || !strings.HasPrefix(got[0], "FAILED big: MESSAGE_TOO_LARGE") {
 		t.Fatalf("parked %q, want the large record only (stopped %v)", got, first.stopped)
 	}
-	if first.tracker.Safe() != 0x100 {
-		t.Fatalf("safe %s after the abort, want the start 0/100", first.tracker.Safe())
+	if first.Tracker.Safe() != 0x100 {
+		t.Fatalf("safe %s after the abort, want the start 0/100", first.Tracker.Safe())
 	}
 
 	second := newEOSession(t, brokers, store, state, 100)
 	second.pgTxn(t, 0x200, ids, values...)
-	if err := second.txn.commit(context.Background()); err != nil {
+	if err := second.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(second.stopped) != 0 || second.tracker.Safe() != 0x200 {
-		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/200", second.stopped, second.tracker.Safe())
+	if len(second.stopped) != 0 || second.Tracker.Safe() != 0x200 {
+		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/200", second.stopped, second.Tracker.Safe())
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b" {
 		t.Fatalf("read_committed sees %s, want a,b once", got)
@@ -246,7 +246,7 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	first := newEOSession(t, brokers, store, state, 100)
 	first.orderedEO(t, state)
 	first.pgTxn(t, 0x200, ids, values...)
-	if err := first.txn.commit(context.Background()); err == nil || !errors.Is(first.stopped[0], errRedo) {
+	if err := first.txn.Commit(context.Background()); err == nil || !errors.Is(first.stopped[0], errRedo) {
 		t.Fatalf("commit: %v, stopped %v; want the session ended to produce again", err, first.stopped)
 	}
 	store.mu.Lock()
@@ -257,11 +257,11 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	second.orderedEO(t, state)
 	second.pgTxn(t, 0x200, ids, values...)
 	second.pgTxn(t, 0x300, []string{"d"})
-	if err := second.txn.commit(context.Background()); err != nil {
+	if err := second.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(second.stopped) != 0 || second.tracker.Safe() != 0x300 {
-		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/300", second.stopped, second.tracker.Safe())
+	if len(second.stopped) != 0 || second.Tracker.Safe() != 0x300 {
+		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/300", second.stopped, second.Tracker.Safe())
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a" {
 		t.Fatalf("read_committed sees %s, want a: b, c and d wait behind big", got)
@@ -275,10 +275,10 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 // the store and what state learnt.
 func (s *eoSession) orderedEO(t *testing.T, state *eoState) {
 	t.Helper()
-	o := keyorder.New(true, s.log)
+	o := keyorder.New(true, s.Log)
 	held, _ := s.store.HeldKeys(context.Background())
 	o.Rebuild(held, nil, state.holds())
-	s.ledger.order = o
+	s.Order = o
 	s.parkedBefore = state.isParked
 }
 
@@ -319,7 +319,7 @@ func TestExactlyOnceReadsOnDuringACommit(t *testing.T) {
 		}
 	}
 	s.commitIfDue(ctx)
-	if got := s.tracker.Safe(); got != 0x200 {
+	if got := s.Tracker.Safe(); got != 0x200 {
 		t.Fatalf("safe %s after the first commit, want 0/200 (b and c are in the next transaction)", got)
 	}
 	cp, _, err := s.snk.ReadCheckpoint(ctx, "checkpoints", "test", true)
@@ -327,7 +327,7 @@ func TestExactlyOnceReadsOnDuringACommit(t *testing.T) {
 		t.Fatalf("checkpoint %s, %v after the first commit, want 0/200", cp.LSN, err)
 	}
 	s.commitIfDue(ctx)
-	if got := s.tracker.Safe(); got != 0x300 {
+	if got := s.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s after the second commit, want 0/300", got)
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b,c" {
@@ -362,7 +362,7 @@ func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
 	s.cancel() // the stop timed out
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.txn.commit(ctx); err == nil {
+	if err := s.txn.Commit(ctx); err == nil {
 		t.Fatal("the final commit committed a transaction whose record b was cancelled")
 	}
 	// The next session's producer aborts what this one left open.
@@ -370,8 +370,8 @@ func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
 	if cp, found, err := next.snk.ReadCheckpoint(ctx, "checkpoints", "test", true); err != nil || found {
 		t.Fatalf("checkpoint topic holds %s (found %v, err %v), want nothing", cp.LSN, found, err)
 	}
-	if s.tracker.Safe() != 0x100 {
-		t.Fatalf("safe %s, want the start 0/100", s.tracker.Safe())
+	if s.Tracker.Safe() != 0x100 {
+		t.Fatalf("safe %s, want the start 0/100", s.Tracker.Safe())
 	}
 }
 
@@ -393,7 +393,7 @@ func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 	}
 	<-store.called // the park began, and blocks
 	done := make(chan error, 1)
-	go func() { done <- s.txn.commit(context.Background()) }()
+	go func() { done <- s.txn.Commit(context.Background()) }()
 	select {
 	case err := <-done:
 		t.Fatalf("the commit ended (%v) while the poison row's park was still under way", err)
@@ -424,22 +424,22 @@ func TestExactlyOnceConfirmsOnlyWrittenBack(t *testing.T) {
 	brokers := newBroker(t)
 	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
 	out := &fakeOutcomes{hold: true}
-	s.outcomes, s.writeBack = out, []bool{true}
+	s.Outcomes, s.WriteBack = out, []bool{true}
 	s.pgTxn(t, 0x200, []string{"a", "b"})
 	if err := s.snk.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _ := s.tracker.InFlight(); ev != 0 || len(out.delivered) != 0 {
+	if ev, _ := s.Tracker.InFlight(); ev != 0 || len(out.delivered) != 0 {
 		t.Fatalf("acked, not committed: %d in flight, written back %q; want 0 in flight, nothing written back", ev, out.delivered)
 	}
-	if err := s.txn.commit(context.Background()); err != nil {
+	if err := s.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.tracker.Safe(); got != 0x100 || len(out.delivered) != 2 {
+	if got := s.Tracker.Safe(); got != 0x100 || len(out.delivered) != 2 {
 		t.Fatalf("committed, rows not written: safe %s, written back %q; want 0/100 and both told", got, out.delivered)
 	}
 	out.written()
-	if got := s.tracker.Safe(); got != 0x200 {
+	if got := s.Tracker.Safe(); got != 0x200 {
 		t.Fatalf("safe %s once the rows were written, want 0/200", got)
 	}
 }
@@ -454,7 +454,7 @@ func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 	brokers := newBroker(t)
 	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
 	out := &fakeOutcomes{hold: true}
-	s.outcomes, s.writeBack, s.tableNames = out, []bool{true}, []string{"public.outbox"}
+	s.Outcomes, s.WriteBack, s.TableNames = out, []bool{true}, []string{"public.outbox"}
 	s.skipBelow = 0x300 // the topic's position: the transactions ending at 0/200 and 0/300
 	s.replay = &replayWindow{parked: map[replayKey]struct{}{{commit: 0x300 - 8, id: "c", source: "public.outbox"}: {}}}
 	s.pgTxn(t, 0x200, []string{"a", "b"})
@@ -463,14 +463,14 @@ func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 	if got := strings.Join(out.delivered, " "); got != "a b d" {
 		t.Fatalf("write-back told of %q before the commit, want the passed transactions' delivered events %q", got, "a b d")
 	}
-	if got := s.tracker.Safe(); got != 0x100 {
+	if got := s.Tracker.Safe(); got != 0x100 {
 		t.Fatalf("safe %s before the rows were written, want 0/100", got)
 	}
 	out.written()
-	if got := s.tracker.Safe(); got != 0x300 {
+	if got := s.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s once the passed transactions' rows were written, want 0/300 (0/400 waits for its commit)", got)
 	}
-	if err := s.txn.commit(context.Background()); err != nil {
+	if err := s.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), " "); got != "e" {
@@ -480,7 +480,7 @@ func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 		t.Errorf("write-back told of %q, want %q", got, "a b d e")
 	}
 	out.written()
-	if got := s.tracker.Safe(); got != 0x400 {
+	if got := s.Tracker.Safe(); got != 0x400 {
 		t.Errorf("safe %s once every row was written, want 0/400", got)
 	}
 	if s.replay != nil || s.logs.count("3 events Kafka had before this session") != 1 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -42,11 +43,11 @@ func keyed(n int, prefix, topic, key string) []testEv {
 // store as a session's start does.
 func (tp *testPipeline) ordered(t *testing.T, byKey bool) *keyorder.Order {
 	t.Helper()
-	o := keyorder.New(byKey, tp.log)
+	o := keyorder.New(byKey, tp.Log)
 	held, _ := tp.store.HeldKeys(context.Background())
 	paused, _ := tp.store.PausedTopics(context.Background())
 	o.Rebuild(held, paused, nil)
-	tp.ledger.order = o
+	tp.Order = o
 	return o
 }
 
@@ -146,16 +147,16 @@ func TestOrderHoldsAKeyBehindAFailedRecord(t *testing.T) {
 			if got, w := strings.Join(parked, ","), strings.Join(append([]string{"FAILED f"}, want("WAITING", later...)...), ","); got != w {
 				t.Fatalf("parked %s\nwant   %s", got, w)
 			}
-			if len(produced) != 101 || tp.count.events.Load() != 101 {
-				t.Fatalf("produced %d (%d acked), want the 100 of the other key and the keyless one", len(produced), tp.count.events.Load())
+			if len(produced) != 101 || tp.Count.Events.Load() != 101 {
+				t.Fatalf("produced %d (%d acked), want the 100 of the other key and the keyless one", len(produced), tp.Count.Events.Load())
 			}
-			if got := counterValue(t, tp.metrics.EventsHeld.WithLabelValues(heldWaiting)); got != 10 {
+			if got := counterValue(t, tp.Metrics.EventsHeld.WithLabelValues(delivery.HeldWaiting)); got != 10 {
 				t.Fatalf("held metric %v, want 10", got)
 			}
 			if !strings.Contains(tp.store.ids()[1], "waits for event f of its key") {
 				t.Fatalf("reason %q, want it to name f", tp.store.ids()[1])
 			}
-			if got := tp.tracker.Safe(); got != 0x400 {
+			if got := tp.Tracker.Safe(); got != 0x400 {
 				t.Fatalf("safe %s, want 0/400", got)
 			}
 		})
@@ -209,7 +210,7 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 			// The hold is undone just after the last record is counted
 			// out of flight (doneAlone follows the tracker's Done), so
 			// wait for it, with a deadline.
-			for deadline := time.Now().Add(5 * time.Second); tt.parked == "" && tp.ledger.order.Holding(); time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(5 * time.Second); tt.parked == "" && tp.Order.Holding(); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the key is still held 5 s after its records were delivered")
 				}
@@ -259,11 +260,11 @@ func TestOrderPausedTopic(t *testing.T) {
 	if got := strings.Join(parked, ","); got != "PAUSED a,PAUSED c,WAITING e" {
 		t.Fatalf("parked %s, want PAUSED a,PAUSED c,WAITING e", got)
 	}
-	if got := counterValue(t, tp.metrics.EventsHeld.WithLabelValues(heldPaused)); got != 2 {
+	if got := counterValue(t, tp.Metrics.EventsHeld.WithLabelValues(delivery.HeldPaused)); got != 2 {
 		t.Fatalf("held paused %v, want 2", got)
 	}
-	if tp.count.failed.Load() != 0 {
-		t.Fatalf("%d counted as failed, want none: held events did not fail", tp.count.failed.Load())
+	if tp.Count.Failed.Load() != 0 {
+		t.Fatalf("%d counted as failed, want none: held events did not fail", tp.Count.Failed.Load())
 	}
 }
 
@@ -281,7 +282,7 @@ func TestOrderViolationIsCounted(t *testing.T) {
 		return nil
 	})
 	tp.waitIdle(t)
-	if got := counterValue(t, tp.metrics.OrderViolations); got != 1 {
+	if got := counterValue(t, tp.Metrics.OrderViolations); got != 1 {
 		t.Fatalf("violations %v, want 1", got)
 	}
 	if tp.logs.count("overtook an earlier parked event of its key") != 1 {
@@ -325,11 +326,11 @@ func BenchmarkOrderCheck(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			l := newLedger(&ledger{log: slog.New(slog.DiscardHandler), failures: &fakeStore{}, count: &counters{},
-				tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}), failCtx: ctx, produceCtx: ctx})
+			l := delivery.NewLedger(&delivery.Ledger{Log: slog.New(slog.DiscardHandler), Failures: &fakeStore{}, Count: &delivery.Counters{},
+				Tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}), FailCtx: ctx, ProduceCtx: ctx})
 			if !bc.none {
-				l.order = keyorder.New(true, l.log)
-				l.order.Rebuild(bc.held, nil, nil)
+				l.Order = keyorder.New(true, l.Log)
+				l.Order.Rebuild(bc.held, nil, nil)
 			}
 			p := newPipeline(l, nil, newAtLeastOnce(l, ackingProducer{}))
 			msg := decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{ID: []byte("1"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`)}}
@@ -337,9 +338,9 @@ func BenchmarkOrderCheck(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				if i%1000 == 0 {
 					if p.reading != nil {
-						p.tracker.Commit(p.reading, pglogrepl.LSN(0x200+i))
+						p.Tracker.Commit(p.reading, pglogrepl.LSN(0x200+i))
 					}
-					p.reading = p.tracker.Begin(time.Time{})
+					p.reading = p.Tracker.Begin(time.Time{})
 				}
 				p.route(&msg)
 			}
@@ -452,8 +453,8 @@ func TestExactlyOnceParksBesideABreak(t *testing.T) {
 	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	s.pgTxn(t, 0x200, []string{"big1", "big2"}, big, big)
 	errc := make(chan error, 1)
-	go func() { errc <- s.txn.commit(context.Background()) }()
-	o := s.ledger.order
+	go func() { errc <- s.txn.Commit(context.Background()) }()
+	o := s.Ledger.Order
 	k := &decoder.Event{Topic: "orders", Key: []byte("k")}
 	for held := false; !held; {
 		held, _ = o.ParkedHeld(k)

@@ -14,6 +14,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/outage"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -27,7 +28,7 @@ type Relay struct {
 	metrics  *metrics.Metrics
 	pause    pauseSwitch
 	state    state
-	count    counters
+	count    delivery.Counters
 	failures atomic.Pointer[status.Store] // once Run has connected
 	// writeBack is the write-back of the running relay, for the metrics;
 	// nil when no table writes back.
@@ -273,10 +274,10 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			err = rn.missingPrivilege(ctx, err)
 			r.state.sessionFailed(err)
-			if errors.As(err, new(fatalError)) {
+			if isFatal(err) {
 				return err
 			}
-		case errors.As(err, new(fatalError)):
+		case isFatal(err):
 			r.state.sessionFailed(err)
 			return err
 		case errors.Is(err, errRedo):
@@ -321,7 +322,7 @@ func (r *Relay) stopped(err error) {
 	} else if err != nil && !errors.Is(err, context.Canceled) {
 		r.log.Warn("stopped with an error", "err", err)
 	}
-	r.log.Info("relay stopped", "events", r.count.events.Load(), "failed", r.count.failed.Load())
+	r.log.Info("relay stopped", "events", r.count.Events.Load(), "failed", r.count.Failed.Load())
 }
 
 // maxBackoff bounds the wait between sessions. After a failover, the

@@ -215,7 +215,7 @@ func (s *session) stream() error {
 		Logger:         s.log,
 		StartedLevel:   s.startedLevel(),
 		BeforeFinalStatus: func(ctx context.Context) error {
-			if err := s.pipeline.delivery.commit(ctx); err != nil {
+			if err := s.pipeline.delivery.Commit(ctx); err != nil {
 				return err
 			}
 			s.watch.refresh(ctx)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -48,7 +49,7 @@ func (h *heldWriteBack) WrittenBack() {
 // failure is a record Kafka did not take; it is nil for the checkpoint
 // record.
 type failure struct {
-	it    *inflight
+	it    *delivery.Inflight
 	err   error
 	alone bool // it was produced alone
 }
@@ -60,7 +61,7 @@ type failure struct {
 // the in-flight limits bound them) and are produced into the next
 // transaction once it ends: franz-go must not produce during a commit.
 type txnBatcher struct {
-	*ledger
+	*delivery.Ledger
 	snk       *sink.Sink // transactional, this session's
 	state     *eoState
 	id        sink.Checkpoint // the slot and its database, for the checkpoint records
@@ -72,10 +73,10 @@ type txnBatcher struct {
 	cmu sync.Mutex // one commit at a time: run's, or the final one
 
 	mu         sync.Mutex
-	cur        kafkaTxn    // the transaction records go to
-	committing bool        // a commit is under way: records wait in pending
-	pending    []*inflight // read during a commit, produced after it
-	broken     error       // set once a transaction cannot commit: nothing more is produced
+	cur        kafkaTxn             // the transaction records go to
+	committing bool                 // a commit is under way: records wait in pending
+	pending    []*delivery.Inflight // read during a commit, produced after it
+	broken     error                // set once a transaction cannot commit: nothing more is produced
 
 	fmu      sync.Mutex
 	rejected []failure // records Kafka did not take, since the last commit
@@ -119,8 +120,8 @@ type kafkaTxn struct {
 // InitTransactions started, with checkpoint records for id in eo's
 // checkpoint topic; state is what earlier sessions learnt. Its committer,
 // run, is the caller's to start.
-func newTxnBatcher(l *ledger, snk *sink.Sink, state *eoState, id sink.Checkpoint, eo ExactlyOnce) *txnBatcher {
-	b := &txnBatcher{ledger: l, snk: snk, state: state, id: id, topic: eo.CheckpointTopic, interval: eo.Interval,
+func newTxnBatcher(l *delivery.Ledger, snk *sink.Sink, state *eoState, id sink.Checkpoint, eo ExactlyOnce) *txnBatcher {
+	b := &txnBatcher{Ledger: l, snk: snk, state: state, id: id, topic: eo.CheckpointTopic, interval: eo.Interval,
 		maxEvents: eo.MaxEvents, due: make(chan struct{}, 1)}
 	b.parkDone = sync.NewCond(&b.parkMu)
 	b.onAck = b.ack
@@ -136,7 +137,7 @@ func newTxnBatcher(l *ledger, snk *sink.Sink, state *eoState, id sink.Checkpoint
 
 // produce adds it to the Kafka transaction: produced now, or after the
 // commit under way.
-func (b *txnBatcher) produce(it *inflight) {
+func (b *txnBatcher) Produce(it *delivery.Inflight) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.broken != nil {
@@ -145,22 +146,22 @@ func (b *txnBatcher) produce(it *inflight) {
 	if b.state.isParked(it) {
 		// Parked when an earlier transaction aborted: its status row
 		// stands for it.
-		b.tracker.Done(it.pgTxn, it.size)
+		b.Tracker.Done(it.Txn(), it.Size())
 		return
 	}
 	var h *heldTxn
-	if n := len(b.cur.held); n > 0 && b.cur.held[n-1].pgTxn == it.pgTxn {
+	if n := len(b.cur.held); n > 0 && b.cur.held[n-1].pgTxn == it.Txn() {
 		h = b.cur.held[n-1]
 	} else {
-		b.tracker.Hold(it.pgTxn)
-		h = &heldTxn{pgTxn: it.pgTxn}
+		b.Tracker.Hold(it.Txn())
+		h = &heldTxn{pgTxn: it.Txn()}
 		b.cur.held = append(b.cur.held, h)
 		b.cur.open = true
 	}
 	h.events++
 	b.cur.events++
-	if b.reportsDelivery(it) {
-		h.delivered = append(h.delivered, writtenBack{it.ev.Table, append([]byte(nil), it.ev.ID...)})
+	if b.ReportsDelivery(it) {
+		h.delivered = append(h.delivered, writtenBack{it.Event.Table, append([]byte(nil), it.Event.ID...)})
 	}
 	if b.committing {
 		b.pending = append(b.pending, it)
@@ -171,7 +172,7 @@ func (b *txnBatcher) produce(it *inflight) {
 
 // sendLocked produces it, beginning the transaction if it is the first
 // record. Called with mu held, never during a commit.
-func (b *txnBatcher) sendLocked(it *inflight) {
+func (b *txnBatcher) sendLocked(it *delivery.Inflight) {
 	if !b.cur.begun {
 		if err := b.snk.Begin(); err != nil {
 			b.breakLocked(err, nil)
@@ -181,27 +182,27 @@ func (b *txnBatcher) sendLocked(it *inflight) {
 	}
 	b.sent++
 	if !b.state.isSuspect(it) {
-		b.snk.Produce(b.produceCtx, &it.rec, b.onAck)
+		b.snk.Produce(b.ProduceCtx, &it.Record, b.onAck)
 		return
 	}
 	// It failed with its batch before: alone in a batch, it is delivered
 	// or fails for itself.
-	if err := b.snk.Flush(b.produceCtx); err != nil {
+	if err := b.snk.Flush(b.ProduceCtx); err != nil {
 		b.breakLocked(err, nil)
 		return
 	}
-	if err := b.snk.ProduceWait(b.produceCtx, []*kgo.Record{&it.rec})[0]; err != nil {
+	if err := b.snk.ProduceWait(b.ProduceCtx, []*kgo.Record{&it.Record})[0]; err != nil {
 		b.breakLocked(err, []failure{{it: it, err: err, alone: true}})
 		return
 	}
 	b.acked.Add(1)
-	b.tracker.Done(it.pgTxn, it.size)
+	b.Tracker.Done(it.Txn(), it.Size())
 }
 
 // park runs store, which parks it in the status table (a poison row, or
 // an event behind a held key or a paused topic), as at-least-once delivery
 // does, and holds every commit until the row is stored.
-func (b *txnBatcher) park(_ *inflight, store func() bool) {
+func (b *txnBatcher) Park(_ *delivery.Inflight, store func() bool) {
 	b.parkMu.Lock()
 	b.parking++
 	b.parkMu.Unlock()
@@ -220,13 +221,13 @@ func (b *txnBatcher) park(_ *inflight, store func() bool) {
 func (b *txnBatcher) lockWhenParked() {
 	for {
 		b.parkMu.Lock()
-		for b.parking > 0 && b.produceCtx.Err() == nil {
+		for b.parking > 0 && b.ProduceCtx.Err() == nil {
 			b.parkDone.Wait() // a park gives up when produceCtx ends
 		}
 		b.parkMu.Unlock()
 		b.mu.Lock()
 		b.parkMu.Lock()
-		idle := b.parking == 0 || b.produceCtx.Err() != nil
+		idle := b.parking == 0 || b.ProduceCtx.Err() != nil
 		b.parkMu.Unlock()
 		if idle {
 			return
@@ -237,7 +238,7 @@ func (b *txnBatcher) lockWhenParked() {
 
 // endTxn is told that PostgreSQL transaction pgTxn ended at end (after the
 // tracker was), and tells run when a commit is due.
-func (b *txnBatcher) endTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
+func (b *txnBatcher) EndTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
 	b.mu.Lock()
 	n := len(b.cur.held)
 	if n == 0 || b.cur.held[n-1].pgTxn != pgTxn {
@@ -264,13 +265,13 @@ func (b *txnBatcher) dueLocked() bool {
 // ack is the callback of every record of the stream: Kafka's ack frees
 // its capacity (the hold keeps the position back until the commit).
 func (b *txnBatcher) ack(r *kgo.Record, err error) {
-	it := r.Context.(*inflight)
+	it := r.Context.(*delivery.Inflight)
 	if err == nil {
 		b.acked.Add(1)
-		b.tracker.Done(it.pgTxn, it.size)
+		b.Tracker.Done(it.Txn(), it.Size())
 		return
 	}
-	b.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+	b.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
 	// Whatever the error, the transaction must not commit without it.
 	b.failed(failure{it: it, err: err})
 }
