@@ -10,6 +10,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -89,7 +90,7 @@ func (s *session) startSaver() {
 // committer running until the session ends.
 func (s *session) newDelivery(l *delivery.Ledger) delivery.Delivery {
 	if s.txSink == nil {
-		return newAtLeastOnce(l, s.sink)
+		return atleastonce.New(l, s.sink)
 	}
 	b := newTxnBatcher(l, s.txSink, &s.eo, s.committed, s.cfg.ExactlyOnce)
 	b.leads = func(ctx context.Context) bool {

@@ -43,7 +43,6 @@
 //
 //	pipeline.go    decode, count in flight, and hand each copy of an event
 //	               (one per matching route) to the delivery
-//	atleastonce.go the default delivery: each record acked on its own
 //	exactlyonce.go exactly-once delivery: how it works, what it learns
 //	               across sessions
 //	eostart.go     its session start: the transactional producer, the

@@ -18,6 +18,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -332,7 +333,7 @@ func BenchmarkOrderCheck(b *testing.B) {
 				l.Order = keyorder.New(true, l.Log)
 				l.Order.Rebuild(bc.held, nil, nil)
 			}
-			p := newPipeline(l, nil, newAtLeastOnce(l, ackingProducer{}))
+			p := newPipeline(l, nil, atleastonce.New(l, ackingProducer{}))
 			msg := decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{ID: []byte("1"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`)}}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {

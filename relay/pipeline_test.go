@@ -20,6 +20,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -214,7 +215,7 @@ func newTestPipeline(t *testing.T, store *fakeStore) *testPipeline {
 		Tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}),
 		FailCtx: ctx, ProduceCtx: ctx, RetryBase: time.Millisecond,
 	})
-	tp.pipeline = newPipeline(l, nil, newAtLeastOnce(l, tp.prod))
+	tp.pipeline = newPipeline(l, nil, atleastonce.New(l, tp.prod))
 	return tp
 }
 
@@ -375,7 +376,7 @@ func TestPipelineStopsWhenKafkaRefusesTheProducer(t *testing.T) {
 	tp.prod.answer(kerr.ClusterAuthorizationFailed)
 	select {
 	case err := <-stopped:
-		if !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), "IDEMPOTENT_WRITE") {
+		if !isFatal(err) || !strings.Contains(err.Error(), "IDEMPOTENT_WRITE") {
 			t.Fatalf("stopped with %v, want a fatal error naming the ACL", err)
 		}
 	case <-time.After(5 * time.Second):

@@ -1,4 +1,4 @@
-package relay
+package atleastonce
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
-// producer is what at-least-once delivery needs of the Kafka producer
+// Producer is what at-least-once delivery needs of the Kafka producer
 // (*sink.Sink).
-type producer interface {
+type Producer interface {
 	// Produce sends r asynchronously and calls done once with the outcome.
 	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
 	// ProduceAlone sends r in a batch of its own and returns the outcome.
@@ -26,32 +26,32 @@ type producer interface {
 	BatchMaxBytes() int
 }
 
-// atLeastOnce is the default delivery: each record is produced on its own
+// Delivery is the default delivery: each record is produced on its own
 // with the idempotent producer, and counted out of flight once Kafka acks
 // it, or once it is parked in the status table when Kafka refuses it for
 // good. A record refused with its batch is produced again alone, in the
 // order they failed, to learn whether it was its own fault.
-type atLeastOnce struct {
+type Delivery struct {
 	*delivery.Ledger
-	producer    producer
+	producer    Producer
 	onAck       func(*kgo.Record, error) // ack, one func value for every record
 	alone       *aloneQueue              // records to produce again one at a time, in stream order
 	undelivered atomic.Int64
 }
 
-// newAtLeastOnce returns the delivery of l's session through producer. It
-// starts the goroutine that produces records again alone, which ends with
+// New returns the delivery of l's session through producer. It starts
+// the goroutine that produces records again alone, which ends with
 // l.ProduceCtx.
-func newAtLeastOnce(l *delivery.Ledger, producer producer) *atLeastOnce {
-	d := &atLeastOnce{Ledger: l, producer: producer, alone: newAloneQueue()}
+func New(l *delivery.Ledger, producer Producer) *Delivery {
+	d := &Delivery{Ledger: l, producer: producer, alone: newAloneQueue()}
 	d.onAck = d.ack
 	go d.produceAlone()
 	return d
 }
 
-// produce sends it, or queues it behind its key's record waiting to be
+// Produce sends it, or queues it behind its key's record waiting to be
 // produced alone (the pipeline marked it so).
-func (d *atLeastOnce) Produce(it *delivery.Inflight) {
+func (d *Delivery) Produce(it *delivery.Inflight) {
 	if it.Alone {
 		d.alone.push(it)
 		return
@@ -60,20 +60,21 @@ func (d *atLeastOnce) Produce(it *delivery.Inflight) {
 	d.producer.Produce(d.ProduceCtx, &it.Record, d.onAck)
 }
 
-func (d *atLeastOnce) Park(_ *delivery.Inflight, store func() bool) { go store() }
+// Park runs store, a park, beside the stream.
+func (d *Delivery) Park(_ *delivery.Inflight, store func() bool) { go store() }
 
-// endTxn: each record is settled on its own; nothing waits for the end of
+// EndTxn: each record is settled on its own; nothing waits for the end of
 // its transaction.
-func (d *atLeastOnce) EndTxn(*checkpoint.Txn, pglogrepl.LSN) {}
+func (d *Delivery) EndTxn(*checkpoint.Txn, pglogrepl.LSN) {}
 
-// commit: every acked record is visible to consumers already.
-func (d *atLeastOnce) Commit(context.Context) error { return nil }
+// Commit: every acked record is visible to consumers already.
+func (d *Delivery) Commit(context.Context) error { return nil }
 
 // produceAlone produces the records of d.alone one at a time, in stream
 // order, each once no earlier record of its key is left in the producer,
-// and acks each with its outcome, until produceCtx ends (what is left then
+// and acks each with its outcome, until ProduceCtx ends (what is left then
 // stays unconfirmed and is sent again by the next session).
-func (d *atLeastOnce) produceAlone() {
+func (d *Delivery) produceAlone() {
 	ready := func(it *delivery.Inflight) bool { return d.Order.MayGoAlone(&it.Event) }
 	for it := d.alone.next(d.ProduceCtx, ready); it != nil; it = d.alone.next(d.ProduceCtx, ready) {
 		d.produceOneAlone(it)
@@ -83,7 +84,7 @@ func (d *atLeastOnce) produceAlone() {
 // produceOneAlone produces it in a batch of its own and acks it, or parks
 // it: FAILED if it failed for good already (it.Failed), PAUSED if its
 // topic is paused, WAITING if its key became held meanwhile.
-func (d *atLeastOnce) produceOneAlone(it *delivery.Inflight) {
+func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
 	var as delivery.ParkAs
 	if it.Failed != nil {
 		as = d.FailedAs(it.Failed)
@@ -103,7 +104,7 @@ func (d *atLeastOnce) produceOneAlone(it *delivery.Inflight) {
 // record that failed before it returns: franz-go calls back a partition's
 // failed records in order, on one goroutine, so a key's records are held
 // in order, and the stream parks or queues the key's later events.
-func (d *atLeastOnce) ack(r *kgo.Record, err error) {
+func (d *Delivery) ack(r *kgo.Record, err error) {
 	it := r.Context.(*delivery.Inflight)
 	// Last, once a failure held its key: the alone queue waits for its
 	// key's records to leave the producer.
@@ -126,10 +127,10 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 		// Every record would fail so: the event stays in flight, and the
 		// session ends for the operator to fix the cause.
 		if sink.AuthFailed(err) {
-			d.Stop(fatalError{fmt.Errorf("Kafka refuses the relay's connection (%w): "+
+			d.Stop(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's connection (%w): "+
 				"check the --kafka-tls-* and --kafka-sasl-* settings against the brokers' listener", err)})
 		} else {
-			d.Stop(fatalError{fmt.Errorf("Kafka refuses the relay's producer (%w): "+
+			d.Stop(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's producer (%w): "+
 				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
 		}
 	case !it.Alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():
@@ -163,7 +164,7 @@ func (d *atLeastOnce) ack(r *kgo.Record, err error) {
 // checkOrder counts and logs a record Kafka acked while an earlier event
 // of its key was parked or waiting to be produced alone: its key's order
 // is broken (see DESIGN.md's gaps for how that can happen).
-func (d *atLeastOnce) checkOrder(it *delivery.Inflight) {
+func (d *Delivery) checkOrder(it *delivery.Inflight) {
 	if !d.Order.Overtook(&it.Event, &it.Place) {
 		return
 	}

@@ -1,4 +1,4 @@
-package relay
+package atleastonce
 
 import (
 	"container/heap"
@@ -10,8 +10,8 @@ import (
 )
 
 // aloneQueue holds the records to produce again one at a time (see
-// atLeastOnce.ack), and the events the stream queued behind them, in
-// stream order (by inflight.Seq), whatever order they were pushed in: a
+// Delivery.ack), and the events the stream queued behind them, in
+// stream order (by Inflight.Seq), whatever order they were pushed in: a
 // record that franz-go fails after the stream queued a later event of its
 // key still goes first. Safe for concurrent use; push never blocks (it
 // runs on the producer's callback goroutine).
