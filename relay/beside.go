@@ -11,6 +11,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -59,7 +60,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	s.pipeline.skipBelow = s.committed.LSN
 	s.pipeline.replay = s.replay
 	if s.txSink != nil {
-		s.pipeline.parkedBefore = s.eo.isParked
+		s.pipeline.parkedBefore = s.eo.IsParked
 	}
 	return nil
 }
@@ -92,15 +93,17 @@ func (s *session) newDelivery(l *delivery.Ledger) delivery.Delivery {
 	if s.txSink == nil {
 		return atleastonce.New(l, s.sink)
 	}
-	b := newTxnBatcher(l, s.txSink, &s.eo, s.committed, s.cfg.ExactlyOnce)
-	b.leads = func(ctx context.Context) bool {
+	eo := s.cfg.ExactlyOnce
+	b := exactlyonce.New(l, s.txSink, &s.eo, s.committed,
+		exactlyonce.Options{Interval: eo.Interval, MaxEvents: eo.MaxEvents, CheckpointTopic: eo.CheckpointTopic})
+	b.Leads = func(ctx context.Context) bool {
 		held, err := s.lock.check(ctx, leaderCheckTimeout)
 		return err == nil && held
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.run(s.produceCtx)
+		b.Run(s.produceCtx)
 	}()
 	s.onEnd(func() {
 		s.cancelProduce()

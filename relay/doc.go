@@ -43,12 +43,8 @@
 //
 //	pipeline.go    decode, count in flight, and hand each copy of an event
 //	               (one per matching route) to the delivery
-//	exactlyonce.go exactly-once delivery: how it works, what it learns
-//	               across sessions
 //	eostart.go     its session start: the transactional producer, the
 //	               checkpoint topic's position
-//	txnbatcher.go  its batcher: records into Kafka transactions
-//	txncommit.go   its commits, and what an aborted one teaches
 //
 // Beside the relay:
 //

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -24,7 +25,7 @@ import (
 
 type eoSession struct {
 	*testPipeline
-	txn     *txnBatcher
+	txn     *exactlyonce.Batcher
 	snk     *sink.Sink
 	commits []pglogrepl.LSN // the safe position just before each commit
 	mu      sync.Mutex
@@ -32,8 +33,8 @@ type eoSession struct {
 }
 
 // newEOSession starts a session's transactional producer (fencing the
-// last one) and a pipeline whose records go through a txnBatcher.
-func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoState, maxEvents int) *eoSession {
+// last one) and a pipeline whose records go through an exactlyonce.Batcher.
+func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *exactlyonce.State, maxEvents int) *eoSession {
 	t.Helper()
 	snk, err := sink.New(sink.Config{Brokers: brokers, TransactionalID: "cdc-relay.test", AutoCreateTopics: true})
 	if err != nil {
@@ -54,8 +55,8 @@ func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoSta
 		s.stopped = append(s.stopped, err)
 		s.mu.Unlock()
 	}
-	s.txn = newTxnBatcher(s.Ledger, snk, state, sink.Checkpoint{Slot: "test"}, ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
-	s.txn.commitHook = func() { s.commits = append(s.commits, s.Tracker.Safe()) }
+	s.txn = exactlyonce.New(s.Ledger, snk, state, sink.Checkpoint{Slot: "test"}, exactlyonce.Options{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
+	s.txn.CommitHook = func() { s.commits = append(s.commits, s.Tracker.Safe()) }
 	s.delivery = s.txn
 	return s
 }
@@ -63,11 +64,7 @@ func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoSta
 // commitIfDue does what the batcher's goroutine does when told a commit
 // is due (the test runs none, to know when it commits).
 func (s *eoSession) commitIfDue(ctx context.Context) {
-	select {
-	case <-s.txn.due:
-		_ = s.txn.commitIf(ctx, false)
-	default:
-	}
+	s.txn.CommitIfDue(ctx)
 }
 
 // pgTxn applies one PostgreSQL transaction ending at end, with an event
@@ -152,7 +149,7 @@ func header(r *kgo.Record, key string) string {
 // the checkpoint topic says where it stands.
 func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 	brokers := newBroker(t)
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 3)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 3)
 	ctx := context.Background()
 	s.pgTxn(t, 0x200, []string{"a", "b"})
 	if s.commitIfDue(ctx); len(s.commits) != 0 {
@@ -197,7 +194,7 @@ func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{}
-	state := &eoState{}
+	state := &exactlyonce.State{}
 	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	ids := []string{"a", "big", "b"}
 	values := [][]byte{[]byte(`{}`), big, []byte(`{}`)}
@@ -205,7 +202,7 @@ func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 	first := newEOSession(t, brokers, store, state, 100)
 	first.pgTxn(t, 0x200, ids, values...)
 	err := first.txn.Commit(context.Background())
-	if err == nil || len(first.stopped) != 1 || !errors.Is(first.stopped[0], errRedo) {
+	if err == nil || len(first.stopped) != 1 || !errors.Is(first.stopped[0], exactlyonce.ErrRedo) {
 		t.Fatalf("commit: %v, session stopped with %v; want the session ended to produce again", err, first.stopped)
 	}
 	if got := store.ids(); len(got) != 1 || !strings.HasPrefix(got[0], "FAILED big: MESSAGE_TOO_LARGE") {
@@ -238,7 +235,7 @@ func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{}
-	state := &eoState{}
+	state := &exactlyonce.State{}
 	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	ids := []string{"a", "big", "b", "c"}
 	values := [][]byte{[]byte(`{}`), big, []byte(`{}`), []byte(`{}`)}
@@ -246,7 +243,7 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	first := newEOSession(t, brokers, store, state, 100)
 	first.orderedEO(t, state)
 	first.pgTxn(t, 0x200, ids, values...)
-	if err := first.txn.Commit(context.Background()); err == nil || !errors.Is(first.stopped[0], errRedo) {
+	if err := first.txn.Commit(context.Background()); err == nil || !errors.Is(first.stopped[0], exactlyonce.ErrRedo) {
 		t.Fatalf("commit: %v, stopped %v; want the session ended to produce again", err, first.stopped)
 	}
 	store.mu.Lock()
@@ -273,13 +270,13 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 
 // orderedEO makes the session hold keys as a session's start does: from
 // the store and what state learnt.
-func (s *eoSession) orderedEO(t *testing.T, state *eoState) {
+func (s *eoSession) orderedEO(t *testing.T, state *exactlyonce.State) {
 	t.Helper()
 	o := keyorder.New(true, s.Log)
 	held, _ := s.store.HeldKeys(context.Background())
-	o.Rebuild(held, nil, state.holds())
+	o.Rebuild(held, nil, state.Holds())
 	s.Order = o
-	s.parkedBefore = state.isParked
+	s.parkedBefore = state.IsParked
 }
 
 // TestTrackerHold: a held transaction is not safe until released, while its
@@ -305,15 +302,15 @@ func TestTrackerHold(t *testing.T) {
 // committing; the stream never waits for Kafka.
 func TestExactlyOnceReadsOnDuringACommit(t *testing.T) {
 	brokers := newBroker(t)
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 1)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 1)
 	ctx := context.Background()
 	s.pgTxn(t, 0x200, []string{"a"})
 	hooked := false
-	s.txn.commitHook = func() {
+	s.txn.CommitHook = func() {
 		if !hooked {
 			hooked = true
 			s.pgTxn(t, 0x300, []string{"b", "c"}) // read during the first commit
-			if n := len(s.txn.pending); n != 2 {
+			if n := s.txn.Pending(); n != 2 {
 				t.Errorf("%d records waiting during the commit, want 2", n)
 			}
 		}
@@ -345,7 +342,7 @@ func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
 	}
 	t.Cleanup(kc.Close)
 	brokers := kc.ListenAddrs()
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	msgs := []decoder.Message{{Kind: decoder.KindBegin, CommitLSN: 0x1f8}}
 	for _, ev := range []struct{ id, topic string }{{"a", "orders"}, {"b", "offline"}} { // no topic "offline": b waits
 		msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{
@@ -366,7 +363,7 @@ func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
 		t.Fatal("the final commit committed a transaction whose record b was cancelled")
 	}
 	// The next session's producer aborts what this one left open.
-	next := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	next := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	if cp, found, err := next.snk.ReadCheckpoint(ctx, "checkpoints", "test", true); err != nil || found {
 		t.Fatalf("checkpoint topic holds %s (found %v, err %v), want nothing", cp.LSN, found, err)
 	}
@@ -381,7 +378,7 @@ func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
 func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{block: true, called: make(chan struct{}, 1)}
-	s := newEOSession(t, brokers, store, &eoState{}, 100)
+	s := newEOSession(t, brokers, store, &exactlyonce.State{}, 100)
 	ev := func(id string, poison error) decoder.Message {
 		return decoder.Message{Kind: decoder.KindEvent, Poison: poison, Event: decoder.Event{ID: []byte(id), Topic: "orders",
 			Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x1f8, Headers: []decoder.Header{{Key: "id", Value: []byte(id)}}}}
@@ -408,7 +405,7 @@ func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the commit still waits after the session ended")
 	}
-	next := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	next := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	if cp, found, err := next.snk.ReadCheckpoint(context.Background(), "checkpoints", "test", true); err != nil || found {
 		t.Fatalf("checkpoint topic holds %s (found %v, err %v), want nothing", cp.LSN, found, err)
 	}
@@ -422,7 +419,7 @@ func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 // transaction committed.
 func TestExactlyOnceConfirmsOnlyWrittenBack(t *testing.T) {
 	brokers := newBroker(t)
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	out := &fakeOutcomes{hold: true}
 	s.Outcomes, s.WriteBack = out, []bool{true}
 	s.pgTxn(t, 0x200, []string{"a", "b"})
@@ -452,7 +449,7 @@ func TestExactlyOnceConfirmsOnlyWrittenBack(t *testing.T) {
 // is produced and committed as usual.
 func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 	brokers := newBroker(t)
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	out := &fakeOutcomes{hold: true}
 	s.Outcomes, s.WriteBack, s.TableNames = out, []bool{true}, []string{"public.outbox"}
 	s.skipBelow = 0x300 // the topic's position: the transactions ending at 0/200 and 0/300

@@ -19,6 +19,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -448,7 +449,7 @@ func TestOrderPausedTopicWithOrderingNone(t *testing.T) {
 func TestExactlyOnceParksBesideABreak(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{firstDelay: 300 * time.Millisecond, called: make(chan struct{}, 1)}
-	state := &eoState{}
+	state := &exactlyonce.State{}
 	s := newEOSession(t, brokers, store, state, 100)
 	s.orderedEO(t, state)
 	big := make([]byte, sink.DefaultBatchMaxBytes+1)

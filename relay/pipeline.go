@@ -166,7 +166,7 @@ func (p *pipeline) held(it *delivery.Inflight) bool {
 		return false
 	}
 	if p.parkedBefore != nil && p.parkedBefore(it) {
-		p.Order.MetParked(&it.Event, keyOf(it), it.Seq)
+		p.Order.MetParked(&it.Event, keyorder.KeyOf(&it.Event), it.Seq)
 		return false
 	}
 	switch v, head := p.Order.Check(&it.Event, it.Seq); v {

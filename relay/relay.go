@@ -15,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
@@ -281,9 +282,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		case isFatal(err):
 			r.state.sessionFailed(err)
 			return err
-		case errors.Is(err, errRedo):
+		case errors.Is(err, exactlyonce.ErrRedo):
 			// A Kafka transaction aborted: what was learnt from it is
-			// in eoState, and the next session goes on at once.
+			// in exactlyonce.State, and the next session goes on at once.
 			continue
 		case err != nil:
 			if stuck := rn.publicationUndecodable(ctx, err); stuck != nil {

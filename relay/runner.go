@@ -18,6 +18,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -40,7 +41,7 @@ type runner struct {
 	kafka    sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
 	// checkpointTopicReady whether its topic is known to exist.
-	eo                   eoState
+	eo                   exactlyonce.State
 	checkpointTopicReady bool
 	orphans              orphans // of the last session that failed
 	// watchMarks are what the last session's table watches last found

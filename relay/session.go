@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
@@ -187,7 +188,7 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the paused topics: %w", err)
 	}
-	o.Rebuild(held, paused, s.eo.holds())
+	o.Rebuild(held, paused, s.eo.Holds())
 	s.order = o
 	s.Relay.order.Store(o)
 	s.onEnd(func() { s.Relay.order.CompareAndSwap(o, nil) })
@@ -281,7 +282,7 @@ var errShuttingDown = errors.New("PostgreSQL is shutting down: the stream stoppe
 func (s *session) stop(err error) {
 	if s.stopped.CompareAndSwap(nil, &err) {
 		switch {
-		case errors.Is(err, errRedo):
+		case errors.Is(err, exactlyonce.ErrRedo):
 			s.log.Warn("ending the session", "err", err)
 		case lostConnection(err):
 			s.log.Debug("stopping at once: the connection to PostgreSQL was lost; the relay reconnects", "err", err)

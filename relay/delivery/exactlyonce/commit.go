@@ -1,4 +1,4 @@
-package relay
+package exactlyonce
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
-// commit commits what is open, whether due or not: at a stop, between
+// Commit commits what is open, whether due or not: at a stop, between
 // transactions. It returns why it could not.
-func (b *txnBatcher) Commit(ctx context.Context) error {
+func (b *Batcher) Commit(ctx context.Context) error {
 	b.mu.Lock()
 	open := b.cur.open
 	b.mu.Unlock()
@@ -30,7 +31,7 @@ func (b *txnBatcher) Commit(ctx context.Context) error {
 // failed; then it releases the PostgreSQL transactions it holds to the
 // tracker and produces what was read meanwhile into the next one. It
 // returns the error that broke the batcher, if any.
-func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
+func (b *Batcher) commitIf(ctx context.Context, force bool) error {
 	b.cmu.Lock()
 	defer b.cmu.Unlock()
 	b.lockWhenParked()
@@ -46,8 +47,8 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 	b.mu.Unlock()
 	b.waitForWriteBack(ctx)
 
-	if b.commitHook != nil {
-		b.commitHook()
+	if b.CommitHook != nil {
+		b.CommitHook()
 	}
 	cp := b.id
 	cp.LSN, cp.CommitTime = txn.lastEnd, txn.lastCommit
@@ -108,7 +109,7 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 // the records Kafka refused (failures, and any recorded since), and ends
 // the session, at once and for good if the producer was fenced or refused.
 // Called with mu held.
-func (b *txnBatcher) breakLocked(err error, failures []failure) {
+func (b *Batcher) breakLocked(err error, failures []failure) {
 	if b.broken != nil {
 		return
 	}
@@ -123,8 +124,8 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 		}
 	}
 	switch {
-	case sink.Fenced(err) && (errors.Is(err, kerr.ProducerFenced) || b.leads == nil || !b.leads(context.Background())):
-		b.End(fatalError{fmt.Errorf("Kafka fenced this relay's transactional producer %q (%w): another relay with the same transactional id "+
+	case sink.Fenced(err) && (errors.Is(err, kerr.ProducerFenced) || b.Leads == nil || !b.Leads(context.Background())):
+		b.End(delivery.FatalError{Err: fmt.Errorf("Kafka fenced this relay's transactional producer %q (%w): another relay with the same transactional id "+
 			"started after this one and now delivers the slot. This relay stops; nothing it had not committed is visible to read_committed consumers", b.snk.TransactionalID(), err)})
 		return
 	case sink.Fenced(err):
@@ -135,7 +136,7 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 			"its PostgreSQL transactions are produced again", err))
 		return
 	case sink.ProducerRefused(err):
-		b.End(fatalError{fmt.Errorf("Kafka refuses the relay's transactional producer %q (%w): grant the relay's principal WRITE and DESCRIBE on "+
+		b.End(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's transactional producer %q (%w): grant the relay's principal WRITE and DESCRIBE on "+
 			"the transactional id, and WRITE on the topics and the checkpoint topic; check the --kafka-tls-* and --kafka-sasl-* settings", b.snk.TransactionalID(), err)})
 		return
 	}
@@ -144,7 +145,7 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 		switch {
 		case f.it == nil:
 			if !sink.MaybeTheBatch(f.err) && sink.Permanent(f.err) {
-				b.End(fatalError{fmt.Errorf("Kafka refuses the checkpoint topic %q (%w): create it (cleanup.policy=compact) or grant the relay's principal WRITE on it", b.topic, f.err)})
+				b.End(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the checkpoint topic %q (%w): create it (cleanup.policy=compact) or grant the relay's principal WRITE on it", b.topic, f.err)})
 				return
 			}
 		case errors.Is(f.err, kgo.ErrAborting) || !sink.Permanent(f.err):
@@ -153,7 +154,7 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 			// Its own fault: parked, it is left out from now on. If the
 			// row cannot be stored, the session ends all the same and the
 			// next one meets the record again.
-			// Its key is held from it on in the redo (eoState.holdsFrom).
+			// Its key is held from it on in the redo (State.holdsFrom).
 			if b.ParkInOrder(f.it, b.FailedAs(f.err))() {
 				learnt = b.state.add(&b.state.parked, keyOf(f.it)) || learnt
 				b.state.holdFrom(&f.it.Event, keyOf(f.it))
@@ -165,7 +166,7 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 	switch {
 	case b.ProduceCtx.Err() != nil:
 	case learnt:
-		b.End(fmt.Errorf("%w: %v", errRedo, err))
+		b.End(fmt.Errorf("%w: %v", ErrRedo, err))
 	default:
 		// Nothing learnt that the next try would do otherwise: a new
 		// session, after the usual backoff.
@@ -174,7 +175,7 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 }
 
 // account counts and releases what a committed Kafka transaction held.
-func (b *txnBatcher) account(held []*heldTxn) {
+func (b *Batcher) account(held []*heldTxn) {
 	now := time.Now()
 	for _, h := range held {
 		lag := max(0, now.Sub(h.pgTxn.CommitTime()).Seconds())
@@ -203,7 +204,7 @@ const writeBackLag = 10000
 
 // waitForWriteBack waits, before a commit, while more than writeBackLag
 // outcomes wait to be written back, until ctx or the session ends.
-func (b *txnBatcher) waitForWriteBack(ctx context.Context) {
+func (b *Batcher) waitForWriteBack(ctx context.Context) {
 	if b.Outcomes == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package relay
+package exactlyonce
 
 import (
 	"errors"
@@ -24,35 +24,35 @@ import (
 // without aborting it at the broker: the next session's producer, started
 // after it retakes leadership, aborts it, and PostgreSQL sends the same
 // transactions again. A record Kafka refused for itself is parked in the
-// status table first and left out the next time (eoState); a record that
+// status table first and left out the next time (State); a record that
 // failed with its batch is produced alone the next time, to learn whose
 // fault it was.
 
-// errRedo ends a session whose Kafka transaction could not commit: the next
+// ErrRedo ends a session whose Kafka transaction could not commit: the next
 // session produces the same PostgreSQL transactions again, at once.
-var errRedo = errors.New("the Kafka transaction could not commit; producing its PostgreSQL transactions again")
+var ErrRedo = errors.New("the Kafka transaction could not commit; producing its PostgreSQL transactions again")
 
 // keyOf names one copy of an event across sessions (keyorder.KeyOf).
 func keyOf(it *delivery.Inflight) keyorder.EventKey { return keyorder.KeyOf(&it.Event) }
 
-// eoState is what exactly-once delivery learns across sessions of one Run:
+// State is what exactly-once delivery learns across sessions of one Run:
 // records parked after Kafka refused them (left out from now on) and
 // records that failed with their batch (produced alone next time). Both
 // stay small: a record enters each at most once. After a restart of the
 // process they are learnt again, at the cost of one more aborted
 // transaction each.
-type eoState struct {
+type State struct {
 	mu       sync.Mutex
 	parked   map[keyorder.EventKey]struct{}
 	suspects map[keyorder.EventKey]struct{}
 	// heldFrom is, for each key with a parked record, the first such
-	// record: the redo holds the key from it on, not before (order.go).
+	// record: the redo holds the key from it on, not before (keyorder).
 	heldFrom map[status.Key]keyorder.EventKey
 }
 
 // holdFrom notes that ev (k), parked, holds its key from it on, unless an
 // earlier parked record does.
-func (s *eoState) holdFrom(ev *decoder.Event, k keyorder.EventKey) {
+func (s *State) holdFrom(ev *decoder.Event, k keyorder.EventKey) {
 	if ev.Key == nil {
 		return
 	}
@@ -70,7 +70,7 @@ func (s *eoState) holdFrom(ev *decoder.Event, k keyorder.EventKey) {
 // passed forgets the holds of records in transactions that end at or
 // before end, which a Kafka transaction committed: no redo meets them
 // again.
-func (s *eoState) passed(end uint64) {
+func (s *State) passed(end uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, v := range s.heldFrom {
@@ -80,8 +80,9 @@ func (s *eoState) passed(end uint64) {
 	}
 }
 
-// holds returns a copy of heldFrom, for a session's order.
-func (s *eoState) holds() map[status.Key]keyorder.EventKey {
+// Holds returns, for each key with a parked record, the first such
+// record: a session's order holds the key from it on (Order.Rebuild).
+func (s *State) Holds() map[status.Key]keyorder.EventKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := make(map[status.Key]keyorder.EventKey, len(s.heldFrom))
@@ -92,7 +93,7 @@ func (s *eoState) holds() map[status.Key]keyorder.EventKey {
 }
 
 // add adds k to the set m, and reports whether it is new there.
-func (s *eoState) add(m *map[keyorder.EventKey]struct{}, k keyorder.EventKey) bool {
+func (s *State) add(m *map[keyorder.EventKey]struct{}, k keyorder.EventKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if *m == nil {
@@ -105,15 +106,16 @@ func (s *eoState) add(m *map[keyorder.EventKey]struct{}, k keyorder.EventKey) bo
 	return true
 }
 
-// isParked reports whether it was parked when a transaction aborted.
-func (s *eoState) isParked(it *delivery.Inflight) bool {
+// IsParked reports whether it was parked when a transaction aborted: its
+// status row stands for it, and the delivery leaves it out.
+func (s *State) IsParked(it *delivery.Inflight) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return has(s.parked, it)
 }
 
 // isSuspect reports whether it failed with its batch before.
-func (s *eoState) isSuspect(it *delivery.Inflight) bool {
+func (s *State) isSuspect(it *delivery.Inflight) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return has(s.suspects, it)
