@@ -63,7 +63,7 @@ type Counters struct {
 // that parks it (ParkInOrder). It never waits for Kafka. The session sets
 // its fields before the stream starts (NewLedger) and changes none after.
 type Ledger struct {
-	Log      *slog.Logger
+	Log      *slog.Logger // the session's
 	Causes   CauseLog     // undeliverable events, by cause
 	Failures FailureStore // the status table, which parks events
 	// Order holds the keys behind a parked event and the paused topics
