@@ -38,6 +38,10 @@ type Inflight struct {
 	copies *atomic.Int32 // the copies of a fanned-out event not yet acked; nil for one copy
 }
 
+// inflightSize is what an Inflight counts in flight besides its event's
+// bytes.
+const inflightSize = int(unsafe.Sizeof(Inflight{}))
+
 // NewInflight returns a copy of ev to topic, on its way in the PostgreSQL
 // transaction pgTxn that tracker counts (the caller counts it in, with
 // Size); ctx is the session's produce context. copies, shared by the
@@ -48,7 +52,7 @@ func NewInflight(ctx context.Context, tracker *checkpoint.Tracker, pgTxn *checkp
 	it := &Inflight{Context: ctx, pgTxn: pgTxn, tracker: tracker, Event: *ev, copies: copies}
 	it.Event.Topic = topic
 	it.Event.Headers = append(it.evHeaders[:0], ev.Headers...)
-	it.size = it.Event.Size() + int(unsafe.Sizeof(Inflight{}))
+	it.size = it.Event.Size() + inflightSize
 	return it
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -49,6 +50,12 @@ func New(l *delivery.Ledger, producer Producer) *Delivery {
 	return d
 }
 
+// order is the session's key order (the Ledger's): what the callbacks and
+// the alone queue consult for every record. Named here, keyorder is
+// imported directly, and the compiler inlines its small methods here
+// (it does not from packages imported only through another).
+func (d *Delivery) order() *keyorder.Order { return d.Order }
+
 // Produce sends it, or queues it behind its key's record waiting to be
 // produced alone (the pipeline marked it so).
 func (d *Delivery) Produce(it *delivery.Inflight) {
@@ -56,7 +63,7 @@ func (d *Delivery) Produce(it *delivery.Inflight) {
 		d.alone.push(it)
 		return
 	}
-	d.Order.IntoProducer(&it.Event, &it.Place)
+	d.order().IntoProducer(&it.Event, &it.Place)
 	d.producer.Produce(d.ProduceCtx, &it.Record, d.onAck)
 }
 
@@ -75,7 +82,7 @@ func (d *Delivery) Commit(context.Context) error { return nil }
 // and acks each with its outcome, until ProduceCtx ends (what is left then
 // stays unconfirmed and is sent again by the next session).
 func (d *Delivery) produceAlone() {
-	ready := func(it *delivery.Inflight) bool { return d.Order.MayGoAlone(&it.Event) }
+	ready := func(it *delivery.Inflight) bool { return d.order().MayGoAlone(&it.Event) }
 	for it := d.alone.next(d.ProduceCtx, ready); it != nil; it = d.alone.next(d.ProduceCtx, ready) {
 		d.produceOneAlone(it)
 	}
@@ -88,16 +95,16 @@ func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
 	var as delivery.ParkAs
 	if it.Failed != nil {
 		as = d.FailedAs(it.Failed)
-	} else if d.Order.TopicPaused(it.Event.Topic) {
+	} else if d.order().TopicPaused(it.Event.Topic) {
 		as = d.PausedAs()
-	} else if held, head := d.Order.ParkedHeld(&it.Event); held {
+	} else if held, head := d.order().ParkedHeld(&it.Event); held {
 		as = d.WaitingAs(it, head)
 	} else {
 		d.ack(&it.Record, d.producer.ProduceAlone(d.ProduceCtx, &it.Record))
 		return
 	}
 	go d.ParkInOrder(it, as)()
-	d.Order.DoneAlone(&it.Event)
+	d.order().DoneAlone(&it.Event)
 }
 
 // ack is the producer callback of every record. It holds the key of a
@@ -108,11 +115,11 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 	it := r.Context.(*delivery.Inflight)
 	// Last, once a failure held its key: the alone queue waits for its
 	// key's records to leave the producer.
-	defer d.Order.OutOfProducer(&it.Place)
+	defer d.order().OutOfProducer(&it.Place)
 	if it.Alone {
 		// Its hold while it waited alone ends once its outcome holds the
 		// key, if it failed.
-		defer d.Order.DoneAlone(&it.Event)
+		defer d.order().DoneAlone(&it.Event)
 	}
 	if err != nil {
 		d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
@@ -140,13 +147,13 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 		// fails for itself. Records go again one at a time, in the order
 		// they failed, so a key's order holds among them.
 		it.Alone = true
-		d.Order.HoldAlone(&it.Event, it.Seq)
+		d.order().HoldAlone(&it.Event, it.Seq)
 		d.alone.push(it)
-	case sink.Permanent(err) && !it.Alone && d.Order.AloneHeld(&it.Event):
+	case sink.Permanent(err) && !it.Alone && d.order().AloneHeld(&it.Event):
 		// An earlier record of its key waits to be produced alone: it is
 		// parked after that one's outcome, in the key's order.
 		it.Alone, it.Failed = true, err
-		d.Order.HoldAlone(&it.Event, it.Seq)
+		d.order().HoldAlone(&it.Event, it.Seq)
 		d.alone.push(it)
 	case sink.Permanent(err):
 		go d.ParkInOrder(it, d.FailedAs(err))()
@@ -165,9 +172,9 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 // of its key was parked or waiting to be produced alone: its key's order
 // is broken (see DESIGN.md's gaps for how that can happen).
 func (d *Delivery) checkOrder(it *delivery.Inflight) {
-	if !d.Order.Overtook(&it.Event, &it.Place) {
+	if !d.order().Overtook(&it.Event, &it.Place) {
 		return
 	}
 	d.Metrics.OrderViolations.Inc()
-	d.Order.LogViolation(&it.Event)
+	d.order().LogViolation(&it.Event)
 }
