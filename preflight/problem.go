@@ -1,10 +1,6 @@
 package preflight
 
-import (
-	"context"
-
-	"github.com/jackc/pgx/v5"
-)
+import "github.com/cdc-relay/cdc-relay/internal/pgdb"
 
 // Problem is one way the database does not fit a config: the table it
 // concerns ("" for the database as a whole), the column ("" when none),
@@ -26,8 +22,5 @@ func (p Problem) String() string {
 }
 
 // Querier is what the checks need of a connection: *pgx.Conn, a pool or a
-// transaction.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+// transaction. It is pgdb.Querier, by its old name.
+type Querier = pgdb.Querier

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // expectedMappings returns the session's mappings, table i at index i:
@@ -93,7 +93,7 @@ func lacking(cols, names []string) []string {
 
 // tableColumns reads the current columns of table schema.name, their names
 // and type OIDs in order; none when there is no such table.
-func tableColumns(ctx context.Context, db migrations.Querier, schema, name string) ([]string, []uint32, error) {
+func tableColumns(ctx context.Context, db pgdb.DB, schema, name string) ([]string, []uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	outbox := pgx.Identifier{schema, name}.Sanitize()

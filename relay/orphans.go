@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // orphans are the server processes of the last session that failed: its
@@ -78,7 +78,7 @@ func (o *orphans) end(ctx context.Context, pool *pgxpool.Pool, slot string, time
 }
 
 // waitGone waits until none of pids is a server process any more.
-func waitGone(ctx context.Context, pool replication.Querier, pids []int32) error {
+func waitGone(ctx context.Context, pool pgdb.DB, pids []int32) error {
 	for {
 		var left int
 		err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids).Scan(&left)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -95,7 +96,7 @@ func (s *session) previousMarks(ctx context.Context) ([]watchMark, map[string]st
 // rows a change of the publication may have hidden, the next relay starts
 // from the publication as it is. The expected columns stored are kept:
 // a column renamed is still refused at the next start (expect.go).
-func recordPublication(ctx context.Context, db migrations.Querier, store *checkpoint.Store, cfg Config) error {
+func recordPublication(ctx context.Context, db pgdb.DB, store *checkpoint.Store, cfg Config) error {
 	stored, err := storedMarks(ctx, store, cfg.Slot)
 	if err != nil {
 		return err
@@ -117,7 +118,7 @@ func recordPublication(ctx context.Context, db migrations.Querier, store *checkp
 // started on the slot (the publication marks' Columns): its rows would
 // go out without their id, to another topic, or without their headers,
 // as a start refuses too (expect.go).
-func checkExpectedColumns(ctx context.Context, db migrations.Querier, store *checkpoint.Store, cfg Config) error {
+func checkExpectedColumns(ctx context.Context, db pgdb.DB, store *checkpoint.Store, cfg Config) error {
 	stored, err := storedMarks(ctx, store, cfg.Slot)
 	if err != nil {
 		return err

@@ -11,15 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
-// Querier runs queries (*pgxpool.Pool and *pgx.Conn have it).
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+// Querier runs queries (*pgxpool.Pool and *pgx.Conn have it). It is
+// pgdb.Querier, by its old name.
+type Querier = pgdb.Querier
 
 // DatabaseStats is what PostgreSQL says of a relay's slot and status table
 // at one moment: enough to report lag, retained WAL, parked events and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -45,7 +46,7 @@ import (
 // checkpoint row (see watchTable and startWatches), so a change between
 // two sessions, or while no relay ran, is seen too.
 type tableWatch struct {
-	db      migrations.Querier
+	db      pgdb.DB
 	tables  migrations.Config
 	mapping decoder.Mapping
 	log     *slog.Logger
@@ -79,7 +80,7 @@ type watchMark struct {
 // the checkpoint row's: resuming at or before its position, the session
 // holds the table and the publication to it, so that a change made
 // between the two sessions is seen as one made between two checks.
-func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, prev *watchMark, stop func(), log *slog.Logger) (*tableWatch, error) {
+func watchTable(ctx context.Context, db pgdb.DB, cfg Config, i int, start pglogrepl.LSN, prev *watchMark, stop func(), log *slog.Logger) (*tableWatch, error) {
 	w := &tableWatch{db: db, tables: cfg.Migrations(i), mapping: cfg.Tables[i].Mapping, log: log, stop: stop}
 	w.vouched.Store(&checkpoint.Position{LSN: start})
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)

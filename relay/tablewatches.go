@@ -9,7 +9,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // tableWatches watch each outbox table of a session, table i at index i.
@@ -19,7 +19,7 @@ type tableWatches []*tableWatch
 // watchTables checks each outbox table of cfg once and returns their
 // watches (see watchTable); prev are the marks of the watches of an
 // earlier session of the Run (tableWatches.marks), or nil.
-func watchTables(ctx context.Context, db migrations.Querier, cfg Config, start pglogrepl.LSN, prev []watchMark, stop func(), log *slog.Logger) (tableWatches, error) {
+func watchTables(ctx context.Context, db pgdb.DB, cfg Config, start pglogrepl.LSN, prev []watchMark, stop func(), log *slog.Logger) (tableWatches, error) {
 	ws := make(tableWatches, len(cfg.Tables))
 	for i := range cfg.Tables {
 		var mark *watchMark

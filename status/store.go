@@ -18,8 +18,7 @@ import (
 // DB is what the store needs of a connection pool (*pgxpool.Pool and
 // *pgx.Conn have it): Exec and QueryRow, and Query and Begin.
 type DB interface {
-	pgdb.DB
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	pgdb.Querier
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
