@@ -17,7 +17,7 @@ import (
 // nil without adopt. For `check-config` only: `run --config` does not ask
 // at start-up, since after the switch-over the predicate is never run
 // again and its role need not be able to; the first run, which creates
-// the slot, plans it then (relay.CheckAdopt) and stops on a refusal. The
+// the slot, plans it then (slot.CheckAdopt) and stops on a refusal. The
 // error is for a database that could not be asked.
 func CheckAdopt(ctx context.Context, q Querier, t config.Table) (*Problem, error) {
 	if t.Adopt == "" {

@@ -21,15 +21,12 @@
 //	standbycheck.go  while standing by: the checks a takeover depends on,
 //	               reading only; a failing one makes the standby not ready
 //	orphans.go     the server processes a failed session left behind
-//	resume.go      where a session resumes: the slot, created when missing,
-//	               checked against the checkpoint table
+//	resume.go      where a session resumes (package slot: the slot, created
+//	               when missing, checked against the checkpoint table)
 //	failover.go    the slot made a failover slot (PostgreSQL 17+), and
 //	               whether a promoted standby would have it
 //	slotloss.go    --on-slot-loss: a gap in the WAL read repaired as
 //	               `cdc-relay recover` does, and the stream goes on
-//	adopt.go       a new slot's record: its checkpoint row and the
-//	               switch-over's backlog (pending rows, rows an adopt
-//	               predicate selects), adopted in its snapshot
 //	gate.go        the tracker as the stream sees it, bounded by what the
 //	               checkpoint row and the table watches vouch for
 //	tablewatch.go  beside the stream: an outbox table stays in the
@@ -75,7 +72,6 @@
 //	pool.go        closing the pool behind a silent network
 //	recover.go     `cdc-relay recover`: the gap, the slot created again
 //	recoverrows.go the outbox rows recover publishes again
-//	prepare.go     PrepareSlot, for `cdc-relay migrate`
 //
 // Everything per event happens on the goroutine that reads the replication
 // stream, except the producer's acknowledgements, which come back on

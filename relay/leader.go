@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/internal/tick"
+	"github.com/cdc-relay/cdc-relay/slot"
 )
 
 // standbyPoll is how often a standby relay retries the leadership lock.
@@ -18,7 +19,7 @@ const standbyPoll = 2 * time.Second
 
 // leaderLock tries the slot's advisory lock: one relay (or `cdc-relay
 // recover`) at a time leads a slot.
-const leaderLock = "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay/' || $1, 0))"
+const leaderLock = slot.LeaderLock
 
 // stillLeader reports whether this session still holds the slot's lock.
 const stillLeader = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted

@@ -14,6 +14,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/slot"
 	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -341,7 +342,7 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 	if err != nil {
 		return 0, err
 	}
-	stopWatch := watchSlotCreation(ctx, cfg.PostgresURL, cfg.Slot, cfg.Logger)
+	stopWatch := slot.WatchCreation(ctx, cfg.PostgresURL, cfg.Slot, cfg.Logger)
 	at, err := repl.CreateSlot(ctx, cfg.Slot)
 	stopWatch()
 	_ = repl.Close(context.Background())

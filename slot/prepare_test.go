@@ -1,4 +1,4 @@
-package relay
+package slot
 
 import (
 	"context"
@@ -22,17 +22,17 @@ func TestPrepareSlotMakesAFailoverSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	cfg := DefaultConfig()
+	cfg := defaultConfig()
 	cfg.PostgresURL, cfg.Slot = db.URL(), db.Name
-	if _, err := migrations.Apply(ctx, conn, cfg.Migrations(0)); err != nil {
+	if _, err := migrations.Apply(ctx, conn, migrationsOf(cfg)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := PrepareSlot(ctx, conn, cfg)
+	res, err := Prepare(ctx, conn, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Created {
-		t.Fatalf("PrepareSlot did not create the slot: %+v", res)
+		t.Fatalf("Prepare did not create the slot: %+v", res)
 	}
 	f, err := replication.LookupFailover(ctx, conn, cfg.Slot)
 	if err != nil {

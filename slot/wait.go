@@ -1,4 +1,4 @@
-package relay
+package slot
 
 import (
 	"context"
@@ -31,13 +31,13 @@ const oldestXidHolder = `SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a
 FROM pg_stat_activity a WHERE a.backend_xid IS NOT NULL AND a.pid <> pg_backend_pid()
 ORDER BY age(a.backend_xid) DESC LIMIT 1`
 
-// watchSlotCreation logs, once the creation of slot has run for
+// WatchCreation logs, once the creation of slot has run for
 // slotWaitWarn and then every slotWaitRepeat until stop is called, the
 // session whose open transaction it most likely waits for (the oldest
 // holding a transaction id), on a connection of its own to url opened only
 // then: the creation's own connection is busy. Every command that creates
 // a slot (run, recover, migrate) calls it around the creation.
-func watchSlotCreation(ctx context.Context, url, slot string, log *slog.Logger) (stop func()) {
+func WatchCreation(ctx context.Context, url, slot string, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

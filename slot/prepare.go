@@ -1,11 +1,9 @@
-package relay
+package slot
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -17,9 +15,9 @@ import (
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
-// PreparedSlot says what [PrepareSlot] found or did.
-type PreparedSlot struct {
-	// Created is true when PrepareSlot created the slot.
+// Prepared says what [Prepare] found or did.
+type Prepared struct {
+	// Created is true when Prepare created the slot.
 	Created bool
 	// Recreated is true when the slot it created replaced one whose
 	// creator was stopped before it recorded it (unrecordedCreation).
@@ -31,20 +29,20 @@ type PreparedSlot struct {
 	Adopted int64
 }
 
-// PrepareSlot creates cfg's replication slot when it does not exist, so
+// Prepare creates cfg's replication slot when it does not exist, so
 // that the events committed from now on are kept for the relay's first
 // `run`, and records the slot's position as the relay's checkpoint when
 // the relay has none; a slot it creates starts a new stream (a new stream
 // id in the row, see recordStart). It never moves an existing checkpoint: a slot the
 // relay read before, and that was dropped, is not created again: it
-// returns a [*SlotGapError], and `cdc-relay recover` repairs the gap. The
+// returns a [*GapError], and `cdc-relay recover` repairs the gap. The
 // role needs the REPLICATION attribute. When a table has pending values,
 // the new slot adopts the rows that have one (the switch-over's backlog),
 // over a replication connection to cfg.PostgresURL that exports the
 // slot's snapshot.
-func PrepareSlot(ctx context.Context, db PrepareDB, cfg Config) (PreparedSlot, error) {
+func Prepare(ctx context.Context, db DB, cfg Config) (Prepared, error) {
 	if err := replication.ValidSlotName(cfg.Slot); err != nil {
-		return PreparedSlot{}, err
+		return Prepared{}, err
 	}
 	res, err := prepareSlot(ctx, db, cfg, false)
 	if !errors.Is(err, errMustLead) {
@@ -63,11 +61,11 @@ func PrepareSlot(ctx context.Context, db PrepareDB, cfg Config) (PreparedSlot, e
 // only the slot's leader may do.
 var errMustLead = errors.New("creating the slot needs its leadership")
 
-// prepareSlot is PrepareSlot; leading says the slot's leadership lock is
+// prepareSlot is Prepare; leading says the slot's leadership lock is
 // held (leadPrepare), which creating a slot that adopts rows needs
 // (errMustLead otherwise).
-func prepareSlot(ctx context.Context, db PrepareDB, cfg Config, leading bool) (PreparedSlot, error) {
-	var res PreparedSlot
+func prepareSlot(ctx context.Context, db DB, cfg Config, leading bool) (Prepared, error) {
+	var res Prepared
 	store := checkpoint.NewStore(db, cfg.CheckpointSchema, cfg.CheckpointTable)
 	cp, haveStored, err := store.Load(ctx, cfg.Slot)
 	if err != nil {
@@ -79,7 +77,7 @@ func prepareSlot(ctx context.Context, db PrepareDB, cfg Config, leading bool) (P
 	case errors.Is(err, replication.ErrSlotNotFound) && haveStored:
 		// Creating it would hide the gap from `run` (a row of an earlier
 		// version proves nothing about a slot that exists).
-		return res, &SlotGapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}
+		return res, &GapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}
 	case errors.Is(err, replication.ErrSlotNotFound) && adopts && !leading:
 		return res, errMustLead
 	case errors.Is(err, replication.ErrSlotNotFound):
@@ -139,7 +137,7 @@ func leadPrepare(ctx context.Context, cfg Config) (unlock func(), err error) {
 	deadline := time.Now().Add(leadPrepareWait)
 	for {
 		var ok bool
-		if err := conn.QueryRow(ctx, leaderLock, cfg.Slot).Scan(&ok); err != nil {
+		if err := conn.QueryRow(ctx, LeaderLock, cfg.Slot).Scan(&ok); err != nil {
 			unlock()
 			return nil, fmt.Errorf("take the leadership lock of slot %q to create it: %w", cfg.Slot, err)
 		}
@@ -160,14 +158,20 @@ func leadPrepare(ctx context.Context, cfg Config) (unlock func(), err error) {
 	}
 }
 
+// LeaderLock tries the slot's advisory lock, the slot's name as $1: one
+// relay (or `cdc-relay recover`, or `migrate` while it creates the slot)
+// at a time leads a slot, and only its leader creates a slot that adopts
+// rows, or creates again one whose creator stopped.
+const LeaderLock = "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay/' || $1, 0))"
+
 // leadPrepareWait is how long migrate waits for the slot's leadership
 // lock before it says a relay leads the slot: a killed creator's lock
 // session ends within moments.
 const leadPrepareWait = 5 * time.Second
 
-// PrepareDB is what PrepareSlot needs of a connection (*pgx.Conn and
+// DB is what Prepare needs of a connection (*pgx.Conn and
 // *pgxpool.Pool have it).
-type PrepareDB interface {
+type DB interface {
 	checkpoint.DB
 	status.Planner
 	TxBeginner
@@ -179,16 +183,16 @@ type PrepareDB interface {
 // (createAdopting); a slot whose creator stopped before it recorded it
 // (unrecordedCreation, since when, non-zero) is dropped and created again
 // (recreateUnrecorded). It returns how many rows were adopted.
-func createSlot(ctx context.Context, db PrepareDB, cfg Config, since time.Time) (int64, error) {
+func createSlot(ctx context.Context, db DB, cfg Config, since time.Time) (int64, error) {
 	if len(cfg.adoptables()) == 0 {
 		return 0, createSlotSQL(ctx, db, cfg)
 	}
-	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay migrate", cmp.Or(cfg.ReplicationTimeout, DefaultConfig().ReplicationTimeout))
+	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay migrate", cfg.replicationTimeout())
 	if err != nil {
 		return 0, err
 	}
 	defer repl.Close(context.Background())
-	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	log := cfg.logger()
 	if !since.IsZero() {
 		_, n, err := recreateUnrecorded(ctx, db, repl, cfg, since, log)
 		return n, err
@@ -203,7 +207,7 @@ func createSlot(ctx context.Context, db PrepareDB, cfg Config, since time.Time) 
 // checkpoint row, a new stream id). A slot whose recording failed stays,
 // without a row or without a stream id: the next `run` resumes from it,
 // and gives the row an id.
-func createSlotSQL(ctx context.Context, db PrepareDB, cfg Config) error {
+func createSlotSQL(ctx context.Context, db DB, cfg Config) error {
 	f, err := replication.LookupFailover(ctx, db, cfg.Slot)
 	if err != nil {
 		return err
@@ -213,7 +217,7 @@ func createSlotSQL(ctx context.Context, db PrepareDB, cfg Config) error {
 		sql = "SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)"
 	}
 	var text string
-	stopWatch := watchSlotCreation(ctx, cfg.postgresURL(), cfg.Slot, cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)))
+	stopWatch := WatchCreation(ctx, cfg.url(), cfg.Slot, cfg.logger())
 	err = db.QueryRow(ctx, sql, cfg.Slot).Scan(&text)
 	stopWatch()
 	if err != nil {

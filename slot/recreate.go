@@ -1,4 +1,4 @@
-package relay
+package slot
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/pgsession"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -19,7 +20,7 @@ import (
 // (checkpoint.Store.BeginCreate), the slot is created, and its checkpoint
 // row commits with the rows it adopts and the intent's end
 // (recordNewSlot), all while the creator leads the slot (its advisory
-// lock: a relay's session, or `migrate`, see PrepareSlot). A creator
+// lock: a relay's session, or `migrate`, see Prepare). A creator
 // stopped between the second step and the commit (SIGKILL, an OOM kill,
 // PostgreSQL restarting) leaves a slot with the intent and no row, and
 // nothing of its adoption committed; the slot's exported snapshot died
@@ -54,7 +55,7 @@ func unrecordedCreation(ctx context.Context, store *checkpoint.Store, cfg Config
 // which adopts the rows. It returns the new slot's consistent point and
 // how many rows it adopted. A drop that fails (PostgreSQL restarting, say)
 // is an error to try again, with the intent kept for the next try.
-func recreateUnrecorded(ctx context.Context, db PrepareDB, repl *replication.Conn, cfg Config, since time.Time, log *slog.Logger) (replication.NewSlot, int64, error) {
+func recreateUnrecorded(ctx context.Context, db DB, repl *replication.Conn, cfg Config, since time.Time, log *slog.Logger) (replication.NewSlot, int64, error) {
 	log.Warn("replication slot was created by a relay (or migrate) stopped before it recorded the slot and adopted the rows: "+
 		"dropping it and creating it again, which adopts them (none was adopted: that commits with the slot's checkpoint row)",
 		"slot", cfg.Slot, "creation_began", since.UTC().Format(time.RFC3339))
@@ -76,7 +77,7 @@ func recreateUnrecorded(ctx context.Context, db PrepareDB, repl *replication.Con
 // this one may not signal (a migrate run as another role) are left to end
 // by themselves: the drop, or the new slot, waits for them, and a failure
 // here is logged, not returned, for the drop to decide.
-func endCreator(ctx context.Context, db PrepareDB, slot string, log *slog.Logger) error {
+func endCreator(ctx context.Context, db DB, slot string, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// pg_terminate_backend in the select list: see orphans.end.
@@ -95,7 +96,7 @@ func endCreator(ctx context.Context, db PrepareDB, slot string, log *slog.Logger
 		return nil
 	}
 	log.Warn("ended the server processes the stopped creator of the slot left behind", "slot", slot, "pids", pids)
-	return waitGone(ctx, db, pids)
+	return pgsession.WaitGone(ctx, db, pids)
 }
 
 // dropIfExists drops slot over repl; a slot gone already (its creator's
@@ -116,14 +117,14 @@ func dropIfExists(ctx context.Context, repl *replication.Conn, slot string) erro
 // cfg's slot over repl and records it with the rows it adopts
 // (recordNewSlot). It returns the new slot and how many rows it adopted.
 // The caller leads the slot.
-func createAdopting(ctx context.Context, db PrepareDB, repl *replication.Conn, cfg Config, log *slog.Logger) (replication.NewSlot, int64, error) {
+func createAdopting(ctx context.Context, db DB, repl *replication.Conn, cfg Config, log *slog.Logger) (replication.NewSlot, int64, error) {
 	if len(cfg.adoptables()) > 0 {
 		store := checkpoint.NewStore(db, cfg.CheckpointSchema, cfg.CheckpointTable)
 		if err := store.BeginCreate(ctx, cfg.Slot); err != nil {
 			return replication.NewSlot{}, 0, err
 		}
 	}
-	stopWatch := watchSlotCreation(ctx, cfg.postgresURL(), cfg.Slot, log)
+	stopWatch := WatchCreation(ctx, cfg.url(), cfg.Slot, log)
 	created, err := repl.CreateSlot(ctx, cfg.Slot)
 	stopWatch()
 	var pgErr *pgconn.PgError

@@ -1,4 +1,4 @@
-package relay
+package slot
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ func TestSlotCreationNamesTheTransactionItWaitsFor(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	created := make(chan error, 1)
 	slot := db.Name + "_waits"
-	stop := watchSlotCreation(ctx, db.URL(), slot, log)
+	stop := WatchCreation(ctx, db.URL(), slot, log)
 	go func() {
 		_, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
 		stop()
@@ -128,11 +128,11 @@ func TestSlotCreationWaitUsesTheURLFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf syncBuffer
-	cfg := DefaultConfig()
+	cfg := defaultConfig()
 	cfg.Slot, cfg.Logger = db.Name+"_waits_file", slog.New(slog.NewTextHandler(&buf, nil))
-	cfg.PostgresURL, cfg.PostgresURLFile = strings.Replace(db.URL(), "postgres@", "rotated_away@", 1), file
-	cfg.liveURL = newLiveURL(cfg)
-	if _, err := migrations.Apply(ctx, conn, cfg.Migrations(0)); err != nil {
+	cfg.PostgresURL = strings.Replace(db.URL(), "postgres@", "rotated_away@", 1)
+	cfg.LiveURL = func() string { b, _ := os.ReadFile(file); return strings.TrimSpace(string(b)) }
+	if _, err := migrations.Apply(ctx, conn, migrationsOf(cfg)); err != nil {
 		t.Fatal(err)
 	}
 	creator, err := pgx.Connect(ctx, db.URL()) // without the lock_timeout migrate sets

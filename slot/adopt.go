@@ -1,4 +1,4 @@
-package relay
+package slot
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,45 +21,6 @@ import (
 // TxBeginner begins transactions (*pgxpool.Pool and *pgx.Conn do).
 type TxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
-
-// adoptables are cfg's tables with pending values or an adopt predicate,
-// as status.Adopt takes them.
-func (c Config) adoptables() []status.Adoptable {
-	var ts []status.Adoptable
-	names := c.TableNames()
-	for i, t := range c.Tables {
-		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
-			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes}
-		if t.WriteBack != nil {
-			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.Pending
-		}
-		if len(a.Pending) > 0 || a.Where != "" {
-			ts = append(ts, a)
-		}
-	}
-	return ts
-}
-
-// Adopts reports whether a table of c has an adopt predicate.
-func (c Config) Adopts() bool {
-	for _, t := range c.Tables {
-		if t.Adopt != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// withoutAdopt is c without its adopt predicates: for a slot created
-// again over a gap, whose predicates' rows the first slot adopted
-// already (the rows of the gap are `recover`'s).
-func (c Config) withoutAdopt() Config {
-	c.Tables = slices.Clone(c.Tables)
-	for i := range c.Tables {
-		c.Tables[i].Adopt = ""
-	}
-	return c
 }
 
 // CheckAdopt checks cfg's adopt predicates against the database through
@@ -120,7 +80,7 @@ var snapshotName = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 // created again; one that cannot be dropped (PostgreSQL restarting) is
 // left to the next try, which drops it. It returns how many rows were
 // adopted.
-func recordNewSlot(ctx context.Context, db PrepareDB, repl *replication.Conn, cfg Config, created replication.NewSlot, log *slog.Logger) (int64, error) {
+func recordNewSlot(ctx context.Context, db DB, repl *replication.Conn, cfg Config, created replication.NewSlot, log *slog.Logger) (int64, error) {
 	var n int64
 	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var err error
@@ -139,7 +99,7 @@ func recordNewSlot(ctx context.Context, db PrepareDB, repl *replication.Conn, cf
 	defer cancel()
 	if derr := repl.DropSlot(dctx, cfg.Slot); derr != nil {
 		if adoptRefused(err, cfg) {
-			return 0, fatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
+			return 0, FatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
 		}
 		return 0, fmt.Errorf("%w; and the new slot could not be dropped (%v): the next try drops it and creates it again", err, derr)
 	}
@@ -163,7 +123,7 @@ func adoptRefused(err error, cfg Config) bool {
 // the relay stops on it: fatal, with what the operator can do, and what
 // became of the slot (done).
 func refuseAdopt(err error, done string, cfg Config) error {
-	return fatalError{fmt.Errorf("%w (%s): fix adopt: in the config, or %s; then start the relay again",
+	return FatalError{fmt.Errorf("%w (%s): fix adopt: in the config, or %s; then start the relay again",
 		err, done, grantAdvice(err, cfg))}
 }
 
