@@ -38,8 +38,8 @@ import (
 // backlog it adopts, in one transaction (recordNewSlot).
 //
 // The lines every start logs (the slot found, resuming from its position
-// or from the row ahead of it) go to routine, the others to log: a reconnect after a lost connection
-// logs the routine ones at debug (reconnectlog.go).
+// or from the row ahead of it) go to routine, the others to log: the
+// relay logs the routine ones at debug after a lost connection.
 func Resume(ctx context.Context, q DB, repl *replication.Conn, store *checkpoint.Store, cfg Config, log, routine *slog.Logger) (pglogrepl.LSN, error) {
 	cp, haveStored, err := store.Load(ctx, cfg.Slot)
 	if err != nil {
