@@ -28,6 +28,10 @@
 //     session ends with it. So does a Relation message under another OID,
 //     and one whose columns lack a required or expected column the table
 //     lacks now too ([FatalError]).
+//   - A session that fails because the publication was missing from the
+//     WAL it must decode next, although it exists now, is judged fatal by
+//     [Undecodable], with the recover command that gets past that WAL:
+//     every reconnect would fail the same way.
 //   - A table that lacks an optional column it had when a relay last
 //     started on the slot is refused at the start ([ExpectedMappings]) and
 //     by recover ([CheckExpectedColumns]), rather than its rows sent

@@ -51,6 +51,15 @@ func (s *session) watchRelation(ctx context.Context, rel decoder.Relation) error
 	return watchErr(s.watch.Relation(ctx, rel))
 }
 
+// publicationUndecodable returns a fatal error when err, a session's, is
+// the walsender refusing to decode a publication that was missing from the
+// WAL it must decode next although it exists now; nil for any other error
+// (see pubwatch.Undecodable).
+func (rn *runner) publicationUndecodable(ctx context.Context, err error) error {
+	store := checkpoint.NewStore(rn.pool, rn.cfg.CheckpointSchema, rn.cfg.CheckpointTable)
+	return watchErr(pubwatch.Undecodable(ctx, rn.pool, rn.cfg.publicationWatch(store, rn.cfg.Logger), err))
+}
+
 // watchErr marks the publication watch's fatal errors as the relay's:
 // they end Run.
 func watchErr(err error) error {
