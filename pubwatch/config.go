@@ -44,5 +44,8 @@ func markKey(c Config, i int) string {
 // Its text is Err's; the relay stops on it.
 type FatalError struct{ Err error }
 
+// Error is Err's text, unchanged.
 func (e FatalError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err, so that errors.As finds what it wraps.
 func (e FatalError) Unwrap() error { return e.Err }
