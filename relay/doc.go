@@ -57,12 +57,10 @@
 //
 // Beside the relay:
 //
-//	state.go       Status and the metrics' snapshot
+//	state.go       the live state behind Status (package report) and the
+//	               metrics' snapshot
 //	health.go      readiness: PostgreSQL and Kafka pinged, stats read
-//	stats.go       the slot's positions, failover, and the status table's
-//	               counts, over every topic and per topic
-//	backfills.go   the backfills running now (`cdc-relay backfill`), from
-//	               the table of backfills, for the stats
+//	               (report.ReadDatabaseStats)
 //	pause.go       the pause switch
 //	progress.go    the periodic progress log line
 //	writeback.go   each event's outcome, for the tables that write it back

@@ -14,6 +14,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -63,7 +64,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 	if err := r.orphans.end(ctx, r.pool, r.cfg.Slot, r.cfg.ReplicationTimeout, r.log); err != nil {
 		return err
 	}
-	defer r.state.setRole(RoleStarting)
+	defer r.state.setRole(report.RoleStarting)
 	s := &session{runner: r, reconnect: r.reconnect}
 	r.reconnect = reconnect{} // Run sets it again if this session loses PostgreSQL
 	defer func() { s.end(err != nil && ctx.Err() == nil) }()
@@ -108,7 +109,7 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 		// start checks say whether a takeover would. A takeover later is
 		// no reconnect: its start-up lines are at info.
 		s.reconnect = reconnect{}
-		s.state.setRole(RoleStandby)
+		s.state.setRole(report.RoleStandby)
 		s.state.clearError()
 		stopChecks = s.checkWhileStandingBy(ctx)
 	}, watch)
@@ -120,7 +121,7 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 	s.lock = lock
 	s.startLog().Info("leadership acquired", "slot", s.cfg.Slot)
 	s.onEnd(lock.release)
-	s.state.setRole(RoleLeader)
+	s.state.setRole(report.RoleLeader)
 	s.onEnd(func() {
 		if s.failed {
 			// Perhaps the network failed: the next session gets new

@@ -1,4 +1,4 @@
-package relay
+package report
 
 import (
 	"context"
@@ -25,8 +25,8 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	cfg := DefaultConfig()
-	if _, err := migrations.Apply(ctx, conn, cfg.Migrations(0)); err != nil {
+	cfg := defaultNames()
+	if _, err := migrations.Apply(ctx, conn, migrations.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
@@ -102,7 +102,7 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 	// The running backfills: rows that say so and whose session lives
 	// (this connection's stands for a backfill's); not one whose session
 	// is gone, nor one done.
-	backfills := migrations.BackfillTableName(cfg.Migrations(0))
+	backfills := migrations.BackfillTableName(migrations.DefaultConfig())
 	mustExec(t, conn, `INSERT INTO `+backfills+` (table_name, run_id, predicate, state, backend_pid, application_name, rows_published, rows_selected, last_key, started_at, updated_at)
 		VALUES ('public.outbox', 'r1', 'true', 'running', pg_backend_pid(), current_setting('application_name'), 1200, 3000, '1200', now(), now()),
 			('public.gone', 'r2', 'true', 'running', 1, 'cdc-relay backfill, pid 1', 5, 10, '5', now(), now()),
@@ -160,11 +160,19 @@ func TestReadDatabaseStatsWithoutStatusTable(t *testing.T) {
 			if tt.setup != "" {
 				mustExec(t, conn, tt.setup)
 			}
-			if _, err := ReadDatabaseStats(ctx, conn, DefaultConfig()); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, err := ReadDatabaseStats(ctx, conn, defaultNames()); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ReadDatabaseStats: %v, want it to say %q", err, tt.want)
 			}
 		})
 	}
+}
+
+// defaultNames are what a relay reads with the default flags
+// (relay.DefaultConfig): migrations.DefaultConfig's tables, slot
+// cdc_relay.
+func defaultNames() Names {
+	m := migrations.DefaultConfig()
+	return Names{Slot: "cdc_relay", StatusSchema: m.StatusSchema, StatusTable: m.StatusTable, CheckpointSchema: m.CheckpointSchema}
 }
 
 func mustExec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {

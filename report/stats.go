@@ -1,4 +1,4 @@
-package relay
+package report
 
 import (
 	"context"
@@ -19,6 +19,15 @@ import (
 type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Names names what ReadDatabaseStats reads: the slot, the status table,
+// and the schema of the pause table and of the table of backfills (the
+// checkpoint table's).
+type Names struct {
+	Slot                      string
+	StatusSchema, StatusTable string
+	CheckpointSchema          string
 }
 
 // DatabaseStats is what PostgreSQL says of a relay's slot and status table
@@ -84,18 +93,18 @@ func (s DatabaseStats) WALRetained() int64 {
 	return max(0, int64(s.WALEnd)-int64(s.Restart))
 }
 
-// ReadDatabaseStats reads cfg's slot and status table. It needs no
-// privilege beyond what the relay's role has (pg_replication_slots is
+// ReadDatabaseStats reads the slot and the tables names names. It needs
+// no privilege beyond what the relay's role has (pg_replication_slots is
 // readable by every role).
-func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseStats, error) {
+func ReadDatabaseStats(ctx context.Context, db Querier, names Names) (DatabaseStats, error) {
 	s := DatabaseStats{At: time.Now()}
 	var confirmed, restart pgtype.Text
 	var active pgtype.Bool
 	var walEnd string
 	err := db.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, s.confirmed_flush_lsn::text, s.restart_lsn::text, s.active
-		FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, cfg.Slot).Scan(&walEnd, &confirmed, &restart, &active)
+		FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, names.Slot).Scan(&walEnd, &confirmed, &restart, &active)
 	if err != nil {
-		return s, fmt.Errorf("read slot %q: %w", cfg.Slot, err)
+		return s, fmt.Errorf("read slot %q: %w", names.Slot, err)
 	}
 	if s.WALEnd, err = pglogrepl.ParseLSN(walEnd); err != nil {
 		return s, fmt.Errorf("read the server's WAL position: %w", err)
@@ -109,23 +118,23 @@ func ReadDatabaseStats(ctx context.Context, db Querier, cfg Config) (DatabaseSta
 			s.Restart, _ = pglogrepl.ParseLSN(restart.String)
 		}
 	}
-	if s.Failover, err = replication.LookupFailover(ctx, db, cfg.Slot); err != nil {
+	if s.Failover, err = replication.LookupFailover(ctx, db, names.Slot); err != nil {
 		return s, err
 	}
-	if err = readHeld(ctx, db, cfg, &s); err != nil {
+	if err = readHeld(ctx, db, names, &s); err != nil {
 		return s, err
 	}
-	if s.PausedTopics, err = readPausedTopics(ctx, db, cfg); err != nil {
+	if s.PausedTopics, err = readPausedTopics(ctx, db, names); err != nil {
 		return s, err
 	}
-	s.Backfills, s.BackfillsProblem = readBackfills(ctx, db, cfg)
+	s.Backfills, s.BackfillsProblem = readBackfills(ctx, db, names)
 	return s, nil
 }
 
 // readPausedTopics reads the slot's paused topics from the pause table.
-func readPausedTopics(ctx context.Context, db Querier, cfg Config) ([]string, error) {
-	table := pgx.Identifier{cfg.CheckpointSchema, migrations.PauseTable}.Sanitize()
-	rows, _ := db.Query(ctx, "SELECT topic FROM "+table+" WHERE slot_name = $1 ORDER BY topic", cfg.Slot)
+func readPausedTopics(ctx context.Context, db Querier, names Names) ([]string, error) {
+	table := pgx.Identifier{names.CheckpointSchema, migrations.PauseTable}.Sanitize()
+	rows, _ := db.Query(ctx, "SELECT topic FROM "+table+" WHERE slot_name = $1 ORDER BY topic", names.Slot)
 	topics, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
@@ -182,8 +191,8 @@ LIMIT %d`
 
 // readHeld fills s's held counts, over every topic and for the topics
 // with the most held rows, from one query.
-func readHeld(ctx context.Context, db Querier, cfg Config, s *DatabaseStats) error {
-	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+func readHeld(ctx context.Context, db Querier, names Names, s *DatabaseStats) error {
+	status := pgx.Identifier{names.StatusSchema, names.StatusTable}.Sanitize()
 	err := scanHeld(ctx, db, fmt.Sprintf(heldQuery, status, MaxHeldTopics), s)
 	if err == nil {
 		err = db.QueryRow(ctx, `SELECT coalesce(pg_relation_filenode($1::regclass), 0)::bigint,

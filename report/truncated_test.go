@@ -1,4 +1,4 @@
-package relay
+package report
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestWarnTruncated(t *testing.T) {
 			case "truncated, statistics reset":
 				b.StatusChurn = 40
 			}
-			warnTruncated(slog.New(slog.NewTextHandler(&buf, nil)), Config{StatusSchema: "public", StatusTable: "outbox_delivery"}, b, tc.now)
+			WarnTruncated(slog.New(slog.NewTextHandler(&buf, nil)), Names{StatusSchema: "public", StatusTable: "outbox_delivery"}, 10*time.Minute, b, tc.now)
 			switch {
 			case tc.want == "" && buf.Len() > 0:
 				t.Fatalf("warned: %s", buf.String())

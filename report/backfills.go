@@ -1,4 +1,4 @@
-package relay
+package report
 
 import (
 	"context"
@@ -40,8 +40,8 @@ ORDER BY table_name`
 // missing (a database migrated by an earlier version), the role may not
 // read it (migrated, but not granted since), or the read failed otherwise.
 // The relay's other figures never depend on it.
-func readBackfills(ctx context.Context, db Querier, cfg Config) (bs []Backfill, problem string) {
-	table := migrations.BackfillTableName(migrations.Config{CheckpointSchema: cfg.CheckpointSchema})
+func readBackfills(ctx context.Context, db Querier, names Names) (bs []Backfill, problem string) {
+	table := migrations.BackfillTableName(migrations.Config{CheckpointSchema: names.CheckpointSchema})
 	rows, _ := db.Query(ctx, fmt.Sprintf(backfillsQuery, table))
 	bs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Backfill, error) {
 		var b Backfill
