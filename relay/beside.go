@@ -37,11 +37,8 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	// position it does not vouch for.
 	s.streamCtx, s.stopStream = context.WithCancel(ctx)
 	s.onEnd(s.stopStream)
-	if err := s.startWatches(ctx); err != nil {
+	if err := s.startWatches(ctx, ms); err != nil {
 		return err
-	}
-	for i, w := range s.watch {
-		w.mapping = ms[i] // its expected columns too, for unfit's check
 	}
 	s.startSaver()
 	if err := s.rebuildOrder(ctx); err != nil {
@@ -53,7 +50,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 		tracker: s.tracker, failCtx: s.produceCtx, produceCtx: s.produceCtx, stop: s.stop,
 		tableNames: cfg.SourceNames(), outcomes: s.outcomes.orNil(), writeBack: s.outcomes.writesBack()})
 	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
-	s.pipeline.relation = s.watch.relation
+	s.pipeline.relation = s.watchRelation
 	s.pipeline.skipBelow = s.committed.LSN
 	s.pipeline.replay = s.replay
 	if s.txSink != nil {
@@ -66,7 +63,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 // table watches vouch for it, to the checkpoint row. The stream confirms to
 // PostgreSQL only what the row holds (write-ahead: see resume).
 func (s *session) startSaver() {
-	watched := gate{Tracker: s.tracker, bounds: s.watch.bounds()}
+	watched := gate{Tracker: s.tracker, bounds: s.watch.Bounds()}
 	s.saver = s.store.StartSaver(s.cfg.Slot, s.start, checkpoint.SaverOptions{
 		Every:  s.cfg.CheckpointInterval,
 		Source: watched.SafePosition,
@@ -80,7 +77,7 @@ func (s *session) startSaver() {
 		Logger:             s.log,
 	})
 	saved := func() checkpoint.Position { return checkpoint.Position{LSN: s.saver.Saved()} }
-	s.confirm = gate{Tracker: s.tracker, bounds: append(s.watch.bounds(), saved)}
+	s.confirm = gate{Tracker: s.tracker, bounds: append(s.watch.Bounds(), saved)}
 }
 
 // newDelivery returns the session's delivery: at least once with the

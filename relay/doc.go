@@ -29,10 +29,8 @@
 //	               `cdc-relay recover` does, and the stream goes on
 //	gate.go        the tracker as the stream sees it, bounded by what the
 //	               checkpoint row and the table watches vouch for
-//	tablewatch.go  beside the stream: an outbox table stays in the
-//	               publication with its OID, or the session ends
-//	tablewatches.go  the watches of every table of a session, together
-//	columns.go     a Relation message whose columns no longer fit the mapping
+//	watches.go     beside the stream: the publication watch (package
+//	               pubwatch) started on the session's mappings
 //	messages.go    message sources: the server checked (PostgreSQL 14+),
 //	               what --on-slot-loss recover does not cover
 //

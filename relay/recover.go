@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/slot"
@@ -109,7 +110,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	defer lock.release()
 
 	store := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable)
-	if err := checkExpectedColumns(ctx, pool, store, cfg); err != nil {
+	if err := pubwatch.CheckExpectedColumns(ctx, pool, cfg.publicationWatch(store, cfg.Logger)); err != nil {
 		return res, err
 	}
 	gap, err := findGap(ctx, pool, store, cfg.Slot)
@@ -158,7 +159,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if res.NoGap {
 		// The checkpoint stays where it is; the publication as it is now
 		// is what the next relay holds to.
-		return res, recordPublication(ctx, pool, store, cfg)
+		return res, pubwatch.RecordPublication(ctx, pool, cfg.publicationWatch(store, cfg.Logger))
 	}
 	// The rows since res.Since are in Kafka: a slot lost again before the
 	// relay saves a position of its own is recovered from there.
@@ -166,7 +167,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	res.Resume = res.Gap.SlotLSN
-	return res, recordPublication(ctx, pool, store, cfg)
+	return res, pubwatch.RecordPublication(ctx, pool, cfg.publicationWatch(store, cfg.Logger))
 }
 
 // recoverSince returns the oldest timestamp Recover publishes again, and

@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -38,7 +39,7 @@ type session struct {
 	replay *replayWindow
 
 	tracker  *checkpoint.Tracker
-	watch    tableWatches
+	watch    pubwatch.Watches
 	saver    *checkpoint.Saver
 	confirm  gate // what the stream may confirm to PostgreSQL
 	order    *order
@@ -201,7 +202,7 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 // meanwhile. When it returns, every record of the session is cancelled.
 func (s *session) stream() error {
 	stopProgress := s.reportProgress(progressInterval, s.tracker, s.saver)
-	stopWatch := s.watch.start(s.cfg.StatusInterval)
+	stopWatch := s.watch.Start()
 	cfg := s.cfg
 	err := s.repl.Stream(s.streamCtx, replication.Options{
 		Slot:           cfg.Slot,
@@ -218,7 +219,7 @@ func (s *session) stream() error {
 			if err := s.pipeline.delivery.commit(ctx); err != nil {
 				return err
 			}
-			s.watch.refresh(ctx)
+			s.watch.Refresh(ctx)
 			return s.saver.Flush(ctx)
 		},
 		OnStopTimeout: s.cancelProduce,
@@ -249,7 +250,7 @@ func (s *session) finish(ctx context.Context, err error) error {
 	}
 	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.watch.refresh(saveCtx)
+	s.watch.Refresh(saveCtx)
 	final, serr := s.saver.Close(saveCtx)
 	if serr != nil {
 		s.log.Log(ctx, pgerr.Level(serr), "could not save the final checkpoint", "err", serr)

@@ -1,4 +1,4 @@
-package relay
+package pubwatch
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ import (
 // confirms no further than the watch that vouches for least, and stops for
 // the first table that left the publication.
 func TestTableWatchesVouchForTheOldest(t *testing.T) {
-	ws := tableWatches{{}, {}, {}}
+	ws := Watches{{}, {}, {}}
 	at := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
 	for i, lsn := range []pglogrepl.LSN{0x300, 0x100, 0x200} {
 		ws[i].vouched.Store(&checkpoint.Position{LSN: lsn, CommitTime: at.Add(time.Duration(lsn))})

@@ -1,4 +1,4 @@
-package relay
+package pubwatch
 
 import (
 	"context"
@@ -42,14 +42,15 @@ import (
 // between two checks (the table removed and added back, a row filter set
 // and removed) may have kept inserts from being published. A session
 // starts from the mark of the Run's last session, or else of the
-// checkpoint row (see watchTable and startWatches), so a change between
+// checkpoint row (see watchTable and Watch), so a change between
 // two sessions, or while no relay ran, is seen too.
 type tableWatch struct {
 	db      migrations.Querier
 	tables  migrations.Config
 	mapping decoder.Mapping
 	log     *slog.Logger
-	stop    func() // ends the stream, after a failed check
+	every   time.Duration // how often start checks
+	stop    func()        // ends the stream, after a failed check
 
 	oid     uint32 // the table's OID when the session started
 	seenOID bool   // the stream sent a Relation with oid (the reader's alone)
@@ -63,9 +64,10 @@ type tableWatch struct {
 // checkTimeout bounds one check.
 const checkTimeout = 10 * time.Second
 
-// watchMark is what a table watch last found right: the table's OID and
-// the publication's stamp at a position it vouched for.
-type watchMark struct {
+// Mark is what a table watch last found right: the table's OID and the
+// publication's stamp at a position it vouched for. A session's watches
+// start from the marks of the Run's last session (Watches.Marks).
+type Mark struct {
 	oid   uint32
 	stamp string
 	at    checkpoint.Position
@@ -79,8 +81,8 @@ type watchMark struct {
 // the checkpoint row's: resuming at or before its position, the session
 // holds the table and the publication to it, so that a change made
 // between the two sessions is seen as one made between two checks.
-func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, prev *watchMark, stop func(), log *slog.Logger) (*tableWatch, error) {
-	w := &tableWatch{db: db, tables: cfg.Migrations(i), mapping: cfg.Tables[i].Mapping, log: log, stop: stop}
+func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, prev *Mark, stop func()) (*tableWatch, error) {
+	w := &tableWatch{db: db, tables: cfg.migrations(i), mapping: cfg.Tables[i], log: cfg.Log, every: cfg.Every, stop: stop}
 	w.vouched.Store(&checkpoint.Position{LSN: start})
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -94,7 +96,7 @@ func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, s
 		w.vouched.Store(&prev.at)
 	}
 	if gone := w.judge(p); gone != nil {
-		return nil, fatalError{gone}
+		return nil, FatalError{gone}
 	}
 	w.stamp = p.Stamp
 	w.vouch(at)
@@ -102,10 +104,10 @@ func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, s
 }
 
 // mark is what the watch last found right. Safe for concurrent use.
-func (w *tableWatch) mark() watchMark {
+func (w *tableWatch) mark() Mark {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return watchMark{oid: w.oid, stamp: w.stamp, at: w.VouchedAt()}
+	return Mark{oid: w.oid, stamp: w.stamp, at: w.VouchedAt()}
 }
 
 // Vouched is the newest position the watch vouches for. Safe for
@@ -331,11 +333,11 @@ func (w *tableWatch) relation(ctx context.Context, rel decoder.Relation) error {
 	return nil
 }
 
-// recoverMargin is how long before the last good check the printed
+// RecoverMargin is how long before the last good check the printed
 // recover command starts: recover's own default --margin, for
 // transactions that wrote their rows (a timestamp column of DEFAULT now()
 // holds the transaction's start) long before they committed.
-const recoverMargin = 10 * time.Minute
+const RecoverMargin = 10 * time.Minute
 
 // tableGoneError says the publication stopped publishing the outbox
 // table's inserts while the relay ran, or may have, since when, and how to
@@ -355,7 +357,7 @@ type tableGoneError struct {
 func (e *tableGoneError) Error() string {
 	since, checked := "TIME", "the last check that found it right"
 	if at := e.vouched.CommitTime; !at.IsZero() {
-		since = at.UTC().Add(-recoverMargin).Truncate(time.Second).Format(time.RFC3339)
+		since = at.UTC().Add(-RecoverMargin).Truncate(time.Second).Format(time.RFC3339)
 		checked = fmt.Sprintf("the check at %s", at.UTC().Format(time.RFC3339))
 	}
 	command, does := "cdc-relay recover --since "+since, ""
@@ -366,7 +368,7 @@ func (e *tableGoneError) Error() string {
 		"To go on: %s; then publish again the rows inserted since, which are still in the outbox table but may never have been published, "+
 		"with `%s` and the same flags as run%s (%s, less recover's margin of %s; rows already delivered arrive twice); "+
 		"then start the relay again",
-		e.what, e.vouched.LSN, checked, e.fix, command, does, sinceIs(e.vouched), recoverMargin)
+		e.what, e.vouched.LSN, checked, e.fix, command, does, sinceIs(e.vouched), RecoverMargin)
 }
 
 // sinceIs says what the --since time of a tableGoneError is.

@@ -1,4 +1,4 @@
-package relay
+package pubwatch
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 //
 // A timestamp column of an unusable type only parks rows, FAILED: the
 // poller sends them with the time of delivery. A missing required column
-// (or an expected optional one: see expectedMappings) (renamed or dropped) ends the
+// (or an expected optional one: see ExpectedMappings) (renamed or dropped) ends the
 // session when the table lacks it now too, so that the operator maps it
 // or renames it back instead of finding every later row parked; when the
 // table has it again, the rows written without it are parked.
@@ -36,7 +36,7 @@ func (w *tableWatch) unfit(ctx context.Context, me *decoder.MappingError) error 
 	}
 	var now *decoder.MappingError
 	if errors.As(w.mapping.CheckColumns(names, types), &now) && now.Missing != "" {
-		return fatalError{fmt.Errorf("%w. The relay stopped before the first row without it; rows inserted since wait in the WAL: "+
+		return FatalError{fmt.Errorf("%w. The relay stopped before the first row without it; rows inserted since wait in the WAL: "+
 			"once the column is mapped they are relayed, and if it is renamed back they are parked in the status table "+
 			"(they stay in the outbox table, for `cdc-relay recover --since TIME`)", now)}
 	}

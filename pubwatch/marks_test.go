@@ -1,4 +1,4 @@
-package relay
+package pubwatch
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 // TestRecordPublicationKeepsTheExpectedColumns: recover records the
@@ -19,8 +20,9 @@ func TestRecordPublicationKeepsTheExpectedColumns(t *testing.T) {
 	t.Parallel()
 	db := newWatchDB(t, sharedPG.DB(t))
 	ctx := context.Background()
-	cfg := DefaultConfig()
-	store := checkpoint.NewStore(db.conn, cfg.CheckpointSchema, cfg.CheckpointTable)
+	m := migrations.DefaultConfig()
+	store := checkpoint.NewStore(db.conn, m.CheckpointSchema, m.CheckpointTable)
+	cfg := testConfig(store)
 	if err := store.Save(ctx, cfg.Slot, 0x100); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func TestRecordPublicationKeepsTheExpectedColumns(t *testing.T) {
 	if err := setPublicationMarks(ctx, store, cfg.Slot, map[string]storedMark{key: {OID: 1, Stamp: "old", Columns: had}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := recordPublication(ctx, db.conn, store, cfg); err != nil {
+	if err := RecordPublication(ctx, db.conn, cfg); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := store.PublicationMarks(ctx, cfg.Slot)
@@ -52,20 +54,21 @@ func TestRecoverRefusesARenamedExpectedColumn(t *testing.T) {
 	t.Parallel()
 	db := newWatchDB(t, sharedPG.DB(t))
 	ctx := context.Background()
-	cfg := DefaultConfig()
-	store := checkpoint.NewStore(db.conn, cfg.CheckpointSchema, cfg.CheckpointTable)
+	m := migrations.DefaultConfig()
+	store := checkpoint.NewStore(db.conn, m.CheckpointSchema, m.CheckpointTable)
+	cfg := testConfig(store)
 	if err := store.Save(ctx, cfg.Slot, 0x100); err != nil {
 		t.Fatal(err)
 	}
 	if err := setPublicationMarks(ctx, store, cfg.Slot, map[string]storedMark{markKey(cfg, 0): {OID: 1, Stamp: "s", Columns: []string{"id", "topic"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkExpectedColumns(ctx, db.conn, store, cfg); err != nil {
+	if err := CheckExpectedColumns(ctx, db.conn, cfg); err != nil {
 		t.Fatalf("refused a table with every column: %v", err)
 	}
 	db.exec("ALTER TABLE outbox RENAME COLUMN topic TO destination")
-	err := checkExpectedColumns(ctx, db.conn, store, cfg)
-	if !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), "lacks the column topic") {
+	err := CheckExpectedColumns(ctx, db.conn, cfg)
+	if !errors.As(err, new(FatalError)) || !strings.Contains(err.Error(), "lacks the column topic") {
 		t.Fatalf("checkExpectedColumns = %v, want a fatal error naming the column topic", err)
 	}
 }

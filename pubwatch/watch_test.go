@@ -1,9 +1,8 @@
-package relay
+package pubwatch
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -43,8 +42,8 @@ func newWatchDB(t *testing.T, pdb *pgtemptest.DB, setup ...string) *watchDB {
 	for _, sql := range setup {
 		db.exec(sql)
 	}
-	cfg := DefaultConfig()
-	tables := cfg.Migrations(0)
+	cfg := testConfig(nil)
+	tables := migrations.DefaultConfig()
 	tables.SkipOutbox = len(setup) > 0
 	if _, err := migrations.Apply(ctx, conn, tables); err != nil {
 		t.Fatal(err)
@@ -55,7 +54,7 @@ func newWatchDB(t *testing.T, pdb *pgtemptest.DB, setup ...string) *watchDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	db.w, err = watchTable(ctx, pool, cfg, 0, 0, nil, func() { db.stopped = true }, slog.New(slog.DiscardHandler))
+	db.w, err = watchTable(ctx, pool, cfg, 0, 0, nil, func() { db.stopped = true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +178,8 @@ func TestTableWatch(t *testing.T) {
 				t.Fatalf("check: %v; want an error saying %q and how to recover", err, tt.want)
 			}
 			// The command republishes from before the last good check.
-			if since, ok := printedSince(err.Error()); !ok || since.After(db.w.VouchedAt().CommitTime.Add(-recoverMargin)) || since.Before(changed.Add(-recoverMargin-time.Minute)) {
-				t.Fatalf("recover --since %v (%v), want the check's time %v less %s:\n%v", since, ok, db.w.VouchedAt().CommitTime, recoverMargin, err)
+			if since, ok := printedSince(err.Error()); !ok || since.After(db.w.VouchedAt().CommitTime.Add(-RecoverMargin)) || since.Before(changed.Add(-RecoverMargin-time.Minute)) {
+				t.Fatalf("recover --since %v (%v), want the check's time %v less %s:\n%v", since, ok, db.w.VouchedAt().CommitTime, RecoverMargin, err)
 			}
 			if !db.stopped || db.w.Err() == nil {
 				t.Fatalf("stopped %v, Err %v: want the stream stopped and the error kept", db.stopped, db.w.Err())
@@ -226,8 +225,8 @@ func TestWatchTableRefusesAtStart(t *testing.T) {
 			ctx := context.Background()
 			db := newWatchDB(t, sharedPG.DB(t))
 			db.exec(tt.change)
-			_, err := watchTable(ctx, db.conn, DefaultConfig(), 0, 0, nil, func() {}, slog.New(slog.DiscardHandler))
-			if err == nil || !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), tt.want) {
+			_, err := watchTable(ctx, db.conn, testConfig(nil), 0, 0, nil, func() {})
+			if err == nil || !errors.As(err, new(FatalError)) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("watchTable: %v; want a fatal error saying %q", err, tt.want)
 			}
 		})
@@ -279,7 +278,7 @@ func TestTableWatchRelation(t *testing.T) {
 				t.Fatalf("relation: %v, want nil", err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Fatalf("relation: %v, want an error saying %q", err, tt.want)
-			case tt.want != "" && !errors.As(err, new(fatalError)) && !tt.fatal:
+			case tt.want != "" && !errors.As(err, new(FatalError)) && !tt.fatal:
 				t.Fatalf("relation: %v is not fatal", err)
 			}
 			if tt.want != "" && strings.Contains(tt.want, "record key") && !strings.Contains(err.Error(), "--key-column") {
@@ -337,7 +336,7 @@ func TestTableWatchNextSession(t *testing.T) {
 			if err := db.w.check(ctx); err != nil {
 				t.Fatal(err)
 			}
-			mark := tableWatches{db.w}.marks()
+			mark := Watches{db.w}.Marks()
 			for _, sql := range tt.change {
 				db.exec(sql)
 			}
@@ -345,15 +344,15 @@ func TestTableWatchNextSession(t *testing.T) {
 			if tt.past {
 				start = db.walLSN()
 			}
-			_, err := watchTables(ctx, db.conn, DefaultConfig(), start, mark, func() {}, slog.New(slog.DiscardHandler))
+			_, err := watchTables(ctx, db.conn, testConfig(nil), start, mark, func() {})
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("next session: %v, want none", err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Fatalf("next session: %v, want an error saying %q", err, tt.want)
 			case tt.want != "":
-				if since, ok := printedSince(err.Error()); !ok || !since.Equal(mark[0].at.CommitTime.Add(-recoverMargin).Truncate(time.Second)) {
-					t.Fatalf("recover --since %v, want the mark's time %v less %s", since, mark[0].at.CommitTime, recoverMargin)
+				if since, ok := printedSince(err.Error()); !ok || !since.Equal(mark[0].at.CommitTime.Add(-RecoverMargin).Truncate(time.Second)) {
+					t.Fatalf("recover --since %v, want the mark's time %v less %s", since, mark[0].at.CommitTime, RecoverMargin)
 				}
 			}
 		})
