@@ -8,6 +8,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
+	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -89,7 +90,7 @@ func (s *session) newDelivery(l *ledger) delivery {
 	}
 	b := newTxnBatcher(l, s.txSink, &s.eo, s.committed, s.cfg.ExactlyOnce)
 	b.leads = func(ctx context.Context) bool {
-		held, err := s.lock.check(ctx, leaderCheckTimeout)
+		held, err := s.lock.Check(ctx, leader.CheckTimeout)
 		return err == nil && held
 	}
 	done := make(chan struct{})
@@ -116,7 +117,7 @@ func (s *session) startBeside(ctx context.Context) {
 		stopSide()
 		side.Wait()
 	})
-	side.Go(func() { s.lock.watch(sideCtx, s.cfg.StatusInterval, leaderCheckTimeout, s.lostLead(sideCtx)) })
+	side.Go(func() { s.lock.Watch(sideCtx, s.cfg.StatusInterval, leader.CheckTimeout, s.lostLead(sideCtx)) })
 	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx)).Run(sideCtx) })
 	side.Go(func() { s.cleaner.Run(sideCtx) })
 	side.Go(func() { s.refreshPausedTopics(sideCtx) })

@@ -17,7 +17,6 @@
 //	beside.go      the session's pipeline and checkpoint saver, and what
 //	               runs beside the stream: the leadership watch, the poller
 //	               (package poller), retention (package retention)
-//	leader.go      leadership: the slot's advisory lock, standing by
 //	standbycheck.go  while standing by: the checks a takeover depends on,
 //	               reading only; a failing one makes the standby not ready
 //	orphans.go     the server processes a failed session left behind

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -107,7 +108,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if err != nil {
 		return res, err
 	}
-	defer lock.release()
+	defer lock.Release()
 
 	store := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable)
 	if err := pubwatch.CheckExpectedColumns(ctx, pool, cfg.publicationWatch(store, cfg.Logger)); err != nil {
@@ -206,8 +207,8 @@ func recoverDefaults(cfg Config, opts RecoverOptions) (Config, RecoverOptions) {
 
 // leadRecover takes slot's leadership for Recover, which no relay may hold
 // meanwhile, or says why not.
-func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership, error) {
-	lock, err := tryLead(ctx, pool, slot)
+func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leader.Lock, error) {
+	lock, err := leader.TryLead(ctx, pool, slot)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
@@ -24,7 +25,7 @@ import (
 // next relies on; what a step starts, end stops, last first.
 type session struct {
 	*runner
-	lock      *leadership
+	lock      *leader.Lock
 	repl      *replication.Conn
 	walsender uint32        // the replication connection's server process
 	start     pglogrepl.LSN // where the stream resumes
@@ -102,9 +103,8 @@ func (s *session) end(failed bool) {
 // reports false if ctx ended while it waited, or with the error.
 func (s *session) lead(ctx context.Context) (bool, error) {
 	stopChecks := func() {}
-	watch := &standbyWatch{slot: s.cfg.Slot, log: s.log, problem: s.state.setLeaderProblem,
-		inactiveAfter: max(5*s.cfg.StatusInterval, standbyInactiveMin)}
-	lock, err := lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
+	watch := leader.NewStandbyWatch(s.cfg.Slot, s.log, max(5*s.cfg.StatusInterval, leader.StandbyInactiveMin), s.state.setLeaderProblem)
+	lock, err := leader.Lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
 		// Standing by works: the last session's error is history, and the
 		// start checks say whether a takeover would. A takeover later is
 		// no reconnect: its start-up lines are at info.
@@ -120,14 +120,14 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 	}
 	s.lock = lock
 	s.startLog().Info("leadership acquired", "slot", s.cfg.Slot)
-	s.onEnd(lock.release)
+	s.onEnd(lock.Release)
 	s.state.setRole(report.RoleLeader)
 	s.onEnd(func() {
 		if s.failed {
 			// Perhaps the network failed: the next session gets new
 			// connections, and ends what this one leaves behind.
 			s.pool.Reset()
-			s.orphans = orphans{walsender: s.walsender, leader: lock.pid(), serverStart: lock.serverStart}
+			s.orphans = orphans{walsender: s.walsender, leader: lock.PID(), serverStart: lock.ServerStart}
 		}
 	})
 	return true, nil

@@ -6,7 +6,7 @@
 //
 // It guarantees that a slot that adopts rows is created with its
 // checkpoint row, the rows it adopts and the end of its intent in one
-// transaction, by the slot's leader only ([LeaderLock]), so that a creator
+// transaction, by the slot's leader only ([leader.TryLockSQL]), so that a creator
 // killed midway leaves all or none and is healed by the next start; that
 // an existing checkpoint is never moved, nor a slot the relay read before
 // created again silently (a [*GapError]); and that every creation says

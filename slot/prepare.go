@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -137,7 +138,7 @@ func leadPrepare(ctx context.Context, cfg Config) (unlock func(), err error) {
 	deadline := time.Now().Add(leadPrepareWait)
 	for {
 		var ok bool
-		if err := conn.QueryRow(ctx, LeaderLock, cfg.Slot).Scan(&ok); err != nil {
+		if err := conn.QueryRow(ctx, leader.TryLockSQL, cfg.Slot).Scan(&ok); err != nil {
 			unlock()
 			return nil, fmt.Errorf("take the leadership lock of slot %q to create it: %w", cfg.Slot, err)
 		}
@@ -157,12 +158,6 @@ func leadPrepare(ctx context.Context, cfg Config) (unlock func(), err error) {
 		}
 	}
 }
-
-// LeaderLock tries the slot's advisory lock, the slot's name as $1: one
-// relay (or `cdc-relay recover`, or `migrate` while it creates the slot)
-// at a time leads a slot, and only its leader creates a slot that adopts
-// rows, or creates again one whose creator stopped.
-const LeaderLock = "SELECT pg_try_advisory_lock(hashtextextended('cdc-relay/' || $1, 0))"
 
 // leadPrepareWait is how long migrate waits for the slot's leadership
 // lock before it says a relay leads the slot: a killed creator's lock

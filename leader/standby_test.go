@@ -1,4 +1,4 @@
-package relay
+package leader
 
 import (
 	"log/slog"
@@ -12,7 +12,7 @@ import (
 // clears it when the slot is streamed again.
 func TestStandbyWatchFollowsTheSlot(t *testing.T) {
 	var problems []string
-	w := &standbyWatch{slot: "s", log: slog.New(slog.DiscardHandler), inactiveAfter: 10 * time.Second,
+	w := &StandbyWatch{slot: "s", log: slog.New(slog.DiscardHandler), inactiveAfter: 10 * time.Second,
 		problem: func(p string) { problems = append(problems, p) }}
 	t0 := time.Now()
 	w.follow(false, "server process 7 (app-worker)", t0)

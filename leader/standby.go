@@ -1,4 +1,4 @@
-package relay
+package leader
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 // and the key can be computed from the slot's name.
 const leaderAppName = "cdc-relay leader"
 
-// standbyInactiveMin is the least time a standby lets the slot go without
+// StandbyInactiveMin is the least time a standby lets the slot go without
 // a walsender before it is not ready: a leader's start (its checks, its
 // replication connection) takes a few seconds.
-const standbyInactiveMin = 10 * time.Second
+const StandbyInactiveMin = 10 * time.Second
 
 // leaderHolder is the session that holds slot $1's leadership lock, as far
 // as the role may see it (address NULL, "" here, without
@@ -41,12 +41,12 @@ func markLeader(ctx context.Context, conn *pgxpool.Conn, app string) error {
 	return err
 }
 
-// standbyWatch follows, while this relay stands by, who holds the slot's
+// StandbyWatch follows, while this relay stands by, who holds the slot's
 // lock and whether the slot is streamed: it logs the holder each time it
 // changes (warning when it is not a relay), and reports a problem when
 // the slot has had no walsender for longer than inactiveAfter: the
 // holder does not stream, and the WAL grows.
-type standbyWatch struct {
+type StandbyWatch struct {
 	slot          string
 	log           *slog.Logger
 	inactiveAfter time.Duration
@@ -56,8 +56,16 @@ type standbyWatch struct {
 	reported      bool         // the problem was reported
 }
 
+// NewStandbyWatch returns the watch of slot for a relay standing by: it
+// logs to log, and tells problem a problem when the slot has had no
+// walsender for longer than inactiveAfter, and "" once it has one again
+// (problem may be nil).
+func NewStandbyWatch(slot string, log *slog.Logger, inactiveAfter time.Duration, problem func(string)) *StandbyWatch {
+	return &StandbyWatch{slot: slot, log: log, inactiveAfter: inactiveAfter, problem: problem}
+}
+
 // check reads the holder and the slot's activity on conn, once.
-func (w *standbyWatch) check(ctx context.Context, conn *pgxpool.Conn) {
+func (w *StandbyWatch) check(ctx context.Context, conn *pgxpool.Conn) {
 	var (
 		pid             int
 		app, addr, user string
@@ -83,7 +91,7 @@ func (w *standbyWatch) check(ctx context.Context, conn *pgxpool.Conn) {
 
 // logHolder says who holds the lock: a relay at info, any other session
 // at warn, with how to end it.
-func (w *standbyWatch) logHolder(pid int, app, addr, user string) {
+func (w *StandbyWatch) logHolder(pid int, app, addr, user string) {
 	holder := describeHolder(pid, app, addr, user)
 	if strings.HasPrefix(app, "cdc-relay") {
 		w.log.Info("another relay leads this slot; standing by", "slot", w.slot, "holder", holder)
@@ -96,7 +104,7 @@ func (w *standbyWatch) logHolder(pid int, app, addr, user string) {
 
 // follow records whether the slot is streamed at now, and reports a
 // problem once it has not been for longer than inactiveAfter.
-func (w *standbyWatch) follow(active bool, holder string, now time.Time) {
+func (w *StandbyWatch) follow(active bool, holder string, now time.Time) {
 	if active {
 		if w.reported {
 			w.log.Info("the slot is streamed again; this standby is ready", "slot", w.slot)
@@ -119,7 +127,7 @@ func (w *standbyWatch) follow(active bool, holder string, now time.Time) {
 }
 
 // report hands problem to w.problem, if set.
-func (w *standbyWatch) report(problem string) {
+func (w *StandbyWatch) report(problem string) {
 	if w.problem != nil {
 		w.problem(problem)
 	}
