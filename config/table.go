@@ -159,7 +159,7 @@ func isNullKey(entries []keyed, key string) bool {
 
 // headers reads a table's headers: a mapping of header name to column,
 // as the header names and their columns, in the file's order.
-func (p *parser) headers(e keyed, ctx string) (names, columns []string) {
+func (p *parser) headers(e keyed, ctx string) (headerNames, columns []string) {
 	n := e.value
 	if isNull(n) {
 		return nil, nil
@@ -185,10 +185,10 @@ func (p *parser) headers(e keyed, ctx string) (names, columns []string) {
 			p.problem(k.Line, "%sheaders: header %q needs the column it carries, such as %s: %s", ctx, k.Value, k.Value, k.Value)
 			continue
 		}
-		names = append(names, k.Value)
+		headerNames = append(headerNames, k.Value)
 		columns = append(columns, v.Value)
 	}
-	return names, columns
+	return headerNames, columns
 }
 
 // routeEntry is a route while it is read.
