@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/republish"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/writeback"
@@ -373,10 +374,16 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, writt
 	if sink.AuthFailed(err) {
 		return fmt.Errorf("Kafka refuses the relay's connection: %w", err)
 	}
+	pub := republish.New(snk, republish.Options{Park: failures, CommitLSN: commitLSN, FlushAt: recoverBatch, LogFlushes: true, Logger: cfg.Logger})
+	defer func() { c := pub.Counts(); res.Rows, res.Published, res.Parked = c.Rows, c.Published, c.Parked }()
 	names := cfg.TableNames()
 	for _, out := range outs {
 		out.written = func(ctx context.Context, ids []string) error { return written(ctx, names[out.index], ids) }
-		if err := out.publish(ctx, snk, failures, commitLSN, res, cfg.Logger); err != nil {
+		if err := out.publish(ctx, pub); err != nil {
+			var refused *republish.ProducerRefusedError
+			if errors.As(err, &refused) {
+				return fatalError{err}
+			}
 			return err
 		}
 	}

@@ -10,12 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
-	"github.com/cdc-relay/cdc-relay/sink"
-	"github.com/cdc-relay/cdc-relay/status"
+	"github.com/cdc-relay/cdc-relay/republish"
 )
 
 // outboxReader reads the mapped outbox table's rows by the timestamp
@@ -282,107 +280,25 @@ func (r *outboxReader) count(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// publish produces every row since r.since, recordBatch at a time, and
-// parks what cannot be delivered. Parked rows carry commitLSN (the
-// checkpoint), so a second recover does not park them twice.
-func (r *outboxReader) publish(ctx context.Context, snk *sink.Sink, failures *status.Store, commitLSN uint64, res *RecoverResult, log *slog.Logger) error {
+// publish hands every row since r.since to pub, which produces them
+// recoverBatch records at a time and parks what cannot be delivered.
+func (r *outboxReader) publish(ctx context.Context, pub *republish.Publisher) error {
 	rr := r.conn.ExecParams(ctx, "SELECT * FROM "+r.table+" WHERE "+r.where+" ORDER BY "+r.order,
 		[][]byte{r.since}, nil, nil, nil)
-	fields := rr.FieldDescriptions()
-	names := make([]string, len(fields))
-	types := make([]uint32, len(fields))
-	for i, f := range fields {
-		names[i], types[i] = f.Name, f.DataTypeOID
-	}
-	rows, err := r.dec.Rows(names, types)
+	rows, err := r.dec.Rows(republish.Columns(rr.FieldDescriptions()))
 	if err != nil {
 		_, _ = rr.Close()
 		return err
 	}
-	b := &recoverBatcher{r: r, snk: snk, failures: failures, res: res, log: log}
-	flush := func() error { return b.flush(ctx) }
+	pub.Begin(republish.Table{Rows: rows, Index: r.index, Name: r.table, Written: r.written})
 	for rr.NextRow() {
-		res.Rows++
-		msg := rows.Decode(rr.Values(), commitLSN)
-		ev := msg.Event
-		ev.Table = r.index // the decoder knows one table only
-		ev.Headers = slices.Clone(ev.Headers)
-		if msg.Poison != nil {
-			if err := failures.Dead(ctx, &ev, msg.Poison); err != nil {
-				_, _ = rr.Close()
-				return fmt.Errorf("park event: %w", err)
-			}
-			res.Parked++
-			continue
-		}
-		topics := []string{ev.Topic}
-		if msg.Routed {
-			topics = msg.Routes // one record per route; none when no route matched
-		}
-		for _, topic := range topics {
-			ev.Topic = topic
-			rec := &kgo.Record{}
-			sink.Fill(rec, nil, &ev)
-			b.events, b.recs = append(b.events, ev), append(b.recs, rec)
-		}
-		if len(b.recs) >= recoverBatch {
-			if err := flush(); err != nil {
-				_, _ = rr.Close()
-				return err
-			}
+		if err := pub.Add(ctx, rr.Values(), ""); err != nil {
+			_, _ = rr.Close()
+			return err
 		}
 	}
 	if _, err := rr.Close(); err != nil {
 		return fmt.Errorf("read outbox rows from %s: %w", r.table, err)
 	}
-	return flush()
-}
-
-// recoverBatcher is a batch of the rows recover publishes again, with what
-// it does with Kafka's answers.
-type recoverBatcher struct {
-	r        *outboxReader
-	snk      *sink.Sink
-	failures *status.Store
-	res      *RecoverResult
-	log      *slog.Logger
-	events   []decoder.Event
-	recs     []*kgo.Record
-	acked    []string
-}
-
-// flush produces the batch and waits for Kafka's answers: it parks what
-// Kafka refuses for good, writes back what it acked, and empties the
-// batch.
-func (b *recoverBatcher) flush(ctx context.Context) error {
-	errs := b.snk.ProduceWait(ctx, b.recs)
-	b.acked = b.acked[:0]
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			b.res.Published++
-			if b.events[i].ID != nil {
-				b.acked = append(b.acked, string(b.events[i].ID))
-			}
-		case sink.ProducerRefused(err):
-			return fatalError{fmt.Errorf("Kafka refuses the relay's producer: %w", err)}
-		case sink.Permanent(err):
-			if err := b.failures.Failed(ctx, &b.events[i], err); err != nil {
-				return fmt.Errorf("park event for topic %q: %w", b.events[i].Topic, err)
-			}
-			b.res.Parked++
-		default:
-			return fmt.Errorf("publish outbox row: %w", err)
-		}
-	}
-	if len(b.acked) > 0 && b.r.written != nil {
-		if err := b.r.written(ctx, b.acked); err != nil {
-			return fmt.Errorf("write back the rows published again: %w", err)
-		}
-	}
-	if len(b.recs) > 0 {
-		b.log.Info("published again", "rows", b.res.Rows, "published", b.res.Published, "parked", b.res.Parked)
-	}
-	b.events, b.recs = b.events[:0], b.recs[:0]
-	return nil
+	return pub.Flush(ctx)
 }
