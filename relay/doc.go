@@ -74,7 +74,7 @@
 //	errors.go      which errors end Run and which a reconnect cures
 //	pool.go        closing the pool behind a silent network
 //	recover.go     `cdc-relay recover`: the gap, the slot created again
-//	recoverrows.go the outbox rows recover publishes again
+//	recoverrows.go recover on package republish: its windows, its fatal errors
 //	prepare.go     PrepareSlot, for `cdc-relay migrate`
 //
 // Everything per event happens on the goroutine that reads the replication

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/pgtext"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -121,7 +122,7 @@ func (l *rowLoader) read(ctx context.Context, t *loadTable, id string) (names []
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
-		if l.conn, err = connectText(ctx, l.url()); err != nil {
+		if l.conn, err = pgtext.Connect(ctx, l.url()); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -147,7 +148,7 @@ func (l *rowLoader) read(ctx context.Context, t *loadTable, id string) (names []
 }
 
 // rowSecurity returns err with its fix when it is PostgreSQL refusing a
-// read that row-level security would filter (see connectText), else nil.
+// read that row-level security would filter (see pgtext.Connect), else nil.
 func (l *rowLoader) rowSecurity(ctx context.Context, err error) error {
 	if _, ok := pgerr.RowSecurity(err, ""); !ok {
 		return nil
@@ -158,5 +159,5 @@ func (l *rowLoader) rowSecurity(ctx context.Context, err error) error {
 		fix, _ := pgerr.RowSecurity(err, "")
 		return fmt.Errorf("%w: %s", err, fix)
 	}
-	return rowSecurity(ctx, l.conn, err)
+	return pgtext.RowSecurity(ctx, l.conn, err)
 }

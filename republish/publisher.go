@@ -223,7 +223,9 @@ func (p *Publisher) refused(ctx context.Context, i int, err error) error {
 	}
 	switch {
 	case sink.ProducerRefused(err):
-		return &ProducerRefusedError{Err: err}
+		// Every record would fail the same way: parking each of them would
+		// only move the rows into the status table.
+		return &FatalError{fmt.Errorf("Kafka refuses the relay's producer: %w", err)}
 	case sink.Permanent(err):
 		if err := p.opts.Park.Failed(ctx, &p.events[i], err); err != nil {
 			return fmt.Errorf("park event for topic %q: %w", p.events[i].Topic, err)
@@ -234,15 +236,13 @@ func (p *Publisher) refused(ctx context.Context, i int, err error) error {
 	return fmt.Errorf("publish outbox row: %w", err)
 }
 
-// ProducerRefusedError is Kafka refusing the producer itself, not a record
-// ([sink.ProducerRefused]): every record would fail the same way, so none
-// is parked, and the publish ends. The operator must act.
-type ProducerRefusedError struct{ Err error }
+// FatalError marks an error no retry cures: the operator must act (fix
+// the mapping, a timestamp column, a row-level security policy, the
+// producer's rights in Kafka). Its text is the error's.
+type FatalError struct{ Err error }
 
-// Error says that Kafka refuses the relay's producer, and why.
-func (e *ProducerRefusedError) Error() string {
-	return "Kafka refuses the relay's producer: " + e.Err.Error()
-}
+// Error returns the error's text.
+func (e *FatalError) Error() string { return e.Err.Error() }
 
-// Unwrap returns Kafka's error.
-func (e *ProducerRefusedError) Unwrap() error { return e.Err }
+// Unwrap returns the error.
+func (e *FatalError) Unwrap() error { return e.Err }

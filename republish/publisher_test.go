@@ -113,7 +113,7 @@ func TestPublisherParks(t *testing.T) {
 }
 
 // TestPublisherEndsOnProducerRefused: a producer Kafka refuses ends the
-// publish with ProducerRefusedError, parking nothing, and an error that
+// publish with a FatalError, parking nothing, and an error that
 // is not for good ends it as not published.
 func TestPublisherEndsOnProducerRefused(t *testing.T) {
 	ctx := context.Background()
@@ -131,7 +131,7 @@ func TestPublisherEndsOnProducerRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := pub.Flush(ctx)
-		var refused *ProducerRefusedError
+		var refused *FatalError
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || errors.As(err, &refused) != errors.Is(tc.err, kerr.ClusterAuthorizationFailed) {
 			t.Errorf("%v: flush = %v, want %q", tc.err, err, tc.want)
 		}
