@@ -2,8 +2,11 @@
 // the stream would have: it is the one place that decides poison, fan-out
 // by route, record filling, batching and waiting for Kafka's acks, for
 // `cdc-relay recover` (rows of a time window) and `cdc-relay backfill`
-// (rows of a key range). Each command reads its rows and hands them to a
-// [Publisher], one row at a time, in the text format the decoder reads.
+// (rows of a key range). Each command's source hands its rows to a
+// [Publisher], one row at a time, in the text format the decoder reads:
+// recover's is a [Window] (a table's rows by its timestamp column since a
+// time), backfill's stays in package backfill (its lock, snapshot and
+// table of selected keys are its alone).
 //
 // Guarantees: when [Publisher.Flush] returns nil, Kafka acknowledged every
 // record of the rows added since the last flush, or (with Options.Park)
