@@ -141,10 +141,12 @@ axes:
 bench: deps deps-kafka
 	cd e2e/bench && $(GO) run . -apache -plot ../../docs/latency.png
 
+## lint: gofmt, go vet, and the layering rule (scripts/layers/rule.txt: every import points down)
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run ./scripts/layers # every import points down the layers of scripts/layers/rule.txt
 	cd e2e/bench && $(GO) vet ./...
 	cd deploy/kubernetes/validate && $(GO) vet ./...
 
