@@ -177,9 +177,6 @@ func (p *Publisher) topics(msg decoder.Message) []string {
 	return []string{msg.Event.Topic}
 }
 
-// Pending is the number of records added since the last flush.
-func (p *Publisher) Pending() int { return len(p.recs) }
-
 // Flush produces the batch and waits for Kafka's answer to each record:
 // it counts what Kafka acknowledged, parks what it refuses for good (with
 // Options.Park), hands the acknowledged ids to Table.Written, and empties
