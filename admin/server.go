@@ -14,13 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // Relay is what the server needs of the relay (*relay.Relay has it).
 type Relay interface {
-	Status() relay.Status
+	Status() report.Status
 	Pause() bool
 	Resume() bool
 	PauseTopic(ctx context.Context, topic string) (bool, error)

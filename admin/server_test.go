@@ -13,12 +13,13 @@ import (
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // fakeRelay is a relay whose state the test sets.
 type fakeRelay struct {
-	st      relay.Status
+	st      report.Status
 	rows    []status.Row
 	retried []int64
 	topic   string // the topic of the last retry
@@ -47,9 +48,9 @@ func (f *fakeRelay) setTopic(topic string, paused bool) (bool, error) {
 	return was != paused, nil
 }
 
-func (f *fakeRelay) Status() relay.Status { return f.st }
-func (f *fakeRelay) Pause() bool          { was := f.st.Paused; f.st.Paused = true; return !was }
-func (f *fakeRelay) Resume() bool         { was := f.st.Paused; f.st.Paused = false; return was }
+func (f *fakeRelay) Status() report.Status { return f.st }
+func (f *fakeRelay) Pause() bool           { was := f.st.Paused; f.st.Paused = true; return !was }
+func (f *fakeRelay) Resume() bool          { was := f.st.Paused; f.st.Paused = false; return was }
 func (f *fakeRelay) Failed(_ context.Context, opts status.ListOptions) ([]status.Row, error) {
 	f.listed = opts
 	return f.rows, nil
@@ -133,7 +134,7 @@ func TestTokenRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := serve(t, &fakeRelay{st: relay.Status{Ready: true}}, tt.token, tt.loopback)
+			ts := serve(t, &fakeRelay{st: report.Status{Ready: true}}, tt.token, tt.loopback)
 			if got, body := do(t, ts, tt.method, tt.path, tt.sent); got != tt.want {
 				t.Errorf("%s %s: %d %s, want %d", tt.method, tt.path, got, body, tt.want)
 			}
@@ -143,7 +144,7 @@ func TestTokenRule(t *testing.T) {
 
 // TestEndpoints: readiness, pause and resume, and the parked events.
 func TestEndpoints(t *testing.T) {
-	f := &fakeRelay{st: relay.Status{Role: relay.RoleLeader, NotReady: "Kafka does not answer: dial refused"},
+	f := &fakeRelay{st: report.Status{Role: report.RoleLeader, NotReady: "Kafka does not answer: dial refused"},
 		rows: []status.Row{{ID: 7, Status: status.Dead, Topic: "orders", SourceTable: "public.outbox", Value: []byte(`{"n":1}`)},
 			{ID: 6, Status: status.Dead, Topic: "orders"}}} // parked before the status table recorded its table
 	ts := serve(t, f, "", true)

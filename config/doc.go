@@ -48,6 +48,10 @@
 // each other); message.go an entry of messages; yaml.go reading YAML
 // nodes; problems.go the errors.
 //
+// Each entry of tables is parsed into an [outbox.Table], the one table
+// type of the relay, which takes it as it is. Only the command imports
+// this package: no engine links the YAML parser.
+//
 // The package only reads: it applies no defaults (an absent key is "" or
 // nil) and knows nothing of flags; the caller lets flags and environment
 // variables override the top-level settings, and fills in its defaults.

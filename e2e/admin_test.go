@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/report"
 )
 
 // endpointLine is the relay's log line naming where it serves /metrics.
@@ -68,10 +68,10 @@ func (p *relayProc) call(method, path, token string) (int, string) {
 }
 
 // status reads GET /status.
-func (p *relayProc) status() relay.Status {
+func (p *relayProc) status() report.Status {
 	p.t.Helper()
 	code, body := p.call("GET", "/status", "")
-	var st relay.Status
+	var st report.Status
 	if code != http.StatusOK {
 		p.t.Fatalf("GET /status: %d %s", code, body)
 	}
@@ -219,7 +219,7 @@ func TestMetricsCountEveryEvent(t *testing.T) {
 	}
 
 	st := p.status()
-	if st.Role != relay.RoleLeader || !st.Ready || !st.Streaming || st.EventsProduced != txns*perTx || st.Slot != e.slot {
+	if st.Role != report.RoleLeader || !st.Ready || !st.Streaming || st.EventsProduced != txns*perTx || st.Slot != e.slot {
 		t.Errorf("GET /status = %+v, want a ready, streaming leader of %s that produced %d events", st, e.slot, txns*perTx)
 	}
 	// The harness builds without make's stamps: the version is what Go
@@ -243,9 +243,9 @@ func TestMetricsCountEveryEvent(t *testing.T) {
 	p.stop(30 * time.Second)
 	// No relay answers now: status reads the database, and exits 3.
 	out, err = exec.Command(relayBin, "status", "--metrics-addr", addr, "--postgres-url", e.url, "--slot", e.slot, "--json").CombinedOutput()
-	var fromDB relay.Status
+	var fromDB report.Status
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 3 || json.Unmarshal(out, &fromDB) != nil || fromDB.Role != relay.RoleNone || fromDB.Failed != 0 || fromDB.WALRetainedBytes <= 0 {
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || json.Unmarshal(out, &fromDB) != nil || fromDB.Role != report.RoleNone || fromDB.Failed != 0 || fromDB.WALRetainedBytes <= 0 {
 		t.Errorf("cdc-relay status --json with no relay running: %v (want exit status 3)\n%s", err, out)
 	}
 	log := p.Log()

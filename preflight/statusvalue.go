@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -17,8 +17,8 @@ import (
 // failed, dead, each of pending) that does not fit t's status column, when
 // t writes back and the table has the column (checkColumnTypes reports it
 // missing).
-func checkStatusValues(ctx context.Context, q Querier, t config.Table, cols []column) ([]Problem, error) {
-	wb := t.WriteBack()
+func checkStatusValues(ctx context.Context, q Querier, t outbox.Table, cols []column) ([]Problem, error) {
+	wb := t.WriteBack
 	if wb == nil {
 		return nil, nil
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // TableCheck is what [CheckTable] found of one table.
@@ -35,9 +35,9 @@ type TableCheck struct {
 // It does not check that the publication exists: [CheckDatabase] and
 // [CheckTables] do, once for every table. The error is for a database that
 // could not be asked.
-func CheckTable(ctx context.Context, q Querier, names Names, t config.Table) (TableCheck, error) {
+func CheckTable(ctx context.Context, q Querier, names Names, t outbox.Table) (TableCheck, error) {
 	var res TableCheck
-	m := t.Mapping()
+	m := t.Mapping
 	ident := pgx.Identifier{m.Schema, m.Table}.Sanitize()
 	if p, err := checkRelation(ctx, q, t.Name(), ident); err != nil || p != nil {
 		if p != nil {
@@ -61,7 +61,7 @@ func CheckTable(ctx context.Context, q Querier, names Names, t config.Table) (Ta
 		}
 	}
 	res.Fit = len(res.Problems) == 0
-	res.By = cmp.Or(t.Timestamp, t.ID)
+	res.By = cmp.Or(t.Mapping.TimestampColumn, t.Mapping.IDColumn)
 	if res.By != "" {
 		res.Order = pgx.Identifier{res.By}.Sanitize() + " DESC NULLS LAST"
 	} else {

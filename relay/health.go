@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/internal/tick"
+	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -92,10 +93,10 @@ func pingPostgres(ctx context.Context, pool *pgxpool.Pool, conn **pgx.Conn) erro
 // readStats reads the slot and the status table every statsInterval until
 // ctx ends.
 func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
-	var last DatabaseStats // the previous reading, for warnTruncated
+	var last report.DatabaseStats // the previous reading, for report.WarnTruncated
 	tick.Every(ctx, statsInterval, func(ctx context.Context) bool {
 		sctx, cancel := context.WithTimeout(ctx, statsInterval)
-		db, err := ReadDatabaseStats(sctx, pool, r.cfg)
+		db, err := report.ReadDatabaseStats(sctx, pool, r.cfg.ReportNames())
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -103,8 +104,8 @@ func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
 		case err == nil:
 			r.state.setDatabase(db)
 			r.warnBackfills(db.BackfillsProblem)
-			if r.state.getRole() == RoleLeader {
-				warnTruncated(r.log, r.cfg, last, db)
+			if r.state.getRole() == report.RoleLeader {
+				report.WarnTruncated(r.log, r.cfg.ReportNames(), recoverMargin, last, db)
 			}
 			last = db
 		default:

@@ -12,9 +12,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/leader"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/republish"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/slot"
 	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -106,10 +109,10 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if err != nil {
 		return res, err
 	}
-	defer lock.release()
+	defer lock.Release()
 
 	store := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable)
-	if err := checkExpectedColumns(ctx, pool, store, cfg); err != nil {
+	if err := pubwatch.CheckExpectedColumns(ctx, pool, cfg.publicationWatch(store, cfg.Logger)); err != nil {
 		return res, err
 	}
 	gap, err := findGap(ctx, pool, store, cfg.Slot)
@@ -158,7 +161,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if res.NoGap {
 		// The checkpoint stays where it is; the publication as it is now
 		// is what the next relay holds to.
-		return res, recordPublication(ctx, pool, store, cfg)
+		return res, pubwatch.RecordPublication(ctx, pool, cfg.publicationWatch(store, cfg.Logger))
 	}
 	// The rows since res.Since are in Kafka: a slot lost again before the
 	// relay saves a position of its own is recovered from there.
@@ -166,7 +169,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	res.Resume = res.Gap.SlotLSN
-	return res, recordPublication(ctx, pool, store, cfg)
+	return res, pubwatch.RecordPublication(ctx, pool, cfg.publicationWatch(store, cfg.Logger))
 }
 
 // recoverSince returns the oldest timestamp Recover publishes again, and
@@ -205,8 +208,8 @@ func recoverDefaults(cfg Config, opts RecoverOptions) (Config, RecoverOptions) {
 
 // leadRecover takes slot's leadership for Recover, which no relay may hold
 // meanwhile, or says why not.
-func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership, error) {
-	lock, err := tryLead(ctx, pool, slot)
+func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leader.Lock, error) {
+	lock, err := leader.TryLead(ctx, pool, slot)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +345,7 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 	if err != nil {
 		return 0, err
 	}
-	stopWatch := watchSlotCreation(ctx, cfg.PostgresURL, cfg.Slot, cfg.Logger)
+	stopWatch := slot.WatchCreation(ctx, cfg.PostgresURL, cfg.Slot, cfg.Logger)
 	at, err := repl.CreateSlot(ctx, cfg.Slot)
 	stopWatch()
 	_ = repl.Close(context.Background())

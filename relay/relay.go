@@ -15,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -250,7 +251,7 @@ func (r *Relay) holdCorrected(k status.Key) func() {
 // [SlotGapError]) is fatal, unless Config.OnSlotLoss is SlotLossRecover:
 // then Run repairs it and the next session starts at once. Run once.
 func (r *Relay) Run(ctx context.Context) error {
-	defer r.state.setRole(RoleStopped)
+	defer r.state.setRole(report.RoleStopped)
 	r.warnMessagesNotRecovered()
 	rn, err := r.newRunner(ctx)
 	if err != nil || rn == nil {

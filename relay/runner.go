@@ -17,6 +17,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -43,10 +44,10 @@ type runner struct {
 	checkpointTopicReady bool
 	orphans              orphans // of the last session that failed
 	// watchMarks are what the last session's table watches last found
-	// right (tablewatch.go).
-	watchMarks []watchMark
+	// right (pubwatch.Watches.Marks).
+	watchMarks []pubwatch.Mark
 	// expected are the optional columns each outbox table had when the
-	// last session started, table i at index i (expect.go).
+	// last session started, table i at index i (pubwatch.ExpectedMappings).
 	expected [][]string
 	// reconnect is what the next session logs of its start: set by Run
 	// when a session lost PostgreSQL (reconnectlog.go).

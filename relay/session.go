@@ -12,7 +12,10 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/leader"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -22,7 +25,7 @@ import (
 // next relies on; what a step starts, end stops, last first.
 type session struct {
 	*runner
-	lock      *leadership
+	lock      *leader.Lock
 	repl      *replication.Conn
 	walsender uint32        // the replication connection's server process
 	start     pglogrepl.LSN // where the stream resumes
@@ -37,7 +40,7 @@ type session struct {
 	replay *replayWindow
 
 	tracker  *checkpoint.Tracker
-	watch    tableWatches
+	watch    pubwatch.Watches
 	saver    *checkpoint.Saver
 	confirm  gate // what the stream may confirm to PostgreSQL
 	order    *order
@@ -62,7 +65,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 	if err := r.orphans.end(ctx, r.pool, r.cfg.Slot, r.cfg.ReplicationTimeout, r.log); err != nil {
 		return err
 	}
-	defer r.state.setRole(RoleStarting)
+	defer r.state.setRole(report.RoleStarting)
 	s := &session{runner: r, reconnect: r.reconnect}
 	r.reconnect = reconnect{} // Run sets it again if this session loses PostgreSQL
 	defer func() { s.end(err != nil && ctx.Err() == nil) }()
@@ -100,14 +103,13 @@ func (s *session) end(failed bool) {
 // reports false if ctx ended while it waited, or with the error.
 func (s *session) lead(ctx context.Context) (bool, error) {
 	stopChecks := func() {}
-	watch := &standbyWatch{slot: s.cfg.Slot, log: s.log, problem: s.state.setLeaderProblem,
-		inactiveAfter: max(5*s.cfg.StatusInterval, standbyInactiveMin)}
-	lock, err := lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
+	watch := leader.NewStandbyWatch(s.cfg.Slot, s.log, max(5*s.cfg.StatusInterval, leader.StandbyInactiveMin), s.state.setLeaderProblem)
+	lock, err := leader.Lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
 		// Standing by works: the last session's error is history, and the
 		// start checks say whether a takeover would. A takeover later is
 		// no reconnect: its start-up lines are at info.
 		s.reconnect = reconnect{}
-		s.state.setRole(RoleStandby)
+		s.state.setRole(report.RoleStandby)
 		s.state.clearError()
 		stopChecks = s.checkWhileStandingBy(ctx)
 	}, watch)
@@ -118,14 +120,14 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 	}
 	s.lock = lock
 	s.startLog().Info("leadership acquired", "slot", s.cfg.Slot)
-	s.onEnd(lock.release)
-	s.state.setRole(RoleLeader)
+	s.onEnd(lock.Release)
+	s.state.setRole(report.RoleLeader)
 	s.onEnd(func() {
 		if s.failed {
 			// Perhaps the network failed: the next session gets new
 			// connections, and ends what this one leaves behind.
 			s.pool.Reset()
-			s.orphans = orphans{walsender: s.walsender, leader: lock.pid(), serverStart: lock.serverStart}
+			s.orphans = orphans{walsender: s.walsender, leader: lock.PID(), serverStart: lock.ServerStart}
 		}
 	})
 	return true, nil
@@ -200,7 +202,7 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 // meanwhile. When it returns, every record of the session is cancelled.
 func (s *session) stream() error {
 	stopProgress := s.reportProgress(progressInterval, s.tracker, s.saver)
-	stopWatch := s.watch.start(s.cfg.StatusInterval)
+	stopWatch := s.watch.Start()
 	cfg := s.cfg
 	err := s.repl.Stream(s.streamCtx, replication.Options{
 		Slot:           cfg.Slot,
@@ -217,7 +219,7 @@ func (s *session) stream() error {
 			if err := s.pipeline.delivery.commit(ctx); err != nil {
 				return err
 			}
-			s.watch.refresh(ctx)
+			s.watch.Refresh(ctx)
 			return s.saver.Flush(ctx)
 		},
 		OnStopTimeout: s.cancelProduce,
@@ -248,7 +250,7 @@ func (s *session) finish(ctx context.Context, err error) error {
 	}
 	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.watch.refresh(saveCtx)
+	s.watch.Refresh(saveCtx)
 	final, serr := s.saver.Close(saveCtx)
 	if serr != nil {
 		s.log.Log(ctx, pgerr.Level(serr), "could not save the final checkpoint", "err", serr)

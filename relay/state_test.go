@@ -12,35 +12,8 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/report"
 )
-
-// TestNotReady: ready is a leader that streams, or a standby, with
-// PostgreSQL and Kafka answering and no session error pending.
-func TestNotReady(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		st      Status
-		checked bool
-		ready   bool
-	}{
-		{"streaming leader", Status{Role: RoleLeader, Streaming: true}, true, true},
-		{"paused leader", Status{Role: RoleLeader, Streaming: true, Paused: true}, true, true},
-		{"standby", Status{Role: RoleStandby}, true, true},
-		{"standby failing its start checks", Status{Role: RoleStandby, StandbyProblem: "no REPLICATION"}, true, false},
-		{"not checked yet", Status{Role: RoleLeader, Streaming: true}, false, false},
-		{"leader not streaming yet", Status{Role: RoleLeader}, true, false},
-		{"starting", Status{Role: RoleStarting}, true, false},
-		{"stopped", Status{Role: RoleStopped}, true, false},
-		{"Kafka away", Status{Role: RoleLeader, Streaming: true, KafkaError: "dial refused"}, true, false},
-		{"PostgreSQL away", Status{Role: RoleStandby, PostgresError: "timeout"}, true, false},
-		{"between sessions", Status{Role: RoleStarting, LastError: "receive: EOF"}, true, false},
-	} {
-		why := notReady(tt.st, tt.checked)
-		if (why == "") != tt.ready {
-			t.Errorf("%s: notReady = %q, want ready %v", tt.name, why, tt.ready)
-		}
-	}
-}
 
 // TestPauseSwitch: waiters wake on Resume, from any goroutine, and a
 // wait ends with its context.
@@ -92,11 +65,11 @@ func TestStatusHeldAndBehind(t *testing.T) {
 	tr.Add(tx, 10)
 	tr.Add(tx, 10)
 	r.state.tracker.Store(tr)
-	topics := []TopicHeld{
+	topics := []report.TopicHeld{
 		{Topic: "orders", Failed: 2, Dead: 1, Waiting: 3, Paused: 1, OldestHeldSeconds: 30},
 		{Topic: "payments", Paused: 2, OldestHeldSeconds: 120},
 	}
-	r.state.setDatabase(DatabaseStats{At: time.Now(), Failed: 2, Dead: 1, Waiting: 3, Paused: 3, Topics: topics, HeldTopics: 2})
+	r.state.setDatabase(report.DatabaseStats{At: time.Now(), Failed: 2, Dead: 1, Waiting: 3, Paused: 3, Topics: topics, HeldTopics: 2})
 	st := r.Status()
 	if st.EventsBehind != 2+2+3+3 {
 		t.Errorf("events behind %d, want 10: 2 in flight, 2 FAILED, 3 WAITING, 3 PAUSED (DEAD not counted)", st.EventsBehind)

@@ -17,6 +17,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/report"
 )
 
 // StatusCommand is `cdc-relay status`: how a relay is doing, from its
@@ -98,7 +99,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
 		return err
 	}
-	st, askErr := relay.Status{}, errors.New("--metrics-addr is empty")
+	st, askErr := report.Status{}, errors.New("--metrics-addr is empty")
 	if c.addr != "" {
 		st, askErr = c.ask(ctx)
 	}
@@ -133,7 +134,7 @@ const (
 
 // statusExit returns nil for a relay that answered ready, else the exit
 // code that says why not, without a message: the printed status says it.
-func statusExit(st relay.Status, answered bool) error {
+func statusExit(st report.Status, answered bool) error {
 	switch {
 	case !answered:
 		return exitCodeError{code: statusNoRelay}
@@ -144,8 +145,8 @@ func statusExit(st relay.Status, answered bool) error {
 }
 
 // ask reads GET /status from the relay at c.addr.
-func (c *StatusCommand) ask(ctx context.Context) (relay.Status, error) {
-	var st relay.Status
+func (c *StatusCommand) ask(ctx context.Context) (report.Status, error) {
+	var st report.Status
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	url := c.addr
@@ -176,11 +177,11 @@ func (c *StatusCommand) ask(ctx context.Context) (relay.Status, error) {
 
 // fromDatabase reads what the database says of the slot and the status
 // table.
-func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) {
+func (c *StatusCommand) fromDatabase(ctx context.Context) (report.Status, error) {
 	cfg := relay.DefaultConfig()
 	cfg.Slot = c.slot
 	if err := c.tables.apply(&cfg); err != nil {
-		return relay.Status{}, err
+		return report.Status{}, err
 	}
 	if c.file != nil {
 		configSources(&cfg, c.file, "")
@@ -189,23 +190,21 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 	defer cancel()
 	conn, err := pgconnect.Open(ctx, c.postgresURL, pgconnect.Options{})
 	if err != nil {
-		return relay.Status{}, err
+		return report.Status{}, err
 	}
 	defer conn.Close(context.Background())
-	db, err := relay.ReadDatabaseStats(ctx, conn, cfg)
+	db, err := report.ReadDatabaseStats(ctx, conn, cfg.ReportNames())
 	if err != nil {
-		return relay.Status{}, err
+		return report.Status{}, err
 	}
 	if db.BackfillsProblem != "" {
 		fmt.Fprintln(c.stderr, "note: "+db.BackfillsProblem)
 	}
-	st := relay.Status{
-		Role: relay.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.SourceNames(), ", "),
-		LagBytes: db.LagBytes(), WALRetainedBytes: db.WALRetained(), Failed: db.Failed, Dead: db.Dead, DatabaseAt: db.At,
-		Topics: db.Topics, HeldTopics: db.HeldTopics, EventsBehind: db.Failed + db.Waiting + db.Paused, PausedTopics: db.PausedTopics,
-		Backfills: db.Backfills, ConfirmedLSN: db.Confirmed.String(),
-		PostgresVersion: db.Failover.Version, FailoverSlot: db.Failover.Slot, SynchronizedStandbySlots: db.Failover.StandbySlots,
+	st := report.Status{
+		Role: report.RoleNone, Slot: cfg.Slot, Table: strings.Join(cfg.SourceNames(), ", "),
+		PausedTopics: db.PausedTopics, ConfirmedLSN: db.Confirmed.String(),
 	}
+	st.SetDatabase(db)
 	if !db.SlotExists {
 		st.LastError = fmt.Sprintf("slot %q does not exist: `cdc-relay migrate` creates it", cfg.Slot)
 	} else if db.SlotActive {
@@ -215,7 +214,7 @@ func (c *StatusCommand) fromDatabase(ctx context.Context) (relay.Status, error) 
 }
 
 // printStatus writes st for a person: a headline, then a line per topic.
-func printStatus(w io.Writer, st relay.Status, now time.Time) {
+func printStatus(w io.Writer, st report.Status, now time.Time) {
 	head := "cdc-relay"
 	if st.Version != "" {
 		head += " " + st.Version
@@ -224,7 +223,7 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 		head += " (commit " + commit + ")"
 	}
 	switch {
-	case st.Role == relay.RoleNone:
+	case st.Role == report.RoleNone:
 		head += ": no relay answers; from the database"
 	case st.Ready:
 		head += ": " + st.Role + ", ready"
@@ -238,16 +237,16 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 	if len(st.PausedTopics) > 0 {
 		fmt.Fprintf(w, "  paused      topics %s (`cdc-relay resume --topic T` resumes one)\n", strings.Join(st.PausedTopics, ", "))
 	}
-	if st.NotReady != "" && st.Role != relay.RoleNone {
+	if st.NotReady != "" && st.Role != report.RoleNone {
 		fmt.Fprintf(w, "  why         %s\n", st.NotReady)
 	}
 	fmt.Fprintf(w, "  slot        %s, table %s, confirmed %s\n", st.Slot, st.Table, st.ConfirmedLSN)
 	lag := "lag " + bytesText(st.LagBytes)
-	if st.Role != relay.RoleNone && st.InFlightEvents > 0 {
+	if st.Role != report.RoleNone && st.InFlightEvents > 0 {
 		lag += fmt.Sprintf(", the oldest event in flight committed %s ago", (time.Duration(st.LagSeconds * float64(time.Second))).Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "  wal         %s; the slot keeps %s\n", lag, bytesText(st.WALRetainedBytes))
-	if st.Role != relay.RoleNone {
+	if st.Role != report.RoleNone {
 		fmt.Fprintf(w, "  events      %d read, %d produced, %d parked since it started; %d in flight (%s)\n",
 			st.EventsRead, st.EventsProduced, st.EventsParked, st.InFlightEvents, bytesText(st.InFlightBytes))
 	}
@@ -277,7 +276,7 @@ func printStatus(w io.Writer, st relay.Status, now time.Time) {
 // printHeld writes the parked events: the FAILED and DEAD counts, the
 // events the relay still owes, and, when the status table holds events,
 // a line per topic.
-func printHeld(w io.Writer, st relay.Status) {
+func printHeld(w io.Writer, st report.Status) {
 	if st.Failed < 0 {
 		return
 	}
@@ -306,7 +305,7 @@ func printHeld(w io.Writer, st relay.Status) {
 }
 
 // failoverText says whether a promoted standby would have st's slot.
-func failoverText(st relay.Status) string {
+func failoverText(st report.Status) string {
 	switch {
 	case st.PostgresVersion < replication.FailoverVersion:
 		return fmt.Sprintf("none: PostgreSQL %d has no failover slots, so a promoted standby has no slot", st.PostgresVersion/10000)

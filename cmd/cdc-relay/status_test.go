@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/report"
 )
 
 // TestPrintStatus: the summary says what a person needs first: the role
@@ -20,30 +20,30 @@ func TestPrintStatus(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
-		st   relay.Status
+		st   report.Status
 		want []string
 		not  []string
 	}{
 		{"ready leader",
-			relay.Status{Version: "v1.2.3", Commit: "2b7a81f3da8a2fd289da1f12ae7bad2ad6f24b76", Role: relay.RoleLeader, Ready: true, Slot: "cdc_relay", Table: "public.outbox", ConfirmedLSN: "0/16B3748",
+			report.Status{Version: "v1.2.3", Commit: "2b7a81f3da8a2fd289da1f12ae7bad2ad6f24b76", Role: report.RoleLeader, Ready: true, Slot: "cdc_relay", Table: "public.outbox", ConfirmedLSN: "0/16B3748",
 				LagBytes: 0, WALRetainedBytes: 3 << 20, EventsRead: 10, EventsProduced: 10, DatabaseAt: now.Add(-3 * time.Second)},
 			[]string{"cdc-relay v1.2.3 (commit 2b7a81f3da8a): leader, ready", "confirmed 0/16B3748", "lag 0 B; the slot keeps 3.0 MiB", "10 read, 10 produced", "0 FAILED", "3s ago"},
 			[]string{"NOT READY", "PAUSED", "failed list", "why", "in flight committed"}},
 		{"events in flight",
-			relay.Status{Role: relay.RoleLeader, Ready: true, InFlightEvents: 5, LagSeconds: 1.5, LagBytes: 100},
+			report.Status{Role: report.RoleLeader, Ready: true, InFlightEvents: 5, LagSeconds: 1.5, LagBytes: 100},
 			[]string{"the oldest event in flight committed 1.5s ago", "5 in flight"}, nil},
 		{"paused, not ready, parked events",
-			relay.Status{Role: relay.RoleLeader, NotReady: "Kafka does not answer: dial refused", Paused: true, Failed: 2, Dead: 1,
+			report.Status{Role: report.RoleLeader, NotReady: "Kafka does not answer: dial refused", Paused: true, Failed: 2, Dead: 1,
 				LastError: "lost the leadership lock", LastErrorAt: now.Add(-time.Minute)},
 			[]string{"leader, NOT READY", "PAUSED (POST /resume resumes)", "why         Kafka does not answer", "2 FAILED", "1 DEAD", "cdc-relay failed list", "lost the leadership lock (1m0s ago)"},
 			nil},
 		{"from the database",
-			relay.Status{Role: relay.RoleNone, NotReady: "no relay answers at 127.0.0.1:9187", LagBytes: 2048, WALRetainedBytes: -1, Failed: 0, Dead: 0},
+			report.Status{Role: report.RoleNone, NotReady: "no relay answers at 127.0.0.1:9187", LagBytes: 2048, WALRetainedBytes: -1, Failed: 0, Dead: 0},
 			[]string{"no relay answers; from the database", "lag 2.0 KiB", "keeps unknown"},
 			[]string{"why", "read,", "failover", "slot loss"}},
 		{"held events per topic",
-			relay.Status{Role: relay.RoleLeader, Ready: true, Failed: 2, Dead: 1, EventsBehind: 9, InFlightEvents: 1, HeldTopics: 3,
-				Topics: []relay.TopicHeld{
+			report.Status{Role: report.RoleLeader, Ready: true, Failed: 2, Dead: 1, EventsBehind: 9, InFlightEvents: 1, HeldTopics: 3,
+				Topics: []report.TopicHeld{
 					{Topic: "orders", Failed: 2, Dead: 1, Waiting: 3, Paused: 1, OldestHeldSeconds: 30.4},
 					{Topic: "payments", Paused: 2, OldestHeldSeconds: 3600},
 				}},
@@ -51,31 +51,31 @@ func TestPrintStatus(t *testing.T) {
 				"orders    2       1     3        1       30s", "payments  0       0     0        2       1h0m0s", "and 1 more topics", "cdc-relay failed list"},
 			nil},
 		{"only paused and waiting events",
-			relay.Status{Role: relay.RoleNone, EventsBehind: 4, HeldTopics: 1, Topics: []relay.TopicHeld{{Topic: "audit", Waiting: 2, Paused: 2, OldestHeldSeconds: 5}}},
+			report.Status{Role: report.RoleNone, EventsBehind: 4, HeldTopics: 1, Topics: []report.TopicHeld{{Topic: "audit", Waiting: 2, Paused: 2, OldestHeldSeconds: 5}}},
 			[]string{"0 FAILED (being retried), 0 DEAD (given up): cdc-relay failed list", "behind      4 events", "audit  0       0     2        2       5s"},
 			[]string{"more topics"}},
 		{"paused topics",
-			relay.Status{Role: relay.RoleStandby, PausedTopics: []string{"audit", "orders"}},
+			report.Status{Role: report.RoleStandby, PausedTopics: []string{"audit", "orders"}},
 			[]string{"paused      topics audit, orders (`cdc-relay resume --topic T` resumes one)"}, []string{"PAUSED (POST"}},
 		{"nothing held",
-			relay.Status{Role: relay.RoleLeader, Ready: true, EventsBehind: 0},
+			report.Status{Role: report.RoleLeader, Ready: true, EventsBehind: 0},
 			[]string{"0 FAILED"},
 			[]string{"behind", "held by topic", "failed list", "backfill"}},
 		{"PostgreSQL 16",
-			relay.Status{Role: relay.RoleLeader, PostgresVersion: 160004, OnSlotLoss: "recover", SlotRecoveries: 1},
+			report.Status{Role: report.RoleLeader, PostgresVersion: 160004, OnSlotLoss: "recover", SlotRecoveries: 1},
 			[]string{"failover    none: PostgreSQL 16 has no failover slots", "slot loss   recover (--on-slot-loss); 1 gap(s)"}, nil},
 		{"not a failover slot",
-			relay.Status{Role: relay.RoleNone, PostgresVersion: 170002},
+			report.Status{Role: report.RoleNone, PostgresVersion: 170002},
 			[]string{"the slot is NOT a failover slot"}, []string{"slot loss"}},
 		{"failover slot without synchronized_standby_slots",
-			relay.Status{Role: relay.RoleLeader, PostgresVersion: 180006, FailoverSlot: true, OnSlotLoss: "refuse"},
+			report.Status{Role: report.RoleLeader, PostgresVersion: 180006, FailoverSlot: true, OnSlotLoss: "refuse"},
 			[]string{"failover slot; synchronized_standby_slots is NOT set", "slot loss   refuse"}, nil},
 		{"a running backfill",
-			relay.Status{Role: relay.RoleLeader, Backfills: []relay.Backfill{{Table: "public.outbox", RunID: "2026-11-23T11:50:00Z", RowsPublished: 1200, RowsSelected: 3000,
+			report.Status{Role: report.RoleLeader, Backfills: []report.Backfill{{Table: "public.outbox", RunID: "2026-11-23T11:50:00Z", RowsPublished: 1200, RowsSelected: 3000,
 				LastKey: "1200", StartedAt: now.Add(-10 * time.Minute), UpdatedAt: now.Add(-time.Second)}}},
 			[]string{"backfill    public.outbox: 1200 of 3000 rows published, last key 1200; started 10m0s ago (run 2026-11-23T11:50:00Z), updated 1s ago"}, nil},
 		{"failover slot",
-			relay.Status{Role: relay.RoleLeader, PostgresVersion: 180006, FailoverSlot: true, SynchronizedStandbySlots: "standby_1"},
+			report.Status{Role: report.RoleLeader, PostgresVersion: 180006, FailoverSlot: true, SynchronizedStandbySlots: "standby_1"},
 			[]string{"failover slot; synchronized_standby_slots = standby_1"}, []string{"NOT set"}},
 	}
 	for _, tt := range tests {
@@ -100,7 +100,7 @@ func TestPrintStatus(t *testing.T) {
 // TestStatusAsksTheRelay: status reads GET /status at --metrics-addr, and
 // --json prints what the relay said.
 func TestStatusAsksTheRelay(t *testing.T) {
-	want := relay.Status{Role: relay.RoleStandby, Ready: true, Slot: "s", Failed: 4, Dead: 0}
+	want := report.Status{Role: report.RoleStandby, Ready: true, Slot: "s", Failed: 4, Dead: 0}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/status" {
 			http.NotFound(w, r)
@@ -113,7 +113,7 @@ func TestStatusAsksTheRelay(t *testing.T) {
 	if code := Main(context.Background(), []string{"status", "--metrics-addr", strings.TrimPrefix(ts.URL, "http://"), "--json"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	var got relay.Status
+	var got report.Status
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Role != want.Role || got.Failed != 4 {
 		t.Errorf("status --json printed %s (%v), want %+v", out.String(), err, want)
 	}
@@ -131,17 +131,17 @@ func TestStatusAsksTheRelay(t *testing.T) {
 func TestStatusExitCodes(t *testing.T) {
 	tests := []struct {
 		name   string
-		st     *relay.Status // nil: no relay answers
+		st     *report.Status // nil: no relay answers
 		json   bool
 		code   int
 		stdout string
 		stderr string // "": stderr must be empty
 	}{
-		{"ready leader", &relay.Status{Role: relay.RoleLeader, Ready: true}, false, statusReady, "leader, ready", ""},
-		{"ready standby", &relay.Status{Role: relay.RoleStandby, Ready: true}, false, statusReady, "standby, ready", ""},
-		{"paused leader", &relay.Status{Role: relay.RoleLeader, Ready: true, Paused: true}, false, statusReady, "PAUSED", ""},
-		{"not ready", &relay.Status{Role: relay.RoleLeader, NotReady: "Kafka does not answer: dial refused"}, false, statusNotReady, "why         Kafka does not answer", ""},
-		{"not ready, JSON", &relay.Status{Role: relay.RoleStandby, NotReady: "starting"}, true, statusNotReady, `"not_ready": "starting"`, ""},
+		{"ready leader", &report.Status{Role: report.RoleLeader, Ready: true}, false, statusReady, "leader, ready", ""},
+		{"ready standby", &report.Status{Role: report.RoleStandby, Ready: true}, false, statusReady, "standby, ready", ""},
+		{"paused leader", &report.Status{Role: report.RoleLeader, Ready: true, Paused: true}, false, statusReady, "PAUSED", ""},
+		{"not ready", &report.Status{Role: report.RoleLeader, NotReady: "Kafka does not answer: dial refused"}, false, statusNotReady, "why         Kafka does not answer", ""},
+		{"not ready, JSON", &report.Status{Role: report.RoleStandby, NotReady: "starting"}, true, statusNotReady, `"not_ready": "starting"`, ""},
 		{"no relay", nil, false, statusNoRelay, "", "no relay answers at"},
 	}
 	for _, tt := range tests {
