@@ -12,9 +12,10 @@
 // with the selection. Then it reads the selected rows a
 // batch at a time, in key order, each chunk and batch in a read-only
 // transaction of its own (which may write the temporary table only) on a
-// connection of its own, and produces each batch with a producer built from the relay's
-// settings ([sink.New]), waiting for every acknowledgement before it reads
-// the next: the key of the last row of a batch is where a later run
+// connection of its own, and produces each batch with a producer built
+// from the relay's settings ([sink.New]), through the publish engine
+// `cdc-relay recover` shares (package republish), waiting for every
+// acknowledgement before it reads the next: the key of the last row of a batch is where a later run
 // resumes (Config.After). Delivery is at least once: a stop, a crash or a
 // resume sends again at most the batch in flight.
 //
@@ -30,7 +31,8 @@
 //	lock.go       one backfill per table: an advisory lock, on a session
 //	              of its own, and who holds it
 //	privileges.go the GRANT a role lacking a privilege needs
-//	publish.go    a batch of rows → Kafka records (topic, header), produced
+//	publish.go    the backfill's publisher (package republish): its header
+//	              and topic, each row's key
 //	ratelimit.go  the rows-per-second limit
 //	progress.go   the progress bar, the progress lines and the summary
 //	record.go     the backfill's row in the table of backfills, which

@@ -151,7 +151,7 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	}
 	pc.Metrics = s.metrics
 	pc.Hold = s.pause.WaitResumed
-	pc.Load = s.loader.load
+	pc.Load = s.loader.Load
 	pc.PausedTopics = s.failures.PausedTopics
 	pc.Claimed = s.holdClaimed
 	pc.Delivered = s.releaseKeys(ctx)

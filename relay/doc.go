@@ -61,12 +61,10 @@
 //	progress.go    the periodic progress log line
 //	writeback.go   each event's outcome, for the tables that write it back
 //	               to their rows (package writeback)
-//	reload.go      the poller's read of an outbox row to send again as it
-//	               is now (a reset of the row, an adopted row)
 //	errors.go      which errors end Run and which a reconnect cures
 //	pool.go        closing the pool behind a silent network
 //	recover.go     `cdc-relay recover`: the gap, the slot created again
-//	recoverrows.go the outbox rows recover publishes again
+//	recoverrows.go recover on package republish: its windows, its fatal errors
 //
 // Everything per event happens on the goroutine that reads the replication
 // stream, except the producer's acknowledgements, which come back on

@@ -16,6 +16,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/republish"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/slot"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -136,7 +137,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	if !res.NoGap {
-		if err := checkWindows(ctx, cfg, outs, res.Since); err != nil {
+		if err := checkWindows(ctx, cfg, outs); err != nil {
 			return res, err
 		}
 	}
@@ -223,12 +224,12 @@ func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leader.
 // openOutboxReaders opens a reader of each of cfg's tables for the rows
 // written since since. The readers it opened are returned with an error
 // too: close them all (closeAll).
-func openOutboxReaders(ctx context.Context, cfg Config, since time.Time) ([]*outboxReader, error) {
-	outs := make([]*outboxReader, 0, len(cfg.Tables))
-	for i := range cfg.Tables {
-		r, err := newOutboxReader(ctx, cfg, i, since)
+func openOutboxReaders(ctx context.Context, cfg Config, since time.Time) ([]*republish.Window, error) {
+	outs := make([]*republish.Window, 0, len(cfg.Tables))
+	for i, m := range cfg.Mappings() {
+		r, err := republish.OpenWindow(ctx, cfg.postgresURL(), m, i, since, cfg.Logger)
 		if err != nil {
-			return outs, err
+			return outs, fatalIfMarked(err)
 		}
 		outs = append(outs, r)
 	}
@@ -236,9 +237,9 @@ func openOutboxReaders(ctx context.Context, cfg Config, since time.Time) ([]*out
 }
 
 // closeAll closes readers.
-func closeAll(readers []*outboxReader) {
+func closeAll(readers []*republish.Window) {
 	for _, r := range readers {
-		r.close()
+		r.Close()
 	}
 }
 
@@ -314,10 +315,10 @@ func slotToRecreate(g gap) (gap, error) {
 }
 
 // countRows counts the rows each reader would publish.
-func countRows(ctx context.Context, outs []*outboxReader) (int, error) {
+func countRows(ctx context.Context, outs []*republish.Window) (int, error) {
 	rows := 0
 	for _, out := range outs {
-		n, err := out.count(ctx)
+		n, err := out.Count(ctx)
 		if err != nil {
 			return rows, err
 		}
@@ -361,7 +362,7 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 //
 // written is told the ids of each batch of a table's rows that Kafka
 // acknowledged, to write them back as delivered.
-func publishAgain(ctx context.Context, cfg Config, failures *status.Store, written writtenFunc, outs []*outboxReader, commitLSN uint64, res *RecoverResult) error {
+func publishAgain(ctx context.Context, cfg Config, failures *status.Store, written writtenFunc, outs []*republish.Window, commitLSN uint64, res *RecoverResult) error {
 	kcfg := cfg.Kafka
 	if kcfg.Logger == nil {
 		kcfg.Logger = cfg.Logger
@@ -377,11 +378,12 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, writt
 	if sink.AuthFailed(err) {
 		return fmt.Errorf("Kafka refuses the relay's connection: %w", err)
 	}
+	pub := republish.New(snk, republish.Options{Park: failures, CommitLSN: commitLSN, FlushAt: recoverBatch, LogFlushes: true, Logger: cfg.Logger})
+	defer func() { c := pub.Counts(); res.Rows, res.Published, res.Parked = c.Rows, c.Published, c.Parked }()
 	names := cfg.TableNames()
-	for _, out := range outs {
-		out.written = func(ctx context.Context, ids []string) error { return written(ctx, names[out.index], ids) }
-		if err := out.publish(ctx, snk, failures, commitLSN, res, cfg.Logger); err != nil {
-			return err
+	for i, out := range outs {
+		if err := out.Publish(ctx, pub, func(ctx context.Context, ids []string) error { return written(ctx, names[i], ids) }); err != nil {
+			return fatalIfMarked(err)
 		}
 	}
 	return nil

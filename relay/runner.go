@@ -35,7 +35,7 @@ type runner struct {
 	pollSink *sink.Sink         // the poller's own producer
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	outcomes *tableOutcomes     // write-back, nil when no table writes back
-	loader   *rowLoader         // the poller's reads of rows to send again as they are now
+	loader   *poller.RowLoader  // the poller's reads of rows to send again as they are now
 	causes   causeLog
 	kafka    sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
@@ -105,10 +105,10 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking
 	}
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
-	if rn.loader, err = newRowLoader(r.cfg); err != nil {
+	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {
 		return nil, fatalError{err}
 	}
-	rn.closing(rn.loader.close)
+	rn.closing(rn.loader.Close)
 	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
 	r.failures.Store(rn.failures)
 	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run

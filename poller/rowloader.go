@@ -1,4 +1,4 @@
-package relay
+package poller
 
 import (
 	"context"
@@ -12,19 +12,19 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
-	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/internal/pgtext"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
-// rowLoader reads the outbox row of an event to send again as its row is
+// RowLoader reads the outbox row of an event to send again as its row is
 // now (status.Row.Reload: a team's reset of the row, a row adopted at the
-// switch-over) and makes it the record the stream makes of such a row: the
-// poller's Config.Load. A row of a table routed by tags is adopted once
+// switch-over) and makes it the record the stream makes of such a row:
+// its Load is the poller's Config.Load. A row of a table routed by tags is adopted once
 // per topic it routes to, with that topic in the reload row: it is sent
 // to that topic. It keeps one connection, opened at the first load
 // and again after an error, with the settings the decoder reads text by.
 // It is safe for concurrent use.
-type rowLoader struct {
+type RowLoader struct {
 	url    func() string         // the connection string of a new connection
 	tables map[string]*loadTable // by the status table's source_table
 
@@ -32,18 +32,22 @@ type rowLoader struct {
 	conn *pgconn.PgConn // nil until needed
 }
 
-// loadTable is one outbox table a rowLoader reads.
+// loadTable is one outbox table a RowLoader reads.
 type loadTable struct {
 	query string // SELECT * … WHERE id = $1
 	dec   *decoder.Decoder
-	index int // in Config.Tables
+	index int // in the relay's tables
 }
 
-// newRowLoader returns the loader of cfg's tables.
-func newRowLoader(cfg Config) (*rowLoader, error) {
-	l := &rowLoader{url: cfg.postgresURL, tables: map[string]*loadTable{}}
-	for i, name := range cfg.TableNames() {
-		m := cfg.Mappings()[i]
+// NewRowLoader returns the loader of the outbox tables whose mappings
+// are mappings, named names (the status table's source_table of each);
+// url gives the connection string of each new connection (it may change:
+// a password file read again). A table without an id column is not read:
+// nothing names its rows.
+func NewRowLoader(url func() string, names []string, mappings []decoder.Mapping) (*RowLoader, error) {
+	l := &RowLoader{url: url, tables: map[string]*loadTable{}}
+	for i, name := range names {
+		m := mappings[i]
 		if m.IDColumn == "" {
 			continue // nothing names its rows
 		}
@@ -57,8 +61,8 @@ func newRowLoader(cfg Config) (*rowLoader, error) {
 	return l, nil
 }
 
-// close closes the loader's connection.
-func (l *rowLoader) close() {
+// Close closes the loader's connection; a later Load opens another.
+func (l *RowLoader) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn != nil {
@@ -67,13 +71,13 @@ func (l *rowLoader) close() {
 	}
 }
 
-// load returns row with the record of its outbox row as it is now. An
-// error that wraps poller.ErrUnloadable says it never will: the row is
-// gone, cannot become a record, or its table is not the relay's.
-func (l *rowLoader) load(ctx context.Context, row status.Row) (status.Row, error) {
+// Load returns row with the record of its outbox row as it is now. An
+// error that wraps ErrUnloadable says it never will: the row is gone,
+// cannot become a record, or its table is not the relay's.
+func (l *RowLoader) Load(ctx context.Context, row status.Row) (status.Row, error) {
 	t := l.tables[row.SourceTable]
 	if t == nil {
-		return row, fmt.Errorf("outbox table %q is not in the relay's config: its event %s %w", row.SourceTable, row.EventID, poller.ErrUnloadable)
+		return row, fmt.Errorf("outbox table %q is not in the relay's config: its event %s %w", row.SourceTable, row.EventID, ErrUnloadable)
 	}
 	names, types, values, err := l.read(ctx, t, row.EventID)
 	var pgErr *pgconn.PgError
@@ -82,28 +86,28 @@ func (l *rowLoader) load(ctx context.Context, row status.Row) (status.Row, error
 	}
 	switch {
 	case errors.As(err, &pgErr) && (pgErr.Code[:2] == "42" || pgErr.Code[:2] == "22"):
-		return row, fmt.Errorf("read its outbox row of %s: %w: %w", row.SourceTable, err, poller.ErrUnloadable)
+		return row, fmt.Errorf("read its outbox row of %s: %w: %w", row.SourceTable, err, ErrUnloadable)
 	case err != nil:
 		return row, err
 	case values == nil:
-		return row, fmt.Errorf("its outbox row %s of %s no longer exists: the event %w", row.EventID, row.SourceTable, poller.ErrUnloadable)
+		return row, fmt.Errorf("its outbox row %s of %s no longer exists: the event %w", row.EventID, row.SourceTable, ErrUnloadable)
 	}
 	rows, err := t.dec.Rows(names, types)
 	if err != nil {
-		return row, fmt.Errorf("%w: %w", err, poller.ErrUnloadable)
+		return row, fmt.Errorf("%w: %w", err, ErrUnloadable)
 	}
 	msg := rows.Decode(values, 0)
 	ev := msg.Event
 	switch {
 	case msg.Poison != nil:
-		return row, fmt.Errorf("%w: %w", msg.Poison, poller.ErrUnloadable)
+		return row, fmt.Errorf("%w: %w", msg.Poison, ErrUnloadable)
 	case msg.Routed && row.Topic != "" && !slices.Contains(msg.Routes, row.Topic):
 		// Adopted for a route its tags no longer match.
-		return row, fmt.Errorf("its row no longer matches a route to topic %q (its routes: %q): the event %w", row.Topic, msg.Routes, poller.ErrUnloadable)
+		return row, fmt.Errorf("its row no longer matches a route to topic %q (its routes: %q): the event %w", row.Topic, msg.Routes, ErrUnloadable)
 	case msg.Routed && row.Topic != "":
 		ev.Topic = row.Topic
 	case msg.Routed && len(msg.Routes) != 1:
-		return row, fmt.Errorf("its row matches %d routes, not one: the event %w", len(msg.Routes), poller.ErrUnloadable)
+		return row, fmt.Errorf("its row matches %d routes, not one: the event %w", len(msg.Routes), ErrUnloadable)
 	case msg.Routed:
 		ev.Topic = msg.Routes[0]
 	}
@@ -117,11 +121,11 @@ func (l *rowLoader) load(ctx context.Context, row status.Row) (status.Row, error
 
 // read selects the row of t with id, in text: nil values when there is
 // none.
-func (l *rowLoader) read(ctx context.Context, t *loadTable, id string) (names []string, types []uint32, values [][]byte, err error) {
+func (l *RowLoader) read(ctx context.Context, t *loadTable, id string) (names []string, types []uint32, values [][]byte, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
-		if l.conn, err = connectText(ctx, l.url()); err != nil {
+		if l.conn, err = pgtext.Connect(ctx, l.url()); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -147,8 +151,8 @@ func (l *rowLoader) read(ctx context.Context, t *loadTable, id string) (names []
 }
 
 // rowSecurity returns err with its fix when it is PostgreSQL refusing a
-// read that row-level security would filter (see connectText), else nil.
-func (l *rowLoader) rowSecurity(ctx context.Context, err error) error {
+// read that row-level security would filter (see pgtext.Connect), else nil.
+func (l *RowLoader) rowSecurity(ctx context.Context, err error) error {
 	if _, ok := pgerr.RowSecurity(err, ""); !ok {
 		return nil
 	}
@@ -158,5 +162,5 @@ func (l *rowLoader) rowSecurity(ctx context.Context, err error) error {
 		fix, _ := pgerr.RowSecurity(err, "")
 		return fmt.Errorf("%w: %s", err, fix)
 	}
-	return rowSecurity(ctx, l.conn, err)
+	return pgtext.RowSecurity(ctx, l.conn, err)
 }

@@ -1,4 +1,4 @@
-package relay
+package poller
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/outbox"
-	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -36,12 +34,12 @@ func TestRowLoader(t *testing.T) {
 	}
 	m := decoder.Mapping{Schema: "public", Table: "app_outbox", IDColumn: "id", TopicColumn: "topic", KeyColumn: "order_id",
 		PayloadColumn: "body", TimestampColumn: "created"}
-	l, err := newRowLoader(Config{PostgresURL: db.URL(), Tables: []outbox.Table{{Mapping: m}}})
+	l, err := NewRowLoader(func() string { return db.URL() }, []string{m.Schema + "." + m.Table}, []decoder.Mapping{m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.close()
-	row, err := l.load(ctx, status.Row{ID: 7, EventID: "1", SourceTable: "public.app_outbox", Reload: true})
+	defer l.Close()
+	row, err := l.Load(ctx, status.Row{ID: 7, EventID: "1", SourceTable: "public.app_outbox", Reload: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,20 +52,20 @@ func TestRowLoader(t *testing.T) {
 		{EventID: "1", SourceTable: "public.other"},
 		{EventID: "x", SourceTable: "public.app_outbox"}, // not a bigint
 	} {
-		if _, err := l.load(ctx, r); !errors.Is(err, poller.ErrUnloadable) {
+		if _, err := l.Load(ctx, r); !errors.Is(err, ErrUnloadable) {
 			t.Errorf("load %s of %s: %v, want it unloadable", r.EventID, r.SourceTable, err)
 		}
 	}
 	// The role is the test's own: roles are the cluster's.
 	tenant := db.Name + "_tenant"
-	rowLoaderUnderRowSecurity(t, conn, strings.Replace(db.URL(), "postgres@", tenant+"@", 1), tenant, m)
+	RowLoaderUnderRowSecurity(t, conn, strings.Replace(db.URL(), "postgres@", tenant+"@", 1), tenant, m)
 }
 
-// rowLoaderUnderRowSecurity: a row that a row-level security policy hides
+// RowLoaderUnderRowSecurity: a row that a row-level security policy hides
 // from the relay's role (role tenant, of url) is not unloadable for good
 // (DEAD) nor read as gone: its load fails, saying ALTER ROLE … BYPASSRLS,
 // and it loads once the role bypasses row-level security.
-func rowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url, tenant string, m decoder.Mapping) {
+func RowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url, tenant string, m decoder.Mapping) {
 	ctx := context.Background()
 	for _, sql := range []string{
 		`CREATE ROLE ` + tenant + ` LOGIN`, `GRANT SELECT ON app_outbox TO ` + tenant,
@@ -77,21 +75,21 @@ func rowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url, tenant string,
 			t.Fatal(err)
 		}
 	}
-	l, err := newRowLoader(Config{PostgresURL: url, Tables: []outbox.Table{{Mapping: m}}})
+	l, err := NewRowLoader(func() string { return url }, []string{m.Schema + "." + m.Table}, []decoder.Mapping{m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.close()
+	defer l.Close()
 	r := status.Row{ID: 7, EventID: "1", SourceTable: "public.app_outbox", Reload: true}
-	_, err = l.load(ctx, r)
-	if err == nil || errors.Is(err, poller.ErrUnloadable) || !strings.Contains(err.Error(), `ALTER ROLE "`+tenant+`" BYPASSRLS`) {
+	_, err = l.Load(ctx, r)
+	if err == nil || errors.Is(err, ErrUnloadable) || !strings.Contains(err.Error(), `ALTER ROLE "`+tenant+`" BYPASSRLS`) {
 		t.Fatalf("load under a policy that hides the row: %v, want an error to retry naming ALTER ROLE %q BYPASSRLS", err, tenant)
 	}
 	if _, err := conn.Exec(ctx, `ALTER ROLE `+tenant+` BYPASSRLS`); err != nil {
 		t.Fatal(err)
 	}
-	l.close() // a new session reads the role's attribute
-	if row, err := l.load(ctx, r); err != nil || string(row.Key) != "o-1" {
+	l.Close() // a new session reads the role's attribute
+	if row, err := l.Load(ctx, r); err != nil || string(row.Key) != "o-1" {
 		t.Fatalf("load after BYPASSRLS: %+v, %v", row, err)
 	}
 }
@@ -114,13 +112,13 @@ func TestRowLoaderRouted(t *testing.T) {
 	}
 	m := decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data", TagsColumn: "tags",
 		Routes: []decoder.Route{{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}}, {Topic: "payment-events", AnyOfTags: []string{"payment_id"}}}}
-	l, err := newRowLoader(Config{PostgresURL: db.URL(), Tables: []outbox.Table{{Mapping: m}}})
+	l, err := NewRowLoader(func() string { return db.URL() }, []string{m.Schema + "." + m.Table}, []decoder.Mapping{m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.close()
+	defer l.Close()
 	for _, topic := range []string{"wallet-events", "payment-events"} {
-		row, err := l.load(ctx, status.Row{EventID: "1", SourceTable: "public.events", Topic: topic, Reload: true})
+		row, err := l.Load(ctx, status.Row{EventID: "1", SourceTable: "public.events", Topic: topic, Reload: true})
 		if err != nil || row.Topic != topic || string(row.Value) != `{"n": 1}` {
 			t.Errorf("load for %s = %+v, %v; want the row's record to %s", topic, row, err, topic)
 		}
@@ -129,7 +127,7 @@ func TestRowLoaderRouted(t *testing.T) {
 		{EventID: "1", SourceTable: "public.events", Topic: "other-events"}, // no longer routed there
 		{EventID: "1", SourceTable: "public.events"},                        // two routes, no topic named
 	} {
-		if _, err := l.load(ctx, r); !errors.Is(err, poller.ErrUnloadable) {
+		if _, err := l.Load(ctx, r); !errors.Is(err, ErrUnloadable) {
 			t.Errorf("load for %q: %v, want it unloadable", r.Topic, err)
 		}
 	}

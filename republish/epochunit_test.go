@@ -1,4 +1,4 @@
-package relay
+package republish
 
 import (
 	"log/slog"
@@ -16,7 +16,7 @@ import (
 func TestEpochUnitJudgedByOldestAndNewest(t *testing.T) {
 	t.Parallel()
 	ctx, _, conn := sharedPG.ConnectDB(t, 5*time.Minute, `CREATE TABLE ev (id bigserial, at bigint)`)
-	r := &outboxReader{conn: conn.PgConn(), table: `"public"."ev"`}
+	r := &Window{conn: conn.PgConn(), table: `"public"."ev"`}
 	m := decoder.DefaultMapping()
 	m.TimestampColumn = "at"
 	now := time.Now()
