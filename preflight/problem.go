@@ -1,7 +1,5 @@
 package preflight
 
-import "github.com/cdc-relay/cdc-relay/internal/pgdb"
-
 // Problem is one way the database does not fit a config: the table it
 // concerns ("" for the database as a whole), the column ("" when none),
 // and what is wrong and what to do, in a sentence that names both.
@@ -20,7 +18,3 @@ func (p Problem) String() string {
 	}
 	return p.Table + ": " + p.Msg
 }
-
-// Querier is what the checks need of a connection: *pgx.Conn, a pool or a
-// transaction. It is pgdb.Querier, by its old name.
-type Querier = pgdb.Querier

@@ -16,7 +16,7 @@ import (
 // checkMessagesServer refuses, for a relay with message sources, a server
 // whose pgoutput cannot send them (preflight.CheckMessages: PostgreSQL
 // before 14); a relay of tables only asks nothing.
-func checkMessagesServer(ctx context.Context, q preflight.Querier, cfg Config) error {
+func checkMessagesServer(ctx context.Context, q pgdb.Querier, cfg Config) error {
 	if len(cfg.Messages) == 0 {
 		return nil
 	}
