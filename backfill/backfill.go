@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -89,7 +90,8 @@ type backfiller struct {
 	conn, lockConn *pgx.Conn
 	q              query
 	after          []string // the last selected key done; nil before the first
-	rec            *recorder
+	rows           *decoder.Rows
+	keyAt          []int // the field of each key column
 	keeper         *rowKeeper
 }
 
@@ -175,23 +177,26 @@ func (b *backfiller) publishAll(ctx context.Context, res *Result) error {
 	pctx, cancel := afterStop(ctx, b.cfg.StopTimeout)
 	defer cancel()
 	lim := NewLimiter(b.cfg.Rate)
-	bt := &batch{}
+	pub := b.publisher(snk)
 	for ctx.Err() == nil {
-		end, err := b.read(ctx, bt)
+		before := pub.Counts()
+		end, err := b.read(ctx, pub)
 		if err != nil {
 			return stopped(ctx, res, err)
 		}
 		if end == nil {
 			return nil
 		}
-		if err := lim.Wait(ctx, max(len(bt.keys), 1)); err != nil {
+		page := pub.Counts()
+		rows, skipped := page.Rows-before.Rows, page.Skipped-before.Skipped
+		if err := lim.Wait(ctx, max(rows, 1)); err != nil {
 			return stopped(ctx, res, err)
 		}
-		if err := produce(pctx, snk, bt); err != nil {
+		if err := pub.Flush(pctx); err != nil {
 			res.Stopped = ctx.Err() != nil // the stop's wait ran out, or Kafka refused
 			return err
 		}
-		b.done(ctx, end, bt, res)
+		b.done(ctx, end, rows, skipped, res)
 	}
 	res.Stopped = true
 	return nil
@@ -199,10 +204,10 @@ func (b *backfiller) publishAll(ctx context.Context, res *Result) error {
 
 // done records a page acknowledged: the next starts after its last key;
 // the backfill's row and Config.Progress are told.
-func (b *backfiller) done(ctx context.Context, end []string, bt *batch, res *Result) {
+func (b *backfiller) done(ctx context.Context, end []string, rows, skipped int, res *Result) {
 	b.after = end
-	res.Rows += int64(len(bt.keys)) - bt.skipped
-	res.Skipped += bt.skipped
+	res.Rows += int64(rows - skipped)
+	res.Skipped += int64(skipped)
 	res.LastKey = FormatKey(b.after)
 	res.Now = time.Now()
 	b.keeper.progress(ctx, res.Progress)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/republish"
 )
 
 // keyChunk is how many keys one query of the selection copies: each chunk
@@ -184,11 +184,10 @@ func (b *backfiller) texts(ctx context.Context, sql string, params [][]byte) ([]
 	return rows, err
 }
 
-// read reads the next page of selected keys' rows into bt, and returns
+// read hands the next page of selected keys' rows to pub, and returns
 // the page's last key (the next page starts after it); nil when no key is
 // left.
-func (b *backfiller) read(ctx context.Context, bt *batch) ([]string, error) {
-	bt.reset()
+func (b *backfiller) read(ctx context.Context, pub *republish.Publisher) ([]string, error) {
 	var end []string
 	err := b.readOnly(ctx, func() error {
 		var err error
@@ -197,7 +196,10 @@ func (b *backfiller) read(ctx context.Context, bt *batch) ([]string, error) {
 		}
 		rr := b.conn.PgConn().ExecParams(ctx, b.q.batch(b.after != nil), params(b.after, strconv.Itoa(b.cfg.Batch)), nil, nil, nil)
 		for rr.NextRow() {
-			b.rec.add(bt, rr.Values())
+			if err := b.add(ctx, pub, rr.Values()); err != nil {
+				_, _ = rr.Close()
+				return err
+			}
 		}
 		_, err = rr.Close()
 		return err
@@ -220,29 +222,23 @@ func (b *backfiller) resolveMapping(ctx context.Context) error {
 	return b.recorderFor(fields)
 }
 
-// recorderFor makes the recorder of rows with the fields fields.
+// recorderFor makes the decoder of rows with the fields fields, and
+// finds their key columns.
 func (b *backfiller) recorderFor(fields []pgconn.FieldDescription) error {
-	names, types := make([]string, len(fields)), make([]uint32, len(fields))
-	for i, f := range fields {
-		names[i], types[i] = f.Name, f.DataTypeOID
-	}
+	names, types := republish.Columns(fields)
 	dec, err := decoder.New(b.cfg.Mapping)
 	if err != nil {
 		return fmt.Errorf("the mapping of %s: %w", b.q.table, err)
 	}
-	rows, err := dec.Rows(names, types)
-	if err != nil {
+	if b.rows, err = dec.Rows(names, types); err != nil {
 		return fmt.Errorf("the mapping of %s does not fit its columns: %w; fix the table's settings in the config file (or the flags) to name its columns", b.q.table, err)
 	}
-	rec := &recorder{rows: rows, topic: b.cfg.TopicOverride, table: b.q.table, log: b.cfg.Logger,
-		header: kgo.RecordHeader{Key: Header, Value: []byte(b.cfg.RunID)}}
 	for _, c := range b.q.key.Columns {
 		at := slices.Index(names, c)
 		if at < 0 {
 			return fmt.Errorf("key column %q of %s is not among its columns", c, b.q.table)
 		}
-		rec.keyAt = append(rec.keyAt, at)
+		b.keyAt = append(b.keyAt, at)
 	}
-	b.rec = rec
 	return nil
 }

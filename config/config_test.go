@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -75,11 +76,11 @@ func TestParseGood(t *testing.T) {
 				TopicTemplate: "notifications.{template}", TimestampColumn: "created_at",
 				HeaderColumns: []string{"template", "recipient_id"}, HeaderNames: []string{"template", "recipient_id"},
 			}
-			if got := f.Tables[0].Mapping(); !reflect.DeepEqual(got, m0) {
+			if got := f.Tables[0].Mapping; !reflect.DeepEqual(got, m0) {
 				t.Errorf("tables[0].Mapping():\n got %+v\nwant %+v", got, m0)
 			}
 			wb := &writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", DeliveredAtColumn: "processed_at"}
-			if got := f.Tables[0].WriteBack(); !reflect.DeepEqual(got, wb) {
+			if got := f.Tables[0].WriteBack; !reflect.DeepEqual(got, wb) {
 				t.Errorf("tables[0].WriteBack() = %+v, want %+v", got, wb)
 			}
 			m1 := decoder.Mapping{
@@ -89,10 +90,10 @@ func TestParseGood(t *testing.T) {
 					{Topic: "payment-events", AnyOfTags: []string{"payment_id", "transfer_id"}},
 				},
 			}
-			if got := f.Tables[1].Mapping(); !reflect.DeepEqual(got, m1) {
+			if got := f.Tables[1].Mapping; !reflect.DeepEqual(got, m1) {
 				t.Errorf("tables[1].Mapping():\n got %+v\nwant %+v", got, m1)
 			}
-			if got := f.Tables[1].WriteBack(); got != nil {
+			if got := f.Tables[1].WriteBack; got != nil {
 				t.Errorf("tables[1].WriteBack() = %+v, want nil", got)
 			}
 			if f.Tables[0].Adopt != "" || f.Tables[1].Adopt != "position > 4000" {
@@ -101,7 +102,7 @@ func TestParseGood(t *testing.T) {
 		}},
 		{name: "a minimal table in schema public", yaml: "tables: [{table: outbox, value: payload, topic: orders}]", check: func(t *testing.T, f *File) {
 			want := decoder.Mapping{Schema: "public", Table: "outbox", PayloadColumn: "payload", TopicTemplate: "orders"}
-			if got := f.Tables[0].Mapping(); !reflect.DeepEqual(got, want) {
+			if got := f.Tables[0].Mapping; !reflect.DeepEqual(got, want) {
 				t.Errorf("Mapping() = %+v, want %+v", got, want)
 			}
 			if f.Tables[0].Name() != "public.outbox" {
@@ -121,7 +122,7 @@ tables:
       alpha: a_col
       mid: m_col
 `, check: func(t *testing.T, f *File) {
-			m := f.Tables[0].Mapping()
+			m := f.Tables[0].Mapping
 			if want := []string{"zeta", "alpha", "mid"}; !reflect.DeepEqual(m.HeaderNames, want) {
 				t.Errorf("HeaderNames = %q, want %q", m.HeaderNames, want)
 			}
@@ -164,11 +165,11 @@ tables:
 			if f.Kafka.Compression != "zstd" || f.Kafka.BatchMaxBytes != 4194304 {
 				t.Errorf("kafka = %+v, want compression zstd and batch_max_bytes 4194304", f.Kafka)
 			}
-			if wb := f.Tables[0].WriteBack(); wb == nil || wb.Delivered != "1" || wb.Failed != "2" || wb.DeliveredAtColumn != "" {
+			if wb := f.Tables[0].WriteBack; wb == nil || wb.Delivered != "1" || wb.Failed != "2" || wb.DeliveredAtColumn != "" {
 				t.Errorf("write_back = %+v", wb)
 			}
-			if got := f.Tables[1].Headers; !reflect.DeepEqual(got, []Header{{Name: "type", Column: "type"}}) {
-				t.Errorf("aliased headers = %+v", got)
+			if m := f.Tables[1].Mapping; !reflect.DeepEqual(m.HeaderNames, []string{"type"}) || !reflect.DeepEqual(m.HeaderColumns, []string{"type"}) {
+				t.Errorf("aliased headers = %q ← %q", m.HeaderNames, m.HeaderColumns)
 			}
 		}},
 		{name: "a key column and a topic template from one column", yaml: `
@@ -176,7 +177,7 @@ tables:
   - {table: public.outbox, id: id, key: aggregate_id, value: payload, topic: "{topic}", timestamp: created_at}
 `, check: func(t *testing.T, f *File) {
 			got := f.Tables[0].Columns()
-			want := []Column{{"id", "id"}, {"aggregate_id", "key"}, {"payload", "value"}, {"topic", "topic"}, {"created_at", "timestamp"}}
+			want := []outbox.Column{{Name: "id", Key: "id"}, {Name: "aggregate_id", Key: "key"}, {Name: "payload", Key: "value"}, {Name: "topic", Key: "topic"}, {Name: "created_at", Key: "timestamp"}}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Columns() = %+v, want %+v", got, want)
 			}
@@ -185,7 +186,7 @@ tables:
 tables:
   - {table: public.outbox, value: payload, topic: t, timestamp: created_epoch, timestamp_unit: s}
 `, check: func(t *testing.T, f *File) {
-			if m := f.Tables[0].Mapping(); m.TimestampUnit != decoder.UnitSeconds || m.TimestampColumn != "created_epoch" {
+			if m := f.Tables[0].Mapping; m.TimestampUnit != decoder.UnitSeconds || m.TimestampColumn != "created_epoch" {
 				t.Errorf("mapping's timestamp %q in %q, want created_epoch in s", m.TimestampColumn, m.TimestampUnit)
 			}
 		}},
@@ -464,8 +465,8 @@ func TestWarnsOfRoutesNamingOneTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Tables[0].Routes) != 3 {
-		t.Fatalf("routes %+v, want all three kept", f.Tables[0].Routes)
+	if len(f.Tables[0].Mapping.Routes) != 3 {
+		t.Fatalf("routes %+v, want all three kept", f.Tables[0].Mapping.Routes)
 	}
 	want := `relay.yaml:8: tables[0] (public.events): routes[2]: topic "wallet-events" is routes[0]'s too: an event that matches both is sent to it once`
 	if f.Warnings.Error() != want {
@@ -568,18 +569,18 @@ func writeFile(t *testing.T, path string, data []byte) {
 	}
 }
 
-// TestMappingIsACopy: changing a Mapping or WriteBack does not change the
-// table.
+// TestMappingIsACopy: changing the Mapping or WriteBack of a table's
+// Clone does not change the table.
 func TestMappingIsACopy(t *testing.T) {
 	f, err := Parse("relay.yaml", []byte(fullExample))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := f.Tables[1].Mapping()
+	m := f.Tables[1].Clone().Mapping
 	m.Routes[0].RequiredTags[0] = "changed"
-	wb := f.Tables[0].WriteBack()
+	wb := f.Tables[0].Clone().WriteBack
 	wb.Delivered = "changed"
-	if f.Tables[1].Routes[0].RequiredTags[0] != "wallet_id" || f.Tables[0].WriteBackColumns.Delivered != "DELIVERED" {
+	if f.Tables[1].Mapping.Routes[0].RequiredTags[0] != "wallet_id" || f.Tables[0].WriteBack.Delivered != "DELIVERED" {
 		t.Error("the table changed with its Mapping or WriteBack")
 	}
 }

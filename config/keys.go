@@ -4,8 +4,9 @@ import "github.com/cdc-relay/cdc-relay/writeback"
 
 // The keys of each mapping in the file, each with how its value is read:
 // adding a key is a row here and a field of the type it is read into; a
-// table key that names a column also goes into Table.Columns, which
-// check-config checks, and Table.Mapping.
+// table key reads into the outbox.Table's Mapping or WriteBack, and a key
+// that names a column also goes into outbox.Table.Columns, which
+// check-config checks.
 // The order of a list is the order in which an unknown key's problem
 // names the known keys.
 
@@ -33,22 +34,24 @@ var kafkaKeys = []knownKey[*Kafka]{
 // tableKeys are the keys of an entry of tables.
 var tableKeys = []knownKey[*tableEntry]{
 	{"table", nil}, // read first, by tableName: every other problem names the table
-	{"id", text(func(te *tableEntry) *string { return &te.t.ID })},
-	{"key", text(func(te *tableEntry) *string { return &te.t.Key })},
-	{"value", text(func(te *tableEntry) *string { return &te.t.Value })},
-	{"topic", text(func(te *tableEntry) *string { return &te.t.Topic })},
-	{"topic_column", text(func(te *tableEntry) *string { return &te.t.TopicColumn })},
-	{"headers", func(p *parser, e keyed, ctx string, te *tableEntry) { te.t.Headers = p.headers(e, ctx) }},
-	{"headers_column", text(func(te *tableEntry) *string { return &te.t.HeadersColumn })},
-	{"timestamp", text(func(te *tableEntry) *string { return &te.t.Timestamp })},
+	{"id", text(func(te *tableEntry) *string { return &te.t.Mapping.IDColumn })},
+	{"key", text(func(te *tableEntry) *string { return &te.t.Mapping.KeyColumn })},
+	{"value", text(func(te *tableEntry) *string { return &te.t.Mapping.PayloadColumn })},
+	{"topic", text(func(te *tableEntry) *string { return &te.t.Mapping.TopicTemplate })},
+	{"topic_column", text(func(te *tableEntry) *string { return &te.t.Mapping.TopicColumn })},
+	{"headers", func(p *parser, e keyed, ctx string, te *tableEntry) {
+		te.t.Mapping.HeaderNames, te.t.Mapping.HeaderColumns = p.headers(e, ctx)
+	}},
+	{"headers_column", text(func(te *tableEntry) *string { return &te.t.Mapping.HeadersColumn })},
+	{"timestamp", text(func(te *tableEntry) *string { return &te.t.Mapping.TimestampColumn })},
 	{"timestamp_unit", readTimestampUnit},
-	{"tags_column", text(func(te *tableEntry) *string { return &te.t.TagsColumn })},
+	{"tags_column", text(func(te *tableEntry) *string { return &te.t.Mapping.TagsColumn })},
 	{"routes", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.routesLine = e.line
-		te.t.Routes = p.routes(e, te.where, ctx, te.topicCheck)
+		te.t.Mapping.Routes = p.routes(e, te.where, ctx, te.topicCheck)
 	}},
 	{"write_back", func(p *parser, e keyed, ctx string, te *tableEntry) {
-		te.t.WriteBackColumns = p.writeBack(e, te, ctx)
+		te.t.WriteBack = p.writeBack(e, te, ctx)
 	}},
 	{"adopt", text(func(te *tableEntry) *string { return &te.t.Adopt })},
 }

@@ -134,7 +134,7 @@ func readTimestampUnit(p *parser, e keyed, ctx string, te *tableEntry) {
 		p.problem(e.line, "%stimestamp_unit %q: want s, ms or us, the unit of a bigint timestamp column (epoch seconds, milliseconds or microseconds)", ctx, v)
 		return
 	}
-	te.t.TimestampUnit = u
+	te.t.Mapping.TimestampUnit = u
 }
 
 // readCompression reads kafka.compression, a codec sink knows.

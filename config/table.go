@@ -7,11 +7,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // tableEntry is an entry of tables while it is read.
 type tableEntry struct {
-	t          Table
+	t          outbox.Table
 	where      string             // "tables[i]"
 	line       int                // the entry's line
 	at         map[string]int     // key → its line
@@ -30,7 +31,7 @@ func (te *tableEntry) lineOf(key string) int {
 
 // table reads and checks the i-th entry of tables; ok is false when it
 // has a problem.
-func (p *parser) table(n *yaml.Node, i int, topicCheck func(string) error) (Table, bool) {
+func (p *parser) table(n *yaml.Node, i int, topicCheck func(string) error) (outbox.Table, bool) {
 	te := &tableEntry{where: fmt.Sprintf("tables[%d]", i), line: n.Line, at: map[string]int{}, topicCheck: topicCheck}
 	before := len(p.problems)
 	entries, ok := p.mapping(n, te.where, "a mapping, such as {table: public.outbox, value: payload, topic: orders}", names(tableKeys))
@@ -59,14 +60,15 @@ func (p *parser) tableName(te *tableEntry, entries []keyed) string {
 			if !ok || v == "" {
 				continue
 			}
-			if _, _, err := decoder.ParseTable(v); err != nil {
+			schema, table, err := decoder.ParseTable(v)
+			if err != nil {
 				p.problem(e.line, "%stable: %v", ctx, err)
 				continue
 			}
-			te.t.Table = v
+			te.t.Mapping.Schema, te.t.Mapping.Table = schema, table
 		}
 	}
-	if te.t.Table != "" {
+	if te.t.Mapping.Table != "" {
 		return fmt.Sprintf("%s (%s): ", te.where, te.t.Name())
 	}
 	if !named {
@@ -78,15 +80,15 @@ func (p *parser) tableName(te *tableEntry, entries []keyed) string {
 // checkTable checks what a table needs, here rather than by
 // Mapping.Validate: a value, one way to choose the topic, write_back's id.
 func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
-	t := &te.t
-	if t.Value == "" && (te.at["value"] == 0 || isNullKey(entries, "value")) {
+	t := &te.t.Mapping
+	if t.PayloadColumn == "" && (te.at["value"] == 0 || isNullKey(entries, "value")) {
 		p.problem(te.lineOf("value"), "%sneeds value: the column that is the record value", ctx)
 	}
 	switch {
 	case te.routesLine > 0:
-		if t.Topic != "" || t.TopicColumn != "" {
+		if t.TopicTemplate != "" || t.TopicColumn != "" {
 			key := "topic"
-			if t.Topic == "" {
+			if t.TopicTemplate == "" {
 				key = "topic_column"
 			}
 			p.problem(te.lineOf(key), "%s%s and routes exclude each other: routes choose the topics; remove %s", ctx, key, key)
@@ -94,24 +96,24 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 		if t.TagsColumn == "" {
 			p.problem(te.routesLine, "%sroutes need tags_column: the column of tags the routes match", ctx)
 		}
-	case t.Topic == "" && t.TopicColumn == "":
+	case t.TopicTemplate == "" && t.TopicColumn == "":
 		p.problem(te.line, "%sneeds topic (a topic, or a template such as orders.{type}), topic_column, or routes", ctx)
 	case t.TagsColumn != "":
 		p.problem(te.lineOf("tags_column"), "%stags_column is read by routes only: add routes, or remove tags_column", ctx)
 	}
-	if wb := t.WriteBackColumns; wb != nil && t.ID == "" {
+	if wb := te.t.WriteBack; wb != nil && t.IDColumn == "" {
 		p.problem(te.lineOf("write_back"), "%swrite_back needs id: it updates the rows by their id column", ctx)
 	}
 	p.checkAdopt(te, ctx)
 	p.checkWriteBack(te, ctx)
-	if t.WriteBackColumns != nil && len(t.Routes) > 0 {
+	if te.t.WriteBack != nil && len(t.Routes) > 0 {
 		// An event that matches no route is neither delivered nor parked:
 		// its row would stay pending for good.
 		p.problem(te.lineOf("write_back"), "%swrite_back is not supported with routes: an event that matches no route has no outcome to write back", ctx)
 	}
-	for _, h := range t.Headers {
-		if h.Name == "id" && t.ID != "" {
-			p.problem(te.lineOf("headers"), "%sheaders: header \"id\" is the header of the id column (id: %s): name the header otherwise", ctx, t.ID)
+	for _, h := range t.HeaderNames {
+		if h == "id" && t.IDColumn != "" {
+			p.problem(te.lineOf("headers"), "%sheaders: header \"id\" is the header of the id column (id: %s): name the header otherwise", ctx, t.IDColumn)
 		}
 	}
 }
@@ -121,8 +123,7 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 // checkTable, and left out here: Validate may still require them when
 // routes or no key are meant.
 func (p *parser) checkMapping(te *tableEntry, ctx string) {
-	t := &te.t
-	m := t.Mapping()
+	m := te.t.Mapping
 	m.KeyColumn, m.Routes, m.TagsColumn = "-", nil, ""
 	if m.TopicTemplate == "" && m.TopicColumn == "" {
 		m.TopicTemplate = "-"
@@ -139,8 +140,8 @@ func (p *parser) checkMapping(te *tableEntry, ctx string) {
 			key = "topic"
 		}
 		p.problem(te.lineOf(key), "%s%s: %s", ctx, key, strings.TrimPrefix(err.Error(), "mapping: "))
-	} else if t.Topic != "" && !strings.Contains(t.Topic, "{") {
-		if err := te.topicCheck(t.Topic); err != nil {
+	} else if t := te.t.Mapping.TopicTemplate; t != "" && !strings.Contains(t, "{") {
+		if err := te.topicCheck(t); err != nil {
 			p.problem(te.lineOf("topic"), "%stopic: %v", ctx, err)
 		}
 	}
@@ -156,18 +157,18 @@ func isNullKey(entries []keyed, key string) bool {
 	return false
 }
 
-// headers reads a table's headers: a mapping of header name to column.
-func (p *parser) headers(e keyed, ctx string) []Header {
+// headers reads a table's headers: a mapping of header name to column,
+// as the header names and their columns, in the file's order.
+func (p *parser) headers(e keyed, ctx string) (headerNames, columns []string) {
 	n := e.value
 	if isNull(n) {
-		return nil
+		return nil, nil
 	}
 	const want = "a mapping of header name to column, such as {event_type: type}"
 	if n.Kind != yaml.MappingNode {
 		p.problem(e.line, "%sheaders: want %s", ctx, want)
-		return nil
+		return nil, nil
 	}
-	var hs []Header
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], deref(n.Content[i+1])
@@ -184,9 +185,10 @@ func (p *parser) headers(e keyed, ctx string) []Header {
 			p.problem(k.Line, "%sheaders: header %q needs the column it carries, such as %s: %s", ctx, k.Value, k.Value, k.Value)
 			continue
 		}
-		hs = append(hs, Header{Name: k.Value, Column: v.Value})
+		headerNames = append(headerNames, k.Value)
+		columns = append(columns, v.Value)
 	}
-	return hs
+	return headerNames, columns
 }
 
 // routeEntry is a route while it is read.
@@ -249,7 +251,7 @@ func (p *parser) checkAdopt(te *tableEntry, ctx string) {
 	case te.at["adopt"] == 0:
 	case strings.TrimSpace(t.Adopt) == "":
 		p.problem(te.lineOf("adopt"), "%sadopt is empty: an SQL predicate over the table's columns, such as \"position > 4000\", or remove adopt", ctx)
-	case t.ID == "":
+	case t.Mapping.IDColumn == "":
 		p.problem(te.lineOf("adopt"), "%sadopt needs id: the relay reads each adopted row by its id column", ctx)
 	}
 }

@@ -73,7 +73,7 @@ func (te *tableEntry) wbLineOf(key string) int {
 // never reads as delivered), and each column the relay writes is a column
 // of its own, none of them the id column.
 func (p *parser) checkWriteBack(te *tableEntry, ctx string) {
-	c := te.t.WriteBackColumns
+	c := te.t.WriteBack
 	if c == nil {
 		return
 	}
@@ -100,10 +100,10 @@ func (p *parser) checkWriteBack(te *tableEntry, ctx string) {
 // checkWriteBackColumns checks that the id column and the columns
 // write_back writes are distinct: each takes a value of its own.
 func (p *parser) checkWriteBackColumns(te *tableEntry, ctx string) {
-	c := te.t.WriteBackColumns
+	c := te.t.WriteBack
 	named := map[string]string{} // column → the key that named it first
-	if te.t.ID != "" {
-		named[te.t.ID] = "id"
+	if id := te.t.Mapping.IDColumn; id != "" {
+		named[id] = "id"
 	}
 	for _, col := range []struct{ key, name string }{
 		{"status_column", c.StatusColumn}, {"delivered_at_column", c.DeliveredAtColumn}, {"error_column", c.ErrorColumn},

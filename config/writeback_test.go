@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -25,27 +26,27 @@ func TestParseWriteBackKeys(t *testing.T) {
 		name string
 		keys []string // after wbBase
 		want writeback.Columns
-		cols []Column // the write_back columns Columns lists
+		cols []outbox.Column // the write_back columns Columns lists
 	}{
 		{name: "the required keys only", want: writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED"},
-			cols: []Column{{"status", "write_back.status_column"}}},
+			cols: []outbox.Column{{Name: "status", Key: "write_back.status_column"}}},
 		{name: "every key", keys: []string{"dead: DEAD_LETTERED", "pending: [NEW, PUBLISHING]", "delivered_at_column: sent_at",
 			"error_column: last_error", "attempts_column: retry_count", "next_attempt_column: next_attempt_at"},
 			want: writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", Dead: "DEAD_LETTERED",
 				Pending: []string{"NEW", "PUBLISHING"}, DeliveredAtColumn: "sent_at", ErrorColumn: "last_error",
 				AttemptsColumn: "retry_count", NextAttemptColumn: "next_attempt_at"},
-			cols: []Column{{"status", "write_back.status_column"}, {"sent_at", "write_back.delivered_at_column"},
-				{"last_error", "write_back.error_column"}, {"retry_count", "write_back.attempts_column"},
-				{"next_attempt_at", "write_back.next_attempt_column"}}},
+			cols: []outbox.Column{{Name: "status", Key: "write_back.status_column"}, {Name: "sent_at", Key: "write_back.delivered_at_column"},
+				{Name: "last_error", Key: "write_back.error_column"}, {Name: "retry_count", Key: "write_back.attempts_column"},
+				{Name: "next_attempt_at", Key: "write_back.next_attempt_column"}}},
 		{name: "pending as a block list, one value", keys: []string{"pending:", "  - NEW"},
 			want: writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", Pending: []string{"NEW"}},
-			cols: []Column{{"status", "write_back.status_column"}}},
+			cols: []outbox.Column{{Name: "status", Key: "write_back.status_column"}}},
 		{name: "null keys", keys: []string{"dead: null", "pending: null", "attempts_column: null", "next_attempt_column: ~"},
 			want: writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED"},
-			cols: []Column{{"status", "write_back.status_column"}}},
+			cols: []outbox.Column{{Name: "status", Key: "write_back.status_column"}}},
 		{name: "dead the failed value, said again", keys: []string{"dead: FAILED"},
 			want: writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", Dead: "FAILED"},
-			cols: []Column{{"status", "write_back.status_column"}}},
+			cols: []outbox.Column{{Name: "status", Key: "write_back.status_column"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,10 +54,10 @@ func TestParseWriteBackKeys(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			if got := f.Tables[0].WriteBack(); got == nil || !reflect.DeepEqual(*got, tc.want) {
+			if got := f.Tables[0].WriteBack; got == nil || !reflect.DeepEqual(*got, tc.want) {
 				t.Errorf("WriteBack() = %+v, want %+v", got, tc.want)
 			}
-			want := append([]Column{{"id", "id"}, {"payload", "value"}}, tc.cols...)
+			want := append([]outbox.Column{{Name: "id", Key: "id"}, {Name: "payload", Key: "value"}}, tc.cols...)
 			if got := f.Tables[0].Columns(); !reflect.DeepEqual(got, want) {
 				t.Errorf("Columns() = %+v, want %+v", got, want)
 			}
@@ -136,15 +137,15 @@ func TestParseWriteBackProblems(t *testing.T) {
 	}
 }
 
-// TestWriteBackPendingIsACopy: changing the pending values WriteBack
-// returns does not change the table's.
+// TestWriteBackPendingIsACopy: changing the pending values of a table's
+// Clone does not change the table's.
 func TestWriteBackPendingIsACopy(t *testing.T) {
 	f, err := Parse("relay.yaml", []byte(wbTable(append(wbBase, "pending: [NEW, PUBLISHING]")...)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Tables[0].WriteBack().Pending[0] = "changed"
-	if got := f.Tables[0].WriteBack().Pending; !reflect.DeepEqual(got, []string{"NEW", "PUBLISHING"}) {
+	f.Tables[0].Clone().WriteBack.Pending[0] = "changed"
+	if got := f.Tables[0].WriteBack.Pending; !reflect.DeepEqual(got, []string{"NEW", "PUBLISHING"}) {
 		t.Errorf("Pending = %q after a change to a copy", got)
 	}
 }

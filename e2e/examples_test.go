@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // The outbox layouts our users run, each in examples/: its tables created
@@ -103,7 +104,7 @@ func TestExamplesRelayedByTheirConfig(t *testing.T) {
 				t.Errorf("unrouted events %v, want %d", got, ex.unrouted)
 			}
 			for _, tbl := range file.Tables {
-				if wb := tbl.WriteBack(); wb != nil {
+				if wb := tbl.WriteBack; wb != nil {
 					e.checkWriteBack(tbl, ex.poison != "")
 				}
 			}
@@ -278,18 +279,17 @@ func (e *env) exampleRows(file *config.File) map[string]map[string]exampleRow {
 	e.t.Helper()
 	all := map[string]map[string]exampleRow{}
 	for _, tbl := range file.Tables {
-		cols := []string{tbl.ID, tbl.Value}
-		if tbl.Key != "" {
-			cols = append(cols, tbl.Key)
+		m := tbl.Mapping
+		cols := []string{m.IDColumn, m.PayloadColumn}
+		if m.KeyColumn != "" {
+			cols = append(cols, m.KeyColumn)
 		}
-		for _, h := range tbl.Headers {
-			cols = append(cols, h.Column)
-		}
+		cols = append(cols, m.HeaderColumns...)
 		sel := make([]string, len(cols))
 		for i, c := range cols {
 			sel[i] = pgx.Identifier{c}.Sanitize() + "::text"
 		}
-		rows, err := e.conn.Query(context.Background(), "SELECT "+strings.Join(sel, ", ")+" FROM "+tbl.Table)
+		rows, err := e.conn.Query(context.Background(), "SELECT "+strings.Join(sel, ", ")+" FROM "+tbl.Name())
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -337,14 +337,15 @@ func checkExampleRecord(t *testing.T, file *config.File, rows map[string]map[str
 				t.Errorf("%s record %s: %s %q, want %q (column %s)", r.Topic, id, what, got, *v, col)
 			}
 		}
-		want("value", r.Value, tbl.Value)
-		if tbl.Key != "" {
-			want("key", r.Key, tbl.Key)
+		m := tbl.Mapping
+		want("value", r.Value, m.PayloadColumn)
+		if m.KeyColumn != "" {
+			want("key", r.Key, m.KeyColumn)
 		} else if r.Key != nil {
 			t.Errorf("%s record %s: key %q, want none", r.Topic, id, r.Key)
 		}
-		for _, h := range tbl.Headers {
-			want("header "+h.Name, []byte(header(r, h.Name)), h.Column)
+		for i, c := range m.HeaderColumns {
+			want("header "+m.HeaderNames[i], []byte(header(r, m.HeaderNames[i])), c)
 		}
 		return true
 	}
@@ -360,16 +361,16 @@ func checkExampleRecord(t *testing.T, file *config.File, rows map[string]map[str
 // pending, the failed and dead rows are the parked ones, the delivered
 // timestamp is set. The dead value (an event given up on, or a row that
 // cannot become a record) is not pending.
-func (e *env) checkWriteBack(tbl config.Table, parked bool) {
+func (e *env) checkWriteBack(tbl outbox.Table, parked bool) {
 	e.t.Helper()
-	wb := tbl.WriteBack()
+	wb := tbl.WriteBack
 	status := pgx.Identifier{wb.StatusColumn}.Sanitize()
 	undatedCount := "0"
 	if wb.DeliveredAtColumn != "" {
 		undatedCount = fmt.Sprintf("count(*) FILTER (WHERE %s::text = $1 AND %s IS NULL)", status, pgx.Identifier{wb.DeliveredAtColumn}.Sanitize())
 	}
 	query := fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s::text NOT IN ($1, $2, $3)), count(*) FILTER (WHERE %[1]s::text = $1),
-		count(*) FILTER (WHERE %[1]s::text IN ($2, $3)), %[3]s FROM %[2]s`, status, tbl.Table, undatedCount)
+		count(*) FILTER (WHERE %[1]s::text IN ($2, $3)), %[3]s FROM %[2]s`, status, tbl.Name(), undatedCount)
 	var pending, delivered, failed, undated int
 	e.waitFor("write-back leaves no row pending", 30*time.Second, func() bool {
 		if err := e.conn.QueryRow(context.Background(), query, wb.Delivered, wb.Failed, wb.DeadValue()).Scan(&pending, &delivered, &failed, &undated); err != nil {
@@ -389,7 +390,7 @@ func (e *env) checkWriteBack(tbl config.Table, parked bool) {
 	}
 	if wb.ErrorColumn != "" && failed > 0 {
 		var reason string
-		q := fmt.Sprintf("SELECT %s FROM %s WHERE %s::text IN ($1, $2)", pgx.Identifier{wb.ErrorColumn}.Sanitize(), tbl.Table, status)
+		q := fmt.Sprintf("SELECT %s FROM %s WHERE %s::text IN ($1, $2)", pgx.Identifier{wb.ErrorColumn}.Sanitize(), tbl.Name(), status)
 		if err := e.conn.QueryRow(context.Background(), q, wb.Failed, wb.DeadValue()).Scan(&reason); err != nil || reason == "" {
 			e.t.Errorf("%s: the parked row's %s is %q (%v), want why", tbl.Name(), wb.ErrorColumn, reason, err)
 		}

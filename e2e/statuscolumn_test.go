@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -88,7 +89,7 @@ type statusEnv struct {
 	l    statusLayout
 	ex   exampleCase // the example's time zone
 	path string      // the config file
-	tbl  config.Table
+	tbl  outbox.Table
 	wb   *writeback.Columns
 	n    int // rows inserted
 }
@@ -112,7 +113,7 @@ func newStatusEnv(t *testing.T, l statusLayout) *statusEnv {
 		t.Fatal(err)
 	}
 	s.tbl = file.Tables[0]
-	if s.wb = s.tbl.WriteBack(); s.wb == nil {
+	if s.wb = s.tbl.WriteBack; s.wb == nil {
 		t.Fatalf("%s: no write_back", l.dir)
 	}
 	s.exampleSchema(l.dir)
@@ -198,7 +199,7 @@ func (s *statusEnv) row(id string) outboxRow {
 	nextIn, nextSet := "0::float8", "false"
 	if next != "" {
 		nextIn = "coalesce(extract(epoch FROM " + next + " - now()), 0)::float8"
-		nextSet = fmt.Sprintf("coalesce(%s > %s, false)", next, pgx.Identifier{s.tbl.Timestamp}.Sanitize())
+		nextSet = fmt.Sprintf("coalesce(%s > %s, false)", next, pgx.Identifier{s.tbl.Mapping.TimestampColumn}.Sanitize())
 	}
 	q := fmt.Sprintf("SELECT %s::text, %s, %s, %s, %s, %s FROM %s WHERE %s::text = $1",
 		pgx.Identifier{s.wb.StatusColumn}.Sanitize(),
@@ -206,7 +207,7 @@ func (s *statusEnv) row(id string) outboxRow {
 		col(s.wb.AttemptsColumn, "%s::int", "-1"),
 		nextIn, nextSet,
 		col(s.wb.DeliveredAtColumn, "coalesce(extract(epoch FROM %s), 0)::float8", "0::float8"),
-		s.tbl.Table, pgx.Identifier{s.tbl.ID}.Sanitize())
+		s.tbl.Name(), pgx.Identifier{s.tbl.Mapping.IDColumn}.Sanitize())
 	var r outboxRow
 	if err := s.conn.QueryRow(context.Background(), q, id).Scan(&r.status, &r.err, &r.tries, &r.next, &r.nextSet, &r.delivered); err != nil {
 		s.t.Fatalf("read row %s of %s: %v", id, s.tbl.Name(), err)

@@ -1,6 +1,9 @@
 package outbox
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -19,4 +22,106 @@ type Table struct {
 	// run as it is, with the role that creates the slot. It needs the id
 	// column, by which the poller reads each row.
 	Adopt string
+}
+
+// Name is the table's name as "schema.table", the schema spelled out (as
+// Mapping has it: a config file's table: or --table parsed by
+// decoder.ParseTable).
+func (t Table) Name() string {
+	return t.Mapping.Schema + "." + t.Mapping.Table
+}
+
+// Column is a column that a table's mapping or write-back names, with the
+// key of a config file's table entry that names it.
+type Column struct {
+	// Name is the column's name.
+	Name string
+	// Key is the key that names it: "id", "key", "value", "topic" (an
+	// input of the template), "topic_column", "headers.NAME" (the column of
+	// header NAME), "headers_column", "timestamp", "tags_column", or
+	// "write_back.status_column", "write_back.delivered_at_column",
+	// "write_back.error_column", "write_back.attempts_column",
+	// "write_back.next_attempt_column".
+	Key string
+}
+
+// Columns lists every column the table names, in the order of the keys
+// above, unset ones left out; a column named by two keys is listed twice.
+// A header whose Mapping.HeaderNames leaves it unnamed is named like its
+// column.
+func (t Table) Columns() []Column {
+	var cols []Column
+	add := func(key, name string) {
+		if name != "" {
+			cols = append(cols, Column{Name: name, Key: key})
+		}
+	}
+	m := t.Mapping
+	add("id", m.IDColumn)
+	add("key", m.KeyColumn)
+	add("value", m.PayloadColumn)
+	for _, c := range templateColumns(m.TopicTemplate) {
+		add("topic", c)
+	}
+	add("topic_column", m.TopicColumn)
+	for i, c := range m.HeaderColumns {
+		name := c
+		if i < len(m.HeaderNames) {
+			name = m.HeaderNames[i]
+		}
+		add("headers."+name, c)
+	}
+	add("headers_column", m.HeadersColumn)
+	add("timestamp", m.TimestampColumn)
+	add("tags_column", m.TagsColumn)
+	if wb := t.WriteBack; wb != nil {
+		add("write_back.status_column", wb.StatusColumn)
+		add("write_back.delivered_at_column", wb.DeliveredAtColumn)
+		add("write_back.error_column", wb.ErrorColumn)
+		add("write_back.attempts_column", wb.AttemptsColumn)
+		add("write_back.next_attempt_column", wb.NextAttemptColumn)
+	}
+	return cols
+}
+
+// templateColumns returns the {column} inputs of a topic template, in
+// order; a malformed template (decoder.Mapping.Validate refuses it) gives
+// those before the mistake.
+func templateColumns(tmpl string) []string {
+	var cols []string
+	for {
+		open := strings.IndexByte(tmpl, '{')
+		if open < 0 {
+			return cols
+		}
+		end := strings.IndexByte(tmpl[open:], '}')
+		if end < 0 {
+			return cols
+		}
+		if c := tmpl[open+1 : open+end]; c != "" {
+			cols = append(cols, c)
+		}
+		tmpl = tmpl[open+end+1:]
+	}
+}
+
+// Clone is a copy of t that shares no list with it: changing the copy's
+// header columns and names, routes, reserved topics or write-back
+// columns does not change t.
+func (t Table) Clone() Table {
+	m := t.Mapping
+	m.HeaderColumns = slices.Clone(m.HeaderColumns)
+	m.HeaderNames = slices.Clone(m.HeaderNames)
+	m.ReservedTopics = slices.Clone(m.ReservedTopics)
+	m.Routes = nil
+	for _, r := range t.Mapping.Routes {
+		m.Routes = append(m.Routes, decoder.Route{Topic: r.Topic, RequiredTags: slices.Clone(r.RequiredTags), AnyOfTags: slices.Clone(r.AnyOfTags)})
+	}
+	c := Table{Mapping: m, Adopt: t.Adopt}
+	if t.WriteBack != nil {
+		wb := *t.WriteBack
+		wb.Pending = slices.Clone(wb.Pending)
+		c.WriteBack = &wb
+	}
+	return c
 }

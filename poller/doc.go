@@ -6,7 +6,8 @@
 // exponentially, with jitter, and marks a row DEAD after the configured
 // attempts (optionally producing it to a dead-letter topic as well). A
 // reload row (a reset of its outbox row, a row adopted at the switch-over)
-// is first read from its outbox row as it is now (Config.Load).
+// is first read from its outbox row as it is now (Config.Load; [RowLoader]
+// reads it, as the stream would have made its record).
 //
 // A key's claimed rows are produced one after another, in commit order:
 // the next only after Kafka acknowledged the one before; a key whose row

@@ -7,7 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -17,13 +18,13 @@ import (
 // nil without adopt. For `check-config` only: `run --config` does not ask
 // at start-up, since after the switch-over the predicate is never run
 // again and its role need not be able to; the first run, which creates
-// the slot, plans it then (relay.CheckAdopt) and stops on a refusal. The
+// the slot, plans it then (slot.CheckAdopt) and stops on a refusal. The
 // error is for a database that could not be asked.
-func CheckAdopt(ctx context.Context, q Querier, t config.Table) (*Problem, error) {
+func CheckAdopt(ctx context.Context, q pgdb.Querier, t outbox.Table) (*Problem, error) {
 	if t.Adopt == "" {
 		return nil, nil
 	}
-	m := t.Mapping()
+	m := t.Mapping
 	a := status.Adoptable{Schema: m.Schema, Name: m.Table, Source: t.Name(), IDColumn: m.IDColumn,
 		Where: t.Adopt, TagsColumn: m.TagsColumn, Routes: m.Routes}
 	err := status.CheckAdopt(ctx, q, a)

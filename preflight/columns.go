@@ -9,8 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // column is a column of a table as the checks see it.
@@ -65,7 +66,7 @@ var typeRules = map[string]typeRule{
 }
 
 // tableColumns reads the columns of the table ident, in order.
-func tableColumns(ctx context.Context, q Querier, ident string) ([]column, error) {
+func tableColumns(ctx context.Context, q pgdb.Querier, ident string) ([]column, error) {
 	rows, err := q.Query(ctx, `SELECT a.attname, a.atttypid, coalesce(b.oid, t.oid), format_type(a.atttypid, a.atttypmod),
 			coalesce(b.typtype, t.typtype) = 'e',
 			CASE WHEN coalesce(b.oid, t.oid) IN (1042, 1043) AND coalesce(nullif(t.typtypmod, -1), a.atttypmod) > 4
@@ -98,7 +99,7 @@ func columnsByName(cols []column) map[string]column {
 
 // checkColumnTypes returns a problem for each column t names that the
 // table lacks, or whose type the relay cannot use in its role.
-func checkColumnTypes(t config.Table, cols []column) []Problem {
+func checkColumnTypes(t outbox.Table, cols []column) []Problem {
 	var problems []Problem
 	add := func(col, format string, args ...any) {
 		problems = append(problems, Problem{Table: t.Name(), Column: col, Msg: fmt.Sprintf(format, args...)})
@@ -132,13 +133,13 @@ func fixWhere(key string) string {
 
 // checkDecoderColumns returns the problem the decoder itself finds in the
 // columns, as it would find them in a Relation message, or nil.
-func checkDecoderColumns(t config.Table, cols []column) *Problem {
+func checkDecoderColumns(t outbox.Table, cols []column) *Problem {
 	names := make([]string, len(cols))
 	types := make([]uint32, len(cols))
 	for i, c := range cols {
 		names[i], types[i] = c.name, c.oid
 	}
-	m := t.Mapping()
+	m := t.Mapping
 	err := m.CheckColumns(names, types)
 	if err == nil {
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // schema is the database of the tests: two tables that fit their config
@@ -62,8 +63,9 @@ func startDB(t *testing.T) (context.Context, *pgx.Conn) {
 	return ctx, conn
 }
 
-// tables parses the tables of a config file.
-func tables(t *testing.T, yaml string) []config.Table {
+// tables parses the tables of a config file. (Only the tests read a
+// config file: preflight takes outbox tables, however they were built.)
+func tables(t *testing.T, yaml string) []outbox.Table {
 	t.Helper()
 	f, err := config.Parse("relay.yaml", []byte("tables:"+yaml))
 	if err != nil {

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // checkResetTrigger returns a problem of table t when its write-back lists
@@ -14,16 +15,16 @@ import (
 // asks (another function, other arguments, disabled, made for other
 // values). It reads pg_trigger only. A table without the status column is
 // left to checkColumnTypes, which reports the column missing.
-func checkResetTrigger(ctx context.Context, q Querier, names Names, t config.Table, cols []column) (*Problem, error) {
-	wb := t.WriteBack()
+func checkResetTrigger(ctx context.Context, q pgdb.Querier, names Names, t outbox.Table, cols []column) (*Problem, error) {
+	wb := t.WriteBack
 	if wb == nil || len(wb.Pending) == 0 {
 		return nil, nil
 	}
 	if _, ok := columnsByName(cols)[wb.StatusColumn]; !ok {
 		return nil, nil
 	}
-	m := t.Mapping()
-	cfg := names.migrations(m.Schema, m.Table, migrations.Reset{IDColumn: t.ID, StatusColumn: wb.StatusColumn, Pending: wb.Pending})
+	m := t.Mapping
+	cfg := names.migrations(m.Schema, m.Table, migrations.Reset{IDColumn: m.IDColumn, StatusColumn: wb.StatusColumn, Pending: wb.Pending})
 	have, err := migrations.LookupResetTrigger(ctx, q, cfg)
 	if err != nil {
 		return nil, err

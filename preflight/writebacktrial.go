@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/cdc-relay/cdc-relay/config"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -63,9 +63,9 @@ const trialReason = "check-config: a sample reason"
 // [CheckTable] found fit (its columns exist, with their types); t without
 // write_back is not tried. A table with no row is not tried either
 // (Untried says so). The error is for a database that could not be asked.
-func TryWriteBack(ctx context.Context, db TxStarter, t config.Table) (WriteBackTrial, error) {
+func TryWriteBack(ctx context.Context, db TxStarter, t outbox.Table) (WriteBackTrial, error) {
 	var res WriteBackTrial
-	wb := t.WriteBack()
+	wb := t.WriteBack
 	if wb == nil {
 		return res, nil
 	}
@@ -78,7 +78,7 @@ func TryWriteBack(ctx context.Context, db TxStarter, t config.Table) (WriteBackT
 		defer cancel()
 		_ = tx.Rollback(rctx)
 	}()
-	m := t.Mapping()
+	m := t.Mapping
 	ident := pgx.Identifier{m.Schema, m.Table}.Sanitize()
 	for _, set := range []string{
 		fmt.Sprintf("SET LOCAL lock_timeout = %d", trialLockTimeout.Milliseconds()),
@@ -170,7 +170,7 @@ func trialOutcomes(wb *writeback.Columns, cols map[string]column) []trialOutcome
 // tryOutcome writes o to the row in a savepoint it rolls back, and records
 // in res what the table said. stop is set when no further value can be
 // tried (the row is locked, gone, or the role may not update the table).
-func tryOutcome(ctx context.Context, tx pgx.Tx, ident string, t config.Table, wb *writeback.Columns, row trialRow, o trialOutcome, res *WriteBackTrial) (stop bool, err error) {
+func tryOutcome(ctx context.Context, tx pgx.Tx, ident string, t outbox.Table, wb *writeback.Columns, row trialRow, o trialOutcome, res *WriteBackTrial) (stop bool, err error) {
 	sql := "UPDATE " + ident + " SET " + strings.Join(append([]string{pgx.Identifier{wb.StatusColumn}.Sanitize() + " = $1"}, o.sets...), ", ") +
 		" WHERE ctid = $2 AND tableoid = $3"
 	args := []any{o.value, row.ctid, row.table}

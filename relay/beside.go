@@ -8,6 +8,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
+	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
@@ -40,11 +41,8 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	// position it does not vouch for.
 	s.streamCtx, s.stopStream = context.WithCancel(ctx)
 	s.onEnd(s.stopStream)
-	if err := s.startWatches(ctx); err != nil {
+	if err := s.startWatches(ctx, ms); err != nil {
 		return err
-	}
-	for i, w := range s.watch {
-		w.mapping = ms[i] // its expected columns too, for unfit's check
 	}
 	s.startSaver()
 	if err := s.rebuildOrder(ctx); err != nil {
@@ -56,7 +54,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 		Tracker: s.tracker, FailCtx: s.produceCtx, ProduceCtx: s.produceCtx, Stop: s.stop,
 		TableNames: cfg.SourceNames(), Outcomes: s.outcomes.orNil(), WriteBack: s.outcomes.writesBack()})
 	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
-	s.pipeline.relation = s.watch.relation
+	s.pipeline.relation = s.watchRelation
 	s.pipeline.skipBelow = s.committed.LSN
 	s.pipeline.replay = s.replay
 	if s.txSink != nil {
@@ -69,7 +67,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 // table watches vouch for it, to the checkpoint row. The stream confirms to
 // PostgreSQL only what the row holds (write-ahead: see resume).
 func (s *session) startSaver() {
-	watched := gate{Tracker: s.tracker, bounds: s.watch.bounds()}
+	watched := gate{Tracker: s.tracker, bounds: s.watch.Bounds()}
 	s.saver = s.store.StartSaver(s.cfg.Slot, s.start, checkpoint.SaverOptions{
 		Every:  s.cfg.CheckpointInterval,
 		Source: watched.SafePosition,
@@ -83,7 +81,7 @@ func (s *session) startSaver() {
 		Logger:             s.log,
 	})
 	saved := func() checkpoint.Position { return checkpoint.Position{LSN: s.saver.Saved()} }
-	s.confirm = gate{Tracker: s.tracker, bounds: append(s.watch.bounds(), saved)}
+	s.confirm = gate{Tracker: s.tracker, bounds: append(s.watch.Bounds(), saved)}
 }
 
 // newDelivery returns the session's delivery: at least once with the
@@ -97,7 +95,7 @@ func (s *session) newDelivery(l *delivery.Ledger) delivery.Delivery {
 	b := exactlyonce.New(l, s.txSink, &s.eo, s.committed,
 		exactlyonce.Options{Interval: eo.Interval, MaxEvents: eo.MaxEvents, CheckpointTopic: eo.CheckpointTopic})
 	b.Leads = func(ctx context.Context) bool {
-		held, err := s.lock.check(ctx, leaderCheckTimeout)
+		held, err := s.lock.Check(ctx, leader.CheckTimeout)
 		return err == nil && held
 	}
 	done := make(chan struct{})
@@ -124,7 +122,7 @@ func (s *session) startBeside(ctx context.Context) {
 		stopSide()
 		side.Wait()
 	})
-	side.Go(func() { s.lock.watch(sideCtx, s.cfg.StatusInterval, leaderCheckTimeout, s.lostLead(sideCtx)) })
+	side.Go(func() { s.lock.Watch(sideCtx, s.cfg.StatusInterval, leader.CheckTimeout, s.lostLead(sideCtx)) })
 	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx)).Run(sideCtx) })
 	side.Go(func() { s.cleaner.Run(sideCtx) })
 	side.Go(func() { s.refreshPausedTopics(sideCtx) })
@@ -158,7 +156,7 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	}
 	pc.Metrics = s.metrics
 	pc.Hold = s.pause.WaitResumed
-	pc.Load = s.loader.load
+	pc.Load = s.loader.Load
 	pc.PausedTopics = s.failures.PausedTopics
 	pc.Claimed = s.holdClaimed
 	pc.Delivered = s.releaseKeys(ctx)

@@ -17,25 +17,19 @@
 //	beside.go      the session's pipeline and checkpoint saver, and what
 //	               runs beside the stream: the leadership watch, the poller
 //	               (package poller), retention (package retention)
-//	leader.go      leadership: the slot's advisory lock, standing by
 //	standbycheck.go  while standing by: the checks a takeover depends on,
 //	               reading only; a failing one makes the standby not ready
 //	orphans.go     the server processes a failed session left behind
-//	resume.go      where a session resumes: the slot, created when missing,
-//	               checked against the checkpoint table
+//	resume.go      where a session resumes (package slot: the slot, created
+//	               when missing, checked against the checkpoint table)
 //	failover.go    the slot made a failover slot (PostgreSQL 17+), and
 //	               whether a promoted standby would have it
 //	slotloss.go    --on-slot-loss: a gap in the WAL read repaired as
 //	               `cdc-relay recover` does, and the stream goes on
-//	adopt.go       a new slot's record: its checkpoint row and the
-//	               switch-over's backlog (pending rows, rows an adopt
-//	               predicate selects), adopted in its snapshot
 //	gate.go        the tracker as the stream sees it, bounded by what the
 //	               checkpoint row and the table watches vouch for
-//	tablewatch.go  beside the stream: an outbox table stays in the
-//	               publication with its OID, or the session ends
-//	tablewatches.go  the watches of every table of a session, together
-//	columns.go     a Relation message whose columns no longer fit the mapping
+//	watches.go     beside the stream: the publication watch (package
+//	               pubwatch) started on the session's mappings
 //	messages.go    message sources: the server checked (PostgreSQL 14+),
 //	               what --on-slot-loss recover does not cover
 //
@@ -56,13 +50,10 @@
 //	progress.go    the periodic progress log line
 //	writeback.go   each event's outcome, for the tables that write it back
 //	               to their rows (package writeback)
-//	reload.go      the poller's read of an outbox row to send again as it
-//	               is now (a reset of the row, an adopted row)
 //	errors.go      which errors end Run and which a reconnect cures
 //	pool.go        closing the pool behind a silent network
 //	recover.go     `cdc-relay recover`: the gap, the slot created again
-//	recoverrows.go the outbox rows recover publishes again
-//	prepare.go     PrepareSlot, for `cdc-relay migrate`
+//	recoverrows.go recover on package republish: its windows, its fatal errors
 //
 // Everything per event happens on the goroutine that reads the replication
 // stream, except the producer's acknowledgements, which come back on

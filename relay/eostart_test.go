@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/slot"
 )
 
 // TestOwnPosition: the checkpoint topic's position is taken only when it
@@ -115,9 +116,10 @@ func TestNewSlotStartsANewStream(t *testing.T) {
 		t.Fatal("SetStream of a slot without a row succeeded; want an error")
 	}
 	seen := map[string]string{}
+	prepare := func() (slot.Prepared, error) { return slot.Prepare(ctx, conn, cfg.SlotConfig()) }
 	for _, slot := range []string{db.Name + "_first", db.Name + "_second"} {
 		cfg.Slot = slot
-		if res, err := PrepareSlot(ctx, conn, cfg); err != nil || !res.Created {
+		if res, err := prepare(); err != nil || !res.Created {
 			t.Fatalf("PrepareSlot(%s) = %+v, %v; want the slot created", slot, res, err)
 		}
 		id, err := store.Stream(ctx, slot)
@@ -128,7 +130,7 @@ func TestNewSlotStartsANewStream(t *testing.T) {
 			t.Fatalf("slots %s and %s got the same stream id %s", other, slot, id)
 		}
 		seen[id] = slot
-		if _, err := PrepareSlot(ctx, conn, cfg); err != nil {
+		if _, err := prepare(); err != nil {
 			t.Fatal(err)
 		}
 		if again, _ := store.Stream(ctx, slot); again != id {

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/internal/pgsession"
 )
 
 // orphans are the server processes of the last session that failed: its
@@ -69,29 +69,10 @@ func (o *orphans) end(ctx context.Context, pool *pgxpool.Pool, slot string, time
 	}
 	if len(ended) > 0 {
 		log.Warn("ended the server processes that the failed session left behind", "slot", slot, "pids", ended)
-		if err := waitGone(ctx, pool, ended); err != nil {
+		if err := pgsession.WaitGone(ctx, pool, ended); err != nil {
 			return err
 		}
 	}
 	*o = orphans{}
 	return nil
-}
-
-// waitGone waits until none of pids is a server process any more.
-func waitGone(ctx context.Context, pool replication.Querier, pids []int32) error {
-	for {
-		var left int
-		err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids).Scan(&left)
-		switch {
-		case err != nil:
-			return fmt.Errorf("wait for the server processes %v to exit: %w", pids, err)
-		case left == 0:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("server processes %v did not exit: %w", pids, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

@@ -60,7 +60,7 @@ func (rn *runner) missingPrivilege(ctx context.Context, err error) error {
 		return err
 	}
 	if _, rls := pgerr.RowSecurity(err, ""); rls {
-		return err // a repair's read refused: it says its fix (rowSecurity)
+		return err // a repair's read refused: it says its fix (pgtext.RowSecurity)
 	}
 	ctx, cancel := context.WithTimeout(ctx, privilegeTimeout)
 	defer cancel()

@@ -12,8 +12,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
+	"github.com/cdc-relay/cdc-relay/leader"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/republish"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/slot"
 	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -105,10 +110,10 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if err != nil {
 		return res, err
 	}
-	defer lock.release()
+	defer lock.Release()
 
 	store := checkpoint.NewStore(pool, cfg.CheckpointSchema, cfg.CheckpointTable)
-	if err := checkExpectedColumns(ctx, pool, store, cfg); err != nil {
+	if err := pubwatch.CheckExpectedColumns(ctx, pool, cfg.publicationWatch(store, cfg.Logger)); err != nil {
 		return res, err
 	}
 	gap, err := findGap(ctx, pool, store, cfg.Slot)
@@ -132,7 +137,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	if !res.NoGap {
-		if err := checkWindows(ctx, cfg, outs, res.Since); err != nil {
+		if err := checkWindows(ctx, cfg, outs); err != nil {
 			return res, err
 		}
 	}
@@ -157,7 +162,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 	if res.NoGap {
 		// The checkpoint stays where it is; the publication as it is now
 		// is what the next relay holds to.
-		return res, recordPublication(ctx, pool, store, cfg)
+		return res, pubwatch.RecordPublication(ctx, pool, cfg.publicationWatch(store, cfg.Logger))
 	}
 	// The rows since res.Since are in Kafka: a slot lost again before the
 	// relay saves a position of its own is recovered from there.
@@ -165,7 +170,7 @@ func Recover(ctx context.Context, cfg Config, opts RecoverOptions) (res RecoverR
 		return res, err
 	}
 	res.Resume = res.Gap.SlotLSN
-	return res, recordPublication(ctx, pool, store, cfg)
+	return res, pubwatch.RecordPublication(ctx, pool, cfg.publicationWatch(store, cfg.Logger))
 }
 
 // recoverSince returns the oldest timestamp Recover publishes again, and
@@ -204,8 +209,8 @@ func recoverDefaults(cfg Config, opts RecoverOptions) (Config, RecoverOptions) {
 
 // leadRecover takes slot's leadership for Recover, which no relay may hold
 // meanwhile, or says why not.
-func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leadership, error) {
-	lock, err := tryLead(ctx, pool, slot)
+func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leader.Lock, error) {
+	lock, err := leader.TryLead(ctx, pool, slot)
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +224,12 @@ func leadRecover(ctx context.Context, pool *pgxpool.Pool, slot string) (*leaders
 // openOutboxReaders opens a reader of each of cfg's tables for the rows
 // written since since. The readers it opened are returned with an error
 // too: close them all (closeAll).
-func openOutboxReaders(ctx context.Context, cfg Config, since time.Time) ([]*outboxReader, error) {
-	outs := make([]*outboxReader, 0, len(cfg.Tables))
-	for i := range cfg.Tables {
-		r, err := newOutboxReader(ctx, cfg, i, since)
+func openOutboxReaders(ctx context.Context, cfg Config, since time.Time) ([]*republish.Window, error) {
+	outs := make([]*republish.Window, 0, len(cfg.Tables))
+	for i, m := range cfg.Mappings() {
+		r, err := republish.OpenWindow(ctx, cfg.postgresURL(), m, i, since, cfg.Logger)
 		if err != nil {
-			return outs, err
+			return outs, fatalIfMarked(err)
 		}
 		outs = append(outs, r)
 	}
@@ -232,9 +237,9 @@ func openOutboxReaders(ctx context.Context, cfg Config, since time.Time) ([]*out
 }
 
 // closeAll closes readers.
-func closeAll(readers []*outboxReader) {
+func closeAll(readers []*republish.Window) {
 	for _, r := range readers {
-		r.close()
+		r.Close()
 	}
 }
 
@@ -310,10 +315,10 @@ func slotToRecreate(g gap) (gap, error) {
 }
 
 // countRows counts the rows each reader would publish.
-func countRows(ctx context.Context, outs []*outboxReader) (int, error) {
+func countRows(ctx context.Context, outs []*republish.Window) (int, error) {
 	rows := 0
 	for _, out := range outs {
-		n, err := out.count(ctx)
+		n, err := out.Count(ctx)
 		if err != nil {
 			return rows, err
 		}
@@ -341,7 +346,7 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 	if err != nil {
 		return 0, err
 	}
-	stopWatch := watchSlotCreation(ctx, cfg.PostgresURL, cfg.Slot, cfg.Logger)
+	stopWatch := slot.WatchCreation(ctx, cfg.PostgresURL, cfg.Slot, cfg.Logger)
 	at, err := repl.CreateSlot(ctx, cfg.Slot)
 	stopWatch()
 	_ = repl.Close(context.Background())
@@ -357,7 +362,7 @@ func recreateSlot(ctx context.Context, pool *pgxpool.Pool, cfg Config, lost bool
 //
 // written is told the ids of each batch of a table's rows that Kafka
 // acknowledged, to write them back as delivered.
-func publishAgain(ctx context.Context, cfg Config, failures *status.Store, written writtenFunc, outs []*outboxReader, commitLSN uint64, res *RecoverResult) error {
+func publishAgain(ctx context.Context, cfg Config, failures *status.Store, written writtenFunc, outs []*republish.Window, commitLSN uint64, res *RecoverResult) error {
 	kcfg := cfg.Kafka
 	if kcfg.Logger == nil {
 		kcfg.Logger = cfg.Logger
@@ -373,11 +378,12 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, writt
 	if sink.AuthFailed(err) {
 		return fmt.Errorf("Kafka refuses the relay's connection: %w", err)
 	}
+	pub := republish.New(snk, republish.Options{Park: failures, CommitLSN: commitLSN, FlushAt: recoverBatch, LogFlushes: true, Logger: cfg.Logger})
+	defer func() { c := pub.Counts(); res.Rows, res.Published, res.Parked = c.Rows, c.Published, c.Parked }()
 	names := cfg.TableNames()
-	for _, out := range outs {
-		out.written = func(ctx context.Context, ids []string) error { return written(ctx, names[out.index], ids) }
-		if err := out.publish(ctx, snk, failures, commitLSN, res, cfg.Logger); err != nil {
-			return err
+	for i, out := range outs {
+		if err := out.Publish(ctx, pub, func(ctx context.Context, ids []string) error { return written(ctx, names[i], ids) }); err != nil {
+			return fatalIfMarked(err)
 		}
 	}
 	return nil
@@ -392,7 +398,7 @@ func writeDelivered(pool *pgxpool.Pool, rows *writeback.Rows) writtenFunc {
 		}
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			for _, id := range ids {
-				if err := rows.Write(ctx, tx, source, id, writeback.Outcome{State: writeback.Delivered, Attempts: -1}); err != nil {
+				if err := rows.Write(ctx, tx, source, id, outboxrow.Outcome{State: outboxrow.Delivered, Attempts: -1}); err != nil {
 					return err
 				}
 			}

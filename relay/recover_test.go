@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
-	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
 // TestRecoverSince: recover starts from --since when given, else from the
@@ -33,49 +32,6 @@ func TestRecoverSince(t *testing.T) {
 		got, from := recoverSince(tc.cp, tc.opts)
 		if !got.Equal(tc.want) || !strings.Contains(from, tc.wantFrom) {
 			t.Errorf("%s: since %s (%s), want %s (%s)", tc.name, got, from, tc.want, tc.wantFrom)
-		}
-	}
-}
-
-// TestWindowOnLocalTime: a row written at the window's start, or after,
-// by a session in any time zone, into a timestamp column without one, is
-// in the window.
-func TestWindowOnLocalTime(t *testing.T) {
-	since := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	where, arg, ok := windowOn(`"created_at"`, noTimeZone, since, decoder.UnitUnset)
-	if !ok || where != `"created_at" >= $1::timestamp` {
-		t.Fatalf("windowOn = %q, %v", where, ok)
-	}
-	bound, err := time.Parse("2006-01-02 15:04:05.999999", string(arg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The zones furthest west and east, and one between with its summer
-	// time.
-	for _, zone := range []string{"Etc/GMT+12", "America/New_York", "UTC", "Asia/Kolkata", "Pacific/Kiritimati"} {
-		loc, err := time.LoadLocation(zone)
-		if err != nil {
-			t.Skipf("no time zone data: %v", err)
-		}
-		for _, written := range []time.Time{since, since.Add(time.Second), since.AddDate(0, 6, 0)} {
-			wall := written.In(loc)
-			// The column holds the wall time, read as if in UTC.
-			col := time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), wall.Second(), wall.Nanosecond(), time.UTC)
-			if col.Before(bound) {
-				t.Errorf("a row written at %s in %s holds %s, before the window's %s", written, zone, col, bound)
-			}
-		}
-	}
-	if where, arg, ok := windowOn(`"created_at"`, "timestamp with time zone", since, decoder.UnitUnset); !ok || where != `"created_at" >= $1::timestamptz` || string(arg) != "2026-11-24T08:00:00Z" {
-		t.Errorf("timestamptz: %q %q %v; want the instant itself", where, arg, ok)
-	}
-	if _, _, ok := windowOn(`"created_at"`, "date", since, decoder.UnitUnset); ok {
-		t.Error("a date column accepted")
-	}
-	// A bigint column compares in its unit.
-	for unit, want := range map[decoder.TimestampUnit]string{decoder.UnitSeconds: "1795507200", decoder.UnitMillis: "1795507200000", decoder.UnitMicros: "1795507200000000"} {
-		if where, arg, ok := windowOn(`"at"`, "bigint", since, unit); !ok || where != `"at" >= $1::bigint` || string(arg) != want {
-			t.Errorf("bigint in %s: %q %q %v; want %s", unit, where, arg, ok, want)
 		}
 	}
 }

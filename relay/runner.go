@@ -17,6 +17,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/retention"
@@ -36,7 +37,7 @@ type runner struct {
 	pollSink *sink.Sink         // the poller's own producer
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	outcomes *tableOutcomes     // write-back, nil when no table writes back
-	loader   *rowLoader         // the poller's reads of rows to send again as they are now
+	loader   *poller.RowLoader  // the poller's reads of rows to send again as they are now
 	causes   delivery.CauseLog
 	kafka    sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
@@ -45,10 +46,10 @@ type runner struct {
 	checkpointTopicReady bool
 	orphans              orphans // of the last session that failed
 	// watchMarks are what the last session's table watches last found
-	// right (tablewatch.go).
-	watchMarks []watchMark
+	// right (pubwatch.Watches.Marks).
+	watchMarks []pubwatch.Mark
 	// expected are the optional columns each outbox table had when the
-	// last session started, table i at index i (expect.go).
+	// last session started, table i at index i (pubwatch.ExpectedMappings).
 	expected [][]string
 	// reconnect is what the next session logs of its start: set by Run
 	// when a session lost PostgreSQL (reconnectlog.go).
@@ -106,10 +107,10 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking
 	}
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
-	if rn.loader, err = newRowLoader(r.cfg); err != nil {
+	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {
 		return nil, fatalError{err}
 	}
-	rn.closing(rn.loader.close)
+	rn.closing(rn.loader.Close)
 	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
 	r.failures.Store(rn.failures)
 	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run

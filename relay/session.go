@@ -12,6 +12,8 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/leader"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -25,7 +27,7 @@ import (
 // next relies on; what a step starts, end stops, last first.
 type session struct {
 	*runner
-	lock      *leadership
+	lock      *leader.Lock
 	repl      *replication.Conn
 	walsender uint32        // the replication connection's server process
 	start     pglogrepl.LSN // where the stream resumes
@@ -40,7 +42,7 @@ type session struct {
 	replay *replayWindow
 
 	tracker  *checkpoint.Tracker
-	watch    tableWatches
+	watch    pubwatch.Watches
 	saver    *checkpoint.Saver
 	confirm  gate // what the stream may confirm to PostgreSQL
 	order    *keyorder.Order
@@ -103,9 +105,8 @@ func (s *session) end(failed bool) {
 // reports false if ctx ended while it waited, or with the error.
 func (s *session) lead(ctx context.Context) (bool, error) {
 	stopChecks := func() {}
-	watch := &standbyWatch{slot: s.cfg.Slot, log: s.log, problem: s.state.setLeaderProblem,
-		inactiveAfter: max(5*s.cfg.StatusInterval, standbyInactiveMin)}
-	lock, err := lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
+	watch := leader.NewStandbyWatch(s.cfg.Slot, s.log, max(5*s.cfg.StatusInterval, leader.StandbyInactiveMin), s.state.setLeaderProblem)
+	lock, err := leader.Lead(ctx, s.pool, s.cfg.Slot, s.log, func() {
 		// Standing by works: the last session's error is history, and the
 		// start checks say whether a takeover would. A takeover later is
 		// no reconnect: its start-up lines are at info.
@@ -121,14 +122,14 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 	}
 	s.lock = lock
 	s.startLog().Info("leadership acquired", "slot", s.cfg.Slot)
-	s.onEnd(lock.release)
+	s.onEnd(lock.Release)
 	s.state.setRole(report.RoleLeader)
 	s.onEnd(func() {
 		if s.failed {
 			// Perhaps the network failed: the next session gets new
 			// connections, and ends what this one leaves behind.
 			s.pool.Reset()
-			s.orphans = orphans{walsender: s.walsender, leader: lock.pid(), serverStart: lock.serverStart}
+			s.orphans = orphans{walsender: s.walsender, leader: lock.PID(), serverStart: lock.ServerStart}
 		}
 	})
 	return true, nil
@@ -203,7 +204,7 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 // meanwhile. When it returns, every record of the session is cancelled.
 func (s *session) stream() error {
 	stopProgress := s.reportProgress(progressInterval, s.tracker, s.saver)
-	stopWatch := s.watch.start(s.cfg.StatusInterval)
+	stopWatch := s.watch.Start()
 	cfg := s.cfg
 	err := s.repl.Stream(s.streamCtx, replication.Options{
 		Slot:           cfg.Slot,
@@ -220,7 +221,7 @@ func (s *session) stream() error {
 			if err := s.pipeline.delivery.Commit(ctx); err != nil {
 				return err
 			}
-			s.watch.refresh(ctx)
+			s.watch.Refresh(ctx)
 			return s.saver.Flush(ctx)
 		},
 		OnStopTimeout: s.cancelProduce,
@@ -251,7 +252,7 @@ func (s *session) finish(ctx context.Context, err error) error {
 	}
 	saveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.watch.refresh(saveCtx)
+	s.watch.Refresh(saveCtx)
 	final, serr := s.saver.Close(saveCtx)
 	if serr != nil {
 		s.log.Log(ctx, pgerr.Level(serr), "could not save the final checkpoint", "err", serr)

@@ -1,12 +1,8 @@
 package relay
 
 import (
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/cdc-relay/cdc-relay/checkpoint"
-	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // TestOnSlotLossIsChecked: New refuses an unknown --on-slot-loss, recover
@@ -44,45 +40,6 @@ func TestOnSlotLossIsChecked(t *testing.T) {
 				t.Fatalf("New: %v", err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Fatalf("New: %v, want an error with %q", err, tt.want)
-			}
-		})
-	}
-}
-
-// TestInvalidatedSlotIsAGap: a slot PostgreSQL invalidated, once the relay
-// read it, is a gap (which --on-slot-loss recover repairs), not merely an
-// unusable slot; with --accept-slot-loss, or before the relay read it, it
-// is refused as unusable.
-func TestInvalidatedSlotIsAGap(t *testing.T) {
-	lost := replication.Slot{Name: "cdc_relay", Plugin: "pgoutput", SameDatabase: true, ConfirmedFlush: 100, Lost: true}
-	cp := checkpoint.Checkpoint{LSN: 90, WriteAhead: true}
-	tests := []struct {
-		name       string
-		haveStored bool
-		accept     bool
-		gap        bool
-	}{
-		{"read before", true, false, true},
-		{"read before, --accept-slot-loss", true, true, false},
-		{"never read", false, false, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.AcceptSlotLoss = tt.accept
-			err := checkFound(lost, cp, tt.haveStored, cfg)
-			if !errors.As(err, new(fatalError)) {
-				t.Fatalf("checkFound: %v, want a fatal error", err)
-			}
-			var gap *SlotGapError
-			if errors.As(err, &gap) != tt.gap {
-				t.Fatalf("checkFound: %v; a gap: %v, want %v", err, !tt.gap, tt.gap)
-			}
-			if tt.gap && (!gap.Invalidated || !gap.Dropped || !strings.Contains(err.Error(), "--on-slot-loss recover")) {
-				t.Fatalf("gap %+v: %v", gap, err)
-			}
-			if !strings.Contains(err.Error(), "invalidated") {
-				t.Fatalf("the error does not say the slot was invalidated: %v", err)
 			}
 		})
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/slot"
 )
 
 // AdoptSlotExistsError refuses an adopt predicate when the relay's slot
@@ -32,17 +32,17 @@ func (e *AdoptSlotExistsError) Error() string {
 
 // checkAdopt checks, before Migrate creates anything, that rc's adopt
 // predicates can be adopted: the slot does not exist yet, or its creator
-// stopped before it recorded it (relay.UnrecordedCreation), unless noSlot
+// stopped before it recorded it (slot.UnrecordedCreation), unless noSlot
 // (the first run creates it, and adopts), and PostgreSQL accepts each
-// predicate on its table and selects a row now (relay.CheckAdopt), or
+// predicate on its table and selects a row now (slot.CheckAdopt), or
 // fails with its message.
-func checkAdopt(ctx context.Context, conn *pgx.Conn, rc relay.Config, noSlot bool) error {
+func checkAdopt(ctx context.Context, conn *pgx.Conn, rc Config, noSlot bool) error {
 	if !rc.Adopts() {
 		return nil
 	}
 	for i, t := range rc.Tables {
 		if t.Adopt != "" && t.Mapping.IDColumn == "" {
-			return fmt.Errorf("table %s: adopt needs its id column: the poller reads each adopted row by its id", rc.TableNames()[i])
+			return fmt.Errorf("table %s: adopt needs its id column: the poller reads each adopted row by its id", rc.tableName(i))
 		}
 	}
 	if !noSlot {
@@ -50,8 +50,8 @@ func checkAdopt(ctx context.Context, conn *pgx.Conn, rc relay.Config, noSlot boo
 		switch {
 		case err == nil:
 			// Unless its creator stopped before it recorded it: then
-			// PrepareSlot creates it again, and adopts.
-			unrecorded, err := relay.UnrecordedCreation(ctx, conn, rc)
+			// slot.Prepare creates it again, and adopts.
+			unrecorded, err := slot.UnrecordedCreation(ctx, conn, rc.Config)
 			if err != nil {
 				return err
 			}
@@ -62,6 +62,6 @@ func checkAdopt(ctx context.Context, conn *pgx.Conn, rc relay.Config, noSlot boo
 			return err
 		}
 	}
-	_, err := relay.CheckAdopt(ctx, conn, rc)
+	_, err := slot.CheckAdopt(ctx, conn, rc.Config)
 	return err
 }

@@ -13,13 +13,12 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/outbox"
-	"github.com/cdc-relay/cdc-relay/relay"
 )
 
 // adoptConfig is a relay config of the event log "events", adopting the
 // rows where.
-func adoptConfig(where string) relay.Config {
-	rc := relay.DefaultConfig()
+func adoptConfig(where string) Config {
+	rc := defaultConfig()
 	rc.Tables = []outbox.Table{{Mapping: decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", PayloadColumn: "data"}, Adopt: where}}
 	return rc
 }
@@ -88,14 +87,14 @@ func TestMigrateAdoptRefusesABadPredicate(t *testing.T) {
 	t.Parallel()
 	ctx, db, conn := pgtemptestConnect(t)
 	for _, tc := range []struct {
-		rc   relay.Config
+		rc   Config
 		want string
 	}{
 		{adoptConfig("postion > 4"), `column "postion" does not exist`},
 		{adoptConfig("position > 4 AND"), "syntax error"},
 		{adoptConfig("'x'"), "boolean"},
-		{func() relay.Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.Table = "evnets"; return rc }(), `relation "public.evnets" does not exist`},
-		{func() relay.Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.IDColumn = ""; return rc }(), "id column"},
+		{func() Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.Table = "evnets"; return rc }(), `relation "public.evnets" does not exist`},
+		{func() Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.IDColumn = ""; return rc }(), "id column"},
 	} {
 		tc.rc.Slot = db.Name // slots are the cluster's
 		_, err := Migrate(ctx, db.URL(), tc.rc, Options{})
@@ -149,7 +148,7 @@ func waitSlotListed(ctx context.Context, t *testing.T, url, slot string) {
 
 // countStreamedInserts counts the inserts waiting in rc's slot (peeked,
 // not consumed): pgoutput's Insert messages start with 'I'.
-func countStreamedInserts(ctx context.Context, t *testing.T, conn *pgx.Conn, rc relay.Config) int64 {
+func countStreamedInserts(ctx context.Context, t *testing.T, conn *pgx.Conn, rc Config) int64 {
 	t.Helper()
 	var n int64
 	err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_logical_slot_peek_binary_changes($1, NULL, NULL, 'proto_version', '1', 'publication_names', $2)

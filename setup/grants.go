@@ -7,12 +7,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/migrations"
-	"github.com/cdc-relay/cdc-relay/relay"
 )
 
 // Grants returns the SQL of `cdc-relay migrate --print-grants role`: what
 // [migrations.Grants] grants for the relay's tables and the first outbox
-// table (DELETE on it only when rc.Retention.Outbox is more than 0: the
+// table (DELETE on it only when rc.DeleteOutbox: the
 // relay deletes rows of no other table, and of a config file's tables only
 // when run is given --retention), then USAGE on the schema of every other
 // outbox table and SELECT on it, and UPDATE on the columns each table's
@@ -28,13 +27,13 @@ import (
 // nothing more for them, and which grant an application's role needs to
 // call cdc_relay.emit (commented out: the application's role is not
 // this one).
-func Grants(rc relay.Config, role string) string {
+func Grants(rc Config, role string) string {
 	var b strings.Builder
 	first := ownTables(rc)
 	if len(rc.Tables) > 0 {
-		first = rc.Migrations(0)
+		first = rc.migrations(0)
 	}
-	b.WriteString(migrations.Grants(first, role, rc.Retention.Outbox > 0))
+	b.WriteString(migrations.Grants(first, role, rc.DeleteOutbox))
 	r := pgx.Identifier{role}.Sanitize()
 	if len(rc.Messages) > 0 {
 		b.WriteString(messagesComment(r))

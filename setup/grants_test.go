@@ -6,7 +6,6 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/outbox"
-	"github.com/cdc-relay/cdc-relay/relay"
 )
 
 // TestGrantsDeleteOnlyWithRetention: the printed SQL grants DELETE on the
@@ -41,10 +40,10 @@ func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rc := relay.DefaultConfig()
+			rc := defaultConfig()
 			rc.Tables = tc.tables
 			if !tc.retention {
-				rc.Retention.Outbox = 0
+				rc.DeleteOutbox = false
 			}
 			sql := Grants(rc, "relay")
 			common := []string{`-c '\password "relay"'`, "It sets no password", `host <database> "relay" <address>`,

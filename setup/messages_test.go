@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/relay"
 )
 
 // TestMigrateMessagesOnly: a config of messages and no table gets the
@@ -18,7 +17,7 @@ func TestMigrateMessagesOnly(t *testing.T) {
 	t.Parallel()
 	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute)
 	url := db.URL()
-	rc := relay.DefaultConfig()
+	rc := defaultConfig()
 	rc.Slot = db.Name // slots are the cluster's
 	rc.Tables = nil
 	rc.Messages = []decoder.MessageMapping{{Prefix: "outbox"}, {Prefix: "audit", Topic: "audit", PayloadOnly: true}}
@@ -68,7 +67,7 @@ func TestMigrateMessagesOnly(t *testing.T) {
 // with tables and no messages it says nothing of messages.
 func TestGrantsForMessages(t *testing.T) {
 	t.Parallel()
-	rc := relay.DefaultConfig()
+	rc := defaultConfig()
 	plain := Grants(rc, "relay")
 	rc.Tables = nil
 	rc.Messages = []decoder.MessageMapping{{Prefix: "outbox"}}

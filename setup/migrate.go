@@ -12,10 +12,10 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/outbox"
-	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/slot"
 )
 
-// Options are migrate's choices beyond the names in relay.Config.
+// Options are migrate's choices beyond the names in [Config].
 type Options struct {
 	// SkipOutbox leaves the outbox table alone: it must exist.
 	SkipOutbox bool
@@ -30,9 +30,9 @@ type Options struct {
 type Result struct {
 	migrations.Result
 	// Slot is the replication slot, unless Options.NoSlot.
-	Slot relay.PreparedSlot
+	Slot slot.Prepared
 	// SlotErr says why the slot was not created: a missing privilege, or
-	// a slot the relay read before that was dropped (a *relay.SlotGapError:
+	// a slot the relay read before that was dropped (a *slot.GapError:
 	// creating it would hide the gap; `cdc-relay recover` repairs it).
 	// migrate goes on without it.
 	SlotErr error
@@ -84,7 +84,7 @@ func resetOf(t outbox.Table) migrations.Reset {
 // database is ready, and Result says why the slot is not. A connection
 // that fails is described as [pgconnect.Open] does, never with the
 // password.
-func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Options) (Result, error) {
+func Migrate(ctx context.Context, postgresURL string, rc Config, opts Options) (Result, error) {
 	var res Result
 	conn, err := pgconnect.Open(ctx, postgresURL, pgconnect.Options{})
 	if err != nil {
@@ -109,9 +109,9 @@ func Migrate(ctx context.Context, postgresURL string, rc relay.Config, opts Opti
 	if rc.PostgresURL == "" {
 		rc.PostgresURL = postgresURL // a new slot's snapshot adopts the backlog over a replication connection
 	}
-	res.Slot, err = relay.PrepareSlot(ctx, conn, rc)
+	res.Slot, err = slot.Prepare(ctx, conn, rc.Config)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42501" || errors.As(err, new(*relay.SlotGapError)) {
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" || errors.As(err, new(*slot.GapError)) {
 		res.SlotErr, err = err, nil
 	}
 	return res, err
@@ -136,7 +136,7 @@ func migrateAs(ctx context.Context, conn *pgx.Conn, err error) error {
 // its reset trigger, and the publication in place, and records in res what
 // it did. With no table in rc it applies the migrations once, with no
 // outbox table.
-func applyMigrations(ctx context.Context, conn *pgx.Conn, rc relay.Config, opts Options, res *Result) error {
+func applyMigrations(ctx context.Context, conn *pgx.Conn, rc Config, opts Options, res *Result) error {
 	if len(rc.Tables) == 0 {
 		own := ownTables(rc)
 		own.Notice = opts.Notice
@@ -145,7 +145,7 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn, rc relay.Config, opts 
 		return err
 	}
 	for i, t := range rc.Tables {
-		tables := rc.Migrations(i)
+		tables := rc.migrations(i)
 		tables.SkipOutbox = opts.SkipOutbox
 		tables.Reset = resetOf(t)
 		tables.Notice = opts.Notice
@@ -170,7 +170,7 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn, rc relay.Config, opts 
 
 // ownTables names the relay's own tables and the publication of rc, with
 // no outbox table: what a relay of messages only needs.
-func ownTables(rc relay.Config) migrations.Config {
+func ownTables(rc Config) migrations.Config {
 	return migrations.Config{
 		StatusSchema:     rc.StatusSchema,
 		StatusTable:      rc.StatusTable,
@@ -183,7 +183,7 @@ func ownTables(rc relay.Config) migrations.Config {
 // emitPrefix is the prefix of the first message source of rc whose
 // content is the envelope, the one cdc_relay.emit writes; ok is false
 // when rc has none.
-func emitPrefix(rc relay.Config) (prefix string, ok bool) {
+func emitPrefix(rc Config) (prefix string, ok bool) {
 	for _, m := range rc.Messages {
 		if !m.PayloadOnly {
 			return m.Prefix, true

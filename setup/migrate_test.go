@@ -10,7 +10,6 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/outbox"
-	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -21,7 +20,7 @@ func TestMigrate(t *testing.T) {
 	t.Parallel()
 	ctx, db, _ := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_events (id bigint PRIMARY KEY, payload jsonb)")
 	url := db.URL()
-	rc := relay.DefaultConfig()
+	rc := defaultConfig()
 	rc.Slot = db.Name // slots are the cluster's
 	second := rc.Tables[0]
 	second.Mapping.Table = "app_events"
@@ -56,7 +55,7 @@ func TestMigrateSaysWhatItCreatedAgain(t *testing.T) {
 	t.Parallel()
 	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute)
 	url := db.URL()
-	rc := relay.DefaultConfig()
+	rc := defaultConfig()
 	if _, err := Migrate(ctx, url, rc, Options{NoSlot: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func TestMigrateResetTriggers(t *testing.T) {
 	ctx, db, _ := pg.ConnectDB(t, 2*time.Minute,
 		"CREATE TABLE app_outbox (id bigint PRIMARY KEY, payload jsonb, status text)",
 		"CREATE TABLE other_outbox (id bigint PRIMARY KEY, payload jsonb, status text)")
-	rc := relay.DefaultConfig()
+	rc := defaultConfig()
 	wb := &writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", Pending: []string{"PENDING"}}
 	rc.Tables = []outbox.Table{
 		{Mapping: decoder.Mapping{Schema: "public", Table: "app_outbox", IDColumn: "id"}, WriteBack: wb},

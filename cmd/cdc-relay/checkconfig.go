@@ -20,6 +20,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
@@ -253,7 +254,7 @@ func checkSources(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefli
 // checkTable checks one table, tries its write-back values, and prints
 // its block: "ok" or its problems, what the trial found, and the sample
 // record. It returns the number of problems.
-func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names preflight.Names, t config.Table, allowedTopics string) (int, error) {
+func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names preflight.Names, t outbox.Table, allowedTopics string) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	res, err := preflight.CheckTable(cctx, conn, names, t)
 	cancel()
@@ -336,9 +337,9 @@ func openSampleConn(ctx context.Context, url string) (*pgx.Conn, error) {
 }
 
 // decoderMapping is the mapping the sample is decoded with: the table's
-// own, with the file's allowed_topics.
-func decoderMapping(t config.Table, allowedTopics string) decoder.Mapping {
-	m := t.Mapping()
+// own (a copy), with the file's allowed_topics.
+func decoderMapping(t outbox.Table, allowedTopics string) decoder.Mapping {
+	m := t.Clone().Mapping
 	m.AllowedTopics = allowedTopics
 	return m
 }
@@ -349,8 +350,8 @@ const sampleLimit = 512
 // printSample prints the record the relay would make of the table's newest
 // row (by res.Order), or says the table is empty. conn must render values
 // as openSampleConn's does.
-func printSample(ctx context.Context, w io.Writer, conn *pgx.Conn, t config.Table, allowedTopics string, res preflight.TableCheck) error {
-	ident := pgx.Identifier{t.Mapping().Schema, t.Mapping().Table}.Sanitize()
+func printSample(ctx context.Context, w io.Writer, conn *pgx.Conn, t outbox.Table, allowedTopics string, res preflight.TableCheck) error {
+	ident := pgx.Identifier{t.Mapping.Schema, t.Mapping.Table}.Sanitize()
 	rr := conn.PgConn().ExecParams(ctx, "SELECT * FROM "+ident+" ORDER BY "+res.Order+" LIMIT 1", nil, nil, nil, nil)
 	fields := rr.FieldDescriptions()
 	names := make([]string, len(fields))
@@ -406,15 +407,15 @@ func printSample(ctx context.Context, w io.Writer, conn *pgx.Conn, t config.Tabl
 	}
 	if msg.Routed {
 		for i, n := range names {
-			if n == t.TagsColumn {
+			if n == t.Mapping.TagsColumn {
 				fmt.Fprintf(w, "    tags       %s\n", sampleBytes(values[i]))
 			}
 		}
-		for _, r := range t.Routes {
+		for _, r := range t.Mapping.Routes {
 			fmt.Fprintf(w, "    route      %s\n", routeText(r))
 		}
 	}
-	if t.Key == "" {
+	if t.Mapping.KeyColumn == "" {
 		fmt.Fprintf(w, "    key        (none: no key column; Kafka spreads the records over the partitions)\n")
 	} else {
 		fmt.Fprintf(w, "    key        %s\n", sampleBytes(ev.Key))

@@ -404,7 +404,7 @@ func TestCheckConfigUsage(t *testing.T) {
 	_, shape, _ := strings.Cut(checkConfigUsage, "The config file's shape:\n\n")
 	shape, _, _ = strings.Cut(shape, "\n\n")
 	f, err := config.Parse("usage", []byte(strings.ReplaceAll("\n"+shape, "\n  ", "\n")))
-	if err != nil || len(f.Tables) != 2 || f.Tables[0].WriteBack() == nil || len(f.Tables[1].Routes) != 2 || len(f.Messages) != 2 || !f.Messages[1].PayloadOnly {
+	if err != nil || len(f.Tables) != 2 || f.Tables[0].WriteBack == nil || len(f.Tables[1].Mapping.Routes) != 2 || len(f.Messages) != 2 || !f.Messages[1].PayloadOnly {
 		t.Errorf("the help's config: %v, %v", f, err)
 	}
 }

@@ -144,12 +144,12 @@ func configMessages(f *config.File, allowedTopics string) []decoder.MessageMappi
 	return ms
 }
 
-// configTables returns the relay's tables from a config file, each with
-// allowedTopics (the flag's value, or the file's).
+// configTables returns the relay's tables from a config file, each a copy
+// of the file's with allowedTopics (the flag's value, or the file's).
 func configTables(f *config.File, allowedTopics string) []outbox.Table {
 	tables := make([]outbox.Table, len(f.Tables))
 	for i, t := range f.Tables {
-		tables[i] = outbox.Table{Mapping: t.Mapping(), WriteBack: t.WriteBack(), Adopt: t.Adopt}
+		tables[i] = t.Clone()
 		tables[i].Mapping.AllowedTopics = allowedTopics
 	}
 	return tables

@@ -110,7 +110,7 @@ func (c *DemoCommand) run(ctx context.Context, log *slog.Logger) error {
 	cfg.Kafka.Brokers = broker.ListenAddrs()
 	cfg.Kafka.AutoCreateTopics = true
 	cfg.Logger = log
-	if _, err := setup.Migrate(ctx, pgURL, cfg, setup.Options{}); err != nil {
+	if _, err := setup.Migrate(ctx, pgURL, setupConfig(cfg), setup.Options{}); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	fmt.Fprintln(c.stdout, "migrated: public.outbox, public.outbox_delivery, public.cdc_relay_checkpoint, publication cdc_relay, slot cdc_relay")

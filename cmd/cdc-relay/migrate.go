@@ -175,6 +175,11 @@ func (c *MigrateCommand) relayConfig(file *config.File) (relay.Config, error) {
 	return rc, nil
 }
 
+// setupConfig is what migrate reads of rc (package setup).
+func setupConfig(rc relay.Config) setup.Config {
+	return setup.Config{Config: rc.SlotConfig(), Publication: rc.Publication, Messages: rc.Messages, DeleteOutbox: rc.Retention.Outbox > 0}
+}
+
 // Usage writes migrate's help.
 func (c *MigrateCommand) Usage(w io.Writer) {
 	printUsage(w, c.flags(), migrateUsage, migrateSections)
@@ -199,7 +204,7 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(c.stdout, setup.Grants(rc, c.grantsFor))
+		fmt.Fprint(c.stdout, setup.Grants(setupConfig(rc), c.grantsFor))
 		return nil
 	}
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
@@ -230,7 +235,7 @@ func (c *MigrateCommand) Run(ctx context.Context, args []string) error {
 		// What creating the slot waits for, among others, on stderr.
 		rc.Logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	res, err := setup.Migrate(ctx, c.postgresURL, rc, setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot,
+	res, err := setup.Migrate(ctx, c.postgresURL, setupConfig(rc), setup.Options{SkipOutbox: c.skipOutbox, NoSlot: c.noSlot,
 		Notice: func(line string) { fmt.Fprintln(c.stderr, line) }})
 	if err != nil {
 		return err

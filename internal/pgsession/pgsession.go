@@ -1,6 +1,7 @@
 // Package pgsession names a PostgreSQL server process for an operator, the
 // one way the relay's messages say which session holds a lock or a
-// transaction it waits for.
+// transaction it waits for, and waits for server processes it ended to
+// exit (WaitGone).
 package pgsession
 
 import "fmt"

@@ -1,0 +1,212 @@
+package slot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/replication"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// TxBeginner begins transactions (*pgxpool.Pool and *pgx.Conn do).
+type TxBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// CheckAdopt checks cfg's adopt predicates against the database through
+// q, before anything is created: a predicate PostgreSQL refuses fails
+// with its message (status.CheckAdopt), and one that selects no row now
+// (status.CountAdopt) fails with a *NothingToAdoptError. It returns how
+// many rows the predicates select now.
+func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) (int64, error) {
+	var total int64
+	for _, a := range cfg.adoptables() {
+		if a.Where == "" {
+			continue
+		}
+		a.Pending = nil // checked by the migrations; the predicate's are the operator's
+		if err := status.CheckAdopt(ctx, q, a); err != nil {
+			return 0, err
+		}
+		n, err := status.CountAdopt(ctx, q, a)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return 0, &NothingToAdoptError{Table: a.Source, Where: a.Where}
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// NothingToAdoptError refuses an adopt predicate that selects no row:
+// the rows it was meant to select would then be sent by nobody. A
+// comparison with a subquery that finds no row (a misspelt name in its
+// WHERE) is NULL, and selects nothing.
+type NothingToAdoptError struct {
+	// Table is the outbox table, as schema.name; Where the predicate.
+	Table, Where string
+}
+
+func (e *NothingToAdoptError) Error() string {
+	return fmt.Sprintf("adopt the rows of %s: the predicate selects no row (%s): check it with SELECT count(*) FROM %s WHERE %s; "+
+		"a subquery that finds no row (a misspelt name in its WHERE, a missing progress row) makes the comparison NULL. "+
+		"Fix the predicate; if there is nothing to adopt, leave adopt out (without it no row is adopted)",
+		e.Table, e.Where, e.Table, e.Where)
+}
+
+// snapshotName is what PostgreSQL names an exported snapshot
+// (0000000A-0000001B-1); anything else is not quoted into SQL.
+var snapshotName = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
+
+// recordNewSlot records a slot just created by repl: its checkpoint row
+// at its consistent point with a new stream id (recordStart) and, for
+// cfg's tables with pending values, the switch-over's backlog
+// (adoptBacklog), in one transaction on db with the intent's end
+// (checkpoint.Store.EndCreate), so that a crash leaves all or none (a
+// slot with the intent and no checkpoint row is created again:
+// recreateUnrecorded). A slot whose recording failed is dropped, to be
+// created again; one that cannot be dropped (PostgreSQL restarting) is
+// left to the next try, which drops it. It returns how many rows were
+// adopted.
+func recordNewSlot(ctx context.Context, db DB, repl *replication.Conn, cfg Config, created replication.NewSlot, log *slog.Logger) (int64, error) {
+	var n int64
+	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var err error
+		if n, err = adoptBacklog(ctx, tx, cfg, created.Snapshot, log); err != nil {
+			return err
+		}
+		if err := recordStart(ctx, tx, cfg, created.ConsistentPoint); err != nil {
+			return err
+		}
+		return checkpoint.NewStore(tx, cfg.CheckpointSchema, cfg.CheckpointTable).EndCreate(ctx, cfg.Slot, created.ConsistentPoint)
+	})
+	if err == nil {
+		return n, nil
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if derr := repl.DropSlot(dctx, cfg.Slot); derr != nil {
+		if adoptRefused(err, cfg) {
+			return 0, FatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
+		}
+		return 0, fmt.Errorf("%w; and the new slot could not be dropped (%v): the next try drops it and creates it again", err, derr)
+	}
+	if adoptRefused(err, cfg) {
+		return 0, refuseAdopt(err, "the new slot was dropped", cfg)
+	}
+	return 0, fmt.Errorf("%w (the new slot was dropped: it is created, and records its start, again)", err)
+}
+
+// adoptRefused reports whether err is PostgreSQL refusing an adoption of
+// cfg for good: SQLSTATE class 42 (a syntax error, a missing column or
+// table, a missing privilege) while a table has an adopt predicate.
+// Trying again cannot cure it, and each try would create a slot, which
+// waits for the database's open transactions.
+func adoptRefused(err error, cfg Config) bool {
+	var pgErr *pgconn.PgError
+	return cfg.Adopts() && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42")
+}
+
+// refuseAdopt is err, an adoption PostgreSQL refused (adoptRefused), as
+// the relay stops on it: fatal, with what the operator can do, and what
+// became of the slot (done).
+func refuseAdopt(err error, done string, cfg Config) error {
+	return FatalError{fmt.Errorf("%w (%s): fix adopt: in the config, or %s; then start the relay again",
+		err, done, grantAdvice(err, cfg))}
+}
+
+// permissionDenied finds the relation a permission_denied error names.
+var permissionDenied = regexp.MustCompile(`permission denied for (?:table|relation|view|sequence) (\S+)`)
+
+// grantAdvice says which privilege the relay's role needs for err: SELECT
+// on the relation it names when it names one, else on the tables the
+// predicate reads.
+func grantAdvice(err error, cfg Config) string {
+	role := "the relay's role"
+	if c, perr := pgconn.ParseConfig(cfg.PostgresURL); perr == nil && c.User != "" {
+		role = pgx.Identifier{c.User}.Sanitize()
+	}
+	on := "each table your adopt: predicate reads"
+	if m := permissionDenied.FindStringSubmatch(err.Error()); m != nil {
+		on = m[1]
+	}
+	return "GRANT SELECT ON " + on + " TO " + role
+}
+
+// recordStart leaves cfg's checkpoint row at lsn, where a slot the relay
+// just created starts, with a new stream id: a new slot is a new stream,
+// which never read the WAL before it, so no position of another stream
+// (in the checkpoint topic, say: a database this one was copied from) is
+// its own.
+func recordStart(ctx context.Context, db checkpoint.DB, cfg Config, lsn pglogrepl.LSN) error {
+	store := checkpoint.NewStore(db, cfg.CheckpointSchema, cfg.CheckpointTable)
+	if err := store.Reset(ctx, cfg.Slot, lsn); err != nil {
+		return err
+	}
+	return store.SetStream(ctx, cfg.Slot, checkpoint.NewStreamID())
+}
+
+// adoptBacklog is the switch-over: for each of cfg's tables with pending
+// values or an adopt predicate, it parks the rows whose status was
+// pending, or that the predicate selected, at snapshot (the one a new
+// slot exported) in the status table, each once (once per topic of a
+// routed row), for the poller to send as they are then. tx is a
+// REPEATABLE READ transaction that has not read yet: it imports the
+// snapshot, and so sees exactly the rows committed before the slot's
+// consistent point, which the slot will not stream. It logs and returns
+// how many rows it adopted.
+func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, log *slog.Logger) (int64, error) {
+	tables := cfg.adoptables()
+	if len(tables) == 0 {
+		return 0, nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if !snapshotName.MatchString(snapshot) {
+		return 0, fmt.Errorf("adopt the pending rows: the new slot exported no usable snapshot (%q)", snapshot)
+	}
+	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+snapshot+"'"); err != nil {
+		return 0, fmt.Errorf("import the new slot's snapshot: %w", err)
+	}
+	// Named, so that the next creator ends it if this one dies (endCreator);
+	// a slot's name has only a-z, 0-9 and _.
+	if _, err := tx.Exec(ctx, "SET LOCAL application_name = '"+adoptAppName(cfg.Slot)+"'"); err != nil {
+		return 0, fmt.Errorf("name the session that adopts rows: %w", err)
+	}
+	store := status.NewStore(nil, cfg.StatusSchema, cfg.StatusTable)
+	var total int64
+	for _, t := range tables {
+		n, err := store.Adopt(ctx, tx, t)
+		if err != nil {
+			return 0, err
+		}
+		logAdopted(log, t, n)
+		total += n
+	}
+	return total, nil
+}
+
+// logAdopted says how many rows of t a new slot adopted, and by what.
+func logAdopted(log *slog.Logger, t status.Adoptable, n int64) {
+	attrs := []any{"table", t.Source, "rows", n}
+	if len(t.Pending) > 0 {
+		attrs = append(attrs, "pending", t.Pending)
+	}
+	if t.Where != "" {
+		attrs = append(attrs, "adopt", t.Where)
+	}
+	log.Info("adopted the rows selected when the slot was created: the poller sends each as it is now; none is sent twice by the switch", attrs...)
+}

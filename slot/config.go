@@ -1,0 +1,110 @@
+package slot
+
+import (
+	"cmp"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/outbox"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// Config is what the slot's lifecycle reads of the relay's configuration
+// (relay.Config.SlotConfig builds it).
+type Config struct {
+	// Slot names the replication slot.
+	Slot string
+	// PostgresURL is the connection string the relay was started with:
+	// the slot's leadership session and the replication connection that
+	// creates a slot to adopt rows connect with it, and advice names its
+	// role. The role needs the REPLICATION attribute.
+	PostgresURL string
+	// LiveURL, if set, returns the connection string of each new
+	// connection (--postgres-url-file, read again at each); nil is
+	// PostgresURL.
+	LiveURL func() string
+	// Tables are the outbox tables: those with pending values or an
+	// adopt predicate are adopted by a slot the relay creates.
+	Tables []outbox.Table
+	// StatusSchema/StatusTable and CheckpointSchema/CheckpointTable name
+	// the relay's tables.
+	StatusSchema, StatusTable         string
+	CheckpointSchema, CheckpointTable string
+	// AcceptSlotLoss lets the relay create a new slot although the
+	// checkpoint table shows an earlier one existed, and stream a slot
+	// ahead of its checkpoint.
+	AcceptSlotLoss bool
+	// ReplicationTimeout bounds the replication connection that creates a
+	// slot to adopt rows; zero is 30s.
+	ReplicationTimeout time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// url returns the connection string of a new connection: LiveURL's, else
+// PostgresURL.
+func (c Config) url() string {
+	if c.LiveURL == nil {
+		return c.PostgresURL
+	}
+	return c.LiveURL()
+}
+
+// logger is c.Logger, or one that discards.
+func (c Config) logger() *slog.Logger {
+	return cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+}
+
+// replicationTimeout is c.ReplicationTimeout, 30s when unset.
+func (c Config) replicationTimeout() time.Duration {
+	return cmp.Or(c.ReplicationTimeout, 30*time.Second)
+}
+
+// tableNames names c's outbox tables, schema.table, in order.
+func (c Config) tableNames() []string {
+	names := make([]string, len(c.Tables))
+	for i, t := range c.Tables {
+		names[i] = t.Mapping.Schema + "." + t.Mapping.Table
+	}
+	return names
+}
+
+// adoptables are c's tables with pending values or an adopt predicate,
+// as status.Adopt takes them.
+func (c Config) adoptables() []status.Adoptable {
+	var ts []status.Adoptable
+	names := c.tableNames()
+	for i, t := range c.Tables {
+		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
+			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes}
+		if t.WriteBack != nil {
+			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.Pending
+		}
+		if len(a.Pending) > 0 || a.Where != "" {
+			ts = append(ts, a)
+		}
+	}
+	return ts
+}
+
+// Adopts reports whether a table of c has an adopt predicate.
+func (c Config) Adopts() bool {
+	for _, t := range c.Tables {
+		if t.Adopt != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutAdopt is c without its adopt predicates: for a slot created
+// again over a gap, whose predicates' rows the first slot adopted
+// already (the rows of the gap are `recover`'s).
+func (c Config) withoutAdopt() Config {
+	c.Tables = slices.Clone(c.Tables)
+	for i := range c.Tables {
+		c.Tables[i].Adopt = ""
+	}
+	return c
+}
