@@ -2,6 +2,7 @@ package pgnotice
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -73,5 +74,22 @@ func TestSayResumed(t *testing.T) {
 				t.Errorf("a resumed line: %v, want %v:\n%s", got, tt.wantLine, buf.String())
 			}
 		})
+	}
+}
+
+// TestReconnectAfterAMissingPrivilege: a session ended for a missing
+// privilege (said by PrivilegeLog) makes the next starts quiet, and the
+// stream's start says the role has it now, not that it resumed.
+func TestReconnectAfterAMissingPrivilege(t *testing.T) {
+	o := NewOutages(slog.New(slog.DiscardHandler), "postgres://h/db")
+	pe := PrivilegeError{err: &pgconn.PgError{Code: "42501"}, fix: "GRANT"}
+	rc := o.ReconnectAfter(Reconnect{}, fmt.Errorf("session: %w", pe))
+	if !rc.quiet || !rc.granted || rc.err != pe {
+		t.Fatalf("after a missing privilege: %+v, want quiet, granted, its error", rc)
+	}
+	var buf syncbuf.Buffer
+	rc.SayResumed(slog.New(slog.NewTextHandler(&buf, nil)), o, "s", 0)
+	if out := buf.String(); !strings.Contains(out, "has the privileges it lacked") || strings.Contains(out, "resumed") {
+		t.Errorf("the stream's start after a missing privilege said:\n%s", out)
 	}
 }
