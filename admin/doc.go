@@ -17,7 +17,4 @@
 // and only requests that name a loopback host and carry no Origin header:
 // a web page open in a browser on the same machine reaches loopback too.
 // GET /failed is among them because it shows event payloads.
-//
-//	server.go    the listener, the routes, and the token rule
-//	handlers.go  the endpoints
 package admin

@@ -19,29 +19,10 @@
 // resumes (Config.After). Delivery is at least once: a stop, a crash or a
 // resume sends again at most the batch in flight.
 //
-// One concern per file:
-//
-//	backfill.go   Run: the steps of one backfill, and its Result; its
-//	              connection, and the loop of batches
-//	read.go       what it reads, in read-only transactions: the selected
-//	              keys, their count and edges, a batch
-//	config.go     Config and its defaults
-//	key.go        the table's key: its columns, and a key's text (--after)
-//	query.go      the SQL of the selection, of a batch and of the edges
-//	lock.go       one backfill per table: an advisory lock, on a session
-//	              of its own, and who holds it
-//	privileges.go the GRANT a role lacking a privilege needs
-//	publish.go    the backfill's publisher (package republish): its header
-//	              and topic, each row's key
-//	ratelimit.go  the rows-per-second limit
-//	progress.go   the progress bar, the progress lines and the summary
-//	record.go     the backfill's row in the table of backfills, which
-//	              `cdc-relay status` and a relay's /status read
-//
 // It reads only committed rows, and only those committed when it starts
 // (the relay streams the others). It writes to the database only its own
 // row in the table of backfills (Config.RecordTable), and its temporary
 // table. A privilege its role lacks (TEMPORARY on the database, SELECT on
 // the table or on what the predicate reads) stops it with the GRANT to
-// run (privileges.go).
+// run.
 package backfill

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // Key is the column list a backfill pages by: the table's primary key, in
@@ -36,7 +38,7 @@ ORDER BY k.n`
 // that says how to add one on idColumn, the mapping's event id column
 // (a column of its own when idColumn is empty). A partitioned table's
 // primary key is its root's.
-func LookupKey(ctx context.Context, q Querier, table, idColumn string) (Key, error) {
+func LookupKey(ctx context.Context, q pgdb.Querier, table, idColumn string) (Key, error) {
 	rows, err := q.Query(ctx, primaryKey, table)
 	if err != nil {
 		return Key{}, fmt.Errorf("look up the primary key of %s: %w", table, err)
@@ -67,11 +69,6 @@ func addPrimaryKey(table, idColumn string) string {
 		col = pgx.Identifier{idColumn}.Sanitize()
 	}
 	return "ALTER TABLE " + table + " ADD PRIMARY KEY (" + col + ")"
-}
-
-// Querier runs a query (*pgx.Conn and pgx.Tx do).
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // quoted returns the key's columns quoted and joined: "a", "b".

@@ -41,13 +41,6 @@
 // Columns, types and the publication are checked against the database by
 // `cdc-relay check-config`.
 //
-// Files: config.go has the types; load.go Load and Parse; keys.go every
-// key the file may have, each with how its value is read (a key is one row
-// there); parse.go the top level, table.go an entry of tables,
-// writeback.go its write_back (what its values and columns must say of
-// each other); message.go an entry of messages; yaml.go reading YAML
-// nodes; problems.go the errors.
-//
 // Each entry of tables is parsed into an [outbox.Table], the one table
 // type of the relay, which takes it as it is. Only the command imports
 // this package: no engine links the YAML parser.

@@ -26,18 +26,6 @@
 // TRUNCATE, inserts on other tables, non-transactional messages of other
 // prefixes) decodes to [KindIgnored].
 //
-// Files: decoder.go has the public types and [New]; pgoutput.go reads the
-// messages (and their rows and columns); resolve.go resolves a Relation
-// against the mapping; event.go
-// makes an insert's event and values.go parses its column values;
-// mapping.go, topics.go and tags.go are the mapping, the topic cache and
-// routing by tags; rows.go decodes rows read with SQL. message.go is the
-// message mapping and [NewSources]; logicalmsg.go reads a logical decoding
-// message and makes its event; envelope.go reads its content (the
-// envelope, or payload-only), and jsonscan.go validates JSON and finds the
-// members of an object without allocating; unmapped.go keeps the prefixes
-// of unmapped messages.
-//
 // A Decoder is not safe for concurrent use: it is fed by the single goroutine
 // that reads the replication stream, in stream order.
 package decoder

@@ -10,7 +10,4 @@
 // per-event counts (read, produced) are the relay's own atomic counters,
 // reported through the snapshot, so counting costs the stream nothing it
 // did not already pay.
-//
-//	metrics.go   the metrics, their names and help
-//	snapshot.go  the live state, collected from one snapshot per scrape
 package metrics

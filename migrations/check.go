@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // Check verifies that the database is prepared as [Apply] prepares it for
@@ -13,7 +15,7 @@ import (
 // publishes the outbox table. With no outbox table (cfg.HasOutbox false)
 // it checks the relay's own tables and that the publication exists. Its
 // error says what to run or change.
-func Check(ctx context.Context, q Querier, cfg Config) error {
+func Check(ctx context.Context, q pgdb.DB, cfg Config) error {
 	if err := CheckWALLevel(ctx, q); err != nil {
 		return err
 	}
@@ -41,7 +43,7 @@ func Check(ctx context.Context, q Querier, cfg Config) error {
 
 // checkTables requires the outbox table, when cfg names one, and the
 // relay's tables, each at its newest migration.
-func checkTables(ctx context.Context, q Querier, cfg Config) error {
+func checkTables(ctx context.Context, q pgdb.DB, cfg Config) error {
 	var outbox *string // NULL when cfg names none: to_regclass refuses an empty name
 	if cfg.HasOutbox() {
 		name := pgx.Identifier{cfg.OutboxSchema, cfg.OutboxTable}.Sanitize()
@@ -73,7 +75,7 @@ func checkTables(ctx context.Context, q Querier, cfg Config) error {
 
 // checkPublicationExists requires cfg's publication, for a relay with no
 // outbox table: whatever tables it holds, pgoutput sends the messages.
-func checkPublicationExists(ctx context.Context, q Querier, cfg Config) error {
+func checkPublicationExists(ctx context.Context, q pgdb.DB, cfg Config) error {
 	var exists bool
 	if err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", cfg.Publication).Scan(&exists); err != nil {
 		return fmt.Errorf("look up publication %q: %w", cfg.Publication, err)
@@ -100,7 +102,7 @@ var newest = []struct {
 }
 
 // checkVersion requires each relay table to have its newest migration.
-func checkVersion(ctx context.Context, q Querier, cfg Config) error {
+func checkVersion(ctx context.Context, q pgdb.DB, cfg Config) error {
 	for _, n := range newest {
 		table := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
 		if n.status {
@@ -123,7 +125,7 @@ func checkVersion(ctx context.Context, q Querier, cfg Config) error {
 // event's identity (SourceCopyIndex, migration 14), valid: the relay's
 // park names it as its ON CONFLICT target, and would fail on every event
 // it parks without it.
-func checkSourceCopyIndex(ctx context.Context, q Querier, cfg Config) error {
+func checkSourceCopyIndex(ctx context.Context, q pgdb.DB, cfg Config) error {
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
 	var ok bool
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // EmitFunction is the SQL helper [CreateEmit] creates, with its argument
@@ -39,7 +41,7 @@ const EmitFunction = "cdc_relay.emit(text, text, jsonb, jsonb, text)"
 // takes. It is idempotent, and a call with another prefix replaces the
 // function, keeping its grants. It works on PostgreSQL 13 too, though the
 // relay decodes messages from PostgreSQL 14 on.
-func CreateEmit(ctx context.Context, db Querier, prefix string) error {
+func CreateEmit(ctx context.Context, db pgdb.DB, prefix string) error {
 	if prefix == "" {
 		return fmt.Errorf("create %s: the message prefix is empty: give the prefix that the relay's messages: entry (or --message-prefix) names", EmitFunction)
 	}
@@ -47,7 +49,7 @@ func CreateEmit(ctx context.Context, db Querier, prefix string) error {
 	if err != nil {
 		return err
 	}
-	// QueryRow, which Querier has, runs a statement that returns no rows
+	// QueryRow runs a statement that returns no rows
 	// as well: it reports pgx.ErrNoRows.
 	var ignored any
 	err = db.QueryRow(ctx, emitPlaceholders(prefix).Replace(string(b))).Scan(&ignored)

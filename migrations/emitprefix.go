@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // emitPrefixMark precedes, in cdc_relay.emit's comment, the prefix the
@@ -16,7 +18,7 @@ const emitPrefixMark = "with the prefix "
 // database has no such function or its comment names no prefix (a
 // function not made by migrate). It reads one catalog row, so a relay
 // can call it at start to warn when no message source maps the prefix.
-func EmitPrefix(ctx context.Context, db Querier) (prefix string, ok bool, err error) {
+func EmitPrefix(ctx context.Context, db pgdb.DB) (prefix string, ok bool, err error) {
 	var comment *string
 	err = db.QueryRow(ctx, `SELECT obj_description(to_regprocedure($1), 'pg_proc'), to_regprocedure($1) IS NOT NULL`,
 		EmitFunction).Scan(&comment, &ok)

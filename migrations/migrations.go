@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 //go:embed sql/*.sql
@@ -111,15 +113,9 @@ func versioned() ([]migration, error) {
 	return ms, nil
 }
 
-// Querier is what the checks need of a connection or pool (*pgx.Conn and
-// *pgxpool.Pool have it).
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // CheckWALLevel returns an error that says how to fix it when the server's
 // wal_level is not logical.
-func CheckWALLevel(ctx context.Context, conn Querier) error {
+func CheckWALLevel(ctx context.Context, conn pgdb.DB) error {
 	var level string
 	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
 		return fmt.Errorf("read wal_level: %w", err)
@@ -570,7 +566,7 @@ type Publication struct {
 // rows that decide them (see [Publication]). A partitioned table published
 // without publish_via_partition_root is not HasTable: its rows are
 // published under the names of its partitions.
-func LookupPublication(ctx context.Context, q Querier, cfg Config) (Publication, error) {
+func LookupPublication(ctx context.Context, q pgdb.DB, cfg Config) (Publication, error) {
 	var p Publication
 	var oid *uint32
 	// pubviaroot read through to_jsonb: the column is missing before

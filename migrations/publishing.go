@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // publishingSQL reads, for publication $1 and the table of OID $2 (0 for
@@ -47,7 +49,7 @@ func publishingFor(version int) string {
 // lookupPublishing reads what an existing publication publishes of the
 // outbox table p.TableOID into p: Inserts, RowFilter, Columns, Hidden and
 // Stamp.
-func lookupPublishing(ctx context.Context, q Querier, publication string, p *Publication) error {
+func lookupPublishing(ctx context.Context, q pgdb.DB, publication string, p *Publication) error {
 	sql := publishingFor(p.ServerVersion)
 	var all bool
 	var pubXmin string

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // ResetTriggerName is the name of the trigger [Apply] keeps on an outbox
@@ -70,7 +72,7 @@ type ResetTrigger struct {
 // with the id column and [SourceTable], is enabled (not disabled, nor
 // firing in replica sessions only), and was created for
 // cfg.Reset's status column and pending values (its comment says which).
-func LookupResetTrigger(ctx context.Context, q Querier, cfg Config) (ResetTrigger, error) {
+func LookupResetTrigger(ctx context.Context, q pgdb.DB, cfg Config) (ResetTrigger, error) {
 	var have ResetTrigger
 	var fn, comment string
 	var sameFn, enabled bool

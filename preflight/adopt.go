@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -19,7 +20,7 @@ import (
 // again and its role need not be able to; the first run, which creates
 // the slot, plans it then (slot.CheckAdopt) and stops on a refusal. The
 // error is for a database that could not be asked.
-func CheckAdopt(ctx context.Context, q Querier, t outbox.Table) (*Problem, error) {
+func CheckAdopt(ctx context.Context, q pgdb.Querier, t outbox.Table) (*Problem, error) {
 	if t.Adopt == "" {
 		return nil, nil
 	}

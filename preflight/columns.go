@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
@@ -65,7 +66,7 @@ var typeRules = map[string]typeRule{
 }
 
 // tableColumns reads the columns of the table ident, in order.
-func tableColumns(ctx context.Context, q Querier, ident string) ([]column, error) {
+func tableColumns(ctx context.Context, q pgdb.Querier, ident string) ([]column, error) {
 	rows, err := q.Query(ctx, `SELECT a.attname, a.atttypid, coalesce(b.oid, t.oid), format_type(a.atttypid, a.atttypmod),
 			coalesce(b.typtype, t.typtype) = 'e',
 			CASE WHEN coalesce(b.oid, t.oid) IN (1042, 1043) AND coalesce(nullif(t.typtypmod, -1), a.atttypmod) > 4

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -12,7 +13,7 @@ import (
 // and the publication exists and publishes inserts. It returns every
 // problem found, in that order; the error is for a database that could not
 // be asked (a deadline or a cancellation among them).
-func CheckDatabase(ctx context.Context, q Querier, slot, publication string) ([]Problem, error) {
+func CheckDatabase(ctx context.Context, q pgdb.Querier, slot, publication string) ([]Problem, error) {
 	var problems []Problem
 	if err := migrations.CheckWALLevel(ctx, q); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

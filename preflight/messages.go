@@ -3,6 +3,8 @@ package preflight
 import (
 	"context"
 	"fmt"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // MessagesMinVersion is the first PostgreSQL release, as
@@ -15,7 +17,7 @@ const MessagesMinVersion = 140000
 // before 14, whose pgoutput has no messages option (replication would
 // fail at its start, naming an option the operator never set). The error
 // is for a server that could not be asked.
-func CheckMessages(ctx context.Context, q Querier) (*Problem, error) {
+func CheckMessages(ctx context.Context, q pgdb.Querier) (*Problem, error) {
 	var num int
 	var version string
 	err := q.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('server_version')").Scan(&num, &version)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // versionRow answers CheckMessages' query with a version.
@@ -16,6 +17,9 @@ type versionRow struct {
 }
 
 func (v versionRow) QueryRow(context.Context, string, ...any) pgx.Row { return v }
+func (v versionRow) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	panic("CheckMessages runs no statement")
+}
 func (v versionRow) Query(context.Context, string, ...any) (pgx.Rows, error) {
 	panic("CheckMessages queries one row")
 }

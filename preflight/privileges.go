@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 )
 
@@ -39,7 +40,7 @@ const privilegesMissing = `SELECT current_user::text,
 // and the command that prints every grant the relay's role needs. A table
 // that does not exist is migrations.Check's to report: it is passed over
 // here. It reads the catalogs only.
-func CheckPrivileges(ctx context.Context, q Querier, needs []Privilege) ([]Problem, error) {
+func CheckPrivileges(ctx context.Context, q pgdb.Querier, needs []Privilege) ([]Problem, error) {
 	var problems []Problem
 	for _, n := range needs {
 		var role, object string

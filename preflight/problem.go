@@ -1,11 +1,5 @@
 package preflight
 
-import (
-	"context"
-
-	"github.com/jackc/pgx/v5"
-)
-
 // Problem is one way the database does not fit a config: the table it
 // concerns ("" for the database as a whole), the column ("" when none),
 // and what is wrong and what to do, in a sentence that names both.
@@ -23,11 +17,4 @@ func (p Problem) String() string {
 		return p.Msg
 	}
 	return p.Table + ": " + p.Msg
-}
-
-// Querier is what the checks need of a connection: *pgx.Conn, a pool or a
-// transaction.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }

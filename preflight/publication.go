@@ -8,13 +8,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // checkPublication returns a problem when the publication is missing or
 // does not publish inserts.
-func checkPublication(ctx context.Context, q Querier, publication string) (*Problem, error) {
+func checkPublication(ctx context.Context, q pgdb.Querier, publication string) (*Problem, error) {
 	var inserts bool
 	err := q.QueryRow(ctx, "SELECT pubinsert FROM pg_publication WHERE pubname = $1", publication).Scan(&inserts)
 	switch {
@@ -36,7 +37,7 @@ func checkPublication(ctx context.Context, q Querier, publication string) (*Prob
 // leaves out a column the mapping reads (PostgreSQL 15+). A missing
 // publication, or one that does not publish inserts, is none here:
 // checkPublication says so, once for every table.
-func checkPublished(ctx context.Context, q Querier, publication string, t outbox.Table) (*Problem, error) {
+func checkPublished(ctx context.Context, q pgdb.Querier, publication string, t outbox.Table) (*Problem, error) {
 	m := t.Mapping
 	pub, err := migrations.LookupPublication(ctx, q, migrations.Config{OutboxSchema: m.Schema, OutboxTable: m.Table, Publication: publication})
 	if err != nil {

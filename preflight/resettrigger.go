@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/outbox"
 )
@@ -14,7 +15,7 @@ import (
 // asks (another function, other arguments, disabled, made for other
 // values). It reads pg_trigger only. A table without the status column is
 // left to checkColumnTypes, which reports the column missing.
-func checkResetTrigger(ctx context.Context, q Querier, names Names, t outbox.Table, cols []column) (*Problem, error) {
+func checkResetTrigger(ctx context.Context, q pgdb.Querier, names Names, t outbox.Table, cols []column) (*Problem, error) {
 	wb := t.WriteBack
 	if wb == nil || len(wb.Pending) == 0 {
 		return nil, nil

@@ -6,12 +6,14 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // checkSlot returns a problem when the slot exists but the relay cannot
 // read it: a physical slot, another plugin than pgoutput, or a slot of
 // another database. A missing slot is none: the relay creates it.
-func checkSlot(ctx context.Context, q Querier, slot string) (*Problem, error) {
+func checkSlot(ctx context.Context, q pgdb.Querier, slot string) (*Problem, error) {
 	var plugin, slotType, db, current string
 	err := q.QueryRow(ctx, `SELECT coalesce(plugin, ''), slot_type, coalesce(database, ''), current_database()
 		FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&plugin, &slotType, &db, &current)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -17,7 +18,7 @@ import (
 // failed, dead, each of pending) that does not fit t's status column, when
 // t writes back and the table has the column (checkColumnTypes reports it
 // missing).
-func checkStatusValues(ctx context.Context, q Querier, t outbox.Table, cols []column) ([]Problem, error) {
+func checkStatusValues(ctx context.Context, q pgdb.Querier, t outbox.Table, cols []column) ([]Problem, error) {
 	wb := t.WriteBack
 	if wb == nil {
 		return nil, nil
@@ -43,7 +44,7 @@ func checkStatusValues(ctx context.Context, q Querier, t outbox.Table, cols []co
 // statusValueFits says why a write-back value does not fit the status
 // column c ("is not a value of enum type x (A, B)", "is longer than
 // varchar(n)"), or "".
-func statusValueFits(ctx context.Context, q Querier, c column, value string) (string, error) {
+func statusValueFits(ctx context.Context, q pgdb.Querier, c column, value string) (string, error) {
 	if c.enum {
 		rows, err := q.Query(ctx, "SELECT enumlabel FROM pg_enum WHERE enumtypid = $1 ORDER BY enumsortorder", c.base)
 		if err != nil {

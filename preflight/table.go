@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
@@ -35,7 +36,7 @@ type TableCheck struct {
 // It does not check that the publication exists: [CheckDatabase] and
 // [CheckTables] do, once for every table. The error is for a database that
 // could not be asked.
-func CheckTable(ctx context.Context, q Querier, names Names, t outbox.Table) (TableCheck, error) {
+func CheckTable(ctx context.Context, q pgdb.Querier, names Names, t outbox.Table) (TableCheck, error) {
 	var res TableCheck
 	m := t.Mapping
 	ident := pgx.Identifier{m.Schema, m.Table}.Sanitize()
@@ -83,7 +84,7 @@ func CheckTable(ctx context.Context, q Querier, names Names, t outbox.Table) (Ta
 
 // checkRelation returns a problem of table name when ident does not exist
 // (or the role may not see it) or is not a table.
-func checkRelation(ctx context.Context, q Querier, name, ident string) (*Problem, error) {
+func checkRelation(ctx context.Context, q pgdb.Querier, name, ident string) (*Problem, error) {
 	var kind *string
 	if err := q.QueryRow(ctx, "SELECT (SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1))", ident).Scan(&kind); err != nil {
 		return nil, fmt.Errorf("look up table %s: %w", name, err)

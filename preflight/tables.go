@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
@@ -13,7 +14,7 @@ import (
 // problem found, each naming the table, the column and what to do, in the
 // order of the tables; the error is for a database that could not be
 // asked.
-func CheckTables(ctx context.Context, q Querier, names Names, tables []outbox.Table) ([]Problem, error) {
+func CheckTables(ctx context.Context, q pgdb.Querier, names Names, tables []outbox.Table) ([]Problem, error) {
 	var problems []Problem
 	if p, err := checkPublication(ctx, q, names.Publication); err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // ExpectedMappings returns the session's mappings, table i at index i,
@@ -28,7 +28,7 @@ import (
 // named optional column the table lacks and never had is warned of, with
 // the flags that map it or say there is none. The expected columns are
 // returned on an error too, as far as they were found.
-func ExpectedMappings(ctx context.Context, db migrations.Querier, cfg Config, expected [][]string) ([]decoder.Mapping, [][]string, error) {
+func ExpectedMappings(ctx context.Context, db pgdb.DB, cfg Config, expected [][]string) ([]decoder.Mapping, [][]string, error) {
 	stored, err := storedColumns(ctx, cfg)
 	if err != nil {
 		return nil, expected, err
@@ -97,7 +97,7 @@ func lacking(cols, names []string) []string {
 
 // tableColumns reads the current columns of table schema.name, their names
 // and type OIDs in order; none when there is no such table.
-func tableColumns(ctx context.Context, db migrations.Querier, schema, name string) ([]string, []uint32, error) {
+func tableColumns(ctx context.Context, db pgdb.DB, schema, name string) ([]string, []uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	outbox := pgx.Identifier{schema, name}.Sanitize()

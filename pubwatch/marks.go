@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -52,7 +53,7 @@ type Session struct {
 // relay as one between two checks does (see watchTable). An error is a
 // [FatalError] when the publication does not publish a table's inserts;
 // when only recording failed, the watches come with it.
-func Watch(ctx context.Context, db migrations.Querier, cfg Config, s Session) (Watches, error) {
+func Watch(ctx context.Context, db pgdb.DB, cfg Config, s Session) (Watches, error) {
 	prev, stored, err := previousMarks(ctx, cfg, s)
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func previousMarks(ctx context.Context, cfg Config, s Session) ([]Mark, map[stri
 // next relay starts from the publication as it is. The expected columns
 // stored are kept: a column renamed is still refused at the next start
 // (ExpectedMappings).
-func RecordPublication(ctx context.Context, db migrations.Querier, cfg Config) error {
+func RecordPublication(ctx context.Context, db pgdb.DB, cfg Config) error {
 	stored, err := storedMarks(ctx, cfg.Store, cfg.Slot)
 	if err != nil {
 		return err
@@ -134,7 +135,7 @@ func RecordPublication(ctx context.Context, db migrations.Querier, cfg Config) e
 // when a relay last started on the slot (the publication marks' Columns):
 // its rows would go out without their id, to another topic, or without
 // their headers, as a start refuses too (ExpectedMappings).
-func CheckExpectedColumns(ctx context.Context, db migrations.Querier, cfg Config) error {
+func CheckExpectedColumns(ctx context.Context, db pgdb.DB, cfg Config) error {
 	stored, err := storedMarks(ctx, cfg.Store, cfg.Slot)
 	if err != nil {
 		return err

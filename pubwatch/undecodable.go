@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
-	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -23,7 +23,7 @@ const pubCheckTimeout = 5 * time.Second
 // --recreate-slot`). It returns nil for any other error, and when the
 // publication is missing now too, or the database does not answer (the
 // session is then tried again, as before).
-func Undecodable(ctx context.Context, db migrations.Querier, cfg Config, err error) error {
+func Undecodable(ctx context.Context, db pgdb.DB, cfg Config, err error) error {
 	if !replication.PublicationMissing(err) {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -45,7 +46,7 @@ import (
 // checkpoint row (see watchTable and Watch), so a change between
 // two sessions, or while no relay ran, is seen too.
 type tableWatch struct {
-	db      migrations.Querier
+	db      pgdb.DB
 	tables  migrations.Config
 	mapping decoder.Mapping
 	log     *slog.Logger
@@ -81,7 +82,7 @@ type Mark struct {
 // the checkpoint row's: resuming at or before its position, the session
 // holds the table and the publication to it, so that a change made
 // between the two sessions is seen as one made between two checks.
-func watchTable(ctx context.Context, db migrations.Querier, cfg Config, i int, start pglogrepl.LSN, prev *Mark, stop func()) (*tableWatch, error) {
+func watchTable(ctx context.Context, db pgdb.DB, cfg Config, i int, start pglogrepl.LSN, prev *Mark, stop func()) (*tableWatch, error) {
 	w := &tableWatch{db: db, tables: cfg.migrations(i), mapping: cfg.Tables[i], log: cfg.Log, every: cfg.Every, stop: stop}
 	w.vouched.Store(&checkpoint.Position{LSN: start})
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)

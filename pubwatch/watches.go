@@ -7,7 +7,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // Watches watch each outbox table of a session, table i at index i.
@@ -17,7 +17,7 @@ type Watches []*tableWatch
 // watchTables checks each outbox table of cfg once and returns their
 // watches (see watchTable); prev are the marks of the watches of an
 // earlier session of the Run (Watches.Marks), or nil.
-func watchTables(ctx context.Context, db migrations.Querier, cfg Config, start pglogrepl.LSN, prev []Mark, stop func()) (Watches, error) {
+func watchTables(ctx context.Context, db pgdb.DB, cfg Config, start pglogrepl.LSN, prev []Mark, stop func()) (Watches, error) {
 	ws := make(Watches, len(cfg.Tables))
 	for i := range cfg.Tables {
 		var mark *Mark

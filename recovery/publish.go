@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
 	"github.com/cdc-relay/cdc-relay/republish"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -106,7 +107,7 @@ func writeDelivered(pool *pgxpool.Pool, rows *writeback.Rows) writtenFunc {
 		}
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			for _, id := range ids {
-				if err := rows.Write(ctx, tx, source, id, writeback.Outcome{State: writeback.Delivered, Attempts: -1}); err != nil {
+				if err := rows.Write(ctx, tx, source, id, outboxrow.Outcome{State: outboxrow.Delivered, Attempts: -1}); err != nil {
 					return err
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/preflight"
@@ -16,7 +17,7 @@ import (
 // checkMessagesServer refuses, for a relay with message sources, a server
 // whose pgoutput cannot send them (preflight.CheckMessages: PostgreSQL
 // before 14); a relay of tables only asks nothing.
-func checkMessagesServer(ctx context.Context, q preflight.Querier, cfg Config) error {
+func checkMessagesServer(ctx context.Context, q pgdb.Querier, cfg Config) error {
 	if len(cfg.Messages) == 0 {
 		return nil
 	}
@@ -150,7 +151,7 @@ func (p *pipeline) ignoreNonTransactional(prefix string) {
 // value would be emit's whole envelope). A relay of tables only says
 // nothing: another relay may read the messages. A failed read is logged
 // at debug and changes nothing.
-func warnEmitUnmapped(ctx context.Context, q migrations.Querier, cfg Config, log *slog.Logger) {
+func warnEmitUnmapped(ctx context.Context, q pgdb.DB, cfg Config, log *slog.Logger) {
 	if len(cfg.Messages) == 0 {
 		return
 	}

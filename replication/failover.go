@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // FailoverVersion is the first PostgreSQL version (as server_version_num)
@@ -104,7 +106,7 @@ func (f Failover) Supported() bool { return f.Version >= FailoverVersion }
 // LookupFailover reads the server's version and synchronized_standby_slots,
 // and whether slot name is a failover slot. It works on every version:
 // before 17 a slot is never one.
-func LookupFailover(ctx context.Context, q Querier, name string) (Failover, error) {
+func LookupFailover(ctx context.Context, q pgdb.DB, name string) (Failover, error) {
 	var f Failover
 	var standby pgtype.Text
 	err := q.QueryRow(ctx, `SELECT current_setting('server_version_num')::int,

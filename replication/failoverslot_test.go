@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -74,7 +75,7 @@ func TestFailoverSlot(t *testing.T) {
 
 // checkFailover requires LookupFailover to say that slot is a failover
 // slot (or not) on a server of version num.
-func checkFailover(t *testing.T, q replication.Querier, slot string, want bool, num int) {
+func checkFailover(t *testing.T, q pgdb.DB, slot string, want bool, num int) {
 	t.Helper()
 	f, err := replication.LookupFailover(t.Context(), q, slot)
 	if err != nil {

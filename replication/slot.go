@@ -7,13 +7,9 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
-)
 
-// Querier is what a slot lookup needs of a connection or pool
-// (*pgx.Conn and *pgxpool.Pool have it).
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
+)
 
 // Slot is a replication slot as pg_replication_slots shows it.
 type Slot struct {
@@ -48,7 +44,7 @@ type Slot struct {
 var ErrSlotNotFound = errors.New("replication slot does not exist")
 
 // LookupSlot reads slot name from pg_replication_slots.
-func LookupSlot(ctx context.Context, q Querier, name string) (Slot, error) {
+func LookupSlot(ctx context.Context, q pgdb.DB, name string) (Slot, error) {
 	s := Slot{Name: name}
 	var confirmed string
 	err := q.QueryRow(ctx, `SELECT plugin, coalesce(confirmed_flush_lsn::text, ''),
@@ -73,7 +69,7 @@ func LookupSlot(ctx context.Context, q Querier, name string) (Slot, error) {
 
 // SlotActive reports whether a walsender streams slot name; a slot that
 // does not exist is not active.
-func SlotActive(ctx context.Context, q Querier, name string) (bool, error) {
+func SlotActive(ctx context.Context, q pgdb.DB, name string) (bool, error) {
 	s, err := LookupSlot(ctx, q, name)
 	if errors.Is(err, ErrSlotNotFound) {
 		return false, nil

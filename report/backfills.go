@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -40,7 +41,7 @@ ORDER BY table_name`
 // missing (a database migrated by an earlier version), the role may not
 // read it (migrated, but not granted since), or the read failed otherwise.
 // The relay's other figures never depend on it.
-func readBackfills(ctx context.Context, db Querier, names Names) (bs []Backfill, problem string) {
+func readBackfills(ctx context.Context, db pgdb.Querier, names Names) (bs []Backfill, problem string) {
 	table := migrations.BackfillTableName(migrations.Config{CheckpointSchema: names.CheckpointSchema})
 	rows, _ := db.Query(ctx, fmt.Sprintf(backfillsQuery, table))
 	bs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Backfill, error) {

@@ -11,15 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
-
-// Querier runs queries (*pgxpool.Pool and *pgx.Conn have it).
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
 
 // Names names what ReadDatabaseStats reads: the slot, the status table,
 // and the schema of the pause table and of the table of backfills (the
@@ -96,7 +91,7 @@ func (s DatabaseStats) WALRetained() int64 {
 // ReadDatabaseStats reads the slot and the tables names names. It needs
 // no privilege beyond what the relay's role has (pg_replication_slots is
 // readable by every role).
-func ReadDatabaseStats(ctx context.Context, db Querier, names Names) (DatabaseStats, error) {
+func ReadDatabaseStats(ctx context.Context, db pgdb.Querier, names Names) (DatabaseStats, error) {
 	s := DatabaseStats{At: time.Now()}
 	var confirmed, restart pgtype.Text
 	var active pgtype.Bool
@@ -132,7 +127,7 @@ func ReadDatabaseStats(ctx context.Context, db Querier, names Names) (DatabaseSt
 }
 
 // readPausedTopics reads the slot's paused topics from the pause table.
-func readPausedTopics(ctx context.Context, db Querier, names Names) ([]string, error) {
+func readPausedTopics(ctx context.Context, db pgdb.Querier, names Names) ([]string, error) {
 	table := pgx.Identifier{names.CheckpointSchema, migrations.PauseTable}.Sanitize()
 	rows, _ := db.Query(ctx, "SELECT topic FROM "+table+" WHERE slot_name = $1 ORDER BY topic", names.Slot)
 	topics, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -191,7 +186,7 @@ LIMIT %d`
 
 // readHeld fills s's held counts, over every topic and for the topics
 // with the most held rows, from one query.
-func readHeld(ctx context.Context, db Querier, names Names, s *DatabaseStats) error {
+func readHeld(ctx context.Context, db pgdb.Querier, names Names, s *DatabaseStats) error {
 	status := pgx.Identifier{names.StatusSchema, names.StatusTable}.Sanitize()
 	err := scanHeld(ctx, db, fmt.Sprintf(heldQuery, status, MaxHeldTopics), s)
 	if err == nil {
@@ -213,7 +208,7 @@ func readHeld(ctx context.Context, db Querier, names Names, s *DatabaseStats) er
 
 // scanHeld runs heldQuery and fills s from its rows; once read, s.Topics
 // is a list, empty when nothing is held.
-func scanHeld(ctx context.Context, db Querier, query string, s *DatabaseStats) error {
+func scanHeld(ctx context.Context, db pgdb.Querier, query string, s *DatabaseStats) error {
 	rows, err := db.Query(ctx, query)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/writeback"
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
 )
 
 // This file is what operators do to the status table: list and read rows,
@@ -208,7 +208,7 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 // failure, unless sent as the row is now.
 func (s *Store) writeRetried(ctx context.Context, tx pgx.Tx, sources []source) error {
 	for _, src := range sources {
-		o := writeback.Outcome{State: writeback.Failed, Attempts: 1, NextAttempt: src.next}
+		o := outboxrow.Outcome{State: outboxrow.Failed, Attempts: 1, NextAttempt: src.next}
 		if src.reload {
 			o.Attempts = 0
 		}
@@ -360,7 +360,7 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 			if changes[i].Was != Failed && changes[i].Was != Waiting && changes[i].Was != Paused {
 				continue
 			}
-			o := writeback.Outcome{State: writeback.Dead, Reason: "given up: purged from the status table by an operator", Attempts: -1}
+			o := outboxrow.Outcome{State: outboxrow.Dead, Reason: "given up: purged from the status table by an operator", Attempts: -1}
 			if err := s.rows.Write(ctx, tx, src.table, src.eventID, o); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // Adoptable is an outbox table whose rows may be adopted at the
@@ -43,11 +44,6 @@ func (t Adoptable) adopts() bool {
 	return len(t.Pending) > 0 || t.Where != ""
 }
 
-// Querier runs one statement (pgx.Tx has it).
-type Querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
 // Planner runs a query (*pgx.Conn, a pool and pgx.Tx have it).
 type Planner interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -76,7 +72,7 @@ const adoptedReason = "adopted: selected when the relay's replication slot was c
 // INSERT … SELECT (a single statement: oneStatement) adopts them all.
 // Rows without an id are left out (the poller reads a row by its id). It
 // returns how many status rows it added (one per topic of a routed row).
-func (s *Store) Adopt(ctx context.Context, q Querier, t Adoptable) (int64, error) {
+func (s *Store) Adopt(ctx context.Context, q pgdb.DB, t Adoptable) (int64, error) {
 	if !t.adopts() {
 		return 0, nil
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/writeback"
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
 )
 
 // Outcome is what became of one claimed row; see Store.Claim.
@@ -159,12 +159,12 @@ func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcome
 		if r.Reload || r.Status == Waiting || r.Status == Paused {
 			failed = r.Attempts
 		}
-		w := writeback.Outcome{State: writeback.Delivered, Attempts: failed}
+		w := outboxrow.Outcome{State: outboxrow.Delivered, Attempts: failed}
 		switch {
 		case o.Dead:
-			w = writeback.Outcome{State: writeback.Dead, Reason: o.Err.Error(), Attempts: failed + 1}
+			w = outboxrow.Outcome{State: outboxrow.Dead, Reason: o.Err.Error(), Attempts: failed + 1}
 		case !o.Delivered:
-			w = writeback.Outcome{State: writeback.Failed, Reason: o.Err.Error(), Attempts: failed + 1, NextAttempt: next[o.ID]}
+			w = outboxrow.Outcome{State: outboxrow.Failed, Reason: o.Err.Error(), Attempts: failed + 1, NextAttempt: next[o.ID]}
 		}
 		if err := s.rows.Write(ctx, tx, r.SourceTable, r.EventID, w); err != nil {
 			return err

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/writeback"
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
 )
 
 // Failed parks ev as FAILED with reason: Kafka refused it (too large, a
@@ -124,9 +124,9 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 		if err != nil {
 			return err
 		}
-		o := writeback.Outcome{State: writeback.Failed, Reason: r.reason, Attempts: 1, NextAttempt: next}
+		o := outboxrow.Outcome{State: outboxrow.Failed, Reason: r.reason, Attempts: 1, NextAttempt: next}
 		if r.status == Dead {
-			o = writeback.Outcome{State: writeback.Dead, Reason: r.reason, Attempts: 1}
+			o = outboxrow.Outcome{State: outboxrow.Dead, Reason: r.reason, Attempts: 1}
 		}
 		return s.rows.Write(ctx, tx, source, r.rowID, o)
 	})

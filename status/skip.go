@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cdc-relay/cdc-relay/writeback"
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
 )
 
 // This file is the operator giving up on events (`cdc-relay failed skip`),
@@ -52,7 +52,7 @@ func (s *Store) Skip(ctx context.Context, opts SkipOptions) ([]Change, error) {
 			return err
 		}
 		for _, src := range sources {
-			o := writeback.Outcome{State: writeback.Dead, Reason: "given up: skipped by an operator", Attempts: -1}
+			o := outboxrow.Outcome{State: outboxrow.Dead, Reason: "given up: skipped by an operator", Attempts: -1}
 			if err := s.rows.Write(ctx, tx, src.table, src.eventID, o); err != nil {
 				return err
 			}

@@ -11,15 +11,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
-	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // DB is what the store needs of a connection pool (*pgxpool.Pool and
 // *pgx.Conn have it): Exec and QueryRow, and Query and Begin.
 type DB interface {
-	pgdb.DB
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	pgdb.Querier
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
@@ -31,7 +30,7 @@ type Store struct {
 	// sources names the outbox tables by decoder.Event.Table; see
 	// SourceTables.
 	sources []string
-	rows    *writeback.Rows // see WriteBack; nil writes no outbox row
+	rows    OutboxRows // see WriteBack; noWriteBack by default
 	// pauses is the pause table, quoted, and slot the slot whose pauses
 	// the store reads and writes; see Pauses. "" without.
 	pauses, slot string
@@ -60,14 +59,42 @@ func SourceTables(names ...string) Option {
 // operator. Each row is written in the same transaction as the status
 // table, so the two never disagree, and the later outcome is the one the
 // row keeps. A row that refuses its outcome is logged and left as it was
-// (writeback.Rows); the status table changes all the same.
-func WriteBack(rows *writeback.Rows) Option {
-	return func(s *Store) { s.rows = rows }
+// (writeback.Rows); the status table changes all the same. A nil rows
+// writes no outbox row.
+func WriteBack(rows OutboxRows) Option {
+	return func(s *Store) {
+		if rows != nil {
+			s.rows = rows
+		}
+	}
+}
+
+// OutboxRows writes what becomes of parked events to their outbox rows,
+// one row at a time, in the status table's transaction (*writeback.Rows
+// has it, and a nil *writeback.Rows writes none).
+type OutboxRows interface {
+	// Writes reports whether the outbox table named sourceTable
+	// (schema.name, as source_table records it) writes back.
+	Writes(sourceTable string) bool
+	// Write makes the row with id of sourceTable say o, in tx. It returns
+	// an error only for one the caller's transaction must roll back on;
+	// a row that refuses o is left as it was.
+	Write(ctx context.Context, tx pgdb.Tx, sourceTable, id string, o outboxrow.Outcome) error
+}
+
+// noWriteBack is the OutboxRows of a store without WriteBack: no table
+// writes back.
+type noWriteBack struct{}
+
+func (noWriteBack) Writes(string) bool { return false }
+
+func (noWriteBack) Write(context.Context, pgdb.Tx, string, string, outboxrow.Outcome) error {
+	return nil
 }
 
 // NewStore returns a store on schema.table, configured by opts.
 func NewStore(db DB, schema, table string, opts ...Option) *Store {
-	s := &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize()}
+	s := &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize(), rows: noWriteBack{}}
 	for _, o := range opts {
 		o(s)
 	}

@@ -12,18 +12,15 @@
 // refuses, and each outcome's [Done] is told once its row is written: the
 // relay confirms the event's position only then, so a crash loses no
 // outcome, and the relay's in-flight limits bound how many wait. What
-// becomes of a parked event goes through [Rows] (rows.go), one row at a
+// becomes of a parked event goes through [Rows], one row at a
 // time in the status table's own transaction, so the row and the status
 // table never disagree. The publication publishes inserts only, so these
 // updates never come back to the relay.
 //
-// [Writer.Delivered], called on the producer's ack
-// path, appends to a queue (queue.go) and does nothing else; [Writer.Run]
-// flushes (flush.go): it takes the queue, keeps the latest outcome of each
-// id (held.go), and writes them (write.go) with statements built from the
-// table's column types (sql.go), splitting a statement a row refuses; a
-// failure is retried with backoff and logged at most once a minute per
-// table and cause, and a refused row given up (failure.go).
-// writer.go holds the API; columns.go the columns a table's outcome goes
-// to.
+// [Writer.Delivered], called on the producer's ack path, appends to a
+// queue and does nothing else; [Writer.Run] flushes: it takes the queue,
+// keeps the latest outcome of each id, and writes them with statements
+// built from the table's column types, splitting a statement a row
+// refuses; a failure is retried with backoff and logged at most once a
+// minute per table and cause, and a refused row given up.
 package writeback

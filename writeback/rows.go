@@ -8,43 +8,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
-
-// State is what became of a parked event, as its row is to say it.
-type State int
-
-const (
-	// Delivered: the poller, or a retry, delivered the event.
-	Delivered State = iota
-	// Failed: the event is parked, due again at Outcome.NextAttempt.
-	Failed
-	// Dead: the event was given up on.
-	Dead
-)
-
-// Outcome is what a parked event's row is to say.
-type Outcome struct {
-	State State
-	// Reason is why the event failed or was given up on, for the error
-	// column (Failed, Dead); "" leaves the column alone.
-	Reason string
-	// Attempts is the failed delivery attempts so far, for the attempts
-	// column; negative leaves the column alone.
-	Attempts int
-	// NextAttempt is when the poller tries the event next, for the
-	// next-attempt column (Failed); zero leaves the column alone.
-	NextAttempt time.Time
-}
-
-// Tx is what Rows needs of the transaction it writes in (pgx.Tx has it):
-// its statements, and Begin for a savepoint.
-type Tx interface {
-	DB
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
 
 // Rows writes what becomes of parked events to their outbox rows, one row
 // at a time, inside the caller's transaction: the status table's, so that
@@ -110,7 +79,7 @@ func (r *Rows) Refused() int64 {
 // Write makes the row with id of sourceTable say o, in tx. A table that
 // does not write back, or an empty id, is left alone. See Rows for what it
 // does when the row refuses.
-func (r *Rows) Write(ctx context.Context, tx Tx, sourceTable, id string, o Outcome) error {
+func (r *Rows) Write(ctx context.Context, tx pgdb.Tx, sourceTable, id string, o outboxrow.Outcome) error {
 	if r == nil || id == "" {
 		return nil
 	}
@@ -135,7 +104,7 @@ func (r *Rows) Write(ctx context.Context, tx Tx, sourceTable, id string, o Outco
 	return nil
 }
 
-func (r *Rows) write(ctx context.Context, tx Tx, t *rowTable, id string, o Outcome) error {
+func (r *Rows) write(ctx context.Context, tx pgdb.Tx, t *rowTable, id string, o outboxrow.Outcome) error {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return err
@@ -183,7 +152,7 @@ func (t *rowTable) fix(err error, refused bool) string {
 
 // statement is the UPDATE that makes the row with id say o, and its
 // arguments.
-func (t *rowTable) statement(types map[string]columnType, id string, o Outcome) (string, []any) {
+func (t *rowTable) statement(types map[string]columnType, id string, o outboxrow.Outcome) (string, []any) {
 	c := &t.Columns
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
 	args := []any{id}
@@ -191,18 +160,18 @@ func (t *rowTable) statement(types map[string]columnType, id string, o Outcome) 
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args)) + "::" + cast
 	}
-	status := map[State]string{Delivered: c.Delivered, Failed: c.Failed, Dead: c.DeadValue()}[o.State]
+	status := map[outboxrow.State]string{outboxrow.Delivered: c.Delivered, outboxrow.Failed: c.Failed, outboxrow.Dead: c.DeadValue()}[o.State]
 	set := []string{q(c.StatusColumn) + " = " + arg(status, "text") + "::" + types[c.StatusColumn].bare}
-	if o.State == Delivered && c.DeliveredAtColumn != "" {
+	if o.State == outboxrow.Delivered && c.DeliveredAtColumn != "" {
 		set = append(set, q(c.DeliveredAtColumn)+" = "+now(types[c.DeliveredAtColumn].noZone))
 	}
-	if o.State != Delivered && c.ErrorColumn != "" && o.Reason != "" {
+	if o.State != outboxrow.Delivered && c.ErrorColumn != "" && o.Reason != "" {
 		set = append(set, q(c.ErrorColumn)+" = "+arg(cleanReason(o.Reason), "text")+"::"+types[c.ErrorColumn].full)
 	}
 	if c.AttemptsColumn != "" && o.Attempts >= 0 {
 		set = append(set, q(c.AttemptsColumn)+" = "+arg(int64(o.Attempts), "bigint"))
 	}
-	if c.NextAttemptColumn != "" && o.State == Failed && !o.NextAttempt.IsZero() {
+	if c.NextAttemptColumn != "" && o.State == outboxrow.Failed && !o.NextAttempt.IsZero() {
 		at := arg(o.NextAttempt, "timestamptz")
 		if types[c.NextAttemptColumn].noZone {
 			at = "(" + at + " AT TIME ZONE 'UTC')"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 )
 
@@ -35,13 +36,13 @@ func TestRowsWriteEachOutcome(t *testing.T) {
 		}
 		for _, w := range []struct {
 			table, id string
-			o         Outcome
+			o         outboxrow.Outcome
 		}{
-			{"public.app_outbox", "1", Outcome{State: Delivered, Attempts: 2}},
-			{"public.app_outbox", "2", Outcome{State: Failed, Reason: "UNKNOWN_TOPIC_OR_PARTITION: no such topic", Attempts: 1, NextAttempt: next}},
-			{"public.app_outbox", "3", Outcome{State: Dead, Reason: "invalid topic", Attempts: -1}},
-			{"public.app_outbox", "4", Outcome{State: Delivered}}, // no such row
-			{"public.other", "1", Outcome{State: Dead}},           // a table that does not write back
+			{"public.app_outbox", "1", outboxrow.Outcome{State: outboxrow.Delivered, Attempts: 2}},
+			{"public.app_outbox", "2", outboxrow.Outcome{State: outboxrow.Failed, Reason: "UNKNOWN_TOPIC_OR_PARTITION: no such topic", Attempts: 1, NextAttempt: next}},
+			{"public.app_outbox", "3", outboxrow.Outcome{State: outboxrow.Dead, Reason: "invalid topic", Attempts: -1}},
+			{"public.app_outbox", "4", outboxrow.Outcome{State: outboxrow.Delivered}}, // no such row
+			{"public.other", "1", outboxrow.Outcome{State: outboxrow.Dead}},           // a table that does not write back
 		} {
 			if err := rows.Write(ctx, tx, w.table, w.id, w.o); err != nil {
 				return err
@@ -88,7 +89,7 @@ func TestRowsRefusedRowKeepsTheTransaction(t *testing.T) {
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		for _, w := range []struct{ table, id string }{{"public.outbox", "a"}, {"public.outbox", "b"}, {"public.outbox_broken", "a"}} {
-			if err := rows.Write(ctx, tx, w.table, w.id, Outcome{State: Delivered}); err != nil {
+			if err := rows.Write(ctx, tx, w.table, w.id, outboxrow.Outcome{State: outboxrow.Delivered}); err != nil {
 				return err
 			}
 		}
@@ -126,7 +127,7 @@ func TestRowsReturnsWhatIsNotTheRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return rows.Write(ctx, tx, "public.outbox", "a", Outcome{State: Delivered})
+		return rows.Write(ctx, tx, "public.outbox", "a", outboxrow.Outcome{State: outboxrow.Delivered})
 	})
 	if err == nil || !strings.Contains(err.Error(), "55P03") || rows.Refused() != 0 {
 		t.Fatalf("Write: %v, %d refused; want the lock timeout returned, nothing refused", err, rows.Refused())

@@ -22,7 +22,10 @@ import (
 )
 
 // FailedCommand is `cdc-relay failed <list|show|retry|skip|purge>`: look at
-// and act on the events parked in the status table.
+// and act on the events parked in the status table. This file reads the
+// subcommand and the flags they share; each subcommand is in the file
+// named after it (failed_list.go, failed_show.go, failed_retry.go,
+// failed_skip.go, failed_purge.go), and failed_print.go prints rows.
 type FailedCommand struct {
 	stdout, stderr io.Writer
 
@@ -30,13 +33,13 @@ type FailedCommand struct {
 
 	postgresURL string
 	statusTable string
-	state       string // --status
-	topic       string
-	limit       int
-	json        bool
-	all         bool
-	dead        bool
-	olderThan   time.Duration
+	state       string        // --status (list, retry)
+	topic       string        // --topic (list, retry)
+	limit       int           // --limit (list)
+	json        bool          // --json (list, show)
+	all         bool          // --all (retry)
+	dead        bool          // --dead (purge)
+	olderThan   time.Duration // --older-than (purge)
 	// allowedTopics is retry's --allowed-topics: the topics a corrected
 	// topic (--topic) may be, as run's.
 	allowedTopics string
@@ -51,8 +54,36 @@ type FailedCommand struct {
 	configPath      string
 }
 
+// failedSubcommand is one of failed's subcommands: its usage, its own
+// flags, and what checks its operands and runs it.
+type failedSubcommand struct {
+	// head is its usage text, before the flags.
+	head string
+	// flags registers its own flags in fs, beside those every subcommand
+	// has (nil: none).
+	flags func(c *FailedCommand, fs *flag.FlagSet)
+	// sections orders its own flags in its usage, after the connection's.
+	sections []flagSection
+	// prepare checks its flags and operands, and returns what runs it on
+	// a store; usage makes a usageError that names the subcommand. Every
+	// mistake is found here, before connecting.
+	prepare func(c *FailedCommand, operands []string, usage func(format string, a ...any) error) (failedRun, error)
+}
+
+// failedRun runs a subcommand on the status table's store.
+type failedRun func(ctx context.Context, s *status.Store) error
+
 // failedSubcommands are failed's subcommands, in the order of its usage.
 var failedSubcommands = []string{"list", "show", "retry", "skip", "purge"}
+
+// failedTable is each of failedSubcommands, by name.
+var failedTable = map[string]failedSubcommand{
+	"list":  failedList,
+	"show":  failedShow,
+	"retry": failedRetry,
+	"skip":  failedSkip,
+	"purge": failedPurge,
+}
 
 const failedUsage = `Usage: cdc-relay failed <subcommand> [flags]
 
@@ -100,101 +131,6 @@ Examples:
   cdc-relay failed purge --dead --older-than 30d
 `
 
-// failedHeads are the subcommands' usage texts, before their flags.
-var failedHeads = map[string]string{
-	"list": `Usage: cdc-relay failed list [--status S] [--topic T] [--limit N] [--json]
-
-Lists the events in the status table, newest first: for people a table
-(id, status, what it waits for, attempts, the outbox table the event came
-from, topic, event id, next attempt, last error, cut to fit), with --json
-one JSON array for
-scripts, every field of each event. Events parked by an older version of
-the relay, or by 'cdc-relay recover', name no table ("-", or null in JSON).
-
-In JSON, "key" is a string: the key's text, or base64 when key_encoding is
-"base64". "value" is the JSON itself when the record value is JSON
-(value_encoding "json"; its spacing may differ from the bytes stored), else
-its text ("text") or base64 ("base64"). A NULL key or value is null, without
-an encoding. Times are RFC 3339 in UTC. "waits_for" is the id of the first
-held event of its topic and key, which it waits for, or 0.
-`,
-	"show": `Usage: cdc-relay failed show ID [--json]
-
-Prints one event of the status table in full: its state, the outbox table
-it came from, the record (topic, key, headers one a line, timestamp, the
-value pretty-printed when it is JSON) and the last error. With --json, one
-JSON object, as in 'cdc-relay failed list --json'.
-`,
-	"retry": `Usage: cdc-relay failed retry ID... | --all [--status FAILED|DEAD]
-       cdc-relay failed retry ID --topic T [--allowed-topics RE]
-
-Makes events due again: each becomes FAILED with 0 attempts and its next
-attempt now, and the relay's poller delivers it at its next poll (a running
-'cdc-relay run'). Fix what made the events fail first.
-
-Name the events by id (spaces or commas between ids), or retry every FAILED
-and DEAD event with --all (only those of --status when given). A DELIVERED
-event is never retried: it reached Kafka. An id that is not in the table or
-is DELIVERED is reported, and the exit status is 1, after the other events
-are retried.
-
-With --config, the outbox row of each event whose table has write_back
-says its failed value again, with 0 attempts and its next attempt now; the
-poller's delivery then makes it say delivered.
-
-The events of its key parked behind a retried event (WAITING) follow it in
-order, each once Kafka acknowledged the one before. A WAITING or PAUSED event
-is not retried itself: the error names the event it waits for (retry, skip
-or purge that one), or its paused topic (resume it). Without ordered parking
-('run --ordering none'), a retried event arrives after later events of the
-same key.
-
-With --topic T, one event (one id) is delivered to topic T instead of the
-topic it was parked for: for an event parked for an illegal topic, or one
-that --allowed-topics (or the config file's allowed_topics) does not allow,
-which could otherwise never be delivered. T must be a legal Kafka topic
-name that --allowed-topics allows (by default any not starting with "_" or
-"connect-"), as run checks; with --config, the allowed topics of the
-event's own source (a messages: entry's allowed_topics). The event keeps
-the topic it was parked for (original topic, in 'failed show'). The events
-of its key that waited behind it in its old topic are released, and the
-output says how many: the poller delivers them to the topic they were
-parked for (correct each in turn once it is FAILED or DEAD). In its new
-topic it is delivered in its key's order: after the held events of that
-topic and key parked before it.
-`,
-	"skip": `Usage: cdc-relay failed skip ID...
-
-Gives up on FAILED or DEAD events: each becomes DEAD, marked skipped (its
-last error says "skipped by an operator"), and stays in the status table
-until purged. The events of its key that waited behind it (WAITING) are
-released: the relay's poller delivers them in order. The output says how
-many each skip released. An id that is not in the table, or not FAILED or
-DEAD, is reported, and the exit status is 1, after the others are skipped.
-
-With --config, the outbox row of each skipped event whose table has
-write_back says its dead value.
-`,
-	"purge": `Usage: cdc-relay failed purge ID... | --dead [--older-than D]
-
-Deletes events from the status table, for good: the status table holds the
-only copy of an event that was never delivered.
-
-Name the events by id (spaces or commas between ids), in any state, FAILED
-included (the output says which were FAILED), or delete every DEAD event
-with --dead (only those marked DEAD more than --older-than ago when given).
---dead never deletes FAILED or DELIVERED events. An id that is not in the
-table is reported, and the exit status is 1, after the others are deleted.
-Purging the first held event of a key releases the events of its key that
-waited behind it: the output says how many, and the poller delivers them in
-order.
-
-With --config, the outbox row of each purged FAILED, WAITING or PAUSED
-event whose table has write_back says its dead value: the event is given
-up on.
-`,
-}
-
 func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 	fs := flag.NewFlagSet("failed "+sub, flag.ContinueOnError)
 	fs.StringVar(&c.postgresURL, "postgres-url", "",
@@ -202,24 +138,8 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 	registerPostgresURLFile(fs, &c.postgresURLFile)
 	fs.StringVar(&c.statusTable, "status-table", "public.outbox_delivery",
 		"the status table, as `schema.table`: it keeps a copy of each event the relay could not deliver, with the reason, until it is delivered or dealt with")
-	switch sub {
-	case "list":
-		fs.StringVar(&c.state, "status", "", "only the events in this `state`: FAILED, DEAD, WAITING, PAUSED or DELIVERED (in any case); all when empty")
-		fs.StringVar(&c.topic, "topic", "", "only the events for this `topic`, exactly")
-		fs.IntVar(&c.limit, "limit", 50, "at most `n` events, the newest; 0 lists them all")
-		fs.BoolVar(&c.json, "json", false, "print one JSON array, every field of each event, for scripts")
-	case "show":
-		fs.BoolVar(&c.json, "json", false, "print one JSON object, every field of the event, for scripts")
-	case "retry":
-		fs.BoolVar(&c.all, "all", false, "retry every FAILED and DEAD event (only those of --status when given)")
-		fs.StringVar(&c.state, "status", "", "with --all, only the events in this `state`: FAILED or DEAD (in any case)")
-		fs.StringVar(&c.topic, "topic", "", "deliver the one event named to this `topic` instead of the one it was parked for (kept as its original topic)")
-		fs.StringVar(&c.allowedTopics, "allowed-topics", "",
-			"with --topic, a Go `regexp` the whole new topic must match, as run's; empty: any topic not starting with \"_\" or \"connect-\" (the config file's allowed_topics with --config)")
-	case "purge":
-		fs.BoolVar(&c.dead, "dead", false, "delete every DEAD event (only those older than --older-than when given)")
-		durationVar(fs, &c.olderThan, "older-than", 0,
-			"with --dead, only the events marked DEAD more than this long ago (by updated_at), such as 30d or 12h")
+	if own := failedTable[sub].flags; own != nil {
+		own(c, fs)
 	}
 	registerConfig(fs, &c.configPath)
 	// What to act on is said on the command line, never by a variable left
@@ -231,17 +151,7 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 // failedSections orders each subcommand's flags in its usage.
 func failedSections(sub string) []flagSection {
 	conn := flagSection{"Connection (--postgres-url, --postgres-url-file or --config required)", []string{"config", "postgres-url", "postgres-url-file", "status-table"}}
-	switch sub {
-	case "list":
-		return []flagSection{conn, {"Which events", []string{"status", "topic", "limit"}}, {"Output", []string{"json"}}}
-	case "show":
-		return []flagSection{conn, {"Output", []string{"json"}}}
-	case "retry":
-		return []flagSection{conn, {"Which events (ids, or --all)", []string{"all", "status"}}, {"A new topic (one id)", []string{"topic", "allowed-topics"}}}
-	case "purge":
-		return []flagSection{conn, {"Which events (ids, or --dead)", []string{"dead", "older-than"}}}
-	}
-	return []flagSection{conn}
+	return append([]flagSection{conn}, failedTable[sub].sections...)
 }
 
 // Usage writes failed's help, or its subcommand's once Run has read one.
@@ -250,7 +160,7 @@ func (c *FailedCommand) Usage(w io.Writer) {
 		fmt.Fprint(w, failedUsage)
 		return
 	}
-	printUsage(w, c.flags(c.sub), failedHeads[c.sub], failedSections(c.sub))
+	printUsage(w, c.flags(c.sub), failedTable[c.sub].head, failedSections(c.sub))
 }
 
 // Run reads the subcommand and its flags, and runs it.
@@ -373,7 +283,7 @@ func checkSubcommand(sub string) error {
 
 // prepare checks the flags and operands of c.sub, and returns what runs
 // it on a store. Every mistake is found here, before connecting.
-func (c *FailedCommand) prepare(operands []string) (func(context.Context, *status.Store) error, error) {
+func (c *FailedCommand) prepare(operands []string) (failedRun, error) {
 	usage := func(format string, a ...any) error { return usageError{c.sub + ": " + fmt.Sprintf(format, a...)} }
 	var err error
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
@@ -382,140 +292,22 @@ func (c *FailedCommand) prepare(operands []string) (func(context.Context, *statu
 	if c.postgresURL == "" {
 		return nil, usage("%s", postgresURLRequired)
 	}
-	if c.sub == "list" && len(operands) > 0 {
-		return nil, usage("unexpected argument %q: list takes flags only (show ID prints one event)", operands[0])
+	return failedTable[c.sub].prepare(c, operands, usage)
+}
+
+// storeOptions are the status store's options for the config file (nil
+// without one): retry and purge update the outbox rows of the tables that
+// write back, as the relay does; a row that refuses is reported on stderr.
+func (c *FailedCommand) storeOptions(file *config.File) ([]status.Option, error) {
+	if file == nil {
+		return nil, nil
 	}
-	ids, err := parseIDs(operands)
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rows, err := relay.WriteBackRows(relay.Config{Tables: configTables(file, ""), Logger: log})
 	if err != nil {
-		return nil, usage("%v", err)
+		return nil, err
 	}
-	state := strings.ToUpper(strings.TrimSpace(c.state))
-	switch c.sub {
-	case "list":
-		switch state {
-		case "", status.Failed, status.Dead, status.Waiting, status.Paused, status.Delivered:
-		default:
-			return nil, usage("--status %q: want FAILED, DEAD, WAITING, PAUSED or DELIVERED", c.state)
-		}
-		if c.limit < 0 {
-			return nil, usage("--limit %d: want 0 (all) or more", c.limit)
-		}
-		opts := status.ListOptions{Status: state, Topic: c.topic, Limit: c.limit}
-		return func(ctx context.Context, s *status.Store) error { return c.list(ctx, s, opts) }, nil
-	case "show":
-		if len(ids) != 1 {
-			return nil, usage("want one id, got %d", len(ids))
-		}
-		return func(ctx context.Context, s *status.Store) error { return c.show(ctx, s, ids[0]) }, nil
-	default:
-		return c.prepareChange(ids, state, usage)
-	}
-}
-
-// prepareChange checks the flags and ids of retry, skip and purge, and
-// returns what runs the change on a store.
-func (c *FailedCommand) prepareChange(ids []int64, state string, usage func(string, ...any) error) (func(context.Context, *status.Store) error, error) {
-	switch c.sub {
-	case "retry":
-		switch {
-		case len(ids) > 0 && c.all:
-			return nil, usage("give ids or --all, not both")
-		case len(ids) == 0 && !c.all:
-			return nil, usage("name the events to retry by id, or pass --all")
-		case state != "" && !c.all:
-			return nil, usage("--status narrows --all; with ids, each named event is retried")
-		case state == status.Delivered:
-			return nil, usage("--status DELIVERED: delivered events are never retried, they reached Kafka")
-		case state == status.Waiting || state == status.Paused:
-			return nil, usage("--status %s: such events are not retried; they follow the first held event of their key (retry, skip or purge that one), or their topic's resume", state)
-		case state != "" && state != status.Failed && state != status.Dead:
-			return nil, usage("--status %q: want FAILED or DEAD", c.state)
-		}
-		if err := c.checkNewTopic(ids); err != nil {
-			return nil, usage("%v", err)
-		}
-		opts := status.RetryOptions{IDs: ids, All: c.all, Status: state, Topic: c.topic}
-		return func(ctx context.Context, s *status.Store) error { return c.retry(ctx, s, opts) }, nil
-	case "skip":
-		if len(ids) == 0 {
-			return nil, usage("name the events to skip by id")
-		}
-		opts := status.SkipOptions{IDs: ids}
-		return func(ctx context.Context, s *status.Store) error { return c.skip(ctx, s, opts) }, nil
-	case "purge":
-		switch {
-		case len(ids) > 0 && c.dead:
-			return nil, usage("give ids or --dead, not both")
-		case len(ids) == 0 && !c.dead:
-			return nil, usage("name the events to purge by id, or pass --dead")
-		case c.olderThan > 0 && !c.dead:
-			return nil, usage("--older-than narrows --dead; with ids, each named event is deleted")
-		}
-		opts := status.PurgeOptions{IDs: ids, Dead: c.dead, OlderThan: c.olderThan}
-		return func(ctx context.Context, s *status.Store) error { return c.purge(ctx, s, opts) }, nil
-	}
-	return nil, checkSubcommand(c.sub)
-}
-
-// checkNewTopic checks retry's --topic: one id, and a topic the relay may
-// write (decoder.Mapping.TopicCheck, as run and its poller check); when
-// the config file's sources allow different topics, a legal name, the rest
-// once the event's source is known.
-func (c *FailedCommand) checkNewTopic(ids []int64) error {
-	if c.topic == "" {
-		if c.given["topic"] {
-			return errors.New("--topic is empty: give the topic to deliver the event to")
-		}
-		return nil
-	}
-	if len(ids) != 1 || c.all {
-		return errors.New("--topic corrects one event at a time: name one id, not several nor --all")
-	}
-	check, err := decoder.Mapping{AllowedTopics: c.allowedTopics}.TopicCheck()
-	if err != nil {
-		return err
-	}
-	if c.sourcesDiffer() {
-		// The config file's message sources allow other topics: the
-		// event's own source is checked once its row is read
-		// (checkSourceTopic).
-		check = decoder.ValidTopic
-	}
-	if err := check(c.topic); err != nil {
-		return fmt.Errorf("--topic: %w", err)
-	}
-	return nil
-}
-
-// sourcesDiffer reports whether the config file has a message source
-// with allowed_topics of its own: its events' topics are not those of
-// --allowed-topics (or the file's).
-func (c *FailedCommand) sourcesDiffer() bool {
-	if c.file == nil {
-		return false
-	}
-	for _, m := range c.file.Messages {
-		if m.AllowedTopics != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// checkSourceTopic checks, with a config file, a corrected topic against
-// the allowed topics of the event's own source as run configures them
-// from the file (relay.Config.CheckCorrectedTopic): a message source's
-// own allowed_topics, else --allowed-topics or the file's.
-func (c *FailedCommand) checkSourceTopic(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
-	if c.file == nil || opts.Topic == "" {
-		return nil
-	}
-	var rc relay.Config
-	configSources(&rc, c.file, c.allowedTopics)
-	if err := rc.CheckCorrectedTopic(ctx, s, opts); err != nil {
-		return fmt.Errorf("--topic: %w", err)
-	}
-	return nil
+	return []status.Option{status.WriteBack(rows)}, nil
 }
 
 // splitArgs separates flags (with their values) from operands, so that
@@ -570,133 +362,6 @@ func parseIDs(operands []string) ([]int64, error) {
 	return ids, nil
 }
 
-// list is `failed list`.
-func (c *FailedCommand) list(ctx context.Context, s *status.Store, opts status.ListOptions) error {
-	limit := opts.Limit
-	if limit > 0 {
-		opts.Limit++ // one more, to know whether there are more
-	}
-	rows, err := s.List(ctx, opts)
-	if err != nil {
-		return err
-	}
-	more := limit > 0 && len(rows) > limit
-	if more {
-		rows = rows[:limit]
-	}
-	if c.json {
-		if rows == nil {
-			rows = []status.Row{} // [], not null
-		}
-		err = writeIndentedJSON(c.stdout, rows)
-	} else if len(rows) == 0 {
-		_, err = fmt.Fprintf(c.stdout, "no %s in %s\n", describeList(opts), c.statusTable)
-	} else {
-		err = writeTable(c.stdout, rows, time.Now())
-	}
-	if err != nil {
-		return err
-	}
-	if more {
-		fmt.Fprintf(c.stderr, "(the newest %d; --limit 0 lists them all)\n", limit)
-	}
-	return nil
-}
-
-// describeList names what a list selects: "FAILED events for topic t".
-func describeList(opts status.ListOptions) string {
-	d := "events"
-	if opts.Status != "" {
-		d = opts.Status + " events"
-	}
-	if opts.Topic != "" {
-		d += fmt.Sprintf(" for topic %q", opts.Topic)
-	}
-	return d
-}
-
-// show is `failed show`.
-func (c *FailedCommand) show(ctx context.Context, s *status.Store, id int64) error {
-	row, err := s.Get(ctx, id)
-	if err != nil {
-		return withListHint(err)
-	}
-	if c.json {
-		return writeIndentedJSON(c.stdout, row)
-	}
-	return writeRecord(c.stdout, row, time.Now())
-}
-
-// retry is `failed retry`.
-func (c *FailedCommand) retry(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
-	if err := c.checkSourceTopic(ctx, s, opts); err != nil {
-		return err
-	}
-	changes, err := s.Retry(ctx, opts)
-	if len(changes) > 0 && opts.Topic != "" {
-		fmt.Fprintf(c.stdout, "retried 1 event: %d, to topic %q (its original topic is kept: 'cdc-relay failed show %d')\n", changes[0].ID, opts.Topic, changes[0].ID)
-		printReleased(c.stdout, changes)
-	} else if len(changes) > 0 {
-		fmt.Fprintf(c.stdout, "retried %s: %s\n", eventCount(len(changes)), joinIDs(changes, ""))
-	}
-	switch {
-	case err != nil && len(opts.IDs) > 0 && (errors.Is(err, status.ErrNotFound) || errors.Is(err, status.ErrDelivered) || errors.Is(err, status.ErrHeld)):
-		return notDone{"retried", err}
-	case err != nil:
-		return err
-	case len(changes) == 0:
-		which := "FAILED or DEAD"
-		if opts.Status != "" {
-			which = opts.Status
-		}
-		return fmt.Errorf("nothing to retry: no %s events in %s", which, c.statusTable)
-	}
-	return nil
-}
-
-// purge is `failed purge`.
-func (c *FailedCommand) purge(ctx context.Context, s *status.Store, opts status.PurgeOptions) error {
-	changes, err := s.Purge(ctx, opts)
-	if len(changes) > 0 {
-		fmt.Fprintf(c.stdout, "purged %s: %s", eventCount(len(changes)), joinIDs(changes, ""))
-		if failed := joinIDs(changes, status.Failed); failed != "" {
-			verb := "were"
-			if !strings.Contains(failed, " ") {
-				verb = "was"
-			}
-			fmt.Fprintf(c.stdout, "; %s %s FAILED, never delivered", failed, verb)
-		}
-		fmt.Fprintln(c.stdout)
-		printReleased(c.stdout, changes)
-	}
-	switch {
-	case err != nil && len(opts.IDs) > 0 && errors.Is(err, status.ErrNotFound):
-		return notDone{"purged", err}
-	case err != nil:
-		return err
-	case len(changes) == 0:
-		msg := "nothing to purge: no DEAD events in " + c.statusTable
-		if opts.OlderThan > 0 {
-			msg = fmt.Sprintf("nothing to purge: no events in %s marked DEAD more than %s ago", c.statusTable, formatDuration(opts.OlderThan))
-		}
-		return errors.New(msg)
-	}
-	return nil
-}
-
-// skip is `failed skip`.
-func (c *FailedCommand) skip(ctx context.Context, s *status.Store, opts status.SkipOptions) error {
-	changes, err := s.Skip(ctx, opts)
-	if len(changes) > 0 {
-		fmt.Fprintf(c.stdout, "skipped %s: %s (now DEAD, skipped; 'cdc-relay failed purge' deletes them)\n", eventCount(len(changes)), joinIDs(changes, ""))
-		printReleased(c.stdout, changes)
-	}
-	if err != nil {
-		return notDone{"skipped", err}
-	}
-	return nil
-}
-
 // printReleased says, for each change that released events of its key,
 // how many, one a line.
 func printReleased(w io.Writer, changes []status.Change) {
@@ -730,14 +395,6 @@ func joinIDs(changes []status.Change, was string) string {
 // listHint says where to find the ids, after an id that was not found.
 const listHint = " ('cdc-relay failed list' shows the ids; is --status-table right?)"
 
-// withListHint adds listHint to an error about an id that was not found.
-func withListHint(err error) error {
-	if errors.Is(err, status.ErrNotFound) {
-		return fmt.Errorf("%w%s", err, listHint)
-	}
-	return err
-}
-
 // notDone reports on one line the ids that retry or purge was given but
 // could not act on (the store joins one error per id, one a line).
 type notDone struct {
@@ -754,20 +411,3 @@ func (e notDone) Error() string {
 }
 
 func (e notDone) Unwrap() error { return e.err }
-
-// The table of `failed list`.
-
-// storeOptions are the status store's options for the config file (nil
-// without one): retry and purge update the outbox rows of the tables that
-// write back, as the relay does; a row that refuses is reported on stderr.
-func (c *FailedCommand) storeOptions(file *config.File) ([]status.Option, error) {
-	if file == nil {
-		return nil, nil
-	}
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rows, err := relay.WriteBackRows(relay.Config{Tables: configTables(file, ""), Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	return []status.Option{status.WriteBack(rows)}, nil
-}

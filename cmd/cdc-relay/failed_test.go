@@ -315,7 +315,7 @@ func TestFailedUsage(t *testing.T) {
 				t.Errorf("%s: --%s is in no section", sub, f.Name)
 			}
 		})
-		if failedHeads[sub] == "" {
+		if failedTable[sub].head == "" {
 			t.Errorf("%s has no usage text", sub)
 		}
 		c.sub = sub

@@ -17,7 +17,4 @@
 // "(devel)", and the commit from vcs.revision (stamped by `go build` in a
 // git checkout unless -buildvcs=false) or from a pseudo-version. What
 // neither gives is "dev" for the version and empty for the commit.
-//
-//	buildinfo.go  the stamped values, Info and Get, the fallback
-//	format.go     Info as --version prints it
 package buildinfo

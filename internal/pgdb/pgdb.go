@@ -1,7 +1,10 @@
-// Package pgdb is what the relay's stores need of PostgreSQL: [DB], one
-// interface for the packages that run statements and single-row queries
-// (the checkpoint store, retention, write-back), so that each accepts a
-// pool, a connection or a transaction alike.
+// Package pgdb is what the relay's packages need of PostgreSQL, declared
+// once: [DB] for those that run statements and single-row queries (the
+// checkpoint store, retention, write-back, the slot and migration
+// checks), [Querier] for those that read many rows too (preflight, the
+// status table, backfill, the database stats), and [Tx] for those that
+// open savepoints (the write-back of a parked event's row). Each accepts
+// a pool, a connection or a transaction alike.
 package pgdb
 
 import (
@@ -17,4 +20,18 @@ import (
 type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Querier is a [DB] that also runs queries of many rows. *pgxpool.Pool,
+// *pgx.Conn and pgx.Tx have it, as they have DB.
+type Querier interface {
+	DB
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Tx is a [DB] that begins a transaction, or within a transaction a
+// savepoint (pgx.Tx has it; so do *pgxpool.Pool and *pgx.Conn).
+type Tx interface {
+	DB
+	Begin(ctx context.Context) (pgx.Tx, error)
 }

@@ -5,17 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
-
-// Querier runs a query of one row (*pgx.Conn, a pool and pgx.Tx have it).
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // WaitGone waits until none of pids is a server process any more, or ctx
 // ends (an error then, naming them).
-func WaitGone(ctx context.Context, q Querier, pids []int32) error {
+func WaitGone(ctx context.Context, q pgdb.DB, pids []int32) error {
 	for {
 		var left int
 		err := q.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids).Scan(&left)
