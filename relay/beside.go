@@ -10,6 +10,9 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -47,15 +50,15 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	}
 	s.produceCtx, s.cancelProduce = context.WithCancel(context.WithoutCancel(ctx))
 	s.onEnd(s.cancelProduce)
-	l := newLedger(&ledger{log: s.log, causes: s.causes, failures: s.failures, order: s.order, count: &s.count, metrics: s.metrics,
-		tracker: s.tracker, failCtx: s.produceCtx, produceCtx: s.produceCtx, stop: s.stop,
-		tableNames: cfg.SourceNames(), outcomes: s.outcomes.orNil(), writeBack: s.outcomes.writesBack()})
+	l := delivery.NewLedger(&delivery.Ledger{Log: s.log, Causes: s.causes, Failures: s.failures, Order: s.order, Count: &s.count, Metrics: s.metrics,
+		Tracker: s.tracker, FailCtx: s.produceCtx, ProduceCtx: s.produceCtx, Stop: s.stop,
+		TableNames: cfg.SourceNames(), Outcomes: s.outcomes.orNil(), WriteBack: s.outcomes.writesBack()})
 	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
 	s.pipeline.relation = s.watchRelation
 	s.pipeline.skipBelow = s.committed.LSN
 	s.pipeline.replay = s.replay
 	if s.txSink != nil {
-		s.pipeline.parkedBefore = s.eo.isParked
+		s.pipeline.parkedBefore = s.eo.IsParked
 	}
 	return nil
 }
@@ -84,19 +87,21 @@ func (s *session) startSaver() {
 // newDelivery returns the session's delivery: at least once with the
 // relay's producer or, with a transactional producer, exactly once, its
 // committer running until the session ends.
-func (s *session) newDelivery(l *ledger) delivery {
+func (s *session) newDelivery(l *delivery.Ledger) delivery.Delivery {
 	if s.txSink == nil {
-		return newAtLeastOnce(l, s.sink)
+		return atleastonce.New(l, s.sink)
 	}
-	b := newTxnBatcher(l, s.txSink, &s.eo, s.committed, s.cfg.ExactlyOnce)
-	b.leads = func(ctx context.Context) bool {
+	eo := s.cfg.ExactlyOnce
+	b := exactlyonce.New(l, s.txSink, &s.eo, s.committed,
+		exactlyonce.Options{Interval: eo.Interval, MaxEvents: eo.MaxEvents, CheckpointTopic: eo.CheckpointTopic})
+	b.Leads = func(ctx context.Context) bool {
 		held, err := s.lock.Check(ctx, leader.CheckTimeout)
 		return err == nil && held
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.run(s.produceCtx)
+		b.Run(s.produceCtx)
 	}()
 	s.onEnd(func() {
 		s.cancelProduce()
@@ -164,12 +169,12 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 }
 
 // releaseKeys returns the poller's Delivered: it drops the hold of the
-// delivered keys that have no held row left (order.release). A key whose
+// delivered keys that have no held row left (Order.Release). A key whose
 // release fails stays held until the poller delivers its next event.
 func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 	o := s.order
 	return func(keys []status.Key) {
-		if err := o.release(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
+		if err := o.Release(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
 			s.sayRetried(ctx, "could not release the keys of delivered events; their next events wait behind them", err, "keys", len(keys))
 		}
 	}
@@ -179,7 +184,7 @@ func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 // to produce are held, those not held yet (a row whose topic was
 // corrected) from now until their rows are delivered.
 func (s *session) holdClaimed(keys []status.Key) {
-	if held := s.order.holdRows(keys); len(held) > 0 {
+	if held := s.order.HoldRows(keys); len(held) > 0 {
 		s.log.Debug("holding the keys of claimed events that were not held", "keys", len(held))
 	}
 }
@@ -207,13 +212,13 @@ func (s *session) refreshPaused(ctx context.Context) {
 		}
 		return
 	}
-	s.order.setPaused(topics)
+	s.order.SetPaused(topics)
 }
 
 // refreshCorrected holds the keys of the held rows whose topic was
 // corrected that are not held yet.
 func (s *session) refreshCorrected(ctx context.Context) {
-	if !s.order.ordersKeys() {
+	if !s.order.OrdersKeys() {
 		return
 	}
 	keys, err := s.failures.CorrectedHeldKeys(ctx)
@@ -223,14 +228,14 @@ func (s *session) refreshCorrected(ctx context.Context) {
 		}
 		return
 	}
-	held := s.order.holdRows(keys)
+	held := s.order.HoldRows(keys)
 	if len(held) == 0 {
 		return
 	}
 	// A row read as held may have been delivered, and its key released,
 	// since: asked again now that the keys are held, the store says which
 	// rows are gone, and their keys are released.
-	if err := s.order.release(ctx, s.failures, held); err != nil && ctx.Err() == nil {
+	if err := s.order.Release(ctx, s.failures, held); err != nil && ctx.Err() == nil {
 		s.sayRetried(ctx, "could not check the keys of corrected events; their next events wait behind them", err, "keys", len(held))
 	}
 	s.log.Info("events whose topic was corrected hold the later events of their keys", "keys", len(held))

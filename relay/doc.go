@@ -37,19 +37,8 @@
 //
 //	pipeline.go    decode, count in flight, and hand each copy of an event
 //	               (one per matching route) to the delivery
-//	inflight.go    an event on its way to Kafka, in one allocation
-//	ledger.go      what the pipeline and the delivery share to settle an
-//	               event: the tracker, the counters, write-back
-//	park.go        parking an event in the status table
-//	delivery.go    the delivery seam: produce, park, transaction end, commit
-//	atleastonce.go the default delivery: each record acked on its own
-//	exactlyonce.go exactly-once delivery: how it works, what it learns
-//	               across sessions
 //	eostart.go     its session start: the transactional producer, the
 //	               checkpoint topic's position
-//	txnbatcher.go  its batcher: records into Kafka transactions
-//	txncommit.go   its commits, and what an aborted one teaches
-//	causelog.go    undeliverable events logged by cause
 //
 // Beside the relay:
 //

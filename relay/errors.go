@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 )
 
 // fatalError marks errors a reconnect cannot cure: the operator must act.
@@ -12,6 +14,12 @@ type fatalError struct{ err error }
 
 func (e fatalError) Error() string { return e.err.Error() }
 func (e fatalError) Unwrap() error { return e.err }
+
+// isFatal reports whether err is fatal: a fatalError, or the engines'
+// delivery.FatalError (a session its delivery ended so).
+func isFatal(err error) bool {
+	return errors.As(err, new(fatalError)) || errors.As(err, new(delivery.FatalError))
+}
 
 // classify marks connection errors the operator must fix as fatal: bad
 // credentials, pg_hba rejections (SQLSTATE class 28), and the rest of

@@ -14,6 +14,8 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -23,7 +25,7 @@ import (
 
 type eoSession struct {
 	*testPipeline
-	txn     *txnBatcher
+	txn     *exactlyonce.Batcher
 	snk     *sink.Sink
 	commits []pglogrepl.LSN // the safe position just before each commit
 	mu      sync.Mutex
@@ -31,8 +33,8 @@ type eoSession struct {
 }
 
 // newEOSession starts a session's transactional producer (fencing the
-// last one) and a pipeline whose records go through a txnBatcher.
-func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoState, maxEvents int) *eoSession {
+// last one) and a pipeline whose records go through an exactlyonce.Batcher.
+func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *exactlyonce.State, maxEvents int) *eoSession {
 	t.Helper()
 	snk, err := sink.New(sink.Config{Brokers: brokers, TransactionalID: "cdc-relay.test", AutoCreateTopics: true})
 	if err != nil {
@@ -48,13 +50,13 @@ func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoSta
 		t.Fatal(err)
 	}
 	s := &eoSession{testPipeline: newTestPipeline(t, store), snk: snk}
-	s.stop = func(err error) {
+	s.Stop = func(err error) {
 		s.mu.Lock()
 		s.stopped = append(s.stopped, err)
 		s.mu.Unlock()
 	}
-	s.txn = newTxnBatcher(s.ledger, snk, state, sink.Checkpoint{Slot: "test"}, ExactlyOnce{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
-	s.txn.commitHook = func() { s.commits = append(s.commits, s.tracker.Safe()) }
+	s.txn = exactlyonce.New(s.Ledger, snk, state, sink.Checkpoint{Slot: "test"}, exactlyonce.Options{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
+	s.txn.CommitHook = func() { s.commits = append(s.commits, s.Tracker.Safe()) }
 	s.delivery = s.txn
 	return s
 }
@@ -62,11 +64,7 @@ func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *eoSta
 // commitIfDue does what the batcher's goroutine does when told a commit
 // is due (the test runs none, to know when it commits).
 func (s *eoSession) commitIfDue(ctx context.Context) {
-	select {
-	case <-s.txn.due:
-		_ = s.txn.commitIf(ctx, false)
-	default:
-	}
+	s.txn.CommitIfDue(ctx)
 }
 
 // pgTxn applies one PostgreSQL transaction ending at end, with an event
@@ -151,7 +149,7 @@ func header(r *kgo.Record, key string) string {
 // the checkpoint topic says where it stands.
 func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 	brokers := newBroker(t)
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 3)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 3)
 	ctx := context.Background()
 	s.pgTxn(t, 0x200, []string{"a", "b"})
 	if s.commitIfDue(ctx); len(s.commits) != 0 {
@@ -161,23 +159,23 @@ func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 	if s.commitIfDue(ctx); len(s.commits) != 1 || s.commits[0] != 0x100 {
 		t.Fatalf("commits %v, want one, with the position still at the start 0/100 before it", s.commits)
 	}
-	if got := s.tracker.Safe(); got != 0x300 {
+	if got := s.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s after the commit, want 0/300", got)
 	}
 	s.pgTxn(t, 0x400, []string{"h"})
 	if err := s.snk.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _ := s.tracker.InFlight(); ev != 0 || s.tracker.Safe() != 0x300 {
-		t.Fatalf("acked, not committed: %d in flight (want 0: acks free the capacity), safe %s (want 0/300)", ev, s.tracker.Safe())
+	if ev, _ := s.Tracker.InFlight(); ev != 0 || s.Tracker.Safe() != 0x300 {
+		t.Fatalf("acked, not committed: %d in flight (want 0: acks free the capacity), safe %s (want 0/300)", ev, s.Tracker.Safe())
 	}
-	if err := s.txn.commit(context.Background()); err != nil {
+	if err := s.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.tracker.Safe(); got != 0x400 {
+	if got := s.Tracker.Safe(); got != 0x400 {
 		t.Fatalf("safe %s after the second commit, want 0/400", got)
 	}
-	if got := s.count.events.Load(); got != 8 {
+	if got := s.Count.Events.Load(); got != 8 {
 		t.Fatalf("counted %d events delivered, want 8", got)
 	}
 	cp, found, err := s.snk.ReadCheckpoint(context.Background(), "checkpoints", "test", true)
@@ -196,31 +194,31 @@ func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{}
-	state := &eoState{}
+	state := &exactlyonce.State{}
 	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	ids := []string{"a", "big", "b"}
 	values := [][]byte{[]byte(`{}`), big, []byte(`{}`)}
 
 	first := newEOSession(t, brokers, store, state, 100)
 	first.pgTxn(t, 0x200, ids, values...)
-	err := first.txn.commit(context.Background())
-	if err == nil || len(first.stopped) != 1 || !errors.Is(first.stopped[0], errRedo) {
+	err := first.txn.Commit(context.Background())
+	if err == nil || len(first.stopped) != 1 || !errors.Is(first.stopped[0], exactlyonce.ErrRedo) {
 		t.Fatalf("commit: %v, session stopped with %v; want the session ended to produce again", err, first.stopped)
 	}
 	if got := store.ids(); len(got) != 1 || !strings.HasPrefix(got[0], "FAILED big: MESSAGE_TOO_LARGE") {
 		t.Fatalf("parked %q, want the large record only (stopped %v)", got, first.stopped)
 	}
-	if first.tracker.Safe() != 0x100 {
-		t.Fatalf("safe %s after the abort, want the start 0/100", first.tracker.Safe())
+	if first.Tracker.Safe() != 0x100 {
+		t.Fatalf("safe %s after the abort, want the start 0/100", first.Tracker.Safe())
 	}
 
 	second := newEOSession(t, brokers, store, state, 100)
 	second.pgTxn(t, 0x200, ids, values...)
-	if err := second.txn.commit(context.Background()); err != nil {
+	if err := second.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(second.stopped) != 0 || second.tracker.Safe() != 0x200 {
-		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/200", second.stopped, second.tracker.Safe())
+	if len(second.stopped) != 0 || second.Tracker.Safe() != 0x200 {
+		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/200", second.stopped, second.Tracker.Safe())
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b" {
 		t.Fatalf("read_committed sees %s, want a,b once", got)
@@ -237,7 +235,7 @@ func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{}
-	state := &eoState{}
+	state := &exactlyonce.State{}
 	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	ids := []string{"a", "big", "b", "c"}
 	values := [][]byte{[]byte(`{}`), big, []byte(`{}`), []byte(`{}`)}
@@ -245,7 +243,7 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	first := newEOSession(t, brokers, store, state, 100)
 	first.orderedEO(t, state)
 	first.pgTxn(t, 0x200, ids, values...)
-	if err := first.txn.commit(context.Background()); err == nil || !errors.Is(first.stopped[0], errRedo) {
+	if err := first.txn.Commit(context.Background()); err == nil || !errors.Is(first.stopped[0], exactlyonce.ErrRedo) {
 		t.Fatalf("commit: %v, stopped %v; want the session ended to produce again", err, first.stopped)
 	}
 	store.mu.Lock()
@@ -256,11 +254,11 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	second.orderedEO(t, state)
 	second.pgTxn(t, 0x200, ids, values...)
 	second.pgTxn(t, 0x300, []string{"d"})
-	if err := second.txn.commit(context.Background()); err != nil {
+	if err := second.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(second.stopped) != 0 || second.tracker.Safe() != 0x300 {
-		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/300", second.stopped, second.tracker.Safe())
+	if len(second.stopped) != 0 || second.Tracker.Safe() != 0x300 {
+		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/300", second.stopped, second.Tracker.Safe())
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a" {
 		t.Fatalf("read_committed sees %s, want a: b, c and d wait behind big", got)
@@ -272,13 +270,13 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 
 // orderedEO makes the session hold keys as a session's start does: from
 // the store and what state learnt.
-func (s *eoSession) orderedEO(t *testing.T, state *eoState) {
+func (s *eoSession) orderedEO(t *testing.T, state *exactlyonce.State) {
 	t.Helper()
-	o := newOrder(true, s.log)
+	o := keyorder.New(true, s.Log)
 	held, _ := s.store.HeldKeys(context.Background())
-	o.rebuild(held, nil, state.holds())
-	s.ledger.order = o
-	s.parkedBefore = state.isParked
+	o.Rebuild(held, nil, state.Holds())
+	s.Order = o
+	s.parkedBefore = state.IsParked
 }
 
 // TestTrackerHold: a held transaction is not safe until released, while its
@@ -304,21 +302,21 @@ func TestTrackerHold(t *testing.T) {
 // committing; the stream never waits for Kafka.
 func TestExactlyOnceReadsOnDuringACommit(t *testing.T) {
 	brokers := newBroker(t)
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 1)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 1)
 	ctx := context.Background()
 	s.pgTxn(t, 0x200, []string{"a"})
 	hooked := false
-	s.txn.commitHook = func() {
+	s.txn.CommitHook = func() {
 		if !hooked {
 			hooked = true
 			s.pgTxn(t, 0x300, []string{"b", "c"}) // read during the first commit
-			if n := len(s.txn.pending); n != 2 {
+			if n := s.txn.Pending(); n != 2 {
 				t.Errorf("%d records waiting during the commit, want 2", n)
 			}
 		}
 	}
 	s.commitIfDue(ctx)
-	if got := s.tracker.Safe(); got != 0x200 {
+	if got := s.Tracker.Safe(); got != 0x200 {
 		t.Fatalf("safe %s after the first commit, want 0/200 (b and c are in the next transaction)", got)
 	}
 	cp, _, err := s.snk.ReadCheckpoint(ctx, "checkpoints", "test", true)
@@ -326,7 +324,7 @@ func TestExactlyOnceReadsOnDuringACommit(t *testing.T) {
 		t.Fatalf("checkpoint %s, %v after the first commit, want 0/200", cp.LSN, err)
 	}
 	s.commitIfDue(ctx)
-	if got := s.tracker.Safe(); got != 0x300 {
+	if got := s.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s after the second commit, want 0/300", got)
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b,c" {
@@ -344,7 +342,7 @@ func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
 	}
 	t.Cleanup(kc.Close)
 	brokers := kc.ListenAddrs()
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	msgs := []decoder.Message{{Kind: decoder.KindBegin, CommitLSN: 0x1f8}}
 	for _, ev := range []struct{ id, topic string }{{"a", "orders"}, {"b", "offline"}} { // no topic "offline": b waits
 		msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{
@@ -361,16 +359,16 @@ func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
 	s.cancel() // the stop timed out
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.txn.commit(ctx); err == nil {
+	if err := s.txn.Commit(ctx); err == nil {
 		t.Fatal("the final commit committed a transaction whose record b was cancelled")
 	}
 	// The next session's producer aborts what this one left open.
-	next := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	next := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	if cp, found, err := next.snk.ReadCheckpoint(ctx, "checkpoints", "test", true); err != nil || found {
 		t.Fatalf("checkpoint topic holds %s (found %v, err %v), want nothing", cp.LSN, found, err)
 	}
-	if s.tracker.Safe() != 0x100 {
-		t.Fatalf("safe %s, want the start 0/100", s.tracker.Safe())
+	if s.Tracker.Safe() != 0x100 {
+		t.Fatalf("safe %s, want the start 0/100", s.Tracker.Safe())
 	}
 }
 
@@ -380,7 +378,7 @@ func TestExactlyOnceNeverCommitsACancelledRecord(t *testing.T) {
 func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{block: true, called: make(chan struct{}, 1)}
-	s := newEOSession(t, brokers, store, &eoState{}, 100)
+	s := newEOSession(t, brokers, store, &exactlyonce.State{}, 100)
 	ev := func(id string, poison error) decoder.Message {
 		return decoder.Message{Kind: decoder.KindEvent, Poison: poison, Event: decoder.Event{ID: []byte(id), Topic: "orders",
 			Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x1f8, Headers: []decoder.Header{{Key: "id", Value: []byte(id)}}}}
@@ -392,7 +390,7 @@ func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 	}
 	<-store.called // the park began, and blocks
 	done := make(chan error, 1)
-	go func() { done <- s.txn.commit(context.Background()) }()
+	go func() { done <- s.txn.Commit(context.Background()) }()
 	select {
 	case err := <-done:
 		t.Fatalf("the commit ended (%v) while the poison row's park was still under way", err)
@@ -407,7 +405,7 @@ func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the commit still waits after the session ended")
 	}
-	next := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	next := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	if cp, found, err := next.snk.ReadCheckpoint(context.Background(), "checkpoints", "test", true); err != nil || found {
 		t.Fatalf("checkpoint topic holds %s (found %v, err %v), want nothing", cp.LSN, found, err)
 	}
@@ -421,24 +419,24 @@ func TestExactlyOnceCommitWaitsForAPoisonRow(t *testing.T) {
 // transaction committed.
 func TestExactlyOnceConfirmsOnlyWrittenBack(t *testing.T) {
 	brokers := newBroker(t)
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	out := &fakeOutcomes{hold: true}
-	s.outcomes, s.writeBack = out, []bool{true}
+	s.Outcomes, s.WriteBack = out, []bool{true}
 	s.pgTxn(t, 0x200, []string{"a", "b"})
 	if err := s.snk.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _ := s.tracker.InFlight(); ev != 0 || len(out.delivered) != 0 {
+	if ev, _ := s.Tracker.InFlight(); ev != 0 || len(out.delivered) != 0 {
 		t.Fatalf("acked, not committed: %d in flight, written back %q; want 0 in flight, nothing written back", ev, out.delivered)
 	}
-	if err := s.txn.commit(context.Background()); err != nil {
+	if err := s.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.tracker.Safe(); got != 0x100 || len(out.delivered) != 2 {
+	if got := s.Tracker.Safe(); got != 0x100 || len(out.delivered) != 2 {
 		t.Fatalf("committed, rows not written: safe %s, written back %q; want 0/100 and both told", got, out.delivered)
 	}
 	out.written()
-	if got := s.tracker.Safe(); got != 0x200 {
+	if got := s.Tracker.Safe(); got != 0x200 {
 		t.Fatalf("safe %s once the rows were written, want 0/200", got)
 	}
 }
@@ -451,9 +449,9 @@ func TestExactlyOnceConfirmsOnlyWrittenBack(t *testing.T) {
 // is produced and committed as usual.
 func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 	brokers := newBroker(t)
-	s := newEOSession(t, brokers, &fakeStore{}, &eoState{}, 100)
+	s := newEOSession(t, brokers, &fakeStore{}, &exactlyonce.State{}, 100)
 	out := &fakeOutcomes{hold: true}
-	s.outcomes, s.writeBack, s.tableNames = out, []bool{true}, []string{"public.outbox"}
+	s.Outcomes, s.WriteBack, s.TableNames = out, []bool{true}, []string{"public.outbox"}
 	s.skipBelow = 0x300 // the topic's position: the transactions ending at 0/200 and 0/300
 	s.replay = &replayWindow{parked: map[replayKey]struct{}{{commit: 0x300 - 8, id: "c", source: "public.outbox"}: {}}}
 	s.pgTxn(t, 0x200, []string{"a", "b"})
@@ -462,14 +460,14 @@ func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 	if got := strings.Join(out.delivered, " "); got != "a b d" {
 		t.Fatalf("write-back told of %q before the commit, want the passed transactions' delivered events %q", got, "a b d")
 	}
-	if got := s.tracker.Safe(); got != 0x100 {
+	if got := s.Tracker.Safe(); got != 0x100 {
 		t.Fatalf("safe %s before the rows were written, want 0/100", got)
 	}
 	out.written()
-	if got := s.tracker.Safe(); got != 0x300 {
+	if got := s.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s once the passed transactions' rows were written, want 0/300 (0/400 waits for its commit)", got)
 	}
-	if err := s.txn.commit(context.Background()); err != nil {
+	if err := s.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), " "); got != "e" {
@@ -479,7 +477,7 @@ func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 		t.Errorf("write-back told of %q, want %q", got, "a b d e")
 	}
 	out.written()
-	if got := s.tracker.Safe(); got != 0x400 {
+	if got := s.Tracker.Safe(); got != 0x400 {
 		t.Errorf("safe %s once every row was written, want 0/400", got)
 	}
 	if s.replay != nil || s.logs.count("3 events Kafka had before this session") != 1 {

@@ -88,7 +88,7 @@ func (tp *testPipeline) routed(t *testing.T, end uint64, routes ...[]string) {
 func TestPipelineFansOutAndConfirmsAfterEveryCopy(t *testing.T) {
 	tp := newTestPipeline(t, &fakeStore{})
 	out := &fakeOutcomes{}
-	tp.outcomes, tp.writeBack = out, []bool{true}
+	tp.Outcomes, tp.WriteBack = out, []bool{true}
 	tp.routed(t, 0x200, []string{"wallet-events", "payment-events"}, nil)
 
 	tp.prod.mu.Lock()
@@ -108,25 +108,25 @@ func TestPipelineFansOutAndConfirmsAfterEveryCopy(t *testing.T) {
 	tp.prod.pending = tp.prod.pending[1:]
 	tp.prod.mu.Unlock()
 	done(first, nil)
-	if got := tp.tracker.Safe(); got != 0x100 {
+	if got := tp.Tracker.Safe(); got != 0x100 {
 		t.Fatalf("safe %s with one copy of two acked, want 0/100", got)
 	}
 	if len(out.delivered) != 0 {
 		t.Fatalf("written back %q before every copy was acked", out.delivered)
 	}
 	tp.prod.answer(nil)
-	if got := tp.tracker.Safe(); got != 0x200 {
+	if got := tp.Tracker.Safe(); got != 0x200 {
 		t.Fatalf("safe %s after both copies, want 0/200", got)
 	}
 	if !slices.Equal(out.delivered, []string{"a"}) {
 		t.Fatalf("written back delivered %q, want [a] once", out.delivered)
 	}
 	var m dto.Metric
-	if err := tp.metrics.EventsUnrouted.WithLabelValues("0").Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+	if err := tp.Metrics.EventsUnrouted.WithLabelValues("0").Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
 		got := m.GetCounter().GetValue()
 		t.Fatalf("unrouted %v, want 1", got)
 	}
-	if got := tp.count.read.Load(); got != 2 {
+	if got := tp.Count.Read.Load(); got != 2 {
 		t.Fatalf("read %d, want 2", got)
 	}
 }
@@ -138,7 +138,7 @@ func TestPipelineFanOutCopyParked(t *testing.T) {
 	store := &fakeStore{}
 	tp := newTestPipeline(t, store)
 	out := &fakeOutcomes{}
-	tp.outcomes, tp.writeBack = out, []bool{true}
+	tp.Outcomes, tp.WriteBack = out, []bool{true}
 	tp.routed(t, 0x200, []string{"wallet-events", "payment-events"})
 	tp.prod.mu.Lock()
 	recs, done := tp.prod.pending, tp.prod.done
@@ -171,7 +171,7 @@ func TestPipelineConfirmsOnlyWrittenBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tp := newTestPipeline(t, &fakeStore{})
 			out := &fakeOutcomes{hold: true}
-			tp.outcomes, tp.writeBack = out, []bool{true}
+			tp.Outcomes, tp.WriteBack = out, []bool{true}
 			tp.routed(t, 0x200, tc.routes...)
 			tp.prod.answer(nil)
 			deadline := time.Now().Add(10 * time.Second)
@@ -187,14 +187,14 @@ func TestPipelineConfirmsOnlyWrittenBack(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			if got := tp.tracker.Safe(); got != 0x100 {
+			if got := tp.Tracker.Safe(); got != 0x100 {
 				t.Fatalf("safe %s before the row was written, want 0/100", got)
 			}
-			if events, _ := tp.tracker.InFlight(); events != 1 {
+			if events, _ := tp.Tracker.InFlight(); events != 1 {
 				t.Fatalf("%d events in flight while the row waits, want 1", events)
 			}
 			out.written()
-			if got := tp.tracker.Safe(); got != 0x200 {
+			if got := tp.Tracker.Safe(); got != 0x200 {
 				t.Fatalf("safe %s once the row was written, want 0/200", got)
 			}
 		})
@@ -234,7 +234,7 @@ func TestPipelineParksARoutedRowLackingItsTimestampOncePerRoute(t *testing.T) {
 			t.Fatalf("parked %q, want FAILED rows of event a", rows)
 		}
 	}
-	if got := tp.tracker.Safe(); got != 0x200 {
+	if got := tp.Tracker.Safe(); got != 0x200 {
 		t.Fatalf("safe %s, want 0/200 once every copy is parked", got)
 	}
 }

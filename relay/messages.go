@@ -115,8 +115,8 @@ func loggedPrefix(prefix string) string {
 // first metrics.MaxLabelValues are their own series and log key, every
 // later one counts and logs as "other", with the prefix as an example.
 func (p *pipeline) ignoreUnmapped(prefix string) {
-	label := p.metrics.IgnoredPrefixes.Label(prefix)
-	p.metrics.MessagesIgnored.WithLabelValues(label).Inc()
+	label := p.Metrics.IgnoredPrefixes.Label(prefix)
+	p.Metrics.MessagesIgnored.WithLabelValues(label).Inc()
 	if p.unmapped.Hold(label, slog.LevelWarn) {
 		return
 	}
@@ -135,7 +135,7 @@ func (p *pipeline) ignoreUnmapped(prefix string) {
 // of a commit, and may be of a transaction that rolled back). The
 // prefixes are the configuration's, bounded.
 func (p *pipeline) ignoreNonTransactional(prefix string) {
-	p.metrics.MessagesNonTransactional.WithLabelValues(prefix).Inc()
+	p.Metrics.MessagesNonTransactional.WithLabelValues(prefix).Inc()
 	if p.nonTx.Hold(prefix, slog.LevelWarn) {
 		return
 	}

@@ -98,7 +98,7 @@ func TestStreamMessagesBesideRows(t *testing.T) {
 // [headers]", in produce order.
 func streamRecords(t *testing.T, ctx context.Context, conn *replication.Conn, tp *testPipeline, opts replication.Options, n int) []string {
 	t.Helper()
-	opts.Tracker = tp.tracker
+	opts.Tracker = tp.Tracker
 	opts.StatusInterval, opts.StopTimeout, opts.Timeout = 200*time.Millisecond, 5*time.Second, 10*time.Second
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -229,7 +229,7 @@ func TestSourceTopicCheck(t *testing.T) {
 func TestPipelineMessageEventsBesideWriteBack(t *testing.T) {
 	tp := newTestPipeline(t, &fakeStore{})
 	out := &fakeOutcomes{hold: true}
-	tp.outcomes, tp.writeBack, tp.tableNames = out, []bool{true}, []string{"public.ob", "message:outbox"}
+	tp.Outcomes, tp.WriteBack, tp.TableNames = out, []bool{true}, []string{"public.ob", "message:outbox"}
 	apply := func(end uint64, tables ...int) {
 		msgs := []decoder.Message{{Kind: decoder.KindBegin}}
 		for i, table := range tables {
@@ -247,7 +247,7 @@ func TestPipelineMessageEventsBesideWriteBack(t *testing.T) {
 	apply(0x200, 1, 1)
 	apply(0x300, 0, 1)
 	tp.prod.answer(nil)
-	if got := tp.tracker.Safe(); got != 0x200 {
+	if got := tp.Tracker.Safe(); got != 0x200 {
 		t.Fatalf("safe %s once acked, want 0/200: the messages' transaction confirmed, the row's waiting for write-back", got)
 	}
 	out.mu.Lock()
@@ -257,7 +257,7 @@ func TestPipelineMessageEventsBesideWriteBack(t *testing.T) {
 		t.Errorf("write-back told of %s, want only the row's event", told)
 	}
 	out.written()
-	if got := tp.tracker.Safe(); got != 0x300 {
+	if got := tp.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s once the row was written, want 0/300", got)
 	}
 }
@@ -341,17 +341,17 @@ func TestPipelineCountsUnmappedMessages(t *testing.T) {
 		}
 	}
 	tp.prod.answer(nil)
-	if got := tp.tracker.Safe(); got != 0x200 {
+	if got := tp.Tracker.Safe(); got != 0x200 {
 		t.Fatalf("safe %s, want 0/200", got)
 	}
 	var m dto.Metric
-	if err := tp.metrics.MessagesIgnored.WithLabelValues("renamed").Write(&m); err != nil || m.GetCounter().GetValue() != 3 {
+	if err := tp.Metrics.MessagesIgnored.WithLabelValues("renamed").Write(&m); err != nil || m.GetCounter().GetValue() != 3 {
 		t.Errorf("ignored %v (%v), want 3", m.GetCounter().GetValue(), err)
 	}
 	if tp.logs.count("level=WARN") != 1 || tp.logs.count("prefix=renamed") != 1 || tp.logs.count("no messages: entry maps") != 1 {
 		t.Errorf("want one warning naming the prefix:\n%s", tp.logs)
 	}
-	if got := tp.count.read.Load(); got != 1 {
+	if got := tp.Count.Read.Load(); got != 1 {
 		t.Errorf("read %d events, want 1", got)
 	}
 }
@@ -373,7 +373,7 @@ func TestPipelineBoundsUnmappedPrefixes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	families, err := tp.metrics.Registry.Gather()
+	families, err := tp.Metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestPipelineBoundsUnmappedPrefixes(t *testing.T) {
 		t.Errorf("%d series counting %v messages, want %d counting %d", series, sum, metrics.MaxLabelValues+1, prefixes)
 	}
 	var other dto.Metric
-	if err := tp.metrics.MessagesIgnored.WithLabelValues(metrics.OtherLabel).Write(&other); err != nil || other.GetCounter().GetValue() != prefixes-metrics.MaxLabelValues {
+	if err := tp.Metrics.MessagesIgnored.WithLabelValues(metrics.OtherLabel).Write(&other); err != nil || other.GetCounter().GetValue() != prefixes-metrics.MaxLabelValues {
 		t.Errorf("other counts %v (%v), want %d", other.GetCounter().GetValue(), err, prefixes-metrics.MaxLabelValues)
 	}
 	if n := tp.logs.count("level=WARN"); n != metrics.MaxLabelValues+1 || tp.logs.count("prefix=other example_prefix=p64") != 1 {
@@ -409,13 +409,13 @@ func TestPipelineCountsNonTransactionalMessages(t *testing.T) {
 		}
 	}
 	var m dto.Metric
-	if err := tp.metrics.MessagesNonTransactional.WithLabelValues("outbox").Write(&m); err != nil || m.GetCounter().GetValue() != 3 {
+	if err := tp.Metrics.MessagesNonTransactional.WithLabelValues("outbox").Write(&m); err != nil || m.GetCounter().GetValue() != 3 {
 		t.Errorf("counted %v (%v), want 3", m.GetCounter().GetValue(), err)
 	}
 	if tp.logs.count("level=WARN") != 1 || tp.logs.count("non-transactional message of a mapped prefix") != 1 || tp.logs.count("prefix=outbox") != 1 {
 		t.Errorf("want one warning naming the prefix:\n%s", tp.logs)
 	}
-	if got := tp.count.read.Load(); got != 0 {
+	if got := tp.Count.Read.Load(); got != 0 {
 		t.Errorf("read %d events, want 0", got)
 	}
 }

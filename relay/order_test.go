@@ -17,6 +17,10 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -39,13 +43,13 @@ func keyed(n int, prefix, topic, key string) []testEv {
 
 // ordered makes tp hold keys (byKey) and paused topics, rebuilt from its
 // store as a session's start does.
-func (tp *testPipeline) ordered(t *testing.T, byKey bool) *order {
+func (tp *testPipeline) ordered(t *testing.T, byKey bool) *keyorder.Order {
 	t.Helper()
-	o := newOrder(byKey, tp.log)
+	o := keyorder.New(byKey, tp.Log)
 	held, _ := tp.store.HeldKeys(context.Background())
 	paused, _ := tp.store.PausedTopics(context.Background())
-	o.rebuild(held, paused, nil)
-	tp.ledger.order = o
+	o.Rebuild(held, paused, nil)
+	tp.Order = o
 	return o
 }
 
@@ -145,16 +149,16 @@ func TestOrderHoldsAKeyBehindAFailedRecord(t *testing.T) {
 			if got, w := strings.Join(parked, ","), strings.Join(append([]string{"FAILED f"}, want("WAITING", later...)...), ","); got != w {
 				t.Fatalf("parked %s\nwant   %s", got, w)
 			}
-			if len(produced) != 101 || tp.count.events.Load() != 101 {
-				t.Fatalf("produced %d (%d acked), want the 100 of the other key and the keyless one", len(produced), tp.count.events.Load())
+			if len(produced) != 101 || tp.Count.Events.Load() != 101 {
+				t.Fatalf("produced %d (%d acked), want the 100 of the other key and the keyless one", len(produced), tp.Count.Events.Load())
 			}
-			if got := counterValue(t, tp.metrics.EventsHeld.WithLabelValues(heldWaiting)); got != 10 {
+			if got := counterValue(t, tp.Metrics.EventsHeld.WithLabelValues(delivery.HeldWaiting)); got != 10 {
 				t.Fatalf("held metric %v, want 10", got)
 			}
 			if !strings.Contains(tp.store.ids()[1], "waits for event f of its key") {
 				t.Fatalf("reason %q, want it to name f", tp.store.ids()[1])
 			}
-			if got := tp.tracker.Safe(); got != 0x400 {
+			if got := tp.Tracker.Safe(); got != 0x400 {
 				t.Fatalf("safe %s, want 0/400", got)
 			}
 		})
@@ -208,7 +212,7 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 			// The hold is undone just after the last record is counted
 			// out of flight (doneAlone follows the tracker's Done), so
 			// wait for it, with a deadline.
-			for deadline := time.Now().Add(5 * time.Second); tt.parked == "" && tp.ledger.order.holding(); time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(5 * time.Second); tt.parked == "" && tp.Order.Holding(); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the key is still held 5 s after its records were delivered")
 				}
@@ -236,51 +240,6 @@ func TestOrderRebuiltAtStart(t *testing.T) {
 	}
 }
 
-// TestOrderReleasedByTheDelivery: the poller's Delivered releases a key
-// with no held row left, unless a park of it began during the query or
-// is under way.
-func TestOrderReleasedByTheDelivery(t *testing.T) {
-	k := status.Key{Topic: "orders", Key: "k"}
-	ev := &decoder.Event{ID: []byte("x"), Topic: "orders", Key: []byte("k")}
-	tests := []struct {
-		name     string
-		still    bool                  // the store still has held rows of k
-		during   func(o *order)        // while the store is asked
-		before   func(o *order) func() // before; returns what to do after
-		released bool
-	}{
-		{name: "no held row left", released: true},
-		{name: "a held row left", still: true},
-		{name: "a park began during the query", during: func(o *order) { o.endPark(o.beginPark(ev, 7, false), true) }},
-		{name: "a park under way", before: func(o *order) func() {
-			t := o.beginPark(ev, 7, false)
-			return func() { o.endPark(t, true) }
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			store := &fakeStore{held: []status.Key{k}, still: map[status.Key]bool{k: tt.still}}
-			o := newOrder(true, slog.New(slog.DiscardHandler))
-			held, _ := store.HeldKeys(context.Background())
-			o.rebuild(held, nil, nil)
-			if tt.during != nil {
-				store.stillHook = func() { tt.during(o) }
-			}
-			after := func() {}
-			if tt.before != nil {
-				after = tt.before(o)
-			}
-			if err := o.release(context.Background(), store, []status.Key{k}); err != nil {
-				t.Fatal(err)
-			}
-			after()
-			if v, _ := o.check(ev, 1); (v == pass) != tt.released {
-				t.Fatalf("after the release, the key's next event: %v; want released %v", v, tt.released)
-			}
-		})
-	}
-}
-
 // TestOrderPausedTopic: a paused topic's events are parked PAUSED, keyed
 // or not, and their keys held; the rest flows. Resumed, the topic's new
 // events flow, except those of keys with paused events, which wait.
@@ -292,7 +251,7 @@ func TestOrderPausedTopic(t *testing.T) {
 		t.Fatalf("produced %s while orders is paused, want b", got)
 	}
 	tp.waitIdle(t)
-	o.resumeTopic("orders")
+	o.ResumeTopic("orders")
 	tp.events(t, 0x300, testEv{"d", "orders", "z"}, testEv{"e", "orders", "k"}, testEv{"f", "orders", ""})
 	if got := strings.Join(tp.prod.answerBy(func(string) error { return nil }), ","); got != "d,f" {
 		t.Fatalf("produced %s after the resume, want d,f", got)
@@ -303,11 +262,11 @@ func TestOrderPausedTopic(t *testing.T) {
 	if got := strings.Join(parked, ","); got != "PAUSED a,PAUSED c,WAITING e" {
 		t.Fatalf("parked %s, want PAUSED a,PAUSED c,WAITING e", got)
 	}
-	if got := counterValue(t, tp.metrics.EventsHeld.WithLabelValues(heldPaused)); got != 2 {
+	if got := counterValue(t, tp.Metrics.EventsHeld.WithLabelValues(delivery.HeldPaused)); got != 2 {
 		t.Fatalf("held paused %v, want 2", got)
 	}
-	if tp.count.failed.Load() != 0 {
-		t.Fatalf("%d counted as failed, want none: held events did not fail", tp.count.failed.Load())
+	if tp.Count.Failed.Load() != 0 {
+		t.Fatalf("%d counted as failed, want none: held events did not fail", tp.Count.Failed.Load())
 	}
 }
 
@@ -325,7 +284,7 @@ func TestOrderViolationIsCounted(t *testing.T) {
 		return nil
 	})
 	tp.waitIdle(t)
-	if got := counterValue(t, tp.metrics.OrderViolations); got != 1 {
+	if got := counterValue(t, tp.Metrics.OrderViolations); got != 1 {
 		t.Fatalf("violations %v, want 1", got)
 	}
 	if tp.logs.count("overtook an earlier parked event of its key") != 1 {
@@ -369,21 +328,21 @@ func BenchmarkOrderCheck(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			l := newLedger(&ledger{log: slog.New(slog.DiscardHandler), failures: &fakeStore{}, count: &counters{},
-				tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}), failCtx: ctx, produceCtx: ctx})
+			l := delivery.NewLedger(&delivery.Ledger{Log: slog.New(slog.DiscardHandler), Failures: &fakeStore{}, Count: &delivery.Counters{},
+				Tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}), FailCtx: ctx, ProduceCtx: ctx})
 			if !bc.none {
-				l.order = newOrder(true, l.log)
-				l.order.rebuild(bc.held, nil, nil)
+				l.Order = keyorder.New(true, l.Log)
+				l.Order.Rebuild(bc.held, nil, nil)
 			}
-			p := newPipeline(l, nil, newAtLeastOnce(l, ackingProducer{}))
+			p := newPipeline(l, nil, atleastonce.New(l, ackingProducer{}))
 			msg := decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{ID: []byte("1"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`)}}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if i%1000 == 0 {
 					if p.reading != nil {
-						p.tracker.Commit(p.reading, pglogrepl.LSN(0x200+i))
+						p.Tracker.Commit(p.reading, pglogrepl.LSN(0x200+i))
 					}
-					p.reading = p.tracker.Begin(time.Time{})
+					p.reading = p.Tracker.Begin(time.Time{})
 				}
 				p.route(&msg)
 			}
@@ -456,7 +415,7 @@ func TestOrderPausedTopicWaitsForTheProducer(t *testing.T) {
 	tp := newTestPipeline(t, &fakeStore{})
 	o := tp.ordered(t, true)
 	tp.events(t, 0x200, testEv{"e1", "orders", "k"}) // in the producer, unanswered
-	o.pauseTopic("orders")
+	o.PauseTopic("orders")
 	tp.events(t, 0x300, testEv{"e2", "orders", "k"})
 	tp.prod.answerBy(func(string) error { return refusedForGood })
 	tp.waitIdle(t)
@@ -490,19 +449,17 @@ func TestOrderPausedTopicWithOrderingNone(t *testing.T) {
 func TestExactlyOnceParksBesideABreak(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{firstDelay: 300 * time.Millisecond, called: make(chan struct{}, 1)}
-	state := &eoState{}
+	state := &exactlyonce.State{}
 	s := newEOSession(t, brokers, store, state, 100)
 	s.orderedEO(t, state)
 	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	s.pgTxn(t, 0x200, []string{"big1", "big2"}, big, big)
 	errc := make(chan error, 1)
-	go func() { errc <- s.txn.commit(context.Background()) }()
-	o := s.ledger.order
+	go func() { errc <- s.txn.Commit(context.Background()) }()
+	o := s.Ledger.Order
+	k := &decoder.Event{Topic: "orders", Key: []byte("k")}
 	for held := false; !held; {
-		o.mu.Lock()
-		h := o.keys["orders"]["k"]
-		held = h != nil && h.parking == 1
-		o.mu.Unlock()
+		held, _ = o.ParkedHeld(k)
 		time.Sleep(time.Millisecond)
 	} // big1's park began (its insert sleeps 300ms); k is held
 	streamed := make(chan struct{})
@@ -518,76 +475,5 @@ func TestExactlyOnceParksBesideABreak(t *testing.T) {
 	<-streamed
 	if got := strings.Join(parkedAs(store), ","); !strings.Contains(got, "FAILED big1") || !strings.Contains(got, "FAILED big2") || !strings.Contains(got, "WAITING e") {
 		t.Fatalf("parked %s, want big1 and big2 FAILED and e WAITING", got)
-	}
-}
-
-// TestOrderHoldRow: a row the relay did not park (a corrected topic, a
-// claimed row) holds its key's next events until released; the undo of a
-// change that did not commit lets them pass again, but not once the key
-// was parked since, nor a key held before; a key exactly-once's redo holds
-// from its parked event on stays so; keys not ordered hold nothing.
-func TestOrderHoldRow(t *testing.T) {
-	k := status.Key{Topic: "fixed", Key: "k"}
-	ev := &decoder.Event{ID: []byte("x"), Topic: "fixed", Key: []byte("k")}
-	tests := []struct {
-		name    string
-		byKey   bool
-		before  func(o *order) // before the hold
-		between func(o *order) // between the hold and its undo
-		undo    bool
-		want    verdict // of the key's next event, at the end
-	}{
-		{name: "held", byKey: true, want: holdWaiting},
-		{name: "undone", byKey: true, undo: true, want: pass},
-		{name: "undone after a park of the key", byKey: true, undo: true,
-			between: func(o *order) { o.endPark(o.beginPark(ev, 7, false), true) }, want: holdWaiting},
-		{name: "undone, the key held before", byKey: true, undo: true,
-			before: func(o *order) { o.rebuild([]status.Key{k}, nil, nil) }, want: holdWaiting},
-		{name: "a deferred key stays deferred", byKey: true, before: func(o *order) {
-			o.rebuild([]status.Key{k}, nil, map[status.Key]eventKey{k: {commit: 1, id: "p", topic: "fixed"}})
-		}, want: pass},
-		{name: "keys not ordered", want: pass},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := newOrder(tt.byKey, slog.New(slog.DiscardHandler))
-			if tt.before != nil {
-				tt.before(o)
-			}
-			undo := o.holdRow(k)
-			if tt.between != nil {
-				tt.between(o)
-			}
-			if tt.undo {
-				undo()
-			}
-			if v, _ := o.check(ev, 9); v != tt.want {
-				t.Fatalf("the key's next event: %v, want %v", v, tt.want)
-			}
-		})
-	}
-}
-
-// TestOrderHoldRowsReleased: holdRows returns only the keys it held, and
-// the poller's Delivered releases them once their rows are gone.
-func TestOrderHoldRowsReleased(t *testing.T) {
-	a, b := status.Key{Topic: "fixed", Key: "a"}, status.Key{Topic: "fixed", Key: "b"}
-	o := newOrder(true, slog.New(slog.DiscardHandler))
-	o.rebuild([]status.Key{a}, nil, nil)
-	if held := o.holdRows([]status.Key{a, b}); !slices.Equal(held, []status.Key{b}) {
-		t.Fatalf("holdRows held %v, want only b (a was held)", held)
-	}
-	if held := o.holdRows([]status.Key{b}); len(held) != 0 {
-		t.Fatalf("holdRows held %v again", held)
-	}
-	evB := &decoder.Event{ID: []byte("y"), Topic: "fixed", Key: []byte("b")}
-	if v, _ := o.check(evB, 3); v != holdWaiting {
-		t.Fatalf("b's next event: %v, want it waiting", v)
-	}
-	if err := o.release(context.Background(), &fakeStore{}, []status.Key{b}); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := o.check(evB, 4); v != pass {
-		t.Fatalf("b's next event after its row was delivered: %v, want pass", v)
 	}
 }

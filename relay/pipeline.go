@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"unsafe"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
-	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 )
 
 // pipeline handles one replication session's messages in stream order:
@@ -22,8 +23,8 @@ import (
 // it can never be a Kafka record. The tracker lets the checkpoint pass an
 // event once it is delivered or its status row is committed.
 type pipeline struct {
-	*ledger
-	delivery delivery
+	*delivery.Ledger
+	delivery delivery.Delivery
 	dec      *decoder.Decoder
 	// relation, if set, judges each Relation message for an outbox
 	// table (a new OID, columns that do not fit); an error ends the stream.
@@ -44,7 +45,7 @@ type pipeline struct {
 	// parkedBefore, if set, reports whether an event was parked when an
 	// earlier Kafka transaction aborted (exactly-once): its row stands
 	// for it, and the delivery leaves it out.
-	parkedBefore func(*inflight) bool
+	parkedBefore func(*delivery.Inflight) bool
 	// unrouted logs the events that matched no route, by table.
 	unrouted *ratelog.Logger
 	// unmapped logs the transactional messages of prefixes no message
@@ -55,9 +56,9 @@ type pipeline struct {
 
 // newPipeline returns the pipeline of l's session, which decodes with dec
 // and hands its events to d.
-func newPipeline(l *ledger, dec *decoder.Decoder, d delivery) *pipeline {
-	return &pipeline{ledger: l, dec: dec, delivery: d, unrouted: newUnroutedLog(l.log), unmapped: newUnmappedLog(l.log),
-		nonTx: newNonTransactionalLog(l.log)}
+func newPipeline(l *delivery.Ledger, dec *decoder.Decoder, d delivery.Delivery) *pipeline {
+	return &pipeline{Ledger: l, dec: dec, delivery: d, unrouted: newUnroutedLog(l.Log), unmapped: newUnmappedLog(l.Log),
+		nonTx: newNonTransactionalLog(l.Log)}
 }
 
 // handle decodes one pgoutput message and applies it.
@@ -73,7 +74,7 @@ func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
 func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	switch msg.Kind {
 	case decoder.KindBegin:
-		p.reading = p.tracker.Begin(msg.CommitTime)
+		p.reading = p.Tracker.Begin(msg.CommitTime)
 		p.skipping = pglogrepl.LSN(msg.CommitLSN) < p.skipBelow
 		if p.replay != nil && !p.skipping {
 			p.replayDone()
@@ -82,12 +83,12 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 		if p.reading == nil {
 			return fmt.Errorf("commit at %s without a begin", start)
 		}
-		p.tracker.Commit(p.reading, pglogrepl.LSN(msg.EndLSN))
-		p.delivery.endTxn(p.reading, pglogrepl.LSN(msg.EndLSN))
+		p.Tracker.Commit(p.reading, pglogrepl.LSN(msg.EndLSN))
+		p.delivery.EndTxn(p.reading, pglogrepl.LSN(msg.EndLSN))
 		p.reading = nil
 	case decoder.KindRelation:
 		if p.relation != nil {
-			return p.relation(p.produceCtx, msg.Relation)
+			return p.relation(p.ProduceCtx, msg.Relation)
 		}
 	case decoder.KindEvent:
 		if p.reading == nil {
@@ -100,7 +101,7 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 			}
 			return nil
 		}
-		p.count.read.Add(1)
+		p.Count.Read.Add(1)
 		p.route(&msg)
 	case decoder.KindUnmappedMessage:
 		if !p.skipping {
@@ -142,55 +143,60 @@ func (p *pipeline) route(msg *decoder.Message) {
 // or parks it when it is poison. copies, shared by the copies of a
 // fanned-out event, counts those not yet acked (nil for a single copy).
 func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.Int32) {
-	it := &inflight{Context: p.produceCtx, pgTxn: p.reading, tracker: p.tracker, ev: msg.Event, copies: copies}
-	it.ev.Topic = topic
-	it.ev.Headers = append(it.evHeaders[:0], msg.Event.Headers...)
-	it.size = it.ev.Size() + int(unsafe.Sizeof(inflight{}))
+	it := delivery.NewInflight(p.ProduceCtx, p.Tracker, p.reading, &msg.Event, topic, copies)
 	p.seq++
-	it.seq = p.seq
-	p.tracker.Add(it.pgTxn, it.size)
+	it.Seq = p.seq
+	p.Tracker.Add(it.Txn(), it.Size())
 	if msg.Poison != nil {
-		p.delivery.park(it, p.parkInOrder(it, poisonAs(p.failures, msg.Poison)))
+		p.delivery.Park(it, p.ParkInOrder(it, p.PoisonAs(msg.Poison)))
 		return
 	}
 	if p.held(it) {
 		return
 	}
-	sink.Fill(&it.rec, it.recHeaders[:0], &it.ev)
-	it.rec.Context = it
-	p.delivery.produce(it)
+	it.Fill()
+	p.delivery.Produce(it)
 }
 
 // held parks it behind its held key or its paused topic, and reports
 // whether it did; an event to be produced alone behind its key's record
 // is marked so (the hold counts it already).
-func (p *pipeline) held(it *inflight) bool {
-	if !p.order.holding() {
+func (p *pipeline) held(it *delivery.Inflight) bool {
+	if !p.Order.Holding() {
 		return false
 	}
 	if p.parkedBefore != nil && p.parkedBefore(it) {
-		p.order.metParked(&it.ev, keyOf(it), it.seq)
+		p.Order.MetParked(&it.Event, keyorder.KeyOf(&it.Event), it.Seq)
 		return false
 	}
-	switch v, head := p.order.check(&it.ev, it.seq); v {
-	case holdPaused:
-		p.delivery.park(it, p.parkInOrder(it, p.pausedAs()))
+	switch v, head := p.Order.Check(&it.Event, it.Seq); v {
+	case keyorder.Paused:
+		p.delivery.Park(it, p.ParkInOrder(it, p.PausedAs()))
 		return true
-	case holdWaiting:
-		p.delivery.park(it, p.parkInOrder(it, p.waitingAs(it, head)))
+	case keyorder.Waiting:
+		p.delivery.Park(it, p.ParkInOrder(it, p.WaitingAs(it, head)))
 		return true
-	case holdAlone:
-		it.alone = true
+	case keyorder.Alone:
+		it.Alone = true
 	}
 	return false
+}
+
+// newUnroutedLog returns the log of events that matched no route, by
+// table: the first at once, with its id, then at most one line per table
+// per minute with how many more there were. The pipeline counts those
+// with Hold, so that an event that goes nowhere costs no log line built.
+func newUnroutedLog(log *slog.Logger) *ratelog.Logger {
+	return ratelog.New(log, ratelog.Config{Every: time.Minute, Summary: "more events matched no route and were sent nowhere",
+		KeyAttr: "table", CountAttr: "events"})
 }
 
 // noRoute counts an event that matched none of its table's routes: it goes
 // nowhere, by design, and is logged at most once a minute per table, the
 // others counted.
 func (p *pipeline) noRoute(ev *decoder.Event) {
-	table := p.tableName(ev.Table)
-	p.metrics.EventsUnrouted.WithLabelValues(table).Inc()
+	table := p.TableName(ev.Table)
+	p.Metrics.EventsUnrouted.WithLabelValues(table).Inc()
 	if !p.unrouted.Hold(table, slog.LevelInfo) { // most are: nothing to build
 		p.unrouted.Log(table, slog.LevelInfo, "event matched no route and was sent nowhere", "table", table, "id", string(ev.ID))
 	}

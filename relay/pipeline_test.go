@@ -19,6 +19,8 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -116,7 +118,7 @@ func (f *fakeStore) Waiting(ctx context.Context, ev *decoder.Event, reason error
 }
 
 func (f *fakeStore) Paused(ctx context.Context, ev *decoder.Event) error {
-	return f.park(ctx, ev, "PAUSED", errPaused)
+	return f.park(ctx, ev, "PAUSED", delivery.ErrPaused)
 }
 
 // HeldKeys returns held, the keys held before the session.
@@ -207,13 +209,13 @@ func newTestPipeline(t *testing.T, store *fakeStore) *testPipeline {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	tp := &testPipeline{prod: &fakeProducer{}, store: store, logs: logs, cancel: cancel}
-	l := newLedger(&ledger{
-		log:      slog.New(slog.NewTextHandler(logs, nil)),
-		failures: store, count: &counters{},
-		tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}),
-		failCtx: ctx, produceCtx: ctx, retryBase: time.Millisecond,
+	l := delivery.NewLedger(&delivery.Ledger{
+		Log:      slog.New(slog.NewTextHandler(logs, nil)),
+		Failures: store, Count: &delivery.Counters{},
+		Tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}),
+		FailCtx: ctx, ProduceCtx: ctx, RetryBase: time.Millisecond,
 	})
-	tp.pipeline = newPipeline(l, nil, newAtLeastOnce(l, tp.prod))
+	tp.pipeline = newPipeline(l, nil, atleastonce.New(l, tp.prod))
 	return tp
 }
 
@@ -241,8 +243,8 @@ func (tp *testPipeline) waitIdle(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := tp.tracker.WaitIdle(ctx); err != nil {
-		ev, _ := tp.tracker.InFlight()
+	if err := tp.Tracker.WaitIdle(ctx); err != nil {
+		ev, _ := tp.Tracker.InFlight()
 		t.Fatalf("%d events still in flight: %v", ev, err)
 	}
 }
@@ -251,16 +253,16 @@ func TestPipelineConfirmsOnlyAfterAcks(t *testing.T) {
 	tp := newTestPipeline(t, &fakeStore{})
 	tp.tx(t, 0x200, nil, "a", "b")
 	tp.tx(t, 0x300, nil, "c")
-	if got := tp.tracker.Safe(); got != 0x100 {
+	if got := tp.Tracker.Safe(); got != 0x100 {
 		t.Fatalf("safe %s before any ack, want the start 0/100", got)
 	}
 	if n := tp.prod.answer(nil); n != 3 {
 		t.Fatalf("produced %d records, want 3", n)
 	}
-	if got := tp.tracker.Safe(); got != 0x300 {
+	if got := tp.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s after every ack, want the last commit 0/300", got)
 	}
-	if got := tp.count.events.Load(); got != 3 {
+	if got := tp.Count.Events.Load(); got != 3 {
 		t.Fatalf("counted %d events delivered, want 3", got)
 	}
 }
@@ -308,10 +310,10 @@ func TestPipelineParksWhatCanNeverBeDelivered(t *testing.T) {
 			if tp.store.calls != tt.failures+1 {
 				t.Fatalf("%d status-table calls, want %d (retried until stored, then once)", tp.store.calls, tt.failures+1)
 			}
-			if got := tp.tracker.Safe(); got != 0x300 {
+			if got := tp.Tracker.Safe(); got != 0x300 {
 				t.Fatalf("safe %s, want 0/300: the parked event must not hold the checkpoint", got)
 			}
-			if got := tp.count.failed.Load(); got != 1 {
+			if got := tp.Count.Failed.Load(); got != 1 {
 				t.Fatalf("counted %d failed, want 1", got)
 			}
 		})
@@ -339,7 +341,7 @@ func TestPipelineStopsWhenTheStatusTableRefuses(t *testing.T) {
 			store := &fakeStore{failures: 3, failWith: tt.err}
 			tp := newTestPipeline(t, store)
 			stopped := make(chan error, 1)
-			tp.stop = func(err error) { stopped <- err }
+			tp.Stop = func(err error) { stopped <- err }
 			tp.tx(t, 0x200, errors.New("headers not an object"), "p")
 			if !tt.stop {
 				tp.waitIdle(t)
@@ -350,7 +352,7 @@ func TestPipelineStopsWhenTheStatusTableRefuses(t *testing.T) {
 			}
 			select {
 			case err := <-stopped:
-				if errors.As(err, new(fatalError)) != tt.fatal || !strings.Contains(err.Error(), "cdc-relay migrate") || !strings.Contains(err.Error(), tt.err.Error()) {
+				if isFatal(err) != tt.fatal || !strings.Contains(err.Error(), "cdc-relay migrate") || !strings.Contains(err.Error(), tt.err.Error()) {
 					t.Fatalf("stopped with %v, want an error (fatal: %v) naming the cause and the fix", err, tt.fatal)
 				}
 			case <-time.After(5 * time.Second):
@@ -369,12 +371,12 @@ func TestPipelineStopsWhenTheStatusTableRefuses(t *testing.T) {
 func TestPipelineStopsWhenKafkaRefusesTheProducer(t *testing.T) {
 	tp := newTestPipeline(t, &fakeStore{})
 	stopped := make(chan error, 1)
-	tp.stop = func(err error) { stopped <- err }
+	tp.Stop = func(err error) { stopped <- err }
 	tp.tx(t, 0x200, nil, "a")
 	tp.prod.answer(kerr.ClusterAuthorizationFailed)
 	select {
 	case err := <-stopped:
-		if !errors.As(err, new(fatalError)) || !strings.Contains(err.Error(), "IDEMPOTENT_WRITE") {
+		if !isFatal(err) || !strings.Contains(err.Error(), "IDEMPOTENT_WRITE") {
 			t.Fatalf("stopped with %v, want a fatal error naming the ACL", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -383,7 +385,7 @@ func TestPipelineStopsWhenKafkaRefusesTheProducer(t *testing.T) {
 	if got := tp.store.ids(); len(got) != 0 {
 		t.Fatalf("parked %q; want nothing parked", got)
 	}
-	if got := tp.tracker.Safe(); got != 0x100 {
+	if got := tp.Tracker.Safe(); got != 0x100 {
 		t.Fatalf("safe %s, want the start: the event was not delivered", got)
 	}
 }
@@ -397,10 +399,10 @@ func TestPipelineKeepsUndeliveredInFlight(t *testing.T) {
 			tp := newTestPipeline(t, &fakeStore{})
 			tp.tx(t, 0x200, nil, "a", "b", "c")
 			tp.prod.answer(err)
-			if got := tp.tracker.Safe(); got != 0x100 {
+			if got := tp.Tracker.Safe(); got != 0x100 {
 				t.Fatalf("safe %s passed undelivered events", got)
 			}
-			if ev, _ := tp.tracker.InFlight(); ev != 3 {
+			if ev, _ := tp.Tracker.InFlight(); ev != 3 {
 				t.Fatalf("%d events in flight, want 3", ev)
 			}
 			if got := tp.store.ids(); len(got) != 0 {
@@ -433,10 +435,10 @@ func TestPipelineStopAbandonsABlockedStatusWrite(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if got := tp.tracker.Safe(); got != 0x100 {
+	if got := tp.Tracker.Safe(); got != 0x100 {
 		t.Fatalf("safe %s passed an event whose status row was never written", got)
 	}
-	if got := tp.count.failed.Load(); got != 0 {
+	if got := tp.Count.Failed.Load(); got != 0 {
 		t.Fatalf("counted %d failed, want 0", got)
 	}
 }
@@ -480,10 +482,10 @@ func TestPipelineRetriesATooLargeBatchRecordAlone(t *testing.T) {
 			if got := len(tp.store.ids()); got != tt.parked {
 				t.Errorf("%d parked, want %d", got, tt.parked)
 			}
-			if got, want := tp.count.events.Load(), int64(1-tt.parked); got != want {
+			if got, want := tp.Count.Events.Load(), int64(1-tt.parked); got != want {
 				t.Errorf("%d delivered, want %d", got, want)
 			}
-			if got := tp.tracker.Safe(); got != 0x200 {
+			if got := tp.Tracker.Safe(); got != 0x200 {
 				t.Errorf("safe %s, want 0/200", got)
 			}
 		})
@@ -507,7 +509,7 @@ func TestPipelineBatchMatesGoAloneInOrder(t *testing.T) {
 	if got := tp.store.ids(); len(got) != 1 || !strings.HasPrefix(got[0], "FAILED b:") {
 		t.Fatalf("parked %q, want only b", got)
 	}
-	if got := tp.tracker.Safe(); got != 0x300 {
+	if got := tp.Tracker.Safe(); got != 0x300 {
 		t.Fatalf("safe %s, want 0/300", got)
 	}
 }
@@ -517,7 +519,7 @@ func TestPipelineBatchMatesGoAloneInOrder(t *testing.T) {
 func TestPipelineLogsByCause(t *testing.T) {
 	tp := newTestPipeline(t, &fakeStore{})
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tp.causes = newCauseLog(tp.log, time.Minute, func() time.Time { return clock })
+	tp.Causes = delivery.NewCauseLog(tp.Log, time.Minute, func() time.Time { return clock })
 	ids := make([]string, 1000)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("e%d", i)
@@ -529,14 +531,14 @@ func TestPipelineLogsByCause(t *testing.T) {
 		t.Fatalf("%d lines for 1002 undeliverable events of two causes, want 2 (one per cause)", n)
 	}
 	clock = clock.Add(time.Minute)
-	tp.causes.Flush()
+	tp.Causes.Flush()
 	if n := tp.logs.count("more events of the same cause"); n != 2 {
 		t.Fatalf("%d summary lines, want 2", n)
 	}
 	if n := tp.logs.count("events=999"); n != 1 {
 		t.Fatalf("no summary counting the other 999 events:\n%s", tp.logs.String())
 	}
-	tp.causes.Flush() // nothing new: nothing more
+	tp.Causes.Flush() // nothing new: nothing more
 	if n := tp.logs.count("more events of the same cause"); n != 2 {
 		t.Fatalf("%d summary lines after an empty interval, want 2", n)
 	}

@@ -20,15 +20,15 @@ func (r *runner) reportProgress(every time.Duration, tracker *checkpoint.Tracker
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		last := r.count.events.Load()
+		last := r.count.Events.Load()
 		tick.Every(ctx, every, func(context.Context) bool {
 			r.causes.Flush()
 			if o := r.order.Load(); o != nil {
-				o.violations.Flush()
+				o.FlushViolations()
 			}
-			if n := r.count.events.Load(); n != last {
+			if n := r.count.Events.Load(); n != last {
 				inflight, _ := tracker.InFlight()
-				r.log.Info("progress", "events", n, "failed", r.count.failed.Load(), "in_flight", inflight, "checkpoint", saver.Saved())
+				r.log.Info("progress", "events", n, "failed", r.count.Failed.Load(), "in_flight", inflight, "checkpoint", saver.Saved())
 				last = n
 			}
 			return true

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 )
 
 // TestReadmeListsParkedReasons: the README's row of
@@ -20,7 +22,7 @@ func TestReadmeListsParkedReasons(t *testing.T) {
 			row = line
 		}
 	}
-	for _, reason := range []string{invalidRow, noTimestamp} {
+	for _, reason := range []string{delivery.InvalidRow, delivery.NoTimestamp} {
 		if !strings.Contains(row, "`"+reason+"`") {
 			t.Errorf("the README's row of cdc_relay_events_parked_total lacks the reason %q:\n%s", reason, row)
 		}

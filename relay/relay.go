@@ -14,6 +14,9 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/outage"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -27,14 +30,14 @@ type Relay struct {
 	metrics  *metrics.Metrics
 	pause    pauseSwitch
 	state    state
-	count    counters
+	count    delivery.Counters
 	failures atomic.Pointer[status.Store] // once Run has connected
 	// writeBack is the write-back of the running relay, for the metrics;
 	// nil when no table writes back.
 	writeBack atomic.Pointer[tableOutcomes]
 	// order is the running session's held keys and paused topics; nil
 	// while no session streams.
-	order atomic.Pointer[order]
+	order atomic.Pointer[keyorder.Order]
 	// pgOutages says once that PostgreSQL cannot be reached, and once
 	// that it is back (pgoutage.go).
 	pgOutages *outage.Tracker
@@ -122,7 +125,7 @@ func (r *Relay) PauseTopic(ctx context.Context, topic string) (bool, error) {
 		return false, fmt.Errorf("pause topic %q: %w", topic, err)
 	}
 	if o := r.order.Load(); o != nil {
-		o.pauseTopic(topic)
+		o.PauseTopic(topic)
 	}
 	if changed {
 		r.log.Info("topic paused: its events are held in the status table", "topic", topic)
@@ -143,7 +146,7 @@ func (r *Relay) ResumeTopic(ctx context.Context, topic string) (bool, error) {
 		return false, fmt.Errorf("resume topic %q: %w", topic, err)
 	}
 	if o := r.order.Load(); o != nil {
-		o.resumeTopic(topic)
+		o.ResumeTopic(topic)
 	}
 	if changed {
 		r.log.Info("topic resumed: its held events are delivered in commit order", "topic", topic)
@@ -167,7 +170,7 @@ func (r *Relay) pauses(topic string) (*status.Store, error) {
 // PausedTopics returns the topics the leading relay holds paused, sorted;
 // nil while this relay does not stream.
 func (r *Relay) PausedTopics() []string {
-	topics := r.order.Load().pausedTopics()
+	topics := r.order.Load().PausedTopics()
 	slices.Sort(topics)
 	return topics
 }
@@ -239,7 +242,7 @@ func (c Config) CheckCorrectedTopic(ctx context.Context, s *status.Store, opts s
 // being corrected, in the streaming session's order; a relay that does not
 // stream holds nothing (its next session reads the held keys).
 func (r *Relay) holdCorrected(k status.Key) func() {
-	return r.order.Load().holdRow(k)
+	return r.order.Load().HoldRow(k)
 }
 
 // Run runs the relay until ctx is done (a clean stop: the current
@@ -273,15 +276,15 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			err = rn.missingPrivilege(ctx, err)
 			r.state.sessionFailed(err)
-			if errors.As(err, new(fatalError)) {
+			if isFatal(err) {
 				return err
 			}
-		case errors.As(err, new(fatalError)):
+		case isFatal(err):
 			r.state.sessionFailed(err)
 			return err
-		case errors.Is(err, errRedo):
+		case errors.Is(err, exactlyonce.ErrRedo):
 			// A Kafka transaction aborted: what was learnt from it is
-			// in eoState, and the next session goes on at once.
+			// in exactlyonce.State, and the next session goes on at once.
 			continue
 		case err != nil:
 			if stuck := rn.publicationUndecodable(ctx, err); stuck != nil {
@@ -321,7 +324,7 @@ func (r *Relay) stopped(err error) {
 	} else if err != nil && !errors.Is(err, context.Canceled) {
 		r.log.Warn("stopped with an error", "err", err)
 	}
-	r.log.Info("relay stopped", "events", r.count.events.Load(), "failed", r.count.failed.Load())
+	r.log.Info("relay stopped", "events", r.count.Events.Load(), "failed", r.count.Failed.Load())
 }
 
 // maxBackoff bounds the wait between sessions. After a failover, the

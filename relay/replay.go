@@ -84,17 +84,17 @@ func (s *session) loadReplay(ctx context.Context) error {
 // delivers it). It stays in flight until its row is written.
 func (p *pipeline) replayed(msg *decoder.Message) {
 	ev := &msg.Event
-	if p.outcomes == nil || !p.writesBack(ev.Table) || msg.Poison != nil || len(ev.ID) == 0 || msg.Routed && len(msg.Routes) == 0 {
+	if p.Outcomes == nil || !p.WritesBack(ev.Table) || msg.Poison != nil || len(ev.ID) == 0 || msg.Routed && len(msg.Routes) == 0 {
 		return
 	}
-	if p.replay.isParked(ev, p.tableName(ev.Table)) {
+	if p.replay.isParked(ev, p.TableName(ev.Table)) {
 		return
 	}
 	id := append([]byte(nil), ev.ID...)
-	r := &rewritten{tracker: p.tracker, pgTxn: p.reading, size: len(id) + int(unsafe.Sizeof(rewritten{}))}
-	p.tracker.Add(r.pgTxn, r.size)
+	r := &rewritten{tracker: p.Tracker, pgTxn: p.reading, size: len(id) + int(unsafe.Sizeof(rewritten{}))}
+	p.Tracker.Add(r.pgTxn, r.size)
 	p.replay.told++
-	p.outcomes.Delivered(ev.Table, id, r)
+	p.Outcomes.Delivered(ev.Table, id, r)
 }
 
 // rewritten is an event of the window told to write-back again: in
@@ -113,7 +113,7 @@ func (r *rewritten) WrittenBack() { r.tracker.Done(r.pgTxn, r.size) }
 // the stream reached the checkpoint topic's position (at the first
 // transaction it produces).
 func (p *pipeline) replayDone() {
-	p.log.Info(fmt.Sprintf("exactly-once with write-back: %d events Kafka had before this session were told to write-back again", p.replay.told),
+	p.Log.Info(fmt.Sprintf("exactly-once with write-back: %d events Kafka had before this session were told to write-back again", p.replay.told),
 		"through", p.skipBelow)
 	p.replay = nil
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -36,11 +38,11 @@ type runner struct {
 	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
 	outcomes *tableOutcomes     // write-back, nil when no table writes back
 	loader   *poller.RowLoader  // the poller's reads of rows to send again as they are now
-	causes   causeLog
+	causes   delivery.CauseLog
 	kafka    sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
 	// checkpointTopicReady whether its topic is known to exist.
-	eo                   eoState
+	eo                   exactlyonce.State
 	checkpointTopicReady bool
 	orphans              orphans // of the last session that failed
 	// watchMarks are what the last session's table watches last found
@@ -69,7 +71,7 @@ type runner struct {
 // write-back. Close undoes it. It returns nil, nil if ctx ends while it
 // connects.
 func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
-	rn := &runner{Relay: r, causes: newCauseLog(r.log, time.Minute, nil), privileges: newPrivilegeLog(r.log),
+	rn := &runner{Relay: r, causes: delivery.NewCauseLog(r.log, time.Minute, nil), privileges: newPrivilegeLog(r.log),
 		retried: ratelog.New(r.log, ratelog.Config{Every: retriedLogEvery, KeyAttr: "what", CountAttr: "failures",
 			Summary: "the same database error again; trying again", Last: []string{"err"}})}
 	ready := false

@@ -14,6 +14,8 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
+	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -43,7 +45,7 @@ type session struct {
 	watch    pubwatch.Watches
 	saver    *checkpoint.Saver
 	confirm  gate // what the stream may confirm to PostgreSQL
-	order    *order
+	order    *keyorder.Order
 	pipeline *pipeline
 
 	streamCtx     context.Context // the stream's; stopStream ends it cleanly
@@ -175,9 +177,9 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 // Config.Ordering key) and the paused topics. The relay's PauseTopic and
 // ResumeTopic change this session's from now on.
 func (s *session) rebuildOrder(ctx context.Context) error {
-	o := newOrder(s.cfg.Ordering != OrderingNone, s.log)
+	o := keyorder.New(s.cfg.Ordering != OrderingNone, s.log)
 	var held []status.Key
-	if o.byKey {
+	if o.OrdersKeys() {
 		var err error
 		if held, err = s.failures.HeldKeys(ctx); err != nil {
 			return fmt.Errorf("read the keys whose events wait behind a parked one: %w", err)
@@ -187,7 +189,7 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the paused topics: %w", err)
 	}
-	o.rebuild(held, paused, s.eo.holds())
+	o.Rebuild(held, paused, s.eo.Holds())
 	s.order = o
 	s.Relay.order.Store(o)
 	s.onEnd(func() { s.Relay.order.CompareAndSwap(o, nil) })
@@ -216,7 +218,7 @@ func (s *session) stream() error {
 		Logger:         s.log,
 		StartedLevel:   s.startedLevel(),
 		BeforeFinalStatus: func(ctx context.Context) error {
-			if err := s.pipeline.delivery.commit(ctx); err != nil {
+			if err := s.pipeline.delivery.Commit(ctx); err != nil {
 				return err
 			}
 			s.watch.Refresh(ctx)
@@ -281,7 +283,7 @@ var errShuttingDown = errors.New("PostgreSQL is shutting down: the stream stoppe
 func (s *session) stop(err error) {
 	if s.stopped.CompareAndSwap(nil, &err) {
 		switch {
-		case errors.Is(err, errRedo):
+		case errors.Is(err, exactlyonce.ErrRedo):
 			s.log.Warn("ending the session", "err", err)
 		case lostConnection(err):
 			s.log.Debug("stopping at once: the connection to PostgreSQL was lost; the relay reconnects", "err", err)

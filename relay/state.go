@@ -109,7 +109,7 @@ func (r *Relay) status() (report.Status, pglogrepl.LSN) {
 		PausedTopics: r.PausedTopics(),
 		Slot:         r.cfg.Slot, Table: strings.Join(r.cfg.SourceNames(), ", "),
 		LagBytes: -1, WALRetainedBytes: -1, Failed: -1, Dead: -1, EventsBehind: -1,
-		EventsRead: uint64(r.count.read.Load()), EventsProduced: uint64(r.count.events.Load()), EventsParked: uint64(r.count.failed.Load()),
+		EventsRead: uint64(r.count.Read.Load()), EventsProduced: uint64(r.count.Events.Load()), EventsParked: uint64(r.count.Failed.Load()),
 		OnSlotLoss: string(r.cfg.onSlotLoss()), SlotRecoveries: s.slotRecoveries.Load(),
 	}
 	if t := s.tracker.Load(); t != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -108,7 +109,7 @@ func (o *tableOutcomes) writesBack() []bool {
 
 // orNil is o as the pipeline's outcomes: nil without a writer (not an
 // interface holding a nil pointer).
-func (o *tableOutcomes) orNil() outcomes {
+func (o *tableOutcomes) orNil() delivery.Outcomes {
 	if o == nil {
 		return nil
 	}

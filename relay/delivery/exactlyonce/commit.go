@@ -1,4 +1,4 @@
-package relay
+package exactlyonce
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
-// commit commits what is open, whether due or not: at a stop, between
+// Commit commits what is open, whether due or not: at a stop, between
 // transactions. It returns why it could not.
-func (b *txnBatcher) commit(ctx context.Context) error {
+func (b *Batcher) Commit(ctx context.Context) error {
 	b.mu.Lock()
 	open := b.cur.open
 	b.mu.Unlock()
@@ -30,7 +31,7 @@ func (b *txnBatcher) commit(ctx context.Context) error {
 // failed; then it releases the PostgreSQL transactions it holds to the
 // tracker and produces what was read meanwhile into the next one. It
 // returns the error that broke the batcher, if any.
-func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
+func (b *Batcher) commitIf(ctx context.Context, force bool) error {
 	b.cmu.Lock()
 	defer b.cmu.Unlock()
 	b.lockWhenParked()
@@ -46,8 +47,8 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 	b.mu.Unlock()
 	b.waitForWriteBack(ctx)
 
-	if b.commitHook != nil {
-		b.commitHook()
+	if b.CommitHook != nil {
+		b.CommitHook()
 	}
 	cp := b.id
 	cp.LSN, cp.CommitTime = txn.lastEnd, txn.lastCommit
@@ -64,8 +65,8 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 	if acked := b.acked.Swap(0); err == nil && len(failures) == 0 && acked != int64(sent) {
 		err = fmt.Errorf("%d of the transaction's %d records answered", acked, sent)
 	}
-	if err == nil && len(failures) == 0 && b.produceCtx.Err() != nil {
-		err = b.produceCtx.Err()
+	if err == nil && len(failures) == 0 && b.ProduceCtx.Err() != nil {
+		err = b.ProduceCtx.Err()
 	}
 	if err == nil && len(failures) == 0 {
 		err = b.snk.Commit(ctx)
@@ -75,7 +76,7 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 	defer b.mu.Unlock()
 	b.committing = false
 	if err == nil && len(failures) == 0 {
-		b.metrics.KafkaTransactions.WithLabelValues("committed").Inc()
+		b.Metrics.KafkaTransactions.WithLabelValues("committed").Inc()
 		b.account(txn.held)
 		b.state.passed(uint64(txn.lastEnd))
 		pending := b.pending
@@ -98,7 +99,7 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 	if err == nil {
 		err = failures[0].err
 	}
-	b.metrics.KafkaTransactions.WithLabelValues("aborted").Inc()
+	b.Metrics.KafkaTransactions.WithLabelValues("aborted").Inc()
 	b.pending = nil
 	b.breakLocked(err, failures)
 	return b.broken
@@ -108,7 +109,7 @@ func (b *txnBatcher) commitIf(ctx context.Context, force bool) error {
 // the records Kafka refused (failures, and any recorded since), and ends
 // the session, at once and for good if the producer was fenced or refused.
 // Called with mu held.
-func (b *txnBatcher) breakLocked(err error, failures []failure) {
+func (b *Batcher) breakLocked(err error, failures []failure) {
 	if b.broken != nil {
 		return
 	}
@@ -123,19 +124,19 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 		}
 	}
 	switch {
-	case sink.Fenced(err) && (errors.Is(err, kerr.ProducerFenced) || b.leads == nil || !b.leads(context.Background())):
-		b.end(fatalError{fmt.Errorf("Kafka fenced this relay's transactional producer %q (%w): another relay with the same transactional id "+
+	case sink.Fenced(err) && (errors.Is(err, kerr.ProducerFenced) || b.Leads == nil || !b.Leads(context.Background())):
+		b.End(delivery.FatalError{Err: fmt.Errorf("Kafka fenced this relay's transactional producer %q (%w): another relay with the same transactional id "+
 			"started after this one and now delivers the slot. This relay stops; nothing it had not committed is visible to read_committed consumers", b.snk.TransactionalID(), err)})
 		return
 	case sink.Fenced(err):
 		// Still the leader: the broker ended the transaction itself (it
 		// was open longer than the transaction timeout), which fenced
 		// this producer's epoch. A new session starts a new producer.
-		b.end(fmt.Errorf("Kafka ended the relay's transaction (%w): it was open longer than --transaction-timeout allows, or the broker lost it; "+
+		b.End(fmt.Errorf("Kafka ended the relay's transaction (%w): it was open longer than --transaction-timeout allows, or the broker lost it; "+
 			"its PostgreSQL transactions are produced again", err))
 		return
 	case sink.ProducerRefused(err):
-		b.end(fatalError{fmt.Errorf("Kafka refuses the relay's transactional producer %q (%w): grant the relay's principal WRITE and DESCRIBE on "+
+		b.End(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's transactional producer %q (%w): grant the relay's principal WRITE and DESCRIBE on "+
 			"the transactional id, and WRITE on the topics and the checkpoint topic; check the --kafka-tls-* and --kafka-sasl-* settings", b.snk.TransactionalID(), err)})
 		return
 	}
@@ -144,53 +145,53 @@ func (b *txnBatcher) breakLocked(err error, failures []failure) {
 		switch {
 		case f.it == nil:
 			if !sink.MaybeTheBatch(f.err) && sink.Permanent(f.err) {
-				b.end(fatalError{fmt.Errorf("Kafka refuses the checkpoint topic %q (%w): create it (cleanup.policy=compact) or grant the relay's principal WRITE on it", b.topic, f.err)})
+				b.End(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the checkpoint topic %q (%w): create it (cleanup.policy=compact) or grant the relay's principal WRITE on it", b.topic, f.err)})
 				return
 			}
 		case errors.Is(f.err, kgo.ErrAborting) || !sink.Permanent(f.err):
 			// Failed because the transaction did, not for itself.
-		case f.alone || !sink.MaybeTheBatch(f.err) || sink.RecordBytes(&f.it.rec) > b.snk.BatchMaxBytes():
+		case f.alone || !sink.MaybeTheBatch(f.err) || sink.RecordBytes(&f.it.Record) > b.snk.BatchMaxBytes():
 			// Its own fault: parked, it is left out from now on. If the
 			// row cannot be stored, the session ends all the same and the
 			// next one meets the record again.
-			// Its key is held from it on in the redo (eoState.holdsFrom).
-			if b.parkInOrder(f.it, parkAs{store: b.ledger.failures.Failed, reason: f.err, cause: sink.ErrorName(f.err)})() {
+			// Its key is held from it on in the redo (State.holdsFrom).
+			if b.ParkInOrder(f.it, b.FailedAs(f.err))() {
 				learnt = b.state.add(&b.state.parked, keyOf(f.it)) || learnt
-				b.state.holdFrom(&f.it.ev, keyOf(f.it))
+				b.state.holdFrom(&f.it.Event, keyOf(f.it))
 			}
 		default:
 			learnt = b.state.add(&b.state.suspects, keyOf(f.it)) || learnt
 		}
 	}
 	switch {
-	case b.produceCtx.Err() != nil:
+	case b.ProduceCtx.Err() != nil:
 	case learnt:
-		b.end(fmt.Errorf("%w: %v", errRedo, err))
+		b.End(fmt.Errorf("%w: %v", ErrRedo, err))
 	default:
 		// Nothing learnt that the next try would do otherwise: a new
 		// session, after the usual backoff.
-		b.end(fmt.Errorf("the Kafka transaction could not commit: %w", err))
+		b.End(fmt.Errorf("the Kafka transaction could not commit: %w", err))
 	}
 }
 
 // account counts and releases what a committed Kafka transaction held.
-func (b *txnBatcher) account(held []*heldTxn) {
+func (b *Batcher) account(held []*heldTxn) {
 	now := time.Now()
 	for _, h := range held {
 		lag := max(0, now.Sub(h.pgTxn.CommitTime()).Seconds())
 		for range h.events {
-			b.metrics.CommitToAck.Observe(lag)
+			b.Metrics.CommitToAck.Observe(lag)
 		}
-		b.count.events.Add(int64(h.events))
+		b.Count.Events.Add(int64(h.events))
 		if len(h.delivered) == 0 {
-			b.tracker.Release(h.pgTxn)
+			b.Tracker.Release(h.pgTxn)
 			continue
 		}
 		// Held until every row of it says delivered.
-		w := &heldWriteBack{tracker: b.tracker, pgTxn: h.pgTxn}
+		w := &heldWriteBack{tracker: b.Tracker, pgTxn: h.pgTxn}
 		w.left.Store(int64(len(h.delivered)))
 		for _, d := range h.delivered {
-			b.outcomes.Delivered(d.table, d.id, w)
+			b.Outcomes.Delivered(d.table, d.id, w)
 		}
 	}
 }
@@ -203,14 +204,14 @@ const writeBackLag = 10000
 
 // waitForWriteBack waits, before a commit, while more than writeBackLag
 // outcomes wait to be written back, until ctx or the session ends.
-func (b *txnBatcher) waitForWriteBack(ctx context.Context) {
-	if b.outcomes == nil {
+func (b *Batcher) waitForWriteBack(ctx context.Context) {
+	if b.Outcomes == nil {
 		return
 	}
-	for b.outcomes.Waiting() > writeBackLag && ctx.Err() == nil && b.produceCtx.Err() == nil {
+	for b.Outcomes.Waiting() > writeBackLag && ctx.Err() == nil && b.ProduceCtx.Err() == nil {
 		select {
 		case <-ctx.Done():
-		case <-b.produceCtx.Done():
+		case <-b.ProduceCtx.Done():
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

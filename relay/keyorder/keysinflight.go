@@ -1,4 +1,4 @@
-package relay
+package keyorder
 
 import (
 	"hash/maphash"
@@ -34,17 +34,18 @@ func (k *keysInFlight) slot(ev *decoder.Event) int32 {
 	return int32(h&(keysInFlightSlots-1)) + 1
 }
 
-// add counts it into the producer.
-func (k *keysInFlight) add(it *inflight) {
-	if it.slot = k.slot(&it.ev); it.slot != 0 {
-		k.counts[it.slot-1].Add(1)
+// add counts ev, at place p, into the producer.
+func (k *keysInFlight) add(ev *decoder.Event, p *Place) {
+	if p.slot = k.slot(ev); p.slot != 0 {
+		k.counts[p.slot-1].Add(1)
 	}
 }
 
-// done counts it out of the producer, once its callback settled it.
-func (k *keysInFlight) done(it *inflight) {
-	if s := it.slot; s != 0 {
-		it.slot = 0 // before the count: whoever sees it drop may take it
+// done counts the event at p out of the producer, once its callback
+// settled it.
+func (k *keysInFlight) done(p *Place) {
+	if s := p.slot; s != 0 {
+		p.slot = 0 // before the count: whoever sees it drop may take it
 		k.counts[s-1].Add(-1)
 	}
 }

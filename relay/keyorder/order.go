@@ -1,8 +1,7 @@
-package relay
+package keyorder
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -14,18 +13,18 @@ import (
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
-// order is what one session holds back so that a key's events reach Kafka
+// Order is what one session holds back so that a key's events reach Kafka
 // in commit order: the held keys (a topic and record key with an event
 // parked in the status table, or waiting to be produced alone) and the
-// paused topics. The stream asks it about every event (check); the
-// deliveries hold a key the moment a record of it fails (beginPark,
-// holdAlone); the poller's Delivered releases the keys whose held rows are
-// gone (release). A nil *order holds nothing.
+// paused topics. The stream asks it about every event (Check); the
+// deliveries hold a key the moment a record of it fails (BeginPark,
+// HoldAlone); the poller's Delivered releases the keys whose held rows are
+// gone (Release). A nil *Order holds nothing. Safe for concurrent use.
 //
-// Nothing held and no topic paused, check is one atomic load; otherwise a
+// Nothing held and no topic paused, Check is one atomic load; otherwise a
 // map lookup under a mutex, without allocating.
-type order struct {
-	byKey bool        // Config.Ordering is OrderingKey: keys are held
+type Order struct {
+	byKey bool        // ordering by key: keys are held
 	any   atomic.Bool // a key is held or a topic is paused
 
 	mu     sync.Mutex
@@ -37,6 +36,42 @@ type order struct {
 	// the producer (nil unless byKey).
 	flight *keysInFlight
 }
+
+// Place is one event's place in the stream as the order sees it; the
+// delivery keeps it with the event (embedded in its in-flight record),
+// so that asking about the event allocates nothing.
+type Place struct {
+	// Seq is the event's place in the session's stream, from 1.
+	Seq uint64
+	// Alone: the event is produced again in a batch of its own, behind
+	// its key's records waiting there (Check's Alone, or a failure of
+	// its batch).
+	Alone bool
+	// slot is its key's counter in keysInFlight, plus 1, while the
+	// producer holds it; 0 when not counted.
+	slot int32
+}
+
+// Store says which of the keys still have held rows in the status table
+// (*status.Store).
+type Store interface {
+	StillHeld(ctx context.Context, keys []status.Key) ([]status.Key, error)
+}
+
+// EventKey names one copy of an event across sessions: the commit LSN of
+// its transaction, its id and its topic, as the status table does.
+type EventKey struct {
+	commit    uint64
+	id, topic string
+}
+
+// KeyOf returns the name of ev across sessions.
+func KeyOf(ev *decoder.Event) EventKey {
+	return EventKey{ev.CommitLSN, string(ev.ID), ev.Topic}
+}
+
+// Commit is the commit LSN of the transaction of the event k names.
+func (k EventKey) Commit() uint64 { return k.commit }
 
 // heldKey is the hold on one topic and record key.
 type heldKey struct {
@@ -61,7 +96,7 @@ type heldKey struct {
 	// transaction that aborted parked it, and the redo produces the
 	// events of its key before it as usual.
 	deferred bool
-	parkedAt eventKey
+	parkedAt EventKey
 }
 
 // turn is one park of a key: done is closed once it committed its row
@@ -71,20 +106,21 @@ type turn struct {
 	ok   bool
 }
 
-// verdict is what the stream does with an event.
-type verdict uint8
+// Verdict is what the stream does with an event.
+type Verdict uint8
 
+// The verdicts of Check.
 const (
-	pass        verdict = iota // produce it
-	holdPaused                 // park it PAUSED: its topic is paused
-	holdWaiting                // park it WAITING: its key is held
-	holdAlone                  // produce it alone, behind its key's record waiting there
+	Pass    Verdict = iota // produce it
+	Paused                 // park it PAUSED: its topic is paused
+	Waiting                // park it WAITING: its key is held
+	Alone                  // produce it alone, behind its key's record waiting there
 )
 
-// newOrder returns an order that holds keys if byKey, and paused topics
-// either way; violations are logged on log.
-func newOrder(byKey bool, log *slog.Logger) *order {
-	o := &order{byKey: byKey, keys: map[string]map[string]*heldKey{}, paused: map[string]bool{},
+// New returns an Order that holds keys if byKey (ordering by key), and
+// paused topics either way; violations are logged on log.
+func New(byKey bool, log *slog.Logger) *Order {
+	o := &Order{byKey: byKey, keys: map[string]map[string]*heldKey{}, paused: map[string]bool{},
 		violations: ratelog.New(log, ratelog.Config{Every: time.Minute,
 			Summary: "more records were acked while an earlier event of their key was parked", KeyAttr: "key", CountAttr: "records"})}
 	if byKey {
@@ -93,10 +129,10 @@ func newOrder(byKey bool, log *slog.Logger) *order {
 	return o
 }
 
-// rebuild holds, before the stream starts, the keys that have held rows
+// Rebuild holds, before the stream starts, the keys that have held rows
 // and the paused topics; a key in deferred is held only from its parked
 // event on (exactly-once's redo).
-func (o *order) rebuild(held []status.Key, paused []string, deferred map[status.Key]eventKey) {
+func (o *Order) Rebuild(held []status.Key, paused []string, deferred map[status.Key]EventKey) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byKey {
@@ -109,30 +145,30 @@ func (o *order) rebuild(held []status.Key, paused []string, deferred map[status.
 	o.setPausedLocked(paused)
 }
 
-// ordersKeys reports whether o holds keys (Config.Ordering is key).
-func (o *order) ordersKeys() bool { return o != nil && o.byKey }
+// OrdersKeys reports whether o holds keys (ordering by key).
+func (o *Order) OrdersKeys() bool { return o != nil && o.byKey }
 
-// holding reports whether a key is held or a topic paused.
-func (o *order) holding() bool { return o != nil && o.any.Load() }
+// Holding reports whether a key is held or a topic paused.
+func (o *Order) Holding() bool { return o != nil && o.any.Load() }
 
-// check tells the stream what to do with ev, whose stream sequence is seq:
-// holdAlone when records of its key wait to be produced alone or are
+// Check tells the stream what to do with ev, whose stream sequence is seq:
+// Alone when records of its key wait to be produced alone or are
 // still in the producer, where they may yet fail (ev goes after them, in
-// stream order; counted in the hold), else holdPaused when its topic is
-// paused, holdWaiting when its key is held (head is the id of the event
-// it waits for, "" if it was parked before the session), pass otherwise.
-func (o *order) check(ev *decoder.Event, seq uint64) (v verdict, head string) {
-	if !o.holding() {
-		return pass, ""
+// stream order; counted in the hold), else Paused when its topic is
+// paused, Waiting when its key is held (head is the id of the event
+// it waits for, "" if it was parked before the session), Pass otherwise.
+func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
+	if !o.Holding() {
+		return Pass, ""
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	paused := o.paused[ev.Topic]
 	if !o.byKey || ev.Key == nil {
 		if paused {
-			return holdPaused, ""
+			return Paused, ""
 		}
-		return pass, ""
+		return Pass, ""
 	}
 	h := o.keys[ev.Topic][string(ev.Key)]
 	if h != nil && h.deferred {
@@ -142,46 +178,46 @@ func (o *order) check(ev *decoder.Event, seq uint64) (v verdict, head string) {
 	switch {
 	case h != nil && h.alone > 0, h != nil && busy:
 		h.alone++
-		return holdAlone, ""
+		return Alone, ""
 	case paused && busy:
 		// Its key's earlier records are in the producer: parked PAUSED
 		// now, it would go before one of them that fails.
 		o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).alone++
-		return holdAlone, ""
+		return Alone, ""
 	case paused:
-		return holdPaused, ""
+		return Paused, ""
 	case h != nil && h.parked:
-		return holdWaiting, h.head
+		return Waiting, h.head
 	}
-	return pass, ""
+	return Pass, ""
 }
 
-// intoProducer counts it, which at-least-once delivery hands the
-// producer, as its key's record in flight there.
-func (o *order) intoProducer(it *inflight) {
+// IntoProducer counts ev, at place p, which at-least-once delivery hands
+// the producer, as its key's record in flight there.
+func (o *Order) IntoProducer(ev *decoder.Event, p *Place) {
 	if o != nil && o.flight != nil {
-		o.flight.add(it)
+		o.flight.add(ev, p)
 	}
 }
 
-// outOfProducer counts it out again, once its callback held its key if it
-// failed.
-func (o *order) outOfProducer(it *inflight) {
+// OutOfProducer counts the event at p out again, once its callback held
+// its key if it failed.
+func (o *Order) OutOfProducer(p *Place) {
 	if o != nil && o.flight != nil {
-		o.flight.done(it)
+		o.flight.done(p)
 	}
 }
 
-// mayGoAlone reports whether it, the earliest event in the alone queue,
+// MayGoAlone reports whether ev, the earliest event in the alone queue,
 // may be produced or parked: no earlier record of its key is left in the
 // producer, where it could still fail and join the queue ahead of it.
-func (o *order) mayGoAlone(it *inflight) bool {
-	return o == nil || o.flight == nil || !o.flight.busy(&it.ev)
+func (o *Order) MayGoAlone(ev *decoder.Event) bool {
+	return o == nil || o.flight == nil || !o.flight.busy(ev)
 }
 
-// metParked tells o that the stream met ev again, an event a Kafka
+// MetParked tells o that the stream met ev again, an event a Kafka
 // transaction that aborted parked (it, seq): its key is held from now on.
-func (o *order) metParked(ev *decoder.Event, it eventKey, seq uint64) {
+func (o *Order) MetParked(ev *decoder.Event, it EventKey, seq uint64) {
 	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
 		return
 	}
@@ -192,19 +228,19 @@ func (o *order) metParked(ev *decoder.Event, it eventKey, seq uint64) {
 	}
 }
 
-// parkTurn is one park's place in its key's order.
-type parkTurn struct {
+// Turn is one park's place in its key's order.
+type Turn struct {
 	h          *heldKey
 	prev, mine *turn
 }
 
-// beginPark holds ev's key as parked, at once, and takes the park's turn
+// BeginPark holds ev's key as parked, at once, and takes the park's Turn
 // after the key's earlier parks; nil for an event that is not ordered
 // (no key, or keys not held). seq is ev's stream sequence. A paused
 // topic's events (paused) take turns even when keys are not held, so
 // that a resume delivers them in commit order; the key is held only
 // while they are parked.
-func (o *order) beginPark(ev *decoder.Event, seq uint64, paused bool) *parkTurn {
+func (o *Order) BeginPark(ev *decoder.Event, seq uint64, paused bool) *Turn {
 	if o == nil || !o.byKey && !paused || ev.Key == nil {
 		return nil
 	}
@@ -214,15 +250,15 @@ func (o *order) beginPark(ev *decoder.Event, seq uint64, paused bool) *parkTurn 
 	h.parked, h.deferred = true, false
 	h.gen++
 	h.parking++
-	t := &parkTurn{h: h, prev: h.last, mine: &turn{done: make(chan struct{})}}
+	t := &Turn{h: h, prev: h.last, mine: &turn{done: make(chan struct{})}}
 	h.last = t.mine
 	return t
 }
 
-// waitTurn waits for the key's previous park, and reports whether it
+// Wait waits for the key's previous park, and reports whether it
 // committed its row: if it gave up, so must this one, or its row would
 // precede the earlier event's.
-func (t *parkTurn) waitTurn() bool {
+func (t *Turn) Wait() bool {
 	if t == nil || t.prev == nil {
 		return true
 	}
@@ -230,8 +266,8 @@ func (t *parkTurn) waitTurn() bool {
 	return t.prev.ok
 }
 
-// endPark ends the park t, which committed its row if ok.
-func (o *order) endPark(t *parkTurn, ok bool) {
+// EndPark ends the park t, which committed its row if ok.
+func (o *Order) EndPark(t *Turn, ok bool) {
 	if t == nil {
 		return
 	}
@@ -248,8 +284,8 @@ func (o *order) endPark(t *parkTurn, ok bool) {
 	}
 }
 
-// holdAlone holds ev's key while ev waits to be produced alone.
-func (o *order) holdAlone(ev *decoder.Event, seq uint64) {
+// HoldAlone holds ev's key while ev waits to be produced alone.
+func (o *Order) HoldAlone(ev *decoder.Event, seq uint64) {
 	if o == nil || !o.byKey || ev.Key == nil {
 		return
 	}
@@ -258,9 +294,9 @@ func (o *order) holdAlone(ev *decoder.Event, seq uint64) {
 	o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).alone++
 }
 
-// doneAlone undoes holdAlone once ev's outcome is known (and held, if it
+// DoneAlone undoes HoldAlone once ev's outcome is known (and held, if it
 // failed).
-func (o *order) doneAlone(ev *decoder.Event) {
+func (o *Order) DoneAlone(ev *decoder.Event) {
 	if o == nil || !o.byKey || ev.Key == nil {
 		return
 	}
@@ -274,9 +310,9 @@ func (o *order) doneAlone(ev *decoder.Event) {
 	}
 }
 
-// aloneHeld reports whether a record of ev's key waits to be produced
+// AloneHeld reports whether a record of ev's key waits to be produced
 // alone.
-func (o *order) aloneHeld(ev *decoder.Event) bool {
+func (o *Order) AloneHeld(ev *decoder.Event) bool {
 	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
 		return false
 	}
@@ -286,9 +322,9 @@ func (o *order) aloneHeld(ev *decoder.Event) bool {
 	return h != nil && h.alone > 0
 }
 
-// parkedHeld reports whether ev's key has held rows: ev, waiting to be
+// ParkedHeld reports whether ev's key has held rows: ev, waiting to be
 // produced alone, is parked behind them instead.
-func (o *order) parkedHeld(ev *decoder.Event) (bool, string) {
+func (o *Order) ParkedHeld(ev *decoder.Event) (bool, string) {
 	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
 		return false, ""
 	}
@@ -301,23 +337,36 @@ func (o *order) parkedHeld(ev *decoder.Event) (bool, string) {
 	return true, h.head
 }
 
-// overtook reports whether Kafka acked it while its key was held by an
-// earlier event: a break of the key's order (see DESIGN.md).
-func (o *order) overtook(it *inflight) bool {
-	if o == nil || !o.byKey || it.ev.Key == nil || !o.any.Load() {
+// Overtook reports whether Kafka acked ev, at place p, while its key was
+// held by an earlier event: a break of the key's order (see DESIGN.md).
+func (o *Order) Overtook(ev *decoder.Event, p *Place) bool {
+	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
 		return false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := o.keys[it.ev.Topic][string(it.ev.Key)]
-	return h != nil && !h.deferred && h.since < it.seq && (h.parked || h.alone > 0 && !it.alone)
+	h := o.keys[ev.Topic][string(ev.Key)]
+	return h != nil && !h.deferred && h.since < p.Seq && (h.parked || h.alone > 0 && !p.Alone)
 }
 
-// release drops the hold of the keys the poller delivered that have no
+// FlushViolations logs the summaries of the violations LogViolation held
+// back in the minutes that have passed; call it now and then, so that a
+// burst that stopped is still reported.
+func (o *Order) FlushViolations() { o.violations.Flush() }
+
+// LogViolation logs that ev overtook an earlier parked event of its key
+// (Overtook), at most once a minute per key, the others counted.
+func (o *Order) LogViolation(ev *decoder.Event) {
+	o.violations.Log(ev.Topic+"/"+string(ev.Key), slog.LevelError,
+		"a record overtook an earlier parked event of its key: consumers see the key's events out of commit order",
+		"topic", ev.Topic, "key", string(ev.Key), "id", string(ev.ID))
+}
+
+// Release drops the hold of the keys the poller delivered that have no
 // held row left (store.StillHeld), unless a park of the key began or was
 // under way since before the store was asked: its row may be newer than
 // the answer.
-func (o *order) release(ctx context.Context, store heldStore, keys []status.Key) error {
+func (o *Order) Release(ctx context.Context, store Store, keys []status.Key) error {
 	if o == nil || !o.byKey || len(keys) == 0 {
 		return nil
 	}
@@ -341,13 +390,13 @@ func (o *order) release(ctx context.Context, store heldStore, keys []status.Key)
 	return nil
 }
 
-// holdRow holds k as parked, as a held row of it now is (or is about to
+// HoldRow holds k as parked, as a held row of it now is (or is about to
 // be) in the status table that the relay did not park itself: a row whose
 // topic was corrected, or one the poller claims. It returns what undoes
 // the hold if the row is not there after all (its change did not commit);
 // the undo does nothing once the key was held otherwise. Keys that are
 // not held (keys not ordered) hold nothing.
-func (o *order) holdRow(k status.Key) (undo func()) {
+func (o *Order) HoldRow(k status.Key) (undo func()) {
 	if o == nil || !o.byKey {
 		return func() {}
 	}
@@ -376,16 +425,16 @@ func (o *order) holdRow(k status.Key) (undo func()) {
 	}
 }
 
-// holdRows holds each of keys that is not held (holdRow), and returns
+// HoldRows holds each of keys that is not held (holdRow), and returns
 // those it held.
-func (o *order) holdRows(keys []status.Key) []status.Key {
+func (o *Order) HoldRows(keys []status.Key) []status.Key {
 	if o == nil || !o.byKey {
 		return nil
 	}
 	var held []status.Key
 	for _, k := range keys {
 		if !o.rowHeld(k) {
-			o.holdRow(k)
+			o.HoldRow(k)
 			held = append(held, k)
 		}
 	}
@@ -393,7 +442,7 @@ func (o *order) holdRows(keys []status.Key) []status.Key {
 }
 
 // rowHeld reports whether k is held as parked (a deferred key too).
-func (o *order) rowHeld(k status.Key) bool {
+func (o *Order) rowHeld(k status.Key) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[k.Topic][k.Key]
@@ -402,7 +451,7 @@ func (o *order) rowHeld(k status.Key) bool {
 
 // generations returns the park generation of each key, or one no hold has
 // while a park of the key is under way (or it is not held).
-func (o *order) generations(keys []status.Key) []uint64 {
+func (o *Order) generations(keys []status.Key) []uint64 {
 	gens := make([]uint64, len(keys))
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -415,15 +464,15 @@ func (o *order) generations(keys []status.Key) []uint64 {
 	return gens
 }
 
-// pauseTopic and resumeTopic change the paused topics at once; setPaused
+// PauseTopic and resumeTopic change the paused topics at once; setPaused
 // replaces them with what the pause table says.
-func (o *order) pauseTopic(topic string) { o.changePaused(func() { o.paused[topic] = true }) }
+func (o *Order) PauseTopic(topic string) { o.changePaused(func() { o.paused[topic] = true }) }
 
-func (o *order) resumeTopic(topic string) { o.changePaused(func() { delete(o.paused, topic) }) }
+func (o *Order) ResumeTopic(topic string) { o.changePaused(func() { delete(o.paused, topic) }) }
 
-func (o *order) setPaused(topics []string) { o.changePaused(func() { o.setPausedLocked(topics) }) }
+func (o *Order) SetPaused(topics []string) { o.changePaused(func() { o.setPausedLocked(topics) }) }
 
-func (o *order) changePaused(f func()) {
+func (o *Order) changePaused(f func()) {
 	if o == nil {
 		return
 	}
@@ -433,7 +482,7 @@ func (o *order) changePaused(f func()) {
 	o.any.Store(len(o.keys) > 0 || len(o.paused) > 0)
 }
 
-func (o *order) setPausedLocked(topics []string) {
+func (o *Order) setPausedLocked(topics []string) {
 	clear(o.paused)
 	for _, t := range topics {
 		o.paused[t] = true
@@ -441,9 +490,9 @@ func (o *order) setPausedLocked(topics []string) {
 	o.any.Store(len(o.keys) > 0 || len(o.paused) > 0)
 }
 
-// topicPaused reports whether topic is paused.
-func (o *order) topicPaused(topic string) bool {
-	if !o.holding() {
+// TopicPaused reports whether topic is paused.
+func (o *Order) TopicPaused(topic string) bool {
+	if !o.Holding() {
 		return false
 	}
 	o.mu.Lock()
@@ -451,8 +500,8 @@ func (o *order) topicPaused(topic string) bool {
 	return o.paused[topic]
 }
 
-// pausedTopics returns the paused topics, in no order.
-func (o *order) pausedTopics() []string {
+// PausedTopics returns the paused topics, in no order.
+func (o *Order) PausedTopics() []string {
 	if o == nil {
 		return nil
 	}
@@ -467,7 +516,7 @@ func (o *order) pausedTopics() []string {
 
 // entryLocked returns the hold of topic and key, made (first held by the
 // event seq, id) if it has none.
-func (o *order) entryLocked(topic, key string, seq uint64, id string) *heldKey {
+func (o *Order) entryLocked(topic, key string, seq uint64, id string) *heldKey {
 	byKey := o.keys[topic]
 	if byKey == nil {
 		byKey = map[string]*heldKey{}
@@ -482,21 +531,10 @@ func (o *order) entryLocked(topic, key string, seq uint64, id string) *heldKey {
 	return h
 }
 
-func (o *order) deleteLocked(topic, key string) {
+func (o *Order) deleteLocked(topic, key string) {
 	delete(o.keys[topic], key)
 	if len(o.keys[topic]) == 0 {
 		delete(o.keys, topic)
 	}
 	o.any.Store(len(o.keys) > 0 || len(o.paused) > 0)
 }
-
-// waitReason is the reason of a WAITING row: what it waits for.
-func waitReason(ev *decoder.Event, head string) error {
-	if head == "" {
-		return fmt.Errorf("waits for an earlier held event of its key on topic %s", ev.Topic)
-	}
-	return fmt.Errorf("waits for event %s of its key on topic %s", head, ev.Topic)
-}
-
-// errPaused is the reason given for a PAUSED event in the cause log.
-var errPaused = errors.New("its topic is paused")

@@ -1,4 +1,4 @@
-package relay
+package exactlyonce
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -48,21 +49,21 @@ func (h *heldWriteBack) WrittenBack() {
 // failure is a record Kafka did not take; it is nil for the checkpoint
 // record.
 type failure struct {
-	it    *inflight
+	it    *delivery.Inflight
 	err   error
 	alone bool // it was produced alone
 }
 
-// txnBatcher puts one session's records into Kafka transactions. produce
+// Batcher puts one session's records into Kafka transactions. produce
 // and endTxn are called by the stream's goroutine and never wait for
 // Kafka; run commits on a goroutine of its own. While a commit is under
 // way, the records read meanwhile wait in pending (counted in flight, so
 // the in-flight limits bound them) and are produced into the next
 // transaction once it ends: franz-go must not produce during a commit.
-type txnBatcher struct {
-	*ledger
+type Batcher struct {
+	*delivery.Ledger
 	snk       *sink.Sink // transactional, this session's
-	state     *eoState
+	state     *State
 	id        sink.Checkpoint // the slot and its database, for the checkpoint records
 	topic     string          // the checkpoint topic
 	interval  time.Duration
@@ -72,10 +73,10 @@ type txnBatcher struct {
 	cmu sync.Mutex // one commit at a time: run's, or the final one
 
 	mu         sync.Mutex
-	cur        kafkaTxn    // the transaction records go to
-	committing bool        // a commit is under way: records wait in pending
-	pending    []*inflight // read during a commit, produced after it
-	broken     error       // set once a transaction cannot commit: nothing more is produced
+	cur        kafkaTxn             // the transaction records go to
+	committing bool                 // a commit is under way: records wait in pending
+	pending    []*delivery.Inflight // read during a commit, produced after it
+	broken     error                // set once a transaction cannot commit: nothing more is produced
 
 	fmu      sync.Mutex
 	rejected []failure // records Kafka did not take, since the last commit
@@ -93,13 +94,28 @@ type txnBatcher struct {
 	parkMu   sync.Mutex
 	parking  int
 	parkDone *sync.Cond // on parkMu: parking went down
-	// leads reports whether this relay still holds the slot's lock: a
-	// producer the broker fenced without it was replaced by another relay.
-	leads func(context.Context) bool
+	// Leads, if set before Run, reports whether this relay still holds
+	// the slot's lock: a producer the broker fenced without it was
+	// replaced by another relay.
+	Leads func(context.Context) bool
+	// CommitHook, if set before the first record, is called before each
+	// commit (tests).
+	CommitHook func()
 
-	onAck      func(*kgo.Record, error)
-	onCPAck    func(*kgo.Record, error)
-	commitHook func() // tests: called before each commit
+	onAck   func(*kgo.Record, error)
+	onCPAck func(*kgo.Record, error)
+}
+
+// Options are what the batcher takes of the relay's exactly-once
+// settings.
+type Options struct {
+	// Interval is the longest a Kafka transaction stays open once it has
+	// records; MaxEvents the most records it holds before it commits.
+	Interval  time.Duration
+	MaxEvents int
+	// CheckpointTopic is the topic of the slot's position, written in
+	// every Kafka transaction.
+	CheckpointTopic string
 }
 
 // kafkaTxn is the Kafka transaction that records go to.
@@ -114,13 +130,13 @@ type kafkaTxn struct {
 	lastCommit time.Time
 }
 
-// newTxnBatcher returns the exactly-once delivery of l's session: its
-// records go into transactions of snk, a transactional producer that
+// New returns the exactly-once delivery of l's session: its records go
+// into transactions of snk, a transactional producer that
 // InitTransactions started, with checkpoint records for id in eo's
 // checkpoint topic; state is what earlier sessions learnt. Its committer,
-// run, is the caller's to start.
-func newTxnBatcher(l *ledger, snk *sink.Sink, state *eoState, id sink.Checkpoint, eo ExactlyOnce) *txnBatcher {
-	b := &txnBatcher{ledger: l, snk: snk, state: state, id: id, topic: eo.CheckpointTopic, interval: eo.Interval,
+// Run, is the caller's to start.
+func New(l *delivery.Ledger, snk *sink.Sink, state *State, id sink.Checkpoint, eo Options) *Batcher {
+	b := &Batcher{Ledger: l, snk: snk, state: state, id: id, topic: eo.CheckpointTopic, interval: eo.Interval,
 		maxEvents: eo.MaxEvents, due: make(chan struct{}, 1)}
 	b.parkDone = sync.NewCond(&b.parkMu)
 	b.onAck = b.ack
@@ -134,33 +150,33 @@ func newTxnBatcher(l *ledger, snk *sink.Sink, state *eoState, id sink.Checkpoint
 	return b
 }
 
-// produce adds it to the Kafka transaction: produced now, or after the
+// Produce adds it to the Kafka transaction: produced now, or after the
 // commit under way.
-func (b *txnBatcher) produce(it *inflight) {
+func (b *Batcher) Produce(it *delivery.Inflight) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.broken != nil {
 		return // the session is ending; the WAL still has it
 	}
-	if b.state.isParked(it) {
+	if b.state.IsParked(it) {
 		// Parked when an earlier transaction aborted: its status row
 		// stands for it.
-		b.tracker.Done(it.pgTxn, it.size)
+		b.Tracker.Done(it.Txn(), it.Size())
 		return
 	}
 	var h *heldTxn
-	if n := len(b.cur.held); n > 0 && b.cur.held[n-1].pgTxn == it.pgTxn {
+	if n := len(b.cur.held); n > 0 && b.cur.held[n-1].pgTxn == it.Txn() {
 		h = b.cur.held[n-1]
 	} else {
-		b.tracker.Hold(it.pgTxn)
-		h = &heldTxn{pgTxn: it.pgTxn}
+		b.Tracker.Hold(it.Txn())
+		h = &heldTxn{pgTxn: it.Txn()}
 		b.cur.held = append(b.cur.held, h)
 		b.cur.open = true
 	}
 	h.events++
 	b.cur.events++
-	if b.reportsDelivery(it) {
-		h.delivered = append(h.delivered, writtenBack{it.ev.Table, append([]byte(nil), it.ev.ID...)})
+	if b.ReportsDelivery(it) {
+		h.delivered = append(h.delivered, writtenBack{it.Event.Table, append([]byte(nil), it.Event.ID...)})
 	}
 	if b.committing {
 		b.pending = append(b.pending, it)
@@ -171,7 +187,7 @@ func (b *txnBatcher) produce(it *inflight) {
 
 // sendLocked produces it, beginning the transaction if it is the first
 // record. Called with mu held, never during a commit.
-func (b *txnBatcher) sendLocked(it *inflight) {
+func (b *Batcher) sendLocked(it *delivery.Inflight) {
 	if !b.cur.begun {
 		if err := b.snk.Begin(); err != nil {
 			b.breakLocked(err, nil)
@@ -181,27 +197,27 @@ func (b *txnBatcher) sendLocked(it *inflight) {
 	}
 	b.sent++
 	if !b.state.isSuspect(it) {
-		b.snk.Produce(b.produceCtx, &it.rec, b.onAck)
+		b.snk.Produce(b.ProduceCtx, &it.Record, b.onAck)
 		return
 	}
 	// It failed with its batch before: alone in a batch, it is delivered
 	// or fails for itself.
-	if err := b.snk.Flush(b.produceCtx); err != nil {
+	if err := b.snk.Flush(b.ProduceCtx); err != nil {
 		b.breakLocked(err, nil)
 		return
 	}
-	if err := b.snk.ProduceWait(b.produceCtx, []*kgo.Record{&it.rec})[0]; err != nil {
+	if err := b.snk.ProduceWait(b.ProduceCtx, []*kgo.Record{&it.Record})[0]; err != nil {
 		b.breakLocked(err, []failure{{it: it, err: err, alone: true}})
 		return
 	}
 	b.acked.Add(1)
-	b.tracker.Done(it.pgTxn, it.size)
+	b.Tracker.Done(it.Txn(), it.Size())
 }
 
-// park runs store, which parks it in the status table (a poison row, or
+// Park runs store, which parks it in the status table (a poison row, or
 // an event behind a held key or a paused topic), as at-least-once delivery
 // does, and holds every commit until the row is stored.
-func (b *txnBatcher) park(_ *inflight, store func() bool) {
+func (b *Batcher) Park(_ *delivery.Inflight, store func() bool) {
 	b.parkMu.Lock()
 	b.parking++
 	b.parkMu.Unlock()
@@ -217,16 +233,16 @@ func (b *txnBatcher) park(_ *inflight, store func() bool) {
 // lockWhenParked takes mu once no park is under way (or produceCtx ended):
 // parks count under parkMu, so one that starts while it waits for mu is
 // seen after it took it.
-func (b *txnBatcher) lockWhenParked() {
+func (b *Batcher) lockWhenParked() {
 	for {
 		b.parkMu.Lock()
-		for b.parking > 0 && b.produceCtx.Err() == nil {
+		for b.parking > 0 && b.ProduceCtx.Err() == nil {
 			b.parkDone.Wait() // a park gives up when produceCtx ends
 		}
 		b.parkMu.Unlock()
 		b.mu.Lock()
 		b.parkMu.Lock()
-		idle := b.parking == 0 || b.produceCtx.Err() != nil
+		idle := b.parking == 0 || b.ProduceCtx.Err() != nil
 		b.parkMu.Unlock()
 		if idle {
 			return
@@ -235,9 +251,9 @@ func (b *txnBatcher) lockWhenParked() {
 	}
 }
 
-// endTxn is told that PostgreSQL transaction pgTxn ended at end (after the
+// EndTxn is told that PostgreSQL transaction pgTxn ended at end (after the
 // tracker was), and tells run when a commit is due.
-func (b *txnBatcher) endTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
+func (b *Batcher) EndTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
 	b.mu.Lock()
 	n := len(b.cur.held)
 	if n == 0 || b.cur.held[n-1].pgTxn != pgTxn {
@@ -257,35 +273,53 @@ func (b *txnBatcher) endTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
 
 // dueLocked reports whether the transaction should commit, once no
 // PostgreSQL transaction in it is still being read.
-func (b *txnBatcher) dueLocked() bool {
+func (b *Batcher) dueLocked() bool {
 	return b.cur.begun && (b.cur.events >= b.maxEvents || time.Since(b.cur.began) >= b.interval)
 }
 
 // ack is the callback of every record of the stream: Kafka's ack frees
 // its capacity (the hold keeps the position back until the commit).
-func (b *txnBatcher) ack(r *kgo.Record, err error) {
-	it := r.Context.(*inflight)
+func (b *Batcher) ack(r *kgo.Record, err error) {
+	it := r.Context.(*delivery.Inflight)
 	if err == nil {
 		b.acked.Add(1)
-		b.tracker.Done(it.pgTxn, it.size)
+		b.Tracker.Done(it.Txn(), it.Size())
 		return
 	}
-	b.metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+	b.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
 	// Whatever the error, the transaction must not commit without it.
 	b.failed(failure{it: it, err: err})
 }
 
-func (b *txnBatcher) failed(f failure) {
+func (b *Batcher) failed(f failure) {
 	b.fmu.Lock()
 	b.rejected = append(b.rejected, f)
 	b.fmu.Unlock()
 }
 
-// run commits the transaction when it is due and no PostgreSQL transaction
+// Run commits the transaction when it is due and no PostgreSQL transaction
 // in it is being read, until ctx ends.
-func (b *txnBatcher) run(ctx context.Context) {
+func (b *Batcher) Run(ctx context.Context) {
 	tick.Every(ctx, max(b.interval/4, time.Millisecond), func(ctx context.Context) bool {
 		b.commitIf(ctx, false)
 		return true
 	}, tick.Wake(b.due))
+}
+
+// Pending is the number of records read during the commit under way,
+// which wait to be produced into the next transaction.
+func (b *Batcher) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
+}
+
+// CommitIfDue does once what Run does when EndTxn told it a commit is
+// due, if it was told so since; for a caller that runs no Run (tests).
+func (b *Batcher) CommitIfDue(ctx context.Context) {
+	select {
+	case <-b.due:
+		_ = b.commitIf(ctx, false)
+	default:
+	}
 }

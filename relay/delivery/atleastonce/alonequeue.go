@@ -1,15 +1,17 @@
-package relay
+package atleastonce
 
 import (
 	"container/heap"
 	"context"
 	"sync"
 	"time"
+
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
 )
 
 // aloneQueue holds the records to produce again one at a time (see
-// atLeastOnce.ack), and the events the stream queued behind them, in
-// stream order (by inflight.seq), whatever order they were pushed in: a
+// Delivery.ack), and the events the stream queued behind them, in
+// stream order (by Inflight.Seq), whatever order they were pushed in: a
 // record that franz-go fails after the stream queued a later event of its
 // key still goes first. Safe for concurrent use; push never blocks (it
 // runs on the producer's callback goroutine).
@@ -21,7 +23,7 @@ type aloneQueue struct {
 
 func newAloneQueue() *aloneQueue { return &aloneQueue{wake: make(chan struct{}, 1)} }
 
-func (q *aloneQueue) push(it *inflight) {
+func (q *aloneQueue) push(it *delivery.Inflight) {
 	q.mu.Lock()
 	heap.Push(&q.items, it)
 	q.mu.Unlock()
@@ -34,10 +36,10 @@ func (q *aloneQueue) push(it *inflight) {
 // next returns the earliest item once ready says it may go (no earlier
 // record of its key can still join the queue), waiting meanwhile; nil once
 // ctx ends. An earlier item pushed while it waits goes first.
-func (q *aloneQueue) next(ctx context.Context, ready func(*inflight) bool) *inflight {
+func (q *aloneQueue) next(ctx context.Context, ready func(*delivery.Inflight) bool) *delivery.Inflight {
 	for {
 		q.mu.Lock()
-		var first *inflight
+		var first *delivery.Inflight
 		if len(q.items) > 0 {
 			first = q.items[0]
 		}
@@ -59,7 +61,7 @@ func (q *aloneQueue) next(ctx context.Context, ready func(*inflight) bool) *infl
 }
 
 // popIf pops it if it is still the earliest item.
-func (q *aloneQueue) popIf(it *inflight) bool {
+func (q *aloneQueue) popIf(it *delivery.Inflight) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.items) == 0 || q.items[0] != it {
@@ -70,12 +72,12 @@ func (q *aloneQueue) popIf(it *inflight) bool {
 }
 
 // bySeq is a min-heap of events by their place in the stream.
-type bySeq []*inflight
+type bySeq []*delivery.Inflight
 
 func (h bySeq) Len() int           { return len(h) }
-func (h bySeq) Less(i, j int) bool { return h[i].seq < h[j].seq }
+func (h bySeq) Less(i, j int) bool { return h[i].Seq < h[j].Seq }
 func (h bySeq) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *bySeq) Push(x any)        { *h = append(*h, x.(*inflight)) }
+func (h *bySeq) Push(x any)        { *h = append(*h, x.(*delivery.Inflight)) }
 func (h *bySeq) Pop() any {
 	old := *h
 	it := old[len(old)-1]

@@ -1,0 +1,180 @@
+package atleastonce
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// Producer is what at-least-once delivery needs of the Kafka producer
+// (*sink.Sink).
+type Producer interface {
+	// Produce sends r asynchronously and calls done once with the outcome.
+	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
+	// ProduceAlone sends r in a batch of its own and returns the outcome.
+	ProduceAlone(ctx context.Context, r *kgo.Record) error
+	// BatchMaxBytes is the most bytes of records in one batch: a record
+	// within it, refused with its batch, may fit alone.
+	BatchMaxBytes() int
+}
+
+// Delivery is the default delivery: each record is produced on its own
+// with the idempotent producer, and counted out of flight once Kafka acks
+// it, or once it is parked in the status table when Kafka refuses it for
+// good. A record refused with its batch is produced again alone, in the
+// order they failed, to learn whether it was its own fault.
+type Delivery struct {
+	*delivery.Ledger
+	producer    Producer
+	onAck       func(*kgo.Record, error) // ack, one func value for every record
+	alone       *aloneQueue              // records to produce again one at a time, in stream order
+	undelivered atomic.Int64
+}
+
+// New returns the delivery of l's session through producer. It starts
+// the goroutine that produces records again alone, which ends with
+// l.ProduceCtx.
+func New(l *delivery.Ledger, producer Producer) *Delivery {
+	d := &Delivery{Ledger: l, producer: producer, alone: newAloneQueue()}
+	d.onAck = d.ack
+	go d.produceAlone()
+	return d
+}
+
+// order is the session's key order (the Ledger's): what the callbacks and
+// the alone queue consult for every record. Named here, keyorder is
+// imported directly, and the compiler inlines its small methods here
+// (it does not from packages imported only through another).
+func (d *Delivery) order() *keyorder.Order { return d.Order }
+
+// Produce sends it, or queues it behind its key's record waiting to be
+// produced alone (the pipeline marked it so).
+func (d *Delivery) Produce(it *delivery.Inflight) {
+	if it.Alone {
+		d.alone.push(it)
+		return
+	}
+	d.order().IntoProducer(&it.Event, &it.Place)
+	d.producer.Produce(d.ProduceCtx, &it.Record, d.onAck)
+}
+
+// Park runs store, a park, beside the stream.
+func (d *Delivery) Park(_ *delivery.Inflight, store func() bool) { go store() }
+
+// EndTxn: each record is settled on its own; nothing waits for the end of
+// its transaction.
+func (d *Delivery) EndTxn(*checkpoint.Txn, pglogrepl.LSN) {}
+
+// Commit: every acked record is visible to consumers already.
+func (d *Delivery) Commit(context.Context) error { return nil }
+
+// produceAlone produces the records of d.alone one at a time, in stream
+// order, each once no earlier record of its key is left in the producer,
+// and acks each with its outcome, until ProduceCtx ends (what is left then
+// stays unconfirmed and is sent again by the next session).
+func (d *Delivery) produceAlone() {
+	ready := func(it *delivery.Inflight) bool { return d.order().MayGoAlone(&it.Event) }
+	for it := d.alone.next(d.ProduceCtx, ready); it != nil; it = d.alone.next(d.ProduceCtx, ready) {
+		d.produceOneAlone(it)
+	}
+}
+
+// produceOneAlone produces it in a batch of its own and acks it, or parks
+// it: FAILED if it failed for good already (it.Failed), PAUSED if its
+// topic is paused, WAITING if its key became held meanwhile.
+func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
+	var as delivery.ParkAs
+	if it.Failed != nil {
+		as = d.FailedAs(it.Failed)
+	} else if d.order().TopicPaused(it.Event.Topic) {
+		as = d.PausedAs()
+	} else if held, head := d.order().ParkedHeld(&it.Event); held {
+		as = d.WaitingAs(it, head)
+	} else {
+		d.ack(&it.Record, d.producer.ProduceAlone(d.ProduceCtx, &it.Record))
+		return
+	}
+	go d.ParkInOrder(it, as)()
+	d.order().DoneAlone(&it.Event)
+}
+
+// ack is the producer callback of every record. It holds the key of a
+// record that failed before it returns: franz-go calls back a partition's
+// failed records in order, on one goroutine, so a key's records are held
+// in order, and the stream parks or queues the key's later events.
+func (d *Delivery) ack(r *kgo.Record, err error) {
+	it := r.Context.(*delivery.Inflight)
+	// Last, once a failure held its key: the alone queue waits for its
+	// key's records to leave the producer.
+	defer d.order().OutOfProducer(&it.Place)
+	if it.Alone {
+		// Its hold while it waited alone ends once its outcome holds the
+		// key, if it failed.
+		defer d.order().DoneAlone(&it.Event)
+	}
+	if err != nil {
+		d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+	}
+	switch {
+	case err == nil:
+		d.Metrics.CommitToAck.Observe(max(0, time.Since(it.Txn().CommitTime()).Seconds()))
+		d.Count.Events.Add(1)
+		d.checkOrder(it)
+		d.Delivered(it)
+	case sink.ProducerRefused(err) && d.Stop != nil:
+		// Every record would fail so: the event stays in flight, and the
+		// session ends for the operator to fix the cause.
+		if sink.AuthFailed(err) {
+			d.Stop(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's connection (%w): "+
+				"check the --kafka-tls-* and --kafka-sasl-* settings against the brokers' listener", err)})
+		} else {
+			d.Stop(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's producer (%w): "+
+				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
+		}
+	case !it.Alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():
+		// The broker refused the batch the record was in (a topic whose
+		// max.message.bytes is below the batch size, another record's
+		// fault), not necessarily the record: alone, it is delivered or
+		// fails for itself. Records go again one at a time, in the order
+		// they failed, so a key's order holds among them.
+		it.Alone = true
+		d.order().HoldAlone(&it.Event, it.Seq)
+		d.alone.push(it)
+	case sink.Permanent(err) && !it.Alone && d.order().AloneHeld(&it.Event):
+		// An earlier record of its key waits to be produced alone: it is
+		// parked after that one's outcome, in the key's order.
+		it.Alone, it.Failed = true, err
+		d.order().HoldAlone(&it.Event, it.Seq)
+		d.alone.push(it)
+	case sink.Permanent(err):
+		go d.ParkInOrder(it, d.FailedAs(err))()
+	default:
+		// Not delivered (the producer is closing, or the session ended):
+		// the event stays in flight, its transaction unconfirmed, and
+		// PostgreSQL sends it again after a restart. Said once, not per
+		// event.
+		if d.undelivered.Add(1) == 1 {
+			d.Log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(it.Event.ID), "err", err)
+		}
+	}
+}
+
+// checkOrder counts and logs a record Kafka acked while an earlier event
+// of its key was parked or waiting to be produced alone: its key's order
+// is broken (see DESIGN.md's gaps for how that can happen).
+func (d *Delivery) checkOrder(it *delivery.Inflight) {
+	if !d.order().Overtook(&it.Event, &it.Place) {
+		return
+	}
+	d.Metrics.OrderViolations.Inc()
+	d.order().LogViolation(&it.Event)
+}

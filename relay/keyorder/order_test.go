@@ -1,0 +1,163 @@
+package keyorder
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// The order alone: holds, releases and the rows it did not park. The
+// stream's walk through it (parks, the alone queue, paused topics) is
+// tested with the pipeline, in relay.
+
+// fakeStore answers StillHeld from still.
+type fakeStore struct {
+	mu        sync.Mutex
+	held      []status.Key        // HeldKeys' answer
+	still     map[status.Key]bool // StillHeld's answer
+	stillHook func()              // called as StillHeld begins
+}
+
+// HeldKeys returns held.
+func (f *fakeStore) HeldKeys(context.Context) ([]status.Key, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]status.Key(nil), f.held...), nil
+}
+
+// StillHeld returns the keys of keys in still; it calls stillHook first.
+func (f *fakeStore) StillHeld(_ context.Context, keys []status.Key) ([]status.Key, error) {
+	if f.stillHook != nil {
+		f.stillHook()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []status.Key
+	for _, k := range keys {
+		if f.still[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// TestOrderReleasedByTheDelivery: the poller's Delivered releases a key
+// with no held row left, unless a park of it began during the query or
+// is under way.
+func TestOrderReleasedByTheDelivery(t *testing.T) {
+	k := status.Key{Topic: "orders", Key: "k"}
+	ev := &decoder.Event{ID: []byte("x"), Topic: "orders", Key: []byte("k")}
+	tests := []struct {
+		name     string
+		still    bool                  // the store still has held rows of k
+		during   func(o *Order)        // while the store is asked
+		before   func(o *Order) func() // before; returns what to do after
+		released bool
+	}{
+		{name: "no held row left", released: true},
+		{name: "a held row left", still: true},
+		{name: "a park began during the query", during: func(o *Order) { o.EndPark(o.BeginPark(ev, 7, false), true) }},
+		{name: "a park under way", before: func(o *Order) func() {
+			t := o.BeginPark(ev, 7, false)
+			return func() { o.EndPark(t, true) }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{held: []status.Key{k}, still: map[status.Key]bool{k: tt.still}}
+			o := New(true, slog.New(slog.DiscardHandler))
+			held, _ := store.HeldKeys(context.Background())
+			o.Rebuild(held, nil, nil)
+			if tt.during != nil {
+				store.stillHook = func() { tt.during(o) }
+			}
+			after := func() {}
+			if tt.before != nil {
+				after = tt.before(o)
+			}
+			if err := o.Release(context.Background(), store, []status.Key{k}); err != nil {
+				t.Fatal(err)
+			}
+			after()
+			if v, _ := o.Check(ev, 1); (v == Pass) != tt.released {
+				t.Fatalf("after the release, the key's next event: %v; want released %v", v, tt.released)
+			}
+		})
+	}
+}
+
+// TestOrderHoldRow: a row the relay did not park (a corrected topic, a
+// claimed row) holds its key's next events until released; the undo of a
+// change that did not commit lets them pass again, but not once the key
+// was parked since, nor a key held before; a key exactly-once's redo holds
+// from its parked event on stays so; keys not ordered hold nothing.
+func TestOrderHoldRow(t *testing.T) {
+	k := status.Key{Topic: "fixed", Key: "k"}
+	ev := &decoder.Event{ID: []byte("x"), Topic: "fixed", Key: []byte("k")}
+	tests := []struct {
+		name    string
+		byKey   bool
+		before  func(o *Order) // before the hold
+		between func(o *Order) // between the hold and its undo
+		undo    bool
+		want    Verdict // of the key's next event, at the end
+	}{
+		{name: "held", byKey: true, want: Waiting},
+		{name: "undone", byKey: true, undo: true, want: Pass},
+		{name: "undone after a park of the key", byKey: true, undo: true,
+			between: func(o *Order) { o.EndPark(o.BeginPark(ev, 7, false), true) }, want: Waiting},
+		{name: "undone, the key held before", byKey: true, undo: true,
+			before: func(o *Order) { o.Rebuild([]status.Key{k}, nil, nil) }, want: Waiting},
+		{name: "a deferred key stays deferred", byKey: true, before: func(o *Order) {
+			o.Rebuild([]status.Key{k}, nil, map[status.Key]EventKey{k: {commit: 1, id: "p", topic: "fixed"}})
+		}, want: Pass},
+		{name: "keys not ordered", want: Pass},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := New(tt.byKey, slog.New(slog.DiscardHandler))
+			if tt.before != nil {
+				tt.before(o)
+			}
+			undo := o.HoldRow(k)
+			if tt.between != nil {
+				tt.between(o)
+			}
+			if tt.undo {
+				undo()
+			}
+			if v, _ := o.Check(ev, 9); v != tt.want {
+				t.Fatalf("the key's next event: %v, want %v", v, tt.want)
+			}
+		})
+	}
+}
+
+// TestOrderHoldRowsReleased: holdRows returns only the keys it held, and
+// the poller's Delivered releases them once their rows are gone.
+func TestOrderHoldRowsReleased(t *testing.T) {
+	a, b := status.Key{Topic: "fixed", Key: "a"}, status.Key{Topic: "fixed", Key: "b"}
+	o := New(true, slog.New(slog.DiscardHandler))
+	o.Rebuild([]status.Key{a}, nil, nil)
+	if held := o.HoldRows([]status.Key{a, b}); !slices.Equal(held, []status.Key{b}) {
+		t.Fatalf("holdRows held %v, want only b (a was held)", held)
+	}
+	if held := o.HoldRows([]status.Key{b}); len(held) != 0 {
+		t.Fatalf("holdRows held %v again", held)
+	}
+	evB := &decoder.Event{ID: []byte("y"), Topic: "fixed", Key: []byte("b")}
+	if v, _ := o.Check(evB, 3); v != Waiting {
+		t.Fatalf("b's next event: %v, want it waiting", v)
+	}
+	if err := o.Release(context.Background(), &fakeStore{}, []status.Key{b}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := o.Check(evB, 4); v != Pass {
+		t.Fatalf("b's next event after its row was delivered: %v, want pass", v)
+	}
+}
