@@ -125,18 +125,8 @@ func recoverSince(cp checkpoint.Checkpoint, opts Options) (time.Time, string) {
 	if !opts.Since.IsZero() {
 		return opts.Since, "--since"
 	}
-	at, what := CheckpointTime(cp)
+	at, what := cp.Since()
 	return at.Add(-opts.Margin), fmt.Sprintf("%s, less the margin (%s)", what, opts.Margin)
-}
-
-// CheckpointTime is a time no transaction after cp's position committed
-// before, and what it is: the commit time of the last transaction before
-// the position or, for a row without one, the time it was saved.
-func CheckpointTime(cp checkpoint.Checkpoint) (time.Time, string) {
-	if !cp.CommitTime.IsZero() {
-		return cp.CommitTime, "the commit time saved with the checkpoint's position"
-	}
-	return cp.UpdatedAt, "the time the checkpoint was saved (it has no commit time: saved when the slot was created, or by an earlier version)"
 }
 
 // withDefaults fills what Run needs of cfg and opts and was left unset:

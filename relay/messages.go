@@ -69,7 +69,7 @@ func warnMessagesLost(log *slog.Logger, cfg Config, res recovery.Result) {
 	if to == 0 {
 		to = res.Resume
 	}
-	at, which := recovery.CheckpointTime(res.Gap.Checkpoint)
+	at, which := res.Gap.Checkpoint.Since()
 	log.Warn("messages committed in the gap in the WAL are lost: they are in no table, and recover published again the outbox tables' rows only; "+
 		"replay them from the application if it can, and keep the slot over a failover with a failover slot (PostgreSQL 17+)",
 		"messages", cfg.SourceNames()[len(cfg.Tables):], "gap_from", res.Gap.Checkpoint.LSN, "gap_to", to,
