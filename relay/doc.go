@@ -19,7 +19,6 @@
 //	               (package poller), retention (package retention)
 //	standbycheck.go  while standing by: the checks a takeover depends on,
 //	               reading only; a failing one makes the standby not ready
-//	orphans.go     the server processes a failed session left behind
 //	resume.go      where a session resumes (package slot: the slot, created
 //	               when missing, checked against the checkpoint table)
 //	failover.go    the slot made a failover slot (PostgreSQL 17+), and

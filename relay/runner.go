@@ -15,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/keepalive"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
+	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
@@ -45,7 +46,7 @@ type runner struct {
 	// checkpointTopicReady whether its topic is known to exist.
 	eo                   exactlyonce.State
 	checkpointTopicReady bool
-	orphans              orphans // of the last session that failed
+	orphans              leader.Orphans // of the last session that failed
 	// watchMarks are what the last session's table watches last found
 	// right (pubwatch.Watches.Marks).
 	watchMarks []pubwatch.Mark

@@ -65,7 +65,7 @@ type session struct {
 // session leads, connects and streams until ctx is done or the stream
 // fails.
 func (r *runner) session(ctx context.Context) (err error) {
-	if err := r.orphans.end(ctx, r.pool, r.cfg.Slot, r.cfg.ReplicationTimeout, r.log); err != nil {
+	if err := r.orphans.End(ctx, r.pool, r.cfg.Slot, r.cfg.ReplicationTimeout, r.log); err != nil {
 		return err
 	}
 	defer r.state.setRole(report.RoleStarting)
@@ -130,7 +130,7 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 			// Perhaps the network failed: the next session gets new
 			// connections, and ends what this one leaves behind.
 			s.pool.Reset()
-			s.orphans = orphans{walsender: s.walsender, leader: lock.PID(), serverStart: lock.ServerStart}
+			s.orphans = lock.Orphans(s.walsender)
 		}
 	})
 	return true, nil

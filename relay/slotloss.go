@@ -62,7 +62,7 @@ func (rn *runner) recoverSlot(ctx context.Context, gap *SlotGapError) error {
 	cfg := rn.cfg
 	rn.log.Warn("the relay never read part of the WAL (--on-slot-loss recover): publishing the outbox rows written since its checkpoint again",
 		"slot", cfg.Slot, "gap", gap.Error())
-	if err := rn.orphans.end(ctx, rn.pool, cfg.Slot, cfg.ReplicationTimeout, rn.log); err != nil {
+	if err := rn.orphans.End(ctx, rn.pool, cfg.Slot, cfg.ReplicationTimeout, rn.log); err != nil {
 		return err
 	}
 	res, err := Recover(ctx, cfg, recovery.Options{})

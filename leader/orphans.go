@@ -1,4 +1,4 @@
-package relay
+package leader
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgsession"
 )
 
-// orphans are the server processes of the last session that failed: its
+// Orphans are the server processes of the last session that failed: its
 // walsender and the backend that held its leadership lock. When a session
 // fails because the network did (a partition, a hung proxy: the stream
 // reports replication.ErrSilent), the relay closes its ends of the
@@ -23,18 +23,25 @@ import (
 // session ends them over a new connection before it takes leadership.
 //
 // After a session that failed otherwise, they are normally gone already;
-// ending one that is still on its way out does no harm.
-type orphans struct {
+// ending one that is still on its way out does no harm. The zero value
+// names none.
+type Orphans struct {
 	walsender, leader uint32    // process ids; 0 for none
 	serverStart       time.Time // of the server they ran on: after a restart, ids are reused
 }
 
-// end terminates the processes o names that are still what they
+// Orphans names the processes a session leaves behind if it fails: its
+// walsender's (walsender, its process id) and the lock's session.
+func (l *Lock) Orphans(walsender uint32) Orphans {
+	return Orphans{walsender: walsender, leader: l.PID(), serverStart: l.ServerStart}
+}
+
+// End terminates the processes o names that are still what they
 // were: the slot's active walsender, the holder of the slot's leadership
 // lock. A process that has taken the same id since is left alone. It then
 // waits, for at most timeout, until they have exited, and forgets them.
 // On an error it keeps them, for the next session to try again.
-func (o *orphans) end(ctx context.Context, pool *pgxpool.Pool, slot string, timeout time.Duration, log *slog.Logger) error {
+func (o *Orphans) End(ctx context.Context, pool *pgxpool.Pool, slot string, timeout time.Duration, log *slog.Logger) error {
 	if o.walsender == 0 && o.leader == 0 {
 		return nil
 	}
@@ -73,6 +80,6 @@ func (o *orphans) end(ctx context.Context, pool *pgxpool.Pool, slot string, time
 			return err
 		}
 	}
-	*o = orphans{}
+	*o = Orphans{}
 	return nil
 }
