@@ -83,17 +83,7 @@ func (c Config) tableNames() []string {
 // writeBackRows returns what writes the outcomes of the rows of c's
 // tables that write back, or nil when none does.
 func (c Config) writeBackRows() (*writeback.Rows, error) {
-	var tables []writeback.Table
-	for _, t := range c.Tables {
-		if t.WriteBack != nil {
-			tables = append(tables, writeback.Table{
-				Schema: t.Mapping.Schema, Name: t.Mapping.Table, IDColumn: t.Mapping.IDColumn, Columns: *t.WriteBack})
-		}
-	}
-	if len(tables) == 0 {
-		return nil, nil
-	}
-	return writeback.NewRows(tables, c.Logger)
+	return outbox.WriteBackRows(c.Tables, c.Logger)
 }
 
 // Options configures [Run].

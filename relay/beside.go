@@ -52,7 +52,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	s.onEnd(s.cancelProduce)
 	l := delivery.NewLedger(&delivery.Ledger{Log: s.log, Causes: s.causes, Failures: s.failures, Order: s.order, Count: &s.count, Metrics: s.metrics,
 		Tracker: s.tracker, FailCtx: s.produceCtx, ProduceCtx: s.produceCtx, Stop: s.stop,
-		TableNames: cfg.SourceNames(), Outcomes: s.outcomes.orNil(), WriteBack: s.outcomes.writesBack()})
+		TableNames: cfg.SourceNames(), Outcomes: s.outcomes.OrNil(), WriteBack: s.outcomes.WritesBack()})
 	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
 	s.pipeline.relation = s.watchRelation
 	s.pipeline.skipBelow = s.committed.LSN

@@ -47,8 +47,6 @@
 //	               (report.ReadDatabaseStats)
 //	pause.go       the pause switch
 //	progress.go    the periodic progress log line
-//	writeback.go   each event's outcome, for the tables that write it back
-//	               to their rows (package writeback)
 //	errors.go      which errors end Run and which a reconnect cures
 //	pool.go        closing the pool behind a silent network
 //	recover.go     `cdc-relay recover` on package recovery: its config,

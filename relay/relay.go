@@ -35,7 +35,7 @@ type Relay struct {
 	failures atomic.Pointer[status.Store] // once Run has connected
 	// writeBack is the write-back of the running relay, for the metrics;
 	// nil when no table writes back.
-	writeBack atomic.Pointer[tableOutcomes]
+	writeBack atomic.Pointer[delivery.TableOutcomes]
 	// order is the running session's held keys and paused topics; nil
 	// while no session streams.
 	order atomic.Pointer[keyorder.Order]

@@ -36,10 +36,10 @@ type runner struct {
 	sink     *sink.Sink
 	store    *checkpoint.Store
 	failures *status.Store
-	pollSink *sink.Sink         // the poller's own producer
-	cleaner  *retention.Cleaner // one for the relay's life: a reconnect does not clean again at once
-	outcomes *tableOutcomes     // write-back, nil when no table writes back
-	loader   *poller.RowLoader  // the poller's reads of rows to send again as they are now
+	pollSink *sink.Sink              // the poller's own producer
+	cleaner  *retention.Cleaner      // one for the relay's life: a reconnect does not clean again at once
+	outcomes *delivery.TableOutcomes // write-back, nil when no table writes back
+	loader   *poller.RowLoader       // the poller's reads of rows to send again as they are now
 	causes   delivery.CauseLog
 	kafka    sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
@@ -95,14 +95,14 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	}
 	rn.closing(r.startHealth(ctx, rn.pool, rn.sink))
 	rn.store = checkpoint.NewStore(rn.pool, r.cfg.CheckpointSchema, r.cfg.CheckpointTable)
-	outcomes, stopWriteBack, err := startWriteBack(rn.pool, r.cfg)
+	outcomes, stopWriteBack, err := delivery.StartWriteBack(rn.pool, r.cfg.Tables, r.cfg.Logger)
 	if err != nil {
 		return nil, fatalError{err}
 	}
 	rn.closing(stopWriteBack) // before the pool closes
 	rn.outcomes = outcomes
 	r.writeBack.Store(outcomes)
-	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.rowsOrNil()),
+	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.Rows()),
 		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot)}
 	if r.cfg.Ordering == OrderingNone {
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking

@@ -147,7 +147,7 @@ func (r *Relay) snapshot() metrics.Snapshot {
 	st, confirmed := r.status()
 	snap := st.Metrics(confirmed)
 	if wb := r.writeBack.Load(); wb != nil {
-		s := wb.stats()
+		s := wb.Stats()
 		snap.WriteBack = true
 		snap.WriteBackRows, snap.WriteBackErrors, snap.WriteBackRefused, snap.WriteBackPending = s.Updated, s.Failures, s.Refused, int64(s.Pending)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/suggest"
-	"github.com/cdc-relay/cdc-relay/relay"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -303,7 +303,7 @@ func (c *FailedCommand) storeOptions(file *config.File) ([]status.Option, error)
 		return nil, nil
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rows, err := relay.WriteBackRows(relay.Config{Tables: configTables(file, ""), Logger: log})
+	rows, err := outbox.WriteBackRows(configTables(file, ""), log)
 	if err != nil {
 		return nil, err
 	}
