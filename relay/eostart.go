@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
@@ -140,7 +141,7 @@ func readHistory(ctx context.Context, repl *replication.Conn, pos *topicPosition
 // session starting from that position when it is ahead of the slot's and
 // the row's: the row takes it first (write-ahead). With write-back, the
 // session starts from the slot's instead, and reads up to that position
-// again to write back what Kafka has (replay.go). A row without a stream
+// again to write back what Kafka has (package pipeline). A row without a stream
 // id (an earlier version's) gets one, after that.
 func (s *session) resumeFromTopic(ctx context.Context, pos topicPosition) error {
 	row, err := s.store.Stream(ctx, s.cfg.Slot)
@@ -165,7 +166,7 @@ func (s *session) resumeFromTopic(ctx context.Context, pos topicPosition) error 
 	case s.committed.LSN > s.start && s.outcomes != nil:
 		// Kafka committed what PostgreSQL was not told yet, perhaps
 		// before write-back wrote its rows: read again from the slot,
-		// not produced (replay.go). The row keeps the slot's position.
+		// not produced (package pipeline). The row keeps the slot's position.
 		if err := s.loadReplay(ctx); err != nil {
 			return err
 		}
@@ -297,4 +298,21 @@ func (s *session) warnOtherStream(rec sink.Checkpoint, stream string) {
 		"the records of this stream are sent from the slot's position. If the other database still runs a relay with this slot name "+
 		"and checkpoint topic, give one of them its own --slot and --checkpoint-topic, or they fence each other",
 		"topic", eo.CheckpointTopic, "slot", slot, "topic_stream", other, "topic_at", rec.LSN, "stream", stream, "at", s.start)
+}
+
+// loadReplay reads the events parked between the session's start and the
+// checkpoint topic's position (s.committed), which the session reads again
+// without producing (pipeline.ReplayWindow), and says so.
+func (s *session) loadReplay(ctx context.Context) error {
+	from, to := s.start, s.committed.LSN
+	parked, err := s.failures.ParkedBetween(ctx, from, to)
+	if err != nil {
+		return err
+	}
+	s.replay = pipeline.NewReplayWindow(parked)
+	s.log.Info("exactly-once with write-back: resuming from the slot's position, behind the checkpoint topic's: "+
+		"the transactions between are in Kafka already and are not produced again; their rows are written back, "+
+		"and the checkpoint passes them once written",
+		"slot", s.cfg.Slot, "at", from, "topic_at", to, "parked_in_between", len(parked))
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
+	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -38,15 +39,15 @@ type session struct {
 	txSink    *sink.Sink
 	committed sink.Checkpoint
 	// replay, with write-back, is what the session reads again from the
-	// slot up to committed without producing it (replay.go).
-	replay *replayWindow
+	// slot up to committed without producing it (package pipeline).
+	replay *pipeline.ReplayWindow
 
 	tracker  *checkpoint.Tracker
 	watch    pubwatch.Watches
 	saver    *checkpoint.Saver
 	confirm  gate // what the stream may confirm to PostgreSQL
 	order    *keyorder.Order
-	pipeline *pipeline
+	pipeline *pipeline.Pipeline
 
 	streamCtx     context.Context // the stream's; stopStream ends it cleanly
 	stopStream    context.CancelFunc
@@ -218,7 +219,7 @@ func (s *session) stream() error {
 		Logger:         s.log,
 		StartedLevel:   s.startedLevel(),
 		BeforeFinalStatus: func(ctx context.Context) error {
-			if err := s.pipeline.delivery.Commit(ctx); err != nil {
+			if err := s.pipeline.Commit(ctx); err != nil {
 				return err
 			}
 			s.watch.Refresh(ctx)
@@ -232,7 +233,7 @@ func (s *session) stream() error {
 			s.sayResumed()
 		},
 		OnConfirm: func(lsn pglogrepl.LSN) { s.state.confirmed.Store(uint64(lsn)) },
-	}, s.pipeline.handle)
+	}, s.pipeline.Handle)
 	s.state.streaming.Store(false)
 	s.state.confirmed.Store(0) // the slot's, from now on
 	s.cancelProduce()
