@@ -154,7 +154,7 @@ func (s *session) connect(ctx context.Context) error {
 // once this relay leads, so that a relay waiting for the lead never fences
 // the leader.
 func (s *session) resumeAt(ctx context.Context) (err error) {
-	var topic topicPosition
+	var topic exactlyonce.Position
 	if s.cfg.ExactlyOnce.Enabled {
 		if s.txSink, topic, err = s.startExactlyOnce(ctx, s.repl, s.log); err != nil {
 			return err
