@@ -48,6 +48,16 @@ type Checkpoint struct {
 	WriteAhead bool
 }
 
+// Since is a time no transaction after the checkpoint's position committed
+// before, and what it is: the commit time of the last transaction before
+// the position or, for a row without one, the time it was saved.
+func (cp Checkpoint) Since() (time.Time, string) {
+	if !cp.CommitTime.IsZero() {
+		return cp.CommitTime, "the commit time saved with the checkpoint's position"
+	}
+	return cp.UpdatedAt, "the time the checkpoint was saved (it has no commit time: saved when the slot was created, or by an earlier version)"
+}
+
 // Load returns the stored checkpoint for slot; ok is false when there is
 // none.
 func (s *Store) Load(ctx context.Context, slot string) (cp Checkpoint, ok bool, err error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -37,22 +36,11 @@ func Undecodable(ctx context.Context, db pgdb.DB, cfg Config, err error) error {
 	if lerr != nil {
 		return nil
 	}
-	at, what := checkpointTime(cp)
+	at, what := cp.Since()
 	return FatalError{fmt.Errorf("%w. Publication %q exists now but did not in the WAL replication slot %q must decode next: it was dropped and created again, or renamed and renamed back, "+
 		"after the relay's last confirmed position, and pgoutput reads a publication as of the WAL it decodes, so the slot can never get past that WAL, "+
 		"and creating the publication again does not help. The relay confirmed everything up to %s and stopped. To go on: run `cdc-relay recover --recreate-slot` "+
 		"with the same flags as run (no relay running on the slot): it drops the slot, creates it again at the current WAL position, and publishes again the outbox rows "+
 		"written since %s (%s, less recover's margin of %s; rows already delivered arrive twice; logical messages of that WAL are not recovered); then start the relay again",
 		err, cfg.Publication, cfg.Slot, cp.LSN, at.UTC().Add(-RecoverMargin).Truncate(time.Second).Format(time.RFC3339), what, RecoverMargin)}
-}
-
-// checkpointTime is a time no transaction after cp's position committed
-// before, and what it is: the commit time of the last transaction before
-// the position or, for a row without one, the time it was saved. (As
-// relay's, for recover.)
-func checkpointTime(cp checkpoint.Checkpoint) (time.Time, string) {
-	if !cp.CommitTime.IsZero() {
-		return cp.CommitTime, "the commit time saved with the checkpoint's position"
-	}
-	return cp.UpdatedAt, "the time the checkpoint was saved (it has no commit time: saved when the slot was created, or by an earlier version)"
 }

@@ -47,8 +47,8 @@
 //	               to their rows (package writeback)
 //	errors.go      which errors end Run and which a reconnect cures
 //	pool.go        closing the pool behind a silent network
-//	recover.go     `cdc-relay recover`: the gap, the slot created again
-//	recoverrows.go recover on package republish: its windows, its fatal errors
+//	recover.go     `cdc-relay recover` on package recovery: its config,
+//	               its checks, its pool, its fatal errors
 //
 // Everything per event happens on the goroutine that reads the replication
 // stream, except the producer's acknowledgements, which come back on

@@ -8,6 +8,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/preflight"
+	"github.com/cdc-relay/cdc-relay/recovery"
 )
 
 // checkMessagesServer refuses, for a relay with message sources, a server
@@ -57,7 +58,7 @@ func (c Config) checkRecoverNeedsTable() error {
 // messages committed in it are lost: recover published again the tables'
 // rows only. It names the gap's stretch of WAL and the time since which
 // messages may be missing. Nothing without message sources.
-func warnMessagesLost(log *slog.Logger, cfg Config, res RecoverResult) {
+func warnMessagesLost(log *slog.Logger, cfg Config, res recovery.Result) {
 	if len(cfg.Messages) == 0 {
 		return
 	}
@@ -65,7 +66,7 @@ func warnMessagesLost(log *slog.Logger, cfg Config, res RecoverResult) {
 	if to == 0 {
 		to = res.Resume
 	}
-	at, which := checkpointTime(res.Gap.Checkpoint)
+	at, which := res.Gap.Checkpoint.Since()
 	log.Warn("messages committed in the gap in the WAL are lost: they are in no table, and recover published again the outbox tables' rows only; "+
 		"replay them from the application if it can, and keep the slot over a failover with a failover slot (PostgreSQL 17+)",
 		"messages", cfg.SourceNames()[len(cfg.Tables):], "gap_from", res.Gap.Checkpoint.LSN, "gap_to", to,

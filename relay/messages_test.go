@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/outbox"
+	"github.com/cdc-relay/cdc-relay/recovery"
 )
 
 // messagesMapping maps the outbox table of the tests' configurations.
@@ -160,7 +161,7 @@ func TestRepairedGapWarnsOfLostMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &logBuffer{}
 			cfg := Config{Tables: []outbox.Table{{Mapping: messagesMapping}}, Messages: tc.messages}
-			warnMessagesLost(slog.New(slog.NewTextHandler(logs, nil)), cfg, RecoverResult{Gap: tc.gap, Resume: tc.resume})
+			warnMessagesLost(slog.New(slog.NewTextHandler(logs, nil)), cfg, recovery.Result{Gap: tc.gap, Resume: tc.resume})
 			if tc.want == nil && logs.String() != "" {
 				t.Errorf("logged without messages:\n%s", logs)
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/cdc-relay/cdc-relay/recovery"
 )
 
 // SlotLoss is what a running relay does when it finds a gap in the WAL it
@@ -51,7 +53,7 @@ func (c Config) checkSlotLoss() error {
 }
 
 // recoverSlot repairs gap, which ended the last session, as `cdc-relay
-// recover` does ([Recover]), and logs and counts what it did. The failed
+// recover` does ([Recover], [recovery.Run]), and logs and counts what it did. The failed
 // session's server processes are ended first, so that Recover can take
 // the slot's leadership. An error a reconnect cannot cure (classify) is
 // fatal; after any other, the next session finds the gap again and
@@ -63,9 +65,9 @@ func (rn *runner) recoverSlot(ctx context.Context, gap *SlotGapError) error {
 	if err := rn.orphans.end(ctx, rn.pool, cfg.Slot, cfg.ReplicationTimeout, rn.log); err != nil {
 		return err
 	}
-	res, err := Recover(ctx, cfg, RecoverOptions{})
+	res, err := Recover(ctx, cfg, recovery.Options{})
 	switch {
-	case errors.Is(err, ErrNothingToRecover):
+	case errors.Is(err, recovery.ErrNothingToRecover):
 		// Repaired meanwhile, by `cdc-relay recover` or another relay.
 		rn.log.Info("nothing to recover any more: the gap was repaired meanwhile", "slot", cfg.Slot)
 		return nil

@@ -173,7 +173,7 @@ type GapError struct {
 // relay has always said.
 func (e *GapError) Error() string {
 	ago := time.Since(e.Checkpoint.UpdatedAt).Round(time.Second)
-	at, which := checkpointTime(e.Checkpoint)
+	at, which := e.Checkpoint.Since()
 	what := fmt.Sprintf("Outbox rows committed since then may be missing from Kafka. "+
 		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column, from %s: %s, less --margin) and resume, "+
 		"start with --on-slot-loss recover to have the relay do so itself, or start with --accept-slot-loss to go on without them", at.UTC().Format(time.RFC3339), which)
@@ -255,14 +255,4 @@ func recreateRecorded(ctx context.Context, q DB, repl *replication.Conn, cfg Con
 	}
 	log.Info("replication slot created again", "slot", cfg.Slot, "at", created.ConsistentPoint)
 	return created.ConsistentPoint, nil
-}
-
-// checkpointTime is a time no transaction after cp's position committed
-// before, and what it is: the commit time of the last transaction before
-// the position or, for a row without one, the time it was saved.
-func checkpointTime(cp checkpoint.Checkpoint) (time.Time, string) {
-	if !cp.CommitTime.IsZero() {
-		return cp.CommitTime, "the commit time saved with the checkpoint's position"
-	}
-	return cp.UpdatedAt, "the time the checkpoint was saved (it has no commit time: saved when the slot was created, or by an earlier version)"
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/recovery"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -18,7 +19,7 @@ type RecoverCommand struct {
 
 	relayFlags
 	since string
-	opts  relay.RecoverOptions
+	opts  recovery.Options
 	// run are run's own flags (--metrics-addr, --delivery, …): recover
 	// accepts them, set on the command line or in the environment, so that
 	// the flags of a run serve recover as they are. It uses only the log's
@@ -149,7 +150,7 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	sayMessagesNotRecovered(c.stderr, c.cfg)
 	res, err := relay.Recover(ctx, c.cfg, c.opts)
 	err = c.kafkaSecurity.explain(err)
-	if errors.Is(err, relay.ErrNothingToRecover) {
+	if errors.Is(err, recovery.ErrNothingToRecover) {
 		fmt.Fprintf(c.stdout, "%s: slot %q is at %s, the relay's checkpoint at %s\n", err, c.cfg.Slot, res.Gap.SlotLSN, res.Gap.Checkpoint.LSN)
 		return nil
 	}

@@ -1,4 +1,4 @@
-package relay
+package recovery
 
 import (
 	"strings"
@@ -18,15 +18,15 @@ func TestRecoverSince(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		cp       checkpoint.Checkpoint
-		opts     RecoverOptions
+		opts     Options
 		want     time.Time
 		wantFrom string
 	}{
-		{"the commit time", checkpoint.Checkpoint{UpdatedAt: saved, CommitTime: commit}, RecoverOptions{Margin: time.Minute},
+		{"the commit time", checkpoint.Checkpoint{UpdatedAt: saved, CommitTime: commit}, Options{Margin: time.Minute},
 			commit.Add(-time.Minute), "commit time"},
-		{"no commit time", checkpoint.Checkpoint{UpdatedAt: saved}, RecoverOptions{Margin: time.Minute},
+		{"no commit time", checkpoint.Checkpoint{UpdatedAt: saved}, Options{Margin: time.Minute},
 			saved.Add(-time.Minute), "the time the checkpoint was saved"},
-		{"--since", checkpoint.Checkpoint{UpdatedAt: saved, CommitTime: commit}, RecoverOptions{Margin: time.Minute, Since: since},
+		{"--since", checkpoint.Checkpoint{UpdatedAt: saved, CommitTime: commit}, Options{Margin: time.Minute, Since: since},
 			since, "--since"},
 	} {
 		got, from := recoverSince(tc.cp, tc.opts)
