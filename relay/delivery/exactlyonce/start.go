@@ -31,10 +31,10 @@ type Position struct {
 
 // StartOptions is what Start needs of the relay's exactly-once settings.
 type StartOptions struct {
-	Slot               string
-	CheckpointTopic    string
-	TransactionalID    string
-	TransactionTimeout time.Duration
+	Slot               string        // the replication slot, named in the topic's records
+	CheckpointTopic    string        // the compacted topic of the slots' positions
+	TransactionalID    string        // the producer's, fencing any earlier one
+	TransactionTimeout time.Duration // the producer's; Start takes at most twice it
 	// TopicReady says the checkpoint topic was checked already (once per
 	// Run); Start calls OnTopicReady once it checked it.
 	TopicReady   bool
