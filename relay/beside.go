@@ -75,7 +75,7 @@ func (s *session) startSaver() {
 			s.stopStream()
 		},
 		// Every save would fail until granted: Run says what to grant,
-		// and retries, not ready meanwhile (privilege.go).
+		// and retries, not ready meanwhile (pgnotice.PrivilegeLog).
 		OnPrivilegeMissing: s.stop,
 		Logger:             s.log,
 	})

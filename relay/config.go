@@ -9,6 +9,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 	"github.com/cdc-relay/cdc-relay/internal/defaults"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/poller"
@@ -29,7 +30,7 @@ type Config struct {
 	// usable contents) is used meanwhile.
 	PostgresURLFile string
 	// liveURL is the source of each new connection's string; set by New.
-	liveURL *liveURL
+	liveURL *pgconnect.LiveURL
 	// Slot and Publication name the replication slot (created if missing)
 	// and the publication (created by `cdc-relay migrate`).
 	Slot, Publication string
@@ -174,6 +175,16 @@ func (c Config) withDefaults() Config {
 		defaults.Positive(&eo.TransactionTimeout, sink.DefaultTransactionTimeout)
 	}
 	return c
+}
+
+// postgresURL returns the connection string of a new connection: the
+// file's latest (pgconnect.LiveURL) in a relay made by New, else
+// PostgresURL.
+func (c Config) postgresURL() string {
+	if c.liveURL == nil {
+		return c.PostgresURL
+	}
+	return c.liveURL.Get()
 }
 
 // Mappings returns the mapping of each table, in order.

@@ -25,7 +25,7 @@ func isFatal(err error) bool {
 // credentials, pg_hba rejections (SQLSTATE class 28), and the rest of
 // class 42. A missing privilege (42501: the REPLICATION attribute, a
 // GRANT) is not: it is fixed in the database while the relay runs, and
-// Run says what fixes it and retries, not ready meanwhile (privilege.go).
+// Run says what fixes it and retries, not ready meanwhile (pgnotice.PrivilegeLog).
 func classify(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code != "42501" && (strings.HasPrefix(pgErr.Code, "28") || strings.HasPrefix(pgErr.Code, "42")) {

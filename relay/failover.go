@@ -11,7 +11,7 @@ import (
 // standby with sync_replication_slots = on keeps a copy of it and its
 // promotion brings the slot. It says at each session's start whether the
 // slot is one and whether the server's synchronized_standby_slots is set
-// (after a lost connection at debug, reconnectlog.go; that the server has
+// (after a lost connection at debug, pgnotice.Reconnect; that the server has
 // no failover slots once per relay), and warns once without it: a standby promoted then may lack the slot's
 // last positions. A slot it cannot change is reported and streamed all
 // the same: --on-slot-loss recover repairs what a failover loses.

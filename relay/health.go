@@ -51,7 +51,7 @@ func (r *Relay) watchHealth(ctx context.Context, pool *pgxpool.Pool, snk *sink.S
 		if err != nil {
 			pgErr = err.Error()
 		}
-		r.pingedPostgres(ctx, err)
+		r.pgOutages.Pinged(ctx, err)
 		if err := <-kafka; err != nil {
 			kafkaErr = err.Error()
 		}

@@ -11,12 +11,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cdc-relay/cdc-relay/internal/outage"
+	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
+	"github.com/cdc-relay/cdc-relay/relay/pgnotice"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -39,10 +40,8 @@ type Relay struct {
 	// while no session streams.
 	order atomic.Pointer[keyorder.Order]
 	// pgOutages says once that PostgreSQL cannot be reached, and once
-	// that it is back (pgoutage.go).
-	pgOutages *outage.Tracker
-	// pgOutagesSaid counts the outages of PostgreSQL the log reported.
-	pgOutagesSaid atomic.Uint64
+	// that it is back.
+	pgOutages *pgnotice.Outages
 }
 
 // New returns a relay for cfg, or the error that makes cfg unusable.
@@ -66,9 +65,9 @@ func New(cfg Config) (*Relay, error) {
 	if _, err := pgxpool.ParseConfig(cfg.PostgresURL); err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
-	cfg.liveURL = newLiveURL(cfg)
+	cfg.liveURL = pgconnect.NewLiveURL(cfg.PostgresURL, cfg.PostgresURLFile, cfg.Logger)
 	r := &Relay{cfg: cfg, log: cfg.Logger}
-	r.pgOutages = newPostgresOutages(cfg.Logger, cfg.PostgresURL, nil, func() { r.pgOutagesSaid.Add(1) })
+	r.pgOutages = pgnotice.NewOutages(cfg.Logger, cfg.PostgresURL)
 	r.metrics = metrics.New(cfg.Build, r.snapshot)
 	return r, nil
 }
@@ -300,12 +299,12 @@ func (r *Relay) Run(ctx context.Context) error {
 		if time.Since(began) > time.Minute {
 			backoff = time.Second
 		}
-		if pe := (privilegeError{}); errors.As(err, &pe) {
-			rn.sayPrivilegeMissing(pe, backoff)
+		if pe := (pgnotice.PrivilegeError{}); errors.As(err, &pe) {
+			rn.privileges.Say(pe, r.cfg.Slot, backoff)
 		} else {
-			r.log.Log(ctx, r.reconnectLevel(err), "replication session ended; reconnecting", "err", err, "in", backoff)
-			rn.reconnect = r.reconnectAfter(rn.reconnect, err)
+			r.log.Log(ctx, r.pgOutages.ReconnectLevel(err), "replication session ended; reconnecting", "err", err, "in", backoff)
 		}
+		rn.reconnect = r.pgOutages.ReconnectAfter(rn.reconnect, err)
 		select {
 		case <-ctx.Done():
 			return nil

@@ -35,7 +35,7 @@ func (c Config) SlotConfig() slot.Config {
 		Logger:             c.Logger,
 	}
 	if c.liveURL != nil {
-		sc.LiveURL = c.liveURL.get
+		sc.LiveURL = c.liveURL.Get
 	}
 	return sc
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
+	"github.com/cdc-relay/cdc-relay/relay/pgnotice"
 	"github.com/cdc-relay/cdc-relay/retention"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -52,14 +53,13 @@ type runner struct {
 	// last session started, table i at index i (pubwatch.ExpectedMappings).
 	expected [][]string
 	// reconnect is what the next session logs of its start: set by Run
-	// when a session lost PostgreSQL (reconnectlog.go).
-	reconnect reconnect
+	// when a session lost PostgreSQL.
+	reconnect pgnotice.Reconnect
 
 	closers []func() // what newRunner started, in order
 
-	// privileges logs the privileges the relay's role lacks, by fix
-	// (privilege.go).
-	privileges *ratelog.Logger
+	// privileges logs the privileges the relay's role lacks, by fix.
+	privileges *pgnotice.PrivilegeLog
 	// retried logs the database errors of work tried again at its next
 	// interval, by message (sayRetried).
 	retried *ratelog.Logger
@@ -71,7 +71,7 @@ type runner struct {
 // write-back. Close undoes it. It returns nil, nil if ctx ends while it
 // connects.
 func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
-	rn := &runner{Relay: r, causes: delivery.NewCauseLog(r.log, time.Minute, nil), privileges: newPrivilegeLog(r.log),
+	rn := &runner{Relay: r, causes: delivery.NewCauseLog(r.log, time.Minute, nil), privileges: pgnotice.NewPrivilegeLog(r.log),
 		retried: ratelog.New(r.log, ratelog.Config{Every: retriedLogEvery, KeyAttr: "what", CountAttr: "failures",
 			Summary: "the same database error again; trying again", Last: []string{"err"}})}
 	ready := false
@@ -227,7 +227,7 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		poolCfg.PingTimeout = cfg.ReplicationTimeout
 	}
 	poolCfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
-		// A string that does not parse was said by liveURL, which
+		// A string that does not parse was said by pgconnect.LiveURL, which
 		// returns the last one that did: this one parses, but for a
 		// race with a file changed in between, when cc stays as it was.
 		if fresh, err := parsePoolConfig(cfg, cfg.postgresURL()); err == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
+	"github.com/cdc-relay/cdc-relay/relay/pgnotice"
 	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
@@ -56,7 +57,7 @@ type session struct {
 	stopped       atomic.Pointer[error] // why stop ended the session
 	shutdown      atomic.Bool           // the stream stopped for PostgreSQL's shutdown
 
-	reconnect reconnect // what the session logs of its start (reconnectlog.go)
+	reconnect pgnotice.Reconnect // what the session logs of its start
 
 	failed   bool     // the session ended with an error (for end)
 	cleanups []func() // what the steps started, in order
@@ -70,7 +71,7 @@ func (r *runner) session(ctx context.Context) (err error) {
 	}
 	defer r.state.setRole(report.RoleStarting)
 	s := &session{runner: r, reconnect: r.reconnect}
-	r.reconnect = reconnect{} // Run sets it again if this session loses PostgreSQL
+	r.reconnect = pgnotice.Reconnect{} // Run sets it again if this session loses PostgreSQL
 	defer func() { s.end(err != nil && ctx.Err() == nil) }()
 	if led, err := s.lead(ctx); !led {
 		return err // nil: stopped while waiting for leadership
@@ -111,7 +112,7 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 		// Standing by works: the last session's error is history, and the
 		// start checks say whether a takeover would. A takeover later is
 		// no reconnect: its start-up lines are at info.
-		s.reconnect = reconnect{}
+		s.reconnect = pgnotice.Reconnect{}
 		s.state.setRole(report.RoleStandby)
 		s.state.clearError()
 		stopChecks = s.checkWhileStandingBy(ctx)
@@ -217,7 +218,7 @@ func (s *session) stream() error {
 		StopTimeout:    cfg.StopTimeout,
 		Timeout:        cfg.ReplicationTimeout,
 		Logger:         s.log,
-		StartedLevel:   s.startedLevel(),
+		StartedLevel:   s.reconnect.StartedLevel(),
 		BeforeFinalStatus: func(ctx context.Context) error {
 			if err := s.pipeline.Commit(ctx); err != nil {
 				return err
@@ -230,7 +231,7 @@ func (s *session) stream() error {
 		OnStarted: func() {
 			s.state.streaming.Store(true)
 			s.state.clearError()
-			s.sayResumed()
+			s.reconnect.SayResumed(s.log, s.pgOutages, s.cfg.Slot, s.start)
 		},
 		OnConfirm: func(lsn pglogrepl.LSN) { s.state.confirmed.Store(uint64(lsn)) },
 	}, s.pipeline.Handle)
@@ -268,16 +269,13 @@ func (s *session) finish(ctx context.Context, err error) error {
 	if err == nil && s.shutdown.Load() && ctx.Err() == nil {
 		// Stopped so that PostgreSQL's shutdown can finish: it waits for
 		// the stream to confirm what it sent, which is not saved.
-		return errShuttingDown
+		return pgnotice.ErrShuttingDown
 	}
 	if errors.Is(err, decoder.ErrMalformed) || errors.As(err, new(*decoder.MappingError)) {
 		return fatalError{err}
 	}
 	return err
 }
-
-// errShuttingDown ends a session that stopped for PostgreSQL's shutdown.
-var errShuttingDown = errors.New("PostgreSQL is shutting down: the stream stopped so the shutdown can finish; the relay reconnects when it is back")
 
 // stop ends the session at once with err: nothing more is read, produced
 // or confirmed.
@@ -286,9 +284,9 @@ func (s *session) stop(err error) {
 		switch {
 		case errors.Is(err, exactlyonce.ErrRedo):
 			s.log.Warn("ending the session", "err", err)
-		case lostConnection(err):
+		case pgnotice.LostConnection(err):
 			s.log.Debug("stopping at once: the connection to PostgreSQL was lost; the relay reconnects", "err", err)
-		case missingPrivilege(err):
+		case pgerr.MissingPrivilege(err):
 			s.log.Debug("stopping at once: the relay's role lacks a privilege; the relay says which, and reconnects", "err", err)
 		default:
 			s.log.Error("stopping at once", "err", err)

@@ -9,5 +9,7 @@
 //
 // The relay's own connections (its pool and its replication connection)
 // are opened by relay and replication, with keepalives and timeouts of
-// their own.
+// their own; [LiveURL] gives each of them its connection string:
+// --postgres-url-file read again at every new connection, so that a
+// rotated password needs no restart, and never logged.
 package pgconnect

@@ -21,6 +21,14 @@ var deniedOn = regexp.MustCompile(`permission denied for (table|relation|view|se
 // ownerOf reads the object of "must be owner of KIND NAME".
 var ownerOf = regexp.MustCompile(`must be owner of (?:table|relation|view|sequence|schema|function|database|publication|index) (\S+)`)
 
+// MissingPrivilege reports whether err is PostgreSQL refusing the
+// session's role a privilege (SQLSTATE 42501): granted while the relay
+// runs, it cures itself, so the relay retries rather than stops.
+func MissingPrivilege(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == insufficientPrivilege
+}
+
 // MissingReplication reports whether err says that role lacks the
 // REPLICATION attribute: PostgreSQL refuses a replication connection
 // ("must be superuser or replication role to start walsender" before

@@ -25,13 +25,6 @@ func refused(err error) bool {
 	return errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "42"
 }
 
-// missingPrivilege reports whether err says the role lacks a privilege
-// (SQLSTATE 42501): granted while the relay runs, it is not fatal.
-func missingPrivilege(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "42501"
-}
-
 // storeCause names a status-table error for the cause log: its SQLSTATE,
 // or the connection (never anything of the event, which would make every
 // event a cause of its own).

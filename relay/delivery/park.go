@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -120,10 +121,10 @@ func (l *Ledger) store(it *Inflight, reason error, park func(context.Context, *d
 			// A missing table or privilege: every retry would fail, and
 			// the stream would stall behind this event. A missing
 			// privilege is granted while the relay runs: Run says which
-			// GRANT, and retries (relay/privilege.go); a missing table ends it.
+			// GRANT, and retries (relay/pgnotice); a missing table ends it.
 			stop := fmt.Errorf("the status table refuses to record an undeliverable event (%w): "+
 				"run `cdc-relay migrate` with the same table flags if it was dropped, or grant the relay's role INSERT and UPDATE on it", err)
-			if !missingPrivilege(err) {
+			if !pgerr.MissingPrivilege(err) {
 				stop = FatalError{Err: stop}
 			}
 			l.Stop(stop)

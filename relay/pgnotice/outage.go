@@ -1,9 +1,10 @@
-package relay
+package pgnotice
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,6 +17,27 @@ import (
 // fail, with no answer between, before the relay says PostgreSQL cannot be
 // reached: a fast restart says nothing beyond its session's lines.
 const pgOutageGrace = 5 * time.Second
+
+// ErrShuttingDown ends a session that stopped for PostgreSQL's shutdown:
+// a lost connection ([LostConnection]), which the outage lines speak for.
+var ErrShuttingDown = errors.New("PostgreSQL is shutting down: the stream stopped so the shutdown can finish; the relay reconnects when it is back")
+
+// Outages is the outage log of the servers a relay's connection string
+// names, for the relay's life: one warning when an outage begins and one
+// line when PostgreSQL answers again, however often the relay reconnects
+// meanwhile. Safe for concurrent use.
+type Outages struct {
+	tracker *outage.Tracker
+	said    atomic.Uint64 // the outages the log reported
+}
+
+// NewOutages returns the outage log of the servers url names, said on
+// log; url must parse (else the lines name no server).
+func NewOutages(log *slog.Logger, url string) *Outages {
+	o := &Outages{}
+	o.tracker = newPostgresOutages(log, url, nil, func() { o.said.Add(1) })
+	return o
+}
 
 // newPostgresOutages returns the outage log of the servers url names: the
 // health check's pings (every reachInterval, leader or standby, streaming
@@ -57,33 +79,34 @@ func newPostgresOutages(log *slog.Logger, url string, now func() time.Time, lost
 	})
 }
 
-// reconnectLevel is the level of the line that says a session ended and
-// when the next begins: debug when PostgreSQL went away (its outage lines
-// say so once, not once per attempt), else warn.
-func (r *Relay) reconnectLevel(err error) slog.Level {
-	if r.pgOutages.Failing() || lostConnection(err) {
+// Pinged tells the outage log how the health check's ping of PostgreSQL
+// went: err, or nil for an answer. A ping cut short by ctx's end tells
+// nothing.
+func (o *Outages) Pinged(ctx context.Context, err error) {
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		o.tracker.Failed("", err)
+	default:
+		o.tracker.Succeeded()
+	}
+}
+
+// ReconnectLevel is the level of the line that says a session ended with
+// err and when the next begins: debug when PostgreSQL went away (its
+// outage lines say so once, not once per attempt), else warn.
+func (o *Outages) ReconnectLevel(err error) slog.Level {
+	if o.tracker.Failing() || LostConnection(err) {
 		return slog.LevelDebug
 	}
 	return slog.LevelWarn
 }
 
-// lostConnection reports whether err says that PostgreSQL went away or
-// cannot be connected to: it is shutting down (the session stopped for
-// it), or the connection was lost ([pgerr.ConnectionLost]). A network
-// error of Kafka's (the exactly-once producer's start) counts too: Kafka's
-// outage lines say the same once.
-func lostConnection(err error) bool {
-	return errors.Is(err, errShuttingDown) || pgerr.ConnectionLost(err)
-}
-
-// pingedPostgres tells the outage log how the health check's ping of
-// PostgreSQL went.
-func (r *Relay) pingedPostgres(ctx context.Context, err error) {
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		r.pgOutages.Failed("", err)
-	default:
-		r.pgOutages.Succeeded()
-	}
+// LostConnection reports whether err says that PostgreSQL went away or
+// cannot be connected to: it is shutting down ([ErrShuttingDown]: the
+// session stopped for it), or the connection was lost
+// ([pgerr.ConnectionLost]). A network error of Kafka's (the exactly-once
+// producer's start) counts too: Kafka's outage lines say the same once.
+func LostConnection(err error) bool {
+	return errors.Is(err, ErrShuttingDown) || pgerr.ConnectionLost(err)
 }

@@ -1,4 +1,4 @@
-package relay
+package pgnotice
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func TestLostConnection(t *testing.T) {
 		want bool
 	}{
 		{nil, false},
-		{errShuttingDown, true},
+		{ErrShuttingDown, true},
 		{&pgconn.PgError{Code: "57P01"}, true},
 		{fmt.Errorf("receive message: %w", io.ErrUnexpectedEOF), true},
 		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
@@ -31,8 +31,8 @@ func TestLostConnection(t *testing.T) {
 		{&pgconn.PgError{Code: "42501", Message: "permission denied"}, false},
 		{errors.New("the outbox table left the publication"), false},
 	} {
-		if got := lostConnection(tt.err); got != tt.want {
-			t.Errorf("lostConnection(%v) = %v, want %v", tt.err, got, tt.want)
+		if got := LostConnection(tt.err); got != tt.want {
+			t.Errorf("LostConnection(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
 }
@@ -56,5 +56,36 @@ func TestPostgresOutagesNameTheHostsNotThePassword(t *testing.T) {
 	}
 	if strings.Contains(out, "s3cret") {
 		t.Errorf("the log shows the password:\n%s", out)
+	}
+}
+
+// TestPostgresOutagesSayARefusedLogin: a login the server refuses (a
+// rotated password, a connection limit) is said as that, not as an
+// outage, and so is its end.
+func TestPostgresOutagesSayARefusedLogin(t *testing.T) {
+	for _, tc := range []struct {
+		err        error
+		want, back string
+	}{
+		{&pgconn.PgError{Code: "28P01", Message: `password authentication failed for user "relay"`}, "authentication failed", "accepts the relay's connections again"},
+		{&pgconn.PgError{Code: "53300", Message: `too many connections for role "relay"`}, "CONNECTION LIMIT", "accepts the relay's connections again"},
+		{errors.New("connection refused"), "cannot be reached", "reachable again"},
+	} {
+		var buf syncbuf.Buffer
+		now := time.Unix(0, 0)
+		tr := newPostgresOutages(slog.New(slog.NewTextHandler(&buf, nil)), "postgres://relay:s3cret@db:5432/app", func() time.Time { return now }, nil)
+		tr.Failed("", tc.err)
+		now = now.Add(pgOutageGrace)
+		tr.Failed("", tc.err)
+		tr.Succeeded()
+		out := buf.String()
+		for _, w := range []string{tc.want, tc.back} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: the log does not say %q:\n%s", tc.err, w, out)
+			}
+		}
+		if _, refused := tc.err.(*pgconn.PgError); refused && strings.Contains(out, "cannot be reached") {
+			t.Errorf("%v: a refused login said as an outage:\n%s", tc.err, out)
+		}
 	}
 }

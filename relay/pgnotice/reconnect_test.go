@@ -1,7 +1,8 @@
-package relay
+package pgnotice
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -36,17 +37,17 @@ func TestInfoAsDebug(t *testing.T) {
 // quiet, keeping the first loss's cause and outage count however often
 // the reconnect fails; any other end makes it loud again.
 func TestReconnectAfter(t *testing.T) {
-	r := &Relay{pgOutages: newPostgresOutages(slog.New(slog.DiscardHandler), "postgres://h/db", nil, nil)}
+	o := NewOutages(slog.New(slog.DiscardHandler), "postgres://h/db")
 	lost := &pgconn.PgError{Code: "57P01"}
-	rc := r.reconnectAfter(reconnect{}, lost)
+	rc := o.ReconnectAfter(Reconnect{}, lost)
 	if !rc.quiet || rc.err != lost || rc.outages != 0 {
 		t.Fatalf("after a lost connection: %+v, want quiet, its error, 0 outages", rc)
 	}
-	r.pgOutagesSaid.Add(1)
-	if again := r.reconnectAfter(rc, errors.New("conn closed")); again != rc {
+	o.said.Add(1)
+	if again := o.ReconnectAfter(rc, errors.New("conn closed")); again != rc {
 		t.Errorf("a failed reconnect changed %+v to %+v", rc, again)
 	}
-	if loud := r.reconnectAfter(rc, &pgconn.PgError{Code: "42501"}); loud.quiet {
+	if loud := o.ReconnectAfter(rc, &pgconn.PgError{Code: "42501"}); loud.quiet {
 		t.Errorf("after a permission error: %+v, want the start-up lines at info", loud)
 	}
 }
@@ -56,23 +57,39 @@ func TestReconnectAfter(t *testing.T) {
 func TestSayResumed(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
-		rc       reconnect
+		rc       Reconnect
 		outages  uint64
 		wantLine bool
 	}{
-		{"first start", reconnect{}, 0, false},
-		{"after a blip", reconnect{quiet: true, err: errShuttingDown}, 0, true},
-		{"after an outage the log reported", reconnect{quiet: true, err: errShuttingDown}, 1, false},
+		{"first start", Reconnect{}, 0, false},
+		{"after a blip", Reconnect{quiet: true, err: ErrShuttingDown}, 0, true},
+		{"after an outage the log reported", Reconnect{quiet: true, err: ErrShuttingDown}, 1, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf syncbuf.Buffer
-			r := &Relay{log: slog.New(slog.NewTextHandler(&buf, nil))}
-			r.pgOutagesSaid.Store(tt.outages)
-			s := &session{runner: &runner{Relay: r}, reconnect: tt.rc}
-			s.sayResumed()
+			o := NewOutages(slog.New(slog.DiscardHandler), "postgres://h/db")
+			o.said.Store(tt.outages)
+			tt.rc.SayResumed(slog.New(slog.NewTextHandler(&buf, nil)), o, "", 0)
 			if got := strings.Contains(buf.String(), "level=INFO msg=\"replication resumed"); got != tt.wantLine {
 				t.Errorf("a resumed line: %v, want %v:\n%s", got, tt.wantLine, buf.String())
 			}
 		})
+	}
+}
+
+// TestReconnectAfterAMissingPrivilege: a session ended for a missing
+// privilege (said by PrivilegeLog) makes the next starts quiet, and the
+// stream's start says the role has it now, not that it resumed.
+func TestReconnectAfterAMissingPrivilege(t *testing.T) {
+	o := NewOutages(slog.New(slog.DiscardHandler), "postgres://h/db")
+	pe := PrivilegeError{err: &pgconn.PgError{Code: "42501"}, fix: "GRANT"}
+	rc := o.ReconnectAfter(Reconnect{}, fmt.Errorf("session: %w", pe))
+	if !rc.quiet || !rc.granted || rc.err != pe {
+		t.Fatalf("after a missing privilege: %+v, want quiet, granted, its error", rc)
+	}
+	var buf syncbuf.Buffer
+	rc.SayResumed(slog.New(slog.NewTextHandler(&buf, nil)), o, "s", 0)
+	if out := buf.String(); !strings.Contains(out, "has the privileges it lacked") || strings.Contains(out, "resumed") {
+		t.Errorf("the stream's start after a missing privilege said:\n%s", out)
 	}
 }

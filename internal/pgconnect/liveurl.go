@@ -1,4 +1,4 @@
-package relay
+package pgconnect
 
 import (
 	"fmt"
@@ -12,14 +12,14 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 )
 
-// liveURL is the connection string of each new connection to PostgreSQL:
-// Config.PostgresURL, or with Config.PostgresURLFile the file's contents,
-// read again at every new connection, so that a password rotated in the
-// file needs no restart. A file that cannot be read, is empty or does not
-// parse is said once per distinct problem, never with its contents, and
-// the last connection string that parsed is used meanwhile. Safe for
-// concurrent use.
-type liveURL struct {
+// LiveURL is the connection string of each new connection to PostgreSQL:
+// the URL it was made with, or with a file (--postgres-url-file) the
+// file's contents, read again at every new connection, so that a password
+// rotated in the file needs no restart. A file that cannot be read, is
+// empty or does not parse is said once per distinct problem, never with
+// its contents, and the last connection string that parsed is used
+// meanwhile. Safe for concurrent use.
+type LiveURL struct {
 	file string
 	log  *slog.Logger
 
@@ -28,14 +28,17 @@ type liveURL struct {
 	problem string // the problem last said; "" when the file is usable
 }
 
-// newLiveURL returns the source of cfg's connection string; url is the
-// one New checked.
-func newLiveURL(cfg Config) *liveURL {
-	return &liveURL{file: cfg.PostgresURLFile, log: cfg.Logger, good: cfg.PostgresURL}
+// NewLiveURL returns the source of new connections' strings: url, the one
+// the caller checked, read again from file at each Get when file is set;
+// log says the file's problems.
+func NewLiveURL(url, file string, log *slog.Logger) *LiveURL {
+	return &LiveURL{file: file, log: log, good: url}
 }
 
-// get returns the connection string for a new connection.
-func (u *liveURL) get() string {
+// Get returns the connection string for a new connection: the file's
+// latest that parses, else the last one that did (at first the URL
+// NewLiveURL was given).
+func (u *LiveURL) Get() string {
 	if u.file == "" {
 		return u.good
 	}
@@ -73,13 +76,4 @@ func readURLFile(file string) (string, error) {
 		return "", fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
 	return s, nil
-}
-
-// postgresURL returns the connection string of a new connection: the
-// file's latest (liveURL) in a relay made by New, else PostgresURL.
-func (c Config) postgresURL() string {
-	if c.liveURL == nil {
-		return c.PostgresURL
-	}
-	return c.liveURL.get()
 }
