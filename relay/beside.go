@@ -13,6 +13,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
+	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -53,13 +54,11 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	l := delivery.NewLedger(&delivery.Ledger{Log: s.log, Causes: s.causes, Failures: s.failures, Order: s.order, Count: &s.count, Metrics: s.metrics,
 		Tracker: s.tracker, FailCtx: s.produceCtx, ProduceCtx: s.produceCtx, Stop: s.stop,
 		TableNames: cfg.SourceNames(), Outcomes: s.outcomes.OrNil(), WriteBack: s.outcomes.WritesBack()})
-	s.pipeline = newPipeline(l, dec, s.newDelivery(l))
-	s.pipeline.relation = s.watchRelation
-	s.pipeline.skipBelow = s.committed.LSN
-	s.pipeline.replay = s.replay
+	po := pipeline.Options{Decoder: dec, Delivery: s.newDelivery(l), Relation: s.watchRelation, SkipBelow: s.committed.LSN, Replay: s.replay}
 	if s.txSink != nil {
-		s.pipeline.parkedBefore = s.eo.IsParked
+		po.ParkedBefore = s.eo.IsParked
 	}
+	s.pipeline = pipeline.New(l, po)
 	return nil
 }
 

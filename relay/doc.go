@@ -31,12 +31,7 @@
 //	               pubwatch) started on the session's mappings
 //	messages.go    message sources: the server checked (PostgreSQL 14+),
 //	               what --on-slot-loss recover does not cover
-//
-// Per event:
-//
-//	pipeline.go    decode, count in flight, and hand each copy of an event
-//	               (one per matching route) to the delivery
-//	eostart.go     its session start: the transactional producer, the
+//	eostart.go     session start: the transactional producer, the
 //	               checkpoint topic's position
 //
 // Beside the relay:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -179,4 +180,23 @@ func readTopic(t *testing.T, brokers []string, topic string, n int) []string {
 		f.EachRecord(func(r *kgo.Record) { ids = append(ids, string(r.Key)+":"+header(r, "id")) })
 	}
 	return ids
+}
+
+func newBroker(t *testing.T) []string {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return kc.ListenAddrs()
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

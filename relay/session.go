@@ -17,6 +17,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/relay/pgnotice"
+	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -39,15 +40,15 @@ type session struct {
 	txSink    *sink.Sink
 	committed sink.Checkpoint
 	// replay, with write-back, is what the session reads again from the
-	// slot up to committed without producing it (replay.go).
-	replay *replayWindow
+	// slot up to committed without producing it (package pipeline).
+	replay *pipeline.ReplayWindow
 
 	tracker  *checkpoint.Tracker
 	watch    pubwatch.Watches
 	saver    *checkpoint.Saver
 	confirm  gate // what the stream may confirm to PostgreSQL
 	order    *keyorder.Order
-	pipeline *pipeline
+	pipeline *pipeline.Pipeline
 
 	streamCtx     context.Context // the stream's; stopStream ends it cleanly
 	stopStream    context.CancelFunc
@@ -154,7 +155,7 @@ func (s *session) connect(ctx context.Context) error {
 // once this relay leads, so that a relay waiting for the lead never fences
 // the leader.
 func (s *session) resumeAt(ctx context.Context) (err error) {
-	var topic topicPosition
+	var topic exactlyonce.Position
 	if s.cfg.ExactlyOnce.Enabled {
 		if s.txSink, topic, err = s.startExactlyOnce(ctx, s.repl, s.log); err != nil {
 			return err
@@ -219,7 +220,7 @@ func (s *session) stream() error {
 		Logger:         s.log,
 		StartedLevel:   s.reconnect.StartedLevel(),
 		BeforeFinalStatus: func(ctx context.Context) error {
-			if err := s.pipeline.delivery.Commit(ctx); err != nil {
+			if err := s.pipeline.Commit(ctx); err != nil {
 				return err
 			}
 			s.watch.Refresh(ctx)
@@ -233,7 +234,7 @@ func (s *session) stream() error {
 			s.reconnect.SayResumed(s.log, s.pgOutages, s.cfg.Slot, s.start)
 		},
 		OnConfirm: func(lsn pglogrepl.LSN) { s.state.confirmed.Store(uint64(lsn)) },
-	}, s.pipeline.handle)
+	}, s.pipeline.Handle)
 	s.state.streaming.Store(false)
 	s.state.confirmed.Store(0) // the slot's, from now on
 	s.cancelProduce()

@@ -10,4 +10,10 @@
 // or a delivery.FatalError, and the next one produces the same
 // transactions again, leaving out what State learnt was parked); and that
 // nothing on the stream's goroutine waits for Kafka.
+//
+// A session starts with Start: its transactional producer fences any
+// earlier one of the transactional id, and the checkpoint topic's record
+// of the slot is read, refused when another database wrote it;
+// OwnPosition and OnServerTimeline decide whether its position is this
+// stream's and this server's.
 package exactlyonce

@@ -1,4 +1,4 @@
-package relay
+package pipeline
 
 import (
 	"bytes"
@@ -189,6 +189,10 @@ func (f *fakeStore) ids() []string {
 	return append([]string(nil), f.recorded...)
 }
 
+// isFatal reports whether err ends Run rather than the session: the
+// pipeline's fatal errors are the delivery's.
+func isFatal(err error) bool { return errors.As(err, new(delivery.FatalError)) }
+
 // logBuffer collects log lines for assertions.
 type logBuffer struct{ syncbuf.Buffer }
 
@@ -196,7 +200,8 @@ type logBuffer struct{ syncbuf.Buffer }
 func (l *logBuffer) count(s string) int { return strings.Count(l.String(), s) }
 
 type testPipeline struct {
-	*pipeline
+	*Pipeline
+	*delivery.Ledger
 	prod   *fakeProducer
 	store  *fakeStore
 	logs   *logBuffer
@@ -215,7 +220,7 @@ func newTestPipeline(t *testing.T, store *fakeStore) *testPipeline {
 		Tracker: checkpoint.NewTracker(0x100, checkpoint.Limits{}),
 		FailCtx: ctx, ProduceCtx: ctx, RetryBase: time.Millisecond,
 	})
-	tp.pipeline = newPipeline(l, nil, atleastonce.New(l, tp.prod))
+	tp.Ledger, tp.Pipeline = l, New(l, Options{Delivery: atleastonce.New(l, tp.prod)})
 	return tp
 }
 
@@ -559,11 +564,4 @@ func TestPipelineRejectsAStreamOutOfOrder(t *testing.T) {
 			t.Errorf("apply(%v) = %v, want %q", tt.msg.Kind, err, tt.want)
 		}
 	}
-}
-
-func ExampleConfig_Migrations() {
-	cfg := DefaultConfig()
-	t := cfg.Migrations(0)
-	fmt.Println(t.OutboxSchema+"."+t.OutboxTable, t.StatusTable, t.CheckpointTable, t.Publication)
-	// Output: public.outbox outbox_delivery cdc_relay_checkpoint cdc_relay
 }

@@ -1,4 +1,4 @@
-package relay
+package pipeline
 
 import (
 	"context"
@@ -334,15 +334,15 @@ func BenchmarkOrderCheck(b *testing.B) {
 				l.Order = keyorder.New(true, l.Log)
 				l.Order.Rebuild(bc.held, nil, nil)
 			}
-			p := newPipeline(l, nil, atleastonce.New(l, ackingProducer{}))
+			p := New(l, Options{Delivery: atleastonce.New(l, ackingProducer{})})
 			msg := decoder.Message{Kind: decoder.KindEvent, Event: decoder.Event{ID: []byte("1"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`)}}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if i%1000 == 0 {
 					if p.reading != nil {
-						p.Tracker.Commit(p.reading, pglogrepl.LSN(0x200+i))
+						l.Tracker.Commit(p.reading, pglogrepl.LSN(0x200+i))
 					}
-					p.reading = p.Tracker.Begin(time.Time{})
+					p.reading = l.Tracker.Begin(time.Time{})
 				}
 				p.route(&msg)
 			}

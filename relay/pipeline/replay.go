@@ -1,12 +1,12 @@
-package relay
+package pipeline
 
 import (
-	"context"
 	"fmt"
 	"unsafe"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // Exactly-once delivery with write-back. A Kafka transaction commits
@@ -31,19 +31,29 @@ type replayKey struct {
 	source string
 }
 
-// replayWindow is what a session re-reads without producing, in
+// ReplayWindow is what a session re-reads without producing, in
 // exactly-once delivery with write-back: the transactions whose commit
 // begins before the checkpoint topic's position, and among their events
-// those parked in the status table.
-type replayWindow struct {
+// those parked in the status table, which are not told to write-back.
+type ReplayWindow struct {
 	parked map[replayKey]struct{}
 	told   int // events told to write-back again
+}
+
+// NewReplayWindow returns the window whose events parked in the status
+// table are parked (status.Store.ParkedBetween).
+func NewReplayWindow(parked []status.ParkedEvent) *ReplayWindow {
+	w := &ReplayWindow{parked: make(map[replayKey]struct{}, len(parked))}
+	for _, p := range parked {
+		w.parked[replayKey{commit: uint64(p.CommitLSN), id: p.EventID, source: p.Source}] = struct{}{}
+	}
+	return w
 }
 
 // isParked reports whether the status table holds a copy of ev, whose
 // source is named source: a row parked before source_table existed
 // matches any source.
-func (w *replayWindow) isParked(ev *decoder.Event, source string) bool {
+func (w *ReplayWindow) isParked(ev *decoder.Event, source string) bool {
 	if len(w.parked) == 0 {
 		return false
 	}
@@ -56,45 +66,24 @@ func (w *replayWindow) isParked(ev *decoder.Event, source string) bool {
 	return ok
 }
 
-// loadReplay reads the events parked between the session's start and the
-// checkpoint topic's position (s.committed), which the session reads again
-// without producing, and says so.
-func (s *session) loadReplay(ctx context.Context) error {
-	from, to := s.start, s.committed.LSN
-	parked, err := s.failures.ParkedBetween(ctx, from, to)
-	if err != nil {
-		return err
-	}
-	w := &replayWindow{parked: make(map[replayKey]struct{}, len(parked))}
-	for _, p := range parked {
-		w.parked[replayKey{commit: uint64(p.CommitLSN), id: p.EventID, source: p.Source}] = struct{}{}
-	}
-	s.replay = w
-	s.log.Info("exactly-once with write-back: resuming from the slot's position, behind the checkpoint topic's: "+
-		"the transactions between are in Kafka already and are not produced again; their rows are written back, "+
-		"and the checkpoint passes them once written",
-		"slot", s.cfg.Slot, "at", from, "topic_at", to, "parked_in_between", len(parked))
-	return nil
-}
-
 // replayed tells write-back again of an event of a transaction the
 // checkpoint topic passed, which is in Kafka already: delivered, unless
 // it went nowhere (poison, no route, no id) or the status table holds a
 // copy of it (parked: its row says so, or stays pending until the poller
 // delivers it). It stays in flight until its row is written.
-func (p *pipeline) replayed(msg *decoder.Message) {
-	ev := &msg.Event
-	if p.Outcomes == nil || !p.WritesBack(ev.Table) || msg.Poison != nil || len(ev.ID) == 0 || msg.Routed && len(msg.Routes) == 0 {
+func (p *Pipeline) replayed(msg *decoder.Message) {
+	ev, l := &msg.Event, p.l
+	if l.Outcomes == nil || !l.WritesBack(ev.Table) || msg.Poison != nil || len(ev.ID) == 0 || msg.Routed && len(msg.Routes) == 0 {
 		return
 	}
-	if p.replay.isParked(ev, p.TableName(ev.Table)) {
+	if p.replay.isParked(ev, l.TableName(ev.Table)) {
 		return
 	}
 	id := append([]byte(nil), ev.ID...)
-	r := &rewritten{tracker: p.Tracker, pgTxn: p.reading, size: len(id) + int(unsafe.Sizeof(rewritten{}))}
-	p.Tracker.Add(r.pgTxn, r.size)
+	r := &rewritten{tracker: l.Tracker, pgTxn: p.reading, size: len(id) + int(unsafe.Sizeof(rewritten{}))}
+	l.Tracker.Add(r.pgTxn, r.size)
 	p.replay.told++
-	p.Outcomes.Delivered(ev.Table, id, r)
+	l.Outcomes.Delivered(ev.Table, id, r)
 }
 
 // rewritten is an event of the window told to write-back again: in
@@ -112,8 +101,8 @@ func (r *rewritten) WrittenBack() { r.tracker.Done(r.pgTxn, r.size) }
 // replayDone says how many events the replay told write-back of, once
 // the stream reached the checkpoint topic's position (at the first
 // transaction it produces).
-func (p *pipeline) replayDone() {
-	p.Log.Info(fmt.Sprintf("exactly-once with write-back: %d events Kafka had before this session were told to write-back again", p.replay.told),
+func (p *Pipeline) replayDone() {
+	p.l.Log.Info(fmt.Sprintf("exactly-once with write-back: %d events Kafka had before this session were told to write-back again", p.replay.told),
 		"through", p.skipBelow)
 	p.replay = nil
 }

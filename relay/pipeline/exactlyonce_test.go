@@ -1,4 +1,4 @@
-package relay
+package pipeline
 
 import (
 	"context"
@@ -453,7 +453,7 @@ func TestExactlyOnceWritesBackWhatTheTopicPassed(t *testing.T) {
 	out := &fakeOutcomes{hold: true}
 	s.Outcomes, s.WriteBack, s.TableNames = out, []bool{true}, []string{"public.outbox"}
 	s.skipBelow = 0x300 // the topic's position: the transactions ending at 0/200 and 0/300
-	s.replay = &replayWindow{parked: map[replayKey]struct{}{{commit: 0x300 - 8, id: "c", source: "public.outbox"}: {}}}
+	s.replay = &ReplayWindow{parked: map[replayKey]struct{}{{commit: 0x300 - 8, id: "c", source: "public.outbox"}: {}}}
 	s.pgTxn(t, 0x200, []string{"a", "b"})
 	s.pgTxn(t, 0x300, []string{"c", "d"})
 	s.pgTxn(t, 0x400, []string{"e"})

@@ -1,4 +1,4 @@
-package relay
+package pipeline
 
 import (
 	"context"
@@ -17,13 +17,37 @@ import (
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 )
 
-// pipeline handles one replication session's messages in stream order:
-// transaction boundaries go to the tracker; each event is counted in flight,
-// then handed to the delivery, produced, or parked in the status table when
-// it can never be a Kafka record. The tracker lets the checkpoint pass an
-// event once it is delivered or its status row is committed.
-type pipeline struct {
-	*delivery.Ledger
+// Options is what a session hands its pipeline besides the ledger.
+type Options struct {
+	// Decoder decodes the stream's pgoutput messages.
+	Decoder *decoder.Decoder
+	// Delivery is where each copy of an event goes: produced, or parked
+	// beside the stream.
+	Delivery delivery.Delivery
+	// Relation, if set, judges each Relation message for an outbox table
+	// (a new OID, columns that do not fit); an error ends the stream.
+	Relation func(context.Context, decoder.Relation) error
+	// SkipBelow, in exactly-once delivery, is the position the checkpoint
+	// topic holds: transactions that end at or before it are in Kafka
+	// already, and are skipped.
+	SkipBelow pglogrepl.LSN
+	// Replay, if set (exactly-once with write-back), is the window read
+	// again below SkipBelow: its events are told to write-back again.
+	Replay *ReplayWindow
+	// ParkedBefore, if set, reports whether an event was parked when an
+	// earlier Kafka transaction aborted (exactly-once): its row stands for
+	// it, and the delivery leaves it out.
+	ParkedBefore func(*delivery.Inflight) bool
+}
+
+// Pipeline handles one replication session's messages in stream order:
+// transaction boundaries go to the tracker; each event is counted in
+// flight, then handed to the delivery, produced, or parked in the status
+// table when it can never be a Kafka record. The tracker lets the
+// checkpoint pass an event once it is delivered or its status row is
+// committed. Only the stream's goroutine calls it.
+type Pipeline struct {
+	l        *delivery.Ledger
 	delivery delivery.Delivery
 	dec      *decoder.Decoder
 	// relation, if set, judges each Relation message for an outbox
@@ -38,7 +62,7 @@ type pipeline struct {
 	// replay, if set (exactly-once with write-back), tells write-back of
 	// the skipped events again: the restart may have come before their
 	// rows were written (replay.go). Nil once the stream passed skipBelow.
-	replay *replayWindow
+	replay *ReplayWindow
 
 	reading *checkpoint.Txn // the PostgreSQL transaction being read
 	seq     uint64          // the events' sequence, in stream order
@@ -54,15 +78,16 @@ type pipeline struct {
 	unmapped, nonTx *ratelog.Logger
 }
 
-// newPipeline returns the pipeline of l's session, which decodes with dec
-// and hands its events to d.
-func newPipeline(l *delivery.Ledger, dec *decoder.Decoder, d delivery.Delivery) *pipeline {
-	return &pipeline{Ledger: l, dec: dec, delivery: d, unrouted: newUnroutedLog(l.Log), unmapped: newUnmappedLog(l.Log),
-		nonTx: newNonTransactionalLog(l.Log)}
+// New returns the pipeline of l's session, which decodes with o.Decoder
+// and hands its events to o.Delivery.
+func New(l *delivery.Ledger, o Options) *Pipeline {
+	return &Pipeline{l: l, dec: o.Decoder, delivery: o.Delivery, relation: o.Relation, skipBelow: o.SkipBelow, replay: o.Replay,
+		parkedBefore: o.ParkedBefore, unrouted: newUnroutedLog(l.Log), unmapped: newUnmappedLog(l.Log), nonTx: newNonTransactionalLog(l.Log)}
 }
 
-// handle decodes one pgoutput message and applies it.
-func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
+// Handle decodes one pgoutput message, which starts at start, and applies
+// it; an error ends the stream.
+func (p *Pipeline) Handle(start pglogrepl.LSN, data []byte) error {
 	msg, err := p.dec.Decode(data)
 	if err != nil {
 		return fmt.Errorf("decode pgoutput message at %s: %w", start, err)
@@ -70,11 +95,15 @@ func (p *pipeline) handle(start pglogrepl.LSN, data []byte) error {
 	return p.apply(start, msg)
 }
 
+// Commit makes what the delivery produced visible to consumers, once the
+// stream stopped between transactions, and returns why it could not.
+func (p *Pipeline) Commit(ctx context.Context) error { return p.delivery.Commit(ctx) }
+
 // apply acts on one decoded message.
-func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
+func (p *Pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	switch msg.Kind {
 	case decoder.KindBegin:
-		p.reading = p.Tracker.Begin(msg.CommitTime)
+		p.reading = p.l.Tracker.Begin(msg.CommitTime)
 		p.skipping = pglogrepl.LSN(msg.CommitLSN) < p.skipBelow
 		if p.replay != nil && !p.skipping {
 			p.replayDone()
@@ -83,12 +112,12 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 		if p.reading == nil {
 			return fmt.Errorf("commit at %s without a begin", start)
 		}
-		p.Tracker.Commit(p.reading, pglogrepl.LSN(msg.EndLSN))
+		p.l.Tracker.Commit(p.reading, pglogrepl.LSN(msg.EndLSN))
 		p.delivery.EndTxn(p.reading, pglogrepl.LSN(msg.EndLSN))
 		p.reading = nil
 	case decoder.KindRelation:
 		if p.relation != nil {
-			return p.relation(p.ProduceCtx, msg.Relation)
+			return p.relation(p.l.ProduceCtx, msg.Relation)
 		}
 	case decoder.KindEvent:
 		if p.reading == nil {
@@ -101,7 +130,7 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 			}
 			return nil
 		}
-		p.Count.Read.Add(1)
+		p.l.Count.Read.Add(1)
 		p.route(&msg)
 	case decoder.KindUnmappedMessage:
 		if !p.skipping {
@@ -116,7 +145,7 @@ func (p *pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 // route produces one copy of the event for each topic it goes to. A
 // routed row whole but for its timestamp is routed too, so that each
 // route's copy is parked FAILED with its topic for the poller to send.
-func (p *pipeline) route(msg *decoder.Message) {
+func (p *Pipeline) route(msg *decoder.Message) {
 	var me *decoder.MappingError
 	tsOnly := errors.As(msg.Poison, &me) && me.Timestamp
 	if !msg.Routed || msg.Poison != nil && !tsOnly {
@@ -142,13 +171,14 @@ func (p *pipeline) route(msg *decoder.Message) {
 // produce counts one copy of the event in flight and produces it to topic,
 // or parks it when it is poison. copies, shared by the copies of a
 // fanned-out event, counts those not yet acked (nil for a single copy).
-func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.Int32) {
-	it := delivery.NewInflight(p.ProduceCtx, p.Tracker, p.reading, &msg.Event, topic, copies)
+func (p *Pipeline) produce(msg *decoder.Message, topic string, copies *atomic.Int32) {
+	l := p.l
+	it := delivery.NewInflight(l.ProduceCtx, l.Tracker, p.reading, &msg.Event, topic, copies)
 	p.seq++
 	it.Seq = p.seq
-	p.Tracker.Add(it.Txn(), it.Size())
+	l.Tracker.Add(it.Txn(), it.Size())
 	if msg.Poison != nil {
-		p.delivery.Park(it, p.ParkInOrder(it, p.PoisonAs(msg.Poison)))
+		p.delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(msg.Poison)))
 		return
 	}
 	if p.held(it) {
@@ -161,20 +191,21 @@ func (p *pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 // held parks it behind its held key or its paused topic, and reports
 // whether it did; an event to be produced alone behind its key's record
 // is marked so (the hold counts it already).
-func (p *pipeline) held(it *delivery.Inflight) bool {
-	if !p.Order.Holding() {
+func (p *Pipeline) held(it *delivery.Inflight) bool {
+	l := p.l
+	if !l.Order.Holding() {
 		return false
 	}
 	if p.parkedBefore != nil && p.parkedBefore(it) {
-		p.Order.MetParked(&it.Event, keyorder.KeyOf(&it.Event), it.Seq)
+		l.Order.MetParked(&it.Event, keyorder.KeyOf(&it.Event), it.Seq)
 		return false
 	}
-	switch v, head := p.Order.Check(&it.Event, it.Seq); v {
+	switch v, head := l.Order.Check(&it.Event, it.Seq); v {
 	case keyorder.Paused:
-		p.delivery.Park(it, p.ParkInOrder(it, p.PausedAs()))
+		p.delivery.Park(it, l.ParkInOrder(it, l.PausedAs()))
 		return true
 	case keyorder.Waiting:
-		p.delivery.Park(it, p.ParkInOrder(it, p.WaitingAs(it, head)))
+		p.delivery.Park(it, l.ParkInOrder(it, l.WaitingAs(it, head)))
 		return true
 	case keyorder.Alone:
 		it.Alone = true
@@ -194,9 +225,9 @@ func newUnroutedLog(log *slog.Logger) *ratelog.Logger {
 // noRoute counts an event that matched none of its table's routes: it goes
 // nowhere, by design, and is logged at most once a minute per table, the
 // others counted.
-func (p *pipeline) noRoute(ev *decoder.Event) {
-	table := p.TableName(ev.Table)
-	p.Metrics.EventsUnrouted.WithLabelValues(table).Inc()
+func (p *Pipeline) noRoute(ev *decoder.Event) {
+	table := p.l.TableName(ev.Table)
+	p.l.Metrics.EventsUnrouted.WithLabelValues(table).Inc()
 	if !p.unrouted.Hold(table, slog.LevelInfo) { // most are: nothing to build
 		p.unrouted.Log(table, slog.LevelInfo, "event matched no route and was sent nowhere", "table", table, "id", string(ev.ID))
 	}
