@@ -14,8 +14,14 @@
 // pending values has the reset trigger `cdc-relay migrate` creates, as the
 // config asks for it; with message sources, the server is PostgreSQL 14
 // or later ([CheckMessages]). [CheckPrivileges] says which privileges the
-// session's role lacks on given tables: a standby relay checks its role
-// with it before it would need them.
+// session's role lacks on given tables ([RelayPrivileges]: those every
+// relay's role needs on its own). [CheckTakeover] is what a standby relay
+// checks while it stands by, reading only, so that it says what would
+// stop it before it takes over: the tables, the message server, the
+// role's privileges, and a replication connection opened and closed.
+// With message sources, [WarnEmitUnmapped] and [WarnMessagesNotRecovered]
+// log the start's warnings, and [CheckRecoverNeedsTable] refuses to
+// recover a gap for a relay of messages only.
 //
 // Every one of those checks reads the catalogs only: it may run in a
 // read-only session, and [CheckDatabase], [CheckTables] and [CheckTable]

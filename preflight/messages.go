@@ -2,8 +2,10 @@ package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
@@ -29,4 +31,32 @@ func CheckMessages(ctx context.Context, q pgdb.Querier) (*Problem, error) {
 	}
 	return &Problem{Msg: fmt.Sprintf("messages need PostgreSQL 14 or later (pgoutput's messages option), and this server is %s: "+
 		"upgrade it, or remove messages: from the config file / --message-prefix", version)}, nil
+}
+
+// CheckMessageSources refuses, for a relay with message sources, a server
+// whose pgoutput cannot send them ([CheckMessages]: PostgreSQL before 14),
+// with the problem's message as the error; a relay of tables only (no
+// sources) asks nothing.
+func CheckMessageSources(ctx context.Context, q pgdb.Querier, sources []decoder.MessageMapping) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	p, err := CheckMessages(ctx, q)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		return errors.New(p.Msg)
+	}
+	return nil
+}
+
+// messageNames are the names of the message sources (message:<prefix>),
+// as the relay's logs name them.
+func messageNames(sources []decoder.MessageMapping) []string {
+	names := make([]string, len(sources))
+	for i, m := range sources {
+		names[i] = m.Name()
+	}
+	return names
 }

@@ -29,8 +29,6 @@
 //	               checkpoint row and the table watches vouch for
 //	watches.go     beside the stream: the publication watch (package
 //	               pubwatch) started on the session's mappings
-//	messages.go    message sources: the server checked (PostgreSQL 14+),
-//	               what --on-slot-loss recover does not cover
 //	eostart.go     session start: the transactional producer, the
 //	               checkpoint topic's position
 //

@@ -1,18 +1,11 @@
 package relay
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pglogrepl"
-
-	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
-	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/outbox"
-	"github.com/cdc-relay/cdc-relay/recovery"
 )
 
 // messagesMapping maps the outbox table of the tests' configurations.
@@ -113,69 +106,3 @@ func TestSourceTopicCheck(t *testing.T) {
 		t.Errorf("a removed source's event to a topic every source allows: %v", err)
 	}
 }
-
-// TestSlotLossRecoverWarnsOfMessages: with message sources, --on-slot-loss
-// recover is warned about once at start (it cannot publish messages
-// again); without messages, or without recover, nothing is said.
-func TestSlotLossRecoverWarnsOfMessages(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		messages []decoder.MessageMapping
-		loss     SlotLoss
-		warned   bool
-	}{
-		{"messages and recover", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotLossRecover, true},
-		{"messages, refuse", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotLossRefuse, false},
-		{"no messages, recover", nil, SlotLossRecover, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			logs := &logBuffer{}
-			r := &Relay{cfg: Config{Tables: []outbox.Table{{Mapping: messagesMapping}}, Messages: tc.messages, OnSlotLoss: tc.loss},
-				log: slog.New(slog.NewTextHandler(logs, nil))}
-			r.warnMessagesNotRecovered()
-			if got := logs.count("level=WARN") == 1 && logs.count("message:outbox") == 1 && logs.count("failover slot") == 1; got != tc.warned {
-				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, logs)
-			}
-		})
-	}
-}
-
-// TestRepairedGapWarnsOfLostMessages: once a gap is repaired, a relay with
-// message sources warns that the messages committed in the gap are lost,
-// naming the gap; without messages it says nothing more.
-func TestRepairedGapWarnsOfLostMessages(t *testing.T) {
-	saved := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, tc := range []struct {
-		name     string
-		messages []decoder.MessageMapping
-		gap      SlotGapError
-		resume   pglogrepl.LSN
-		want     []string
-	}{
-		{"slot ahead", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100, CommitTime: saved}, SlotLSN: 0x900}, 0x900,
-			[]string{"level=WARN", "are lost", "message:outbox", "gap_from=0/100", "gap_to=0/900", "committed_since=2026-01-02T03:04:05"}},
-		{"slot dropped", []decoder.MessageMapping{{Prefix: "outbox"}}, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100, UpdatedAt: saved}, Dropped: true}, 0xA00,
-			[]string{"gap_from=0/100", "gap_to=0/A00", "the time the checkpoint was saved"}},
-		{"no messages", nil, SlotGapError{Checkpoint: checkpoint.Checkpoint{LSN: 0x100}, SlotLSN: 0x900}, 0x900, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			logs := &logBuffer{}
-			cfg := Config{Tables: []outbox.Table{{Mapping: messagesMapping}}, Messages: tc.messages}
-			warnMessagesLost(slog.New(slog.NewTextHandler(logs, nil)), cfg, recovery.Result{Gap: tc.gap, Resume: tc.resume})
-			if tc.want == nil && logs.String() != "" {
-				t.Errorf("logged without messages:\n%s", logs)
-			}
-			for _, w := range tc.want {
-				if logs.count(w) != 1 {
-					t.Errorf("no %q once in:\n%s", w, logs)
-				}
-			}
-		})
-	}
-}
-
-// logBuffer collects log lines for assertions.
-type logBuffer struct{ syncbuf.Buffer }
-
-// count counts the occurrences of s.
-func (l *logBuffer) count(s string) int { return strings.Count(l.String(), s) }

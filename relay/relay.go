@@ -14,6 +14,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
+	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
@@ -254,7 +255,7 @@ func (r *Relay) holdCorrected(k status.Key) func() {
 // then Run repairs it and the next session starts at once. Run once.
 func (r *Relay) Run(ctx context.Context) error {
 	defer r.state.setRole(report.RoleStopped)
-	r.warnMessagesNotRecovered()
+	preflight.WarnMessagesNotRecovered(r.log, r.cfg.onSlotLoss() == SlotLossRecover, r.cfg.Messages)
 	rn, err := r.newRunner(ctx)
 	if err != nil || rn == nil {
 		return err // nil: stopped while starting

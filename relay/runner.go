@@ -18,6 +18,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/poller"
+	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
@@ -89,7 +90,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		return nil, err
 	}
 	rn.closing(func() { closePool(rn.pool) })
-	warnEmitUnmapped(ctx, rn.pool, r.cfg, r.log)
+	preflight.WarnEmitUnmapped(ctx, rn.pool, r.cfg.Messages, r.log)
 	if err := rn.startProducers(ctx); err != nil {
 		return nil, err
 	}
@@ -250,7 +251,7 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 			return nil, err
 		}
 	}
-	if err := checkMessagesServer(ctx, pool, cfg); err != nil {
+	if err := preflight.CheckMessageSources(ctx, pool, cfg.Messages); err != nil {
 		pool.Close()
 		return nil, err
 	}

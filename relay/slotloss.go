@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/recovery"
 )
 
@@ -29,6 +30,12 @@ func (c Config) onSlotLoss() SlotLoss {
 		return SlotLossRefuse
 	}
 	return c.OnSlotLoss
+}
+
+// checkRecoverNeedsTable refuses --on-slot-loss recover for a relay of
+// messages only (preflight.CheckRecoverNeedsTable).
+func (c Config) checkRecoverNeedsTable() error {
+	return preflight.CheckRecoverNeedsTable(c.OnSlotLoss == SlotLossRecover, len(c.Tables))
 }
 
 // checkSlotLoss checks OnSlotLoss against the rest of c: a known value,
@@ -81,6 +88,6 @@ func (rn *runner) recoverSlot(ctx context.Context, gap *SlotGapError) error {
 	rn.log.Warn("repaired the gap in the WAL: outbox rows published again (consumers may see some twice); streaming on",
 		"slot", cfg.Slot, "since", res.Since, "gap_from", res.Gap.Checkpoint.LSN, "gap_to", res.Gap.SlotLSN,
 		"rows", res.Rows, "published", res.Published, "parked", res.Parked, "resume", res.Resume)
-	warnMessagesLost(rn.log, cfg, res)
+	recovery.WarnMessagesLost(rn.log, res, cfg.Messages)
 	return nil
 }

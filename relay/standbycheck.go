@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,7 +9,6 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/preflight"
-	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // How often a standby runs the leader's start checks: every
@@ -70,53 +68,19 @@ func (r *runner) logStandbyCheck(last, problem string) {
 }
 
 // standbyProblem runs, reading only, the checks a leader's start depends
-// on and returns the first that fails, or "": each table as migrate
-// prepared it with the publication (migrations.Check, as at start), the
-// role's privileges on the relay's tables, and a replication connection
-// (the REPLICATION attribute, pg_hba.conf), opened and closed at once: it
-// takes no slot and starts nothing. Kafka is checked beside it, as for
-// every relay (watchHealth).
+// on (preflight.CheckTakeover) and returns the first that fails, or "".
+// Kafka is checked beside it, as for every relay (watchHealth).
 func (r *runner) standbyProblem(ctx context.Context) string {
-	for _, m := range r.cfg.checkedMigrations() {
-		if err := migrations.Check(ctx, r.pool, m); err != nil {
-			return err.Error()
-		}
-	}
-	if err := checkMessagesServer(ctx, r.pool, r.cfg); err != nil {
-		return err.Error()
-	}
-	problems, err := preflight.CheckPrivileges(ctx, r.pool, relayPrivileges(r.cfg))
-	switch {
-	case err != nil:
-		return err.Error()
-	case len(problems) > 0:
-		msgs := make([]string, len(problems))
-		for i, p := range problems {
-			msgs[i] = p.String()
-		}
-		return strings.Join(msgs, "; ")
-	}
-	repl, err := replication.Connect(ctx, r.cfg.postgresURL(), "cdc-relay standby check", r.cfg.ReplicationTimeout)
-	if err != nil {
-		return err.Error()
-	}
-	_ = repl.Close(context.Background())
-	return ""
+	return preflight.CheckTakeover(ctx, r.pool, preflight.Takeover{Migrations: r.cfg.checkedMigrations(), Messages: r.cfg.Messages,
+		Privileges: relayPrivileges(r.cfg), ReplicationURL: r.cfg.postgresURL(), ReplicationTimeout: r.cfg.ReplicationTimeout})
 }
 
-// relayPrivileges are the privileges every relay's role needs on the
-// relay's own tables, whatever its options: writing the status table (and
-// numbering its rows) and the checkpoint table, reading the table of
-// paused topics.
+// relayPrivileges are the privileges every relay's role needs on cfg's
+// own tables (preflight.RelayPrivileges).
 func relayPrivileges(cfg Config) []preflight.Privilege {
-	m := cfg.Migrations(0)
-	return []preflight.Privilege{
-		{Table: pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), What: "the status table", Need: []string{"SELECT", "INSERT", "UPDATE"}},
-		{Table: pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize(), What: "the sequence of the status table's id, which parking an event takes a number from",
-			SerialColumn: "id", Need: []string{"USAGE"}},
-		{Table: pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(), What: "the checkpoint table", Need: []string{"SELECT", "INSERT", "UPDATE"}},
-		{Table: migrations.PauseTableName(m), What: "the table of paused topics", Need: []string{"SELECT"}},
-	}
+	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+	checkpoint := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
+	return preflight.RelayPrivileges(status, checkpoint, migrations.PauseTableName(cfg.Migrations(0)))
 }
 
 // setStandbyProblem records why a standby could not take over now; ""

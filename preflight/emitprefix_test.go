@@ -1,4 +1,4 @@
-package relay
+package preflight
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // envelopes; one that maps it, and a relay of tables only, hear nothing.
 func TestWarnEmitUnmapped(t *testing.T) {
 	t.Parallel()
-	ctx, _, conn := sharedPG.ConnectDB(t, time.Minute)
+	ctx, _, conn := pg.ConnectDB(t, time.Minute)
 	if err := migrations.CreateEmit(ctx, conn, "outbox"); err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +34,7 @@ func TestWarnEmitUnmapped(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			cfg := DefaultConfig()
-			cfg.Messages = tc.messages
-			warnEmitUnmapped(ctx, conn, cfg, slog.New(slog.NewTextHandler(&buf, nil)))
+			WarnEmitUnmapped(ctx, conn, tc.messages, slog.New(slog.NewTextHandler(&buf, nil)))
 			got := buf.String()
 			if tc.want == "" && got != "" || tc.want != "" && (!strings.Contains(got, "level=WARN") || !strings.Contains(got, tc.want) || !strings.Contains(got, "prefix=outbox")) {
 				t.Errorf("logged %q, want %q", got, tc.want)
