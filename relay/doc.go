@@ -25,8 +25,6 @@
 //	               whether a promoted standby would have it
 //	slotloss.go    --on-slot-loss: a gap in the WAL read repaired as
 //	               `cdc-relay recover` does, and the stream goes on
-//	gate.go        the tracker as the stream sees it, bounded by what the
-//	               checkpoint row and the table watches vouch for
 //	watches.go     beside the stream: the publication watch (package
 //	               pubwatch) started on the session's mappings
 //	messages.go    message sources: the server checked (PostgreSQL 14+),
@@ -40,7 +38,6 @@
 //	               metrics' snapshot
 //	health.go      readiness: PostgreSQL and Kafka pinged, stats read
 //	               (report.ReadDatabaseStats)
-//	pause.go       the pause switch
 //	progress.go    the periodic progress log line
 //	errors.go      which errors end Run and which a reconnect cures
 //	pool.go        closing the pool behind a silent network

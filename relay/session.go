@@ -46,7 +46,7 @@ type session struct {
 	tracker  *checkpoint.Tracker
 	watch    pubwatch.Watches
 	saver    *checkpoint.Saver
-	confirm  gate // what the stream may confirm to PostgreSQL
+	confirm  checkpoint.Gate // what the stream may confirm to PostgreSQL
 	order    *keyorder.Order
 	pipeline *pipeline.Pipeline
 
