@@ -21,8 +21,6 @@
 //	               reading only; a failing one makes the standby not ready
 //	resume.go      where a session resumes (package slot: the slot, created
 //	               when missing, checked against the checkpoint table)
-//	failover.go    the slot made a failover slot (PostgreSQL 17+), and
-//	               whether a promoted standby would have it
 //	slotloss.go    --on-slot-loss: a gap in the WAL read repaired as
 //	               `cdc-relay recover` does, and the stream goes on
 //	watches.go     beside the stream: the publication watch (package
