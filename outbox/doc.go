@@ -3,5 +3,8 @@
 // outcome is written back to its row, and which rows the switch-over from a
 // poller adopts. It is the one table type every part of the relay takes:
 // the config file is parsed into it, flags build it, and the stream, the
-// poller, preflight checks and migrate read it. It runs nothing.
+// poller, preflight checks and migrate read it. [Sources] are a relay's
+// tables and message sources together: their names (the status table's
+// source_table), their mappings, the decoder they make, and the check of
+// the topics their events may go to. It runs nothing.
 package outbox

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
-	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -60,24 +59,9 @@ func (c Config) url() string {
 	return c.LiveURL()
 }
 
-// mappings returns the mapping of each table, in order, each refusing
-// the reserved topics.
-func (c Config) mappings() []decoder.Mapping {
-	ms := make([]decoder.Mapping, len(c.Tables))
-	for i, t := range c.Tables {
-		ms[i] = t.Mapping
-		ms[i].ReservedTopics = c.ReservedTopics
-	}
-	return ms
-}
-
-// tableNames names the outbox tables, schema.table, in order.
-func (c Config) tableNames() []string {
-	names := make([]string, len(c.Tables))
-	for i, t := range c.Tables {
-		names[i] = t.Mapping.Schema + "." + t.Mapping.Table
-	}
-	return names
+// sources are c's tables, each refusing the reserved topics.
+func (c Config) sources() outbox.Sources {
+	return outbox.Sources{Tables: c.Tables, Reserved: c.ReservedTopics}
 }
 
 // writeBackRows returns what writes the outcomes of the rows of c's

@@ -23,7 +23,7 @@ type writtenFunc func(ctx context.Context, source string, ids []string) error
 // too: close them all (closeAll).
 func openOutboxReaders(ctx context.Context, cfg Config, since time.Time) ([]*republish.Window, error) {
 	outs := make([]*republish.Window, 0, len(cfg.Tables))
-	for i, m := range cfg.mappings() {
+	for i, m := range cfg.sources().Mappings() {
 		r, err := republish.OpenWindow(ctx, cfg.url(), m, i, since, cfg.Logger)
 		if err != nil {
 			return outs, err
@@ -89,7 +89,7 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, writt
 	}
 	pub := republish.New(snk, republish.Options{Park: failures, CommitLSN: commitLSN, FlushAt: recoverBatch, LogFlushes: true, Logger: cfg.Logger})
 	defer func() { c := pub.Counts(); res.Rows, res.Published, res.Parked = c.Rows, c.Published, c.Parked }()
-	names := cfg.tableNames()
+	names := cfg.sources().TableNames()
 	for i, out := range outs {
 		if err := out.Publish(ctx, pub, func(ctx context.Context, ids []string) error { return written(ctx, names[i], ids) }); err != nil {
 			return err

@@ -92,7 +92,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts Options) (res
 	if err != nil {
 		return res, err
 	}
-	failures := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(cfg.tableNames()...), status.WriteBack(rows))
+	failures := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(cfg.sources().TableNames()...), status.WriteBack(rows))
 	if err := publishAgain(ctx, cfg, failures, writeDelivered(pool, rows), outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
 		return res, err
 	}

@@ -66,7 +66,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 // table watches vouch for it, to the checkpoint row. The stream confirms to
 // PostgreSQL only what the row holds (write-ahead: see resume).
 func (s *session) startSaver() {
-	watched := gate{Tracker: s.tracker, bounds: s.watch.Bounds()}
+	watched := checkpoint.Gate{Tracker: s.tracker, Bounds: s.watch.Bounds()}
 	s.saver = s.store.StartSaver(s.cfg.Slot, s.start, checkpoint.SaverOptions{
 		Every:  s.cfg.CheckpointInterval,
 		Source: watched.SafePosition,
@@ -80,7 +80,7 @@ func (s *session) startSaver() {
 		Logger:             s.log,
 	})
 	saved := func() checkpoint.Position { return checkpoint.Position{LSN: s.saver.Saved()} }
-	s.confirm = gate{Tracker: s.tracker, bounds: append(s.watch.Bounds(), saved)}
+	s.confirm = checkpoint.Gate{Tracker: s.tracker, Bounds: append(s.watch.Bounds(), saved)}
 }
 
 // newDelivery returns the session's delivery: at least once with the

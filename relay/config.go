@@ -187,28 +187,18 @@ func (c Config) postgresURL() string {
 	return c.liveURL.Get()
 }
 
-// Mappings returns the mapping of each table, in order.
-func (c Config) Mappings() []decoder.Mapping {
-	ms := make([]decoder.Mapping, len(c.Tables))
-	reserved := c.ReservedTopics()
-	for i, t := range c.Tables {
-		ms[i] = t.Mapping
-		ms[i].ReservedTopics = reserved
-	}
-	return ms
+// sources are the relay's tables and message sources, each refusing the
+// relay's own topics (ReservedTopics).
+func (c Config) sources() outbox.Sources {
+	return outbox.Sources{Tables: c.Tables, Messages: c.Messages, Reserved: c.ReservedTopics()}
 }
 
+// Mappings returns the mapping of each table, in order (outbox.Sources).
+func (c Config) Mappings() []decoder.Mapping { return c.sources().Mappings() }
+
 // messageMappings are the message sources, each refusing the relay's own
-// topics (ReservedTopics) as Mappings' tables do.
-func (c Config) messageMappings() []decoder.MessageMapping {
-	ms := make([]decoder.MessageMapping, len(c.Messages))
-	reserved := c.ReservedTopics()
-	for i, m := range c.Messages {
-		ms[i] = m
-		ms[i].ReservedTopics = reserved
-	}
-	return ms
-}
+// topics as Mappings' tables do.
+func (c Config) messageMappings() []decoder.MessageMapping { return c.sources().MessageMappings() }
 
 // ReservedTopics are the relay's own topics, which no event may go to
 // whatever the allowed topics allow (decoder.Mapping.ReservedTopics): the
@@ -228,117 +218,38 @@ func (c Config) ReservedTopics() []string {
 }
 
 // TableNames names the outbox tables, schema.table, in order.
-func (c Config) TableNames() []string {
-	names := make([]string, len(c.Tables))
-	for i, t := range c.Tables {
-		names[i] = t.Mapping.Schema + "." + t.Mapping.Table
-	}
-	return names
-}
+func (c Config) TableNames() []string { return c.sources().TableNames() }
 
 // SourceNames names the relay's sources by the decoder's Event.Table: the
-// outbox tables (TableNames), then the message sources
-// (decoder.MessageMapping.Name, "message:outbox"). The status table's
-// source_table, the metrics' table label and the log name them so.
-func (c Config) SourceNames() []string {
-	names := c.TableNames()
-	for _, m := range c.Messages {
-		names = append(names, m.Name())
-	}
-	return names
-}
+// outbox tables, then the message sources (outbox.Sources.Names).
+func (c Config) SourceNames() []string { return c.sources().Names() }
 
-// Validate checks what can be checked without the database: the tables'
-// mappings, that no table is mapped twice, the message sources (a prefix
-// each, none twice), that there is something to relay, and that a relay
-// of messages only does not ask to recover a gap (checkRecoverNeedsTable).
+// Validate checks what can be checked without the database: the ordering,
+// the sources (outbox.Sources.Validate: something to relay, a table that
+// adopts has its id column, the message sources), that a relay of messages
+// only does not ask to recover a gap (checkRecoverNeedsTable), and the
+// mappings the decoder takes.
 func (c Config) Validate() error {
 	if c.Ordering != "" && c.Ordering != OrderingKey && c.Ordering != OrderingNone {
 		return fmt.Errorf("ordering %q: want %s (a key's events in commit order, held behind a parked one) or %s (later events overtake a parked one)",
 			c.Ordering, OrderingKey, OrderingNone)
 	}
-	for i, t := range c.Tables {
-		if t.Adopt != "" && t.Mapping.IDColumn == "" {
-			return fmt.Errorf("table %s: adopting rows needs its id column: the poller reads each adopted row by its id", c.TableNames()[i])
-		}
-	}
-	if err := c.validateMessages(); err != nil {
+	src := c.sources()
+	if err := src.Validate(); err != nil {
 		return err
 	}
 	if err := c.checkRecoverNeedsTable(); err != nil {
 		return err
 	}
-	_, err := decoder.NewSources(c.Mappings(), c.messageMappings())
+	_, err := src.Decoder()
 	return err
 }
 
-// validateMessages checks each message source, that no prefix is given
-// twice, and that the relay has a table or a message source.
-func (c Config) validateMessages() error {
-	if len(c.Tables) == 0 && len(c.Messages) == 0 {
-		return fmt.Errorf("nothing to relay: give an outbox table, or messages (--message-prefix, or messages: in the config file)")
-	}
-	seen := make(map[string]bool, len(c.Messages))
-	for _, m := range c.Messages {
-		if err := m.Validate(); err != nil {
-			return err
-		}
-		if seen[m.Prefix] {
-			return fmt.Errorf("messages %q: the prefix is given twice; give each prefix once", m.Prefix)
-		}
-		seen[m.Prefix] = true
-	}
-	return nil
-}
-
-// SourceTopicCheck returns the check of a topic an event of a source
-// goes to, which the poller and a corrected topic (`failed retry --topic`)
-// must pass as the stream does: source is the event's source as the
-// status table's source_table names it (SourceNames: a table's
-// schema.table, a message source's message:<prefix>), and the event's
-// topic must pass that source's check (Mapping.TopicCheck, by its
-// AllowedTopics). An event of a source the configuration does not name (a
-// table since removed, or a row parked before sources were recorded) must
-// pass the check of every source: only a topic all of them allow.
+// SourceTopicCheck returns the check of a topic an event of a source goes
+// to, which the poller and a corrected topic (`failed retry --topic`) must
+// pass as the stream does (outbox.Sources.TopicCheck).
 func (c Config) SourceTopicCheck() (func(source, topic string) error, error) {
-	names := c.SourceNames()
-	checks := make(map[string]func(string) error, len(names))
-	all := make([]func(string) error, 0, len(names))
-	for i, name := range names {
-		allowed := ""
-		if i < len(c.Tables) {
-			allowed = c.Tables[i].Mapping.AllowedTopics
-		} else {
-			allowed = c.Messages[i-len(c.Tables)].AllowedTopics
-		}
-		check, err := decoder.Mapping{AllowedTopics: allowed, ReservedTopics: c.ReservedTopics()}.TopicCheck()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		checks[name] = check
-		all = append(all, check)
-	}
-	return func(source, topic string) error {
-		if check, ok := checks[source]; ok {
-			return check(topic)
-		}
-		return checkEvery(all, topic)
-	}, nil
-}
-
-// checkEvery is the check of a topic of an event whose source is not
-// configured: the first refusal of checks, or with no checks only Kafka's
-// rules.
-func checkEvery(checks []func(string) error, topic string) error {
-	if err := decoder.ValidTopic(topic); err != nil {
-		return err
-	}
-	for _, check := range checks {
-		if err := check(topic); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.sources().TopicCheck()
 }
 
 // Migrations returns the names `cdc-relay migrate` creates for this

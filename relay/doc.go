@@ -21,12 +21,8 @@
 //	               reading only; a failing one makes the standby not ready
 //	resume.go      where a session resumes (package slot: the slot, created
 //	               when missing, checked against the checkpoint table)
-//	failover.go    the slot made a failover slot (PostgreSQL 17+), and
-//	               whether a promoted standby would have it
 //	slotloss.go    --on-slot-loss: a gap in the WAL read repaired as
 //	               `cdc-relay recover` does, and the stream goes on
-//	gate.go        the tracker as the stream sees it, bounded by what the
-//	               checkpoint row and the table watches vouch for
 //	watches.go     beside the stream: the publication watch (package
 //	               pubwatch) started on the session's mappings
 //	eostart.go     session start: the transactional producer, the
@@ -38,7 +34,6 @@
 //	               metrics' snapshot
 //	health.go      readiness: PostgreSQL and Kafka pinged, stats read
 //	               (report.ReadDatabaseStats)
-//	pause.go       the pause switch
 //	progress.go    the periodic progress log line
 //	errors.go      which errors end Run and which a reconnect cures
 //	pool.go        closing the pool behind a silent network

@@ -30,7 +30,7 @@ type Relay struct {
 	cfg      Config
 	log      *slog.Logger
 	metrics  *metrics.Metrics
-	pause    pauseSwitch
+	pause    replication.PauseSwitch
 	state    state
 	count    delivery.Counters
 	failures atomic.Pointer[status.Store] // once Run has connected

@@ -21,6 +21,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/slot"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -46,7 +47,7 @@ type session struct {
 	tracker  *checkpoint.Tracker
 	watch    pubwatch.Watches
 	saver    *checkpoint.Saver
-	confirm  gate // what the stream may confirm to PostgreSQL
+	confirm  checkpoint.Gate // what the stream may confirm to PostgreSQL
 	order    *keyorder.Order
 	pipeline *pipeline.Pipeline
 
@@ -165,7 +166,8 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 	if s.start, err = resume(ctx, s.pool, s.repl, s.store, s.cfg, s.log, s.startLog()); err != nil {
 		return err
 	}
-	if err := s.failoverSlot(ctx); err != nil {
+	if err := slot.EnsureFailover(ctx, s.pool, slot.Failover{Slot: s.cfg.Slot, Repl: s.repl, OnSlotLoss: string(s.cfg.onSlotLoss()),
+		Said: &s.state.failoverSaid, Log: s.log, StartLog: s.startLog()}); err != nil {
 		return err
 	}
 	if s.cfg.ExactlyOnce.Enabled {

@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/report"
+	"github.com/cdc-relay/cdc-relay/slot"
 )
 
 // state is a relay's live state, written by Run's goroutines and read by
@@ -21,17 +22,14 @@ type state struct {
 	streaming atomic.Bool
 	tracker   atomic.Pointer[checkpoint.Tracker] // the session's, while one streams
 	confirmed atomic.Uint64                      // by the leader's stream; 0 when it does not stream
-	// slotRecoveries counts the gaps repaired (--on-slot-loss recover);
-	// standbyWarned is set once the missing synchronized_standby_slots
-	// was warned of.
+	// slotRecoveries counts the gaps repaired (--on-slot-loss recover).
 	slotRecoveries atomic.Uint64
-	standbyWarned  atomic.Bool
+	// failoverSaid is what the sessions' starts said once per relay of
+	// the slot as a failover slot.
+	failoverSaid slot.FailoverSaid
 	// backfillsWarned is set once report.DatabaseStats.BackfillsProblem was
 	// logged.
 	backfillsWarned atomic.Bool
-	// noFailoverSaid is set once the relay said that the server (before
-	// PostgreSQL 17) has no failover slots: not again at each reconnect.
-	noFailoverSaid atomic.Bool
 
 	mu             sync.Mutex
 	lastErr        string

@@ -1,10 +1,8 @@
-package relay
+package checkpoint
 
 import (
 	"testing"
 	"time"
-
-	"github.com/cdc-relay/cdc-relay/checkpoint"
 )
 
 // TestGateConfirmsNoMoreThanEveryBound: the stream is told at most the
@@ -17,23 +15,23 @@ import (
 func TestGateConfirmsNoMoreThanEveryBound(t *testing.T) {
 	c1 := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
 	c2, c3 := c1.Add(time.Minute), c1.Add(2*time.Minute)
-	tracker := checkpoint.NewTracker(0x100, checkpoint.Limits{})
+	tracker := NewTracker(0x100, Limits{})
 	tracker.Commit(tracker.Begin(c2), 0x300)
 	for _, tt := range []struct {
 		name   string
-		bounds []checkpoint.Position
-		want   checkpoint.Position
+		bounds []Position
+		want   Position
 	}{
-		{"no bound", nil, checkpoint.Position{LSN: 0x300, CommitTime: c2}},
-		{"lowered, the bound's time earlier", []checkpoint.Position{{LSN: 0x200, CommitTime: c1}}, checkpoint.Position{LSN: 0x200, CommitTime: c1}},
-		{"lowered, the tracker's time earlier", []checkpoint.Position{{LSN: 0x200, CommitTime: c3}}, checkpoint.Position{LSN: 0x200, CommitTime: c2}},
-		{"the lowest bound", []checkpoint.Position{{LSN: 0x400, CommitTime: c1}, {LSN: 0x250, CommitTime: c3}}, checkpoint.Position{LSN: 0x250, CommitTime: c2}},
-		{"a bound ahead", []checkpoint.Position{{LSN: 0x500, CommitTime: c1}}, checkpoint.Position{LSN: 0x300, CommitTime: c2}},
-		{"lowered to a bound without a time", []checkpoint.Position{{LSN: 0x200}}, checkpoint.Position{LSN: 0x200}},
+		{"no bound", nil, Position{LSN: 0x300, CommitTime: c2}},
+		{"lowered, the bound's time earlier", []Position{{LSN: 0x200, CommitTime: c1}}, Position{LSN: 0x200, CommitTime: c1}},
+		{"lowered, the tracker's time earlier", []Position{{LSN: 0x200, CommitTime: c3}}, Position{LSN: 0x200, CommitTime: c2}},
+		{"the lowest bound", []Position{{LSN: 0x400, CommitTime: c1}, {LSN: 0x250, CommitTime: c3}}, Position{LSN: 0x250, CommitTime: c2}},
+		{"a bound ahead", []Position{{LSN: 0x500, CommitTime: c1}}, Position{LSN: 0x300, CommitTime: c2}},
+		{"lowered to a bound without a time", []Position{{LSN: 0x200}}, Position{LSN: 0x200}},
 	} {
-		g := gate{Tracker: tracker}
+		g := Gate{Tracker: tracker}
 		for _, b := range tt.bounds {
-			g.bounds = append(g.bounds, func() checkpoint.Position { return b })
+			g.Bounds = append(g.Bounds, func() Position { return b })
 		}
 		if got := g.Safe(); got != tt.want.LSN {
 			t.Errorf("%s: Safe %s, want %s", tt.name, got, tt.want.LSN)

@@ -1,4 +1,4 @@
-package relay
+package replication
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 )
 
-// pauseSwitch pauses reading the slot and re-delivering parked events
-// (replication.Pauser, and the poller's Hold). The zero value is running.
-type pauseSwitch struct {
+// PauseSwitch is a Pauser switched by hand: the relay's pause of reading
+// the slot (and of the poller's deliveries, which wait on WaitResumed).
+// The zero value is running. It is safe for concurrent use.
+type PauseSwitch struct {
 	flag    atomic.Bool // paused, read without the lock: the stream asks per message
 	mu      sync.Mutex
 	paused  bool
@@ -16,7 +17,7 @@ type pauseSwitch struct {
 }
 
 // Pause pauses; it reports whether this call changed anything.
-func (p *pauseSwitch) Pause() bool {
+func (p *PauseSwitch) Pause() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.paused {
@@ -28,7 +29,7 @@ func (p *pauseSwitch) Pause() bool {
 }
 
 // Resume resumes; it reports whether this call changed anything.
-func (p *pauseSwitch) Resume() bool {
+func (p *PauseSwitch) Resume() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.paused {
@@ -41,10 +42,10 @@ func (p *pauseSwitch) Resume() bool {
 }
 
 // Paused reports whether reading is paused.
-func (p *pauseSwitch) Paused() bool { return p.flag.Load() }
+func (p *PauseSwitch) Paused() bool { return p.flag.Load() }
 
 // WaitResumed blocks while paused, until ctx ends.
-func (p *pauseSwitch) WaitResumed(ctx context.Context) error {
+func (p *PauseSwitch) WaitResumed(ctx context.Context) error {
 	p.mu.Lock()
 	resumed := p.resumed
 	p.mu.Unlock()
