@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 )
 
 // unfit judges a Relation message for the outbox table whose columns do
@@ -36,7 +37,7 @@ func (w *tableWatch) unfit(ctx context.Context, me *decoder.MappingError) error 
 	}
 	var now *decoder.MappingError
 	if errors.As(w.mapping.CheckColumns(names, types), &now) && now.Missing != "" {
-		return FatalError{fmt.Errorf("%w. The relay stopped before the first row without it; rows inserted since wait in the WAL: "+
+		return fatal.Error{Err: fmt.Errorf("%w. The relay stopped before the first row without it; rows inserted since wait in the WAL: "+
 			"once the column is mapped they are relayed, and if it is renamed back they are parked in the status table "+
 			"(they stay in the outbox table, for `cdc-relay recover --since TIME`)", now)}
 	}

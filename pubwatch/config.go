@@ -38,14 +38,3 @@ func (c Config) migrations(i int) migrations.Config {
 func markKey(c Config, i int) string {
 	return c.Tables[i].Schema + "." + c.Tables[i].Table
 }
-
-// FatalError marks an error a reconnect cannot cure: the operator must act
-// (a table that is not published as the relay needs, a column it lacks).
-// Its text is Err's; the relay stops on it.
-type FatalError struct{ Err error }
-
-// Error is Err's text, unchanged.
-func (e FatalError) Error() string { return e.Err.Error() }
-
-// Unwrap returns Err, so that errors.As finds what it wraps.
-func (e FatalError) Unwrap() error { return e.Err }

@@ -27,7 +27,7 @@
 //     happened, from what position, and the command that recovers: the
 //     session ends with it. So does a Relation message under another OID,
 //     and one whose columns lack a required or expected column the table
-//     lacks now too ([FatalError]).
+//     lacks now too ([fatal.Error]).
 //   - A session that fails because the publication was missing from the
 //     WAL it must decode next, although it exists now, is judged fatal by
 //     [Undecodable], with the recover command that gets past that WAL:

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
@@ -24,7 +25,7 @@ import (
 // written without it and stops the relay while the table lacks it (see
 // tableWatch.unfit), rather than sending them without their id, to
 // another topic, or without their headers or timestamp; and a restart
-// while it lacks it is refused, with the same message, a [FatalError]. A
+// while it lacks it is refused, with the same message, a [fatal.Error]. A
 // named optional column the table lacks and never had is warned of, with
 // the flags that map it or say there is none. The expected columns are
 // returned on an error too, as far as they were found.
@@ -51,7 +52,7 @@ func ExpectedMappings(ctx context.Context, db pgdb.DB, cfg Config, expected [][]
 		ms[i] = m.Expecting(append(had, names...))
 		var me *decoder.MappingError
 		if errors.As(ms[i].CheckColumns(names, types), &me) && me.Missing != "" && slices.Contains(had, me.Missing) {
-			return nil, expected, FatalError{fmt.Errorf("%w. The table had it when the relay last started on slot %q: rows written without it would go out without it. "+
+			return nil, expected, fatal.Error{Err: fmt.Errorf("%w. The table had it when the relay last started on slot %q: rows written without it would go out without it. "+
 				"Rows inserted since wait in the WAL: once the column is mapped they are relayed, and if it is renamed back they are parked in the status table "+
 				"(they stay in the outbox table, for `cdc-relay recover --since TIME`)", me, cfg.Slot)}
 		}

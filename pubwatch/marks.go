@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
@@ -51,7 +52,7 @@ type Session struct {
 // checkpoint row keeps, so that a change of the publication while no
 // session watched it (a reconnect, a restart, no relay running) stops the
 // relay as one between two checks does (see watchTable). An error is a
-// [FatalError] when the publication does not publish a table's inserts;
+// [fatal.Error] when the publication does not publish a table's inserts;
 // when only recording failed, the watches come with it.
 func Watch(ctx context.Context, db pgdb.DB, cfg Config, s Session) (Watches, error) {
 	prev, stored, err := previousMarks(ctx, cfg, s)
@@ -130,7 +131,7 @@ func RecordPublication(ctx context.Context, db pgdb.DB, cfg Config) error {
 	return setPublicationMarks(ctx, cfg.Store, cfg.Slot, marks)
 }
 
-// CheckExpectedColumns refuses with a [FatalError], before recover
+// CheckExpectedColumns refuses with a [fatal.Error], before recover
 // publishes anything, an outbox table that lacks an optional column it had
 // when a relay last started on the slot (the publication marks' Columns):
 // its rows would go out without their id, to another topic, or without
@@ -151,7 +152,7 @@ func CheckExpectedColumns(ctx context.Context, db pgdb.DB, cfg Config) error {
 			return err
 		}
 		if lacks := lacking(had, names); len(names) > 0 && len(lacks) > 0 {
-			return FatalError{fmt.Errorf("outbox table %s lacks the column %s it had when the relay last started on slot %q: its rows would be published without it. "+
+			return fatal.Error{Err: fmt.Errorf("outbox table %s lacks the column %s it had when the relay last started on slot %q: its rows would be published without it. "+
 				"Rename it back, or map the column that now holds it, then run recover again", markKey(cfg, i), strings.Join(lacks, ", "), cfg.Slot)}
 		}
 	}

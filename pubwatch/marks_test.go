@@ -3,12 +3,12 @@ package pubwatch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -68,7 +68,7 @@ func TestRecoverRefusesARenamedExpectedColumn(t *testing.T) {
 	}
 	db.exec("ALTER TABLE outbox RENAME COLUMN topic TO destination")
 	err := CheckExpectedColumns(ctx, db.conn, cfg)
-	if !errors.As(err, new(FatalError)) || !strings.Contains(err.Error(), "lacks the column topic") {
+	if !fatal.Is(err) || !strings.Contains(err.Error(), "lacks the column topic") {
 		t.Fatalf("checkExpectedColumns = %v, want a fatal error naming the column topic", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -12,7 +13,7 @@ import (
 // pubCheckTimeout bounds the reads that judge a missing publication.
 const pubCheckTimeout = 5 * time.Second
 
-// Undecodable returns a [FatalError] when err, a session's, is
+// Undecodable returns a [fatal.Error] when err, a session's, is
 // the walsender refusing to decode because the publication does not exist
 // while it exists now: it was dropped and created again, or renamed and
 // renamed back, after the relay's checkpoint. pgoutput reads it as of the
@@ -37,7 +38,7 @@ func Undecodable(ctx context.Context, db pgdb.DB, cfg Config, err error) error {
 		return nil
 	}
 	at, what := cp.Since()
-	return FatalError{fmt.Errorf("%w. Publication %q exists now but did not in the WAL replication slot %q must decode next: it was dropped and created again, or renamed and renamed back, "+
+	return fatal.Error{Err: fmt.Errorf("%w. Publication %q exists now but did not in the WAL replication slot %q must decode next: it was dropped and created again, or renamed and renamed back, "+
 		"after the relay's last confirmed position, and pgoutput reads a publication as of the WAL it decodes, so the slot can never get past that WAL, "+
 		"and creating the publication again does not help. The relay confirmed everything up to %s and stopped. To go on: run `cdc-relay recover --recreate-slot` "+
 		"with the same flags as run (no relay running on the slot): it drops the slot, creates it again at the current WAL position, and publishes again the outbox rows "+

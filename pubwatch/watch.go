@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
@@ -97,7 +98,7 @@ func watchTable(ctx context.Context, db pgdb.DB, cfg Config, i int, start pglogr
 		w.vouched.Store(&prev.at)
 	}
 	if gone := w.judge(p); gone != nil {
-		return nil, FatalError{gone}
+		return nil, fatal.Error{Err: gone}
 	}
 	w.stamp = p.Stamp
 	w.vouch(at)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp"
 	"github.com/cdc-relay/cdc-relay/internal/pgtemp/pgtemptest"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -226,7 +227,7 @@ func TestWatchTableRefusesAtStart(t *testing.T) {
 			db := newWatchDB(t, sharedPG.DB(t))
 			db.exec(tt.change)
 			_, err := watchTable(ctx, db.conn, testConfig(nil), 0, 0, nil, func() {})
-			if err == nil || !errors.As(err, new(FatalError)) || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || !fatal.Is(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("watchTable: %v; want a fatal error saying %q", err, tt.want)
 			}
 		})
@@ -278,7 +279,7 @@ func TestTableWatchRelation(t *testing.T) {
 				t.Fatalf("relation: %v, want nil", err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Fatalf("relation: %v, want an error saying %q", err, tt.want)
-			case tt.want != "" && !errors.As(err, new(FatalError)) && !tt.fatal:
+			case tt.want != "" && !fatal.Is(err) && !tt.fatal:
 				t.Fatalf("relation: %v is not fatal", err)
 			}
 			if tt.want != "" && strings.Contains(tt.want, "record key") && !strings.Contains(err.Error(), "--key-column") {

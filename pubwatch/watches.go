@@ -79,7 +79,7 @@ func (ws Watches) Err() error {
 
 // Relation tells the watch of the message's table of a Relation message,
 // in stream order, from the stream's reader alone. An error ends the
-// session: a [FatalError] when the table was dropped and created again,
+// session: a [fatal.Error] when the table was dropped and created again,
 // or lacks now too a column the message's rows lack (see unfit).
 func (ws Watches) Relation(ctx context.Context, rel decoder.Relation) error {
 	return ws[rel.Table].relation(ctx, rel)

@@ -36,5 +36,5 @@
 //
 // An error the operator must act on (the mapping, a window that selects
 // nothing, a producer Kafka refuses, --recreate-slot without a checkpoint)
-// is a [*republish.FatalError]; the caller decides what fatal means.
+// is a [fatal.Error]; the caller decides what fatal means.
 package recovery

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/replication"
-	"github.com/cdc-relay/cdc-relay/republish"
 	"github.com/cdc-relay/cdc-relay/slot"
 )
 
@@ -58,7 +58,7 @@ func findGap(ctx context.Context, pool *pgxpool.Pool, store *checkpoint.Store, s
 // Without a checkpoint there is no position to publish again from.
 func slotToRecreate(g gap) (gap, error) {
 	if g.Checkpoint.LSN == 0 {
-		return g, &republish.FatalError{Err: fmt.Errorf("--recreate-slot: the relay has no checkpoint for slot %q, so no time to publish the outbox rows again from: "+
+		return g, fatal.Error{Err: fmt.Errorf("--recreate-slot: the relay has no checkpoint for slot %q, so no time to publish the outbox rows again from: "+
 			"drop the slot yourself (SELECT pg_drop_replication_slot('%s')), then run cdc-relay recover --since TIME", g.Slot, g.Slot)}
 	}
 	if !g.Dropped {

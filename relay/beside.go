@@ -6,6 +6,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
 	"github.com/cdc-relay/cdc-relay/leader"
@@ -32,7 +33,7 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	}
 	dec, err := decoder.NewSources(ms, cfg.messageMappings())
 	if err != nil {
-		return fatalError{err}
+		return fatal.Error{Err: err}
 	}
 	s.tracker = checkpoint.NewTracker(s.start, cfg.Limits)
 	s.state.tracker.Store(s.tracker)

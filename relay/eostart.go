@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/replication"
@@ -23,7 +24,7 @@ func (r *runner) startExactlyOnce(ctx context.Context, repl *replication.Conn, l
 		TransactionTimeout: eo.TransactionTimeout, TopicReady: r.checkpointTopicReady, OnTopicReady: func() { r.checkpointTopicReady = true }, Log: log}
 	snk, err := sink.New(exactlyonce.ProducerConfig(r.kafka, o))
 	if err != nil {
-		return nil, exactlyonce.Position{}, fatalError{err}
+		return nil, exactlyonce.Position{}, fatal.Error{Err: err}
 	}
 	pos, err := exactlyonce.Start(ctx, snk, repl, o)
 	if err != nil {
@@ -119,7 +120,7 @@ func (s *session) warnOtherTimeline(rec sink.Checkpoint, server int32, left pglo
 func (s *session) takePosition(pos exactlyonce.Position) error {
 	eo, slot := s.cfg.ExactlyOnce, s.cfg.Slot
 	if pos.Record.LSN > pos.WALEnd {
-		return fatalError{fmt.Errorf("the checkpoint topic %q says slot %q was delivered up to %s, beyond this server's WAL (%s): "+
+		return fatal.Error{Err: fmt.Errorf("the checkpoint topic %q says slot %q was delivered up to %s, beyond this server's WAL (%s): "+
 			"it was written for another database, or before a restore. Give this relay another --checkpoint-topic and --transactional-id, or another --slot",
 			eo.CheckpointTopic, slot, pos.Record.LSN, pos.WALEnd)}
 	}

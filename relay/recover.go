@@ -2,20 +2,18 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/cdc-relay/cdc-relay/recovery"
 	"github.com/cdc-relay/cdc-relay/replication"
-	"github.com/cdc-relay/cdc-relay/republish"
 )
 
 // Recover is `cdc-relay recover` on cfg (see [recovery.Run]): it fills
 // cfg's defaults, checks what recover needs of it (Validate, a slot name,
 // a timestamp column in every table), connects as the relay does (the
 // migrations checked), and repairs the gap in the WAL the relay read, or
-// says why not. An error recovery marks fatal ([republish.FatalError])
+// says why not. An error recovery marks fatal ([fatal.Error])
 // is fatal to the relay too.
 func Recover(ctx context.Context, cfg Config, opts recovery.Options) (recovery.Result, error) {
 	cfg = cfg.withDefaults()
@@ -31,7 +29,7 @@ func Recover(ctx context.Context, cfg Config, opts recovery.Options) (recovery.R
 	}
 	defer pool.Close()
 	res, err := recovery.Run(ctx, pool, cfg.recovery(), opts)
-	return res, fatalIfMarked(err)
+	return res, err
 }
 
 // recovery is what package recovery reads of c.
@@ -63,14 +61,4 @@ func checkRecoverable(cfg Config) error {
 		}
 	}
 	return nil
-}
-
-// fatalIfMarked makes err fatal to the relay when republish marked it so
-// (republish.FatalError): the operator must act.
-func fatalIfMarked(err error) error {
-	var fatal *republish.FatalError
-	if errors.As(err, &fatal) {
-		return fatalError{err}
-	}
-	return err
 }

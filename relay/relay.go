@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/metrics"
@@ -276,10 +277,10 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			err = rn.missingPrivilege(ctx, err)
 			r.state.sessionFailed(err)
-			if isFatal(err) {
+			if fatal.Is(err) {
 				return err
 			}
-		case isFatal(err):
+		case fatal.Is(err):
 			r.state.sessionFailed(err)
 			return err
 		case errors.Is(err, exactlyonce.ErrRedo):

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/jackc/pglogrepl"
@@ -42,11 +41,7 @@ func (c Config) SlotConfig() slot.Config {
 
 // resume returns the position a session streams from (slot.Resume): the
 // slot, created when missing, checked against the checkpoint row. What
-// the operator must act on (a slot.FatalError) ends Run.
+// the operator must act on (a fatal.Error) ends Run.
 func resume(ctx context.Context, q slot.DB, repl *replication.Conn, store *checkpoint.Store, cfg Config, log, routine *slog.Logger) (pglogrepl.LSN, error) {
-	start, err := slot.Resume(ctx, q, repl, store, cfg.SlotConfig(), log, routine)
-	if errors.As(err, new(slot.FatalError)) {
-		err = fatalError{err}
-	}
-	return start, err
+	return slot.Resume(ctx, q, repl, store, cfg.SlotConfig(), log, routine)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/keepalive"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
@@ -98,7 +99,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	rn.store = checkpoint.NewStore(rn.pool, r.cfg.CheckpointSchema, r.cfg.CheckpointTable)
 	outcomes, stopWriteBack, err := delivery.StartWriteBack(rn.pool, r.cfg.Tables, r.cfg.Logger)
 	if err != nil {
-		return nil, fatalError{err}
+		return nil, fatal.Error{Err: err}
 	}
 	rn.closing(stopWriteBack) // before the pool closes
 	rn.outcomes = outcomes
@@ -110,7 +111,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	}
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
 	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {
-		return nil, fatalError{err}
+		return nil, fatal.Error{Err: err}
 	}
 	rn.closing(rn.loader.Close)
 	rn.cleaner = newCleaner(rn.pool, r.cfg, r)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
@@ -142,7 +143,7 @@ func (s *session) lead(ctx context.Context) (bool, error) {
 func (s *session) connect(ctx context.Context) error {
 	repl, err := replication.Connect(ctx, s.cfg.postgresURL(), "cdc-relay", s.cfg.ReplicationTimeout)
 	if err != nil {
-		return classify(err)
+		return fatal.Classify(err)
 	}
 	s.repl, s.walsender = repl, repl.PID()
 	s.onEnd(func() { _ = repl.Close(context.Background()) })
@@ -246,7 +247,7 @@ func (s *session) stream() error {
 }
 
 // finish saves the final checkpoint and returns why the session ended,
-// given the stream's err: fatal errors (fatalError) end Run.
+// given the stream's err: fatal errors (fatal.Error) end Run.
 func (s *session) finish(ctx context.Context, err error) error {
 	if err != nil || s.stopped.Load() != nil {
 		// Perhaps the network failed (the stream found PostgreSQL silent,
@@ -266,7 +267,7 @@ func (s *session) finish(ctx context.Context, err error) error {
 		return *e
 	}
 	if werr := s.watch.Err(); werr != nil {
-		return fatalError{werr}
+		return fatal.Error{Err: werr}
 	}
 	if err == nil && s.shutdown.Load() && ctx.Err() == nil {
 		// Stopped so that PostgreSQL's shutdown can finish: it waits for
@@ -274,7 +275,7 @@ func (s *session) finish(ctx context.Context, err error) error {
 		return pgnotice.ErrShuttingDown
 	}
 	if errors.Is(err, decoder.ErrMalformed) || errors.As(err, new(*decoder.MappingError)) {
-		return fatalError{err}
+		return fatal.Error{Err: err}
 	}
 	return err
 }

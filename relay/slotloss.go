@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/recovery"
 )
@@ -79,7 +80,7 @@ func (rn *runner) recoverSlot(ctx context.Context, gap *SlotGapError) error {
 		rn.log.Info("nothing to recover any more: the gap was repaired meanwhile", "slot", cfg.Slot)
 		return nil
 	case err != nil:
-		return classify(fmt.Errorf("repair the gap in the WAL of replication slot %q (--on-slot-loss recover): %w", cfg.Slot, err))
+		return fatal.Classify(fmt.Errorf("repair the gap in the WAL of replication slot %q (--on-slot-loss recover): %w", cfg.Slot, err))
 	}
 	rn.metrics.SlotRecoveries.Inc()
 	rn.metrics.SlotRecoveryRows.WithLabelValues("published").Add(float64(res.Published))

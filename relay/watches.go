@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
@@ -28,7 +27,7 @@ func (c Config) publicationWatch(store *checkpoint.Store, log *slog.Logger) pubw
 func (s *session) expectedMappings(ctx context.Context) ([]decoder.Mapping, error) {
 	ms, expected, err := pubwatch.ExpectedMappings(ctx, s.pool, s.cfg.publicationWatch(s.store, s.log), s.expected)
 	s.expected = expected
-	return ms, watchErr(err)
+	return ms, err
 }
 
 // startWatches starts the session's table watches on ms, the mappings of
@@ -42,13 +41,13 @@ func (s *session) startWatches(ctx context.Context, ms []decoder.Mapping) (err e
 	if s.watch != nil {
 		s.onEnd(func() { s.watchMarks = s.watch.Marks() }) // for the next session
 	}
-	return watchErr(err)
+	return err
 }
 
 // watchRelation tells the table watches of a Relation message (see
 // pubwatch.Watches.Relation).
 func (s *session) watchRelation(ctx context.Context, rel decoder.Relation) error {
-	return watchErr(s.watch.Relation(ctx, rel))
+	return s.watch.Relation(ctx, rel)
 }
 
 // publicationUndecodable returns a fatal error when err, a session's, is
@@ -57,14 +56,5 @@ func (s *session) watchRelation(ctx context.Context, rel decoder.Relation) error
 // (see pubwatch.Undecodable).
 func (rn *runner) publicationUndecodable(ctx context.Context, err error) error {
 	store := checkpoint.NewStore(rn.pool, rn.cfg.CheckpointSchema, rn.cfg.CheckpointTable)
-	return watchErr(pubwatch.Undecodable(ctx, rn.pool, rn.cfg.publicationWatch(store, rn.cfg.Logger), err))
-}
-
-// watchErr marks the publication watch's fatal errors as the relay's:
-// they end Run.
-func watchErr(err error) error {
-	if errors.As(err, new(pubwatch.FatalError)) {
-		return fatalError{err}
-	}
-	return err
+	return pubwatch.Undecodable(ctx, rn.pool, rn.cfg.publicationWatch(store, rn.cfg.Logger), err)
 }

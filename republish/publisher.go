@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -222,7 +223,7 @@ func (p *Publisher) refused(ctx context.Context, i int, err error) error {
 	case sink.ProducerRefused(err):
 		// Every record would fail the same way: parking each of them would
 		// only move the rows into the status table.
-		return &FatalError{fmt.Errorf("Kafka refuses the relay's producer: %w", err)}
+		return fatal.Error{Err: fmt.Errorf("Kafka refuses the relay's producer: %w", err)}
 	case sink.Permanent(err):
 		if err := p.opts.Park.Failed(ctx, &p.events[i], err); err != nil {
 			return fmt.Errorf("park event for topic %q: %w", p.events[i].Topic, err)
@@ -232,14 +233,3 @@ func (p *Publisher) refused(ctx context.Context, i int, err error) error {
 	}
 	return fmt.Errorf("publish outbox row: %w", err)
 }
-
-// FatalError marks an error no retry cures: the operator must act (fix
-// the mapping, a timestamp column, a row-level security policy, the
-// producer's rights in Kafka). Its text is the error's.
-type FatalError struct{ Err error }
-
-// Error returns the error's text.
-func (e *FatalError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the error.
-func (e *FatalError) Unwrap() error { return e.Err }

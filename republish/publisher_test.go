@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 )
 
 // The columns of the test table (text, text, text, text, text[]).
@@ -113,7 +114,7 @@ func TestPublisherParks(t *testing.T) {
 }
 
 // TestPublisherEndsOnProducerRefused: a producer Kafka refuses ends the
-// publish with a FatalError, parking nothing, and an error that
+// publish with a fatal.Error, parking nothing, and an error that
 // is not for good ends it as not published.
 func TestPublisherEndsOnProducerRefused(t *testing.T) {
 	ctx := context.Background()
@@ -131,8 +132,7 @@ func TestPublisherEndsOnProducerRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := pub.Flush(ctx)
-		var refused *FatalError
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || errors.As(err, &refused) != errors.Is(tc.err, kerr.ClusterAuthorizationFailed) {
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || fatal.Is(err) != errors.Is(tc.err, kerr.ClusterAuthorizationFailed) {
 			t.Errorf("%v: flush = %v, want %q", tc.err, err, tc.want)
 		}
 		if len(park.parked) != 0 || pub.Counts().Published != 0 {

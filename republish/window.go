@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgtext"
 )
 
@@ -40,7 +41,7 @@ type Window struct {
 // bigint, its unit: the mapping's, else judged by the oldest and newest
 // values). index is the table's in the relay's tables, set on every event
 // for the status table. The operator must act on an error that is a
-// [*FatalError].
+// [fatal.Error].
 //
 // A timestamp column without a time zone holds wall times in the zone of
 // the session that wrote them, which the relay cannot know: its window is
@@ -58,13 +59,13 @@ func OpenWindow(ctx context.Context, url string, m decoder.Mapping, index int, s
 	dec, err := decoder.New(m)
 	if err != nil {
 		_ = conn.Close(ctx)
-		return nil, &FatalError{err} // the mapping: the operator's to fix
+		return nil, fatal.Error{Err: err} // the mapping: the operator's to fix
 	}
 	r := &Window{conn: conn, dec: dec, table: pgx.Identifier{m.Schema, m.Table}.Sanitize(), index: index, from: since}
 	if rls, err := pgtext.Readable(ctx, conn, r.table); err != nil {
 		_ = conn.Close(ctx)
 		if rls {
-			return nil, &FatalError{err}
+			return nil, fatal.Error{Err: err}
 		}
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func OpenWindow(ctx context.Context, url string, m decoder.Mapping, index int, s
 	}
 	if typ == "" {
 		_ = conn.Close(ctx)
-		return nil, &FatalError{fmt.Errorf("outbox table %s has no column %q: set --timestamp-column to the column that says when a row was written", r.table, m.TimestampColumn)}
+		return nil, fatal.Error{Err: fmt.Errorf("outbox table %s has no column %q: set --timestamp-column to the column that says when a row was written", r.table, m.TimestampColumn)}
 	}
 	if typ == "bigint" {
 		if r.unit, err = r.epochUnit(ctx, m, ts, log); err != nil {
@@ -95,7 +96,7 @@ func OpenWindow(ctx context.Context, url string, m decoder.Mapping, index int, s
 	switch {
 	case !ok:
 		_ = conn.Close(ctx)
-		return nil, &FatalError{fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds)", m.TimestampColumn, r.table, typ)}
+		return nil, fatal.Error{Err: fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds)", m.TimestampColumn, r.table, typ)}
 	case typ == noTimeZone:
 		log.Info("timestamp column has no time zone: the window is widened by 12 hours, since the relay cannot know the time zone "+
 			"of the sessions that wrote the rows (any from UTC-12 to UTC+14); rows written up to 12 hours before it (more east of UTC) are published again too",
@@ -147,7 +148,7 @@ func (r *Window) epochUnit(ctx context.Context, m decoder.Mapping, ts string, lo
 	}
 	unit, ok := decoder.JudgeUnits(first, last)
 	if !ok {
-		return "", &FatalError{fmt.Errorf("the unit of bigint timestamp column %q of %s is ambiguous: its oldest value, %d, and its newest, %d, are not both epoch times from 1973 to 5138 in the same unit (seconds, milliseconds or microseconds); "+
+		return "", fatal.Error{Err: fmt.Errorf("the unit of bigint timestamp column %q of %s is ambiguous: its oldest value, %d, and its newest, %d, are not both epoch times from 1973 to 5138 in the same unit (seconds, milliseconds or microseconds); "+
 			"set timestamp_unit: s, ms or us for the table in the config file (or --timestamp-unit)", m.TimestampColumn, r.table, first, last)}
 	}
 	log.Info("timestamp column is bigint with no timestamp_unit: its unit is judged by its oldest and newest values; set timestamp_unit (--timestamp-unit) to say it",
@@ -203,7 +204,7 @@ func (r *Window) writtenAfter(ctx context.Context, checkpointTable, slot string)
 // window would miss, and recover would end having published none of
 // them. The timestamp column is then in another unit, or not the time a
 // row was written, or the rows have none. That refusal is a
-// [*FatalError].
+// [fatal.Error].
 func (r *Window) CheckGap(ctx context.Context, checkpointTable, slot string) error {
 	n, err := r.Count(ctx)
 	if err != nil || n > 0 {
@@ -217,7 +218,7 @@ func (r *Window) CheckGap(ctx context.Context, checkpointTable, slot string) err
 	if r.typ == "bigint" {
 		unit = fmt.Sprintf(" (read as epoch time in %s: from %s)", r.unit, r.since)
 	}
-	return &FatalError{fmt.Errorf("recover's window on %s selects no row, but %d row(s) were written after the relay last saved its checkpoint: "+
+	return fatal.Error{Err: fmt.Errorf("recover's window on %s selects no row, but %d row(s) were written after the relay last saved its checkpoint: "+
 		"the gap holds transactions the window would miss. Check timestamp column %q (%s)%s: that it holds when each row was written, in its unit "+
 		"(timestamp_unit: s, ms or us; --timestamp-unit), and not NULL; or give cdc-relay recover --since the time the gap began (the window starts at %s)",
 		r.table, written, r.column, r.typ, unit, r.from.UTC().Format(time.RFC3339))}

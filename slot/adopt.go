@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -99,7 +100,7 @@ func recordNewSlot(ctx context.Context, db DB, repl *replication.Conn, cfg Confi
 	defer cancel()
 	if derr := repl.DropSlot(dctx, cfg.Slot); derr != nil {
 		if adoptRefused(err, cfg) {
-			return 0, FatalError{fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
+			return 0, fatal.Error{Err: fmt.Errorf("%w; and the new slot could not be dropped (%v): drop it (SELECT pg_drop_replication_slot('%s')) and start again", err, derr, cfg.Slot)}
 		}
 		return 0, fmt.Errorf("%w; and the new slot could not be dropped (%v): the next try drops it and creates it again", err, derr)
 	}
@@ -123,7 +124,7 @@ func adoptRefused(err error, cfg Config) bool {
 // the relay stops on it: fatal, with what the operator can do, and what
 // became of the slot (done).
 func refuseAdopt(err error, done string, cfg Config) error {
-	return FatalError{fmt.Errorf("%w (%s): fix adopt: in the config, or %s; then start the relay again",
+	return fatal.Error{Err: fmt.Errorf("%w (%s): fix adopt: in the config, or %s; then start the relay again",
 		err, done, grantAdvice(err, cfg))}
 }
 

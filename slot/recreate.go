@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgsession"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -134,7 +135,7 @@ func createAdopting(ctx context.Context, db DB, repl *replication.Conn, cfg Conf
 		// does not lead): the next session finds it.
 		return created, 0, err
 	case err != nil:
-		return created, 0, classify(err)
+		return created, 0, fatal.Classify(err)
 	}
 	n, err := recordNewSlot(ctx, db, repl, cfg, created, log)
 	return created, n, err

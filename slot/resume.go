@@ -11,13 +11,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
 // Resume returns the position a session streams from, over q (queries,
 // statements, and a transaction for the switch-over's backlog) and repl,
 // and stores it in the checkpoint row before anything is confirmed. An
-// error the operator must act on is a [FatalError].
+// error the operator must act on is a [fatal.Error].
 //
 // The checkpoint row is saved before each confirmation, so the slot's
 // confirmed position is never ahead of it while only the relay confirms:
@@ -49,7 +50,7 @@ func Resume(ctx context.Context, q DB, repl *replication.Conn, store *checkpoint
 	switch {
 	case errors.Is(err, replication.ErrSlotNotFound):
 		if haveStored && !cfg.AcceptSlotLoss {
-			return 0, FatalError{&GapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}}
+			return 0, fatal.Error{Err: &GapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true}}
 		}
 		return createRecorded(ctx, q, repl, cfg, log, cp, haveStored)
 	case err != nil:
@@ -88,7 +89,7 @@ func Resume(ctx context.Context, q DB, repl *replication.Conn, store *checkpoint
 			"where the relay had saved and confirmed it; the row's last saves did not reach this server before the failover",
 			"slot", cfg.Slot, "at", start, "checkpoint", cp.LSN)
 	case start > cp.LSN:
-		return 0, FatalError{&GapError{Slot: cfg.Slot, Checkpoint: cp, SlotLSN: start}}
+		return 0, fatal.Error{Err: &GapError{Slot: cfg.Slot, Checkpoint: cp, SlotLSN: start}}
 	case cp.LSN > start:
 		// Routine after a restart of PostgreSQL, which does not always
 		// persist the slot's last confirmations at shutdown.
@@ -109,10 +110,10 @@ func Resume(ctx context.Context, q DB, repl *replication.Conn, store *checkpoint
 func checkFound(slot replication.Slot, cp checkpoint.Checkpoint, haveStored bool, cfg Config) error {
 	if slot.Lost && haveStored && !cfg.AcceptSlotLoss {
 		// Invalidated: as good as dropped, since the relay's position.
-		return FatalError{&GapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true, Invalidated: true}}
+		return fatal.Error{Err: &GapError{Slot: cfg.Slot, Checkpoint: cp, Dropped: true, Invalidated: true}}
 	}
 	if err := slot.Usable(); err != nil {
-		return FatalError{err}
+		return fatal.Error{Err: err}
 	}
 	if slot.ConfirmedFlush == 0 {
 		// Listed before its consistent point is found: it is being
@@ -200,7 +201,7 @@ func checkAdoptBeforeSlot(ctx context.Context, q DB, cfg Config, log *slog.Logge
 	var nothing *NothingToAdoptError
 	switch {
 	case errors.As(err, &nothing):
-		return FatalError{fmt.Errorf("%w (no slot was created); then start the relay again", err)}
+		return fatal.Error{Err: fmt.Errorf("%w (no slot was created); then start the relay again", err)}
 	case err != nil && adoptRefused(err, cfg):
 		return refuseAdopt(err, "no slot was created", cfg)
 	case err != nil:

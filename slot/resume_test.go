@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
 
@@ -31,7 +32,7 @@ func TestInvalidatedSlotIsAGap(t *testing.T) {
 			cfg := defaultConfig()
 			cfg.AcceptSlotLoss = tt.accept
 			err := checkFound(lost, cp, tt.haveStored, cfg)
-			if !errors.As(err, new(FatalError)) {
+			if !fatal.Is(err) {
 				t.Fatalf("checkFound: %v, want a fatal error", err)
 			}
 			var gap *GapError

@@ -9,7 +9,7 @@
 // delivered (and its row written back, where its table asks) or its
 // status row is committed, never before; that the parks of one key commit
 // in stream order (through keyorder); and that a status table refusing
-// every write ends the session (Ledger.Stop), fatally (FatalError) unless
+// every write ends the session (Ledger.Stop), fatally (fatal.Error) unless
 // a privilege is missing, which can be granted while the relay runs.
 // Nothing in it waits for Kafka, and it imports nothing of relay.
 package delivery

@@ -6,17 +6,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// FatalError marks errors a reconnect cannot cure: the operator must act.
-// A delivery ends its session with one (Ledger.Stop); the relay stops
-// instead of reconnecting. Its text is Err's.
-type FatalError struct{ Err error }
-
-// Error is Err's text, unchanged.
-func (e FatalError) Error() string { return e.Err.Error() }
-
-// Unwrap returns Err.
-func (e FatalError) Unwrap() error { return e.Err }
-
 // refused reports whether a status-table error will not go away by
 // itself: SQLSTATE class 42 (a missing table or column, a missing
 // privilege).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
@@ -125,7 +126,7 @@ func (l *Ledger) store(it *Inflight, reason error, park func(context.Context, *d
 			stop := fmt.Errorf("the status table refuses to record an undeliverable event (%w): "+
 				"run `cdc-relay migrate` with the same table flags if it was dropped, or grant the relay's role INSERT and UPDATE on it", err)
 			if !pgerr.MissingPrivilege(err) {
-				stop = FatalError{Err: stop}
+				stop = fatal.Error{Err: stop}
 			}
 			l.Stop(stop)
 			return false

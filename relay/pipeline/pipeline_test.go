@@ -18,6 +18,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
@@ -191,7 +192,6 @@ func (f *fakeStore) ids() []string {
 
 // isFatal reports whether err ends Run rather than the session: the
 // pipeline's fatal errors are the delivery's.
-func isFatal(err error) bool { return errors.As(err, new(delivery.FatalError)) }
 
 // logBuffer collects log lines for assertions.
 type logBuffer struct{ syncbuf.Buffer }
@@ -357,7 +357,7 @@ func TestPipelineStopsWhenTheStatusTableRefuses(t *testing.T) {
 			}
 			select {
 			case err := <-stopped:
-				if isFatal(err) != tt.fatal || !strings.Contains(err.Error(), "cdc-relay migrate") || !strings.Contains(err.Error(), tt.err.Error()) {
+				if fatal.Is(err) != tt.fatal || !strings.Contains(err.Error(), "cdc-relay migrate") || !strings.Contains(err.Error(), tt.err.Error()) {
 					t.Fatalf("stopped with %v, want an error (fatal: %v) naming the cause and the fix", err, tt.fatal)
 				}
 			case <-time.After(5 * time.Second):
@@ -381,7 +381,7 @@ func TestPipelineStopsWhenKafkaRefusesTheProducer(t *testing.T) {
 	tp.prod.answer(kerr.ClusterAuthorizationFailed)
 	select {
 	case err := <-stopped:
-		if !isFatal(err) || !strings.Contains(err.Error(), "IDEMPOTENT_WRITE") {
+		if !fatal.Is(err) || !strings.Contains(err.Error(), "IDEMPOTENT_WRITE") {
 			t.Fatalf("stopped with %v, want a fatal error naming the ACL", err)
 		}
 	case <-time.After(5 * time.Second):

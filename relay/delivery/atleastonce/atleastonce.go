@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
@@ -134,10 +135,10 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 		// Every record would fail so: the event stays in flight, and the
 		// session ends for the operator to fix the cause.
 		if sink.AuthFailed(err) {
-			d.Stop(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's connection (%w): "+
+			d.Stop(fatal.Error{Err: fmt.Errorf("Kafka refuses the relay's connection (%w): "+
 				"check the --kafka-tls-* and --kafka-sasl-* settings against the brokers' listener", err)})
 		} else {
-			d.Stop(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's producer (%w): "+
+			d.Stop(fatal.Error{Err: fmt.Errorf("Kafka refuses the relay's producer (%w): "+
 				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
 		}
 	case !it.Alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():

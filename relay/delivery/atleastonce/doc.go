@@ -7,6 +7,6 @@
 // alone, and that a key's records that go alone (and the events queued
 // behind them) are produced or parked in stream order, each once no
 // earlier record of its key is left in the producer; that a producer
-// Kafka refuses ends the session (delivery.FatalError); and that nothing
+// Kafka refuses ends the session (fatal.Error); and that nothing
 // on the stream's goroutine waits for Kafka.
 package atleastonce

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -125,7 +125,7 @@ func (b *Batcher) breakLocked(err error, failures []failure) {
 	}
 	switch {
 	case sink.Fenced(err) && (errors.Is(err, kerr.ProducerFenced) || b.Leads == nil || !b.Leads(context.Background())):
-		b.End(delivery.FatalError{Err: fmt.Errorf("Kafka fenced this relay's transactional producer %q (%w): another relay with the same transactional id "+
+		b.End(fatal.Error{Err: fmt.Errorf("Kafka fenced this relay's transactional producer %q (%w): another relay with the same transactional id "+
 			"started after this one and now delivers the slot. This relay stops; nothing it had not committed is visible to read_committed consumers", b.snk.TransactionalID(), err)})
 		return
 	case sink.Fenced(err):
@@ -136,7 +136,7 @@ func (b *Batcher) breakLocked(err error, failures []failure) {
 			"its PostgreSQL transactions are produced again", err))
 		return
 	case sink.ProducerRefused(err):
-		b.End(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the relay's transactional producer %q (%w): grant the relay's principal WRITE and DESCRIBE on "+
+		b.End(fatal.Error{Err: fmt.Errorf("Kafka refuses the relay's transactional producer %q (%w): grant the relay's principal WRITE and DESCRIBE on "+
 			"the transactional id, and WRITE on the topics and the checkpoint topic; check the --kafka-tls-* and --kafka-sasl-* settings", b.snk.TransactionalID(), err)})
 		return
 	}
@@ -145,7 +145,7 @@ func (b *Batcher) breakLocked(err error, failures []failure) {
 		switch {
 		case f.it == nil:
 			if !sink.MaybeTheBatch(f.err) && sink.Permanent(f.err) {
-				b.End(delivery.FatalError{Err: fmt.Errorf("Kafka refuses the checkpoint topic %q (%w): create it (cleanup.policy=compact) or grant the relay's principal WRITE on it", b.topic, f.err)})
+				b.End(fatal.Error{Err: fmt.Errorf("Kafka refuses the checkpoint topic %q (%w): create it (cleanup.policy=compact) or grant the relay's principal WRITE on it", b.topic, f.err)})
 				return
 			}
 		case errors.Is(f.err, kgo.ErrAborting) || !sink.Permanent(f.err):

@@ -7,7 +7,7 @@
 // until the Kafka transaction that holds it committed, so PostgreSQL is
 // never told a position Kafka has not committed; that a transaction with a
 // record Kafka did not take never commits (the session ends with ErrRedo,
-// or a delivery.FatalError, and the next one produces the same
+// or a fatal.Error, and the next one produces the same
 // transactions again, leaving out what State learnt was parked); and that
 // nothing on the stream's goroutine waits for Kafka.
 //

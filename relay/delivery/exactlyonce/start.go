@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
-	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
@@ -56,7 +56,7 @@ func ProducerConfig(kcfg sink.Config, o StartOptions) sink.Config {
 // the producer, it checks that the topic's record for this slot, if any,
 // was written for this database: a relay of another database with the
 // same slot name would share the transactional id too, and the two would
-// fence each other (a delivery.FatalError).
+// fence each other (a fatal.Error).
 func Start(ctx context.Context, snk *sink.Sink, repl *replication.Conn, o StartOptions) (Position, error) {
 	var pos Position
 	sys, err := repl.IdentifySystem(ctx)
@@ -77,7 +77,7 @@ func Start(ctx context.Context, snk *sink.Sink, repl *replication.Conn, o StartO
 	}
 	if err := snk.InitTransactions(ctx); err != nil {
 		if sink.ProducerRefused(err) {
-			return pos, delivery.FatalError{Err: fmt.Errorf("%w: grant the relay's principal WRITE and DESCRIBE on the transactional id %q", err, o.TransactionalID)}
+			return pos, fatal.Error{Err: fmt.Errorf("%w: grant the relay's principal WRITE and DESCRIBE on the transactional id %q", err, o.TransactionalID)}
 		}
 		return pos, err
 	}
@@ -115,7 +115,7 @@ func readCheckpoint(ctx context.Context, snk *sink.Sink, o StartOptions, pos *Po
 		return err
 	}
 	if found && !cp.SameDatabase(pos.Ours) {
-		return delivery.FatalError{Err: fmt.Errorf("the checkpoint topic %q holds a position of slot %q written by a relay of another database "+
+		return fatal.Error{Err: fmt.Errorf("the checkpoint topic %q holds a position of slot %q written by a relay of another database "+
 			"(system %s, database %q; this one is system %s, database %q): two relays must not share a slot name, a checkpoint topic and a transactional id. "+
 			"Give this relay its own --slot, or its own --checkpoint-topic and --transactional-id",
 			o.CheckpointTopic, o.Slot, cp.SystemID, cp.Database, pos.Ours.SystemID, pos.Ours.Database)}

@@ -1,4 +1,4 @@
-package relay
+package fatal
 
 import (
 	"errors"
@@ -26,9 +26,9 @@ func TestClassify(t *testing.T) {
 		{&pgconn.PgError{Code: "57P01"}, false},
 		{errors.New("conn closed"), false},
 	} {
-		err := classify(fmt.Errorf("open replication connection: %w", tt.err))
-		if got := errors.As(err, new(fatalError)); got != tt.fatal {
-			t.Errorf("classify(%v): fatal %v, want %v", tt.err, got, tt.fatal)
+		err := Classify(fmt.Errorf("open replication connection: %w", tt.err))
+		if got := Is(err); got != tt.fatal {
+			t.Errorf("Classify(%v): fatal %v, want %v", tt.err, got, tt.fatal)
 		}
 	}
 }
