@@ -1,44 +1,39 @@
-// Package relay runs one relay: it checks that the database is prepared,
-// takes leadership of the slot, and wires the pipeline
-// replication → decoder → delivery → checkpoint until it is told to stop.
+// Package relay is the conductor of one relay: [New] checks a [Config],
+// and [Relay.Run] runs sessions, one after another, until it is told to
+// stop. It decides nothing per event; it starts the engines that do, in
+// order, and stops them in reverse order.
 //
-// One concern per file. Run, and one session of it:
+// What outlives a session (the runner): the connection pool with the
+// start-up check (package preflight), the producers (package sink),
+// write-back (delivery.TableOutcomes), the poller's row loader, the
+// readiness and health checks, and the live state behind [Relay.Status]
+// (package report).
 //
-//	relay.go       Relay, New, Run: the reconnect loop; Pause, Resume, and the
-//	               parked events of a running relay
-//	config.go      Config and its defaults: outbox tables, each with its
-//	               mapping and, optionally, write-back, and message sources
-//	               (pg_logical_emit_message), named after the tables
-//	runner.go      what outlives a session: the pool (with the start-up
-//	               check), the producers, retention, write-back
-//	session.go     one session as named steps: lead, connect, where to
-//	               resume, start the pipeline and what runs beside it,
-//	               stream, finish
-//	beside.go      the session's pipeline and checkpoint saver, and what
-//	               runs beside the stream: the leadership watch, the poller
-//	               (package poller), retention (package retention)
-//	standbycheck.go  while standing by: the checks a takeover depends on,
-//	               reading only; a failing one makes the standby not ready
-//	resume.go      where a session resumes (package slot: the slot, created
-//	               when missing, checked against the checkpoint table)
-//	slotloss.go    --on-slot-loss: a gap in the WAL read repaired as
-//	               `cdc-relay recover` does, and the stream goes on
-//	watches.go     beside the stream: the publication watch (package
-//	               pubwatch) started on the session's mappings
-//	eostart.go     session start: the transactional producer, the
-//	               checkpoint topic's position
+// One session, as named steps, each leaving true what the next relies on:
 //
-// Beside the relay:
+//  1. lead: take the slot's advisory lock, or stand by (package leader),
+//     checking meanwhile that a takeover would start (preflight).
+//  2. connect: the replication connection (package replication).
+//  3. resume: where the stream starts, the slot created when missing and
+//     checked against the checkpoint row (package slot); with
+//     exactly-once delivery, the checkpoint topic's position
+//     (delivery/exactlyonce).
+//  4. start the pipeline (package relay/pipeline) over its delivery
+//     (relay/delivery, atleastonce or exactlyonce) and its key order
+//     (relay/keyorder), the checkpoint's gate and saver (package
+//     checkpoint), and what runs beside the stream on the leader: the
+//     publication watch (package pubwatch), the poller (package poller),
+//     retention (package retention), the leadership watch.
+//  5. stream until the context ends or the stream fails; then stop
+//     between transactions, commit what was produced and save the final
+//     checkpoint.
 //
-//	state.go       the live state behind Status (package report) and the
-//	               metrics' snapshot
-//	health.go      readiness: PostgreSQL and Kafka pinged, stats read
-//	               (report.ReadDatabaseStats)
-//	progress.go    the periodic progress log line
-//	errors.go      which errors end Run and which a reconnect cures
-//	pool.go        closing the pool behind a silent network
-//	recover.go     `cdc-relay recover` on package recovery: its config,
-//	               its checks, its pool, its fatal errors
+// An error marked fatal (internal/fatal) ends Run: the operator must act.
+// Any other ends the session only, and Run reconnects after a backoff,
+// saying once that PostgreSQL went away and once that it is back (package
+// relay/pgnotice). A gap in the WAL the relay read is refused, or repaired
+// as `cdc-relay recover` does (package recovery) with --on-slot-loss
+// recover.
 //
 // Everything per event happens on the goroutine that reads the replication
 // stream, except the producer's acknowledgements, which come back on
