@@ -69,7 +69,7 @@ func check(ruleFile string) error {
 		fmt.Fprintln(os.Stderr, p)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%d arrows against the rule in scripts/layers/rule.txt", len(problems))
+		return fmt.Errorf("arrows against the rule in scripts/layers/rule.txt: %d", len(problems))
 	}
 	fmt.Printf("layers: %d packages, every arrow points down\n", len(imports))
 	return nil
