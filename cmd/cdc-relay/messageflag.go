@@ -59,14 +59,7 @@ func checkMessagesServer(ctx context.Context, url string, cfg relay.Config) erro
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	p, err := preflight.CheckMessages(ctx, conn)
-	if err != nil {
-		return err
-	}
-	if p != nil {
-		return fmt.Errorf("%s", p.Msg)
-	}
-	return nil
+	return preflight.CheckMessageSources(ctx, conn, cfg.Messages)
 }
 
 // sayMessagesNotRecovered tells recover's user once, on w, that the
