@@ -464,12 +464,16 @@ func (o *Order) generations(keys []status.Key) []uint64 {
 	return gens
 }
 
-// PauseTopic and resumeTopic change the paused topics at once; setPaused
-// replaces them with what the pause table says.
+// PauseTopic pauses topic at once: Check parks its events PAUSED from the
+// next one on.
 func (o *Order) PauseTopic(topic string) { o.changePaused(func() { o.paused[topic] = true }) }
 
+// ResumeTopic resumes topic at once: Check no longer parks its events for
+// the pause (a key still held behind a parked event still waits).
 func (o *Order) ResumeTopic(topic string) { o.changePaused(func() { delete(o.paused, topic) }) }
 
+// SetPaused replaces the paused topics with topics, what the pause table
+// says.
 func (o *Order) SetPaused(topics []string) { o.changePaused(func() { o.setPausedLocked(topics) }) }
 
 func (o *Order) changePaused(f func()) {

@@ -190,9 +190,6 @@ func (f *fakeStore) ids() []string {
 	return append([]string(nil), f.recorded...)
 }
 
-// isFatal reports whether err ends Run rather than the session: the
-// pipeline's fatal errors are the delivery's.
-
 // logBuffer collects log lines for assertions.
 type logBuffer struct{ syncbuf.Buffer }
 

@@ -99,7 +99,8 @@ type Batcher struct {
 	// replaced by another relay.
 	Leads func(context.Context) bool
 	// CommitHook, if set before the first record, is called before each
-	// commit (tests).
+	// commit. The relay leaves it nil: it is for the tests that drive a
+	// Batcher through the pipeline (package relay/pipeline).
 	CommitHook func()
 
 	onAck   func(*kgo.Record, error)
@@ -307,7 +308,9 @@ func (b *Batcher) Run(ctx context.Context) {
 }
 
 // Pending is the number of records read during the commit under way,
-// which wait to be produced into the next transaction.
+// which wait to be produced into the next transaction. The relay does not
+// call it: it is for the tests that drive a Batcher through the pipeline
+// (package relay/pipeline).
 func (b *Batcher) Pending() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
