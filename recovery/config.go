@@ -2,7 +2,6 @@ package recovery
 
 import (
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -17,37 +16,23 @@ import (
 // Config is what [Run] reads of the relay's configuration. The caller
 // validates it and fills its defaults.
 type Config struct {
-	// Slot names the replication slot to recover.
-	Slot string
-	// PostgresURL is the connection string the relay was started with:
-	// the replication connection that creates the slot again, and the
-	// watch of what the creation waits for, connect with it.
-	PostgresURL string
-	// LiveURL, if set, returns the connection string of each new
-	// connection that reads outbox rows (--postgres-url-file, read again
-	// at each); nil is PostgresURL.
-	LiveURL func() string
-	// Tables are the outbox tables whose rows are published again, each
-	// with a timestamp column, in the relay's order.
-	Tables []outbox.Table
+	// Config is the slot's (the slot, the connection strings, the
+	// tables, the relay's tables, the replication timeout, the logger):
+	// PostgresURL for the replication connection that creates the slot
+	// again and the watch of what it waits for, LiveURL for each
+	// connection that reads outbox rows. Tables are those whose rows are
+	// published again, each with a timestamp column. AcceptSlotLoss is not
+	// read.
+	slot.Config
 	// ReservedTopics are the relay's own topics, which no row may go to
 	// (decoder.Mapping.ReservedTopics).
 	ReservedTopics []string
 	// Kafka configures the producer that publishes the rows again; its
 	// nil Logger is Logger.
 	Kafka sink.Config
-	// StatusSchema/StatusTable and CheckpointSchema/CheckpointTable name
-	// the relay's tables.
-	StatusSchema, StatusTable         string
-	CheckpointSchema, CheckpointTable string
-	// ReplicationTimeout bounds the replication connection that creates
-	// the slot again.
-	ReplicationTimeout time.Duration
 	// Watch is the publication watch's configuration (the slot, the
 	// publication, the tables' mappings); Run sets its Store and Log.
 	Watch pubwatch.Config
-	// Logger; nil discards.
-	Logger *slog.Logger
 }
 
 // url returns the connection string of a new connection that reads rows:

@@ -34,15 +34,8 @@ func Recover(ctx context.Context, cfg Config, opts recovery.Options) (recovery.R
 
 // recovery is what package recovery reads of c.
 func (c Config) recovery() recovery.Config {
-	return recovery.Config{
-		Slot: c.Slot, PostgresURL: c.PostgresURL, LiveURL: c.postgresURL,
-		Tables: c.Tables, ReservedTopics: c.ReservedTopics(), Kafka: c.Kafka,
-		StatusSchema: c.StatusSchema, StatusTable: c.StatusTable,
-		CheckpointSchema: c.CheckpointSchema, CheckpointTable: c.CheckpointTable,
-		ReplicationTimeout: c.ReplicationTimeout,
-		Watch:              c.publicationWatch(nil, c.Logger),
-		Logger:             c.Logger,
-	}
+	return recovery.Config{Config: c.SlotConfig(), ReservedTopics: c.ReservedTopics(), Kafka: c.Kafka,
+		Watch: c.publicationWatch(nil, c.Logger)}
 }
 
 // checkRecoverable checks what Recover needs of cfg before it connects:
