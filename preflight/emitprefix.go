@@ -7,6 +7,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // WarnEmitUnmapped says on log, once at start, when the SQL helper
@@ -36,5 +37,5 @@ func WarnEmitUnmapped(ctx context.Context, q pgdb.DB, sources []decoder.MessageM
 	}
 	log.Warn("cdc_relay.emit writes a prefix no messages: entry of this relay maps: the events it writes are ignored, and lost; "+
 		"add the prefix to messages: (or --message-prefix), or run migrate with this relay's configuration so that emit writes one it maps",
-		"prefix", prefix, "messages", messageNames(sources))
+		"prefix", prefix, "messages", outbox.Sources{Messages: sources}.Names())
 }

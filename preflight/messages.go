@@ -50,13 +50,3 @@ func CheckMessageSources(ctx context.Context, q pgdb.Querier, sources []decoder.
 	}
 	return nil
 }
-
-// messageNames are the names of the message sources (message:<prefix>),
-// as the relay's logs name them.
-func messageNames(sources []decoder.MessageMapping) []string {
-	names := make([]string, len(sources))
-	for i, m := range sources {
-		names[i] = m.Name()
-	}
-	return names
-}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // CheckRecoverNeedsTable refuses --on-slot-loss recover (recover) for a
@@ -31,5 +32,5 @@ func WarnMessagesNotRecovered(log *slog.Logger, recover bool, sources []decoder.
 	}
 	log.Warn("--on-slot-loss recover publishes again only the outbox tables' rows: messages are in no table, and those of a gap in the WAL are lost; "+
 		"keep the slot on failover with a failover slot (PostgreSQL 17+) and its standby settings",
-		"messages", messageNames(sources))
+		"messages", outbox.Sources{Messages: sources}.Names())
 }

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // WarnMessagesLost says on log, after a gap was repaired (res), that the
@@ -19,13 +20,9 @@ func WarnMessagesLost(log *slog.Logger, res Result, sources []decoder.MessageMap
 	if to == 0 {
 		to = res.Resume
 	}
-	names := make([]string, len(sources))
-	for i, m := range sources {
-		names[i] = m.Name()
-	}
 	at, which := res.Gap.Checkpoint.Since()
 	log.Warn("messages committed in the gap in the WAL are lost: they are in no table, and recover published again the outbox tables' rows only; "+
 		"replay them from the application if it can, and keep the slot over a failover with a failover slot (PostgreSQL 17+)",
-		"messages", names, "gap_from", res.Gap.Checkpoint.LSN, "gap_to", to,
+		"messages", outbox.Sources{Messages: sources}.Names(), "gap_from", res.Gap.Checkpoint.LSN, "gap_to", to,
 		"committed_since", at.UTC(), "since_is", which)
 }
