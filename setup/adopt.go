@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/slot"
 )
@@ -42,7 +43,7 @@ func checkAdopt(ctx context.Context, conn *pgx.Conn, rc Config, noSlot bool) err
 	}
 	for i, t := range rc.Tables {
 		if t.Adopt != "" && t.Mapping.IDColumn == "" {
-			return fmt.Errorf("table %s: adopt needs its id column: the poller reads each adopted row by its id", rc.tableName(i))
+			return fmt.Errorf("table %s: adopt needs its id column: the poller reads each adopted row by its id", outbox.Sources{Tables: rc.Tables}.TableNames()[i])
 		}
 	}
 	if !noSlot {

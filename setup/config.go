@@ -22,11 +22,6 @@ type Config struct {
 	DeleteOutbox bool
 }
 
-// tableName names table i, schema.table.
-func (c Config) tableName(i int) string {
-	return c.Tables[i].Mapping.Schema + "." + c.Tables[i].Mapping.Table
-}
-
 // migrations names what migrate creates for c with table i as the outbox
 // table, for migrations.Apply (as relay.Config.Migrations).
 func (c Config) migrations(i int) migrations.Config {

@@ -61,20 +61,11 @@ func (c Config) replicationTimeout() time.Duration {
 	return cmp.Or(c.ReplicationTimeout, 30*time.Second)
 }
 
-// tableNames names c's outbox tables, schema.table, in order.
-func (c Config) tableNames() []string {
-	names := make([]string, len(c.Tables))
-	for i, t := range c.Tables {
-		names[i] = t.Mapping.Schema + "." + t.Mapping.Table
-	}
-	return names
-}
-
 // adoptables are c's tables with pending values or an adopt predicate,
 // as status.Adopt takes them.
 func (c Config) adoptables() []status.Adoptable {
 	var ts []status.Adoptable
-	names := c.tableNames()
+	names := outbox.Sources{Tables: c.Tables}.TableNames()
 	for i, t := range c.Tables {
 		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
 			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes}
