@@ -38,12 +38,14 @@ endif
 # The packages whose tests start a PostgreSQL, and the e2e tests of the
 # core, faults and failover, that `make test-pg` runs on a version.
 PG_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
+	./slot/ ./pubwatch/ ./report/ ./republish/ ./relay/pipeline/ ./backfill/ \
 	./writeback/ ./poller/ ./retention/ ./checkpoint/ ./cmd/cdc-relay/ ./examples/ \
 	./internal/pgtemp/ ./internal/pgconnect/ ./internal/pgerr/
 # Of those, the packages whose SQL or protocol differs by version (catalogs,
 # replication commands, slots, standbys): CI runs these alone on 13, 14, 16
 # and 17 (PG_PKGS="$(PG_VERSION_PKGS)").
 PG_VERSION_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
+	./slot/ ./pubwatch/ ./report/ ./republish/ ./relay/pipeline/ ./poller/ \
 	./checkpoint/ ./internal/pgtemp/
 PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERMRestartDeliversEverythingOnce|TestStandbyTakesOverWhenLeaderDies|TestSlotGapRefusedThenRecovered|TestLostSlotIsReportedNotSkipped|TestExactlyOnceSurvivesKillAndStop|TestRollbacksAndSavepointsProduceNothing|TestEventsBeforeTheFirstRunAreKept|TestStatusColumnSwitchOver|TestSwitchOverByPredicate|TestRecover.*|TestPrimaryFailover.*|TestOnSlotLossRecover|TestExactlyOnceCloneStartsFromItsOwnSlot|TestExactlyOnceFailoverToAStandbyBehindKafka|TestMessagesSurviveKill9|TestMessagesNeedPostgres14|TestAdoptionHeals.*|TestExactlyOnceWriteBackSurvivesKill|TestPublicationRenamedAndBack)$$
 # The e2e tests that need kfake's fault hooks (e.needKfake, e.blockProduce:
