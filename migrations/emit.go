@@ -29,17 +29,24 @@ const EmitFunction = "cdc_relay.emit(text, text, jsonb, jsonb, text)"
 // and, 22023, on headers that are not a JSON object, so that the
 // application learns at once rather than from a parked event.
 //
-// The function is VOLATILE (it writes), SECURITY INVOKER (it runs with
-// the caller's privileges, and pg_logical_emit_message needs none), and
-// sets search_path to pg_catalog, pg_temp, so that no object of the
-// caller's schemas can stand in for what it calls. EXECUTE on it stays
-// PUBLIC's, as PostgreSQL grants a new function (and grants
-// pg_logical_emit_message); a role needs USAGE on the schema cdc_relay to
+// The function is a SQL function that PostgreSQL inlines into the
+// caller's query (one expression: no interpreter, and no setting changed
+// per call), VOLATILE (it writes), and SECURITY INVOKER (it runs with
+// the caller's privileges, and pg_logical_emit_message needs none). It
+// sets no search_path, and needs none: every function, operator and type
+// in its body is qualified with its schema, so that no object of the
+// caller's search_path can stand in for what it calls. Its refusals are
+// raised by the PL/pgSQL function cdc_relay.emit_refused(topic text,
+// headers jsonb), created beside it, which it calls only then. EXECUTE
+// on both stays PUBLIC's, as PostgreSQL grants a new function (and
+// grants pg_logical_emit_message; a role that calls emit needs EXECUTE
+// on emit_refused too); a role needs USAGE on the schema cdc_relay to
 // call it, which CreateEmit does not grant.
 //
 // It is one statement, a transaction of its own, under the lock [Apply]
-// takes. It is idempotent, and a call with another prefix replaces the
-// function, keeping its grants. It works on PostgreSQL 13 too, though the
+// takes. It is idempotent, and replaces the functions it finds, keeping
+// their grants: one with another prefix, or the PL/pgSQL emit of earlier
+// versions. It works on PostgreSQL 13 too, though the
 // relay decodes messages from PostgreSQL 14 on.
 func CreateEmit(ctx context.Context, db pgdb.DB, prefix string) error {
 	if prefix == "" {
