@@ -279,8 +279,18 @@ func ResetFunction(cfg Config) string {
 
 // lockMigrations leaves the session holding the migration lock, with
 // lock_timeout set, so that concurrent migrate runs on one database take
-// turns. unlock releases the lock (closing the session would too).
+// turns. unlock releases the lock (closing the session would too) and
+// gives the session its lock_timeout back: what runs next on it, such as
+// migrate's creation of the slot, which waits for the transactions
+// running then, is not bounded by the migrations' timeout.
 func lockMigrations(ctx context.Context, conn *pgx.Conn) (unlock func(), err error) {
+	var was string
+	if err := conn.QueryRow(ctx, "SHOW lock_timeout").Scan(&was); err != nil {
+		return nil, fmt.Errorf("read lock_timeout: %w", err)
+	}
+	restore := func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT set_config('lock_timeout', $1, false)", was)
+	}
 	// Every migration runs every time and takes its table's lock, even
 	// when it has nothing to do: it must not queue for long behind a long
 	// query, since a running relay's writes to the same table queue behind
@@ -289,6 +299,7 @@ func lockMigrations(ctx context.Context, conn *pgx.Conn) (unlock func(), err err
 		return nil, fmt.Errorf("set lock_timeout: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		defer restore()
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
 			return nil, fmt.Errorf("take migration lock: waited %s for another migrate, which holds it (%s): wait for it to finish; "+
@@ -300,6 +311,7 @@ func lockMigrations(ctx context.Context, conn *pgx.Conn) (unlock func(), err err
 	}
 	return func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
+		restore()
 	}, nil
 }
 

@@ -900,3 +900,41 @@ func TestMigrationLockHolderNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyGivesTheSessionItsLockTimeoutBack: Apply bounds its own lock
+// waits, then leaves the session's lock_timeout as it was, whether it
+// took the migration lock or not: migrate creates the slot next on the
+// same session, which waits for the transactions running then and must
+// not be cut at the migrations' few seconds (it failed so in CI under
+// parallel tests, with lock_timeout's SQLSTATE 55P03).
+func TestApplyGivesTheSessionItsLockTimeoutBack(t *testing.T) {
+	t.Parallel()
+	conn := startPG(t)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "SET lock_timeout = '42s'"); err != nil {
+		t.Fatal(err)
+	}
+	lockTimeout := func() string {
+		var v string
+		if err := conn.QueryRow(ctx, "SHOW lock_timeout").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if _, err := Apply(ctx, conn, DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if got := lockTimeout(); got != "42s" {
+		t.Errorf("lock_timeout after Apply = %s, want the session's 42s", got)
+	}
+	holder := connectAgain(t, conn)
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, conn, DefaultConfig()); err == nil {
+		t.Fatal("Apply took the migration lock another session holds")
+	}
+	if got := lockTimeout(); got != "42s" {
+		t.Errorf("lock_timeout after Apply refused the migration lock = %s, want the session's 42s", got)
+	}
+}
