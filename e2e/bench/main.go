@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 35 minutes: the exactlyonce part takes 10, 20 with -apache)
-//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, backfill-latency, emit
+//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, backfill-latency, emit, adopt
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -76,6 +76,13 @@
 // full_page_writes on for it; -emit-rounds repeats it, the ways' order
 // rotating, and prints medians.
 //
+// Adopt: the switch-over of an order service's outbox (uuid ids, a
+// status column the relay writes back): -adopt-rows NEW rows written
+// before the relay's first run, which creates the slot and adopts them;
+// the time from starting the relay until every row is delivered (the
+// status table) and written back (SENT), with the relay's CPU per row.
+// `go run . -only adopt -adopt-rows 100000` takes about two minutes.
+//
 // Polling baseline: a 500 ms polling outbox like the ones teams run today
 // (batch 50, FOR UPDATE SKIP LOCKED, created_at older than 1 s, a status
 // UPDATE per batch).
@@ -113,6 +120,7 @@ import (
 type config struct {
 	rows, perTx, singleRows, keys, rounds, repeat int
 	parkedRows                                    int
+	adoptRows                                     int // the adopt part's pending rows
 	rates                                         []int
 	eoRates                                       []int    // offered rates of the exactlyonce part's latency runs
 	deliveries                                    []string // the delivery modes the exactlyonce part compares
@@ -136,6 +144,7 @@ func main() {
 	flag.IntVar(&c.singleRows, "single-rows", 100000, "one-row transactions in the second drain backlog (0: skip it)")
 	flag.IntVar(&c.keys, "keys", 1000, "distinct keys")
 	flag.IntVar(&c.parkedRows, "parked", 100000, "events parked in the status table for the poller part")
+	flag.IntVar(&c.adoptRows, "adopt-rows", 1000000, "pending outbox rows adopted at the switch-over in the adopt part")
 	flag.IntVar(&c.rounds, "rounds", 3, "drain rounds (the pair alternates which goes first)")
 	flag.StringVar(&rates, "rates", "500,2000,5000,10000", "offered rates for the latency runs, events/s")
 	flag.StringVar(&eoRates, "eo-rates", "2000,10000", "offered rates for the exactlyonce part's latency runs, events/s (empty: drain only)")
@@ -175,8 +184,8 @@ func main() {
 			}
 		}
 	}
-	if c.repeat < 1 || c.rounds < 1 || c.rows < 1 || c.perTx < 1 || c.keys < 1 || c.emitConns < 1 || c.emitDuration <= 0 || c.emitRounds < 1 {
-		fatalf("-repeat, -rounds, -rows, -per-tx, -keys, -emit-conns, -emit-duration and -emit-rounds must be positive")
+	if c.repeat < 1 || c.rounds < 1 || c.rows < 1 || c.adoptRows < 1 || c.perTx < 1 || c.keys < 1 || c.emitConns < 1 || c.emitDuration <= 0 || c.emitRounds < 1 {
+		fatalf("-repeat, -rounds, -rows, -adopt-rows, -per-tx, -keys, -emit-conns, -emit-duration and -emit-rounds must be positive")
 	}
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)
@@ -201,7 +210,7 @@ func main() {
 }
 
 // parts are the parts -only can name, in the order they run.
-var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit"}
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit", "adopt"}
 
 // parseRates reads a comma-separated list of positive rates.
 func parseRates(list string) ([]int, error) {
@@ -343,6 +352,7 @@ func (b *bench) partRuns(series *[]latencySeries) []benchPart {
 		{"backfill", b.backfill},
 		{"backfill-latency", b.backfillLatency},
 		{"emit", b.emit},
+		{"adopt", b.adopt},
 	}
 }
 
