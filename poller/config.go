@@ -32,14 +32,15 @@ type Config struct {
 	// them): such a row is never produced, and its attempt fails with the
 	// reason. Unset, only Kafka's rules for topic names apply.
 	CheckTopic func(source, topic string) error
-	// Load, if set, reads the record of a Reload row (status.Row.Reload:
+	// Load, if set, reads the records of Reload rows (status.Row.Reload:
 	// a reset of its outbox row, a row adopted at the switch-over) from
-	// its outbox row as it is now, and returns the row with its record. An
-	// error that wraps ErrUnloadable (the outbox row is gone, cannot
-	// become a record, or its table is not the relay's) makes the row
-	// DEAD; any other leaves it for the next poll. Unset, a Reload row
-	// waits.
-	Load func(ctx context.Context, row status.Row) (status.Row, error)
+	// their outbox rows as they are now, all of a claim's at once, and
+	// returns each row with its record (out[i] for rows[i]) or its own
+	// error (errs[i]; RowLoader.LoadMany). An error that wraps
+	// ErrUnloadable (the outbox row is gone, cannot become a record, or
+	// its table is not the relay's) makes that row DEAD; any other leaves
+	// it for the next poll. Unset, a Reload row waits.
+	Load func(ctx context.Context, rows []status.Row) (out []status.Row, errs []error)
 	// PausedTopics, if set, returns the topics paused now (the pause
 	// table's: status.Store.PausedTopics). A Reload row's topic is known
 	// only once its outbox row is loaded, after the claim left out the

@@ -136,7 +136,7 @@ func TestClaimedBeforeProduce(t *testing.T) {
 	var claimed []status.Key
 	producedBefore := -1
 	cfg := DefaultConfig()
-	cfg.Load = func(_ context.Context, row status.Row) (status.Row, error) { return row, nil }
+	cfg.Load = each(func(_ context.Context, row status.Row) (status.Row, error) { return row, nil })
 	cfg.Claimed = func(k []status.Key) { claimed, producedBefore = append(claimed, k...), len(prod.calls) }
 	if _, err := New(&fakeStore{rows: rows}, prod, cfg).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)

@@ -270,19 +270,29 @@ func (p *Poller) backoff(n int) time.Duration {
 // event DEAD.
 var ErrUnloadable = errors.New("cannot be sent again from its outbox row")
 
-// load reads the records of rows' Reload rows with Config.Load: loaded[i]
-// is row i with its record, or nil; a row that cannot be loaded for good
-// gets its error in errs[i].
+// load reads the records of rows' Reload rows with Config.Load, all at
+// once: loaded[i] is row i with its record, or nil; a row that cannot be
+// loaded for good gets its error in errs[i].
 func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*status.Row {
 	loaded := make([]*status.Row, len(rows))
+	var reload []int // the index in rows of each row to load
+	for i, row := range rows {
+		if row.Reload && p.cfg.Load != nil {
+			reload = append(reload, i)
+		}
+	}
+	if len(reload) == 0 {
+		return loaded
+	}
+	in := make([]status.Row, len(reload))
+	for j, i := range reload {
+		in[j] = rows[i]
+	}
+	out, lerrs := p.cfg.Load(ctx, in)
 	var failed int
 	var first error
-	for i, row := range rows {
-		if !row.Reload || p.cfg.Load == nil {
-			continue
-		}
-		r, err := p.cfg.Load(ctx, row)
-		switch {
+	for j, i := range reload {
+		switch err, row := lerrs[j], rows[i]; {
 		case errors.Is(err, ErrUnloadable):
 			errs[i] = err
 		case err != nil:
@@ -290,6 +300,7 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 				first = fmt.Errorf("%s %s: %w", row.SourceTable, row.EventID, err)
 			}
 		default:
+			r := out[j]
 			r.ID, r.Attempts, r.Reload = row.ID, row.Attempts, false
 			loaded[i] = &r
 		}

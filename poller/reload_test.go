@@ -35,7 +35,7 @@ func TestDeliverReloadRows(t *testing.T) {
 	}}
 	prod := &fakeProducer{errs: map[string]error{"missing": kerr.UnknownTopicOrPartition}}
 	cfg := DefaultConfig()
-	cfg.Load = load
+	cfg.Load = each(load)
 	if _, err := New(store, prod, cfg).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestReloadRowOfAPausedTopic(t *testing.T) {
 	store := &fakeStore{rows: rows}
 	prod := &fakeProducer{}
 	cfg := DefaultConfig()
-	cfg.Load = load
+	cfg.Load = each(load)
 	cfg.PausedTopics = func(context.Context) ([]string, error) { return []string{"other", "paused"}, nil }
 	if _, err := New(store, prod, cfg).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
@@ -117,5 +117,16 @@ func TestReloadRowOfAPausedTopic(t *testing.T) {
 	}
 	if len(prod.produced) != 0 || len(store.outcomes) != 0 {
 		t.Fatalf("with the paused topics unread: produced %v, outcomes %+v; want none", prod.produced, store.outcomes)
+	}
+}
+
+// each is a Config.Load that loads each row with load.
+func each(load func(context.Context, status.Row) (status.Row, error)) func(context.Context, []status.Row) ([]status.Row, []error) {
+	return func(ctx context.Context, rows []status.Row) ([]status.Row, []error) {
+		out, errs := make([]status.Row, len(rows)), make([]error, len(rows))
+		for i, r := range rows {
+			out[i], errs[i] = load(ctx, r)
+		}
+		return out, errs
 	}
 }

@@ -156,7 +156,7 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	}
 	pc.Metrics = s.metrics
 	pc.Hold = s.pause.WaitResumed
-	pc.Load = s.loader.Load
+	pc.Load = s.loader.LoadMany
 	pc.PausedTopics = s.failures.PausedTopics
 	pc.Claimed = s.holdClaimed
 	pc.Delivered = s.releaseKeys(ctx)
