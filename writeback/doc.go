@@ -12,9 +12,10 @@
 // refuses, and each outcome's [Done] is told once its row is written: the
 // relay confirms the event's position only then, so a crash loses no
 // outcome, and the relay's in-flight limits bound how many wait. What
-// becomes of a parked event goes through [Rows], one row at a
-// time in the status table's own transaction, so the row and the status
-// table never disagree. The publication publishes inserts only, so these
+// becomes of a parked event goes through [Rows], in the status
+// table's own transaction, so the row and the status table never
+// disagree: a claim's delivered rows of a table with one statement
+// ([Rows.WriteMany]), written row by row when a row refuses it. The publication publishes inserts only, so these
 // updates never come back to the relay.
 //
 // [Writer.Delivered], called on the producer's ack path, appends to a

@@ -16,7 +16,8 @@ import (
 )
 
 // Rows writes what becomes of parked events to their outbox rows, one row
-// at a time, inside the caller's transaction: the status table's, so that
+// at a time (Write) or a set at once (WriteMany), inside the caller's
+// transaction: the status table's, so that
 // the row and the status table change together, and the later of two
 // outcomes is the one the row keeps. It is safe for concurrent use.
 //
