@@ -125,7 +125,8 @@ const outcomeTimeout = 10 * time.Second
 // writeOutcomes writes the poller's outcomes to the outbox rows of the
 // tables that write back, in tx, after the status rows took them: the
 // attempts that failed so far (the fast path's, then the poller's), and
-// the next attempt's time as the status row has it.
+// the next attempt's time as the status row has it. Each table's rows go
+// in one OutboxRows.WriteMany, in the order of outcomes.
 func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcomes []Outcome) error {
 	byID := make(map[int64]*Row, len(due))
 	var again []int64 // rows to try again: their next attempt is read back
@@ -146,29 +147,42 @@ func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcome
 			return err
 		}
 	}
+	byTable := map[string][]outboxrow.RowOutcome{}
+	var tables []string // in the order of outcomes
 	for _, o := range outcomes {
 		r := byID[o.ID]
 		if r == nil || !s.rows.Writes(r.SourceTable) || o.Paused {
 			continue // a row parked for its topic's pause was not sent: its outbox row stays pending
 		}
-		// The poller's attempts before this one failed, and so did the
-		// fast path's, unless the row is sent again as it is now (a reset,
-		// an adopted row: no attempt failed before) or was parked behind
-		// its key or its topic's pause without an attempt.
-		failed := r.Attempts + 1
-		if r.Reload || r.Status == Waiting || r.Status == Paused {
-			failed = r.Attempts
+		if byTable[r.SourceTable] == nil {
+			tables = append(tables, r.SourceTable)
 		}
-		w := outboxrow.Outcome{State: outboxrow.Delivered, Attempts: failed}
-		switch {
-		case o.Dead:
-			w = outboxrow.Outcome{State: outboxrow.Dead, Reason: o.Err.Error(), Attempts: failed + 1}
-		case !o.Delivered:
-			w = outboxrow.Outcome{State: outboxrow.Failed, Reason: o.Err.Error(), Attempts: failed + 1, NextAttempt: next[o.ID]}
-		}
-		if err := s.rows.Write(ctx, tx, r.SourceTable, r.EventID, w); err != nil {
+		byTable[r.SourceTable] = append(byTable[r.SourceTable], outboxrow.RowOutcome{ID: r.EventID, O: outboxOutcome(r, o, next[o.ID])})
+	}
+	for _, t := range tables {
+		if err := s.rows.WriteMany(ctx, tx, t, byTable[t]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// outboxOutcome is what the outbox row of r is to say of o, the poller's
+// outcome, next the row's next attempt (o failed).
+func outboxOutcome(r *Row, o Outcome, next time.Time) outboxrow.Outcome {
+	// The poller's attempts before this one failed, and so did the fast
+	// path's, unless the row is sent again as it is now (a reset, an
+	// adopted row: no attempt failed before) or was parked behind its key
+	// or its topic's pause without an attempt.
+	failed := r.Attempts + 1
+	if r.Reload || r.Status == Waiting || r.Status == Paused {
+		failed = r.Attempts
+	}
+	switch {
+	case o.Dead:
+		return outboxrow.Outcome{State: outboxrow.Dead, Reason: o.Err.Error(), Attempts: failed + 1}
+	case !o.Delivered:
+		return outboxrow.Outcome{State: outboxrow.Failed, Reason: o.Err.Error(), Attempts: failed + 1, NextAttempt: next}
+	}
+	return outboxrow.Outcome{State: outboxrow.Delivered, Attempts: failed}
 }

@@ -70,8 +70,8 @@ func WriteBack(rows OutboxRows) Option {
 }
 
 // OutboxRows writes what becomes of parked events to their outbox rows,
-// one row at a time, in the status table's transaction (*writeback.Rows
-// has it, and a nil *writeback.Rows writes none).
+// one row or one table's set at a time, in the status table's transaction
+// (*writeback.Rows has it, and a nil *writeback.Rows writes none).
 type OutboxRows interface {
 	// Writes reports whether the outbox table named sourceTable
 	// (schema.name, as source_table records it) writes back.
@@ -80,6 +80,11 @@ type OutboxRows interface {
 	// an error only for one the caller's transaction must roll back on;
 	// a row that refuses o is left as it was.
 	Write(ctx context.Context, tx pgdb.Tx, sourceTable, id string, o outboxrow.Outcome) error
+	// WriteMany makes each row of sourceTable say its outcome, in tx, as
+	// Write one after another would: each row that refuses its outcome
+	// is left as it was, and only an error the caller's transaction must
+	// roll back on is returned.
+	WriteMany(ctx context.Context, tx pgdb.Tx, sourceTable string, outs []outboxrow.RowOutcome) error
 }
 
 // noWriteBack is the OutboxRows of a store without WriteBack: no table
@@ -89,6 +94,10 @@ type noWriteBack struct{}
 func (noWriteBack) Writes(string) bool { return false }
 
 func (noWriteBack) Write(context.Context, pgdb.Tx, string, string, outboxrow.Outcome) error {
+	return nil
+}
+
+func (noWriteBack) WriteMany(context.Context, pgdb.Tx, string, []outboxrow.RowOutcome) error {
 	return nil
 }
 

@@ -10,12 +10,6 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
-// RowOutcome is the outcome o for the outbox row whose id column reads ID.
-type RowOutcome struct {
-	ID string
-	O  outboxrow.Outcome
-}
-
 // WriteMany makes each row of sourceTable say its outcome, in tx, as Write
 // one after another would, in fewer statements: the delivered outcomes
 // (each of an id named once in outs) are written with one UPDATE … FROM
@@ -27,7 +21,7 @@ type RowOutcome struct {
 // old status, each logged and counted as Write does. Any other error is
 // returned, for the caller to roll back and try again. A table that does
 // not write back is left alone.
-func (r *Rows) WriteMany(ctx context.Context, tx pgdb.Tx, sourceTable string, outs []RowOutcome) error {
+func (r *Rows) WriteMany(ctx context.Context, tx pgdb.Tx, sourceTable string, outs []outboxrow.RowOutcome) error {
 	if r == nil || r.tables[sourceTable] == nil {
 		return nil
 	}
@@ -36,7 +30,7 @@ func (r *Rows) WriteMany(ctx context.Context, tx pgdb.Tx, sourceTable string, ou
 	for _, o := range outs {
 		named[o.ID]++
 	}
-	var set, rest []RowOutcome
+	var set, rest []outboxrow.RowOutcome
 	for _, o := range outs {
 		if o.ID != "" && o.O.State == outboxrow.Delivered && named[o.ID] == 1 && (o.O.Attempts >= 0 || t.Columns.AttemptsColumn == "") {
 			set = append(set, o)
@@ -70,7 +64,7 @@ func (r *Rows) WriteMany(ctx context.Context, tx pgdb.Tx, sourceTable string, ou
 
 // writeSet writes the delivered outcomes set (ids each named once) to t's
 // rows with one statement, in a savepoint of tx.
-func (r *Rows) writeSet(ctx context.Context, tx pgdb.Tx, t *rowTable, set []RowOutcome) error {
+func (r *Rows) writeSet(ctx context.Context, tx pgdb.Tx, t *rowTable, set []outboxrow.RowOutcome) error {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return err

@@ -30,21 +30,21 @@ func TestRowsWriteMany(t *testing.T) {
 		CREATE FUNCTION frozen() RETURNS trigger LANGUAGE plpgsql AS $$
 			BEGIN IF NEW.id = 'e' THEN RAISE EXCEPTION 'row e is frozen'; END IF; RETURN NEW; END $$`)
 	next := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	delivered := func(ids ...string) []RowOutcome {
-		var outs []RowOutcome
+	delivered := func(ids ...string) []outboxrow.RowOutcome {
+		var outs []outboxrow.RowOutcome
 		for i, id := range ids {
-			outs = append(outs, RowOutcome{ID: id, O: outboxrow.Outcome{State: outboxrow.Delivered, Attempts: i % 3}})
+			outs = append(outs, outboxrow.RowOutcome{ID: id, O: outboxrow.Outcome{State: outboxrow.Delivered, Attempts: i % 3}})
 		}
 		return outs
 	}
-	failed := RowOutcome{ID: "f", O: outboxrow.Outcome{State: outboxrow.Failed, Reason: "UNKNOWN_TOPIC_OR_PARTITION", Attempts: 2, NextAttempt: next}}
-	dead := RowOutcome{ID: "g", O: outboxrow.Outcome{State: outboxrow.Dead, Reason: "invalid topic", Attempts: 3}}
-	aFailed := RowOutcome{ID: "a", O: outboxrow.Outcome{State: outboxrow.Failed, Reason: "later", Attempts: 4, NextAttempt: next}}
+	failed := outboxrow.RowOutcome{ID: "f", O: outboxrow.Outcome{State: outboxrow.Failed, Reason: "UNKNOWN_TOPIC_OR_PARTITION", Attempts: 2, NextAttempt: next}}
+	dead := outboxrow.RowOutcome{ID: "g", O: outboxrow.Outcome{State: outboxrow.Dead, Reason: "invalid topic", Attempts: 3}}
+	aFailed := outboxrow.RowOutcome{ID: "a", O: outboxrow.Outcome{State: outboxrow.Failed, Reason: "later", Attempts: 4, NextAttempt: next}}
 	cases := []struct {
 		name       string
 		trigger    bool // the frozen trigger refuses row e
 		noStatus   bool // the table has no status column
-		outs       []RowOutcome
+		outs       []outboxrow.RowOutcome
 		statements int // UPDATE statements committed by WriteMany
 		refused    int64
 	}{

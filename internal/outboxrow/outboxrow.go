@@ -27,3 +27,10 @@ type Outcome struct {
 	// next-attempt column (Failed); zero leaves the column alone.
 	NextAttempt time.Time
 }
+
+// RowOutcome is the outcome O for the outbox row whose id column reads ID
+// (as text).
+type RowOutcome struct {
+	ID string
+	O  Outcome
+}
