@@ -89,7 +89,11 @@ func (l *RowLoader) Load(ctx context.Context, row status.Row) (status.Row, error
 	if len(res.values) == 0 {
 		return row, fmt.Errorf("its outbox row %s of %s no longer exists: the event %w", row.EventID, row.SourceTable, ErrUnloadable)
 	}
-	return t.record(row, res, res.values[len(res.values)-1])
+	rd, err := t.decoder(res)
+	if err != nil {
+		return row, err
+	}
+	return decodeRow(row, rd, res.values[len(res.values)-1])
 }
 
 // LoadMany is Load over rows, read with one statement per outbox table:
@@ -154,10 +158,15 @@ func (l *RowLoader) loadOf(ctx context.Context, t *loadTable, rows []status.Row,
 			byID[string(v[col])] = v
 		}
 	}
+	rd, rdErr := t.decoder(res)
 	for _, i := range idx {
-		if v, ok := byID[rows[i].EventID]; ok {
-			out[i], errs[i] = t.record(rows[i], res, v)
-		} else {
+		v, ok := byID[rows[i].EventID]
+		switch {
+		case ok && rdErr != nil:
+			errs[i] = rdErr
+		case ok:
+			out[i], errs[i] = decodeRow(rows[i], rd, v)
+		default:
 			one(i) // gone, or its id written otherwise than the column's text is: as Load finds it
 		}
 	}
@@ -184,15 +193,21 @@ func (l *RowLoader) readError(ctx context.Context, sourceTable string, err error
 	return err
 }
 
-// record returns row with the record of the outbox row values, read in
-// res, as the stream makes it; an error wrapping ErrUnloadable when it
-// cannot become one.
-func (t *loadTable) record(row status.Row, res readResult, values [][]byte) (status.Row, error) {
-	rows, err := t.dec.Rows(res.names, res.types)
+// decoder returns the decoder of the rows of res, which t's mapping reads;
+// an error wrapping ErrUnloadable when their columns do not fit it.
+func (t *loadTable) decoder(res readResult) (*decoder.Rows, error) {
+	rd, err := t.dec.Rows(res.names, res.types)
 	if err != nil {
-		return row, fmt.Errorf("%w: %w", err, ErrUnloadable)
+		return nil, fmt.Errorf("%w: %w", err, ErrUnloadable)
 	}
-	msg := rows.Decode(values, 0)
+	return rd, nil
+}
+
+// decodeRow returns row with the record of the outbox row values, read by
+// rd, as the stream makes it; an error wrapping ErrUnloadable when it
+// cannot become one.
+func decodeRow(row status.Row, rd *decoder.Rows, values [][]byte) (status.Row, error) {
+	msg := rd.Decode(values, 0)
 	ev := msg.Event
 	switch {
 	case msg.Poison != nil:
