@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/cdc-relay/cdc-relay/internal/defaults"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -32,6 +34,13 @@ type Config struct {
 	// them): such a row is never produced, and its attempt fails with the
 	// reason. Unset, only Kafka's rules for topic names apply.
 	CheckTopic func(source, topic string) error
+	// CheckRecord, if set, says why Kafka would refuse a row's record (too
+	// large for the producer's batch or for its topic): such a row is
+	// never produced, and its attempt fails with the reason, as when
+	// Kafka refuses it (FAILED with the next attempt, DEAD after
+	// MaxAttempts); its key's later rows in the claim are not produced.
+	// Unset, every record is produced.
+	CheckRecord func(*kgo.Record) error
 	// Load, if set, reads the record of a Reload row (status.Row.Reload:
 	// a reset of its outbox row, a row adopted at the switch-over) from
 	// its outbox row as it is now, and returns the row with its record. An
