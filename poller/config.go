@@ -15,7 +15,9 @@ import (
 // Config configures a Poller. Zero fields take the defaults of
 // DefaultConfig.
 type Config struct {
-	// Batch is the most rows claimed at once.
+	// Batch is the most rows claimed at once: they are produced together
+	// and held in memory, with their locks, until Kafka answered them all
+	// (or the attempt's 30 s ended).
 	Batch int
 	// Interval is how often the poller looks for due rows when the last
 	// look found none.
@@ -82,7 +84,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Batch: 100, Interval: time.Second, RetryBase: time.Second, RetryMax: 5 * time.Minute, MaxAttempts: 10}
+	return Config{Batch: 1000, Interval: time.Second, RetryBase: time.Second, RetryMax: 5 * time.Minute, MaxAttempts: 10}
 }
 
 func (c Config) withDefaults() Config {
