@@ -143,7 +143,8 @@ type ExactlyOnce struct {
 	// Empty is "cdc-relay.<slot>".
 	TransactionalID string
 	// Interval is how long a Kafka transaction gathers PostgreSQL
-	// transactions before it commits; zero is 100ms.
+	// transactions before it commits; zero (or less) commits as soon as
+	// the commit before it returned.
 	Interval time.Duration
 	// MaxEvents commits a Kafka transaction sooner, at the end of the first
 	// PostgreSQL transaction that brings it to this many records; zero is
@@ -169,7 +170,6 @@ func (c Config) withDefaults() Config {
 	defaults.Zero(&c.Ordering, d.Ordering)
 	if eo := &c.ExactlyOnce; eo.Enabled {
 		defaults.Zero(&eo.TransactionalID, "cdc-relay."+c.Slot)
-		defaults.Positive(&eo.Interval, 100*time.Millisecond)
 		defaults.Positive(&eo.MaxEvents, 10000)
 		defaults.Zero(&eo.CheckpointTopic, sink.DefaultCheckpointTopic)
 		defaults.Positive(&eo.TransactionTimeout, sink.DefaultTransactionTimeout)

@@ -110,8 +110,11 @@ type Batcher struct {
 // Options are what the batcher takes of the relay's exactly-once
 // settings.
 type Options struct {
-	// Interval is the longest a Kafka transaction stays open once it has
-	// records; MaxEvents the most records it holds before it commits.
+	// Interval is how long a Kafka transaction gathers records before it
+	// commits; zero commits as soon as the commit before it returned (one
+	// commit runs at a time), which keeps the time from a PostgreSQL
+	// commit to a visible record near one Kafka commit. MaxEvents is the
+	// most records it holds before it commits, whatever Interval says.
 	Interval  time.Duration
 	MaxEvents int
 	// CheckpointTopic is the topic of the slot's position, written in
@@ -273,9 +276,13 @@ func (b *Batcher) EndTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
 }
 
 // dueLocked reports whether the transaction should commit, once no
-// PostgreSQL transaction in it is still being read.
+// PostgreSQL transaction in it is still being read: it has records, and
+// it has gathered them for the interval (none: at once) or reached the
+// most it may hold. Commits run one at a time, so with no interval a
+// transaction commits as soon as the one before it returned, holding
+// what was read meanwhile.
 func (b *Batcher) dueLocked() bool {
-	return b.cur.begun && (b.cur.events >= b.maxEvents || time.Since(b.cur.began) >= b.interval)
+	return b.cur.begun && (b.interval <= 0 || b.cur.events >= b.maxEvents || time.Since(b.cur.began) >= b.interval)
 }
 
 // ack is the callback of every record of the stream: Kafka's ack frees
@@ -299,13 +306,23 @@ func (b *Batcher) failed(f failure) {
 }
 
 // Run commits the transaction when it is due and no PostgreSQL transaction
-// in it is being read, until ctx ends.
+// in it is being read, until ctx ends. EndTxn and the commit before wake
+// it; it also looks every quarter of the interval (which only time makes
+// due), or every idleLook without one.
 func (b *Batcher) Run(ctx context.Context) {
-	tick.Every(ctx, max(b.interval/4, time.Millisecond), func(ctx context.Context) bool {
+	every := idleLook
+	if b.interval > 0 {
+		every = max(b.interval/4, time.Millisecond)
+	}
+	tick.Every(ctx, every, func(ctx context.Context) bool {
 		b.commitIf(ctx, false)
 		return true
 	}, tick.Wake(b.due))
 }
+
+// idleLook is how often Run looks for a due commit when no interval makes
+// one due with time: EndTxn and each commit wake it when one is.
+const idleLook = 100 * time.Millisecond
 
 // Pending is the number of records read during the commit under way,
 // which wait to be produced into the next transaction. The relay does not
