@@ -32,9 +32,9 @@ func (d *deliveryFlags) register(fs *flag.FlagSet) {
 			"(Kafka transactions: a consumer with isolation.level=read_committed sees each event once, about one Kafka commit later)")
 	fs.StringVar(&d.eo.TransactionalID, "transactional-id", "",
 		"exactly-once: the producer's transactional `id`; a relay started later with the same id fences this one at the broker (default cdc-relay.<slot>)")
-	durationVar(fs, &d.eo.Interval, "transaction-interval", 0,
-		"exactly-once: how long a Kafka transaction gathers PostgreSQL transactions before it commits; 0 commits as soon as the last commit returned, "+
-			"so consumers see an event about one commit after it (a longer interval makes fewer, larger transactions, and consumers see events up to this much later)")
+	durationVar(fs, &d.eo.Interval, "transaction-interval", 10*time.Millisecond,
+		"exactly-once: the least time from the start of one Kafka commit to the next; a transaction commits as soon as the one before it returned "+
+			"and this much time has passed (0: at once), so consumers see an event about one commit after it; a longer interval makes fewer, larger transactions")
 	fs.IntVar(&d.eo.MaxEvents, "transaction-max-events", 10000,
 		"exactly-once: commit sooner, after the PostgreSQL transaction that brings a Kafka transaction to `n` records (a PostgreSQL transaction is never split)")
 	durationVar(fs, &d.eo.TransactionTimeout, "transaction-timeout", sink.DefaultTransactionTimeout,
@@ -67,7 +67,7 @@ func (d *deliveryFlags) finish(fs *flag.FlagSet, cfg *relay.Config) error {
 	}
 	switch {
 	case d.eo.Interval < 0:
-		return usageError{"--transaction-interval must be 0s or more (the default, 0s, commits as soon as the last commit returned)"}
+		return usageError{"--transaction-interval must be 0s or more (the default is 10ms)"}
 	case d.eo.MaxEvents < 1:
 		return usageError{"--transaction-max-events must be at least 1"}
 	case d.eo.TransactionTimeout < time.Second || d.eo.TransactionTimeout < 2*d.eo.Interval:

@@ -217,6 +217,46 @@ func TestExactlyOnceCommitsAtOnceWithoutAnInterval(t *testing.T) {
 	}
 }
 
+// TestExactlyOnceCommitsNoMoreOftenThanTheInterval: with an interval, a
+// transaction whose PostgreSQL transactions ended commits once the
+// interval has passed since the last commit began (the batcher's start,
+// for the first), woken by a timer, not before.
+func TestExactlyOnceCommitsNoMoreOftenThanTheInterval(t *testing.T) {
+	const interval = 500 * time.Millisecond
+	brokers := newBroker(t)
+	began := time.Now()
+	s := newEOSessionEvery(t, brokers, &fakeStore{}, &exactlyonce.State{}, 10000, interval)
+	var at []time.Time // when each commit began
+	hook := s.txn.CommitHook
+	s.txn.CommitHook = func() { at = append(at, time.Now()); hook() }
+	ctx := context.Background()
+	waitCommits := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.commitIfDue(ctx); len(at) < n; s.commitIfDue(ctx) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d commits after 10 s, want %d", len(at), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	s.pgTxn(t, 0x200, []string{"a"})
+	waitCommits(1)
+	s.pgTxn(t, 0x300, []string{"b"})
+	waitCommits(2)
+	// The hook runs just after a commit begins: allow it that much.
+	const slack = 50 * time.Millisecond
+	if d := at[0].Sub(began); d < interval {
+		t.Errorf("the first commit began %s after the batcher, before the interval of %s", d, interval)
+	}
+	if d := at[1].Sub(at[0]); d < interval-slack {
+		t.Errorf("the second commit began %s after the first, before the interval of %s", d, interval)
+	}
+	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b" {
+		t.Fatalf("read_committed sees %s", got)
+	}
+}
+
 // TestExactlyOnceParksPoisonAndProducesTheRestAgain: a record Kafka
 // refuses aborts its transaction; it is parked first, the session ends to
 // produce the same transactions again, and the next session leaves it out:
