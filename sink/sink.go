@@ -91,7 +91,9 @@ type Sink struct {
 	alone     *kgo.Client // produces one record per batch; see ProduceAlone
 	aloneErr  error
 
-	batchMax int // Config.BatchMaxBytes, or its default
+	batchMax   int          // Config.BatchMaxBytes, or its default
+	compressed bool         // batches are compressed: a topic's limit is Kafka's to apply
+	limits     *topicLimits // the topics' max.message.bytes, for Refuses
 
 	sasl     *saslWatch   // SASL requests that failed; nil without SASL
 	saslName string       // the mechanism's name, for errors
@@ -113,7 +115,10 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Logger != nil && cfg.Outages == nil {
 		cfg.Outages = NewOutages(cfg.Logger, cfg.Brokers)
 	}
-	s := &Sink{batchMax: cfg.batchMaxBytes(), outages: cfg.Outages, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
+	s := &Sink{batchMax: cfg.batchMaxBytes(), compressed: cfg.Compression != "" && cfg.Compression != "none",
+		outages: cfg.Outages, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
+	s.limits = &topicLimits{describe: s.describeMaxMessageBytes}
+	opts = append(opts, kgo.ProducerBatchMaxBytesFn(s.batchCap)) // after producerOpts' ProducerBatchMaxBytes
 	if s.outages != nil {
 		opts = append(opts, kgo.WithHooks(s.outages.hooks()))
 	}

@@ -51,7 +51,9 @@ func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.
 }
 
 // BatchMaxBytes is the producer's default batch size.
-func (f *fakeProducer) BatchMaxBytes() int { return sink.DefaultBatchMaxBytes }
+func (f *fakeProducer) BatchMaxBytes() int        { return sink.DefaultBatchMaxBytes }
+func (f *fakeProducer) Refuses(*kgo.Record) error { return nil }
+func (f *fakeProducer) SizeRefused(string)        {}
 
 // ProduceAlone answers with aloneByID's error for the record's id header,
 // else alone's, and notes the order.

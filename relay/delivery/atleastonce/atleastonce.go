@@ -26,6 +26,12 @@ type Producer interface {
 	// BatchMaxBytes is the most bytes of records in one batch: a record
 	// within it, refused with its batch, may fit alone.
 	BatchMaxBytes() int
+	// Refuses returns the error Kafka would refuse r with, known before
+	// producing it (too large for the batch limit or its topic), or nil.
+	Refuses(r *kgo.Record) error
+	// SizeRefused is told that Kafka refused a record of topic as too
+	// large: the topic's limit may have changed.
+	SizeRefused(topic string)
 }
 
 // Delivery is the default delivery: each record is produced on its own
@@ -58,14 +64,36 @@ func New(l *delivery.Ledger, producer Producer) *Delivery {
 func (d *Delivery) order() *keyorder.Order { return d.Order }
 
 // Produce sends it, or queues it behind its key's record waiting to be
-// produced alone (the pipeline marked it so).
+// produced alone (the pipeline marked it so), or parks it without
+// producing it when the producer says Kafka would refuse it (refused).
 func (d *Delivery) Produce(it *delivery.Inflight) {
 	if it.Alone {
 		d.alone.push(it)
 		return
 	}
+	if err := d.producer.Refuses(&it.Record); err != nil {
+		d.refused(it, err)
+		return
+	}
 	d.order().IntoProducer(&it.Event, &it.Place)
 	d.producer.Produce(d.ProduceCtx, &it.Record, d.onAck)
+}
+
+// refused parks it, a record Kafka would refuse (err), as Kafka's
+// refusal would have, but without producing it, so that no later record
+// of its key can reach Kafka before it is held: FAILED at once (its key
+// held from now on, before the stream reads on) when no record of its
+// key is in the producer; otherwise through the alone queue, after
+// those, any of which may yet fail and must be parked before it.
+func (d *Delivery) refused(it *delivery.Inflight, err error) {
+	d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+	if d.order().MayGoAlone(&it.Event) {
+		go d.ParkInOrder(it, d.FailedAs(err))()
+		return
+	}
+	it.Alone, it.Failed = true, err
+	d.order().HoldAlone(&it.Event, it.Seq)
+	d.alone.push(it)
 }
 
 // Park runs store, a park, beside the stream.
@@ -100,6 +128,9 @@ func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
 		as = d.PausedAs()
 	} else if held, head := d.order().ParkedHeld(&it.Event); held {
 		as = d.WaitingAs(it, head)
+	} else if err := d.producer.Refuses(&it.Record); err != nil {
+		d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+		as = d.FailedAs(err)
 	} else {
 		d.ack(&it.Record, d.producer.ProduceAlone(d.ProduceCtx, &it.Record))
 		return
@@ -124,6 +155,9 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 	}
 	if err != nil {
 		d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+		if sink.TooLarge(err) {
+			d.producer.SizeRefused(r.Topic)
+		}
 	}
 	switch {
 	case err == nil:
