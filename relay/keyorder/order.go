@@ -201,11 +201,10 @@ func (o *Order) IntoProducer(ev *decoder.Event, p *Place) {
 }
 
 // OutOfProducer counts the event at p out again, once its callback held
-// its key if it failed.
-func (o *Order) OutOfProducer(p *Place) {
-	if o != nil && o.flight != nil {
-		o.flight.done(p)
-	}
+// its key if it failed, and reports whether no record of its key is left
+// in the producer now (MayGoAlone turned true for it).
+func (o *Order) OutOfProducer(p *Place) (idle bool) {
+	return o != nil && o.flight != nil && o.flight.done(p)
 }
 
 // MayGoAlone reports whether ev, the earliest event in the alone queue,

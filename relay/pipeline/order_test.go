@@ -317,6 +317,9 @@ func (ackingProducer) ProduceAlone(context.Context, *kgo.Record) error { return 
 func (ackingProducer) BatchMaxBytes() int                              { return sink.DefaultBatchMaxBytes }
 func (ackingProducer) Refuses(*kgo.Record) error                       { return nil }
 func (ackingProducer) SizeRefused(string)                              {}
+func (ackingProducer) ProduceGroup(_ context.Context, recs []*kgo.Record) []error {
+	return make([]error, len(recs))
+}
 
 // BenchmarkOrderCheck: the stream's cost per event of ordering by key,
 // with nothing held (one atomic load) and with other keys held (a map

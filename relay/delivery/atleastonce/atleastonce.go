@@ -23,6 +23,9 @@ type Producer interface {
 	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
 	// ProduceAlone sends r in a batch of its own and returns the outcome.
 	ProduceAlone(ctx context.Context, r *kgo.Record) error
+	// ProduceGroup sends recs beside the stream, each partition's in
+	// order, and returns each one's outcome.
+	ProduceGroup(ctx context.Context, recs []*kgo.Record) []error
 	// BatchMaxBytes is the most bytes of records in one batch: a record
 	// within it, refused with its batch, may fit alone.
 	BatchMaxBytes() int
@@ -37,8 +40,9 @@ type Producer interface {
 // Delivery is the default delivery: each record is produced on its own
 // with the idempotent producer, and counted out of flight once Kafka acks
 // it, or once it is parked in the status table when Kafka refuses it for
-// good. A record refused with its batch is produced again alone, in the
-// order they failed, to learn whether it was its own fault.
+// good. A record refused with its batch is produced again beside the
+// stream, each key's in the order they failed, and alone if it is refused
+// again, to learn whether it was its own fault.
 type Delivery struct {
 	*delivery.Ledger
 	producer    Producer
@@ -106,37 +110,84 @@ func (d *Delivery) EndTxn(*checkpoint.Txn, pglogrepl.LSN) {}
 // Commit: every acked record is visible to consumers already.
 func (d *Delivery) Commit(context.Context) error { return nil }
 
-// produceAlone produces the records of d.alone one at a time, in stream
-// order, each once no earlier record of its key is left in the producer,
-// and acks each with its outcome, until ProduceCtx ends (what is left then
-// stays unconfirmed and is sent again by the next session).
+// produceAlone produces the records of d.alone again, round after
+// round (aloneQueue.take: each key's earliest record once no earlier
+// record of its key is left in the producer), and acks each with its
+// outcome, until ProduceCtx ends (what is left then stays unconfirmed and
+// is sent again by the next session).
 func (d *Delivery) produceAlone() {
 	ready := func(it *delivery.Inflight) bool { return d.order().MayGoAlone(&it.Event) }
-	for it := d.alone.next(d.ProduceCtx, ready); it != nil; it = d.alone.next(d.ProduceCtx, ready) {
-		d.produceOneAlone(it)
+	for round := d.alone.take(d.ProduceCtx, ready); round != nil; round = d.alone.take(d.ProduceCtx, ready) {
+		d.produceRound(round)
 	}
 }
 
-// produceOneAlone produces it in a batch of its own and acks it, or parks
-// it: FAILED if it failed for good already (it.Failed), PAUSED if its
-// topic is paused, WAITING if its key became held meanwhile.
-func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
-	var as delivery.ParkAs
-	if it.Failed != nil {
-		as = d.FailedAs(it.Failed)
-	} else if d.order().TopicPaused(it.Event.Topic) {
-		as = d.PausedAs()
-	} else if held, head := d.order().ParkedHeld(&it.Event); held {
-		as = d.WaitingAs(it, head)
-	} else if err := d.producer.Refuses(&it.Record); err != nil {
-		d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
-		as = d.FailedAs(err)
-	} else {
-		d.ack(&it.Record, d.producer.ProduceAlone(d.ProduceCtx, &it.Record))
+// produceRound parks the records of one round that must be parked
+// (parkAs), in stream order, and produces the others together
+// (ProduceGroup), a round of one alone; a record that failed there with
+// its batch is produced again alone, to learn whether it was its own
+// fault. A round holds at most one record of a key, so that a key's
+// records go one after the other.
+func (d *Delivery) produceRound(round []*delivery.Inflight) {
+	send := make([]*delivery.Inflight, 0, len(round))
+	for _, it := range round {
+		if as, park := d.parkAs(it); park {
+			go d.ParkInOrder(it, as)()
+			d.order().DoneAlone(&it.Event)
+			continue
+		}
+		send = append(send, it)
+	}
+	switch len(send) {
+	case 0:
+		return
+	case 1:
+		d.ack(&send[0].Record, d.producer.ProduceAlone(d.ProduceCtx, &send[0].Record))
 		return
 	}
-	go d.ParkInOrder(it, as)()
-	d.order().DoneAlone(&it.Event)
+	recs := make([]*kgo.Record, len(send))
+	for i, it := range send {
+		recs[i] = &it.Record
+	}
+	for i, err := range d.producer.ProduceGroup(d.ProduceCtx, recs) {
+		if err != nil && sink.MaybeTheBatch(err) {
+			d.produceOneAlone(send[i])
+			continue
+		}
+		d.ack(recs[i], err)
+	}
+}
+
+// parkAs says how it, taken from the alone queue, is parked instead of
+// produced: FAILED if it failed for good already (it.Failed) or Kafka
+// would refuse it, PAUSED if its topic is paused, WAITING if its key
+// became held meanwhile.
+func (d *Delivery) parkAs(it *delivery.Inflight) (delivery.ParkAs, bool) {
+	if it.Failed != nil {
+		return d.FailedAs(it.Failed), true
+	}
+	if d.order().TopicPaused(it.Event.Topic) {
+		return d.PausedAs(), true
+	}
+	if held, head := d.order().ParkedHeld(&it.Event); held {
+		return d.WaitingAs(it, head), true
+	}
+	if err := d.producer.Refuses(&it.Record); err != nil {
+		d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+		return d.FailedAs(err), true
+	}
+	return delivery.ParkAs{}, false
+}
+
+// produceOneAlone produces it in a batch of its own and acks it, or parks
+// it (parkAs).
+func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
+	if as, park := d.parkAs(it); park {
+		go d.ParkInOrder(it, as)()
+		d.order().DoneAlone(&it.Event)
+		return
+	}
+	d.ack(&it.Record, d.producer.ProduceAlone(d.ProduceCtx, &it.Record))
 }
 
 // ack is the producer callback of every record. It holds the key of a
@@ -147,7 +198,7 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 	it := r.Context.(*delivery.Inflight)
 	// Last, once a failure held its key: the alone queue waits for its
 	// key's records to leave the producer.
-	defer d.order().OutOfProducer(&it.Place)
+	defer d.outOfProducer(it)
 	if it.Alone {
 		// Its hold while it waited alone ends once its outcome holds the
 		// key, if it failed.
@@ -200,6 +251,14 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 		if d.undelivered.Add(1) == 1 {
 			d.Log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(it.Event.ID), "err", err)
 		}
+	}
+}
+
+// outOfProducer counts it out of the producer, and wakes the alone queue
+// when that may have made one of its records ready.
+func (d *Delivery) outOfProducer(it *delivery.Inflight) {
+	if d.order().OutOfProducer(&it.Place) && d.alone.waiting() {
+		d.alone.nudge()
 	}
 }
 
