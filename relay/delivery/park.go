@@ -66,6 +66,9 @@ func (l *Ledger) ParkInOrder(it *Inflight, as ParkAs) func() bool {
 			return false
 		}
 		if as.held {
+			if q := l.heldQueue(); q != nil {
+				return l.holdBatched(q, it, as)
+			}
 			return l.hold(it, as.reason, as.cause, as.store)
 		}
 		return l.fail(it, as.reason, as.cause, as.store)
@@ -100,6 +103,17 @@ func (l *Ledger) hold(it *Inflight, reason error, label string, park func(contex
 		return false
 	}
 	l.Metrics.EventsHeld.WithLabelValues(label).Inc()
+	l.parked(it)
+	return true
+}
+
+// holdBatched parks it behind a held key or a paused topic in the
+// session's batch of held parks, counted as hold counts it.
+func (l *Ledger) holdBatched(q *heldParks, it *Inflight, as ParkAs) bool {
+	if !q.park(it, as) {
+		return false
+	}
+	l.Metrics.EventsHeld.WithLabelValues(as.cause).Inc()
 	l.parked(it)
 	return true
 }
