@@ -124,13 +124,17 @@ func (d *Delivery) produceAlone() {
 
 // produceRound parks the records of one round that must be parked
 // (parkAs), in stream order, and produces the others together
-// (ProduceGroup), a round of one alone; a record that failed there with
-// its batch is produced again alone, to learn whether it was its own
-// fault. A round holds at most one record of a key, so that a key's
-// records go one after the other.
+// (produceTogether). A round holds at most one record of a key, so that
+// a key's records go one after the other.
 func (d *Delivery) produceRound(round []*delivery.Inflight) {
-	send := make([]*delivery.Inflight, 0, len(round))
-	for _, it := range round {
+	d.produceTogether(d.unparked(round))
+}
+
+// unparked parks those of items that must be parked (parkAs), in order,
+// and returns the others.
+func (d *Delivery) unparked(items []*delivery.Inflight) []*delivery.Inflight {
+	send := make([]*delivery.Inflight, 0, len(items))
+	for _, it := range items {
 		if as, park := d.parkAs(it); park {
 			go d.ParkInOrder(it, as)()
 			d.order().DoneAlone(&it.Event)
@@ -138,24 +142,37 @@ func (d *Delivery) produceRound(round []*delivery.Inflight) {
 		}
 		send = append(send, it)
 	}
+	return send
+}
+
+// produceTogether produces send, records of distinct keys, together
+// (ProduceGroup), one alone, and acks each that Kafka answered for
+// itself; those refused with their batch go again in halves, down to a
+// record alone, so that one refused record costs a few produces of its
+// round, not one per record of its batch.
+func (d *Delivery) produceTogether(send []*delivery.Inflight) {
 	switch len(send) {
 	case 0:
 		return
 	case 1:
-		d.ack(&send[0].Record, d.producer.ProduceAlone(d.ProduceCtx, &send[0].Record))
+		d.produceOneAlone(send[0])
 		return
 	}
 	recs := make([]*kgo.Record, len(send))
 	for i, it := range send {
 		recs[i] = &it.Record
 	}
+	var again []*delivery.Inflight
 	for i, err := range d.producer.ProduceGroup(d.ProduceCtx, recs) {
 		if err != nil && sink.MaybeTheBatch(err) {
-			d.produceOneAlone(send[i])
+			again = append(again, send[i])
 			continue
 		}
 		d.ack(recs[i], err)
 	}
+	half := (len(again) + 1) / 2
+	d.produceTogether(d.unparked(again[:half]))
+	d.produceTogether(d.unparked(again[half:]))
 }
 
 // parkAs says how it, taken from the alone queue, is parked instead of
