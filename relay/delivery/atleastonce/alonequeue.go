@@ -1,8 +1,9 @@
 package atleastonce
 
 import (
-	"container/heap"
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,16 +12,17 @@ import (
 )
 
 // aloneQueue holds the records to produce again beside the stream (see
-// Delivery.ack), and the events the stream queued behind them, in stream
-// order (by Inflight.Seq), whatever order they were pushed in: a record
-// that franz-go fails after the stream queued a later event of its key
-// still goes first. Safe for concurrent use; push and nudge never block
-// (they run on the producer's callback goroutine).
+// Delivery.ack), and the events the stream queued behind them: each
+// key's in stream order (by Inflight.Seq), whatever order they were
+// pushed in, so that a record franz-go fails after the stream queued a
+// later event of its key still goes first. Safe for concurrent use; push
+// and nudge never block (they run on the producer's callback goroutine).
 type aloneQueue struct {
 	mu    sync.Mutex
-	items bySeq
-	n     atomic.Int32  // len(items), read without mu
-	wake  chan struct{} // has a token while items may be ready
+	byKey map[string][]*delivery.Inflight // topic and key → its items, by Seq
+	loose []*delivery.Inflight            // items without a key, never ordered
+	n     atomic.Int32                    // items queued, read without mu
+	wake  chan struct{}                   // has a token while items may be ready
 }
 
 // aloneRound is the most records one round takes.
@@ -30,12 +32,26 @@ const aloneRound = 4096
 // nudge before it looks again all the same.
 const aloneSafety = 50 * time.Millisecond
 
-func newAloneQueue() *aloneQueue { return &aloneQueue{wake: make(chan struct{}, 1)} }
+func newAloneQueue() *aloneQueue {
+	return &aloneQueue{byKey: map[string][]*delivery.Inflight{}, wake: make(chan struct{}, 1)}
+}
+
+// aloneKey names it's topic and key in byKey.
+func aloneKey(it *delivery.Inflight) string { return it.Event.Topic + "\x00" + string(it.Event.Key) }
 
 func (q *aloneQueue) push(it *delivery.Inflight) {
 	q.mu.Lock()
-	heap.Push(&q.items, it)
-	q.n.Store(int32(len(q.items)))
+	if it.Event.Key == nil {
+		q.loose = append(q.loose, it)
+	} else {
+		k := aloneKey(it)
+		items := append(q.byKey[k], it)
+		for i := len(items) - 1; i > 0 && items[i-1].Seq > items[i].Seq; i-- {
+			items[i-1], items[i] = items[i], items[i-1] // pushed after a later one of its key
+		}
+		q.byKey[k] = items
+	}
+	q.n.Add(1)
 	q.mu.Unlock()
 	q.nudge()
 }
@@ -76,47 +92,38 @@ func (q *aloneQueue) take(ctx context.Context, ready func(*delivery.Inflight) bo
 	}
 }
 
-// round takes the items of the next round out of the queue.
+// round takes the items of the next round out of the queue: it looks at
+// each key's earliest item only, not at every item queued.
 func (q *aloneQueue) round(ready func(*delivery.Inflight) bool) []*delivery.Inflight {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.items) == 0 {
-		return nil
-	}
-	var took, kept []*delivery.Inflight
-	seen := map[string]bool{}
-	for len(q.items) > 0 {
-		it := heap.Pop(&q.items).(*delivery.Inflight)
-		if it.Event.Key != nil {
-			k := it.Event.Topic + "\x00" + string(it.Event.Key)
-			if seen[k] || len(took) >= aloneRound {
-				kept = append(kept, it)
-				continue
-			}
-			seen[k] = true // an item not ready holds its key's later ones back too
+	var took []*delivery.Inflight
+	for k, items := range q.byKey {
+		if len(took) >= aloneRound {
+			break
 		}
-		if len(took) >= aloneRound || !ready(it) {
-			kept = append(kept, it)
+		if !ready(items[0]) {
 			continue
 		}
-		took = append(took, it)
+		took = append(took, items[0])
+		if len(items) == 1 {
+			delete(q.byKey, k)
+		} else {
+			items[0] = nil
+			q.byKey[k] = items[1:]
+		}
 	}
-	q.items = append(q.items, kept...) // in stream order: a heap already
-	q.n.Store(int32(len(q.items)))
+	kept := q.loose[:0]
+	for _, it := range q.loose {
+		if len(took) < aloneRound && ready(it) {
+			took = append(took, it)
+		} else {
+			kept = append(kept, it)
+		}
+	}
+	clear(q.loose[len(kept):])
+	q.loose = kept
+	q.n.Add(-int32(len(took)))
+	slices.SortFunc(took, func(a, b *delivery.Inflight) int { return cmp.Compare(a.Seq, b.Seq) })
 	return took
-}
-
-// bySeq is a min-heap of events by their place in the stream.
-type bySeq []*delivery.Inflight
-
-func (h bySeq) Len() int           { return len(h) }
-func (h bySeq) Less(i, j int) bool { return h[i].Seq < h[j].Seq }
-func (h bySeq) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *bySeq) Push(x any)        { *h = append(*h, x.(*delivery.Inflight)) }
-func (h *bySeq) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return it
 }
