@@ -8,6 +8,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -20,16 +21,18 @@ type HeldParker interface {
 }
 
 // heldParks batches a session's held parks: each park, once its turn
-// came (its key's previous park committed), queues its row; one
-// goroutine stores what is queued in one statement, and tells each park
-// whether its row is stored. Rows of one key are queued in their key's
-// order, one at a time, so a batch keeps it.
+// came (its key's previous park queued here, or committed), queues its
+// row; one goroutine stores what is queued, in the order queued, in one
+// statement, and tells each park whether its row is stored. Once a batch
+// is not stored, no later one is (failed): a key's row is never stored
+// when the one before it was not.
 type heldParks struct {
-	l     *Ledger
-	store HeldParker
-	mu    sync.Mutex
-	queue []heldPark
-	wake  chan struct{}
+	l      *Ledger
+	store  HeldParker
+	mu     sync.Mutex
+	queue  []heldPark
+	failed bool // a batch was not stored: none is any more
+	wake   chan struct{}
 }
 
 // heldPark is one queued park: its event and row, and where its outcome
@@ -54,11 +57,12 @@ func (l *Ledger) heldQueue() *heldParks {
 
 // park queues it's row and waits until it is stored (true) or the
 // session gave up on it (false, failCtx ended or the table refused).
-func (h *heldParks) park(it *Inflight, as ParkAs) bool {
+func (h *heldParks) park(t *keyorder.Turn, it *Inflight, as ParkAs) bool {
 	p := heldPark{it: it, row: status.Held{Event: &it.Event, Reason: as.reason, Paused: as.cause == HeldPaused}, done: make(chan bool, 1)}
 	h.mu.Lock()
 	h.queue = append(h.queue, p)
 	h.mu.Unlock()
+	t.Queued() // the key's next row may queue behind it now
 	select {
 	case h.wake <- struct{}{}:
 	default:
@@ -94,8 +98,13 @@ func (h *heldParks) run() {
 			if len(batch) == 0 {
 				break
 			}
-			ok := h.storeBatch(batch)
+			ok := !h.failed && h.storeBatch(batch)
+			h.failed = !ok
 			for _, p := range batch {
+				if ok { // counted before the park hears it, as hold counts
+					h.l.Metrics.EventsHeld.WithLabelValues(heldLabel(p.row)).Inc()
+					h.l.parked(p.it)
+				}
 				p.done <- ok
 			}
 		}
@@ -150,4 +159,12 @@ func (h *heldParks) storeBatch(batch []heldPark) bool {
 		}
 		backoff = min(2*backoff, 10*time.Second)
 	}
+}
+
+// heldLabel is the held-events metric's label of row.
+func heldLabel(row status.Held) string {
+	if row.Paused {
+		return HeldPaused
+	}
+	return HeldWaiting
 }

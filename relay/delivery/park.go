@@ -9,6 +9,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -61,14 +62,20 @@ func (l *Ledger) ParkInOrder(it *Inflight, as ParkAs) func() bool {
 	t := l.Order.BeginPark(&it.Event, it.Seq, as.cause == HeldPaused)
 	return func() (ok bool) {
 		defer func() { l.Order.EndPark(t, ok) }()
+		if q := l.heldQueue(); as.held && q != nil {
+			// Queued behind its key's previous row, not after its commit:
+			// the batches keep the order.
+			if !t.WaitQueued() {
+				l.Log.Warn("stopped before an earlier event of the key was recorded; this one will be sent again after a restart", "id", string(it.Event.ID))
+				return false
+			}
+			return l.holdBatched(q, t, it, as)
+		}
 		if !t.Wait() {
 			l.Log.Warn("stopped before an earlier event of the key was recorded; this one will be sent again after a restart", "id", string(it.Event.ID))
 			return false
 		}
 		if as.held {
-			if q := l.heldQueue(); q != nil {
-				return l.holdBatched(q, it, as)
-			}
 			return l.hold(it, as.reason, as.cause, as.store)
 		}
 		return l.fail(it, as.reason, as.cause, as.store)
@@ -108,14 +115,10 @@ func (l *Ledger) hold(it *Inflight, reason error, label string, park func(contex
 }
 
 // holdBatched parks it behind a held key or a paused topic in the
-// session's batch of held parks, counted as hold counts it.
-func (l *Ledger) holdBatched(q *heldParks, it *Inflight, as ParkAs) bool {
-	if !q.park(it, as) {
-		return false
-	}
-	l.Metrics.EventsHeld.WithLabelValues(as.cause).Inc()
-	l.parked(it)
-	return true
+// session's batch of held parks, which counts it as hold does once its
+// batch is stored.
+func (l *Ledger) holdBatched(q *heldParks, t *keyorder.Turn, it *Inflight, as ParkAs) bool {
+	return q.park(t, it, as)
 }
 
 // store writes it's status row with park, retrying with backoff until it
