@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/cdc-relay/cdc-relay/internal/defaults"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -13,7 +15,9 @@ import (
 // Config configures a Poller. Zero fields take the defaults of
 // DefaultConfig.
 type Config struct {
-	// Batch is the most rows claimed at once.
+	// Batch is the most rows claimed at once: they are produced together
+	// and held in memory, with their locks, until Kafka answered them all
+	// (or the attempt's 30 s ended).
 	Batch int
 	// Interval is how often the poller looks for due rows when the last
 	// look found none.
@@ -32,6 +36,13 @@ type Config struct {
 	// them): such a row is never produced, and its attempt fails with the
 	// reason. Unset, only Kafka's rules for topic names apply.
 	CheckTopic func(source, topic string) error
+	// CheckRecord, if set, says why Kafka would refuse a row's record (too
+	// large for the producer's batch or for its topic): such a row is
+	// never produced, and its attempt fails with the reason, as when
+	// Kafka refuses it (FAILED with the next attempt, DEAD after
+	// MaxAttempts); its key's later rows in the claim are not produced.
+	// Unset, every record is produced.
+	CheckRecord func(*kgo.Record) error
 	// Load, if set, reads the record of a Reload row (status.Row.Reload:
 	// a reset of its outbox row, a row adopted at the switch-over) from
 	// its outbox row as it is now, and returns the row with its record. An
@@ -73,7 +84,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Batch: 100, Interval: time.Second, RetryBase: time.Second, RetryMax: 5 * time.Minute, MaxAttempts: 10}
+	return Config{Batch: 1000, Interval: time.Second, RetryBase: time.Second, RetryMax: 5 * time.Minute, MaxAttempts: 10}
 }
 
 func (c Config) withDefaults() Config {

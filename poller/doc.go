@@ -9,9 +9,14 @@
 // is first read from its outbox row as it is now (Config.Load; [RowLoader]
 // reads it, as the stream would have made its record).
 //
-// A key's claimed rows are produced one after another, in commit order:
-// the next only after Kafka acknowledged the one before; a key whose row
-// fails stops there for this claim, and that row is its key's head.
+// A claim's rows are produced together, in id order, so each key's go in
+// commit order into its partition, whose order the idempotent producer
+// keeps; a row whose topic or record is refused before producing
+// (Config.CheckTopic, Config.CheckRecord) stops its key, its later rows
+// not produced. A key's first row not delivered is its head, and its
+// later rows stay as they were, except one Kafka took nevertheless: it is
+// marked DELIVERED, and counted and logged as an order violation when the
+// head was refused.
 // Config.Claimed hears of the claimed keys before any row is produced,
 // and Config.Delivered of the keys delivered once their rows say so.
 //

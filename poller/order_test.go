@@ -1,34 +1,55 @@
 package poller
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
+	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
-// roundsProducer records each ProduceWait call's values and refuses the
-// records whose value is in refuse.
-type roundsProducer struct {
-	refuse map[string]error
-	calls  [][]string
+// partitionProducer records each ProduceWait call's values and answers
+// each record by its value (answer; missing: delivered). With failBehind,
+// it refuses a record behind a refused one of its key with the same
+// error, as franz-go fails the records buffered behind a refused batch in
+// its partition.
+type partitionProducer struct {
+	answer     map[string]error
+	failBehind bool
+	calls      [][]string
 }
 
-func (f *roundsProducer) ProduceWait(_ context.Context, recs []*kgo.Record) []error {
+func (f *partitionProducer) ProduceWait(_ context.Context, recs []*kgo.Record) []error {
 	var call []string
 	out := make([]error, len(recs))
+	refused := map[string]error{} // by topic and key
 	for i, r := range recs {
 		call = append(call, string(r.Value))
-		out[i] = f.refuse[string(r.Value)]
+		k := r.Topic + "/" + string(r.Key)
+		out[i] = f.answer[string(r.Value)]
+		if err := refused[k]; f.failBehind && err != nil && r.Key != nil {
+			out[i] = err
+		}
+		if out[i] != nil && sinkRefusal(out[i]) {
+			refused[k] = out[i]
+		}
 	}
 	f.calls = append(f.calls, call)
 	return out
 }
+
+// sinkRefusal is true of a broker's refusal (not a lost answer).
+func sinkRefusal(err error) bool { return !errors.Is(err, context.DeadlineExceeded) }
 
 // failingStore's Claim fails after deliver, as a failed commit does.
 type failingStore struct{ fakeStore }
@@ -38,15 +59,22 @@ func (f *failingStore) Claim(ctx context.Context, limit int, deliver func(contex
 	return n, errors.New("commit failed")
 }
 
-// TestDeliverInOrder: each key's rows are produced one after another, the
-// next only after the one before was delivered; a key whose row fails
-// stops there (its later rows get no outcome), and the other keys' rows
-// are all delivered; Delivered hears of each delivered key once, after
-// the claim, and not when the claim failed.
+// errTooLarge is a refusal known before producing (Config.CheckRecord).
+var errTooLarge = errors.New("record larger than the topic's max.message.bytes")
+
+// TestDeliverInOrder: a claim's rows are produced at once, in id order; a
+// key's first row not delivered is its head: FAILED (or DEAD) when
+// refused, no outcome when its answer is unknown, and its key's later
+// rows get no outcome unless Kafka took them nevertheless: then they are
+// DELIVERED (never sent again), and counted and logged as an order
+// violation when the head was refused. A record Config.CheckRecord
+// refuses is not produced, nor are its key's later rows. Delivered hears
+// of each delivered key once, after the claim, and not when the claim
+// failed.
 func TestDeliverInOrder(t *testing.T) {
 	t.Parallel()
 	row := func(id int64, topic, key, value string) status.Row {
-		r := status.Row{ID: id, Topic: topic, Value: []byte(value)}
+		r := status.Row{ID: id, EventID: value, Topic: topic, Value: []byte(value)}
 		if key != "" {
 			r.Key = []byte(key)
 		}
@@ -57,38 +85,85 @@ func TestDeliverInOrder(t *testing.T) {
 		row(5, "orders", "b", "b2"), row(6, "orders", "a", "a3"), row(7, "orders", "b", "b3"), row(8, "payments", "b", "p1"),
 		row(9, "orders", "", "n2"),
 	}
+	all := []string{"a1", "b1", "a2", "n1", "b2", "a3", "b3", "p1", "n2"}
+	allKeys := []status.Key{{Topic: "orders", Key: "a"}, {Topic: "orders", Key: "b"}, {Topic: "payments", Key: "b"}}
 	tests := []struct {
-		name       string
-		store      Store
-		wantCalls  [][]string
-		wantKeys   []status.Key // nil: Delivered not called
-		delivered  []int64
-		failed     []int64
-		noOutcomes []int64
+		name        string
+		store       Store
+		prod        *partitionProducer
+		checkRecord func(*kgo.Record) error
+		maxAttempts int
+		wantCalls   [][]string
+		wantKeys    []status.Key // nil: Delivered not called
+		delivered   []int64
+		failed      []int64
+		dead        []int64
+		noOutcomes  []int64
+		violations  float64
 	}{
 		{
-			name:      "one key's second row refused",
-			store:     &fakeStore{rows: rows},
-			wantCalls: [][]string{{"a1", "b1", "n1", "p1", "n2"}, {"a2", "b2"}, {"a3"}},
-			wantKeys:  []status.Key{{Topic: "orders", Key: "a"}, {Topic: "orders", Key: "b"}, {Topic: "payments", Key: "b"}},
+			name: "all delivered: one produce", store: &fakeStore{rows: rows}, prod: &partitionProducer{},
+			wantCalls: [][]string{all}, wantKeys: allKeys, delivered: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9},
+		},
+		{
+			name:  "the head refused, the rest behind it failed with it",
+			store: &fakeStore{rows: rows}, prod: &partitionProducer{answer: map[string]error{"b2": kerr.MessageTooLarge}, failBehind: true},
+			wantCalls: [][]string{all}, wantKeys: allKeys,
 			delivered: []int64{1, 2, 3, 4, 6, 8, 9}, failed: []int64{5}, noOutcomes: []int64{7},
 		},
 		{
-			name:      "the claim fails: nobody hears of it",
-			store:     &failingStore{fakeStore{rows: rows}},
-			wantCalls: [][]string{{"a1", "b1", "n1", "p1", "n2"}, {"a2", "b2"}, {"a3"}},
+			name:  "the head refused, a later row acked: delivered, an order violation",
+			store: &fakeStore{rows: rows}, prod: &partitionProducer{answer: map[string]error{"b2": kerr.MessageTooLarge}},
+			wantCalls: [][]string{all}, wantKeys: allKeys,
+			delivered: []int64{1, 2, 3, 4, 6, 7, 8, 9}, failed: []int64{5}, violations: 1,
+		},
+		{
+			name:  "the head's answer unknown, a later row acked: delivered, no violation",
+			store: &fakeStore{rows: rows}, prod: &partitionProducer{answer: map[string]error{"b2": context.DeadlineExceeded}},
+			wantCalls: [][]string{all}, wantKeys: allKeys,
+			delivered: []int64{1, 2, 3, 4, 6, 7, 8, 9}, noOutcomes: []int64{5},
+		},
+		{
+			name:  "the head's answer unknown, the rest too: no outcome",
+			store: &fakeStore{rows: rows}, prod: &partitionProducer{answer: map[string]error{"b2": context.DeadlineExceeded, "b3": context.DeadlineExceeded}},
+			wantCalls: [][]string{all}, wantKeys: allKeys,
+			delivered: []int64{1, 2, 3, 4, 6, 8, 9}, noOutcomes: []int64{5, 7},
+		},
+		{
+			name:  "a record refused before producing: neither it nor its key's later rows produced",
+			store: &fakeStore{rows: rows}, prod: &partitionProducer{}, checkRecord: refuseValue("b2"),
+			wantCalls: [][]string{{"a1", "b1", "a2", "n1", "a3", "p1", "n2"}}, wantKeys: allKeys,
+			delivered: []int64{1, 2, 3, 4, 6, 8, 9}, failed: []int64{5}, noOutcomes: []int64{7},
+		},
+		{
+			name:  "a record refused before producing at its last attempt: dead",
+			store: &fakeStore{rows: rows}, prod: &partitionProducer{}, checkRecord: refuseValue("b1"), maxAttempts: 1,
+			wantCalls: [][]string{{"a1", "a2", "n1", "a3", "p1", "n2"}},
+			wantKeys:  []status.Key{{Topic: "orders", Key: "a"}, {Topic: "payments", Key: "b"}},
+			delivered: []int64{1, 3, 4, 6, 8, 9}, dead: []int64{2}, noOutcomes: []int64{5, 7},
+		},
+		{
+			name:  "the claim fails: nobody hears of it",
+			store: &failingStore{fakeStore{rows: rows}}, prod: &partitionProducer{answer: map[string]error{"b2": kerr.MessageTooLarge}},
+			wantCalls: [][]string{all},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			prod := &roundsProducer{refuse: map[string]error{"b2": kerr.MessageTooLarge}}
 			var keys []status.Key
 			calls := 0
+			var logs bytes.Buffer
 			cfg := DefaultConfig()
+			cfg.Metrics = metrics.New(buildinfo.Info{}, func() metrics.Snapshot { return metrics.Snapshot{} })
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			cfg.CheckRecord = tt.checkRecord
+			if tt.maxAttempts > 0 {
+				cfg.MaxAttempts = tt.maxAttempts
+			}
 			cfg.Delivered = func(k []status.Key) { keys = k; calls++ }
-			_, _ = New(tt.store, prod, cfg).RunOnce(context.Background())
-			if !slices.EqualFunc(prod.calls, tt.wantCalls, slices.Equal) {
-				t.Fatalf("produce calls %v, want %v", prod.calls, tt.wantCalls)
+			_, _ = New(tt.store, tt.prod, cfg).RunOnce(context.Background())
+			if !slices.EqualFunc(tt.prod.calls, tt.wantCalls, slices.Equal) {
+				t.Fatalf("produce calls %v, want %v", tt.prod.calls, tt.wantCalls)
 			}
 			if tt.wantKeys == nil {
 				if calls != 0 {
@@ -99,27 +174,67 @@ func TestDeliverInOrder(t *testing.T) {
 			if calls != 1 || !slices.Equal(keys, tt.wantKeys) {
 				t.Fatalf("Delivered called %d times with %v, want once with %v", calls, keys, tt.wantKeys)
 			}
-			got := map[int64]status.Outcome{}
-			for _, o := range tt.store.(*fakeStore).outcomes {
-				got[o.ID] = o
+			checkOutcomes(t, tt.store.(*fakeStore).outcomes, tt.delivered, tt.failed, tt.dead, tt.noOutcomes)
+			if got := counterValue(t, cfg.Metrics.OrderViolations); got != tt.violations {
+				t.Errorf("order violations %v, want %v", got, tt.violations)
 			}
-			for _, id := range tt.delivered {
-				if !got[id].Delivered {
-					t.Errorf("row %d: %+v, want delivered", id, got[id])
-				}
-			}
-			for _, id := range tt.failed {
-				if o, ok := got[id]; !ok || o.Delivered || o.Dead || o.RetryIn == 0 {
-					t.Errorf("row %d: %+v, want failed, due again", id, o)
-				}
-			}
-			for _, id := range tt.noOutcomes {
-				if o, ok := got[id]; ok {
-					t.Errorf("row %d: %+v, want no outcome: its key's earlier row failed", id, o)
-				}
+			if said := strings.Contains(logs.String(), "level=ERROR") && strings.Contains(logs.String(), "overtook"); said != (tt.violations > 0) {
+				t.Errorf("logged a violation at error level: %v, want %v; log:\n%s", said, tt.violations > 0, logs.String())
 			}
 		})
 	}
+}
+
+// refuseValue is a Config.CheckRecord that refuses the record of value.
+func refuseValue(value string) func(*kgo.Record) error {
+	return func(r *kgo.Record) error {
+		if string(r.Value) == value {
+			return errTooLarge
+		}
+		return nil
+	}
+}
+
+// checkOutcomes checks the outcome of each row named.
+func checkOutcomes(t *testing.T, outcomes []status.Outcome, delivered, failed, dead, none []int64) {
+	t.Helper()
+	got := map[int64]status.Outcome{}
+	for _, o := range outcomes {
+		got[o.ID] = o
+	}
+	for _, id := range delivered {
+		if !got[id].Delivered {
+			t.Errorf("row %d: %+v, want delivered", id, got[id])
+		}
+	}
+	for _, id := range failed {
+		if o, ok := got[id]; !ok || o.Delivered || o.Dead || o.RetryIn == 0 || o.Err == nil {
+			t.Errorf("row %d: %+v, want failed, due again", id, o)
+		}
+	}
+	for _, id := range dead {
+		if o, ok := got[id]; !ok || !o.Dead || o.Err == nil {
+			t.Errorf("row %d: %+v, want dead", id, o)
+		}
+	}
+	for _, id := range none {
+		if o, ok := got[id]; ok {
+			t.Errorf("row %d: %+v, want no outcome: its key's earlier row was not delivered", id, o)
+		}
+	}
+	if want := len(delivered) + len(failed) + len(dead); len(outcomes) != want {
+		t.Errorf("%d outcomes, want %d: %+v", len(outcomes), want, outcomes)
+	}
+}
+
+// counterValue reads c.
+func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 // TestClaimedBeforeProduce: Claimed hears of the key of each ordered row
@@ -132,7 +247,7 @@ func TestClaimedBeforeProduce(t *testing.T) {
 		{ID: 3, Topic: "fixed", Key: []byte("a"), Value: []byte("a2")}, {ID: 4, Topic: "fixed", Key: []byte("b"), Value: []byte("b1")},
 		{ID: 5, Topic: "fixed", Key: []byte("r"), Value: []byte("r1"), Reload: true},
 	}
-	prod := &roundsProducer{refuse: map[string]error{"b1": kerr.MessageTooLarge}}
+	prod := &partitionProducer{answer: map[string]error{"b1": kerr.MessageTooLarge}}
 	var claimed []status.Key
 	producedBefore := -1
 	cfg := DefaultConfig()

@@ -56,13 +56,20 @@ type Poller struct {
 	cfg   Config
 	// failures logs a failed claim at most once a minute while it lasts.
 	failures *ratelog.Logger
+	// violations logs a record that overtook its key's refused head, at
+	// most once a minute per key.
+	violations *ratelog.Logger
 }
 
 // New returns a poller over store producing with prod.
 func New(store Store, prod Producer, cfg Config) *Poller {
 	cfg = cfg.withDefaults()
-	return &Poller{store: store, prod: prod, cfg: cfg, failures: ratelog.New(cfg.Logger, ratelog.Config{Every: time.Minute,
-		CountAttr: "failures", Summary: "parked events: still could not claim or update rows; trying again", Last: []string{"err"}})}
+	return &Poller{store: store, prod: prod, cfg: cfg,
+		failures: ratelog.New(cfg.Logger, ratelog.Config{Every: time.Minute,
+			CountAttr: "failures", Summary: "parked events: still could not claim or update rows; trying again", Last: []string{"err"}}),
+		violations: ratelog.New(cfg.Logger, ratelog.Config{Every: time.Minute, KeyAttr: "key", CountAttr: "records",
+			Summary: "parked events: more records overtook an earlier refused event of their key"}),
+	}
 }
 
 // sayFailed logs a failed claim or update: at debug when PostgreSQL went
@@ -165,6 +172,7 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outco
 	if n.delivered+n.failed+n.dead > 0 {
 		p.cfg.Logger.Info("parked events tried again", "delivered", n.delivered, "failed", n.failed, "dead", n.dead)
 	}
+	p.violations.Flush()
 	if n.paused > 0 {
 		p.cfg.Logger.Info("events to send again from their outbox rows are held: their topic is paused (PAUSED until it is resumed)", "events", n.paused)
 	}
@@ -338,39 +346,117 @@ func (p *Poller) keepPaused(ctx context.Context, rows []status.Row, loaded []*st
 	}
 }
 
-// produceInOrder produces rows in rounds, and returns which rows it tried
-// (tried[i]). Rows of one topic and key (rows are ordered by id) go one
-// after another: round 1 has the first row of every key (and every row
-// without a key, and every reload row: each its own key), round n+1 the
-// next row of each key whose row in round n was delivered. A key whose
-// row was not delivered stops there: its later rows are not tried.
+// produceInOrder produces every row of the claim at once, and returns
+// which rows get an outcome (tried[i]). The records are appended in id
+// order, so each key's go in its order: a key's records go to one
+// partition, whose order the idempotent producer keeps, and franz-go
+// fails a refused batch with every record buffered behind it in its
+// partition. A row that cannot be produced (not loaded, a topic or a
+// record refused before producing: prepare) stops its key: its later rows
+// are not produced. Then each key's outcomes are read in id order (keyOutcomes).
 func (p *Poller) produceInOrder(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) []bool {
 	groups := groupByKey(rows)
-	next := make([]int, len(groups))
-	tried := make([]bool, len(rows))
-	for {
-		var round []int
-		for g, group := range groups {
-			if next[g] < len(group) {
-				round = append(round, group[next[g]])
-			}
-		}
-		if len(round) == 0 {
-			return tried
-		}
-		p.produce(ctx, rows, loaded, errs, round)
-		for g, group := range groups {
-			if next[g] >= len(group) {
-				continue
-			}
-			i := group[next[g]]
-			tried[i] = true
-			next[g]++
-			if errs[i] != nil || rows[i].Reload && loaded[i] == nil {
-				next[g] = len(group) // not delivered: the key stops here
-			}
+	group := make([]int, len(rows)) // the group of each row
+	for g, idx := range groups {
+		for _, i := range idx {
+			group[i] = g
 		}
 	}
+	stopped := make([]bool, len(groups))
+	tried := make([]bool, len(rows))
+	produced := make([]bool, len(rows))
+	var recs []*kgo.Record
+	var sent []int // the row of each record
+	for i := range rows {
+		if stopped[group[i]] {
+			continue
+		}
+		tried[i] = true
+		r, err := p.prepare(rows[i], loaded[i], errs[i])
+		if r == nil {
+			errs[i] = err
+			stopped[group[i]] = true
+			continue
+		}
+		recs = append(recs, r)
+		sent = append(sent, i)
+		produced[i] = true
+	}
+	if len(recs) > 0 {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		for j, err := range p.prod.ProduceWait(actx, recs) {
+			errs[sent[j]] = err
+		}
+		cancel()
+	}
+	for _, idx := range groups {
+		p.keyOutcomes(rows, idx, produced, errs, tried)
+	}
+	return tried
+}
+
+// prepare returns the record of row (loaded: its record read from its
+// outbox row, for a Reload row), or nil when it is not produced: with
+// err, the error it had already (pre) or why its topic may not be written
+// or its record is refused (Config.CheckTopic, Config.CheckRecord);
+// without, a Reload row not loaded, left for the next poll.
+func (p *Poller) prepare(row status.Row, loaded *status.Row, pre error) (*kgo.Record, error) {
+	if pre != nil || row.Reload && loaded == nil {
+		return nil, pre // not loaded: dead, paused, or left for the next poll
+	}
+	if loaded != nil {
+		row = *loaded
+	}
+	check := p.cfg.CheckTopic
+	if check == nil {
+		check = func(_, topic string) error { return decoder.ValidTopic(topic) }
+	}
+	if err := check(row.SourceTable, row.Topic); err != nil {
+		return nil, err // not a topic the relay may write: never produced
+	}
+	r := record(row, row.Topic)
+	if p.cfg.CheckRecord != nil {
+		if err := p.cfg.CheckRecord(r); err != nil {
+			return nil, err // Kafka would refuse it: never produced
+		}
+	}
+	return r, nil
+}
+
+// keyOutcomes reads the outcomes of one key's rows (idx, in id order)
+// after the produce: the first row not delivered is the key's head, and
+// the key's rows after it get no outcome (tried[i] false: they stay as
+// they were), except one that Kafka took nevertheless: it is in Kafka,
+// so it is recorded as delivered and never sent again, and when the head
+// is known not to be in Kafka (refused for good) it is counted and logged
+// as an order violation.
+func (p *Poller) keyOutcomes(rows []status.Row, idx []int, produced []bool, errs []error, tried []bool) {
+	head := -1
+	for _, i := range idx {
+		switch {
+		case head < 0 && produced[i] && errs[i] == nil:
+			// delivered in order
+		case head < 0:
+			head = i
+		case produced[i] && errs[i] == nil:
+			if sink.Permanent(errs[head]) {
+				p.violation(rows[i])
+			}
+		default:
+			tried[i] = false
+		}
+	}
+}
+
+// violation counts and logs row, which Kafka took after an earlier row
+// of its key was refused: consumers see the key's events out of order.
+func (p *Poller) violation(row status.Row) {
+	if m := p.cfg.Metrics; m != nil {
+		m.OrderViolations.Inc()
+	}
+	p.violations.Log(row.Topic+"/"+string(row.Key), slog.LevelError,
+		"parked events: a record overtook an earlier event of its key that Kafka refused: consumers see the key's events out of commit order",
+		"topic", row.Topic, "key", string(row.Key), "id", row.EventID)
 }
 
 // groupByKey returns the indexes of rows by key, in the order of rows: a
@@ -394,36 +480,4 @@ func groupByKey(rows []status.Row) [][]int {
 		groups[g] = append(groups[g], i)
 	}
 	return groups
-}
-
-// produce produces each row of only that has a record (loaded[i] for a
-// Reload row) and no error yet, and sets errs[i] to Kafka's answer, or why
-// the row's topic may not be written.
-func (p *Poller) produce(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error, only []int) {
-	var recs []*kgo.Record
-	var sent []int // the row of each record
-	check := p.cfg.CheckTopic
-	if check == nil {
-		check = func(_, topic string) error { return decoder.ValidTopic(topic) }
-	}
-	for _, i := range only {
-		row := rows[i]
-		if errs[i] != nil || row.Reload && loaded[i] == nil {
-			continue // not loaded: dead, or left for the next poll
-		}
-		if loaded[i] != nil {
-			row = *loaded[i]
-		}
-		if err := check(row.SourceTable, row.Topic); err != nil {
-			errs[i] = err // not a topic the relay may write: never produced
-			continue
-		}
-		recs = append(recs, record(row, row.Topic))
-		sent = append(sent, i)
-	}
-	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-	for j, err := range p.prod.ProduceWait(actx, recs) {
-		errs[sent[j]] = err
-	}
-	cancel()
 }

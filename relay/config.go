@@ -142,8 +142,10 @@ type ExactlyOnce struct {
 	// brokers; a producer started later with the same id fences this one.
 	// Empty is "cdc-relay.<slot>".
 	TransactionalID string
-	// Interval is how long a Kafka transaction gathers PostgreSQL
-	// transactions before it commits; zero is 100ms.
+	// Interval is the least time from the start of one Kafka commit to
+	// the start of the next (see exactlyonce.Options); zero (or less)
+	// commits as soon as the commit before returned. run's default is
+	// 10ms.
 	Interval time.Duration
 	// MaxEvents commits a Kafka transaction sooner, at the end of the first
 	// PostgreSQL transaction that brings it to this many records; zero is
@@ -169,7 +171,6 @@ func (c Config) withDefaults() Config {
 	defaults.Zero(&c.Ordering, d.Ordering)
 	if eo := &c.ExactlyOnce; eo.Enabled {
 		defaults.Zero(&eo.TransactionalID, "cdc-relay."+c.Slot)
-		defaults.Positive(&eo.Interval, 100*time.Millisecond)
 		defaults.Positive(&eo.MaxEvents, 10000)
 		defaults.Zero(&eo.CheckpointTopic, sink.DefaultCheckpointTopic)
 		defaults.Positive(&eo.TransactionTimeout, sink.DefaultTransactionTimeout)

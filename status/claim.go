@@ -85,38 +85,89 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	return len(due), nil
 }
 
-// recordOutcomes writes each outcome to its status row, in tx.
+// recordOutcomes writes each outcome to its status row, in tx: one
+// statement per kind of outcome, whatever the number of rows (the ids, and
+// each row's own values, as arrays), all sent in one round trip. A loaded
+// record is stored before its row's outcome.
 func (s *Store) recordOutcomes(ctx context.Context, tx pgx.Tx, outcomes []Outcome) error {
-	var b pgx.Batch
+	var (
+		loaded               loadedRecords
+		paused, delivered    []int64
+		deadIDs, failedIDs   []int64
+		deadErrs, failedErrs []string
+		failedIn             []int64 // microseconds
+	)
 	for _, o := range outcomes {
-		if r := o.Loaded; r != nil {
-			var ts any
-			if !r.Timestamp.IsZero() {
-				ts = r.Timestamp
-			}
-			var headers any
-			if h := encodeHeaders(r.Headers); h != nil {
-				headers = h
-			}
-			b.Queue("UPDATE "+s.table+" SET topic = $2, record_key = $3, record_value = $4, headers = $5, record_timestamp = $6 WHERE id = $1",
-				o.ID, sanitize(r.Topic), r.Key, r.Value, headers, ts)
+		if o.Loaded != nil {
+			loaded.add(o.ID, o.Loaded)
 		}
 		switch {
 		case o.Paused:
-			b.Queue("UPDATE "+s.table+" SET status = 'PAUSED', last_error = $2, updated_at = clock_timestamp() WHERE id = $1", o.ID, pausedReason)
+			paused = append(paused, o.ID)
 		case o.Delivered:
-			b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = $1", o.ID)
+			delivered = append(delivered, o.ID)
 		case o.Dead:
-			b.Queue("UPDATE "+s.table+" SET status = 'DEAD', attempts = attempts + 1, last_error = $2, updated_at = clock_timestamp() WHERE id = $1", o.ID, sanitize(o.Err.Error()))
+			deadIDs, deadErrs = append(deadIDs, o.ID), append(deadErrs, sanitize(o.Err.Error()))
 		default:
-			b.Queue("UPDATE "+s.table+" SET status = 'FAILED', attempts = attempts + 1, last_error = $2, updated_at = t.now, next_attempt_at = t.now + $3::interval"+
-				" FROM (SELECT clock_timestamp() AS now) t WHERE id = $1", o.ID, sanitize(o.Err.Error()), o.RetryIn)
+			failedIDs, failedErrs = append(failedIDs, o.ID), append(failedErrs, sanitize(o.Err.Error()))
+			failedIn = append(failedIn, o.RetryIn.Microseconds())
 		}
+	}
+	var b pgx.Batch
+	if len(loaded.ids) > 0 {
+		b.Queue("UPDATE "+s.table+" AS s SET topic = u.topic, record_key = u.k, record_value = u.v, headers = u.h::jsonb, record_timestamp = u.ts"+
+			" FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[]) AS u(id, topic, k, v, h, ts)"+
+			" WHERE s.id = u.id", loaded.ids, loaded.topics, loaded.keys, loaded.values, loaded.headers, loaded.timestamps)
+	}
+	if len(paused) > 0 {
+		b.Queue("UPDATE "+s.table+" SET status = 'PAUSED', last_error = $2, updated_at = clock_timestamp() WHERE id = ANY($1)", paused, pausedReason)
+	}
+	if len(delivered) > 0 {
+		b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = ANY($1)", delivered)
+	}
+	if len(deadIDs) > 0 {
+		b.Queue("UPDATE "+s.table+" AS s SET status = 'DEAD', attempts = s.attempts + 1, last_error = u.err, updated_at = clock_timestamp()"+
+			" FROM unnest($1::bigint[], $2::text[]) AS u(id, err) WHERE s.id = u.id", deadIDs, deadErrs)
+	}
+	if len(failedIDs) > 0 {
+		b.Queue("UPDATE "+s.table+" AS s SET status = 'FAILED', attempts = s.attempts + 1, last_error = u.err, updated_at = t.now,"+
+			" next_attempt_at = t.now + u.us * interval '1 microsecond'"+
+			" FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS u(id, err, us), (SELECT clock_timestamp() AS now) AS t"+
+			" WHERE s.id = u.id", failedIDs, failedErrs, failedIn)
 	}
 	if b.Len() == 0 {
 		return nil
 	}
 	return tx.SendBatch(ctx, &b).Close()
+}
+
+// loadedRecords are the records of loaded Reload rows, as columns of the
+// status table, for one UPDATE over unnest of them.
+type loadedRecords struct {
+	ids          []int64
+	topics       []string
+	keys, values [][]byte
+	headers      []*string    // JSON text, or nil
+	timestamps   []*time.Time // nil: none
+}
+
+// add appends row id's record r.
+func (l *loadedRecords) add(id int64, r *Row) {
+	var ts *time.Time
+	if !r.Timestamp.IsZero() {
+		ts = &r.Timestamp
+	}
+	var headers *string
+	if h := encodeHeaders(r.Headers); h != nil {
+		s := string(h)
+		headers = &s
+	}
+	l.ids = append(l.ids, id)
+	l.topics = append(l.topics, sanitize(r.Topic))
+	l.keys = append(l.keys, r.Key)
+	l.values = append(l.values, r.Value)
+	l.headers = append(l.headers, headers)
+	l.timestamps = append(l.timestamps, ts)
 }
 
 // outcomeTimeout bounds writing a batch's outcomes after a stop began.

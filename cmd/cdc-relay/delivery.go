@@ -29,11 +29,12 @@ var deliveryFlagNames = []string{"delivery", "transactional-id", "transaction-in
 func (d *deliveryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.delivery, "delivery", atLeastOnce,
 		"delivery `mode`: at-least-once (a crash may send some events twice: consumers deduplicate by the \"id\" header), or exactly-once "+
-			"(Kafka transactions: a consumer with isolation.level=read_committed sees each event once, about one --transaction-interval later)")
+			"(Kafka transactions: a consumer with isolation.level=read_committed sees each event once, about one Kafka commit later)")
 	fs.StringVar(&d.eo.TransactionalID, "transactional-id", "",
 		"exactly-once: the producer's transactional `id`; a relay started later with the same id fences this one at the broker (default cdc-relay.<slot>)")
-	durationVar(fs, &d.eo.Interval, "transaction-interval", 100*time.Millisecond,
-		"exactly-once: how long a Kafka transaction gathers PostgreSQL transactions before it commits; consumers see events about this much later")
+	durationVar(fs, &d.eo.Interval, "transaction-interval", 10*time.Millisecond,
+		"exactly-once: the least time from the start of one Kafka commit to the next; a transaction commits as soon as the one before it returned "+
+			"and this much time has passed (0: at once), so consumers see an event about one commit after it; a longer interval makes fewer, larger transactions")
 	fs.IntVar(&d.eo.MaxEvents, "transaction-max-events", 10000,
 		"exactly-once: commit sooner, after the PostgreSQL transaction that brings a Kafka transaction to `n` records (a PostgreSQL transaction is never split)")
 	durationVar(fs, &d.eo.TransactionTimeout, "transaction-timeout", sink.DefaultTransactionTimeout,
@@ -65,8 +66,8 @@ func (d *deliveryFlags) finish(fs *flag.FlagSet, cfg *relay.Config) error {
 		return usageError{fmt.Sprintf("--delivery %q: want %s or %s", d.delivery, atLeastOnce, exactlyOnce)}
 	}
 	switch {
-	case d.eo.Interval <= 0:
-		return usageError{"--transaction-interval must be more than 0s (the default is 100ms)"}
+	case d.eo.Interval < 0:
+		return usageError{"--transaction-interval must be 0s or more (the default is 10ms)"}
 	case d.eo.MaxEvents < 1:
 		return usageError{"--transaction-max-events must be at least 1"}
 	case d.eo.TransactionTimeout < time.Second || d.eo.TransactionTimeout < 2*d.eo.Interval:

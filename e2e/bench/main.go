@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 35 minutes: the exactlyonce part takes 10, 20 with -apache)
-//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, backfill-latency, emit
+//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, backfill-latency, emit, pause
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -76,6 +76,15 @@
 // full_page_writes on for it; -emit-rounds repeats it, the ways' order
 // rotating, and prints medians.
 //
+// Pause: a topic paused under load. The application commits -pause-rate
+// events/s (one per transaction) alternating two topics whose 1,000 keys
+// are shared; after -pause-warm one topic is paused (`cdc-relay pause
+// --topic`), resumed -pause-for later, and the load runs twice -pause-for
+// more: the events held at the resume and at most, the time from the
+// resume until no held event is more than a second old, the time from
+// the load's end until none is held, and the relay's peak RSS and CPU.
+// On kfake, or Apache Kafka with -apache.
+//
 // Polling baseline: a 500 ms polling outbox like the ones teams run today
 // (batch 50, FOR UPDATE SKIP LOCKED, created_at older than 1 s, a status
 // UPDATE per batch).
@@ -126,6 +135,8 @@ type config struct {
 	emitDuration                                  time.Duration // the emit part's load, per way
 	emitDurable                                   bool          // the emit part with fsync and full_page_writes on
 	emitRounds                                    int           // the emit part's rounds
+	pauseRate                                     int           // the pause part's events/s
+	pauseWarm, pauseFor                           time.Duration // the pause part's load before the pause, and the pause
 }
 
 func main() {
@@ -149,6 +160,9 @@ func main() {
 	flag.IntVar(&c.emitConns, "emit-conns", 8, "connections of the emit part's load (8 saturate 2 cores)")
 	flag.DurationVar(&c.emitDuration, "emit-duration", 30*time.Second, "length of the emit part's load, per way")
 	flag.IntVar(&c.emitRounds, "emit-rounds", 1, "rounds of the emit part (the ways' order rotates; medians are printed)")
+	flag.IntVar(&c.pauseRate, "pause-rate", 1500, "events/s the pause part's load commits")
+	flag.DurationVar(&c.pauseWarm, "pause-warm", 10*time.Second, "the pause part's load before the topic is paused")
+	flag.DurationVar(&c.pauseFor, "pause-for", 90*time.Second, "how long the pause part pauses the topic (the load then runs twice as long again)")
 	flag.BoolVar(&c.emitDurable, "emit-durable", false, "run the emit part with fsync and full_page_writes on, as a production server has them")
 	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker, and run the exactlyonce part on it (Java and Maven needed; see internal/kafkatest)")
 	flag.Parse()
@@ -201,7 +215,7 @@ func main() {
 }
 
 // parts are the parts -only can name, in the order they run.
-var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit"}
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit", "pause"}
 
 // parseRates reads a comma-separated list of positive rates.
 func parseRates(list string) ([]int, error) {
@@ -343,6 +357,7 @@ func (b *bench) partRuns(series *[]latencySeries) []benchPart {
 		{"backfill", b.backfill},
 		{"backfill-latency", b.backfillLatency},
 		{"emit", b.emit},
+		{"pause", b.pauseLoad},
 	}
 }
 

@@ -155,6 +155,14 @@ func (b *bench) release(ctx context.Context, r *keyRefusal, p *relayproc.Proc) e
 		return left == 0, err
 	})
 	r.released = time.Since(start)
+	if err == nil {
+		// The span of the poller's deliveries: the release without the
+		// wait for the refused heads' next attempt (up to --retry-max)
+		// and the poller's next look (its 1 s interval).
+		var secs float64
+		err = b.conn.QueryRow(ctx, "SELECT coalesce(extract(epoch FROM max(delivered_at) - min(delivered_at)), 0) FROM outbox_delivery WHERE status = 'DELIVERED'").Scan(&secs)
+		r.draining = time.Duration(secs * float64(time.Second))
+	}
 	if stopErr := p.Stop(60 * time.Second); err == nil {
 		err = stopErr
 	}
@@ -189,7 +197,8 @@ func (b *bench) orderBlocked(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "With %d of %d keys refused by the broker (a produce hook answers MESSAGE_TOO_LARGE for their records until lifted; `--retry-base 100ms --retry-max 1s`), %d events held:\n\n", keys, b.c.keys, refuse.events)
 	fmt.Fprintf(out, "| | time | events/s | relay CPU per event |\n|---|---|---|---|\n")
 	fmt.Fprintf(out, "| stream (all delivered or held) | %s | %.0f | %.2f µs |\n", r.wall.Round(time.Millisecond), rate(b.c.rows, r.wall), perEvent(r.cpu, b.c.rows))
-	fmt.Fprintf(out, "| release after lifting (no FAILED or WAITING row left) | %s | %.0f | |\n\n", refuse.released.Round(time.Millisecond), rate(refuse.events, refuse.released))
+	fmt.Fprintf(out, "| release after lifting (no FAILED or WAITING row left) | %s | %.0f | |\n", refuse.released.Round(time.Millisecond), rate(refuse.events, refuse.released))
+	fmt.Fprintf(out, "| of which the poller's deliveries (first to last delivered_at) | %s | %.0f | |\n\n", refuse.draining.Round(time.Millisecond), rate(refuse.events, refuse.draining))
 	return nil
 }
 
@@ -199,6 +208,7 @@ type keyRefusal struct {
 	keys     map[string]bool
 	events   int           // the backlog's events of those keys
 	released time.Duration // from lifting until none is held
+	draining time.Duration // from the poller's first delivery to its last
 	lifted   atomic.Bool
 }
 

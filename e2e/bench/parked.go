@@ -58,7 +58,11 @@ func (b *bench) parked(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	logf("poller: %d parked events delivered in %s", n, took.Round(time.Millisecond))
-	fmt.Fprintf(out, "### Parked events delivered by the poller: %d events, batches of 100 (the default)\n\n", n)
+	batches := "batches of the default `--retry-batch`"
+	if b.c.relayArgs != "" {
+		batches += ", unless `" + b.c.relayArgs + "` sets it"
+	}
+	fmt.Fprintf(out, "### Parked events delivered by the poller: %d events, %s\n\n", n, batches)
 	fmt.Fprintf(out, "| | time | events/s | relay CPU per event |\n|---|---|---|---|\n")
 	perEv := ""
 	if cpuErr == nil {

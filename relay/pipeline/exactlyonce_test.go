@@ -32,8 +32,15 @@ type eoSession struct {
 }
 
 // newEOSession starts a session's transactional producer (fencing the
-// last one) and a pipeline whose records go through an exactlyonce.Batcher.
+// last one) and a pipeline whose records go through an exactlyonce.Batcher
+// that commits after at most maxEvents records, never for time.
 func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *exactlyonce.State, maxEvents int) *eoSession {
+	t.Helper()
+	return newEOSessionEvery(t, brokers, store, state, maxEvents, time.Hour)
+}
+
+// newEOSessionEvery is newEOSession with the batcher's interval.
+func newEOSessionEvery(t *testing.T, brokers []string, store *fakeStore, state *exactlyonce.State, maxEvents int, interval time.Duration) *eoSession {
 	t.Helper()
 	snk, err := sink.New(sink.Config{Brokers: brokers, TransactionalID: "cdc-relay.test", AutoCreateTopics: true})
 	if err != nil {
@@ -54,7 +61,7 @@ func newEOSession(t *testing.T, brokers []string, store *fakeStore, state *exact
 		s.stopped = append(s.stopped, err)
 		s.mu.Unlock()
 	}
-	s.txn = exactlyonce.New(s.Ledger, snk, state, sink.Checkpoint{Slot: "test"}, exactlyonce.Options{Interval: time.Hour, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
+	s.txn = exactlyonce.New(s.Ledger, snk, state, sink.Checkpoint{Slot: "test"}, exactlyonce.Options{Interval: interval, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
 	s.txn.CommitHook = func() { s.commits = append(s.commits, s.Tracker.Safe()) }
 	s.delivery = s.txn
 	return s
@@ -182,6 +189,69 @@ func TestExactlyOnceCommitsWholeTransactions(t *testing.T) {
 		t.Fatalf("checkpoint topic: %s, %v, %v; want 0/400", cp.LSN, found, err)
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b,c,d,e,f,g,h" {
+		t.Fatalf("read_committed sees %s", got)
+	}
+}
+
+// TestExactlyOnceCommitsAtOnceWithoutAnInterval: with no interval (the
+// default), the end of each PostgreSQL transaction makes a commit due at
+// once, however few records the Kafka transaction holds.
+func TestExactlyOnceCommitsAtOnceWithoutAnInterval(t *testing.T) {
+	brokers := newBroker(t)
+	s := newEOSessionEvery(t, brokers, &fakeStore{}, &exactlyonce.State{}, 10000, 0)
+	ctx := context.Background()
+	s.pgTxn(t, 0x200, []string{"a"})
+	if s.commitIfDue(ctx); len(s.commits) != 1 {
+		t.Fatalf("%d commits after one PostgreSQL transaction of one record, want 1", len(s.commits))
+	}
+	s.pgTxn(t, 0x300, []string{"b", "c"})
+	if s.commitIfDue(ctx); len(s.commits) != 2 {
+		t.Fatalf("%d commits after two PostgreSQL transactions, want 2", len(s.commits))
+	}
+	if got := s.Tracker.Safe(); got != 0x300 {
+		t.Fatalf("safe %s after the second commit, want 0/300", got)
+	}
+	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b,c" {
+		t.Fatalf("read_committed sees %s", got)
+	}
+}
+
+// TestExactlyOnceCommitsNoMoreOftenThanTheInterval: with an interval, a
+// transaction whose PostgreSQL transactions ended commits once the
+// interval has passed since the last commit began (the batcher's start,
+// for the first), woken by a timer, not before.
+func TestExactlyOnceCommitsNoMoreOftenThanTheInterval(t *testing.T) {
+	const interval = 500 * time.Millisecond
+	brokers := newBroker(t)
+	began := time.Now()
+	s := newEOSessionEvery(t, brokers, &fakeStore{}, &exactlyonce.State{}, 10000, interval)
+	var at []time.Time // when each commit began
+	hook := s.txn.CommitHook
+	s.txn.CommitHook = func() { at = append(at, time.Now()); hook() }
+	ctx := context.Background()
+	waitCommits := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.commitIfDue(ctx); len(at) < n; s.commitIfDue(ctx) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d commits after 10 s, want %d", len(at), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	s.pgTxn(t, 0x200, []string{"a"})
+	waitCommits(1)
+	s.pgTxn(t, 0x300, []string{"b"})
+	waitCommits(2)
+	// The hook runs just after a commit begins: allow it that much.
+	const slack = 50 * time.Millisecond
+	if d := at[0].Sub(began); d < interval {
+		t.Errorf("the first commit began %s after the batcher, before the interval of %s", d, interval)
+	}
+	if d := at[1].Sub(at[0]); d < interval-slack {
+		t.Errorf("the second commit began %s after the first, before the interval of %s", d, interval)
+	}
+	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b" {
 		t.Fatalf("read_committed sees %s", got)
 	}
 }

@@ -74,6 +74,8 @@ type Batcher struct {
 
 	mu         sync.Mutex
 	cur        kafkaTxn             // the transaction records go to
+	lastBegan  time.Time            // when the last commit began (New: when the batcher did)
+	waking     bool                 // a timer wakes run once the interval has passed
 	committing bool                 // a commit is under way: records wait in pending
 	pending    []*delivery.Inflight // read during a commit, produced after it
 	broken     error                // set once a transaction cannot commit: nothing more is produced
@@ -110,8 +112,13 @@ type Batcher struct {
 // Options are what the batcher takes of the relay's exactly-once
 // settings.
 type Options struct {
-	// Interval is the longest a Kafka transaction stays open once it has
-	// records; MaxEvents the most records it holds before it commits.
+	// Interval is the least time from the start of one commit to the
+	// start of the next: a Kafka transaction commits as soon as the one
+	// before it returned and Interval has passed since that one began
+	// (zero: at once), which keeps the time from a PostgreSQL commit to a
+	// visible record near one Kafka commit and bounds how many commits a
+	// fast broker makes. MaxEvents is the most records a transaction
+	// holds: one that reaches it commits without waiting for Interval.
 	Interval  time.Duration
 	MaxEvents int
 	// CheckpointTopic is the topic of the slot's position, written in
@@ -122,7 +129,6 @@ type Options struct {
 // kafkaTxn is the Kafka transaction that records go to.
 type kafkaTxn struct {
 	begun   bool // Begin was called (its first record was produced)
-	began   time.Time
 	events  int
 	held    []*heldTxn
 	open    bool          // the last held transaction is still being read
@@ -138,7 +144,7 @@ type kafkaTxn struct {
 // Run, is the caller's to start.
 func New(l *delivery.Ledger, snk *sink.Sink, state *State, id sink.Checkpoint, eo Options) *Batcher {
 	b := &Batcher{Ledger: l, snk: snk, state: state, id: id, topic: eo.CheckpointTopic, interval: eo.Interval,
-		maxEvents: eo.MaxEvents, due: make(chan struct{}, 1)}
+		maxEvents: eo.MaxEvents, due: make(chan struct{}, 1), lastBegan: time.Now()}
 	b.parkDone = sync.NewCond(&b.parkMu)
 	b.onAck = b.ack
 	b.onCPAck = func(_ *kgo.Record, err error) {
@@ -203,7 +209,7 @@ func (b *Batcher) sendLocked(it *delivery.Inflight) {
 			b.breakLocked(err, nil)
 			return
 		}
-		b.cur.begun, b.cur.began = true, time.Now()
+		b.cur.begun = true
 	}
 	b.sent++
 	if !b.state.isSuspect(it) {
@@ -275,20 +281,42 @@ func (b *Batcher) EndTxn(pgTxn *checkpoint.Txn, end pglogrepl.LSN) {
 		return // nothing of it in Kafka
 	}
 	b.cur.lastEnd, b.cur.lastCommit, b.cur.open = end, pgTxn.CommitTime(), false
-	due := b.dueLocked()
+	b.wakeLocked()
 	b.mu.Unlock()
-	if due {
+}
+
+// dueLocked reports whether the transaction should commit, once no
+// PostgreSQL transaction in it is still being read: it has records, and
+// the interval has passed since the last commit began, or it holds the
+// most records it may. Commits run one at a time, so under load a
+// transaction holds what was read during the commit before it.
+func (b *Batcher) dueLocked() bool {
+	return b.cur.begun && (b.cur.events >= b.maxEvents || time.Since(b.lastBegan) >= b.interval)
+}
+
+// wakeLocked tells run that a commit is due, or, when only the interval
+// keeps the transaction from being due, has a timer tell it once the
+// interval has passed. Called with mu held, once no PostgreSQL
+// transaction in the Kafka transaction is being read.
+func (b *Batcher) wakeLocked() {
+	switch {
+	case b.dueLocked():
 		select {
 		case b.due <- struct{}{}:
 		default:
 		}
+	case b.cur.begun && !b.waking:
+		b.waking = true
+		time.AfterFunc(b.interval-time.Since(b.lastBegan), func() {
+			b.mu.Lock()
+			b.waking = false
+			b.mu.Unlock()
+			select {
+			case b.due <- struct{}{}:
+			default:
+			}
+		})
 	}
-}
-
-// dueLocked reports whether the transaction should commit, once no
-// PostgreSQL transaction in it is still being read.
-func (b *Batcher) dueLocked() bool {
-	return b.cur.begun && (b.cur.events >= b.maxEvents || time.Since(b.cur.began) >= b.interval)
 }
 
 // ack is the callback of every record of the stream: Kafka's ack frees
@@ -315,13 +343,19 @@ func (b *Batcher) failed(f failure) {
 }
 
 // Run commits the transaction when it is due and no PostgreSQL transaction
-// in it is being read, until ctx ends.
+// in it is being read, until ctx ends. EndTxn and the commit before wake
+// it (at once, or once the interval has passed); it also looks every
+// idleLook.
 func (b *Batcher) Run(ctx context.Context) {
-	tick.Every(ctx, max(b.interval/4, time.Millisecond), func(ctx context.Context) bool {
+	tick.Every(ctx, idleLook, func(ctx context.Context) bool {
 		b.commitIf(ctx, false)
 		return true
 	}, tick.Wake(b.due))
 }
+
+// idleLook is how often Run looks for a due commit unwoken: EndTxn and
+// each commit wake it when one is.
+const idleLook = 100 * time.Millisecond
 
 // Pending is the number of records read during the commit under way,
 // which wait to be produced into the next transaction. The relay does not

@@ -42,7 +42,7 @@ func (b *Batcher) commitIf(ctx context.Context, force bool) error {
 	}
 	txn := b.cur
 	sent := b.sent + 1 // and the checkpoint record
-	b.cur, b.sent = kafkaTxn{}, 0
+	b.cur, b.sent, b.lastBegan = kafkaTxn{}, 0, time.Now()
 	b.committing = true
 	b.mu.Unlock()
 	b.waitForWriteBack(ctx)
@@ -88,11 +88,8 @@ func (b *Batcher) commitIf(ctx context.Context, force bool) error {
 			b.sendLocked(it)
 			pending[i] = nil
 		}
-		if !b.cur.open && b.dueLocked() {
-			select { // the next one is due already
-			case b.due <- struct{}{}:
-			default:
-			}
+		if !b.cur.open {
+			b.wakeLocked() // the next one may be due already
 		}
 		return b.broken
 	}
