@@ -147,8 +147,8 @@ func (s *session) lostLead(ctx context.Context) func(error) {
 }
 
 // pollerConfig is the poller's configuration with the relay's logger,
-// metrics and pause, the stream's topic rules, and the reads of rows to
-// send again as they are now.
+// metrics and pause, the stream's topic rules, its producer's size
+// limits, and the reads of rows to send again as they are now.
 func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	pc := s.cfg.Poller
 	if pc.Logger == nil {
@@ -160,6 +160,12 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	pc.PausedTopics = s.failures.PausedTopics
 	pc.Claimed = s.holdClaimed
 	pc.Delivered = s.releaseKeys(ctx)
+	if pc.CheckRecord == nil {
+		// A record Kafka would refuse for its size fails its attempt
+		// without being produced, so that no later row of its key in the
+		// claim overtakes it.
+		pc.CheckRecord = s.pollSink.Refuses
+	}
 	if pc.CheckTopic == nil {
 		// Validated with the mapping in New: each row's topics as its
 		// source's stream allows them.

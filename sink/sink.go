@@ -91,7 +91,13 @@ type Sink struct {
 	alone     *kgo.Client // produces one record per batch; see ProduceAlone
 	aloneErr  error
 
-	batchMax int // Config.BatchMaxBytes, or its default
+	groupOnce sync.Once
+	group     *kgo.Client // produces records again beside the stream; see ProduceGroup
+	groupErr  error
+
+	batchMax   int          // Config.BatchMaxBytes, or its default
+	compressed bool         // batches are compressed: a topic's limit is Kafka's to apply
+	limits     *topicLimits // the topics' max.message.bytes, for Refuses
 
 	sasl     *saslWatch   // SASL requests that failed; nil without SASL
 	saslName string       // the mechanism's name, for errors
@@ -113,7 +119,10 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Logger != nil && cfg.Outages == nil {
 		cfg.Outages = NewOutages(cfg.Logger, cfg.Brokers)
 	}
-	s := &Sink{batchMax: cfg.batchMaxBytes(), outages: cfg.Outages, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
+	s := &Sink{batchMax: cfg.batchMaxBytes(), compressed: cfg.Compression != "" && cfg.Compression != "none",
+		outages: cfg.Outages, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
+	s.limits = &topicLimits{describe: s.describeMaxMessageBytes}
+	opts = append(opts, kgo.ProducerBatchMaxBytesFn(s.batchCap)) // after producerOpts' ProducerBatchMaxBytes
 	if s.outages != nil {
 		opts = append(opts, kgo.WithHooks(s.outages.hooks()))
 	}
@@ -253,6 +262,37 @@ func (s *Sink) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record
 // still unanswered then (it may yet be delivered: the caller must treat it
 // as not known).
 func (s *Sink) ProduceWait(ctx context.Context, recs []*kgo.Record) []error {
+	return produceWait(ctx, s.cl, recs)
+}
+
+// ProduceGroup produces recs, as ProduceWait does, on a client of their
+// own beside the stream's (created on first use): for records the
+// stream's producer failed with their batch, produced again together, so
+// that a refusal among them fails none of the stream's records. Each
+// partition's records go in the order of recs.
+func (s *Sink) ProduceGroup(ctx context.Context, recs []*kgo.Record) []error {
+	s.groupOnce.Do(func() {
+		opts := append(append([]kgo.Opt(nil), s.opts...), kgo.ProducerLinger(0))
+		s.group, s.groupErr = kgo.NewClient(opts...)
+	})
+	errs := make([]error, len(recs))
+	var err error
+	switch {
+	case s.groupErr != nil:
+		err = fmt.Errorf("create Kafka client: %w", s.groupErr)
+	case s.group == nil:
+		err = kgo.ErrClientClosed // Close ran first
+	default:
+		return produceWait(ctx, s.group, recs)
+	}
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// produceWait is ProduceWait on cl.
+func produceWait(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) []error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -267,7 +307,7 @@ func (s *Sink) ProduceWait(ctx context.Context, recs []*kgo.Record) []error {
 	answers := make(chan answer, len(recs)) // never blocks a callback
 	cb := func(r *kgo.Record, err error) { answers <- answer{index[r], err} }
 	for _, r := range recs {
-		s.cl.Produce(ctx, r, cb)
+		cl.Produce(ctx, r, cb)
 	}
 	errs := make([]error, len(recs))
 	answered := make([]bool, len(recs))
@@ -316,6 +356,10 @@ func (s *Sink) Close() {
 	s.aloneOnce.Do(func() {}) // no one-record client after Close
 	if s.alone != nil {
 		s.alone.Close()
+	}
+	s.groupOnce.Do(func() {})
+	if s.group != nil {
+		s.group.Close()
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
@@ -110,4 +112,76 @@ func scanKey(r pgx.CollectableRow) (Key, error) {
 	err := r.Scan(&k.Topic, &key)
 	k.Key = string(key)
 	return k, err
+}
+
+// Held is one event for ParkHeld: parked WAITING with Reason, as Waiting
+// parks it, or PAUSED, as Paused does.
+type Held struct {
+	Event  *decoder.Event
+	Reason error // WAITING's last_error; unused when Paused
+	Paused bool
+}
+
+// parkHeldMax is the most rows of one ParkHeld statement (10 parameters
+// each, within PostgreSQL's 65,535).
+const parkHeldMax = 1000
+
+// ParkHeld parks each of held as Waiting or Paused would, in one INSERT
+// per 1,000 rows, their ids in the order of held (so a key's rows keep
+// the order they are given in). When it returns nil every row is
+// committed. When PostgreSQL refuses a row for its data, it parks them
+// one at a time instead, each degraded as Waiting degrades it.
+func (s *Store) ParkHeld(ctx context.Context, held []Held) error {
+	for len(held) > 0 {
+		n := min(len(held), parkHeldMax)
+		if err := s.parkHeld(ctx, held[:n]); err != nil {
+			return err
+		}
+		held = held[n:]
+	}
+	return nil
+}
+
+func (s *Store) parkHeld(ctx context.Context, held []Held) error {
+	var sql strings.Builder
+	sql.WriteString("INSERT INTO " + s.table +
+		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table) VALUES ")
+	args := make([]any, 0, 10*len(held))
+	for i, h := range held {
+		state, reason := Waiting, h.Reason
+		if h.Paused {
+			state, reason = Paused, errors.New(pausedReason)
+		}
+		r := s.row(h.Event, reason)
+		var headers any
+		if r.headers != nil {
+			headers = r.headers
+		}
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		n := len(args)
+		fmt.Fprintf(&sql, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d::pg_lsn, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10)
+		args = append(args, r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(r.reason), r.commitLSN, state, r.sourceTable)
+	}
+	sql.WriteString(" ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, '')) WHERE event_id IS NOT NULL DO NOTHING")
+	_, err := s.db.Exec(ctx, sql.String(), args...)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && dataError(pgErr) {
+		for _, h := range held {
+			if h.Paused {
+				err = s.Paused(ctx, h.Event)
+			} else {
+				err = s.Waiting(ctx, h.Event, h.Reason)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("park %d held events in %s: %w", len(held), s.table, err)
+	}
+	return nil
 }

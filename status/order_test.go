@@ -337,3 +337,54 @@ func TestOperatorsAndOrder(t *testing.T) {
 		t.Fatalf("claim %v, want %v", got, want)
 	}
 }
+
+// TestParkHeld: ParkHeld stores WAITING and PAUSED rows in one statement,
+// their ids in the order given, as Waiting and Paused store each; an
+// event sent again is not stored twice; a row PostgreSQL refuses for its
+// data (a NUL in a header) makes it park one at a time, that row degraded.
+func TestParkHeld(t *testing.T) {
+	t.Parallel()
+	_, pool := claimTestStore(t)
+	ctx := context.Background()
+	store := NewStore(pool, "public", "outbox_delivery")
+	ev := func(id string, lsn uint64, hdr string) *decoder.Event {
+		e := &decoder.Event{ID: []byte(id), Topic: "t", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: lsn}
+		if hdr != "" {
+			e.Headers = []decoder.Header{{Key: "h", Value: []byte(hdr)}}
+		}
+		return e
+	}
+	wait := errors.New("waits for an earlier event of its key")
+	tests := []struct {
+		name string
+		held []Held
+		want string // event_id:status, in id order
+	}{
+		{"in order", []Held{{Event: ev("a", 0x100, ""), Reason: wait}, {Event: ev("b", 0x100, ""), Paused: true}, {Event: ev("c", 0x200, ""), Reason: wait}},
+			"a:WAITING,b:PAUSED,c:WAITING"},
+		{"sent again", []Held{{Event: ev("a", 0x100, ""), Reason: wait}, {Event: ev("d", 0x300, ""), Reason: wait}}, "a:WAITING,b:PAUSED,c:WAITING,d:WAITING"},
+		{"a row refused for its data", []Held{{Event: ev("e", 0x400, "x\x00y"), Reason: wait}, {Event: ev("f", 0x400, ""), Reason: wait}},
+			"a:WAITING,b:PAUSED,c:WAITING,d:WAITING,e:WAITING,f:WAITING"},
+	}
+	for _, tt := range tests {
+		if err := store.ParkHeld(ctx, tt.held); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		rows, err := pool.Query(ctx, "SELECT event_id || ':' || status FROM outbox_delivery ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, s)
+		}
+		rows.Close()
+		if strings.Join(got, ",") != tt.want {
+			t.Fatalf("%s: rows %v, want %s", tt.name, got, tt.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,6 +90,9 @@ type Ledger struct {
 	// that refuses every write for a reason retries cannot fix, a producer
 	// Kafka refuses, a Kafka transaction that cannot commit.
 	Stop func(err error)
+
+	heldOnce sync.Once
+	held     *heldParks // nil unless Failures parks in batches (HeldParker)
 }
 
 // NewLedger fills what l leaves unset (Metrics, Causes, RetryBase) and

@@ -9,6 +9,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -61,6 +62,15 @@ func (l *Ledger) ParkInOrder(it *Inflight, as ParkAs) func() bool {
 	t := l.Order.BeginPark(&it.Event, it.Seq, as.cause == HeldPaused)
 	return func() (ok bool) {
 		defer func() { l.Order.EndPark(t, ok) }()
+		if q := l.heldQueue(); as.held && q != nil {
+			// Queued behind its key's previous row, not after its commit:
+			// the batches keep the order.
+			if !t.WaitQueued() {
+				l.Log.Warn("stopped before an earlier event of the key was recorded; this one will be sent again after a restart", "id", string(it.Event.ID))
+				return false
+			}
+			return l.holdBatched(q, t, it, as)
+		}
 		if !t.Wait() {
 			l.Log.Warn("stopped before an earlier event of the key was recorded; this one will be sent again after a restart", "id", string(it.Event.ID))
 			return false
@@ -102,6 +112,13 @@ func (l *Ledger) hold(it *Inflight, reason error, label string, park func(contex
 	l.Metrics.EventsHeld.WithLabelValues(label).Inc()
 	l.parked(it)
 	return true
+}
+
+// holdBatched parks it behind a held key or a paused topic in the
+// session's batch of held parks, which counts it as hold does once its
+// batch is stored.
+func (l *Ledger) holdBatched(q *heldParks, t *keyorder.Turn, it *Inflight, as ParkAs) bool {
+	return q.park(t, it, as)
 }
 
 // store writes it's status row with park, retrying with backoff until it

@@ -42,12 +42,13 @@ func (k *keysInFlight) add(ev *decoder.Event, p *Place) {
 }
 
 // done counts the event at p out of the producer, once its callback
-// settled it.
-func (k *keysInFlight) done(p *Place) {
+// settled it, and reports whether that left its counter at 0.
+func (k *keysInFlight) done(p *Place) bool {
 	if s := p.slot; s != 0 {
 		p.slot = 0 // before the count: whoever sees it drop may take it
-		k.counts[s-1].Add(-1)
+		return k.counts[s-1].Add(-1) == 0
 	}
+	return false
 }
 
 // busy reports whether a record of ev's key (or of a key sharing its

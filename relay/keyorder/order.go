@@ -100,10 +100,13 @@ type heldKey struct {
 }
 
 // turn is one park of a key: done is closed once it committed its row
-// (ok) or gave up.
+// (ok) or gave up; queued once it is queued where a batch stores it in
+// order (inQueue, set before), or else with done.
 type turn struct {
-	done chan struct{}
-	ok   bool
+	done    chan struct{}
+	ok      bool
+	queued  chan struct{}
+	inQueue bool
 }
 
 // Verdict is what the stream does with an event.
@@ -201,11 +204,10 @@ func (o *Order) IntoProducer(ev *decoder.Event, p *Place) {
 }
 
 // OutOfProducer counts the event at p out again, once its callback held
-// its key if it failed.
-func (o *Order) OutOfProducer(p *Place) {
-	if o != nil && o.flight != nil {
-		o.flight.done(p)
-	}
+// its key if it failed, and reports whether no record of its key is left
+// in the producer now (MayGoAlone turned true for it).
+func (o *Order) OutOfProducer(p *Place) (idle bool) {
+	return o != nil && o.flight != nil && o.flight.done(p)
 }
 
 // MayGoAlone reports whether ev, the earliest event in the alone queue,
@@ -250,7 +252,7 @@ func (o *Order) BeginPark(ev *decoder.Event, seq uint64, paused bool) *Turn {
 	h.parked, h.deferred = true, false
 	h.gen++
 	h.parking++
-	t := &Turn{h: h, prev: h.last, mine: &turn{done: make(chan struct{})}}
+	t := &Turn{h: h, prev: h.last, mine: &turn{done: make(chan struct{}), queued: make(chan struct{})}}
 	h.last = t.mine
 	return t
 }
@@ -266,6 +268,29 @@ func (t *Turn) Wait() bool {
 	return t.prev.ok
 }
 
+// Queued tells t's key that t's row is queued, in the key's order,
+// where batches store rows in the order queued and store none after one
+// that failed: the key's next park may queue behind it (WaitQueued).
+// Call it at most once, before EndPark, from the park's goroutine.
+func (t *Turn) Queued() {
+	if t == nil {
+		return
+	}
+	t.mine.inQueue = true
+	close(t.mine.queued)
+}
+
+// WaitQueued waits until the key's previous park is queued (Queued) or
+// has ended, and reports whether this one may go on: true once it is
+// queued, else whether it committed its row (as Wait).
+func (t *Turn) WaitQueued() bool {
+	if t == nil || t.prev == nil {
+		return true
+	}
+	<-t.prev.queued
+	return t.prev.inQueue || t.prev.ok
+}
+
 // EndPark ends the park t, which committed its row if ok.
 func (o *Order) EndPark(t *Turn, ok bool) {
 	if t == nil {
@@ -273,6 +298,9 @@ func (o *Order) EndPark(t *Turn, ok bool) {
 	}
 	t.mine.ok = ok
 	close(t.mine.done)
+	if !t.mine.inQueue {
+		close(t.mine.queued)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	t.h.parking--

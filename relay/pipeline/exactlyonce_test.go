@@ -17,7 +17,6 @@ import (
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
 	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/sink"
-	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // Exactly-once delivery against kfake, a Kafka broker in-process with
@@ -257,11 +256,12 @@ func TestExactlyOnceCommitsNoMoreOftenThanTheInterval(t *testing.T) {
 	}
 }
 
-// TestExactlyOnceParksPoisonAndProducesTheRestAgain: a record Kafka
-// refuses aborts its transaction; it is parked first, the session ends to
-// produce the same transactions again, and the next session leaves it out:
-// a read_committed consumer sees every other event once.
-func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
+// TestExactlyOnceParksATooLargeRecordWithoutProducingIt: a record the
+// producer says Kafka would refuse (larger than a batch) is parked before
+// it is produced, so its Kafka transaction is not aborted: the session
+// commits the rest, and a read_committed consumer sees every other event
+// once.
+func TestExactlyOnceParksATooLargeRecordWithoutProducingIt(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{}
 	state := &exactlyonce.State{}
@@ -269,39 +269,26 @@ func TestExactlyOnceParksPoisonAndProducesTheRestAgain(t *testing.T) {
 	ids := []string{"a", "big", "b"}
 	values := [][]byte{[]byte(`{}`), big, []byte(`{}`)}
 
-	first := newEOSession(t, brokers, store, state, 100)
-	first.pgTxn(t, 0x200, ids, values...)
-	err := first.txn.Commit(context.Background())
-	if err == nil || len(first.stopped) != 1 || !errors.Is(first.stopped[0], exactlyonce.ErrRedo) {
-		t.Fatalf("commit: %v, session stopped with %v; want the session ended to produce again", err, first.stopped)
+	s := newEOSession(t, brokers, store, state, 100)
+	s.pgTxn(t, 0x200, ids, values...)
+	if err := s.txn.Commit(context.Background()); err != nil || len(s.stopped) != 0 {
+		t.Fatalf("commit: %v, session stopped with %v; want it committed", err, s.stopped)
 	}
 	if got := store.ids(); len(got) != 1 || !strings.HasPrefix(got[0], "FAILED big: MESSAGE_TOO_LARGE") {
-		t.Fatalf("parked %q, want the large record only (stopped %v)", got, first.stopped)
+		t.Fatalf("parked %q, want the large record only", got)
 	}
-	if first.Tracker.Safe() != 0x100 {
-		t.Fatalf("safe %s after the abort, want the start 0/100", first.Tracker.Safe())
-	}
-
-	second := newEOSession(t, brokers, store, state, 100)
-	second.pgTxn(t, 0x200, ids, values...)
-	if err := second.txn.Commit(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(second.stopped) != 0 || second.Tracker.Safe() != 0x200 {
-		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/200", second.stopped, second.Tracker.Safe())
+	if s.Tracker.Safe() != 0x200 {
+		t.Fatalf("safe %s, want 0/200", s.Tracker.Safe())
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a,b" {
 		t.Fatalf("read_committed sees %s, want a,b once", got)
 	}
-	if got := store.ids(); len(got) != 1 {
-		t.Fatalf("parked %q, want the large record once", got)
-	}
 }
 
 // TestExactlyOnceHoldsTheKeyOfAParkedRecord: with ordering by key, the
-// record Kafka refuses is parked and holds its key; the redo produces the
-// key's events before it as usual and parks those after it WAITING, in
-// order, as it does the key's later transactions.
+// record parked before it is produced holds its key at once: the key's
+// events before it are produced, those after it, and its key's later
+// transactions, parked WAITING, in order.
 func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	brokers := newBroker(t)
 	store := &fakeStore{}
@@ -310,25 +297,15 @@ func TestExactlyOnceHoldsTheKeyOfAParkedRecord(t *testing.T) {
 	ids := []string{"a", "big", "b", "c"}
 	values := [][]byte{[]byte(`{}`), big, []byte(`{}`), []byte(`{}`)}
 
-	first := newEOSession(t, brokers, store, state, 100)
-	first.orderedEO(t, state)
-	first.pgTxn(t, 0x200, ids, values...)
-	if err := first.txn.Commit(context.Background()); err == nil || !errors.Is(first.stopped[0], exactlyonce.ErrRedo) {
-		t.Fatalf("commit: %v, stopped %v; want the session ended to produce again", err, first.stopped)
-	}
-	store.mu.Lock()
-	store.held = []status.Key{{Topic: "orders", Key: "k"}} // big's row
-	store.mu.Unlock()
-
-	second := newEOSession(t, brokers, store, state, 100)
-	second.orderedEO(t, state)
-	second.pgTxn(t, 0x200, ids, values...)
-	second.pgTxn(t, 0x300, []string{"d"})
-	if err := second.txn.Commit(context.Background()); err != nil {
+	s := newEOSession(t, brokers, store, state, 100)
+	s.orderedEO(t, state)
+	s.pgTxn(t, 0x200, ids, values...)
+	s.pgTxn(t, 0x300, []string{"d"})
+	if err := s.txn.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(second.stopped) != 0 || second.Tracker.Safe() != 0x300 {
-		t.Fatalf("second session: stopped %v, safe %s; want it to commit to 0/300", second.stopped, second.Tracker.Safe())
+	if len(s.stopped) != 0 || s.Tracker.Safe() != 0x300 {
+		t.Fatalf("stopped %v, safe %s; want it to commit to 0/300", s.stopped, s.Tracker.Safe())
 	}
 	if got := strings.Join(committedIDs(t, brokers, "orders"), ","); got != "a" {
 		t.Fatalf("read_committed sees %s, want a: b, c and d wait behind big", got)

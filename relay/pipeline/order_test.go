@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -13,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -311,6 +315,11 @@ func (ackingProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.R
 
 func (ackingProducer) ProduceAlone(context.Context, *kgo.Record) error { return nil }
 func (ackingProducer) BatchMaxBytes() int                              { return sink.DefaultBatchMaxBytes }
+func (ackingProducer) Refuses(*kgo.Record) error                       { return nil }
+func (ackingProducer) SizeRefused(string)                              {}
+func (ackingProducer) ProduceGroup(_ context.Context, recs []*kgo.Record) []error {
+	return make([]error, len(recs))
+}
 
 // BenchmarkOrderCheck: the stream's cost per event of ordering by key,
 // with nothing held (one atomic load) and with other keys held (a map
@@ -439,6 +448,65 @@ func TestOrderPausedTopicWithOrderingNone(t *testing.T) {
 	}
 }
 
+// newRefusingBroker is newBroker whose broker refuses, for good, every
+// produced batch that holds a record whose value is value: with
+// TOPIC_AUTHORIZATION_FAILED, a refusal of the records themselves that the
+// relay cannot know before producing them.
+func newRefusingBroker(t *testing.T, value []byte) []string {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		hit := false
+		for _, rt := range pr.Topics {
+			respT := kmsg.NewProduceResponseTopic()
+			respT.Topic, respT.TopicID = rt.Topic, rt.TopicID
+			for _, p := range rt.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition, rp.BaseOffset, rp.ErrorCode = p.Partition, -1, kerr.RequestTimedOut.Code
+				if batchHolds(p.Records, value) {
+					rp.ErrorCode, hit = kerr.TopicAuthorizationFailed.Code, true
+				}
+				respT.Partitions = append(respT.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, respT)
+		}
+		return resp, nil, hit
+	})
+	return kc.ListenAddrs()
+}
+
+// batchHolds reports whether the uncompressed record batches in b hold a
+// record whose value is value.
+func batchHolds(b, value []byte) bool {
+	for len(b) >= 12 {
+		var batch kmsg.RecordBatch
+		if err := batch.ReadFrom(b); err != nil {
+			return false
+		}
+		recs := batch.Records
+		for range batch.NumRecords {
+			l, n := binary.Varint(recs)
+			if n <= 0 || l < 0 || n+int(l) > len(recs) {
+				break
+			}
+			var r kmsg.Record
+			if r.ReadFrom(recs[:n+int(l)]) == nil && bytes.Equal(r.Value, value) {
+				return true
+			}
+			recs = recs[n+int(l):]
+		}
+		b = b[12+int(batch.Length):]
+	}
+	return false
+}
+
 // TestExactlyOnceParksBesideABreak: two records of key k fail for their
 // own fault in one Kafka transaction; the committer parks them one by one
 // while it holds the batcher's lock. After the first park holds k, the
@@ -447,12 +515,12 @@ func TestOrderPausedTopicWithOrderingNone(t *testing.T) {
 // turn, never ends. (The later event's row then precedes the second
 // refused record's: DESIGN.md's exactly-once gap.)
 func TestExactlyOnceParksBesideABreak(t *testing.T) {
-	brokers := newBroker(t)
+	big := []byte("refused")
+	brokers := newRefusingBroker(t, big)
 	store := &fakeStore{firstDelay: 300 * time.Millisecond, called: make(chan struct{}, 1)}
 	state := &exactlyonce.State{}
 	s := newEOSession(t, brokers, store, state, 100)
 	s.orderedEO(t, state)
-	big := make([]byte, sink.DefaultBatchMaxBytes+1)
 	s.pgTxn(t, 0x200, []string{"big1", "big2"}, big, big)
 	errc := make(chan error, 1)
 	go func() { errc <- s.txn.Commit(context.Background()) }()

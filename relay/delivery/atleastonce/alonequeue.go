@@ -1,87 +1,129 @@
 package atleastonce
 
 import (
-	"container/heap"
+	"cmp"
 	"context"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 )
 
-// aloneQueue holds the records to produce again one at a time (see
-// Delivery.ack), and the events the stream queued behind them, in
-// stream order (by Inflight.Seq), whatever order they were pushed in: a
-// record that franz-go fails after the stream queued a later event of its
-// key still goes first. Safe for concurrent use; push never blocks (it
-// runs on the producer's callback goroutine).
+// aloneQueue holds the records to produce again beside the stream (see
+// Delivery.ack), and the events the stream queued behind them: each
+// key's in stream order (by Inflight.Seq), whatever order they were
+// pushed in, so that a record franz-go fails after the stream queued a
+// later event of its key still goes first. Safe for concurrent use; push
+// and nudge never block (they run on the producer's callback goroutine).
 type aloneQueue struct {
 	mu    sync.Mutex
-	items bySeq
-	wake  chan struct{} // has a token while items may be waiting
+	byKey map[string][]*delivery.Inflight // topic and key → its items, by Seq
+	loose []*delivery.Inflight            // items without a key, never ordered
+	n     atomic.Int32                    // items queued, read without mu
+	wake  chan struct{}                   // has a token while items may be ready
 }
 
-func newAloneQueue() *aloneQueue { return &aloneQueue{wake: make(chan struct{}, 1)} }
+// aloneRound is the most records one round takes.
+const aloneRound = 4096
+
+// aloneSafety is how long take waits, with items queued, for a push or a
+// nudge before it looks again all the same.
+const aloneSafety = 50 * time.Millisecond
+
+func newAloneQueue() *aloneQueue {
+	return &aloneQueue{byKey: map[string][]*delivery.Inflight{}, wake: make(chan struct{}, 1)}
+}
+
+// aloneKey names it's topic and key in byKey.
+func aloneKey(it *delivery.Inflight) string { return it.Event.Topic + "\x00" + string(it.Event.Key) }
 
 func (q *aloneQueue) push(it *delivery.Inflight) {
 	q.mu.Lock()
-	heap.Push(&q.items, it)
+	if it.Event.Key == nil {
+		q.loose = append(q.loose, it)
+	} else {
+		k := aloneKey(it)
+		items := append(q.byKey[k], it)
+		for i := len(items) - 1; i > 0 && items[i-1].Seq > items[i].Seq; i-- {
+			items[i-1], items[i] = items[i], items[i-1] // pushed after a later one of its key
+		}
+		q.byKey[k] = items
+	}
+	q.n.Add(1)
 	q.mu.Unlock()
+	q.nudge()
+}
+
+// nudge wakes take: an item may have become ready (its key's last record
+// left the producer).
+func (q *aloneQueue) nudge() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
 }
 
-// next returns the earliest item once ready says it may go (no earlier
-// record of its key can still join the queue), waiting meanwhile; nil once
-// ctx ends. An earlier item pushed while it waits goes first.
-func (q *aloneQueue) next(ctx context.Context, ready func(*delivery.Inflight) bool) *delivery.Inflight {
+// waiting reports whether items are queued.
+func (q *aloneQueue) waiting() bool { return q.n.Load() > 0 }
+
+// take returns the next round, in stream order: for each key, its
+// earliest item, if ready says it may go (no earlier record of its key
+// can still join the queue), and every ready item without a key; at most
+// aloneRound. It waits until there is one, woken by push and nudge; nil
+// once ctx ends. A key's later items stay for later rounds, so that each
+// goes only once the one before it is settled.
+func (q *aloneQueue) take(ctx context.Context, ready func(*delivery.Inflight) bool) []*delivery.Inflight {
 	for {
-		q.mu.Lock()
-		var first *delivery.Inflight
-		if len(q.items) > 0 {
-			first = q.items[0]
+		if took := q.round(ready); len(took) > 0 {
+			return took
 		}
-		q.mu.Unlock()
-		var retry <-chan time.Time
-		if first != nil {
-			if ready(first) && q.popIf(first) {
-				return first
-			}
-			retry = time.After(time.Millisecond) // its key's records are still in franz-go
+		var safety <-chan time.Time
+		if q.waiting() {
+			safety = time.After(aloneSafety)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-q.wake:
-		case <-retry:
+		case <-safety:
 		}
 	}
 }
 
-// popIf pops it if it is still the earliest item.
-func (q *aloneQueue) popIf(it *delivery.Inflight) bool {
+// round takes the items of the next round out of the queue: it looks at
+// each key's earliest item only, not at every item queued.
+func (q *aloneQueue) round(ready func(*delivery.Inflight) bool) []*delivery.Inflight {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.items) == 0 || q.items[0] != it {
-		return false
+	var took []*delivery.Inflight
+	for k, items := range q.byKey {
+		if len(took) >= aloneRound {
+			break
+		}
+		if !ready(items[0]) {
+			continue
+		}
+		took = append(took, items[0])
+		if len(items) == 1 {
+			delete(q.byKey, k)
+		} else {
+			items[0] = nil
+			q.byKey[k] = items[1:]
+		}
 	}
-	heap.Pop(&q.items)
-	return true
-}
-
-// bySeq is a min-heap of events by their place in the stream.
-type bySeq []*delivery.Inflight
-
-func (h bySeq) Len() int           { return len(h) }
-func (h bySeq) Less(i, j int) bool { return h[i].Seq < h[j].Seq }
-func (h bySeq) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *bySeq) Push(x any)        { *h = append(*h, x.(*delivery.Inflight)) }
-func (h *bySeq) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return it
+	kept := q.loose[:0]
+	for _, it := range q.loose {
+		if len(took) < aloneRound && ready(it) {
+			took = append(took, it)
+		} else {
+			kept = append(kept, it)
+		}
+	}
+	clear(q.loose[len(kept):])
+	q.loose = kept
+	q.n.Add(-int32(len(took)))
+	slices.SortFunc(took, func(a, b *delivery.Inflight) int { return cmp.Compare(a.Seq, b.Seq) })
+	return took
 }

@@ -23,16 +23,26 @@ type Producer interface {
 	Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error))
 	// ProduceAlone sends r in a batch of its own and returns the outcome.
 	ProduceAlone(ctx context.Context, r *kgo.Record) error
+	// ProduceGroup sends recs beside the stream, each partition's in
+	// order, and returns each one's outcome.
+	ProduceGroup(ctx context.Context, recs []*kgo.Record) []error
 	// BatchMaxBytes is the most bytes of records in one batch: a record
 	// within it, refused with its batch, may fit alone.
 	BatchMaxBytes() int
+	// Refuses returns the error Kafka would refuse r with, known before
+	// producing it (too large for the batch limit or its topic), or nil.
+	Refuses(r *kgo.Record) error
+	// SizeRefused is told that Kafka refused a record of topic as too
+	// large: the topic's limit may have changed.
+	SizeRefused(topic string)
 }
 
 // Delivery is the default delivery: each record is produced on its own
 // with the idempotent producer, and counted out of flight once Kafka acks
 // it, or once it is parked in the status table when Kafka refuses it for
-// good. A record refused with its batch is produced again alone, in the
-// order they failed, to learn whether it was its own fault.
+// good. A record refused with its batch is produced again beside the
+// stream, each key's in the order they failed, and alone if it is refused
+// again, to learn whether it was its own fault.
 type Delivery struct {
 	*delivery.Ledger
 	producer    Producer
@@ -58,14 +68,36 @@ func New(l *delivery.Ledger, producer Producer) *Delivery {
 func (d *Delivery) order() *keyorder.Order { return d.Order }
 
 // Produce sends it, or queues it behind its key's record waiting to be
-// produced alone (the pipeline marked it so).
+// produced alone (the pipeline marked it so), or parks it without
+// producing it when the producer says Kafka would refuse it (refused).
 func (d *Delivery) Produce(it *delivery.Inflight) {
 	if it.Alone {
 		d.alone.push(it)
 		return
 	}
+	if err := d.producer.Refuses(&it.Record); err != nil {
+		d.refused(it, err)
+		return
+	}
 	d.order().IntoProducer(&it.Event, &it.Place)
 	d.producer.Produce(d.ProduceCtx, &it.Record, d.onAck)
+}
+
+// refused parks it, a record Kafka would refuse (err), as Kafka's
+// refusal would have, but without producing it, so that no later record
+// of its key can reach Kafka before it is held: FAILED at once (its key
+// held from now on, before the stream reads on) when no record of its
+// key is in the producer; otherwise through the alone queue, after
+// those, any of which may yet fail and must be parked before it.
+func (d *Delivery) refused(it *delivery.Inflight, err error) {
+	d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+	if d.order().MayGoAlone(&it.Event) {
+		go d.ParkInOrder(it, d.FailedAs(err))()
+		return
+	}
+	it.Alone, it.Failed = true, err
+	d.order().HoldAlone(&it.Event, it.Seq)
+	d.alone.push(it)
 }
 
 // Park runs store, a park, beside the stream.
@@ -78,34 +110,101 @@ func (d *Delivery) EndTxn(*checkpoint.Txn, pglogrepl.LSN) {}
 // Commit: every acked record is visible to consumers already.
 func (d *Delivery) Commit(context.Context) error { return nil }
 
-// produceAlone produces the records of d.alone one at a time, in stream
-// order, each once no earlier record of its key is left in the producer,
-// and acks each with its outcome, until ProduceCtx ends (what is left then
-// stays unconfirmed and is sent again by the next session).
+// produceAlone produces the records of d.alone again, round after
+// round (aloneQueue.take: each key's earliest record once no earlier
+// record of its key is left in the producer), and acks each with its
+// outcome, until ProduceCtx ends (what is left then stays unconfirmed and
+// is sent again by the next session).
 func (d *Delivery) produceAlone() {
 	ready := func(it *delivery.Inflight) bool { return d.order().MayGoAlone(&it.Event) }
-	for it := d.alone.next(d.ProduceCtx, ready); it != nil; it = d.alone.next(d.ProduceCtx, ready) {
-		d.produceOneAlone(it)
+	for round := d.alone.take(d.ProduceCtx, ready); round != nil; round = d.alone.take(d.ProduceCtx, ready) {
+		d.produceRound(round)
 	}
 }
 
-// produceOneAlone produces it in a batch of its own and acks it, or parks
-// it: FAILED if it failed for good already (it.Failed), PAUSED if its
-// topic is paused, WAITING if its key became held meanwhile.
-func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
-	var as delivery.ParkAs
-	if it.Failed != nil {
-		as = d.FailedAs(it.Failed)
-	} else if d.order().TopicPaused(it.Event.Topic) {
-		as = d.PausedAs()
-	} else if held, head := d.order().ParkedHeld(&it.Event); held {
-		as = d.WaitingAs(it, head)
-	} else {
-		d.ack(&it.Record, d.producer.ProduceAlone(d.ProduceCtx, &it.Record))
+// produceRound parks the records of one round that must be parked
+// (parkAs), in stream order, and produces the others together
+// (produceTogether). A round holds at most one record of a key, so that
+// a key's records go one after the other.
+func (d *Delivery) produceRound(round []*delivery.Inflight) {
+	d.produceTogether(d.unparked(round))
+}
+
+// unparked parks those of items that must be parked (parkAs), in order,
+// and returns the others.
+func (d *Delivery) unparked(items []*delivery.Inflight) []*delivery.Inflight {
+	send := make([]*delivery.Inflight, 0, len(items))
+	for _, it := range items {
+		if as, park := d.parkAs(it); park {
+			go d.ParkInOrder(it, as)()
+			d.order().DoneAlone(&it.Event)
+			continue
+		}
+		send = append(send, it)
+	}
+	return send
+}
+
+// produceTogether produces send, records of distinct keys, together
+// (ProduceGroup), one alone, and acks each that Kafka answered for
+// itself; those refused with their batch go again in halves, down to a
+// record alone, so that one refused record costs a few produces of its
+// round, not one per record of its batch.
+func (d *Delivery) produceTogether(send []*delivery.Inflight) {
+	switch len(send) {
+	case 0:
+		return
+	case 1:
+		d.produceOneAlone(send[0])
 		return
 	}
-	go d.ParkInOrder(it, as)()
-	d.order().DoneAlone(&it.Event)
+	recs := make([]*kgo.Record, len(send))
+	for i, it := range send {
+		recs[i] = &it.Record
+	}
+	var again []*delivery.Inflight
+	for i, err := range d.producer.ProduceGroup(d.ProduceCtx, recs) {
+		if err != nil && sink.MaybeTheBatch(err) {
+			again = append(again, send[i])
+			continue
+		}
+		d.ack(recs[i], err)
+	}
+	half := (len(again) + 1) / 2
+	d.produceTogether(d.unparked(again[:half]))
+	d.produceTogether(d.unparked(again[half:]))
+}
+
+// parkAs says how it, taken from the alone queue, is parked instead of
+// produced: FAILED if it failed for good already (it.Failed) or Kafka
+// would refuse it, PAUSED if its topic is paused, WAITING if its key
+// became held meanwhile.
+func (d *Delivery) parkAs(it *delivery.Inflight) (delivery.ParkAs, bool) {
+	if it.Failed != nil {
+		return d.FailedAs(it.Failed), true
+	}
+	if d.order().TopicPaused(it.Event.Topic) {
+		return d.PausedAs(), true
+	}
+	if held, head := d.order().ParkedHeld(&it.Event); held {
+		return d.WaitingAs(it, head), true
+	}
+	if err := d.producer.Refuses(&it.Record); err != nil {
+		d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+		return d.FailedAs(err), true
+	}
+	return delivery.ParkAs{}, false
+}
+
+// produceOneAlone produces it in a batch of its own and acks it, or parks
+// it (parkAs).
+func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
+	if as, park := d.parkAs(it); park {
+		go d.ParkInOrder(it, as)()
+		d.order().DoneAlone(&it.Event)
+		return
+	}
+	d.ack(&it.Record, d.producer.ProduceAlone(d.ProduceCtx, &it.Record))
 }
 
 // ack is the producer callback of every record. It holds the key of a
@@ -116,7 +215,7 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 	it := r.Context.(*delivery.Inflight)
 	// Last, once a failure held its key: the alone queue waits for its
 	// key's records to leave the producer.
-	defer d.order().OutOfProducer(&it.Place)
+	defer d.outOfProducer(it)
 	if it.Alone {
 		// Its hold while it waited alone ends once its outcome holds the
 		// key, if it failed.
@@ -124,6 +223,9 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 	}
 	if err != nil {
 		d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+		if sink.TooLarge(err) {
+			d.producer.SizeRefused(r.Topic)
+		}
 	}
 	switch {
 	case err == nil:
@@ -166,6 +268,14 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 		if d.undelivered.Add(1) == 1 {
 			d.Log.Warn("events not delivered; they will be sent again after a restart", "first_id", string(it.Event.ID), "err", err)
 		}
+	}
+}
+
+// outOfProducer counts it out of the producer, and wakes the alone queue
+// when that may have made one of its records ready.
+func (d *Delivery) outOfProducer(it *delivery.Inflight) {
+	if d.order().OutOfProducer(&it.Place) && d.alone.waiting() {
+		d.alone.nudge()
 	}
 }
 

@@ -160,6 +160,7 @@ func New(l *delivery.Ledger, snk *sink.Sink, state *State, id sink.Checkpoint, e
 // Produce adds it to the Kafka transaction: produced now, or after the
 // commit under way.
 func (b *Batcher) Produce(it *delivery.Inflight) {
+	refused := b.snk.Refuses(&it.Record) // before mu: a topic's first record may wait for its limit
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.broken != nil {
@@ -169,6 +170,14 @@ func (b *Batcher) Produce(it *delivery.Inflight) {
 		// Parked when an earlier transaction aborted: its status row
 		// stands for it.
 		b.Tracker.Done(it.Txn(), it.Size())
+		return
+	}
+	if refused != nil {
+		// Kafka would refuse it and abort the transaction: parked as a
+		// poison row is, beside the stream, its key held from now on; a
+		// redo parks it again (the status table keeps one row).
+		b.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(refused)).Inc()
+		b.parkBeside(b.ParkInOrder(it, b.FailedAs(refused)))
 		return
 	}
 	var h *heldTxn
@@ -224,7 +233,11 @@ func (b *Batcher) sendLocked(it *delivery.Inflight) {
 // Park runs store, which parks it in the status table (a poison row, or
 // an event behind a held key or a paused topic), as at-least-once delivery
 // does, and holds every commit until the row is stored.
-func (b *Batcher) Park(_ *delivery.Inflight, store func() bool) {
+func (b *Batcher) Park(_ *delivery.Inflight, store func() bool) { b.parkBeside(store) }
+
+// parkBeside runs store beside the stream, counted as a park under way
+// (Park); Produce calls it with mu held.
+func (b *Batcher) parkBeside(store func() bool) {
 	b.parkMu.Lock()
 	b.parking++
 	b.parkMu.Unlock()
@@ -316,6 +329,9 @@ func (b *Batcher) ack(r *kgo.Record, err error) {
 		return
 	}
 	b.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+	if sink.TooLarge(err) {
+		b.snk.SizeRefused(r.Topic)
+	}
 	// Whatever the error, the transaction must not commit without it.
 	b.failed(failure{it: it, err: err})
 }

@@ -1,0 +1,160 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// sizedRecord returns a record of topic whose batch of its own is exactly
+// size bytes (BatchBytesAlone).
+func sizedRecord(t *testing.T, topic string, size int) *kgo.Record {
+	t.Helper()
+	r := &kgo.Record{Topic: topic, Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: "id", Value: []byte("1")}}}
+	for n := max(0, size-100); ; n++ {
+		r.Value = bytes.Repeat([]byte("v"), n)
+		switch got := BatchBytesAlone(r); {
+		case got == size:
+			return r
+		case got > size:
+			t.Fatalf("no record of %d bytes", size)
+		}
+	}
+}
+
+// TestRefusesWhatKafkaRefuses: Refuses says MESSAGE_TOO_LARGE for exactly
+// the records that producing would fail so (kfake applies a topic's
+// max.message.bytes; franz-go the batch limit), and nothing when no limit
+// of the topic is known.
+func TestRefusesWhatKafkaRefuses(t *testing.T) {
+	const small, plain = "small", "plain"
+	const topicLimit, batchLimit = 2000, 4096
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": kadm.StringPtr(strconv.Itoa(topicLimit))}, small); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, codec, topic string
+		size               int
+		refused            string // in Refuses' error; "" for none
+	}{
+		{"at the topic's limit", "", small, topicLimit, ""},
+		{"over the topic's limit", "", small, topicLimit + 1, "topic small's max.message.bytes of 2000 bytes"},
+		{"over the topic's limit, compressed", "zstd", small, topicLimit + 1, ""}, // compressed, it fits
+		{"at the batch limit", "", plain, batchLimit - 4, ""},
+		{"over the batch limit", "", plain, batchLimit - 3, "producer batch limit of 4096 bytes: raise --kafka-batch-max-bytes"},
+		{"over the batch limit, compressed", "zstd", plain, batchLimit - 3, "producer batch limit"},
+		{"a topic that does not exist", "", "missing", topicLimit + 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(Config{Brokers: kc.ListenAddrs(), BatchMaxBytes: batchLimit, Compression: tt.codec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			r := sizedRecord(t, tt.topic, tt.size)
+			err = s.Refuses(r)
+			if tt.refused == "" {
+				if err != nil {
+					t.Fatalf("Refuses = %v, want nil", err)
+				}
+			} else if !errors.Is(err, kerr.MessageTooLarge) || !strings.Contains(err.Error(), tt.refused) {
+				t.Fatalf("Refuses = %v, want MESSAGE_TOO_LARGE with %q", err, tt.refused)
+			}
+			if tt.topic == "missing" {
+				return
+			}
+			perr := s.ProduceWait(ctx, []*kgo.Record{r})[0]
+			if (perr != nil) != (tt.refused != "") || perr != nil && !errors.Is(perr, kerr.MessageTooLarge) {
+				t.Fatalf("producing it: %v; Refuses said %v", perr, err)
+			}
+		})
+	}
+}
+
+// TestRefusesLearnsANewLimit: after Kafka refused a record of a topic
+// (SizeRefused), the topic's new max.message.bytes applies.
+func TestRefusesLearnsANewLimit(t *testing.T) {
+	const topic = "t"
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := New(Config{Brokers: kc.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := sizedRecord(t, topic, 3000)
+	if err := s.Refuses(r); err != nil {
+		t.Fatalf("under the default limit: %v", err)
+	}
+	if _, err := kadm.NewClient(s.cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("2000")}}, topic); err != nil {
+		t.Fatal(err)
+	}
+	s.SizeRefused(topic)
+	for s.Refuses(r) == nil {
+		if ctx.Err() != nil {
+			t.Fatal("the new limit was never applied")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBatchesFitTheTopic: once the sink knows a topic's max.message.bytes
+// (Refuses described it before its first record), its batches stay within
+// it, so that Kafka never refuses a batch of records that each fit.
+func TestBatchesFitTheTopic(t *testing.T) {
+	const topic = "small"
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := New(Config{Brokers: kc.ListenAddrs(), Linger: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := kadm.NewClient(s.cl).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": kadm.StringPtr("2000")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]*kgo.Record, 200)
+	for i := range recs {
+		recs[i] = sizedRecord(t, topic, 200)
+		if err := s.Refuses(recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, err := range s.ProduceWait(ctx, recs) {
+		if err != nil {
+			t.Fatalf("record %d of 200 small ones: %v", i, err)
+		}
+	}
+}
