@@ -56,11 +56,11 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	if err != nil {
 		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
 	}
-	// What Kafka answered is written even when ctx ends meanwhile (a stop):
-	// rolling it back would send delivered events again.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
-	defer cancel()
-	defer func() { _ = tx.Rollback(wctx) }() // after Commit, a no-op
+	defer func() { // after Commit, a no-op
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
 	claim := s.claimInOrder
 	if s.unordered {
 		claim = s.claimUnordered
@@ -70,9 +70,14 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
 	}
 	if len(due) == 0 {
-		return 0, tx.Commit(wctx)
+		return 0, tx.Commit(ctx)
 	}
 	outcomes := deliver(ctx, due)
+	// What Kafka answered is written even when ctx ended meanwhile (a
+	// stop): rolling it back would send delivered events again. Its time
+	// counts from here, whatever deliver took (up to its own timeout).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
+	defer cancel()
 	if err := s.recordOutcomes(wctx, tx, outcomes); err != nil {
 		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 	}

@@ -83,3 +83,29 @@ func TestClaim(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimRecordsASlowDelivery: a delivery that takes longer than the
+// time the outcomes have to be written (a slow broker) still has its
+// outcomes written: that time counts from the delivery's end, not from
+// the claim, or Kafka would have the events and the rows would be claimed
+// and sent again.
+func TestClaimRecordsASlowDelivery(t *testing.T) {
+	t.Parallel()
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	ev := &decoder.Event{ID: []byte("slow"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x100}
+	if err := store.Failed(ctx, ev, kerr.RequestTimedOut); err != nil {
+		t.Fatal(err)
+	}
+	n, err := store.Claim(ctx, 10, func(ctx context.Context, rows []Row) []Outcome {
+		time.Sleep(outcomeTimeout + 500*time.Millisecond) // Kafka answers late
+		return []Outcome{{ID: rows[0].ID, Delivered: true}}
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("Claim = %d, %v; want 1 row recorded", n, err)
+	}
+	var st string
+	if err := pool.QueryRow(ctx, "SELECT status FROM outbox_delivery WHERE event_id = 'slow'").Scan(&st); err != nil || st != Delivered {
+		t.Fatalf("row: %q (%v), want %s", st, err, Delivered)
+	}
+}
