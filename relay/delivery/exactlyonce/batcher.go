@@ -309,11 +309,12 @@ func (b *Batcher) wakeLocked() {
 		b.waking = true
 		time.AfterFunc(b.interval-time.Since(b.lastBegan), func() {
 			b.mu.Lock()
+			defer b.mu.Unlock()
 			b.waking = false
-			b.mu.Unlock()
-			select {
-			case b.due <- struct{}{}:
-			default:
+			if !b.cur.open {
+				// Due now, or, when a commit began meanwhile (the most
+				// records, or a forced one), once its interval has passed.
+				b.wakeLocked()
 			}
 		})
 	}
