@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -54,6 +55,10 @@ func BatchBytesAlone(r *kgo.Record) int {
 type topicLimits struct {
 	describe func(ctx context.Context, topic string) (int, bool, error)
 	byTopic  sync.Map // topic → *topicLimit
+	// failed, if set, hears of the first time Kafka refused to describe
+	// a topic (the relay's principal may not: no check of its records'
+	// size).
+	failed func(topic string, err error)
 }
 
 // topicLimit is one topic's limit: limit is max.message.bytes, or 0 when
@@ -63,13 +68,22 @@ type topicLimit struct {
 	expires   atomic.Int64  // UnixNano after which it is described again
 	refreshed chan struct{} // closed once the first description ended
 	busy      atomic.Bool   // a description is under way
+	said      atomic.Bool   // a failed description was told to failed
+}
+
+// newTopicLimit is a topic's entry before its first description, which
+// the caller that stored it starts.
+func newTopicLimit() *topicLimit {
+	tl := &topicLimit{refreshed: make(chan struct{})}
+	tl.busy.Store(true)
+	return tl
 }
 
 // get returns topic's max.message.bytes, 0 if none is known.
 func (t *topicLimits) get(topic string) int {
 	v, ok := t.byTopic.Load(topic)
 	if !ok {
-		v, ok = t.byTopic.LoadOrStore(topic, &topicLimit{refreshed: make(chan struct{})})
+		v, ok = t.byTopic.LoadOrStore(topic, newTopicLimit())
 		tl := v.(*topicLimit)
 		if !ok {
 			go t.refresh(topic, tl)
@@ -93,7 +107,7 @@ func (t *topicLimits) get(topic string) int {
 func (t *topicLimits) peek(topic string) int {
 	v, ok := t.byTopic.Load(topic)
 	if !ok {
-		v, ok = t.byTopic.LoadOrStore(topic, &topicLimit{refreshed: make(chan struct{})})
+		v, ok = t.byTopic.LoadOrStore(topic, newTopicLimit())
 		if !ok {
 			go t.refresh(topic, v.(*topicLimit))
 		}
@@ -119,6 +133,9 @@ func (t *topicLimits) refresh(topic string, tl *topicLimit) {
 	case err != nil || !ok:
 		tl.limit.Store(0)
 		ttl /= 10
+		if refusedToDescribe(err) && t.failed != nil && tl.said.CompareAndSwap(false, true) {
+			t.failed(topic, err)
+		}
 	default:
 		tl.limit.Store(int64(limit))
 	}
@@ -131,6 +148,13 @@ func (t *topicLimits) refresh(topic string, tl *topicLimit) {
 	}
 }
 
+// refusedToDescribe reports whether err is Kafka refusing the relay's
+// principal the description of a topic's configs (its ACLs), rather than
+// a broker not answering.
+func refusedToDescribe(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed)
+}
+
 // describeMaxMessageBytes reads topic's max.message.bytes (the topic's
 // own, or the brokers' default it inherits); ok is false when the topic
 // does not exist or the answer has none.
@@ -140,8 +164,14 @@ func (s *Sink) describeMaxMessageBytes(ctx context.Context, topic string) (int, 
 		return 0, false, err
 	}
 	rc, err := rcs.On(topic, nil)
-	if err != nil || rc.Err != nil {
+	if err != nil {
 		return 0, false, err
+	}
+	if errors.Is(rc.Err, kerr.UnknownTopicOrPartition) {
+		return 0, false, nil // not created yet: described again later
+	}
+	if rc.Err != nil {
+		return 0, false, rc.Err
 	}
 	for _, c := range rc.Configs {
 		if c.Key == "max.message.bytes" && c.Value != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,5 +157,41 @@ func TestBatchesFitTheTopic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("record %d of 200 small ones: %v", i, err)
 		}
+	}
+}
+
+// TestTopicLimitsSayARefusedDescription: Kafka refusing to describe a
+// topic (the principal's ACLs) is told once per topic, so that the
+// operator learns its records' sizes go unchecked; a broker that does not
+// answer is not told as a refusal.
+func TestTopicLimitsSayARefusedDescription(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"refused", kerr.TopicAuthorizationFailed, 1},
+		{"no answer", context.DeadlineExceeded, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var told atomic.Int32
+			l := &topicLimits{
+				describe: func(context.Context, string) (int, bool, error) { return 0, false, tt.err },
+				failed:   func(string, error) { told.Add(1) },
+			}
+			if got := l.get("orders"); got != 0 {
+				t.Fatalf("limit %d, want none known", got)
+			}
+			l.forget("orders")
+			l.get("orders") // described again in the background
+			deadline := time.Now().Add(5 * time.Second)
+			busy := func() bool { v, _ := l.byTopic.Load("orders"); return v.(*topicLimit).busy.Load() }
+			for busy() && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if got := int(told.Load()); got != tt.want {
+				t.Errorf("told %d times, want %d", got, tt.want)
+			}
+		})
 	}
 }

@@ -121,7 +121,10 @@ func New(cfg Config) (*Sink, error) {
 	}
 	s := &Sink{batchMax: cfg.batchMaxBytes(), compressed: cfg.Compression != "" && cfg.Compression != "none",
 		outages: cfg.Outages, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
-	s.limits = &topicLimits{describe: s.describeMaxMessageBytes}
+	s.limits = &topicLimits{describe: s.describeMaxMessageBytes, failed: func(topic string, err error) {
+		s.log.Info("could not read the topic's max.message.bytes: a record too large for it is refused by Kafka instead of parked before it is produced; "+
+			"grant the relay's principal DESCRIBE_CONFIGS on the topic to have it checked", "topic", topic, "err", err)
+	}}
 	opts = append(opts, kgo.ProducerBatchMaxBytesFn(s.batchCap)) // after producerOpts' ProducerBatchMaxBytes
 	if s.outages != nil {
 		opts = append(opts, kgo.WithHooks(s.outages.hooks()))
