@@ -69,6 +69,7 @@ type topicLimit struct {
 	refreshed chan struct{} // closed once the first description ended
 	busy      atomic.Bool   // a description is under way
 	said      atomic.Bool   // a failed description was told to failed
+	lookups   atomic.Uint32 // get's lookups, for reading the clock now and then
 }
 
 // newTopicLimit is a topic's entry before its first description, which
@@ -95,11 +96,19 @@ func (t *topicLimits) get(topic string) int {
 		return int(tl.limit.Load())
 	}
 	tl := v.(*topicLimit)
-	if time.Now().UnixNano() > tl.expires.Load() && tl.busy.CompareAndSwap(false, true) {
-		go t.refresh(topic, tl)
+	// The clock is read every expiryEvery lookups, not each: a lookup is
+	// on the stream's path, once per record.
+	if tl.lookups.Add(1)%expiryEvery == 0 || tl.expires.Load() == 0 {
+		if time.Now().UnixNano() > tl.expires.Load() && tl.busy.CompareAndSwap(false, true) {
+			go t.refresh(topic, tl)
+		}
 	}
 	return int(tl.limit.Load())
 }
+
+// expiryEvery is how many lookups of a topic's limit read the clock once
+// to see whether the limit is due to be described again.
+const expiryEvery = 256
 
 // peek returns topic's max.message.bytes if it is known, 0 otherwise,
 // without waiting: a topic not described yet is described in the

@@ -195,3 +195,21 @@ func TestTopicLimitsSayARefusedDescription(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRefuses is the size check's cost per record of the stream: a
+// 300-byte record with three headers, its topic's limit known.
+func BenchmarkRefuses(b *testing.B) {
+	s := &Sink{batchMax: DefaultBatchMaxBytes, limits: &topicLimits{
+		describe: func(context.Context, string) (int, bool, error) { return 1 << 20, true, nil }}}
+	r := &kgo.Record{Topic: "outbox.event.order", Key: []byte("key-42"), Value: bytes.Repeat([]byte("x"), 300),
+		Headers: []kgo.RecordHeader{{Key: "id", Value: []byte("123456")}, {Key: "eventType", Value: []byte("OrderPlaced")}, {Key: "aggregateType", Value: []byte("order")}}}
+	if err := s.Refuses(r); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Refuses(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
