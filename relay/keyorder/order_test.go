@@ -2,10 +2,12 @@ package keyorder
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -159,5 +161,101 @@ func TestOrderHoldRowsReleased(t *testing.T) {
 	}
 	if v, _ := o.Check(evB, 4); v != Pass {
 		t.Fatalf("b's next event after its row was delivered: %v, want pass", v)
+	}
+}
+
+// TestWaitQueued: a park's WaitQueued returns once its key's previous park
+// is queued (true, before that one committed), or once that one ended
+// without queueing: true if it committed its row, false if it gave up
+// (it does not hang); the key's first park does not wait.
+func TestWaitQueued(t *testing.T) {
+	ev := &decoder.Event{ID: []byte("x"), Topic: "orders", Key: []byte("k")}
+	tests := []struct {
+		name string
+		prev func(o *Order, prev *Turn) // what the previous park does
+		want bool
+	}{
+		// It has not ended: its row is not committed yet.
+		{name: "previous park queued", prev: func(_ *Order, prev *Turn) { prev.Queued() }, want: true},
+		{name: "previous park queued, then gave up", prev: func(o *Order, prev *Turn) { prev.Queued(); o.EndPark(prev, false) }, want: true},
+		{name: "previous park committed without queueing", prev: func(o *Order, prev *Turn) { o.EndPark(prev, true) }, want: true},
+		{name: "previous park gave up without queueing", prev: func(o *Order, prev *Turn) { o.EndPark(prev, false) }, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := New(true, slog.New(slog.DiscardHandler))
+			prev := o.BeginPark(ev, 1, false)
+			if !prev.WaitQueued() {
+				t.Fatal("the key's first park may not go on")
+			}
+			next := o.BeginPark(ev, 2, false)
+			got := make(chan bool, 1)
+			go func() { got <- next.WaitQueued() }()
+			select {
+			case ok := <-got:
+				t.Fatalf("WaitQueued returned %v before the previous park was queued or ended", ok)
+			case <-time.After(10 * time.Millisecond): // room for a wrong early return
+			}
+			tt.prev(o, prev)
+			select {
+			case ok := <-got:
+				if ok != tt.want {
+					t.Fatalf("WaitQueued: %v, want %v", ok, tt.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("WaitQueued still waiting 5 s after the previous park was queued or ended")
+			}
+			o.EndPark(next, true)
+		})
+	}
+}
+
+// TestParksQueueInOrder: a key's parks, started in any order, queue in
+// the order they began (BeginPark), each once the one before is queued;
+// another key's parks do not wait for them.
+func TestParksQueueInOrder(t *testing.T) {
+	o := New(true, slog.New(slog.DiscardHandler))
+	const n = 20
+	var turns []*Turn
+	for i := range n {
+		key := "k"
+		if i%2 == 1 {
+			key = "j"
+		}
+		turns = append(turns, o.BeginPark(&decoder.Event{ID: []byte(fmt.Sprint(i)), Topic: "orders", Key: []byte(key)}, uint64(i+1), false))
+	}
+	var mu sync.Mutex
+	var queued []int
+	var wg sync.WaitGroup
+	for i := n - 1; i >= 0; i-- { // the last park starts first
+		wg.Go(func() {
+			tr := turns[i]
+			if !tr.WaitQueued() {
+				t.Errorf("park %d may not go on", i)
+			}
+			mu.Lock()
+			queued = append(queued, i)
+			mu.Unlock()
+			tr.Queued()
+			o.EndPark(tr, true)
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the parks still wait 5 s after they began")
+	}
+	var k, j []int
+	for _, i := range queued {
+		if i%2 == 0 {
+			k = append(k, i)
+		} else {
+			j = append(j, i)
+		}
+	}
+	if !slices.IsSorted(k) || !slices.IsSorted(j) || len(k)+len(j) != n {
+		t.Fatalf("queued %v: each key's parks not in the order they began", queued)
 	}
 }
