@@ -163,8 +163,9 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	if pc.CheckRecord == nil {
 		// A record Kafka would refuse for its size fails its attempt
 		// without being produced, so that no later row of its key in the
-		// claim overtakes it.
-		pc.CheckRecord = s.pollSink.Refuses
+		// claim overtakes it; its topic's limit is read again first, as
+		// the operator may have raised it to let the record go.
+		pc.CheckRecord = s.pollSink.RefusesNow
 	}
 	if pc.CheckTopic == nil {
 		// Validated with the mapping in New: each row's topics as its

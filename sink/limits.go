@@ -70,6 +70,7 @@ type topicLimit struct {
 	busy      atomic.Bool   // a description is under way
 	said      atomic.Bool   // a failed description was told to failed
 	lookups   atomic.Uint32 // get's lookups, for reading the clock now and then
+	described atomic.Int64  // UnixNano of the last description's end
 }
 
 // newTopicLimit is a topic's entry before its first description, which
@@ -124,6 +125,21 @@ func (t *topicLimits) peek(topic string) int {
 	return int(v.(*topicLimit).limit.Load())
 }
 
+// freshen describes topic again now, waiting for the answer, unless its
+// last description is under a second old or one is under way: a limit
+// that refused a record may have been raised since (the record's retry).
+func (t *topicLimits) freshen(topic string) {
+	v, ok := t.byTopic.Load(topic)
+	if !ok {
+		return
+	}
+	tl := v.(*topicLimit)
+	if time.Since(time.Unix(0, tl.described.Load())) < time.Second || !tl.busy.CompareAndSwap(false, true) {
+		return
+	}
+	t.refresh(topic, tl)
+}
+
 // forget makes topic's limit described again on its next record.
 func (t *topicLimits) forget(topic string) {
 	if v, ok := t.byTopic.Load(topic); ok {
@@ -149,6 +165,7 @@ func (t *topicLimits) refresh(topic string, tl *topicLimit) {
 		tl.limit.Store(int64(limit))
 	}
 	tl.expires.Store(time.Now().Add(ttl).UnixNano())
+	tl.described.Store(time.Now().UnixNano())
 	tl.busy.Store(false)
 	select {
 	case <-tl.refreshed:
@@ -205,6 +222,19 @@ func (s *Sink) describeMaxMessageBytes(ctx context.Context, topic string) (int, 
 // A record's first call for a topic may wait up to 2 s for the topic's
 // description; the others do not wait. Safe for concurrent use.
 func (s *Sink) Refuses(r *kgo.Record) error {
+	return s.refuses(r, false)
+}
+
+// RefusesNow is Refuses for a record tried again (the poller's): before
+// it refuses r for its topic's max.message.bytes, it describes the topic
+// again (waiting for the answer, at most once a second per topic), so
+// that a limit raised since r was refused lets it go at once, not after
+// the cached limit's few minutes.
+func (s *Sink) RefusesNow(r *kgo.Record) error {
+	return s.refuses(r, true)
+}
+
+func (s *Sink) refuses(r *kgo.Record, fresh bool) error {
 	size := BatchBytesAlone(r)
 	if size+producerBatchBytes-batchHeaderBytes > s.batchMax {
 		return fmt.Errorf("%w: the record is %d bytes in a batch of its own, above the relay's producer batch limit of %d bytes: "+
@@ -214,7 +244,12 @@ func (s *Sink) Refuses(r *kgo.Record) error {
 	if s.compressed || s.limits == nil {
 		return nil // compressed, it may fit: Kafka answers
 	}
-	if limit := s.limits.get(r.Topic); limit > 0 && size > limit {
+	limit := s.limits.get(r.Topic)
+	if fresh && limit > 0 && size > limit {
+		s.limits.freshen(r.Topic)
+		limit = s.limits.get(r.Topic)
+	}
+	if limit > 0 && size > limit {
 		return fmt.Errorf("%w: the record is %d bytes in a batch of its own, above topic %s's max.message.bytes of %d bytes: "+
 			"raise the topic's max.message.bytes (kafka-configs --alter --entity-type topics --entity-name %s --add-config max.message.bytes=N) "+
 			"or make the event smaller, then retry it (`cdc-relay failed retry`)", kerr.MessageTooLarge, size, r.Topic, limit, r.Topic)

@@ -213,3 +213,27 @@ func BenchmarkRefuses(b *testing.B) {
 		}
 	}
 }
+
+// TestRefusesNowSeesARaisedLimit: a record its topic's cached limit
+// refuses is refused by Refuses until the cache expires, but RefusesNow
+// (the poller's retry) describes the topic again first, so that a limit
+// the operator raised lets it go at once.
+func TestRefusesNowSeesARaisedLimit(t *testing.T) {
+	var limit atomic.Int64
+	limit.Store(1000)
+	s := &Sink{batchMax: DefaultBatchMaxBytes, limits: &topicLimits{
+		describe: func(context.Context, string) (int, bool, error) { return int(limit.Load()), true, nil }}}
+	r := &kgo.Record{Topic: "orders", Value: bytes.Repeat([]byte("x"), 5000)}
+	if err := s.Refuses(r); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("Refuses = %v, want MESSAGE_TOO_LARGE under a limit of 1000", err)
+	}
+	limit.Store(1 << 20) // the operator raises max.message.bytes
+	if err := s.Refuses(r); err == nil {
+		t.Fatal("Refuses let the record go before its cached limit expired")
+	}
+	v, _ := s.limits.byTopic.Load("orders")
+	v.(*topicLimit).described.Store(time.Now().Add(-2 * time.Second).UnixNano()) // a retry comes later
+	if err := s.RefusesNow(r); err != nil {
+		t.Fatalf("RefusesNow = %v, want nil: the topic's limit was raised", err)
+	}
+}
