@@ -57,7 +57,7 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
 	}
 	defer func() { // after Commit, a no-op
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.outcomeTimeout)
 		defer cancel()
 		_ = tx.Rollback(rctx)
 	}()
@@ -76,7 +76,7 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	// What Kafka answered is written even when ctx ended meanwhile (a
 	// stop): rolling it back would send delivered events again. Its time
 	// counts from here, whatever deliver took (up to its own timeout).
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.outcomeTimeout)
 	defer cancel()
 	if err := s.recordOutcomes(wctx, tx, outcomes); err != nil {
 		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
@@ -175,8 +175,9 @@ func (l *loadedRecords) add(id int64, r *Row) {
 	l.timestamps = append(l.timestamps, ts)
 }
 
-// outcomeTimeout bounds writing a batch's outcomes after a stop began.
-const outcomeTimeout = 10 * time.Second
+// defaultOutcomeTimeout bounds writing a claim's outcomes once its
+// delivery ended, also after a stop began.
+const defaultOutcomeTimeout = 10 * time.Second
 
 // writeOutcomes writes the poller's outcomes to the outbox rows of the
 // tables that write back, in tx, after the status rows took them: the

@@ -92,13 +92,14 @@ func TestClaim(t *testing.T) {
 func TestClaimRecordsASlowDelivery(t *testing.T) {
 	t.Parallel()
 	store, pool := claimTestStore(t)
+	store.outcomeTimeout = 200 * time.Millisecond
 	ctx := context.Background()
 	ev := &decoder.Event{ID: []byte("slow"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x100}
 	if err := store.Failed(ctx, ev, kerr.RequestTimedOut); err != nil {
 		t.Fatal(err)
 	}
 	n, err := store.Claim(ctx, 10, func(ctx context.Context, rows []Row) []Outcome {
-		time.Sleep(outcomeTimeout + 500*time.Millisecond) // Kafka answers late
+		time.Sleep(store.outcomeTimeout + 300*time.Millisecond) // Kafka answers late
 		return []Outcome{{ID: rows[0].ID, Delivered: true}}
 	})
 	if err != nil || n != 1 {

@@ -35,6 +35,9 @@ type Store struct {
 	// the store reads and writes; see Pauses. "" without.
 	pauses, slot string
 	unordered    bool // see Unordered
+	// outcomeTimeout bounds writing a claim's outcomes once its delivery
+	// ended (defaultOutcomeTimeout; tests shorten it).
+	outcomeTimeout time.Duration
 }
 
 // Option configures a Store; see NewStore.
@@ -103,7 +106,7 @@ func (noWriteBack) WriteMany(context.Context, pgdb.Tx, string, []outboxrow.RowOu
 
 // NewStore returns a store on schema.table, configured by opts.
 func NewStore(db DB, schema, table string, opts ...Option) *Store {
-	s := &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize(), rows: noWriteBack{}}
+	s := &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize(), rows: noWriteBack{}, outcomeTimeout: defaultOutcomeTimeout}
 	for _, o := range opts {
 		o(s)
 	}
