@@ -46,7 +46,7 @@ PG_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ 
 # and 17 (PG_PKGS="$(PG_VERSION_PKGS)").
 PG_VERSION_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
 	./slot/ ./pubwatch/ ./report/ ./republish/ ./relay/pipeline/ ./poller/ \
-	./checkpoint/ ./internal/pgtemp/
+	./checkpoint/ ./internal/pgtemp/ ./writeback/
 PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERMRestartDeliversEverythingOnce|TestStandbyTakesOverWhenLeaderDies|TestSlotGapRefusedThenRecovered|TestLostSlotIsReportedNotSkipped|TestExactlyOnceSurvivesKillAndStop|TestRollbacksAndSavepointsProduceNothing|TestEventsBeforeTheFirstRunAreKept|TestStatusColumnSwitchOver|TestSwitchOverByPredicate|TestRecover.*|TestPrimaryFailover.*|TestOnSlotLossRecover|TestExactlyOnceCloneStartsFromItsOwnSlot|TestExactlyOnceFailoverToAStandbyBehindKafka|TestMessagesSurviveKill9|TestMessagesNeedPostgres14|TestAdoptionHeals.*|TestExactlyOnceWriteBackSurvivesKill|TestPublicationRenamedAndBack)$$
 # The e2e tests that need kfake's fault hooks (e.needKfake, e.blockProduce:
 # refusing every produce, a broker that takes nothing): on Apache Kafka

@@ -20,10 +20,26 @@ type Txn struct {
 	// Under Tracker.mu.
 	endCommit time.Time
 	closed    bool // under Tracker.mu
+	xid       uint32
 }
 
 // CommitTime is when the transaction committed, as given to Begin.
 func (tx *Txn) CommitTime() time.Time { return tx.commit }
+
+// SetXid records the transaction's id (decoder.Message.Xid). The reader
+// calls it after Begin, before it hands on any event of the transaction.
+func (tx *Txn) SetXid(xid uint32) { tx.xid = xid }
+
+// Xid is the transaction's id, as given to SetXid; 0 if unknown (and for
+// a nil Txn). It names
+// the transaction that inserted the rows an outcome is written to, for
+// the write-back writer (writeback.Done).
+func (tx *Txn) Xid() uint32 {
+	if tx == nil {
+		return 0
+	}
+	return tx.xid
+}
 
 // Limits bounds what may be in flight at once. A zero field means no limit.
 type Limits struct {

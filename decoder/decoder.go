@@ -100,6 +100,10 @@ type Message struct {
 	// begins. A transaction ends at or before a transaction end position
 	// exactly when its CommitLSN is below it.
 	CommitLSN uint64
+	// Xid is set on KindBegin: the transaction's id, whose rows other
+	// sessions see only once it is visible, a moment after its commit
+	// record (and so the transaction) reached the stream.
+	Xid uint32
 	// Event is set on KindEvent.
 	Event Event
 	// Poison is set on KindEvent when the row is on the mapped table but

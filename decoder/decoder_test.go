@@ -148,8 +148,8 @@ func TestDecodeOutboxInsert(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustDecode(t, d, relationMsg(16400, "public", "outbox", outboxCols))
-			if m := mustDecode(t, d, beginMsg(0x1000)); m.Kind != KindBegin {
-				t.Fatalf("kind %v, want begin", m.Kind)
+			if m := mustDecode(t, d, beginMsg(0x1000)); m.Kind != KindBegin || m.Xid != 42 {
+				t.Fatalf("kind %v xid %d, want begin of xid 42", m.Kind, m.Xid)
 			}
 			m := mustDecode(t, d, insertMsg(16400, tt.row...))
 			if m.Kind != KindEvent {

@@ -107,8 +107,8 @@ func FuzzDecode(f *testing.F) {
 		}
 		switch pg := parse(msg).(type) {
 		case *pglogrepl.BeginMessage:
-			if m.Kind != KindBegin || d.commitLSN != uint64(pg.FinalLSN) {
-				t.Fatalf("Begin: kind %v commit LSN %x; pglogrepl: final LSN %s", m.Kind, d.commitLSN, pg.FinalLSN)
+			if m.Kind != KindBegin || d.commitLSN != uint64(pg.FinalLSN) || m.Xid != pg.Xid {
+				t.Fatalf("Begin: kind %v commit LSN %x xid %d; pglogrepl: final LSN %s xid %d", m.Kind, d.commitLSN, m.Xid, pg.FinalLSN, pg.Xid)
 			}
 		case *pglogrepl.CommitMessage:
 			if m.Kind != KindCommit || m.EndLSN != uint64(pg.TransactionEndLSN) {

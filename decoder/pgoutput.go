@@ -23,7 +23,7 @@ func (d *Decoder) Decode(data []byte) (Message, error) {
 		}
 		d.commitLSN = binary.BigEndian.Uint64(data[1:9])
 		d.commitTime = pgTime(int64(binary.BigEndian.Uint64(data[9:17])))
-		return Message{Kind: KindBegin, CommitLSN: d.commitLSN, CommitTime: d.commitTime}, nil
+		return Message{Kind: KindBegin, CommitLSN: d.commitLSN, CommitTime: d.commitTime, Xid: binary.BigEndian.Uint32(data[17:21])}, nil
 	case 'C':
 		// Commit: flags, commit LSN, end LSN, commit timestamp.
 		if len(data) < 26 {

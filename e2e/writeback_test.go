@@ -367,3 +367,65 @@ func TestUnrecordedSlotIsNotStreamed(t *testing.T) {
 	defer relay.stop(30 * time.Second)
 	e.waitStatuses("the row inserted after the slot is delivered", 30*time.Second, func(c statusCounts) bool { return c.delivered == 1 })
 }
+
+// notVisibleMetric counts the rows write-back found not yet visible.
+const notVisibleMetric = "cdc_relay_writeback_not_visible_total"
+
+// TestWriteBackWaitsForARowNotYetVisible: under synchronous replication
+// with its standby away, an application's commit is in the WAL, so the
+// relay reads and delivers its event, but the commit waits for the
+// standby and its row is not visible to other sessions. Write-back finds
+// no row and counts it; once the standby requirement is lifted (the
+// commit returns), the row takes the delivered status. Before, the
+// outcome was settled on the spot and the row stayed PENDING for good.
+func TestWriteBackWaitsForARowNotYetVisible(t *testing.T) {
+	parallel(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"at-least-once", nil},
+		{"exactly-once", exactlyOnce},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parallel(t)
+			e, pg := newEnvOwnCluster(t)
+			p := e.startRelayArgs(relayBin, append(e.writeBackArgs(), tc.args...)...)
+			admin := mustConnect(t, pg.URL("postgres"))
+			defer admin.Close(context.Background())
+			// Every session commits locally, but the application's.
+			mustExec(t, admin, "ALTER SYSTEM SET synchronous_commit = 'local'")
+			mustExec(t, admin, "ALTER SYSTEM SET synchronous_standby_names = 'away'")
+			mustExec(t, admin, "SELECT pg_reload_conf()")
+			app := mustConnect(t, e.url)
+			defer app.Close(context.Background())
+			mustExec(t, app, "SET synchronous_commit = 'on'")
+			committed := make(chan error, 1)
+			go func() {
+				_, err := app.Exec(context.Background(), `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+					VALUES ('order', 'k', 'Placed', '{"n": "not visible yet"}')`)
+				committed <- err
+			}()
+			assertValues(t, e.readN(e.topic("order"), 1, 30*time.Second), []string{`{"n": "not visible yet"}`})
+			e.waitFor("write-back finds the row not visible yet", 30*time.Second, func() bool {
+				_, families := p.scrape()
+				return value(families, notVisibleMetric) >= 1
+			})
+			if c := e.statuses(); c.pending+c.delivered != 0 {
+				t.Fatalf("the outbox shows %s while the commit waits for the standby, want no row", c)
+			}
+			mustExec(t, admin, "ALTER SYSTEM RESET synchronous_standby_names")
+			mustExec(t, admin, "SELECT pg_reload_conf()")
+			select {
+			case err := <-committed:
+				if err != nil {
+					t.Fatalf("the application's commit: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the application's commit still waits for the standby")
+			}
+			e.waitStatuses("the row is "+wbDelivered, 30*time.Second, func(c statusCounts) bool { return c.delivered == 1 })
+			p.stop(30 * time.Second)
+		})
+	}
+}

@@ -42,11 +42,13 @@ type Snapshot struct {
 	// WriteBackRows counts the rows updated, WriteBackErrors the
 	// statements that failed (and are tried again), WriteBackRefused the
 	// rows that refused their outcome (a trigger, a constraint) and were
-	// given up; WriteBackPending are the
-	// outcomes waiting now.
+	// given up; WriteBackNotVisible the rows not visible yet when their
+	// outcome was first written (their transaction committed, not yet
+	// visible to other sessions), each written again; WriteBackPending
+	// are the outcomes waiting now.
 	WriteBack                                        bool
 	WriteBackRows, WriteBackErrors, WriteBackRefused int64
-	WriteBackPending                                 int64
+	WriteBackNotVisible, WriteBackPending            int64
 	// Backfills are the backfills running now (`cdc-relay backfill`, a
 	// process of its own), as last read: one series per table, none while
 	// none runs.
@@ -71,26 +73,27 @@ type HeldTopic struct {
 type snapshotCollector struct{ snapshot func() Snapshot }
 
 var (
-	descRead        = desc("cdc_relay_events_read_total", "Outbox inserts read from the replication slot.")
-	descProduced    = desc("cdc_relay_events_produced_total", "Events of the stream that Kafka acknowledged.")
-	descInFlight    = desc("cdc_relay_in_flight_events", "Events read and not yet delivered or parked.")
-	descInFlightB   = desc("cdc_relay_in_flight_bytes", "Bytes of the events read and not yet delivered or parked.")
-	descLagBytes    = desc("cdc_relay_replication_lag_bytes", "WAL written after the slot's confirmed position, as last read (every 5 s): all the server's WAL, not only the outbox's (other tables' changes, other databases' on the server too).")
-	descLagSeconds  = desc("cdc_relay_replication_lag_seconds", "Time since the commit of the oldest transaction read whose events are not all delivered; 0 when nothing is in flight.")
-	descConfirmed   = desc("cdc_relay_confirmed_lsn", "The WAL position last confirmed to PostgreSQL, as a number.")
-	descLeader      = desc("cdc_relay_leader", "1 while this relay holds the slot's lock (it leads the slot), else 0.")
-	descPaused      = desc("cdc_relay_paused", "1 while reading the slot is paused (POST /pause), else 0.")
-	descReady       = desc("cdc_relay_ready", "1 while the relay is ready (as /readyz), else 0.")
-	descWALRetained = desc("cdc_relay_slot_wal_retained_bytes", "WAL the replication slot keeps on the server, as last checked.")
-	descWBRows      = desc("cdc_relay_writeback_rows_total", "Outbox rows whose status column the write-back set (delivered or failed).")
-	descWBErrors    = desc("cdc_relay_writeback_errors_total", "Write-back statements that failed; each is tried again.")
-	descWBRefused   = desc("cdc_relay_writeback_refused_rows_total", "Outbox rows that refused their outcome (a trigger or constraint of the table): each is logged with its id and keeps its old status; the event is delivered as usual.")
-	descWBPending   = desc("cdc_relay_writeback_pending", "Outcomes waiting to be written back.")
-	descBehind      = desc("cdc_relay_events_behind", "Events the relay still owes Kafka: in flight (read, not yet acknowledged) plus held in the status table as FAILED, WAITING or PAUSED, as last read (every 5 s). The WAL not read yet counts in cdc_relay_replication_lag_bytes only.")
-	descHeld        = prometheus.NewDesc("cdc_relay_held_events", "Events the status table holds for a topic, by state: failed (retried by the poller), dead (given up: an operator retries, skips or purges it), waiting (behind an earlier held event of its key), paused (its topic is paused); as last read (every 5 s), for the 100 topics with the most.", []string{"topic", "state"}, nil)
-	descHeldOldest  = prometheus.NewDesc("cdc_relay_held_oldest_seconds", "Age of the oldest event the status table holds for a topic (failed, dead, waiting or paused), as last read (every 5 s).", []string{"topic"}, nil)
-	descBackfill    = prometheus.NewDesc("cdc_relay_backfill_rows", "Rows a running backfill (cdc-relay backfill, a process of its own) of an outbox table has published, as last read (every 5 s) from the table of backfills, which it updates every second; no series while none runs.", []string{"table"}, nil)
-	descStatusRows  = prometheus.NewDesc("cdc_relay_status_rows", "Rows of the status table in a state, as last counted: FAILED (waiting to be tried again) or DEAD (given up).", []string{"state"}, nil)
+	descRead         = desc("cdc_relay_events_read_total", "Outbox inserts read from the replication slot.")
+	descProduced     = desc("cdc_relay_events_produced_total", "Events of the stream that Kafka acknowledged.")
+	descInFlight     = desc("cdc_relay_in_flight_events", "Events read and not yet delivered or parked.")
+	descInFlightB    = desc("cdc_relay_in_flight_bytes", "Bytes of the events read and not yet delivered or parked.")
+	descLagBytes     = desc("cdc_relay_replication_lag_bytes", "WAL written after the slot's confirmed position, as last read (every 5 s): all the server's WAL, not only the outbox's (other tables' changes, other databases' on the server too).")
+	descLagSeconds   = desc("cdc_relay_replication_lag_seconds", "Time since the commit of the oldest transaction read whose events are not all delivered; 0 when nothing is in flight.")
+	descConfirmed    = desc("cdc_relay_confirmed_lsn", "The WAL position last confirmed to PostgreSQL, as a number.")
+	descLeader       = desc("cdc_relay_leader", "1 while this relay holds the slot's lock (it leads the slot), else 0.")
+	descPaused       = desc("cdc_relay_paused", "1 while reading the slot is paused (POST /pause), else 0.")
+	descReady        = desc("cdc_relay_ready", "1 while the relay is ready (as /readyz), else 0.")
+	descWALRetained  = desc("cdc_relay_slot_wal_retained_bytes", "WAL the replication slot keeps on the server, as last checked.")
+	descWBRows       = desc("cdc_relay_writeback_rows_total", "Outbox rows whose status column the write-back set (delivered or failed).")
+	descWBErrors     = desc("cdc_relay_writeback_errors_total", "Write-back statements that failed; each is tried again.")
+	descWBRefused    = desc("cdc_relay_writeback_refused_rows_total", "Outbox rows that refused their outcome (a trigger or constraint of the table): each is logged with its id and keeps its old status; the event is delivered as usual.")
+	descWBPending    = desc("cdc_relay_writeback_pending", "Outcomes waiting to be written back.")
+	descWBNotVisible = desc("cdc_relay_writeback_not_visible_total", "Outbox rows not yet visible when write-back first wrote their outcome (their transaction's commit was in the WAL, so its events were delivered, but not yet visible to other sessions: a moment, or as long as synchronous replication waits for a standby); each is written again at the next flush.")
+	descBehind       = desc("cdc_relay_events_behind", "Events the relay still owes Kafka: in flight (read, not yet acknowledged) plus held in the status table as FAILED, WAITING or PAUSED, as last read (every 5 s). The WAL not read yet counts in cdc_relay_replication_lag_bytes only.")
+	descHeld         = prometheus.NewDesc("cdc_relay_held_events", "Events the status table holds for a topic, by state: failed (retried by the poller), dead (given up: an operator retries, skips or purges it), waiting (behind an earlier held event of its key), paused (its topic is paused); as last read (every 5 s), for the 100 topics with the most.", []string{"topic", "state"}, nil)
+	descHeldOldest   = prometheus.NewDesc("cdc_relay_held_oldest_seconds", "Age of the oldest event the status table holds for a topic (failed, dead, waiting or paused), as last read (every 5 s).", []string{"topic"}, nil)
+	descBackfill     = prometheus.NewDesc("cdc_relay_backfill_rows", "Rows a running backfill (cdc-relay backfill, a process of its own) of an outbox table has published, as last read (every 5 s) from the table of backfills, which it updates every second; no series while none runs.", []string{"table"}, nil)
+	descStatusRows   = prometheus.NewDesc("cdc_relay_status_rows", "Rows of the status table in a state, as last counted: FAILED (waiting to be tried again) or DEAD (given up).", []string{"state"}, nil)
 )
 
 func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
@@ -98,7 +101,7 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds,
 		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows, descBehind, descHeld, descHeldOldest,
-		descWBRows, descWBErrors, descWBRefused, descWBPending, descBackfill} {
+		descWBRows, descWBErrors, descWBRefused, descWBPending, descWBNotVisible, descBackfill} {
 		ch <- d
 	}
 }
@@ -146,6 +149,7 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descWBErrors, float64(s.WriteBackErrors))
 		counter(descWBRefused, float64(s.WriteBackRefused))
 		gauge(descWBPending, float64(s.WriteBackPending))
+		counter(descWBNotVisible, float64(s.WriteBackNotVisible))
 	}
 }
 

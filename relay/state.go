@@ -148,6 +148,7 @@ func (r *Relay) snapshot() metrics.Snapshot {
 		s := wb.Stats()
 		snap.WriteBack = true
 		snap.WriteBackRows, snap.WriteBackErrors, snap.WriteBackRefused, snap.WriteBackPending = s.Updated, s.Failures, s.Refused, int64(s.Pending)
+		snap.WriteBackNotVisible = s.NotVisible
 	}
 	return snap
 }

@@ -38,6 +38,10 @@ type pending struct {
 	// confirmed only once its row says what a later one made it say).
 	earlier []Done
 	settled bool // written, refused or superseded: no longer live
+	// xid is the transaction that inserted the row, 0 if unknown: while
+	// the database does not show it, a row not found is not yet visible
+	// rather than deleted (Writer).
+	xid uint32
 }
 
 // merge moves the queue's outcomes into the tables' held outcomes. The
@@ -48,6 +52,9 @@ func (f *flusher) merge(q *queue) {
 		t := &f.tables[e.table]
 		id := string(q.id(&e))
 		p := pending{id: id, done: e.done}
+		if x, ok := e.done.(inserter); ok {
+			p.xid = x.Xid() // here, not in Delivered: off the producer's ack path
+		}
 		if i, ok := t.index[id]; ok {
 			old := &t.held[i]
 			p.earlier = append(old.earlier, old.done)

@@ -152,3 +152,71 @@ func TestRefusedRowIsGivenUp(t *testing.T) {
 		})
 	}
 }
+
+// doneOfTxn is a Done that names the transaction that inserted its row.
+type doneOfTxn struct {
+	doneFor
+	xid uint32
+}
+
+func (d doneOfTxn) Xid() uint32 { return d.xid }
+
+// TestRowNotVisibleYetWaits: logical decoding hands a transaction on as
+// soon as its commit record is flushed, a moment before other sessions
+// see its rows, so an outcome can reach the Writer before its row. An
+// outcome whose row is not visible, because its inserting transaction is
+// not, is not settled until the row is written; one whose row was deleted
+// by a transaction that is visible (here, the one that inserted it) is
+// settled, as is one whose transaction is unknown.
+func TestRowNotVisibleYetWaits(t *testing.T) {
+	t.Parallel()
+	ctx, _, pool := startDB(t)
+	table := outboxTable(t, ctx, pool, "outbox", "seen")
+	w, err := New(pool, Config{Tables: []Table{table}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xidOf := func(db DB) uint32 {
+		return uint32(scalar[int64](t, ctx, db, "SELECT (pg_current_xact_id()::text::bigint % 4294967296)"))
+	}
+	late, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Rollback(ctx)
+	exec(t, ctx, late, "INSERT INTO outbox (id) VALUES ('late')")
+	lateXid := xidOf(late)
+	gone, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, ctx, gone, "INSERT INTO outbox (id) VALUES ('gone')")
+	goneXid := xidOf(gone)
+	exec(t, ctx, gone, "DELETE FROM outbox WHERE id = 'gone'")
+	if err := gone.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var done doneLog
+	w.Delivered(0, []byte("seen"), doneOfTxn{doneFor{&done, "seen"}, 1})
+	w.Delivered(0, []byte("late"), doneOfTxn{doneFor{&done, "late"}, lateXid})
+	w.Delivered(0, []byte("gone"), doneOfTxn{doneFor{&done, "gone"}, goneXid})
+	w.Delivered(0, []byte("unknown"), done.for_("unknown"))
+	flushNow(ctx, w)
+	if got := done.got(); !slices.Equal(got, []string{"gone", "seen", "unknown"}) {
+		t.Fatalf("settled %q while the row of late is not visible, want gone, seen and unknown", got)
+	}
+	if s := w.Stats(); s.Pending != 1 || s.NotVisible != 1 {
+		t.Fatalf("stats %+v, want late pending, counted once as not visible", s)
+	}
+	if err := late.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	flushNow(ctx, w)
+	if got := done.got(); !slices.Equal(got, []string{"gone", "late", "seen", "unknown"}) {
+		t.Fatalf("settled %q once late's row is visible, want every outcome", got)
+	}
+	if got := states(t, ctx, pool, "outbox", "status", "error"); fmt.Sprint(got) != "map[late:DELIVERED seen:DELIVERED]" {
+		t.Fatalf("rows %v", got)
+	}
+}

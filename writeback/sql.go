@@ -8,10 +8,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// statements are one table's UPDATE statement: it takes the ids as $1
-// (text[]) and the delivered status as $2.
+// statements are one table's statements: delivered is the UPDATE, which
+// takes the ids as $1 (text[]) and the delivered status as $2; unwritten
+// is its follow-up (Writer's doc), which takes the ids as $1, the ids of
+// the transactions that inserted them as $2 (bigint[], 0 unknown) and the
+// delivered status as $3, and returns the ids whose outcome is still to
+// be written.
 type statements struct {
 	delivered string
+	unwritten string
 }
 
 // lookupSQL reads, for the table named by $1 (quoted), whether it exists
@@ -127,7 +132,32 @@ func buildStatements(t Table, idType, statusType string, atLocal bool) *statemen
 	if c.DeliveredAtColumn != "" {
 		set += ", " + q(c.DeliveredAtColumn) + " = " + now(atLocal)
 	}
-	return &statements{delivered: "UPDATE " + pgx.Identifier{t.Schema, t.Name}.Sanitize() + " SET " + set +
-		" WHERE " + q(t.IDColumn) + " = ANY($1::text[]::" + idType + "[])" +
-		" AND " + q(c.StatusColumn) + "::text IS DISTINCT FROM $2::text"}
+	table := pgx.Identifier{t.Schema, t.Name}.Sanitize()
+	return &statements{
+		delivered: "UPDATE " + table + " SET " + set +
+			" WHERE " + q(t.IDColumn) + " = ANY($1::text[]::" + idType + "[])" +
+			" AND " + q(c.StatusColumn) + "::text IS DISTINCT FROM $2::text",
+		unwritten: fmt.Sprintf(unwrittenSQL, table, q(t.IDColumn), idType, q(c.StatusColumn)),
+	}
 }
+
+// unwrittenSQL, for table %[1]s with id column %[2]s of type %[3]s and
+// status column %[4]s, returns (in one array) those of the ids $1 whose
+// row does not say the delivered value $3 and either exists (it became
+// visible after the UPDATE's snapshot was taken) or was inserted by a
+// transaction $2 that the statement's snapshot does not see yet:
+// committed in the WAL, and so decoded and delivered, but not yet
+// visible to other sessions (its id may be at or above the snapshot's
+// xmax). A row that is gone although its transaction is visible was
+// deleted: its outcome is settled. The transaction's 32-bit id is
+// widened to the 64-bit id nearest the snapshot's xmax; one that would
+// fall below 0 is not this server's, and taken as visible.
+const unwrittenSQL = `SELECT coalesce(array_agg(m.id), '{}') FROM unnest($1::text[], $2::bigint[]) AS m(id, xid)
+CROSS JOIN LATERAL (SELECT pg_current_snapshot() AS snap) s
+CROSS JOIN LATERAL (SELECT pg_snapshot_xmax(s.snap)::text::bigint AS xmax) x
+CROSS JOIN LATERAL (SELECT ((x.xmax >> 32) << 32) | m.xid AS xid8) w
+WHERE NOT EXISTS (SELECT 1 FROM %[1]s r WHERE r.%[2]s = m.id::%[3]s AND r.%[4]s::text IS NOT DISTINCT FROM $3::text)
+AND (EXISTS (SELECT 1 FROM %[1]s r WHERE r.%[2]s = m.id::%[3]s)
+	OR m.xid <> 0 AND NOT pg_visible_in_snapshot(
+		greatest(CASE WHEN w.xid8 > x.xmax + 2147483648 THEN w.xid8 - 4294967296
+			WHEN w.xid8 < x.xmax - 2147483648 THEN w.xid8 + 4294967296 ELSE w.xid8 END, 0)::text::xid8, s.snap))`

@@ -3,6 +3,7 @@ package writeback
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -78,7 +79,7 @@ func (f *flusher) writeAll(ctx context.Context, t *tableState, idx []int) error 
 	for i, c := range chunks {
 		switch err := errs[i]; {
 		case err == nil:
-			f.written(t, c, tags[i])
+			f.written(ctx, t, c, tags[i])
 		case first != nil:
 		case rowLevel(err):
 			f.misses = 0
@@ -101,7 +102,7 @@ const maxMisses = 4
 func (f *flusher) writeBatch(ctx context.Context, t *tableState, idx []int) error {
 	tag, err := f.statement(ctx, t, idx)
 	if err == nil {
-		f.written(t, idx, tag)
+		f.written(ctx, t, idx, tag)
 		return nil
 	}
 	if !rowLevel(err) {
@@ -160,16 +161,53 @@ func (f *flusher) statement(ctx context.Context, t *tableState, idx []int) (pgco
 	return tag, nil
 }
 
-// written counts a statement that succeeded and forgets its outcomes.
-func (f *flusher) written(t *tableState, idx []int, tag pgconn.CommandTag) {
+// written counts a statement that succeeded and forgets its outcomes,
+// but for those it could not write yet (unwritten), held for the next
+// flush.
+func (f *flusher) written(ctx context.Context, t *tableState, idx []int, tag pgconn.CommandTag) {
 	f.w.statements.Add(1)
 	f.w.updated.Add(tag.RowsAffected())
 	if tag.RowsAffected() > 0 {
 		t.took = true
 	}
-	for _, i := range idx {
-		f.forget(t, i)
+	var later map[string]bool
+	if int(tag.RowsAffected()) < len(idx) {
+		later = f.unwritten(ctx, t, idx)
 	}
+	for _, i := range idx {
+		if !later[t.held[i].id] {
+			f.forget(t, i)
+		}
+	}
+}
+
+// unwritten returns those of the outcomes held at idx, which a statement
+// named but did not all update, that are still to be written: their row
+// exists and does not say delivered, or is not visible yet (Writer). If
+// the look-up fails, every one of them is.
+func (f *flusher) unwritten(ctx context.Context, t *tableState, idx []int) map[string]bool {
+	ids := make([]string, len(idx))
+	xids := make([]int64, len(idx))
+	for k, i := range idx {
+		ids[k], xids[k] = t.held[i].id, int64(t.held[i].xid)
+	}
+	sctx, cancel := context.WithTimeout(ctx, f.w.stmtTimeout)
+	defer cancel()
+	later := map[string]bool{}
+	var found []string
+	if err := f.w.db.QueryRow(sctx, t.sql.unwritten, ids, xids, t.Columns.Delivered).Scan(&found); err != nil {
+		f.failLog.Log(t.quoted+" look-up", slog.LevelWarn, "write-back could not look up the rows an UPDATE did not change; writing them again at the next flush",
+			"table", t.quoted, "err", err, "rows", len(idx))
+		for _, id := range ids {
+			later[id] = true
+		}
+		return later
+	}
+	for _, id := range found {
+		later[id] = true
+	}
+	f.w.notVisible.Add(int64(len(later)))
+	return later
 }
 
 // cleanReason makes reason storable in a text column: valid UTF-8, without

@@ -71,6 +71,11 @@ type Stats struct {
 	// they hold (a trigger, a constraint) while the table took the same
 	// value for other rows: each was logged and given up.
 	Refused int64
+	// NotVisible is the number of times a row an outcome was written to
+	// was not found but is to appear (its inserting transaction is not
+	// visible yet) or appeared after the UPDATE began: each is written
+	// again at the next flush.
+	NotVisible int64
 	// Pending is the number of outcomes waiting to be written now.
 	Pending int
 }
@@ -81,10 +86,23 @@ type Stats struct {
 // settled with it. The relay confirms
 // an event's position only then, so an outcome not yet settled when the
 // relay stops is reported again after the restart.
+//
+// A Done that also has the method Xid() uint32 names the PostgreSQL
+// transaction that inserted the row (its 32-bit id, as logical decoding
+// gives it; 0 is unknown). The Writer then settles an outcome whose row
+// it cannot find only once that transaction is visible to its own
+// statements: a transaction is decoded, and its events delivered, as soon
+// as its commit record is flushed, a moment before other sessions see its
+// rows (longer under synchronous replication).
 type Done interface {
 	// WrittenBack is called once, from the Writer's goroutine; it must
 	// not block.
 	WrittenBack()
+}
+
+// inserter is a Done that names the transaction that inserted its row.
+type inserter interface {
+	Xid() uint32
 }
 
 // Writer writes the deliveries of the fast path back to their outbox
@@ -116,6 +134,14 @@ type Done interface {
 // is left alone, so an outcome reported twice (events are delivered at
 // least once) does not move its timestamp. A row that no longer exists is
 // not updated.
+//
+// A statement that updated fewer rows than it named ids is followed by a
+// look-up of the ids whose row does not say the delivered value: a row
+// that exists is written at the next flush (it became visible after the
+// UPDATE began), and so is one whose inserting transaction (Done's Xid)
+// the database does not show yet; a row that is gone although its
+// transaction is visible, or whose transaction is unknown, was deleted,
+// and its outcome is settled.
 //
 // A statement that fails for what a row holds (a trigger that raises, a
 // CHECK or NOT NULL constraint: any SQLSTATE outside the classes that
@@ -157,7 +183,7 @@ type Writer struct {
 	// not yet settled).
 	held int
 
-	updated, statements, failures, refused atomic.Int64
+	updated, statements, failures, refused, notVisible atomic.Int64
 
 	// Owned by the goroutine in Run.
 	flusher flusher
@@ -308,6 +334,7 @@ func (w *Writer) Stats() Stats {
 		Statements: w.statements.Load(),
 		Failures:   w.failures.Load(),
 		Refused:    w.refused.Load(),
+		NotVisible: w.notVisible.Load(),
 		Pending:    pending,
 	}
 }

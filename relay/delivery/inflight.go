@@ -71,3 +71,6 @@ func (it *Inflight) Size() int { return it.size }
 // WrittenBack counts it out of flight once write-back settled its
 // outcome: its row took it (or never will).
 func (it *Inflight) WrittenBack() { it.tracker.Done(it.pgTxn, it.size) }
+
+// Xid names the transaction that inserted its row (writeback.Done).
+func (it *Inflight) Xid() uint32 { return it.pgTxn.Xid() }

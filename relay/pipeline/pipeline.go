@@ -104,6 +104,7 @@ func (p *Pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 	switch msg.Kind {
 	case decoder.KindBegin:
 		p.reading = p.l.Tracker.Begin(msg.CommitTime)
+		p.reading.SetXid(msg.Xid)
 		p.skipping = pglogrepl.LSN(msg.CommitLSN) < p.skipBelow
 		if p.replay != nil && !p.skipping {
 			p.replayDone()

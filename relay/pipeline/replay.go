@@ -98,6 +98,9 @@ type rewritten struct {
 // will).
 func (r *rewritten) WrittenBack() { r.tracker.Done(r.pgTxn, r.size) }
 
+// Xid names the transaction that inserted its row (writeback.Done).
+func (r *rewritten) Xid() uint32 { return r.pgTxn.Xid() }
+
 // replayDone says how many events the replay told write-back of, once
 // the stream reached the checkpoint topic's position (at the first
 // transaction it produces).

@@ -46,6 +46,9 @@ func (h *heldWriteBack) WrittenBack() {
 	}
 }
 
+// Xid names the transaction that inserted the rows (writeback.Done).
+func (h *heldWriteBack) Xid() uint32 { return h.pgTxn.Xid() }
+
 // failure is a record Kafka did not take; it is nil for the checkpoint
 // record.
 type failure struct {
