@@ -75,3 +75,41 @@ func readPast(log string, end pglogrepl.LSN) bool {
 	}
 	return false
 }
+
+// TestPollerClaimBoundedMemory: 200 events of 900 KiB wait PAUSED in the
+// status table; once their topic is resumed, the poller delivers them
+// all, each once, in claims whose records fit in half of
+// --max-in-flight-bytes, so that the relay's peak RSS stays near what it
+// was while they were parked (before, one claim held them all: 180 MiB).
+func TestPollerClaimBoundedMemory(t *testing.T) {
+	// Alone: it asserts peak memory.
+	const (
+		rows  = 200
+		size  = 900 << 10
+		limit = 8 << 20 // --max-in-flight-bytes
+		bound = 112 << 20
+	)
+	e := newEnv(t)
+	topic := e.topic("order")
+	e.createTopic1(topic)
+	e.pauseCmd("pause", topic)
+	// The release build: the race detector's shadow memory would dwarf
+	// the relay's.
+	relay := e.startRelayBin(plainBin, "--max-in-flight-bytes", strconv.Itoa(limit))
+	for i := range rows {
+		mustExec(t, e.conn, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+			VALUES ('order', 'k' || ($1::int % 10), 'Big', json_build_object('n', $1::int, 'pad', repeat('x', $2))::jsonb)`, i, size)
+	}
+	e.waitFor("every event is parked PAUSED", 2*time.Minute, func() bool { return e.statusCount("PAUSED") == rows })
+	parked := relay.peakRSS()
+	e.pauseCmd("resume", topic)
+	checkOnce(t, e.readN(topic, rows, 2*time.Minute), rows)
+	e.waitFor("no event is held", time.Minute, func() bool { return e.statusCount("DELIVERED") == rows })
+	rss := relay.peakRSS()
+	t.Logf("relay peak RSS %.1f MiB while %d events of %d KiB were parked, %.1f MiB once the poller delivered them (--max-in-flight-bytes %d MiB)",
+		float64(parked)/(1<<20), rows, size>>10, float64(rss)/(1<<20), limit>>20)
+	if rss >= bound {
+		t.Fatalf("relay peak RSS %d MiB, want under %d MiB: a claim holds more than half of --max-in-flight-bytes", rss>>20, bound>>20)
+	}
+	relay.stop(30 * time.Second)
+}

@@ -19,6 +19,12 @@ type Config struct {
 	// and held in memory, with their locks, until Kafka answered them all
 	// (or the attempt's 30 s ended).
 	Batch int
+	// MaxBytes bounds the records one claim holds in memory: the status
+	// rows' (status.ClaimBytes bounds those, and is given the same bound)
+	// and those Load reads from outbox rows, which are read a few at a
+	// time until the claim's records reach it. A Reload row past it is
+	// not loaded, and waits for the next claim. 0 is no bound.
+	MaxBytes int64
 	// Interval is how often the poller looks for due rows when the last
 	// look found none.
 	Interval time.Duration

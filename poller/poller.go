@@ -59,6 +59,10 @@ type Poller struct {
 	// violations logs a record that overtook its key's refused head, at
 	// most once a minute per key.
 	violations *ratelog.Logger
+	// held is the bytes of records the claim under way holds (its rows'
+	// and those loaded for it), for Run and loadWithin; one claim runs at
+	// a time.
+	held int64
 }
 
 // New returns a poller over store producing with prod.
@@ -100,7 +104,10 @@ func (p *Poller) Run(ctx context.Context) {
 		if err != nil {
 			p.sayFailed(ctx, err)
 		}
-		if err != nil || n < p.cfg.Batch {
+		// A claim cut by MaxBytes may leave due rows: one that held over
+		// half of it is followed at once, as a full batch is.
+		full := n >= p.cfg.Batch || p.cfg.MaxBytes > 0 && p.held > p.cfg.MaxBytes/2
+		if err != nil || !full {
 			select {
 			case <-ctx.Done():
 				return
@@ -116,6 +123,7 @@ func (p *Poller) Run(ctx context.Context) {
 // rows it delivered.
 func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 	began := time.Now()
+	p.held = 0
 	var keys []status.Key
 	n, err := p.store.Claim(ctx, p.cfg.Batch, func(ctx context.Context, rows []status.Row) []status.Outcome {
 		out, delivered := p.deliver(ctx, rows)
@@ -140,6 +148,11 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 // attempt; nor does a row not produced because an earlier row of its key
 // was not delivered.
 func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outcome, []status.Key) {
+	for _, r := range rows {
+		if !r.Reload {
+			p.held += r.Bytes()
+		}
+	}
 	errs := make([]error, len(rows))
 	loaded := p.load(ctx, rows, errs)
 	p.keepPaused(ctx, rows, loaded, errs)
@@ -292,14 +305,13 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 	if len(reload) == 0 {
 		return loaded
 	}
-	in := make([]status.Row, len(reload))
-	for j, i := range reload {
-		in[j] = rows[i]
-	}
-	out, lerrs := p.cfg.Load(ctx, in)
+	out, lerrs := p.loadWithin(ctx, rows, reload)
 	var failed int
 	var first error
 	for j, i := range reload {
+		if j >= len(out) {
+			break // past the claim's bound: left for the next claim
+		}
 		switch err, row := lerrs[j], rows[i]; {
 		case errors.Is(err, ErrUnloadable):
 			errs[i] = err
@@ -317,6 +329,40 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 		p.cfg.Logger.Warn("could not read the outbox rows of events to send again; trying at the next poll", "rows", failed, "first", first)
 	}
 	return loaded
+}
+
+// firstLoad is how many Reload rows the poller reads at once, at first:
+// with Config.MaxBytes, it reads more at a time once it knows how large
+// the rows are.
+const firstLoad = 64
+
+// loadWithin reads the records of rows[reload[j]] with Config.Load, a
+// few at a time, until the claim's records (its other rows' and those
+// read) reach Config.MaxBytes: it returns out and errs for the first
+// rows of reload it read, all of them without a bound.
+func (p *Poller) loadWithin(ctx context.Context, rows []status.Row, reload []int) (out []status.Row, errs []error) {
+	in := make([]status.Row, len(reload))
+	for j, i := range reload {
+		in[j] = rows[i]
+	}
+	if p.cfg.MaxBytes <= 0 {
+		return p.cfg.Load(ctx, in)
+	}
+	held := p.held // the claim's records in memory (deliver counted its rows')
+	next := firstLoad
+	for len(out) < len(in) && (len(out) == 0 || held < p.cfg.MaxBytes) {
+		chunk := in[len(out):min(len(in), len(out)+next)]
+		o, e := p.cfg.Load(ctx, chunk)
+		var size int64
+		for _, r := range o {
+			size += r.Bytes()
+		}
+		out, errs, held = append(out, o...), append(errs, e...), held+size
+		p.held = held
+		// As many more as fit at this chunk's size a row.
+		next = max(1, int((p.cfg.MaxBytes-held)/max(1, size/int64(len(o)))))
+	}
+	return out, errs
 }
 
 // errTopicPaused is the error of a loaded Reload row whose topic is

@@ -130,3 +130,57 @@ func each(load func(context.Context, status.Row) (status.Row, error)) func(conte
 		return out, errs
 	}
 }
+
+// TestReloadRowsWithinMaxBytes: a claim's Reload rows are read a few at a
+// time while the claim's records (its other rows' and those read) fit in
+// Config.MaxBytes; the rows past it are not read, get no outcome, and wait
+// for the next claim, which follows at once.
+func TestReloadRowsWithinMaxBytes(t *testing.T) {
+	t.Parallel()
+	const size = 1000
+	var reads [][]string
+	load := func(_ context.Context, rows []status.Row) ([]status.Row, []error) {
+		var ids []string
+		out := make([]status.Row, len(rows))
+		for i, r := range rows {
+			ids = append(ids, r.EventID)
+			r.Topic, r.Key, r.Value = "orders", []byte(r.EventID), make([]byte, size)
+			out[i] = r
+		}
+		reads = append(reads, ids)
+		return out, make([]error, len(rows))
+	}
+	store := &fakeStore{rows: []status.Row{{ID: 1, EventID: "parked", Topic: "orders", Key: []byte("p"), Value: make([]byte, 2*size)}}}
+	for i := range 200 {
+		store.rows = append(store.rows, status.Row{ID: int64(i + 2), EventID: fmt.Sprint("r", i), SourceTable: "public.outbox", Reload: true})
+	}
+	prod := &fakeProducer{}
+	cfg := DefaultConfig()
+	cfg.Load, cfg.MaxBytes = load, 100*size
+	p := New(store, prod, cfg)
+	if _, err := p.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, r := range reads {
+		read += len(r)
+	}
+	// The parked row's 2,000 bytes, then 64 rows read, then as many as fit.
+	if len(reads) < 2 || len(reads[0]) != firstLoad || read < 95 || read > 100 {
+		t.Fatalf("read %d rows in %d reads (%v rows each), want %d first, then up to 98 in all", read, len(reads), lens(reads), firstLoad)
+	}
+	if len(prod.produced) != read+1 || len(store.outcomes) != read+1 {
+		t.Fatalf("%d produced, %d outcomes; want the parked row and the %d rows read, the others left for the next claim", len(prod.produced), len(store.outcomes), read)
+	}
+	if p.held <= cfg.MaxBytes/2 {
+		t.Fatalf("the claim held %d bytes, want over half of MaxBytes, so that the next claim follows at once", p.held)
+	}
+}
+
+func lens(s [][]string) []int {
+	var out []int
+	for _, x := range s {
+		out = append(out, len(x))
+	}
+	return out
+}

@@ -155,6 +155,9 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 		pc.Logger = s.log
 	}
 	pc.Metrics = s.metrics
+	if pc.MaxBytes == 0 {
+		pc.MaxBytes = s.cfg.claimBytes()
+	}
 	pc.Hold = s.pause.WaitResumed
 	pc.Load = s.loader.LoadMany
 	pc.PausedTopics = s.failures.PausedTopics

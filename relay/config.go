@@ -178,6 +178,18 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// claimBytes bounds the records one claim of the poller holds in memory
+// (status.ClaimBytes, poller.Config.MaxBytes): half of
+// --max-in-flight-bytes, so that the stream and the poller together stay
+// within one and a half times it; at least 1 MiB, and no bound without
+// one.
+func (c Config) claimBytes() int64 {
+	if c.Limits.Bytes <= 0 {
+		return 0
+	}
+	return max(c.Limits.Bytes/2, 1<<20)
+}
+
 // postgresURL returns the connection string of a new connection: the
 // file's latest (pgconnect.LiveURL) in a relay made by New, else
 // PostgresURL.

@@ -105,7 +105,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	rn.outcomes = outcomes
 	r.writeBack.Store(outcomes)
 	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.Rows()),
-		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot)}
+		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot), status.ClaimBytes(r.cfg.claimBytes())}
 	if r.cfg.Ordering == OrderingNone {
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking
 	}

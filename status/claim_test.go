@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,61 @@ func TestClaimRecordsASlowDelivery(t *testing.T) {
 	var st string
 	if err := pool.QueryRow(ctx, "SELECT status FROM outbox_delivery WHERE event_id = 'slow'").Scan(&st); err != nil || st != Delivered {
 		t.Fatalf("row: %q (%v), want %s", st, err, Delivered)
+	}
+}
+
+// TestClaimBytes: a claim takes rows, in the order it claims them, while
+// their records fit in ClaimBytes, and always one; a key whose run is cut
+// keeps its rows before the cut, and the rows past it are left as they
+// were, for the next claim. Ordered and unordered alike.
+func TestClaimBytes(t *testing.T) {
+	t.Parallel()
+	for _, unordered := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ordered", true: "unordered"}[unordered], func(t *testing.T) {
+			t.Parallel()
+			pool := newTestPool(t)
+			opts := []Option{ClaimBytes(2500)}
+			if unordered {
+				opts = append(opts, Unordered())
+			}
+			store := NewStore(pool, "public", "outbox_delivery", opts...)
+			ctx := context.Background()
+			// 1,000-byte records: a0, b0, a1, b1, a2; then one too large
+			// for the bound alone.
+			for i, id := range []string{"a0", "b0", "a1", "b1", "a2", "huge"} {
+				size := 1000 - 2
+				if id == "huge" {
+					size = 5000
+				}
+				ev := &decoder.Event{ID: []byte(id), Topic: "orders", Key: []byte(id[:1]), Value: []byte(strings.Repeat("x", size)), CommitLSN: uint64(0x100 * (i + 1))}
+				if err := store.Failed(ctx, ev, kerr.RequestTimedOut); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Every row due, oldest first, so the unordered claim's order is the ids'.
+			if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() - interval '1 hour' + id * interval '1 second'"); err != nil {
+				t.Fatal(err)
+			}
+			var claims [][]string
+			for range 4 {
+				n, err := store.Claim(ctx, 100, func(ctx context.Context, rows []Row) []Outcome {
+					var ids []string
+					var out []Outcome
+					for _, r := range rows {
+						ids = append(ids, r.EventID)
+						out = append(out, Outcome{ID: r.ID, Delivered: true})
+					}
+					claims = append(claims, ids)
+					return out
+				})
+				if err != nil || n == 0 {
+					t.Fatalf("claim %d: %d rows, %v", len(claims)+1, n, err)
+				}
+			}
+			want := "[[a0 b0] [a1 b1] [a2] [huge]]"
+			if got := fmt.Sprint(claims); got != want {
+				t.Fatalf("claims %s, want %s: two 1,000-byte records fit in 2,500 bytes, and one too large alone", got, want)
+			}
+		})
 	}
 }

@@ -60,7 +60,9 @@ func (s *Store) claimInOrder(ctx context.Context, tx pgx.Tx, limit int) ([]Row, 
 	// holds is skipped.
 	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE id = ANY($1) AND status IN ('FAILED', 'WAITING', 'PAUSED')"+
 		" ORDER BY id FOR UPDATE SKIP LOCKED", ids)
-	locked, err := pgx.CollectRows(rows, scanRow)
+	// Past the claim's bound, the rows are left as they were: a key whose
+	// run is cut keeps its rows before the cut (withoutGaps).
+	locked, err := s.collectWithin(rows)
 	if err != nil {
 		return nil, err
 	}

@@ -126,14 +126,23 @@ type Held struct {
 // each, within PostgreSQL's 65,535).
 const parkHeldMax = 1000
 
+// parkHeldBytes is about the most bytes of records one ParkHeld statement
+// carries (and always one row): the statement's parameters and its
+// message are copies of them, made while the events are still in memory.
+const parkHeldBytes = 1 << 20
+
 // ParkHeld parks each of held as Waiting or Paused would, in one INSERT
-// per 1,000 rows, their ids in the order of held (so a key's rows keep
+// per 1,000 rows or about 1 MiB of records (parkHeldBytes), their ids in the order of held (so a key's rows keep
 // the order they are given in). When it returns nil every row is
 // committed. When PostgreSQL refuses a row for its data, it parks them
 // one at a time instead, each degraded as Waiting degrades it.
 func (s *Store) ParkHeld(ctx context.Context, held []Held) error {
 	for len(held) > 0 {
-		n := min(len(held), parkHeldMax)
+		n, size := 0, 0
+		for n < min(len(held), parkHeldMax) && (n == 0 || size < parkHeldBytes) {
+			size += held[n].Event.Size()
+			n++
+		}
 		if err := s.parkHeld(ctx, held[:n]); err != nil {
 			return err
 		}

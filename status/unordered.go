@@ -27,5 +27,5 @@ func (s *Store) claimUnordered(ctx context.Context, tx pgx.Tx, limit int) ([]Row
 	}
 	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" AS d WHERE "+s.deliverable()+
 		" ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED", args...)
-	return pgx.CollectRows(rows, scanRow)
+	return s.collectWithin(rows)
 }
