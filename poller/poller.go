@@ -111,10 +111,27 @@ func (p *Poller) Run(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(p.cfg.Interval):
+			case <-time.After(p.wait(ctx, err)):
 			}
 		}
 	}
+}
+
+// minWait is the least time the poller waits for a row's next attempt
+// (Config.NextDue): rows due within it are claimed together.
+const minWait = 10 * time.Millisecond
+
+// wait is how long Run waits after a claim that was not full (or failed,
+// with err): until the next row is due, if sooner than Config.Interval.
+func (p *Poller) wait(ctx context.Context, err error) time.Duration {
+	if err != nil || p.cfg.NextDue == nil {
+		return p.cfg.Interval
+	}
+	next, ok, err := p.cfg.NextDue(ctx)
+	if err != nil || !ok {
+		return p.cfg.Interval // a failure shows at the next claim
+	}
+	return min(max(time.Until(next), minWait), p.cfg.Interval)
 }
 
 // RunOnce claims one batch of rows deliverable in order and tries to

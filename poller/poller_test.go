@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +178,62 @@ func TestDeadLetter(t *testing.T) {
 		if said := strings.Contains(o.Err.Error(), `dead-letter topic "dead" refused it`); said != (dlqErr != nil) {
 			t.Fatalf("last error %q; the dead-letter topic refused it: %v", o.Err, dlqErr != nil)
 		}
+	}
+}
+
+// countingStore counts its claims, which find nothing, and says when
+// each happened.
+type countingStore struct {
+	mu     sync.Mutex
+	claims []time.Time
+}
+
+func (c *countingStore) Claim(ctx context.Context, limit int, deliver func(context.Context, []status.Row) []status.Outcome) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.claims = append(c.claims, time.Now())
+	return 0, nil
+}
+
+func (c *countingStore) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.claims)
+}
+
+// TestRunLooksAgainWhenARowIsDue: after a claim that was not full, Run
+// looks again when Config.NextDue says the next row is due, sooner than
+// Config.Interval; without a row due it waits the interval.
+func TestRunLooksAgainWhenARowIsDue(t *testing.T) {
+	t.Parallel()
+	store := &countingStore{}
+	var due atomic.Bool
+	due.Store(true)
+	cfg := DefaultConfig()
+	cfg.Interval = time.Hour
+	cfg.NextDue = func(context.Context) (time.Time, bool, error) {
+		return time.Now().Add(50 * time.Millisecond), due.Swap(false), nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); New(store, &fakeProducer{}, cfg).Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for store.count() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polls the fake's count
+	}
+	if n := store.count(); n != 2 {
+		t.Fatalf("%d claims within 10 s, want 2: the second when the row is due, 50 ms after the first", n)
+	}
+	store.mu.Lock()
+	gap := store.claims[1].Sub(store.claims[0])
+	store.mu.Unlock()
+	if gap < 40*time.Millisecond {
+		t.Fatalf("the second claim came %s after the first, want once the row is due (50 ms)", gap)
+	}
+	cancel()
+	<-done
+	if n := store.count(); n != 2 {
+		t.Fatalf("%d claims, want no third within the hour's interval: no row is due", n)
 	}
 }

@@ -161,6 +161,7 @@ func (s *session) pollerConfig(ctx context.Context) poller.Config {
 	pc.Hold = s.pause.WaitResumed
 	pc.Load = s.loader.LoadMany
 	pc.PausedTopics = s.failures.PausedTopics
+	pc.NextDue = s.failures.NextDue
 	pc.Claimed = s.holdClaimed
 	pc.Delivered = s.releaseKeys(ctx)
 	if pc.CheckRecord == nil {

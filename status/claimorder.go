@@ -2,6 +2,8 @@ package status
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -149,4 +151,26 @@ func withoutGaps(cands []candidate, locked []Row) []Row {
 		}
 	}
 	return out
+}
+
+// NextDue returns when the next FAILED row of a topic not paused is due
+// for its next attempt, later than now, and false when none is: the
+// poller sleeps until then rather than a whole interval. It reads the
+// status table's due index (migration 0001).
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	args := []any{}
+	notPaused := ""
+	if s.pauses != "" {
+		args = append(args, s.slot)
+		notPaused = " AND d.topic <> ALL (ARRAY(SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = $1))"
+	}
+	var next *time.Time
+	err := s.db.QueryRow(ctx, "SELECT min(d.next_attempt_at) FROM "+s.table+" AS d WHERE d.status = 'FAILED' AND d.next_attempt_at > now()"+notPaused, args...).Scan(&next)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read when the next row of %s is due: %w", s.table, err)
+	}
+	if next == nil {
+		return time.Time{}, false, nil
+	}
+	return *next, true, nil
 }

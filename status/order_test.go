@@ -388,3 +388,30 @@ func TestParkHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestNextDue: when the next FAILED row of a topic not paused is due,
+// later than now; a row due already, a WAITING row and a paused topic's
+// row do not count; none is false.
+func TestNextDue(t *testing.T) {
+	t.Parallel()
+	_, pool := claimTestStore(t)
+	ctx := context.Background()
+	store := NewStore(pool, "public", "outbox_delivery", Pauses("public", migrations.PauseTable, "s1"))
+	if _, ok, err := store.NextDue(ctx); err != nil || ok {
+		t.Fatalf("NextDue of an empty table: %v, %v; want none", ok, err)
+	}
+	parkAll(ctx, t, store, pool, []parked{{"due", "a", "k1", Failed}, {"soon", "a", "k2", Failed}, {"later", "a", "k3", Failed},
+		{"paused", "p", "k4", Failed}, {"waits", "a", "k1", Waiting}})
+	for id, in := range map[string]string{"due": "-1 minute", "soon": "5 minutes", "later": "10 minutes", "paused": "1 minute"} {
+		if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() + $2::interval WHERE event_id = $1", id, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.PauseTopic(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	next, ok, err := store.NextDue(ctx)
+	if in := time.Until(next); err != nil || !ok || in < 4*time.Minute || in > 5*time.Minute {
+		t.Fatalf("NextDue in %s (%v, %v), want soon's 5 minutes", in, ok, err)
+	}
+}
