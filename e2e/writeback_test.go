@@ -393,10 +393,15 @@ func TestWriteBackWaitsForARowNotYetVisible(t *testing.T) {
 			p := e.startRelayArgs(relayBin, append(e.writeBackArgs(), tc.args...)...)
 			admin := mustConnect(t, pg.URL("postgres"))
 			defer admin.Close(context.Background())
-			// Every session commits locally, but the application's.
+			// Sessions commit locally by default; the application's waits
+			// for the standby, and so do the relay's own writes, which ask
+			// for synchronous commits (its checkpoint saves wait until the
+			// requirement is lifted).
+			mustExec(t, e.conn, "CREATE TABLE sync_probe (n int)")
 			mustExec(t, admin, "ALTER SYSTEM SET synchronous_commit = 'local'")
 			mustExec(t, admin, "ALTER SYSTEM SET synchronous_standby_names = 'away'")
 			mustExec(t, admin, "SELECT pg_reload_conf()")
+			e.waitSyncRep()
 			app := mustConnect(t, e.url)
 			defer app.Close(context.Background())
 			mustExec(t, app, "SET synchronous_commit = 'on'")
@@ -428,4 +433,42 @@ func TestWriteBackWaitsForARowNotYetVisible(t *testing.T) {
 			p.stop(30 * time.Second)
 		})
 	}
+}
+
+// waitSyncRep waits until commits that ask for synchronous replication
+// wait for the standby: PostgreSQL applies synchronous_standby_names once
+// its checkpointer has read it after a reload, and until then such a
+// commit returns at once. A probe commits a row of sync_probe until one
+// waits for the standby; that one is left waiting.
+func (e *env) waitSyncRep() {
+	e.t.Helper()
+	probe := mustConnect(e.t, e.url)
+	e.t.Cleanup(func() { probe.Close(context.Background()) })
+	mustExec(e.t, probe, "SET synchronous_commit = 'on'")
+	pid := probe.PgConn().PID()
+	var done chan error
+	e.waitFor("commits wait for the synchronous standby", 30*time.Second, func() bool {
+		if done != nil {
+			select {
+			case err := <-done:
+				if err != nil {
+					e.t.Fatalf("probe commit: %v", err)
+				}
+				done = nil // committed without waiting: not in effect yet
+			default:
+			}
+		}
+		if done == nil {
+			done = make(chan error, 1)
+			go func(done chan error) {
+				_, err := probe.Exec(context.Background(), "INSERT INTO sync_probe VALUES (1)")
+				done <- err
+			}(done)
+		}
+		var waiting bool
+		if err := e.conn.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep')", pid).Scan(&waiting); err != nil {
+			e.t.Fatal(err)
+		}
+		return waiting
+	})
 }
