@@ -68,6 +68,8 @@ func classify(err error) (cause string, refused bool) {
 		return pgErr.Code, class == "42" || class == "22"
 	case errors.As(err, &se):
 		return "missing", true
+	case errors.Is(err, errUnchanged):
+		return "unchanged", false
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout", false
 	default:

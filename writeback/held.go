@@ -42,6 +42,11 @@ type pending struct {
 	// the database does not show it, a row not found is not yet visible
 	// rather than deleted (Writer).
 	xid uint32
+	// tries counts the statements that left its row, which exists,
+	// unchanged; unseen is when a statement first found no row while its
+	// transaction was not visible (unwritten).
+	tries  int
+	unseen time.Time
 }
 
 // merge moves the queue's outcomes into the tables' held outcomes. The

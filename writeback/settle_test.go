@@ -219,4 +219,59 @@ func TestRowNotVisibleYetWaits(t *testing.T) {
 	if got := states(t, ctx, pool, "outbox", "status", "error"); fmt.Sprint(got) != "map[late:DELIVERED seen:DELIVERED]" {
 		t.Fatalf("rows %v", got)
 	}
+
+	// One whose transaction never becomes visible (lost in a failover) is
+	// given up once it has waited notVisibleFor.
+	lost, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lost.Rollback(ctx)
+	exec(t, ctx, lost, "INSERT INTO outbox (id) VALUES ('lost')")
+	w.notVisibleFor = 0
+	w.Delivered(0, []byte("lost"), doneOfTxn{doneFor{&done, "lost"}, xidOf(lost)})
+	flushNow(ctx, w)
+	if s := w.Stats(); s.Pending != 1 || s.NotVisible != 2 {
+		t.Fatalf("stats %+v, want lost pending, counted as not visible", s)
+	}
+	flushNow(ctx, w)
+	if got := done.got(); !slices.Contains(got, "lost") || w.Stats().Pending != 0 {
+		t.Fatalf("settled %q, %d pending: want lost given up once it waited notVisibleFor", got, w.Stats().Pending)
+	}
+}
+
+// TestRowThatIgnoresTheUpdateIsGivenUp: a row that exists but that the
+// UPDATE leaves unchanged without an error (a BEFORE UPDATE trigger that
+// returns NULL) is written again at the next flushes, in case it became
+// visible after a statement began, then given up as a refused row is:
+// counted and settled, so that it holds nothing back.
+func TestRowThatIgnoresTheUpdateIsGivenUp(t *testing.T) {
+	t.Parallel()
+	ctx, _, pool := startDB(t)
+	table := outboxTable(t, ctx, pool, "outbox", "ignored", "taken")
+	exec(t, ctx, pool, `CREATE FUNCTION ignore_update() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$`)
+	exec(t, ctx, pool, `CREATE TRIGGER ignore_update BEFORE UPDATE ON outbox FOR EACH ROW WHEN (OLD.id = 'ignored') EXECUTE FUNCTION ignore_update()`)
+	w, err := New(pool, Config{Tables: []Table{table}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done doneLog
+	w.Delivered(0, []byte("ignored"), doneOfTxn{doneFor{&done, "ignored"}, 1})
+	w.Delivered(0, []byte("taken"), doneOfTxn{doneFor{&done, "taken"}, 1})
+	for flush := 1; flush < unchangedTries; flush++ {
+		flushNow(ctx, w)
+		if got := done.got(); !slices.Equal(got, []string{"taken"}) {
+			t.Fatalf("flush %d settled %q, want only taken", flush, got)
+		}
+	}
+	flushNow(ctx, w)
+	if got := done.got(); !slices.Equal(got, []string{"ignored", "taken"}) {
+		t.Fatalf("settled %q after %d flushes, want the ignored row given up", got, unchangedTries)
+	}
+	if s := w.Stats(); s.Refused != 1 || s.Pending != 0 || s.NotVisible != 0 {
+		t.Fatalf("stats %+v, want the ignored row refused once, nothing pending", s)
+	}
+	if got := states(t, ctx, pool, "outbox", "status", "error"); fmt.Sprint(got) != "map[ignored:PENDING taken:DELIVERED]" {
+		t.Fatalf("rows %v", got)
+	}
 }

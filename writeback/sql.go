@@ -142,22 +142,26 @@ func buildStatements(t Table, idType, statusType string, atLocal bool) *statemen
 }
 
 // unwrittenSQL, for table %[1]s with id column %[2]s of type %[3]s and
-// status column %[4]s, returns (in one array) those of the ids $1 whose
-// row does not say the delivered value $3 and either exists (it became
-// visible after the UPDATE's snapshot was taken) or was inserted by a
-// transaction $2 that the statement's snapshot does not see yet:
-// committed in the WAL, and so decoded and delivered, but not yet
-// visible to other sessions (its id may be at or above the snapshot's
-// xmax). A row that is gone although its transaction is visible was
-// deleted: its outcome is settled. The transaction's 32-bit id is
-// widened to the 64-bit id nearest the snapshot's xmax; one that would
-// fall below 0 is not this server's, and taken as visible.
-const unwrittenSQL = `SELECT coalesce(array_agg(m.id), '{}') FROM unnest($1::text[], $2::bigint[]) AS m(id, xid)
+// status column %[4]s, returns two arrays of those of the ids $1 whose row
+// does not say the delivered value $3: the ids whose row exists (it
+// became visible after the UPDATE's snapshot was taken, or it refuses the
+// UPDATE without an error: a BEFORE UPDATE trigger that returns NULL, a
+// rule, a row-level security policy), and the ids without a row that were
+// inserted by a transaction $2 the statement's snapshot does not see yet:
+// committed in the WAL, and so decoded and delivered, but not yet visible
+// to other sessions (its id may be at or above the snapshot's xmax). A
+// row that is gone although its transaction is visible was deleted: its
+// id is in neither. The transaction's 32-bit id is widened to the 64-bit
+// id nearest the snapshot's xmax; one that would fall below 0 is not this
+// server's, and taken as visible.
+const unwrittenSQL = `SELECT coalesce(array_agg(m.id) FILTER (WHERE e.found), '{}'), coalesce(array_agg(m.id) FILTER (WHERE NOT e.found), '{}')
+FROM unnest($1::text[], $2::bigint[]) AS m(id, xid)
 CROSS JOIN LATERAL (SELECT pg_current_snapshot() AS snap) s
 CROSS JOIN LATERAL (SELECT pg_snapshot_xmax(s.snap)::text::bigint AS xmax) x
 CROSS JOIN LATERAL (SELECT ((x.xmax >> 32) << 32) | m.xid AS xid8) w
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM %[1]s r WHERE r.%[2]s = m.id::%[3]s) AS found) e
 WHERE NOT EXISTS (SELECT 1 FROM %[1]s r WHERE r.%[2]s = m.id::%[3]s AND r.%[4]s::text IS NOT DISTINCT FROM $3::text)
-AND (EXISTS (SELECT 1 FROM %[1]s r WHERE r.%[2]s = m.id::%[3]s)
+AND (e.found
 	OR m.xid <> 0 AND NOT pg_visible_in_snapshot(
 		greatest(CASE WHEN w.xid8 > x.xmax + 2147483648 THEN w.xid8 - 4294967296
 			WHEN w.xid8 < x.xmax - 2147483648 THEN w.xid8 + 4294967296 ELSE w.xid8 END, 0)::text::xid8, s.snap))`

@@ -2,6 +2,7 @@ package writeback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -181,21 +182,43 @@ func (f *flusher) written(ctx context.Context, t *tableState, idx []int, tag pgc
 	}
 }
 
+// Bounds on holding an outcome whose row the UPDATE did not change.
+const (
+	// unchangedTries is how many statements may leave a row that exists
+	// unchanged before its outcome is given up: the first may have begun
+	// before the row was visible; after that the row refuses the UPDATE
+	// without an error (a trigger, a rule, a policy).
+	unchangedTries = 3
+	// notVisibleFor is how long an outcome waits for its row's
+	// transaction to become visible (Writer.notVisibleFor): a moment, or
+	// as long as synchronous replication waits for a standby; one that
+	// never does was lost (a failover to a standby that did not have it).
+	notVisibleFor = 10 * time.Minute
+)
+
+// errUnchanged is why a row that exists but that the UPDATE left
+// unchanged, statement after statement, is given up.
+var errUnchanged = errors.New("the row exists but the UPDATE changed nothing: a BEFORE UPDATE trigger that returns NULL, " +
+	"a rule, or a row-level security policy that the relay's role does not pass")
+
 // unwritten returns those of the outcomes held at idx, which a statement
 // named but did not all update, that are still to be written: their row
-// exists and does not say delivered, or is not visible yet (Writer). If
-// the look-up fails, every one of them is.
+// exists and does not say delivered (for unchangedTries statements), or
+// is not visible yet (for notVisibleFor); it gives up the others of those
+// (refuse, giveUpNotVisible). If the look-up fails, every one of them is.
 func (f *flusher) unwritten(ctx context.Context, t *tableState, idx []int) map[string]bool {
 	ids := make([]string, len(idx))
 	xids := make([]int64, len(idx))
+	at := make(map[string]int, len(idx))
 	for k, i := range idx {
 		ids[k], xids[k] = t.held[i].id, int64(t.held[i].xid)
+		at[ids[k]] = i
 	}
 	sctx, cancel := context.WithTimeout(ctx, f.w.stmtTimeout)
 	defer cancel()
 	later := map[string]bool{}
-	var found []string
-	if err := f.w.db.QueryRow(sctx, t.sql.unwritten, ids, xids, t.Columns.Delivered).Scan(&found); err != nil {
+	var unchanged, notVisible []string
+	if err := f.w.db.QueryRow(sctx, t.sql.unwritten, ids, xids, t.Columns.Delivered).Scan(&unchanged, &notVisible); err != nil {
 		f.failLog.Log(t.quoted+" look-up", slog.LevelWarn, "write-back could not look up the rows an UPDATE did not change; writing them again at the next flush",
 			"table", t.quoted, "err", err, "rows", len(idx))
 		for _, id := range ids {
@@ -203,11 +226,42 @@ func (f *flusher) unwritten(ctx context.Context, t *tableState, idx []int) map[s
 		}
 		return later
 	}
-	for _, id := range found {
-		later[id] = true
+	for _, id := range unchanged {
+		i := at[id]
+		if t.held[i].tries++; t.held[i].tries < unchangedTries {
+			later[id] = true
+			continue
+		}
+		later[id] = true // settled by refuse, not forgotten twice
+		f.refuse(t, i, errUnchanged)
 	}
-	f.w.notVisible.Add(int64(len(later)))
+	now := time.Now()
+	for _, id := range notVisible {
+		i := at[id]
+		p := &t.held[i]
+		later[id] = true
+		switch {
+		case p.unseen.IsZero():
+			p.unseen = now
+			f.w.notVisible.Add(1)
+		case now.Sub(p.unseen) > f.w.notVisibleFor:
+			f.giveUpNotVisible(t, i)
+		}
+	}
 	return later
+}
+
+// giveUpNotVisible gives up the outcome held at i, whose row has not
+// been visible for notVisibleFor: it logs it, at most once a minute per
+// table with the others counted, and lets the event's position be
+// confirmed. The event is in Kafka; its row, if it ever appears, keeps
+// its old status.
+func (f *flusher) giveUpNotVisible(t *tableState, i int) {
+	f.refusedLog.Log(t.quoted+" not visible", slog.LevelWarn,
+		"write-back gave up on a row not visible for 10 minutes: its transaction was lost in a failover, or synchronous replication still waits for a standby; "+
+			"the event is delivered, and its row, if it appears, keeps its old status",
+		"table", t.quoted, "id", t.held[i].id)
+	f.forget(t, i)
 }
 
 // cleanReason makes reason storable in a text column: valid UTF-8, without

@@ -71,10 +71,9 @@ type Stats struct {
 	// they hold (a trigger, a constraint) while the table took the same
 	// value for other rows: each was logged and given up.
 	Refused int64
-	// NotVisible is the number of times a row an outcome was written to
-	// was not found but is to appear (its inserting transaction is not
-	// visible yet) or appeared after the UPDATE began: each is written
-	// again at the next flush.
+	// NotVisible is the number of outcomes whose row was not visible yet
+	// when first written (its inserting transaction committed, not yet
+	// visible to other sessions): each is written again at later flushes.
 	NotVisible int64
 	// Pending is the number of outcomes waiting to be written now.
 	Pending int
@@ -136,12 +135,17 @@ type inserter interface {
 // not updated.
 //
 // A statement that updated fewer rows than it named ids is followed by a
-// look-up of the ids whose row does not say the delivered value: a row
-// that exists is written at the next flush (it became visible after the
-// UPDATE began), and so is one whose inserting transaction (Done's Xid)
-// the database does not show yet; a row that is gone although its
-// transaction is visible, or whose transaction is unknown, was deleted,
-// and its outcome is settled.
+// look-up of the ids whose row does not say the delivered value, in one
+// snapshot. A row that exists is written at the next flush (it may have
+// become visible after the UPDATE began); one that three statements left
+// unchanged refuses the UPDATE without an error (a BEFORE UPDATE trigger
+// that returns NULL, a rule, a row-level security policy) and is given up
+// as a refused row is. A row not found whose inserting transaction (Done's
+// Xid) the database does not show yet is written once it appears, for up
+// to 10 minutes (then given up, logged: a transaction lost in a failover,
+// or synchronous replication still waiting for a standby). A row that is
+// gone although its transaction is visible, or whose transaction is
+// unknown, was deleted, and its outcome is settled.
 //
 // A statement that fails for what a row holds (a trigger that raises, a
 // CHECK or NOT NULL constraint: any SQLSTATE outside the classes that
@@ -176,6 +180,9 @@ type Writer struct {
 	refusedRetry time.Duration // the wait after an error retries will not fix
 	stmtTimeout  time.Duration // bounds each statement
 	finalTimeout time.Duration // bounds the flush after Run's context ended
+	// notVisibleFor is how long an outcome waits for its row to be
+	// visible (the const notVisibleFor; tests shorten it).
+	notVisibleFor time.Duration
 
 	mu sync.Mutex
 	q  queue
@@ -210,14 +217,15 @@ func New(db DB, cfg Config) (*Writer, error) {
 		cfg.Statements = DefaultStatements
 	}
 	w := &Writer{
-		db:           db,
-		cfg:          cfg,
-		log:          cfg.Logger,
-		wake:         make(chan struct{}, 1),
-		retryMax:     10 * time.Second,
-		refusedRetry: 30 * time.Second,
-		stmtTimeout:  30 * time.Second,
-		finalTimeout: 5 * time.Second,
+		db:            db,
+		cfg:           cfg,
+		log:           cfg.Logger,
+		wake:          make(chan struct{}, 1),
+		retryMax:      10 * time.Second,
+		refusedRetry:  30 * time.Second,
+		stmtTimeout:   30 * time.Second,
+		finalTimeout:  5 * time.Second,
+		notVisibleFor: notVisibleFor,
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
