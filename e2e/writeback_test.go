@@ -443,10 +443,17 @@ func TestWriteBackWaitsForARowNotYetVisible(t *testing.T) {
 func (e *env) waitSyncRep() {
 	e.t.Helper()
 	probe := mustConnect(e.t, e.url)
-	e.t.Cleanup(func() { probe.Close(context.Background()) })
 	mustExec(e.t, probe, "SET synchronous_commit = 'on'")
 	pid := probe.PgConn().PID()
+	ctx, cancel := context.WithCancel(context.Background())
 	var done chan error
+	e.t.Cleanup(func() {
+		cancel() // a probe still waiting for the standby stops waiting
+		if done != nil {
+			<-done
+		}
+		probe.Close(context.Background())
+	})
 	e.waitFor("commits wait for the synchronous standby", 30*time.Second, func() bool {
 		if done != nil {
 			select {
@@ -461,7 +468,7 @@ func (e *env) waitSyncRep() {
 		if done == nil {
 			done = make(chan error, 1)
 			go func(done chan error) {
-				_, err := probe.Exec(context.Background(), "INSERT INTO sync_probe VALUES (1)")
+				_, err := probe.Exec(ctx, "INSERT INTO sync_probe VALUES (1)")
 				done <- err
 			}(done)
 		}

@@ -28,11 +28,12 @@ type Config struct {
 	// Interval is how often the poller looks for due rows when the last
 	// look found none.
 	Interval time.Duration
-	// NextDue, if set, says when the next FAILED row is due, later than
-	// now (status.Store.NextDue): a poller whose last claim was not full
-	// looks again then, if that is sooner than Interval, so that a row is
-	// tried again when its backoff ends, not up to Interval later.
-	NextDue func(ctx context.Context) (time.Time, bool, error)
+	// NextDue, if set, says how long until the next FAILED row is due,
+	// by the database's clock (status.Store.NextDue): a poller whose last
+	// claim was not full looks again then, if that is sooner than
+	// Interval, so that a row is tried again when its backoff ends, not up
+	// to Interval later.
+	NextDue func(ctx context.Context) (time.Duration, bool, error)
 	// RetryBase is the wait after the first failed attempt; each further
 	// failure doubles it, up to RetryMax, with jitter.
 	RetryBase, RetryMax time.Duration

@@ -127,11 +127,11 @@ func (p *Poller) wait(ctx context.Context, err error) time.Duration {
 	if err != nil || p.cfg.NextDue == nil {
 		return p.cfg.Interval
 	}
-	next, ok, err := p.cfg.NextDue(ctx)
+	in, ok, err := p.cfg.NextDue(ctx)
 	if err != nil || !ok {
 		return p.cfg.Interval // a failure shows at the next claim
 	}
-	return min(max(time.Until(next), minWait), p.cfg.Interval)
+	return min(max(in, minWait), p.cfg.Interval)
 }
 
 // RunOnce claims one batch of rows deliverable in order and tries to
@@ -348,10 +348,10 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 	return loaded
 }
 
-// firstLoad is how many Reload rows the poller reads at once, at first:
-// with Config.MaxBytes, it reads more at a time once it knows how large
-// the rows are.
-const firstLoad = 64
+// firstLoad is how many Reload rows the poller reads at once, at first,
+// with Config.MaxBytes: it reads up to twice as many each time after,
+// as many as fit at the size of the rows read so far.
+const firstLoad = 4
 
 // loadWithin reads the records of rows[reload[j]] with Config.Load, a
 // few at a time, until the claim's records (its other rows' and those
@@ -365,20 +365,23 @@ func (p *Poller) loadWithin(ctx context.Context, rows []status.Row, reload []int
 	if p.cfg.MaxBytes <= 0 {
 		return p.cfg.Load(ctx, in)
 	}
-	held := p.held // the claim's records in memory (deliver counted its rows')
+	held := p.held // the claim's records in memory (deliver counted its rows'), then with those read
 	next := firstLoad
+	var read int64 // the bytes of the rows read
 	for len(out) < len(in) && (len(out) == 0 || held < p.cfg.MaxBytes) {
 		chunk := in[len(out):min(len(in), len(out)+next)]
 		o, e := p.cfg.Load(ctx, chunk)
-		var size int64
 		for _, r := range o {
-			size += r.Bytes()
+			read += r.Bytes()
 		}
-		out, errs, held = append(out, o...), append(errs, e...), held+size
-		p.held = held
-		// As many more as fit at this chunk's size a row.
-		next = max(1, int((p.cfg.MaxBytes-held)/max(1, size/int64(len(o)))))
+		out, errs = append(out, o...), append(errs, e...)
+		held = p.held + read
+		// As many more as fit at the size a row so far, at most twice as
+		// many as this time.
+		fit := (p.cfg.MaxBytes - held) / max(1, read/int64(len(out)))
+		next = int(max(1, min(fit, 2*int64(len(chunk)))))
 	}
+	p.held = held
 	return out, errs
 }
 

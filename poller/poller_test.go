@@ -211,8 +211,8 @@ func TestRunLooksAgainWhenARowIsDue(t *testing.T) {
 	due.Store(true)
 	cfg := DefaultConfig()
 	cfg.Interval = time.Hour
-	cfg.NextDue = func(context.Context) (time.Time, bool, error) {
-		return time.Now().Add(50 * time.Millisecond), due.Swap(false), nil
+	cfg.NextDue = func(context.Context) (time.Duration, bool, error) {
+		return 50 * time.Millisecond, due.Swap(false), nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -147,6 +147,19 @@ func TestClaimBytes(t *testing.T) {
 			var claims [][]string
 			for range 4 {
 				n, err := store.Claim(ctx, 100, func(ctx context.Context, rows []Row) []Outcome {
+					// The rows past the bound are not locked: another
+					// session may lock them meanwhile.
+					var free int
+					if err := pool.QueryRow(ctx, "SELECT count(*) FROM (SELECT id FROM outbox_delivery WHERE status = 'FAILED' FOR UPDATE SKIP LOCKED) f").Scan(&free); err != nil {
+						t.Fatal(err)
+					}
+					var left int
+					if err := pool.QueryRow(ctx, "SELECT count(*) FROM outbox_delivery WHERE status = 'FAILED'").Scan(&left); err != nil {
+						t.Fatal(err)
+					}
+					if free != left-len(rows) {
+						t.Errorf("%d FAILED rows free to lock during a claim of %d of %d, want the others all", free, len(rows), left)
+					}
 					var ids []string
 					var out []Outcome
 					for _, r := range rows {

@@ -13,8 +13,9 @@ import (
 // candidate is a held row the claim's first query found deliverable in
 // order, with its key (a reload row or a NULL key: a key of its own).
 type candidate struct {
-	id  int64
-	key orderKey
+	id   int64
+	key  orderKey
+	size int64 // its record's bytes as stored (recordSize)
 }
 
 // orderKey groups the rows delivered in order: a topic and record key, or
@@ -53,6 +54,9 @@ func (s *Store) claimInOrder(ctx context.Context, tx pgx.Tx, limit int) ([]Row, 
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
+	// Cut at the claim's bound, in id order: a key whose run is cut keeps
+	// its rows before the cut; the others are neither read nor locked.
+	cands = cands[:s.within(len(cands), func(i int) int64 { return cands[i].size })]
 	ids := make([]int64, len(cands))
 	for i, c := range cands {
 		ids[i] = c.id
@@ -62,13 +66,31 @@ func (s *Store) claimInOrder(ctx context.Context, tx pgx.Tx, limit int) ([]Row, 
 	// holds is skipped.
 	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE id = ANY($1) AND status IN ('FAILED', 'WAITING', 'PAUSED')"+
 		" ORDER BY id FOR UPDATE SKIP LOCKED", ids)
-	// Past the claim's bound, the rows are left as they were: a key whose
-	// run is cut keeps its rows before the cut (withoutGaps).
-	locked, err := s.collectWithin(rows)
+	locked, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
 		return nil, err
 	}
 	return withoutGaps(cands, locked), nil
+}
+
+// recordSize is the bytes of row d's record as stored: its key, value
+// and headers (their stored size, compressed or not), read without
+// loading them.
+const recordSize = "coalesce(octet_length(d.record_key), 0) + coalesce(octet_length(d.record_value), 0) + coalesce(pg_column_size(d.headers), 0)"
+
+// within returns how many of n rows, in claim order, fit in the claim's
+// bound (ClaimBytes) by their sizes size(i): at least one.
+func (s *Store) within(n int, size func(i int) int64) int {
+	if s.claimBytes <= 0 {
+		return n
+	}
+	var total int64
+	for i := range n {
+		if total += size(i); i > 0 && total > s.claimBytes {
+			return i
+		}
+	}
+	return n
 }
 
 // candidates returns up to limit held rows, ordered by id, each the
@@ -87,7 +109,7 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 		solo bool
 		out  []candidate
 	)
-	_, err := pgx.ForEachRow(rows, []any{&c.id, &c.key.topic, &key, &solo}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&c.id, &c.key.topic, &key, &solo, &c.size}, func() error {
 		c.key.key, c.key.solo = string(key), 0
 		if solo {
 			c.key.solo = c.id
@@ -107,10 +129,10 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 // paused topic's rows are left out before the window (a key is of one
 // topic), so that they cost no sort.
 func (s *Store) candidatesQuery() string {
-	return "(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), true FROM " + s.table + " AS d" +
+	return "(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), true, " + recordSize + " FROM " + s.table + " AS d" +
 		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + " ORDER BY d.id LIMIT $1)" +
-		" UNION ALL (SELECT id, topic, record_key, false FROM (" +
-		"SELECT d.id, d.topic, d.record_key," +
+		" UNION ALL (SELECT id, topic, record_key, false, size FROM (" +
+		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size," +
 		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
 		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + ") AS h" +
 		" WHERE in_order ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
@@ -153,24 +175,25 @@ func withoutGaps(cands []candidate, locked []Row) []Row {
 	return out
 }
 
-// NextDue returns when the next FAILED row of a topic not paused is due
-// for its next attempt, later than now, and false when none is: the
-// poller sleeps until then rather than a whole interval. It reads the
-// status table's due index (migration 0001).
-func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+// NextDue returns how long until the next FAILED row of a topic not
+// paused is due for its next attempt, later than now, by the database's
+// clock (so that a relay's clock ahead of it makes no wait too short),
+// and false when none is: the poller sleeps until then rather than a
+// whole interval. It reads the status table's due index (migration 0001).
+func (s *Store) NextDue(ctx context.Context) (time.Duration, bool, error) {
 	args := []any{}
 	notPaused := ""
 	if s.pauses != "" {
 		args = append(args, s.slot)
 		notPaused = " AND d.topic <> ALL (ARRAY(SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = $1))"
 	}
-	var next *time.Time
-	err := s.db.QueryRow(ctx, "SELECT min(d.next_attempt_at) FROM "+s.table+" AS d WHERE d.status = 'FAILED' AND d.next_attempt_at > now()"+notPaused, args...).Scan(&next)
+	var secs *float64
+	err := s.db.QueryRow(ctx, "SELECT extract(epoch FROM min(d.next_attempt_at) - now())::float8 FROM "+s.table+" AS d WHERE d.status = 'FAILED' AND d.next_attempt_at > now()"+notPaused, args...).Scan(&secs)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("read when the next row of %s is due: %w", s.table, err)
+		return 0, false, fmt.Errorf("read when the next row of %s is due: %w", s.table, err)
 	}
-	if next == nil {
-		return time.Time{}, false, nil
+	if secs == nil {
+		return 0, false, nil
 	}
-	return *next, true, nil
+	return time.Duration(*secs * float64(time.Second)), true, nil
 }

@@ -75,9 +75,10 @@ func WriteBack(rows OutboxRows) Option {
 }
 
 // ClaimBytes bounds what one Claim holds in memory: it takes rows, in
-// the order it claims them, while their records (key, value and headers)
-// come to at most n bytes, and always one. The rows past the bound are
-// left as they were, for the next claim. n <= 0 is no bound.
+// the order it claims them, while their records (key, value and headers,
+// as stored) come to at most n bytes, and always one. The rows past the
+// bound are neither read nor locked, and wait for the next claim. n <= 0
+// is no bound.
 func ClaimBytes(n int64) Option {
 	return func(s *Store) { s.claimBytes = n }
 }
@@ -191,29 +192,6 @@ type Row struct {
 const rowColumns = `id, coalesce(event_id, ''), coalesce(source_table, ''), topic, record_key, record_value, headers, record_timestamp,
 	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at, reload, skipped_at,
 	coalesce(original_topic, '')`
-
-// collectWithin reads rows selected with rowColumns while they fit in
-// the store's claim bound (ClaimBytes), and discards the rest: the first
-// row always fits.
-func (s *Store) collectWithin(rows pgx.Rows) ([]Row, error) {
-	defer rows.Close()
-	var (
-		out  []Row
-		size int64
-	)
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			return nil, err
-		}
-		if size += r.Bytes(); s.claimBytes > 0 && len(out) > 0 && size > s.claimBytes {
-			break
-		}
-		out = append(out, r)
-	}
-	rows.Close()
-	return out, rows.Err()
-}
 
 // Bytes is what r's record holds in memory: its key, value and headers.
 func (r *Row) Bytes() int64 {

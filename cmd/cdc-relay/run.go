@@ -274,7 +274,7 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 		"at most `n` events read but not yet acknowledged by Kafka; reading pauses at the limit")
 	fs.Int64Var(&cfg.Limits.Bytes, "max-in-flight-bytes", cfg.Limits.Bytes,
 		"at most `n` bytes of events read but not yet acknowledged by Kafka; reading pauses at the limit. "+
-			"Each claim of the status-table poller holds at most half as much besides")
+			"Each claim of the status-table poller holds at most half as much besides (at least 1 MiB)")
 	durationVar(fs, &cfg.StopTimeout, "stop-timeout", cfg.StopTimeout,
 		"when stopping (SIGINT, SIGTERM or SIGHUP), how long to wait for the current transaction and its acknowledgements; what is not confirmed by then is sent again after a restart")
 	durationVar(fs, &cfg.StatusInterval, "status-interval", cfg.StatusInterval, "the most time between standby status updates to PostgreSQL")
