@@ -349,9 +349,11 @@ func (p *Poller) load(ctx context.Context, rows []status.Row, errs []error) []*s
 }
 
 // firstLoad is how many Reload rows the poller reads at once, at first,
-// with Config.MaxBytes: it reads up to twice as many each time after,
-// as many as fit at the size of the rows read so far.
-const firstLoad = 4
+// with Config.MaxBytes: it reads up to four times as many each time
+// after, as many as fit at the size of the rows read so far, so that a
+// claim of 1,000 small rows takes 4 reads and the first holds at most 16
+// rows of any size.
+const firstLoad = 16
 
 // loadWithin reads the records of rows[reload[j]] with Config.Load, a
 // few at a time, until the claim's records (its other rows' and those
@@ -376,10 +378,10 @@ func (p *Poller) loadWithin(ctx context.Context, rows []status.Row, reload []int
 		}
 		out, errs = append(out, o...), append(errs, e...)
 		held = p.held + read
-		// As many more as fit at the size a row so far, at most twice as
-		// many as this time.
+		// As many more as fit at the size a row so far, at most four
+		// times as many as this time.
 		fit := (p.cfg.MaxBytes - held) / max(1, read/int64(len(out)))
-		next = int(max(1, min(fit, 2*int64(len(chunk)))))
+		next = int(max(1, min(fit, 4*int64(len(chunk)))))
 	}
 	p.held = held
 	return out, errs
