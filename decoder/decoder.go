@@ -90,6 +90,10 @@ func (e *Event) Size() int {
 // Message is the decoded meaning of one pgoutput message.
 type Message struct {
 	Kind Kind
+	// Xid is set on KindBegin: the transaction's id, whose rows other
+	// sessions see only once it is visible, a moment after its commit
+	// record (and so the transaction) reached the stream.
+	Xid uint32 // beside Kind, in what would be padding
 	// EndLSN is set on KindCommit: the end of the commit record, the
 	// position to confirm once every event of the transaction is delivered.
 	EndLSN uint64
@@ -100,10 +104,6 @@ type Message struct {
 	// begins. A transaction ends at or before a transaction end position
 	// exactly when its CommitLSN is below it.
 	CommitLSN uint64
-	// Xid is set on KindBegin: the transaction's id, whose rows other
-	// sessions see only once it is visible, a moment after its commit
-	// record (and so the transaction) reached the stream.
-	Xid uint32
 	// Event is set on KindEvent.
 	Event Event
 	// Poison is set on KindEvent when the row is on the mapped table but
