@@ -369,6 +369,9 @@ func (p *Poller) loadWithin(ctx context.Context, rows []status.Row, reload []int
 	}
 	held := p.held // the claim's records in memory (deliver counted its rows'), then with those read
 	next := firstLoad
+	if held >= p.cfg.MaxBytes/2 {
+		next = 1 // the claim's other rows hold half the bound already
+	}
 	var read int64 // the bytes of the rows read
 	for len(out) < len(in) && (len(out) == 0 || held < p.cfg.MaxBytes) {
 		chunk := in[len(out):min(len(in), len(out)+next)]

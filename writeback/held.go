@@ -97,6 +97,9 @@ func (t *tableState) settle(i int) {
 // forget settles held[i], whose outcome is in its row or refused by it:
 // its id is no longer held.
 func (f *flusher) forget(t *tableState, i int) {
+	if t.held[i].settled {
+		return // settled already: counted out once
+	}
 	t.settle(i)
 	delete(t.index, t.held[i].id)
 	t.live--

@@ -275,3 +275,34 @@ func TestRowThatIgnoresTheUpdateIsGivenUp(t *testing.T) {
 		t.Fatalf("rows %v", got)
 	}
 }
+
+// TestSearchSettlesEachOutcomeOnce: a statement a row refuses is split in
+// halves; a half written again once the table took the value must not
+// name again an outcome its first try settled (here a deleted row's), or
+// the writer counts it out twice and then leaves a table's last outcome
+// waiting.
+func TestSearchSettlesEachOutcomeOnce(t *testing.T) {
+	t.Parallel()
+	ctx, _, pool := startDB(t)
+	table := outboxTable(t, ctx, pool, "outbox", "a", "b", "c", "d", "e")
+	exec(t, ctx, pool, `CREATE FUNCTION refuse_a() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'refused by the test'; END$$`)
+	exec(t, ctx, pool, `CREATE TRIGGER refuse_a BEFORE UPDATE ON outbox FOR EACH ROW WHEN (OLD.id = 'a') EXECUTE FUNCTION refuse_a()`)
+	exec(t, ctx, pool, "DELETE FROM outbox WHERE id = 'b'")
+	w, err := New(pool, Config{Tables: []Table{table}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done doneLog
+	for _, id := range []string{"a", "b", "c", "d"} {
+		w.Delivered(0, []byte(id), done.for_(id))
+	}
+	flushNow(ctx, w)
+	if got, s := done.got(), w.Stats(); !slices.Equal(got, []string{"a", "b", "c", "d"}) || s.Pending != 0 || s.Refused != 1 {
+		t.Fatalf("settled %q, stats %+v; want every outcome settled once, a refused, nothing pending", got, s)
+	}
+	w.Delivered(0, []byte("e"), done.for_("e"))
+	flushNow(ctx, w)
+	if got := done.got(); !slices.Contains(got, "e") {
+		t.Fatalf("settled %q: the next outcome waits", got)
+	}
+}

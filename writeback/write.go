@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +102,12 @@ const maxMisses = 4
 // writeBatch writes one statement's outcomes, and searches it when it
 // fails for a row's sake.
 func (f *flusher) writeBatch(ctx context.Context, t *tableState, idx []int) error {
+	// A half that search writes again may hold outcomes its first try
+	// settled (written, deleted, given up): they are not named again.
+	idx = slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return t.held[i].settled })
+	if len(idx) == 0 {
+		return nil
+	}
 	tag, err := f.statement(ctx, t, idx)
 	if err == nil {
 		f.written(ctx, t, idx, tag)
