@@ -18,32 +18,26 @@ func Unordered() Option {
 }
 
 // claimUnordered returns, locked in tx, up to limit deliverable rows
-// (see deliverable), the oldest due first; rows another transaction
-// holds are skipped.
+// (see deliverable), the oldest due first, within the claim's bound
+// (ClaimBytes); rows another transaction holds are skipped. The rows
+// that fit are chosen by their stored size before any is read or locked.
 func (s *Store) claimUnordered(ctx context.Context, tx pgx.Tx, limit int) ([]Row, error) {
 	args := []any{limit}
 	if s.pauses != "" {
 		args = append(args, s.slot)
 	}
-	if s.claimBytes > 0 {
-		// The rows that fit in the claim's bound, by their stored size,
-		// before any is read or locked.
-		rows, _ := tx.Query(ctx, "SELECT d.id, "+recordSize+" FROM "+s.table+" AS d WHERE "+s.deliverable()+
-			" ORDER BY d.next_attempt_at, d.id LIMIT $1", args...)
-		var ids, sizes []int64
-		var id, size int64
-		if _, err := pgx.ForEachRow(rows, []any{&id, &size}, func() error {
-			ids, sizes = append(ids, id), append(sizes, size)
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		args[0] = ids[:s.within(len(ids), func(i int) int64 { return sizes[i] })]
-		rows, _ = tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.deliverable()+
-			" ORDER BY next_attempt_at, id FOR UPDATE SKIP LOCKED", args...)
-		return pgx.CollectRows(rows, scanRow)
+	rows, _ := tx.Query(ctx, "SELECT d.id, "+recordSize+" FROM "+s.table+" AS d WHERE "+s.deliverable()+
+		" ORDER BY d.next_attempt_at, d.id LIMIT $1", args...)
+	var ids, sizes []int64
+	var id, size int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &size}, func() error {
+		ids, sizes = append(ids, id), append(sizes, size)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" AS d WHERE "+s.deliverable()+
-		" ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED", args...)
+	args[0] = ids[:s.within(len(ids), func(i int) int64 { return sizes[i] })]
+	rows, _ = tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.deliverable()+
+		" ORDER BY next_attempt_at, id FOR UPDATE SKIP LOCKED", args...)
 	return pgx.CollectRows(rows, scanRow)
 }
