@@ -34,6 +34,10 @@ type Config struct {
 	// Interval, so that a row is tried again when its backoff ends, not up
 	// to Interval later.
 	NextDue func(ctx context.Context) (time.Duration, bool, error)
+	// Wake, if set, makes a poller that waits for its next look look at
+	// once when it receives: the relay sends on it when a command made
+	// rows due now (status.ListenDue).
+	Wake <-chan struct{}
 	// RetryBase is the wait after the first failed attempt; each further
 	// failure doubles it, up to RetryMax, with jitter.
 	RetryBase, RetryMax time.Duration

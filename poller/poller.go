@@ -112,6 +112,7 @@ func (p *Poller) Run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-time.After(p.wait(ctx, err)):
+			case <-p.cfg.Wake:
 			}
 		}
 	}

@@ -237,3 +237,35 @@ func TestRunLooksAgainWhenARowIsDue(t *testing.T) {
 		t.Fatalf("%d claims, want no third within the hour's interval: no row is due", n)
 	}
 }
+
+func TestRunLooksAgainWhenWoken(t *testing.T) {
+	t.Parallel()
+	store := &countingStore{}
+	wake := make(chan struct{})
+	cfg := DefaultConfig()
+	cfg.Interval = time.Hour
+	cfg.Wake = wake
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); New(store, &fakeProducer{}, cfg).Run(ctx) }()
+	for want := 2; want <= 3; want++ {
+		select {
+		case wake <- struct{}{}: // received only once Run waits for its next look
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the poller did not wait for a wake within 10 s after %d claims", store.count())
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for store.count() < want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond) // polls the fake's count
+		}
+		if n := store.count(); n != want {
+			t.Fatalf("%d claims within 10 s of wake %d, want %d: each wake is a look, the interval an hour", n, want-1, want)
+		}
+	}
+	cancel()
+	<-done
+	if n := store.count(); n != 3 {
+		t.Fatalf("%d claims, want 3: one at the start, one per wake", n)
+	}
+}

@@ -123,9 +123,11 @@ func (s *session) startBeside(ctx context.Context) {
 		side.Wait()
 	})
 	side.Go(func() { s.lock.Watch(sideCtx, s.cfg.StatusInterval, leader.CheckTimeout, s.lostLead(sideCtx)) })
-	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx)).Run(sideCtx) })
+	wakes := newDueWakes()
+	side.Go(func() { s.listenDue(sideCtx, wakes) })
+	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx, wakes.poller)).Run(sideCtx) })
 	side.Go(func() { s.cleaner.Run(sideCtx) })
-	side.Go(func() { s.refreshPausedTopics(sideCtx) })
+	side.Go(func() { s.refreshPausedTopics(sideCtx, wakes.paused) })
 }
 
 // lostLead returns what the leadership watch calls when the lock is lost:
@@ -149,8 +151,9 @@ func (s *session) lostLead(ctx context.Context) func(error) {
 // pollerConfig is the poller's configuration with the relay's logger,
 // metrics and pause, the stream's topic rules, its producer's size
 // limits, and the reads of rows to send again as they are now.
-func (s *session) pollerConfig(ctx context.Context) poller.Config {
+func (s *session) pollerConfig(ctx context.Context, wake <-chan struct{}) poller.Config {
 	pc := s.cfg.Poller
+	pc.Wake = wake
 	if pc.Logger == nil {
 		pc.Logger = s.log
 	}
@@ -206,12 +209,12 @@ func (s *session) holdClaimed(keys []status.Key) {
 // the held rows whose topic was corrected, so that a correction made by
 // another process (`cdc-relay failed retry --topic`) holds the later
 // events of its key behind the row.
-func (s *session) refreshPausedTopics(ctx context.Context) {
+func (s *session) refreshPausedTopics(ctx context.Context, wake <-chan struct{}) {
 	tick.Every(ctx, s.cfg.StatusInterval, func(ctx context.Context) bool {
 		s.refreshPaused(ctx)
 		s.refreshCorrected(ctx)
 		return true
-	})
+	}, tick.Wake(wake))
 }
 
 // refreshPaused makes the paused topics those of the pause table.

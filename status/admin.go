@@ -192,6 +192,11 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 		if err := s.writeRetried(ctx, tx, sources); err != nil {
 			return err
 		}
+		if len(changes) > 0 {
+			if err := notifyDue(ctx, tx); err != nil {
+				return err
+			}
+		}
 		if !opts.All {
 			skipped, err = s.explainSkipped(ctx, tx, opts.IDs, changes)
 		}
@@ -365,7 +370,10 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 				return err
 			}
 		}
-		return s.countReleased(ctx, tx, changes, sources)
+		if err := s.countReleased(ctx, tx, changes, sources); err != nil {
+			return err
+		}
+		return notifyReleased(ctx, tx, changes)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("purge from %s: %w", s.table, err)

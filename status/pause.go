@@ -59,8 +59,14 @@ func (s *Store) ResumeTopic(ctx context.Context, topic string) (bool, error) {
 		}
 		upd, err := tx.Exec(ctx, "UPDATE "+s.table+" SET status = 'WAITING', last_error = $2, updated_at = now() WHERE status = 'PAUSED' AND topic = $1",
 			topic, resumedReason)
+		if err != nil {
+			return err
+		}
 		changed = del.RowsAffected() > 0 || upd.RowsAffected() > 0
-		return err
+		if upd.RowsAffected() > 0 {
+			return notifyDue(ctx, tx)
+		}
+		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("resume topic %q in %s and %s: %w", topic, s.pauses, s.table, err)

@@ -66,6 +66,9 @@ func (s *Store) retryToTopic(ctx context.Context, opts RetryOptions) ([]Change, 
 		if err := s.countReleased(ctx, tx, changes, sources); err != nil {
 			return err
 		}
+		if err := notifyDue(ctx, tx); err != nil {
+			return err
+		}
 		undo = holdMoved(opts, sources[0])
 		return nil
 	})

@@ -60,6 +60,9 @@ func (s *Store) Skip(ctx context.Context, opts SkipOptions) ([]Change, error) {
 		if err := s.countReleased(ctx, tx, changes, sources); err != nil {
 			return err
 		}
+		if err := notifyReleased(ctx, tx, changes); err != nil {
+			return err
+		}
 		skipped, err = s.explainNotSkipped(ctx, tx, opts.IDs, changes)
 		return err
 	})

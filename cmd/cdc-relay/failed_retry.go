@@ -19,8 +19,8 @@ var failedRetry = failedSubcommand{
        cdc-relay failed retry ID --topic T [--allowed-topics RE]
 
 Makes events due again: each becomes FAILED with 0 attempts and its next
-attempt now, and the relay's poller delivers it at its next poll (a running
-'cdc-relay run'). Fix what made the events fail first.
+attempt now, and the running relay's poller, which the change wakes,
+delivers it at once ('cdc-relay run'). Fix what made the events fail first.
 
 Name the events by id (spaces or commas between ids), or retry every FAILED
 and DEAD event with --all (only those of --status when given). A DELIVERED
