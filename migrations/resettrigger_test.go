@@ -392,6 +392,29 @@ func TestResetTriggerIgnoresANullID(t *testing.T) {
 	}
 }
 
+// TestResetTriggerNotifies: a reset wakes the running relay's poller: it
+// notifies cdc_relay_due (status.DueChannel) when it commits.
+func TestResetTriggerNotifies(t *testing.T) {
+	t.Parallel()
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint, status text)")
+	cfg := DefaultConfig()
+	cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
+	cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}}
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{"INSERT INTO app_outbox VALUES (7, 'SENT')", "LISTEN cdc_relay_due", "UPDATE app_outbox SET status = 'PENDING'"} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if n, err := conn.WaitForNotification(wctx); err != nil || n.Channel != "cdc_relay_due" {
+		t.Fatalf("after a reset: %+v, %v; want a notification on cdc_relay_due", n, err)
+	}
+}
+
 // readTable reads table in a transaction of another session, which holds
 // its ACCESS SHARE lock until the test ends.
 func readTable(ctx context.Context, t *testing.T, conn *pgx.Conn, table string) {
