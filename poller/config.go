@@ -86,8 +86,12 @@ type Config struct {
 	// claim (each key once; rows without a key and reload rows have none)
 	// before any of them is produced: the relay holds those keys that it
 	// does not hold already (a row whose topic was corrected), so that
-	// their later events wait behind the rows until Delivered.
-	Claimed func(keys []status.Key)
+	// their later events wait behind the rows until Delivered. The func
+	// it returns, if not nil, is called once the claim has ended (its
+	// outcomes committed, or not), after Delivered: the relay's new
+	// events of those keys wait in memory meanwhile
+	// (keyorder.Order.BeginDrain).
+	Claimed func(keys []status.Key) (ended func())
 	// Delivered, if set, is called after each claim's outcomes are
 	// committed, with the key of each row it delivered (each key once;
 	// rows without a key and reload rows have none): the relay unblocks

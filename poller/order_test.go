@@ -252,7 +252,10 @@ func TestClaimedBeforeProduce(t *testing.T) {
 	producedBefore := -1
 	cfg := DefaultConfig()
 	cfg.Load = each(func(_ context.Context, row status.Row) (status.Row, error) { return row, nil })
-	cfg.Claimed = func(k []status.Key) { claimed, producedBefore = append(claimed, k...), len(prod.calls) }
+	cfg.Claimed = func(k []status.Key) func() {
+		claimed, producedBefore = append(claimed, k...), len(prod.calls)
+		return nil
+	}
 	if _, err := New(&fakeStore{rows: rows}, prod, cfg).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}

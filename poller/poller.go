@@ -63,6 +63,9 @@ type Poller struct {
 	// and those loaded for it), for Run and loadWithin; one claim runs at
 	// a time.
 	held int64
+	// claimEnds are what Config.Claimed returned for the claim under
+	// way, called when it has ended.
+	claimEnds []func()
 }
 
 // New returns a poller over store producing with prod.
@@ -156,6 +159,10 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 	if err == nil && len(keys) > 0 && p.cfg.Delivered != nil {
 		p.cfg.Delivered(keys)
 	}
+	for _, ended := range p.claimEnds {
+		ended()
+	}
+	p.claimEnds = p.claimEnds[:0]
 	return n, err
 }
 
@@ -223,7 +230,9 @@ func (p *Poller) holdClaimed(rows []status.Row) {
 		}
 	}
 	if len(keys) > 0 {
-		p.cfg.Claimed(keys)
+		if ended := p.cfg.Claimed(keys); ended != nil {
+			p.claimEnds = append(p.claimEnds, ended)
+		}
 	}
 }
 

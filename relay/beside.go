@@ -196,11 +196,19 @@ func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 
 // holdClaimed is the poller's Claimed: the keys of the rows it is about
 // to produce are held, those not held yet (a row whose topic was
-// corrected) from now until their rows are delivered.
-func (s *session) holdClaimed(keys []status.Key) {
+// corrected) from now until their rows are delivered. In at-least-once
+// delivery, the keys' new events wait in memory until the claim ends
+// rather than being parked behind its rows (keyorder.Order.BeginDrain),
+// so that a key whose held rows the claim delivers returns to the
+// stream.
+func (s *session) holdClaimed(keys []status.Key) (ended func()) {
 	if held := s.order.HoldRows(keys); len(held) > 0 {
 		s.log.Debug("holding the keys of claimed events that were not held", "keys", len(held))
 	}
+	if s.txSink != nil {
+		return nil
+	}
+	return s.order.BeginDrain(keys)
 }
 
 // refreshPausedTopics reads, every status interval until ctx ends, the

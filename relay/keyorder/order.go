@@ -35,6 +35,9 @@ type Order struct {
 	// flight counts, by key, the records at-least-once delivery has in
 	// the producer (nil unless byKey).
 	flight *keysInFlight
+	// drained, if set, is called when a drain ends (EndDrain): the
+	// alone queue's events of its key may go.
+	drained func()
 }
 
 // Place is one event's place in the stream as the order sees it; the
@@ -91,6 +94,10 @@ type heldKey struct {
 	gen     uint64
 	parking int
 	last    *turn
+	// draining counts the poller's claims delivering the key's held
+	// rows now (BeginDrain): its new events wait in the alone queue
+	// for the claim's end instead of being parked behind the rows.
+	draining int
 	// deferred, in exactly-once delivery, holds the key only once the
 	// stream meets the event its held row is (parkedAt): a Kafka
 	// transaction that aborted parked it, and the redo produces the
@@ -189,6 +196,13 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 		return Alone, ""
 	case paused:
 		return Paused, ""
+	case h != nil && h.parked && h.draining > 0:
+		// The poller is delivering the key's held rows: ev waits for
+		// that claim's end in the alone queue, in memory, and goes
+		// after them if they were the key's last (Release), else is
+		// parked behind what is left.
+		h.alone++
+		return Alone, ""
 	case h != nil && h.parked:
 		return Waiting, h.head
 	}
@@ -212,9 +226,76 @@ func (o *Order) OutOfProducer(p *Place) (idle bool) {
 
 // MayGoAlone reports whether ev, the earliest event in the alone queue,
 // may be produced or parked: no earlier record of its key is left in the
-// producer, where it could still fail and join the queue ahead of it.
+// producer, where it could still fail and join the queue ahead of it,
+// and no claim of the poller is delivering its key's held rows
+// (BeginDrain), which it must follow.
 func (o *Order) MayGoAlone(ev *decoder.Event) bool {
-	return o == nil || o.flight == nil || !o.flight.busy(ev)
+	return o == nil || o.flight == nil || !o.flight.busy(ev) && !o.draining(ev)
+}
+
+// draining reports whether a claim of the poller is delivering the held
+// rows of ev's key.
+func (o *Order) draining(ev *decoder.Event) bool {
+	if ev.Key == nil || !o.any.Load() {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h := o.keys[ev.Topic][string(ev.Key)]
+	return h != nil && h.draining > 0
+}
+
+// OnDrained makes f, which must not block, what EndDrain calls: the
+// alone queue's wake (at-least-once delivery).
+func (o *Order) OnDrained(f func()) {
+	if o != nil {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.drained = f
+	}
+}
+
+// BeginDrain tells o that a claim of the poller is about to deliver held
+// rows of keys, and returns what ends it, to call once the claim's
+// outcomes are committed and Release was asked about its delivered
+// keys. Meanwhile the new events of those keys that are held as parked
+// wait in the alone queue (Check's Alone) rather than being parked
+// behind the rows: if the claim delivered the key's last held rows,
+// Release makes the key no longer parked and they go to Kafka after the
+// rows, so that a key whose backlog a claim takes whole returns to the
+// stream however fast its events arrive; else they are parked behind
+// what is left, in order. Only at-least-once delivery has the alone
+// queue: call it only there.
+func (o *Order) BeginDrain(keys []status.Key) (end func()) {
+	if o == nil || !o.byKey || len(keys) == 0 {
+		return func() {}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var holds []*heldKey
+	for _, k := range keys {
+		if h := o.keys[k.Topic][k.Key]; h != nil && h.parked {
+			h.draining++
+			holds = append(holds, h)
+		}
+	}
+	return func() { o.endDrain(holds) }
+}
+
+// endDrain ends a drain of holds, and wakes the alone queue.
+func (o *Order) endDrain(holds []*heldKey) {
+	if len(holds) == 0 {
+		return
+	}
+	o.mu.Lock()
+	for _, h := range holds {
+		h.draining--
+	}
+	drained := o.drained
+	o.mu.Unlock()
+	if drained != nil {
+		drained()
+	}
 }
 
 // MetParked tells o that the stream met ev again, an event a Kafka
@@ -393,7 +474,11 @@ func (o *Order) LogViolation(ev *decoder.Event) {
 // Release drops the hold of the keys the poller delivered that have no
 // held row left (store.StillHeld), unless a park of the key began or was
 // under way since before the store was asked: its row may be newer than
-// the answer.
+// the answer. A key with records in the alone queue is no longer held as
+// parked, and its hold ends once they are settled (DoneAlone): each of
+// them is later in the stream than every held row of the key (the queue
+// parks a key's records in stream order, and a key with one queued
+// queues its next events behind it rather than parking them).
 func (o *Order) Release(ctx context.Context, store Store, keys []status.Key) error {
 	if o == nil || !o.byKey || len(keys) == 0 {
 		return nil
@@ -411,7 +496,12 @@ func (o *Order) Release(ctx context.Context, store Store, keys []status.Key) err
 	defer o.mu.Unlock()
 	for i, k := range keys {
 		h := o.keys[k.Topic][k.Key]
-		if h != nil && !held[k] && gens[i] == h.gen && h.parking == 0 && h.alone <= 0 {
+		if h == nil || held[k] || gens[i] != h.gen || h.parking != 0 {
+			continue
+		}
+		if h.alone > 0 {
+			h.parked = false
+		} else {
 			o.deleteLocked(k.Topic, k.Key)
 		}
 	}

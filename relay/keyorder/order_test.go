@@ -259,3 +259,60 @@ func TestParksQueueInOrder(t *testing.T) {
 		t.Fatalf("queued %v: each key's parks not in the order they began", queued)
 	}
 }
+
+// TestDrainWaitsInMemory: while a claim of the poller delivers a held
+// key's rows (BeginDrain), the key's new events go to the alone queue,
+// which may not take them until the claim ends; if the claim delivered
+// the key's last held rows, Release makes the key no longer parked, so
+// they go to Kafka and the key returns to the stream once they are
+// settled; else they are parked behind what is left. A key not held is
+// not drained.
+func TestDrainWaitsInMemory(t *testing.T) {
+	k := status.Key{Topic: "orders", Key: "k"}
+	free := status.Key{Topic: "orders", Key: "free"}
+	for _, still := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rows left %v", still), func(t *testing.T) {
+			o := New(true, slog.New(slog.DiscardHandler))
+			woken := 0
+			o.OnDrained(func() { woken++ })
+			o.Rebuild([]status.Key{k}, nil, nil)
+			end := o.BeginDrain([]status.Key{k, free})
+			evs := []*decoder.Event{{ID: []byte("a"), Topic: "orders", Key: []byte("k")}, {ID: []byte("b"), Topic: "orders", Key: []byte("k")}}
+			for i, ev := range evs {
+				if v, _ := o.Check(ev, uint64(i+1)); v != Alone {
+					t.Fatalf("event %s of a draining key: %v, want Alone", ev.ID, v)
+				}
+			}
+			if o.MayGoAlone(evs[0]) {
+				t.Fatal("the alone queue may take an event of a key whose drain has not ended")
+			}
+			if v, _ := o.Check(&decoder.Event{ID: []byte("f"), Topic: "orders", Key: []byte("free")}, 3); v != Pass {
+				t.Fatalf("an event of a key not held: %v, want Pass", v)
+			}
+			if err := o.Release(context.Background(), &fakeStore{still: map[status.Key]bool{k: still}}, []status.Key{k}); err != nil {
+				t.Fatal(err)
+			}
+			end()
+			if woken != 1 || !o.MayGoAlone(evs[0]) {
+				t.Fatalf("after the drain ended: woken %d times, may go %v; want 1, true", woken, o.MayGoAlone(evs[0]))
+			}
+			if held, _ := o.ParkedHeld(evs[0]); held != still {
+				t.Fatalf("the queued event is parked behind the key's rows: %v, want %v", held, still)
+			}
+			next := &decoder.Event{ID: []byte("c"), Topic: "orders", Key: []byte("k")}
+			if v, _ := o.Check(next, 4); v != Alone {
+				t.Fatalf("an event after the queued ones: %v, want Alone, behind them", v)
+			}
+			for _, ev := range append(evs, next) {
+				o.DoneAlone(ev)
+			}
+			want := Pass
+			if still {
+				want = Waiting
+			}
+			if v, _ := o.Check(&decoder.Event{ID: []byte("d"), Topic: "orders", Key: []byte("k")}, 5); v != want {
+				t.Fatalf("once the queued events are settled: %v, want %v", v, want)
+			}
+		})
+	}
+}

@@ -57,6 +57,9 @@ type Delivery struct {
 func New(l *delivery.Ledger, producer Producer) *Delivery {
 	d := &Delivery{Ledger: l, producer: producer, alone: newAloneQueue()}
 	d.onAck = d.ack
+	// A key's events that waited for the poller's drain of its held rows
+	// may go once it ended.
+	d.order().OnDrained(d.alone.nudge)
 	go d.produceAlone()
 	return d
 }
