@@ -175,14 +175,14 @@ func TestOrderHoldsAKeyBehindAFailedRecord(t *testing.T) {
 // If it fails alone too, they are parked WAITING behind it.
 func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 	tests := []struct {
-		name       string
-		aloneErr   error
-		laterErr   error // the answer of e, a's key's record produced before a failed
-		aloneOrder string
-		parked     string
+		name     string
+		aloneErr error
+		laterErr error  // the answer of e, a's key's record produced before a failed
+		beside   string // produced again, alone or together, in order
+		parked   string
 	}{
 		{"delivered alone", nil, kerr.InvalidRecord, "a,e,b,c", ""},
-		{"fails alone too", refusedForGood, kerr.InvalidRecord, "a", "FAILED a,WAITING e,WAITING b,WAITING c"},
+		{"fails alone too", refusedForGood, kerr.InvalidRecord, "a,e,b,c", "FAILED a,WAITING e,WAITING b,WAITING c"},
 		{"a later record refused for good", nil, refusedForGood, "a", "FAILED e,WAITING b,WAITING c"},
 	}
 	for _, tt := range tests {
@@ -205,10 +205,10 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 			close(tp.prod.aloneGate)
 			tp.waitIdle(t)
 			tp.prod.mu.Lock()
-			aloneOrder := strings.Join(tp.prod.aloneOrder, ",")
+			beside := strings.Join(tp.prod.beside, ",")
 			tp.prod.mu.Unlock()
-			if aloneOrder != tt.aloneOrder {
-				t.Fatalf("produced alone %s, want %s", aloneOrder, tt.aloneOrder)
+			if beside != tt.beside {
+				t.Fatalf("produced again %s, want %s", beside, tt.beside)
 			}
 			if got := strings.Join(parkedAs(tp.store), ","); got != tt.parked {
 				t.Fatalf("parked %s, want %q", got, tt.parked)
@@ -222,6 +222,32 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOrderAloneRoundTakesAKeysRecords: a record refused with its batch
+// and the stream's later events of its key, queued behind it, go again
+// together, in stream order, in one round (one ProduceGroup), not one
+// round each; another key's record goes in the same round.
+func TestOrderAloneRoundTakesAKeysRecords(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	tp.ordered(t, true)
+	tp.prod.aloneGate = make(chan struct{})
+	tp.events(t, 0x200, testEv{"a", "orders", "k"}, testEv{"x", "orders", "other"})
+	tp.prod.answer(kerr.InvalidRecord) // maybe the batch's fault
+	tp.events(t, 0x300, testEv{"b", "orders", "k"}, testEv{"c", "orders", "k"}, testEv{"d", "orders", "k"})
+	if got := tp.prod.answerBy(func(string) error { return nil }); len(got) != 0 {
+		t.Fatalf("the producer got %v, want nothing: b, c and d wait behind a", got)
+	}
+	close(tp.prod.aloneGate)
+	tp.waitIdle(t)
+	tp.prod.mu.Lock()
+	defer tp.prod.mu.Unlock()
+	if got := strings.Join(tp.prod.groupOrder, ","); tp.prod.groups != 1 || (got != "a,x,b,c,d" && got != "x,a,b,c,d" && got != "a,b,c,d,x") {
+		t.Fatalf("%d groups produced %s, want one of a,b,c,d in order and x", tp.prod.groups, got)
+	}
+	if got := strings.Join(parkedAs(tp.store), ","); got != "" {
+		t.Fatalf("parked %s, want nothing", got)
 	}
 }
 
@@ -377,13 +403,13 @@ func (f *fakeProducer) answerFirst(err error) string {
 // order, whatever order the producer answered in.
 func TestOrderAloneQueueKeepsStreamOrder(t *testing.T) {
 	for _, tt := range []struct {
-		name       string
-		aloneErr   error // a's answer alone
-		aloneOrder string
-		parked     string
+		name     string
+		aloneErr error  // a's answer alone
+		beside   string // produced again, alone or together, in order
+		parked   string
 	}{
 		{"delivered alone", nil, "a,e,b", ""},
-		{"fails alone too", refusedForGood, "a", "FAILED a,WAITING e,WAITING b"},
+		{"fails alone too", refusedForGood, "a,e,b", "FAILED a,WAITING e,WAITING b"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tp := newTestPipeline(t, &fakeStore{})
@@ -404,10 +430,10 @@ func TestOrderAloneQueueKeepsStreamOrder(t *testing.T) {
 			}
 			tp.waitIdle(t)
 			tp.prod.mu.Lock()
-			aloneOrder := strings.Join(tp.prod.aloneOrder, ",")
+			beside := strings.Join(tp.prod.beside, ",")
 			tp.prod.mu.Unlock()
-			if aloneOrder != tt.aloneOrder {
-				t.Fatalf("produced alone %s, want %s", aloneOrder, tt.aloneOrder)
+			if beside != tt.beside {
+				t.Fatalf("produced again %s, want %s", beside, tt.beside)
 			}
 			if got := strings.Join(parkedAs(tp.store), ","); got != tt.parked {
 				t.Fatalf("parked %s, want %q", got, tt.parked)

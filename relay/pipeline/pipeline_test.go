@@ -43,6 +43,7 @@ type fakeProducer struct {
 	aloneOrder []string
 	aloneGate  chan struct{} // if set, ProduceAlone answers once it is closed
 	groupOrder []string      // the records ProduceGroup produced, in order
+	groups     int           // ProduceGroup's calls
 	beside     []string      // the records produced alone or in a group, in order
 }
 
@@ -82,15 +83,25 @@ func (f *fakeProducer) ProduceAlone(_ context.Context, r *kgo.Record) error {
 }
 
 // ProduceGroup answers each record as ProduceAlone does, noting the
-// order in groupOrder.
+// order in groupOrder, but as the idempotent producer does for a key's
+// one partition: a record behind one of its key that failed fails with
+// the same error.
 func (f *fakeProducer) ProduceGroup(ctx context.Context, recs []*kgo.Record) []error {
 	errs := make([]error, len(recs))
+	failed := map[string]error{} // by topic and key
 	for i, r := range recs {
+		k := r.Topic + "\x00" + string(r.Key)
 		errs[i] = f.ProduceAlone(ctx, r)
+		if err := failed[k]; err != nil && r.Key != nil {
+			errs[i] = err
+		} else if errs[i] != nil {
+			failed[k] = errs[i]
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := len(f.aloneOrder) - len(recs)
+	f.groups++
 	f.groupOrder = append(f.groupOrder, f.aloneOrder[n:]...)
 	f.aloneOrder, f.aloneCalls = f.aloneOrder[:n], f.aloneCalls-len(recs)
 	return errs

@@ -68,12 +68,15 @@ func (q *aloneQueue) nudge() {
 // waiting reports whether items are queued.
 func (q *aloneQueue) waiting() bool { return q.n.Load() > 0 }
 
-// take returns the next round, in stream order: for each key, its
-// earliest item, if ready says it may go (no earlier record of its key
-// can still join the queue), and every ready item without a key; at most
-// aloneRound. It waits until there is one, woken by push and nudge; nil
-// once ctx ends. A key's later items stay for later rounds, so that each
-// goes only once the one before it is settled.
+// take returns the next round, in stream order: for each key whose
+// earliest item ready says may go (no earlier record of its key can
+// still join the queue), its items, and every ready item without a key;
+// at most aloneRound. It waits until there is one, woken by push and
+// nudge; nil once ctx ends. A key's items go together, in order, into
+// its one partition: the idempotent producer keeps a partition's order,
+// and fails every record behind one the broker refuses, so none of them
+// reaches Kafka before an earlier one is settled; one refused is parked,
+// and those behind it, produced again, are parked behind it.
 func (q *aloneQueue) take(ctx context.Context, ready func(*delivery.Inflight) bool) []*delivery.Inflight {
 	for {
 		if took := q.round(ready); len(took) > 0 {
@@ -92,8 +95,8 @@ func (q *aloneQueue) take(ctx context.Context, ready func(*delivery.Inflight) bo
 	}
 }
 
-// round takes the items of the next round out of the queue: it looks at
-// each key's earliest item only, not at every item queued.
+// round takes the items of the next round out of the queue: it asks
+// ready of each key's earliest item only, not of every item queued.
 func (q *aloneQueue) round(ready func(*delivery.Inflight) bool) []*delivery.Inflight {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -105,12 +108,13 @@ func (q *aloneQueue) round(ready func(*delivery.Inflight) bool) []*delivery.Infl
 		if !ready(items[0]) {
 			continue
 		}
-		took = append(took, items[0])
-		if len(items) == 1 {
+		n := min(len(items), aloneRound-len(took))
+		took = append(took, items[:n]...)
+		if n == len(items) {
 			delete(q.byKey, k)
 		} else {
-			items[0] = nil
-			q.byKey[k] = items[1:]
+			clear(items[:n])
+			q.byKey[k] = items[n:]
 		}
 	}
 	kept := q.loose[:0]

@@ -134,25 +134,56 @@ func (d *Delivery) produceRound(round []*delivery.Inflight) {
 }
 
 // unparked parks those of items that must be parked (parkAs), in order,
-// and returns the others.
+// and returns the others, each key's in order. Once a key has a record
+// to send, its later items go with it, unasked: the producer fails them
+// behind any of its records that fails (and parkAs asks again of those
+// before they go again); but one that failed for good already
+// (it.Failed), and those behind it, go back to the queue for a later
+// round, to be parked once the records before it are settled.
 func (d *Delivery) unparked(items []*delivery.Inflight) []*delivery.Inflight {
 	send := make([]*delivery.Inflight, 0, len(items))
+	var sending, deferred map[string]bool // by aloneKey
 	for _, it := range items {
+		k := ""
+		if it.Event.Key != nil {
+			k = aloneKey(it)
+		}
+		switch {
+		case k != "" && (deferred[k] || sending[k] && it.Failed != nil):
+			if deferred == nil {
+				deferred = map[string]bool{}
+			}
+			deferred[k] = true
+			d.alone.push(it) // its hold stays: settled in a later round
+			continue
+		case k != "" && sending[k]:
+			send = append(send, it)
+			continue
+		}
 		if as, park := d.parkAs(it); park {
 			go d.ParkInOrder(it, as)()
 			d.order().DoneAlone(&it.Event)
 			continue
+		}
+		if k != "" {
+			if sending == nil {
+				sending = map[string]bool{}
+			}
+			sending[k] = true
 		}
 		send = append(send, it)
 	}
 	return send
 }
 
-// produceTogether produces send, records of distinct keys, together
-// (ProduceGroup), one alone, and acks each that Kafka answered for
-// itself; those refused with their batch go again in halves, down to a
-// record alone, so that one refused record costs a few produces of its
-// round, not one per record of its batch.
+// produceTogether produces send, each key's records in stream order,
+// together (ProduceGroup), one alone, and acks each that Kafka answered
+// for itself; those refused with their batch go again in halves, down to
+// a record alone, so that one refused record costs a few produces of its
+// round, not one per record of its batch. A record refused for good
+// holds its key (ack parks it); its key's later records, which the
+// producer fails behind it, are parked behind it (WAITING) rather than
+// for its error.
 func (d *Delivery) produceTogether(send []*delivery.Inflight) {
 	switch len(send) {
 	case 0:
@@ -165,14 +196,26 @@ func (d *Delivery) produceTogether(send []*delivery.Inflight) {
 	for i, it := range send {
 		recs[i] = &it.Record
 	}
-	var again []*delivery.Inflight
+	var again, behind []*delivery.Inflight
+	var refused map[string]bool // the keys of the records refused for good, by aloneKey
 	for i, err := range d.producer.ProduceGroup(d.ProduceCtx, recs) {
-		if err != nil && sink.MaybeTheBatch(err) {
-			again = append(again, send[i])
-			continue
+		it := send[i]
+		switch {
+		case err != nil && sink.MaybeTheBatch(err):
+			again = append(again, it)
+		case err != nil && it.Event.Key != nil && refused[aloneKey(it)]:
+			behind = append(behind, it)
+		default:
+			if err != nil && sink.Permanent(err) && it.Event.Key != nil {
+				if refused == nil {
+					refused = map[string]bool{}
+				}
+				refused[aloneKey(it)] = true
+			}
+			d.ack(recs[i], err)
 		}
-		d.ack(recs[i], err)
 	}
+	d.produceTogether(d.unparked(behind))
 	half := (len(again) + 1) / 2
 	d.produceTogether(d.unparked(again[:half]))
 	d.produceTogether(d.unparked(again[half:]))
