@@ -182,7 +182,7 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 		parked   string
 	}{
 		{"delivered alone", nil, kerr.InvalidRecord, "a,e,b,c", ""},
-		{"fails alone too", refusedForGood, kerr.InvalidRecord, "a,e,b,c", "FAILED a,WAITING e,WAITING b,WAITING c"},
+		{"fails again", refusedForGood, kerr.InvalidRecord, "a,e,b,c", "FAILED a,WAITING e,WAITING b,WAITING c"},
 		{"a later record refused for good", nil, refusedForGood, "a", "FAILED e,WAITING b,WAITING c"},
 	}
 	for _, tt := range tests {
@@ -248,6 +248,32 @@ func TestOrderAloneRoundTakesAKeysRecords(t *testing.T) {
 	}
 	if got := strings.Join(parkedAs(tp.store), ","); got != "" {
 		t.Fatalf("parked %s, want nothing", got)
+	}
+}
+
+// TestOrderAloneRoundDefersARecordTheProducerRefuses: among a key's
+// records that go again together, one the producer would refuse before
+// sending it (too large) is not sent with them, since the records behind
+// it would go on without it: it and those behind it wait for the next
+// round, then it is parked FAILED and they WAITING behind it.
+func TestOrderAloneRoundDefersARecordTheProducerRefuses(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	tp.ordered(t, true)
+	tp.prod.refuses = map[string]error{"b": kerr.MessageTooLarge}
+	tp.prod.aloneGate = make(chan struct{})
+	tp.events(t, 0x200, testEv{"a", "orders", "k"})
+	tp.prod.answer(kerr.InvalidRecord) // maybe the batch's fault
+	tp.events(t, 0x300, testEv{"b", "orders", "k"}, testEv{"c", "orders", "k"})
+	close(tp.prod.aloneGate)
+	tp.waitIdle(t)
+	tp.prod.mu.Lock()
+	beside := strings.Join(tp.prod.beside, ",")
+	tp.prod.mu.Unlock()
+	if beside != "a" {
+		t.Fatalf("produced again %s, want only a: b is refused before it is sent, c waits behind it", beside)
+	}
+	if got := strings.Join(parkedAs(tp.store), ","); got != "FAILED b,WAITING c" {
+		t.Fatalf("parked %s, want FAILED b, WAITING c", got)
 	}
 }
 
@@ -409,7 +435,7 @@ func TestOrderAloneQueueKeepsStreamOrder(t *testing.T) {
 		parked   string
 	}{
 		{"delivered alone", nil, "a,e,b", ""},
-		{"fails alone too", refusedForGood, "a,e,b", "FAILED a,WAITING e,WAITING b"},
+		{"fails again", refusedForGood, "a,e,b", "FAILED a,WAITING e,WAITING b"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tp := newTestPipeline(t, &fakeStore{})

@@ -41,10 +41,11 @@ type fakeProducer struct {
 	aloneByID  map[string]error // ProduceAlone's answer by the record's id
 	aloneCalls int
 	aloneOrder []string
-	aloneGate  chan struct{} // if set, ProduceAlone answers once it is closed
-	groupOrder []string      // the records ProduceGroup produced, in order
-	groups     int           // ProduceGroup's calls
-	beside     []string      // the records produced alone or in a group, in order
+	aloneGate  chan struct{}    // if set, ProduceAlone answers once it is closed
+	groupOrder []string         // the records ProduceGroup produced, in order
+	groups     int              // ProduceGroup's calls
+	refuses    map[string]error // Refuses's answer by the record's id
+	beside     []string         // the records produced alone or in a group, in order
 }
 
 func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
@@ -55,9 +56,13 @@ func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, done func(*kgo.
 }
 
 // BatchMaxBytes is the producer's default batch size.
-func (f *fakeProducer) BatchMaxBytes() int        { return sink.DefaultBatchMaxBytes }
-func (f *fakeProducer) Refuses(*kgo.Record) error { return nil }
-func (f *fakeProducer) SizeRefused(string)        {}
+func (f *fakeProducer) BatchMaxBytes() int { return sink.DefaultBatchMaxBytes }
+func (f *fakeProducer) Refuses(r *kgo.Record) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refuses[header(r, "id")]
+}
+func (f *fakeProducer) SizeRefused(string) {}
 
 // ProduceAlone answers with aloneByID's error for the record's id header,
 // else alone's, and notes the order.

@@ -47,7 +47,7 @@ type Delivery struct {
 	*delivery.Ledger
 	producer    Producer
 	onAck       func(*kgo.Record, error) // ack, one func value for every record
-	alone       *aloneQueue              // records to produce again one at a time, in stream order
+	alone       *aloneQueue              // records to produce again beside the stream, each key's in stream order
 	undelivered atomic.Int64
 }
 
@@ -114,7 +114,7 @@ func (d *Delivery) EndTxn(*checkpoint.Txn, pglogrepl.LSN) {}
 func (d *Delivery) Commit(context.Context) error { return nil }
 
 // produceAlone produces the records of d.alone again, round after
-// round (aloneQueue.take: each key's earliest record once no earlier
+// round (aloneQueue.take: each key's queued records once no earlier
 // record of its key is left in the producer), and acks each with its
 // outcome, until ProduceCtx ends (what is left then stays unconfirmed and
 // is sent again by the next session).
@@ -127,19 +127,21 @@ func (d *Delivery) produceAlone() {
 
 // produceRound parks the records of one round that must be parked
 // (parkAs), in stream order, and produces the others together
-// (produceTogether). A round holds at most one record of a key, so that
-// a key's records go one after the other.
+// (produceTogether), each key's in stream order into its partition.
 func (d *Delivery) produceRound(round []*delivery.Inflight) {
 	d.produceTogether(d.unparked(round))
 }
 
 // unparked parks those of items that must be parked (parkAs), in order,
 // and returns the others, each key's in order. Once a key has a record
-// to send, its later items go with it, unasked: the producer fails them
-// behind any of its records that fails (and parkAs asks again of those
-// before they go again); but one that failed for good already
-// (it.Failed), and those behind it, go back to the queue for a later
-// round, to be parked once the records before it are settled.
+// to send, its later items go with it, asked only whether the producer
+// would refuse them (Refuses): the broker fails every record behind one
+// of the partition's it refuses (and parkAs asks again of those before
+// they go again). But one that failed for good already (it.Failed), or
+// that the producer would refuse before sending it (it would fail alone,
+// and the records behind it go on), goes back to the queue with those
+// behind it, for a later round, to be parked once the records before it
+// are settled.
 func (d *Delivery) unparked(items []*delivery.Inflight) []*delivery.Inflight {
 	send := make([]*delivery.Inflight, 0, len(items))
 	var sending, deferred map[string]bool // by aloneKey
@@ -157,6 +159,19 @@ func (d *Delivery) unparked(items []*delivery.Inflight) []*delivery.Inflight {
 			d.alone.push(it) // its hold stays: settled in a later round
 			continue
 		case k != "" && sending[k]:
+			if err := d.producer.Refuses(&it.Record); err != nil {
+				// The producer fails it before sending it, but not the
+				// records behind it: it and they wait for a later
+				// round, once those before it are settled.
+				d.Metrics.ProduceErrors.WithLabelValues(sink.ErrorName(err)).Inc()
+				it.Failed = err
+				if deferred == nil {
+					deferred = map[string]bool{}
+				}
+				deferred[k] = true
+				d.alone.push(it)
+				continue
+			}
 			send = append(send, it)
 			continue
 		}
@@ -293,8 +308,9 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 		// The broker refused the batch the record was in (a topic whose
 		// max.message.bytes is below the batch size, another record's
 		// fault), not necessarily the record: alone, it is delivered or
-		// fails for itself. Records go again one at a time, in the order
-		// they failed, so a key's order holds among them.
+		// fails for itself. Records go again in the order they failed,
+		// each key's together in stream order, so a key's order holds
+		// among them.
 		it.Alone = true
 		d.order().HoldAlone(&it.Event, it.Seq)
 		d.alone.push(it)
