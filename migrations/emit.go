@@ -35,19 +35,13 @@ const EmitFunction = "cdc_relay.emit(text, text, jsonb, jsonb, text)"
 // the caller's privileges, and pg_logical_emit_message needs none). It
 // sets no search_path, and needs none: every function, operator and type
 // in its body is qualified with its schema, so that no object of the
-// caller's search_path can stand in for what it calls. It evaluates each
-// argument once (an argument may be an expression, such as the
-// jsonb_build_object of the headers): it checks the topic and the
-// headers by casting them to the domains cdc_relay.emit_topic and
-// cdc_relay.emit_headers, whose CHECKs call the PL/pgSQL functions
-// cdc_relay.emit_refused_topic(text) and
-// cdc_relay.emit_refused_headers(jsonb) only to raise the refusal.
-// EXECUTE on the functions and USAGE on the domains stay PUBLIC's, as
-// PostgreSQL grants new ones (and grants pg_logical_emit_message; a role
-// that calls emit needs them); a role needs USAGE on the schema cdc_relay
-// to call it, which CreateEmit does not grant. The domains are created
-// once and kept; the function cdc_relay.emit_refused of earlier versions
-// is dropped.
+// caller's search_path can stand in for what it calls. Its refusals are
+// raised by the PL/pgSQL function cdc_relay.emit_refused(topic text,
+// headers jsonb), created beside it, which it calls only then. EXECUTE
+// on both stays PUBLIC's, as PostgreSQL grants a new function (and
+// grants pg_logical_emit_message; a role that calls emit needs EXECUTE
+// on emit_refused too); a role needs USAGE on the schema cdc_relay to
+// call it, which CreateEmit does not grant.
 //
 // It is one statement, a transaction of its own, under the lock [Apply]
 // takes. It is idempotent, and replaces the functions it finds, keeping
