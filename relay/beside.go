@@ -125,7 +125,7 @@ func (s *session) startBeside(ctx context.Context) {
 	side.Go(func() { s.lock.Watch(sideCtx, s.cfg.StatusInterval, leader.CheckTimeout, s.lostLead(sideCtx)) })
 	wakes := newDueWakes()
 	side.Go(func() { s.listenDue(sideCtx, wakes) })
-	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx, wakes.poller)).Run(sideCtx) })
+	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx, wakes)).Run(sideCtx) })
 	side.Go(func() { s.cleaner.Run(sideCtx) })
 	side.Go(func() { s.refreshPausedTopics(sideCtx, wakes.paused) })
 }
@@ -151,9 +151,9 @@ func (s *session) lostLead(ctx context.Context) func(error) {
 // pollerConfig is the poller's configuration with the relay's logger,
 // metrics and pause, the stream's topic rules, its producer's size
 // limits, and the reads of rows to send again as they are now.
-func (s *session) pollerConfig(ctx context.Context, wake <-chan struct{}) poller.Config {
+func (s *session) pollerConfig(ctx context.Context, wakes dueWakes) poller.Config {
 	pc := s.cfg.Poller
-	pc.Wake = wake
+	pc.Wake = wakes.poller
 	if pc.Logger == nil {
 		pc.Logger = s.log
 	}
@@ -165,7 +165,7 @@ func (s *session) pollerConfig(ctx context.Context, wake <-chan struct{}) poller
 	pc.Load = s.loader.LoadMany
 	pc.PausedTopics = s.failures.PausedTopics
 	pc.NextDue = s.failures.NextDue
-	pc.Claimed = s.holdClaimed
+	pc.Claimed = s.holdClaimed(wakes)
 	pc.Delivered = s.releaseKeys(ctx)
 	if pc.CheckRecord == nil {
 		// A record Kafka would refuse for its size fails its attempt
@@ -194,21 +194,29 @@ func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 	}
 }
 
-// holdClaimed is the poller's Claimed: the keys of the rows it is about
-// to produce are held, those not held yet (a row whose topic was
+// holdClaimed returns the poller's Claimed: the keys of the rows it is
+// about to produce are held, those not held yet (a row whose topic was
 // corrected) from now until their rows are delivered. In at-least-once
 // delivery, the keys' new events wait in memory until the claim ends
 // rather than being parked behind its rows (keyorder.Order.BeginDrain),
 // so that a key whose held rows the claim delivers returns to the
-// stream.
-func (s *session) holdClaimed(keys []status.Key) (ended func()) {
-	if held := s.order.HoldRows(keys); len(held) > 0 {
-		s.log.Debug("holding the keys of claimed events that were not held", "keys", len(held))
+// stream; a claim that carries a key's drain over to the next claim
+// wakes the poller for it.
+func (s *session) holdClaimed(wakes dueWakes) func(keys []status.Key) (ended func()) {
+	return func(keys []status.Key) func() {
+		if held := s.order.HoldRows(keys); len(held) > 0 {
+			s.log.Debug("holding the keys of claimed events that were not held", "keys", len(held))
+		}
+		if s.txSink != nil {
+			return nil
+		}
+		end := s.order.BeginDrain(keys)
+		return func() {
+			if end() {
+				wakes.wakePoller()
+			}
+		}
 	}
-	if s.txSink != nil {
-		return nil
-	}
-	return s.order.BeginDrain(keys)
 }
 
 // refreshPausedTopics reads, every status interval until ctx ends, the

@@ -26,10 +26,18 @@ func newDueWakes() dueWakes {
 // wake wakes each, once however many notifications came before it woke.
 func (w dueWakes) wake() {
 	for _, ch := range []chan struct{}{w.poller, w.paused} {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+		wakeOnce(ch)
+	}
+}
+
+// wakePoller wakes the poller alone: a claim carried a key's drain over
+// to the next claim (keyorder.Order.BeginDrain).
+func (w dueWakes) wakePoller() { wakeOnce(w.poller) }
+
+func wakeOnce(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 

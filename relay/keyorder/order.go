@@ -35,9 +35,12 @@ type Order struct {
 	// flight counts, by key, the records at-least-once delivery has in
 	// the producer (nil unless byKey).
 	flight *keysInFlight
-	// drained, if set, is called when a drain ends (EndDrain): the
-	// alone queue's events of its key may go.
+	// drained, if set, is called when a drain ends (BeginDrain's end):
+	// the alone queue's events of its key may go.
 	drained func()
+	// carried are the holds whose drain the last claim carried over to
+	// the next one (heldKey.carry).
+	carried []*heldKey
 }
 
 // Place is one event's place in the stream as the order sees it; the
@@ -95,9 +98,18 @@ type heldKey struct {
 	parking int
 	last    *turn
 	// draining counts the poller's claims delivering the key's held
-	// rows now (BeginDrain): its new events wait in the alone queue
-	// for the claim's end instead of being parked behind the rows.
+	// rows now (BeginDrain), and a drain carried over to the next claim:
+	// its new events wait in the alone queue for the drain's end instead
+	// of being parked behind the rows.
 	draining int
+	// carry: the claim draining the key delivered its rows, but the key
+	// still has held rows (parks that were being stored when the claim
+	// began, rows past its limit): its drain goes on to the next claim,
+	// rather than its waiting events being parked behind them, which
+	// would leave parks under way at every claim. carried: the drain
+	// waits for the next claim, which takes it over if it claims the
+	// key, and else ends it.
+	carry, carried bool
 	// deferred, in exactly-once delivery, holds the key only once the
 	// stream meets the event its held row is (parkedAt): a Kafka
 	// transaction that aborted parked it, and the redo produces the
@@ -258,39 +270,80 @@ func (o *Order) OnDrained(f func()) {
 // BeginDrain tells o that a claim of the poller is about to deliver held
 // rows of keys, and returns what ends it, to call once the claim's
 // outcomes are committed and Release was asked about its delivered
-// keys. Meanwhile the new events of those keys that are held as parked
-// wait in the alone queue (Check's Alone) rather than being parked
-// behind the rows: if the claim delivered the key's last held rows,
-// Release makes the key no longer parked and they go to Kafka after the
-// rows, so that a key whose backlog a claim takes whole returns to the
-// stream however fast its events arrive; else they are parked behind
-// what is left, in order. Only at-least-once delivery has the alone
-// queue: call it only there.
-func (o *Order) BeginDrain(keys []status.Key) (end func()) {
-	if o == nil || !o.byKey || len(keys) == 0 {
-		return func() {}
+// keys; end reports whether it carried a drain over to the next claim,
+// which should then come at once. Meanwhile the new events of those keys
+// that are held as parked wait in the alone queue (Check's Alone) rather
+// than being parked behind the rows. If the claim delivered the key's
+// last held rows, Release makes the key no longer parked and they go to
+// Kafka after the rows, so that a key whose backlog a claim takes whole
+// returns to the stream however fast its events arrive. If it delivered
+// the key's rows but others are left (parks under way when it began,
+// rows past its limit), the drain goes on to the next claim (carried),
+// which takes it over if it claims the key; else (the key's rows were
+// not delivered, or the next claim does not claim it) the drain ends and
+// they are parked behind what is left, in order. A drain carried over
+// that the claim does not take over ends as the claim begins. Only
+// at-least-once delivery has the alone queue: call it only there. Claims
+// come one at a time.
+func (o *Order) BeginDrain(keys []status.Key) (end func() (carried bool)) {
+	if o == nil || !o.byKey {
+		return func() bool { return false }
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	var holds []*heldKey
 	for _, k := range keys {
-		if h := o.keys[k.Topic][k.Key]; h != nil && h.parked {
+		h := o.keys[k.Topic][k.Key]
+		switch {
+		case h == nil || !h.parked:
+			continue
+		case h.carried:
+			h.carried = false // taken over: its drain goes on
+		default:
 			h.draining++
-			holds = append(holds, h)
+		}
+		holds = append(holds, h)
+	}
+	var left []*heldKey // carried, not taken over: their drains end
+	for _, h := range o.carried {
+		if h.carried {
+			h.carried = false
+			h.draining--
+			left = append(left, h)
 		}
 	}
-	return func() { o.endDrain(holds) }
+	o.carried = nil
+	o.mu.Unlock()
+	if len(left) > 0 {
+		o.wakeAlone()
+	}
+	return func() bool { return o.endDrain(holds) }
 }
 
-// endDrain ends a drain of holds, and wakes the alone queue.
-func (o *Order) endDrain(holds []*heldKey) {
+// endDrain ends a claim's drain of holds, or carries it over to the next
+// claim for a hold Release marked (carry), and wakes the alone queue. It
+// reports whether it carried one over.
+func (o *Order) endDrain(holds []*heldKey) (carried bool) {
 	if len(holds) == 0 {
-		return
+		return false
 	}
 	o.mu.Lock()
 	for _, h := range holds {
+		if h.carry {
+			h.carry, h.carried = false, true
+			o.carried = append(o.carried, h)
+			carried = true
+			continue
+		}
 		h.draining--
 	}
+	o.mu.Unlock()
+	o.wakeAlone()
+	return carried
+}
+
+// wakeAlone calls drained, outside o.mu.
+func (o *Order) wakeAlone() {
+	o.mu.Lock()
 	drained := o.drained
 	o.mu.Unlock()
 	if drained != nil {
@@ -496,9 +549,16 @@ func (o *Order) Release(ctx context.Context, store Store, keys []status.Key) err
 	defer o.mu.Unlock()
 	for i, k := range keys {
 		h := o.keys[k.Topic][k.Key]
-		if h == nil || held[k] || gens[i] != h.gen || h.parking != 0 {
+		if h == nil {
 			continue
 		}
+		if held[k] || gens[i] != h.gen || h.parking != 0 {
+			// Delivered, with rows left: a claim draining it carries
+			// the drain over to the next claim.
+			h.carry = h.draining > 0
+			continue
+		}
+		h.carry = false
 		if h.alone > 0 {
 			h.parked = false
 		} else {

@@ -262,55 +262,88 @@ func TestParksQueueInOrder(t *testing.T) {
 
 // TestDrainWaitsInMemory: while a claim of the poller delivers a held
 // key's rows (BeginDrain), the key's new events go to the alone queue,
-// which may not take them until the claim ends; if the claim delivered
-// the key's last held rows, Release makes the key no longer parked, so
-// they go to Kafka and the key returns to the stream once they are
-// settled; else they are parked behind what is left. A key not held is
-// not drained.
+// which may not take them until the drain ends. A claim that delivered
+// the key's last held rows releases the key (Release), so they go to
+// Kafka and the key returns to the stream once they are settled. One
+// that delivered its rows with others left carries the drain over to
+// the next claim, which takes it over if it claims the key, else ends
+// it as it begins. A drain that ends with the key still held leaves the
+// events to be parked behind its rows. A key not held is not drained.
 func TestDrainWaitsInMemory(t *testing.T) {
 	k := status.Key{Topic: "orders", Key: "k"}
 	free := status.Key{Topic: "orders", Key: "free"}
-	for _, still := range []bool{false, true} {
-		t.Run(fmt.Sprintf("rows left %v", still), func(t *testing.T) {
+	ev := func(id string) *decoder.Event { return &decoder.Event{ID: []byte(id), Topic: "orders", Key: []byte("k")} }
+	// claim is one claim of k: released says what Release finds (nil: k
+	// was not delivered), carried what its end must report.
+	type claim struct {
+		claimsK  bool
+		released *bool
+		carried  bool
+	}
+	yes, no := true, false
+	tests := []struct {
+		name     string
+		claims   []claim
+		released bool // the key is released in the end, not parked
+	}{
+		{"its last rows delivered", []claim{{claimsK: true, released: &yes}}, true},
+		{"rows left, then the next claim delivers them", []claim{{claimsK: true, released: &no, carried: true}, {claimsK: true, released: &yes}}, true},
+		{"rows left, the next claim does not claim the key", []claim{{claimsK: true, released: &no, carried: true}, {}}, false},
+		{"its rows not delivered", []claim{{claimsK: true}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			o := New(true, slog.New(slog.DiscardHandler))
 			woken := 0
 			o.OnDrained(func() { woken++ })
 			o.Rebuild([]status.Key{k}, nil, nil)
-			end := o.BeginDrain([]status.Key{k, free})
-			evs := []*decoder.Event{{ID: []byte("a"), Topic: "orders", Key: []byte("k")}, {ID: []byte("b"), Topic: "orders", Key: []byte("k")}}
-			for i, ev := range evs {
-				if v, _ := o.Check(ev, uint64(i+1)); v != Alone {
-					t.Fatalf("event %s of a draining key: %v, want Alone", ev.ID, v)
+			var queued []*decoder.Event
+			for i, c := range tt.claims {
+				keys := []status.Key{free}
+				if c.claimsK {
+					keys = append(keys, k)
+				}
+				end := o.BeginDrain(keys)
+				if c.claimsK {
+					e := ev(fmt.Sprintf("e%d", i))
+					if v, _ := o.Check(e, uint64(i+1)); v != Alone {
+						t.Fatalf("claim %d: an event of the draining key: %v, want Alone", i+1, v)
+					}
+					queued = append(queued, e)
+					if o.MayGoAlone(e) {
+						t.Fatalf("claim %d: the alone queue may take an event of a key whose drain has not ended", i+1)
+					}
+				}
+				if v, _ := o.Check(&decoder.Event{ID: []byte("f"), Topic: "orders", Key: []byte("free")}, 100); v != Pass {
+					t.Fatalf("claim %d: an event of a key not held: %v, want Pass", i+1, v)
+				}
+				if c.released != nil {
+					if err := o.Release(context.Background(), &fakeStore{still: map[status.Key]bool{k: !*c.released}}, []status.Key{k}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if carried := end(); carried != c.carried {
+					t.Fatalf("claim %d carried the drain over: %v, want %v", i+1, carried, c.carried)
 				}
 			}
-			if o.MayGoAlone(evs[0]) {
-				t.Fatal("the alone queue may take an event of a key whose drain has not ended")
+			if !o.MayGoAlone(queued[0]) || woken == 0 {
+				t.Fatalf("after the last claim: may go %v, woken %d times; want true, at least once", o.MayGoAlone(queued[0]), woken)
 			}
-			if v, _ := o.Check(&decoder.Event{ID: []byte("f"), Topic: "orders", Key: []byte("free")}, 3); v != Pass {
-				t.Fatalf("an event of a key not held: %v, want Pass", v)
+			if held, _ := o.ParkedHeld(queued[0]); held == tt.released {
+				t.Fatalf("the queued events are parked behind the key's rows: %v, want %v", held, !tt.released)
 			}
-			if err := o.Release(context.Background(), &fakeStore{still: map[status.Key]bool{k: still}}, []status.Key{k}); err != nil {
-				t.Fatal(err)
-			}
-			end()
-			if woken != 1 || !o.MayGoAlone(evs[0]) {
-				t.Fatalf("after the drain ended: woken %d times, may go %v; want 1, true", woken, o.MayGoAlone(evs[0]))
-			}
-			if held, _ := o.ParkedHeld(evs[0]); held != still {
-				t.Fatalf("the queued event is parked behind the key's rows: %v, want %v", held, still)
-			}
-			next := &decoder.Event{ID: []byte("c"), Topic: "orders", Key: []byte("k")}
-			if v, _ := o.Check(next, 4); v != Alone {
+			next := ev("next")
+			if v, _ := o.Check(next, 50); v != Alone {
 				t.Fatalf("an event after the queued ones: %v, want Alone, behind them", v)
 			}
-			for _, ev := range append(evs, next) {
-				o.DoneAlone(ev)
+			for _, e := range append(queued, next) {
+				o.DoneAlone(e)
 			}
-			want := Pass
-			if still {
-				want = Waiting
+			want := Waiting
+			if tt.released {
+				want = Pass
 			}
-			if v, _ := o.Check(&decoder.Event{ID: []byte("d"), Topic: "orders", Key: []byte("k")}, 5); v != want {
+			if v, _ := o.Check(ev("last"), 60); v != want {
 				t.Fatalf("once the queued events are settled: %v, want %v", v, want)
 			}
 		})
