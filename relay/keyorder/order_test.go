@@ -272,7 +272,9 @@ func TestParksQueueInOrder(t *testing.T) {
 func TestDrainWaitsInMemory(t *testing.T) {
 	k := status.Key{Topic: "orders", Key: "k"}
 	free := status.Key{Topic: "orders", Key: "free"}
-	ev := func(id string) *decoder.Event { return &decoder.Event{ID: []byte(id), Topic: "orders", Key: []byte("k")} }
+	ev := func(id string) *decoder.Event {
+		return &decoder.Event{ID: []byte(id), Topic: "orders", Key: []byte("k")}
+	}
 	// claim is one claim of k: released says what Release finds (nil: k
 	// was not delivered), carried what its end must report.
 	type claim struct {
