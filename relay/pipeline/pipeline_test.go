@@ -42,8 +42,10 @@ type fakeProducer struct {
 	aloneCalls int
 	aloneOrder []string
 	aloneGate  chan struct{}    // if set, ProduceAlone answers once it is closed
+	atGate     int              // ProduceAlone calls that reached aloneGate
 	groupOrder []string         // the records ProduceGroup produced, in order
 	groups     int              // ProduceGroup's calls
+	groupIDs   []string         // each ProduceGroup's records, comma-joined
 	refuses    map[string]error // Refuses's answer by the record's id
 	beside     []string         // the records produced alone or in a group, in order
 }
@@ -68,6 +70,9 @@ func (f *fakeProducer) SizeRefused(string) {}
 // else alone's, and notes the order.
 func (f *fakeProducer) ProduceAlone(_ context.Context, r *kgo.Record) error {
 	if f.aloneGate != nil {
+		f.mu.Lock()
+		f.atGate++
+		f.mu.Unlock()
 		<-f.aloneGate
 	}
 	f.mu.Lock()
@@ -108,6 +113,7 @@ func (f *fakeProducer) ProduceGroup(ctx context.Context, recs []*kgo.Record) []e
 	n := len(f.aloneOrder) - len(recs)
 	f.groups++
 	f.groupOrder = append(f.groupOrder, f.aloneOrder[n:]...)
+	f.groupIDs = append(f.groupIDs, strings.Join(f.aloneOrder[n:], ","))
 	f.aloneOrder, f.aloneCalls = f.aloneOrder[:n], f.aloneCalls-len(recs)
 	return errs
 }
