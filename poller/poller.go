@@ -162,6 +162,7 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 	for _, ended := range p.claimEnds {
 		ended()
 	}
+	clear(p.claimEnds)
 	p.claimEnds = p.claimEnds[:0]
 	return n, err
 }

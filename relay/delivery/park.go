@@ -36,10 +36,24 @@ func (l *Ledger) PoisonAs(poison error) ParkAs {
 }
 
 // FailedAs parks a record Kafka refused for good (err) FAILED, for the
-// poller.
+// poller; or, for a Poisoned err, as PoisonAs parks its row.
 func (l *Ledger) FailedAs(err error) ParkAs {
+	var p poisoned
+	if errors.As(err, &p) {
+		return l.PoisonAs(p.error)
+	}
 	return ParkAs{store: l.Failures.Failed, reason: err, cause: sink.ErrorName(err)}
 }
+
+// Poisoned marks err as the reason a row cannot become its record
+// (decoder's poison), for an event that waits in at-least-once's alone
+// queue behind earlier events of its key (Inflight.Failed) to be parked
+// as PoisonAs says once they are settled, in its key's order.
+func Poisoned(err error) error { return poisoned{err} }
+
+type poisoned struct{ error }
+
+func (p poisoned) Unwrap() error { return p.error }
 
 // ParkAs is how an event is parked: the store's call, the reason, and
 // the metric's label (PoisonAs, FailedAs, WaitingAs, PausedAs). held says

@@ -41,7 +41,16 @@ type Order struct {
 	// carried are the holds whose drain the last claim carried over to
 	// the next one (heldKey.carry).
 	carried []*heldKey
+	// drains counts the holds' draining, so that MayGoAlone takes no
+	// lock while nothing drains.
+	drains atomic.Int32
 }
+
+// drainCap is the most events of a draining key that wait in memory for
+// the drain's end: past it, the alone queue parks the earliest behind the
+// key's rows, in order, so that a key whose claim is slow (a slow broker,
+// outcomes waiting for a lock) holds no more of the in-flight limits.
+const drainCap = 1024
 
 // Place is one event's place in the stream as the order sees it; the
 // delivery keeps it with the event (embedded in its in-flight record),
@@ -246,19 +255,19 @@ func (o *Order) MayGoAlone(ev *decoder.Event) bool {
 }
 
 // draining reports whether a claim of the poller is delivering the held
-// rows of ev's key.
+// rows of ev's key, and fewer than drainCap events of the key wait.
 func (o *Order) draining(ev *decoder.Event) bool {
-	if ev.Key == nil || !o.any.Load() {
+	if ev.Key == nil || o.drains.Load() == 0 {
 		return false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[ev.Topic][string(ev.Key)]
-	return h != nil && h.draining > 0
+	return h != nil && h.draining > 0 && h.alone < drainCap
 }
 
-// OnDrained makes f, which must not block, what EndDrain calls: the
-// alone queue's wake (at-least-once delivery).
+// OnDrained makes f, which must not block, what the end of a drain
+// calls (BeginDrain): the alone queue's wake (at-least-once delivery).
 func (o *Order) OnDrained(f func()) {
 	if o != nil {
 		o.mu.Lock()
@@ -300,6 +309,7 @@ func (o *Order) BeginDrain(keys []status.Key) (end func() (carried bool)) {
 			h.carried = false // taken over: its drain goes on
 		default:
 			h.draining++
+			o.drains.Add(1)
 		}
 		holds = append(holds, h)
 	}
@@ -308,6 +318,7 @@ func (o *Order) BeginDrain(keys []status.Key) (end func() (carried bool)) {
 		if h.carried {
 			h.carried = false
 			h.draining--
+			o.drains.Add(-1)
 			left = append(left, h)
 		}
 	}
@@ -335,6 +346,7 @@ func (o *Order) endDrain(holds []*heldKey) (carried bool) {
 			continue
 		}
 		h.draining--
+		o.drains.Add(-1)
 	}
 	o.mu.Unlock()
 	o.wakeAlone()

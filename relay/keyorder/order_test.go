@@ -351,3 +351,30 @@ func TestDrainWaitsInMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainHoldsAtMostItsCap: past drainCap events of a draining key
+// waiting, the alone queue may take the earliest (to park it behind the
+// key's rows), so that a slow claim holds no more of the limits.
+func TestDrainHoldsAtMostItsCap(t *testing.T) {
+	k := status.Key{Topic: "orders", Key: "k"}
+	o := New(true, slog.New(slog.DiscardHandler))
+	o.Rebuild([]status.Key{k}, nil, nil)
+	end := o.BeginDrain([]status.Key{k})
+	defer end()
+	first := &decoder.Event{ID: []byte("0"), Topic: "orders", Key: []byte("k")}
+	for i := range drainCap {
+		if v, _ := o.Check(&decoder.Event{ID: []byte(fmt.Sprint(i)), Topic: "orders", Key: []byte("k")}, uint64(i+1)); v != Alone {
+			t.Fatalf("event %d: %v, want Alone", i, v)
+		}
+		if i < drainCap-1 && o.MayGoAlone(first) {
+			t.Fatalf("with %d events waiting, the alone queue may take one: want it to wait for the drain", i+1)
+		}
+	}
+	if !o.MayGoAlone(first) {
+		t.Fatalf("with %d events waiting, the alone queue may not take one: want the earliest parked", drainCap)
+	}
+	o.DoneAlone(first)
+	if o.MayGoAlone(first) {
+		t.Fatal("below the cap again, the alone queue may take one: want it to wait for the drain")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -177,7 +178,7 @@ func TestOrderQueuesBehindARecordProducedAlone(t *testing.T) {
 	tests := []struct {
 		name     string
 		aloneErr error
-		laterErr error  // the answer of e, a's key's record produced before a failed
+		laterErr error // the answer of e, a's key's record produced before a failed
 		// beside is what is produced again, alone or together, in
 		// order; with prefix, a part of it from its start: the alone
 		// queue may take a's round before e, b or c are queued, and then
@@ -615,5 +616,38 @@ func TestExactlyOnceParksBesideABreak(t *testing.T) {
 	<-streamed
 	if got := strings.Join(parkedAs(store), ","); !strings.Contains(got, "FAILED big1") || !strings.Contains(got, "FAILED big2") || !strings.Contains(got, "WAITING e") {
 		t.Fatalf("parked %s, want big1 and big2 FAILED and e WAITING", got)
+	}
+}
+
+// TestOrderPoisonWaitsBehindADrain: while the poller drains a held key
+// (BeginDrain), its event e1 waits in the alone queue; a later poison
+// event e2 of the key (only its timestamp is missing: parked FAILED for
+// the poller) waits behind e1 rather than being parked at once, so that
+// when the drain ends with the key still held, e1's row comes first.
+// Found by review: e2 was parked ahead of e1 every time.
+func TestOrderPoisonWaitsBehindADrain(t *testing.T) {
+	k := status.Key{Topic: "orders", Key: "k"}
+	store := &fakeStore{held: []status.Key{k}}
+	tp := newTestPipeline(t, store)
+	o := tp.ordered(t, true)
+	end := o.BeginDrain([]status.Key{k})
+	tp.tx(t, 0x200, nil, "e1")
+	tp.tx(t, 0x300, &decoder.MappingError{Timestamp: true, Err: errors.New("timestamp column has type text")}, "e2")
+	if got := parkedAs(store); len(got) != 0 {
+		t.Fatalf("parked %v during the drain, want nothing: e1 waits for it, and e2 behind e1", got)
+	}
+	store.mu.Lock()
+	store.still = map[status.Key]bool{k: true}
+	store.mu.Unlock()
+	if err := o.Release(context.Background(), store, []status.Key{k}); err != nil {
+		t.Fatal(err)
+	}
+	if !end() {
+		t.Fatal("the claim delivered the key's rows, with rows left: want its drain carried over to the next claim")
+	}
+	o.BeginDrain(nil)() // the next claim, which does not claim the key, ends its drain
+	tp.waitIdle(t)
+	if got := strings.Join(parkedAs(store), ","); got != "WAITING e1,FAILED e2" {
+		t.Fatalf("parked %s, want WAITING e1,FAILED e2: in the key's order", got)
 	}
 }

@@ -179,7 +179,7 @@ func (p *Pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 	it.Seq = p.seq
 	l.Tracker.Add(it.Txn(), it.Size())
 	if msg.Poison != nil {
-		p.delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(msg.Poison)))
+		p.poison(it, msg.Poison)
 		return
 	}
 	if p.held(it) {
@@ -187,6 +187,24 @@ func (p *Pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 	}
 	it.Fill()
 	p.delivery.Produce(it)
+}
+
+// poison parks it, an event that cannot become its record (err), as
+// such: at once, unless earlier events of its key wait in at-least-once's
+// alone queue (Check's Alone: records produced again, or events waiting
+// for the poller's drain of the key's held rows); then it waits there,
+// behind them, to be parked once they are settled, so that its row comes
+// after theirs.
+func (p *Pipeline) poison(it *delivery.Inflight, err error) {
+	l := p.l
+	if l.Order.Holding() && it.Event.Key != nil {
+		if v, _ := l.Order.Check(&it.Event, it.Seq); v == keyorder.Alone {
+			it.Alone, it.Failed = true, delivery.Poisoned(err)
+			p.delivery.Produce(it)
+			return
+		}
+	}
+	p.delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(err)))
 }
 
 // held parks it behind its held key or its paused topic, and reports
