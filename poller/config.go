@@ -105,7 +105,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Batch: 1000, Interval: time.Second, RetryBase: time.Second, RetryMax: 5 * time.Minute, MaxAttempts: 10}
+	return Config{Batch: 2000, Interval: time.Second, RetryBase: time.Second, RetryMax: 5 * time.Minute, MaxAttempts: 10}
 }
 
 func (c Config) withDefaults() Config {

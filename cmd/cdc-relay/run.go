@@ -292,7 +292,7 @@ func registerRelayFlags(fs *flag.FlagSet, cfg *relay.Config, tables *tableFlags,
 		"the wait before a parked event is tried again after its first failed attempt; each failure doubles it, with jitter")
 	durationVar(fs, &pc.RetryMax, "retry-max", pc.RetryMax, "the longest wait between attempts to deliver a parked event")
 	fs.IntVar(&pc.MaxAttempts, "max-attempts", pc.MaxAttempts, "after `n` failed attempts a parked event is marked DEAD and no longer tried")
-	fs.IntVar(&pc.Batch, "retry-batch", pc.Batch, "at most `n` parked events are claimed and produced at once, and held in memory until Kafka answers them all (lower it for records of megabytes)")
+	fs.IntVar(&pc.Batch, "retry-batch", pc.Batch, "at most `n` parked events are claimed and produced at once, and held in memory until Kafka answers them all (their records at most half of --max-in-flight-bytes)")
 	fs.StringVar(&pc.DeadLetterTopic, "dead-letter-topic", pc.DeadLetterTopic,
 		"also produce each event marked DEAD to this `topic`, with the error in its headers")
 	rc := &cfg.Retention
