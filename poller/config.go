@@ -82,9 +82,10 @@ type Config struct {
 	// Hold, if set, is called before each claim and blocks while the relay
 	// is paused (an error, ctx's, ends Run).
 	Hold func(ctx context.Context) error
-	// Claimed, if set, is called with the key of each ordered row of a
-	// claim (each key once; rows without a key and reload rows have none)
-	// before any of them is produced: the relay holds those keys that it
+	// Claimed, if set, is called once per look, with the key of each
+	// ordered row of its claim (each key once; rows without a key and
+	// reload rows have none; no key when it claimed nothing) before any
+	// of them is produced: the relay holds those keys that it
 	// does not hold already (a row whose topic was corrected), so that
 	// their later events wait behind the rows until Delivered. The func
 	// it returns, if not nil, is called once the claim has ended (its

@@ -264,3 +264,51 @@ func TestClaimedBeforeProduce(t *testing.T) {
 		t.Fatalf("Claimed heard %v after %d produce calls; want %v before any", claimed, producedBefore, want)
 	}
 }
+
+// noRowsStore claims nothing, and, as status.Store, does not call deliver
+// then.
+type noRowsStore struct{}
+
+func (noRowsStore) Claim(context.Context, int, func(context.Context, []status.Row) []status.Outcome) (int, error) {
+	return 0, nil
+}
+
+// TestClaimedOncePerLook: Claimed is called once per look, also for a
+// look that claimed nothing (no key), and what it returned is called once
+// the look has ended, after Delivered: a drain the relay carried over to
+// this look ends with it.
+func TestClaimedOncePerLook(t *testing.T) {
+	t.Parallel()
+	rows := []status.Row{{ID: 1, Topic: "t", Key: []byte("a"), Value: []byte("a1")}}
+	for _, tt := range []struct {
+		name  string
+		store Store
+		want  string
+	}{
+		{"rows", &fakeStore{rows: rows}, "claimed [a], delivered [a], ended"},
+		{"no rows", noRowsStore{}, "claimed [], ended"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			names := func(keys []status.Key) string {
+				var s []string
+				for _, k := range keys {
+					s = append(s, k.Key)
+				}
+				return "[" + strings.Join(s, " ") + "]"
+			}
+			cfg := DefaultConfig()
+			cfg.Claimed = func(keys []status.Key) func() {
+				got = append(got, "claimed "+names(keys))
+				return func() { got = append(got, "ended") }
+			}
+			cfg.Delivered = func(keys []status.Key) { got = append(got, "delivered "+names(keys)) }
+			if _, err := New(tt.store, &fakeProducer{}, cfg).RunOnce(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if s := strings.Join(got, ", "); s != tt.want {
+				t.Fatalf("%s, want %s", s, tt.want)
+			}
+		})
+	}
+}

@@ -64,8 +64,9 @@ type Poller struct {
 	// a time.
 	held int64
 	// claimEnds are what Config.Claimed returned for the claim under
-	// way, called when it has ended.
+	// way, called when it has ended; told says Claimed was called for it.
 	claimEnds []func()
+	told      bool
 }
 
 // New returns a poller over store producing with prod.
@@ -144,13 +145,16 @@ func (p *Poller) wait(ctx context.Context, err error) time.Duration {
 // rows it delivered.
 func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 	began := time.Now()
-	p.held = 0
+	p.held, p.told = 0, false
 	var keys []status.Key
 	n, err := p.store.Claim(ctx, p.cfg.Batch, func(ctx context.Context, rows []status.Row) []status.Outcome {
 		out, delivered := p.deliver(ctx, rows)
 		keys = delivered
 		return out
 	})
+	if !p.told && p.cfg.Claimed != nil {
+		p.claimed(nil) // a look that claimed nothing is a claim of no key
+	}
 	if m := p.cfg.Metrics; m != nil {
 		m.PollerCycles.Inc()
 		m.PollerCycleDuration.Observe(time.Since(began).Seconds())
@@ -230,10 +234,15 @@ func (p *Poller) holdClaimed(rows []status.Row) {
 			keys = append(keys, status.Key{Topic: row.Topic, Key: string(row.Key)})
 		}
 	}
-	if len(keys) > 0 {
-		if ended := p.cfg.Claimed(keys); ended != nil {
-			p.claimEnds = append(p.claimEnds, ended)
-		}
+	p.claimed(keys)
+}
+
+// claimed calls Config.Claimed with keys, and keeps what it returned
+// for the claim's end.
+func (p *Poller) claimed(keys []status.Key) {
+	p.told = true
+	if ended := p.cfg.Claimed(keys); ended != nil {
+		p.claimEnds = append(p.claimEnds, ended)
 	}
 }
 
