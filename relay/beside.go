@@ -188,7 +188,7 @@ func (s *session) pollerConfig(ctx context.Context, wakes dueWakes) poller.Confi
 func (s *session) releaseKeys(ctx context.Context) func([]status.Key) {
 	o := s.order
 	return func(keys []status.Key) {
-		if err := o.Release(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
+		if err := o.ReleaseDelivered(ctx, s.failures, keys); err != nil && ctx.Err() == nil {
 			s.sayRetried(ctx, "could not release the keys of delivered events; their next events wait behind them", err, "keys", len(keys))
 		}
 	}

@@ -46,11 +46,16 @@ type Order struct {
 	drains atomic.Int32
 }
 
-// drainCap is the most events of a draining key that wait in memory for
-// the drain's end: past it, the alone queue parks the earliest behind the
-// key's rows, in order, so that a key whose claim is slow (a slow broker,
-// outcomes waiting for a lock) holds no more of the in-flight limits.
-const drainCap = 1024
+// drainCap and drainCapBytes bound the events of a draining key that
+// wait in memory for the drain's end (their count, and their bytes as
+// Event.Size counts them): past either, the alone queue parks those
+// queued behind the key's rows, in order, so that a key whose claim is
+// slow (a slow broker, outcomes waiting for a lock) holds no more of the
+// in-flight limits.
+const (
+	drainCap      = 1024
+	drainCapBytes = 8 << 20
+)
 
 // Place is one event's place in the stream as the order sees it; the
 // delivery keeps it with the event (embedded in its in-flight record),
@@ -101,6 +106,8 @@ type heldKey struct {
 	// alone (atLeastOnce).
 	parked bool
 	alone  int
+	// aloneBytes is the size of the events alone counts (Event.Size).
+	aloneBytes int
 	// gen counts the parks begun, parking those under way, last is the
 	// last begun: the next park of the key waits for it to commit.
 	gen     uint64
@@ -125,6 +132,13 @@ type heldKey struct {
 	// events of its key before it as usual.
 	deferred bool
 	parkedAt EventKey
+}
+
+// addAlone counts ev in (n 1) or out (n -1) of the events of h waiting
+// alone.
+func (h *heldKey) addAlone(ev *decoder.Event, n int) {
+	h.alone += n
+	h.aloneBytes += n * ev.Size()
 }
 
 // turn is one park of a key: done is closed once it committed its row
@@ -208,12 +222,12 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 	busy := o.flight.busy(ev)
 	switch {
 	case h != nil && h.alone > 0, h != nil && busy:
-		h.alone++
+		h.addAlone(ev, 1)
 		return Alone, ""
 	case paused && busy:
 		// Its key's earlier records are in the producer: parked PAUSED
 		// now, it would go before one of them that fails.
-		o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).alone++
+		o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).addAlone(ev, 1)
 		return Alone, ""
 	case paused:
 		return Paused, ""
@@ -222,7 +236,7 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 		// that claim's end in the alone queue, in memory, and goes
 		// after them if they were the key's last (Release), else is
 		// parked behind what is left.
-		h.alone++
+		h.addAlone(ev, 1)
 		return Alone, ""
 	case h != nil && h.parked:
 		return Waiting, h.head
@@ -263,7 +277,7 @@ func (o *Order) draining(ev *decoder.Event) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[ev.Topic][string(ev.Key)]
-	return h != nil && h.draining > 0 && h.alone < drainCap
+	return h != nil && h.draining > 0 && h.alone < drainCap && h.aloneBytes < drainCapBytes
 }
 
 // OnDrained makes f, which must not block, what the end of a drain
@@ -465,7 +479,7 @@ func (o *Order) HoldAlone(ev *decoder.Event, seq uint64) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).alone++
+	o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).addAlone(ev, 1)
 }
 
 // DoneAlone undoes HoldAlone once ev's outcome is known (and held, if it
@@ -477,7 +491,7 @@ func (o *Order) DoneAlone(ev *decoder.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if h := o.keys[ev.Topic][string(ev.Key)]; h != nil {
-		h.alone--
+		h.addAlone(ev, -1)
 		if !h.parked && h.alone <= 0 && h.parking == 0 {
 			o.deleteLocked(ev.Topic, string(ev.Key))
 		}
@@ -545,6 +559,17 @@ func (o *Order) LogViolation(ev *decoder.Event) {
 // parks a key's records in stream order, and a key with one queued
 // queues its next events behind it rather than parking them).
 func (o *Order) Release(ctx context.Context, store Store, keys []status.Key) error {
+	return o.release(ctx, store, keys, false)
+}
+
+// ReleaseDelivered is Release for the keys a claim of the poller
+// delivered: a key it drains (BeginDrain) that keeps held rows has its
+// drain carried over to the next claim.
+func (o *Order) ReleaseDelivered(ctx context.Context, store Store, keys []status.Key) error {
+	return o.release(ctx, store, keys, true)
+}
+
+func (o *Order) release(ctx context.Context, store Store, keys []status.Key, delivered bool) error {
 	if o == nil || !o.byKey || len(keys) == 0 {
 		return nil
 	}
@@ -567,7 +592,9 @@ func (o *Order) Release(ctx context.Context, store Store, keys []status.Key) err
 		if held[k] || gens[i] != h.gen || h.parking != 0 {
 			// Delivered, with rows left: a claim draining it carries
 			// the drain over to the next claim.
-			h.carry = h.draining > 0
+			if delivered {
+				h.carry = h.draining > 0
+			}
 			continue
 		}
 		h.carry = false

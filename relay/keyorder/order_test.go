@@ -320,7 +320,7 @@ func TestDrainWaitsInMemory(t *testing.T) {
 					t.Fatalf("claim %d: an event of a key not held: %v, want Pass", i+1, v)
 				}
 				if c.released != nil {
-					if err := o.Release(context.Background(), &fakeStore{still: map[status.Key]bool{k: !*c.released}}, []status.Key{k}); err != nil {
+					if err := o.ReleaseDelivered(context.Background(), &fakeStore{still: map[status.Key]bool{k: !*c.released}}, []status.Key{k}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -376,5 +376,29 @@ func TestDrainHoldsAtMostItsCap(t *testing.T) {
 	o.DoneAlone(first)
 	if o.MayGoAlone(first) {
 		t.Fatal("below the cap again, the alone queue may take one: want it to wait for the drain")
+	}
+}
+
+// TestDrainHoldsAtMostItsCapBytes: past drainCapBytes of a draining key's
+// events waiting, the alone queue may take them, whatever their count.
+func TestDrainHoldsAtMostItsCapBytes(t *testing.T) {
+	k := status.Key{Topic: "orders", Key: "k"}
+	o := New(true, slog.New(slog.DiscardHandler))
+	o.Rebuild([]status.Key{k}, nil, nil)
+	end := o.BeginDrain([]status.Key{k})
+	defer end()
+	small := &decoder.Event{ID: []byte("s"), Topic: "orders", Key: []byte("k"), Value: make([]byte, 1<<20)}
+	big := &decoder.Event{ID: []byte("b"), Topic: "orders", Key: []byte("k"), Value: make([]byte, drainCapBytes)}
+	for i, ev := range []*decoder.Event{small, big} {
+		if v, _ := o.Check(ev, uint64(i+1)); v != Alone {
+			t.Fatalf("event %s: %v, want Alone", ev.ID, v)
+		}
+		if may := o.MayGoAlone(small); may != (i == 1) {
+			t.Fatalf("after event %s: the alone queue may take the earliest: %v, want %v", ev.ID, may, i == 1)
+		}
+	}
+	o.DoneAlone(big)
+	if o.MayGoAlone(small) {
+		t.Fatal("below the byte cap again, the alone queue may take one: want it to wait for the drain")
 	}
 }

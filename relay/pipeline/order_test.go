@@ -639,7 +639,7 @@ func TestOrderPoisonWaitsBehindADrain(t *testing.T) {
 	store.mu.Lock()
 	store.still = map[status.Key]bool{k: true}
 	store.mu.Unlock()
-	if err := o.Release(context.Background(), store, []status.Key{k}); err != nil {
+	if err := o.ReleaseDelivered(context.Background(), store, []status.Key{k}); err != nil {
 		t.Fatal(err)
 	}
 	if !end() {
@@ -649,5 +649,25 @@ func TestOrderPoisonWaitsBehindADrain(t *testing.T) {
 	tp.waitIdle(t)
 	if got := strings.Join(parkedAs(store), ","); got != "WAITING e1,FAILED e2" {
 		t.Fatalf("parked %s, want WAITING e1,FAILED e2: in the key's order", got)
+	}
+}
+
+// TestOrderPoisonWaitsForItsKeyInTheProducer: a poison event e2 (only its
+// timestamp missing: parked FAILED) of a key whose earlier event e1 is
+// still in the producer waits for it: e1 refused for good is parked
+// first. Found by review: e2 was parked at once, ahead of e1.
+func TestOrderPoisonWaitsForItsKeyInTheProducer(t *testing.T) {
+	store := &fakeStore{}
+	tp := newTestPipeline(t, store)
+	tp.ordered(t, true)
+	tp.tx(t, 0x200, nil, "e1")
+	tp.tx(t, 0x300, &decoder.MappingError{Timestamp: true, Err: errors.New("timestamp column has type text")}, "e2")
+	if got := parkedAs(store); len(got) != 0 {
+		t.Fatalf("parked %v while e1 is in the producer, want nothing", got)
+	}
+	tp.prod.answerBy(func(string) error { return refusedForGood })
+	tp.waitIdle(t)
+	if got := strings.Join(parkedAs(store), ","); got != "FAILED e1,FAILED e2" {
+		t.Fatalf("parked %s, want FAILED e1,FAILED e2: in the key's order", got)
 	}
 }

@@ -192,17 +192,30 @@ func (p *Pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 // poison parks it, an event that cannot become its record (err), as
 // such: at once, unless earlier events of its key wait in at-least-once's
 // alone queue (Check's Alone: records produced again, or events waiting
-// for the poller's drain of the key's held rows); then it waits there,
-// behind them, to be parked once they are settled, so that its row comes
-// after theirs.
+// for the poller's drain of the key's held rows) or are still in its
+// producer, where they may yet fail and be parked (MayGoAlone, as for a
+// record the producer refuses); then it waits in the alone queue, behind
+// them, to be parked once they are settled, so that its row comes after
+// theirs. (Exactly-once delivery has neither: its poison is parked at
+// once.)
 func (p *Pipeline) poison(it *delivery.Inflight, err error) {
 	l := p.l
-	if l.Order.Holding() && it.Event.Key != nil {
-		if v, _ := l.Order.Check(&it.Event, it.Seq); v == keyorder.Alone {
-			it.Alone, it.Failed = true, delivery.Poisoned(err)
-			p.delivery.Produce(it)
+	if it.Event.Key != nil && l.Order.OrdersKeys() {
+		v := keyorder.Pass
+		if l.Order.Holding() {
+			v, _ = l.Order.Check(&it.Event, it.Seq)
+		}
+		switch {
+		case v == keyorder.Alone: // Check counted it in the key's hold
+		case !l.Order.MayGoAlone(&it.Event):
+			l.Order.HoldAlone(&it.Event, it.Seq)
+		default:
+			p.delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(err)))
 			return
 		}
+		it.Alone, it.Failed = true, delivery.Poisoned(err)
+		p.delivery.Produce(it)
+		return
 	}
 	p.delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(err)))
 }
