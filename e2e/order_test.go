@@ -158,6 +158,25 @@ func (e *env) setMaxMessageBytes(topic, limit string) {
 	if err != nil {
 		e.t.Fatalf("set %s's max.message.bytes to %s: %v", topic, limit, err)
 	}
+	// The broker applies the change a moment after the controller took
+	// it: a relay woken at once (failed retry) that describes the topic
+	// before then reads the old limit, and refuses the record again.
+	e.waitFor(topic+"'s max.message.bytes described as "+limit, 30*time.Second, func() bool {
+		rcs, err := kadm.NewClient(e.client()).DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			return false
+		}
+		rc, err := rcs.On(topic, nil)
+		if err != nil {
+			return false
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "max.message.bytes" && c.Value != nil && *c.Value == limit {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // orderRun is the events one order test commits on one topic: those of

@@ -44,7 +44,8 @@ func wakeOnce(ch chan struct{}) {
 // listenDue listens on status.DueChannel until ctx ends, on a connection
 // taken out of the pool for it, and wakes w for each notification: a
 // `failed retry`, `skip`, `purge` or `resume` takes effect at once
-// rather than at the poller's next look. A failed connection is logged
+// rather than at the poller's next look, with the topics' size limits
+// described again as they are met. A failed connection is logged
 // at debug level and replaced after dueListenRetry.
 func (s *session) listenDue(ctx context.Context, w dueWakes) {
 	for ctx.Err() == nil {
@@ -74,5 +75,12 @@ func (s *session) listenDueOnce(ctx context.Context, w dueWakes) error {
 		defer cancel()
 		_ = conn.Close(closeCtx)
 	}()
-	return status.ListenDue(ctx, conn, w.wake)
+	return status.ListenDue(ctx, conn, func() {
+		// An operator who retried events may have raised their topic's
+		// max.message.bytes a moment ago: the poller's check of a record's
+		// size describes the topic again rather than trust a description
+		// from before.
+		s.pollSink.LimitsMayHaveChanged()
+		w.wake()
+	})
 }

@@ -257,6 +257,19 @@ func (s *Sink) refuses(r *kgo.Record, fresh bool) error {
 	return nil
 }
 
+// LimitsMayHaveChanged tells the sink that an operator may have raised
+// a topic's max.message.bytes (they retried events): the next RefusesNow
+// that a topic's limit refuses describes the topic again first, however
+// recently it was described.
+func (s *Sink) LimitsMayHaveChanged() {
+	if s.limits != nil {
+		s.limits.byTopic.Range(func(_, v any) bool {
+			v.(*topicLimit).described.Store(0)
+			return true
+		})
+	}
+}
+
 // SizeRefused tells the sink that Kafka refused a record of topic as too
 // large: the topic's max.message.bytes may have changed, and is described
 // again on its next record.

@@ -219,21 +219,38 @@ func BenchmarkRefuses(b *testing.B) {
 // (the poller's retry) describes the topic again first, so that a limit
 // the operator raised lets it go at once.
 func TestRefusesNowSeesARaisedLimit(t *testing.T) {
-	var limit atomic.Int64
-	limit.Store(1000)
-	s := &Sink{batchMax: DefaultBatchMaxBytes, limits: &topicLimits{
-		describe: func(context.Context, string) (int, bool, error) { return int(limit.Load()), true, nil }}}
-	r := &kgo.Record{Topic: "orders", Value: bytes.Repeat([]byte("x"), 5000)}
-	if err := s.Refuses(r); !errors.Is(err, kerr.MessageTooLarge) {
-		t.Fatalf("Refuses = %v, want MESSAGE_TOO_LARGE under a limit of 1000", err)
-	}
-	limit.Store(1 << 20) // the operator raises max.message.bytes
-	if err := s.Refuses(r); err == nil {
-		t.Fatal("Refuses let the record go before its cached limit expired")
-	}
-	v, _ := s.limits.byTopic.Load("orders")
-	v.(*topicLimit).described.Store(time.Now().Add(-2 * time.Second).UnixNano()) // a retry comes later
-	if err := s.RefusesNow(r); err != nil {
-		t.Fatalf("RefusesNow = %v, want nil: the topic's limit was raised", err)
+	for _, tt := range []struct {
+		name  string
+		after func(s *Sink) // between the raise and RefusesNow
+	}{
+		{"a retry a second later", func(s *Sink) {
+			v, _ := s.limits.byTopic.Load("orders")
+			v.(*topicLimit).described.Store(time.Now().Add(-2 * time.Second).UnixNano())
+		}},
+		{"a retry at once", func(s *Sink) {
+			if err := s.RefusesNow(&kgo.Record{Topic: "orders", Value: bytes.Repeat([]byte("x"), 5000)}); err == nil {
+				t.Fatal("RefusesNow described the topic again within a second of its last description")
+			}
+			s.LimitsMayHaveChanged() // the operator's retry wakes the relay
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var limit atomic.Int64
+			limit.Store(1000)
+			s := &Sink{batchMax: DefaultBatchMaxBytes, limits: &topicLimits{
+				describe: func(context.Context, string) (int, bool, error) { return int(limit.Load()), true, nil }}}
+			r := &kgo.Record{Topic: "orders", Value: bytes.Repeat([]byte("x"), 5000)}
+			if err := s.Refuses(r); !errors.Is(err, kerr.MessageTooLarge) {
+				t.Fatalf("Refuses = %v, want MESSAGE_TOO_LARGE under a limit of 1000", err)
+			}
+			limit.Store(1 << 20) // the operator raises max.message.bytes
+			if err := s.Refuses(r); err == nil {
+				t.Fatal("Refuses let the record go before its cached limit expired")
+			}
+			tt.after(s)
+			if err := s.RefusesNow(r); err != nil {
+				t.Fatalf("RefusesNow = %v, want nil: the topic's limit was raised", err)
+			}
+		})
 	}
 }
