@@ -549,10 +549,20 @@ func TestPipelineBatchMatesGoAloneInOrder(t *testing.T) {
 	tp.prod.answer(kerr.InvalidRecord)
 	tp.waitIdle(t)
 	tp.prod.mu.Lock()
-	first := slices.Compact(slices.Clone(tp.prod.beside)) // b, failing together, goes alone after
+	beside := slices.Clone(tp.prod.beside)
 	tp.prod.mu.Unlock()
-	if got := strings.Join(first, ","); got != "a,b,c,d" && !strings.HasPrefix(got, "a,b,c,d,b") {
-		t.Fatalf("produced again in the order %s, want a,b,c,d", got)
+	// Each goes again first in stream order; b, failing with the others
+	// of its round, goes again alone after, and so may c, which the
+	// fake fails behind b when they share a round (a, b and c before d
+	// is queued).
+	var first []string
+	for _, id := range beside {
+		if !slices.Contains(first, id) {
+			first = append(first, id)
+		}
+	}
+	if got := strings.Join(first, ","); got != "a,b,c,d" {
+		t.Fatalf("produced again in the order %s, want each first in the order a,b,c,d", strings.Join(beside, ","))
 	}
 	if got := tp.store.ids(); len(got) != 1 || !strings.HasPrefix(got[0], "FAILED b:") {
 		t.Fatalf("parked %q, want only b", got)
