@@ -81,12 +81,19 @@ var writeBackKeys = []knownKey[*writeback.Columns]{
 	{"status_column", text(func(c *writeback.Columns) *string { return &c.StatusColumn })},
 	{"delivered", text(func(c *writeback.Columns) *string { return &c.Delivered })},
 	{"failed", text(func(c *writeback.Columns) *string { return &c.Failed })},
+	{"retrying", text(func(c *writeback.Columns) *string { return &c.Retrying })},
 	{"dead", text(func(c *writeback.Columns) *string { return &c.Dead })},
 	{"pending", func(p *parser, e keyed, ctx string, c *writeback.Columns) { c.Pending = p.pending(e, ctx) }},
 	{"delivered_at_column", text(func(c *writeback.Columns) *string { return &c.DeliveredAtColumn })},
 	{"error_column", text(func(c *writeback.Columns) *string { return &c.ErrorColumn })},
 	{"attempts_column", text(func(c *writeback.Columns) *string { return &c.AttemptsColumn })},
 	{"next_attempt_column", text(func(c *writeback.Columns) *string { return &c.NextAttemptColumn })},
+	{"last_attempt_column", text(func(c *writeback.Columns) *string { return &c.LastAttemptColumn })},
+	{"keep_error", func(p *parser, e keyed, ctx string, c *writeback.Columns) {
+		if v, ok := p.boolean(e, ctx); ok {
+			c.KeepError = v
+		}
+	}},
 }
 
 // knownKey is a key a mapping in the file may have, and how its value is

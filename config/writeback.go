@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -26,13 +27,16 @@ func (p *parser) writeBack(e keyed, te *tableEntry, ctx string) *writeback.Colum
 	var c writeback.Columns
 	read(p, entries, ctx+"write_back.", writeBackKeys, &c)
 	var missing []string
-	for _, m := range []struct{ key, v string }{{"status_column", c.StatusColumn}, {"delivered", c.Delivered}, {"failed", c.Failed}} {
+	for _, m := range []struct{ key, v string }{{"status_column", c.StatusColumn}, {"delivered", c.Delivered}, {"failed", c.RetryingValue() + c.DeadValue()}} {
 		if m.v == "" {
 			missing = append(missing, m.key)
 		}
 	}
 	if len(missing) > 0 {
 		p.problem(e.line, "%swrite_back needs %s: the status column and its values for a delivered and a parked event", ctx, strings.Join(missing, ", "))
+	} else if c.Failed == "" && (c.Retrying == "" || c.Dead == "") {
+		p.problem(e.line, "%swrite_back needs failed, the value of an event %s: or set both retrying (the value while the relay will try it again) and dead (once it is given up on)", ctx,
+			map[bool]string{true: "given up on", false: "the relay will try again"}[c.Dead == ""])
 	}
 	return &c
 }
@@ -68,10 +72,10 @@ func (te *tableEntry) wbLineOf(key string) int {
 }
 
 // checkWriteBack checks what write_back's keys say of each other: each
-// status value means one outcome (a pending value is never one the relay
-// writes, or the row would be sent again forever; an event given up on
-// never reads as delivered), and each column the relay writes is a column
-// of its own, none of them the id column.
+// status value means one outcome (a pending value is never the delivered
+// or the dead value: only the retrying value may be one; an event given
+// up on never reads as delivered), and each column the relay writes is a
+// column of its own, none of them the id column.
 func (p *parser) checkWriteBack(te *tableEntry, ctx string) {
 	c := te.t.WriteBack
 	if c == nil {
@@ -80,21 +84,37 @@ func (p *parser) checkWriteBack(te *tableEntry, ctx string) {
 	if c.Delivered != "" && c.Failed == c.Delivered {
 		p.problem(te.wbLineOf("failed"), "%swrite_back.failed %q is write_back.delivered too: a parked event would read as delivered; give each its own value", ctx, c.Failed)
 	}
+	if c.Retrying != "" && c.Retrying == c.Delivered {
+		p.problem(te.wbLineOf("retrying"), "%swrite_back.retrying %q is write_back.delivered too: an event still to be tried again would read as delivered; give each its own value", ctx, c.Retrying)
+	}
 	if c.Dead != "" && c.Dead == c.Delivered {
 		p.problem(te.wbLineOf("dead"), "%swrite_back.dead %q is write_back.delivered too: an event given up on would read as delivered; give dead a value of its own, or leave it out (it is then failed's)", ctx, c.Dead)
 	}
-	written := []struct{ key, v string }{{"delivered", c.Delivered}, {"failed", c.Failed}}
-	if c.Dead != c.Failed {
-		written = append(written, struct{ key, v string }{"dead", c.Dead})
+	if c.Failed != "" && c.Retrying != "" && c.Dead != "" {
+		p.problem(te.wbLineOf("failed"), "%swrite_back.failed %q is never written: retrying is the value while the relay tries an event again, and dead once it gives up; remove failed", ctx, c.Failed)
 	}
 	for _, v := range c.Pending {
-		for _, w := range written {
-			if v == w.v {
-				p.problem(te.wbLineOf("pending"), "%swrite_back.pending lists %q, which is write_back.%s too: a relay that writes a pending value would send the event again forever; remove it from one of them", ctx, v, w.key)
+		switch {
+		case v == c.DeadValue():
+			key := "dead"
+			if c.Failed == v {
+				key = "failed"
 			}
+			p.problem(te.wbLineOf("pending"), "%swrite_back.pending lists %q, which is write_back.%s too, the value of an event given up on: "+
+				"the relay would write a pending value for an event it no longer sends; %s", ctx, v, key, pendingDeadFix(c, v))
+		case v == c.Delivered:
+			p.problem(te.wbLineOf("pending"), "%swrite_back.pending lists %q, which is write_back.delivered too: a delivered event would read as not sent yet; remove it from one of them", ctx, v)
 		}
 	}
 	p.checkWriteBackColumns(te, ctx)
+}
+
+// pendingDeadFix says what to do when pending lists v, the dead value.
+func pendingDeadFix(c *writeback.Columns, v string) string {
+	if c.Dead == "" && c.Retrying == "" {
+		return fmt.Sprintf("if %q means \"tried again later\" to the table's old poller, replace failed with retrying: %s and dead: (the value of an event given up on); else remove it from pending", v, v)
+	}
+	return "remove it from one of them"
 }
 
 // checkWriteBackColumns checks that the id column and the columns
@@ -105,13 +125,8 @@ func (p *parser) checkWriteBackColumns(te *tableEntry, ctx string) {
 	if id := te.t.Mapping.IDColumn; id != "" {
 		named[id] = "id"
 	}
-	for _, col := range []struct{ key, name string }{
-		{"status_column", c.StatusColumn}, {"delivered_at_column", c.DeliveredAtColumn}, {"error_column", c.ErrorColumn},
-		{"attempts_column", c.AttemptsColumn}, {"next_attempt_column", c.NextAttemptColumn},
-	} {
-		if col.name == "" {
-			continue
-		}
+	for _, wc := range c.WrittenColumns() {
+		col := struct{ key, name string }{wc.Key, wc.Name}
 		key := "write_back." + col.key
 		if first, ok := named[col.name]; ok {
 			why := "the relay writes a value of its own into each"

@@ -44,6 +44,12 @@ func TestParseWriteBackKeys(t *testing.T) {
 		{name: "null keys", keys: []string{"dead: null", "pending: null", "attempts_column: null", "next_attempt_column: ~"},
 			want: writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED"},
 			cols: []outbox.Column{{Name: "status", Key: "write_back.status_column"}}},
+		{name: "a poller's own lifecycle: retrying a pending value", keys: []string{"retrying: NEW", "pending: [NEW]",
+			"error_column: last_error", "keep_error: true", "last_attempt_column: last_attempt_at"},
+			want: writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", Retrying: "NEW", Pending: []string{"NEW"},
+				ErrorColumn: "last_error", KeepError: true, LastAttemptColumn: "last_attempt_at"},
+			cols: []outbox.Column{{Name: "status", Key: "write_back.status_column"}, {Name: "last_error", Key: "write_back.error_column"},
+				{Name: "last_attempt_at", Key: "write_back.last_attempt_column"}}},
 		{name: "dead the failed value, said again", keys: []string{"dead: FAILED"},
 			want: writeback.Columns{StatusColumn: "status", Delivered: "SENT", Failed: "FAILED", Dead: "FAILED"},
 			cols: []outbox.Column{{Name: "status", Key: "write_back.status_column"}}},
@@ -84,17 +90,26 @@ func TestParseWriteBackProblems(t *testing.T) {
 		{name: "pending a mapping", keys: append(wbBase, "pending: {NEW: 1}"),
 			want: []string{"10: tables[0] (public.outbox): write_back.pending: want a list, such as [PENDING, PROCESSING]"}},
 		{name: "pending holds the delivered and the failed value", keys: append(wbBase, "pending: [NEW, SENT, FAILED]"), want: []string{
-			`10: tables[0] (public.outbox): write_back.pending lists "SENT", which is write_back.delivered too: a relay that writes a pending value would send the event again forever; remove it from one of them`,
-			`10: tables[0] (public.outbox): write_back.pending lists "FAILED", which is write_back.failed too: a relay that writes a pending value would send the event again forever; remove it from one of them`,
+			`10: tables[0] (public.outbox): write_back.pending lists "SENT", which is write_back.delivered too: a delivered event would read as not sent yet; remove it from one of them`,
+			`10: tables[0] (public.outbox): write_back.pending lists "FAILED", which is write_back.failed too, the value of an event given up on: the relay would write a pending value for an event it no longer sends; if "FAILED" means "tried again later" to the table's old poller, replace failed with retrying: FAILED and dead: (the value of an event given up on); else remove it from pending`,
 		}},
 		{name: "pending holds the dead value", keys: append(wbBase, "pending: [NEW, DEAD]", "dead: DEAD"), want: []string{
-			`10: tables[0] (public.outbox): write_back.pending lists "DEAD", which is write_back.dead too: a relay that writes a pending value would send the event again forever; remove it from one of them`,
+			`10: tables[0] (public.outbox): write_back.pending lists "DEAD", which is write_back.dead too, the value of an event given up on: the relay would write a pending value for an event it no longer sends; remove it from one of them`,
 		}},
 		{name: "pending holds failed, which dead says again: said once", keys: append(wbBase, "dead: FAILED", "pending: [FAILED]"), want: []string{
-			`11: tables[0] (public.outbox): write_back.pending lists "FAILED", which is write_back.failed too: a relay that writes a pending value would send the event again forever; remove it from one of them`,
+			`11: tables[0] (public.outbox): write_back.pending lists "FAILED", which is write_back.failed too, the value of an event given up on: the relay would write a pending value for an event it no longer sends; remove it from one of them`,
 		}},
 		{name: "dead the delivered value", keys: append(wbBase, "dead: SENT"), want: []string{
 			`10: tables[0] (public.outbox): write_back.dead "SENT" is write_back.delivered too: an event given up on would read as delivered; give dead a value of its own, or leave it out (it is then failed's)`,
+		}},
+		{name: "retrying the delivered value", keys: append(wbBase, "retrying: SENT"), want: []string{
+			`10: tables[0] (public.outbox): write_back.retrying "SENT" is write_back.delivered too: an event still to be tried again would read as delivered; give each its own value`,
+		}},
+		{name: "failed never written", keys: append(wbBase, "retrying: RETRY", "dead: DEAD"), want: []string{
+			`9: tables[0] (public.outbox): write_back.failed "FAILED" is never written: retrying is the value while the relay tries an event again, and dead once it gives up; remove failed`,
+		}},
+		{name: "no failed, retrying alone", keys: []string{"status_column: status", "delivered: SENT", "retrying: NEW"}, want: []string{
+			`6: tables[0] (public.outbox): write_back needs failed, the value of an event given up on: or set both retrying (the value while the relay will try it again) and dead (once it is given up on)`,
 		}},
 		{name: "failed the delivered value", keys: []string{"status_column: status", "delivered: SENT", "failed: SENT"}, want: []string{
 			`9: tables[0] (public.outbox): write_back.failed "SENT" is write_back.delivered too: a parked event would read as delivered; give each its own value`,

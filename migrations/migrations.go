@@ -236,6 +236,7 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_copy_index_qualified}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable + "_copy_idx"}.Sanitize(),
 		"{{paused_topics}}", PauseTableName(cfg),
 		"{{backfills}}", BackfillTableName(cfg),
+		"{{own_write_literal}}", quoteLiteral(OwnWriteSetting),
 	}
 	tag := "$fn$"
 	for i := 0; strings.Contains(strings.Join(names, " "), tag); i++ {

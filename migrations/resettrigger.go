@@ -14,15 +14,23 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
+// OwnWriteSetting is the transaction-local setting that marks the relay's
+// own write-back of a pending status value (write_back's retrying value
+// may be one): the reset trigger's function returns at once when it is
+// "on", so that the relay's write is not taken for a runbook's reset.
+// Only the relay sets it, with set_config(OwnWriteSetting, 'on', true).
+const OwnWriteSetting = "cdc_relay.own_write"
+
 // ResetTriggerName is the name of the trigger [Apply] keeps on an outbox
 // table whose write-back lists pending values.
 const ResetTriggerName = "cdc_relay_reset"
 
 // Reset says which reset trigger the outbox table needs: after an UPDATE
 // that sets StatusColumn to one of Pending from a value that is not one of
-// them (NULL included), the trigger calls [ResetFunction] with the row's
-// IDColumn and [SourceTable], so that the relay sends the event again.
-// With no Pending values the table needs none.
+// them (NULL included), or from any value with FromPending, the trigger
+// calls [ResetFunction] with the row's IDColumn and [SourceTable], so
+// that the relay sends the event again. With no Pending values the table
+// needs none.
 type Reset struct {
 	// IDColumn is the column whose text the relay records as the event's
 	// id.
@@ -31,6 +39,13 @@ type Reset struct {
 	StatusColumn string
 	// Pending are the status values that mean "not delivered yet".
 	Pending []string
+	// FromPending fires the trigger on an UPDATE that sets a pending
+	// value over a pending one too: write_back's retrying value is a
+	// pending one, so a row being tried again reads pending, and a
+	// runbook's reset of it (a fixed topic or payload) must be seen. The
+	// relay's own writes of that value are marked (OwnWriteSetting), and
+	// the trigger's function leaves them alone.
+	FromPending bool
 }
 
 // ResetChange says what [Apply] did to the outbox table's reset trigger.
@@ -128,6 +143,9 @@ func triggerArgs(tgargs []byte) []string {
 func resetComment(r Reset) string {
 	col, _ := json.Marshal(r.StatusColumn)
 	values, _ := json.Marshal(r.Pending)
+	if r.FromPending {
+		return fmt.Sprintf("cdc-relay migrate: an UPDATE that sets %s to one of %s, from any value, sends the event again", col, values)
+	}
 	return fmt.Sprintf("cdc-relay migrate: an UPDATE that sets %s back to one of %s sends the event again", col, values)
 }
 
@@ -142,11 +160,12 @@ func createResetTrigger(cfg Config, outbox string) string {
 		values[i] = quoteLiteral(v)
 	}
 	pending := "ARRAY[" + strings.Join(values, ", ") + "]::text[]"
-	return fmt.Sprintf("CREATE TRIGGER %s AFTER UPDATE OF %s ON %s FOR EACH ROW"+
-		" WHEN (NEW.%s::text = ANY (%s) AND (OLD.%s::text = ANY (%s)) IS NOT TRUE)"+
-		" EXECUTE FUNCTION %s(%s, %s)",
-		pgx.Identifier{ResetTriggerName}.Sanitize(), col, outbox,
-		col, pending, col, pending,
+	when := fmt.Sprintf("NEW.%s::text = ANY (%s) AND (OLD.%s::text = ANY (%s)) IS NOT TRUE", col, pending, col, pending)
+	if r.FromPending {
+		when = fmt.Sprintf("NEW.%s::text = ANY (%s)", col, pending)
+	}
+	return fmt.Sprintf("CREATE TRIGGER %s AFTER UPDATE OF %s ON %s FOR EACH ROW WHEN (%s) EXECUTE FUNCTION %s(%s, %s)",
+		pgx.Identifier{ResetTriggerName}.Sanitize(), col, outbox, when,
 		ResetFunction(cfg), quoteLiteral(r.IDColumn), quoteLiteral(SourceTable(cfg)))
 }
 

@@ -476,3 +476,73 @@ func TestResetTriggerSkipsAClaimedRow(t *testing.T) {
 		t.Fatalf("status rows %q (%v); want the held one untouched and a reload row beside it, with the padded id", got, err)
 	}
 }
+
+// TestResetTriggerLeavesTheRelaysOwnWrites: an UPDATE that sets a pending
+// value in a transaction marked with OwnWriteSetting (the relay writing a
+// retrying value that is pending) adds no reload row; the same UPDATE
+// unmarked, in the next transaction, does: the mark ends with its
+// transaction. With FromPending (the retrying value is pending, so a row
+// being tried again reads pending) a runbook's UPDATE that sets a pending
+// value over a pending one fires too.
+func TestResetTriggerLeavesTheRelaysOwnWrites(t *testing.T) {
+	t.Parallel()
+	for _, fromPending := range []bool{false, true} {
+		t.Run(fmt.Sprintf("FromPending %v", fromPending), func(t *testing.T) {
+			t.Parallel()
+			ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint, status text)", "INSERT INTO app_outbox VALUES (7, 'FAILED')")
+			cfg := DefaultConfig()
+			cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
+			cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}, FromPending: fromPending}
+			if _, err := Apply(ctx, conn, cfg); err != nil {
+				t.Fatal(err)
+			}
+			reloads := func() int {
+				t.Helper()
+				var n int
+				if err := conn.QueryRow(ctx, "SELECT count(*) FROM outbox_delivery WHERE reload").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			marked := func() {
+				t.Helper()
+				err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, "SELECT set_config($1, 'on', true)", OwnWriteSetting); err != nil {
+						return err
+					}
+					_, err := tx.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING'")
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			marked()
+			if n := reloads(); n != 0 {
+				t.Fatalf("the relay's own write of a pending value over FAILED added %d reload rows, want 0", n)
+			}
+			marked()
+			if n := reloads(); n != 0 {
+				t.Fatalf("the relay's own write of a pending value over a pending one added %d reload rows, want 0", n)
+			}
+			mustExec(t, conn, "UPDATE app_outbox SET status = 'PENDING'")
+			want := map[bool]int{false: 0, true: 1}[fromPending]
+			if n := reloads(); n != want {
+				t.Fatalf("a runbook's reset of a pending row added %d reload rows, want %d", n, want)
+			}
+			for _, sql := range []string{"UPDATE app_outbox SET status = 'FAILED'", "UPDATE app_outbox SET status = 'PENDING'"} {
+				mustExec(t, conn, sql)
+			}
+			if n := reloads(); n != 1 {
+				t.Fatalf("a runbook's reset of a FAILED row: %d reload rows, want 1 (one event: its row converted)", n)
+			}
+		})
+	}
+}
+
+func mustExec(t *testing.T, conn *pgx.Conn, sql string) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}

@@ -75,11 +75,9 @@ func (t Table) Columns() []Column {
 	add("timestamp", m.TimestampColumn)
 	add("tags_column", m.TagsColumn)
 	if wb := t.WriteBack; wb != nil {
-		add("write_back.status_column", wb.StatusColumn)
-		add("write_back.delivered_at_column", wb.DeliveredAtColumn)
-		add("write_back.error_column", wb.ErrorColumn)
-		add("write_back.attempts_column", wb.AttemptsColumn)
-		add("write_back.next_attempt_column", wb.NextAttemptColumn)
+		for _, c := range wb.WrittenColumns() {
+			add("write_back."+c.Key, c.Name)
+		}
 	}
 	return cols
 }

@@ -63,6 +63,7 @@ var typeRules = map[string]typeRule{
 	"write_back.delivered_at_column": {oids: []uint32{oidTimestamptz, oidTimestamp}, want: "timestamptz or timestamp"},
 	"write_back.attempts_column":     {oids: []uint32{oidInt2, oidInt4, oidInt8, oidNumeric}, want: "smallint, integer, bigint or numeric"},
 	"write_back.next_attempt_column": {oids: []uint32{oidTimestamptz, oidTimestamp}, want: "timestamptz or timestamp"},
+	"write_back.last_attempt_column": {oids: []uint32{oidTimestamptz, oidTimestamp}, want: "timestamptz or timestamp"},
 }
 
 // tableColumns reads the columns of the table ident, in order.

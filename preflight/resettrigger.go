@@ -24,7 +24,8 @@ func checkResetTrigger(ctx context.Context, q pgdb.Querier, names Names, t outbo
 		return nil, nil
 	}
 	m := t.Mapping
-	cfg := names.migrations(m.Schema, m.Table, migrations.Reset{IDColumn: m.IDColumn, StatusColumn: wb.StatusColumn, Pending: wb.Pending})
+	cfg := names.migrations(m.Schema, m.Table, migrations.Reset{IDColumn: m.IDColumn, StatusColumn: wb.StatusColumn, Pending: wb.Pending,
+		FromPending: wb.RetryingIsPending()})
 	have, err := migrations.LookupResetTrigger(ctx, q, cfg)
 	if err != nil {
 		return nil, err

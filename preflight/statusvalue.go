@@ -69,9 +69,16 @@ func statusValueFits(ctx context.Context, q pgdb.Querier, c column, value string
 type statusValue struct{ key, value string }
 
 // statusValues are the status values write-back names, in the order of
-// their keys: delivered, failed, dead (when set), then each of pending.
+// their keys: delivered, failed, retrying and dead (each when set), then
+// each of pending.
 func statusValues(wb *writeback.Columns) []statusValue {
-	vs := []statusValue{{"delivered", wb.Delivered}, {"failed", wb.Failed}}
+	vs := []statusValue{{"delivered", wb.Delivered}}
+	if wb.Failed != "" {
+		vs = append(vs, statusValue{"failed", wb.Failed})
+	}
+	if wb.Retrying != "" {
+		vs = append(vs, statusValue{"retrying", wb.Retrying})
+	}
 	if wb.Dead != "" {
 		vs = append(vs, statusValue{"dead", wb.Dead})
 	}

@@ -137,8 +137,9 @@ type trialOutcome struct {
 
 // trialOutcomes are the outcomes the relay writes for wb, each with the
 // columns it sets beside the status and sample values for them: delivered
-// with now(); failed with a reason, 1 attempt and the next in a minute;
-// dead (when it is not failed's) with a reason and 1 attempt. cols gives
+// with now() and no error; the retrying value with a reason, 1 attempt
+// and the next in a minute; the dead value (when it is not the retrying
+// one) with a reason and 1 attempt; each with now() as its last attempt. cols gives
 // the error column's type, which the reason is cast to as the relay casts
 // it (a varchar(n) cuts it to fit).
 func trialOutcomes(wb *writeback.Columns, cols map[string]column) []trialOutcome {
@@ -147,8 +148,17 @@ func trialOutcomes(wb *writeback.Columns, cols map[string]column) []trialOutcome
 	if wb.DeliveredAtColumn != "" {
 		delivered.sets = append(delivered.sets, set(wb.DeliveredAtColumn, "now()"))
 	}
+	if wb.ErrorColumn != "" && !wb.KeepError {
+		delivered.sets = append(delivered.sets, set(wb.ErrorColumn, "NULL"))
+	}
+	if wb.LastAttemptColumn != "" {
+		delivered.sets = append(delivered.sets, set(wb.LastAttemptColumn, "now()"))
+	}
 	failed := func(key, value string, next bool) trialOutcome {
 		o := trialOutcome{statusValue: statusValue{key, value}}
+		if wb.LastAttemptColumn != "" {
+			o.sets = append(o.sets, set(wb.LastAttemptColumn, "now()"))
+		}
 		if wb.ErrorColumn != "" {
 			o.sets, o.reason = append(o.sets, set(wb.ErrorColumn, "CAST($4::text AS "+cols[wb.ErrorColumn].typ+")")), true
 		}
@@ -160,9 +170,17 @@ func trialOutcomes(wb *writeback.Columns, cols map[string]column) []trialOutcome
 		}
 		return o
 	}
-	out := []trialOutcome{delivered, failed("failed", wb.Failed, true)}
-	if wb.Dead != "" && wb.Dead != wb.Failed {
-		out = append(out, failed("dead", wb.Dead, false))
+	retrying := "failed"
+	if wb.Retrying != "" {
+		retrying = "retrying"
+	}
+	out := []trialOutcome{delivered, failed(retrying, wb.RetryingValue(), true)}
+	if wb.RetryScheduled() {
+		dead := "dead"
+		if wb.Dead == "" {
+			dead = "failed"
+		}
+		out = append(out, failed(dead, wb.DeadValue(), false))
 	}
 	return out
 }

@@ -107,7 +107,7 @@ func writeDelivered(pool *pgxpool.Pool, rows *writeback.Rows) writtenFunc {
 		}
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			for _, id := range ids {
-				if err := rows.Write(ctx, tx, source, id, outboxrow.Outcome{State: outboxrow.Delivered, Attempts: -1}); err != nil {
+				if err := rows.Write(ctx, tx, source, id, outboxrow.Outcome{State: outboxrow.Delivered, Attempts: -1, Attempted: true}); err != nil {
 					return err
 				}
 			}

@@ -49,10 +49,8 @@ func Grants(rc Config, role string) string {
 		}
 		if wb := t.WriteBack; wb != nil {
 			var cols []string
-			for _, c := range []string{wb.StatusColumn, wb.DeliveredAtColumn, wb.ErrorColumn, wb.AttemptsColumn, wb.NextAttemptColumn} {
-				if c != "" {
-					cols = append(cols, pgx.Identifier{c}.Sanitize())
-				}
+			for _, c := range wb.WrittenColumns() {
+				cols = append(cols, pgx.Identifier{c.Name}.Sanitize())
 			}
 			b.WriteString(migrations.Comment(fmt.Sprintf("Write-back of %s: the outcome of each event into its row.", table)))
 			fmt.Fprintf(&b, "GRANT UPDATE (%s) ON %s TO %s;\n", strings.Join(cols, ", "), table, r)

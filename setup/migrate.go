@@ -65,7 +65,8 @@ func resetOf(t outbox.Table) migrations.Reset {
 	if t.WriteBack == nil || len(t.WriteBack.Pending) == 0 {
 		return migrations.Reset{}
 	}
-	return migrations.Reset{IDColumn: t.Mapping.IDColumn, StatusColumn: t.WriteBack.StatusColumn, Pending: t.WriteBack.Pending}
+	return migrations.Reset{IDColumn: t.Mapping.IDColumn, StatusColumn: t.WriteBack.StatusColumn, Pending: t.WriteBack.Pending,
+		FromPending: t.WriteBack.RetryingIsPending()}
 }
 
 // Migrate checks rc's adopt predicates first (see checkAdopt: a

@@ -70,7 +70,7 @@ func (c Config) adoptables() []status.Adoptable {
 		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
 			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes}
 		if t.WriteBack != nil {
-			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.Pending
+			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.AdoptedValues()
 		}
 		if len(a.Pending) > 0 || a.Where != "" {
 			ts = append(ts, a)

@@ -237,9 +237,9 @@ func outboxOutcome(r *Row, o Outcome, next time.Time) outboxrow.Outcome {
 	}
 	switch {
 	case o.Dead:
-		return outboxrow.Outcome{State: outboxrow.Dead, Reason: o.Err.Error(), Attempts: failed + 1}
+		return outboxrow.Outcome{State: outboxrow.Dead, Reason: o.Err.Error(), Attempts: failed + 1, Attempted: true}
 	case !o.Delivered:
-		return outboxrow.Outcome{State: outboxrow.Failed, Reason: o.Err.Error(), Attempts: failed + 1, NextAttempt: next}
+		return outboxrow.Outcome{State: outboxrow.Failed, Reason: o.Err.Error(), Attempts: failed + 1, NextAttempt: next, Attempted: true}
 	}
-	return outboxrow.Outcome{State: outboxrow.Delivered, Attempts: failed}
+	return outboxrow.Outcome{State: outboxrow.Delivered, Attempts: failed, Attempted: true}
 }

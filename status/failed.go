@@ -124,9 +124,9 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 		if err != nil {
 			return err
 		}
-		o := outboxrow.Outcome{State: outboxrow.Failed, Reason: r.reason, Attempts: 1, NextAttempt: next}
+		o := outboxrow.Outcome{State: outboxrow.Failed, Reason: r.reason, Attempts: 1, NextAttempt: next, Attempted: true}
 		if r.status == Dead {
-			o = outboxrow.Outcome{State: outboxrow.Dead, Reason: r.reason, Attempts: 1}
+			o = outboxrow.Outcome{State: outboxrow.Dead, Reason: r.reason, Attempts: 1, Attempted: true}
 		}
 		return s.rows.Write(ctx, tx, source, r.rowID, o)
 	})

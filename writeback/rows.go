@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
+	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
 // Rows writes what becomes of parked events to their outbox rows, one row
@@ -161,13 +162,19 @@ func (t *rowTable) statement(types map[string]columnType, id string, o outboxrow
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args)) + "::" + cast
 	}
-	status := map[outboxrow.State]string{outboxrow.Delivered: c.Delivered, outboxrow.Failed: c.Failed, outboxrow.Dead: c.DeadValue()}[o.State]
+	status := map[outboxrow.State]string{outboxrow.Delivered: c.Delivered, outboxrow.Failed: c.RetryingValue(), outboxrow.Dead: c.DeadValue()}[o.State]
 	set := []string{q(c.StatusColumn) + " = " + arg(status, "text") + "::" + types[c.StatusColumn].bare}
 	if o.State == outboxrow.Delivered && c.DeliveredAtColumn != "" {
 		set = append(set, q(c.DeliveredAtColumn)+" = "+now(types[c.DeliveredAtColumn].noZone))
 	}
-	if o.State != outboxrow.Delivered && c.ErrorColumn != "" && o.Reason != "" {
+	if o.Attempted && c.LastAttemptColumn != "" {
+		set = append(set, q(c.LastAttemptColumn)+" = "+now(types[c.LastAttemptColumn].noZone))
+	}
+	switch {
+	case o.State != outboxrow.Delivered && c.ErrorColumn != "" && o.Reason != "":
 		set = append(set, q(c.ErrorColumn)+" = "+arg(cleanReason(o.Reason), "text")+"::"+types[c.ErrorColumn].full)
+	case o.State == outboxrow.Delivered && c.ErrorColumn != "" && !c.KeepError:
+		set = append(set, q(c.ErrorColumn)+" = NULL")
 	}
 	if c.AttemptsColumn != "" && o.Attempts >= 0 {
 		set = append(set, q(c.AttemptsColumn)+" = "+arg(int64(o.Attempts), "bigint"))
@@ -179,6 +186,20 @@ func (t *rowTable) statement(types map[string]columnType, id string, o outboxrow
 		}
 		set = append(set, q(c.NextAttemptColumn)+" = "+at)
 	}
-	return "UPDATE " + t.quoted + " SET " + strings.Join(set, ", ") +
-		" WHERE " + q(t.IDColumn) + " = $1::text::" + types[t.IDColumn].full, args
+	update := "UPDATE " + t.quoted + " SET " + strings.Join(set, ", ")
+	where := " WHERE " + q(t.IDColumn) + " = $1::text::" + types[t.IDColumn].full
+	if o.State == outboxrow.Failed && c.RetryingIsPending() {
+		// The retrying value is a pending one: the reset trigger would
+		// take this write for a runbook's reset, were it not marked as the
+		// relay's own (ownWriteMark).
+		return ownWriteMark + update + " FROM cdc_relay_own_write" + where, args
+	}
+	return update + where, args
 }
+
+// ownWriteMark begins a statement that marks its transaction as the
+// relay's own write-back: it sets migrations.OwnWriteSetting to on, for
+// the rest of the transaction, before the statement changes a row (the
+// statement reads the CTE in its FROM), so that the reset trigger, which
+// reads the setting, leaves the relay's writes of a pending value alone.
+const ownWriteMark = "WITH cdc_relay_own_write AS (SELECT pg_catalog.set_config('" + migrations.OwnWriteSetting + "', 'on', true)) "

@@ -32,7 +32,8 @@ func (r *Rows) WriteMany(ctx context.Context, tx pgdb.Tx, sourceTable string, ou
 	}
 	var set, rest []outboxrow.RowOutcome
 	for _, o := range outs {
-		if o.ID != "" && o.O.State == outboxrow.Delivered && named[o.ID] == 1 && (o.O.Attempts >= 0 || t.Columns.AttemptsColumn == "") {
+		if o.ID != "" && o.O.State == outboxrow.Delivered && named[o.ID] == 1 && (o.O.Attempts >= 0 || t.Columns.AttemptsColumn == "") &&
+			(o.O.Attempted || t.Columns.LastAttemptColumn == "") {
 			set = append(set, o)
 		} else {
 			rest = append(rest, o)
@@ -92,8 +93,13 @@ func (t *rowTable) deliveredSet(types map[string]columnType) string {
 	c := &t.Columns
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
 	set := q(c.StatusColumn) + " = $2::text::" + types[c.StatusColumn].bare
-	if c.DeliveredAtColumn != "" {
-		set += ", " + q(c.DeliveredAtColumn) + " = " + now(types[c.DeliveredAtColumn].noZone)
+	for _, col := range []string{c.DeliveredAtColumn, c.LastAttemptColumn} {
+		if col != "" {
+			set += ", " + q(col) + " = " + now(types[col].noZone)
+		}
+	}
+	if c.ErrorColumn != "" && !c.KeepError {
+		set += ", " + q(c.ErrorColumn) + " = NULL"
 	}
 	if c.AttemptsColumn != "" {
 		set += ", " + q(c.AttemptsColumn) + " = cdc_relay_set.attempts"

@@ -57,11 +57,9 @@ func (e *schemaError) Error() string {
 // the outcome's.
 func (t *Table) columns() []string {
 	c := &t.Columns
-	cols := []string{t.IDColumn, c.StatusColumn}
-	for _, col := range []string{c.DeliveredAtColumn, c.ErrorColumn, c.AttemptsColumn, c.NextAttemptColumn} {
-		if col != "" {
-			cols = append(cols, col)
-		}
+	cols := []string{t.IDColumn}
+	for _, col := range c.WrittenColumns() {
+		cols = append(cols, col.Name)
 	}
 	return cols
 }
@@ -103,9 +101,7 @@ func prepare(ctx context.Context, db DB, t *tableState) (*statements, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &t.Columns
-	return buildStatements(t.Table, types[t.IDColumn].full, types[c.StatusColumn].bare,
-		c.DeliveredAtColumn != "" && types[c.DeliveredAtColumn].noZone), nil
+	return buildStatements(t.Table, types), nil
 }
 
 // now is now() for a timestamp column: in UTC for a timestamp without time
@@ -118,19 +114,25 @@ func now(noZone bool) string {
 	return "now()"
 }
 
-// buildStatements returns t's statements, for an id column of type
-// idType and a status column of type statusType, as format_type writes
-// them. The status is cast to its type without a length (a cast to
-// varchar(n) would cut a longer value where an assignment refuses it),
-// then assigned. The delivered-at column takes now(); a timestamp without
-// time zone (atLocal) takes it in UTC, the convention the relay reads such
-// columns by, whatever the session's TimeZone.
-func buildStatements(t Table, idType, statusType string, atLocal bool) *statements {
+// buildStatements returns t's statements, for its columns' types as
+// lookupTypes reads them. The status is cast to its type without a length
+// (a cast to varchar(n) would cut a longer value where an assignment
+// refuses it), then assigned. The delivered-at and last-attempt columns
+// take now(); a timestamp without time zone takes it in UTC, the
+// convention the relay reads such columns by, whatever the session's
+// TimeZone. The error column is cleared, unless KeepError.
+func buildStatements(t Table, types map[string]columnType) *statements {
 	c := &t.Columns
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
-	set := q(c.StatusColumn) + " = $2::text::" + statusType
-	if c.DeliveredAtColumn != "" {
-		set += ", " + q(c.DeliveredAtColumn) + " = " + now(atLocal)
+	idType := types[t.IDColumn].full
+	set := q(c.StatusColumn) + " = $2::text::" + types[c.StatusColumn].bare
+	for _, col := range []string{c.DeliveredAtColumn, c.LastAttemptColumn} {
+		if col != "" {
+			set += ", " + q(col) + " = " + now(types[col].noZone)
+		}
+	}
+	if c.ErrorColumn != "" && !c.KeepError {
+		set += ", " + q(c.ErrorColumn) + " = NULL"
 	}
 	table := pgx.Identifier{t.Schema, t.Name}.Sanitize()
 	return &statements{

@@ -269,30 +269,24 @@ func (t *Table) check() error {
 		return errors.New("no id column: write-back finds the row by the event's id")
 	case c.StatusColumn == "":
 		return errors.New("no status column")
-	case c.Delivered == "" || c.Failed == "":
-		return fmt.Errorf("the delivered (%q) and failed (%q) status values are both required", c.Delivered, c.Failed)
-	case c.Delivered == c.Failed:
-		return fmt.Errorf("the delivered and failed status values are the same (%q)", c.Delivered)
-	case c.Dead == c.Delivered && c.Dead != "":
+	case c.Delivered == "" || c.RetryingValue() == "" || c.DeadValue() == "":
+		return fmt.Errorf("the delivered (%q) and failed (%q) status values are both required (failed may be left out when retrying and dead are both set)", c.Delivered, c.Failed)
+	case c.Delivered == c.RetryingValue():
+		return fmt.Errorf("the delivered and retrying status values are the same (%q)", c.Delivered)
+	case c.Delivered == c.DeadValue():
 		return fmt.Errorf("the delivered and dead status values are the same (%q)", c.Delivered)
 	}
 	for _, p := range c.Pending {
-		if p == c.Delivered || p == c.Failed || p == c.DeadValue() {
-			return fmt.Errorf("pending value %q is also the delivered, failed or dead value: the relay would send the event again each time it wrote it", p)
+		if p == c.Delivered || p == c.DeadValue() {
+			return fmt.Errorf("pending value %q is also the delivered or dead value: a delivered or given-up event would read as not delivered yet", p)
 		}
 	}
 	cols := map[string]string{t.IDColumn: "id"}
-	for _, col := range []struct{ role, name string }{
-		{"status", c.StatusColumn}, {"delivered-at", c.DeliveredAtColumn}, {"error", c.ErrorColumn},
-		{"attempts", c.AttemptsColumn}, {"next-attempt", c.NextAttemptColumn},
-	} {
-		if col.name == "" {
-			continue
+	for _, col := range c.WrittenColumns() {
+		if other, ok := cols[col.Name]; ok {
+			return fmt.Errorf("column %q is both the %s and the %s", col.Name, other, col.Key)
 		}
-		if other, ok := cols[col.name]; ok {
-			return fmt.Errorf("column %q is both the %s column and the %s column", col.name, other, col.role)
-		}
-		cols[col.name] = col.role
+		cols[col.Name] = col.Key
 	}
 	return nil
 }

@@ -34,8 +34,16 @@ func TestNewChecksTheConfig(t *testing.T) {
 		{"no status column", func(c *Config) { c.Tables[0].Columns.StatusColumn = "" }, "no status column"},
 		{"no failed value", func(c *Config) { c.Tables[0].Columns.Failed = "" }, "both required"},
 		{"same values", func(c *Config) { c.Tables[0].Columns.Failed = "SENT" }, `the same ("SENT")`},
-		{"status is the id", func(c *Config) { c.Tables[0].Columns.StatusColumn = "id" }, `"id" is both the id column and the status column`},
-		{"error is the status", func(c *Config) { c.Tables[0].Columns.ErrorColumn = "status" }, "both the status column and the error column"},
+		{"status is the id", func(c *Config) { c.Tables[0].Columns.StatusColumn = "id" }, `"id" is both the id and the status_column`},
+		{"error is the status", func(c *Config) { c.Tables[0].Columns.ErrorColumn = "status" }, "both the status_column and the error_column"},
+		{"retrying and dead without failed", func(c *Config) {
+			c.Tables[0].Columns.Failed, c.Tables[0].Columns.Retrying, c.Tables[0].Columns.Dead = "", "RETRY", "DEAD"
+		}, ""},
+		{"retrying a pending value", func(c *Config) {
+			c.Tables[0].Columns.Retrying, c.Tables[0].Columns.Pending = "NEW", []string{"NEW"}
+		}, ""},
+		{"retrying the delivered value", func(c *Config) { c.Tables[0].Columns.Retrying = "SENT" }, `delivered and retrying status values are the same ("SENT")`},
+		{"the dead value pending", func(c *Config) { c.Tables[0].Columns.Pending = []string{"NEW", c.Tables[0].Columns.Failed} }, "is also the delivered or dead value"},
 		{"a table twice", func(c *Config) { c.Tables = append(c.Tables, c.Tables[0]) }, "public.outbox is listed twice"},
 		{"negative interval", func(c *Config) { c.FlushInterval = -time.Second }, "may not be negative"},
 		{"negative batch", func(c *Config) { c.MaxBatch = -1 }, "may not be negative"},
@@ -671,6 +679,35 @@ func BenchmarkFlush(b *testing.B) {
 		w.Delivered(0, ids[i%len(ids)], benchDone{})
 		if i%DefaultMaxBatch == DefaultMaxBatch-1 {
 			flushNow(ctx, w)
+		}
+	}
+}
+
+// TestWriterClearsTheErrorAndSetsTheLastAttempt: a row the stream
+// delivered loses the error an earlier attempt left in it (unless the
+// table keeps it), and its last-attempt column takes now(), in UTC for a
+// timestamp without time zone.
+func TestWriterClearsTheErrorAndSetsTheLastAttempt(t *testing.T) {
+	t.Parallel()
+	ctx, _, pool := startDB(t)
+	for _, keep := range []bool{false, true} {
+		name := fmt.Sprintf("keep_%v", keep)
+		exec(t, ctx, pool, fmt.Sprintf(`CREATE TABLE %s (id text PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING',
+			last_error text DEFAULT 'broker down', last_attempt_at timestamp)`, name))
+		exec(t, ctx, pool, fmt.Sprintf("INSERT INTO %s (id) VALUES ('a'), ('b')", name))
+		w, err := New(pool, Config{Tables: []Table{{Name: name, IDColumn: "id", Columns: Columns{StatusColumn: "status",
+			Delivered: "DELIVERED", Failed: "FAILED", ErrorColumn: "last_error", KeepError: keep, LastAttemptColumn: "last_attempt_at"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Delivered(0, []byte("a"), nil)
+		runWriter(t, w)
+		waitFor(t, 30*time.Second, "outcome not written", func() bool { return w.Stats().Pending == 0 })
+		want := map[bool]string{false: "a DELIVERED - true|b PENDING broker down false", true: "a DELIVERED broker down true|b PENDING broker down false"}[keep]
+		got := scalar[string](t, ctx, pool, fmt.Sprintf(`SELECT string_agg(id || ' ' || status || ' ' || coalesce(last_error, '-') || ' ' ||
+			coalesce(abs(extract(epoch FROM last_attempt_at - (now() AT TIME ZONE 'UTC'))) < 120, false), '|' ORDER BY id) FROM %s`, name))
+		if got != want {
+			t.Errorf("keep_error %v: rows %q, want %q", keep, got, want)
 		}
 	}
 }

@@ -55,11 +55,12 @@ rolled back) and without producing anything to Kafka:
     (timestamp: timestamptz, timestamp or bigint; headers_column: json or
     jsonb; tags_column: text[], varchar[], json or jsonb; write_back's
     status and error columns: text, varchar, char or an enum, the status
-    column one that has the delivered, failed, dead and pending values;
-    delivered_at_column and next_attempt_column: timestamptz or
-    timestamp; attempts_column: smallint, integer, bigint or numeric);
+    column one that has the delivered, failed, retrying, dead and pending
+    values; delivered_at_column, next_attempt_column and
+    last_attempt_column: timestamptz or timestamp; attempts_column:
+    smallint, integer, bigint or numeric);
   - for each table with write_back whose columns fit: the delivered,
-    failed and dead values are each written to one row, with the columns
+    retrying and dead values are each written to one row, with the columns
     the relay sets beside them, in a transaction that is always rolled
     back (a savepoint per value, at most 2 s of waiting for a locked row),
     so that the table's own CHECK constraints and triggers say whether
@@ -80,8 +81,12 @@ rolled back) and without producing anything to Kafka:
     later, whose pgoutput sends logical decoding messages. A message
     names no table or column: nothing else is checked for it.
 
-Then it prints, for each table, the record the relay would make of its
-newest row (by the timestamp column, else the id, else the physical order);
+Then it prints, for each table with write_back, what its rows say as
+their events go through the relay, in the table's own values (delivered,
+refused and to be tried again, given up on, set back by a runbook,
+adopted at the switch-over); for each table, the record the relay would
+make of its newest row (by the timestamp column, else the id, else the
+physical order);
 for each message source, how a message of its prefix becomes a record (a
 message is in the WAL only: there is no row to show).
 
@@ -107,9 +112,13 @@ The config file's shape:
       headers_column: null      # a json(b) object column merged into headers
       timestamp: created_at
       write_back: {status_column: status, delivered: DELIVERED, failed: FAILED,
-                   dead: null, pending: [PENDING, PROCESSING],
+                   retrying: PENDING,   # while it is tried again; null: failed
+                   dead: null,          # once given up on; null: failed
+                   pending: [PENDING, PROCESSING],
                    delivered_at_column: processed_at, error_column: null,
-                   attempts_column: retry_count, next_attempt_column: null}
+                   keep_error: false,   # true keeps the error once delivered
+                   attempts_column: retry_count, next_attempt_column: null,
+                   last_attempt_column: null}
     - table: public.events
       id: position
       value: data
@@ -296,6 +305,12 @@ func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefligh
 		fmt.Fprintf(w, "%s: %s\n", t.Name(), plural(len(res.Problems), "problem"))
 		for _, p := range res.Problems {
 			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if wb := t.WriteBack; wb != nil {
+		fmt.Fprintf(w, "  what each row says (write_back):\n")
+		for _, l := range wb.Lifecycle() {
+			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}
 	if len(trial.Accepted) > 0 {

@@ -100,6 +100,10 @@ func TestCheckConfig(t *testing.T) {
 			stdout: []string{
 				"relay.yaml: 2 tables, slot cdc_relay, publication cdc_relay\n",
 				"\npublic.notification_outbox: ok\n",
+				"  what each row says (write_back):\n",
+				"    delivered (Kafka has the event): status = 'DELIVERED'",
+				"    refused, to be tried again (until run --max-attempts gives up): status = 'FAILED'",
+				"    given up on (the last attempt, a row that cannot become a record, failed purge or skip): status = 'FAILED'",
 				`  write_back values the table takes (tried on one row, rolled back): delivered "DELIVERED", failed "FAILED"` + "\n",
 				"  sample record, from the newest row (by created_at):\n",
 				"    topic      notifications.welcome\n",

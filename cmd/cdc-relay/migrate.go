@@ -302,6 +302,10 @@ func (c *MigrateCommand) wantsCheckpointTopic() (bool, error) {
 func printResetTriggers(w io.Writer, resets []setup.ResetTrigger) {
 	for _, r := range resets {
 		does := fmt.Sprintf("setting %s back to %s sends the event again", r.StatusColumn, strings.Join(r.Pending, ", "))
+		if r.FromPending {
+			does = fmt.Sprintf("setting %s to %s, from any value (a row being tried again reads pending), sends the event again; the relay's own writes do not",
+				r.StatusColumn, strings.Join(r.Pending, ", "))
+		}
 		switch r.Change {
 		case migrations.ResetCreated:
 			fmt.Fprintf(w, "reset trigger created on %s: %s\n", r.Table, does)

@@ -26,6 +26,10 @@ type Outcome struct {
 	// NextAttempt is when the poller tries the event next, for the
 	// next-attempt column (Failed); zero leaves the column alone.
 	NextAttempt time.Time
+	// Attempted says that the outcome is that of a delivery attempt made
+	// now (not an operator's retry, skip or purge), for the last-attempt
+	// column.
+	Attempted bool
 }
 
 // RowOutcome is the outcome O for the outbox row whose id column reads ID
