@@ -358,7 +358,7 @@ func checkExampleRecord(t *testing.T, file *config.File, rows map[string]map[str
 // checkWriteBack waits until the table's status column says every row
 // was delivered (or, with parked, that the one parked row failed or was
 // given up on), and checks the note's own questions: nothing is left
-// pending, the failed and dead rows are the parked ones, the delivered
+// pending or being tried again, the dead rows are the parked ones, the delivered
 // timestamp is set. The dead value (an event given up on, or a row that
 // cannot become a record) is not pending.
 func (e *env) checkWriteBack(tbl outbox.Table, parked bool) {
@@ -373,7 +373,7 @@ func (e *env) checkWriteBack(tbl outbox.Table, parked bool) {
 		count(*) FILTER (WHERE %[1]s::text IN ($2, $3)), %[3]s FROM %[2]s`, status, tbl.Name(), undatedCount)
 	var pending, delivered, failed, undated int
 	e.waitFor("write-back leaves no row pending", 30*time.Second, func() bool {
-		if err := e.conn.QueryRow(context.Background(), query, wb.Delivered, wb.Failed, wb.DeadValue()).Scan(&pending, &delivered, &failed, &undated); err != nil {
+		if err := e.conn.QueryRow(context.Background(), query, wb.Delivered, wb.DeadValue(), wb.DeadValue()).Scan(&pending, &delivered, &failed, &undated); err != nil {
 			e.t.Fatal(err)
 		}
 		return pending == 0
@@ -386,12 +386,12 @@ func (e *env) checkWriteBack(tbl outbox.Table, parked bool) {
 		e.t.Fatal(err)
 	}
 	if failed != dead || parked != (failed == 1) {
-		e.t.Errorf("%s: %d rows %s or %s, %d events parked; want the parked ones, and one parked: %v", tbl.Name(), failed, wb.Failed, wb.DeadValue(), dead, parked)
+		e.t.Errorf("%s: %d rows %s, %d events parked; want the parked ones, and one parked: %v", tbl.Name(), failed, wb.DeadValue(), dead, parked)
 	}
 	if wb.ErrorColumn != "" && failed > 0 {
 		var reason string
 		q := fmt.Sprintf("SELECT %s FROM %s WHERE %s::text IN ($1, $2)", pgx.Identifier{wb.ErrorColumn}.Sanitize(), tbl.Name(), status)
-		if err := e.conn.QueryRow(context.Background(), q, wb.Failed, wb.DeadValue()).Scan(&reason); err != nil || reason == "" {
+		if err := e.conn.QueryRow(context.Background(), q, wb.DeadValue(), wb.DeadValue()).Scan(&reason); err != nil || reason == "" {
 			e.t.Errorf("%s: the parked row's %s is %q (%v), want why", tbl.Name(), wb.ErrorColumn, reason, err)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 )
 
 // The outbox row's own status column tells the truth, as the teams'
-// runbooks and alerts read it, on three layouts of examples/, each relayed
+// runbooks and alerts read it, on four layouts of examples/, each relayed
 // by its own schema.sql and relay.yaml: an event parked and then delivered,
 // an event given up on, the runbook's reset (the row set back to a pending
 // value is sent once more), and the switch-over from the team's poller
@@ -79,6 +79,15 @@ var statusLayouts = []statusLayout{
 		namesTopic: true,
 		reset:      `UPDATE outbox SET status = 'pending', retry_count = 0, next_attempt_at = now() WHERE id = $1`,
 		statuses:   []string{"pending", "publishing", "published", "failed", "dead_lettered"},
+	},
+	{
+		dir: "logistics-outbox",
+		insert: `INSERT INTO outbox_events (id, aggregate_type, aggregate_id, event_type, payload, status)
+			VALUES (gen_random_uuid(), @topic, gen_random_uuid(), 'OrderCreated', jsonb_build_object('n', @n::int), @status) RETURNING id::text`,
+		topic:      func(p, name string) (string, string) { return name, p + ".logistics." + name },
+		namesTopic: true,
+		reset:      `UPDATE outbox_events SET status = 'PENDING', retry_count = 0, next_attempt_at = now(), last_error = NULL WHERE id = $1`,
+		statuses:   []string{"PENDING", "PUBLISHED", "FAILED"},
 	},
 }
 
@@ -301,9 +310,12 @@ func TestStatusColumnParkedThenDelivered(t *testing.T) {
 			s.migrateConfig(s.path)
 			p := s.run("--retry-base", "200ms", "--retry-max", "1s", "--max-attempts", "1000")
 			id, topic := s.insertPending("parked")
-			r := s.waitRow(id, "says "+s.wb.Failed, 30*time.Second, func(r outboxRow) bool { return r.status == s.wb.Failed })
+			retrying := s.wb.RetryingValue()
+			r := s.waitRow(id, "says "+retrying+" with its attempts and its reason", 30*time.Second, func(r outboxRow) bool {
+				return r.status == retrying && (s.wb.AttemptsColumn == "" || r.tries >= 1) && (s.wb.ErrorColumn == "" || r.err != "")
+			})
 			if state, _ := s.parked(id); state != "FAILED" {
-				t.Errorf("the row says %s while the status table says %q, want FAILED", s.wb.Failed, state)
+				t.Errorf("the row says %s while the status table says %q, want FAILED", retrying, state)
 			}
 			if s.wb.ErrorColumn != "" && r.err == "" {
 				t.Errorf("the parked row's %s is empty, want why", s.wb.ErrorColumn)
@@ -388,7 +400,8 @@ func TestStatusColumnReset(t *testing.T) {
 			s.migrateConfig(s.path)
 			p := s.run("--retry-base", "10m", "--retry-max", "10m", "--max-attempts", "1000")
 			failed, topic := s.insertPending("reset")
-			s.waitRow(failed, "says "+s.wb.Failed, 30*time.Second, func(r outboxRow) bool { return r.status == s.wb.Failed })
+			retrying := s.wb.RetryingValue()
+			s.waitRow(failed, "says "+retrying, 30*time.Second, func(r outboxRow) bool { return r.status == retrying })
 			s.waitFor("the poller's first attempt fails", 30*time.Second, func() bool {
 				state, attempts := s.parked(failed)
 				return state == "FAILED" && attempts >= 1
@@ -401,7 +414,7 @@ func TestStatusColumnReset(t *testing.T) {
 			s.waitFor("the broker knows the new topic", 30*time.Second, func() bool { return len(s.endOffsets(cl, topic)) > 0 })
 			delivered, _ := s.insertPending("reset") // the relay's producer must not find the topic missing
 			before := s.waitDelivered(delivered, 30*time.Second)
-			if s.row(failed).status != s.wb.Failed {
+			if s.row(failed).status != retrying {
 				t.Fatalf("the failed row says %s before the reset: the poller tried it again", s.row(failed))
 			}
 			counts := s.records(topic)
@@ -434,7 +447,9 @@ func TestStatusColumnReset(t *testing.T) {
 // (the old poller's: pending ones, delivered ones, failed ones…); the slot
 // is created by `migrate --config`, or by the first `run` when migrate did
 // not; rows are inserted after it too. Exactly the rows pending when the
-// slot was created are sent, once each, and every row inserted after it;
+// slot was created (and those in a value that means only "tried again
+// later", the publisher worker's failed, due in an hour: sent at once)
+// are sent, once each, and every row inserted after it;
 // no other row is sent, and the others keep their status; every row sent
 // ends delivered.
 func TestStatusColumnSwitchOver(t *testing.T) {
@@ -451,10 +466,16 @@ func TestStatusColumnSwitchOver(t *testing.T) {
 					for range 2 {
 						id, _ := s.insertRow("switch", status)
 						old[id] = status
-						if slices.Contains(s.wb.Pending, status) {
+						if slices.Contains(s.wb.AdoptedValues(), status) {
 							send = append(send, id)
 						}
 					}
+				}
+				if v := s.wb.RetryingValue(); s.wb.RetryScheduled() && s.wb.NextAttemptColumn != "" {
+					// The old poller's "retry scheduled" rows, due in an
+					// hour: adopted, they are sent at once.
+					mustExec(t, s.conn, fmt.Sprintf("UPDATE %s SET %s = now() + interval '1 hour' WHERE %s::text = $1", s.tbl.Name(),
+						pgx.Identifier{s.wb.NextAttemptColumn}.Sanitize(), pgx.Identifier{s.wb.StatusColumn}.Sanitize()), v)
 				}
 				adopted := len(send)
 				var p *relayProc
@@ -524,4 +545,90 @@ func saysAdopted(out string, n int) bool {
 		}
 	}
 	return false
+}
+
+// TestStatusColumnRetryingIsNotFailed: each team's own lifecycle under a
+// writer (about 200 rows a second), as its alerts read it. Rows for a
+// topic that does not exist yet are refused and tried again: each reads
+// the team's retrying value with its attempts counted (notification and
+// logistics: PENDING and retry_count; order service: NEW and
+// error_message; publisher worker: failed and retry_count), and not one
+// row reads the team's terminal value (its FAILED alert, a dead-letter
+// alarm, stays silent) while they are retried, nor once the topic exists
+// and every row is delivered, once, its error cleared and its last
+// attempt stamped.
+func TestStatusColumnRetryingIsNotFailed(t *testing.T) {
+	parallel(t)
+	for _, l := range statusLayouts {
+		t.Run(l.dir, func(t *testing.T) {
+			s := newStatusEnv(t, l)
+			s.migrateConfig(s.path)
+			p := s.run("--retry-base", "200ms", "--retry-max", "500ms", "--max-attempts", "1000")
+			dead := s.wb.DeadValue()
+			if !s.wb.RetryScheduled() {
+				t.Fatalf("%s: the retrying value is the dead one (%q): the example's write_back follows the old lifecycle", l.dir, dead)
+			}
+			countDead := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s::text = $1", s.tbl.Name(), pgx.Identifier{s.wb.StatusColumn}.Sanitize())
+			deadSeen := 0
+			sample := func() {
+				t.Helper()
+				var n int
+				if err := s.conn.QueryRow(context.Background(), countDead, dead).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				deadSeen = max(deadSeen, n)
+			}
+			var ids []string
+			var topic string
+			write := func(d time.Duration) {
+				t.Helper()
+				for end := time.Now().Add(d); time.Now().Before(end); {
+					var id string
+					id, topic = s.insertPending("retried")
+					ids = append(ids, id)
+					sample()
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			write(time.Second)
+			retrying := s.wb.RetryingValue()
+			s.waitRow(ids[0], fmt.Sprintf("says %s, tried again", retrying), 30*time.Second, func(r outboxRow) bool {
+				sample()
+				return r.status == retrying && (s.wb.AttemptsColumn == "" || r.tries >= 2) && (s.wb.ErrorColumn == "" || r.err != "")
+			})
+			write(time.Second)
+			s.createTopic(topic, nil)
+			write(time.Second)
+			s.readIDs(topic, ids, 60*time.Second)
+			for _, id := range ids {
+				s.waitDelivered(id, 30*time.Second)
+			}
+			sample()
+			if deadSeen > 0 {
+				t.Errorf("%d rows read %q, the team's terminal value, while their events were retried and delivered; want none", deadSeen, dead)
+			}
+			got := s.records(topic)
+			for _, id := range ids {
+				if got[id] != 1 {
+					t.Errorf("row %s was sent %d times, want once", id, got[id])
+				}
+			}
+			if s.wb.ErrorColumn != "" && !s.wb.KeepError {
+				var kept int
+				q := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s IS NOT NULL", s.tbl.Name(), pgx.Identifier{s.wb.ErrorColumn}.Sanitize())
+				if err := s.conn.QueryRow(context.Background(), q).Scan(&kept); err != nil || kept != 0 {
+					t.Errorf("%d delivered rows keep an error in %s (%v), want none", kept, s.wb.ErrorColumn, err)
+				}
+			}
+			if c := s.wb.LastAttemptColumn; c != "" {
+				var unset int
+				q := fmt.Sprintf("SELECT count(*) FROM %s WHERE %s IS NULL", s.tbl.Name(), pgx.Identifier{c}.Sanitize())
+				if err := s.conn.QueryRow(context.Background(), q).Scan(&unset); err != nil || unset != 0 {
+					t.Errorf("%d delivered rows have no %s (%v), want none", unset, c, err)
+				}
+			}
+			t.Logf("%d rows, %d parked and retried before the topic existed", len(ids), s.statusCount("DELIVERED"))
+			p.stop(30 * time.Second)
+		})
+	}
 }
