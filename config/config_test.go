@@ -182,6 +182,14 @@ tables:
 				t.Errorf("Columns() = %+v, want %+v", got, want)
 			}
 		}},
+		{name: "a table's time zone", yaml: `
+tables:
+  - {table: public.outbox, value: payload, topic: t, timestamp: created_at, time_zone: America/New_York}
+`, check: func(t *testing.T, f *File) {
+			if m := f.Tables[0].Mapping; m.TimeZone != "America/New_York" {
+				t.Errorf("mapping's time zone %q, want America/New_York", m.TimeZone)
+			}
+		}},
 		{name: "the unit of a bigint timestamp column", yaml: `
 tables:
   - {table: public.outbox, value: payload, topic: t, timestamp: created_epoch, timestamp_unit: s}
@@ -371,6 +379,8 @@ tables:
 			want: []string{"2: tables[0] (public.x): headers: want a mapping of header name to column, such as {event_type: type}"}},
 		{name: "a column given as a list", yaml: "tables:\n  - {table: x, value: [a, b], topic: t}\n",
 			want: []string{"2: tables[0] (public.x): value: want a single value, not a list or mapping"}},
+		{name: "a time zone not known", yaml: "tables:\n  - {table: x, value: v, topic: t, timestamp: ts, time_zone: New York}\n",
+			want: []string{`2: tables[0] (public.x): time_zone: time zone "New York" is not a zone of the IANA time zone database: name one such as America/New_York, Europe/Berlin or UTC (the zone whose wall time the table's timestamp columns without time zone hold)`}},
 		{name: "a timestamp unit not known", yaml: "tables:\n  - {table: x, value: v, topic: t, timestamp: ts, timestamp_unit: ns}\n",
 			want: []string{`2: tables[0] (public.x): timestamp_unit "ns": want s, ms or us, the unit of a bigint timestamp column (epoch seconds, milliseconds or microseconds)`}},
 		{name: "a second document", yaml: "tables:\n" + minimal + "---\nslot: x\n",

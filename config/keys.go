@@ -45,6 +45,7 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"headers_column", text(func(te *tableEntry) *string { return &te.t.Mapping.HeadersColumn })},
 	{"timestamp", text(func(te *tableEntry) *string { return &te.t.Mapping.TimestampColumn })},
 	{"timestamp_unit", readTimestampUnit},
+	{"time_zone", readTimeZone},
 	{"tags_column", text(func(te *tableEntry) *string { return &te.t.Mapping.TagsColumn })},
 	{"routes", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.routesLine = e.line

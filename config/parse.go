@@ -123,6 +123,21 @@ func readOrdering(p *parser, e keyed, _ string, f *File) {
 	f.Ordering = v
 }
 
+// readTimeZone reads a table's time_zone: the IANA zone whose wall time
+// its timestamp-without-time-zone columns hold.
+func readTimeZone(p *parser, e keyed, ctx string, te *tableEntry) {
+	v, ok := p.str(e, ctx)
+	if !ok || v == "" {
+		return
+	}
+	m := decoder.Mapping{TimeZone: v}
+	if _, err := m.Location(); err != nil {
+		p.problem(e.line, "%stime_zone: %v (the zone whose wall time the table's timestamp columns without time zone hold)", ctx, err)
+		return
+	}
+	te.t.Mapping.TimeZone = v
+}
+
 // readTimestampUnit reads a table's timestamp_unit: s, ms or us.
 func readTimestampUnit(p *parser, e keyed, ctx string, te *tableEntry) {
 	v, ok := p.str(e, ctx)

@@ -155,6 +155,7 @@ type table struct {
 	// allocated once while cached, not once per event.
 	topics *topicCache
 	routes []route
+	loc    *time.Location // m.Location()
 }
 
 // Decoder decodes pgoutput (protocol version 1) messages. Create it with
@@ -216,7 +217,8 @@ func newTables(ms []Mapping, topicCacheSize int) (*Decoder, error) {
 		tmpl, _ := parseTemplate(m.TopicTemplate)
 		check, _ := m.TopicCheck()
 		routes, _ := m.routes()
-		d.tables = append(d.tables, &table{index: i, m: m, template: tmpl, topics: newTopicCache(topicCacheSize, check), routes: routes})
+		loc, _ := m.Location()
+		d.tables = append(d.tables, &table{index: i, m: m, template: tmpl, topics: newTopicCache(topicCacheSize, check), routes: routes, loc: loc})
 	}
 	return d, nil
 }

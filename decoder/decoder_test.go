@@ -403,6 +403,10 @@ func TestParseTemplate(t *testing.T) {
 }
 
 func TestParseTimestamp(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		in   string
 		typ  uint32
@@ -429,9 +433,28 @@ func TestParseTimestamp(t *testing.T) {
 		{"86400", oidInt8, UnitSeconds, time.Unix(86400, 0)},
 	}
 	for _, tt := range tests {
-		if got := parseTimestamp([]byte(tt.in), tt.typ, tt.unit); !got.Equal(tt.want) {
+		if got := parseTimestamp([]byte(tt.in), tt.typ, tt.unit, nil); !got.Equal(tt.want) {
 			t.Errorf("parseTimestamp(%q, %q) = %v, want %v", tt.in, tt.unit, got, tt.want)
 		}
+	}
+	// Local wall time of the table's zone: New York is UTC-5 in November,
+	// UTC-4 in July; a timestamptz is an instant whatever the zone.
+	for _, tt := range []struct {
+		in   string
+		typ  uint32
+		want time.Time
+	}{
+		{"2026-11-22 11:59:15.25", oidTimestamp, time.Date(2026, 11, 22, 16, 59, 15, 250000000, time.UTC)},
+		{"2026-07-01 08:00:00", oidTimestamp, time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)},
+		{"2026-11-22 16:59:15+00", oidTimestamptz, time.Date(2026, 11, 22, 16, 59, 15, 0, time.UTC)},
+	} {
+		if got := parseTimestamp([]byte(tt.in), tt.typ, UnitUnset, ny); !got.Equal(tt.want) {
+			t.Errorf("parseTimestamp(%q) in New York = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	if _, err := (Mapping{Schema: "public", Table: "t", PayloadColumn: "p", TopicTemplate: "x", TimeZone: "Mars/Olympus"}).Location(); err == nil ||
+		!strings.Contains(err.Error(), "America/New_York") {
+		t.Errorf("an unknown time zone: %v, want an error that names a good one", err)
 	}
 }
 

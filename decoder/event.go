@@ -49,7 +49,7 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 		}
 	}
 	if ts := r.col(rel.ts); !ts.null {
-		ev.Timestamp = parseTimestamp(ts.data, rel.tsType, t.m.TimestampUnit)
+		ev.Timestamp = parseTimestamp(ts.data, rel.tsType, t.m.TimestampUnit, t.loc)
 	}
 
 	if rel.poison != nil {

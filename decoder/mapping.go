@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Mapping says which outbox table to relay and which of its columns play
@@ -36,6 +37,12 @@ type Mapping struct {
 	// each value's unit by its magnitude (JudgeUnit). Ignored for the
 	// other types.
 	TimestampUnit TimestampUnit
+	// TimeZone is the IANA name of the zone (America/New_York) whose wall
+	// time the table's timestamp-without-time-zone columns hold, as an
+	// application that writes local time fills them; "" is UTC. A
+	// TimestampColumn of that type is read in it, and write-back writes
+	// such columns in it.
+	TimeZone string
 	// HeaderColumns are copied into headers, named by HeaderNames. Each
 	// must exist in the table.
 	HeaderColumns []string
@@ -200,6 +207,9 @@ func (m Mapping) Validate() error {
 	if _, err := ParseTimestampUnit(string(m.TimestampUnit)); err != nil {
 		return fmt.Errorf("mapping: %w", err)
 	}
+	if _, err := m.Location(); err != nil {
+		return fmt.Errorf("mapping: %w", err)
+	}
 	if len(m.Routes) > 0 {
 		if _, err := m.routes(); err != nil {
 			return fmt.Errorf("mapping: %w", err)
@@ -347,4 +357,17 @@ func (m Mapping) Columns() []string {
 		add(p.column)
 	}
 	return cols
+}
+
+// Location is the zone TimeZone names, UTC when it is "", or an error
+// that says the name is not one of the IANA time zone database's.
+func (m Mapping) Location() (*time.Location, error) {
+	if m.TimeZone == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(m.TimeZone)
+	if err != nil || m.TimeZone == "Local" {
+		return nil, fmt.Errorf("time zone %q is not a zone of the IANA time zone database: name one such as America/New_York, Europe/Berlin or UTC", m.TimeZone)
+	}
+	return loc, nil
 }

@@ -49,11 +49,12 @@ func appendJSONHeaders(hs []Header, own int, obj []byte) ([]Header, error) {
 
 // parseTimestamp parses a timestamp column's text. The replication
 // connection runs with DateStyle=ISO and TimeZone=UTC, so timestamptz reads
-// "2006-01-02 15:04:05.999999+00"; a bigint is read in unit (unset: by
-// its magnitude, as recover judges the column). An unparsable value
+// "2006-01-02 15:04:05.999999+00"; a timestamp without time zone is wall
+// time in loc (nil: UTC); a bigint is read in unit (unset: by its
+// magnitude, as recover judges the column). An unparsable value
 // (infinity, BC dates) gives the zero time, and the producer stamps the
 // record itself.
-func parseTimestamp(b []byte, typ uint32, unit TimestampUnit) time.Time {
+func parseTimestamp(b []byte, typ uint32, unit TimestampUnit, loc *time.Location) time.Time {
 	if typ == oidTimestamptz {
 		if t, ok := parseUTC(b); ok {
 			return t
@@ -68,7 +69,10 @@ func parseTimestamp(b []byte, typ uint32, unit TimestampUnit) time.Time {
 		}
 		return unit.Time(v)
 	case oidTimestamp:
-		t, err := time.Parse("2006-01-02 15:04:05.999999", s)
+		if loc == nil {
+			loc = time.UTC
+		}
+		t, err := time.ParseInLocation("2006-01-02 15:04:05.999999", s, loc)
 		if err != nil {
 			return time.Time{}
 		}

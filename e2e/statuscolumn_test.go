@@ -632,3 +632,62 @@ func TestStatusColumnRetryingIsNotFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusColumnLocalTime: an application that writes local time
+// (LocalDateTime.now() in a New York database) into the order service's
+// timestamp columns without time zone, and the table's time_zone saying
+// so: each record's Kafka timestamp is within seconds of when its row was
+// written, and its sent_at is New York's wall time then, not five hours
+// off. Rows parked first (their topic missing) and sent by the poller read
+// the same.
+func TestStatusColumnLocalTime(t *testing.T) {
+	parallel(t)
+	l := statusLayouts[slices.IndexFunc(statusLayouts, func(l statusLayout) bool { return l.dir == "order-service-outbox" })]
+	l.insert = strings.Replace(l.insert, "now() AT TIME ZONE 'UTC'", "LOCALTIMESTAMP", 1)
+	s := newStatusEnv(t, l)
+	mustExec(t, s.conn, "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', current_database(), 'America/New_York'); END$$")
+	b, err := os.ReadFile(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoned := strings.Replace(string(b), "    timestamp: created_at", "    time_zone: America/New_York\n    timestamp: created_at", 1)
+	if zoned == string(b) {
+		t.Fatal("the example's relay.yaml has no timestamp line to put time_zone beside")
+	}
+	if err := os.WriteFile(s.path, []byte(zoned), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := s.conn
+	s.conn = mustConnect(t, s.url) // a session in the database's new time zone
+	first.Close(context.Background())
+	t.Cleanup(func() { s.conn.Close(context.Background()) })
+	s.migrateConfig(s.path)
+	p := s.run("--retry-base", "200ms", "--retry-max", "500ms")
+	parked, topic := s.insertPending("local")
+	s.waitRow(parked, "is tried again", 30*time.Second, func(r outboxRow) bool { return r.err != "" })
+	s.createTopic(topic, nil)
+	cl := s.client()
+	s.waitFor("the broker knows the new topic", 30*time.Second, func() bool { return len(s.endOffsets(cl, topic)) > 0 })
+	streamed, _ := s.insertPending("local")
+	ids := []string{parked, streamed}
+	s.readIDs(topic, ids, 30*time.Second)
+	for _, id := range ids {
+		s.waitDelivered(id, 30*time.Second)
+	}
+	for _, r := range s.readAll(topic) {
+		id := header(r, "id")
+		var written time.Time
+		var sentOff float64
+		if err := s.conn.QueryRow(context.Background(), `SELECT created_at AT TIME ZONE 'America/New_York',
+			extract(epoch FROM sent_at - LOCALTIMESTAMP)::float8 FROM outbox WHERE id::text = $1`, id).Scan(&written, &sentOff); err != nil {
+			t.Fatal(err)
+		}
+		if d := r.Timestamp.Sub(written); d < -time.Second || d > time.Second {
+			t.Errorf("row %s written at %s has Kafka timestamp %s: %s off", id, written.UTC(), r.Timestamp.UTC(), d)
+		}
+		if sentOff > 0 || sentOff < -60 {
+			t.Errorf("row %s's sent_at is %.0f s from New York's wall time now, want within the last minute", id, sentOff)
+		}
+	}
+	p.stop(30 * time.Second)
+}

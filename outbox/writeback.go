@@ -19,7 +19,7 @@ func WriteBackTables(tables []Table) ([]writeback.Table, []int) {
 		}
 		index[i] = len(wb)
 		wb = append(wb, writeback.Table{
-			Schema: t.Mapping.Schema, Name: t.Mapping.Table, IDColumn: t.Mapping.IDColumn, Columns: *t.WriteBack})
+			Schema: t.Mapping.Schema, Name: t.Mapping.Table, IDColumn: t.Mapping.IDColumn, Columns: *t.WriteBack, TimeZone: t.Mapping.TimeZone})
 	}
 	return wb, index
 }

@@ -56,6 +56,13 @@ func CheckTable(ctx context.Context, q pgdb.Querier, names Names, t outbox.Table
 		return res, err
 	}
 	res.Problems = append(res.Problems, values...)
+	zone, err := checkTimeZone(ctx, q, t)
+	if err != nil {
+		return res, err
+	}
+	if zone != nil {
+		res.Problems = append(res.Problems, *zone)
+	}
 	if len(res.Problems) == 0 {
 		if p := checkDecoderColumns(t, cols); p != nil {
 			res.Problems = append(res.Problems, *p)

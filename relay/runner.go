@@ -207,7 +207,7 @@ func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 		rc.Outbox = 0
 	}
 	return retention.New(pool, retention.Options{
-		OutboxSchema: m.Schema, OutboxTable: m.Table, TimestampColumn: m.TimestampColumn, TimestampUnit: m.TimestampUnit,
+		OutboxSchema: m.Schema, OutboxTable: m.Table, TimestampColumn: m.TimestampColumn, TimestampUnit: m.TimestampUnit, TimeZone: m.TimeZone,
 		IDColumn: m.IDColumn, SourceTable: source,
 		StatusSchema: cfg.StatusSchema, StatusTable: cfg.StatusTable, Config: rc,
 	})

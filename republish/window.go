@@ -91,13 +91,21 @@ func OpenWindow(ctx context.Context, url string, m decoder.Mapping, index int, s
 		}
 	}
 	var ok bool
-	r.where, r.since, ok = windowOn(ts, typ, since, r.unit)
+	loc, err := m.Location()
+	if err != nil {
+		_ = conn.Close(ctx)
+		return nil, fatal.Error{Err: err}
+	}
+	if m.TimeZone == "" {
+		loc = nil // the zone of the sessions that wrote the rows is not known
+	}
+	r.where, r.since, ok = windowOn(ts, typ, since, r.unit, loc)
 	r.column, r.typ = m.TimestampColumn, typ
 	switch {
 	case !ok:
 		_ = conn.Close(ctx)
 		return nil, fatal.Error{Err: fmt.Errorf("timestamp column %q of %s has type %s; recover needs timestamptz, timestamp or bigint (epoch seconds, milliseconds or microseconds)", m.TimestampColumn, r.table, typ)}
-	case typ == noTimeZone:
+	case typ == noTimeZone && loc == nil:
 		log.Info("timestamp column has no time zone: the window is widened by 12 hours, since the relay cannot know the time zone "+
 			"of the sessions that wrote the rows (any from UTC-12 to UTC+14); rows written up to 12 hours before it (more east of UTC) are published again too",
 			"column", m.TimestampColumn, "table", r.table, "since", since, "column_since", since.UTC().Add(-localTimeSlack).Format("2006-01-02 15:04:05"))
@@ -167,12 +175,17 @@ func (r *Window) epochUnit(ctx context.Context, m decoder.Mapping, ts string, lo
 // +14 hours, holds t+o ≥ since−12h read as UTC: the condition compares the
 // column with since's UTC wall time less 12 hours. Rows written up to 12
 // hours before since by a session in UTC, up to 26 hours by one at UTC+14,
-// pass it too: duplicates, never a loss.
-func windowOn(ts, typ string, since time.Time, unit decoder.TimestampUnit) (where string, arg []byte, ok bool) {
+// pass it too: duplicates, never a loss. With the table's zone known (loc,
+// the mapping's TimeZone) the column holds wall time there, and the
+// condition compares it with since's wall time in loc, exactly.
+func windowOn(ts, typ string, since time.Time, unit decoder.TimestampUnit, loc *time.Location) (where string, arg []byte, ok bool) {
 	switch typ {
 	case "timestamp with time zone":
 		return ts + " >= $1::timestamptz", []byte(since.UTC().Format(time.RFC3339Nano)), true
 	case noTimeZone:
+		if loc != nil {
+			return ts + " >= $1::timestamp", []byte(since.In(loc).Format("2006-01-02 15:04:05.999999")), true
+		}
 		return ts + " >= $1::timestamp", []byte(since.UTC().Add(-localTimeSlack).Format("2006-01-02 15:04:05.999999")), true
 	case "bigint":
 		return ts + " >= $1::bigint", []byte(strconv.FormatInt(unit.Epoch(since), 10)), true

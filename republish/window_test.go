@@ -12,7 +12,7 @@ import (
 // in the window.
 func TestWindowOnLocalTime(t *testing.T) {
 	since := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	where, arg, ok := windowOn(`"created_at"`, noTimeZone, since, decoder.UnitUnset)
+	where, arg, ok := windowOn(`"created_at"`, noTimeZone, since, decoder.UnitUnset, nil)
 	if !ok || where != `"created_at" >= $1::timestamp` {
 		t.Fatalf("windowOn = %q, %v", where, ok)
 	}
@@ -36,15 +36,23 @@ func TestWindowOnLocalTime(t *testing.T) {
 			}
 		}
 	}
-	if where, arg, ok := windowOn(`"created_at"`, "timestamp with time zone", since, decoder.UnitUnset); !ok || where != `"created_at" >= $1::timestamptz` || string(arg) != "2026-11-24T08:00:00Z" {
+	// The table's zone known: since's wall time there, exactly.
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if where, arg, ok := windowOn(`"created_at"`, noTimeZone, since, decoder.UnitUnset, ny); !ok || where != `"created_at" >= $1::timestamp` || string(arg) != "2026-11-24 03:00:00" {
+		t.Errorf("in New York: %q %q %v; want since's wall time there, 03:00", where, arg, ok)
+	}
+	if where, arg, ok := windowOn(`"created_at"`, "timestamp with time zone", since, decoder.UnitUnset, nil); !ok || where != `"created_at" >= $1::timestamptz` || string(arg) != "2026-11-24T08:00:00Z" {
 		t.Errorf("timestamptz: %q %q %v; want the instant itself", where, arg, ok)
 	}
-	if _, _, ok := windowOn(`"created_at"`, "date", since, decoder.UnitUnset); ok {
+	if _, _, ok := windowOn(`"created_at"`, "date", since, decoder.UnitUnset, nil); ok {
 		t.Error("a date column accepted")
 	}
 	// A bigint column compares in its unit.
 	for unit, want := range map[decoder.TimestampUnit]string{decoder.UnitSeconds: "1795507200", decoder.UnitMillis: "1795507200000", decoder.UnitMicros: "1795507200000000"} {
-		if where, arg, ok := windowOn(`"at"`, "bigint", since, unit); !ok || where != `"at" >= $1::bigint` || string(arg) != want {
+		if where, arg, ok := windowOn(`"at"`, "bigint", since, unit, nil); !ok || where != `"at" >= $1::bigint` || string(arg) != want {
 			t.Errorf("bigint in %s: %q %q %v; want %s", unit, where, arg, ok, want)
 		}
 	}

@@ -1,11 +1,13 @@
 package retention
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,9 +30,13 @@ type Options struct {
 	OutboxSchema, OutboxTable string
 	// TimestampColumn is the outbox table's mapped timestamp column
 	// (decoder.Mapping.TimestampColumn): timestamptz, timestamp (read as
-	// UTC) or bigint: the time since the epoch in TimestampUnit. Empty, or
-	// a column the table does not have, disables outbox retention.
+	// wall time in TimeZone) or bigint: the time since the epoch in
+	// TimestampUnit. Empty, or a column the table does not have, disables
+	// outbox retention.
 	TimestampColumn string
+	// TimeZone is the IANA zone a timestamp without time zone is read in
+	// (decoder.Mapping.TimeZone); "" is UTC.
+	TimeZone string
 	// TimestampUnit is the unit of a bigint TimestampColumn; unset, the
 	// first cleanup judges it by the column's newest value
 	// (decoder.JudgeUnit), and disables outbox retention when it cannot.
@@ -122,6 +128,7 @@ type Cleaner struct {
 	// tsUnit is the unit of a bigint timestamp column: the option's, or
 	// judged by the first lookup (under mu).
 	tsUnit decoder.TimestampUnit
+	tsZone string // the zone a timestamp without time zone is read in
 
 	mu sync.Mutex
 	// looked is true once the timestamp column has been looked up; then
@@ -147,6 +154,7 @@ func New(db DB, opts Options) *Cleaner {
 		status:   pgx.Identifier{opts.StatusSchema, opts.StatusTable}.Sanitize(),
 		tsColumn: opts.TimestampColumn,
 		tsUnit:   opts.TimestampUnit,
+		tsZone:   cmp.Or(opts.TimeZone, "UTC"),
 		idColumn: opts.IDColumn, sourceTable: opts.SourceTable,
 	}
 }
@@ -305,7 +313,7 @@ func (c *Cleaner) outboxStatement(ctx context.Context) (sql string, args outboxA
 		log.Info("outbox retention: the bigint timestamp column has no timestamp_unit; its unit is judged by its oldest and newest values", "column", c.tsColumn, "unit", unit)
 		c.tsUnit = unit
 	}
-	where, cutoff := cutoffCondition(col, *typ, c.tsUnit)
+	where, cutoff := cutoffCondition(col, *typ, c.tsUnit, c.tsZone)
 	if where == "" {
 		return disable(fmt.Sprintf("timestamp column %q has type %s", c.tsColumn, *name))
 	}
@@ -343,14 +351,15 @@ func (c *Cleaner) judgeUnit(ctx context.Context, col string) (decoder.TimestampU
 // cutoffCondition is the condition of an outbox row older than the
 // cutoff ($1) by col (quoted), a column of type typ, and the function
 // that turns a cutoff into $1; "" for a type the relay does not support.
-func cutoffCondition(col string, typ uint32, unit decoder.TimestampUnit) (string, func(time.Time) any) {
+func cutoffCondition(col string, typ uint32, unit decoder.TimestampUnit, zone string) (string, func(time.Time) any) {
 	asTime := func(t time.Time) any { return t }
 	switch typ {
 	case oidTimestamptz:
 		return col + " < $1::timestamptz", asTime
 	case oidTimestamp:
-		// The relay reads a timestamp without time zone as UTC.
-		return col + " < ($1::timestamptz AT TIME ZONE 'UTC')", asTime
+		// The relay reads a timestamp without time zone as wall time in
+		// the table's zone.
+		return col + " < ($1::timestamptz AT TIME ZONE '" + strings.ReplaceAll(zone, "'", "''") + "')", asTime
 	case oidInt8:
 		return col + " < $1::bigint", func(t time.Time) any { return unit.Epoch(t) }
 	}

@@ -165,10 +165,10 @@ func (t *rowTable) statement(types map[string]columnType, id string, o outboxrow
 	status := map[outboxrow.State]string{outboxrow.Delivered: c.Delivered, outboxrow.Failed: c.RetryingValue(), outboxrow.Dead: c.DeadValue()}[o.State]
 	set := []string{q(c.StatusColumn) + " = " + arg(status, "text") + "::" + types[c.StatusColumn].bare}
 	if o.State == outboxrow.Delivered && c.DeliveredAtColumn != "" {
-		set = append(set, q(c.DeliveredAtColumn)+" = "+now(types[c.DeliveredAtColumn].noZone))
+		set = append(set, q(c.DeliveredAtColumn)+" = "+t.now(types[c.DeliveredAtColumn].noZone))
 	}
 	if o.Attempted && c.LastAttemptColumn != "" {
-		set = append(set, q(c.LastAttemptColumn)+" = "+now(types[c.LastAttemptColumn].noZone))
+		set = append(set, q(c.LastAttemptColumn)+" = "+t.now(types[c.LastAttemptColumn].noZone))
 	}
 	switch {
 	case o.State != outboxrow.Delivered && c.ErrorColumn != "" && o.Reason != "":
@@ -180,10 +180,7 @@ func (t *rowTable) statement(types map[string]columnType, id string, o outboxrow
 		set = append(set, q(c.AttemptsColumn)+" = "+arg(int64(o.Attempts), "bigint"))
 	}
 	if c.NextAttemptColumn != "" && o.State == outboxrow.Failed && !o.NextAttempt.IsZero() {
-		at := arg(o.NextAttempt, "timestamptz")
-		if types[c.NextAttemptColumn].noZone {
-			at = "(" + at + " AT TIME ZONE 'UTC')"
-		}
+		at := t.inZone(arg(o.NextAttempt, "timestamptz"), types[c.NextAttemptColumn].noZone)
 		set = append(set, q(c.NextAttemptColumn)+" = "+at)
 	}
 	update := "UPDATE " + t.quoted + " SET " + strings.Join(set, ", ")

@@ -95,7 +95,7 @@ func (t *rowTable) deliveredSet(types map[string]columnType) string {
 	set := q(c.StatusColumn) + " = $2::text::" + types[c.StatusColumn].bare
 	for _, col := range []string{c.DeliveredAtColumn, c.LastAttemptColumn} {
 		if col != "" {
-			set += ", " + q(col) + " = " + now(types[col].noZone)
+			set += ", " + q(col) + " = " + t.now(types[col].noZone)
 		}
 	}
 	if c.ErrorColumn != "" && !c.KeepError {

@@ -104,14 +104,24 @@ func prepare(ctx context.Context, db DB, t *tableState) (*statements, error) {
 	return buildStatements(t.Table, types), nil
 }
 
-// now is now() for a timestamp column: in UTC for a timestamp without time
-// zone (noZone), the convention the relay reads such columns by, whatever
-// the session's TimeZone.
-func now(noZone bool) string {
-	if noZone {
-		return "(now() AT TIME ZONE 'UTC')"
+// now is now() for a timestamp column of t: for a timestamp without time
+// zone (noZone), the wall time of t's TimeZone (UTC when unset), the
+// convention the relay reads such columns by, whatever the session's
+// TimeZone.
+func (t *Table) now(noZone bool) string { return t.inZone("now()", noZone) }
+
+// inZone is the timestamptz expression expr as a column of t takes it: as
+// it is, or for a timestamp without time zone (noZone), the wall time of
+// t's TimeZone (UTC when unset).
+func (t *Table) inZone(expr string, noZone bool) string {
+	if !noZone {
+		return expr
 	}
-	return "now()"
+	zone := t.TimeZone
+	if zone == "" {
+		zone = "UTC"
+	}
+	return "(" + expr + " AT TIME ZONE '" + strings.ReplaceAll(zone, "'", "''") + "')"
 }
 
 // buildStatements returns t's statements, for its columns' types as
@@ -128,7 +138,7 @@ func buildStatements(t Table, types map[string]columnType) *statements {
 	set := q(c.StatusColumn) + " = $2::text::" + types[c.StatusColumn].bare
 	for _, col := range []string{c.DeliveredAtColumn, c.LastAttemptColumn} {
 		if col != "" {
-			set += ", " + q(col) + " = " + now(types[col].noZone)
+			set += ", " + q(col) + " = " + t.now(types[col].noZone)
 		}
 	}
 	if c.ErrorColumn != "" && !c.KeepError {

@@ -28,6 +28,10 @@ type Table struct {
 	IDColumn string
 	// Columns are the columns that take the outcome, and their values.
 	Columns Columns
+	// TimeZone is the IANA name of the zone whose wall time the table's
+	// timestamp-without-time-zone columns hold (decoder.Mapping.TimeZone);
+	// "" is UTC. Such a column takes now() in it.
+	TimeZone string
 }
 
 // Config configures a Writer.
@@ -127,9 +131,9 @@ type inserter interface {
 // its column's type without the length, so a status column of an enum
 // type works, and a value too long for a varchar(n) column is an error
 // rather than a silently shortened status. now() is the transaction's time; a
-// timestamp without time zone column takes it in UTC (now() AT TIME ZONE
-// 'UTC'), the convention the relay reads such columns by, whatever the
-// session's or the database's TimeZone. A row already in the state it is to take
+// timestamp without time zone column takes it in the table's TimeZone, UTC
+// by default (now() AT TIME ZONE 'UTC'), the convention the relay reads
+// such columns by, whatever the session's or the database's TimeZone. A row already in the state it is to take
 // is left alone, so an outcome reported twice (events are delivered at
 // least once) does not move its timestamp. A row that no longer exists is
 // not updated.

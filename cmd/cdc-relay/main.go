@@ -15,6 +15,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	// The IANA time zone database, embedded (about 450 KB): a config
+	// file's time_zone is read in a container without /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/cdc-relay/cdc-relay/internal/suggest"
 )
