@@ -90,7 +90,7 @@ func (p *parser) checkWriteBack(te *tableEntry, ctx string) {
 	if c.Dead != "" && c.Dead == c.Delivered {
 		p.problem(te.wbLineOf("dead"), "%swrite_back.dead %q is write_back.delivered too: an event given up on would read as delivered; give dead a value of its own, or leave it out (it is then failed's)", ctx, c.Dead)
 	}
-	if c.Failed != "" && c.Retrying != "" && c.Dead != "" {
+	if c.Failed != "" && c.Retrying != "" && c.Dead != "" && c.Dead != c.Failed && c.Retrying != c.Failed {
 		p.problem(te.wbLineOf("failed"), "%swrite_back.failed %q is never written: retrying is the value while the relay tries an event again, and dead once it gives up; remove failed", ctx, c.Failed)
 	}
 	for _, v := range c.Pending {

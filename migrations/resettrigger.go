@@ -42,9 +42,12 @@ type Reset struct {
 	// FromPending fires the trigger on an UPDATE that sets a pending
 	// value over a pending one too: write_back's retrying value is a
 	// pending one, so a row being tried again reads pending, and a
-	// runbook's reset of it (a fixed topic or payload) must be seen. The
-	// relay's own writes of that value are marked (OwnWriteSetting), and
-	// the trigger's function leaves them alone.
+	// runbook's reset of it (a fixed topic or payload) must be seen. Such
+	// an UPDATE re-arms only an event the relay parked: one it never
+	// parked (an application setting the status of a row it just
+	// inserted) is left to the stream. The relay's own writes of that
+	// value are marked (OwnWriteSetting), and the function leaves them
+	// alone.
 	FromPending bool
 }
 
@@ -115,6 +118,11 @@ func LookupResetTrigger(ctx context.Context, q pgdb.DB, cfg Config) (ResetTrigge
 		have.Stale = fmt.Sprintf("passes the arguments %q instead of %q", triggerArgs(args), triggerArgs(want))
 	case !enabled:
 		have.Stale = "is disabled"
+	case comment != resetComment(cfg.Reset) && comment == resetComment(flipFromPending(cfg.Reset)) && cfg.Reset.FromPending:
+		have.Stale = "fires only when the status comes from a value that is not pending, though write_back's retrying value is a pending one " +
+			"(a row being tried again reads pending, and a runbook's reset of it would go unseen)"
+	case comment != resetComment(cfg.Reset) && comment == resetComment(flipFromPending(cfg.Reset)):
+		have.Stale = "also fires on a pending value set over a pending one, though write_back's retrying value is no longer a pending one"
 	case comment != resetComment(cfg.Reset):
 		have.Stale = "was created for another status column or other pending values"
 	}
@@ -125,15 +133,33 @@ func LookupResetTrigger(ctx context.Context, q pgdb.DB, cfg Config) (ResetTrigge
 // each ends with a NUL byte (which no name holds: quoting drops it).
 func resetArgs(cfg Config) []byte {
 	var b []byte
-	for _, a := range []string{cfg.Reset.IDColumn, SourceTable(cfg)} {
+	for _, a := range triggerArgList(cfg) {
 		b = append(append(b, strings.ReplaceAll(a, "\x00", "")...), 0)
 	}
 	return b
 }
 
+// triggerArgList are the arguments the trigger passes its function: the
+// id column and SourceTable; with FromPending, the status column and the
+// pending values too, so that the function can tell a pending value set
+// over a pending one (which re-arms only an event the relay parked).
+func triggerArgList(cfg Config) []string {
+	args := []string{cfg.Reset.IDColumn, SourceTable(cfg)}
+	if cfg.Reset.FromPending {
+		args = append(append(args, cfg.Reset.StatusColumn), cfg.Reset.Pending...)
+	}
+	return args
+}
+
 // triggerArgs splits tgargs into the arguments.
 func triggerArgs(tgargs []byte) []string {
 	return strings.Split(strings.TrimSuffix(string(tgargs), "\x00"), "\x00")
+}
+
+// flipFromPending is r with FromPending the other way.
+func flipFromPending(r Reset) Reset {
+	r.FromPending = !r.FromPending
+	return r
 }
 
 // resetComment is the comment Apply puts on the trigger: what it does,
@@ -164,9 +190,13 @@ func createResetTrigger(cfg Config, outbox string) string {
 	if r.FromPending {
 		when = fmt.Sprintf("NEW.%s::text = ANY (%s)", col, pending)
 	}
-	return fmt.Sprintf("CREATE TRIGGER %s AFTER UPDATE OF %s ON %s FOR EACH ROW WHEN (%s) EXECUTE FUNCTION %s(%s, %s)",
+	args := triggerArgList(cfg)
+	for i, a := range args {
+		args[i] = quoteLiteral(a)
+	}
+	return fmt.Sprintf("CREATE TRIGGER %s AFTER UPDATE OF %s ON %s FOR EACH ROW WHEN (%s) EXECUTE FUNCTION %s(%s)",
 		pgx.Identifier{ResetTriggerName}.Sanitize(), col, outbox, when,
-		ResetFunction(cfg), quoteLiteral(r.IDColumn), quoteLiteral(SourceTable(cfg)))
+		ResetFunction(cfg), strings.Join(args, ", "))
 }
 
 // keepResetTrigger leaves the outbox table with the reset trigger

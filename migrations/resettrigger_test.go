@@ -479,30 +479,36 @@ func TestResetTriggerSkipsAClaimedRow(t *testing.T) {
 
 // TestResetTriggerLeavesTheRelaysOwnWrites: an UPDATE that sets a pending
 // value in a transaction marked with OwnWriteSetting (the relay writing a
-// retrying value that is pending) adds no reload row; the same UPDATE
-// unmarked, in the next transaction, does: the mark ends with its
-// transaction. With FromPending (the retrying value is pending, so a row
-// being tried again reads pending) a runbook's UPDATE that sets a pending
-// value over a pending one fires too.
+// retrying value that is pending) adds no reload row, over a FAILED row
+// or a pending one. With FromPending (the retrying value is pending, so a
+// row being tried again reads pending) a runbook's UPDATE that sets a
+// pending value over a pending one re-arms the event the relay parked,
+// and leaves alone one it never parked (an application setting the status
+// of a row the stream carries: no second copy); without FromPending such
+// an UPDATE fires nothing. A reset from a value that is not pending works
+// as ever in both.
 func TestResetTriggerLeavesTheRelaysOwnWrites(t *testing.T) {
 	t.Parallel()
 	for _, fromPending := range []bool{false, true} {
 		t.Run(fmt.Sprintf("FromPending %v", fromPending), func(t *testing.T) {
 			t.Parallel()
-			ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint, status text)", "INSERT INTO app_outbox VALUES (7, 'FAILED')")
+			ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint, status text)",
+				"INSERT INTO app_outbox VALUES (7, 'FAILED'), (8, 'PENDING')")
 			cfg := DefaultConfig()
 			cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
-			cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}, FromPending: fromPending}
+			cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING", "PROCESSING"}, FromPending: fromPending}
 			if _, err := Apply(ctx, conn, cfg); err != nil {
 				t.Fatal(err)
 			}
-			reloads := func() int {
+			reloads := func(what string, want int) {
 				t.Helper()
 				var n int
 				if err := conn.QueryRow(ctx, "SELECT count(*) FROM outbox_delivery WHERE reload").Scan(&n); err != nil {
 					t.Fatal(err)
 				}
-				return n
+				if n != want {
+					t.Fatalf("%s: %d reload rows, want %d", what, n, want)
+				}
 			}
 			marked := func() {
 				t.Helper()
@@ -510,7 +516,7 @@ func TestResetTriggerLeavesTheRelaysOwnWrites(t *testing.T) {
 					if _, err := tx.Exec(ctx, "SELECT set_config($1, 'on', true)", OwnWriteSetting); err != nil {
 						return err
 					}
-					_, err := tx.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING'")
+					_, err := tx.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING' WHERE id = 7")
 					return err
 				})
 				if err != nil {
@@ -518,24 +524,20 @@ func TestResetTriggerLeavesTheRelaysOwnWrites(t *testing.T) {
 				}
 			}
 			marked()
-			if n := reloads(); n != 0 {
-				t.Fatalf("the relay's own write of a pending value over FAILED added %d reload rows, want 0", n)
-			}
+			reloads("the relay's own write of a pending value over FAILED", 0)
 			marked()
-			if n := reloads(); n != 0 {
-				t.Fatalf("the relay's own write of a pending value over a pending one added %d reload rows, want 0", n)
-			}
-			mustExec(t, conn, "UPDATE app_outbox SET status = 'PENDING'")
-			want := map[bool]int{false: 0, true: 1}[fromPending]
-			if n := reloads(); n != want {
-				t.Fatalf("a runbook's reset of a pending row added %d reload rows, want %d", n, want)
-			}
-			for _, sql := range []string{"UPDATE app_outbox SET status = 'FAILED'", "UPDATE app_outbox SET status = 'PENDING'"} {
+			reloads("the relay's own write of a pending value over a pending one", 0)
+			mustExec(t, conn, "UPDATE app_outbox SET status = 'PROCESSING' WHERE id = 8")
+			mustExec(t, conn, "UPDATE app_outbox SET status = 'PENDING' WHERE id = 8")
+			reloads("an application's updates of a pending row the relay never parked", 0)
+			// The relay parks event 7; its row reads PENDING while retried.
+			mustExec(t, conn, "INSERT INTO outbox_delivery (event_id, source_table, topic, status, last_error) VALUES ('7', 'public.app_outbox', 'orders', 'FAILED', 'refused')")
+			mustExec(t, conn, "UPDATE app_outbox SET status = 'PENDING' WHERE id = 7")
+			reloads("a runbook's reset of a row being tried again", map[bool]int{false: 0, true: 1}[fromPending])
+			for _, sql := range []string{"UPDATE app_outbox SET status = 'FAILED' WHERE id = 7", "UPDATE app_outbox SET status = 'PENDING' WHERE id = 7"} {
 				mustExec(t, conn, sql)
 			}
-			if n := reloads(); n != 1 {
-				t.Fatalf("a runbook's reset of a FAILED row: %d reload rows, want 1 (one event: its row converted)", n)
-			}
+			reloads("a runbook's reset of a FAILED row (its parked event's row converted)", 1)
 		})
 	}
 }

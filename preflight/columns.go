@@ -24,7 +24,8 @@ type column struct {
 	typ  string
 	enum bool
 	// maxLen is the length of a varchar(n) or char(n); 0 for none.
-	maxLen int
+	maxLen  int
+	notNull bool
 }
 
 // PostgreSQL type OIDs the column checks accept.
@@ -71,7 +72,8 @@ func tableColumns(ctx context.Context, q pgdb.Querier, ident string) ([]column, 
 	rows, err := q.Query(ctx, `SELECT a.attname, a.atttypid, coalesce(b.oid, t.oid), format_type(a.atttypid, a.atttypmod),
 			coalesce(b.typtype, t.typtype) = 'e',
 			CASE WHEN coalesce(b.oid, t.oid) IN (1042, 1043) AND coalesce(nullif(t.typtypmod, -1), a.atttypmod) > 4
-				THEN coalesce(nullif(t.typtypmod, -1), a.atttypmod) - 4 ELSE 0 END
+				THEN coalesce(nullif(t.typtypmod, -1), a.atttypmod) - 4 ELSE 0 END,
+			a.attnotnull
 		FROM pg_attribute a
 		JOIN pg_type t ON t.oid = a.atttypid
 		LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
@@ -82,7 +84,7 @@ func tableColumns(ctx context.Context, q pgdb.Querier, ident string) ([]column, 
 	}
 	var cols []column
 	var c column
-	_, err = pgx.ForEachRow(rows, []any{&c.name, &c.oid, &c.base, &c.typ, &c.enum, &c.maxLen}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&c.name, &c.oid, &c.base, &c.typ, &c.enum, &c.maxLen, &c.notNull}, func() error {
 		cols = append(cols, c)
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -148,8 +150,15 @@ func trialOutcomes(wb *writeback.Columns, cols map[string]column) []trialOutcome
 	if wb.DeliveredAtColumn != "" {
 		delivered.sets = append(delivered.sets, set(wb.DeliveredAtColumn, "now()"))
 	}
-	if wb.ErrorColumn != "" && !wb.KeepError {
-		delivered.sets = append(delivered.sets, set(wb.ErrorColumn, "NULL"))
+	if c := cols[wb.ErrorColumn]; wb.ErrorColumn != "" && !wb.KeepError {
+		// As write-back clears it: NULL, '' in a NOT NULL text column,
+		// left alone in a NOT NULL enum.
+		switch {
+		case !c.notNull:
+			delivered.sets = append(delivered.sets, set(wb.ErrorColumn, "NULL"))
+		case !c.enum:
+			delivered.sets = append(delivered.sets, set(wb.ErrorColumn, "''"))
+		}
 	}
 	if wb.LastAttemptColumn != "" {
 		delivered.sets = append(delivered.sets, set(wb.LastAttemptColumn, "now()"))
@@ -198,6 +207,14 @@ func tryOutcome(ctx context.Context, tx pgx.Tx, ident string, t outbox.Table, wb
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return true, fmt.Errorf("try the write-back values on %s: %w", t.Name(), err)
+	}
+	if slices.Contains(wb.Pending, o.value) {
+		// The relay's own write of a pending value (its retrying value)
+		// is marked so, and the reset trigger leaves it alone.
+		if _, err := sp.Exec(ctx, "SELECT pg_catalog.set_config($1, 'on', true)", migrations.OwnWriteSetting); err != nil {
+			_ = sp.Rollback(ctx)
+			return true, fmt.Errorf("try the write-back values on %s: %w", t.Name(), err)
+		}
 	}
 	tag, uerr := sp.Exec(ctx, sql, args...)
 	if err := sp.Rollback(ctx); err != nil {

@@ -204,7 +204,7 @@ func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, l
 func logAdopted(log *slog.Logger, t status.Adoptable, n int64) {
 	attrs := []any{"table", t.Source, "rows", n}
 	if len(t.Pending) > 0 {
-		attrs = append(attrs, "pending", t.Pending)
+		attrs = append(attrs, "statuses", t.Pending)
 	}
 	if t.Where != "" {
 		attrs = append(attrs, "adopt", t.Where)

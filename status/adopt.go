@@ -76,7 +76,7 @@ func (s *Store) Adopt(ctx context.Context, q pgdb.DB, t Adoptable) (int64, error
 	if !t.adopts() {
 		return 0, nil
 	}
-	sel, args := adoptSelect(t)
+	sel, args := adoptSelect(t, s.table)
 	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error)\n"+sel, oneStatement(args)...)
 	if err != nil {
 		return 0, adoptError(t, err)
@@ -95,7 +95,7 @@ func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 	if !t.adopts() {
 		return nil
 	}
-	sel, args := adoptSelect(t)
+	sel, args := adoptSelect(t, "")
 	rows, err := q.Query(ctx, "EXPLAIN "+sel, oneStatement(args)...)
 	if err == nil {
 		rows.Close()
@@ -119,7 +119,7 @@ func CountAdopt(ctx context.Context, q Planner, t Adoptable) (int64, error) {
 	if !t.adopts() {
 		return 0, nil
 	}
-	sel, args := adoptSelect(t)
+	sel, args := adoptSelect(t, "")
 	rows, err := q.Query(ctx, "SELECT count(*) FROM (\n"+sel+"\n) AS cdc_relay_counted", oneStatement(args)...)
 	if err != nil {
 		return 0, adoptError(t, err)

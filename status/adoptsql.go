@@ -50,8 +50,12 @@ func (b *adoptSQL) selectedColumn(name string) string {
 // subquery of their own (a pending status, or Where on lines of its own,
 // so that a predicate ending in a -- comment still closes), and the
 // relay's filters (an id, a route) are applied outside it, so that no
-// predicate, whatever parentheses it holds, can override them.
-func adoptSelect(t Adoptable) (string, []any) {
+// predicate, whatever parentheses it holds, can override them. With
+// status (the status table, quoted; "" for none) an event the status
+// table already holds to send (FAILED, WAITING or PAUSED: parked by an
+// earlier slot's relay, whose row reads pending or retrying) is not
+// adopted again, for that topic.
+func adoptSelect(t Adoptable, status string) (string, []any) {
 	b := &adoptSQL{t: t, table: pgx.Identifier{t.Schema, t.Name}.Sanitize()}
 	id := b.selectedColumn(t.IDColumn)
 	topic, order := "''", id
@@ -60,11 +64,20 @@ func adoptSelect(t Adoptable) (string, []any) {
 		topic, order = routeAlias+".topic", order+", "+routeAlias+".n"
 		from += "\nCROSS JOIN LATERAL unnest(ARRAY[" + b.routeTopics() + "]::text[]) WITH ORDINALITY AS " + routeAlias + "(topic, n)"
 	}
-	sel := "SELECT format('%s', " + id + "), " + b.arg(t.Source) + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text" +
+	src := b.arg(t.Source)
+	sel := "SELECT format('%s', " + id + "), " + src + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text" +
 		"\nFROM " + from +
 		"\nWHERE " + id + " IS NOT NULL"
 	if len(t.Routes) > 0 {
 		sel += " AND " + routeAlias + ".topic IS NOT NULL"
+	}
+	if status != "" {
+		held := "SELECT 1 FROM " + status + " AS cdc_relay_held WHERE cdc_relay_held.source_table = " + src + "::text" +
+			" AND cdc_relay_held.event_id = format('%s', " + id + ") AND cdc_relay_held.status IN ('FAILED', 'WAITING', 'PAUSED')"
+		if len(t.Routes) > 0 {
+			held += " AND cdc_relay_held.topic = " + routeAlias + ".topic"
+		}
+		sel += "\nAND NOT EXISTS (" + held + ")"
 	}
 	return sel + "\nORDER BY " + order, b.args
 }

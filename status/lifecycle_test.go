@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestWriteBackOfATeamsOwnLifecycle(t *testing.T) {
 		AttemptsColumn: "retry_count", LastAttemptColumn: "last_attempt_at"}
 	mcfg := migrations.DefaultConfig()
 	mcfg.OutboxTable, mcfg.SkipOutbox = "notification_outbox", true
-	mcfg.Reset = migrations.Reset{IDColumn: "id", StatusColumn: "status", Pending: cols.Pending}
+	mcfg.Reset = migrations.Reset{IDColumn: "id", StatusColumn: "status", Pending: cols.Pending, FromPending: cols.RetryingIsPending()}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -136,4 +137,47 @@ func TestWriteBackOfATeamsOwnLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a runbook's reset", map[int]string{2: "PENDING 0 - true true reloads=1"})
+}
+
+// TestAdoptSkipsEventsAlreadyHeld: a slot created again over the same
+// status table (after a slot loss, say) adopts the pending rows, but not
+// those whose events the status table already holds to send (FAILED,
+// WAITING, PAUSED: parked by the earlier relay, their rows reading
+// pending or retrying): adopted again, they would be sent twice. An event
+// the status table says was delivered, and whose row was set back to
+// pending, is adopted.
+func TestAdoptSkipsEventsAlreadyHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newTestPool(t)
+	for _, sql := range []string{
+		`CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING')`,
+		`INSERT INTO app_outbox (id) SELECT g FROM generate_series(1, 5) g`,
+		`INSERT INTO outbox_delivery (event_id, source_table, topic, status, last_error) VALUES
+			('1', 'public.app_outbox', 'orders', 'FAILED', 'refused'), ('2', 'public.app_outbox', 'orders', 'WAITING', 'behind 1'),
+			('3', 'public.app_outbox', 'orders', 'PAUSED', 'paused'), ('4', 'public.app_outbox', 'orders', 'DELIVERED', '-')`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := NewStore(pool, "public", "outbox_delivery")
+	var n int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = store.Adopt(ctx, tx, Adoptable{Schema: "public", Name: "app_outbox", Source: "public.app_outbox",
+			IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adopted []string
+	r, _ := pool.Query(ctx, "SELECT event_id FROM outbox_delivery WHERE reload ORDER BY event_id")
+	if adopted, err = pgx.CollectRows(r, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || fmt.Sprint(adopted) != "[4 5]" {
+		t.Fatalf("adopted %d rows, events %v; want 2, events [4 5]", n, adopted)
+	}
 }

@@ -147,7 +147,11 @@ func (c *Columns) Lifecycle() []string {
 	for i, v := range c.Pending {
 		quoted[i] = q(v)
 	}
-	lines = append(lines, "set back to "+strings.Join(quoted, " or ")+" by a runbook (an UPDATE from another value): sent again, once, as the row is then")
+	reset := "set back to " + strings.Join(quoted, " or ") + " by a runbook (an UPDATE from another value): sent again, once, as the row is then"
+	if c.RetryingIsPending() {
+		reset = "set to " + strings.Join(quoted, " or ") + " by a runbook, from another value or while tried again: sent again, once, as the row is then"
+	}
+	lines = append(lines, reset)
 	adopted := "rows in " + strings.Join(quoted, " or ")
 	if v := c.RetryingValue(); c.RetryScheduled() && !c.RetryingIsPending() {
 		adopted += ", and in " + q(v) + " (tried again later, not given up on)"

@@ -193,6 +193,7 @@ func (fakeRow) Scan(dest ...any) error {
 	*dest[2].(*[]string) = []string{"uuid", "text"}
 	*dest[3].(*[]string) = []string{"uuid", "text"}
 	*dest[4].(*[]bool) = []bool{false, false}
+	*dest[5].(*[]bool) = []bool{true, true}
 	return nil
 }
 

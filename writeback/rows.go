@@ -173,8 +173,8 @@ func (t *rowTable) statement(types map[string]columnType, id string, o outboxrow
 	switch {
 	case o.State != outboxrow.Delivered && c.ErrorColumn != "" && o.Reason != "":
 		set = append(set, q(c.ErrorColumn)+" = "+arg(cleanReason(o.Reason), "text")+"::"+types[c.ErrorColumn].full)
-	case o.State == outboxrow.Delivered && c.ErrorColumn != "" && !c.KeepError:
-		set = append(set, q(c.ErrorColumn)+" = NULL")
+	case o.State == outboxrow.Delivered && clearError(c, types) != "":
+		set = append(set, clearError(c, types))
 	}
 	if c.AttemptsColumn != "" && o.Attempts >= 0 {
 		set = append(set, q(c.AttemptsColumn)+" = "+arg(int64(o.Attempts), "bigint"))
@@ -189,7 +189,7 @@ func (t *rowTable) statement(types map[string]columnType, id string, o outboxrow
 		// The retrying value is a pending one: the reset trigger would
 		// take this write for a runbook's reset, were it not marked as the
 		// relay's own (ownWriteMark).
-		return ownWriteMark + update + " FROM cdc_relay_own_write" + where, args
+		return ownWriteMark + update + " FROM cdc_relay_own_write" + strings.Replace(where, " WHERE ", " WHERE "+t.quoted+".", 1), args
 	}
 	return update + where, args
 }
@@ -199,4 +199,4 @@ func (t *rowTable) statement(types map[string]columnType, id string, o outboxrow
 // the rest of the transaction, before the statement changes a row (the
 // statement reads the CTE in its FROM), so that the reset trigger, which
 // reads the setting, leaves the relay's writes of a pending value alone.
-const ownWriteMark = "WITH cdc_relay_own_write AS (SELECT pg_catalog.set_config('" + migrations.OwnWriteSetting + "', 'on', true)) "
+const ownWriteMark = "WITH cdc_relay_own_write(cdc_relay_mark) AS (SELECT pg_catalog.set_config('" + migrations.OwnWriteSetting + "', 'on', true)) "

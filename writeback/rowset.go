@@ -98,8 +98,8 @@ func (t *rowTable) deliveredSet(types map[string]columnType) string {
 			set += ", " + q(col) + " = " + t.now(types[col].noZone)
 		}
 	}
-	if c.ErrorColumn != "" && !c.KeepError {
-		set += ", " + q(c.ErrorColumn) + " = NULL"
+	if clear := clearError(c, types); clear != "" {
+		set += ", " + clear
 	}
 	if c.AttemptsColumn != "" {
 		set += ", " + q(c.AttemptsColumn) + " = cdc_relay_set.attempts"

@@ -22,22 +22,24 @@ type statements struct {
 // lookupSQL reads, for the table named by $1 (quoted), whether it exists
 // and, for each of the columns $2 that it has: the column's name, its type
 // with its length or precision, its type without (bpchar for char(n),
-// since "character" alone would cast to char(1)), and whether it is a
-// timestamp without time zone.
+// since "character" alone would cast to char(1)), whether it is a
+// timestamp without time zone, and whether it is NOT NULL.
 const lookupSQL = `SELECT c.oid IS NOT NULL, coalesce(array_agg(a.attname::text) FILTER (WHERE a.attname IS NOT NULL), '{}'),
 	coalesce(array_agg(format_type(a.atttypid, a.atttypmod)) FILTER (WHERE a.attname IS NOT NULL), '{}'),
 	coalesce(array_agg(CASE WHEN a.atttypid = 'bpchar'::regtype THEN 'bpchar' ELSE format_type(a.atttypid, NULL) END)
 		FILTER (WHERE a.attname IS NOT NULL), '{}'),
-	coalesce(array_agg(a.atttypid = 'timestamp'::regtype) FILTER (WHERE a.attname IS NOT NULL), '{}')
+	coalesce(array_agg(a.atttypid = 'timestamp'::regtype) FILTER (WHERE a.attname IS NOT NULL), '{}'),
+	coalesce(array_agg(a.attnotnull) FILTER (WHERE a.attname IS NOT NULL), '{}')
 FROM (SELECT to_regclass($1::text)::oid AS oid) AS c
 LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = ANY($2::text[]) AND a.attnum > 0 AND NOT a.attisdropped
 GROUP BY c.oid`
 
 // columnType is a column's type, as format_type writes it.
 type columnType struct {
-	full   string // with its length or precision: varchar(20)
-	bare   string // without: character varying
-	noZone bool   // timestamp without time zone
+	full    string // with its length or precision: varchar(20)
+	bare    string // without: character varying
+	noZone  bool   // timestamp without time zone
+	notNull bool
 }
 
 // schemaError says that a table, or a column of it, does not exist.
@@ -71,9 +73,9 @@ func lookupTypes(ctx context.Context, db DB, t *Table, quoted string) (map[strin
 	var (
 		exists            bool
 		names, full, bare []string
-		noZone            []bool
+		noZone, notNull   []bool
 	)
-	if err := db.QueryRow(ctx, lookupSQL, quoted, cols).Scan(&exists, &names, &full, &bare, &noZone); err != nil {
+	if err := db.QueryRow(ctx, lookupSQL, quoted, cols).Scan(&exists, &names, &full, &bare, &noZone, &notNull); err != nil {
 		return nil, fmt.Errorf("look up the columns of %s: %w", quoted, err)
 	}
 	if !exists {
@@ -81,7 +83,7 @@ func lookupTypes(ctx context.Context, db DB, t *Table, quoted string) (map[strin
 	}
 	types := make(map[string]columnType, len(names))
 	for i, n := range names {
-		types[n] = columnType{full: full[i], bare: bare[i], noZone: noZone[i]}
+		types[n] = columnType{full: full[i], bare: bare[i], noZone: noZone[i], notNull: notNull[i]}
 	}
 	var missing []string
 	for _, c := range cols {
@@ -141,8 +143,8 @@ func buildStatements(t Table, types map[string]columnType) *statements {
 			set += ", " + q(col) + " = " + t.now(types[col].noZone)
 		}
 	}
-	if c.ErrorColumn != "" && !c.KeepError {
-		set += ", " + q(c.ErrorColumn) + " = NULL"
+	if clear := clearError(c, types); clear != "" {
+		set += ", " + clear
 	}
 	table := pgx.Identifier{t.Schema, t.Name}.Sanitize()
 	return &statements{
@@ -177,3 +179,22 @@ AND (e.found
 	OR m.xid <> 0 AND NOT pg_visible_in_snapshot(
 		greatest(CASE WHEN w.xid8 > x.xmax + 2147483648 THEN w.xid8 - 4294967296
 			WHEN w.xid8 < x.xmax - 2147483648 THEN w.xid8 + 4294967296 ELSE w.xid8 END, 0)::text::xid8, s.snap))`
+
+// clearError is the assignment that clears c's error column once its
+// event is delivered, for its type in types: NULL, or '' for a NOT NULL
+// text column (whose "no error" is the empty string); "" (no assignment)
+// when c has no error column, keeps it (KeepError), or it is NOT NULL of
+// another type (an enum), which has no value that says none.
+func clearError(c *Columns, types map[string]columnType) string {
+	if c.ErrorColumn == "" || c.KeepError {
+		return ""
+	}
+	col, typ := pgx.Identifier{c.ErrorColumn}.Sanitize(), types[c.ErrorColumn]
+	switch {
+	case !typ.notNull:
+		return col + " = NULL"
+	case typ.bare == "text" || typ.bare == "character varying" || typ.bare == "bpchar":
+		return col + " = ''"
+	}
+	return ""
+}

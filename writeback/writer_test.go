@@ -685,29 +685,35 @@ func BenchmarkFlush(b *testing.B) {
 
 // TestWriterClearsTheErrorAndSetsTheLastAttempt: a row the stream
 // delivered loses the error an earlier attempt left in it (unless the
-// table keeps it), and its last-attempt column takes now(), in UTC for a
-// timestamp without time zone.
+// table keeps it): NULL, or '' in a NOT NULL column; its last-attempt
+// column takes now(), in UTC for a timestamp without time zone.
 func TestWriterClearsTheErrorAndSetsTheLastAttempt(t *testing.T) {
 	t.Parallel()
 	ctx, _, pool := startDB(t)
-	for _, keep := range []bool{false, true} {
-		name := fmt.Sprintf("keep_%v", keep)
+	for _, tc := range []struct {
+		name, errType string
+		keep          bool
+		want          string // rows a and b: id status error last-attempt-within-2-minutes
+	}{
+		{"cleared", "text", false, "a DELIVERED - true|b PENDING broker down false"},
+		{"kept", "text", true, "a DELIVERED broker down true|b PENDING broker down false"},
+		{"not_null", "text NOT NULL", false, "a DELIVERED  true|b PENDING broker down false"},
+	} {
 		exec(t, ctx, pool, fmt.Sprintf(`CREATE TABLE %s (id text PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING',
-			last_error text DEFAULT 'broker down', last_attempt_at timestamp)`, name))
-		exec(t, ctx, pool, fmt.Sprintf("INSERT INTO %s (id) VALUES ('a'), ('b')", name))
-		w, err := New(pool, Config{Tables: []Table{{Name: name, IDColumn: "id", Columns: Columns{StatusColumn: "status",
-			Delivered: "DELIVERED", Failed: "FAILED", ErrorColumn: "last_error", KeepError: keep, LastAttemptColumn: "last_attempt_at"}}}})
+			last_error %s DEFAULT 'broker down', last_attempt_at timestamp)`, tc.name, tc.errType))
+		exec(t, ctx, pool, fmt.Sprintf("INSERT INTO %s (id) VALUES ('a'), ('b')", tc.name))
+		w, err := New(pool, Config{Tables: []Table{{Name: tc.name, IDColumn: "id", Columns: Columns{StatusColumn: "status",
+			Delivered: "DELIVERED", Failed: "FAILED", ErrorColumn: "last_error", KeepError: tc.keep, LastAttemptColumn: "last_attempt_at"}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.Delivered(0, []byte("a"), nil)
 		runWriter(t, w)
 		waitFor(t, 30*time.Second, "outcome not written", func() bool { return w.Stats().Pending == 0 })
-		want := map[bool]string{false: "a DELIVERED - true|b PENDING broker down false", true: "a DELIVERED broker down true|b PENDING broker down false"}[keep]
 		got := scalar[string](t, ctx, pool, fmt.Sprintf(`SELECT string_agg(id || ' ' || status || ' ' || coalesce(last_error, '-') || ' ' ||
-			coalesce(abs(extract(epoch FROM last_attempt_at - (now() AT TIME ZONE 'UTC'))) < 120, false), '|' ORDER BY id) FROM %s`, name))
-		if got != want {
-			t.Errorf("keep_error %v: rows %q, want %q", keep, got, want)
+			coalesce(abs(extract(epoch FROM last_attempt_at - (now() AT TIME ZONE 'UTC'))) < 120, false), '|' ORDER BY id) FROM %s`, tc.name))
+		if got != tc.want {
+			t.Errorf("%s: rows %q, want %q (stats %+v)", tc.name, got, tc.want, w.Stats())
 		}
 	}
 }
