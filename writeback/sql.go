@@ -181,7 +181,7 @@ AND (e.found
 			WHEN w.xid8 < x.xmax - 2147483648 THEN w.xid8 + 4294967296 ELSE w.xid8 END, 0)::text::xid8, s.snap))`
 
 // clearError is the assignment that clears c's error column once its
-// event is delivered, for its type in types: NULL, or ” for a NOT NULL
+// event is delivered, for its type in types: NULL, or the empty string for a NOT NULL
 // text column (whose "no error" is the empty string); "" (no assignment)
 // when c has no error column, keeps it (KeepError), or it is NOT NULL of
 // another type (an enum), which has no value that says none.

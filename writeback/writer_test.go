@@ -685,7 +685,7 @@ func BenchmarkFlush(b *testing.B) {
 
 // TestWriterClearsTheErrorAndSetsTheLastAttempt: a row the stream
 // delivered loses the error an earlier attempt left in it (unless the
-// table keeps it): NULL, or ” in a NOT NULL column; its last-attempt
+// table keeps it): NULL, or the empty string in a NOT NULL column; its last-attempt
 // column takes now(), in UTC for a timestamp without time zone.
 func TestWriterClearsTheErrorAndSetsTheLastAttempt(t *testing.T) {
 	t.Parallel()
