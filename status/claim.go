@@ -32,6 +32,10 @@ type Outcome struct {
 	// RetryIn is how long after now to try again (when neither Delivered
 	// nor Dead).
 	RetryIn time.Duration
+
+	// superseded: the event was reset while its row was claimed, and a
+	// later reload row writes its outbox row (dropSuperseded).
+	superseded bool
 }
 
 // Claim locks up to limit rows that are deliverable in order, passes
@@ -78,6 +82,10 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	// counts from here, whatever deliver took (up to its own timeout).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.outcomeTimeout)
 	defer cancel()
+	outcomes, err = s.dropSuperseded(wctx, tx, due, outcomes)
+	if err != nil {
+		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
+	}
 	if err := s.recordOutcomes(wctx, tx, outcomes); err != nil {
 		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 	}
@@ -88,6 +96,58 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 	}
 	return len(due), nil
+}
+
+// dropSuperseded finds the claimed rows of tables that write back whose
+// event a runbook reset while they were claimed: the reset trigger, which
+// skips a locked row rather than wait for it, added a reload row for the
+// event after this one (a higher id), which sends the row as it is now.
+// Such a row's attempt is superseded: it must neither be tried again nor
+// given up on (a second copy in the old place, a DEAD row, or a failed
+// value written over the reset), nor write its outcome over the outbox
+// row, which the reload row writes. A superseded row that failed (or was
+// given up on, or parked for its topic's pause) is deleted; one that was
+// delivered stays DELIVERED, the truth of the copy it sent. It returns the
+// outcomes still to record and write back.
+func (s *Store) dropSuperseded(ctx context.Context, tx pgx.Tx, due []Row, outcomes []Outcome) ([]Outcome, error) {
+	var ids []int64
+	for _, r := range due {
+		if s.rows.Writes(r.SourceTable) && r.EventID != "" {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return outcomes, nil
+	}
+	rows, _ := tx.Query(ctx, "SELECT o.id FROM "+s.table+" AS o WHERE o.id = ANY($1) AND EXISTS (SELECT 1 FROM "+s.table+" AS n"+
+		" WHERE n.source_table = o.source_table AND n.event_id = o.event_id AND n.id > o.id AND n.reload)", ids)
+	superseded, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(superseded) == 0 {
+		return outcomes, err
+	}
+	gone := make(map[int64]bool, len(superseded))
+	for _, id := range superseded {
+		gone[id] = true
+	}
+	kept := make([]Outcome, 0, len(outcomes))
+	var drop []int64
+	for _, o := range outcomes {
+		switch {
+		case !gone[o.ID]:
+			kept = append(kept, o)
+		case o.Delivered:
+			o.superseded = true
+			kept = append(kept, o)
+		default:
+			drop = append(drop, o.ID)
+		}
+	}
+	if len(drop) > 0 {
+		if _, err := tx.Exec(ctx, "DELETE FROM "+s.table+" WHERE id = ANY($1)", drop); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
 }
 
 // recordOutcomes writes each outcome to its status row, in tx: one
@@ -208,8 +268,8 @@ func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcome
 	var tables []string // in the order of outcomes
 	for _, o := range outcomes {
 		r := byID[o.ID]
-		if r == nil || !s.rows.Writes(r.SourceTable) || o.Paused {
-			continue // a row parked for its topic's pause was not sent: its outbox row stays pending
+		if r == nil || !s.rows.Writes(r.SourceTable) || o.Paused || o.superseded {
+			continue // a row parked for its topic's pause was not sent: its outbox row stays pending; a reset's reload row writes it
 		}
 		if byTable[r.SourceTable] == nil {
 			tables = append(tables, r.SourceTable)

@@ -181,3 +181,108 @@ func TestAdoptSkipsEventsAlreadyHeld(t *testing.T) {
 		t.Fatalf("adopted %d rows, events %v; want 2, events [4 5]", n, adopted)
 	}
 }
+
+// TestResetDuringAClaimSupersedesIt: a runbook resets an event (fixing its
+// topic) while the poller has its row claimed, mid-attempt. The trigger
+// skips the locked row and adds a reload row; the old attempt's outcome,
+// whatever it is, neither writes over the reset (the outbox row keeps the
+// runbook's PENDING) nor leaves a row to try again or give up on: a
+// failed or given-up attempt's row is deleted, a delivered one stays
+// DELIVERED. The reload row then delivers the row as it is now, and the
+// outbox row says DELIVERED.
+func TestResetDuringAClaimSupersedesIt(t *testing.T) {
+	t.Parallel()
+	for _, outcome := range []string{"failed", "dead", "delivered"} {
+		t.Run(outcome, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := newTestPool(t)
+			for _, sql := range []string{
+				`CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING', topic text NOT NULL)`,
+				`INSERT INTO app_outbox (id, topic) VALUES (1, 'Invioce')`,
+			} {
+				if _, err := pool.Exec(ctx, sql); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cols := writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", Pending: []string{"PENDING"}}
+			mcfg := migrations.DefaultConfig()
+			mcfg.OutboxTable, mcfg.SkipOutbox = "app_outbox", true
+			mcfg.Reset = migrations.Reset{IDColumn: "id", StatusColumn: "status", Pending: cols.Pending}
+			conn, err := pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = migrations.Apply(ctx, conn.Conn(), mcfg)
+			conn.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := writeback.NewRows([]writeback.Table{{Name: "app_outbox", IDColumn: "id", Columns: cols}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.app_outbox"), WriteBack(rows))
+			ev := &decoder.Event{ID: []byte("1"), Topic: "Invioce", Value: []byte(`{}`), CommitLSN: 0x100}
+			if err := store.Failed(ctx, ev, errors.New("UNKNOWN_TOPIC_OR_PARTITION")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now()"); err != nil {
+				t.Fatal(err)
+			}
+			_, err = store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+				// The runbook, mid-attempt: it neither waits for the claim
+				// nor deadlocks with it.
+				if _, err := pool.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING', topic = 'Invoice' WHERE id = 1"); err != nil {
+					t.Error(err)
+				}
+				o := Outcome{ID: due[0].ID, Err: errors.New("UNKNOWN_TOPIC_OR_PARTITION"), RetryIn: time.Minute}
+				switch outcome {
+				case "dead":
+					o.Dead = true
+				case "delivered":
+					o = Outcome{ID: due[0].ID, Delivered: true}
+				}
+				return []Outcome{o}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := func() string {
+				t.Helper()
+				var s string
+				if err := pool.QueryRow(ctx, `SELECT (SELECT status FROM app_outbox WHERE id = 1) || ' / ' ||
+					coalesce((SELECT string_agg(status || CASE WHEN reload THEN ' reload' ELSE '' END, ', ' ORDER BY id) FROM outbox_delivery), '')`).Scan(&s); err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			want := map[string]string{"failed": "PENDING / FAILED reload", "dead": "PENDING / FAILED reload",
+				"delivered": "PENDING / DELIVERED, FAILED reload"}[outcome]
+			if got := state(); got != want {
+				t.Fatalf("after the reset during the attempt: %q, want %q (the row as the runbook left it; the old attempt superseded)", got, want)
+			}
+			if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now()"); err != nil {
+				t.Fatal(err)
+			}
+			var topic string
+			_, err = store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+				if len(due) != 1 || !due[0].Reload {
+					t.Errorf("claimed %+v, want the reload row alone", due)
+					return nil
+				}
+				loaded := due[0]
+				loaded.Topic, topic = "Invoice", "Invoice"
+				return []Outcome{{ID: due[0].ID, Delivered: true, Loaded: &loaded}}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = map[string]string{"failed": "DELIVERED / DELIVERED reload", "dead": "DELIVERED / DELIVERED reload",
+				"delivered": "DELIVERED / DELIVERED, DELIVERED reload"}[outcome]
+			if got := state(); got != want || topic != "Invoice" {
+				t.Fatalf("after the reload row's attempt: %q, want %q", got, want)
+			}
+		})
+	}
+}
