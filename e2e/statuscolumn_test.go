@@ -691,3 +691,64 @@ func TestStatusColumnLocalTime(t *testing.T) {
 	}
 	p.stop(30 * time.Second)
 }
+
+// TestStatusColumnTopicFixedDuringRetries: the logistics runbook fixes a
+// misspelt topic while the relay retries the events (every 200 to 500 ms):
+// `UPDATE … SET status = 'PENDING', aggregate_type = 'Invoice'` on 20 rows
+// being tried again, a row at a time. Every row ends PUBLISHED, with one
+// copy on the fixed topic and none on the misspelt one (which never
+// exists), and no row ever reads FAILED, the team's dead-letter value,
+// nor does any event end DEAD: a reset that lands mid-attempt supersedes
+// the attempt.
+func TestStatusColumnTopicFixedDuringRetries(t *testing.T) {
+	parallel(t)
+	l := statusLayouts[slices.IndexFunc(statusLayouts, func(l statusLayout) bool { return l.dir == "logistics-outbox" })]
+	s := newStatusEnv(t, l)
+	s.migrateConfig(s.path)
+	_, fixed := s.l.topic(s.prefix, "Invoice")
+	s.createTopic(fixed, nil)
+	p := s.run("--retry-base", "200ms", "--retry-max", "500ms", "--max-attempts", "1000")
+	var ids []string
+	for range 20 {
+		id, _ := s.insertPending("Invioce")
+		ids = append(ids, id)
+	}
+	countFailed := func() int {
+		var n int
+		if err := s.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_events WHERE status = 'FAILED'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, id := range ids {
+		s.waitRow(id, "is tried again", 30*time.Second, func(r outboxRow) bool { return r.status == "PENDING" && r.tries >= 2 })
+	}
+	failedSeen := 0
+	for _, id := range ids {
+		mustExec(t, s.conn, "UPDATE outbox_events SET status = 'PENDING', aggregate_type = 'Invoice', retry_count = 0 WHERE id = $1", id)
+		failedSeen = max(failedSeen, countFailed())
+		time.Sleep(50 * time.Millisecond) // spreads the resets over the retries' rounds: pacing, not synchronisation
+	}
+	s.readIDs(fixed, ids, 60*time.Second)
+	for _, id := range ids {
+		s.waitRow(id, "says PUBLISHED", 30*time.Second, func(r outboxRow) bool {
+			failedSeen = max(failedSeen, countFailed())
+			return r.status == "PUBLISHED"
+		})
+	}
+	s.waitFor("the status table has nothing left to send", 20*time.Second, func() bool { return s.statusCount("FAILED") == 0 })
+	if failedSeen > 0 || s.statusCount("DEAD") > 0 {
+		t.Errorf("%d rows read FAILED, %d events DEAD; want none: the reset supersedes the attempt", failedSeen, s.statusCount("DEAD"))
+	}
+	got := s.records(fixed)
+	for _, id := range ids {
+		if got[id] != 1 {
+			t.Errorf("row %s has %d copies on %s, want one", id, got[id], fixed)
+		}
+	}
+	_, misspelt := s.l.topic(s.prefix, "Invioce")
+	if n := len(s.endOffsets(s.client(), misspelt)); n != 0 {
+		t.Errorf("the misspelt topic %s exists (%d partitions): a copy went there", misspelt, n)
+	}
+	p.stop(30 * time.Second)
+}
