@@ -18,7 +18,13 @@
 // marked DELIVERED, and counted and logged as an order violation when the
 // head was refused.
 // Config.Claimed hears of the claimed keys before any row is produced,
-// and Config.Delivered of the keys delivered once their rows say so.
+// once per look (with none when it claimed nothing), and returns what
+// ends the claim, which the poller calls once the outcomes are recorded
+// (the relay's drain of a held key, which keeps the key's new events in
+// memory meanwhile, ends then); Config.Delivered hears of the keys
+// delivered once their rows say so. Config.Wake makes the poller look at
+// once rather than at its next interval (a notification on
+// status.DueChannel: an operator's retry, a runbook's reset).
 //
 // It runs beside the stream, on the leader only, and never holds the
 // checkpoint back: a parked event was already passed by the checkpoint when

@@ -10,8 +10,9 @@ import (
 // DueChannel is the PostgreSQL notification channel on which the changes
 // that make parked events deliverable at once (Retry, Skip, Purge,
 // ResumeTopic: `cdc-relay failed retry`, `skip`, `purge`, `resume`, and
-// the admin endpoints) tell the poller to look now rather than at its
-// next interval. They notify in their own transaction, so the poller
+// the admin endpoints; and the reset trigger's function, when a runbook
+// sets an outbox row back to a pending value) tell the poller to look now
+// rather than at its next interval. They notify in their own transaction, so the poller
 // hears of a change only once it committed. A runbook that makes rows due
 // with its own SQL can do the same: NOTIFY cdc_relay_due. The payload is
 // not read; a notification only makes the poller look sooner.
