@@ -114,15 +114,15 @@ func LookupResetTrigger(ctx context.Context, q pgdb.DB, cfg Config) (ResetTrigge
 		have.Stale = "is there, though write_back lists no pending values"
 	case !sameFn:
 		have.Stale = fmt.Sprintf("calls %s instead of %s()", fn, ResetFunction(cfg))
+	case comment == resetComment(flipFromPending(cfg.Reset)) && cfg.Reset.FromPending:
+		have.Stale = "fires only when the status comes from a value that is not pending, though write_back's retrying value is a pending one " +
+			"(a row being tried again reads pending, and a runbook's reset of it would go unseen)"
+	case comment == resetComment(flipFromPending(cfg.Reset)):
+		have.Stale = "also fires on a pending value set over a pending one, though write_back's retrying value is no longer a pending one"
 	case !bytes.Equal(args, want):
 		have.Stale = fmt.Sprintf("passes the arguments %q instead of %q", triggerArgs(args), triggerArgs(want))
 	case !enabled:
 		have.Stale = "is disabled"
-	case comment != resetComment(cfg.Reset) && comment == resetComment(flipFromPending(cfg.Reset)) && cfg.Reset.FromPending:
-		have.Stale = "fires only when the status comes from a value that is not pending, though write_back's retrying value is a pending one " +
-			"(a row being tried again reads pending, and a runbook's reset of it would go unseen)"
-	case comment != resetComment(cfg.Reset) && comment == resetComment(flipFromPending(cfg.Reset)):
-		have.Stale = "also fires on a pending value set over a pending one, though write_back's retrying value is no longer a pending one"
 	case comment != resetComment(cfg.Reset):
 		have.Stale = "was created for another status column or other pending values"
 	}

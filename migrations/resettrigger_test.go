@@ -548,3 +548,31 @@ func mustExec(t *testing.T, conn *pgx.Conn, sql string) {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
+
+// TestResetTriggerStaleForTheOtherMode: a trigger made before write_back's
+// retrying value became a pending one (or after it stopped being one) is
+// stale, and says why in those words.
+func TestResetTriggerStaleForTheOtherMode(t *testing.T) {
+	t.Parallel()
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint, status text)")
+	cfg := DefaultConfig()
+	cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
+	cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}}
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fromPending bool
+		want        string
+	}{{true, "fires only when the status comes from a value that is not pending"}, {false, ""}} {
+		c := cfg
+		c.Reset.FromPending = tc.fromPending
+		have, err := LookupResetTrigger(ctx, conn, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !have.Exists || (tc.want == "") != (have.Stale == "") || !strings.Contains(have.Stale, tc.want) {
+			t.Errorf("FromPending %v: %+v, want stale saying %q", tc.fromPending, have, tc.want)
+		}
+	}
+}

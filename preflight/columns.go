@@ -73,7 +73,7 @@ func tableColumns(ctx context.Context, q pgdb.Querier, ident string) ([]column, 
 			coalesce(b.typtype, t.typtype) = 'e',
 			CASE WHEN coalesce(b.oid, t.oid) IN (1042, 1043) AND coalesce(nullif(t.typtypmod, -1), a.atttypmod) > 4
 				THEN coalesce(nullif(t.typtypmod, -1), a.atttypmod) - 4 ELSE 0 END,
-			a.attnotnull
+			a.attnotnull OR t.typnotnull
 		FROM pg_attribute a
 		JOIN pg_type t ON t.oid = a.atttypid
 		LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype

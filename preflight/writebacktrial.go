@@ -151,12 +151,12 @@ func trialOutcomes(wb *writeback.Columns, cols map[string]column) []trialOutcome
 		delivered.sets = append(delivered.sets, set(wb.DeliveredAtColumn, "now()"))
 	}
 	if c := cols[wb.ErrorColumn]; wb.ErrorColumn != "" && !wb.KeepError {
-		// As write-back clears it: NULL, '' in a NOT NULL text column,
-		// left alone in a NOT NULL enum.
+		// As write-back clears it: NULL, '' in a NOT NULL column of a
+		// text type (a domain over one too), left alone in a NOT NULL enum.
 		switch {
 		case !c.notNull:
 			delivered.sets = append(delivered.sets, set(wb.ErrorColumn, "NULL"))
-		case !c.enum:
+		case c.base == oidText || c.base == oidVarchar || c.base == oidBpchar:
 			delivered.sets = append(delivered.sets, set(wb.ErrorColumn, "''"))
 		}
 	}

@@ -120,6 +120,10 @@ func OpenWindow(ctx context.Context, url string, m decoder.Mapping, index int, s
 // noTimeZone is the type of a timestamp column without a time zone.
 const noTimeZone = "timestamp without time zone"
 
+// zoneSlack is how far back a zone's wall time can go when its clocks do:
+// an hour in most zones' autumn, two in Antarctica/Troll's.
+const zoneSlack = 2 * time.Hour
+
 // localTimeSlack is how far a timestamp without a time zone may be behind
 // the UTC wall time of when it was written: the zone furthest west,
 // UTC−12.
@@ -177,14 +181,16 @@ func (r *Window) epochUnit(ctx context.Context, m decoder.Mapping, ts string, lo
 // hours before since by a session in UTC, up to 26 hours by one at UTC+14,
 // pass it too: duplicates, never a loss. With the table's zone known (loc,
 // the mapping's TimeZone) the column holds wall time there, and the
-// condition compares it with since's wall time in loc, exactly.
+// condition compares it with the wall time there zoneSlack before since:
+// a wall time goes back when the clocks do (by an hour in autumn), so a
+// row written after since can read earlier than since's wall time.
 func windowOn(ts, typ string, since time.Time, unit decoder.TimestampUnit, loc *time.Location) (where string, arg []byte, ok bool) {
 	switch typ {
 	case "timestamp with time zone":
 		return ts + " >= $1::timestamptz", []byte(since.UTC().Format(time.RFC3339Nano)), true
 	case noTimeZone:
 		if loc != nil {
-			return ts + " >= $1::timestamp", []byte(since.In(loc).Format("2006-01-02 15:04:05.999999")), true
+			return ts + " >= $1::timestamp", []byte(since.Add(-zoneSlack).In(loc).Format("2006-01-02 15:04:05.999999")), true
 		}
 		return ts + " >= $1::timestamp", []byte(since.UTC().Add(-localTimeSlack).Format("2006-01-02 15:04:05.999999")), true
 	case "bigint":

@@ -36,13 +36,21 @@ func TestWindowOnLocalTime(t *testing.T) {
 			}
 		}
 	}
-	// The table's zone known: since's wall time there, exactly.
+	// The table's zone known: the wall time there two hours before since,
+	// so that a row written after since when the clocks went back (New
+	// York, 1 November 2026: 01:59 EDT, then 01:00 EST) is in the window.
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if where, arg, ok := windowOn(`"created_at"`, noTimeZone, since, decoder.UnitUnset, ny); !ok || where != `"created_at" >= $1::timestamp` || string(arg) != "2026-11-24 03:00:00" {
-		t.Errorf("in New York: %q %q %v; want since's wall time there, 03:00", where, arg, ok)
+	if where, arg, ok := windowOn(`"created_at"`, noTimeZone, since, decoder.UnitUnset, ny); !ok || where != `"created_at" >= $1::timestamp` || string(arg) != "2026-11-24 01:00:00" {
+		t.Errorf("in New York: %q %q %v; want the wall time there two hours before since, 01:00", where, arg, ok)
+	}
+	fallBack := time.Date(2026, 11, 1, 5, 40, 0, 0, time.UTC) // 01:40 EDT
+	_, arg, _ = windowOn(`"created_at"`, noTimeZone, fallBack, decoder.UnitUnset, ny)
+	written := fallBack.Add(30 * time.Minute).In(ny) // 01:10 EST
+	if wall := written.Format("2006-01-02 15:04:05"); wall < string(arg) {
+		t.Errorf("a row written at %s, after the window's start, holds %s, before its bound %s", written, wall, arg)
 	}
 	if where, arg, ok := windowOn(`"created_at"`, "timestamp with time zone", since, decoder.UnitUnset, nil); !ok || where != `"created_at" >= $1::timestamptz` || string(arg) != "2026-11-24T08:00:00Z" {
 		t.Errorf("timestamptz: %q %q %v; want the instant itself", where, arg, ok)

@@ -32,10 +32,6 @@ type Outcome struct {
 	// RetryIn is how long after now to try again (when neither Delivered
 	// nor Dead).
 	RetryIn time.Duration
-
-	// superseded: the event was reset while its row was claimed, and a
-	// later reload row writes its outbox row (dropSuperseded).
-	superseded bool
 }
 
 // Claim locks up to limit rows that are deliverable in order, passes
@@ -98,26 +94,44 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	return len(due), nil
 }
 
-// dropSuperseded finds the claimed rows of tables that write back whose
-// event a runbook reset while they were claimed: the reset trigger, which
-// skips a locked row rather than wait for it, added a reload row for the
-// event after this one (a higher id), which sends the row as it is now.
-// Such a row's attempt is superseded: it must neither be tried again nor
-// given up on (a second copy in the old place, a DEAD row, or a failed
-// value written over the reset), nor write its outcome over the outbox
-// row, which the reload row writes. A superseded row that failed (or was
-// given up on, or parked for its topic's pause) is deleted; one that was
-// delivered stays DELIVERED, the truth of the copy it sent. It returns the
-// outcomes still to record and write back.
+// dropSuperseded finds the claimed rows of tables with reset triggers
+// whose attempt did not deliver (failed, given up on, or parked for its
+// topic's pause) and whose event a runbook reset while they were claimed:
+// the reset trigger, which skips a locked row rather than wait for it,
+// added a reload row for the event after this one (a higher id), which
+// sends the row as it is now. Such a row's attempt is superseded: it must
+// neither be tried again nor given up on (a second copy in the old place,
+// a DEAD row), nor write the failed or dead value over the reset. It is
+// deleted, and its outcome dropped. The outbox rows are locked first, so
+// that a reset still in flight (a runbook's open transaction) is waited
+// for and its reload row seen. A delivered attempt is left as it is: its
+// DELIVERED is the truth of the copy it sent. It returns the outcomes
+// still to record and write back.
 func (s *Store) dropSuperseded(ctx context.Context, tx pgx.Tx, due []Row, outcomes []Outcome) ([]Outcome, error) {
+	byID := make(map[int64]*Row, len(due))
+	for i := range due {
+		byID[due[i].ID] = &due[i]
+	}
 	var ids []int64
-	for _, r := range due {
-		if s.rows.Writes(r.SourceTable) && r.EventID != "" {
-			ids = append(ids, r.ID)
+	events := map[string][]string{} // by source table
+	var tables []string
+	for _, o := range outcomes {
+		r := byID[o.ID]
+		if o.Delivered || r == nil || r.EventID == "" || !s.rows.Resets(r.SourceTable) {
+			continue
 		}
+		if events[r.SourceTable] == nil {
+			tables = append(tables, r.SourceTable)
+		}
+		ids, events[r.SourceTable] = append(ids, o.ID), append(events[r.SourceTable], r.EventID)
 	}
 	if len(ids) == 0 {
 		return outcomes, nil
+	}
+	for _, t := range tables {
+		if err := s.rows.Lock(ctx, tx, t, events[t]); err != nil {
+			return nil, err
+		}
 	}
 	rows, _ := tx.Query(ctx, "SELECT o.id FROM "+s.table+" AS o WHERE o.id = ANY($1) AND EXISTS (SELECT 1 FROM "+s.table+" AS n"+
 		" WHERE n.source_table = o.source_table AND n.event_id = o.event_id AND n.id > o.id AND n.reload)", ids)
@@ -129,22 +143,13 @@ func (s *Store) dropSuperseded(ctx context.Context, tx pgx.Tx, due []Row, outcom
 	for _, id := range superseded {
 		gone[id] = true
 	}
-	kept := make([]Outcome, 0, len(outcomes))
-	var drop []int64
-	for _, o := range outcomes {
-		switch {
-		case !gone[o.ID]:
-			kept = append(kept, o)
-		case o.Delivered:
-			o.superseded = true
-			kept = append(kept, o)
-		default:
-			drop = append(drop, o.ID)
-		}
+	if _, err := tx.Exec(ctx, "DELETE FROM "+s.table+" WHERE id = ANY($1)", superseded); err != nil {
+		return nil, err
 	}
-	if len(drop) > 0 {
-		if _, err := tx.Exec(ctx, "DELETE FROM "+s.table+" WHERE id = ANY($1)", drop); err != nil {
-			return nil, err
+	kept := make([]Outcome, 0, len(outcomes))
+	for _, o := range outcomes {
+		if !gone[o.ID] {
+			kept = append(kept, o)
 		}
 	}
 	return kept, nil
@@ -268,8 +273,8 @@ func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcome
 	var tables []string // in the order of outcomes
 	for _, o := range outcomes {
 		r := byID[o.ID]
-		if r == nil || !s.rows.Writes(r.SourceTable) || o.Paused || o.superseded {
-			continue // a row parked for its topic's pause was not sent: its outbox row stays pending; a reset's reload row writes it
+		if r == nil || !s.rows.Writes(r.SourceTable) || o.Paused {
+			continue // a row parked for its topic's pause was not sent: its outbox row stays pending
 		}
 		if byTable[r.SourceTable] == nil {
 			tables = append(tables, r.SourceTable)

@@ -183,16 +183,17 @@ func TestAdoptSkipsEventsAlreadyHeld(t *testing.T) {
 }
 
 // TestResetDuringAClaimSupersedesIt: a runbook resets an event (fixing its
-// topic) while the poller has its row claimed, mid-attempt. The trigger
-// skips the locked row and adds a reload row; the old attempt's outcome,
-// whatever it is, neither writes over the reset (the outbox row keeps the
-// runbook's PENDING) nor leaves a row to try again or give up on: a
-// failed or given-up attempt's row is deleted, a delivered one stays
-// DELIVERED. The reload row then delivers the row as it is now, and the
-// outbox row says DELIVERED.
+// topic) while the poller has its row claimed, mid-attempt, committing
+// before the attempt ends, or after (an open transaction: the claim waits
+// for it). The trigger skips the locked row and adds a reload row; an old
+// attempt that failed or was given up on neither writes over the reset
+// (the outbox row keeps the runbook's PENDING) nor leaves a row to try
+// again or give up on: its row is deleted. One that delivered stays
+// DELIVERED, and says so. The reload row then delivers the row as it is
+// now, and the outbox row says DELIVERED.
 func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 	t.Parallel()
-	for _, outcome := range []string{"failed", "dead", "delivered"} {
+	for _, outcome := range []string{"failed", "dead", "delivered", "failed, reset committed late"} {
 		t.Run(outcome, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -233,8 +234,20 @@ func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 			_, err = store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
 				// The runbook, mid-attempt: it neither waits for the claim
 				// nor deadlocks with it.
-				if _, err := pool.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING', topic = 'Invoice' WHERE id = 1"); err != nil {
-					t.Error(err)
+				reset := "UPDATE app_outbox SET status = 'PENDING', topic = 'Invoice' WHERE id = 1"
+				if outcome != "failed, reset committed late" {
+					if _, err := pool.Exec(ctx, reset); err != nil {
+						t.Error(err)
+					}
+				} else {
+					tx, err := pool.Begin(ctx)
+					if err == nil {
+						_, err = tx.Exec(ctx, reset)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					time.AfterFunc(500*time.Millisecond, func() { _ = tx.Commit(context.Background()) })
 				}
 				o := Outcome{ID: due[0].ID, Err: errors.New("UNKNOWN_TOPIC_OR_PARTITION"), RetryIn: time.Minute}
 				switch outcome {
@@ -258,7 +271,7 @@ func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 				return s
 			}
 			want := map[string]string{"failed": "PENDING / FAILED reload", "dead": "PENDING / FAILED reload",
-				"delivered": "PENDING / DELIVERED, FAILED reload"}[outcome]
+				"delivered": "DELIVERED / DELIVERED, FAILED reload", "failed, reset committed late": "PENDING / FAILED reload"}[outcome]
 			if got := state(); got != want {
 				t.Fatalf("after the reset during the attempt: %q, want %q (the row as the runbook left it; the old attempt superseded)", got, want)
 			}
@@ -279,7 +292,7 @@ func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			want = map[string]string{"failed": "DELIVERED / DELIVERED reload", "dead": "DELIVERED / DELIVERED reload",
-				"delivered": "DELIVERED / DELIVERED, DELIVERED reload"}[outcome]
+				"delivered": "DELIVERED / DELIVERED, DELIVERED reload", "failed, reset committed late": "DELIVERED / DELIVERED reload"}[outcome]
 			if got := state(); got != want || topic != "Invoice" {
 				t.Fatalf("after the reload row's attempt: %q, want %q", got, want)
 			}

@@ -99,6 +99,13 @@ type OutboxRows interface {
 	// is left as it was, and only an error the caller's transaction must
 	// roll back on is returned.
 	WriteMany(ctx context.Context, tx pgdb.Tx, sourceTable string, outs []outboxrow.RowOutcome) error
+	// Resets reports whether sourceTable writes back and lists pending
+	// values: its rows may be reset by a runbook (its reset trigger).
+	Resets(sourceTable string) bool
+	// Lock locks the rows of sourceTable whose ids are ids, in tx, as an
+	// UPDATE of them would, waiting for a transaction that changed one and
+	// has not ended.
+	Lock(ctx context.Context, tx pgdb.Tx, sourceTable string, ids []string) error
 }
 
 // noWriteBack is the OutboxRows of a store without WriteBack: no table
@@ -114,6 +121,10 @@ func (noWriteBack) Write(context.Context, pgdb.Tx, string, string, outboxrow.Out
 func (noWriteBack) WriteMany(context.Context, pgdb.Tx, string, []outboxrow.RowOutcome) error {
 	return nil
 }
+
+func (noWriteBack) Resets(string) bool { return false }
+
+func (noWriteBack) Lock(context.Context, pgdb.Tx, string, []string) error { return nil }
 
 // NewStore returns a store on schema.table, configured by opts.
 func NewStore(db DB, schema, table string, opts ...Option) *Store {

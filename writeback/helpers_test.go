@@ -194,6 +194,7 @@ func (fakeRow) Scan(dest ...any) error {
 	*dest[3].(*[]string) = []string{"uuid", "text"}
 	*dest[4].(*[]bool) = []bool{false, false}
 	*dest[5].(*[]bool) = []bool{true, true}
+	*dest[6].(*[]string) = []string{"uuid", "text"}
 	return nil
 }
 

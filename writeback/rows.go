@@ -70,6 +70,35 @@ func NewRows(tables []Table, log *slog.Logger) (*Rows, error) {
 // status table records it) writes back.
 func (r *Rows) Writes(sourceTable string) bool { return r != nil && r.tables[sourceTable] != nil }
 
+// Resets reports whether the table named sourceTable writes back and
+// lists pending values: a runbook may reset its rows (its reset trigger
+// fires), also while the relay is trying their events.
+func (r *Rows) Resets(sourceTable string) bool {
+	return r.Writes(sourceTable) && len(r.tables[sourceTable].Columns.Pending) > 0
+}
+
+// Lock locks the rows of sourceTable whose ids are ids, in tx, as an
+// UPDATE of them would (FOR NO KEY UPDATE, in the id's order): it waits
+// for a transaction that changed one of them and has not ended, a
+// runbook's reset in flight, so that what that transaction did (its
+// reload row) is visible to tx's next statements. A table that does not
+// write back, or no id, is left alone.
+func (r *Rows) Lock(ctx context.Context, tx pgdb.Tx, sourceTable string, ids []string) error {
+	t := r.tables[sourceTable]
+	if r == nil || t == nil || len(ids) == 0 {
+		return nil
+	}
+	types, err := t.lookup(ctx, tx)
+	if err != nil {
+		return err
+	}
+	id := pgx.Identifier{t.IDColumn}.Sanitize()
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+t.quoted+" WHERE "+id+" = ANY($1::text[]::"+types[t.IDColumn].full+"[]) ORDER BY "+id+" FOR NO KEY UPDATE", ids); err != nil {
+		return fmt.Errorf("lock rows of %s: %w", t.quoted, err)
+	}
+	return nil
+}
+
 // Refused is the number of rows that refused their outcome since NewRows.
 func (r *Rows) Refused() int64 {
 	if r == nil {

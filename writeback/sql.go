@@ -23,15 +23,19 @@ type statements struct {
 // and, for each of the columns $2 that it has: the column's name, its type
 // with its length or precision, its type without (bpchar for char(n),
 // since "character" alone would cast to char(1)), whether it is a
-// timestamp without time zone, and whether it is NOT NULL.
+// timestamp without time zone, whether it is NOT NULL (the column's
+// constraint, or its domain's), and its base type without a length (the
+// domain's, for a domain).
 const lookupSQL = `SELECT c.oid IS NOT NULL, coalesce(array_agg(a.attname::text) FILTER (WHERE a.attname IS NOT NULL), '{}'),
 	coalesce(array_agg(format_type(a.atttypid, a.atttypmod)) FILTER (WHERE a.attname IS NOT NULL), '{}'),
 	coalesce(array_agg(CASE WHEN a.atttypid = 'bpchar'::regtype THEN 'bpchar' ELSE format_type(a.atttypid, NULL) END)
 		FILTER (WHERE a.attname IS NOT NULL), '{}'),
 	coalesce(array_agg(a.atttypid = 'timestamp'::regtype) FILTER (WHERE a.attname IS NOT NULL), '{}'),
-	coalesce(array_agg(a.attnotnull) FILTER (WHERE a.attname IS NOT NULL), '{}')
+	coalesce(array_agg(a.attnotnull OR coalesce(t.typnotnull, false)) FILTER (WHERE a.attname IS NOT NULL), '{}'),
+	coalesce(array_agg(format_type(coalesce(nullif(t.typbasetype, 0), a.atttypid), NULL)) FILTER (WHERE a.attname IS NOT NULL), '{}')
 FROM (SELECT to_regclass($1::text)::oid AS oid) AS c
 LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = ANY($2::text[]) AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_type t ON t.oid = a.atttypid
 GROUP BY c.oid`
 
 // columnType is a column's type, as format_type writes it.
@@ -39,7 +43,8 @@ type columnType struct {
 	full    string // with its length or precision: varchar(20)
 	bare    string // without: character varying
 	noZone  bool   // timestamp without time zone
-	notNull bool
+	notNull bool   // NOT NULL, by the column or its domain
+	base    string // the type under a domain, without a length: text
 }
 
 // schemaError says that a table, or a column of it, does not exist.
@@ -74,8 +79,9 @@ func lookupTypes(ctx context.Context, db DB, t *Table, quoted string) (map[strin
 		exists            bool
 		names, full, bare []string
 		noZone, notNull   []bool
+		base              []string
 	)
-	if err := db.QueryRow(ctx, lookupSQL, quoted, cols).Scan(&exists, &names, &full, &bare, &noZone, &notNull); err != nil {
+	if err := db.QueryRow(ctx, lookupSQL, quoted, cols).Scan(&exists, &names, &full, &bare, &noZone, &notNull, &base); err != nil {
 		return nil, fmt.Errorf("look up the columns of %s: %w", quoted, err)
 	}
 	if !exists {
@@ -83,7 +89,7 @@ func lookupTypes(ctx context.Context, db DB, t *Table, quoted string) (map[strin
 	}
 	types := make(map[string]columnType, len(names))
 	for i, n := range names {
-		types[n] = columnType{full: full[i], bare: bare[i], noZone: noZone[i], notNull: notNull[i]}
+		types[n] = columnType{full: full[i], bare: bare[i], noZone: noZone[i], notNull: notNull[i], base: base[i]}
 	}
 	var missing []string
 	for _, c := range cols {
@@ -181,10 +187,11 @@ AND (e.found
 			WHEN w.xid8 < x.xmax - 2147483648 THEN w.xid8 + 4294967296 ELSE w.xid8 END, 0)::text::xid8, s.snap))`
 
 // clearError is the assignment that clears c's error column once its
-// event is delivered, for its type in types: NULL, or the empty string for a NOT NULL
-// text column (whose "no error" is the empty string); "" (no assignment)
-// when c has no error column, keeps it (KeepError), or it is NOT NULL of
-// another type (an enum), which has no value that says none.
+// event is delivered, for its type in types: NULL, or the empty string
+// for a NOT NULL column of a text type (a domain over one too), whose "no
+// error" it is; "" (no assignment) when c has no error column, keeps it
+// (KeepError), or it is NOT NULL of another type (an enum), which has no
+// value that says none.
 func clearError(c *Columns, types map[string]columnType) string {
 	if c.ErrorColumn == "" || c.KeepError {
 		return ""
@@ -193,7 +200,7 @@ func clearError(c *Columns, types map[string]columnType) string {
 	switch {
 	case !typ.notNull:
 		return col + " = NULL"
-	case typ.bare == "text" || typ.bare == "character varying" || typ.bare == "bpchar":
+	case typ.base == "text" || typ.base == "character varying" || typ.base == "character":
 		return col + " = ''"
 	}
 	return ""

@@ -685,11 +685,13 @@ func BenchmarkFlush(b *testing.B) {
 
 // TestWriterClearsTheErrorAndSetsTheLastAttempt: a row the stream
 // delivered loses the error an earlier attempt left in it (unless the
-// table keeps it): NULL, or the empty string in a NOT NULL column; its last-attempt
+// table keeps it): NULL, or the empty string in a NOT NULL column (or one
+// of a NOT NULL domain over a text type); its last-attempt
 // column takes now(), in UTC for a timestamp without time zone.
 func TestWriterClearsTheErrorAndSetsTheLastAttempt(t *testing.T) {
 	t.Parallel()
 	ctx, _, pool := startDB(t)
+	exec(t, ctx, pool, "CREATE DOMAIN reason_text AS varchar(200) NOT NULL")
 	for _, tc := range []struct {
 		name, errType string
 		keep          bool
@@ -698,6 +700,7 @@ func TestWriterClearsTheErrorAndSetsTheLastAttempt(t *testing.T) {
 		{"cleared", "text", false, "a DELIVERED - true|b PENDING broker down false"},
 		{"kept", "text", true, "a DELIVERED broker down true|b PENDING broker down false"},
 		{"not_null", "text NOT NULL", false, "a DELIVERED  true|b PENDING broker down false"},
+		{"domain_not_null", "reason_text", false, "a DELIVERED  true|b PENDING broker down false"},
 	} {
 		exec(t, ctx, pool, fmt.Sprintf(`CREATE TABLE %s (id text PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING',
 			last_error %s DEFAULT 'broker down', last_attempt_at timestamp)`, tc.name, tc.errType))
