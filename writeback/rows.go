@@ -84,10 +84,10 @@ func (r *Rows) Resets(sourceTable string) bool {
 // reload row) is visible to tx's next statements. A table that does not
 // write back, or no id, is left alone.
 func (r *Rows) Lock(ctx context.Context, tx pgdb.Tx, sourceTable string, ids []string) error {
-	t := r.tables[sourceTable]
-	if r == nil || t == nil || len(ids) == 0 {
+	if !r.Writes(sourceTable) || len(ids) == 0 {
 		return nil
 	}
+	t := r.tables[sourceTable]
 	types, err := t.lookup(ctx, tx)
 	if err != nil {
 		return err
