@@ -8,11 +8,37 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
+
+// resetStore gives table (public, with an id column id and a status
+// column status) its reset trigger for cols, as migrate --config does, and
+// returns a store that writes back to it with cols.
+func resetStore(t *testing.T, pool *pgxpool.Pool, table string, cols writeback.Columns) *Store {
+	t.Helper()
+	ctx := context.Background()
+	mcfg := migrations.DefaultConfig()
+	mcfg.OutboxTable, mcfg.SkipOutbox = table, true
+	mcfg.Reset = migrations.Reset{IDColumn: "id", StatusColumn: cols.StatusColumn, Pending: cols.Pending, FromPending: cols.RetryingIsPending()}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = migrations.Apply(ctx, conn.Conn(), mcfg)
+	conn.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := writeback.NewRows([]writeback.Table{{Name: table, IDColumn: "id", Columns: cols}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewStore(pool, "public", "outbox_delivery", SourceTables("public."+table), WriteBack(rows))
+}
 
 // TestWriteBackOfATeamsOwnLifecycle: a table whose poller kept a row
 // PENDING with a retry count while it retried, and wrote FAILED only once
@@ -40,23 +66,7 @@ func TestWriteBackOfATeamsOwnLifecycle(t *testing.T) {
 	cols := writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", Retrying: "PENDING",
 		Pending: []string{"PENDING", "PROCESSING"}, DeliveredAtColumn: "processed_at", ErrorColumn: "last_error",
 		AttemptsColumn: "retry_count", LastAttemptColumn: "last_attempt_at"}
-	mcfg := migrations.DefaultConfig()
-	mcfg.OutboxTable, mcfg.SkipOutbox = "notification_outbox", true
-	mcfg.Reset = migrations.Reset{IDColumn: "id", StatusColumn: "status", Pending: cols.Pending, FromPending: cols.RetryingIsPending()}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = migrations.Apply(ctx, conn.Conn(), mcfg)
-	conn.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := writeback.NewRows([]writeback.Table{{Name: "notification_outbox", IDColumn: "id", Columns: cols}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.notification_outbox"), WriteBack(rows))
+	store := resetStore(t, pool, "notification_outbox", cols)
 	for id, dead := range map[string]bool{"1": false, "2": false, "3": true} {
 		ev := &decoder.Event{ID: []byte(id), Topic: "notifications.deal-won", Value: []byte(`{}`), CommitLSN: 0x100}
 		park := store.Failed
@@ -207,23 +217,7 @@ func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 				}
 			}
 			cols := writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", Pending: []string{"PENDING"}}
-			mcfg := migrations.DefaultConfig()
-			mcfg.OutboxTable, mcfg.SkipOutbox = "app_outbox", true
-			mcfg.Reset = migrations.Reset{IDColumn: "id", StatusColumn: "status", Pending: cols.Pending}
-			conn, err := pool.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = migrations.Apply(ctx, conn.Conn(), mcfg)
-			conn.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows, err := writeback.NewRows([]writeback.Table{{Name: "app_outbox", IDColumn: "id", Columns: cols}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.app_outbox"), WriteBack(rows))
+			store := resetStore(t, pool, "app_outbox", cols)
 			ev := &decoder.Event{ID: []byte("1"), Topic: "Invioce", Value: []byte(`{}`), CommitLSN: 0x100}
 			if err := store.Failed(ctx, ev, errors.New("UNKNOWN_TOPIC_OR_PARTITION")); err != nil {
 				t.Fatal(err)
@@ -231,7 +225,7 @@ func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 			if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now()"); err != nil {
 				t.Fatal(err)
 			}
-			_, err = store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+			_, err := store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
 				// The runbook, mid-attempt: it neither waits for the claim
 				// nor deadlocks with it.
 				reset := "UPDATE app_outbox SET status = 'PENDING', topic = 'Invoice' WHERE id = 1"

@@ -80,27 +80,19 @@ func (r *Rows) writeSet(ctx context.Context, tx pgdb.Tx, t *rowTable, set []outb
 	for i, o := range set {
 		ids[i], attempts[i] = o.ID, int64(o.O.Attempts)
 	}
-	if _, err := sp.Exec(ctx, t.deliveredSet(types), ids, t.Columns.Delivered, attempts); err != nil {
+	if _, err := sp.Exec(ctx, t.deliveredMany(types), ids, t.Columns.Delivered, attempts); err != nil {
 		return fmt.Errorf("update %s: %w", t.quoted, err)
 	}
 	return sp.Commit(ctx)
 }
 
-// deliveredSet is the UPDATE that makes the rows whose ids are $1 (text[])
+// deliveredMany is the UPDATE that makes the rows whose ids are $1 (text[])
 // say delivered ($2), each with its attempts ($3, bigint[], in the order
 // of $1), as statement does one row.
-func (t *rowTable) deliveredSet(types map[string]columnType) string {
+func (t *rowTable) deliveredMany(types map[string]columnType) string {
 	c := &t.Columns
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
-	set := q(c.StatusColumn) + " = $2::text::" + types[c.StatusColumn].bare
-	for _, col := range []string{c.DeliveredAtColumn, c.LastAttemptColumn} {
-		if col != "" {
-			set += ", " + q(col) + " = " + t.now(types[col].noZone)
-		}
-	}
-	if clear := clearError(c, types); clear != "" {
-		set += ", " + clear
-	}
+	set := t.deliveredSet(types)
 	if c.AttemptsColumn != "" {
 		set += ", " + q(c.AttemptsColumn) + " = cdc_relay_set.attempts"
 	}

@@ -133,25 +133,12 @@ func (t *Table) inZone(expr string, noZone bool) string {
 }
 
 // buildStatements returns t's statements, for its columns' types as
-// lookupTypes reads them. The status is cast to its type without a length
-// (a cast to varchar(n) would cut a longer value where an assignment
-// refuses it), then assigned. The delivered-at and last-attempt columns
-// take now(); a timestamp without time zone takes it in UTC, the
-// convention the relay reads such columns by, whatever the session's
-// TimeZone. The error column is cleared, unless KeepError.
+// lookupTypes reads them (see deliveredSet for what they set).
 func buildStatements(t Table, types map[string]columnType) *statements {
 	c := &t.Columns
 	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
 	idType := types[t.IDColumn].full
-	set := q(c.StatusColumn) + " = $2::text::" + types[c.StatusColumn].bare
-	for _, col := range []string{c.DeliveredAtColumn, c.LastAttemptColumn} {
-		if col != "" {
-			set += ", " + q(col) + " = " + t.now(types[col].noZone)
-		}
-	}
-	if clear := clearError(c, types); clear != "" {
-		set += ", " + clear
-	}
+	set := t.deliveredSet(types)
 	table := pgx.Identifier{t.Schema, t.Name}.Sanitize()
 	return &statements{
 		delivered: "UPDATE " + table + " SET " + set +
@@ -185,6 +172,29 @@ AND (e.found
 	OR m.xid <> 0 AND NOT pg_visible_in_snapshot(
 		greatest(CASE WHEN w.xid8 > x.xmax + 2147483648 THEN w.xid8 - 4294967296
 			WHEN w.xid8 < x.xmax - 2147483648 THEN w.xid8 + 4294967296 ELSE w.xid8 END, 0)::text::xid8, s.snap))`
+
+// deliveredSet is the SET list of a delivered row of t, for its columns'
+// types as lookupTypes reads them, with the delivered status as $2: the
+// status cast to its type without a length (a cast to varchar(n) would
+// cut a longer value where an assignment refuses it), then assigned; the
+// delivered-at and last-attempt columns now() (a timestamp without time
+// zone in t's TimeZone, UTC by default, the convention the relay reads
+// such columns by, whatever the session's); the error column cleared,
+// unless KeepError.
+func (t *Table) deliveredSet(types map[string]columnType) string {
+	c := &t.Columns
+	q := func(name string) string { return pgx.Identifier{name}.Sanitize() }
+	set := q(c.StatusColumn) + " = $2::text::" + types[c.StatusColumn].bare
+	for _, col := range []string{c.DeliveredAtColumn, c.LastAttemptColumn} {
+		if col != "" {
+			set += ", " + q(col) + " = " + t.now(types[col].noZone)
+		}
+	}
+	if clear := clearError(c, types); clear != "" {
+		set += ", " + clear
+	}
+	return set
+}
 
 // clearError is the assignment that clears c's error column once its
 // event is delivered, for its type in types: NULL, or the empty string
