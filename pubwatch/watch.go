@@ -189,17 +189,22 @@ func (w *tableWatch) check(ctx context.Context) error {
 	return nil
 }
 
-// lookAgain, for a verdict of the stamp alone, looks once more: the
-// publication is read in more than one statement, so a change under way
-// (a table dropped and created again) can show as a stamp changed while
-// the rest still looks right, and the operator should be told what the
-// change was. The watch fails either way; only the reason may change.
+// lookAgain, for a verdict that a change under way can give in place of
+// another, looks once more, so that the operator is told what the change
+// was; the watch fails either way, only the reason may change. The
+// publication is read in more than one statement, so a table dropped and
+// created again can show as a stamp changed while the rest still looks
+// right (stampOnly). And the table's name is resolved through the
+// server's catalog cache, which can still hold the dropped table's OID
+// while the statement's snapshot already sees the new table out of the
+// publication: it then shows as removed from the publication
+// (removedOnly).
 func (w *tableWatch) lookAgain(ctx context.Context, gone *tableGoneError) *tableGoneError {
-	if !gone.stampOnly {
+	if !gone.stampOnly && !gone.removedOnly {
 		return gone
 	}
 	if _, p, err := w.look(ctx); err == nil {
-		if again := w.judge(p); again != nil && !again.stampOnly {
+		if again := w.judge(p); again != nil && !again.stampOnly && !again.removedOnly {
 			return again
 		}
 	}
@@ -258,6 +263,7 @@ func (w *tableWatch) judge(p migrations.Publication) *tableGoneError {
 		gone.fix = "run " + migrations.ViaRootFix(w.tables.Publication)
 	case !p.HasTable:
 		gone.what = fmt.Sprintf("the outbox table %s was removed from publication %q: PostgreSQL no longer sends its inserts", outbox, w.tables.Publication)
+		gone.removedOnly = true
 	default:
 		return w.judgePublishing(p, gone, outbox, pub)
 	}
@@ -354,6 +360,9 @@ type tableGoneError struct {
 	// stampOnly is true when all looked right but the stamp: see
 	// tableWatch.check.
 	stampOnly bool
+	// removedOnly is true when the table, by its OID, left the
+	// publication: see lookAgain.
+	removedOnly bool
 }
 
 func (e *tableGoneError) Error() string {
