@@ -2,6 +2,7 @@ package writeback
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -16,15 +17,18 @@ func TestColumnsLifecycle(t *testing.T) {
 		retrying, dead  string
 		adopted         []string
 		retryingPending bool
+		says            string // in Lifecycle's lines
 	}{
 		{name: "failed both, as before", c: Columns{Delivered: "SENT", Failed: "FAILED", Pending: []string{"NEW"}},
 			retrying: "FAILED", dead: "FAILED", adopted: []string{"NEW"}},
 		{name: "retrying a pending value (notification, logistics)", c: Columns{Delivered: "DELIVERED", Failed: "FAILED", Retrying: "PENDING",
 			Pending: []string{"PENDING", "PROCESSING"}},
-			retrying: "PENDING", dead: "FAILED", adopted: []string{"PENDING", "PROCESSING"}, retryingPending: true},
+			retrying: "PENDING", dead: "FAILED", adopted: []string{"PENDING", "PROCESSING"}, retryingPending: true,
+			says: "set to 'PENDING' or 'PROCESSING' by a runbook, from another value or while tried again"},
 		{name: "failed means retry scheduled (publisher worker)", c: Columns{Delivered: "published", Failed: "failed", Dead: "dead_lettered",
 			Pending: []string{"pending", "publishing"}},
-			retrying: "failed", dead: "dead_lettered", adopted: []string{"pending", "publishing", "failed"}},
+			retrying: "failed", dead: "dead_lettered", adopted: []string{"pending", "publishing", "failed"},
+			says: "rows in 'pending' or 'publishing', and in 'failed' (tried again later, not given up on) when the slot is created"},
 		{name: "retrying and dead, no failed", c: Columns{Delivered: "published", Retrying: "failed", Dead: "dead_lettered",
 			Pending: []string{"pending"}},
 			retrying: "failed", dead: "dead_lettered", adopted: []string{"pending", "failed"}},
@@ -44,6 +48,9 @@ func TestColumnsLifecycle(t *testing.T) {
 			}
 			if got := tt.c.RetryingIsPending(); got != tt.retryingPending {
 				t.Errorf("RetryingIsPending() = %v, want %v", got, tt.retryingPending)
+			}
+			if lines := strings.Join(tt.c.Lifecycle(), "\n"); !strings.Contains(lines, tt.says) {
+				t.Errorf("Lifecycle() does not say %q:\n%s", tt.says, lines)
 			}
 		})
 	}
