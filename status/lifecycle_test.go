@@ -203,7 +203,7 @@ func TestAdoptSkipsEventsAlreadyHeld(t *testing.T) {
 // now, and the outbox row says DELIVERED.
 func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 	t.Parallel()
-	for _, outcome := range []string{"failed", "dead", "delivered", "failed, reset committed late"} {
+	for _, outcome := range []string{"failed", "dead", "delivered", "failed, reset committed late", "failed, retrying a pending value"} {
 		t.Run(outcome, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -217,6 +217,9 @@ func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 				}
 			}
 			cols := writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", Pending: []string{"PENDING"}}
+			if outcome == "failed, retrying a pending value" {
+				cols.Retrying = "PENDING" // the trigger fires on PENDING over PENDING too
+			}
 			store := resetStore(t, pool, "app_outbox", cols)
 			ev := &decoder.Event{ID: []byte("1"), Topic: "Invioce", Value: []byte(`{}`), CommitLSN: 0x100}
 			if err := store.Failed(ctx, ev, errors.New("UNKNOWN_TOPIC_OR_PARTITION")); err != nil {
@@ -265,7 +268,8 @@ func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 				return s
 			}
 			want := map[string]string{"failed": "PENDING / FAILED reload", "dead": "PENDING / FAILED reload",
-				"delivered": "DELIVERED / DELIVERED, FAILED reload", "failed, reset committed late": "PENDING / FAILED reload"}[outcome]
+				"delivered": "DELIVERED / DELIVERED, FAILED reload", "failed, reset committed late": "PENDING / FAILED reload",
+				"failed, retrying a pending value": "PENDING / FAILED reload"}[outcome]
 			if got := state(); got != want {
 				t.Fatalf("after the reset during the attempt: %q, want %q (the row as the runbook left it; the old attempt superseded)", got, want)
 			}
@@ -286,10 +290,65 @@ func TestResetDuringAClaimSupersedesIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			want = map[string]string{"failed": "DELIVERED / DELIVERED reload", "dead": "DELIVERED / DELIVERED reload",
-				"delivered": "DELIVERED / DELIVERED, DELIVERED reload", "failed, reset committed late": "DELIVERED / DELIVERED reload"}[outcome]
+				"delivered": "DELIVERED / DELIVERED, DELIVERED reload", "failed, reset committed late": "DELIVERED / DELIVERED reload",
+				"failed, retrying a pending value": "DELIVERED / DELIVERED reload"}[outcome]
 			if got := state(); got != want || topic != "Invoice" {
 				t.Fatalf("after the reload row's attempt: %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestClaimGoesOnWhenAWriteBackColumnIsGone: a write-back column dropped
+// (or its privilege revoked) while the relay runs refuses the rows'
+// outcomes, which are logged, and the claim still commits: the attempts
+// that failed are counted and those delivered are DELIVERED, not rolled
+// back to be sent again at every claim.
+func TestClaimGoesOnWhenAWriteBackColumnIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newTestPool(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING', err text)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO app_outbox (id) VALUES (1), (2)`); err != nil {
+		t.Fatal(err)
+	}
+	store := resetStore(t, pool, "app_outbox", writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED",
+		Pending: []string{"PENDING"}, ErrorColumn: "err"})
+	for _, id := range []string{"1", "2"} {
+		ev := &decoder.Event{ID: []byte(id), Topic: "orders", Value: []byte(`{}`), CommitLSN: 0x100}
+		if err := store.Failed(ctx, ev, errors.New("UNKNOWN_TOPIC_OR_PARTITION")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "ALTER TABLE app_outbox DROP COLUMN err"); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() WHERE status = 'FAILED'"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+			var out []Outcome
+			for _, r := range due {
+				if r.EventID == "2" {
+					out = append(out, Outcome{ID: r.ID, Delivered: true})
+				} else {
+					out = append(out, Outcome{ID: r.ID, Err: errors.New("still missing"), RetryIn: time.Minute})
+				}
+			}
+			return out
+		})
+		if err != nil {
+			t.Fatalf("claim %d: %v", round, err)
+		}
+	}
+	var got string
+	if err := pool.QueryRow(ctx, `SELECT string_agg(event_id || ' ' || status || ' ' || attempts, ', ' ORDER BY event_id) FROM outbox_delivery`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "1 FAILED 2, 2 DELIVERED 1" {
+		t.Fatalf("status rows %q, want %q: every claim committed", got, "1 FAILED 2, 2 DELIVERED 1")
 	}
 }

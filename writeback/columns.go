@@ -134,7 +134,7 @@ func (c *Columns) Lifecycle() []string {
 		retrying += " (a pending value, which the relay's own write leaves pending: not a reset)"
 	}
 	dead := c.StatusColumn + " = " + q(c.DeadValue()) + col(c.AttemptsColumn, "the failed attempts") + col(c.ErrorColumn, "the reason") +
-		col(c.LastAttemptColumn, "now()")
+		col(c.LastAttemptColumn, "now() (not for purge or skip)")
 	lines := []string{
 		"delivered (Kafka has the event): " + delivered,
 		"refused, to be tried again (until run --max-attempts gives up): " + retrying,

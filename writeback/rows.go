@@ -81,22 +81,36 @@ func (r *Rows) Resets(sourceTable string) bool {
 // UPDATE of them would (FOR NO KEY UPDATE, in the id's order): it waits
 // for a transaction that changed one of them and has not ended, a
 // runbook's reset in flight, so that what that transaction did (its
-// reload row) is visible to tx's next statements. A table that does not
-// write back, or no id, is left alone.
+// reload row) is visible to tx's next statements. It runs in a savepoint:
+// a table that refuses it (a column gone, a privilege missing: what Write
+// logs as refused, for each row) is left unlocked, and Lock returns nil,
+// so that the caller's transaction goes on; any other error (a lock
+// timeout, a lost connection, ctx ended) is returned. A table that does
+// not write back, or no id, is left alone.
 func (r *Rows) Lock(ctx context.Context, tx pgdb.Tx, sourceTable string, ids []string) error {
 	if !r.Writes(sourceTable) || len(ids) == 0 {
 		return nil
 	}
 	t := r.tables[sourceTable]
-	types, err := t.lookup(ctx, tx)
+	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return err
 	}
-	id := pgx.Identifier{t.IDColumn}.Sanitize()
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+t.quoted+" WHERE "+id+" = ANY($1::text[]::"+types[t.IDColumn].full+"[]) ORDER BY "+id+" FOR NO KEY UPDATE", ids); err != nil {
-		return fmt.Errorf("lock rows of %s: %w", t.quoted, err)
+	defer func() { _ = sp.Rollback(context.WithoutCancel(ctx)) }() // after Commit, a no-op
+	types, err := t.lookup(ctx, sp)
+	if err == nil {
+		id := pgx.Identifier{t.IDColumn}.Sanitize()
+		_, err = sp.Exec(ctx, "SELECT 1 FROM "+t.quoted+" WHERE "+id+" = ANY($1::text[]::"+types[t.IDColumn].full+"[]) ORDER BY "+id+" FOR NO KEY UPDATE", ids)
 	}
-	return nil
+	if err == nil {
+		return sp.Commit(ctx)
+	}
+	if _, refused := classify(err); ctx.Err() == nil && refused {
+		t.forget()
+		r.log.Debug("write-back: could not lock rows to wait for a reset in flight; going on without", "table", t.quoted, "err", err)
+		return nil
+	}
+	return fmt.Errorf("lock rows of %s: %w", t.quoted, err)
 }
 
 // Refused is the number of rows that refused their outcome since NewRows.

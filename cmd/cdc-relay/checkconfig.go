@@ -50,6 +50,8 @@ rolled back) and without producing anything to Kafka:
     problem (an event that matches both is sent to it once);
   - wal_level is logical; the slot, if it exists, uses the pgoutput plugin
     in this database; the publication exists and publishes inserts;
+  - for each table with time_zone: PostgreSQL knows the zone
+    (pg_timezone_names), which write-back's statements name;
   - for each table: it exists and the publication includes it; every
     column the config names exists, with a type the relay can use
     (timestamp: timestamptz, timestamp or bigint; headers_column: json or
@@ -111,6 +113,7 @@ The config file's shape:
       headers: {template: template, recipient: recipient_id}  # name <- column
       headers_column: null      # a json(b) object column merged into headers
       timestamp: created_at
+      time_zone: null           # the zone of timestamp columns without time zone (America/New_York); null: UTC
       write_back: {status_column: status, delivered: DELIVERED, failed: FAILED,
                    retrying: PENDING,   # while it is tried again; null: failed
                    dead: null,          # once given up on; null: failed
