@@ -113,7 +113,8 @@ The config file's shape:
       headers: {template: template, recipient: recipient_id}  # name <- column
       headers_column: null      # a json(b) object column merged into headers
       timestamp: created_at
-      time_zone: null           # the zone of timestamp columns without time zone (America/New_York); null: UTC
+      time_zone: null           # zone of timestamp columns without one
+                                # (America/New_York); null: UTC
       write_back: {status_column: status, delivered: DELIVERED, failed: FAILED,
                    retrying: PENDING,   # while it is tried again; null: failed
                    dead: null,          # once given up on; null: failed
