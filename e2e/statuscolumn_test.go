@@ -548,8 +548,9 @@ func saysAdopted(out string, n int) bool {
 }
 
 // TestStatusColumnRetryingIsNotFailed: each team's own lifecycle under a
-// writer (about 200 rows a second), as its alerts read it. Rows for a
-// topic that does not exist yet are refused and tried again: each reads
+// writer (about 150 rows a second, in three half-second phases), as its
+// alerts read it. Rows for a topic that does not exist yet are refused
+// and tried again: each reads
 // the team's retrying value with its attempts counted (notification and
 // logistics: PENDING and retry_count; order service: NEW and
 // error_message; publisher worker: failed and retry_count), and not one
@@ -590,15 +591,15 @@ func TestStatusColumnRetryingIsNotFailed(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
-			write(time.Second)
+			write(500 * time.Millisecond)
 			retrying := s.wb.RetryingValue()
 			s.waitRow(ids[0], fmt.Sprintf("says %s, tried again", retrying), 30*time.Second, func(r outboxRow) bool {
 				sample()
 				return r.status == retrying && (s.wb.AttemptsColumn == "" || r.tries >= 2) && (s.wb.ErrorColumn == "" || r.err != "")
 			})
-			write(time.Second)
+			write(500 * time.Millisecond)
 			s.createTopic(topic, nil)
-			write(time.Second)
+			write(500 * time.Millisecond)
 			s.readIDs(topic, ids, 60*time.Second)
 			for _, id := range ids {
 				s.waitDelivered(id, 30*time.Second)

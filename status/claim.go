@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -108,6 +109,9 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 // DELIVERED is the truth of the copy it sent. It returns the outcomes
 // still to record and write back.
 func (s *Store) dropSuperseded(ctx context.Context, tx pgx.Tx, due []Row, outcomes []Outcome) ([]Outcome, error) {
+	if !slices.ContainsFunc(outcomes, func(o Outcome) bool { return !o.Delivered }) {
+		return outcomes, nil // the common claim: nothing to look at, no map to build
+	}
 	byID := make(map[int64]*Row, len(due))
 	for i := range due {
 		byID[due[i].ID] = &due[i]
