@@ -168,6 +168,23 @@ type templatePart struct {
 	column  string
 }
 
+// TemplatePart is one part of a topic template, in order: a literal, or
+// (Column set) a column whose text takes its place.
+type TemplatePart struct {
+	Literal, Column string
+}
+
+// TemplateParts returns the parts of m's TopicTemplate, in order, as the
+// decoder renders a topic from them: none for an empty template.
+func (m Mapping) TemplateParts() ([]TemplatePart, error) {
+	parts, err := parseTemplate(m.TopicTemplate)
+	out := make([]TemplatePart, len(parts))
+	for i, p := range parts {
+		out[i] = TemplatePart{Literal: p.literal, Column: p.column}
+	}
+	return out, err
+}
+
 // parseTemplate splits a topic template into literals and {column}
 // references.
 func parseTemplate(t string) ([]templatePart, error) {

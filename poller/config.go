@@ -83,8 +83,8 @@ type Config struct {
 	// is paused (an error, ctx's, ends Run).
 	Hold func(ctx context.Context) error
 	// Claimed, if set, is called once per look, with the key of each
-	// ordered row of its claim (each key once; rows without a key and
-	// reload rows have none; no key when it claimed nothing) before any
+	// ordered row of its claim (each key once; rows without a key have
+	// none; no key when it claimed nothing) before any
 	// of them is produced: the relay holds those keys that it
 	// does not hold already (a row whose topic was corrected), so that
 	// their later events wait behind the rows until Delivered. The func
@@ -95,7 +95,8 @@ type Config struct {
 	Claimed func(keys []status.Key) (ended func())
 	// Delivered, if set, is called after each claim's outcomes are
 	// committed, with the key of each row it delivered (each key once;
-	// rows without a key and reload rows have none): the relay unblocks
+	// rows without a key have none; a reload row's is the key its status
+	// row holds, not its record's): the relay unblocks
 	// those keys that no longer have held rows.
 	Delivered func(keys []status.Key)
 	// Metrics, if set, counts the poller's cycles, claims and outcomes.

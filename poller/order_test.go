@@ -239,7 +239,8 @@ func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64
 
 // TestClaimedBeforeProduce: Claimed hears of the key of each ordered row
 // of a claim once, before any row is produced, even of a key whose row is
-// then refused; rows without a key and reload rows have none.
+// then refused; rows without a key have none, and a reload row's is the
+// key its status row holds.
 func TestClaimedBeforeProduce(t *testing.T) {
 	t.Parallel()
 	rows := []status.Row{
@@ -259,7 +260,7 @@ func TestClaimedBeforeProduce(t *testing.T) {
 	if _, err := New(&fakeStore{rows: rows}, prod, cfg).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := []status.Key{{Topic: "fixed", Key: "a"}, {Topic: "fixed", Key: "b"}}
+	want := []status.Key{{Topic: "fixed", Key: "a"}, {Topic: "fixed", Key: "b"}, {Topic: "fixed", Key: "r"}}
 	if !slices.Equal(claimed, want) || producedBefore != 0 {
 		t.Fatalf("Claimed heard %v after %d produce calls; want %v before any", claimed, producedBefore, want)
 	}

@@ -202,7 +202,7 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outco
 			continue
 		}
 		out = append(out, o)
-		if k := (status.Key{Topic: rows[i].Topic, Key: string(rows[i].Key)}); o.Delivered && rows[i].Key != nil && !rows[i].Reload && !seen[k] {
+		if k := (status.Key{Topic: rows[i].Topic, Key: string(rows[i].Key)}); o.Delivered && rows[i].Key != nil && !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}
@@ -230,7 +230,7 @@ func (p *Poller) holdClaimed(rows []status.Row) {
 	}
 	var keys []status.Key
 	for _, g := range groupByKey(rows) {
-		if row := rows[g[0]]; row.Key != nil && !row.Reload {
+		if row := rows[g[0]]; row.Key != nil {
 			keys = append(keys, status.Key{Topic: row.Topic, Key: string(row.Key)})
 		}
 	}
@@ -562,13 +562,15 @@ func (p *Poller) violation(row status.Row) {
 }
 
 // groupByKey returns the indexes of rows by key, in the order of rows: a
-// topic and record key, or, for a row without a key or a reload row, the
-// row alone.
+// topic and record key, or, for a row without a key, the row alone. A
+// reload row is grouped by the key its status row holds (the key of the
+// event adopted or reset, as parked), whatever key its outbox row now
+// gives its record.
 func groupByKey(rows []status.Row) [][]int {
 	var groups [][]int
 	byKey := map[status.Key]int{}
 	for i, row := range rows {
-		if row.Key == nil || row.Reload {
+		if row.Key == nil {
 			groups = append(groups, []int{i})
 			continue
 		}

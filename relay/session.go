@@ -179,15 +179,22 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 
 // rebuildOrder holds, before the stream starts, what the status table
 // keeps across restarts and leaders: the keys with held rows (with
-// Config.Ordering key) and the paused topics. The relay's PauseTopic and
+// Config.Ordering key; those of reload rows, adopted or reset, too) and
+// the paused topics. The relay's PauseTopic and
 // ResumeTopic change this session's from now on.
 func (s *session) rebuildOrder(ctx context.Context) error {
 	o := keyorder.New(s.cfg.Ordering != OrderingNone, s.log)
-	var held []status.Key
+	var (
+		held    []status.Key
+		reloads int
+	)
 	if o.OrdersKeys() {
 		var err error
 		if held, err = s.failures.HeldKeys(ctx); err != nil {
 			return fmt.Errorf("read the keys whose events wait behind a parked one: %w", err)
+		}
+		if err = s.failures.ReloadKeys(ctx, func(topic string, key []byte) { reloads++; o.HoldReload(topic, key) }); err != nil {
+			return err
 		}
 	}
 	paused, err := s.failures.PausedTopics(ctx)
@@ -200,6 +207,9 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 	s.onEnd(func() { s.Relay.order.CompareAndSwap(o, nil) })
 	if len(held) > 0 || len(paused) > 0 {
 		s.startLog().Info("holding the events of keys behind parked events, and of paused topics", "keys", len(held), "paused_topics", paused)
+	}
+	if reloads > 0 {
+		s.startLog().Info("holding the events of keys behind events adopted or reset, until they are sent", "events", reloads)
 	}
 	return nil
 }

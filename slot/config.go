@@ -68,7 +68,9 @@ func (c Config) adoptables() []status.Adoptable {
 	names := outbox.Sources{Tables: c.Tables}.TableNames()
 	for i, t := range c.Tables {
 		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
-			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes}
+			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes,
+			KeyColumn: t.Mapping.KeyColumn, TopicColumn: t.Mapping.TopicColumn, TopicTemplate: t.Mapping.TopicTemplate,
+			TimestampColumn: t.Mapping.TimestampColumn}
 		if t.WriteBack != nil {
 			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.AdoptedValues()
 		}

@@ -37,7 +37,30 @@ type Adoptable struct {
 	// (text[] or varchar[]).
 	TagsColumn string
 	Routes     []decoder.Route
+	// KeyColumn, TopicColumn and TopicTemplate are the table's mapping
+	// of its record key and topic (decoder.Mapping's): an adopted row's
+	// status row gets the key and topic its event will have, so that the
+	// relay holds that key until the row is delivered (no later event of
+	// the key overtakes it). Each is optional, and a column the table
+	// lacks is taken as NULL.
+	KeyColumn, TopicColumn, TopicTemplate string
+	// TimestampColumn is the table's timestamp column (optional): when
+	// the id column is not of an integer type (a uuid, say), the adopted
+	// rows are sent in its order, and in the order they were written
+	// within one timestamp (see adoptOrder).
+	TimestampColumn string
+
+	// columns are the table's columns, each with its kind (columnKind),
+	// read by Adopt; nil: no key, the topic left empty, the rows in the
+	// order of the id column.
+	columns map[string]string
 }
+
+// The kinds of columns of Adoptable.columns.
+const (
+	byteaColumn   = "bytea"   // a record key of its bytes
+	integerColumn = "integer" // an id whose order is the order written
+)
 
 // adopts reports whether t selects any row.
 func (t Adoptable) adopts() bool {
@@ -76,12 +99,35 @@ func (s *Store) Adopt(ctx context.Context, q pgdb.DB, t Adoptable) (int64, error
 	if !t.adopts() {
 		return 0, nil
 	}
+	if t.KeyColumn != "" || t.TopicColumn != "" || t.TopicTemplate != "" || t.TimestampColumn != "" {
+		cols, err := tableColumns(ctx, q, t)
+		if err != nil {
+			return 0, err
+		}
+		t.columns = cols
+	}
 	sel, args := adoptSelect(t, s.table)
-	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error)\n"+sel, oneStatement(args)...)
+	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error, record_key)\n"+sel, oneStatement(args)...)
 	if err != nil {
 		return 0, adoptError(t, err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// tableColumns reads, through q, t's columns, each with its kind: bytea
+// (a domain over it too), whose record key is its bytes rather than its
+// text; integer (smallint, integer, bigint, numeric); or none.
+func tableColumns(ctx context.Context, q pgdb.DB, t Adoptable) (map[string]string, error) {
+	cols := map[string]string{}
+	err := q.QueryRow(ctx, "SELECT coalesce(jsonb_object_agg(a.attname, CASE coalesce(nullif(ty.typbasetype, 0), a.atttypid)"+
+		" WHEN 'bytea'::regtype THEN 'bytea' WHEN 'int2'::regtype THEN 'integer' WHEN 'int4'::regtype THEN 'integer'"+
+		" WHEN 'int8'::regtype THEN 'integer' WHEN 'numeric'::regtype THEN 'integer' ELSE '' END), '{}')"+
+		" FROM pg_attribute AS a JOIN pg_type AS ty ON ty.oid = a.atttypid"+
+		" WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped", pgx.Identifier{t.Schema, t.Name}.Sanitize()).Scan(&cols)
+	if err != nil {
+		return nil, fmt.Errorf("read the columns of %s: %w", t.Source, err)
+	}
+	return cols, nil
 }
 
 // CheckAdopt asks PostgreSQL to plan the query that adopts t's rows,

@@ -58,14 +58,17 @@ func (b *adoptSQL) selectedColumn(name string) string {
 func adoptSelect(t Adoptable, status string) (string, []any) {
 	b := &adoptSQL{t: t, table: pgx.Identifier{t.Schema, t.Name}.Sanitize()}
 	id := b.selectedColumn(t.IDColumn)
-	topic, order := "''", id
-	from := "(SELECT * FROM " + b.table + " WHERE " + b.selected() + ") AS " + adoptedAlias
+	topic, order := "''", b.adoptOrder()
+	from := "(SELECT *, " + b.table + ".ctid AS " + ctidAlias + " FROM " + b.table + " WHERE " + b.selected() + ") AS " + adoptedAlias
 	if len(t.Routes) > 0 {
 		topic, order = routeAlias+".topic", order+", "+routeAlias+".n"
 		from += "\nCROSS JOIN LATERAL unnest(ARRAY[" + b.routeTopics() + "]::text[]) WITH ORDINALITY AS " + routeAlias + "(topic, n)"
 	}
+	if len(t.Routes) == 0 {
+		topic = b.topic()
+	}
 	src := b.arg(t.Source)
-	sel := "SELECT format('%s', " + id + "), " + src + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text" +
+	sel := "SELECT format('%s', " + id + "), " + src + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text, " + b.key() +
 		"\nFROM " + from +
 		"\nWHERE " + id + " IS NOT NULL"
 	if len(t.Routes) > 0 {
@@ -80,6 +83,73 @@ func adoptSelect(t Adoptable, status string) (string, []any) {
 		sel += "\nAND NOT EXISTS (" + held + ")"
 	}
 	return sel + "\nORDER BY " + order, b.args
+}
+
+// ctidAlias names a selected row's ctid, its place in the table.
+const ctidAlias = "cdc_relay_ctid"
+
+// adoptOrder is the order the adopted rows are sent in, as near the
+// order they were written as the table tells: an id of an integer type
+// (a sequence's) is that order, or columns not read (CheckAdopt,
+// CountAdopt: any order). Else (a uuid, say) the timestamp column's
+// order, and within one timestamp (the rows of one transaction, with
+// now()) their place in the table, which is the order they were written
+// in while none of them was updated, then the id; without a timestamp
+// column, their place. The order a poller that sorted by its timestamp
+// sent them in, with the rows of one timestamp in order too.
+func (b *adoptSQL) adoptOrder() string {
+	id := b.selectedColumn(b.t.IDColumn)
+	if b.t.columns == nil || b.t.columns[b.t.IDColumn] == integerColumn {
+		return id
+	}
+	order := b.selectedColumn(ctidAlias) + ", " + id
+	if _, ok := b.t.columns[b.t.TimestampColumn]; ok {
+		order = b.selectedColumn(b.t.TimestampColumn) + ", " + order
+	}
+	return order
+}
+
+// key is the record key of a selected row, as the decoder reads it from
+// the stream: a bytea column's bytes, another type's text; NULL without
+// a key column (or columns read: Adopt's).
+func (b *adoptSQL) key() string {
+	kind, ok := b.t.columns[b.t.KeyColumn]
+	switch {
+	case !ok:
+		return "NULL::bytea"
+	case kind == byteaColumn:
+		return b.selectedColumn(b.t.KeyColumn) + "::bytea"
+	}
+	return "convert_to(" + b.selectedColumn(b.t.KeyColumn) + "::text, 'UTF8')"
+}
+
+// topic is the topic of a selected row of a table without routes, as the
+// decoder renders it: the topic column's text when it is not NULL, else
+// the template with each column's text in its place; the empty string
+// when neither gives one (a template column NULL: the event is poison,
+// and the poller parks it DEAD when it loads it).
+func (b *adoptSQL) topic() string {
+	var or []string
+	if _, ok := b.t.columns[b.t.TopicColumn]; ok {
+		or = append(or, b.selectedColumn(b.t.TopicColumn)+"::text")
+	}
+	parts, _ := decoder.Mapping{TopicTemplate: b.t.TopicTemplate}.TemplateParts()
+	if len(parts) > 0 {
+		var cat []string
+		for _, p := range parts {
+			_, ok := b.t.columns[p.Column]
+			switch {
+			case p.Column == "":
+				cat = append(cat, b.arg(p.Literal)+"::text")
+			case ok:
+				cat = append(cat, b.selectedColumn(p.Column)+"::text")
+			default:
+				cat = append(cat, "NULL::text")
+			}
+		}
+		or = append(or, "("+strings.Join(cat, " || ")+")")
+	}
+	return "coalesce(" + strings.Join(append(or, "''"), ", ") + ")"
 }
 
 // selected is the condition of the rows to adopt: a pending status, or

@@ -11,7 +11,7 @@ import (
 // This file is how Claim finds the rows it may deliver in order.
 
 // candidate is a held row the claim's first query found deliverable in
-// order, with its key (a reload row or a NULL key: a key of its own).
+// order, with its key (a NULL key: a key of its own).
 type candidate struct {
 	id   int64
 	key  orderKey
@@ -19,7 +19,7 @@ type candidate struct {
 }
 
 // orderKey groups the rows delivered in order: a topic and record key, or
-// one row alone.
+// one row alone (a NULL key).
 type orderKey struct {
 	topic, key string
 	solo       int64 // the row's id when it is its own key, else 0
@@ -34,7 +34,12 @@ func (s *Store) deliverable() string {
 
 // dueOrParked is true of a held row d that is FAILED and due, WAITING or
 // PAUSED.
-const dueOrParked = "(d.status = 'FAILED' AND d.next_attempt_at <= now() OR d.status IN ('WAITING', 'PAUSED'))"
+var dueOrParked = dueOrParkedOf("d")
+
+// dueOrParkedOf is dueOrParked of the row of alias a.
+func dueOrParkedOf(a string) string {
+	return "(" + a + ".status = 'FAILED' AND " + a + ".next_attempt_at <= now() OR " + a + ".status IN ('WAITING', 'PAUSED'))"
+}
 
 // notPaused is the condition, starting with AND, that row d's topic is not
 // paused for the store's slot ($2); "" without a pause table. The paused
@@ -121,21 +126,36 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 }
 
 // candidatesQuery selects the candidates: $1 is the limit, $2 the slot
-// when the store has a pause table. A row that is its own key (a reload
-// row, or one with a NULL key: soloRow) is a candidate when it is
+// when the store has a pause table. A row read through the solo index (a
+// reload row, or one with a NULL key: soloRow) is a candidate when it is
 // deliverable, with no window: a backlog of them (a switch-over's
 // adopted rows) costs no sort of every held row at each claim. The other
 // held rows are read through the keyed index, and windowed by key; a
 // paused topic's rows are left out before the window (a key is of one
-// topic), so that they cost no sort.
+// topic), so that they cost no sort. A reload row with a key (adopted,
+// a reset of a parked row) is ordered with its key all the same: no row
+// of its key after it is a candidate while it is not deliverable, nor is
+// it while an earlier row of its key is not (heldBehind, one probe of the
+// order index for each row that would be a candidate), and it is not a
+// key of its own (the fourth column, solo, is false).
 func (s *Store) candidatesQuery() string {
-	return "(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), true, " + recordSize + " FROM " + s.table + " AS d" +
-		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + " ORDER BY d.id LIMIT $1)" +
+	return "(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
+		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() +
+		" AND NOT " + s.heldBehind("d", "") + " ORDER BY d.id LIMIT $1)" +
 		" UNION ALL (SELECT id, topic, record_key, false, size FROM (" +
 		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size," +
 		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
 		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + ") AS h" +
-		" WHERE in_order ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
+		" WHERE in_order AND NOT " + s.heldBehind("h", " AND e.reload") + " ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
+}
+
+// heldBehind is true of a row of alias a (its id, topic and record_key)
+// that has an earlier held row of its key (and of the condition and, on
+// e) that is not deliverable now: FAILED and not due yet, or DEAD. The
+// topic is a's, so the earlier row's topic is as paused as a's.
+func (s *Store) heldBehind(a, and string) string {
+	return "EXISTS (SELECT 1 FROM " + s.table + " AS e WHERE " + heldWhere("e") + and + " AND " + sameKey("e", a) +
+		" AND e.id < " + a + ".id AND NOT " + dueOrParkedOf("e") + ")"
 }
 
 // soloRow is true of a row d that is a key of its own: a reload row, or

@@ -51,16 +51,18 @@ func heldWhere(alias string) string {
 }
 
 // sameKey is true when row a is ordered with row b: the same topic and
-// key (found by the order index's hash), and a is not a reload row. Rows
-// with a NULL key never match.
+// key (found by the order index's hash). A reload row is ordered with
+// its key when it has one (an adopted row, a reset of a parked one): the
+// key the relay holds for it. Rows with a NULL key never match.
 func sameKey(a, b string) string {
 	return a + ".topic = " + b + ".topic AND sha256(" + a + ".record_key) = sha256(" + b + ".record_key) AND " +
-		a + ".record_key = " + b + ".record_key AND NOT " + a + ".reload"
+		a + ".record_key = " + b + ".record_key"
 }
 
 // HeldKeys returns every key with held rows (FAILED, DEAD not skipped,
-// WAITING, PAUSED), except NULL keys and reload rows, which are not
-// ordered. It reads only.
+// WAITING, PAUSED), except NULL keys, which are not ordered, and keys
+// held by reload rows only, which ReloadKeys reads (a switch-over may
+// adopt a million). It reads only.
 func (s *Store) HeldKeys(ctx context.Context) ([]Key, error) {
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
 		" AND d.record_key IS NOT NULL AND NOT d.reload")
@@ -86,8 +88,8 @@ func (s *Store) CorrectedHeldKeys(ctx context.Context) ([]Key, error) {
 	return keys, nil
 }
 
-// StillHeld returns those of keys that still have held rows, each once,
-// in one query whatever their number. It reads only.
+// StillHeld returns those of keys that still have held rows (reload rows
+// too), each once, in one query whatever their number. It reads only.
 func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {
 	if len(keys) == 0 {
 		return nil, nil
@@ -98,12 +100,35 @@ func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {
 	}
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT k.topic, k.record_key FROM unnest($1::text[], $2::bytea[]) AS k(topic, record_key)"+
 		" WHERE EXISTS (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic"+
-		" AND sha256(d.record_key) = sha256(k.record_key) AND d.record_key = k.record_key AND NOT d.reload)", topics, ks)
+		" AND sha256(d.record_key) = sha256(k.record_key) AND d.record_key = k.record_key)", topics, ks)
 	held, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read which keys still have held rows in %s: %w", s.table, err)
 	}
 	return held, nil
+}
+
+// ReloadKeys calls f with the topic and record key of each held reload
+// row that has a key (a row adopted at the switch-over, a reset of a
+// parked row), in no order, a key as often as it has rows; key is valid
+// only during the call. The relay holds them before its stream starts,
+// so that no later event of their key overtakes them. It reads only,
+// through the solo index (migration 0013), row by row, keeping none.
+func (s *Store) ReloadKeys(ctx context.Context, f func(topic string, key []byte)) error {
+	rows, _ := s.db.Query(ctx, "SELECT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
+		" AND d.record_key IS NOT NULL AND d.reload")
+	var (
+		topic string
+		key   []byte
+	)
+	_, err := pgx.ForEachRow(rows, []any{&topic, &key}, func() error {
+		f(topic, key)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the keys of the rows to send again from %s: %w", s.table, err)
+	}
+	return nil
 }
 
 func scanKey(r pgx.CollectableRow) (Key, error) {

@@ -261,7 +261,8 @@ func TestReloadRowParkedForItsPausedTopic(t *testing.T) {
 }
 
 // TestHeldKeys: the keys with FAILED, DEAD (not skipped), WAITING or
-// PAUSED rows, not NULL keys nor reload rows; StillHeld narrows a list.
+// PAUSED rows, not NULL keys nor reload rows, whose keys ReloadKeys
+// reads; StillHeld narrows a list, reload rows holding their keys.
 func TestHeldKeys(t *testing.T) {
 	t.Parallel()
 	store, pool := claimTestStore(t)
@@ -291,8 +292,15 @@ func TestHeldKeys(t *testing.T) {
 	for i := range 3000 {
 		many = append(many, k(fmt.Sprint("never-", i)))
 	}
-	if still, err := store.StillHeld(ctx, many); err != nil || !slices.Equal(still, []Key{k("failed")}) {
-		t.Fatalf("StillHeld %v, %v; want only failed", still, err)
+	still, err := store.StillHeld(ctx, many)
+	slices.SortFunc(still, func(a, b Key) int { return strings.Compare(a.Key, b.Key) })
+	if err != nil || !slices.Equal(still, []Key{k("failed"), k("reload")}) {
+		t.Fatalf("StillHeld %v, %v; want failed and reload", still, err)
+	}
+	var reloads []Key
+	if err := store.ReloadKeys(ctx, func(topic string, key []byte) { reloads = append(reloads, Key{topic, string(key)}) }); err != nil ||
+		!slices.Equal(reloads, []Key{k("reload")}) {
+		t.Fatalf("ReloadKeys %v, %v; want reload", reloads, err)
 	}
 }
 

@@ -116,7 +116,7 @@ func (s *Store) countReleased(ctx context.Context, tx pgx.Tx, changes []Change, 
 		keys   [][]byte
 	)
 	for i, src := range sources {
-		if src.key != nil && !src.reload {
+		if src.key != nil {
 			ids, topics, keys = append(ids, changes[i].ID), append(topics, src.topic), append(keys, src.key)
 		}
 	}
@@ -145,7 +145,7 @@ func (s *Store) countReleased(ctx context.Context, tx pgx.Tx, changes []Change, 
 // waitsFor is the column that says what a held row d waits for: the id of
 // the first held row of its key when it comes after it, else 0.
 func (s *Store) waitsFor() string {
-	return "coalesce(CASE WHEN " + heldWhere("d") + " AND NOT d.reload THEN (SELECT min(h.id) FROM " + s.table + " AS h WHERE " +
+	return "coalesce(CASE WHEN " + heldWhere("d") + " THEN (SELECT min(h.id) FROM " + s.table + " AS h WHERE " +
 		heldWhere("h") + " AND " + sameKey("h", "d") + " AND h.id < d.id) END, 0)"
 }
 

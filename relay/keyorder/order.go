@@ -3,6 +3,7 @@ package keyorder
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,14 @@ type Order struct {
 	// drains counts the holds' draining, so that MayGoAlone takes no
 	// lock while nothing drains.
 	drains atomic.Int32
+	// reloads are the keys of the reload rows (adopted at the
+	// switch-over, reset parked rows) held before the session, by
+	// reloadHash of their topic and key: 8 bytes each plus the map's, so
+	// that a switch-over of a million rows holds them in about 16 MiB. A
+	// key in it is held; the first event of it that Check meets makes it
+	// a held key like the others. Release drops it with the key's hold.
+	reloads map[uint64]struct{}
+	seed    maphash.Seed
 }
 
 // drainCap and drainCapBytes bound the events of a draining key that
@@ -165,7 +174,7 @@ const (
 // New returns an Order that holds keys if byKey (ordering by key), and
 // paused topics either way; violations are logged on log.
 func New(byKey bool, log *slog.Logger) *Order {
-	o := &Order{byKey: byKey, keys: map[string]map[string]*heldKey{}, paused: map[string]bool{},
+	o := &Order{byKey: byKey, keys: map[string]map[string]*heldKey{}, paused: map[string]bool{}, seed: maphash.MakeSeed(),
 		violations: ratelog.New(log, ratelog.Config{Every: time.Minute,
 			Summary: "more records were acked while an earlier event of their key was parked", KeyAttr: "key", CountAttr: "records"})}
 	if byKey {
@@ -188,6 +197,59 @@ func (o *Order) Rebuild(held []status.Key, paused []string, deferred map[status.
 		}
 	}
 	o.setPausedLocked(paused)
+}
+
+// HoldReload holds, before the stream starts, the key of a reload row
+// (status.Store.ReloadKeys: a row adopted at the switch-over, a reset
+// parked row) on topic: no later event of it passes Check until the
+// poller delivered the row and Release found none of the key's rows held.
+// It keeps only the key's hash (reloadHash), not key, which it does not
+// retain.
+func (o *Order) HoldReload(topic string, key []byte) {
+	if o == nil || !o.byKey {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.reloads == nil {
+		o.reloads = map[uint64]struct{}{}
+	}
+	o.reloads[o.reloadHash(topic, key)] = struct{}{}
+	o.any.Store(true)
+}
+
+// reloadHash is the hash of a topic and record key in reloads. Two keys
+// with one hash (one chance in 2^64 per pair) hold each other: a later
+// event waits behind a row it need not, and is not lost.
+func (o *Order) reloadHash(topic string, key []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(o.seed)
+	h.WriteString(topic)
+	h.WriteByte(0)
+	h.Write(key)
+	return h.Sum64()
+}
+
+// reloadHeldLocked reports whether ev's key is held by a reload row and
+// not held otherwise yet: it is held from now on as a parked key.
+func (o *Order) reloadHeldLocked(ev *decoder.Event) *heldKey {
+	if len(o.reloads) == 0 {
+		return nil
+	}
+	if _, ok := o.reloads[o.reloadHash(ev.Topic, ev.Key)]; !ok {
+		return nil
+	}
+	h := o.entryLocked(ev.Topic, string(ev.Key), 0, "")
+	h.parked = true
+	return h
+}
+
+// dropReloadLocked drops k from the reloads: none of its rows is held.
+func (o *Order) dropReloadLocked(k status.Key) {
+	if len(o.reloads) > 0 {
+		delete(o.reloads, o.reloadHash(k.Topic, []byte(k.Key)))
+		o.any.Store(o.anyLocked())
+	}
 }
 
 // OrdersKeys reports whether o holds keys (ordering by key).
@@ -218,6 +280,9 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 	h := o.keys[ev.Topic][string(ev.Key)]
 	if h != nil && h.deferred {
 		h = nil
+	}
+	if h == nil {
+		h = o.reloadHeldLocked(ev)
 	}
 	busy := o.flight.busy(ev)
 	switch {
@@ -586,6 +651,9 @@ func (o *Order) release(ctx context.Context, store Store, keys []status.Key, del
 	defer o.mu.Unlock()
 	for i, k := range keys {
 		h := o.keys[k.Topic][k.Key]
+		if !held[k] && (h == nil || gens[i] == h.gen && h.parking == 0) {
+			o.dropReloadLocked(k)
+		}
 		if h == nil {
 			continue
 		}
@@ -700,7 +768,7 @@ func (o *Order) changePaused(f func()) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	f()
-	o.any.Store(len(o.keys) > 0 || len(o.paused) > 0)
+	o.any.Store(o.anyLocked())
 }
 
 func (o *Order) setPausedLocked(topics []string) {
@@ -708,7 +776,7 @@ func (o *Order) setPausedLocked(topics []string) {
 	for _, t := range topics {
 		o.paused[t] = true
 	}
-	o.any.Store(len(o.keys) > 0 || len(o.paused) > 0)
+	o.any.Store(o.anyLocked())
 }
 
 // TopicPaused reports whether topic is paused.
@@ -752,10 +820,15 @@ func (o *Order) entryLocked(topic, key string, seq uint64, id string) *heldKey {
 	return h
 }
 
+// anyLocked reports whether a key is held or a topic paused.
+func (o *Order) anyLocked() bool {
+	return len(o.keys) > 0 || len(o.paused) > 0 || len(o.reloads) > 0
+}
+
 func (o *Order) deleteLocked(topic, key string) {
 	delete(o.keys[topic], key)
 	if len(o.keys[topic]) == 0 {
 		delete(o.keys, topic)
 	}
-	o.any.Store(len(o.keys) > 0 || len(o.paused) > 0)
+	o.any.Store(o.anyLocked())
 }

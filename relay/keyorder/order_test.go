@@ -402,3 +402,53 @@ func TestDrainHoldsAtMostItsCapBytes(t *testing.T) {
 		t.Fatal("below the byte cap again, the alone queue may take one: want it to wait for the drain")
 	}
 }
+
+// TestOrderHoldReload: the key of a reload row (adopted, reset) held
+// before the stream holds its events, as Waiting, and no other key's,
+// until the poller's Delivered finds none of its rows held, whether or
+// not an event of it came meanwhile; keys not ordered hold nothing.
+func TestOrderHoldReload(t *testing.T) {
+	k := status.Key{Topic: "orders", Key: "k"}
+	ev := &decoder.Event{ID: []byte("x"), Topic: "orders", Key: []byte("k")}
+	other := &decoder.Event{ID: []byte("y"), Topic: "orders", Key: []byte("other")}
+	otherTopic := &decoder.Event{ID: []byte("z"), Topic: "payments", Key: []byte("k")}
+	for _, met := range []bool{false, true} {
+		t.Run(fmt.Sprintf("an event of it met before the release: %v", met), func(t *testing.T) {
+			store := &fakeStore{still: map[status.Key]bool{k: true}}
+			o := New(true, slog.New(slog.DiscardHandler))
+			o.HoldReload(k.Topic, []byte(k.Key))
+			if !o.Holding() {
+				t.Fatal("a reload key held, but the order says nothing is")
+			}
+			for _, e := range []*decoder.Event{other, otherTopic} {
+				if v, _ := o.Check(e, 1); v != Pass {
+					t.Fatalf("%s/%s, another key: %v, want Pass", e.Topic, e.Key, v)
+				}
+			}
+			if met {
+				if v, _ := o.Check(ev, 2); v != Waiting {
+					t.Fatalf("the key's event: %v, want Waiting", v)
+				}
+			}
+			// Delivered, with a row of the key still held: held.
+			if err := o.ReleaseDelivered(context.Background(), store, []status.Key{k}); err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := o.Check(ev, 3); v != Waiting {
+				t.Fatalf("the key's event with a row of it held: %v, want Waiting", v)
+			}
+			store.still[k] = false
+			if err := o.ReleaseDelivered(context.Background(), store, []status.Key{k}); err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := o.Check(ev, 4); v != Pass || o.Holding() {
+				t.Fatalf("the key's event once none of its rows is held: %v (holding %v), want Pass", v, o.Holding())
+			}
+		})
+	}
+	unordered := New(false, slog.New(slog.DiscardHandler))
+	unordered.HoldReload(k.Topic, []byte(k.Key))
+	if v, _ := unordered.Check(ev, 1); v != Pass {
+		t.Fatalf("keys not ordered: %v, want Pass", v)
+	}
+}
