@@ -36,8 +36,9 @@ type File struct {
 	// may override it.
 	AllowedTopics string
 	// Ordering is ordering (--ordering): key, a key's events in commit
-	// order, held behind a parked one; or none, later events overtake a
-	// parked one. Empty when the file does not set it.
+	// order, held behind a parked one; topic, a topic's events so, with a
+	// key or without; or none, later events overtake a parked one. Empty
+	// when the file does not set it.
 	Ordering string
 	// Tables are the outbox tables, each named once, in the file's order.
 	// There is at least one unless Messages has one: a relay of messages

@@ -354,8 +354,9 @@ tables:
 			want: []string{`2: tables[0] (public.x): topic: topic "__consumer_offsets" is not allowed: a topic that starts with "__" is Kafka's own, whatever --allowed-topics allows`}},
 		{name: "allowed_topics not a regular expression", yaml: "allowed_topics: 'orders.('\ntables:\n" + minimal,
 			want: []string{"1: allowed_topics \"orders.(\" is not a Go regular expression: error parsing regexp: missing closing ): `orders.(`"}},
-		{name: "an unknown ordering", yaml: "ordering: topic\ntables:\n" + minimal,
-			want: []string{`1: ordering "topic": want key (a key's events in commit order, held behind a parked one) or none (later events overtake a parked one)`}},
+		{name: "an unknown ordering", yaml: "ordering: commit\ntables:\n" + minimal,
+			want: []string{`1: ordering "commit": want key (a key's events in commit order, held behind a parked one), topic (a topic's events in commit order, ` +
+				`with a key or without) or none (later events overtake a parked one)`}},
 		{name: "a bad slot name, bad relay table names", yaml: "slot: Relay-Slot\nstatus_table: a.b.c\ncheckpoint_table: ''\ntables:\n" + minimal,
 			want: []string{
 				`1: slot: replication slot name "Relay-Slot" has 'R'; PostgreSQL allows only lower-case letters, digits and underscores`,

@@ -110,14 +110,15 @@ func readAllowedTopics(p *parser, e keyed, _ string, f *File) {
 	f.AllowedTopics = v
 }
 
-// readOrdering reads ordering: key or none.
+// readOrdering reads ordering: key, topic or none.
 func readOrdering(p *parser, e keyed, _ string, f *File) {
 	v, ok := p.str(e, "")
 	if !ok || v == "" {
 		return
 	}
-	if v != "key" && v != "none" {
-		p.problem(e.line, "ordering %q: want key (a key's events in commit order, held behind a parked one) or none (later events overtake a parked one)", v)
+	if v != "key" && v != "topic" && v != "none" {
+		p.problem(e.line, "ordering %q: want key (a key's events in commit order, held behind a parked one), topic (a topic's events in commit order, "+
+			"with a key or without) or none (later events overtake a parked one)", v)
 		return
 	}
 	f.Ordering = v

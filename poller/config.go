@@ -93,6 +93,11 @@ type Config struct {
 	// events of those keys wait in memory meanwhile
 	// (keyorder.Order.BeginDrain).
 	Claimed func(keys []status.Key) (ended func())
+	// ByTopic orders a claim's rows by topic (`--ordering topic`, with a
+	// status.Store made with status.ByTopic): each topic's rows are
+	// produced in id order, a row not delivered stops its topic's later
+	// rows, and Claimed and Delivered name topics, with the empty key.
+	ByTopic bool
 	// Delivered, if set, is called after each claim's outcomes are
 	// committed, with the key of each row it delivered (each key once;
 	// rows without a key have none; a reload row's is the key its status

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -309,6 +310,47 @@ func TestClaimedOncePerLook(t *testing.T) {
 			}
 			if s := strings.Join(got, ", "); s != tt.want {
 				t.Fatalf("%s, want %s", s, tt.want)
+			}
+		})
+	}
+}
+
+// TestByTopicStopsTheTopic: ordering by topic, a row that cannot be
+// produced stops its topic's later rows, keyed or not, and no other
+// topic's; Claimed names each topic once, with the empty key. By key,
+// only its key's rows stop.
+func TestByTopicStopsTheTopic(t *testing.T) {
+	t.Parallel()
+	for _, byTopic := range []bool{true, false} {
+		t.Run(fmt.Sprint("by topic ", byTopic), func(t *testing.T) {
+			rows := []status.Row{
+				{ID: 1, Topic: "t", Key: []byte("a"), Value: []byte("a1")}, {ID: 2, Topic: "t", Key: []byte("b"), Value: []byte("b1")},
+				{ID: 3, Topic: "t", Value: []byte("n1")}, {ID: 4, Topic: "u", Key: []byte("a"), Value: []byte("u1")},
+			}
+			prod := &partitionProducer{}
+			cfg := DefaultConfig()
+			cfg.ByTopic = byTopic
+			cfg.CheckRecord = func(r *kgo.Record) error {
+				if string(r.Value) == "a1" {
+					return kerr.MessageTooLarge
+				}
+				return nil
+			}
+			var claimed []status.Key
+			cfg.Claimed = func(k []status.Key) func() { claimed = append(claimed, k...); return nil }
+			if _, err := New(&fakeStore{rows: rows}, prod, cfg).RunOnce(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var produced []string
+			for _, c := range prod.calls {
+				produced = append(produced, c...)
+			}
+			want, wantClaimed := []string{"b1", "n1", "u1"}, []status.Key{{Topic: "t", Key: "a"}, {Topic: "t", Key: "b"}, {Topic: "u", Key: "a"}}
+			if byTopic {
+				want, wantClaimed = []string{"u1"}, []status.Key{{Topic: "t"}, {Topic: "u"}}
+			}
+			if !slices.Equal(produced, want) || !slices.Equal(claimed, wantClaimed) {
+				t.Fatalf("produced %v, claimed %v; want %v and %v", produced, claimed, want, wantClaimed)
 			}
 		})
 	}

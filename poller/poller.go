@@ -202,7 +202,7 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outco
 			continue
 		}
 		out = append(out, o)
-		if k := (status.Key{Topic: rows[i].Topic, Key: string(rows[i].Key)}); o.Delivered && rows[i].Key != nil && !seen[k] {
+		if k, ok := p.orderKey(rows[i]); o.Delivered && ok && !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}
@@ -229,9 +229,9 @@ func (p *Poller) holdClaimed(rows []status.Row) {
 		return
 	}
 	var keys []status.Key
-	for _, g := range groupByKey(rows) {
-		if row := rows[g[0]]; row.Key != nil {
-			keys = append(keys, status.Key{Topic: row.Topic, Key: string(row.Key)})
+	for _, g := range p.groupByKey(rows) {
+		if k, ok := p.orderKey(rows[g[0]]); ok {
+			keys = append(keys, k)
 		}
 	}
 	p.claimed(keys)
@@ -457,7 +457,7 @@ func (p *Poller) keepPaused(ctx context.Context, rows []status.Row, loaded []*st
 // record refused before producing: prepare) stops its key: its later rows
 // are not produced. Then each key's outcomes are read in id order (keyOutcomes).
 func (p *Poller) produceInOrder(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) []bool {
-	groups := groupByKey(rows)
+	groups := p.groupByKey(rows)
 	group := make([]int, len(rows)) // the group of each row
 	for g, idx := range groups {
 		for _, i := range idx {
@@ -561,20 +561,32 @@ func (p *Poller) violation(row status.Row) {
 		"topic", row.Topic, "key", string(row.Key), "id", row.EventID)
 }
 
-// groupByKey returns the indexes of rows by key, in the order of rows: a
-// topic and record key, or, for a row without a key, the row alone. A
-// reload row is grouped by the key its status row holds (the key of the
-// event adopted or reset, as parked), whatever key its outbox row now
-// gives its record.
-func groupByKey(rows []status.Row) [][]int {
+// orderKey is the key row is ordered by, and false for a row that is
+// not ordered (no key): its topic and record key, or, with ByTopic, its
+// topic with the empty key. A reload row's is the key its status row
+// holds (the key of the event adopted or reset, as parked), whatever key
+// its outbox row now gives its record.
+func (p *Poller) orderKey(row status.Row) (status.Key, bool) {
+	switch {
+	case p.cfg.ByTopic:
+		return status.Key{Topic: row.Topic}, true
+	case row.Key == nil:
+		return status.Key{}, false
+	}
+	return status.Key{Topic: row.Topic, Key: string(row.Key)}, true
+}
+
+// groupByKey returns the indexes of rows by key (orderKey), in the order
+// of rows; a row that is not ordered is a group of its own.
+func (p *Poller) groupByKey(rows []status.Row) [][]int {
 	var groups [][]int
 	byKey := map[status.Key]int{}
 	for i, row := range rows {
-		if row.Key == nil {
+		k, ok := p.orderKey(row)
+		if !ok {
 			groups = append(groups, []int{i})
 			continue
 		}
-		k := status.Key{Topic: row.Topic, Key: string(row.Key)}
 		g, ok := byKey[k]
 		if !ok {
 			g = len(groups)

@@ -80,8 +80,10 @@ type Config struct {
 	ExactlyOnce ExactlyOnce
 	// Ordering is OrderingKey (the default, also when empty): a key's
 	// events reach Kafka in commit order, those behind a parked event of
-	// their topic and record key parked after it; or OrderingNone: later
-	// events overtake a parked one. Events without a key are never held.
+	// their topic and record key parked after it (events without a key
+	// are never held); OrderingTopic: a topic's events, with a key or
+	// without, behind a parked event of the topic; or OrderingNone: later
+	// events overtake a parked one.
 	Ordering string
 	// AcceptSlotLoss lets the relay create a new slot although the
 	// checkpoint table shows an earlier one existed (events committed while
@@ -130,6 +132,12 @@ const (
 	// of a topic and record key is parked, every later event of that
 	// topic and key is parked behind it (WAITING) instead of produced.
 	OrderingKey = "key"
+	// OrderingTopic delivers a topic's events in commit order: while an
+	// event of a topic is parked, every later event of that topic, with a
+	// key or without, is parked behind it. For event stores and
+	// consumers that read a topic as one log (a topic of one partition:
+	// Kafka orders each partition, not a topic).
+	OrderingTopic = "topic"
 	// OrderingNone lets later events of a key overtake a parked one.
 	OrderingNone = "none"
 )
@@ -243,9 +251,13 @@ func (c Config) SourceNames() []string { return c.sources().Names() }
 // only does not ask to recover a gap (checkRecoverNeedsTable), and the
 // mappings the decoder takes.
 func (c Config) Validate() error {
-	if c.Ordering != "" && c.Ordering != OrderingKey && c.Ordering != OrderingNone {
-		return fmt.Errorf("ordering %q: want %s (a key's events in commit order, held behind a parked one) or %s (later events overtake a parked one)",
-			c.Ordering, OrderingKey, OrderingNone)
+	if c.Ordering != "" && c.Ordering != OrderingKey && c.Ordering != OrderingTopic && c.Ordering != OrderingNone {
+		return fmt.Errorf("ordering %q: want %s (a key's events in commit order, held behind a parked one), %s (a topic's events in commit order, "+
+			"held behind a parked one) or %s (later events overtake a parked one)", c.Ordering, OrderingKey, OrderingTopic, OrderingNone)
+	}
+	if c.Ordering == OrderingTopic && c.ExactlyOnce.Enabled {
+		return fmt.Errorf("ordering %s is not built for exactly-once delivery yet: use ordering %s (the default) with it, "+
+			"or at-least-once delivery (leave --delivery out)", OrderingTopic, OrderingKey)
 	}
 	src := c.sources()
 	if err := src.Validate(); err != nil {

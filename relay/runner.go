@@ -106,8 +106,11 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	r.writeBack.Store(outcomes)
 	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.Rows()),
 		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot), status.ClaimBytes(r.cfg.claimBytes())}
-	if r.cfg.Ordering == OrderingNone {
+	switch r.cfg.Ordering {
+	case OrderingNone:
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking
+	case OrderingTopic:
+		storeOpts = append(storeOpts, status.ByTopic())
 	}
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
 	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {

@@ -184,6 +184,9 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 // ResumeTopic change this session's from now on.
 func (s *session) rebuildOrder(ctx context.Context) error {
 	o := keyorder.New(s.cfg.Ordering != OrderingNone, s.log)
+	if s.cfg.Ordering == OrderingTopic {
+		o = keyorder.NewByTopic(s.log)
+	}
 	var (
 		held    []status.Key
 		reloads int

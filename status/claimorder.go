@@ -107,7 +107,11 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 	if s.pauses != "" {
 		args = append(args, s.slot)
 	}
-	rows, _ := tx.Query(ctx, s.candidatesQuery(), args...)
+	query := s.candidatesQuery()
+	if s.byTopic {
+		query = s.candidatesByTopicQuery()
+	}
+	rows, _ := tx.Query(ctx, query, args...)
 	var (
 		c    candidate
 		key  []byte
@@ -135,7 +139,7 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 // topic), so that they cost no sort. A reload row with a key (adopted,
 // a reset of a parked row) is ordered with its key all the same: no row
 // of its key after it is a candidate while it is not deliverable, nor is
-// it while an earlier row of its key is not (heldBehind, one probe of the
+// it while its key's first held row is not (heldBehind, one row of the
 // order index for each row that would be a candidate), and it is not a
 // key of its own (the fourth column, solo, is false).
 func (s *Store) candidatesQuery() string {
@@ -146,16 +150,21 @@ func (s *Store) candidatesQuery() string {
 		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size," +
 		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
 		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + ") AS h" +
-		" WHERE in_order AND NOT " + s.heldBehind("h", " AND e.reload") + " ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
+		" WHERE in_order AND NOT " + s.heldBehind("h", " AND f.reload") + " ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
 }
 
 // heldBehind is true of a row of alias a (its id, topic and record_key)
-// that has an earlier held row of its key (and of the condition and, on
-// e) that is not deliverable now: FAILED and not due yet, or DEAD. The
-// topic is a's, so the earlier row's topic is as paused as a's.
+// whose key's first held row (of the condition and, on f) comes before
+// it and is not deliverable now: FAILED and not due yet, or DEAD. The
+// topic is a's, so that row's topic is as paused as a's. Only the first
+// is read, one row of the order index whatever the key's backlog: a
+// key's later held rows are claimed only behind it, so a row not
+// deliverable is its key's first (but for a reset of the first, which
+// makes it due while a later one waits for its next attempt: a row after
+// both may then be claimed; see DESIGN.md).
 func (s *Store) heldBehind(a, and string) string {
-	return "EXISTS (SELECT 1 FROM " + s.table + " AS e WHERE " + heldWhere("e") + and + " AND " + sameKey("e", a) +
-		" AND e.id < " + a + ".id AND NOT " + dueOrParkedOf("e") + ")"
+	return "EXISTS (SELECT 1 FROM (SELECT e.id, e.status, e.next_attempt_at, e.reload FROM " + s.table + " AS e WHERE " + heldWhere("e") +
+		" AND " + sameKey("e", a) + " ORDER BY e.id LIMIT 1) AS f WHERE f.id < " + a + ".id" + and + " AND NOT " + dueOrParkedOf("f") + ")"
 }
 
 // soloRow is true of a row d that is a key of its own: a reload row, or

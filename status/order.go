@@ -62,8 +62,12 @@ func sameKey(a, b string) string {
 // HeldKeys returns every key with held rows (FAILED, DEAD not skipped,
 // WAITING, PAUSED), except NULL keys, which are not ordered, and keys
 // held by reload rows only, which ReloadKeys reads (a switch-over may
-// adopt a million). It reads only.
+// adopt a million); ordering by topic (ByTopic), every topic with held
+// rows, with the empty key, and ReloadKeys reads none. It reads only.
 func (s *Store) HeldKeys(ctx context.Context) ([]Key, error) {
+	if s.byTopic {
+		return s.heldTopics(ctx)
+	}
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
 		" AND d.record_key IS NOT NULL AND NOT d.reload")
 	keys, err := pgx.CollectRows(rows, scanKey)
@@ -89,10 +93,15 @@ func (s *Store) CorrectedHeldKeys(ctx context.Context) ([]Key, error) {
 }
 
 // StillHeld returns those of keys that still have held rows (reload rows
-// too), each once, in one query whatever their number. It reads only.
+// too), each once, in one query whatever their number; ordering by
+// topic, those of their topics with held rows, with the empty key. It
+// reads only.
 func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {
 	if len(keys) == 0 {
 		return nil, nil
+	}
+	if s.byTopic {
+		return s.stillHeldTopics(ctx, keys)
 	}
 	topics, ks := make([]string, len(keys)), make([][]byte, len(keys))
 	for i, k := range keys {
@@ -115,6 +124,9 @@ func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {
 // so that no later event of their key overtakes them. It reads only,
 // through the solo index (migration 0013), row by row, keeping none.
 func (s *Store) ReloadKeys(ctx context.Context, f func(topic string, key []byte)) error {
+	if s.byTopic {
+		return nil // HeldKeys has their topics
+	}
 	rows, _ := s.db.Query(ctx, "SELECT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
 		" AND d.record_key IS NOT NULL AND d.reload")
 	var (

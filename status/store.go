@@ -35,6 +35,7 @@ type Store struct {
 	// the store reads and writes; see Pauses. "" without.
 	pauses, slot string
 	unordered    bool // see Unordered
+	byTopic      bool // see ByTopic
 	// outcomeTimeout bounds writing a claim's outcomes once its delivery
 	// ended (defaultOutcomeTimeout; tests shorten it).
 	outcomeTimeout time.Duration

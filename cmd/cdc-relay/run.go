@@ -53,13 +53,18 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 			"refuse (stop, naming the gap) or recover (create the slot, publish the outbox rows written since the checkpoint again, as `cdc-relay recover` does, "+
 			"and stream on; consumers may see some twice). `recover` needs a timestamp column in every table, and excludes --accept-slot-loss")
 	fs.StringVar(&r.ordering, "ordering", relay.OrderingKey,
-		"deliver a key's events in commit order, holding those behind a parked event (key), or let later events overtake a parked one (none)")
+		"deliver a key's events in commit order, holding those behind a parked event (key); a topic's, with a key or without (topic: for an event store "+
+			"whose topics have one partition); or let later events overtake a parked one (none)")
 }
 
 // finishOrdering sets cfg.Ordering from --ordering.
 func (r *runFlags) finishOrdering(cfg *relay.Config) error {
-	if r.ordering != relay.OrderingKey && r.ordering != relay.OrderingNone {
-		return usageError{fmt.Sprintf("--ordering %q: want %s or %s", r.ordering, relay.OrderingKey, relay.OrderingNone)}
+	if r.ordering != relay.OrderingKey && r.ordering != relay.OrderingTopic && r.ordering != relay.OrderingNone {
+		return usageError{fmt.Sprintf("--ordering %q: want %s, %s or %s", r.ordering, relay.OrderingKey, relay.OrderingTopic, relay.OrderingNone)}
+	}
+	if r.ordering == relay.OrderingTopic && cfg.ExactlyOnce.Enabled {
+		return usageError{"--ordering topic is not built for exactly-once delivery yet: use --ordering key (the default) with it, " +
+			"or at-least-once delivery (leave --delivery out)"}
 	}
 	cfg.Ordering = r.ordering
 	return nil

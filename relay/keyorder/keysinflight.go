@@ -3,8 +3,6 @@ package keyorder
 import (
 	"hash/maphash"
 	"sync/atomic"
-
-	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
 // keysInFlight counts the records franz-go holds for each topic and record
@@ -24,19 +22,19 @@ func newKeysInFlight() *keysInFlight {
 	return &keysInFlight{seed: maphash.MakeSeed(), counts: make([]atomic.Int32, keysInFlightSlots)}
 }
 
-// slot is ev's counter plus 1, or 0 for an event without a key (never
-// ordered).
-func (k *keysInFlight) slot(ev *decoder.Event) int32 {
-	if k == nil || ev.Key == nil {
+// slot is the counter of an event of topic and key (its order key,
+// Order.KeyOf) plus 1, or 0 for one without a key (never ordered).
+func (k *keysInFlight) slot(topic string, key []byte) int32 {
+	if k == nil || key == nil {
 		return 0
 	}
-	h := maphash.String(k.seed, ev.Topic)*31 ^ maphash.Bytes(k.seed, ev.Key)
+	h := maphash.String(k.seed, topic)*31 ^ maphash.Bytes(k.seed, key)
 	return int32(h&(keysInFlightSlots-1)) + 1
 }
 
-// add counts ev, at place p, into the producer.
-func (k *keysInFlight) add(ev *decoder.Event, p *Place) {
-	if p.slot = k.slot(ev); p.slot != 0 {
+// add counts an event of topic and key, at place p, into the producer.
+func (k *keysInFlight) add(topic string, key []byte, p *Place) {
+	if p.slot = k.slot(topic, key); p.slot != 0 {
 		k.counts[p.slot-1].Add(1)
 	}
 }
@@ -51,9 +49,9 @@ func (k *keysInFlight) done(p *Place) bool {
 	return false
 }
 
-// busy reports whether a record of ev's key (or of a key sharing its
-// counter) is in the producer.
-func (k *keysInFlight) busy(ev *decoder.Event) bool {
-	s := k.slot(ev)
+// busy reports whether a record of topic and key (or of a key sharing
+// its counter) is in the producer.
+func (k *keysInFlight) busy(topic string, key []byte) bool {
+	s := k.slot(topic, key)
 	return s != 0 && k.counts[s-1].Load() != 0
 }

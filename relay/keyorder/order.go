@@ -25,7 +25,11 @@ import (
 // Nothing held and no topic paused, Check is one atomic load; otherwise a
 // map lookup under a mutex, without allocating.
 type Order struct {
-	byKey bool        // ordering by key: keys are held
+	byKey bool // ordering by key (or by topic): keys are held
+	// byTopic: ordering by topic, every event of a topic ordered by one
+	// key, topicKey (empty, not nil), whatever its record key.
+	byTopic  bool
+	topicKey []byte
 	any   atomic.Bool // a key is held or a topic is paused
 
 	mu     sync.Mutex
@@ -183,6 +187,35 @@ func New(byKey bool, log *slog.Logger) *Order {
 	return o
 }
 
+// NewByTopic returns an Order that holds topics: each event of a topic,
+// with a record key or without, is ordered behind the topic's earlier
+// events as a key's are, by the key KeyOf gives it (the empty key, the
+// same for all); paused topics are held too; violations are logged on
+// log.
+func NewByTopic(log *slog.Logger) *Order {
+	o := New(true, log)
+	o.byTopic, o.topicKey = true, []byte{}
+	return o
+}
+
+// KeyOf returns the key ev is ordered by: its record key (nil: an event
+// without one is not ordered), or, ordering by topic (NewByTopic), the
+// empty key that every event of its topic shares. It allocates nothing.
+func (o *Order) KeyOf(ev *decoder.Event) []byte {
+	if o != nil && o.byTopic {
+		return o.topicKey
+	}
+	return ev.Key
+}
+
+// norm is k as o holds it: ordering by topic, with the empty key.
+func (o *Order) norm(k status.Key) status.Key {
+	if o.byTopic {
+		k.Key = ""
+	}
+	return k
+}
+
 // Rebuild holds, before the stream starts, the keys that have held rows
 // and the paused topics; a key in deferred is held only from its parked
 // event on (exactly-once's redo).
@@ -191,6 +224,7 @@ func (o *Order) Rebuild(held []status.Key, paused []string, deferred map[status.
 	defer o.mu.Unlock()
 	if o.byKey {
 		for _, k := range held {
+			k = o.norm(k)
 			h := o.entryLocked(k.Topic, k.Key, 0, "")
 			h.parked = true
 			h.parkedAt, h.deferred = deferred[k]
@@ -214,6 +248,9 @@ func (o *Order) HoldReload(topic string, key []byte) {
 	if o.reloads == nil {
 		o.reloads = map[uint64]struct{}{}
 	}
+	if o.byTopic {
+		key = o.topicKey
+	}
 	o.reloads[o.reloadHash(topic, key)] = struct{}{}
 	o.any.Store(true)
 }
@@ -236,10 +273,11 @@ func (o *Order) reloadHeldLocked(ev *decoder.Event) *heldKey {
 	if len(o.reloads) == 0 {
 		return nil
 	}
-	if _, ok := o.reloads[o.reloadHash(ev.Topic, ev.Key)]; !ok {
+	key := o.KeyOf(ev)
+	if _, ok := o.reloads[o.reloadHash(ev.Topic, key)]; !ok {
 		return nil
 	}
-	h := o.entryLocked(ev.Topic, string(ev.Key), 0, "")
+	h := o.entryLocked(ev.Topic, string(key), 0, "")
 	h.parked = true
 	return h
 }
@@ -271,20 +309,21 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	paused := o.paused[ev.Topic]
-	if !o.byKey || ev.Key == nil {
+	key := o.KeyOf(ev)
+	if !o.byKey || key == nil {
 		if paused {
 			return Paused, ""
 		}
 		return Pass, ""
 	}
-	h := o.keys[ev.Topic][string(ev.Key)]
+	h := o.keys[ev.Topic][string(key)]
 	if h != nil && h.deferred {
 		h = nil
 	}
 	if h == nil {
 		h = o.reloadHeldLocked(ev)
 	}
-	busy := o.flight.busy(ev)
+	busy := o.flight.busy(ev.Topic, key)
 	switch {
 	case h != nil && h.alone > 0, h != nil && busy:
 		h.addAlone(ev, 1)
@@ -292,7 +331,7 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 	case paused && busy:
 		// Its key's earlier records are in the producer: parked PAUSED
 		// now, it would go before one of them that fails.
-		o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).addAlone(ev, 1)
+		o.entryLocked(ev.Topic, string(key), seq, string(ev.ID)).addAlone(ev, 1)
 		return Alone, ""
 	case paused:
 		return Paused, ""
@@ -313,7 +352,7 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 // the producer, as its key's record in flight there.
 func (o *Order) IntoProducer(ev *decoder.Event, p *Place) {
 	if o != nil && o.flight != nil {
-		o.flight.add(ev, p)
+		o.flight.add(ev.Topic, o.KeyOf(ev), p)
 	}
 }
 
@@ -330,18 +369,19 @@ func (o *Order) OutOfProducer(p *Place) (idle bool) {
 // and no claim of the poller is delivering its key's held rows
 // (BeginDrain), which it must follow.
 func (o *Order) MayGoAlone(ev *decoder.Event) bool {
-	return o == nil || o.flight == nil || !o.flight.busy(ev) && !o.draining(ev)
+	return o == nil || o.flight == nil || !o.flight.busy(ev.Topic, o.KeyOf(ev)) && !o.draining(ev)
 }
 
 // draining reports whether a claim of the poller is delivering the held
 // rows of ev's key, and fewer than drainCap events of the key wait.
 func (o *Order) draining(ev *decoder.Event) bool {
-	if ev.Key == nil || o.drains.Load() == 0 {
+	key := o.KeyOf(ev)
+	if key == nil || o.drains.Load() == 0 {
 		return false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := o.keys[ev.Topic][string(ev.Key)]
+	h := o.keys[ev.Topic][string(key)]
 	return h != nil && h.draining > 0 && h.alone < drainCap && h.aloneBytes < drainCapBytes
 }
 
@@ -380,6 +420,7 @@ func (o *Order) BeginDrain(keys []status.Key) (end func() (carried bool)) {
 	o.mu.Lock()
 	var holds []*heldKey
 	for _, k := range keys {
+		k = o.norm(k)
 		h := o.keys[k.Topic][k.Key]
 		switch {
 		case h == nil || !h.parked:
@@ -445,12 +486,13 @@ func (o *Order) wakeAlone() {
 // MetParked tells o that the stream met ev again, an event a Kafka
 // transaction that aborted parked (it, seq): its key is held from now on.
 func (o *Order) MetParked(ev *decoder.Event, it EventKey, seq uint64) {
-	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
+	key := o.KeyOf(ev)
+	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if h := o.keys[ev.Topic][string(ev.Key)]; h != nil && h.deferred && h.parkedAt == it {
+	if h := o.keys[ev.Topic][string(key)]; h != nil && h.deferred && h.parkedAt == it {
 		h.deferred, h.since, h.head = false, seq, string(ev.ID)
 	}
 }
@@ -468,12 +510,13 @@ type Turn struct {
 // that a resume delivers them in commit order; the key is held only
 // while they are parked.
 func (o *Order) BeginPark(ev *decoder.Event, seq uint64, paused bool) *Turn {
-	if o == nil || !o.byKey && !paused || ev.Key == nil {
+	key := o.KeyOf(ev)
+	if o == nil || !o.byKey && !paused || key == nil {
 		return nil
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID))
+	h := o.entryLocked(ev.Topic, string(key), seq, string(ev.ID))
 	h.parked, h.deferred = true, false
 	h.gen++
 	h.parking++
@@ -539,26 +582,28 @@ func (o *Order) EndPark(t *Turn, ok bool) {
 
 // HoldAlone holds ev's key while ev waits to be produced alone.
 func (o *Order) HoldAlone(ev *decoder.Event, seq uint64) {
-	if o == nil || !o.byKey || ev.Key == nil {
+	key := o.KeyOf(ev)
+	if o == nil || !o.byKey || key == nil {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.entryLocked(ev.Topic, string(ev.Key), seq, string(ev.ID)).addAlone(ev, 1)
+	o.entryLocked(ev.Topic, string(key), seq, string(ev.ID)).addAlone(ev, 1)
 }
 
 // DoneAlone undoes HoldAlone once ev's outcome is known (and held, if it
 // failed).
 func (o *Order) DoneAlone(ev *decoder.Event) {
-	if o == nil || !o.byKey || ev.Key == nil {
+	key := o.KeyOf(ev)
+	if o == nil || !o.byKey || key == nil {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if h := o.keys[ev.Topic][string(ev.Key)]; h != nil {
+	if h := o.keys[ev.Topic][string(key)]; h != nil {
 		h.addAlone(ev, -1)
 		if !h.parked && h.alone <= 0 && h.parking == 0 {
-			o.deleteLocked(ev.Topic, string(ev.Key))
+			o.deleteLocked(ev.Topic, string(key))
 		}
 	}
 }
@@ -566,24 +611,26 @@ func (o *Order) DoneAlone(ev *decoder.Event) {
 // AloneHeld reports whether a record of ev's key waits to be produced
 // alone.
 func (o *Order) AloneHeld(ev *decoder.Event) bool {
-	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
+	key := o.KeyOf(ev)
+	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := o.keys[ev.Topic][string(ev.Key)]
+	h := o.keys[ev.Topic][string(key)]
 	return h != nil && h.alone > 0
 }
 
 // ParkedHeld reports whether ev's key has held rows: ev, waiting to be
 // produced alone, is parked behind them instead.
 func (o *Order) ParkedHeld(ev *decoder.Event) (bool, string) {
-	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
+	key := o.KeyOf(ev)
+	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return false, ""
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := o.keys[ev.Topic][string(ev.Key)]
+	h := o.keys[ev.Topic][string(key)]
 	if h == nil || !h.parked || h.deferred {
 		return false, ""
 	}
@@ -593,12 +640,13 @@ func (o *Order) ParkedHeld(ev *decoder.Event) (bool, string) {
 // Overtook reports whether Kafka acked ev, at place p, while its key was
 // held by an earlier event: a break of the key's order (see DESIGN.md).
 func (o *Order) Overtook(ev *decoder.Event, p *Place) bool {
-	if o == nil || !o.byKey || ev.Key == nil || !o.any.Load() {
+	key := o.KeyOf(ev)
+	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := o.keys[ev.Topic][string(ev.Key)]
+	h := o.keys[ev.Topic][string(key)]
 	return h != nil && !h.deferred && h.since < p.Seq && (h.parked || h.alone > 0 && !p.Alone)
 }
 
@@ -638,6 +686,7 @@ func (o *Order) release(ctx context.Context, store Store, keys []status.Key, del
 	if o == nil || !o.byKey || len(keys) == 0 {
 		return nil
 	}
+	keys = o.normAll(keys)
 	gens := o.generations(keys)
 	still, err := store.StillHeld(ctx, keys)
 	if err != nil {
@@ -685,6 +734,7 @@ func (o *Order) HoldRow(k status.Key) (undo func()) {
 	if o == nil || !o.byKey {
 		return func() {}
 	}
+	k = o.norm(k)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[k.Topic][k.Key]
@@ -728,10 +778,23 @@ func (o *Order) HoldRows(keys []status.Key) []status.Key {
 
 // rowHeld reports whether k is held as parked (a deferred key too).
 func (o *Order) rowHeld(k status.Key) bool {
+	k = o.norm(k)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[k.Topic][k.Key]
 	return h != nil && h.parked
+}
+
+// normAll is keys as o holds them (norm), a copy when it changes any.
+func (o *Order) normAll(keys []status.Key) []status.Key {
+	if !o.byTopic {
+		return keys
+	}
+	out := make([]status.Key, len(keys))
+	for i, k := range keys {
+		out[i] = o.norm(k)
+	}
+	return out
 }
 
 // generations returns the park generation of each key, or one no hold has

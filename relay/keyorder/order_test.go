@@ -452,3 +452,38 @@ func TestOrderHoldReload(t *testing.T) {
 		t.Fatalf("keys not ordered: %v, want Pass", v)
 	}
 }
+
+// TestOrderByTopic: ordering by topic, a parked event, with a key or
+// without, holds every later event of its topic, keyed or not, and no
+// other topic's; the poller's release of the topic (any key it names)
+// lets them pass again.
+func TestOrderByTopic(t *testing.T) {
+	o := NewByTopic(slog.New(slog.DiscardHandler))
+	parked := &decoder.Event{ID: []byte("1"), Topic: "events"}
+	o.EndPark(o.BeginPark(parked, 1, false), true)
+	for _, tc := range []struct {
+		ev   *decoder.Event
+		want Verdict
+	}{
+		{&decoder.Event{ID: []byte("2"), Topic: "events"}, Waiting},
+		{&decoder.Event{ID: []byte("3"), Topic: "events", Key: []byte("k")}, Waiting},
+		{&decoder.Event{ID: []byte("4"), Topic: "other"}, Pass},
+		{&decoder.Event{ID: []byte("5"), Topic: "other", Key: []byte("k")}, Pass},
+	} {
+		if v, _ := o.Check(tc.ev, 2); v != tc.want {
+			t.Errorf("event %s of %s, key %q: %v, want %v", tc.ev.ID, tc.ev.Topic, tc.ev.Key, v, tc.want)
+		}
+	}
+	store := &fakeStore{still: map[status.Key]bool{}}
+	if err := o.Release(context.Background(), store, []status.Key{{Topic: "events", Key: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := o.Check(&decoder.Event{ID: []byte("6"), Topic: "events"}, 3); v != Pass || o.Holding() {
+		t.Fatalf("after the topic's release: %v (holding %v), want Pass", v, o.Holding())
+	}
+	// A reload row's topic, held before the stream, holds the topic.
+	o.HoldReload("events", []byte("any"))
+	if v, _ := o.Check(&decoder.Event{ID: []byte("7"), Topic: "events", Key: []byte("other")}, 4); v != Waiting {
+		t.Fatalf("an event of a topic a reload row holds: %v, want Waiting", v)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 )
 
@@ -23,6 +24,9 @@ type aloneQueue struct {
 	loose []*delivery.Inflight            // items without a key, never ordered
 	n     atomic.Int32                    // items queued, read without mu
 	wake  chan struct{}                   // has a token while items may be ready
+	// keyOf is the key an event is ordered by (keyorder.Order.KeyOf):
+	// its record key, or, ordering by topic, one key for its topic.
+	keyOf func(*decoder.Event) []byte
 }
 
 // aloneRound is the most records one round takes.
@@ -32,19 +36,25 @@ const aloneRound = 4096
 // nudge before it looks again all the same.
 const aloneSafety = 50 * time.Millisecond
 
-func newAloneQueue() *aloneQueue {
-	return &aloneQueue{byKey: map[string][]*delivery.Inflight{}, wake: make(chan struct{}, 1)}
+func newAloneQueue(keyOf func(*decoder.Event) []byte) *aloneQueue {
+	return &aloneQueue{byKey: map[string][]*delivery.Inflight{}, wake: make(chan struct{}, 1), keyOf: keyOf}
 }
 
-// aloneKey names it's topic and key in byKey.
-func aloneKey(it *delivery.Inflight) string { return it.Event.Topic + "\x00" + string(it.Event.Key) }
+// aloneKey names it's topic and order key (keyOf) in byKey, and reports
+// whether it has one (ok false: never ordered).
+func aloneKey(it *delivery.Inflight, keyOf func(*decoder.Event) []byte) (k string, ok bool) {
+	key := keyOf(&it.Event)
+	if key == nil {
+		return "", false
+	}
+	return it.Event.Topic + "\x00" + string(key), true
+}
 
 func (q *aloneQueue) push(it *delivery.Inflight) {
 	q.mu.Lock()
-	if it.Event.Key == nil {
+	if k, ok := aloneKey(it, q.keyOf); !ok {
 		q.loose = append(q.loose, it)
 	} else {
-		k := aloneKey(it)
 		items := append(q.byKey[k], it)
 		for i := len(items) - 1; i > 0 && items[i-1].Seq > items[i].Seq; i-- {
 			items[i-1], items[i] = items[i], items[i-1] // pushed after a later one of its key

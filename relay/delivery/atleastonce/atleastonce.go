@@ -55,13 +55,19 @@ type Delivery struct {
 // the goroutine that produces records again alone, which ends with
 // l.ProduceCtx.
 func New(l *delivery.Ledger, producer Producer) *Delivery {
-	d := &Delivery{Ledger: l, producer: producer, alone: newAloneQueue()}
+	d := &Delivery{Ledger: l, producer: producer, alone: newAloneQueue(l.Order.KeyOf)}
 	d.onAck = d.ack
 	// A key's events that waited for the poller's drain of its held rows
 	// may go once it ended.
 	d.order().OnDrained(d.alone.nudge)
 	go d.produceAlone()
 	return d
+}
+
+// refusedKey is it's aloneKey, "" for an event not ordered.
+func (d *Delivery) refusedKey(it *delivery.Inflight) string {
+	k, _ := aloneKey(it, d.order().KeyOf)
+	return k
 }
 
 // order is the session's key order (the Ledger's): what the callbacks and
@@ -146,10 +152,7 @@ func (d *Delivery) unparked(items []*delivery.Inflight) []*delivery.Inflight {
 	send := make([]*delivery.Inflight, 0, len(items))
 	var sending, deferred map[string]bool // by aloneKey
 	for _, it := range items {
-		k := ""
-		if it.Event.Key != nil {
-			k = aloneKey(it)
-		}
+		k, _ := aloneKey(it, d.order().KeyOf)
 		switch {
 		case k != "" && (deferred[k] || sending[k] && it.Failed != nil):
 			if deferred == nil {
@@ -218,14 +221,16 @@ func (d *Delivery) produceTogether(send []*delivery.Inflight) {
 		switch {
 		case err != nil && sink.MaybeTheBatch(err):
 			again = append(again, it)
-		case err != nil && it.Event.Key != nil && refused[aloneKey(it)]:
+		case err != nil && refused[d.refusedKey(it)]:
 			behind = append(behind, it)
 		default:
-			if err != nil && sink.Permanent(err) && it.Event.Key != nil {
-				if refused == nil {
-					refused = map[string]bool{}
+			if err != nil && sink.Permanent(err) {
+				if k := d.refusedKey(it); k != "" {
+					if refused == nil {
+						refused = map[string]bool{}
+					}
+					refused[k] = true
 				}
-				refused[aloneKey(it)] = true
 			}
 			d.ack(recs[i], err)
 		}

@@ -1,0 +1,69 @@
+package status
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file is ordering by topic (ByTopic): a held row holds its whole
+// topic, whatever its record key.
+
+// ByTopic makes the store order held rows by topic rather than by topic
+// and record key (`--ordering topic`): a topic's held rows, with a key or
+// without, reload rows too, are claimed in id order, each only while
+// every earlier held row of its topic is deliverable; a Key names a
+// topic, with the empty key (HeldKeys gives them so, and StillHeld reads
+// only their topics). For event stores and consumers that read a topic
+// in commit order: the relay then holds every later event of a topic
+// behind a parked one.
+func ByTopic() Option {
+	return func(s *Store) { s.byTopic = true }
+}
+
+// candidatesByTopicQuery selects the candidates when ordering by topic:
+// $1 is the limit, $2 the slot when the store has a pause table. The
+// first held row of each topic that is not deliverable now (FAILED and
+// not due, or DEAD) is found once (blocked); the candidates are the
+// deliverable held rows of the topics not paused before it, in id order,
+// read through the solo and the keyed index as when ordering by key, so
+// that a backlog costs a claim only the rows it takes.
+func (s *Store) candidatesByTopicQuery() string {
+	half := func(which string) string {
+		return "(SELECT d.id, d.topic, ''::bytea, false, " + recordSize + " FROM " + s.table + " AS d" +
+			" WHERE " + heldWhere("d") + " AND " + which + " AND " + s.deliverable() +
+			" AND NOT EXISTS (SELECT 1 FROM cdc_relay_blocked AS b WHERE b.topic = d.topic AND b.first < d.id) ORDER BY d.id LIMIT $1)"
+	}
+	return "WITH cdc_relay_blocked AS (SELECT e.topic, min(e.id) AS first FROM " + s.table + " AS e WHERE " + heldWhere("e") +
+		" AND NOT " + dueOrParkedOf("e") + " GROUP BY e.topic) " +
+		half(soloRow("d")) + " UNION ALL " + half(keyedRow("d")) + " ORDER BY 1 LIMIT $1"
+}
+
+// heldTopics returns every topic with held rows, each as a Key with the
+// empty key (HeldKeys when ordering by topic).
+func (s *Store) heldTopics(ctx context.Context) ([]Key, error) {
+	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, ''::bytea FROM "+s.table+" AS d WHERE "+heldWhere("d"))
+	keys, err := pgx.CollectRows(rows, scanKey)
+	if err != nil {
+		return nil, fmt.Errorf("read the topics with held events in %s: %w", s.table, err)
+	}
+	return keys, nil
+}
+
+// stillHeldTopics returns the topics of keys that still have held rows,
+// each once as a Key with the empty key (StillHeld when ordering by
+// topic).
+func (s *Store) stillHeldTopics(ctx context.Context, keys []Key) ([]Key, error) {
+	topics := make([]string, len(keys))
+	for i, k := range keys {
+		topics[i] = k.Topic
+	}
+	rows, _ := s.db.Query(ctx, "SELECT DISTINCT k.topic, ''::bytea FROM unnest($1::text[]) AS k(topic)"+
+		" WHERE EXISTS (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic)", topics)
+	held, err := pgx.CollectRows(rows, scanKey)
+	if err != nil {
+		return nil, fmt.Errorf("read which topics still have held rows in %s: %w", s.table, err)
+	}
+	return held, nil
+}
