@@ -231,6 +231,7 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_corrected_index}}", pgx.Identifier{cfg.StatusTable + "_corrected_idx"}.Sanitize(),
 		"{{status_solo_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_solo_idx")}.Sanitize(),
 		"{{status_keyed_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_keyed_idx")}.Sanitize(),
+		"{{status_dead_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_dead_idx")}.Sanitize(),
 		"{{status_source_copy_index}}", pgx.Identifier{SourceCopyIndex(cfg)}.Sanitize(),
 		"{{status_source_copy_literal}}", quoteLiteral(pgx.Identifier{cfg.StatusSchema, SourceCopyIndex(cfg)}.Sanitize()),
 		"{{status_copy_index_qualified}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable + "_copy_idx"}.Sanitize(),

@@ -868,8 +868,8 @@ func TestClaimIndexesBuiltUnderAStatementTimeout(t *testing.T) {
 		('outbox_delivery_solo_idx'::regclass, 'outbox_delivery_keyed_idx'::regclass)`).Scan(&valid); err != nil || valid != 2 {
 		t.Fatalf("%d valid claim indexes (%v), want 2", valid, err)
 	}
-	if len(notices) != 3 || !strings.Contains(notices[0], "outbox_delivery_solo_idx") || !strings.Contains(notices[0], "may take minutes") ||
-		!strings.Contains(notices[2], "outbox_delivery_copy_source_idx") {
+	if len(notices) != 4 || !strings.Contains(notices[0], "outbox_delivery_solo_idx") || !strings.Contains(notices[0], "may take minutes") ||
+		!strings.Contains(notices[2], "outbox_delivery_copy_source_idx") || !strings.Contains(notices[3], "outbox_delivery_dead_idx") {
 		t.Errorf("notices %q, want one per index build, saying it may take minutes", notices)
 	}
 	var timeout string

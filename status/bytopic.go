@@ -24,19 +24,18 @@ func ByTopic() Option {
 
 // candidatesByTopicQuery selects the candidates when ordering by topic:
 // $1 is the limit, $2 the slot when the store has a pause table. The
-// first held row of each topic that is not deliverable now (FAILED and
-// not due, or DEAD) is found once (blocked); the candidates are the
-// deliverable held rows of the topics not paused before it, in id order,
-// read through the solo and the keyed index as when ordering by key, so
-// that a backlog costs a claim only the rows it takes.
+// first blocking row of each topic (FAILED and not due, or DEAD:
+// blocking) is found once; the candidates are the deliverable held rows
+// of the topics not paused before it, in id order, read through the solo
+// and the keyed index as when ordering by key, so that a backlog costs a
+// claim only the rows it takes.
 func (s *Store) candidatesByTopicQuery() string {
 	half := func(which string) string {
 		return "(SELECT d.id, d.topic, ''::bytea, false, " + recordSize + " FROM " + s.table + " AS d" +
 			" WHERE " + heldWhere("d") + " AND " + which + " AND " + s.deliverable() +
-			" AND NOT EXISTS (SELECT 1 FROM cdc_relay_blocked AS b WHERE b.topic = d.topic AND b.first < d.id) ORDER BY d.id LIMIT $1)"
+			" AND NOT EXISTS (SELECT 1 FROM " + blockedAlias + " AS b WHERE b.topic = d.topic AND b.first < d.id) ORDER BY d.id LIMIT $1)"
 	}
-	return "WITH cdc_relay_blocked AS (SELECT e.topic, min(e.id) AS first FROM " + s.table + " AS e WHERE " + heldWhere("e") +
-		" AND NOT " + dueOrParkedOf("e") + " GROUP BY e.topic) " +
+	return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, min(x.id) AS first FROM (" + s.blocking() + ") AS x GROUP BY x.topic) " +
 		half(soloRow("d")) + " UNION ALL " + half(keyedRow("d")) + " ORDER BY 1 LIMIT $1"
 }
 

@@ -162,16 +162,21 @@ func (s *Store) dropSuperseded(ctx context.Context, tx pgx.Tx, due []Row, outcom
 // recordOutcomes writes each outcome to its status row, in tx: one
 // statement per kind of outcome, whatever the number of rows (the ids, and
 // each row's own values, as arrays), all sent in one round trip. A loaded
-// record is stored before its row's outcome.
+// record is stored before its row's outcome, or with it when it was
+// delivered (one update of the row, the bulk of a switch-over's).
 func (s *Store) recordOutcomes(ctx context.Context, tx pgx.Tx, outcomes []Outcome) error {
 	var (
-		loaded               loadedRecords
+		loaded, sent         loadedRecords // sent: loaded and delivered
 		paused, delivered    []int64
 		deadIDs, failedIDs   []int64
 		deadErrs, failedErrs []string
 		failedIn             []int64 // microseconds
 	)
 	for _, o := range outcomes {
+		if o.Loaded != nil && o.Delivered && !o.Paused {
+			sent.add(o.ID, o.Loaded)
+			continue
+		}
 		if o.Loaded != nil {
 			loaded.add(o.ID, o.Loaded)
 		}
@@ -188,16 +193,13 @@ func (s *Store) recordOutcomes(ctx context.Context, tx pgx.Tx, outcomes []Outcom
 		}
 	}
 	var b pgx.Batch
-	if len(loaded.ids) > 0 {
-		b.Queue("UPDATE "+s.table+" AS s SET topic = u.topic, record_key = u.k, record_value = u.v, headers = u.h::jsonb, record_timestamp = u.ts"+
-			" FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[]) AS u(id, topic, k, v, h, ts)"+
-			" WHERE s.id = u.id", loaded.ids, loaded.topics, loaded.keys, loaded.values, loaded.headers, loaded.timestamps)
-	}
+	loaded.queue(&b, s.table, "")
+	sent.queue(&b, s.table, ", "+deliveredSet)
 	if len(paused) > 0 {
 		b.Queue("UPDATE "+s.table+" SET status = 'PAUSED', last_error = $2, updated_at = clock_timestamp() WHERE id = ANY($1)", paused, pausedReason)
 	}
 	if len(delivered) > 0 {
-		b.Queue("UPDATE "+s.table+" SET status = 'DELIVERED', attempts = attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = ANY($1)", delivered)
+		b.Queue("UPDATE "+s.table+" AS s SET "+deliveredSet+" WHERE id = ANY($1)", delivered)
 	}
 	if len(deadIDs) > 0 {
 		b.Queue("UPDATE "+s.table+" AS s SET status = 'DEAD', attempts = s.attempts + 1, last_error = u.err, updated_at = clock_timestamp()"+
@@ -223,6 +225,21 @@ type loadedRecords struct {
 	keys, values [][]byte
 	headers      []*string    // JSON text, or nil
 	timestamps   []*time.Time // nil: none
+}
+
+// deliveredSet is the SET list of a status row s that a claim delivered.
+const deliveredSet = "status = 'DELIVERED', attempts = s.attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp()"
+
+// queue queues on b the update that stores each record in its row of
+// table, with set (", " and more of a SET list) too; nothing without
+// records.
+func (l *loadedRecords) queue(b *pgx.Batch, table, set string) {
+	if len(l.ids) == 0 {
+		return
+	}
+	b.Queue("UPDATE "+table+" AS s SET topic = u.topic, record_key = u.k, record_value = u.v, headers = u.h::jsonb, record_timestamp = u.ts"+set+
+		" FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[]) AS u(id, topic, k, v, h, ts)"+
+		" WHERE s.id = u.id", l.ids, l.topics, l.keys, l.values, l.headers, l.timestamps)
 }
 
 // add appends row id's record r.

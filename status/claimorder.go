@@ -137,34 +137,38 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 // held rows are read through the keyed index, and windowed by key; a
 // paused topic's rows are left out before the window (a key is of one
 // topic), so that they cost no sort. A reload row with a key (adopted,
-// a reset of a parked row) is ordered with its key all the same: no row
-// of its key after it is a candidate while it is not deliverable, nor is
-// it while its key's first held row is not (heldBehind, one row of the
-// order index for each row that would be a candidate), and it is not a
-// key of its own (the fourth column, solo, is false).
+// a reset parked row) is ordered with its key all the same: no row of
+// its key after its key's first blocking row (blocked) is a candidate,
+// whichever index reads it, and it is not a key of its own (the fourth
+// column, solo, is false).
 func (s *Store) candidatesQuery() string {
-	return "(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
-		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() +
-		" AND NOT " + s.heldBehind("d", "") + " ORDER BY d.id LIMIT $1)" +
+	notBlocked := func(d string) string {
+		return " AND NOT EXISTS (SELECT 1 FROM " + blockedAlias + " AS b WHERE b.topic = " + d + ".topic AND b.record_key = " + d + ".record_key" +
+			" AND b.first < " + d + ".id)"
+	}
+	return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
+		") AS x WHERE x.record_key IS NOT NULL GROUP BY x.topic, x.record_key) " +
+		"(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
+		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + notBlocked("d") + " ORDER BY d.id LIMIT $1)" +
 		" UNION ALL (SELECT id, topic, record_key, false, size FROM (" +
 		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size," +
 		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
 		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + ") AS h" +
-		" WHERE in_order AND NOT " + s.heldBehind("h", " AND f.reload") + " ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
+		" WHERE in_order" + notBlocked("h") + " ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
 }
 
-// heldBehind is true of a row of alias a (its id, topic and record_key)
-// whose key's first held row (of the condition and, on f) comes before
-// it and is not deliverable now: FAILED and not due yet, or DEAD. The
-// topic is a's, so that row's topic is as paused as a's. Only the first
-// is read, one row of the order index whatever the key's backlog: a
-// key's later held rows are claimed only behind it, so a row not
-// deliverable is its key's first (but for a reset of the first, which
-// makes it due while a later one waits for its next attempt: a row after
-// both may then be claimed; see DESIGN.md).
-func (s *Store) heldBehind(a, and string) string {
-	return "EXISTS (SELECT 1 FROM (SELECT e.id, e.status, e.next_attempt_at, e.reload FROM " + s.table + " AS e WHERE " + heldWhere("e") +
-		" AND " + sameKey("e", a) + " ORDER BY e.id LIMIT 1) AS f WHERE f.id < " + a + ".id" + and + " AND NOT " + dueOrParkedOf("f") + ")"
+// blockedAlias names the claim's blocking rows by key (or topic): the
+// first of each.
+const blockedAlias = "cdc_relay_blocked"
+
+// blocking selects (topic, record_key, id) of the held rows that cannot
+// be delivered now and hold back every later row of their key: FAILED
+// and not due yet (read through the due index, migration 0001), or DEAD
+// and not skipped (the dead index, migration 0018). Both are few beside
+// a backlog, so a claim reads them all, once.
+func (s *Store) blocking() string {
+	return "SELECT e.topic, e.record_key, e.id FROM " + s.table + " AS e WHERE e.status = 'FAILED' AND e.next_attempt_at > now()" +
+		" UNION ALL SELECT e.topic, e.record_key, e.id FROM " + s.table + " AS e WHERE e.status = 'DEAD' AND e.skipped_at IS NULL"
 }
 
 // soloRow is true of a row d that is a key of its own: a reload row, or

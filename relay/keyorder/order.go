@@ -30,7 +30,7 @@ type Order struct {
 	// key, topicKey (empty, not nil), whatever its record key.
 	byTopic  bool
 	topicKey []byte
-	any   atomic.Bool // a key is held or a topic is paused
+	any      atomic.Bool // a key is held or a topic is paused
 
 	mu     sync.Mutex
 	keys   map[string]map[string]*heldKey // topic → record key → its hold
