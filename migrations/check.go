@@ -121,21 +121,32 @@ func checkVersion(ctx context.Context, q pgdb.DB, cfg Config) error {
 	return checkSourceCopyIndex(ctx, q, cfg)
 }
 
-// checkSourceCopyIndex requires the status table's index of a parked
-// event's identity (SourceCopyIndex, migration 14), valid: the relay's
-// park names it as its ON CONFLICT target, and would fail on every event
-// it parks without it.
+// checkSourceCopyIndex requires the status table's indexes the relay's
+// statements need, valid: the index of a parked event's identity
+// (SourceCopyIndex, migration 14), which the relay's park names as its ON
+// CONFLICT target and would fail on every event it parks without; and
+// the index of the DEAD rows (migration 18), which every claim of the
+// poller reads, and would read the whole status table without.
 func checkSourceCopyIndex(ctx context.Context, q pgdb.DB, cfg Config) error {
 	status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
-	var ok bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
-		WHERE i.indrelid = $1::regclass AND c.relname = $2 AND i.indisvalid)`, status, SourceCopyIndex(cfg)).Scan(&ok)
-	if err != nil {
-		return fmt.Errorf("check the indexes of %s: %w", status, err)
-	}
-	if !ok {
-		return fmt.Errorf("%s lacks a valid index %q (migration 14: a parked event's source is part of its identity), which this relay needs: "+
-			"run `cdc-relay migrate` (with the same table flags) first; it builds the index without blocking writes", status, SourceCopyIndex(cfg))
+	for _, ix := range []struct {
+		name    string
+		version int
+		what    string
+	}{
+		{SourceCopyIndex(cfg), 14, "a parked event's source is part of its identity"},
+		{indexName(cfg.StatusTable, "_dead_idx"), 18, "each claim of the poller reads the DEAD rows through it"},
+	} {
+		var ok bool
+		err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+			WHERE i.indrelid = $1::regclass AND c.relname = $2 AND i.indisvalid)`, status, ix.name).Scan(&ok)
+		if err != nil {
+			return fmt.Errorf("check the indexes of %s: %w", status, err)
+		}
+		if !ok {
+			return fmt.Errorf("%s lacks a valid index %q (migration %d: %s), which this relay needs: "+
+				"run `cdc-relay migrate` (with the same table flags) first; it builds the index without blocking writes", status, ix.name, ix.version, ix.what)
+		}
 	}
 	return nil
 }

@@ -198,6 +198,7 @@ func producerConfig(cfg Config, log *slog.Logger) sink.Config {
 // whose event the poller is still to send (adopted or reset rows).
 func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 	rc := cfg.Retention
+	rc.ByTopic = cfg.Ordering == OrderingTopic
 	if rc.Logger == nil {
 		rc.Logger = r.log
 	}

@@ -177,13 +177,19 @@ func batchDelete(table, where string) string {
 // deletable states, so a FAILED, WAITING or PAUSED row, or any state added
 // later, is never deleted. The last keeps a DEAD row, not skipped, that
 // held rows of its topic and key follow (FAILED, DEAD not skipped, WAITING
-// or PAUSED, as the status package holds them): it holds them, in order,
+// or PAUSED, as the status package holds them; reload rows too, which
+// hold their key), or of its topic with byTopic: it holds them, in order,
 // until an operator retries, skips or purges it.
-func statusWhere(table string) string {
+func statusWhere(table string, byTopic bool) string {
+	sameKey := ` AND sha256(w.record_key) = sha256(` + table + `.record_key) AND w.record_key = ` + table + `.record_key`
+	keyed := ` AND ` + table + `.record_key IS NOT NULL`
+	if byTopic {
+		sameKey, keyed = "", ` AND `+table+`.topic <> ''`
+	}
 	return `status <> 'FAILED' AND status IN ('DELIVERED', 'DEAD') AND updated_at < $1::timestamptz` +
-		` AND NOT (status = 'DEAD' AND skipped_at IS NULL AND record_key IS NOT NULL AND NOT reload AND EXISTS (SELECT 1 FROM ` + table + ` AS w` +
+		` AND NOT (status = 'DEAD' AND skipped_at IS NULL` + keyed + ` AND EXISTS (SELECT 1 FROM ` + table + ` AS w` +
 		` WHERE w.status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED') AND w.skipped_at IS NULL AND w.topic = ` + table + `.topic` +
-		` AND sha256(w.record_key) = sha256(` + table + `.record_key) AND w.record_key = ` + table + `.record_key AND NOT w.reload AND w.id > ` + table + `.id))`
+		sameKey + ` AND w.id > ` + table + `.id))`
 }
 
 // RunOnce does one cleanup: it deletes outbox rows older than
@@ -214,7 +220,7 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 		}
 	}
 	if c.cfg.Status > 0 && ctx.Err() == nil {
-		n, err := c.deleteOld(ctx, &res, c.status, batchDelete(c.status, statusWhere(c.status)), []any{now.Add(-c.cfg.Status), c.cfg.BatchRows})
+		n, err := c.deleteOld(ctx, &res, c.status, batchDelete(c.status, statusWhere(c.status, c.cfg.ByTopic)), []any{now.Add(-c.cfg.Status), c.cfg.BatchRows})
 		res.StatusRows = n
 		if err != nil {
 			errs = append(errs, err)

@@ -22,6 +22,10 @@ type Config struct {
 	// BatchRows is the most rows one DELETE statement removes; zero or less
 	// takes the default.
 	BatchRows int
+	// ByTopic: the relay orders its held events by topic (`--ordering
+	// topic`), so a DEAD row holds every later held row of its topic, not
+	// only of its key, and is kept while one follows.
+	ByTopic bool
 	// Metrics, if set, counts the rows deleted.
 	Metrics *metrics.Metrics
 	// Logger; nil discards.

@@ -114,14 +114,16 @@ func (s *Store) Adopt(ctx context.Context, q pgdb.DB, t Adoptable) (int64, error
 	return tag.RowsAffected(), nil
 }
 
-// tableColumns reads, through q, t's columns, each with its kind: bytea
-// (a domain over it too), whose record key is its bytes rather than its
-// text; integer (smallint, integer, bigint, numeric); or none.
+// tableColumns reads, through q, t's columns, each with its kind: bytea,
+// whose record key is its bytes rather than its text (not a domain over
+// it: the stream names the domain's type, and the decoder reads its
+// text); integer (smallint, integer, bigint, numeric, or a domain over
+// one); or none.
 func tableColumns(ctx context.Context, q pgdb.DB, t Adoptable) (map[string]string, error) {
 	cols := map[string]string{}
-	err := q.QueryRow(ctx, "SELECT coalesce(jsonb_object_agg(a.attname, CASE coalesce(nullif(ty.typbasetype, 0), a.atttypid)"+
-		" WHEN 'bytea'::regtype THEN 'bytea' WHEN 'int2'::regtype THEN 'integer' WHEN 'int4'::regtype THEN 'integer'"+
-		" WHEN 'int8'::regtype THEN 'integer' WHEN 'numeric'::regtype THEN 'integer' ELSE '' END), '{}')"+
+	err := q.QueryRow(ctx, "SELECT coalesce(jsonb_object_agg(a.attname, CASE WHEN a.atttypid = 'bytea'::regtype THEN 'bytea'"+
+		" ELSE CASE coalesce(nullif(ty.typbasetype, 0), a.atttypid) WHEN 'int2'::regtype THEN 'integer' WHEN 'int4'::regtype THEN 'integer'"+
+		" WHEN 'int8'::regtype THEN 'integer' WHEN 'numeric'::regtype THEN 'integer' ELSE '' END END), '{}')"+
 		" FROM pg_attribute AS a JOIN pg_type AS ty ON ty.oid = a.atttypid"+
 		" WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped", pgx.Identifier{t.Schema, t.Name}.Sanitize()).Scan(&cols)
 	if err != nil {

@@ -110,8 +110,10 @@ func (b *adoptSQL) adoptOrder() string {
 }
 
 // key is the record key of a selected row, as the decoder reads it from
-// the stream: a bytea column's bytes, another type's text; NULL without
-// a key column (or columns read: Adopt's).
+// the stream: a bytea column's bytes, another type's text as its output
+// function writes it (format's %s: a char(n) padded, a domain over bytea
+// as its hex text, as pgoutput names the domain's type); NULL without a
+// key column (or columns read: Adopt's).
 func (b *adoptSQL) key() string {
 	kind, ok := b.t.columns[b.t.KeyColumn]
 	switch {
@@ -120,7 +122,7 @@ func (b *adoptSQL) key() string {
 	case kind == byteaColumn:
 		return b.selectedColumn(b.t.KeyColumn) + "::bytea"
 	}
-	return "convert_to(" + b.selectedColumn(b.t.KeyColumn) + "::text, 'UTF8')"
+	return "convert_to(format('%s', " + b.selectedColumn(b.t.KeyColumn) + "), 'UTF8')"
 }
 
 // topic is the topic of a selected row of a table without routes, as the

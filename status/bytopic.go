@@ -25,7 +25,9 @@ func ByTopic() Option {
 // candidatesByTopicQuery selects the candidates when ordering by topic:
 // $1 is the limit, $2 the slot when the store has a pause table. The
 // first blocking row of each topic (FAILED and not due, or DEAD:
-// blocking) is found once; the candidates are the deliverable held rows
+// blocking) is found once; the empty topic is none (a row the reset
+// trigger added, its topic not read yet; an event that has none): its
+// rows are not ordered; the candidates are the deliverable held rows
 // of the topics not paused before it, in id order, read through the solo
 // and the keyed index as when ordering by key, so that a backlog costs a
 // claim only the rows it takes.
@@ -33,16 +35,17 @@ func (s *Store) candidatesByTopicQuery() string {
 	half := func(which string) string {
 		return "(SELECT d.id, d.topic, ''::bytea, false, " + recordSize + " FROM " + s.table + " AS d" +
 			" WHERE " + heldWhere("d") + " AND " + which + " AND " + s.deliverable() +
-			" AND NOT EXISTS (SELECT 1 FROM " + blockedAlias + " AS b WHERE b.topic = d.topic AND b.first < d.id) ORDER BY d.id LIMIT $1)"
+			" AND (d.topic NOT IN (SELECT b.topic FROM " + blockedAlias + " AS b) OR d.id < (SELECT b.first FROM " + blockedAlias + " AS b WHERE b.topic = d.topic))" +
+			" ORDER BY d.id LIMIT $1)"
 	}
-	return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, min(x.id) AS first FROM (" + s.blocking() + ") AS x GROUP BY x.topic) " +
+	return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, min(x.id) AS first FROM (" + s.blocking() + ") AS x WHERE x.topic <> '' GROUP BY x.topic) " +
 		half(soloRow("d")) + " UNION ALL " + half(keyedRow("d")) + " ORDER BY 1 LIMIT $1"
 }
 
 // heldTopics returns every topic with held rows, each as a Key with the
-// empty key (HeldKeys when ordering by topic).
+// empty key (HeldKeys when ordering by topic); not the empty topic.
 func (s *Store) heldTopics(ctx context.Context) ([]Key, error) {
-	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, ''::bytea FROM "+s.table+" AS d WHERE "+heldWhere("d"))
+	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, ''::bytea FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic <> ''")
 	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the topics with held events in %s: %w", s.table, err)

@@ -9,8 +9,9 @@ import (
 
 // TestClaimByTopic: ordering by topic, a topic's held rows, keyed or not,
 // reload rows too, are claimed only while every earlier one of the topic
-// is deliverable; another topic's go on; HeldKeys and StillHeld name
-// topics, with the empty key.
+// is deliverable; another topic's go on, and so do the rows of the empty
+// topic (reset rows not read yet), never ordered; HeldKeys and StillHeld
+// name topics, with the empty key.
 func TestClaimByTopic(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -23,9 +24,12 @@ func TestClaimByTopic(t *testing.T) {
 	if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() + interval '1 hour' WHERE id = $1", ids["a"]); err != nil {
 		t.Fatal(err)
 	}
-	// A reload row of the topic after them (a reset row the trigger added).
+	// A reload row of the topic after them, and rows the reset trigger
+	// added (the empty topic, not read yet): one DEAD, which orders
+	// nothing, one due.
 	if _, err := pool.Exec(ctx, `INSERT INTO outbox_delivery (event_id, source_table, topic, status, reload, last_error)
-		VALUES ('r', 'public.outbox', 'events', 'FAILED', true, 'reset')`); err != nil {
+		VALUES ('r', 'public.outbox', 'events', 'FAILED', true, 'reset'), ('r0', 'public.outbox', '', 'DEAD', true, 'gone'),
+			('r1', 'public.outbox', '', 'FAILED', true, 'reset')`); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := store.HeldKeys(ctx)
@@ -49,8 +53,8 @@ func TestClaimByTopic(t *testing.T) {
 		}
 		return strings.Join(got, " ")
 	}
-	if got := claim(); got != "d e" {
-		t.Fatalf("claimed %q while the topic's first row is not due, want the other topic's: d e", got)
+	if got := claim(); got != "d e r1" {
+		t.Fatalf("claimed %q while the topic's first row is not due, want the other topic's and the reset row's: d e r1", got)
 	}
 	if still, err := store.StillHeld(ctx, []Key{{Topic: "events", Key: "k2"}, {Topic: "other", Key: "k1"}}); err != nil ||
 		!slices.Equal(still, []Key{{Topic: "events"}}) {

@@ -47,11 +47,12 @@ type Outcome struct {
 // passed), WAITING, or PAUSED while its topic is not paused (see Pauses),
 // and it is the first held row of its topic and key, or follows it
 // without a gap: every earlier held row of its key is claimed in the same
-// call. Rows with a NULL key and reload rows are each their own key. No
-// row of a paused topic is claimed. A key whose first held row another
+// call. Rows with a NULL key are each their own key; a reload row is of
+// the key its row holds (none for a reset row not read yet). No row of a
+// paused topic is claimed. A key whose first held row another
 // transaction holds is skipped as a whole, not waited for. With
 // Unordered, a row's key does not matter, and the rows go oldest due
-// first.
+// first; with ByTopic, the key is the topic.
 func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Context, []Row) []Outcome) (int, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -350,5 +351,95 @@ func TestClaimGoesOnWhenAWriteBackColumnIsGone(t *testing.T) {
 	}
 	if got != "1 FAILED 2, 2 DELIVERED 1" {
 		t.Fatalf("status rows %q, want %q: every claim committed", got, "1 FAILED 2, 2 DELIVERED 1")
+	}
+}
+
+// TestResetKeepsTheEventsPlace: a runbook's reset of an event parked
+// WAITING behind a DEAD one makes its row a reload row where it is (no
+// row added): it stays behind the DEAD one, and once that is skipped it
+// goes first, then the later event of its key. A reset of an event the
+// poller is sending adds a reload row that holds the event's key and
+// topic.
+func TestResetKeepsTheEventsPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newTestPool(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING', topic text NOT NULL);
+		INSERT INTO app_outbox (id, topic) VALUES (1, 'orders'), (2, 'orders'), (3, 'orders'), (4, 'orders')`); err != nil {
+		t.Fatal(err)
+	}
+	// The row of a WAITING event reads PENDING: a team whose poller kept
+	// retried rows PENDING (retrying: PENDING) resets it PENDING over
+	// PENDING, which its trigger sees.
+	store := resetStore(t, pool, "app_outbox", writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", Retrying: "PENDING",
+		Pending: []string{"PENDING"}})
+	park := func(id string, lsn uint64, key string, how func(context.Context, *decoder.Event, error) error) {
+		t.Helper()
+		ev := &decoder.Event{ID: []byte(id), Topic: "orders", Key: []byte(key), Value: []byte(`{}`), CommitLSN: lsn}
+		if err := how(ctx, ev, errors.New("refused")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	park("1", 0x100, "k", store.Dead)
+	park("2", 0x200, "k", store.Waiting)
+	park("3", 0x300, "k", store.Waiting)
+	rows := func() string {
+		t.Helper()
+		var s string
+		if err := pool.QueryRow(ctx, `SELECT string_agg(event_id || ' ' || status || CASE WHEN reload THEN ' reload' ELSE '' END ||
+			' ' || topic || '/' || coalesce(convert_from(record_key, 'UTF8'), '-'), ', ' ORDER BY id) FROM outbox_delivery`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if _, err := pool.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING' WHERE id = 2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rows(), "1 DEAD orders/k, 2 FAILED reload orders/k, 3 WAITING orders/k"; got != want {
+		t.Fatalf("after the reset of the WAITING event: %q, want %q", got, want)
+	}
+	claim := func() (got []string) {
+		t.Helper()
+		if _, err := store.Claim(ctx, 10, func(_ context.Context, due []Row) []Outcome {
+			var out []Outcome
+			for _, r := range due {
+				got = append(got, r.EventID)
+				out = append(out, Outcome{ID: r.ID, Delivered: true})
+			}
+			return out
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := claim(); len(got) != 0 {
+		t.Fatalf("claimed %v behind the DEAD head, want nothing", got)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET skipped_at = now() WHERE event_id = '1'"); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(); !slices.Equal(got, []string{"2", "3"}) {
+		t.Fatalf("claimed %v once the head is skipped, want 2 then 3", got)
+	}
+
+	park("4", 0x400, "m", store.Failed)
+	if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() WHERE event_id = '4'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+		if _, err := pool.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING' WHERE id = 4"); err != nil {
+			t.Error(err)
+		}
+		return []Outcome{{ID: due[0].ID, Err: errors.New("refused"), RetryIn: time.Minute}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := pool.QueryRow(ctx, `SELECT string_agg(status || CASE WHEN reload THEN ' reload' ELSE '' END || ' ' || topic || '/' ||
+		coalesce(convert_from(record_key, 'UTF8'), '-'), ', ' ORDER BY id) FROM outbox_delivery WHERE event_id = '4'`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "FAILED reload orders/m"; got != want {
+		t.Fatalf("event 4 reset while the poller sent it: %q, want %q (the attempt superseded, the key held)", got, want)
 	}
 }

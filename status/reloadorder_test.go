@@ -24,10 +24,10 @@ func TestAdoptedRowsHaveTheirKeys(t *testing.T) {
 	ctx := context.Background()
 	pool := newTestPool(t)
 	if _, err := pool.Exec(ctx, `CREATE DOMAIN raw_key AS bytea;
-		CREATE TABLE ord (id bigint PRIMARY KEY, status text, agg uuid, agg_b raw_key, kind text, region text);
-		INSERT INTO ord VALUES (1, 'NEW', '7f1c1c84-5b35-4f36-a1b7-2f1a3b1f0001', '\x00ff', 'Invoice', 'eu'),
-			(2, 'NEW', '7f1c1c84-5b35-4f36-a1b7-2f1a3b1f0002', '\x41', NULL, 'us'),
-			(3, 'SENT', '7f1c1c84-5b35-4f36-a1b7-2f1a3b1f0003', '\x42', 'Order', 'eu')`); err != nil {
+		CREATE TABLE ord (id bigint PRIMARY KEY, status text, agg uuid, agg_b raw_key, raw bytea, code char(4), kind text, region text);
+		INSERT INTO ord VALUES (1, 'NEW', '7f1c1c84-5b35-4f36-a1b7-2f1a3b1f0001', '\x00ff', '\x00ff', 'ab', 'Invoice', 'eu'),
+			(2, 'NEW', '7f1c1c84-5b35-4f36-a1b7-2f1a3b1f0002', '\x41', '\x41', 'c', NULL, 'us'),
+			(3, 'SENT', '7f1c1c84-5b35-4f36-a1b7-2f1a3b1f0003', '\x42', '\x42', 'd', 'Order', 'eu')`); err != nil {
 		t.Fatal(err)
 	}
 	base := Adoptable{Schema: "public", Name: "ord", Source: "public.ord", IDColumn: "id", StatusColumn: "status", Pending: []string{"NEW"}}
@@ -40,10 +40,12 @@ func TestAdoptedRowsHaveTheirKeys(t *testing.T) {
 			"1 Invoice " + hex.EncodeToString([]byte("7f1c1c84-5b35-4f36-a1b7-2f1a3b1f0001")),
 			"2  " + hex.EncodeToString([]byte("7f1c1c84-5b35-4f36-a1b7-2f1a3b1f0002"))}},
 		{"a bytea key, the template where the topic column is NULL", func(a *Adoptable) {
-			a.KeyColumn, a.TopicColumn, a.TopicTemplate = "agg_b", "kind", "{region}.events"
+			a.KeyColumn, a.TopicColumn, a.TopicTemplate = "raw", "kind", "{region}.events"
 		}, []string{"1 Invoice 00ff", "2 us.events 41"}},
-		{"a template only", func(a *Adoptable) { a.KeyColumn, a.TopicTemplate = "agg_b", "outbox.{kind}" }, []string{
-			"1 outbox.Invoice 00ff", "2  41"}},
+		{"a domain over bytea: its text, as the stream has it", func(a *Adoptable) { a.KeyColumn, a.TopicTemplate = "agg_b", "outbox.{kind}" }, []string{
+			"1 outbox.Invoice " + hex.EncodeToString([]byte(`\x00ff`)), "2  " + hex.EncodeToString([]byte(`\x41`))}},
+		{"a char(n) key, padded", func(a *Adoptable) { a.KeyColumn = "code" }, []string{
+			"1  " + hex.EncodeToString([]byte("ab  ")), "2  " + hex.EncodeToString([]byte("c   "))}},
 		{"no key column", func(a *Adoptable) { a.TopicTemplate = "orders" }, []string{"1 orders ", "2 orders "}},
 		{"columns the table lacks", func(a *Adoptable) { a.KeyColumn, a.TopicColumn, a.TopicTemplate = "missing", "gone", "x.{gone}" }, []string{"1  ", "2  "}},
 	} {

@@ -23,7 +23,7 @@ func newKeysInFlight() *keysInFlight {
 }
 
 // slot is the counter of an event of topic and key (its order key,
-// Order.KeyOf) plus 1, or 0 for one without a key (never ordered).
+// Order.OrderKey) plus 1, or 0 for one without a key (never ordered).
 func (k *keysInFlight) slot(topic string, key []byte) int32 {
 	if k == nil || key == nil {
 		return 0

@@ -30,7 +30,7 @@ type Order struct {
 	// key, topicKey (empty, not nil), whatever its record key.
 	byTopic  bool
 	topicKey []byte
-	any      atomic.Bool // a key is held or a topic is paused
+	any      atomic.Bool // a key is held (reloads too) or a topic is paused
 
 	mu     sync.Mutex
 	keys   map[string]map[string]*heldKey // topic → record key → its hold
@@ -189,7 +189,7 @@ func New(byKey bool, log *slog.Logger) *Order {
 
 // NewByTopic returns an Order that holds topics: each event of a topic,
 // with a record key or without, is ordered behind the topic's earlier
-// events as a key's are, by the key KeyOf gives it (the empty key, the
+// events as a key's are, by the key OrderKey gives it (the empty key, the
 // same for all); paused topics are held too; violations are logged on
 // log.
 func NewByTopic(log *slog.Logger) *Order {
@@ -198,10 +198,10 @@ func NewByTopic(log *slog.Logger) *Order {
 	return o
 }
 
-// KeyOf returns the key ev is ordered by: its record key (nil: an event
+// OrderKey returns the key ev is ordered by: its record key (nil: an event
 // without one is not ordered), or, ordering by topic (NewByTopic), the
 // empty key that every event of its topic shares. It allocates nothing.
-func (o *Order) KeyOf(ev *decoder.Event) []byte {
+func (o *Order) OrderKey(ev *decoder.Event) []byte {
 	if o != nil && o.byTopic {
 		return o.topicKey
 	}
@@ -273,7 +273,7 @@ func (o *Order) reloadHeldLocked(ev *decoder.Event) *heldKey {
 	if len(o.reloads) == 0 {
 		return nil
 	}
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if _, ok := o.reloads[o.reloadHash(ev.Topic, key)]; !ok {
 		return nil
 	}
@@ -293,7 +293,8 @@ func (o *Order) dropReloadLocked(k status.Key) {
 // OrdersKeys reports whether o holds keys (ordering by key).
 func (o *Order) OrdersKeys() bool { return o != nil && o.byKey }
 
-// Holding reports whether a key is held or a topic paused.
+// Holding reports whether a key is held (a reload row's too) or a topic
+// paused.
 func (o *Order) Holding() bool { return o != nil && o.any.Load() }
 
 // Check tells the stream what to do with ev, whose stream sequence is seq:
@@ -309,7 +310,7 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	paused := o.paused[ev.Topic]
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if !o.byKey || key == nil {
 		if paused {
 			return Paused, ""
@@ -352,7 +353,7 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 // the producer, as its key's record in flight there.
 func (o *Order) IntoProducer(ev *decoder.Event, p *Place) {
 	if o != nil && o.flight != nil {
-		o.flight.add(ev.Topic, o.KeyOf(ev), p)
+		o.flight.add(ev.Topic, o.OrderKey(ev), p)
 	}
 }
 
@@ -369,13 +370,13 @@ func (o *Order) OutOfProducer(p *Place) (idle bool) {
 // and no claim of the poller is delivering its key's held rows
 // (BeginDrain), which it must follow.
 func (o *Order) MayGoAlone(ev *decoder.Event) bool {
-	return o == nil || o.flight == nil || !o.flight.busy(ev.Topic, o.KeyOf(ev)) && !o.draining(ev)
+	return o == nil || o.flight == nil || !o.flight.busy(ev.Topic, o.OrderKey(ev)) && !o.draining(ev)
 }
 
 // draining reports whether a claim of the poller is delivering the held
 // rows of ev's key, and fewer than drainCap events of the key wait.
 func (o *Order) draining(ev *decoder.Event) bool {
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if key == nil || o.drains.Load() == 0 {
 		return false
 	}
@@ -486,7 +487,7 @@ func (o *Order) wakeAlone() {
 // MetParked tells o that the stream met ev again, an event a Kafka
 // transaction that aborted parked (it, seq): its key is held from now on.
 func (o *Order) MetParked(ev *decoder.Event, it EventKey, seq uint64) {
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return
 	}
@@ -510,7 +511,7 @@ type Turn struct {
 // that a resume delivers them in commit order; the key is held only
 // while they are parked.
 func (o *Order) BeginPark(ev *decoder.Event, seq uint64, paused bool) *Turn {
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if o == nil || !o.byKey && !paused || key == nil {
 		return nil
 	}
@@ -582,7 +583,7 @@ func (o *Order) EndPark(t *Turn, ok bool) {
 
 // HoldAlone holds ev's key while ev waits to be produced alone.
 func (o *Order) HoldAlone(ev *decoder.Event, seq uint64) {
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if o == nil || !o.byKey || key == nil {
 		return
 	}
@@ -594,7 +595,7 @@ func (o *Order) HoldAlone(ev *decoder.Event, seq uint64) {
 // DoneAlone undoes HoldAlone once ev's outcome is known (and held, if it
 // failed).
 func (o *Order) DoneAlone(ev *decoder.Event) {
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if o == nil || !o.byKey || key == nil {
 		return
 	}
@@ -611,7 +612,7 @@ func (o *Order) DoneAlone(ev *decoder.Event) {
 // AloneHeld reports whether a record of ev's key waits to be produced
 // alone.
 func (o *Order) AloneHeld(ev *decoder.Event) bool {
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return false
 	}
@@ -624,7 +625,7 @@ func (o *Order) AloneHeld(ev *decoder.Event) bool {
 // ParkedHeld reports whether ev's key has held rows: ev, waiting to be
 // produced alone, is parked behind them instead.
 func (o *Order) ParkedHeld(ev *decoder.Event) (bool, string) {
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return false, ""
 	}
@@ -640,7 +641,7 @@ func (o *Order) ParkedHeld(ev *decoder.Event) (bool, string) {
 // Overtook reports whether Kafka acked ev, at place p, while its key was
 // held by an earlier event: a break of the key's order (see DESIGN.md).
 func (o *Order) Overtook(ev *decoder.Event, p *Place) bool {
-	key := o.KeyOf(ev)
+	key := o.OrderKey(ev)
 	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return false
 	}

@@ -200,7 +200,7 @@ func (p *Pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 // once.)
 func (p *Pipeline) poison(it *delivery.Inflight, err error) {
 	l := p.l
-	if l.Order.OrdersKeys() && l.Order.KeyOf(&it.Event) != nil {
+	if l.Order.OrdersKeys() && l.Order.OrderKey(&it.Event) != nil {
 		v := keyorder.Pass
 		if l.Order.Holding() {
 			v, _ = l.Order.Check(&it.Event, it.Seq)

@@ -24,7 +24,7 @@ type aloneQueue struct {
 	loose []*delivery.Inflight            // items without a key, never ordered
 	n     atomic.Int32                    // items queued, read without mu
 	wake  chan struct{}                   // has a token while items may be ready
-	// keyOf is the key an event is ordered by (keyorder.Order.KeyOf):
+	// keyOf is the key an event is ordered by (keyorder.Order.OrderKey):
 	// its record key, or, ordering by topic, one key for its topic.
 	keyOf func(*decoder.Event) []byte
 }

@@ -55,7 +55,7 @@ type Delivery struct {
 // the goroutine that produces records again alone, which ends with
 // l.ProduceCtx.
 func New(l *delivery.Ledger, producer Producer) *Delivery {
-	d := &Delivery{Ledger: l, producer: producer, alone: newAloneQueue(l.Order.KeyOf)}
+	d := &Delivery{Ledger: l, producer: producer, alone: newAloneQueue(l.Order.OrderKey)}
 	d.onAck = d.ack
 	// A key's events that waited for the poller's drain of its held rows
 	// may go once it ended.
@@ -66,7 +66,7 @@ func New(l *delivery.Ledger, producer Producer) *Delivery {
 
 // refusedKey is it's aloneKey, "" for an event not ordered.
 func (d *Delivery) refusedKey(it *delivery.Inflight) string {
-	k, _ := aloneKey(it, d.order().KeyOf)
+	k, _ := aloneKey(it, d.order().OrderKey)
 	return k
 }
 
@@ -152,7 +152,7 @@ func (d *Delivery) unparked(items []*delivery.Inflight) []*delivery.Inflight {
 	send := make([]*delivery.Inflight, 0, len(items))
 	var sending, deferred map[string]bool // by aloneKey
 	for _, it := range items {
-		k, _ := aloneKey(it, d.order().KeyOf)
+		k, _ := aloneKey(it, d.order().OrderKey)
 		switch {
 		case k != "" && (deferred[k] || sending[k] && it.Failed != nil):
 			if deferred == nil {
