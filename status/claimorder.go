@@ -111,6 +111,14 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 	if s.byTopic {
 		query = s.candidatesByTopicQuery()
 	}
+	// The solo half reads its index in id order and stops at the limit;
+	// a planner whose statistics say few rows are due (a backlog being
+	// sent, not analyzed since) would rather gather them all and sort
+	// them, which costs each claim the whole backlog. Sorting is left
+	// for the keyed half, which has no other way, for this query only.
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_sort = off"); err != nil {
+		return nil, err
+	}
 	rows, _ := tx.Query(ctx, query, args...)
 	var (
 		c    candidate
@@ -126,6 +134,9 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 		out = append(out, c)
 		return nil
 	})
+	if err == nil {
+		_, err = tx.Exec(ctx, "SET LOCAL enable_sort TO DEFAULT")
+	}
 	return out, err
 }
 
