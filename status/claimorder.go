@@ -111,12 +111,15 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 	if s.byTopic {
 		query = s.candidatesByTopicQuery()
 	}
-	// The solo half reads its index in id order and stops at the limit;
-	// a planner whose statistics say few rows are due (a backlog being
-	// sent, not analyzed since) would rather gather them all and sort
-	// them, which costs each claim the whole backlog. Sorting is left
-	// for the keyed half, which has no other way, for this query only.
-	if _, err := tx.Exec(ctx, "SET LOCAL enable_sort = off"); err != nil {
+	// The solo half reads its index in id order and stops at the limit.
+	// A planner whose statistics say few rows are due (a backlog being
+	// sent, analyzed when none had been) would rather read the whole
+	// table, or every row of the index, and sort them: the whole backlog
+	// at each claim. For this query only, every table is read through an
+	// index, in its order.
+	var seqscan, bitmapscan string
+	if err := tx.QueryRow(ctx, "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'),"+
+		" set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)").Scan(&seqscan, &bitmapscan, nil, nil); err != nil {
 		return nil, err
 	}
 	rows, _ := tx.Query(ctx, query, args...)
@@ -135,7 +138,7 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 		return nil
 	})
 	if err == nil {
-		_, err = tx.Exec(ctx, "SET LOCAL enable_sort TO DEFAULT")
+		_, err = tx.Exec(ctx, "SELECT set_config('enable_seqscan', $1, true), set_config('enable_bitmapscan', $2, true)", seqscan, bitmapscan)
 	}
 	return out, err
 }
