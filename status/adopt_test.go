@@ -278,10 +278,5 @@ func TestClaimBesideAdoptedRows(t *testing.T) {
 		}
 		t.Logf("claim of 100 beside %d adopted rows due: %v", n-at+1, took.Round(time.Microsecond))
 	}
-	rows, _ := pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+store.candidatesQuery(), 100)
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("plan:\n%s", strings.Join(plan, "\n"))
+	t.Logf("plan:\n%s", explainClaim(ctx, t, pool, store, true, 100))
 }

@@ -22,24 +22,23 @@ func ByTopic() Option {
 	return func(s *Store) { s.byTopic = true }
 }
 
-// candidatesByTopicQuery selects the candidates when ordering by topic:
-// $1 is the limit, $2 the slot when the store has a pause table. The
+// byTopicQueries are candidatesQueries when ordering by topic: the
 // first blocking row of each topic (FAILED and not due, or DEAD:
 // blocking) is found once; the empty topic is none (a row the reset
 // trigger added, its topic not read yet; an event that has none): its
-// rows are not ordered; the candidates are the deliverable held rows
-// of the topics not paused before it, in id order, read through the solo
+// rows are not ordered; the candidates are the deliverable held rows of
+// the topics not paused before it, in id order, read through the solo
 // and the keyed index as when ordering by key, so that a backlog costs a
 // claim only the rows it takes.
-func (s *Store) candidatesByTopicQuery() string {
+func (s *Store) byTopicQueries() (solo, keyed string) {
 	half := func(which string) string {
-		return "(SELECT d.id, d.topic, ''::bytea, false, " + recordSize + " FROM " + s.table + " AS d" +
+		return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, min(x.id) AS first FROM (" + s.blocking() + ") AS x WHERE x.topic <> '' GROUP BY x.topic) " +
+			"SELECT d.id, d.topic, ''::bytea, false, " + recordSize + " FROM " + s.table + " AS d" +
 			" WHERE " + heldWhere("d") + " AND " + which + " AND " + s.deliverable() +
 			" AND (d.topic NOT IN (SELECT b.topic FROM " + blockedAlias + " AS b) OR d.id < (SELECT b.first FROM " + blockedAlias + " AS b WHERE b.topic = d.topic))" +
-			" ORDER BY d.id LIMIT $1)"
+			" ORDER BY d.id LIMIT $1"
 	}
-	return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, min(x.id) AS first FROM (" + s.blocking() + ") AS x WHERE x.topic <> '' GROUP BY x.topic) " +
-		half(soloRow("d")) + " UNION ALL " + half(keyedRow("d")) + " ORDER BY 1 LIMIT $1"
+	return half(soloRow("d")), half(keyedRow("d"))
 }
 
 // heldTopics returns every topic with held rows, each as a Key with the

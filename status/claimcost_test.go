@@ -46,17 +46,7 @@ func TestClaimBesidePausedRows(t *testing.T) {
 		t.Fatalf("claim %v, want only f", got)
 	}
 	t.Logf("claim beside %d PAUSED rows of a paused topic and a DEAD row with %d WAITING behind it: %v", paused, waiting, took)
-	rows, _ := pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+store.candidatesQuery(), 100, "s1")
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		t.Log(line)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	t.Log(explainClaim(ctx, t, pool, store, true, 100, "s1"))
 }
 
 // envCount is the count the environment variable name sets, or 20,000.

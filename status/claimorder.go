@@ -101,26 +101,50 @@ func (s *Store) within(n int, size func(i int) int64) int {
 // candidates returns up to limit held rows, ordered by id, each the
 // first of its key's held rows or following it with every row before it
 // deliverable now (the longest such prefix of each key), of topics not
-// paused.
+// paused: those the solo index reads, and those the keyed index reads,
+// merged by id.
 func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candidate, error) {
 	args := []any{limit}
 	if s.pauses != "" {
 		args = append(args, s.slot)
 	}
-	query := s.candidatesQuery()
-	if s.byTopic {
-		query = s.candidatesByTopicQuery()
-	}
-	// The solo half reads its index in id order and stops at the limit.
-	// A planner whose statistics say few rows are due (a backlog being
-	// sent, analyzed when none had been) would rather read the whole
-	// table, or every row of the index, and sort them: the whole backlog
-	// at each claim. For this query only, every table is read through an
-	// index, in its order.
-	var seqscan, bitmapscan string
-	if err := tx.QueryRow(ctx, "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'),"+
-		" set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)").Scan(&seqscan, &bitmapscan, nil, nil); err != nil {
+	solo, keyed := s.candidatesQueries()
+	a, err := readCandidates(ctx, tx, solo, true, args)
+	if err != nil {
 		return nil, err
+	}
+	b, err := readCandidates(ctx, tx, keyed, s.byTopic, args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]candidate, 0, min(limit, len(a)+len(b)))
+	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
+		if len(b) == 0 || len(a) > 0 && a[0].id < b[0].id {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out, nil
+}
+
+// inIndexOrder is the planner's settings under which a query reads every
+// table through an index, in its order, and sorts nothing it can read in
+// order: the solo index read in id order stops at the claim's limit. A
+// planner whose statistics say few rows are due (a backlog being sent,
+// analyzed when none had been) would otherwise read the whole table, or
+// every row of another index, and sort them: the whole backlog at each
+// claim.
+var inIndexOrder = []string{"enable_seqscan", "enable_bitmapscan", "enable_sort"}
+
+// readCandidates runs one of the candidates queries in tx, under
+// inIndexOrder when ordered (for this query only: the settings are put
+// back after it).
+func readCandidates(ctx context.Context, tx pgx.Tx, query string, ordered bool, args []any) ([]candidate, error) {
+	if ordered {
+		if err := setPlanner(ctx, tx, "off"); err != nil {
+			return nil, err
+		}
 	}
 	rows, _ := tx.Query(ctx, query, args...)
 	var (
@@ -137,41 +161,57 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 		out = append(out, c)
 		return nil
 	})
-	if err == nil {
-		_, err = tx.Exec(ctx, "SELECT set_config('enable_seqscan', $1, true), set_config('enable_bitmapscan', $2, true)", seqscan, bitmapscan)
+	if err == nil && ordered {
+		err = setPlanner(ctx, tx, "")
 	}
 	return out, err
 }
 
-// candidatesQuery selects the candidates: $1 is the limit, $2 the slot
-// when the store has a pause table. A row read through the solo index (a
-// reload row, or one with a NULL key: soloRow) is a candidate when it is
-// deliverable, with no window: a backlog of them (a switch-over's
-// adopted rows) costs no sort of every held row at each claim. The other
-// held rows are read through the keyed index, and windowed by key; a
-// paused topic's rows are left out before the window (a key is of one
-// topic), so that they cost no sort. A reload row with a key (adopted,
-// a reset parked row) is ordered with its key all the same: no row of
-// its key after its key's first blocking row (blocked) is a candidate,
-// whichever index reads it, and it is not a key of its own (the fourth
-// column, solo, is false).
-func (s *Store) candidatesQuery() string {
+// setPlanner sets inIndexOrder's settings to value in tx, for the
+// transaction ("": back to the session's).
+func setPlanner(ctx context.Context, tx pgx.Tx, value string) error {
+	sql := "SELECT set_config(n, 'off', true) FROM unnest($1::text[]) AS n"
+	if value == "" {
+		sql = "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY($1::text[])"
+	}
+	_, err := tx.Exec(ctx, sql, inIndexOrder)
+	return err
+}
+
+// candidatesQueries returns the queries of the candidates, each taking
+// $1, the limit, and $2, the slot when the store has a pause table, and
+// returning (id, topic, key, solo, size) in id order: the rows the solo
+// index reads (a reload row, or one with a NULL key: soloRow), each a
+// candidate when it is deliverable, with no window, so that a backlog of
+// them (a switch-over's adopted rows) costs no sort of every held row at
+// each claim; and the other held rows, read through the keyed index and
+// windowed by key, a paused topic's left out before the window (a key is
+// of one topic), so that they cost no sort. A reload row with a key
+// (adopted, a reset parked row) is ordered with its key all the same: no
+// row of its key after its key's first blocking row (blocked) is a
+// candidate, whichever index reads it, and it is not a key of its own
+// (solo is false). Ordering by topic, byTopicQueries.
+func (s *Store) candidatesQueries() (solo, keyed string) {
+	if s.byTopic {
+		return s.byTopicQueries()
+	}
 	// Not blocked: a key without a blocking row (a hashed subplan), or
 	// a row before its key's first; written so that the planner keeps it
-	// a filter, not a join, and reads the solo index in id order.
+	// a filter, not a join.
 	notBlocked := func(d string) string {
 		return " AND (" + d + ".record_key IS NULL OR (" + d + ".topic, " + d + ".record_key) NOT IN (SELECT b.topic, b.record_key FROM " + blockedAlias + " AS b)" +
 			" OR " + d + ".id < (SELECT b.first FROM " + blockedAlias + " AS b WHERE b.topic = " + d + ".topic AND b.record_key = " + d + ".record_key))"
 	}
-	return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
-		") AS x WHERE x.record_key IS NOT NULL GROUP BY x.topic, x.record_key) " +
-		"(SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
-		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + notBlocked("d") + " ORDER BY d.id LIMIT $1)" +
-		" UNION ALL (SELECT id, topic, record_key, false, size FROM (" +
+	with := "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
+		") AS x WHERE x.record_key IS NOT NULL GROUP BY x.topic, x.record_key) "
+	solo = with + "SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
+		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + notBlocked("d") + " ORDER BY d.id LIMIT $1"
+	keyed = with + "SELECT id, topic, record_key, false, size FROM (" +
 		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size," +
 		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
 		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + ") AS h" +
-		" WHERE in_order" + notBlocked("h") + " ORDER BY id LIMIT $1) ORDER BY 1 LIMIT $1"
+		" WHERE in_order" + notBlocked("h") + " ORDER BY id LIMIT $1"
+	return solo, keyed
 }
 
 // blockedAlias names the claim's blocking rows by key (or topic): the
@@ -190,7 +230,7 @@ func (s *Store) blocking() string {
 
 // soloRow is true of a row d that the solo index reads: a reload row, or
 // one with a NULL key (a key of its own; a reload row with a key is
-// ordered with its key all the same, see candidatesQuery). With
+// ordered with its key all the same, see candidatesQueries). With
 // heldWhere, the predicate of the solo index (migration 0013), which
 // reads them in id order.
 func soloRow(d string) string {
