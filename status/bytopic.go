@@ -61,7 +61,7 @@ func (s *Store) stillHeldTopics(ctx context.Context, keys []Key) ([]Key, error) 
 		topics[i] = k.Topic
 	}
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT k.topic, ''::bytea FROM unnest($1::text[]) AS k(topic)"+
-		" WHERE EXISTS (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic)", topics)
+		" CROSS JOIN LATERAL (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic LIMIT 1) AS h", topics)
 	held, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read which topics still have held rows in %s: %w", s.table, err)

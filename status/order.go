@@ -107,9 +107,13 @@ func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {
 	for i, k := range keys {
 		topics[i], ks[i] = k.Topic, []byte(k.Key)
 	}
+	// One probe of the order index per key (a LATERAL with a LIMIT,
+	// which the planner does not turn into a join over the whole table),
+	// from the key's newest row: its delivered rows, whose entries
+	// linger until a vacuum, are its oldest.
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT k.topic, k.record_key FROM unnest($1::text[], $2::bytea[]) AS k(topic, record_key)"+
-		" WHERE EXISTS (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic"+
-		" AND sha256(d.record_key) = sha256(k.record_key) AND d.record_key = k.record_key)", topics, ks)
+		" CROSS JOIN LATERAL (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic"+
+		" AND sha256(d.record_key) = sha256(k.record_key) AND d.record_key = k.record_key ORDER BY d.id DESC LIMIT 1) AS h", topics, ks)
 	held, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read which keys still have held rows in %s: %w", s.table, err)
