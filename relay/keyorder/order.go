@@ -687,7 +687,9 @@ func (o *Order) release(ctx context.Context, store Store, keys []status.Key, del
 	if o == nil || !o.byKey || len(keys) == 0 {
 		return nil
 	}
-	keys = o.normAll(keys)
+	if keys = o.heldOf(o.normAll(keys)); len(keys) == 0 {
+		return nil
+	}
 	gens := o.generations(keys)
 	still, err := store.StillHeld(ctx, keys)
 	if err != nil {
@@ -701,11 +703,11 @@ func (o *Order) release(ctx context.Context, store Store, keys []status.Key, del
 	defer o.mu.Unlock()
 	for i, k := range keys {
 		h := o.keys[k.Topic][k.Key]
-		if !held[k] && (h == nil || gens[i] == h.gen && h.parking == 0) {
-			o.dropReloadLocked(k)
-		}
 		if h == nil {
 			continue
+		}
+		if !held[k] && gens[i] == h.gen && h.parking == 0 {
+			o.dropReloadLocked(k)
 		}
 		if held[k] || gens[i] != h.gen || h.parking != 0 {
 			// Delivered, with rows left: a claim draining it carries
@@ -783,7 +785,34 @@ func (o *Order) rowHeld(k status.Key) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[k.Topic][k.Key]
-	return h != nil && h.parked
+	return h != nil && h.parked || o.reloadHeldKeyLocked(k)
+}
+
+// reloadHeldKeyLocked reports whether k is held by a reload row's hash
+// (HoldReload) and not as a held key yet.
+func (o *Order) reloadHeldKeyLocked(k status.Key) bool {
+	if len(o.reloads) == 0 {
+		return false
+	}
+	_, ok := o.reloads[o.reloadHash(k.Topic, []byte(k.Key))]
+	return ok
+}
+
+// heldOf returns those of keys that o holds as held keys: a key held
+// only by a reload row's hash is not asked about (the poller delivers a
+// switch-over's backlog a claim at a time, a thousand keys each): its
+// hash stays until an event of it meets Check, which holds it as a key,
+// parks the event WAITING, and the delivery of that row releases both.
+func (o *Order) heldOf(keys []status.Key) []status.Key {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := keys[:0:0]
+	for _, k := range keys {
+		if o.keys[k.Topic][k.Key] != nil {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // normAll is keys as o holds them (norm), a copy when it changes any.

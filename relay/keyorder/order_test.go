@@ -487,3 +487,27 @@ func TestOrderByTopic(t *testing.T) {
 		t.Fatalf("an event of a topic a reload row holds: %v, want Waiting", v)
 	}
 }
+
+// TestOrderReloadKeysNotAsked: the poller's delivery of a key held only
+// by a reload row's hash (a switch-over's backlog, a thousand keys a
+// claim) asks the store nothing and keeps the hash; the claim does not
+// make it a held key either.
+func TestOrderReloadKeysNotAsked(t *testing.T) {
+	k := status.Key{Topic: "orders", Key: "k"}
+	asked := 0
+	store := &fakeStore{still: map[status.Key]bool{}, stillHook: func() { asked++ }}
+	o := New(true, slog.New(slog.DiscardHandler))
+	o.HoldReload(k.Topic, []byte(k.Key))
+	if held := o.HoldRows([]status.Key{k}); len(held) != 0 {
+		t.Fatalf("the claim held %v anew, want nothing: the hash holds it", held)
+	}
+	if err := o.ReleaseDelivered(context.Background(), store, []status.Key{k}); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 0 {
+		t.Fatalf("StillHeld asked %d times, want never", asked)
+	}
+	if v, _ := o.Check(&decoder.Event{ID: []byte("x"), Topic: "orders", Key: []byte("k")}, 1); v != Waiting {
+		t.Fatalf("the key's event after its backlog's delivery: %v, want Waiting (released with that row)", v)
+	}
+}
