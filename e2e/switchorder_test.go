@@ -182,6 +182,13 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := e.routedCopies(wallet, payment, 0, int(app.appended.Load()))
+	for _, ids := range want { // in position order, not as text
+		slices.SortFunc(ids, func(a, b string) int {
+			x, _ := strconv.Atoi(a)
+			y, _ := strconv.Atoi(b)
+			return x - y
+		})
+	}
 	for _, topic := range []string{wallet, payment} {
 		recs := e.readN(topic, len(want[topic]), 120*time.Second)
 		got := make([]string, len(recs))
@@ -199,7 +206,12 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 			}
 		}
 		if inversions > 0 || !slices.Equal(got, want[topic]) {
-			t.Errorf("%s: %d records, %d inversions; want the %d events routed to it once each, in position order", topic, len(got), inversions, len(want[topic]))
+			first := 0
+			for first < min(len(got), len(want[topic])) && got[first] == want[topic][first] {
+				first++
+			}
+			t.Errorf("%s: %d records, %d inversions; want the %d events routed to it once each, in position order; the first difference at %d: %q, want %q",
+				topic, len(got), inversions, len(want[topic]), first, got[first:min(first+5, len(got))], want[topic][first:min(first+5, len(want[topic]))])
 		}
 	}
 	if n := e.statusCount("PAUSED") + e.statusCount("WAITING") + e.statusCount("FAILED"); n != 0 {
