@@ -128,21 +128,24 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 	return out, nil
 }
 
-// inIndexOrder is the planner's settings under which a query reads every
-// table through an index, in its order, and sorts nothing it can read in
-// order: the solo index read in id order stops at the claim's limit. A
-// planner whose statistics say few rows are due (a backlog being sent,
-// analyzed when none had been) would otherwise read the whole table, or
-// every row of another index, and sort them: the whole backlog at each
-// claim.
-var inIndexOrder = []string{"enable_seqscan", "enable_bitmapscan", "enable_sort"}
+// inIndexOrder are the planner's settings under which a query reads
+// every table through an index, in its order, sorts nothing it can read
+// in order, and hashes a set of tens of thousands of blocked keys rather
+// than scanning it for each row: the solo index read in id order stops
+// at the claim's limit. A planner whose statistics say few rows are due
+// (a backlog being sent, analyzed when none had been) would otherwise
+// read the whole table, or every row of another index, and sort them:
+// the whole backlog at each claim.
+var inIndexOrder = [][2]string{{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_sort", "off"}, {"work_mem", "64MB"}}
 
 // readCandidates runs one of the candidates queries in tx, under
 // inIndexOrder when ordered (for this query only: the settings are put
 // back after it).
 func readCandidates(ctx context.Context, tx pgx.Tx, query string, ordered bool, args []any) ([]candidate, error) {
+	var names, before []string
 	if ordered {
-		if err := setPlanner(ctx, tx, "off"); err != nil {
+		var err error
+		if names, before, err = setPlanner(ctx, tx, inIndexOrder); err != nil {
 			return nil, err
 		}
 	}
@@ -162,20 +165,23 @@ func readCandidates(ctx context.Context, tx pgx.Tx, query string, ordered bool, 
 		return nil
 	})
 	if err == nil && ordered {
-		err = setPlanner(ctx, tx, "")
+		_, err = tx.Exec(ctx, "SELECT set_config(n, v, true) FROM unnest($1::text[], $2::text[]) AS t(n, v)", names, before)
 	}
 	return out, err
 }
 
-// setPlanner sets inIndexOrder's settings to value in tx, for the
-// transaction ("": back to the session's).
-func setPlanner(ctx context.Context, tx pgx.Tx, value string) error {
-	sql := "SELECT set_config(n, 'off', true) FROM unnest($1::text[]) AS n"
-	if value == "" {
-		sql = "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY($1::text[])"
+// setPlanner sets each setting to its value in tx, for the transaction,
+// and returns their names and the values they had.
+func setPlanner(ctx context.Context, tx pgx.Tx, settings [][2]string) (names, before []string, err error) {
+	var values []string
+	for _, s := range settings {
+		names, values = append(names, s[0]), append(values, s[1])
 	}
-	_, err := tx.Exec(ctx, sql, inIndexOrder)
-	return err
+	rows, _ := tx.Query(ctx, "SELECT current_setting(n), set_config(n, v, true) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(n, v, i) ORDER BY i",
+		names, values)
+	var was, now string
+	_, err = pgx.ForEachRow(rows, []any{&was, &now}, func() error { before = append(before, was); return nil })
+	return names, before, err
 }
 
 // candidatesQueries returns the queries of the candidates, each taking
@@ -202,11 +208,16 @@ func (s *Store) candidatesQueries() (solo, keyed string) {
 		return " AND (" + d + ".record_key IS NULL OR (" + d + ".topic, " + d + ".record_key) NOT IN (SELECT b.topic, b.record_key FROM " + blockedAlias + " AS b)" +
 			" OR " + d + ".id < (SELECT b.first FROM " + blockedAlias + " AS b WHERE b.topic = " + d + ".topic AND b.record_key = " + d + ".record_key))"
 	}
-	with := "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
-		") AS x WHERE x.record_key IS NOT NULL GROUP BY x.topic, x.record_key) "
-	solo = with + "SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
+	with := func(and string) string {
+		return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
+			") AS x WHERE x.record_key IS NOT NULL" + and + " GROUP BY x.topic, x.record_key) "
+	}
+	solo = with("") + "SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
 		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + notBlocked("d") + " ORDER BY d.id LIMIT $1"
-	keyed = with + "SELECT id, topic, record_key, false, size FROM (" +
+	// The keyed rows' window keeps them behind their key's keyed rows
+	// that are not deliverable: only reload rows block them besides, few
+	// even while a broker outage leaves thousands of keys not due.
+	keyed = with(" AND x.reload") + "SELECT id, topic, record_key, false, size FROM (" +
 		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size," +
 		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
 		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + ") AS h" +
@@ -224,8 +235,8 @@ const blockedAlias = "cdc_relay_blocked"
 // and not skipped (the dead index, migration 0018). Both are few beside
 // a backlog, so a claim reads them all, once.
 func (s *Store) blocking() string {
-	return "SELECT e.topic, e.record_key, e.id FROM " + s.table + " AS e WHERE e.status = 'FAILED' AND e.next_attempt_at > now()" +
-		" UNION ALL SELECT e.topic, e.record_key, e.id FROM " + s.table + " AS e WHERE e.status = 'DEAD' AND e.skipped_at IS NULL"
+	return "SELECT e.topic, e.record_key, e.id, e.reload FROM " + s.table + " AS e WHERE e.status = 'FAILED' AND e.next_attempt_at > now()" +
+		" UNION ALL SELECT e.topic, e.record_key, e.id, e.reload FROM " + s.table + " AS e WHERE e.status = 'DEAD' AND e.skipped_at IS NULL"
 }
 
 // soloRow is true of a row d that the solo index reads: a reload row, or

@@ -442,4 +442,40 @@ func TestResetKeepsTheEventsPlace(t *testing.T) {
 	if want := "FAILED reload orders/m"; got != want {
 		t.Fatalf("event 4 reset while the poller sent it: %q, want %q (the attempt superseded, the key held)", got, want)
 	}
+
+	// An application that saves every column (PENDING over PENDING) while
+	// the poller sends a WAITING event: nothing added, sent once.
+	if _, err := pool.Exec(ctx, "INSERT INTO app_outbox (id, topic) VALUES (5, 'orders'), (6, 'orders')"); err != nil {
+		t.Fatal(err)
+	}
+	park("5", 0x500, "n", store.Failed)
+	park("6", 0x600, "n", store.Waiting)
+	if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() WHERE event_id IN ('4', '5')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Claim(ctx, 10, func(ctx context.Context, due []Row) []Outcome {
+		if _, err := pool.Exec(ctx, "UPDATE app_outbox SET status = 'PENDING' WHERE id = 6"); err != nil {
+			t.Error(err)
+		}
+		var out []Outcome
+		for _, r := range due {
+			out = append(out, Outcome{ID: r.ID, Delivered: true})
+		}
+		return out
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var rows6 int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM outbox_delivery WHERE event_id = '6'").Scan(&rows6); err != nil || rows6 != 1 {
+		t.Fatalf("event 6, saved by its application while the poller sent it: %d status rows (%v), want 1: sent once", rows6, err)
+	}
+
+	// A reset of the event an operator skipped makes it held again.
+	if _, err := pool.Exec(ctx, "UPDATE app_outbox SET status = 'FAILED' WHERE id = 1; UPDATE app_outbox SET status = 'PENDING' WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	var skipped bool
+	if err := pool.QueryRow(ctx, "SELECT status = 'FAILED' AND reload AND skipped_at IS NULL FROM outbox_delivery WHERE event_id = '1'").Scan(&skipped); err != nil || !skipped {
+		t.Fatalf("the skipped event 1 reset: held again %v (%v), want true", skipped, err)
+	}
 }

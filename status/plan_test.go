@@ -64,8 +64,10 @@ func explainClaim(ctx context.Context, t *testing.T, pool *pgxpool.Pool, store *
 		solo, keyed := store.candidatesQueries()
 		for i, q := range []string{solo, keyed} {
 			ordered := i == 0 || store.byTopic
+			var names, before []string
 			if ordered {
-				if err := setPlanner(ctx, tx, "off"); err != nil {
+				var err error
+				if names, before, err = setPlanner(ctx, tx, inIndexOrder); err != nil {
 					return err
 				}
 			}
@@ -76,7 +78,7 @@ func explainClaim(ctx context.Context, t *testing.T, pool *pgxpool.Pool, store *
 			}
 			plan.WriteString(strings.Join(lines, "\n") + "\n")
 			if ordered {
-				if err := setPlanner(ctx, tx, ""); err != nil {
+				if _, err := tx.Exec(ctx, "SELECT set_config(n, v, true) FROM unnest($1::text[], $2::text[]) AS t(n, v)", names, before); err != nil {
 					return err
 				}
 			}

@@ -6,9 +6,14 @@
 --   the event keeps its place behind the earlier one, and is sent as its
 --   outbox row now is (a topic fixed in the same UPDATE is taken), rather
 --   than its parked copy.
+--   A pending value set over a pending one (an application that saves
+--   every column) re-arms only a row the claim has not locked: one it
+--   has is left to the claim, so that the event is not sent twice.
 -- * A row added for an event the status table holds but that a claim has
 --   locked (the poller sending it now) takes that row's topic and record
 --   key: it holds the key, as the row it supersedes did.
+-- * A reset of an event an operator skipped makes it held again (it was
+--   made FAILED with its skipped_at left, so that no claim took it).
 CREATE OR REPLACE FUNCTION {{status_reset_function}}() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {{body_tag}}
 DECLARE
@@ -24,14 +29,14 @@ BEGIN
     IF row_id IS NULL THEN
         RETURN NULL;
     END IF;
-    UPDATE {{status}} SET status = 'FAILED', reload = true, attempts = 0, next_attempt_at = now(), updated_at = now(), last_error = why
+    UPDATE {{status}} SET status = 'FAILED', reload = true, attempts = 0, next_attempt_at = now(), updated_at = now(), last_error = why, skipped_at = NULL
         WHERE id IN (SELECT id FROM {{status}} WHERE source_table = TG_ARGV[1] AND event_id = row_id
             AND status IN ('FAILED', 'DEAD', 'WAITING') FOR UPDATE SKIP LOCKED);
     IF NOT FOUND THEN
         IF TG_NARGS > 2 THEN
             EXECUTE format('SELECT ($1).%I::text', TG_ARGV[2]) INTO old_status USING OLD;
             IF old_status = ANY (TG_ARGV[3:TG_NARGS - 1]) AND NOT EXISTS (SELECT 1 FROM {{status}}
-                    WHERE source_table = TG_ARGV[1] AND event_id = row_id AND status IN ('FAILED', 'DEAD', 'WAITING')) THEN
+                    WHERE source_table = TG_ARGV[1] AND event_id = row_id AND status IN ('FAILED', 'DEAD')) THEN
                 RETURN NULL;
             END IF;
         END IF;
