@@ -182,6 +182,23 @@ tables:
 				t.Errorf("Columns() = %+v, want %+v", got, want)
 			}
 		}},
+		{name: "a progress table, its columns defaulted", yaml: `
+tables:
+  - table: public.events
+    progress: {table: app.outbox_topic_progress, publisher: KafkaPublisher, position_column: pos}
+    id: position
+    value: data
+    topic: wallet-events
+`, check: func(t *testing.T, f *File) {
+			pt := f.Tables[0].Progress
+			if pt == nil || pt.Schema != "app" || pt.Name != "outbox_topic_progress" || pt.Publisher != "KafkaPublisher" || pt.PositionColumn != "pos" ||
+				pt.TopicColumn != "topic" || pt.StatusColumn != "status" || !reflect.DeepEqual(pt.Paused, []string{"PAUSED", "FAILED"}) {
+				t.Errorf("progress = %+v", pt)
+			}
+			if src := f.Tables[0].ProgressSource(); !reflect.DeepEqual(src.Topics, []string{"wallet-events"}) || src.IDColumn != "position" {
+				t.Errorf("progress source = %+v, want the template's one topic", src)
+			}
+		}},
 		{name: "a table's time zone", yaml: `
 tables:
   - {table: public.outbox, value: payload, topic: t, timestamp: created_at, time_zone: America/New_York}
@@ -320,6 +337,14 @@ tables:
 			want: []string{
 				`2: tables[0] (public.x): adopt is empty: an SQL predicate over the table's columns, such as "position > 4000", or remove adopt`,
 				`3: tables[1] (public.y): adopt needs id: the relay reads each adopted row by its id column`,
+			}},
+		{name: "progress incomplete, and without id", yaml: "tables:\n  - {table: x, value: v, topic: t, progress: {publisher: P}}\n  - {table: y, value: v, topic: t, progress: {table: p, publisher: P, paused: PAUSED, postion_column: pos}}\n",
+			want: []string{
+				`2: tables[0] (public.x): progress needs table: the team's progress table, such as outbox_topic_progress`,
+				`2: tables[0] (public.x): progress needs id: the id column (of an integer type) is the position the progress table holds`,
+				`3: unknown key "postion_column" in tables[1].progress (did you mean "position_column"?)`,
+				`3: tables[1] (public.y): progress.paused: want a list, such as [PAUSED, FAILED]`,
+				`3: tables[1] (public.y): progress needs id: the id column (of an integer type) is the position the progress table holds`,
 			}},
 		{name: "tags_column without routes", yaml: "tables:\n  - {table: x, value: v, topic: t, tags_column: tags}\n",
 			want: []string{"2: tables[0] (public.x): tags_column is read by routes only: add routes, or remove tags_column"}},

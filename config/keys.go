@@ -55,6 +55,9 @@ var tableKeys = []knownKey[*tableEntry]{
 		te.t.WriteBack = p.writeBack(e, te, ctx)
 	}},
 	{"adopt", text(func(te *tableEntry) *string { return &te.t.Adopt })},
+	{"progress", func(p *parser, e keyed, ctx string, te *tableEntry) {
+		te.t.Progress = p.progressBlock(e, te, ctx)
+	}},
 }
 
 // messageKeys are the keys of an entry of messages.

@@ -105,6 +105,7 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 		p.problem(te.lineOf("write_back"), "%swrite_back needs id: it updates the rows by their id column", ctx)
 	}
 	p.checkAdopt(te, ctx)
+	p.checkProgress(te, ctx)
 	p.checkWriteBack(te, ctx)
 	if te.t.WriteBack != nil && len(t.Routes) > 0 {
 		// An event that matches no route is neither delivered nor parked:

@@ -143,12 +143,17 @@ func checkKeyOrder(t *testing.T, recs []*kgo.Record, total int) {
 
 // TestEventStoreOrderedByTopic: the event store of examples/, whose
 // events carry no key, with its relay.yaml's `ordering: topic` and topics
-// of one partition, as its document asks ("exact position order" per topic):
-// while an application appends about 1,500 events a second, one topic is
-// paused for a second and a half and resumed. Each topic holds every
-// event routed to it once, in position order: the paused topic's events,
-// PAUSED and then the ones parked behind them, all come before the newer
-// ones the stream reads after the resume.
+// of one partition, as its document asks ("exact position order" per
+// topic), and its progress table: while an application appends about
+// 1,500 events a second, the team pauses one topic with its own SQL
+// (`UPDATE outbox_topic_progress SET status = 'PAUSED'`) and resumes it
+// (`status = 'ACTIVE', error_count = 0`) a few seconds later. Each topic
+// holds every event routed to it once, in position order: the paused
+// topic's events, PAUSED and then the ones parked behind them, all come
+// before the newer ones the stream reads after the resume. The paused
+// topic's last_position stays before its first parked event while the
+// other's moves on, and the team's lag query reads 0 for both within
+// seconds of the application stopping.
 func TestEventStoreOrderedByTopic(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
@@ -158,8 +163,10 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	wallet, payment := e.topic("wallet-events"), e.topic("payment-events")
-	if !strings.Contains(string(example), "\nordering: topic") {
-		t.Fatal("the event store's relay.yaml does not say ordering: topic")
+	for _, want := range []string{"\nordering: topic", "progress: {table: outbox_topic_progress, publisher: KafkaPublisher}"} {
+		if !strings.Contains(string(example), want) {
+			t.Fatalf("the event store's relay.yaml does not say %q", want)
+		}
 	}
 	yaml := strings.NewReplacer("wallet-events", wallet, "payment-events", payment).Replace(string(example))
 	path := filepath.Join(t.TempDir(), "relay.yaml")
@@ -171,16 +178,38 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 	e.migrateConfig(path)
 	p := e.startRelayArgs(relayBin, e.configArgs(path)...)
 	app := e.appendEvents()
-	e.waitFor("the application appended", 30*time.Second, func() bool { return app.appended.Load() >= 300 })
-	e.pauseCmd("pause", wallet)
+	e.waitFor("the application appended, and the relay wrote both topics' progress", 30*time.Second, func() bool {
+		return app.appended.Load() >= 300 && e.progressPosition(wallet) > 0 && e.progressPosition(payment) > 0
+	})
+	mustExec(t, e.conn, "UPDATE outbox_topic_progress SET status = 'PAUSED' WHERE topic = $1 AND publisher = 'KafkaPublisher'", wallet)
+	e.waitFor("the paused topic's events are parked", 30*time.Second, func() bool { return e.statusCount("PAUSED") > 0 })
 	at := app.appended.Load()
 	e.waitFor("the application appended while the topic is paused", 30*time.Second, func() bool { return app.appended.Load() >= at+2000 })
-	e.pauseCmd("resume", wallet)
+	var firstParked int64
+	if err := e.conn.QueryRow(context.Background(), "SELECT min(event_id::bigint) FROM outbox_delivery WHERE topic = $1 AND status IN ('PAUSED', 'WAITING')", wallet).Scan(&firstParked); err != nil {
+		t.Fatal(err)
+	}
+	paymentAt := e.progressPosition(payment)
+	e.waitFor("the other topic's progress moves on", 30*time.Second, func() bool { return e.progressPosition(payment) > paymentAt })
+	if got := e.progressPosition(wallet); got >= firstParked {
+		t.Fatalf("the paused topic's last_position is %d, at or past its first parked event %d", got, firstParked)
+	}
+	mustExec(t, e.conn, "UPDATE outbox_topic_progress SET status = 'ACTIVE', error_count = 0, last_error = NULL WHERE publisher = 'KafkaPublisher'")
 	at = app.appended.Load()
 	e.waitFor("the application appended after the resume", 30*time.Second, func() bool { return app.appended.Load() >= at+1500 })
 	if err := app.stop(); err != nil {
 		t.Fatal(err)
 	}
+	stopped := time.Now()
+	const lag = "SELECT count(*) FROM outbox_topic_progress WHERE publisher = 'KafkaPublisher' AND (SELECT max(position) FROM events) - last_position > 0"
+	e.waitFor("the team's lag query reads 0", 60*time.Second, func() bool {
+		var behind int
+		if err := e.conn.QueryRow(context.Background(), lag).Scan(&behind); err != nil {
+			t.Fatal(err)
+		}
+		return behind == 0
+	})
+	t.Logf("the team's lag query read 0 %v after the application stopped", time.Since(stopped).Round(10*time.Millisecond))
 	want := e.routedCopies(wallet, payment, 0, int(app.appended.Load()))
 	for _, ids := range want { // in position order, not as text
 		slices.SortFunc(ids, func(a, b string) int {
@@ -190,32 +219,115 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 		})
 	}
 	for _, topic := range []string{wallet, payment} {
-		recs := e.readN(topic, len(want[topic]), 120*time.Second)
-		got := make([]string, len(recs))
-		for i, r := range recs {
-			got[i] = header(r, "id")
-		}
-		inversions := 0
-		for i := 1; i < len(got); i++ {
-			a, _ := strconv.Atoi(got[i-1])
-			b, _ := strconv.Atoi(got[i])
-			if b < a {
-				if inversions++; inversions <= 5 {
-					t.Errorf("%s: position %d at offset %d, after %d", topic, b, i, a)
-				}
-			}
-		}
-		if inversions > 0 || !slices.Equal(got, want[topic]) {
-			first := 0
-			for first < min(len(got), len(want[topic])) && got[first] == want[topic][first] {
-				first++
-			}
-			t.Errorf("%s: %d records, %d inversions; want the %d events routed to it once each, in position order; the first difference at %d: %q, want %q",
-				topic, len(got), inversions, len(want[topic]), first, got[first:min(first+5, len(got))], want[topic][first:min(first+5, len(want[topic]))])
-		}
+		checkPositionOrder(t, topic, e.readN(topic, len(want[topic]), 120*time.Second), want[topic])
 	}
 	if n := e.statusCount("PAUSED") + e.statusCount("WAITING") + e.statusCount("FAILED"); n != 0 {
 		t.Errorf("%d events still held in the status table, want none", n)
 	}
+	p.stop(30 * time.Second)
+}
+
+// checkPositionOrder fails the test unless recs hold the ids of want,
+// once each, in want's order, counting the records that came after a
+// later position.
+func checkPositionOrder(t *testing.T, topic string, recs []*kgo.Record, want []string) {
+	t.Helper()
+	got := make([]string, len(recs))
+	for i, r := range recs {
+		got[i] = header(r, "id")
+	}
+	inversions := 0
+	for i := 1; i < len(got); i++ {
+		a, _ := strconv.Atoi(got[i-1])
+		b, _ := strconv.Atoi(got[i])
+		if b < a {
+			if inversions++; inversions <= 5 {
+				t.Errorf("%s: position %d at offset %d, after %d", topic, b, i, a)
+			}
+		}
+	}
+	if inversions > 0 || !slices.Equal(got, want) {
+		first := 0
+		for first < min(len(got), len(want)) && got[first] == want[first] {
+			first++
+		}
+		t.Errorf("%s: %d records, %d inversions; want the %d events routed to it once each, in position order; the first difference at %d: %q, want %q",
+			topic, len(got), inversions, len(want), first, got[first:min(first+5, len(got))], want[first:min(first+5, len(want))])
+	}
+}
+
+// progressPosition is the last_position of the relay's row of topic in
+// the event store's progress table; 0 without one.
+func (e *env) progressPosition(topic string) int64 {
+	e.t.Helper()
+	var pos int64
+	err := e.conn.QueryRow(context.Background(), "SELECT coalesce(max(last_position), 0) FROM outbox_topic_progress WHERE topic = $1 AND publisher = 'KafkaPublisher'", topic).Scan(&pos)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pos
+}
+
+// TestEventStoreProgressFollowsRefusals: the event store's progress row
+// of a topic says why its first parked event is not delivered: a record
+// larger than the topic's max.message.bytes is parked, and while it is,
+// error_count counts its failed attempts and last_error says why, and
+// last_position stays before it although later events arrive (held
+// behind it: ordering: topic). Once the operator raises the limit, it is
+// delivered, with every event after it, and the row reads 0 errors, no
+// error, and the newest position.
+func TestEventStoreProgressFollowsRefusals(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	e.exampleSchema("event-store-tags")
+	example, err := os.ReadFile(examplePath("event-store-tags"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wallet, payment := e.topic("wallet-events"), e.topic("payment-events")
+	yaml := strings.NewReplacer("wallet-events", wallet, "payment-events", payment).Replace(string(example))
+	path := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.createTopic(wallet, map[string]string{"max.message.bytes": "100000"})
+	e.migrateConfig(path)
+	p := e.startRelayArgs(relayBin, e.configArgs(path)...)
+	appendWallet := func(data string) int64 {
+		var pos int64
+		err := e.conn.QueryRow(context.Background(), "INSERT INTO events (type, tags, data, transaction_id) VALUES ('DepositMade', '{wallet_id=w1}', $1, pg_current_xact_id()) RETURNING position", data).Scan(&pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pos
+	}
+	appendWallet(`{"n": "before"}`)
+	e.waitFor("the first event's position written", 30*time.Second, func() bool { return e.progressPosition(wallet) > 0 })
+	large := appendWallet(`{"n": "` + strings.Repeat("x", 300_000) + `"}`)
+	after := appendWallet(`{"n": "after"}`)
+
+	row := func() (pos int64, errors int, lastErr *string) {
+		err := e.conn.QueryRow(context.Background(), "SELECT last_position, error_count, last_error FROM outbox_topic_progress WHERE topic = $1 AND publisher = 'KafkaPublisher'", wallet).
+			Scan(&pos, &errors, &lastErr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pos, errors, lastErr
+	}
+	e.waitFor("the progress row counts the refused event's attempts", 60*time.Second, func() bool {
+		_, n, _ := row()
+		return n >= 1
+	})
+	pos, n, lastErr := row()
+	if pos >= large || lastErr == nil || !strings.Contains(*lastErr, "max.message.bytes") {
+		t.Fatalf("while position %d is refused the row says last_position %d, error_count %d, last_error %v; want a position before it, and why", large, pos, n, lastErr)
+	}
+	t.Logf("while refused: last_position %d, error_count %d, last_error %q", pos, n, *lastErr)
+	e.setMaxMessageBytes(wallet, "1000000")
+	e.waitFor("the refused event and the one after it delivered, the row clear", 60*time.Second, func() bool {
+		pos, n, lastErr := row()
+		return pos >= after && n == 0 && lastErr == nil
+	})
+	e.readN(wallet, 3, 30*time.Second)
 	p.stop(30 * time.Second)
 }

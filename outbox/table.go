@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/progress"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -22,6 +23,11 @@ type Table struct {
 	// run as it is, with the role that creates the slot. It needs the id
 	// column, by which the poller reads each row.
 	Adopt string
+	// Progress, if set, is the team's own progress table, which the relay
+	// keeps true while it runs (package progress): each topic's position
+	// in the table's id order, and its errors; a topic paused there is
+	// paused for the relay.
+	Progress *progress.Table
 }
 
 // Name is the table's name as "schema.table", the schema spelled out (as
@@ -121,5 +127,29 @@ func (t Table) Clone() Table {
 		wb.Pending = slices.Clone(wb.Pending)
 		c.WriteBack = &wb
 	}
+	if t.Progress != nil {
+		pt := *t.Progress
+		pt.Paused = slices.Clone(pt.Paused)
+		c.Progress = &pt
+	}
 	return c
+}
+
+// ProgressSource is the outbox table as its progress table follows it
+// (see Progress): its id column, and the topics the relay adds a row
+// for: its routes', or the one topic of a template that names no column.
+func (t Table) ProgressSource() progress.Source {
+	m := t.Mapping
+	src := progress.Source{Schema: m.Schema, Name: m.Table, IDColumn: m.IDColumn}
+	for _, r := range m.Routes {
+		if !slices.Contains(src.Topics, r.Topic) {
+			src.Topics = append(src.Topics, r.Topic)
+		}
+	}
+	if len(m.Routes) == 0 && m.TopicColumn == "" {
+		if parts, err := m.TemplateParts(); err == nil && len(parts) == 1 && parts[0].Column == "" {
+			src.Topics = []string{parts[0].Literal}
+		}
+	}
+	return src
 }

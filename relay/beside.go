@@ -128,6 +128,7 @@ func (s *session) startBeside(ctx context.Context) {
 	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx, wakes)).Run(sideCtx) })
 	side.Go(func() { s.cleaner.Run(sideCtx) })
 	side.Go(func() { s.refreshPausedTopics(sideCtx, wakes.paused) })
+	s.keepProgress(sideCtx, &side)
 }
 
 // lostLead returns what the leadership watch calls when the lock is lost:

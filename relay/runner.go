@@ -55,6 +55,8 @@ type runner struct {
 	// expected are the optional columns each outbox table had when the
 	// last session started, table i at index i (pubwatch.ExpectedMappings).
 	expected [][]string
+	// progress are the teams' progress tables, checked (keepProgress).
+	progress []progressTable
 	// reconnect is what the next session logs of its start: set by Run
 	// when a session lost PostgreSQL.
 	reconnect pgnotice.Reconnect
@@ -104,8 +106,11 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	rn.closing(stopWriteBack) // before the pool closes
 	rn.outcomes = outcomes
 	r.writeBack.Store(outcomes)
+	if rn.progress, err = rn.checkProgress(ctx); err != nil {
+		return nil, err
+	}
 	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.Rows()),
-		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot), status.ClaimBytes(r.cfg.claimBytes())}
+		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot), pausedByProgress(rn.progress), status.ClaimBytes(r.cfg.claimBytes())}
 	switch r.cfg.Ordering {
 	case OrderingNone:
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking

@@ -22,6 +22,7 @@ import (
 // piped to psql. For a table with an adopt predicate, a comment says that
 // the first run, when it creates the slot, runs the predicate as this role,
 // which needs SELECT on the tables it reads (SQL the relay does not parse).
+// A table with a progress table grants SELECT, INSERT and UPDATE on it.
 // With no table (a relay of messages only) it grants the relay's tables
 // alone. With message sources, comments say that the relay's role needs
 // nothing more for them, and which grant an application's role needs to
@@ -46,6 +47,11 @@ func Grants(rc Config, role string) string {
 		}
 		if t.Adopt != "" {
 			b.WriteString(adoptComment(table, r))
+		}
+		if pt := t.Progress; pt != nil {
+			b.WriteString(migrations.Comment(fmt.Sprintf("progress: of %s: the relay keeps its rows of the progress table true.", table)))
+			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{pt.Schema}.Sanitize(), r)
+			fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE ON %s TO %s;\n", pt.QuotedName(), r)
 		}
 		if wb := t.WriteBack; wb != nil {
 			var cols []string

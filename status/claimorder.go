@@ -49,7 +49,7 @@ func (s *Store) notPaused() string {
 	if s.pauses == "" {
 		return ""
 	}
-	return " AND d.topic <> ALL (ARRAY(SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = $2))"
+	return " AND d.topic <> ALL (ARRAY(" + s.pausedTopics("$2") + "))"
 }
 
 // claimInOrder returns, locked in tx and ordered by id, up to limit rows
@@ -288,7 +288,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Duration, bool, error) {
 	notPaused := ""
 	if s.pauses != "" {
 		args = append(args, s.slot)
-		notPaused = " AND d.topic <> ALL (ARRAY(SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = $1))"
+		notPaused = " AND d.topic <> ALL (ARRAY(" + s.pausedTopics("$1") + "))"
 	}
 	var secs *float64
 	err := s.db.QueryRow(ctx, "SELECT extract(epoch FROM min(d.next_attempt_at) - now())::float8 FROM "+s.table+" AS d WHERE d.status = 'FAILED' AND d.next_attempt_at > now()"+notPaused, args...).Scan(&secs)

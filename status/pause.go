@@ -20,6 +20,27 @@ func Pauses(schema, table, slot string) Option {
 	return func(s *Store) { s.pauses, s.slot = pgx.Identifier{schema, table}.Sanitize(), slot }
 }
 
+// PausedBy makes the topics each of selects names paused too, beside
+// those of the pause table (see Pauses, without which it does nothing):
+// each is a SELECT of one text column that takes no arguments, such as a
+// team's own progress table's paused rows (progress.Table.PausedTopics).
+// Claim leaves their rows out and PausedTopics lists them; PauseTopic and
+// ResumeTopic change only the pause table.
+func PausedBy(selects ...string) Option {
+	return func(s *Store) { s.pausedBy = append(s.pausedBy, selects...) }
+}
+
+// pausedTopics is a SELECT of the paused topics: the pause table's of the
+// slot given by the placeholder slot, and those of PausedBy.
+func (s *Store) pausedTopics(slot string) string {
+	q := "SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = " + slot
+	for _, sel := range s.pausedBy {
+		// A NULL topic would make every row's `<> ALL` NULL: none claimed.
+		q += " UNION ALL (SELECT x.topic FROM (" + sel + ") AS x(topic) WHERE x.topic IS NOT NULL)"
+	}
+	return q
+}
+
 // errNoPauses is what the pause methods return without Pauses.
 var errNoPauses = errors.New("the status store has no pause table (status.Pauses)")
 
@@ -74,12 +95,13 @@ func (s *Store) ResumeTopic(ctx context.Context, topic string) (bool, error) {
 	return changed, nil
 }
 
-// PausedTopics lists the slot's paused topics, sorted. It reads only.
+// PausedTopics lists the slot's paused topics, sorted: the pause table's,
+// and those of PausedBy. It reads only.
 func (s *Store) PausedTopics(ctx context.Context) ([]string, error) {
 	if s.pauses == "" {
 		return nil, errNoPauses
 	}
-	rows, _ := s.db.Query(ctx, "SELECT topic FROM "+s.pauses+" WHERE slot_name = $1 ORDER BY topic", s.slot)
+	rows, _ := s.db.Query(ctx, "SELECT DISTINCT t.topic FROM ("+s.pausedTopics("$1")+") AS t(topic) WHERE t.topic IS NOT NULL ORDER BY t.topic", s.slot)
 	topics, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("read the paused topics of %s: %w", s.pauses, err)

@@ -34,8 +34,9 @@ type Store struct {
 	// pauses is the pause table, quoted, and slot the slot whose pauses
 	// the store reads and writes; see Pauses. "" without.
 	pauses, slot string
-	unordered    bool // see Unordered
-	byTopic      bool // see ByTopic
+	pausedBy     []string // see PausedBy
+	unordered    bool     // see Unordered
+	byTopic      bool     // see ByTopic
 	// outcomeTimeout bounds writing a claim's outcomes once its delivery
 	// ended (defaultOutcomeTimeout; tests shorten it).
 	outcomeTimeout time.Duration

@@ -22,6 +22,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/preflight"
+	"github.com/cdc-relay/cdc-relay/progress"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -293,6 +294,10 @@ func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefligh
 			res.Problems = append(res.Problems, *p)
 		}
 	}
+	checked, problem := checkProgressTable(ctx, conn, t)
+	if problem != nil {
+		res.Problems = append(res.Problems, *problem)
+	}
 	var sample bytes.Buffer
 	if res.Fit {
 		sctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -317,6 +322,7 @@ func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefligh
 			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}
+	printProgress(w, t, checked)
 	if len(trial.Accepted) > 0 {
 		fmt.Fprintf(w, "  write_back values the table takes (tried on one row, rolled back): %s\n", strings.Join(trial.Accepted, ", "))
 	}
@@ -325,6 +331,44 @@ func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefligh
 	}
 	_, _ = sample.WriteTo(w)
 	return len(res.Problems), nil
+}
+
+// checkedProgress is a table's progress table as progress.Check found
+// it, and the columns it left out.
+type checkedProgress struct {
+	table progress.Table
+	left  []string
+}
+
+// checkProgressTable checks t's progress table as the relay will at
+// start (progress.Check), and returns it as the relay will keep it, or
+// the problem that stops the relay; nil, nil without one.
+func checkProgressTable(ctx context.Context, conn *pgx.Conn, t outbox.Table) (*checkedProgress, *preflight.Problem) {
+	if t.Progress == nil {
+		return nil, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	checked, left, err := progress.Check(pctx, conn, *t.Progress, t.ProgressSource())
+	if err != nil {
+		return nil, &preflight.Problem{Table: t.Name(), Msg: err.Error()}
+	}
+	return &checkedProgress{table: checked, left: left}, nil
+}
+
+// printProgress prints what the checked progress table says, in the
+// team's words.
+func printProgress(w io.Writer, t outbox.Table, c *checkedProgress) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "  what %s says (progress, publisher %s):\n", t.Progress.Schema+"."+t.Progress.Name, c.table.Publisher)
+	for _, l := range c.table.Says() {
+		fmt.Fprintf(w, "    %s\n", l)
+	}
+	if len(c.left) > 0 {
+		fmt.Fprintf(w, "    not written, the table has no such column: %s\n", strings.Join(c.left, ", "))
+	}
 }
 
 // defaultStatusTable is the status table's name without --status-table.

@@ -26,6 +26,27 @@ CREATE INDEX idx_events_transaction_position ON events (transaction_id, position
 CREATE INDEX idx_events_tags ON events USING gin (tags);
 CREATE INDEX idx_events_type_position ON events (type, position);
 
+-- The outbox's progress, as the event store's design creates it: one row
+-- per (topic, publisher), the publisher's last position in the topic, its
+-- status (the team pauses a pair with status = 'PAUSED') and its errors.
+-- The relay keeps the rows of its publisher true (progress: in
+-- relay.yaml), so the team's lag query and dashboards stay right.
+CREATE TABLE outbox_topic_progress (
+    topic             TEXT                     NOT NULL,
+    publisher         TEXT                     NOT NULL,
+    last_position     BIGINT                   NOT NULL DEFAULT 0,
+    last_published_at TIMESTAMP WITH TIME ZONE,
+    status            TEXT                     NOT NULL DEFAULT 'ACTIVE',
+    error_count       INT                      NOT NULL DEFAULT 0,
+    last_error        TEXT,
+    updated_at        TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    leader_instance   TEXT,
+    leader_since      TIMESTAMP WITH TIME ZONE,
+    leader_heartbeat  TIMESTAMP WITH TIME ZONE,
+    CONSTRAINT pk_outbox_topic_progress PRIMARY KEY (topic, publisher),
+    CONSTRAINT chk_outbox_status CHECK (status IN ('ACTIVE', 'PAUSED', 'FAILED'))
+);
+
 -- The poller's progress: the last position it sent. The relay's slot takes
 -- its place; at the switch-over, adopt: in relay.yaml sends the events
 -- after it once.

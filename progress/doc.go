@@ -1,0 +1,26 @@
+// Package progress keeps a team's own progress table true while the relay
+// runs: a table such as an event store's outbox_topic_progress, one row
+// per (topic, publisher), which the team's old poller wrote and its
+// dashboards, lag queries and runbooks still read.
+//
+// What it guarantees:
+//
+//   - A row's position is written only once the checkpoint row passed it:
+//     every event of the topic up to it was delivered, or is held in the
+//     status table, and no later than the topic's first held event
+//     ([Writer]). Positions only grow.
+//   - While the topic's first held event fails, the row's error count and
+//     last error are its failed attempts and its last error; 0 and NULL
+//     otherwise.
+//   - The team pauses a (topic, publisher) in its own table, and resumes
+//     it: [Table.PausedTopics] is the SELECT the status store adds to the
+//     pause table's topics (status.PausedBy), so a topic paused there is
+//     paused for the relay, and its parked events are sent, in order,
+//     once it is not. The relay never writes the status column.
+//   - [Check] refuses, before the relay starts, a table it cannot keep
+//     true, saying what to fix (the table, a column, a type, a GRANT).
+//
+// It imports no other package of the relay's but its helpers: the relay
+// (package relay) gives a [Writer] the checkpoint row's position and the
+// status table's heads.
+package progress
