@@ -101,8 +101,23 @@ func checkSource(ctx context.Context, db pgdb.Querier, src Source) error {
 		return err
 	}
 	typ, ok := cols[src.IDColumn]
-	if ok && !isInteger(typ) {
+	if !ok {
+		return nil // the table's own check names a missing column
+	}
+	if !isInteger(typ) {
 		return fmt.Errorf("outbox table %s.%s: progress needs an id column of an integer type, its position; %q is %s", src.Schema, src.Name, src.IDColumn, typ)
+	}
+	// The writer reads max(id) every interval: without an index that
+	// starts with it, that is a scan of the whole table each time.
+	var indexed bool
+	err = db.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_index AS i JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]"+
+		" WHERE i.indrelid = to_regclass($1) AND a.attname = $2 AND i.indpred IS NULL)", pgx.Identifier{src.Schema, src.Name}.Sanitize(), src.IDColumn).Scan(&indexed)
+	if err != nil {
+		return fmt.Errorf("read the indexes of %s.%s: %w", src.Schema, src.Name, err)
+	}
+	if !indexed {
+		return fmt.Errorf("outbox table %s.%s: progress reads the highest %s every second, and no index starts with it: CREATE INDEX ON %s (%s), or make it the primary key",
+			src.Schema, src.Name, src.IDColumn, pgx.Identifier{src.Schema, src.Name}.Sanitize(), ident(src.IDColumn))
 	}
 	return nil
 }

@@ -160,6 +160,7 @@ func TestCheck(t *testing.T) {
 		"CREATE TABLE slim_progress (topic text, publisher text, last_position bigint)",
 		"CREATE TABLE text_progress (topic text, publisher text, last_position text)",
 		"CREATE TABLE uuid_events (id uuid PRIMARY KEY)",
+		"CREATE TABLE unindexed_events (position bigint)",
 	)...)
 	src := Source{Schema: "public", Name: "events", IDColumn: "position"}
 	tests := []struct {
@@ -175,6 +176,8 @@ func TestCheck(t *testing.T) {
 		{"no position column", func(tb Table) Table { tb.PositionColumn = "pos"; return tb }, src, `no column "pos" (progress.position_column)`, 0},
 		{"a text position", func(tb Table) Table { tb.Name = "text_progress"; return tb }, src, "the relay writes an integer position", 0},
 		{"a uuid id", func(tb Table) Table { return tb }, Source{Schema: "public", Name: "uuid_events", IDColumn: "id"}, "an id column of an integer type", 0},
+		{"an id without an index", func(tb Table) Table { return tb }, Source{Schema: "public", Name: "unindexed_events", IDColumn: "position"},
+			`no index starts with it: CREATE INDEX ON "public"."unindexed_events" ("position")`, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
