@@ -71,7 +71,14 @@ func TestWriterKeepsPositionsTrue(t *testing.T) {
 	var saved pglogrepl.LSN
 	var heads []Head
 	w := NewWriter(pool, Config{Table: eventStoreTable(), Source: Source{Schema: "public", Name: "events", IDColumn: "position", Topics: []string{"wallet-events", "payment-events"}},
-		Saved: func() pglogrepl.LSN { return saved }, Heads: func(context.Context, []string) ([]Head, error) { return heads, nil }})
+		Saved: func() pglogrepl.LSN { return saved }, Heads: func(context.Context, []string) ([]Head, error) { return heads, nil },
+		Held: func(context.Context, []string) ([]string, error) {
+			var held []string
+			for _, h := range heads {
+				held = append(held, h.Topic)
+			}
+			return held, nil
+		}})
 	round := func() {
 		t.Helper()
 		if err := w.Round(ctx); err != nil {
@@ -205,4 +212,40 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("Check as a role that can only read: %v, want the GRANT to run", err)
 		}
 	})
+}
+
+// TestHeadsReadOnlyWhenNeeded: the heads, which may cost a scan, are read
+// again only when a topic newly held has none read, or the last read is
+// old: a stale head holds a position back, never past a held event.
+func TestHeadsReadOnlyWhenNeeded(t *testing.T) {
+	ctx, db, _ := pg.ConnectDB(t, time.Minute, eventStore...)
+	pool, err := pgxpool.New(ctx, db.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	held, reads := []string{"a"}, 0
+	w := NewWriter(pool, Config{Table: eventStoreTable(), Source: Source{Schema: "public", Name: "events", IDColumn: "position", Topics: []string{"a", "b"}},
+		Every: time.Hour, Saved: func() pglogrepl.LSN { return 1 << 62 },
+		Held: func(context.Context, []string) ([]string, error) { return held, nil },
+		Heads: func(_ context.Context, topics []string) ([]Head, error) {
+			reads++
+			var hs []Head
+			for _, topic := range topics {
+				hs = append(hs, NewHead(topic, "5", false, 0, ""))
+			}
+			return hs, nil
+		}})
+	for i, tt := range []struct {
+		held  []string
+		reads int
+	}{{[]string{"a"}, 1}, {[]string{"a"}, 1}, {nil, 1}, {[]string{"a", "b"}, 2}, {[]string{"b"}, 2}} {
+		held = tt.held
+		if err := w.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if reads != tt.reads {
+			t.Fatalf("round %d (held %v): %d reads of the heads, want %d", i+1, tt.held, reads, tt.reads)
+		}
+	}
 }

@@ -49,8 +49,12 @@ type Config struct {
 	// Saved is the checkpoint row's position: every transaction that
 	// committed before it is delivered, or held in the status table.
 	Saved func() pglogrepl.LSN
+	// Held returns those of topics that have an event not delivered yet
+	// (status.Store.TopicsHeld): cheap, asked every round.
+	Held func(ctx context.Context, topics []string) ([]string, error)
 	// Heads returns the head of each of topics that has an event not
-	// delivered yet (status.Store.Heads).
+	// delivered yet (status.Store.Heads): it may cost a scan of many held
+	// rows, and is asked only as often as headsEvery allows.
 	Heads func(ctx context.Context, topics []string) ([]Head, error)
 	// Log receives what the writer could not do; nil discards it.
 	Log *slog.Logger
@@ -77,7 +81,25 @@ type Writer struct {
 	samples []sample // oldest first, at most maxSamples
 	reached int64    // the highest id the checkpoint row passed
 	known   bool     // reached is set
+	heads   headCache
 }
+
+// headCache keeps the heads last read, so that a costly read is not made
+// every round. A head read earlier is never further than the topic's
+// head now (a held event delivered leaves a later head, or none, and
+// the position it bounds only grows), so a stale one holds a position
+// back, never past an event still held; a topic held now that had no
+// head then is read again at once.
+type headCache struct {
+	heads map[string]Head
+	at    time.Time
+	cost  time.Duration // of the last read
+}
+
+// headsEvery is how much longer than it took a read of the heads waits
+// before the next one, unless a topic newly held needs it: at most a
+// twentieth of the database's time.
+const headsEvery = 20
 
 // sample is the highest id of the source at a WAL position.
 type sample struct {
@@ -132,11 +154,46 @@ func (w *Writer) Round(ctx context.Context) error {
 	if err != nil || len(topics) == 0 {
 		return err
 	}
-	heads, err := w.cfg.Heads(ctx, topics)
+	heads, err := w.readHeads(ctx, topics)
 	if err != nil {
 		return err
 	}
 	return w.write(ctx, w.rows(topics, heads))
+}
+
+// readHeads returns the heads of the topics held now: those read last,
+// unless a topic held now has none, or the last read is older than
+// headsEvery times its cost (and the interval).
+func (w *Writer) readHeads(ctx context.Context, topics []string) ([]Head, error) {
+	held, err := w.cfg.Held(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	c := &w.heads
+	fresh := time.Since(c.at) < max(w.cfg.Every, headsEvery*c.cost)
+	for _, topic := range held {
+		if _, ok := c.heads[topic]; !ok {
+			fresh = false
+		}
+	}
+	if !fresh && len(held) > 0 {
+		start := time.Now()
+		read, err := w.cfg.Heads(ctx, held)
+		if err != nil {
+			return nil, err
+		}
+		c.heads, c.at, c.cost = make(map[string]Head, len(read)), time.Now(), time.Since(start)
+		for _, h := range read {
+			c.heads[h.Topic] = h
+		}
+	}
+	out := make([]Head, 0, len(held))
+	for _, topic := range held {
+		if h, ok := c.heads[topic]; ok {
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
 
 // sample adds the outbox table's highest id with the WAL position after

@@ -55,7 +55,7 @@ func pausedByProgress(tables []progressTable) status.Option {
 func (s *session) keepProgress(ctx context.Context, side *sync.WaitGroup) {
 	for _, pt := range s.progress {
 		w := progress.NewWriter(s.pool, progress.Config{Table: pt.table, Source: pt.source, Every: s.cfg.StatusInterval,
-			Saved: s.saver.Saved, Heads: s.progressHeads, Log: s.log})
+			Saved: s.saver.Saved, Held: s.failures.TopicsHeld, Heads: s.progressHeads, Log: s.log})
 		side.Go(func() { w.Run(ctx) })
 	}
 }
