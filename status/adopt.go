@@ -231,16 +231,17 @@ func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 		return nil
 	}
 	err := explainAdopt(ctx, q, t)
-	if err != nil && t.routePredicates() {
-		err = refusedPredicate(ctx, q, t, err)
+	if err == nil {
+		return nil
 	}
-	if err != nil && len(t.Routes) > 0 && !isUndefinedID(t, err) {
+	named := false // the refusal is a predicate's, named
+	if t.routePredicates() {
+		err, named = refusedPredicate(ctx, q, t, err)
+	}
+	if !named && len(t.Routes) > 0 && !isUndefinedID(t, err) {
 		return fmt.Errorf("%w (a table routed by tags adopts with a text[] or varchar[] tags column only)", adoptError(t, err))
 	}
-	if err != nil {
-		return adoptError(t, err)
-	}
-	return nil
+	return adoptError(t, err)
 }
 
 // explainAdopt plans the query that adopts t's rows (EXPLAIN), and
@@ -258,10 +259,11 @@ func explainAdopt(ctx context.Context, q Planner, t Adoptable) error {
 // refusedPredicate is err, PostgreSQL's refusal of t's adoption when a
 // route of t has a predicate of its own, with the name of the predicate
 // it refuses (Predicate.Name), so that the operator knows which to fix:
-// the first that PostgreSQL refuses planned alone. When it refuses the
-// adoption with every predicate true (a tags column of another type, no
-// id column), no predicate is to blame, and err is returned as it is.
-func refusedPredicate(ctx context.Context, q Planner, t Adoptable, err error) error {
+// the first that PostgreSQL refuses planned alone; named says it found
+// one. When it refuses the adoption with every predicate true (a tags
+// column of another type, no id column), no predicate is to blame, and
+// err is returned as it is.
+func refusedPredicate(ctx context.Context, q Planner, t Adoptable, err error) (_ error, named bool) {
 	plain := t
 	plain.Where, plain.RouteWhere = "", make([]string, len(t.Routes))
 	if t.Where != "" {
@@ -273,14 +275,14 @@ func refusedPredicate(ctx context.Context, q Planner, t Adoptable, err error) er
 		}
 	}
 	if explainAdopt(ctx, q, plain) != nil {
-		return err
+		return err, false
 	}
 	for _, p := range t.Predicates() {
 		if perr := explainAdopt(ctx, q, p.Adoptable); perr != nil {
-			return fmt.Errorf("%s: %w", p.Name(), perr)
+			return fmt.Errorf("%s: %w", p.Name(), perr), true
 		}
 	}
-	return err
+	return err, false
 }
 
 // CountAdopt counts, through q, the rows t's predicates (Where, and the
