@@ -84,6 +84,22 @@ func (t Adoptable) routeWhere(i int) string {
 	return ""
 }
 
+// tableWhere is the table's predicate (Where) when it may adopt a row:
+// the table has no routes, or a route without a predicate of its own;
+// "" otherwise, so that the rows only it selects are not read for
+// nothing.
+func (t Adoptable) tableWhere() string {
+	if len(t.Routes) == 0 {
+		return t.Where
+	}
+	for i := range t.Routes {
+		if t.routeWhere(i) == "" {
+			return t.Where
+		}
+	}
+	return ""
+}
+
 // routePredicates reports whether a route of t has a predicate of its
 // own.
 func (t Adoptable) routePredicates() bool {
@@ -131,16 +147,14 @@ func (t Adoptable) Predicates() []Predicate {
 	var ps []Predicate
 	bare := t
 	bare.Pending, bare.StatusColumn, bare.RouteWhere, bare.Routes = nil, "", nil, nil
-	if t.Where != "" {
+	if t.tableWhere() != "" {
 		table := bare
 		for i, r := range t.Routes {
 			if t.routeWhere(i) == "" {
 				table.Routes = append(table.Routes, r)
 			}
 		}
-		if len(t.Routes) == 0 || len(table.Routes) > 0 {
-			ps = append(ps, Predicate{Route: -1, Where: t.Where, Adoptable: table})
-		}
+		ps = append(ps, Predicate{Route: -1, Where: t.Where, Adoptable: table})
 	}
 	for i, r := range t.Routes {
 		if w := t.routeWhere(i); w != "" {
@@ -266,7 +280,7 @@ func explainAdopt(ctx context.Context, q Planner, t Adoptable) error {
 func refusedPredicate(ctx context.Context, q Planner, t Adoptable, err error) (_ error, named bool) {
 	plain := t
 	plain.Where, plain.RouteWhere = "", make([]string, len(t.Routes))
-	if t.Where != "" {
+	if t.tableWhere() != "" {
 		plain.Where = "true"
 	}
 	for i := range t.Routes {

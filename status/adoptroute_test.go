@@ -70,6 +70,10 @@ func TestAdoptByRoutePredicate(t *testing.T) {
 			a.Routes = append(twoRoutes[:2:2], decoder.Route{Topic: "wallet-events", AnyOfTags: []string{"payment_id"}})
 			a.Where, a.RouteWhere = "position > 680", []string{progressOf("wallet-events"), progressOf("payment-events")}
 		}, []string{"payment-events: 551-700", "wallet-events: 601-700"}},
+		{"the table's used by no route: not run", func(a *Adoptable) {
+			a.Where = "1 / (position - position) = 1" // a division by zero, were it run
+			a.RouteWhere = []string{progressOf("wallet-events"), progressOf("payment-events")}
+		}, []string{"payment-events: 551-700", "wallet-events: 601-700"}},
 		{"without route predicates, as before", func(a *Adoptable) {
 			a.Where = "position > 695"
 		}, []string{"payment-events: 696-700", "wallet-events: 696-700"}},

@@ -169,8 +169,8 @@ func (b *adoptSQL) selected() string {
 		b.pending = "(" + b.column(b.t.StatusColumn) + "::text = ANY(" + b.arg(b.t.Pending) + "::text[]))"
 		or = append(or, b.pending)
 	}
-	if b.t.Where != "" {
-		or = append(or, predicate(b.t.Where))
+	if w := b.t.tableWhere(); w != "" {
+		or = append(or, predicate(w))
 	}
 	for i := range b.t.Routes {
 		if w := b.t.routeWhere(i); w != "" {
@@ -214,8 +214,8 @@ func (b *adoptSQL) routeFlags() string {
 	if b.pending != "" {
 		cols = append(cols, b.pending+" AS "+pendingFlag)
 	}
-	if b.t.Where != "" {
-		cols = append(cols, predicate(b.t.Where)+" AS "+tableFlag)
+	if w := b.t.tableWhere(); w != "" {
+		cols = append(cols, predicate(w)+" AS "+tableFlag)
 	}
 	for i := range b.t.Routes {
 		if w := b.t.routeWhere(i); w != "" {
@@ -240,7 +240,7 @@ func (b *adoptSQL) routeSelects(i int) (cond string, ok bool) {
 	switch {
 	case b.t.routeWhere(i) != "":
 		or = append(or, b.selectedColumn(routeFlag(i)))
-	case b.t.Where != "":
+	case b.t.tableWhere() != "":
 		or = append(or, b.selectedColumn(tableFlag))
 	}
 	if b.pending != "" {
