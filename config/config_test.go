@@ -99,6 +99,39 @@ func TestParseGood(t *testing.T) {
 			if f.Tables[0].Adopt != "" || f.Tables[1].Adopt != "position > 4000" {
 				t.Errorf("adopt = %q, %q; want none, then the predicate", f.Tables[0].Adopt, f.Tables[1].Adopt)
 			}
+			if f.Tables[0].RouteAdopt != nil || f.Tables[1].RouteAdopt != nil {
+				t.Errorf("route adopt = %q, %q; want none", f.Tables[0].RouteAdopt, f.Tables[1].RouteAdopt)
+			}
+		}},
+		{name: "a route's own adopt, beside the table's", yaml: `
+tables:
+  - table: public.events
+    id: position
+    value: data
+    tags_column: tags
+    routes:
+      - {topic: wallet-events, required_tags: [wallet_id], adopt: "position > (SELECT last_position FROM outbox_topic_progress WHERE topic = 'wallet-events' AND publisher = 'KafkaPublisher')"}
+      - topic: payment-events
+        any_of_tags: [payment_id]
+        adopt: |
+          position > 550 -- the old poller's
+      - {topic: audit, any_of_tags: [x]}
+    adopt: position > 4000
+`, check: func(t *testing.T, f *File) {
+			tb := f.Tables[0]
+			want := []string{"position > (SELECT last_position FROM outbox_topic_progress WHERE topic = 'wallet-events' AND publisher = 'KafkaPublisher')",
+				"position > 550 -- the old poller's\n", ""}
+			if !reflect.DeepEqual(tb.RouteAdopt, want) || tb.Adopt != "position > 4000" || !tb.Adopts() {
+				t.Errorf("route adopt %q, adopt %q; want %q and the table's", tb.RouteAdopt, tb.Adopt, want)
+			}
+			routes := []decoder.Route{{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}}, {Topic: "payment-events", AnyOfTags: []string{"payment_id"}},
+				{Topic: "audit", AnyOfTags: []string{"x"}}}
+			if !reflect.DeepEqual(tb.Mapping.Routes, routes) {
+				t.Errorf("routes %+v, want %+v", tb.Mapping.Routes, routes)
+			}
+			if f.Warnings != nil {
+				t.Errorf("warnings: %v", f.Warnings)
+			}
 		}},
 		{name: "a minimal table in schema public", yaml: "tables: [{table: outbox, value: payload, topic: orders}]", check: func(t *testing.T, f *File) {
 			want := decoder.Mapping{Schema: "public", Table: "outbox", PayloadColumn: "payload", TopicTemplate: "orders"}
@@ -346,6 +379,28 @@ tables:
 				`3: tables[1] (public.y): progress.paused: want a list, such as [PAUSED, FAILED]`,
 				`3: tables[1] (public.y): progress needs id: the id column (of an integer type) is the position the progress table holds`,
 			}},
+		{name: "a route's adopt empty, null, a list, and without id", yaml: `
+tables:
+  - table: public.events
+    value: data
+    tags_column: tags
+    routes:
+      - not a route
+      - {topic: a, any_of_tags: [x], adopt: '  '}
+      - {topic: b, any_of_tags: [x], adopt: null}
+      - {topic: c, any_of_tags: [x], adopt: [position > 1]}
+      - topic: d
+        any_of_tags: [x]
+        adopt: position > 4000
+      - {topic: e, any_of_tags: [x], adpot: position > 1}
+`, want: []string{
+			`7: tables[0].routes[0]: want a mapping, such as {topic: wallet-events, required_tags: [wallet_id]}`,
+			`8: tables[0] (public.events): routes[1].adopt is empty: an SQL predicate over the table's columns, such as "position > 4000", or remove the route's adopt`,
+			`9: tables[0] (public.events): routes[2].adopt is empty: an SQL predicate over the table's columns, such as "position > 4000", or remove the route's adopt`,
+			`10: tables[0] (public.events): routes[3].adopt: want a single value, not a list or mapping`,
+			`13: tables[0] (public.events): routes[4].adopt needs id: the relay reads each adopted row by its id column`,
+			`14: unknown key "adpot" in tables[0].routes[5] (did you mean "adopt"?)`,
+		}},
 		{name: "tags_column without routes", yaml: "tables:\n  - {table: x, value: v, topic: t, tags_column: tags}\n",
 			want: []string{"2: tables[0] (public.x): tags_column is read by routes only: add routes, or remove tags_column"}},
 		{name: "write_back incomplete, and without id", yaml: `
@@ -511,6 +566,34 @@ func TestWarnsOfRoutesNamingOneTopic(t *testing.T) {
 	good, err := Parse("relay.yaml", []byte("tables:\n  - {table: x, value: v, topic: t}\n"))
 	if err != nil || good.Warnings != nil {
 		t.Fatalf("a file without warnings: %v, %v", good.Warnings, err)
+	}
+}
+
+// TestWarnsOfAdoptNoRouteUses: a table's adopt beside routes that each
+// have their own is accepted, with a warning that no route uses it; one
+// that a route uses is not warned of.
+func TestWarnsOfAdoptNoRouteUses(t *testing.T) {
+	const yaml = `tables:
+  - table: public.events
+    id: position
+    value: data
+    tags_column: tags
+    routes:
+      - {topic: wallet-events, required_tags: [wallet_id], adopt: position > 600}
+      - {topic: payment-events, any_of_tags: [payment_id]%s}
+    adopt: position > 550
+`
+	f, err := Parse("relay.yaml", []byte(fmt.Sprintf(yaml, ", adopt: position > 550")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "relay.yaml:9: tables[0] (public.events): adopt is used by no route: each route has an adopt of its own, which it adopts by instead; remove the table's adopt"
+	if f.Warnings == nil || f.Warnings.Error() != want {
+		t.Errorf("warnings:\n%v\nwant:\n%s", f.Warnings, want)
+	}
+	f, err = Parse("relay.yaml", []byte(fmt.Sprintf(yaml, "")))
+	if err != nil || f.Warnings != nil {
+		t.Errorf("a route using the table's adopt: %v, %v; want no warning", f.Warnings, err)
 	}
 }
 

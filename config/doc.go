@@ -21,6 +21,9 @@
 //	    tags_column: tags
 //	    routes:
 //	      - {topic: wallet-events, required_tags: [wallet_id]}
+//	      - topic: payment-events
+//	        any_of_tags: [payment_id]
+//	        adopt: position > 550  # this route's own: adopted for its topic
 //	    adopt: position > 4000   # adopted when the relay creates its slot
 //	messages:                    # pg_logical_emit_message, beside or instead of tables
 //	  - prefix: outbox           # an envelope: topic, key, id, headers, payload

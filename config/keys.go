@@ -49,7 +49,7 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"tags_column", text(func(te *tableEntry) *string { return &te.t.Mapping.TagsColumn })},
 	{"routes", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.routesLine = e.line
-		te.t.Mapping.Routes = p.routes(e, te.where, ctx, te.topicCheck)
+		p.routes(e, te, ctx)
 	}},
 	{"write_back", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.t.WriteBack = p.writeBack(e, te, ctx)
@@ -78,6 +78,7 @@ var routeKeys = []knownKey[*routeEntry]{
 	}},
 	{"required_tags", list(func(r *routeEntry) *[]string { return &r.RequiredTags }, "[wallet_id]")},
 	{"any_of_tags", list(func(r *routeEntry) *[]string { return &r.AnyOfTags }, "[payment_id, transfer_id]")},
+	{"adopt", readRouteAdopt},
 }
 
 // writeBackKeys are the keys of write_back.

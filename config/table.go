@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -18,7 +19,14 @@ type tableEntry struct {
 	at         map[string]int     // key → its line
 	topicCheck func(string) error // the topics allowed_topics allows
 	routesLine int                // routes' line; 0 without routes
+	routeAt    []routeAt          // where each route read is, aligned with the routes
 	wbAt       map[string]int     // write_back's key → its line
+}
+
+// routeAt is where a route read is in the file.
+type routeAt struct {
+	index     int // its index in routes (a route that is not a mapping is skipped)
+	adoptLine int // its adopt's line; 0 without
 }
 
 // lineOf is key's line, or the entry's when the key is not set.
@@ -195,57 +203,83 @@ func (p *parser) headers(e keyed, ctx string) (headerNames, columns []string) {
 // routeEntry is a route while it is read.
 type routeEntry struct {
 	decoder.Route
-	topicLine int // topic's line; the route's without topic
+	line      int    // the route's line
+	topicLine int    // topic's line; the route's without topic
+	adopt     string // the route's adopt predicate; "" without
+	adoptLine int    // adopt's line; 0 without
 }
 
-// routes reads a table's routes.
-func (p *parser) routes(e keyed, where, ctx string, topicCheck func(string) error) []decoder.Route {
+// readRouteAdopt reads a route's adopt: an SQL predicate, not empty.
+func readRouteAdopt(p *parser, e keyed, ctx string, r *routeEntry) {
+	r.adoptLine = e.line
+	v, ok := p.str(e, ctx)
+	if ok && strings.TrimSpace(v) == "" {
+		p.problem(e.line, "%sadopt is empty: an SQL predicate over the table's columns, such as \"position > 4000\", or remove the route's adopt", ctx)
+		return
+	}
+	r.adopt = v
+}
+
+// routes reads a table's routes into te: the mapping's routes, and the
+// route adopt predicates beside them (set only when a route has one).
+func (p *parser) routes(e keyed, te *tableEntry, ctx string) {
 	n := e.value
 	if isNull(n) || n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
 		p.problem(e.line, "%sroutes is empty: list the routes, such as - {topic: wallet-events, required_tags: [wallet_id]}, or remove routes", ctx)
-		return nil
+		return
 	}
 	if n.Kind != yaml.SequenceNode {
 		p.problem(e.line, "%sroutes: want a list, such as - {topic: wallet-events, required_tags: [wallet_id]}", ctx)
-		return nil
+		return
 	}
-	var routes []decoder.Route
 	first := map[string]int{} // a topic's first route
+	var adopts []string
 	for i, item := range n.Content {
 		item = deref(item)
-		rwhere := fmt.Sprintf("%s.routes[%d]", where, i)
+		rwhere := fmt.Sprintf("%s.routes[%d]", te.where, i)
 		rctx := fmt.Sprintf("%sroutes[%d]", ctx, i)
 		entries, ok := p.mapping(item, rwhere, "a mapping, such as {topic: wallet-events, required_tags: [wallet_id]}", names(routeKeys))
 		if !ok {
 			continue
 		}
-		r := &routeEntry{topicLine: item.Line}
+		r := &routeEntry{line: item.Line, topicLine: item.Line}
 		read(p, entries, rctx+".", routeKeys, r)
-		switch {
-		case r.Topic == "":
-			p.problem(item.Line, "%s needs topic", rctx)
-		case strings.ContainsAny(r.Topic, "{}"):
-			p.problem(r.topicLine, "%s: topic %q: a route's topic is a topic name, not a template", rctx, r.Topic)
-		default:
-			if err := topicCheck(r.Topic); err != nil {
-				p.problem(r.topicLine, "%s: topic: %v", rctx, err)
-			}
-		}
-		if len(r.RequiredTags) == 0 && len(r.AnyOfTags) == 0 {
-			p.problem(item.Line, "%s needs required_tags or any_of_tags", rctx)
-		}
+		p.checkRoute(r, rctx, te.topicCheck)
 		if j, ok := first[r.Topic]; ok && r.Topic != "" {
 			p.warn(r.topicLine, "%s: topic %q is routes[%d]'s too: an event that matches both is sent to it once", rctx, r.Topic, j)
 		} else {
 			first[r.Topic] = i
 		}
-		routes = append(routes, r.Route)
+		te.t.Mapping.Routes = append(te.t.Mapping.Routes, r.Route)
+		adopts, te.routeAt = append(adopts, r.adopt), append(te.routeAt, routeAt{index: i, adoptLine: r.adoptLine})
 	}
-	return routes
+	if slices.ContainsFunc(adopts, func(a string) bool { return a != "" }) {
+		te.t.RouteAdopt = adopts
+	}
+}
+
+// checkRoute checks a route read: its topic, a topic name topicCheck
+// allows, and its tags.
+func (p *parser) checkRoute(r *routeEntry, rctx string, topicCheck func(string) error) {
+	switch {
+	case r.Topic == "":
+		p.problem(r.line, "%s needs topic", rctx)
+	case strings.ContainsAny(r.Topic, "{}"):
+		p.problem(r.topicLine, "%s: topic %q: a route's topic is a topic name, not a template", rctx, r.Topic)
+	default:
+		if err := topicCheck(r.Topic); err != nil {
+			p.problem(r.topicLine, "%s: topic: %v", rctx, err)
+		}
+	}
+	if len(r.RequiredTags) == 0 && len(r.AnyOfTags) == 0 {
+		p.problem(r.line, "%s needs required_tags or any_of_tags", rctx)
+	}
 }
 
 // checkAdopt checks adopt: a predicate, and the id column the poller
-// reads each adopted row by.
+// reads each adopted row by; and the routes' adopt (readRouteAdopt
+// checked each is a predicate) need the id column too. A table's adopt
+// that no route uses (each has its own) is warned of.
 func (p *parser) checkAdopt(te *tableEntry, ctx string) {
 	t := &te.t
 	switch {
@@ -254,5 +288,19 @@ func (p *parser) checkAdopt(te *tableEntry, ctx string) {
 		p.problem(te.lineOf("adopt"), "%sadopt is empty: an SQL predicate over the table's columns, such as \"position > 4000\", or remove adopt", ctx)
 	case t.Mapping.IDColumn == "":
 		p.problem(te.lineOf("adopt"), "%sadopt needs id: the relay reads each adopted row by its id column", ctx)
+	}
+	own := 0 // routes with an adopt of their own
+	for i, a := range t.RouteAdopt {
+		if a == "" {
+			continue
+		}
+		own++
+		if t.Mapping.IDColumn == "" {
+			at := te.routeAt[i]
+			p.problem(at.adoptLine, "%sroutes[%d].adopt needs id: the relay reads each adopted row by its id column", ctx, at.index)
+		}
+	}
+	if t.Adopt != "" && own > 0 && own == len(t.Mapping.Routes) {
+		p.warn(te.lineOf("adopt"), "%sadopt is used by no route: each route has an adopt of its own, which it adopts by instead; remove the table's adopt", ctx)
 	}
 }

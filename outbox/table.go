@@ -28,6 +28,30 @@ type Table struct {
 	// in the table's id order, and its errors; a topic paused there is
 	// paused for the relay.
 	Progress *progress.Table
+	// RouteAdopt are the routes' own adopt predicates (a config file's
+	// routes[i].adopt:), aligned with Mapping.Routes: entry i is route
+	// i's, "" (or none, past the end) for a route without one. A route
+	// with one adopts, for its topic, the rows it selects that match the
+	// route's tags, instead of those Adopt selects; a route without one
+	// adopts those Adopt selects (none without Adopt). Rows of a pending
+	// status are adopted for every route they match. Each is SQL run as
+	// Adopt is, when Adopt is, and needs the id column too.
+	RouteAdopt []string
+}
+
+// Adopts reports whether the table adopts rows by a predicate when the
+// relay creates its slot: Adopt, or a route's RouteAdopt, is set. (Rows
+// of a pending status are adopted whether or not it does.)
+func (t Table) Adopts() bool {
+	if t.Adopt != "" {
+		return true
+	}
+	for i := range t.Mapping.Routes {
+		if i < len(t.RouteAdopt) && t.RouteAdopt[i] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Name is the table's name as "schema.table", the schema spelled out (as
@@ -110,8 +134,8 @@ func templateColumns(tmpl string) []string {
 }
 
 // Clone is a copy of t that shares no list with it: changing the copy's
-// header columns and names, routes, reserved topics or write-back
-// columns does not change t.
+// header columns and names, routes, reserved topics, route adopt
+// predicates or write-back columns does not change t.
 func (t Table) Clone() Table {
 	m := t.Mapping
 	m.HeaderColumns = slices.Clone(m.HeaderColumns)
@@ -121,7 +145,7 @@ func (t Table) Clone() Table {
 	for _, r := range t.Mapping.Routes {
 		m.Routes = append(m.Routes, decoder.Route{Topic: r.Topic, RequiredTags: slices.Clone(r.RequiredTags), AnyOfTags: slices.Clone(r.AnyOfTags)})
 	}
-	c := Table{Mapping: m, Adopt: t.Adopt}
+	c := Table{Mapping: m, Adopt: t.Adopt, RouteAdopt: slices.Clone(t.RouteAdopt)}
 	if t.WriteBack != nil {
 		wb := *t.WriteBack
 		wb.Pending = slices.Clone(wb.Pending)

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -18,7 +19,8 @@ var full = Table{
 	},
 	WriteBack: &writeback.Columns{StatusColumn: "st", Pending: []string{"NEW"}, DeliveredAtColumn: "da",
 		ErrorColumn: "err", AttemptsColumn: "n", NextAttemptColumn: "next"},
-	Adopt: "id > 4",
+	Adopt:      "id > 4",
+	RouteAdopt: []string{"id > 5"},
 }
 
 func TestColumns(t *testing.T) {
@@ -50,9 +52,59 @@ func TestClone(t *testing.T) {
 	c.Mapping.Routes[0].AnyOfTags[0] = "changed"
 	c.WriteBack.Pending[0] = "changed"
 	c.WriteBack.StatusColumn = "changed"
+	c.RouteAdopt[0] = "changed"
 	m := full.Mapping
 	if m.HeaderColumns[0] != "a_col" || m.HeaderNames[0] != "a" || m.Routes[0].RequiredTags[0] != "x" ||
-		m.Routes[0].AnyOfTags[0] != "y" || full.WriteBack.Pending[0] != "NEW" || full.WriteBack.StatusColumn != "st" {
-		t.Errorf("changing the clone changed the table: %+v %+v", m, full.WriteBack)
+		m.Routes[0].AnyOfTags[0] != "y" || full.WriteBack.Pending[0] != "NEW" || full.WriteBack.StatusColumn != "st" || full.RouteAdopt[0] != "id > 5" {
+		t.Errorf("changing the clone changed the table: %+v %+v %q", m, full.WriteBack, full.RouteAdopt)
+	}
+}
+
+// TestAdopts: a table adopts by a predicate with its own, or a route's;
+// not with a route predicate past its routes, nor with pending values
+// alone.
+func TestAdopts(t *testing.T) {
+	routes := []decoder.Route{{Topic: "a", RequiredTags: []string{"x"}}, {Topic: "b", RequiredTags: []string{"y"}}}
+	for _, tc := range []struct {
+		name string
+		t    Table
+		want bool
+	}{
+		{"none", Table{Mapping: decoder.Mapping{Routes: routes}}, false},
+		{"pending values only", Table{WriteBack: &writeback.Columns{StatusColumn: "s", Pending: []string{"NEW"}}}, false},
+		{"the table's", Table{Adopt: "id > 4"}, true},
+		{"the second route's", Table{Mapping: decoder.Mapping{Routes: routes}, RouteAdopt: []string{"", "id > 4"}}, true},
+		{"empty route predicates", Table{Mapping: decoder.Mapping{Routes: routes}, RouteAdopt: []string{"", ""}}, false},
+		{"a route predicate without routes", Table{RouteAdopt: []string{"id > 4"}}, false},
+	} {
+		if got := tc.t.Adopts(); got != tc.want {
+			t.Errorf("%s: Adopts() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestValidateAdopt: a table that adopts by a predicate, its own or a
+// route's, needs its id column; route predicates are no more than the
+// routes.
+func TestValidateAdopt(t *testing.T) {
+	m := decoder.Mapping{Schema: "public", Table: "events", Routes: []decoder.Route{{Topic: "a", RequiredTags: []string{"x"}}}}
+	for _, tc := range []struct {
+		name string
+		t    Table
+		want string
+	}{
+		{"the table's, without id", Table{Mapping: m, Adopt: "position > 4"}, "table public.events: adopting rows needs its id column"},
+		{"a route's, without id", Table{Mapping: m, RouteAdopt: []string{"position > 4"}}, "table public.events: adopting rows needs its id column"},
+		{"more than the routes", Table{Mapping: m, RouteAdopt: []string{"", "position > 4"}}, "table public.events: 2 route adopt predicates for 1 routes"},
+		{"a route's, with id", func() Table {
+			m := m
+			m.IDColumn = "position"
+			return Table{Mapping: m, RouteAdopt: []string{"position > 4"}}
+		}(), ""},
+	} {
+		err := Sources{Tables: []Table{tc.t}}.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
+			t.Errorf("%s: Validate() = %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }

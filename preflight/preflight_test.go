@@ -234,7 +234,7 @@ func TestCheckDatabase(t *testing.T) {
 }
 
 // TestCheckAdopt: a predicate PostgreSQL plans on the table is no
-// problem; one it refuses is, with its message.
+// problem; one it refuses is, with its message, naming a route's.
 func TestCheckAdopt(t *testing.T) {
 	t.Parallel()
 	ctx, conn := startDB(t)
@@ -242,6 +242,11 @@ func TestCheckAdopt(t *testing.T) {
 		{"\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a]}], adopt: seq > (SELECT 1)}\n", ""},
 		{"\n  - {table: ledger, id: seq, value: body, topic: t}\n", ""},
 		{"\n  - {table: ledger, id: seq, value: body, topic: t, adopt: sq > 1}\n",
+			`public.ledger||adopt: PostgreSQL refuses the predicate: ERROR: column "sq" does not exist (SQLSTATE 42703): fix adopt: in the config`},
+		{"\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a], adopt: seq > (SELECT 1)}]}\n", ""},
+		{"\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a]}, {topic: u, any_of_tags: [b], adopt: sq > 1}], adopt: seq > 1}\n",
+			`public.ledger||routes[1].adopt (topic u): PostgreSQL refuses the predicate: ERROR: column "sq" does not exist (SQLSTATE 42703): fix the route's adopt: in the config`},
+		{"\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a]}, {topic: u, any_of_tags: [b], adopt: seq > 1}], adopt: sq > 1}\n",
 			`public.ledger||adopt: PostgreSQL refuses the predicate: ERROR: column "sq" does not exist (SQLSTATE 42703): fix adopt: in the config`},
 	} {
 		p, err := CheckAdopt(ctx, conn, tables(t, tc.yaml)[0])

@@ -42,7 +42,7 @@ func checkAdopt(ctx context.Context, conn *pgx.Conn, rc Config, noSlot bool) err
 		return nil
 	}
 	for i, t := range rc.Tables {
-		if t.Adopt != "" && t.Mapping.IDColumn == "" {
+		if t.Adopts() && t.Mapping.IDColumn == "" {
 			return fmt.Errorf("table %s: adopt needs its id column: the poller reads each adopted row by its id", outbox.Sources{Tables: rc.Tables}.TableNames()[i])
 		}
 	}

@@ -82,7 +82,8 @@ func TestMigrateAdopt(t *testing.T) {
 
 // TestMigrateAdoptRefusesABadPredicate: a predicate PostgreSQL refuses
 // fails with its message, and nothing is created: no relay tables, no
-// publication, no slot. So does adopt without an id column.
+// publication, no slot. So does adopt without an id column, the table's
+// or a route's.
 func TestMigrateAdoptRefusesABadPredicate(t *testing.T) {
 	t.Parallel()
 	ctx, db, conn := pgtemptestConnect(t)
@@ -95,6 +96,12 @@ func TestMigrateAdoptRefusesABadPredicate(t *testing.T) {
 		{adoptConfig("'x'"), "boolean"},
 		{func() Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.Table = "evnets"; return rc }(), `relation "public.evnets" does not exist`},
 		{func() Config { rc := adoptConfig("true"); rc.Tables[0].Mapping.IDColumn = ""; return rc }(), "id column"},
+		{func() Config {
+			rc := adoptConfig("")
+			rc.Tables[0].Mapping.IDColumn, rc.Tables[0].Mapping.TagsColumn = "", "data"
+			rc.Tables[0].Mapping.Routes, rc.Tables[0].RouteAdopt = []decoder.Route{{Topic: "t", RequiredTags: []string{"k"}}}, []string{"true"}
+			return rc
+		}(), "id column"},
 	} {
 		tc.rc.Slot = db.Name // slots are the cluster's
 		_, err := Migrate(ctx, db.URL(), tc.rc, Options{})
@@ -106,6 +113,38 @@ func TestMigrateAdoptRefusesABadPredicate(t *testing.T) {
 		(to_regclass('public.outbox_delivery') IS NOT NULL)`)
 	if made[0] != "0 0 false" {
 		t.Errorf("slots, publications, status table after the refusals: %s; want nothing made", made[0])
+	}
+}
+
+// TestMigrateAdoptByRoute: an event store whose old poller kept its
+// position per topic switches over by a predicate per route: each topic
+// gets the events after its own position, once, and a topic whose route
+// has none, the table none, gets nothing.
+func TestMigrateAdoptByRoute(t *testing.T) {
+	t.Parallel()
+	ctx, db, conn := pgtemptestConnect(t)
+	if _, err := conn.Exec(ctx, `ALTER TABLE events ADD COLUMN tags text[] NOT NULL DEFAULT '{wallet_id=w,payment_id=p}';
+		CREATE TABLE outbox_topic_progress (topic text, publisher text, last_position bigint, PRIMARY KEY (topic, publisher));
+		INSERT INTO outbox_topic_progress VALUES ('wallet-events', 'KafkaPublisher', 8), ('payment-events', 'KafkaPublisher', 6)`); err != nil {
+		t.Fatal(err)
+	}
+	progress := func(topic string) string {
+		return "position > (SELECT last_position FROM outbox_topic_progress WHERE topic = '" + topic + "' AND publisher = 'KafkaPublisher') -- its own"
+	}
+	rc := adoptConfig("")
+	rc.Slot = db.Name // slots are the cluster's
+	m := &rc.Tables[0].Mapping
+	m.TagsColumn, m.Routes = "tags", []decoder.Route{{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}},
+		{Topic: "payment-events", AnyOfTags: []string{"payment_id"}}, {Topic: "audit-events", AnyOfTags: []string{"payment_id"}}}
+	rc.Tables[0].RouteAdopt = []string{progress("wallet-events"), progress("payment-events")}
+	res, err := Migrate(ctx, db.URL(), rc, Options{})
+	if err != nil || !res.Slot.Created || res.Slot.Adopted != 2+4 {
+		t.Fatalf("Migrate = %+v, %v; want the slot created and 6 rows adopted", res, err)
+	}
+	got := queryStrings(ctx, t, conn, `SELECT topic || ' ' || string_agg(event_id, ',' ORDER BY id) FROM outbox_delivery
+		WHERE reload AND status = 'FAILED' GROUP BY topic ORDER BY topic`)
+	if want := "payment-events 7,8,9,10|wallet-events 9,10"; strings.Join(got, "|") != want {
+		t.Errorf("adopted %q, want %q", got, want)
 	}
 }
 

@@ -19,8 +19,9 @@ import (
 // comment that migrate must run as the table's owner (the relay's role
 // needs nothing more). Every name is quoted wherever it stands, so that
 // no name, whatever it holds, runs a statement of its own when the SQL is
-// piped to psql. For a table with an adopt predicate, a comment says that
-// the first run, when it creates the slot, runs the predicate as this role,
+// piped to psql. For a table with an adopt predicate (its own or a
+// route's), a comment says that the first run, when it creates the slot,
+// runs the predicate as this role,
 // which needs SELECT on the tables it reads (SQL the relay does not parse).
 // A table with a progress table grants SELECT, INSERT and UPDATE on it.
 // With no table (a relay of messages only) it grants the relay's tables
@@ -45,7 +46,7 @@ func Grants(rc Config, role string) string {
 			fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s;\n", pgx.Identifier{t.Mapping.Schema}.Sanitize(), r)
 			fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", table, r)
 		}
-		if t.Adopt != "" {
+		if t.Adopts() {
 			b.WriteString(adoptComment(table, r))
 		}
 		if pt := t.Progress; pt != nil {

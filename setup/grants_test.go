@@ -12,7 +12,8 @@ import (
 // outbox table only when retention deletes its rows, and says so either
 // way; it sets no password and says where one goes; its pg_hba.conf advice
 // names the database's lines, not the replication keyword's; for a table
-// with adopt, it says the predicate's tables need SELECT.
+// with adopt (its own or a route's), it says the predicate's tables need
+// SELECT.
 func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
 	t.Parallel()
 	ob := outbox.Table{Mapping: decoder.DefaultMapping()}
@@ -20,6 +21,9 @@ func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
 	appEvents.Mapping.Schema, appEvents.Mapping.Table = "app", "events"
 	adopting := ob
 	adopting.Adopt = "id > (SELECT last_position FROM progress)"
+	routeAdopting := ob.Clone()
+	routeAdopting.Mapping.Routes = []decoder.Route{{Topic: "t", RequiredTags: []string{"k"}}}
+	routeAdopting.RouteAdopt = []string{"id > (SELECT last_position FROM topic_progress WHERE topic = 't')"}
 	tests := []struct {
 		name      string
 		tables    []outbox.Table
@@ -37,6 +41,8 @@ func TestGrantsDeleteOnlyWithRetention(t *testing.T) {
 		{name: "adopt", tables: []outbox.Table{adopting}, retention: true,
 			want: []string{`-- adopt: of "public"."outbox": when the first run creates the slot`, `SELECT on the tables your adopt: predicate reads`,
 				`GRANT SELECT ON <table> TO "relay";`}},
+		{name: "a route's adopt", tables: []outbox.Table{routeAdopting}, retention: true,
+			want: []string{`-- adopt: of "public"."outbox": when the first run creates the slot`, `GRANT SELECT ON <table> TO "relay";`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,18 +24,21 @@ type TxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
-// CheckAdopt checks cfg's adopt predicates against the database through
-// q, before anything is created: a predicate PostgreSQL refuses fails
-// with its message (status.CheckAdopt), and one that selects no row now
-// (status.CountAdopt) fails with a *NothingToAdoptError. It returns how
-// many rows the predicates select now.
+// CheckAdopt checks cfg's adopt predicates (the tables' and the
+// routes') against the database through q, before anything is created: a
+// predicate PostgreSQL refuses fails with its message (status.CheckAdopt),
+// and one that selects no row now (status.CountAdopt), each predicate
+// counted alone (a route's, the rows of its tags), fails with a
+// *NothingToAdoptError. It returns how many rows the predicates select
+// now.
 func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) (int64, error) {
 	var total int64
 	for _, a := range cfg.adoptables() {
-		if a.Where == "" {
+		a.Pending = nil // checked by the migrations; the predicates' are the operator's
+		preds := a.Predicates()
+		if len(preds) == 0 {
 			continue
 		}
-		a.Pending = nil // checked by the migrations; the predicate's are the operator's
 		if err := status.CheckAdopt(ctx, q, a); err != nil {
 			return 0, err
 		}
@@ -43,24 +46,53 @@ func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) (int64, error
 		if err != nil {
 			return 0, err
 		}
-		if n == 0 {
-			return 0, &NothingToAdoptError{Table: a.Source, Where: a.Where}
+		for _, p := range preds {
+			each := n // one predicate's count is the table's
+			if len(preds) > 1 {
+				if each, err = status.CountAdopt(ctx, q, p.Adoptable); err != nil {
+					return 0, err
+				}
+			}
+			if each == 0 {
+				return 0, nothingToAdopt(a.Source, p)
+			}
 		}
 		total += n
 	}
 	return total, nil
 }
 
-// NothingToAdoptError refuses an adopt predicate that selects no row:
-// the rows it was meant to select would then be sent by nobody. A
-// comparison with a subquery that finds no row (a misspelt name in its
-// WHERE) is NULL, and selects nothing.
+// nothingToAdopt is the refusal of p, a predicate of table that selects
+// no row.
+func nothingToAdopt(table string, p status.Predicate) *NothingToAdoptError {
+	e := &NothingToAdoptError{Table: table, Where: p.Where}
+	if p.Route >= 0 {
+		e.Route, e.Topic = p.Name(), p.Adoptable.Routes[0].Topic
+	}
+	return e
+}
+
+// NothingToAdoptError refuses an adopt predicate that selects no row (a
+// route's: no row of its tags): the rows it was meant to select would
+// then be sent by nobody. A comparison with a subquery that finds no row
+// (a misspelt name in its WHERE) is NULL, and selects nothing.
 type NothingToAdoptError struct {
 	// Table is the outbox table, as schema.name; Where the predicate.
 	Table, Where string
+	// Route names the route whose predicate it is, as
+	// status.Predicate.Name does, and Topic is its topic; both empty for
+	// the table's predicate.
+	Route, Topic string
 }
 
 func (e *NothingToAdoptError) Error() string {
+	if e.Route != "" {
+		return fmt.Sprintf("adopt the rows of %s: %s selects no row that the route sends to %s (%s): check it with SELECT count(*) FROM %s WHERE %s; "+
+			"a subquery that finds no row (a misspelt topic or publisher in its WHERE, a missing progress row) makes the comparison NULL. "+
+			"Fix the predicate; if %s has nothing to adopt, remove the route's adopt (the route then adopts what the table's adopt: selects; "+
+			"without one, nothing)",
+			e.Table, e.Route, e.Topic, e.Where, e.Table, e.Where, e.Topic)
+	}
 	return fmt.Sprintf("adopt the rows of %s: the predicate selects no row (%s): check it with SELECT count(*) FROM %s WHERE %s; "+
 		"a subquery that finds no row (a misspelt name in its WHERE, a missing progress row) makes the comparison NULL. "+
 		"Fix the predicate; if there is nothing to adopt, leave adopt out (without it no row is adopted)",
@@ -208,6 +240,15 @@ func logAdopted(log *slog.Logger, t status.Adoptable, n int64) {
 	}
 	if t.Where != "" {
 		attrs = append(attrs, "adopt", t.Where)
+	}
+	var routes []string
+	for _, p := range t.Predicates() {
+		if p.Route >= 0 {
+			routes = append(routes, p.Name()+": "+p.Where)
+		}
+	}
+	if len(routes) > 0 {
+		attrs = append(attrs, "routes_adopt", routes)
 	}
 	log.Info("adopted the rows selected when the slot was created: the poller sends each as it is now; none is sent twice by the switch", attrs...)
 }

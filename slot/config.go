@@ -61,43 +61,45 @@ func (c Config) replicationTimeout() time.Duration {
 	return cmp.Or(c.ReplicationTimeout, 30*time.Second)
 }
 
-// adoptables are c's tables with pending values or an adopt predicate,
-// as status.Adopt takes them.
+// adoptables are c's tables with pending values or an adopt predicate
+// (the table's or a route's), as status.Adopt takes them.
 func (c Config) adoptables() []status.Adoptable {
 	var ts []status.Adoptable
 	names := outbox.Sources{Tables: c.Tables}.TableNames()
 	for i, t := range c.Tables {
 		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
 			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes,
-			KeyColumn: t.Mapping.KeyColumn, TopicColumn: t.Mapping.TopicColumn, TopicTemplate: t.Mapping.TopicTemplate,
+			RouteWhere: t.RouteAdopt,
+			KeyColumn:  t.Mapping.KeyColumn, TopicColumn: t.Mapping.TopicColumn, TopicTemplate: t.Mapping.TopicTemplate,
 			TimestampColumn: t.Mapping.TimestampColumn}
 		if t.WriteBack != nil {
 			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.AdoptedValues()
 		}
-		if len(a.Pending) > 0 || a.Where != "" {
+		if len(a.Pending) > 0 || t.Adopts() {
 			ts = append(ts, a)
 		}
 	}
 	return ts
 }
 
-// Adopts reports whether a table of c has an adopt predicate.
+// Adopts reports whether a table of c has an adopt predicate, its own or
+// a route's (outbox.Table.Adopts).
 func (c Config) Adopts() bool {
 	for _, t := range c.Tables {
-		if t.Adopt != "" {
+		if t.Adopts() {
 			return true
 		}
 	}
 	return false
 }
 
-// withoutAdopt is c without its adopt predicates: for a slot created
-// again over a gap, whose predicates' rows the first slot adopted
-// already (the rows of the gap are `recover`'s).
+// withoutAdopt is c without its adopt predicates, the tables' and the
+// routes': for a slot created again over a gap, whose predicates' rows
+// the first slot adopted already (the rows of the gap are `recover`'s).
 func (c Config) withoutAdopt() Config {
 	c.Tables = slices.Clone(c.Tables)
 	for i := range c.Tables {
-		c.Tables[i].Adopt = ""
+		c.Tables[i].Adopt, c.Tables[i].RouteAdopt = "", nil
 	}
 	return c
 }

@@ -37,6 +37,15 @@ type Adoptable struct {
 	// (text[] or varchar[]).
 	TagsColumn string
 	Routes     []decoder.Route
+	// RouteWhere are the routes' own predicates (a config file's
+	// routes[i].adopt:), aligned with Routes: entry i is route i's, ""
+	// (or none, past the end) for a route without one. A route with a
+	// predicate adopts, for its topic, the rows it selects that match the
+	// route's tags, and not those Where selects; a route without one
+	// adopts those Where selects (none when Where is empty). A row of a
+	// pending status is adopted for every route it matches, whatever
+	// they select. Each is SQL the caller trusts, as Where is.
+	RouteWhere []string
 	// KeyColumn, TopicColumn and TopicTemplate are the table's mapping
 	// of its record key and topic (decoder.Mapping's): an adopted row's
 	// status row gets the key and topic its event will have, so that the
@@ -64,7 +73,97 @@ const (
 
 // adopts reports whether t selects any row.
 func (t Adoptable) adopts() bool {
-	return len(t.Pending) > 0 || t.Where != ""
+	return len(t.Pending) > 0 || t.Where != "" || t.routePredicates()
+}
+
+// routeWhere is route i's own predicate; "" when it has none.
+func (t Adoptable) routeWhere(i int) string {
+	if i < len(t.RouteWhere) && i < len(t.Routes) {
+		return t.RouteWhere[i]
+	}
+	return ""
+}
+
+// tableWhere is the table's predicate (Where) when it may adopt a row:
+// the table has no routes, or a route without a predicate of its own;
+// "" otherwise, so that the rows only it selects are not read for
+// nothing.
+func (t Adoptable) tableWhere() string {
+	if len(t.Routes) == 0 {
+		return t.Where
+	}
+	for i := range t.Routes {
+		if t.routeWhere(i) == "" {
+			return t.Where
+		}
+	}
+	return ""
+}
+
+// routePredicates reports whether a route of t has a predicate of its
+// own.
+func (t Adoptable) routePredicates() bool {
+	for i := range t.Routes {
+		if t.routeWhere(i) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Predicate is one of an Adoptable's predicates: the table's (Where) or
+// a route's (RouteWhere), with the Adoptable that selects exactly the
+// status rows it adopts.
+type Predicate struct {
+	// Route is the index in Routes of the route whose predicate it is;
+	// -1 for the table's.
+	Route int
+	// Where is the predicate.
+	Where string
+	// Adoptable adopts what the predicate selects, as its table does,
+	// and nothing else (no pending status): for a route's, the rows it
+	// selects that match that route's tags, for its topic; for the
+	// table's, the rows it selects, for the topics of the routes without
+	// a predicate of their own (when the table has routes).
+	Adoptable Adoptable
+}
+
+// Name names p as the operator wrote it: "adopt" for the table's,
+// "routes[1].adopt (topic payment-events)" for a route's.
+func (p Predicate) Name() string {
+	if p.Route < 0 {
+		return "adopt"
+	}
+	return fmt.Sprintf("routes[%d].adopt (topic %s)", p.Route, p.Adoptable.Routes[0].Topic)
+}
+
+// Predicates lists t's predicates, the table's first then the routes' in
+// their order, each with the Adoptable that adopts what it selects (see
+// Predicate): CheckAdopt names the one PostgreSQL refuses, and a caller
+// can count what each selects (CountAdopt). The table's is left out when
+// it is empty, or when every route has a predicate of its own (it then
+// selects nothing); none without predicates.
+func (t Adoptable) Predicates() []Predicate {
+	var ps []Predicate
+	bare := t
+	bare.Pending, bare.StatusColumn, bare.RouteWhere, bare.Routes = nil, "", nil, nil
+	if t.tableWhere() != "" {
+		table := bare
+		for i, r := range t.Routes {
+			if t.routeWhere(i) == "" {
+				table.Routes = append(table.Routes, r)
+			}
+		}
+		ps = append(ps, Predicate{Route: -1, Where: t.Where, Adoptable: table})
+	}
+	for i, r := range t.Routes {
+		if w := t.routeWhere(i); w != "" {
+			route := bare
+			route.Where, route.Routes = w, []decoder.Route{r}
+			ps = append(ps, Predicate{Route: i, Where: w, Adoptable: route})
+		}
+	}
+	return ps
 }
 
 // Planner runs a query (*pgx.Conn, a pool and pgx.Tx have it).
@@ -85,7 +184,8 @@ func oneStatement(args []any) []any {
 const adoptedReason = "adopted: selected when the relay's replication slot was created; sent as the row is now"
 
 // Adopt parks, through q, every row of t whose status is one of its
-// pending values or that its predicate (Where) selects, once, as Reload
+// pending values or that its predicate (Where) selects, once (a routed
+// row once per topic whose route selects it: RouteWhere), as Reload
 // rows due now, in the order of the id column: the poller sends each as
 // its outbox row is then, and writes the row back. It is the
 // switch-over's backlog: run in a transaction that imported the snapshot
@@ -136,32 +236,76 @@ func tableColumns(ctx context.Context, q pgdb.DB, t Adoptable) (map[string]strin
 // without running it (EXPLAIN, a single statement: oneStatement), so
 // that a predicate that is not valid SQL, names a column the table lacks,
 // reads a table the role may not read or is not a boolean fails with
-// PostgreSQL's message before anything is created. A table routed by
-// tags of another type than an array of text is refused, with what to
-// do.
+// PostgreSQL's message before anything is created; when a route has a
+// predicate of its own, the message names the predicate refused
+// (Predicate.Name). A table routed by tags of another type than an array
+// of text is refused, with what to do.
 func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 	if !t.adopts() {
 		return nil
 	}
+	err := explainAdopt(ctx, q, t)
+	if err == nil {
+		return nil
+	}
+	named := false // the refusal is a predicate's, named
+	if t.routePredicates() {
+		err, named = refusedPredicate(ctx, q, t, err)
+	}
+	if !named && len(t.Routes) > 0 && !isUndefinedID(t, err) {
+		return fmt.Errorf("%w (a table routed by tags adopts with a text[] or varchar[] tags column only)", adoptError(t, err))
+	}
+	return adoptError(t, err)
+}
+
+// explainAdopt plans the query that adopts t's rows (EXPLAIN), and
+// returns PostgreSQL's refusal.
+func explainAdopt(ctx context.Context, q Planner, t Adoptable) error {
 	sel, args := adoptSelect(t, "")
 	rows, err := q.Query(ctx, "EXPLAIN "+sel, oneStatement(args)...)
 	if err == nil {
 		rows.Close()
 		err = rows.Err()
 	}
-	if err != nil && len(t.Routes) > 0 && !isUndefinedID(t, err) {
-		return fmt.Errorf("%w (a table routed by tags adopts with a text[] or varchar[] tags column only)", adoptError(t, err))
-	}
-	if err != nil {
-		return adoptError(t, err)
-	}
-	return nil
+	return err
 }
 
-// CountAdopt counts, through q, the rows t's predicate (Where) selects
-// now, as Adopt would adopt them (one per topic of a routed row, none
+// refusedPredicate is err, PostgreSQL's refusal of t's adoption when a
+// route of t has a predicate of its own, with the name of the predicate
+// it refuses (Predicate.Name), so that the operator knows which to fix:
+// the first that PostgreSQL refuses planned alone; named says it found
+// one. When it refuses the adoption with every predicate true (a tags
+// column of another type, no id column), no predicate is to blame, and
+// err is returned as it is.
+func refusedPredicate(ctx context.Context, q Planner, t Adoptable, err error) (_ error, named bool) {
+	plain := t
+	plain.Where, plain.RouteWhere = "", make([]string, len(t.Routes))
+	if t.tableWhere() != "" {
+		plain.Where = "true"
+	}
+	for i := range t.Routes {
+		if t.routeWhere(i) != "" {
+			plain.RouteWhere[i] = "true"
+		}
+	}
+	if explainAdopt(ctx, q, plain) != nil {
+		return err, false
+	}
+	for _, p := range t.Predicates() {
+		if perr := explainAdopt(ctx, q, p.Adoptable); perr != nil {
+			return fmt.Errorf("%s: %w", p.Name(), perr), true
+		}
+	}
+	return err, false
+}
+
+// CountAdopt counts, through q, the rows t's predicates (Where, and the
+// routes' RouteWhere) select now, as Adopt would adopt them (one per
+// topic of a routed row, for the topics whose routes select it; none
 // without an id), without adopting them: a single statement
-// (oneStatement), as the operator's role runs it.
+// (oneStatement), as the operator's role runs it. Rows of a pending
+// status are not counted. To count one predicate's, count its
+// Predicate.Adoptable (Predicates).
 func CountAdopt(ctx context.Context, q Planner, t Adoptable) (int64, error) {
 	t.Pending = nil
 	if !t.adopts() {

@@ -109,7 +109,8 @@ func adoptOnce(ctx context.Context, t *testing.T, pool *pgxpool.Pool, a Adoptabl
 // TestAdoptOneStatement: on a connection whose default is the simple
 // protocol, a predicate holding whole statements runs none of them,
 // neither in the check nor in the adoption, and one that closes the
-// parentheses around it cannot override the relay's own filters.
+// parentheses around it cannot override the relay's own filters; nor a
+// route's.
 func TestAdoptOneStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -130,7 +131,8 @@ func TestAdoptOneStatement(t *testing.T) {
 	base := Adoptable{Schema: "public", Name: "events", Source: "public.events", IDColumn: "position"}
 	routed := base
 	routed.TagsColumn, routed.Routes = "tags", []decoder.Route{{Topic: "t", RequiredTags: []string{"k"}}}
-	for _, a := range []Adoptable{base, routed} {
+	for i, a := range []Adoptable{base, routed, routed} {
+		ownRoute := i == 2 // the predicate the route's own
 		for _, tc := range []struct {
 			where   string
 			refused bool
@@ -142,6 +144,9 @@ func TestAdoptOneStatement(t *testing.T) {
 			{"true) OR (true", false}, // balanced: SQL, under the relay's filters
 		} {
 			a.Where = tc.where
+			if ownRoute {
+				a.Where, a.RouteWhere = "", []string{tc.where}
+			}
 			checkErr := CheckAdopt(ctx, pool, a)
 			var n int64
 			adoptErr := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
@@ -151,7 +156,8 @@ func TestAdoptOneStatement(t *testing.T) {
 			// Only the row with an id, and none when routed: the tags route it nowhere.
 			want := int64(1 - len(a.Routes))
 			if tc.refused && (checkErr == nil || adoptErr == nil || n != 0) || !tc.refused && (checkErr != nil || adoptErr != nil || n != want) {
-				t.Errorf("routed %v, %q: CheckAdopt = %v, Adopt = %d, %v; want refused %v, else %d row(s)", len(a.Routes) > 0, tc.where, checkErr, n, adoptErr, tc.refused, want)
+				t.Errorf("routed %v (the route's own %v), %q: CheckAdopt = %v, Adopt = %d, %v; want refused %v, else %d row(s)",
+					len(a.Routes) > 0, ownRoute, tc.where, checkErr, n, adoptErr, tc.refused, want)
 			}
 		}
 	}

@@ -20,6 +20,9 @@ type adoptSQL struct {
 	t     Adoptable
 	table string // the outbox table, quoted
 	args  []any
+	// pending is the condition of a pending status, over the table's
+	// columns; "" without pending values. Set by selected.
+	pending string
 }
 
 // arg adds v as the next argument and returns its placeholder.
@@ -47,10 +50,13 @@ func (b *adoptSQL) selectedColumn(name string) string {
 // adoptSelect returns the SELECT of t's rows to adopt, as status rows
 // (event_id, source_table, topic, status, reload, last_error), in the
 // order of the id column, and its arguments. The rows are selected in a
-// subquery of their own (a pending status, or Where on lines of its own,
-// so that a predicate ending in a -- comment still closes), and the
-// relay's filters (an id, a route) are applied outside it, so that no
-// predicate, whatever parentheses it holds, can override them. With
+// subquery of their own (a pending status, or a predicate, each
+// predicate on lines of its own, so that one ending in a -- comment
+// still closes), and the relay's filters (an id, a route) are applied
+// outside it, so that no predicate, whatever parentheses it holds, can
+// override them. When a route has a predicate of its own, the subquery
+// also selects, per row, what selected it (routeFlags), and a route
+// adopts the row only for what selects for it (routeSelects). With
 // status (the status table, quoted; "" for none) an event the status
 // table already holds to send (FAILED, WAITING or PAUSED: parked by an
 // earlier slot's relay, whose row reads pending or retrying) is not
@@ -59,7 +65,8 @@ func adoptSelect(t Adoptable, status string) (string, []any) {
 	b := &adoptSQL{t: t, table: pgx.Identifier{t.Schema, t.Name}.Sanitize()}
 	id := b.selectedColumn(t.IDColumn)
 	topic, order := "''", b.adoptOrder()
-	from := "(SELECT *, " + b.table + ".ctid AS " + ctidAlias + " FROM " + b.table + " WHERE " + b.selected() + ") AS " + adoptedAlias
+	where := b.selected()
+	from := "(SELECT *, " + b.table + ".ctid AS " + ctidAlias + b.routeFlags() + " FROM " + b.table + " WHERE " + where + ") AS " + adoptedAlias
 	if len(t.Routes) > 0 {
 		topic, order = routeAlias+".topic", order+", "+routeAlias+".n"
 		from += "\nCROSS JOIN LATERAL unnest(ARRAY[" + b.routeTopics() + "]::text[]) WITH ORDINALITY AS " + routeAlias + "(topic, n)"
@@ -155,29 +162,117 @@ func (b *adoptSQL) topic() string {
 }
 
 // selected is the condition of the rows to adopt: a pending status, or
-// the predicate.
+// the table's predicate, or a route's. It sets b.pending.
 func (b *adoptSQL) selected() string {
 	var or []string
 	if len(b.t.Pending) > 0 {
-		or = append(or, "("+b.column(b.t.StatusColumn)+"::text = ANY("+b.arg(b.t.Pending)+"::text[]))")
+		b.pending = "(" + b.column(b.t.StatusColumn) + "::text = ANY(" + b.arg(b.t.Pending) + "::text[]))"
+		or = append(or, b.pending)
 	}
-	if b.t.Where != "" {
-		or = append(or, "(\n"+b.t.Where+"\n)")
+	if w := b.t.tableWhere(); w != "" {
+		or = append(or, predicate(w))
+	}
+	for i := range b.t.Routes {
+		if w := b.t.routeWhere(i); w != "" {
+			or = append(or, predicate(w))
+		}
 	}
 	return strings.Join(or, " OR ")
 }
 
+// predicate is where, parenthesized on lines of its own: a predicate
+// ending in a -- comment still closes.
+func predicate(where string) string {
+	return "(\n" + where + "\n)"
+}
+
+// The names of the columns routeFlags adds to a selected row: whether a
+// pending status selected it, the table's predicate, route i's
+// (routeFlag).
+const (
+	pendingFlag = "cdc_relay_pending"
+	tableFlag   = "cdc_relay_adopt"
+)
+
+// routeFlag names the column of whether route i's predicate selected a
+// row.
+func routeFlag(i int) string {
+	return fmt.Sprintf("cdc_relay_adopt_%d", i)
+}
+
+// routeFlags is, when a route has a predicate of its own, the columns the
+// subquery adds to a selected row (after a comma): what selected it, each
+// a boolean (or NULL, a predicate's NULL), evaluated where the table's
+// columns are in scope: a pending status (pendingFlag), the table's
+// predicate (tableFlag), and each route's own (routeFlag). "" otherwise:
+// every route adopts what the subquery selects. selected must have run.
+func (b *adoptSQL) routeFlags() string {
+	if !b.t.routePredicates() {
+		return ""
+	}
+	var cols []string
+	if b.pending != "" {
+		cols = append(cols, b.pending+" AS "+pendingFlag)
+	}
+	if w := b.t.tableWhere(); w != "" {
+		cols = append(cols, predicate(w)+" AS "+tableFlag)
+	}
+	for i := range b.t.Routes {
+		if w := b.t.routeWhere(i); w != "" {
+			cols = append(cols, predicate(w)+" AS "+routeFlag(i))
+		}
+	}
+	return ", " + strings.Join(cols, ", ")
+}
+
+// routeSelects is the condition of the selected row being adopted for
+// route i, beside its tags, when a route has a predicate of its own: the
+// route's own predicate selected it, or, for a route without one, the
+// table's did; or its status is pending. ok is false when nothing can
+// select a row for the route (no predicate of its own, the table none,
+// no pending values). Without route predicates it is "", true: the
+// subquery selects for every route.
+func (b *adoptSQL) routeSelects(i int) (cond string, ok bool) {
+	if !b.t.routePredicates() {
+		return "", true
+	}
+	var or []string
+	switch {
+	case b.t.routeWhere(i) != "":
+		or = append(or, b.selectedColumn(routeFlag(i)))
+	case b.t.tableWhere() != "":
+		or = append(or, b.selectedColumn(tableFlag))
+	}
+	if b.pending != "" {
+		or = append(or, b.selectedColumn(pendingFlag))
+	}
+	if len(or) == 0 {
+		return "", false
+	}
+	return "(" + strings.Join(or, " OR ") + ")", true
+}
+
 // routeTopics lists, for each topic of the routes (once, where its first
-// route is), the topic when a route of it matches the row's tags and NULL
-// otherwise, as the decoder routes an event.
+// route is), the topic when a route of it matches the row's tags (and
+// selects the row for itself: routeSelects) and NULL otherwise, as the
+// decoder routes an event. A route that can select no row is left out,
+// and so is a topic of such routes only.
 func (b *adoptSQL) routeTopics() string {
 	var topics []string
 	conds := map[string][]string{}
-	for _, r := range b.t.Routes {
+	for i, r := range b.t.Routes {
+		sel, ok := b.routeSelects(i)
+		if !ok {
+			continue
+		}
 		if !slices.Contains(topics, r.Topic) {
 			topics = append(topics, r.Topic)
 		}
-		conds[r.Topic] = append(conds[r.Topic], "("+b.routeMatches(r)+")")
+		cond := b.routeMatches(r)
+		if sel != "" {
+			cond += " AND " + sel
+		}
+		conds[r.Topic] = append(conds[r.Topic], "("+cond+")")
 	}
 	items := make([]string, len(topics))
 	for i, topic := range topics {

@@ -75,9 +75,10 @@ rolled back) and without producing anything to Kafka:
     trigger cdc_relay_reset that "cdc-relay migrate --config" creates (on
     the status table's trigger function, enabled, for these values), or
     setting a row back to a pending value would not send its event again;
-  - for each table with adopt whose columns fit: PostgreSQL plans the
-    query that adopts its rows (EXPLAIN, with this role), so that a typo
-    is a problem before migrate creates the slot. The first run, which
+  - for each table with adopt (its own, or a route's) whose columns fit:
+    PostgreSQL plans the query that adopts its rows (EXPLAIN, with this
+    role), so that a typo is a problem, naming a route's adopt refused,
+    before migrate creates the slot. The first run, which
     creates the slot when migrate did not, plans it too, with its own
     role, and stops on a refusal;
   - with message sources (messages:): the server is PostgreSQL 14 or
@@ -131,6 +132,8 @@ The config file's shape:
       routes:
         - {topic: wallet-events, required_tags: [wallet_id]}
         - {topic: payment-events, any_of_tags: [payment_id, transfer_id]}
+      adopt: position > 4000    # rows to send once when the slot is created;
+                                # a route's own adopt: for its topic instead
   messages:                     # pg_logical_emit_message (PostgreSQL 14+)
     - prefix: outbox            # content: a JSON envelope of topic, key,
       topic: orders.events      # id, headers and payload; this topic for

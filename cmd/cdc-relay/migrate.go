@@ -374,7 +374,7 @@ func (c *MigrateCommand) checkAdoptFlags(file *config.File) error {
 // predicate: a slot that migrate creates adopts the rows they select.
 func adopts(rc relay.Config) bool {
 	for _, t := range rc.Tables {
-		if t.WriteBack != nil && len(t.WriteBack.Pending) > 0 || t.Adopt != "" {
+		if t.WriteBack != nil && len(t.WriteBack.Pending) > 0 || t.Adopts() {
 			return true
 		}
 	}
@@ -441,7 +441,7 @@ func adoptedBy(rc relay.Config) string {
 	pending, where := false, false
 	for _, t := range rc.Tables {
 		pending = pending || t.WriteBack != nil && len(t.WriteBack.Pending) > 0
-		where = where || t.Adopt != ""
+		where = where || t.Adopts()
 	}
 	switch {
 	case pending && where:

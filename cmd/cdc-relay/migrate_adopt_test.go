@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestMigrateAdopt: `migrate --adopt` adopts the rows its predicate
@@ -78,4 +80,54 @@ func adoptConfig(t *testing.T, where string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestMigrateAdoptByRoute: with a config file whose routes have adopt
+// predicates of their own, check-config names the route predicate
+// PostgreSQL refuses, migrate refuses one that selects no row, naming
+// the route, and creates nothing; then adopts, for each topic, the events
+// after its own position, and says how many.
+func TestMigrateAdoptByRoute(t *testing.T) {
+	ctx, url, conn := startDB(t,
+		"CREATE TABLE events (position bigserial PRIMARY KEY, data json NOT NULL DEFAULT '{}', tags text[] NOT NULL DEFAULT '{wallet_id=w,payment_id=p}')",
+		"INSERT INTO events SELECT FROM generate_series(1, 10)",
+		"CREATE TABLE outbox_topic_progress (topic text, publisher text, last_position bigint, PRIMARY KEY (topic, publisher))",
+		"INSERT INTO outbox_topic_progress VALUES ('wallet-events', 'KafkaPublisher', 8), ('payment-events', 'KafkaPublisher', 6)")
+	config := func(wallet, payment string) string {
+		path := filepath.Join(t.TempDir(), "relay.yaml")
+		yaml := "slot: route_adopt\ntables:\n  - table: events\n    id: position\n    value: data\n    tags_column: tags\n    routes:\n" +
+			"      - {topic: wallet-events, required_tags: [wallet_id], adopt: \"" + wallet + "\"}\n" +
+			"      - {topic: payment-events, any_of_tags: [payment_id], adopt: \"" + payment + "\"}\n"
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	progress := func(topic string) string {
+		return "position > (SELECT last_position FROM outbox_topic_progress WHERE topic = '" + topic + "' AND publisher = 'KafkaPublisher')"
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		output string
+	}{
+		{"check-config", []string{"check-config", "--postgres-url", url, "--config", config(progress("wallet-events"), "postion > 6")}, 1,
+			`public.events: routes[1].adopt (topic payment-events): PostgreSQL refuses the predicate: ERROR: column "postion" does not exist (SQLSTATE 42703): fix the route's adopt: in the config`},
+		{"a misspelt topic selects nothing", []string{"migrate", "--postgres-url", url, "--config", config(progress("wallet_events"), progress("payment-events"))}, 1,
+			"adopt the rows of public.events: routes[0].adopt (topic wallet-events) selects no row that the route sends to wallet-events"},
+		{"adopts", []string{"migrate", "--postgres-url", url, "--config", config(progress("wallet-events"), progress("payment-events"))}, 0,
+			"adopted 6 row(s) that adopt selected before the slot"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Main(ctx, tc.args, &stdout, &stderr)
+		if out := stdout.String() + stderr.String(); code != tc.code || !strings.Contains(out, tc.output) {
+			t.Fatalf("%s: exit %d, want %d with %q:\n%s", tc.name, code, tc.code, tc.output, out)
+		}
+	}
+	rows, _ := conn.Query(ctx, `SELECT topic || ' ' || string_agg(event_id, ',' ORDER BY id) FROM outbox_delivery WHERE reload GROUP BY topic ORDER BY topic`)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if want := "payment-events 7,8,9,10|wallet-events 9,10"; err != nil || strings.Join(got, "|") != want {
+		t.Errorf("adopted %q (%v), want %q", got, err, want)
+	}
 }
