@@ -50,7 +50,9 @@ func TestAdoptablesWithRoutePredicates(t *testing.T) {
 
 // TestCheckAdoptCountsEachRoutePredicate: CheckAdopt counts the rows the
 // route predicates select, each route's among the rows of its tags, and
-// refuses one that selects none, naming the route and its topic; the
+// refuses one that selects none and is NULL on the newest row (a
+// subquery that found no row), naming the route and its topic, but not
+// one false there (its topic is caught up); the
 // table's predicate is counted for the routes without one of their own,
 // and not when every route has one.
 func TestCheckAdoptCountsEachRoutePredicate(t *testing.T) {
@@ -82,8 +84,10 @@ func TestCheckAdoptCountsEachRoutePredicate(t *testing.T) {
 		{"each route's", routedEvents(progress("wallet-events"), progress("payment-events")), 5 + 10, ""},
 		{"a route's and the table's for the other", withTable("position > 18", routedEvents(progress("wallet-events"))), 5 + 2, ""},
 		{"the table's used by no route, selecting none", withTable("position > 100", routedEvents(progress("wallet-events"), progress("payment-events"))), 15, ""},
-		{"a route's selecting none of its tags", routedEvents(progress("wallet-events"), "position <= 10"), 0,
-			"adopt the rows of public.events: routes[1].adopt (topic payment-events) selects no row that the route sends to payment-events (position <= 10)"},
+		{"a route's selecting none of its tags, false on the newest row: caught up", routedEvents(progress("wallet-events"), "position <= 10"), 5, ""},
+		{"a route's whose topic is caught up", routedEvents(progress("wallet-events"), "position > 20"), 5, ""},
+		{"a route's NULL on the newest row", routedEvents(progress("wallet-events"), "position > NULL::bigint"), 0,
+			"adopt the rows of public.events: routes[1].adopt (topic payment-events) selects no row that the route sends to payment-events, and is NULL on the table's newest row (position > NULL::bigint)"},
 		{"a misspelt topic", routedEvents(progress("wallet_events"), progress("payment-events")), 0,
 			"adopt the rows of public.events: routes[0].adopt (topic wallet-events) selects no row"},
 		{"the table's selecting none for the routes without one", withTable("position > 100", routedEvents(progress("wallet-events"))), 0,

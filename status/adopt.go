@@ -340,3 +340,23 @@ func isUndefinedID(t Adoptable, err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "42703" && strings.Contains(pgErr.Message, "."+t.IDColumn+" does not exist")
 }
+
+// NullOnNewest reports whether p's predicate is NULL on its table's newest
+// row (by the id column): a comparison with a subquery that finds no row
+// (a misspelt topic or publisher, a missing progress row). False on a
+// table with no row. A route's predicate that selects no row but is
+// false there has nothing to adopt: its topic is caught up.
+func NullOnNewest(ctx context.Context, q Planner, p Predicate) (bool, error) {
+	t := p.Adoptable
+	table := pgx.Identifier{t.Schema, t.Name}.Sanitize()
+	rows, err := q.Query(ctx, "SELECT (\n"+p.Where+"\n) IS NULL FROM "+table+" ORDER BY "+table+"."+pgx.Identifier{t.IDColumn}.Sanitize()+" DESC LIMIT 1",
+		oneStatement(nil)...)
+	if err != nil {
+		return false, adoptError(t, err)
+	}
+	null, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil {
+		return false, adoptError(t, err)
+	}
+	return len(null) == 1 && null[0], nil
+}
