@@ -19,15 +19,17 @@ import (
 )
 
 // TestSwitchOverByPredicate: the event store of examples/ switches over
-// from a poller whose progress row says it sent up to position 4,000:
+// from a poller whose progress rows (outbox_topic_progress) say it sent
+// wallet-events up to position 4,000 and payment-events up to 3,000:
 // 10,000 events were written before, and an application keeps appending
 // while the slot is created, by `migrate --config` (with the example's own
-// adopt: line) or by the first `run`, and while `run` streams. Exactly
-// events 4,001 to 10,000 of those before arrive, once per topic their tags
-// route them to, and so does every event appended later, whether its
-// commit came before the slot's snapshot (adopted) or after (streamed);
-// none up to 4,000 arrives. CDC_RELAY_TEST_ADOPT_EVENTS sets the events
-// before (the progress row at 40% of them); the test logs how long the
+// adopt: line of each route) or by the first `run`, and while `run`
+// streams. Exactly the events after each topic's position arrive in it,
+// once, and so does every event appended later, whether its commit came
+// before the slot's snapshot (adopted) or after (streamed); none up to
+// its position arrives. Then the relay keeps those rows true: the team's
+// lag query reads 0. CDC_RELAY_TEST_ADOPT_EVENTS sets the events before
+// (the progress rows at 40% and 30% of them); the test logs how long the
 // adoption and the poller's sending took.
 func TestSwitchOverByPredicate(t *testing.T) {
 	parallel(t)
@@ -42,10 +44,12 @@ func TestSwitchOverByPredicate(t *testing.T) {
 		t.Run("slot_by_"+by, func(t *testing.T) {
 			e := newEnv(t)
 			e.exampleSchema("event-store-tags")
-			path, wallet, payment := e.adoptExampleConfig()
+			path, wallet, payment := e.adoptExampleConfig(true)
 			mustExec(t, e.conn, `INSERT INTO events (type, tags, data, transaction_id)
 				SELECT 'DepositMade', `+adoptTags+`, json_build_object('n', i), pg_current_xact_id() FROM generate_series(1, $1) AS i`, events)
-			mustExec(t, e.conn, `INSERT INTO publisher_progress VALUES ('wallet-publisher', $1)`, events*2/5)
+			// The old poller's rows: each topic at its own position.
+			mustExec(t, e.conn, `INSERT INTO outbox_topic_progress (topic, publisher, last_position) VALUES ($1, 'KafkaPublisher', $2), ($3, 'KafkaPublisher', $4)`,
+				wallet, events*2/5, payment, events*3/10)
 
 			app := e.appendEvents()
 			e.waitFor("the application appended while no slot exists", 30*time.Second, func() bool { return app.appended.Load() >= 100 })
@@ -57,6 +61,7 @@ func TestSwitchOverByPredicate(t *testing.T) {
 			}
 
 			want := e.routedCopies(wallet, payment, events*2/5, events*3/5)
+			want[payment] = e.routedCopies(wallet, payment, events*3/10, events*7/10)[payment]
 			for _, topic := range []string{wallet, payment} {
 				e.readIDs(topic, want[topic], 180*time.Second+time.Duration(events)*time.Millisecond)
 			}
@@ -71,6 +76,14 @@ func TestSwitchOverByPredicate(t *testing.T) {
 			if n := e.statusCount("DEAD"); n != 0 {
 				t.Errorf("%d adopted rows DEAD, want none", n)
 			}
+			e.waitFor("the relay's progress rows reach the newest position", 30*time.Second, func() bool {
+				var behind int
+				err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_topic_progress WHERE publisher = 'KafkaPublisher' AND last_position < (SELECT max(position) FROM events)").Scan(&behind)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return behind == 0
+			})
 			if by == "run" {
 				e.checkRunAdopted(p, events)
 			}
@@ -122,9 +135,9 @@ func TestRunStopsOnARefusedAdopt(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	e.exampleSchema("event-store-tags")
-	path, _, _ := e.adoptExampleConfig()
+	path, wallet, payment := e.adoptExampleConfig(false) // its grants would cover the progress table
 	mustExec(t, e.conn, `INSERT INTO events (type, tags, data, transaction_id) SELECT 'DepositMade', ARRAY['wallet_id=w'], '{}', pg_current_xact_id() FROM generate_series(1, 10)`)
-	mustExec(t, e.conn, `INSERT INTO publisher_progress VALUES ('wallet-publisher', 4)`)
+	mustExec(t, e.conn, `INSERT INTO outbox_topic_progress (topic, publisher, last_position) VALUES ($1, 'KafkaPublisher', 4), ($2, 'KafkaPublisher', 10)`, wallet, payment)
 	e.migrateConfig(path, "--no-slot")
 	role := e.slot + "_role"
 	args := e.configGrantedRole(path, role)
@@ -132,8 +145,8 @@ func TestRunStopsOnARefusedAdopt(t *testing.T) {
 	p := e.spawnRelayArgs(relayBin, args...)
 	e.waitFor("the relay stops on the refused predicate", 60*time.Second, func() bool { return !p.Running() })
 	log := p.Log()
-	for _, want := range []string{"permission denied for table publisher_progress", "no slot was created",
-		"fix adopt: in the config, or GRANT SELECT ON publisher_progress TO ", role} {
+	for _, want := range []string{"permission denied for table outbox_topic_progress", "no slot was created",
+		"fix adopt: in the config, or GRANT SELECT ON outbox_topic_progress TO ", role} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the relay's log lacks %q", want)
 		}
@@ -142,7 +155,7 @@ func TestRunStopsOnARefusedAdopt(t *testing.T) {
 		t.Errorf("%d refusals in the log, slot exists %v, exit %v; want one refusal, no slot, an error exit:\n%s", n, e.slotExists(), p.Err(), log)
 	}
 
-	mustExec(t, e.conn, "GRANT SELECT ON publisher_progress TO "+role)
+	mustExec(t, e.conn, "GRANT SELECT ON outbox_topic_progress TO "+role)
 	p = e.startRelayArgs(relayBin, args...)
 	e.waitFor("run adopts the 6 events after the progress row", 30*time.Second, func() bool { return saysAdopted(p.Log(), 6) })
 	p.stop(30 * time.Second)
@@ -200,18 +213,22 @@ func (e *env) checkAdoptedLine(out string, events int) {
 const adoptTags = `CASE i % 3 WHEN 0 THEN ARRAY['wallet_id=w' || i] WHEN 1 THEN ARRAY['wallet_id=w' || i, 'payment_id=p' || i]
 	ELSE ARRAY['from_wallet_id=a' || i, 'to_wallet_id=b' || i] END`
 
-// adoptExampleConfig writes the event store's relay.yaml with its adopt:
-// line in force, and topics of the test's own on a broker the suite
-// shares; it returns its path and the two topics.
-func (e *env) adoptExampleConfig() (path, wallet, payment string) {
+// adoptExampleConfig writes the event store's relay.yaml with its routes'
+// adopt: lines in force, and topics of the test's own on a broker the
+// suite shares; it returns its path and the two topics. Without progress,
+// its progress: line is left out.
+func (e *env) adoptExampleConfig(progress bool) (path, wallet, payment string) {
 	e.t.Helper()
 	example, err := os.ReadFile(examplePath("event-store-tags"))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	yaml := strings.Replace(string(example), "    # adopt: ", "    adopt: ", 1)
-	if yaml == string(example) {
-		e.t.Fatal("the event store's relay.yaml has no adopt: line to uncomment")
+	if n := strings.Count(string(example), "        # adopt: "); n != 2 {
+		e.t.Fatalf("the event store's relay.yaml has %d route adopt: lines to uncomment, want 2", n)
+	}
+	yaml := strings.ReplaceAll(string(example), "        # adopt: ", "        adopt: ")
+	if !progress {
+		yaml = regexp.MustCompile(`(?m)^    progress: .*\n`).ReplaceAllString(yaml, "")
 	}
 	wallet, payment = e.topic("wallet-events"), e.topic("payment-events")
 	yaml = strings.NewReplacer("wallet-events", wallet, "payment-events", payment).Replace(yaml)

@@ -109,8 +109,8 @@ Examples:
   cdc-relay migrate --postgres-url postgres://admin:secret@db:5432/app
   cdc-relay migrate --postgres-url postgres://admin:secret@db:5432/app \
     --table public.events --skip-outbox --id-column position \
-    --adopt "position > (SELECT last_position FROM publisher_progress
-             WHERE publisher = 'wallet-publisher')"
+    --adopt "position > (SELECT last_position FROM outbox_topic_progress
+             WHERE topic = 'wallet-events' AND publisher = 'KafkaPublisher')"
 `
 
 // migrateSections orders migrate's flags in its usage.

@@ -9,7 +9,8 @@
 -- The design names the table and its columns (position, type, tags, data)
 -- but not their types: each is marked "chosen", with what the event store
 -- itself creates. The log has no status column: the poller kept its
--- progress in publisher_progress, so there is nothing to write back.
+-- progress per topic in outbox_topic_progress, so there is nothing to
+-- write back to the log.
 
 CREATE TABLE events (
     type           varchar(64) NOT NULL,                  -- chosen: varchar(64), the event type
@@ -29,8 +30,10 @@ CREATE INDEX idx_events_type_position ON events (type, position);
 -- The outbox's progress, as the event store's design creates it: one row
 -- per (topic, publisher), the publisher's last position in the topic, its
 -- status (the team pauses a pair with status = 'PAUSED') and its errors.
--- The relay keeps the rows of its publisher true (progress: in
--- relay.yaml), so the team's lag query and dashboards stay right.
+-- At the switch-over, the adopt: lines of relay.yaml send each topic the
+-- events after its row's last_position, once; then the relay keeps the
+-- rows of its publisher true (progress: in relay.yaml), so the team's lag
+-- query, dashboards and SQL management go on working.
 CREATE TABLE outbox_topic_progress (
     topic             TEXT                     NOT NULL,
     publisher         TEXT                     NOT NULL,
@@ -45,12 +48,4 @@ CREATE TABLE outbox_topic_progress (
     leader_heartbeat  TIMESTAMP WITH TIME ZONE,
     CONSTRAINT pk_outbox_topic_progress PRIMARY KEY (topic, publisher),
     CONSTRAINT chk_outbox_status CHECK (status IN ('ACTIVE', 'PAUSED', 'FAILED'))
-);
-
--- The poller's progress: the last position it sent. The relay's slot takes
--- its place; at the switch-over, adopt: in relay.yaml sends the events
--- after it once.
-CREATE TABLE publisher_progress (
-    publisher     text   PRIMARY KEY,                     -- chosen: one row per poller
-    last_position bigint NOT NULL                         -- chosen: bigint, as position
 );
