@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -193,6 +194,17 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 	e.waitFor("the other topic's progress moves on", 30*time.Second, func() bool { return e.progressPosition(payment) > paymentAt })
 	if got := e.progressPosition(wallet); got >= firstParked {
 		t.Fatalf("the paused topic's last_position is %d, at or past its first parked event %d", got, firstParked)
+	}
+	// The relay's status and `resume` say where the topic is paused, and
+	// what resumes it.
+	var out []byte
+	e.waitFor("cdc-relay status says the team paused the topic (its database reading is every few seconds)", 30*time.Second, func() bool {
+		out, err = exec.Command(relayBin, "status", "--config", path, "--metrics-addr", strings.TrimPrefix(p.endpoint(), "http://")).CombinedOutput()
+		return err == nil && strings.Contains(string(out), "paused      topics "+wallet+" in public.outbox_topic_progress")
+	})
+	out, err = exec.Command(relayBin, "resume", "--topic", wallet, "--config", path, "--postgres-url", e.url, "--slot", e.slot).CombinedOutput()
+	if want := "is still paused in public.outbox_topic_progress for publisher \"KafkaPublisher\""; err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("cdc-relay resume --topic: %v, want %q:\n%s", err, want, out)
 	}
 	mustExec(t, e.conn, "UPDATE outbox_topic_progress SET status = 'ACTIVE', error_count = 0, last_error = NULL WHERE publisher = 'KafkaPublisher'")
 	at = app.appended.Load()

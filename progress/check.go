@@ -2,10 +2,13 @@ package progress
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
@@ -15,41 +18,76 @@ import (
 type Source struct {
 	// Schema, Name and IDColumn are the outbox table's.
 	Schema, Name, IDColumn string
-	// Topics are the topics the table's routes name: the relay adds a row
-	// for each that has none. Nil (a topic column or template): the
-	// relay keeps the rows the team has, and adds none.
+	// Topics are the topics the table's routes name (or its template's
+	// one): the relay writes their rows, adding those the table lacks.
+	// Nil (a topic column): the relay keeps the rows the team has for its
+	// publisher, and adds none.
 	Topics []string
 }
 
-// integerTypes are the types of a position column, and of the id column
-// of a Source.
-var integerTypes = []string{"smallint", "integer", "bigint"}
+// RefusedError is a progress table, or an outbox table, that the relay
+// cannot keep true: what is wrong and what to do. Trying again does not
+// help until the operator acts.
+type RefusedError struct{ Msg string }
+
+func (e *RefusedError) Error() string { return e.Msg }
+
+func refuse(format string, args ...any) error {
+	return &RefusedError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// column is what Check reads of a column.
+type column struct {
+	typ     string // format_type, without its modifier
+	typmod  int32
+	notNull bool
+	filled  bool // a default, an identity or a generated column
+}
+
+// integerWidth is the width of each integer type a position or an id
+// may have.
+var integerWidth = map[string]int{"smallint": 2, "integer": 4, "bigint": 8}
 
 // Check checks, before the relay starts, that the progress table t and
 // the id column of src are as the relay needs them, and returns t with
 // the optional columns the table lacks left out (set to ""), and what it
-// left out, for the log. The table must exist with its topic, publisher
-// and position columns, the position and the id of an integer type, and
-// the role must be able to read, insert and update it. A column named
-// but missing is left out when optional (status, error count, last
-// error, the two times); the log line says so.
+// left out, for the log. A *RefusedError says what to change: the table
+// must exist with its topic, publisher and position columns, the position
+// as wide an integer as the id (which an index must start with), a unique
+// index on (topic, publisher), no other NOT NULL column without a default
+// (the relay adds rows with these three), and the role must be able to
+// read, insert and update it. Any other error is the database's (tried
+// again at the next start).
 func Check(ctx context.Context, db pgdb.Querier, t Table, src Source) (Table, []string, error) {
-	cols, err := columnTypes(ctx, db, t.Schema, t.Name)
+	cols, err := columns(ctx, db, t.Schema, t.Name)
 	if err != nil {
 		return t, nil, err
 	}
 	name := t.Schema + "." + t.Name
 	if len(cols) == 0 {
-		return t, nil, fmt.Errorf("progress table %s does not exist: create it (an event store's schema has outbox_topic_progress), or name another with progress.table", name)
+		return t, nil, refuse("progress table %s does not exist: create it (an event store's schema has outbox_topic_progress), or name another with progress.table", name)
 	}
 	for _, c := range []struct{ key, col string }{{"topic_column", t.TopicColumn}, {"publisher_column", t.PublisherColumn}, {"position_column", t.PositionColumn}} {
 		if _, ok := cols[c.col]; !ok {
-			return t, nil, fmt.Errorf("progress table %s has no column %q (progress.%s): name the column that holds it", name, c.col, c.key)
+			return t, nil, refuse("progress table %s has no column %q (progress.%s): name the column that holds it", name, c.col, c.key)
 		}
 	}
-	if typ := cols[t.PositionColumn]; !isInteger(typ) {
-		return t, nil, fmt.Errorf("progress table %s: its position column %q is %s; the relay writes an integer position (bigint)", name, t.PositionColumn, typ)
+	left := t.leaveOutMissing(cols)
+	if err := t.checkColumns(name, cols); err != nil {
+		return t, nil, err
 	}
+	if err := checkUnique(ctx, db, t); err != nil {
+		return t, nil, err
+	}
+	if err := checkSource(ctx, db, src, cols[t.PositionColumn].typ); err != nil {
+		return t, nil, err
+	}
+	return t, left, checkPrivileges(ctx, db, t)
+}
+
+// leaveOutMissing sets the optional columns cols lacks to "", and returns
+// what it left out; it reads the last error column's limits.
+func (t *Table) leaveOutMissing(cols map[string]column) []string {
 	var left []string
 	for _, c := range []struct {
 		key string
@@ -61,51 +99,100 @@ func Check(ctx context.Context, db pgdb.Querier, t Table, src Source) (Table, []
 			*c.col = ""
 		}
 	}
-	if err := checkSource(ctx, db, src); err != nil {
-		return t, nil, err
+	if c, ok := cols[t.LastErrorColumn]; ok {
+		if c.typ == "character varying" && c.typmod > 4 {
+			t.lastErrorMax = int(c.typmod - 4)
+		}
+		t.lastErrorNotNull = c.notNull
 	}
-	return t, left, checkPrivileges(ctx, db, t)
+	return left
 }
 
-// columnTypes returns the columns of schema.table with their types; none
-// when the table does not exist.
-func columnTypes(ctx context.Context, db pgdb.Querier, schema, table string) (map[string]string, error) {
-	rows, _ := db.Query(ctx, "SELECT a.attname::text, format_type(a.atttypid, NULL) FROM pg_attribute AS a"+
+// checkColumns refuses a position column that is no integer, and a NOT
+// NULL column without a default that the relay's rows would leave empty.
+func (t Table) checkColumns(name string, cols map[string]column) error {
+	if typ := cols[t.PositionColumn].typ; integerWidth[typ] == 0 {
+		return refuse("progress table %s: its position column %q is %s; the relay writes an integer position (bigint)", name, t.PositionColumn, typ)
+	}
+	var empty []string
+	for col, c := range cols {
+		if c.notNull && !c.filled && col != t.TopicColumn && col != t.PublisherColumn && col != t.PositionColumn {
+			empty = append(empty, col)
+		}
+	}
+	if len(empty) > 0 {
+		slices.Sort(empty)
+		return refuse("progress table %s: the relay adds a row for a topic it has none for, with its topic, publisher and position; %s NOT NULL without a default: "+
+			"give each a default (ALTER TABLE %s ALTER COLUMN %s SET DEFAULT …)", name, strings.Join(empty, ", ")+map[bool]string{true: " is", false: " are"}[len(empty) == 1],
+			t.QuotedName(), ident(empty[0]))
+	}
+	return nil
+}
+
+// columns returns the columns of schema.table; none when the table does
+// not exist.
+func columns(ctx context.Context, db pgdb.Querier, schema, table string) (map[string]column, error) {
+	rows, _ := db.Query(ctx, "SELECT a.attname::text, format_type(a.atttypid, NULL), a.atttypmod, a.attnotnull,"+
+		" a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '' FROM pg_attribute AS a"+
 		" WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped", pgx.Identifier{schema, table}.Sanitize())
-	cols := map[string]string{}
-	var name, typ string
-	_, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error {
-		cols[name] = typ
+	cols := map[string]column{}
+	var name string
+	var c column
+	_, err := pgx.ForEachRow(rows, []any{&name, &c.typ, &c.typmod, &c.notNull, &c.filled}, func() error {
+		cols[name] = c
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the columns of %s.%s: %w", schema, table, err)
+		return nil, withUsageHint(fmt.Errorf("read the columns of %s.%s: %w", schema, table, err), schema)
 	}
 	return cols, nil
 }
 
-func isInteger(typ string) bool {
-	for _, t := range integerTypes {
-		if typ == t {
-			return true
-		}
+// withUsageHint adds, to a permission denied on a schema, the GRANT that
+// lets the role in.
+func withUsageHint(err error, schema string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" && strings.Contains(pgErr.Message, "schema") {
+		return refuse("%v: run GRANT USAGE ON SCHEMA %s TO <the relay's role>", err, ident(schema))
 	}
-	return false
+	return err
 }
 
-// checkSource checks that src's id column is of an integer type: it is
-// the position the progress table holds.
-func checkSource(ctx context.Context, db pgdb.Querier, src Source) error {
-	cols, err := columnTypes(ctx, db, src.Schema, src.Name)
+// checkUnique refuses a table without a unique index on exactly its topic
+// and publisher columns: two relays adding a row at once (a leader's hand
+// over) would add it twice, and a team's SQL would find two.
+func checkUnique(ctx context.Context, db pgdb.Querier, t Table) error {
+	var ok bool
+	err := db.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_index AS i WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL"+
+		" AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute AS a WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey))"+
+		" = (SELECT array_agg(x ORDER BY x) FROM unnest(ARRAY[$2, $3]::text[]) AS x) AND i.indnatts = 2)",
+		t.QuotedName(), t.TopicColumn, t.PublisherColumn).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("read the indexes of %s.%s: %w", t.Schema, t.Name, err)
+	}
+	if !ok {
+		return refuse("progress table %s.%s has no unique index on (%s, %s): add one (ALTER TABLE %s ADD PRIMARY KEY (%s, %s)), so that no topic has two rows",
+			t.Schema, t.Name, t.TopicColumn, t.PublisherColumn, t.QuotedName(), ident(t.TopicColumn), ident(t.PublisherColumn))
+	}
+	return nil
+}
+
+// checkSource checks that src's id column is of an integer type no wider
+// than the position column's (posType), and that an index starts with it.
+func checkSource(ctx context.Context, db pgdb.Querier, src Source, posType string) error {
+	cols, err := columns(ctx, db, src.Schema, src.Name)
 	if err != nil {
 		return err
 	}
-	typ, ok := cols[src.IDColumn]
+	c, ok := cols[src.IDColumn]
 	if !ok {
 		return nil // the table's own check names a missing column
 	}
-	if !isInteger(typ) {
-		return fmt.Errorf("outbox table %s.%s: progress needs an id column of an integer type, its position; %q is %s", src.Schema, src.Name, src.IDColumn, typ)
+	if integerWidth[c.typ] == 0 {
+		return refuse("outbox table %s.%s: progress needs an id column of an integer type, its position; %q is %s", src.Schema, src.Name, src.IDColumn, c.typ)
+	}
+	if integerWidth[c.typ] > integerWidth[posType] {
+		return refuse("outbox table %s.%s: its id %q is a %s, wider than the progress table's position column (%s): make that column a %s", src.Schema, src.Name, src.IDColumn, c.typ, posType, c.typ)
 	}
 	// The writer reads max(id) every interval: without an index that
 	// starts with it, that is a scan of the whole table each time.
@@ -116,7 +203,7 @@ func checkSource(ctx context.Context, db pgdb.Querier, src Source) error {
 		return fmt.Errorf("read the indexes of %s.%s: %w", src.Schema, src.Name, err)
 	}
 	if !indexed {
-		return fmt.Errorf("outbox table %s.%s: progress reads the highest %s every second, and no index starts with it: CREATE INDEX ON %s (%s), or make it the primary key",
+		return refuse("outbox table %s.%s: progress reads the highest %s every second, and no index starts with it: CREATE INDEX ON %s (%s), or make it the primary key",
 			src.Schema, src.Name, src.IDColumn, pgx.Identifier{src.Schema, src.Name}.Sanitize(), ident(src.IDColumn))
 	}
 	return nil
@@ -136,7 +223,7 @@ func checkPrivileges(ctx context.Context, db pgdb.Querier, t Table) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the relay's role cannot %s progress table %s.%s: run GRANT %s ON %s TO <the relay's role>",
+		return refuse("the relay's role cannot %s progress table %s.%s: run GRANT %s ON %s TO <the relay's role>",
 			strings.ToLower(strings.Join(missing, ", ")), t.Schema, t.Name, strings.Join(missing, ", "), t.QuotedName())
 	}
 	return nil

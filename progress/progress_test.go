@@ -54,11 +54,26 @@ func readRows(t *testing.T, ctx context.Context, conn *pgx.Conn) map[string]prog
 	return out
 }
 
+// headsOf returns a HeadsFunc that gives *heads, whatever it is asked,
+// and counts the reads (full ones, afterID 0, apart).
+func headsOf(heads *[]Head, full, since *int) HeadsFunc {
+	return func(_ context.Context, _ []string, afterID int64) ([]Head, int64, error) {
+		if afterID == 0 {
+			*full++
+		} else {
+			*since++
+		}
+		return *heads, 1, nil
+	}
+}
+
 // TestWriterKeepsPositionsTrue: a position is written only once the
-// checkpoint row passed it; a topic with a held event stays before it,
-// with the event's errors while it fails; positions never go back; the
-// team's own rows are kept, and the routes' topics get rows.
+// checkpoint row passed it; a topic with held events stays below the
+// lowest of their ids, with a failing one's errors, which clear once the
+// position moves; positions never go back; the routes' topics get rows,
+// and the team's other rows are left alone.
 func TestWriterKeepsPositionsTrue(t *testing.T) {
+	t.Parallel()
 	ctx, db, conn := pg.ConnectDB(t, 2*time.Minute, eventStore...)
 	pool, err := pgxpool.New(ctx, db.URL())
 	if err != nil {
@@ -70,15 +85,9 @@ func TestWriterKeepsPositionsTrue(t *testing.T) {
 	}
 	var saved pglogrepl.LSN
 	var heads []Head
+	var full, since int
 	w := NewWriter(pool, Config{Table: eventStoreTable(), Source: Source{Schema: "public", Name: "events", IDColumn: "position", Topics: []string{"wallet-events", "payment-events"}},
-		Saved: func() pglogrepl.LSN { return saved }, Heads: func(context.Context, []string) ([]Head, error) { return heads, nil },
-		Held: func(context.Context, []string) ([]string, error) {
-			var held []string
-			for _, h := range heads {
-				held = append(held, h.Topic)
-			}
-			return held, nil
-		}})
+		Every: time.Hour, Saved: func() pglogrepl.LSN { return saved }, Heads: headsOf(&heads, &full, &since)})
 	round := func() {
 		t.Helper()
 		if err := w.Round(ctx); err != nil {
@@ -91,10 +100,10 @@ func TestWriterKeepsPositionsTrue(t *testing.T) {
 		t.Fatalf("before the checkpoint passed the sample: %v; want the team's row alone, as it was", rows)
 	}
 	saved = 1 << 62
-	heads = []Head{NewHead("payment-events", "7", true, 3, "MESSAGE_TOO_LARGE"), NewHead("audit", "9", false, 0, "held behind 8")}
+	heads = []Head{{Topic: "payment-events", MinID: 7, HasMinID: true, Failing: true, Attempts: 3, LastError: "MESSAGE_TOO_LARGE"}}
 	round()
 	rows := readRows(t, ctx, conn)
-	want := map[string]progressRow{"wallet-events": {position: 10}, "payment-events": {position: 6, errors: 3}, "audit": {position: 8}}
+	want := map[string]progressRow{"wallet-events": {position: 10}, "payment-events": {position: 6, errors: 3}, "audit": {position: 3}}
 	for topic, wr := range want {
 		got, ok := rows[topic]
 		if !ok || got.position != wr.position || got.errors != wr.errors {
@@ -102,20 +111,21 @@ func TestWriterKeepsPositionsTrue(t *testing.T) {
 		}
 	}
 	if e := rows["payment-events"].lastErr; e == nil || *e != "MESSAGE_TOO_LARGE" {
-		t.Fatalf("payment-events' last error is %v, want the head's", e)
+		t.Fatalf("payment-events' last error is %v, want the failing event's", e)
 	}
 	var other int64
 	if err := conn.QueryRow(ctx, "SELECT last_position FROM outbox_topic_progress WHERE publisher = 'OtherPublisher'").Scan(&other); err != nil || other != 1 {
 		t.Fatalf("another publisher's row: %d, %v; want it untouched", other, err)
 	}
 
-	// The head delivered: the position reaches the newest sample, and the
-	// errors clear. An older event held again (a reset) moves nothing
-	// back.
+	// The held events delivered: the position reaches the newest sample,
+	// and the errors clear (the next full read). An older event held
+	// again (a reset) moves nothing back.
 	if _, err := conn.Exec(ctx, "INSERT INTO events (type, tags, data) SELECT 'E', '{}', '{}' FROM generate_series(1, 5)"); err != nil {
 		t.Fatal(err)
 	}
-	heads = []Head{NewHead("wallet-events", "2", true, 1, "reset")}
+	heads = []Head{{Topic: "wallet-events", MinID: 2, HasMinID: true}}
+	w.heads.full = time.Time{} // a full read is due
 	round()
 	rows = readRows(t, ctx, conn)
 	if r := rows["payment-events"]; r.position != 15 || r.errors != 0 || r.lastErr != nil {
@@ -126,10 +136,46 @@ func TestWriterKeepsPositionsTrue(t *testing.T) {
 	}
 }
 
+// TestHeadsReadFullyOnlyWhenDue: the heads of every held row, which may
+// cost a scan, are read only when the last full read is old, or a topic
+// was not among it; other rounds read the rows parked since, and merge
+// them in: a lower id taken, a failure kept.
+func TestHeadsReadFullyOnlyWhenDue(t *testing.T) {
+	t.Parallel()
+	ctx, db, _ := pg.ConnectDB(t, time.Minute, eventStore...)
+	pool, err := pgxpool.New(ctx, db.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var heads []Head
+	var full, since int
+	w := NewWriter(pool, Config{Table: eventStoreTable(), Source: Source{Schema: "public", Name: "events", IDColumn: "position", Topics: []string{"a", "b"}},
+		Every: time.Hour, Saved: func() pglogrepl.LSN { return 1 << 62 }, Heads: headsOf(&heads, &full, &since)})
+	heads = []Head{{Topic: "a", MinID: 8, HasMinID: true, Failing: true, Attempts: 2, LastError: "x"}}
+	for i := range 3 {
+		if err := w.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if full != 1 || since != i {
+			t.Fatalf("round %d: %d full reads, %d of the rows since; want 1 and %d", i+1, full, since, i)
+		}
+		heads = []Head{{Topic: "a", MinID: 5, HasMinID: true}, {Topic: "b", MinID: 9, HasMinID: true}}
+	}
+	if a, b := w.heads.heads["a"], w.heads.heads["b"]; a.MinID != 5 || !a.Failing || a.Attempts != 2 || b.MinID != 9 {
+		t.Fatalf("merged heads a %+v, b %+v; want a at 5 still failing, b at 9", a, b)
+	}
+	rows, _ := w.topics(ctx)
+	if !slices.Equal(rows, []string{"a", "b"}) {
+		t.Fatalf("topics %v", rows)
+	}
+}
+
 // TestPausedTopics: the team's status column pauses a topic for its
 // publisher only, with the paused values; a table without a status
 // column pauses nothing.
 func TestPausedTopics(t *testing.T) {
+	t.Parallel()
 	ctx, _, conn := pg.ConnectDB(t, time.Minute, eventStore...)
 	if _, err := conn.Exec(ctx, `INSERT INTO outbox_topic_progress (topic, publisher, status) VALUES
 		('a', 'KafkaPublisher', 'PAUSED'), ('b', 'KafkaPublisher', 'FAILED'), ('c', 'KafkaPublisher', 'ACTIVE'), ('d', 'OtherPublisher', 'PAUSED')`); err != nil {
@@ -163,9 +209,13 @@ func TestPausedTopics(t *testing.T) {
 // it starts, each refusal saying what to do; optional columns the table
 // lacks are left out.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	ctx, db, conn := pg.ConnectDB(t, time.Minute, append(eventStore,
-		"CREATE TABLE slim_progress (topic text, publisher text, last_position bigint)",
-		"CREATE TABLE text_progress (topic text, publisher text, last_position text)",
+		"CREATE TABLE slim_progress (topic text, publisher text, last_position bigint, PRIMARY KEY (topic, publisher))",
+		"CREATE TABLE text_progress (topic text, publisher text, last_position text, PRIMARY KEY (topic, publisher))",
+		"CREATE TABLE loose_progress (topic text, publisher text, last_position bigint)",
+		"CREATE TABLE strict_progress (topic text, publisher text, last_position bigint, owner text NOT NULL, PRIMARY KEY (topic, publisher))",
+		"CREATE TABLE narrow_progress (topic text, publisher text, last_position integer, PRIMARY KEY (topic, publisher))",
 		"CREATE TABLE uuid_events (id uuid PRIMARY KEY)",
 		"CREATE TABLE unindexed_events (position bigint)",
 	)...)
@@ -182,6 +232,10 @@ func TestCheck(t *testing.T) {
 		{"no table", func(tb Table) Table { tb.Name = "nope"; return tb }, src, "does not exist", 0},
 		{"no position column", func(tb Table) Table { tb.PositionColumn = "pos"; return tb }, src, `no column "pos" (progress.position_column)`, 0},
 		{"a text position", func(tb Table) Table { tb.Name = "text_progress"; return tb }, src, "the relay writes an integer position", 0},
+		{"no unique index", func(tb Table) Table { tb.Name = "loose_progress"; return tb }, src, `no unique index on (topic, publisher): add one (ALTER TABLE "public"."loose_progress" ADD PRIMARY KEY`, 0},
+		{"a NOT NULL column without a default", func(tb Table) Table { tb.Name = "strict_progress"; return tb }, src,
+			`owner is NOT NULL without a default: give each a default (ALTER TABLE "public"."strict_progress" ALTER COLUMN "owner" SET DEFAULT`, 0},
+		{"a position narrower than the id", func(tb Table) Table { tb.Name = "narrow_progress"; return tb }, src, "wider than the progress table's position column (integer): make that column a bigint", 0},
 		{"a uuid id", func(tb Table) Table { return tb }, Source{Schema: "public", Name: "uuid_events", IDColumn: "id"}, "an id column of an integer type", 0},
 		{"an id without an index", func(tb Table) Table { return tb }, Source{Schema: "public", Name: "unindexed_events", IDColumn: "position"},
 			`no index starts with it: CREATE INDEX ON "public"."unindexed_events" ("position")`, 0},
@@ -214,38 +268,48 @@ func TestCheck(t *testing.T) {
 	})
 }
 
-// TestHeadsReadOnlyWhenNeeded: the heads, which may cost a scan, are read
-// again only when a topic newly held has none read, or the last read is
-// old: a stale head holds a position back, never past a held event.
-func TestHeadsReadOnlyWhenNeeded(t *testing.T) {
-	ctx, db, _ := pg.ConnectDB(t, time.Minute, eventStore...)
+// TestPositionWaitsForTransactionsInProgress: an id taken by a
+// transaction still open when a higher one committed is not passed: the
+// sample waits until the transactions in progress at its snapshot ended.
+func TestPositionWaitsForTransactionsInProgress(t *testing.T) {
+	t.Parallel()
+	ctx, db, conn := pg.ConnectDB(t, time.Minute, eventStore...)
 	pool, err := pgxpool.New(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	held, reads := []string{"a"}, 0
-	w := NewWriter(pool, Config{Table: eventStoreTable(), Source: Source{Schema: "public", Name: "events", IDColumn: "position", Topics: []string{"a", "b"}},
-		Every: time.Hour, Saved: func() pglogrepl.LSN { return 1 << 62 },
-		Held: func(context.Context, []string) ([]string, error) { return held, nil },
-		Heads: func(_ context.Context, topics []string) ([]Head, error) {
-			reads++
-			var hs []Head
-			for _, topic := range topics {
-				hs = append(hs, NewHead(topic, "5", false, 0, ""))
-			}
-			return hs, nil
-		}})
-	for i, tt := range []struct {
-		held  []string
-		reads int
-	}{{[]string{"a"}, 1}, {[]string{"a"}, 1}, {nil, 1}, {[]string{"a", "b"}, 2}, {[]string{"b"}, 2}} {
-		held = tt.held
+	open, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Rollback(ctx) //nolint:errcheck // committed below
+	var held int64
+	if err := open.QueryRow(ctx, "INSERT INTO events (type, tags, data) VALUES ('E', '{}', '{}') RETURNING position").Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO events (type, tags, data) VALUES ('E', '{}', '{}')"); err != nil {
+		t.Fatal(err)
+	}
+	var heads []Head
+	var full, since int
+	w := NewWriter(pool, Config{Table: eventStoreTable(), Source: Source{Schema: "public", Name: "events", IDColumn: "position", Topics: []string{"a"}},
+		Every: time.Hour, Saved: func() pglogrepl.LSN { return 1 << 62 }, Heads: headsOf(&heads, &full, &since)})
+	for range 2 {
 		if err := w.Round(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if reads != tt.reads {
-			t.Fatalf("round %d (held %v): %d reads of the heads, want %d", i+1, tt.held, reads, tt.reads)
-		}
+	}
+	if rows := readRows(t, ctx, conn); len(rows) != 0 {
+		t.Fatalf("while position %d is in an open transaction: %v; want no position written", held, rows)
+	}
+	if err := open.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rows := readRows(t, ctx, conn); rows["a"].position != held+1 {
+		t.Fatalf("once it committed: %v; want a at %d", rows, held+1)
 	}
 }

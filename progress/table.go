@@ -35,6 +35,12 @@ type Table struct {
 	// PublishedAtColumn takes the time the position last moved;
 	// UpdatedAtColumn the time the relay last changed the row.
 	PublishedAtColumn, UpdatedAtColumn string
+
+	// lastErrorMax is the length a varchar(n) last error column takes,
+	// 0 for no limit; lastErrorNotNull is true when it is NOT NULL, and
+	// then takes the empty string for none (Check reads both).
+	lastErrorMax     int
+	lastErrorNotNull bool
 }
 
 // Defaults of the columns and paused values, those of an event store's
@@ -95,6 +101,13 @@ func (t Table) PausedTopics() string {
 	return "SELECT " + ident(t.TopicColumn) + "::text FROM " + t.QuotedName() +
 		" WHERE " + ident(t.PublisherColumn) + "::text = " + quoteLiteral(t.Publisher) +
 		" AND " + ident(t.StatusColumn) + "::text IN (" + strings.Join(values, ", ") + ") AND " + ident(t.TopicColumn) + " IS NOT NULL"
+}
+
+// ResumeSQL is the team's SQL that resumes topic for the relay's
+// publisher in the table.
+func (t Table) ResumeSQL(topic string) string {
+	return "UPDATE " + t.QuotedName() + " SET " + ident(t.StatusColumn) + " = 'ACTIVE' WHERE " + ident(t.TopicColumn) + " = " + quoteLiteral(topic) +
+		" AND " + ident(t.PublisherColumn) + " = " + quoteLiteral(t.Publisher)
 }
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }

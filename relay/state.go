@@ -154,8 +154,14 @@ func (r *Relay) snapshot() metrics.Snapshot {
 }
 
 // ReportNames names what report.ReadDatabaseStats reads for c: its slot,
-// its status table, and the schema of its pause table and table of
-// backfills.
+// its status table, the schema of its pause table and table of
+// backfills, and the progress tables that pause topics.
 func (c Config) ReportNames() report.Names {
-	return report.Names{Slot: c.Slot, StatusSchema: c.StatusSchema, StatusTable: c.StatusTable, CheckpointSchema: c.CheckpointSchema}
+	n := report.Names{Slot: c.Slot, StatusSchema: c.StatusSchema, StatusTable: c.StatusTable, CheckpointSchema: c.CheckpointSchema}
+	for _, t := range c.Tables {
+		if pt := t.Progress; pt != nil {
+			n.PausedIn = append(n.PausedIn, report.PausedIn{Table: pt.Schema + "." + pt.Name, Select: pt.PausedTopics()})
+		}
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/cdc-relay/cdc-relay/internal/fatal"
@@ -10,31 +11,37 @@ import (
 )
 
 // progressTable is an outbox table's progress table, as progress.Check
-// found it, with the table it follows.
+// found it, with the table it follows and its name in the status table.
 type progressTable struct {
 	table  progress.Table
 	source progress.Source
+	name   string // the outbox table's source_table
 }
 
 // checkProgress checks the progress table of each outbox table that has
 // one (progress.Check), and returns them, checked. A table the relay
 // cannot keep true stops the start: a fatal error, which says what to
-// fix.
+// fix; the database not answering is tried again.
 func (rn *runner) checkProgress(ctx context.Context) ([]progressTable, error) {
 	var out []progressTable
-	for _, t := range rn.cfg.Tables {
+	names := rn.cfg.SourceNames()
+	for i, t := range rn.cfg.Tables {
 		if t.Progress == nil {
 			continue
 		}
 		src := t.ProgressSource()
 		checked, left, err := progress.Check(ctx, rn.pool, *t.Progress, src)
-		if err != nil {
+		var refused *progress.RefusedError
+		if errors.As(err, &refused) {
 			return nil, fatal.Error{Err: err}
+		}
+		if err != nil {
+			return nil, err
 		}
 		if len(left) > 0 {
 			rn.log.Warn("the progress table lacks columns the relay would write or read; it does without them", "table", t.Progress.Schema+"."+t.Progress.Name, "columns", left)
 		}
-		out = append(out, progressTable{table: checked, source: src})
+		out = append(out, progressTable{table: checked, source: src, name: names[i]})
 	}
 	return out, nil
 }
@@ -51,25 +58,27 @@ func pausedByProgress(tables []progressTable) status.Option {
 
 // keepProgress runs, on the leader until ctx ends, a writer for each
 // progress table (progress.Writer): positions as far as the checkpoint
-// row vouches, and the errors of each topic's first held event.
+// row vouches, and the errors of each topic's held events.
 func (s *session) keepProgress(ctx context.Context, side *sync.WaitGroup) {
 	for _, pt := range s.progress {
 		w := progress.NewWriter(s.pool, progress.Config{Table: pt.table, Source: pt.source, Every: s.cfg.StatusInterval,
-			Saved: s.saver.Saved, Held: s.failures.TopicsHeld, Heads: s.progressHeads, Log: s.log})
+			Saved: s.saver.Saved, Heads: s.progressHeads(pt.name), Log: s.log})
 		side.Go(func() { w.Run(ctx) })
 	}
 }
 
-// progressHeads is the progress writers' Heads: the first held row of each
-// topic in the status table.
-func (s *session) progressHeads(ctx context.Context, topics []string) ([]progress.Head, error) {
-	heads, err := s.failures.Heads(ctx, topics)
-	if err != nil {
-		return nil, err
+// progressHeads returns a progress writer's Heads: the held rows of the
+// outbox table source in the status table (status.Store.Heads).
+func (s *session) progressHeads(source string) progress.HeadsFunc {
+	return func(ctx context.Context, topics []string, afterID int64) ([]progress.Head, int64, error) {
+		heads, maxID, err := s.failures.Heads(ctx, status.HeadsQuery{Topics: topics, Source: source, AfterID: afterID})
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]progress.Head, len(heads))
+		for i, h := range heads {
+			out[i] = progress.Head{Topic: h.Topic, MinID: h.MinID, HasMinID: h.HasMinID, Failing: h.Failing, Attempts: h.Attempts, LastError: h.LastError}
+		}
+		return out, maxID, nil
 	}
-	out := make([]progress.Head, len(heads))
-	for i, h := range heads {
-		out[i] = progress.NewHead(h.Topic, h.EventID, h.Failing(), h.Attempts, h.LastError)
-	}
-	return out, nil
 }

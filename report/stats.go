@@ -23,6 +23,24 @@ type Names struct {
 	Slot                      string
 	StatusSchema, StatusTable string
 	CheckpointSchema          string
+	// PausedIn are the teams' progress tables that pause topics for the
+	// relay (a config file's progress:).
+	PausedIn []PausedIn
+}
+
+// PausedIn is a team's progress table that pauses topics for the relay.
+type PausedIn struct {
+	// Table names it, as schema.table.
+	Table string
+	// Select is the SELECT of the topics it pauses
+	// (progress.Table.PausedTopics).
+	Select string
+}
+
+// TopicPausedIn is a topic a team paused in its progress table.
+type TopicPausedIn struct {
+	Topic string `json:"topic"`
+	Table string `json:"table"`
 }
 
 // DatabaseStats is what PostgreSQL says of a relay's slot and status table
@@ -42,6 +60,8 @@ type DatabaseStats struct {
 	// Failed, Dead, Waiting and Paused count the status table's held
 	// rows, in each state, over every topic.
 	Failed, Dead, Waiting, Paused int64
+	// PausedIn are the topics the teams paused in their progress tables.
+	PausedIn []TopicPausedIn
 	// Topics are the topics with the most held rows, at most MaxHeldTopics,
 	// most held first; HeldTopics counts every topic with held rows.
 	Topics     []TopicHeld
@@ -122,6 +142,7 @@ func ReadDatabaseStats(ctx context.Context, db pgdb.Querier, names Names) (Datab
 	if s.PausedTopics, err = readPausedTopics(ctx, db, names); err != nil {
 		return s, err
 	}
+	s.PausedIn = readPausedIn(ctx, db, names)
 	s.Backfills, s.BackfillsProblem = readBackfills(ctx, db, names)
 	return s, nil
 }
@@ -139,6 +160,24 @@ func readPausedTopics(ctx context.Context, db pgdb.Querier, names Names) ([]stri
 		return nil, fmt.Errorf("read the paused topics in %s: %w", table, err)
 	}
 	return topics, nil
+}
+
+// readPausedIn reads the topics the teams paused in their progress
+// tables. A table that cannot be read is left out: the relay's start
+// and check-config say what is wrong with it.
+func readPausedIn(ctx context.Context, db pgdb.Querier, names Names) []TopicPausedIn {
+	var out []TopicPausedIn
+	for _, p := range names.PausedIn {
+		rows, _ := db.Query(ctx, "SELECT DISTINCT x.topic FROM ("+p.Select+") AS x(topic) ORDER BY 1")
+		topics, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			continue
+		}
+		for _, topic := range topics {
+			out = append(out, TopicPausedIn{Topic: topic, Table: p.Table})
+		}
+	}
+	return out
 }
 
 // MaxHeldTopics is the most topics DatabaseStats.Topics lists: those with

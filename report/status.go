@@ -35,7 +35,12 @@ type Status struct {
 	// PausedTopics are the paused topics (PauseTopic), sorted: the
 	// leader's, or on a standby those of the last database reading.
 	PausedTopics []string `json:"paused_topics,omitempty"`
-	Slot         string   `json:"slot"`
+	// PausedIn are the topics a team paused in its progress table (a
+	// config file's progress:), of the last database reading; they are
+	// among PausedTopics on the leader, and resumed there, not by
+	// `cdc-relay resume`.
+	PausedIn []TopicPausedIn `json:"paused_in,omitempty"`
+	Slot     string          `json:"slot"`
 	// Table names the sources: the outbox tables, "schema.table, ...", then
 	// the message sources, "message:prefix".
 	Table string `json:"table"`
@@ -143,7 +148,7 @@ func WhyNotReady(st Status, checked bool) string {
 func (st *Status) SetDatabase(db DatabaseStats) {
 	st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
 	st.LagBytes = db.LagBytes()
-	st.Topics, st.HeldTopics, st.Backfills = db.Topics, db.HeldTopics, db.Backfills
+	st.Topics, st.HeldTopics, st.Backfills, st.PausedIn = db.Topics, db.HeldTopics, db.Backfills, db.PausedIn
 	st.EventsBehind = st.InFlightEvents + db.Failed + db.Waiting + db.Paused
 	st.PostgresVersion, st.FailoverSlot, st.SynchronizedStandbySlots = db.Failover.Version, db.Failover.Slot, db.Failover.StandbySlots
 }

@@ -7,59 +7,74 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Head is the first held row of a topic, by id: the oldest event of the
-// topic the relay has not delivered yet (parked, held behind another, of
-// a paused topic, adopted or reset).
+// Head is what a topic's held rows (parked, held behind another, of a
+// paused topic, adopted or reset: the events of the topic the relay has
+// not delivered yet) say of its progress.
 type Head struct {
-	// Topic is the row's topic.
+	// Topic is the rows' topic.
 	Topic string
-	// EventID is the row's event id: its outbox row's id, as text.
-	EventID string
-	// Status is FAILED, DEAD, WAITING or PAUSED.
-	Status string
-	// Attempts are its failed deliveries; LastError why the last failed
-	// (or why it waits).
+	// MinID is the lowest event id among them that is an integer (the
+	// outbox table's id); HasMinID is false when none is.
+	MinID    int64
+	HasMinID bool
+	// Failing is true when one of them failed and holds the topic for
+	// that: DEAD (given up on), or FAILED after an attempt (an adopted or
+	// reset row is FAILED before it was tried). Attempts and LastError are
+	// then the first such row's (by the status table's id, the order it
+	// was parked in): its failed attempts, the stream's refusal of a row
+	// it parked counted with the poller's.
+	Failing   bool
 	Attempts  int
 	LastError string
 }
 
-// Failing reports whether the head failed and holds its topic for that:
-// FAILED (to be tried again) or DEAD (given up on).
-func (h Head) Failing() bool { return h.Status == "FAILED" || h.Status == "DEAD" }
+// HeadsQuery says which held rows Heads reads.
+type HeadsQuery struct {
+	// Topics are the topics to read.
+	Topics []string
+	// Source, when set, keeps the rows of that outbox table (its
+	// source_table, as SourceTables names it) and those parked before the
+	// column existed (NULL).
+	Source string
+	// AfterID, when set, keeps the rows whose status table id is above
+	// it: those parked since a read that returned it as its MaxID.
+	AfterID int64
+}
 
-// Heads returns the head of each of topics that has held rows, in no
-// order; a topic with none is left out. It reads only, through the held
-// rows' indexes (migration 0013): each topic costs the held rows before
-// its first, not the delivered ones, which can be many (a paused topic's
-// backlog before another's head): ask TopicsHeld first, and Heads only
-// for the topics it gives.
-func (s *Store) Heads(ctx context.Context, topics []string) ([]Head, error) {
-	first := func(which string) string {
-		return "(SELECT d.id, d.topic, coalesce(d.event_id, ''), d.status, d.attempts, d.last_error FROM " + s.table + " AS d" +
-			" WHERE " + heldWhere("d") + " AND " + which + " AND d.topic = k.topic ORDER BY d.id LIMIT 1)"
+// Heads returns the heads of the topics of q that have held rows, in no
+// order, and the status table's highest id before it read them: a later
+// read with AfterID set to it reads only the rows parked since (a row
+// whose topic changed in place since is not among them). It reads only;
+// a read of every held row of a topic costs a scan of them (a paused
+// topic's backlog), one with AfterID a range of the primary key.
+func (s *Store) Heads(ctx context.Context, q HeadsQuery) ([]Head, int64, error) {
+	var maxID int64
+	if err := s.db.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM "+s.table).Scan(&maxID); err != nil {
+		return nil, 0, fmt.Errorf("read the highest id of %s: %w", s.table, err)
 	}
-	rows, _ := s.db.Query(ctx, "SELECT h.topic, h.event_id, h.status, h.attempts, h.last_error FROM unnest($1::text[]) AS k(topic)"+
-		" CROSS JOIN LATERAL (SELECT * FROM ("+first(soloRow("d"))+" UNION ALL "+first(keyedRow("d"))+") AS u(id, topic, event_id, status, attempts, last_error)"+
-		" ORDER BY u.id LIMIT 1) AS h", topics)
+	// An adopted or reset row (reload) is FAILED before it was tried.
+	failing := "d.status = 'DEAD' OR d.status = 'FAILED' AND (NOT d.reload OR d.attempts > 0)"
+	rows, _ := s.db.Query(ctx, "WITH g AS (SELECT d.topic, min(CASE WHEN d.event_id ~ '^[0-9]{1,18}$' THEN d.event_id::bigint END) AS min_id,"+
+		" min(d.id) FILTER (WHERE "+failing+") AS failing_id FROM "+s.table+" AS d"+
+		" WHERE "+heldWhere("d")+" AND d.topic = ANY($1) AND ($2 = '' OR d.source_table = $2 OR d.source_table IS NULL) AND d.id > $3 GROUP BY d.topic)"+
+		" SELECT g.topic, g.min_id, g.failing_id, f.attempts + CASE WHEN f.reload THEN 0 ELSE 1 END, f.last_error FROM g LEFT JOIN "+s.table+" AS f ON f.id = g.failing_id",
+		q.Topics, q.Source, q.AfterID)
 	heads, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Head, error) {
 		var h Head
-		err := r.Scan(&h.Topic, &h.EventID, &h.Status, &h.Attempts, &h.LastError)
+		var minID, failingID *int64
+		var attempts *int
+		var lastError *string
+		err := r.Scan(&h.Topic, &minID, &failingID, &attempts, &lastError)
+		if minID != nil {
+			h.MinID, h.HasMinID = *minID, true
+		}
+		if failingID != nil && attempts != nil && lastError != nil {
+			h.Failing, h.Attempts, h.LastError = true, *attempts, *lastError
+		}
 		return h, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the first held event of each topic in %s: %w", s.table, err)
+		return nil, 0, fmt.Errorf("read the held events of each topic in %s: %w", s.table, err)
 	}
-	return heads, nil
-}
-
-// TopicsHeld returns those of topics that have held rows, in no order. It
-// reads only, one probe of the order index (migration 0010) per topic.
-func (s *Store) TopicsHeld(ctx context.Context, topics []string) ([]string, error) {
-	rows, _ := s.db.Query(ctx, "SELECT k.topic FROM unnest($1::text[]) AS k(topic)"+
-		" WHERE EXISTS (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic)", topics)
-	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("read which topics have held events in %s: %w", s.table, err)
-	}
-	return held, nil
+	return heads, maxID, nil
 }

@@ -46,28 +46,49 @@ func TestPausedBy(t *testing.T) {
 	}
 }
 
-// TestHeads: each topic's head is its first held row by id, keyed or not,
-// FAILED or waiting; a topic with no held row has none.
+// TestHeads: each topic's lowest integer event id among its held rows,
+// whatever order they were parked in, and the first row that failed
+// (FAILED after an attempt, or DEAD; not an adopted row, FAILED with
+// none); a topic with no held row, or only a skipped one, has no head;
+// AfterID reads only the rows parked since; Source keeps one table's.
 func TestHeads(t *testing.T) {
 	t.Parallel()
 	_, pool := claimTestStore(t)
 	ctx := context.Background()
 	store := NewStore(pool, "public", "outbox_delivery")
-	parkAll(ctx, t, store, pool, []parked{{"a1", "a", "", Waiting}, {"b1", "b", "k", Failed}, {"a2", "a", "k", Failed}, {"b2", "b", "", Waiting}, {"c1", "c", "k", Dead}})
-	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET skipped_at = now() WHERE event_id = 'c1'")
-	held, err := store.TopicsHeld(ctx, []string{"a", "b", "c", "none"})
-	if slices.Sort(held); err != nil || !slices.Equal(held, []string{"a", "b"}) {
-		t.Fatalf("topics held %v, %v; want a and b (c's one row was skipped)", held, err)
+	parkAll(ctx, t, store, pool, []parked{{"11", "a", "", Waiting}, {"10", "a", "k", Paused}, {"20", "b", "k", Failed}, {"x", "b", "", Waiting},
+		{"30", "c", "k", Dead}, {"40", "d", "k", Failed}})
+	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET skipped_at = now() WHERE event_id = '30'")
+	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET attempts = 0, reload = true, last_error = 'adopted' WHERE event_id = '40'")
+	read := func(q HeadsQuery) (map[string]Head, int64) {
+		t.Helper()
+		heads, maxID, err := store.Heads(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]Head{}
+		for _, h := range heads {
+			got[h.Topic] = h
+		}
+		return got, maxID
 	}
-	heads, err := store.Heads(ctx, []string{"a", "b", "c", "none"})
-	if err != nil {
-		t.Fatal(err)
+	got, maxID := read(HeadsQuery{Topics: []string{"a", "b", "c", "d", "none"}})
+	if a := got["a"]; len(got) != 3 || a.MinID != 10 || a.Failing {
+		t.Fatalf("heads %+v; want a at 10 (parked second), not failing, b and d", got)
 	}
-	got := map[string]Head{}
-	for _, h := range heads {
-		got[h.Topic] = h
+	if b := got["b"]; b.MinID != 20 || !b.Failing || b.Attempts != 1 {
+		t.Fatalf("b's head %+v; want 20, failing after the stream's refusal (x is no integer)", b)
 	}
-	if len(got) != 2 || got["a"].EventID != "a1" || got["a"].Failing() || got["b"].EventID != "b1" || !got["b"].Failing() {
-		t.Fatalf("heads %+v; want a1 (waiting) and b1 (failing), none for c (skipped) and none", heads)
+	if d := got["d"]; d.MinID != 40 || d.Failing {
+		t.Fatalf("d's head %+v; want 40, an adopted row, not failing", d)
+	}
+	parkAll(ctx, t, store, pool, []parked{{"5", "a", "", Waiting}})
+	if got, _ := read(HeadsQuery{Topics: []string{"a", "b"}, AfterID: maxID}); len(got) != 1 || got["a"].MinID != 5 {
+		t.Fatalf("heads since %d: %+v; want a's new row alone", maxID, got)
+	}
+	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET source_table = 'public.other' WHERE event_id = '5'")
+	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET source_table = 'public.events' WHERE event_id <> '5'")
+	if got, _ := read(HeadsQuery{Topics: []string{"a"}, Source: "public.events"}); got["a"].MinID != 10 {
+		t.Fatalf("heads of public.events: %+v; want a at 10, the other table's 5 left out", got)
 	}
 }

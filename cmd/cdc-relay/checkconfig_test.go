@@ -39,7 +39,7 @@ var checkConfigSchema = []string{
 		       ('deal-3', '{"n": 3}', 'old', 8, '2024-12-31 00:00:00+00')`,
 	`CREATE TABLE events (position bigserial PRIMARY KEY, data bytea NOT NULL, tags text[] NOT NULL)`,
 	`INSERT INTO events (data, tags) VALUES ('\x0a0b', '{old}'), ('\x0001ff', '{wallet_id=w-1,payment_id=p-1}')`,
-	`CREATE TABLE slim_progress (topic text NOT NULL, publisher text NOT NULL, last_position bigint NOT NULL DEFAULT 0, status text NOT NULL DEFAULT 'ACTIVE')`,
+	`CREATE TABLE slim_progress (topic text, publisher text, last_position bigint NOT NULL DEFAULT 0, status text NOT NULL DEFAULT 'ACTIVE', PRIMARY KEY (topic, publisher))`,
 	`CREATE TABLE texty (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), body text, created_at text)`,
 	`CREATE TABLE audit (id uuid, body text)`,
 	`CREATE TABLE plain (body text, kind text)`,

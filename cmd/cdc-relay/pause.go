@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/progress"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -35,6 +37,7 @@ type PauseCommand struct {
 	statusTable     string
 	checkpointTable string
 	configPath      string
+	progress        []progress.Table // the config file's progress tables
 }
 
 // verb is "pause" or "resume".
@@ -124,10 +127,17 @@ func (c *PauseCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if _, err := loadConfig(fs, c.configPath); err != nil {
+	f, err := loadConfig(fs, c.configPath)
+	if err != nil {
 		return err
 	}
-	var err error
+	if f != nil {
+		for _, t := range f.Tables {
+			if t.Progress != nil {
+				c.progress = append(c.progress, *t.Progress)
+			}
+		}
+	}
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
 		return usageError{err.Error()}
 	}
@@ -172,7 +182,24 @@ func (c *PauseCommand) oneTopic(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(c.stdout, c.topicMessage(changed))
+	if c.resume {
+		c.sayPausedInProgress(ctx, conn)
+	}
 	return nil
+}
+
+// sayPausedInProgress says, after a resume, in which of the config file's
+// progress tables the team pauses c.topic still, and the SQL that
+// resumes it there: the relay keeps it paused until then.
+func (c *PauseCommand) sayPausedInProgress(ctx context.Context, conn *pgx.Conn) {
+	for _, pt := range c.progress {
+		var paused bool
+		if err := conn.QueryRow(ctx, "SELECT $1 IN ("+pt.PausedTopics()+")", c.topic).Scan(&paused); err != nil || !paused {
+			continue // a table without the column is checked by run and check-config
+		}
+		fmt.Fprintf(c.stdout, "topic %q is still paused in %s for publisher %q, and the relay keeps it paused until it is resumed there: %s\n",
+			c.topic, pt.Schema+"."+pt.Name, pt.Publisher, pt.ResumeSQL(c.topic))
+	}
 }
 
 // topicMessage says what became of c.topic.

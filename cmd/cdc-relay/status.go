@@ -234,9 +234,7 @@ func printStatus(w io.Writer, st report.Status, now time.Time) {
 		head += ", PAUSED (POST /resume resumes)"
 	}
 	fmt.Fprintln(w, head)
-	if len(st.PausedTopics) > 0 {
-		fmt.Fprintf(w, "  paused      topics %s (`cdc-relay resume --topic T` resumes one)\n", strings.Join(st.PausedTopics, ", "))
-	}
+	printPaused(w, st)
 	if st.NotReady != "" && st.Role != report.RoleNone {
 		fmt.Fprintf(w, "  why         %s\n", st.NotReady)
 	}
@@ -323,4 +321,32 @@ func bytesText(n int64) string {
 		return "unknown"
 	}
 	return replication.Slot{RetainedBytes: n}.Retained()
+}
+
+// printPaused writes the paused topics: those of the pause table, which
+// `cdc-relay resume` resumes, and those a team paused in its progress
+// table, which its own SQL resumes.
+func printPaused(w io.Writer, st report.Status) {
+	byTeam := map[string][]string{} // table → topics
+	inTable := map[string]bool{}
+	var tables []string
+	for _, p := range st.PausedIn {
+		if byTeam[p.Table] == nil {
+			tables = append(tables, p.Table)
+		}
+		byTeam[p.Table] = append(byTeam[p.Table], p.Topic)
+		inTable[p.Topic] = true
+	}
+	var own []string
+	for _, t := range st.PausedTopics {
+		if !inTable[t] {
+			own = append(own, t)
+		}
+	}
+	if len(own) > 0 {
+		fmt.Fprintf(w, "  paused      topics %s (`cdc-relay resume --topic T` resumes one)\n", strings.Join(own, ", "))
+	}
+	for _, table := range tables {
+		fmt.Fprintf(w, "  paused      topics %s in %s (its status column; set it back to ACTIVE to resume one)\n", strings.Join(byTeam[table], ", "), table)
+	}
 }
