@@ -25,6 +25,7 @@
 //	        any_of_tags: [payment_id]
 //	        adopt: position > 550  # this route's own: adopted for its topic
 //	    adopt: position > 4000   # adopted when the relay creates its slot
+//	    progress: {table: outbox_topic_progress, publisher: KafkaPublisher}  # kept true
 //	messages:                    # pg_logical_emit_message, beside or instead of tables
 //	  - prefix: outbox           # an envelope: topic, key, id, headers, payload
 //	    topic: orders.events     # for an envelope that names no topic

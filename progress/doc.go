@@ -5,13 +5,16 @@
 //
 // What it guarantees:
 //
-//   - A row's position is written only once the checkpoint row passed it:
-//     every event of the topic up to it was delivered, or is held in the
-//     status table, and no later than the topic's first held event
-//     ([Writer]). Positions only grow.
-//   - While the topic's first held event fails, the row's error count and
-//     last error are its failed attempts and its last error; 0 and NULL
-//     otherwise.
+//   - A row's position is written only once the checkpoint row passed it,
+//     and the transactions writing to the outbox table when it was read
+//     ended: every event of the topic up to it was delivered, or is held
+//     in the status table, and it is below the lowest id of the topic's
+//     held events ([Writer]). Positions only grow. (An id taken from the
+//     sequence by a transaction that has not inserted its row yet can be
+//     passed, in the moment between the two.)
+//   - While one of the topic's held events fails, the row's error count
+//     and last error are the first such one's failed attempts and last
+//     error; they clear when the position moves.
 //   - The team pauses a (topic, publisher) in its own table, and resumes
 //     it: [Table.PausedTopics] is the SELECT the status store adds to the
 //     pause table's topics (status.PausedBy), so a topic paused there is

@@ -126,14 +126,15 @@ func quoteLiteral(s string) string {
 // Says describes, in the team's words, what each column of the progress
 // table says while the relay keeps it: what check-config prints.
 func (t Table) Says() []string {
-	out := []string{fmt.Sprintf("%s: the highest position up to which every event of the topic is delivered (as far as the checkpoint vouches), before the topic's first parked event", t.PositionColumn)}
+	out := []string{fmt.Sprintf("%s: the highest position up to which every event of the topic is delivered (as far as the checkpoint vouches), below the topic's held events "+
+		"and ids open transactions took (not one taken from the sequence a moment before its row is inserted)", t.PositionColumn)}
 	if t.StatusColumn != "" {
 		out = append(out, fmt.Sprintf("%s %s: the topic is paused for publisher %s; any other value: it flows, and its parked events go first, in order (the relay never writes it)",
 			t.StatusColumn, strings.Join(t.Paused, " or "), t.Publisher))
 	}
 	if t.ErrorCountColumn != "" || t.LastErrorColumn != "" {
 		cols := strings.Trim(t.ErrorCountColumn+", "+t.LastErrorColumn, ", ")
-		out = append(out, fmt.Sprintf("%s: the failed attempts and the last error of the topic's first parked event; 0 and NULL while none fails", cols))
+		out = append(out, fmt.Sprintf("%s: the failed attempts and the last error of the topic's first held event that fails; cleared when the position moves", cols))
 	}
 	if t.PublishedAtColumn != "" {
 		out = append(out, fmt.Sprintf("%s: when the position last moved", t.PublishedAtColumn))

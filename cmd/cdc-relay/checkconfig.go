@@ -81,6 +81,10 @@ rolled back) and without producing anything to Kafka:
     before migrate creates the slot. The first run, which
     creates the slot when migrate did not, plans it too, with its own
     role, and stops on a refusal;
+  - for each table with progress: its progress table exists with its
+    topic, publisher and position columns, a unique index on (topic,
+    publisher), no other NOT NULL column without a default, and this role
+    may read, insert and update it, as run checks at start;
   - with message sources (messages:): the server is PostgreSQL 14 or
     later, whose pgoutput sends logical decoding messages. A message
     names no table or column: nothing else is checked for it.
@@ -88,7 +92,8 @@ rolled back) and without producing anything to Kafka:
 Then it prints, for each table with write_back, what its rows say as
 their events go through the relay, in the table's own values (delivered,
 refused and to be tried again, given up on, set back by a runbook,
-adopted at the switch-over); for each table, the record the relay would
+adopted at the switch-over); for each table with progress, what each
+column of its progress table says; for each table, the record the relay would
 make of its newest row (by the timestamp column, else the id, else the
 physical order);
 for each message source, how a message of its prefix becomes a record (a
@@ -134,6 +139,8 @@ The config file's shape:
         - {topic: payment-events, any_of_tags: [payment_id, transfer_id]}
       adopt: position > 4000    # rows to send once when the slot is created;
                                 # a route's own adopt: for its topic instead
+      progress: {table: outbox_topic_progress, publisher: KafkaPublisher}
+                                # the team's own progress table, kept true
   messages:                     # pg_logical_emit_message (PostgreSQL 14+)
     - prefix: outbox            # content: a JSON envelope of topic, key,
       topic: orders.events      # id, headers and payload; this topic for
