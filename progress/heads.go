@@ -35,16 +35,27 @@ type HeadsFunc func(ctx context.Context, topics []string, afterID int64) (heads 
 // times its cost. A head kept is never above the topic's lowest held id
 // now, so it holds a position back, never past an event still held: a
 // row delivered since only raises the lowest id, and a row parked since
-// is read at the next round. (A held row whose topic an operator changed
-// in place, `failed retry --topic`, counts in its new topic from the
-// next full read.)
+// is read at the next round (one committed more than sinceRounds rounds
+// after a later one, at the next full read). (A held row whose topic an
+// operator changed in place, `failed retry --topic`, counts in its new
+// topic from the next full read.)
 type headCache struct {
 	heads  map[string]Head
 	topics map[string]bool // those the last full read read
-	maxID  int64           // the status table's highest id before the last read
+	// maxIDs are the status table's highest ids read before the last
+	// reads, newest last, at most sinceRounds: a read of the rows parked
+	// since starts after the oldest, so that a park committed a few rounds
+	// after a later one's (the table's id is taken before the commit) is
+	// still read.
+	maxIDs []int64
 	full   time.Time
 	cost   time.Duration // of the last full read
 }
+
+// sinceRounds is how many rounds back a read of the rows parked since
+// starts: a park that stays uncommitted that long while a later one
+// commits is read at the next full read only.
+const sinceRounds = 10
 
 // headsEvery is how much longer than it took a full read of the heads
 // waits before the next one: at most a twentieth of the database's time.
@@ -60,7 +71,7 @@ func (w *Writer) readHeads(ctx context.Context, topics []string) (map[string]Hea
 		if err != nil {
 			return nil, err
 		}
-		c.heads, c.maxID, c.full, c.cost = make(map[string]Head, len(heads)), maxID, start, time.Since(start)
+		c.heads, c.maxIDs, c.full, c.cost = make(map[string]Head, len(heads)), []int64{maxID}, start, time.Since(start)
 		c.topics = make(map[string]bool, len(topics))
 		for _, topic := range topics {
 			c.topics[topic] = true
@@ -70,11 +81,13 @@ func (w *Writer) readHeads(ctx context.Context, topics []string) (map[string]Hea
 		}
 		return c.heads, nil
 	}
-	heads, maxID, err := w.cfg.Heads(ctx, topics, c.maxID)
+	heads, maxID, err := w.cfg.Heads(ctx, topics, c.maxIDs[0])
 	if err != nil {
 		return nil, err
 	}
-	c.maxID = maxID
+	if c.maxIDs = append(c.maxIDs, maxID); len(c.maxIDs) > sinceRounds {
+		c.maxIDs = c.maxIDs[1:]
+	}
 	for _, h := range heads {
 		c.heads[h.Topic] = merge(c.heads[h.Topic], h)
 	}

@@ -270,10 +270,30 @@ func TestCheck(t *testing.T) {
 
 // TestPositionWaitsForTransactionsInProgress: an id taken by a
 // transaction still open when a higher one committed is not passed: the
-// sample waits until the transactions in progress at its snapshot ended.
+// sample waits until the transactions writing to the table at its
+// snapshot ended, one writing straight into a partition too.
 func TestPositionWaitsForTransactionsInProgress(t *testing.T) {
 	t.Parallel()
-	ctx, db, conn := pg.ConnectDB(t, time.Minute, eventStore...)
+	partitioned := []string{
+		"CREATE TABLE events (type text NOT NULL, tags text[] NOT NULL, data json NOT NULL, position bigserial, PRIMARY KEY (position)) PARTITION BY RANGE (position)",
+		"CREATE TABLE events_low PARTITION OF events FOR VALUES FROM (1) TO (1000)",
+		"CREATE TABLE outbox_topic_progress (topic text, publisher text, last_position bigint NOT NULL DEFAULT 0, status text NOT NULL DEFAULT 'ACTIVE', error_count int NOT NULL DEFAULT 0, last_error text, last_published_at timestamptz, updated_at timestamptz, PRIMARY KEY (topic, publisher))",
+		"INSERT INTO events (type, tags, data) SELECT 'E', '{}', '{}' FROM generate_series(1, 10)",
+	}
+	for _, tt := range []struct {
+		name   string
+		schema []string
+		into   string // where the open transaction inserts
+	}{{"a table", eventStore, "events"}, {"a partition", partitioned, "events_low"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			positionWaits(t, tt.schema, tt.into)
+		})
+	}
+}
+
+func positionWaits(t *testing.T, schema []string, into string) {
+	ctx, db, conn := pg.ConnectDB(t, time.Minute, schema...)
 	pool, err := pgxpool.New(ctx, db.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +305,7 @@ func TestPositionWaitsForTransactionsInProgress(t *testing.T) {
 	}
 	defer open.Rollback(ctx) //nolint:errcheck // committed below
 	var held int64
-	if err := open.QueryRow(ctx, "INSERT INTO events (type, tags, data) VALUES ('E', '{}', '{}') RETURNING position").Scan(&held); err != nil {
+	if err := open.QueryRow(ctx, "INSERT INTO "+into+" (type, tags, data, position) VALUES ('E', '{}', '{}', nextval('events_position_seq')) RETURNING position").Scan(&held); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, "INSERT INTO events (type, tags, data) VALUES ('E', '{}', '{}')"); err != nil {

@@ -26,8 +26,9 @@ const maxSamples = 64
 
 // sample reads, in one statement and in this order, the source's highest
 // id in the statement's snapshot, the transactions writing to the source
-// (holding its ROW EXCLUSIVE lock: every one in progress at the snapshot
-// that inserted a row, until it ends), and the WAL insert position; it
+// (holding the ROW EXCLUSIVE lock of the table or of one of its
+// partitions: every one in progress at the snapshot that inserted a row,
+// until it ends, a prepared one too), and the WAL insert position; it
 // settles the earlier samples none of whose writers still writes, and
 // adds the new one (settled at once with no writer). A transaction that
 // took an id from the sequence but had not inserted its row yet is not
@@ -39,7 +40,8 @@ func (w *Writer) sample(ctx context.Context) error {
 	var writers []string
 	var lsnText string
 	err := w.db.QueryRow(ctx, "SELECT (SELECT max("+ident(src.IDColumn)+") FROM "+table+")::bigint,"+
-		" ARRAY(SELECT l.virtualtransaction FROM pg_locks AS l WHERE l.locktype = 'relation' AND l.relation = to_regclass($1) AND l.mode = 'RowExclusiveLock' AND l.granted),"+
+		" ARRAY(SELECT l.virtualtransaction FROM pg_locks AS l WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted"+
+		" AND (l.relation = to_regclass($1) OR l.relation IN (SELECT t.relid FROM pg_partition_tree(to_regclass($1)) AS t))),"+
 		" pg_current_wal_insert_lsn()::text", table).Scan(&max, &writers, &lsnText)
 	if err != nil {
 		return fmt.Errorf("read the highest id of %s.%s: %w", src.Schema, src.Name, err)
