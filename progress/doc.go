@@ -10,8 +10,9 @@
 //     ended: every event of the topic up to it was delivered, or is held
 //     in the status table, and it is below the lowest id of the topic's
 //     held events ([Writer]). Positions only grow. (An id taken from the
-//     sequence by a transaction that has not inserted its row yet can be
-//     passed, in the moment between the two.)
+//     sequence before its row is inserted can be passed in the moment
+//     between the two; one an application allocated ahead, a sequence
+//     cache, for as long as it waits.)
 //   - While one of the topic's held events fails, the row's error count
 //     and last error are the first such one's failed attempts and last
 //     error; they clear when the position moves.

@@ -57,13 +57,13 @@ func readRows(t *testing.T, ctx context.Context, conn *pgx.Conn) map[string]prog
 // headsOf returns a HeadsFunc that gives *heads, whatever it is asked,
 // and counts the reads (full ones, afterID 0, apart).
 func headsOf(heads *[]Head, full, since *int) HeadsFunc {
-	return func(_ context.Context, _ []string, afterID int64) ([]Head, int64, error) {
+	return func(_ context.Context, _ []string, afterID int64) (HeadsRead, error) {
 		if afterID == 0 {
 			*full++
 		} else {
 			*since++
 		}
-		return *heads, 1, nil
+		return HeadsRead{Heads: *heads, MaxID: 1}, nil
 	}
 }
 
@@ -331,5 +331,39 @@ func positionWaits(t *testing.T, schema []string, into string) {
 	}
 	if rows := readRows(t, ctx, conn); rows["a"].position != held+1 {
 		t.Fatalf("once it committed: %v; want a at %d", rows, held+1)
+	}
+}
+
+// TestHeadReadsSettle: a read of the rows parked since starts after the
+// highest id of a settled read only: one whose writers to the status
+// table have all ended (a park takes its id before it commits).
+func TestHeadReadsSettle(t *testing.T) {
+	t.Parallel()
+	var c headCache
+	for i, tt := range []struct {
+		read  HeadsRead
+		after int64
+	}{
+		{HeadsRead{MaxID: 10}, 10},                                  // no writer: settled at once
+		{HeadsRead{MaxID: 20, Writers: []string{"3/1"}}, 10},        // 3/1 may hold an id up to 20
+		{HeadsRead{MaxID: 30, Writers: []string{"3/1", "4/2"}}, 10}, // still writing
+		{HeadsRead{MaxID: 40, Writers: []string{"4/2"}}, 20},        // 3/1 ended: 20 settles
+		{HeadsRead{MaxID: 50}, 50},                                  // every one ended
+	} {
+		c.settle(tt.read)
+		if c.after != tt.after {
+			t.Fatalf("read %d: reads since start after %d, want %d (pending %v)", i+1, c.after, tt.after, c.pending)
+		}
+	}
+}
+
+// TestUnknownHeadLeavesThePosition: a topic with a held row whose id is
+// no integer keeps its stored position.
+func TestUnknownHeadLeavesThePosition(t *testing.T) {
+	t.Parallel()
+	w := &Writer{reached: 100, known: true}
+	rows := w.rows([]string{"a", "b"}, map[string]Head{"a": {Topic: "a", MinID: 5, HasMinID: true, Unknown: true}})
+	if len(rows) != 1 || rows[0].topic != "b" || rows[0].position != 100 {
+		t.Fatalf("rows %+v; want b's alone, at 100", rows)
 	}
 }

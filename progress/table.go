@@ -29,8 +29,9 @@ type Table struct {
 	// Paused are the values of StatusColumn that stop the topic.
 	Paused []string
 	// ErrorCountColumn and LastErrorColumn take the failed attempts and
-	// the last error of the topic's first parked event while it is
-	// failing, 0 and NULL otherwise.
+	// the last error of the topic's first held event that fails, while it
+	// does; they are cleared (0, and NULL or the empty string) when the
+	// position moves.
 	ErrorCountColumn, LastErrorColumn string
 	// PublishedAtColumn takes the time the position last moved;
 	// UpdatedAtColumn the time the relay last changed the row.

@@ -42,6 +42,9 @@ func (w *Writer) rows(topics []string, heads map[string]Head) []row {
 	for _, topic := range topics {
 		r := row{topic: topic, position: w.reached}
 		if h, ok := heads[topic]; ok {
+			if h.Unknown {
+				continue // where its held row stands is not known: left as it is
+			}
 			if h.HasMinID {
 				r.position = min(r.position, h.MinID-1)
 			}

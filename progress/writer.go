@@ -51,6 +51,7 @@ type Writer struct {
 	reached int64    // the highest id the checkpoint row passed
 	known   bool     // reached is set
 	heads   headCache
+	said    time.Time // when sayStuck last warned
 }
 
 // DB is what the writer needs of a connection pool (*pgxpool.Pool has

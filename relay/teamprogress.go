@@ -70,15 +70,16 @@ func (s *session) keepProgress(ctx context.Context, side *sync.WaitGroup) {
 // progressHeads returns a progress writer's Heads: the held rows of the
 // outbox table source in the status table (status.Store.Heads).
 func (s *session) progressHeads(source string) progress.HeadsFunc {
-	return func(ctx context.Context, topics []string, afterID int64) ([]progress.Head, int64, error) {
-		heads, maxID, err := s.failures.Heads(ctx, status.HeadsQuery{Topics: topics, Source: source, AfterID: afterID})
+	return func(ctx context.Context, topics []string, afterID int64) (progress.HeadsRead, error) {
+		read, err := s.failures.Heads(ctx, status.HeadsQuery{Topics: topics, Source: source, AfterID: afterID})
 		if err != nil {
-			return nil, 0, err
+			return progress.HeadsRead{}, err
 		}
-		out := make([]progress.Head, len(heads))
-		for i, h := range heads {
-			out[i] = progress.Head{Topic: h.Topic, MinID: h.MinID, HasMinID: h.HasMinID, Failing: h.Failing, Attempts: h.Attempts, LastError: h.LastError}
+		out := progress.HeadsRead{MaxID: read.MaxID, Writers: read.Writers, Heads: make([]progress.Head, len(read.Heads))}
+		for i, h := range read.Heads {
+			out.Heads[i] = progress.Head{Topic: h.Topic, MinID: h.MinID, HasMinID: h.HasMinID, Unknown: h.Unknown,
+				Failing: h.Failing, Attempts: h.Attempts, LastError: h.LastError}
 		}
-		return out, maxID, nil
+		return out, nil
 	}
 }

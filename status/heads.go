@@ -17,6 +17,9 @@ type Head struct {
 	// outbox table's id); HasMinID is false when none is.
 	MinID    int64
 	HasMinID bool
+	// Unknown is true when one of them has an event id that is no integer
+	// (or none): where it stands in the table's order is not known.
+	Unknown bool
 	// Failing is true when one of them failed and holds the topic for
 	// that: DEAD (given up on), or FAILED after an attempt (an adopted or
 	// reset row is FAILED before it was tried). Attempts and LastError are
@@ -37,34 +40,56 @@ type HeadsQuery struct {
 	// column existed (NULL).
 	Source string
 	// AfterID, when set, keeps the rows whose status table id is above
-	// it: those parked since a read that returned it as its MaxID.
+	// it: those parked since a read that returned it as its MaxID, once
+	// none of that read's Writers is writing any more.
 	AfterID int64
 }
 
-// Heads returns the heads of the topics of q that have held rows, in no
-// order, and the status table's highest id before it read them: a later
-// read with AfterID set to it reads only the rows parked since (a row
-// whose topic changed in place since is not among them). It reads only;
-// a read of every held row of a topic costs a scan of them (a paused
-// topic's backlog), one with AfterID a range of the primary key.
-func (s *Store) Heads(ctx context.Context, q HeadsQuery) ([]Head, int64, error) {
-	var maxID int64
-	if err := s.db.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM "+s.table).Scan(&maxID); err != nil {
-		return nil, 0, fmt.Errorf("read the highest id of %s: %w", s.table, err)
+// HeadsRead is what Heads read.
+type HeadsRead struct {
+	// Heads are the heads of the topics with held rows, in no order.
+	Heads []Head
+	// MaxID is the status table's highest id, and Writers the
+	// transactions writing to it (holding its ROW EXCLUSIVE lock), read
+	// before the rows: a row with an id up to MaxID that the read did not
+	// see is one of theirs. Once none of them writes any more (a later
+	// read's Writers), every row up to MaxID was read, or committed
+	// since, and a read with AfterID set to MaxID misses none.
+	MaxID   int64
+	Writers []string
+}
+
+// integerID is the event id of row d as a bigint, NULL when it is not an
+// integer in a bigint's range.
+const integerID = "CASE WHEN d.event_id ~ '^-?[0-9]{1,19}$' AND d.event_id::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 THEN d.event_id::bigint END"
+
+// Heads reads the heads of the topics of q that have held rows. It reads
+// only; a read of every held row of a topic costs a scan of them (a
+// paused topic's backlog), one with AfterID a range of the primary key.
+// A row whose topic changed in place since a read (`failed retry
+// --topic`) is not among the rows parked since.
+func (s *Store) Heads(ctx context.Context, q HeadsQuery) (HeadsRead, error) {
+	var read HeadsRead
+	err := s.db.QueryRow(ctx, "SELECT coalesce((SELECT max(id) FROM "+s.table+"), 0),"+
+		" ARRAY(SELECT l.virtualtransaction FROM pg_locks AS l WHERE l.locktype = 'relation' AND l.relation = to_regclass($1) AND l.mode = 'RowExclusiveLock' AND l.granted"+
+		" AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))", s.table).Scan(&read.MaxID, &read.Writers)
+	if err != nil {
+		return read, fmt.Errorf("read the highest id of %s: %w", s.table, err)
 	}
 	// An adopted or reset row (reload) is FAILED before it was tried.
 	failing := "d.status = 'DEAD' OR d.status = 'FAILED' AND (NOT d.reload OR d.attempts > 0)"
-	rows, _ := s.db.Query(ctx, "WITH g AS (SELECT d.topic, min(CASE WHEN d.event_id ~ '^[0-9]{1,18}$' THEN d.event_id::bigint END) AS min_id,"+
+	rows, _ := s.db.Query(ctx, "WITH g AS (SELECT d.topic, min("+integerID+") AS min_id, bool_or(("+integerID+") IS NULL) AS unknown,"+
 		" min(d.id) FILTER (WHERE "+failing+") AS failing_id FROM "+s.table+" AS d"+
 		" WHERE "+heldWhere("d")+" AND d.topic = ANY($1) AND ($2 = '' OR d.source_table = $2 OR d.source_table IS NULL) AND d.id > $3 GROUP BY d.topic)"+
-		" SELECT g.topic, g.min_id, g.failing_id, f.attempts + CASE WHEN f.reload THEN 0 ELSE 1 END, f.last_error FROM g LEFT JOIN "+s.table+" AS f ON f.id = g.failing_id",
+		" SELECT g.topic, g.min_id, g.unknown, g.failing_id, f.attempts + CASE WHEN f.reload THEN 0 ELSE 1 END, coalesce(f.last_error, '')"+
+		" FROM g LEFT JOIN "+s.table+" AS f ON f.id = g.failing_id",
 		q.Topics, q.Source, q.AfterID)
-	heads, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Head, error) {
+	read.Heads, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Head, error) {
 		var h Head
 		var minID, failingID *int64
 		var attempts *int
 		var lastError *string
-		err := r.Scan(&h.Topic, &minID, &failingID, &attempts, &lastError)
+		err := r.Scan(&h.Topic, &minID, &h.Unknown, &failingID, &attempts, &lastError)
 		if minID != nil {
 			h.MinID, h.HasMinID = *minID, true
 		}
@@ -74,7 +99,7 @@ func (s *Store) Heads(ctx context.Context, q HeadsQuery) ([]Head, int64, error) 
 		return h, err
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("read the held events of each topic in %s: %w", s.table, err)
+		return read, fmt.Errorf("read the held events of each topic in %s: %w", s.table, err)
 	}
-	return heads, maxID, nil
+	return read, nil
 }

@@ -62,22 +62,22 @@ func TestHeads(t *testing.T) {
 	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET attempts = 0, reload = true, last_error = 'adopted' WHERE event_id = '40'")
 	read := func(q HeadsQuery) (map[string]Head, int64) {
 		t.Helper()
-		heads, maxID, err := store.Heads(ctx, q)
+		r, err := store.Heads(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]Head{}
-		for _, h := range heads {
+		for _, h := range r.Heads {
 			got[h.Topic] = h
 		}
-		return got, maxID
+		return got, r.MaxID
 	}
 	got, maxID := read(HeadsQuery{Topics: []string{"a", "b", "c", "d", "none"}})
 	if a := got["a"]; len(got) != 3 || a.MinID != 10 || a.Failing {
 		t.Fatalf("heads %+v; want a at 10 (parked second), not failing, b and d", got)
 	}
-	if b := got["b"]; b.MinID != 20 || !b.Failing || b.Attempts != 1 {
-		t.Fatalf("b's head %+v; want 20, failing after the stream's refusal (x is no integer)", b)
+	if b := got["b"]; b.MinID != 20 || !b.Failing || b.Attempts != 1 || !b.Unknown {
+		t.Fatalf("b's head %+v; want 20, failing after the stream's refusal, and unknown (x is no integer)", b)
 	}
 	if d := got["d"]; d.MinID != 40 || d.Failing {
 		t.Fatalf("d's head %+v; want 40, an adopted row, not failing", d)
@@ -90,5 +90,29 @@ func TestHeads(t *testing.T) {
 	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET source_table = 'public.events' WHERE event_id <> '5'")
 	if got, _ := read(HeadsQuery{Topics: []string{"a"}, Source: "public.events"}); got["a"].MinID != 10 {
 		t.Fatalf("heads of public.events: %+v; want a at 10, the other table's 5 left out", got)
+	}
+}
+
+// TestHeadsNameTheWriters: a transaction parking a row when Heads reads
+// is among its Writers: its row, with an id up to MaxID, is not read yet.
+func TestHeadsNameTheWriters(t *testing.T) {
+	t.Parallel()
+	_, pool := claimTestStore(t)
+	ctx := context.Background()
+	store := NewStore(pool, "public", "outbox_delivery")
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // rolled back at the end
+	if _, err := tx.Exec(ctx, "INSERT INTO outbox_delivery (event_id, topic, status, last_error) VALUES ('7', 'a', 'WAITING', 'w')"); err != nil {
+		t.Fatal(err)
+	}
+	read, err := store.Heads(ctx, HeadsQuery{Topics: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(read.Heads) != 0 || len(read.Writers) != 1 {
+		t.Fatalf("read %+v; want no head (the row is not committed) and its transaction among the writers", read)
 	}
 }
