@@ -158,22 +158,7 @@ func checkKeyOrder(t *testing.T, recs []*kgo.Record, total int) {
 func TestEventStoreOrderedByTopic(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
-	e.exampleSchema("event-store-tags")
-	example, err := os.ReadFile(examplePath("event-store-tags"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wallet, payment := e.topic("wallet-events"), e.topic("payment-events")
-	for _, want := range []string{"\nordering: topic", "progress: {table: outbox_topic_progress, publisher: KafkaPublisher}"} {
-		if !strings.Contains(string(example), want) {
-			t.Fatalf("the event store's relay.yaml does not say %q", want)
-		}
-	}
-	yaml := strings.NewReplacer("wallet-events", wallet, "payment-events", payment).Replace(string(example))
-	path := filepath.Join(t.TempDir(), "relay.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path, wallet, payment := e.eventStoreConfig("\nordering: topic", "progress: {table: outbox_topic_progress, publisher: KafkaPublisher}")
 	e.createTopic1(wallet)
 	e.createTopic1(payment)
 	e.migrateConfig(path)
@@ -198,6 +183,7 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 	// The relay's status and `resume` say where the topic is paused, and
 	// what resumes it.
 	var out []byte
+	var err error
 	e.waitFor("cdc-relay status says the team paused the topic (its database reading is every few seconds)", 30*time.Second, func() bool {
 		out, err = exec.Command(relayBin, "status", "--config", path, "--metrics-addr", strings.TrimPrefix(p.endpoint(), "http://")).CombinedOutput()
 		return err == nil && strings.Contains(string(out), "paused      topics "+wallet+" in public.outbox_topic_progress")
@@ -291,17 +277,7 @@ func (e *env) progressPosition(topic string) int64 {
 func TestEventStoreProgressFollowsRefusals(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
-	e.exampleSchema("event-store-tags")
-	example, err := os.ReadFile(examplePath("event-store-tags"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wallet, payment := e.topic("wallet-events"), e.topic("payment-events")
-	yaml := strings.NewReplacer("wallet-events", wallet, "payment-events", payment).Replace(string(example))
-	path := filepath.Join(t.TempDir(), "relay.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path, wallet, _ := e.eventStoreConfig()
 	e.createTopic(wallet, map[string]string{"max.message.bytes": "100000"})
 	e.migrateConfig(path)
 	p := e.startRelayArgs(relayBin, e.configArgs(path)...)
@@ -342,4 +318,28 @@ func TestEventStoreProgressFollowsRefusals(t *testing.T) {
 	})
 	e.readN(wallet, 3, 30*time.Second)
 	p.stop(30 * time.Second)
+}
+
+// eventStoreConfig creates the event store's schema and writes its
+// relay.yaml with topics of the test's own, failing the test unless the
+// file says each of says; it returns the file's path and the two topics.
+func (e *env) eventStoreConfig(says ...string) (path, wallet, payment string) {
+	e.t.Helper()
+	e.exampleSchema("event-store-tags")
+	example, err := os.ReadFile(examplePath("event-store-tags"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, want := range says {
+		if !strings.Contains(string(example), want) {
+			e.t.Fatalf("the event store's relay.yaml does not say %q", want)
+		}
+	}
+	wallet, payment = e.topic("wallet-events"), e.topic("payment-events")
+	yaml := strings.NewReplacer("wallet-events", wallet, "payment-events", payment).Replace(string(example))
+	path = filepath.Join(e.t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return path, wallet, payment
 }
