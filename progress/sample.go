@@ -26,15 +26,16 @@ type sample struct {
 // is that many intervals behind, no new one is taken.
 const maxSamples = 64
 
-// sample reads, in one statement and in this order, the source's highest
-// id in the statement's snapshot, the transactions writing to the source
+// sample reads, in one statement, the source's highest id in the
+// statement's snapshot and the transactions writing to the source
 // (holding the ROW EXCLUSIVE lock of the table or of one of its
-// partitions: every one in progress at the snapshot that inserted a row,
-// until it ends, a prepared one too), and the WAL insert position; it
-// settles the earlier samples none of whose writers still writes, and
-// adds the new one (settled at once with no writer). A transaction that
-// took an id from the sequence but had not inserted its row yet is not
-// seen: the moment between the two.
+// partitions, read after the snapshot: every one in progress at the
+// snapshot that inserted a row, until it ends, a prepared one too), then,
+// in a statement of its own, the WAL insert position; it settles the
+// earlier samples none of whose writers still writes, and adds the new
+// one (settled at once with no writer). A transaction that took an id
+// from the sequence but had not inserted its row yet is not seen: the
+// moment between the two, or longer with ids allocated ahead.
 func (w *Writer) sample(ctx context.Context) error {
 	src := w.cfg.Source
 	table := pgx.Identifier{src.Schema, src.Name}.Sanitize()
