@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/republish"
 )
 
@@ -157,16 +157,11 @@ func (b *backfiller) readOnly(ctx context.Context, f func() error) error {
 // it (SET TRANSACTION SNAPSHOT takes a literal, not a parameter).
 func (b *backfiller) inSnapshot(ctx context.Context, snapshot string, f func() error) error {
 	return pgx.BeginTxFunc(ctx, b.conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT "+quoteLiteral(snapshot)); err != nil {
+		if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT "+pgdb.QuoteLiteral(snapshot)); err != nil {
 			return fmt.Errorf("import the selection's snapshot: %w", err)
 		}
 		return f()
 	})
-}
-
-// quoteLiteral quotes s as an SQL string literal.
-func quoteLiteral(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 // texts runs sql with params, all in text, and returns its rows' values.

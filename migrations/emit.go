@@ -73,8 +73,8 @@ func CreateEmit(ctx context.Context, db pgdb.DB, prefix string) error {
 // of its own.
 func emitPlaceholders(prefix string) *strings.Replacer {
 	literals := []string{
-		"{{prefix}}", quoteLiteral(prefix),
-		"{{comment}}", quoteLiteral("Writes an event for cdc-relay: the envelope {topic, key, payload, headers, id} as a transactional " +
+		"{{prefix}}", pgdb.QuoteLiteral(prefix),
+		"{{comment}}", pgdb.QuoteLiteral("Writes an event for cdc-relay: the envelope {topic, key, payload, headers, id} as a transactional " +
 			"logical decoding message " + emitPrefixMark + strconv.Quote(prefix) + "; returns its LSN. A NULL payload is a record with no value " +
 			"(a tombstone on a compacted topic). Created by cdc-relay migrate."),
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // Grants returns the SQL, for an administrator to pipe to psql after
@@ -38,7 +40,7 @@ func Grants(cfg Config, role string, deletes bool) string {
 	var b strings.Builder
 	writeGrantsHeading(&b, r)
 	b.WriteString(doBlock(fmt.Sprintf("  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = %s) THEN\n    CREATE ROLE %s;\n  END IF;",
-		quoteLiteral(role), r)))
+		pgdb.QuoteLiteral(role), r)))
 	fmt.Fprintf(&b, "ALTER ROLE %s WITH LOGIN REPLICATION;\n", r)
 	schemas := []string{cfg.StatusSchema, cfg.CheckpointSchema}
 	if cfg.HasOutbox() {
@@ -57,7 +59,7 @@ func Grants(cfg Config, role string, deletes bool) string {
 	fmt.Fprintf(&b, "-- The relay's own tables.\n")
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s;\n", status, r)
 	b.WriteString(doBlock(fmt.Sprintf("  EXECUTE format('GRANT USAGE ON SEQUENCE %%s TO %%I', pg_get_serial_sequence(%s, 'id'), %s);",
-		quoteLiteral(status), quoteLiteral(role))))
+		pgdb.QuoteLiteral(status), pgdb.QuoteLiteral(role))))
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE ON %s TO %s;\n", checkpoint, r)
 	fmt.Fprintf(&b, "-- The topics paused with `cdc-relay pause --topic`.\n")
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, DELETE ON %s TO %s;\n", PauseTableName(cfg), r)
@@ -102,19 +104,6 @@ func writeOutboxGrant(b *strings.Builder, outbox, r string, deletes bool) {
 	b.WriteString(Comment(fmt.Sprintf("The outbox %s: SELECT for `cdc-relay recover`. No DELETE: the relay deletes none of its rows "+
 		"unless `run --retention` is given (then also GRANT DELETE ON %s TO %s).", outbox, outbox, r)))
 	fmt.Fprintf(b, "GRANT SELECT ON %s TO %s;\n", outbox, r)
-}
-
-// quoteLiteral quotes s as an SQL string literal, as PostgreSQL's
-// quote_literal does: quotes doubled, and, when s holds a backslash, the
-// backslashes doubled in an E'...' literal, so that the literal means s
-// whatever standard_conforming_strings says. NUL bytes, which no name can
-// hold, are dropped.
-func quoteLiteral(s string) string {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), "'", "''")
-	if strings.Contains(s, `\`) {
-		return "E'" + strings.ReplaceAll(s, `\`, `\\`) + "'"
-	}
-	return "'" + s + "'"
 }
 
 // Comment returns text as one SQL comment line, "-- text\n", its line

@@ -4,23 +4,6 @@ import (
 	"testing"
 )
 
-func TestQuoteLiteral(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"relay":                  `'relay'`,
-		"a'b":                    `'a''b'`,
-		`b\'; DROP TABLE x; --`:  `E'b\\''; DROP TABLE x; --'`,
-		"x$$; DROP TABLE x; --":  `'x$$; DROP TABLE x; --'`,
-		"nul\x00byte":            `'nulbyte'`,
-		"line\nbreak":            "'line\nbreak'",
-		`"quoted" and \ (alone)`: `E'"quoted" and \\ (alone)'`,
-	} {
-		if got := quoteLiteral(in); got != want {
-			t.Errorf("quoteLiteral(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 // TestDoBlock: the body is dollar-quoted with $$ when it can be, else with
 // a tag it does not hold.
 func TestDoBlock(t *testing.T) {

@@ -225,19 +225,19 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{checkpoint}}", pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize(),
 		"{{status_source_index}}", pgx.Identifier{cfg.StatusTable + "_source_idx"}.Sanitize(),
 		"{{status_reset_function}}", ResetFunction(cfg),
-		"{{status_literal}}", quoteLiteral(pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()),
-		"{{status_state_check_literal}}", quoteLiteral(cfg.StatusTable + "_state_check"),
+		"{{status_literal}}", pgdb.QuoteLiteral(pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()),
+		"{{status_state_check_literal}}", pgdb.QuoteLiteral(cfg.StatusTable + "_state_check"),
 		"{{status_order_index}}", pgx.Identifier{cfg.StatusTable + "_order_idx"}.Sanitize(),
 		"{{status_corrected_index}}", pgx.Identifier{cfg.StatusTable + "_corrected_idx"}.Sanitize(),
 		"{{status_solo_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_solo_idx")}.Sanitize(),
 		"{{status_keyed_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_keyed_idx")}.Sanitize(),
 		"{{status_dead_index}}", pgx.Identifier{indexName(cfg.StatusTable, "_dead_idx")}.Sanitize(),
 		"{{status_source_copy_index}}", pgx.Identifier{SourceCopyIndex(cfg)}.Sanitize(),
-		"{{status_source_copy_literal}}", quoteLiteral(pgx.Identifier{cfg.StatusSchema, SourceCopyIndex(cfg)}.Sanitize()),
+		"{{status_source_copy_literal}}", pgdb.QuoteLiteral(pgx.Identifier{cfg.StatusSchema, SourceCopyIndex(cfg)}.Sanitize()),
 		"{{status_copy_index_qualified}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable + "_copy_idx"}.Sanitize(),
 		"{{paused_topics}}", PauseTableName(cfg),
 		"{{backfills}}", BackfillTableName(cfg),
-		"{{own_write_literal}}", quoteLiteral(OwnWriteSetting),
+		"{{own_write_literal}}", pgdb.QuoteLiteral(OwnWriteSetting),
 	}
 	tag := "$fn$"
 	for i := 0; strings.Contains(strings.Join(names, " "), tag); i++ {

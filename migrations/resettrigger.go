@@ -183,7 +183,7 @@ func createResetTrigger(cfg Config, outbox string) string {
 	col := pgx.Identifier{r.StatusColumn}.Sanitize()
 	values := make([]string, len(r.Pending))
 	for i, v := range r.Pending {
-		values[i] = quoteLiteral(v)
+		values[i] = pgdb.QuoteLiteral(v)
 	}
 	pending := "ARRAY[" + strings.Join(values, ", ") + "]::text[]"
 	when := fmt.Sprintf("NEW.%s::text = ANY (%s) AND (OLD.%s::text = ANY (%s)) IS NOT TRUE", col, pending, col, pending)
@@ -192,7 +192,7 @@ func createResetTrigger(cfg Config, outbox string) string {
 	}
 	args := triggerArgList(cfg)
 	for i, a := range args {
-		args[i] = quoteLiteral(a)
+		args[i] = pgdb.QuoteLiteral(a)
 	}
 	return fmt.Sprintf("CREATE TRIGGER %s AFTER UPDATE OF %s ON %s FOR EACH ROW WHEN (%s) EXECUTE FUNCTION %s(%s)",
 		pgx.Identifier{ResetTriggerName}.Sanitize(), col, outbox, when,
@@ -225,7 +225,7 @@ func keepResetTrigger(ctx context.Context, conn *pgx.Conn, cfg Config, outbox st
 		return ResetKept, nil
 	default:
 		stmts = append(stmts, createResetTrigger(cfg, outbox),
-			"COMMENT ON TRIGGER "+trigger+" ON "+outbox+" IS "+quoteLiteral(resetComment(cfg.Reset)))
+			"COMMENT ON TRIGGER "+trigger+" ON "+outbox+" IS "+pgdb.QuoteLiteral(resetComment(cfg.Reset)))
 	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		for _, s := range stmts {

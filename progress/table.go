@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
 // Table is a team's own progress table, as a config file's progress:
@@ -97,32 +99,21 @@ func (t Table) PausedTopics() string {
 	}
 	values := make([]string, len(t.Paused))
 	for i, v := range t.Paused {
-		values[i] = quoteLiteral(v)
+		values[i] = pgdb.QuoteLiteral(v)
 	}
 	return "SELECT " + ident(t.TopicColumn) + "::text FROM " + t.QuotedName() +
-		" WHERE " + ident(t.PublisherColumn) + "::text = " + quoteLiteral(t.Publisher) +
+		" WHERE " + ident(t.PublisherColumn) + "::text = " + pgdb.QuoteLiteral(t.Publisher) +
 		" AND " + ident(t.StatusColumn) + "::text IN (" + strings.Join(values, ", ") + ") AND " + ident(t.TopicColumn) + " IS NOT NULL"
 }
 
 // ResumeSQL is the team's SQL that resumes topic for the relay's
 // publisher in the table.
 func (t Table) ResumeSQL(topic string) string {
-	return "UPDATE " + t.QuotedName() + " SET " + ident(t.StatusColumn) + " = 'ACTIVE' WHERE " + ident(t.TopicColumn) + " = " + quoteLiteral(topic) +
-		" AND " + ident(t.PublisherColumn) + " = " + quoteLiteral(t.Publisher)
+	return "UPDATE " + t.QuotedName() + " SET " + ident(t.StatusColumn) + " = 'ACTIVE' WHERE " + ident(t.TopicColumn) + " = " + pgdb.QuoteLiteral(topic) +
+		" AND " + ident(t.PublisherColumn) + " = " + pgdb.QuoteLiteral(t.Publisher)
 }
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
-
-// quoteLiteral quotes s as an SQL string literal whatever
-// standard_conforming_strings says: quotes doubled, and backslashes
-// doubled in an E'...' literal when s holds one. NUL bytes are dropped.
-func quoteLiteral(s string) string {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), "'", "''")
-	if strings.Contains(s, `\`) {
-		return "E'" + strings.ReplaceAll(s, `\`, `\\`) + "'"
-	}
-	return "'" + s + "'"
-}
 
 // Says describes, in the team's words, what each column of the progress
 // table says while the relay keeps it: what check-config prints.

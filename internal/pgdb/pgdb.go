@@ -4,11 +4,14 @@
 // checks), [Querier] for those that read many rows too (preflight, the
 // status table, backfill, the database stats), and [Tx] for those that
 // open savepoints (the write-back of a parked event's row). Each accepts
-// a pool, a connection or a transaction alike.
+// a pool, a connection or a transaction alike. [QuoteLiteral] quotes a
+// value that SQL must hold as a literal (a statement that takes no
+// parameters).
 package pgdb
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,4 +37,17 @@ type Querier interface {
 type Tx interface {
 	DB
 	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// QuoteLiteral quotes s as an SQL string literal, as PostgreSQL's
+// quote_literal does: quotes doubled, and, when s holds a backslash, the
+// backslashes doubled in an E'...' literal, so that the literal means s
+// whatever standard_conforming_strings says. NUL bytes, which no text can
+// hold, are dropped.
+func QuoteLiteral(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), "'", "''")
+	if strings.Contains(s, `\`) {
+		return "E'" + strings.ReplaceAll(s, `\`, `\\`) + "'"
+	}
+	return "'" + s + "'"
 }
