@@ -26,10 +26,16 @@ type Head struct {
 	LastError string
 }
 
-// HeadsRead is what a HeadsFunc read: the heads, and the status table's
-// highest id with the transactions writing to it, read before them.
+// HeadsRead is what a HeadsFunc read.
 type HeadsRead struct {
-	Heads   []Head
+	// Heads are the heads of the topics with held rows, in no order.
+	Heads []Head
+	// MaxID is the status table's highest id, and Writers the
+	// transactions writing to it (holding its ROW EXCLUSIVE lock), read
+	// before the rows: a row with an id up to MaxID that the read did not
+	// see is one of theirs. Once none of them writes any more (a later
+	// read's Writers), every row up to MaxID was read, or committed
+	// since, and a read after MaxID misses none.
 	MaxID   int64
 	Writers []string
 }

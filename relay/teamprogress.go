@@ -71,15 +71,6 @@ func (s *session) keepProgress(ctx context.Context, side *sync.WaitGroup) {
 // outbox table source in the status table (status.Store.Heads).
 func (s *session) progressHeads(source string) progress.HeadsFunc {
 	return func(ctx context.Context, topics []string, afterID int64) (progress.HeadsRead, error) {
-		read, err := s.failures.Heads(ctx, status.HeadsQuery{Topics: topics, Source: source, AfterID: afterID})
-		if err != nil {
-			return progress.HeadsRead{}, err
-		}
-		out := progress.HeadsRead{MaxID: read.MaxID, Writers: read.Writers, Heads: make([]progress.Head, len(read.Heads))}
-		for i, h := range read.Heads {
-			out.Heads[i] = progress.Head{Topic: h.Topic, MinID: h.MinID, HasMinID: h.HasMinID, Unknown: h.Unknown,
-				Failing: h.Failing, Attempts: h.Attempts, LastError: h.LastError}
-		}
-		return out, nil
+		return s.failures.Heads(ctx, status.HeadsQuery{Topics: topics, Source: source, AfterID: afterID})
 	}
 }

@@ -5,31 +5,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// Head is what a topic's held rows (parked, held behind another, of a
-// paused topic, adopted or reset: the events of the topic the relay has
-// not delivered yet) say of its progress.
-type Head struct {
-	// Topic is the rows' topic.
-	Topic string
-	// MinID is the lowest event id among them that is an integer (the
-	// outbox table's id); HasMinID is false when none is.
-	MinID    int64
-	HasMinID bool
-	// Unknown is true when one of them has an event id that is no integer
-	// (or none): where it stands in the table's order is not known.
-	Unknown bool
-	// Failing is true when one of them failed and holds the topic for
-	// that: DEAD (given up on), or FAILED after an attempt (an adopted or
-	// reset row is FAILED before it was tried). Attempts and LastError are
-	// then the first such row's (by the status table's id, the order it
-	// was parked in): its failed attempts, the stream's refusal of a row
-	// it parked counted with the poller's.
-	Failing   bool
-	Attempts  int
-	LastError string
-}
+	"github.com/cdc-relay/cdc-relay/progress"
+)
 
 // HeadsQuery says which held rows Heads reads.
 type HeadsQuery struct {
@@ -41,35 +19,26 @@ type HeadsQuery struct {
 	Source string
 	// AfterID, when set, keeps the rows whose status table id is above
 	// it: those parked since a read that returned it as its MaxID, once
-	// none of that read's Writers is writing any more.
+	// none of that read's Writers is writing any more
+	// (progress.HeadsRead).
 	AfterID int64
-}
-
-// HeadsRead is what Heads read.
-type HeadsRead struct {
-	// Heads are the heads of the topics with held rows, in no order.
-	Heads []Head
-	// MaxID is the status table's highest id, and Writers the
-	// transactions writing to it (holding its ROW EXCLUSIVE lock), read
-	// before the rows: a row with an id up to MaxID that the read did not
-	// see is one of theirs. Once none of them writes any more (a later
-	// read's Writers), every row up to MaxID was read, or committed
-	// since, and a read with AfterID set to MaxID misses none.
-	MaxID   int64
-	Writers []string
 }
 
 // integerID is the event id of row d as a bigint, NULL when it is not an
 // integer in a bigint's range.
 const integerID = "CASE WHEN d.event_id ~ '^-?[0-9]{1,19}$' AND d.event_id::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 THEN d.event_id::bigint END"
 
-// Heads reads the heads of the topics of q that have held rows. It reads
-// only; a read of every held row of a topic costs a scan of them (a
+// Heads reads the heads of the topics of q that have held rows: for each,
+// the lowest integer event id among them, and the first (by the status
+// table's id, the order it was parked in) that failed, DEAD or FAILED
+// after an attempt (an adopted or reset row is FAILED before it was
+// tried), with its failed attempts, the stream's refusal of a row it
+// parked counted with the poller's. It reads only; a read of every held row of a topic costs a scan of them (a
 // paused topic's backlog), one with AfterID a range of the primary key.
 // A row whose topic changed in place since a read (`failed retry
 // --topic`) is not among the rows parked since.
-func (s *Store) Heads(ctx context.Context, q HeadsQuery) (HeadsRead, error) {
-	var read HeadsRead
+func (s *Store) Heads(ctx context.Context, q HeadsQuery) (progress.HeadsRead, error) {
+	var read progress.HeadsRead
 	err := s.db.QueryRow(ctx, "SELECT coalesce((SELECT max(id) FROM "+s.table+"), 0),"+
 		" ARRAY(SELECT l.virtualtransaction FROM pg_locks AS l WHERE l.locktype = 'relation' AND l.relation = to_regclass($1) AND l.mode = 'RowExclusiveLock' AND l.granted"+
 		" AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))", s.table).Scan(&read.MaxID, &read.Writers)
@@ -84,8 +53,8 @@ func (s *Store) Heads(ctx context.Context, q HeadsQuery) (HeadsRead, error) {
 		" SELECT g.topic, g.min_id, g.unknown, g.failing_id, f.attempts + CASE WHEN f.reload THEN 0 ELSE 1 END, coalesce(f.last_error, '')"+
 		" FROM g LEFT JOIN "+s.table+" AS f ON f.id = g.failing_id",
 		q.Topics, q.Source, q.AfterID)
-	read.Heads, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Head, error) {
-		var h Head
+	read.Heads, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (progress.Head, error) {
+		var h progress.Head
 		var minID, failingID *int64
 		var attempts *int
 		var lastError *string

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/progress"
 )
 
 // mustExec runs sql on pool, failing the test on an error.
@@ -60,13 +61,13 @@ func TestHeads(t *testing.T) {
 		{"30", "c", "k", Dead}, {"40", "d", "k", Failed}})
 	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET skipped_at = now() WHERE event_id = '30'")
 	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET attempts = 0, reload = true, last_error = 'adopted' WHERE event_id = '40'")
-	read := func(q HeadsQuery) (map[string]Head, int64) {
+	read := func(q HeadsQuery) (map[string]progress.Head, int64) {
 		t.Helper()
 		r, err := store.Heads(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]Head{}
+		got := map[string]progress.Head{}
 		for _, h := range r.Heads {
 			got[h.Topic] = h
 		}
