@@ -93,10 +93,11 @@ func pingPostgres(ctx context.Context, pool *pgxpool.Pool, conn **pgx.Conn) erro
 // readStats reads the slot and the status table every statsInterval until
 // ctx ends.
 func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
-	var last report.DatabaseStats // the previous reading, for report.WarnTruncated
+	var last report.DatabaseStats // the previous reading that counted the held rows, for report.WarnTruncated
+	reader := report.NewStatsReader(r.cfg.ReportNames())
 	tick.Every(ctx, statsInterval, func(ctx context.Context) bool {
 		sctx, cancel := context.WithTimeout(ctx, statsInterval)
-		db, err := report.ReadDatabaseStats(sctx, pool, r.cfg.ReportNames())
+		db, err := reader.Read(sctx, pool)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -104,10 +105,12 @@ func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
 		case err == nil:
 			r.state.setDatabase(db)
 			r.warnBackfills(db.BackfillsProblem)
-			if r.state.getRole() == report.RoleLeader {
-				report.WarnTruncated(r.log, r.cfg.ReportNames(), recoverMargin, last, db)
+			if !db.HeldAt.Equal(last.HeldAt) {
+				if r.state.getRole() == report.RoleLeader {
+					report.WarnTruncated(r.log, r.cfg.ReportNames(), recoverMargin, last, db)
+				}
+				last = db
 			}
-			last = db
 		default:
 			r.log.Debug("could not read the slot's and the status table's figures", "err", err)
 		}

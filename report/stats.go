@@ -66,6 +66,9 @@ type DatabaseStats struct {
 	// most held first; HeldTopics counts every topic with held rows.
 	Topics     []TopicHeld
 	HeldTopics int
+	// HeldAt is when the held counts above were counted: At, but for a
+	// StatsReader's reading that gave its last counts again.
+	HeldAt time.Time
 	// StatusFile is the status table's file (pg_relation_filenode): a
 	// TRUNCATE gives it a new one, which a DELETE does not.
 	StatusFile int64
@@ -112,17 +115,46 @@ func (s DatabaseStats) WALRetained() int64 {
 // no privilege beyond what the relay's role has (pg_replication_slots is
 // readable by every role).
 func ReadDatabaseStats(ctx context.Context, db pgdb.Querier, names Names) (DatabaseStats, error) {
+	return readStats(ctx, db, names, nil)
+}
+
+// readStats reads the slot and the tables names names; the held counts
+// with held, when set, rather than with a query of their own.
+func readStats(ctx context.Context, db pgdb.Querier, names Names, held func(*DatabaseStats) error) (DatabaseStats, error) {
 	s := DatabaseStats{At: time.Now()}
+	err := readSlot(ctx, db, names, &s)
+	if err != nil {
+		return s, err
+	}
+	if err = readChurn(ctx, db, names, &s); err != nil {
+		return s, err
+	}
+	if held == nil {
+		held = func(s *DatabaseStats) error { return readHeld(ctx, db, names, s) }
+	}
+	if err = held(&s); err != nil {
+		return s, err
+	}
+	if s.PausedTopics, err = readPausedTopics(ctx, db, names); err != nil {
+		return s, err
+	}
+	s.PausedIn = readPausedIn(ctx, db, names)
+	s.Backfills, s.BackfillsProblem = readBackfills(ctx, db, names)
+	return s, nil
+}
+
+// readSlot fills s's WAL position, slot and failover figures.
+func readSlot(ctx context.Context, db pgdb.Querier, names Names, s *DatabaseStats) error {
 	var confirmed, restart pgtype.Text
 	var active pgtype.Bool
 	var walEnd string
 	err := db.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, s.confirmed_flush_lsn::text, s.restart_lsn::text, s.active
 		FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, names.Slot).Scan(&walEnd, &confirmed, &restart, &active)
 	if err != nil {
-		return s, fmt.Errorf("read slot %q: %w", names.Slot, err)
+		return fmt.Errorf("read slot %q: %w", names.Slot, err)
 	}
 	if s.WALEnd, err = pglogrepl.ParseLSN(walEnd); err != nil {
-		return s, fmt.Errorf("read the server's WAL position: %w", err)
+		return fmt.Errorf("read the server's WAL position: %w", err)
 	}
 	if confirmed.Valid || restart.Valid || active.Valid {
 		s.SlotExists, s.SlotActive = true, active.Bool
@@ -133,18 +165,8 @@ func ReadDatabaseStats(ctx context.Context, db pgdb.Querier, names Names) (Datab
 			s.Restart, _ = pglogrepl.ParseLSN(restart.String)
 		}
 	}
-	if s.Failover, err = replication.LookupFailover(ctx, db, names.Slot); err != nil {
-		return s, err
-	}
-	if err = readHeld(ctx, db, names, &s); err != nil {
-		return s, err
-	}
-	if s.PausedTopics, err = readPausedTopics(ctx, db, names); err != nil {
-		return s, err
-	}
-	s.PausedIn = readPausedIn(ctx, db, names)
-	s.Backfills, s.BackfillsProblem = readBackfills(ctx, db, names)
-	return s, nil
+	s.Failover, err = replication.LookupFailover(ctx, db, names.Slot)
+	return err
 }
 
 // readPausedTopics reads the slot's paused topics from the pause table.
@@ -224,25 +246,36 @@ ORDER BY failed + dead + waiting + paused DESC, topic
 LIMIT %d`
 
 // readHeld fills s's held counts, over every topic and for the topics
-// with the most held rows, from one query.
+// with the most held rows, from one query, and their HeldAt.
 func readHeld(ctx context.Context, db pgdb.Querier, names Names, s *DatabaseStats) error {
 	status := pgx.Identifier{names.StatusSchema, names.StatusTable}.Sanitize()
-	err := scanHeld(ctx, db, fmt.Sprintf(heldQuery, status, MaxHeldTopics), s)
-	if err == nil {
-		err = db.QueryRow(ctx, `SELECT coalesce(pg_relation_filenode($1::regclass), 0)::bigint,
-			pg_stat_get_tuples_updated($1::regclass) + pg_stat_get_tuples_deleted($1::regclass)`, status).Scan(&s.StatusFile, &s.StatusChurn)
-	}
+	s.HeldAt = time.Now()
+	return statusError("count parked events", status, scanHeld(ctx, db, fmt.Sprintf(heldQuery, status, MaxHeldTopics), s))
+}
+
+// readChurn fills s's StatusFile and StatusChurn: what tells a TRUNCATE
+// of the status table.
+func readChurn(ctx context.Context, db pgdb.Querier, names Names, s *DatabaseStats) error {
+	status := pgx.Identifier{names.StatusSchema, names.StatusTable}.Sanitize()
+	err := db.QueryRow(ctx, `SELECT coalesce(pg_relation_filenode($1::regclass), 0)::bigint,
+		pg_stat_get_tuples_updated($1::regclass) + pg_stat_get_tuples_deleted($1::regclass)`, status).Scan(&s.StatusFile, &s.StatusChurn)
+	return statusError("read the status table's statistics", status, err)
+}
+
+// statusError is err, of doing what on the status table, saying what to
+// do when the table is missing or not migrated; nil when err is.
+func statusError(what, status string, err error) error {
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
-		return fmt.Errorf("count parked events: the status table %s does not exist: run `cdc-relay migrate` with the same table flags", status)
+		return fmt.Errorf("%s: the status table %s does not exist: run `cdc-relay migrate` with the same table flags", what, status)
 	case errors.As(err, &pgErr) && pgErr.Code == "42703":
-		return fmt.Errorf("count parked events: the status table %s was not migrated since the upgrade (%s): "+
-			"run `cdc-relay migrate` of this version with the same table flags", status, pgErr.Message)
+		return fmt.Errorf("%s: the status table %s was not migrated since the upgrade (%s): "+
+			"run `cdc-relay migrate` of this version with the same table flags", what, status, pgErr.Message)
 	}
-	return fmt.Errorf("count parked events in %s: %w", status, err)
+	return fmt.Errorf("%s in %s: %w", what, status, err)
 }
 
 // scanHeld runs heldQuery and fills s from its rows; once read, s.Topics

@@ -1,0 +1,78 @@
+package report
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
+)
+
+// heldCostFactor is how many times the last count of the held rows took
+// a StatsReader waits before counting them again.
+const heldCostFactor = 20
+
+// StatsReader reads a relay's DatabaseStats again and again, as a running
+// relay does every few seconds. Every Read reads the slot, the pause
+// tables and the backfills; the held counts, whose query reads every held
+// row of the status table, are counted again only once twenty times
+// their last count's duration has passed since it: a backlog of a million
+// held rows takes its count a second, which every five seconds would
+// take a fifth of the database's time from the poller draining that
+// backlog. In between, Read gives the last counts, each topic's oldest
+// held event older by the time since. A few thousand held rows are
+// counted at every Read. Not safe for concurrent use.
+type StatsReader struct {
+	names Names
+	// last is the last count of the held rows; counted when it was
+	// taken, due when it is to be taken again.
+	last           DatabaseStats
+	counted, due   time.Time
+	countedAtLeast bool
+}
+
+// NewStatsReader returns a StatsReader of the slot and tables names
+// names.
+func NewStatsReader(names Names) *StatsReader {
+	return &StatsReader{names: names}
+}
+
+// Read reads the figures as ReadDatabaseStats does, but for the held
+// counts, counted again only when due (see StatsReader). A Read that
+// fails counts them again at the next.
+func (r *StatsReader) Read(ctx context.Context, db pgdb.Querier) (DatabaseStats, error) {
+	s, err := readStats(ctx, db, r.names, func(s *DatabaseStats) error { return r.held(ctx, db, s) })
+	if err != nil {
+		r.countedAtLeast = false
+	}
+	return s, err
+}
+
+// held fills s's held counts: counted now when due, or when the status
+// table's file changed since the last count (a TRUNCATE, which
+// WarnTruncated must see at once), else the last ones aged by the time
+// since.
+func (r *StatsReader) held(ctx context.Context, db pgdb.Querier, s *DatabaseStats) error {
+	now := time.Now()
+	if !r.countedAtLeast || !now.Before(r.due) || s.StatusFile != r.last.StatusFile {
+		if err := readHeld(ctx, db, r.names, s); err != nil {
+			return err
+		}
+		took := time.Since(now)
+		r.last, r.counted, r.due, r.countedAtLeast = *s, now, now.Add(heldCostFactor*took), true
+		return nil
+	}
+	copyHeld(s, r.last, now.Sub(r.counted))
+	return nil
+}
+
+// copyHeld sets s's held counts to those of from, with each topic's
+// oldest held event older by age.
+func copyHeld(s *DatabaseStats, from DatabaseStats, age time.Duration) {
+	s.Failed, s.Dead, s.Waiting, s.Paused = from.Failed, from.Dead, from.Waiting, from.Paused
+	s.HeldTopics, s.HeldAt = from.HeldTopics, from.HeldAt
+	s.Topics = slices.Clone(from.Topics)
+	for i := range s.Topics {
+		s.Topics[i].OldestHeldSeconds += age.Seconds()
+	}
+}
