@@ -189,6 +189,7 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 		o = keyorder.NewByTopic(s.log)
 	case len(topics) > 0:
 		o = keyorder.NewByTopics(s.log, topics)
+		s.startLog().Info("ordering the topics of the tables with ordering: topic by topic, every other topic by key", "topics", topics)
 	}
 	var (
 		held    []status.Key
