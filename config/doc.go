@@ -26,6 +26,7 @@
 //	        adopt: position > 550  # this route's own: adopted for its topic
 //	    adopt: position > 4000   # adopted when the relay creates its slot
 //	    progress: {table: outbox_topic_progress, publisher: KafkaPublisher}  # kept true
+//	    ordering: topic          # key or topic: this table's topics' order
 //	messages:                    # pg_logical_emit_message, beside or instead of tables
 //	  - prefix: outbox           # an envelope: topic, key, id, headers, payload
 //	    topic: orders.events     # for an envelope that names no topic
@@ -36,7 +37,10 @@
 //
 // A file lists tables, messages or both; with messages, tables may be
 // absent or empty. The top-level allowed_topics applies to every table
-// and to every message source that sets no allowed_topics of its own.
+// and to every message source that sets no allowed_topics of its own. A
+// table's ordering (key or topic) overrides the top-level ordering for
+// its topics; topic needs the table's topics known (routes, or one fixed
+// topic), and none is the top level's only.
 //
 // [Load] refuses a file over 1 MiB before it reads it (a config file is a
 // few KB). [Parse] checks everything that can be checked without the

@@ -58,6 +58,7 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"progress", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.t.Progress = p.progressBlock(e, te, ctx)
 	}},
+	{"ordering", readTableOrdering},
 }
 
 // messageKeys are the keys of an entry of messages.

@@ -124,6 +124,27 @@ func readOrdering(p *parser, e keyed, _ string, f *File) {
 	f.Ordering = v
 }
 
+// readTableOrdering reads a table's ordering: key or topic, the order of
+// its topics' events overriding the file's ordering (none applies to the
+// whole relay only). Whether a table ordered by topic has known topics is
+// checked with the table (checkOrdering).
+func readTableOrdering(p *parser, e keyed, ctx string, te *tableEntry) {
+	v, ok := p.str(e, ctx)
+	if !ok || v == "" {
+		return
+	}
+	switch v {
+	case "key", "topic":
+		te.t.Ordering = v
+	case "none":
+		p.problem(e.line, "%sordering none applies to the whole relay: --ordering none (or ordering: none at the file's top level); "+
+			"a table's ordering is key or topic", ctx)
+	default:
+		p.problem(e.line, "%sordering %q: want key (the table's events in commit order by topic and record key) or topic "+
+			"(its topics' events in commit order, with a key or without)", ctx, v)
+	}
+}
+
 // readTimeZone reads a table's time_zone: the IANA zone whose wall time
 // its timestamp-without-time-zone columns hold.
 func readTimeZone(p *parser, e keyed, ctx string, te *tableEntry) {

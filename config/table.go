@@ -114,6 +114,7 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 	}
 	p.checkAdopt(te, ctx)
 	p.checkProgress(te, ctx)
+	p.checkOrdering(te, ctx)
 	p.checkWriteBack(te, ctx)
 	if te.t.WriteBack != nil && len(t.Routes) > 0 {
 		// An event that matches no route is neither delivered nor parked:
@@ -125,6 +126,21 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 			p.problem(te.lineOf("headers"), "%sheaders: header \"id\" is the header of the id column (id: %s): name the header otherwise", ctx, t.IDColumn)
 		}
 	}
+}
+
+// checkOrdering refuses ordering: topic on a table whose topics are not
+// known without its rows (a topic column, a template naming a column):
+// the relay orders by topic the topics it knows at start.
+func (p *parser) checkOrdering(te *tableEntry, ctx string) {
+	if !te.t.OrderedByTopic() || len(te.t.Topics()) > 0 {
+		return
+	}
+	m := te.t.Mapping
+	if len(m.Routes) == 0 && m.TopicTemplate == "" && m.TopicColumn == "" {
+		return // no way to choose the topic: checkTable said so
+	}
+	p.problem(te.lineOf("ordering"), "%sordering topic needs the table's topics known at start, and a column chooses them here: "+
+		"name its topics with routes: (or one fixed topic:), or set ordering: topic for the whole relay (--ordering topic)", ctx)
 }
 
 // checkMapping checks the rest of what the decoder checks: the template's

@@ -37,7 +37,20 @@ type Table struct {
 	// status are adopted for every route they match. Each is SQL run as
 	// Adopt is, when Adopt is, and needs the id column too.
 	RouteAdopt []string
+	// Ordering is the table's own ordering (a config file's ordering:),
+	// overriding the relay's for the topics of the table: "key" (its
+	// events in commit order by topic and record key) or "topic" (by
+	// topic, with a key or without; the table needs known topics,
+	// Topics); "" leaves the relay's.
+	Ordering string
 }
+
+// OrderingTopic is the Ordering that orders a table's topics by topic.
+const OrderingTopic = "topic"
+
+// OrderedByTopic reports whether the table asks for its topics to be
+// ordered by topic (Ordering is OrderingTopic).
+func (t Table) OrderedByTopic() bool { return t.Ordering == OrderingTopic }
 
 // Adopts reports whether the table adopts rows by a predicate when the
 // relay creates its slot: Adopt, or a route's RouteAdopt, is set. (Rows
@@ -145,7 +158,7 @@ func (t Table) Clone() Table {
 	for _, r := range t.Mapping.Routes {
 		m.Routes = append(m.Routes, decoder.Route{Topic: r.Topic, RequiredTags: slices.Clone(r.RequiredTags), AnyOfTags: slices.Clone(r.AnyOfTags)})
 	}
-	c := Table{Mapping: m, Adopt: t.Adopt, RouteAdopt: slices.Clone(t.RouteAdopt)}
+	c := Table{Mapping: m, Adopt: t.Adopt, RouteAdopt: slices.Clone(t.RouteAdopt), Ordering: t.Ordering}
 	if t.WriteBack != nil {
 		wb := *t.WriteBack
 		wb.Pending = slices.Clone(wb.Pending)
@@ -164,16 +177,25 @@ func (t Table) Clone() Table {
 // for: its routes', or the one topic of a template that names no column.
 func (t Table) ProgressSource() progress.Source {
 	m := t.Mapping
-	src := progress.Source{Schema: m.Schema, Name: m.Table, IDColumn: m.IDColumn}
+	return progress.Source{Schema: m.Schema, Name: m.Table, IDColumn: m.IDColumn, Topics: t.Topics()}
+}
+
+// Topics returns the topics the table's events can go to when they are
+// known without reading its rows: its routes' (each once, in order), or
+// the one topic of a template that names no column; nil when a column
+// chooses them (a topic column, a template naming a column).
+func (t Table) Topics() []string {
+	m := t.Mapping
+	var topics []string
 	for _, r := range m.Routes {
-		if !slices.Contains(src.Topics, r.Topic) {
-			src.Topics = append(src.Topics, r.Topic)
+		if !slices.Contains(topics, r.Topic) {
+			topics = append(topics, r.Topic)
 		}
 	}
 	if len(m.Routes) == 0 && m.TopicColumn == "" {
 		if parts, err := m.TemplateParts(); err == nil && len(parts) == 1 && parts[0].Column == "" {
-			src.Topics = []string{parts[0].Literal}
+			topics = []string{parts[0].Literal}
 		}
 	}
-	return src
+	return topics
 }

@@ -21,6 +21,7 @@ var full = Table{
 		ErrorColumn: "err", AttemptsColumn: "n", NextAttemptColumn: "next"},
 	Adopt:      "id > 4",
 	RouteAdopt: []string{"id > 5"},
+	Ordering:   "topic",
 }
 
 func TestColumns(t *testing.T) {
@@ -105,6 +106,25 @@ func TestValidateAdopt(t *testing.T) {
 		err := Sources{Tables: []Table{tc.t}}.Validate()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
 			t.Errorf("%s: Validate() = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestTopics: a table's topics are known from its routes or a literal
+// topic, and unknown when a column chooses them.
+func TestTopics(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		m    decoder.Mapping
+		want []string
+	}{
+		{"literal topic", decoder.Mapping{TopicTemplate: "events"}, []string{"events"}},
+		{"routes, each once", decoder.Mapping{TopicColumn: "", Routes: []decoder.Route{{Topic: "a"}, {Topic: "b"}, {Topic: "a"}}}, []string{"a", "b"}},
+		{"template of a column", decoder.Mapping{TopicTemplate: "orders.{kind}"}, nil},
+		{"topic column", decoder.Mapping{TopicColumn: "topic"}, nil},
+	} {
+		if got := (Table{Mapping: c.m}).Topics(); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: Topics() = %q, want %q", c.name, got, c.want)
 		}
 	}
 }

@@ -98,6 +98,12 @@ type Config struct {
 	// produced in id order, a row not delivered stops its topic's later
 	// rows, and Claimed and Delivered name topics, with the empty key.
 	ByTopic bool
+	// TopicOrdered, when ByTopic is false, are the topics whose rows are
+	// ordered by topic as ByTopic orders every topic's (a config file's
+	// tables with ordering: topic, with a status.Store made with
+	// status.ByTopics of the same topics); the other topics' rows are
+	// ordered by key.
+	TopicOrdered []string
 	// Delivered, if set, is called after each claim's outcomes are
 	// committed, with the key of each row it delivered (each key once;
 	// rows without a key have none; a reload row's is the key its status

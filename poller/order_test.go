@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -318,18 +317,29 @@ func TestClaimedOncePerLook(t *testing.T) {
 // TestByTopicStopsTheTopic: ordering by topic, a row that cannot be
 // produced stops its topic's later rows, keyed or not, and no other
 // topic's; Claimed names each topic once, with the empty key. By key,
-// only its key's rows stop.
+// only its key's rows stop; with TopicOrdered, each topic as it is ordered.
 func TestByTopicStopsTheTopic(t *testing.T) {
 	t.Parallel()
-	for _, byTopic := range []bool{true, false} {
-		t.Run(fmt.Sprint("by topic ", byTopic), func(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		byTopic      bool
+		topicOrdered []string
+		want         []string
+		wantClaimed  []status.Key
+	}{
+		{"by key", false, nil, []string{"b1", "n1", "u1"}, []status.Key{{Topic: "t", Key: "a"}, {Topic: "t", Key: "b"}, {Topic: "u", Key: "a"}}},
+		{"by topic", true, nil, []string{"u1"}, []status.Key{{Topic: "t"}, {Topic: "u"}}},
+		{"t by topic, u by key", false, []string{"t"}, []string{"u1"}, []status.Key{{Topic: "t"}, {Topic: "u", Key: "a"}}},
+		{"u by topic, t by key", false, []string{"u"}, []string{"b1", "n1", "u1"}, []status.Key{{Topic: "t", Key: "a"}, {Topic: "t", Key: "b"}, {Topic: "u"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			rows := []status.Row{
 				{ID: 1, Topic: "t", Key: []byte("a"), Value: []byte("a1")}, {ID: 2, Topic: "t", Key: []byte("b"), Value: []byte("b1")},
 				{ID: 3, Topic: "t", Value: []byte("n1")}, {ID: 4, Topic: "u", Key: []byte("a"), Value: []byte("u1")},
 			}
 			prod := &partitionProducer{}
 			cfg := DefaultConfig()
-			cfg.ByTopic = byTopic
+			cfg.ByTopic, cfg.TopicOrdered = tc.byTopic, tc.topicOrdered
 			cfg.CheckRecord = func(r *kgo.Record) error {
 				if string(r.Value) == "a1" {
 					return kerr.MessageTooLarge
@@ -345,12 +355,8 @@ func TestByTopicStopsTheTopic(t *testing.T) {
 			for _, c := range prod.calls {
 				produced = append(produced, c...)
 			}
-			want, wantClaimed := []string{"b1", "n1", "u1"}, []status.Key{{Topic: "t", Key: "a"}, {Topic: "t", Key: "b"}, {Topic: "u", Key: "a"}}
-			if byTopic {
-				want, wantClaimed = []string{"u1"}, []status.Key{{Topic: "t"}, {Topic: "u"}}
-			}
-			if !slices.Equal(produced, want) || !slices.Equal(claimed, wantClaimed) {
-				t.Fatalf("produced %v, claimed %v; want %v and %v", produced, claimed, want, wantClaimed)
+			if !slices.Equal(produced, tc.want) || !slices.Equal(claimed, tc.wantClaimed) {
+				t.Fatalf("produced %v, claimed %v; want %v and %v", produced, claimed, tc.want, tc.wantClaimed)
 			}
 		})
 	}

@@ -562,14 +562,14 @@ func (p *Poller) violation(row status.Row) {
 }
 
 // orderKey is the key row is ordered by, and false for a row that is
-// not ordered (no key): its topic and record key, or, with ByTopic, its
-// topic with the empty key (none for the empty topic: a reset row not
+// not ordered (no key): its topic and record key, or, with ByTopic or
+// of a topic of TopicOrdered, its topic with the empty key (none for the empty topic: a reset row not
 // loaded yet). A reload row's is the key its status row
 // holds (the key of the event adopted or reset, as parked), whatever key
 // its outbox row now gives its record.
 func (p *Poller) orderKey(row status.Row) (status.Key, bool) {
 	switch {
-	case p.cfg.ByTopic:
+	case p.cfg.ByTopic || slices.Contains(p.cfg.TopicOrdered, row.Topic):
 		return status.Key{Topic: row.Topic}, row.Topic != ""
 	case row.Key == nil:
 		return status.Key{}, false

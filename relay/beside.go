@@ -164,7 +164,7 @@ func (s *session) pollerConfig(ctx context.Context, wakes dueWakes) poller.Confi
 	}
 	pc.Hold = s.pause.WaitResumed
 	pc.Load = s.loader.LoadMany
-	pc.ByTopic = s.cfg.Ordering == OrderingTopic
+	pc.ByTopic, pc.TopicOrdered = s.cfg.Ordering == OrderingTopic, s.cfg.topicOrdered()
 	pc.PausedTopics = s.failures.PausedTopics
 	pc.NextDue = s.failures.NextDue
 	pc.Claimed = s.holdClaimed(wakes)

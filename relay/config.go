@@ -83,7 +83,9 @@ type Config struct {
 	// their topic and record key parked after it (events without a key
 	// are never held); OrderingTopic: a topic's events, with a key or
 	// without, behind a parked event of the topic; or OrderingNone: later
-	// events overtake a parked one.
+	// events overtake a parked one. With OrderingKey, the topics of a
+	// table whose own Ordering is OrderingTopic are ordered by topic
+	// (CheckOrdering).
 	Ordering string
 	// AcceptSlotLoss lets the relay create a new slot although the
 	// checkpoint table shows an earlier one existed (events committed while
@@ -245,7 +247,8 @@ func (c Config) TableNames() []string { return c.sources().TableNames() }
 // outbox tables, then the message sources (outbox.Sources.Names).
 func (c Config) SourceNames() []string { return c.sources().Names() }
 
-// Validate checks what can be checked without the database: the ordering,
+// Validate checks what can be checked without the database: the ordering
+// (each table's too, CheckOrdering),
 // the sources (outbox.Sources.Validate: something to relay, a table that
 // adopts has its id column, the message sources), that a relay of messages
 // only does not ask to recover a gap (checkRecoverNeedsTable), and the
@@ -258,6 +261,9 @@ func (c Config) Validate() error {
 	if c.Ordering == OrderingTopic && c.ExactlyOnce.Enabled {
 		return fmt.Errorf("ordering %s is not built for exactly-once delivery yet: use ordering %s (the default) with it, "+
 			"or at-least-once delivery (leave --delivery out)", OrderingTopic, OrderingKey)
+	}
+	if err := c.CheckOrdering(); err != nil {
+		return err
 	}
 	src := c.sources()
 	if err := src.Validate(); err != nil {

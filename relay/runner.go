@@ -116,6 +116,8 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking
 	case OrderingTopic:
 		storeOpts = append(storeOpts, status.ByTopic())
+	default:
+		storeOpts = append(storeOpts, status.ByTopics(r.cfg.topicOrdered()...)) // none: every topic by key
 	}
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
 	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {
@@ -203,7 +205,7 @@ func producerConfig(cfg Config, log *slog.Logger) sink.Config {
 // whose event the poller is still to send (adopted or reset rows).
 func newCleaner(pool *pgxpool.Pool, cfg Config, r *Relay) *retention.Cleaner {
 	rc := cfg.Retention
-	rc.ByTopic = cfg.Ordering == OrderingTopic
+	rc.ByTopic, rc.TopicOrdered = cfg.Ordering == OrderingTopic, cfg.topicOrdered()
 	if rc.Logger == nil {
 		rc.Logger = r.log
 	}

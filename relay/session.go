@@ -179,13 +179,17 @@ func (s *session) resumeAt(ctx context.Context) (err error) {
 
 // rebuildOrder holds, before the stream starts, what the status table
 // keeps across restarts and leaders: the keys with held rows (with
-// Config.Ordering key; those of reload rows, adopted or reset, too) and
-// the paused topics. The relay's PauseTopic and
+// Config.Ordering key; those of reload rows, adopted or reset, too; the
+// topics of the tables ordered by topic as topics) and the paused topics. The relay's PauseTopic and
 // ResumeTopic change this session's from now on.
 func (s *session) rebuildOrder(ctx context.Context) error {
 	o := keyorder.New(s.cfg.Ordering != OrderingNone, s.log)
-	if s.cfg.Ordering == OrderingTopic {
+	switch topics := s.cfg.topicOrdered(); {
+	case s.cfg.Ordering == OrderingTopic:
 		o = keyorder.NewByTopic(s.log)
+	case len(topics) > 0:
+		o = keyorder.NewByTopics(s.log, topics)
+		s.startLog().Info("ordering the topics of the tables with ordering: topic by topic, every other topic by key", "topics", topics)
 	}
 	var (
 		held    []status.Key

@@ -178,18 +178,38 @@ func batchDelete(table, where string) string {
 // later, is never deleted. The last keeps a DEAD row, not skipped, that
 // held rows of its topic and key follow (FAILED, DEAD not skipped, WAITING
 // or PAUSED, as the status package holds them; reload rows too, which
-// hold their key), or of its topic with byTopic: it holds them, in order,
-// until an operator retries, skips or purges it.
-func statusWhere(table string, byTopic bool) string {
-	sameKey := ` AND sha256(w.record_key) = sha256(` + table + `.record_key) AND w.record_key = ` + table + `.record_key`
-	keyed := ` AND ` + table + `.record_key IS NOT NULL`
-	if byTopic {
-		sameKey, keyed = "", ` AND `+table+`.topic <> ''`
+// hold their key), or of its topic with byTopic, or with topicOrdered when
+// its topic is one of the text array $3: it holds them, in order, until
+// an operator retries, skips or purges it.
+func statusWhere(table string, byTopic, topicOrdered bool) string {
+	follows := func(sameKey string) string {
+		return ` EXISTS (SELECT 1 FROM ` + table + ` AS w` +
+			` WHERE w.status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED') AND w.skipped_at IS NULL AND w.topic = ` + table + `.topic` +
+			sameKey + ` AND w.id > ` + table + `.id)`
+	}
+	keyed := ` AND ` + table + `.record_key IS NOT NULL AND` +
+		follows(` AND sha256(w.record_key) = sha256(`+table+`.record_key) AND w.record_key = `+table+`.record_key`)
+	topics := ` AND ` + table + `.topic <> '' AND` + follows("")
+	holds := keyed
+	switch {
+	case byTopic:
+		holds = topics
+	case topicOrdered:
+		holds = ` AND (` + table + `.topic = ANY ($3::text[])` + topics + ` OR ` + table + `.topic <> ALL ($3::text[])` + keyed + `)`
 	}
 	return `status <> 'FAILED' AND status IN ('DELIVERED', 'DEAD') AND updated_at < $1::timestamptz` +
-		` AND NOT (status = 'DEAD' AND skipped_at IS NULL` + keyed + ` AND EXISTS (SELECT 1 FROM ` + table + ` AS w` +
-		` WHERE w.status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED') AND w.skipped_at IS NULL AND w.topic = ` + table + `.topic` +
-		sameKey + ` AND w.id > ` + table + `.id))`
+		` AND NOT (status = 'DEAD' AND skipped_at IS NULL` + holds + `)`
+}
+
+// deleteStatus deletes the status rows older than Config.Status that
+// statusWhere selects, batch by batch, and returns how many.
+func (c *Cleaner) deleteStatus(ctx context.Context, res *Result, now time.Time) (int64, error) {
+	args := []any{now.Add(-c.cfg.Status), c.cfg.BatchRows}
+	topicOrdered := !c.cfg.ByTopic && len(c.cfg.TopicOrdered) > 0
+	if topicOrdered {
+		args = append(args, c.cfg.TopicOrdered)
+	}
+	return c.deleteOld(ctx, res, c.status, batchDelete(c.status, statusWhere(c.status, c.cfg.ByTopic, topicOrdered)), args)
 }
 
 // RunOnce does one cleanup: it deletes outbox rows older than
@@ -220,7 +240,7 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 		}
 	}
 	if c.cfg.Status > 0 && ctx.Err() == nil {
-		n, err := c.deleteOld(ctx, &res, c.status, batchDelete(c.status, statusWhere(c.status, c.cfg.ByTopic)), []any{now.Add(-c.cfg.Status), c.cfg.BatchRows})
+		n, err := c.deleteStatus(ctx, &res, now)
 		res.StatusRows = n
 		if err != nil {
 			errs = append(errs, err)

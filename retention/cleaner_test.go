@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -251,7 +250,7 @@ func TestBatchStatementsUseTheIndex(t *testing.T) {
 		args []any
 	}{
 		"outbox": {outboxSQL, outboxArgs(cutoff, 10000)},
-		"status": {batchDelete(c.status, statusWhere(c.status, false)), []any{cutoff, 10000}},
+		"status": {batchDelete(c.status, statusWhere(c.status, false, false)), []any{cutoff, 10000}},
 	} {
 		var plan strings.Builder
 		rows, _ := pool.Query(ctx, "EXPLAIN "+st.sql, st.args...)
@@ -648,68 +647,85 @@ func TestPartitionedOutbox(t *testing.T) {
 // TestRetentionKeepsHeldRows: old WAITING and PAUSED rows are never
 // deleted, nor an old DEAD row that held rows (FAILED, WAITING or PAUSED,
 // reload ones too) of its topic and key follow, or of its topic when
-// ordering by topic; an old DEAD row with nothing held behind it (another
-// key, another topic, a NULL key, only earlier rows), or one an operator
-// skipped, is.
+// ordering by topic (or its topic is among TopicOrdered); an old DEAD row
+// with nothing held behind it (another key, another topic, a NULL key,
+// only earlier rows), or one an operator skipped, is.
 func TestRetentionKeepsHeldRows(t *testing.T) {
 	t.Parallel()
-	for _, byTopic := range []bool{false, true} {
-		t.Run(fmt.Sprint("by topic ", byTopic), func(t *testing.T) {
+	byKey := []string{"waiting", "paused", "dead before waiting", "waiting behind dead", "dead before paused", "paused behind dead", "dead reload",
+		"waiting behind a reload", "dead before failed", "failed behind dead", "waiting behind skipped", "waiting of another key"}
+	byTopic := []string{"waiting", "paused", "dead before waiting", "waiting behind dead", "dead before paused", "paused behind dead",
+		"dead after waiting", "dead without a key", "dead reload", "waiting behind a reload", "dead before failed", "failed behind dead",
+		"waiting behind skipped", "dead, nothing of its key after", "waiting of another key"}
+	for _, tc := range []struct {
+		name         string
+		byTopic      bool
+		topicOrdered []string
+		want         []string
+	}{
+		{"by key", false, nil, append(slices.Clone(byKey), "waiting of t, another key")},
+		{"by topic", true, nil, append(slices.Clone(byTopic), "dead of t", "waiting of t, another key")},
+		{"o by topic, t by key", false, []string{"o"}, append(slices.Clone(byTopic), "waiting of t, another key")},
+		{"t by topic, o by key", false, []string{"t", "x"}, append(slices.Clone(byKey), "dead of t", "waiting of t, another key")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, pool := startDB(t)
-			old := time.Now().Add(-48 * time.Hour)
-			for _, r := range []struct {
-				name, topic, key, status string
-				reload, skipped          bool
-			}{
-				{"waiting", "o", "w", "WAITING", false, false},
-				{"paused", "o", "p", "PAUSED", false, false},
-				{"dead before waiting", "o", "k", "DEAD", false, false},
-				{"waiting behind dead", "o", "k", "WAITING", false, false},
-				{"dead before paused", "o", "q", "DEAD", false, false},
-				{"paused behind dead", "o", "q", "PAUSED", false, false},
-				{"dead after waiting", "o", "w", "DEAD", false, false},
-				{"dead, other topic's waiting", "other", "k", "DEAD", false, false},
-				{"dead without a key", "o", "", "DEAD", false, false},
-				{"dead reload", "o", "r", "DEAD", true, false},
-				{"waiting behind a reload", "o", "r", "WAITING", false, false},
-				{"delivered", "o", "k", "DELIVERED", false, false},
-				{"dead before failed", "o", "f", "DEAD", false, false},
-				{"failed behind dead", "o", "f", "FAILED", false, false},
-				{"skipped dead", "o", "s", "DEAD", false, true},
-				{"waiting behind skipped", "o", "s", "WAITING", false, false},
-				{"dead, nothing of its key after", "o", "z", "DEAD", false, false},
-				{"waiting of another key", "o", "y", "WAITING", false, false},
-			} {
-				var key any
-				if r.key != "" {
-					key = []byte(r.key)
-				}
-				var skipped any
-				if r.skipped {
-					skipped = old
-				}
-				exec(t, ctx, pool, `INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status, reload, updated_at, skipped_at) VALUES ($1, $2, $3, 'x', $4, $5, $6, $7)`,
-					r.name, r.topic, key, r.status, r.reload, old, skipped)
-			}
+			insertHeldRows(t, ctx, pool)
 			cfg := quiet(t, 0, time.Hour)
-			cfg.ByTopic = byTopic
+			cfg.ByTopic, cfg.TopicOrdered = tc.byTopic, tc.topicOrdered
 			if _, err := New(pool, options(cfg)).RunOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
 			rows, _ := pool.Query(ctx, `SELECT event_id FROM outbox_delivery ORDER BY id`)
 			left, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			want := []string{"waiting", "paused", "dead before waiting", "waiting behind dead", "dead before paused", "paused behind dead", "dead reload",
-				"waiting behind a reload", "dead before failed", "failed behind dead", "waiting behind skipped", "waiting of another key"}
-			if byTopic {
-				want = []string{"waiting", "paused", "dead before waiting", "waiting behind dead", "dead before paused", "paused behind dead",
-					"dead after waiting", "dead without a key", "dead reload", "waiting behind a reload", "dead before failed", "failed behind dead",
-					"waiting behind skipped", "dead, nothing of its key after", "waiting of another key"}
-			}
-			if err != nil || !slices.Equal(left, want) {
-				t.Fatalf("rows left %v, %v; want %v", left, err, want)
+			if err != nil || !slices.Equal(left, tc.want) {
+				t.Fatalf("rows left %v, %v; want %v", left, err, tc.want)
 			}
 		})
+	}
+}
+
+// insertHeldRows inserts the status rows of TestRetentionKeepsHeldRows,
+// all two days old.
+func insertHeldRows(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
+	t.Helper()
+	old := time.Now().Add(-48 * time.Hour)
+	for _, r := range []struct {
+		name, topic, key, status string
+		reload, skipped          bool
+	}{
+		{"waiting", "o", "w", "WAITING", false, false},
+		{"paused", "o", "p", "PAUSED", false, false},
+		{"dead before waiting", "o", "k", "DEAD", false, false},
+		{"waiting behind dead", "o", "k", "WAITING", false, false},
+		{"dead before paused", "o", "q", "DEAD", false, false},
+		{"paused behind dead", "o", "q", "PAUSED", false, false},
+		{"dead after waiting", "o", "w", "DEAD", false, false},
+		{"dead, other topic's waiting", "other", "k", "DEAD", false, false},
+		{"dead without a key", "o", "", "DEAD", false, false},
+		{"dead reload", "o", "r", "DEAD", true, false},
+		{"waiting behind a reload", "o", "r", "WAITING", false, false},
+		{"delivered", "o", "k", "DELIVERED", false, false},
+		{"dead before failed", "o", "f", "DEAD", false, false},
+		{"failed behind dead", "o", "f", "FAILED", false, false},
+		{"skipped dead", "o", "s", "DEAD", false, true},
+		{"waiting behind skipped", "o", "s", "WAITING", false, false},
+		{"dead, nothing of its key after", "o", "z", "DEAD", false, false},
+		{"waiting of another key", "o", "y", "WAITING", false, false},
+		{"dead of t", "t", "a", "DEAD", false, false},
+		{"waiting of t, another key", "t", "b", "WAITING", false, false},
+	} {
+		var key any
+		if r.key != "" {
+			key = []byte(r.key)
+		}
+		var skipped any
+		if r.skipped {
+			skipped = old
+		}
+		exec(t, ctx, pool, `INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status, reload, updated_at, skipped_at) VALUES ($1, $2, $3, 'x', $4, $5, $6, $7)`,
+			r.name, r.topic, key, r.status, r.reload, old, skipped)
 	}
 }
 

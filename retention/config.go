@@ -26,6 +26,11 @@ type Config struct {
 	// topic`), so a DEAD row holds every later held row of its topic, not
 	// only of its key, and is kept while one follows.
 	ByTopic bool
+	// TopicOrdered, when ByTopic is false, are the topics the relay
+	// orders by topic (a config file's tables with ordering: topic): a
+	// DEAD row of one of them is kept while any held row of its topic
+	// follows, one of another topic while a held row of its key does.
+	TopicOrdered []string
 	// Metrics, if set, counts the rows deleted.
 	Metrics *metrics.Metrics
 	// Logger; nil discards.

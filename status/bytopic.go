@@ -30,21 +30,24 @@ func ByTopic() Option {
 // the topics not paused before it, in id order, read through the solo
 // and the keyed index as when ordering by key, so that a backlog costs a
 // claim only the rows it takes.
-func (s *Store) byTopicQueries() (solo, keyed string) {
+// Of the topics of which only (allTopics: every one).
+func (s *Store) byTopicQueries(of topicsOf) (solo, keyed string) {
 	half := func(which string) string {
-		return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, min(x.id) AS first FROM (" + s.blocking() + ") AS x WHERE x.topic <> '' GROUP BY x.topic) " +
+		return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, min(x.id) AS first FROM (" + s.blocking() + ") AS x WHERE x.topic <> ''" + of("x") + " GROUP BY x.topic) " +
 			"SELECT d.id, d.topic, ''::bytea, false, " + recordSize + " FROM " + s.table + " AS d" +
-			" WHERE " + heldWhere("d") + " AND " + which + " AND " + s.deliverable() +
+			" WHERE " + heldWhere("d") + " AND " + which + " AND " + s.deliverable() + of("d") +
 			" AND (d.topic NOT IN (SELECT b.topic FROM " + blockedAlias + " AS b) OR d.id < (SELECT b.first FROM " + blockedAlias + " AS b WHERE b.topic = d.topic))" +
 			" ORDER BY d.id LIMIT $1"
 	}
 	return half(soloRow("d")), half(keyedRow("d"))
 }
 
-// heldTopics returns every topic with held rows, each as a Key with the
-// empty key (HeldKeys when ordering by topic); not the empty topic.
-func (s *Store) heldTopics(ctx context.Context) ([]Key, error) {
-	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, ''::bytea FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic <> ''")
+// heldTopics returns every topic of which (allTopics: of every one, with
+// no args; else with its parameter in args) with held rows, each as a Key
+// with the empty key (HeldKeys when ordering by topic); not the empty
+// topic.
+func (s *Store) heldTopics(ctx context.Context, of topicsOf, args ...any) ([]Key, error) {
+	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, ''::bytea FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic <> ''"+of("d"), args...)
 	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the topics with held events in %s: %w", s.table, err)

@@ -102,11 +102,15 @@ func (s *Store) within(n int, size func(i int) int64) int {
 // first of its key's held rows or following it with every row before it
 // deliverable now (the longest such prefix of each key), of topics not
 // paused: those the solo index reads, and those the keyed index reads,
-// merged by id.
+// merged by id. With ByTopics, those of the topics ordered by key and of
+// those ordered by topic (mixedCandidates).
 func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candidate, error) {
 	args := []any{limit}
 	if s.pauses != "" {
 		args = append(args, s.slot)
+	}
+	if len(s.topics) > 0 {
+		return s.mixedCandidates(ctx, tx, limit, args)
 	}
 	solo, keyed := s.candidatesQueries()
 	a, err := readCandidates(ctx, tx, solo, true, args)
@@ -117,15 +121,30 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 	if err != nil {
 		return nil, err
 	}
-	out := make([]candidate, 0, min(limit, len(a)+len(b)))
-	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
-		if len(b) == 0 || len(a) > 0 && a[0].id < b[0].id {
-			out, a = append(out, a[0]), a[1:]
-		} else {
-			out, b = append(out, b[0]), b[1:]
-		}
+	return mergeByID(limit, a, b), nil
+}
+
+// mergeByID returns the first limit candidates of lists, each ordered by
+// id and none sharing a row, in id order.
+func mergeByID(limit int, lists ...[]candidate) []candidate {
+	n := 0
+	for _, l := range lists {
+		n += len(l)
 	}
-	return out, nil
+	out := make([]candidate, 0, min(limit, n))
+	for len(out) < limit {
+		next := -1
+		for i, l := range lists {
+			if len(l) > 0 && (next < 0 || l[0].id < lists[next][0].id) {
+				next = i
+			}
+		}
+		if next < 0 {
+			break
+		}
+		out, lists[next] = append(out, lists[next][0]), lists[next][1:]
+	}
+	return out
 }
 
 // inIndexOrder are the planner's settings under which a query reads
@@ -199,8 +218,14 @@ func setPlanner(ctx context.Context, tx pgx.Tx, settings [][2]string) (names, be
 // (solo is false). Ordering by topic, byTopicQueries.
 func (s *Store) candidatesQueries() (solo, keyed string) {
 	if s.byTopic {
-		return s.byTopicQueries()
+		return s.byTopicQueries(allTopics)
 	}
+	return s.byKeyQueries(allTopics)
+}
+
+// byKeyQueries are candidatesQueries when ordering by key, of the held
+// rows and blocking rows of the topics of which (allTopics: every one).
+func (s *Store) byKeyQueries(of topicsOf) (solo, keyed string) {
 	// Not blocked: a key without a blocking row (a hashed subplan), or
 	// a row before its key's first; written so that the planner keeps it
 	// a filter, not a join.
@@ -210,17 +235,17 @@ func (s *Store) candidatesQueries() (solo, keyed string) {
 	}
 	with := func(and string) string {
 		return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
-			") AS x WHERE x.record_key IS NOT NULL" + and + " GROUP BY x.topic, x.record_key) "
+			") AS x WHERE x.record_key IS NOT NULL" + and + of("x") + " GROUP BY x.topic, x.record_key) "
 	}
 	solo = with("") + "SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
-		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + notBlocked("d") + " ORDER BY d.id LIMIT $1"
+		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + of("d") + notBlocked("d") + " ORDER BY d.id LIMIT $1"
 	// The keyed rows' window keeps them behind their key's keyed rows
 	// that are not deliverable: only reload rows block them besides, few
 	// even while a broker outage leaves thousands of keys not due.
 	keyed = with(" AND x.reload") + "SELECT id, topic, record_key, false, size FROM (" +
 		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size," +
 		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
-		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + ") AS h" +
+		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + of("d") + ") AS h" +
 		" WHERE in_order" + notBlocked("h") + " ORDER BY id LIMIT $1"
 	return solo, keyed
 }

@@ -63,18 +63,24 @@ func sameKey(a, b string) string {
 // WAITING, PAUSED), except NULL keys, which are not ordered, and keys
 // held by reload rows only, which ReloadKeys reads (a switch-over may
 // adopt a million); ordering by topic (ByTopic), every topic with held
-// rows, with the empty key, and ReloadKeys reads none. It reads only.
+// rows, with the empty key, and ReloadKeys reads none; with ByTopics, the
+// one of the topics it names and the other of the others. It reads only.
 func (s *Store) HeldKeys(ctx context.Context) ([]Key, error) {
 	if s.byTopic {
-		return s.heldTopics(ctx)
+		return s.heldTopics(ctx, allTopics)
 	}
+	of, args := s.keyOrdered(1)
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
-		" AND d.record_key IS NOT NULL AND NOT d.reload")
+		" AND d.record_key IS NOT NULL AND NOT d.reload"+of("d"), args...)
 	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the held keys of %s: %w", s.table, err)
 	}
-	return keys, nil
+	if len(s.topics) == 0 {
+		return keys, nil
+	}
+	topics, err := s.heldTopics(ctx, among(1), s.topics)
+	return append(keys, topics...), err
 }
 
 // CorrectedHeldKeys returns the keys of the held rows whose topic was
@@ -94,7 +100,8 @@ func (s *Store) CorrectedHeldKeys(ctx context.Context) ([]Key, error) {
 
 // StillHeld returns those of keys that still have held rows (reload rows
 // too), each once, in one query whatever their number; ordering by
-// topic, those of their topics with held rows, with the empty key. It
+// topic, those of their topics with held rows, with the empty key; with
+// ByTopics, each key as its topic is ordered, in one query each. It
 // reads only.
 func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {
 	if len(keys) == 0 {
@@ -103,6 +110,30 @@ func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {
 	if s.byTopic {
 		return s.stillHeldTopics(ctx, keys)
 	}
+	if len(s.topics) == 0 {
+		return s.stillHeldKeys(ctx, keys)
+	}
+	byKey, byTopic := s.splitByOrdering(keys)
+	var held []Key
+	if len(byKey) > 0 {
+		k, err := s.stillHeldKeys(ctx, byKey)
+		if err != nil {
+			return nil, err
+		}
+		held = k
+	}
+	if len(byTopic) > 0 {
+		t, err := s.stillHeldTopics(ctx, byTopic)
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, t...)
+	}
+	return held, nil
+}
+
+// stillHeldKeys is StillHeld of keys ordered by key.
+func (s *Store) stillHeldKeys(ctx context.Context, keys []Key) ([]Key, error) {
 	topics, ks := make([]string, len(keys)), make([][]byte, len(keys))
 	for i, k := range keys {
 		topics[i], ks[i] = k.Topic, []byte(k.Key)
@@ -127,12 +158,15 @@ func (s *Store) StillHeld(ctx context.Context, keys []Key) ([]Key, error) {
 // only during the call. The relay holds them before its stream starts,
 // so that no later event of their key overtakes them. It reads only,
 // through the solo index (migration 0013), row by row, keeping none.
+// Ordering by topic it reads none, and with ByTopics none of the topics
+// it names: HeldKeys has their topics.
 func (s *Store) ReloadKeys(ctx context.Context, f func(topic string, key []byte)) error {
 	if s.byTopic {
 		return nil // HeldKeys has their topics
 	}
+	of, args := s.keyOrdered(1)
 	rows, _ := s.db.Query(ctx, "SELECT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
-		" AND d.record_key IS NOT NULL AND d.reload")
+		" AND d.record_key IS NOT NULL AND d.reload"+of("d"), args...)
 	var (
 		topic string
 		key   []byte

@@ -37,6 +37,7 @@ type Store struct {
 	pausedBy     []string // see PausedBy
 	unordered    bool     // see Unordered
 	byTopic      bool     // see ByTopic
+	topics       []string // see ByTopics
 	// outcomeTimeout bounds writing a claim's outcomes once its delivery
 	// ended (defaultOutcomeTimeout; tests shorten it).
 	outcomeTimeout time.Duration

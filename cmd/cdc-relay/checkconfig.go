@@ -48,7 +48,8 @@ rolled back) and without producing anything to Kafka:
   - the file itself: every key known, every table with a value and a topic
     (or routes), every message source with a prefix, each mistake with its
     line; two routes of a table that name one topic are a warning, not a
-    problem (an event that matches both is sent to it once);
+    problem (an event that matches both is sent to it once); a table's
+    ordering that run would refuse under the file's ordering;
   - wal_level is logical; the slot, if it exists, uses the pgoutput plugin
     in this database; the publication exists and publishes inserts;
   - for each table with time_zone: PostgreSQL knows the zone
@@ -89,7 +90,8 @@ rolled back) and without producing anything to Kafka:
     later, whose pgoutput sends logical decoding messages. A message
     names no table or column: nothing else is checked for it.
 
-Then it prints, for each table with write_back, what its rows say as
+Then it prints, for each table, its ordering in words (its own ordering:,
+else the file's, else key); for each table with write_back, what its rows say as
 their events go through the relay, in the table's own values (delivered,
 refused and to be tried again, given up on, set back by a runbook,
 adopted at the switch-over); for each table with progress, what each
@@ -141,6 +143,9 @@ The config file's shape:
                                 # a route's own adopt: for its topic instead
       progress: {table: outbox_topic_progress, publisher: KafkaPublisher}
                                 # the team's own progress table, kept true
+      ordering: topic           # key or topic: the order of this table's
+                                # topics, overriding the file's ordering
+                                # (topic needs routes or a fixed topic)
   messages:                     # pg_logical_emit_message (PostgreSQL 14+)
     - prefix: outbox            # content: a JSON envelope of topic, key,
       topic: orders.events      # id, headers and payload; this topic for
@@ -229,6 +234,10 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(w, "  warning: %s\n", warning)
 	}
 	n := 0
+	if p := orderingProblem(f); p != "" {
+		fmt.Fprintf(w, "  %s\n", p)
+		n++
+	}
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	global, err := preflight.CheckDatabase(cctx, conn, slot, names.Publication)
 	cancel()
@@ -254,8 +263,9 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 // source, and returns the number of problems.
 func checkSources(ctx context.Context, w io.Writer, conn *pgx.Conn, names preflight.Names, f *config.File) (int, error) {
 	n := 0
+	byTopic := topicOrdered(f)
 	for _, t := range f.Tables {
-		problems, err := checkTable(ctx, w, conn, names, t, f.AllowedTopics)
+		problems, err := checkTable(ctx, w, conn, names, t, f.AllowedTopics, orderingText(t, f.Ordering, byTopic))
 		if err != nil {
 			return 0, err
 		}
@@ -276,9 +286,9 @@ func checkSources(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefli
 }
 
 // checkTable checks one table, tries its write-back values, and prints
-// its block: "ok" or its problems, what the trial found, and the sample
-// record. It returns the number of problems.
-func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names preflight.Names, t outbox.Table, allowedTopics string) (int, error) {
+// its block: "ok" or its problems, its ordering (in words), what the
+// trial found, and the sample record. It returns the number of problems.
+func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names preflight.Names, t outbox.Table, allowedTopics, ordering string) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	res, err := preflight.CheckTable(cctx, conn, names, t)
 	cancel()
@@ -326,6 +336,7 @@ func checkTable(ctx context.Context, w io.Writer, conn *pgx.Conn, names prefligh
 			fmt.Fprintf(w, "  %s\n", p)
 		}
 	}
+	fmt.Fprintf(w, "  %s\n", ordering)
 	if wb := t.WriteBack; wb != nil {
 		fmt.Fprintf(w, "  what each row says (write_back):\n")
 		for _, l := range wb.Lifecycle() {

@@ -64,6 +64,11 @@ func TestMainExitCodes(t *testing.T) {
 	if err := os.WriteFile(configFile, []byte("tables:\n  - {table: app_events, value: payload, topic: t}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A table ordered by topic, on its one fixed topic.
+	topicFile := filepath.Join(dir, "by-topic.yaml")
+	if err := os.WriteFile(topicFile, []byte("tables:\n  - {table: app_events, value: payload, topic: t, ordering: topic}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -136,6 +141,10 @@ func TestMainExitCodes(t *testing.T) {
 			stderr: []string{`--ordering "commit": want key, topic or none`, runHint}},
 		{name: "--ordering topic with exactly-once", args: append(append([]string{"run"}, pg...), "--ordering", "topic", "--delivery", "exactly-once"), code: 2,
 			stderr: []string{`--ordering topic is not built for exactly-once delivery yet`, runHint}},
+		{name: "a table ordered by topic beside --ordering none", args: append([]string{"run", "--config", topicFile, "--ordering", "none", "--retention", "0s"}, pg...),
+			code: 2, stderr: []string{"table public.app_events: ordering topic beside --ordering none", "use --ordering key (the default) with it", runHint}},
+		{name: "a table ordered by topic with exactly-once", args: append([]string{"run", "--config", topicFile, "--delivery", "exactly-once", "--retention", "0s"}, pg...),
+			code: 2, stderr: []string{"table public.app_events: ordering topic is not built for exactly-once delivery yet", runHint}},
 		{name: "--on-slot-loss recover with --accept-slot-loss", args: append(append([]string{"run"}, pg...), "--accept-slot-loss"),
 			env: map[string]string{"CDC_RELAY_ON_SLOT_LOSS": "recover"}, code: 2,
 			stderr: []string{"--on-slot-loss recover and --accept-slot-loss exclude each other"}},

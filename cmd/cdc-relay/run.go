@@ -57,7 +57,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 			"whose topics have one partition); or let later events overtake a parked one (none)")
 }
 
-// finishOrdering sets cfg.Ordering from --ordering.
+// finishOrdering sets cfg.Ordering from --ordering, and checks the
+// tables' own orderings against it (relay.Config.CheckOrdering).
 func (r *runFlags) finishOrdering(cfg *relay.Config) error {
 	if r.ordering != relay.OrderingKey && r.ordering != relay.OrderingTopic && r.ordering != relay.OrderingNone {
 		return usageError{fmt.Sprintf("--ordering %q: want %s, %s or %s", r.ordering, relay.OrderingKey, relay.OrderingTopic, relay.OrderingNone)}
@@ -67,6 +68,9 @@ func (r *runFlags) finishOrdering(cfg *relay.Config) error {
 			"or at-least-once delivery (leave --delivery out)"}
 	}
 	cfg.Ordering = r.ordering
+	if err := cfg.CheckOrdering(); err != nil {
+		return usageError{err.Error()}
+	}
 	return nil
 }
 

@@ -27,8 +27,11 @@ import (
 type Order struct {
 	byKey bool // ordering by key (or by topic): keys are held
 	// byTopic: ordering by topic, every event of a topic ordered by one
-	// key, topicKey (empty, not nil), whatever its record key.
+	// key, topicKey (empty, not nil), whatever its record key: of every
+	// topic, or, when topics is set, of those topics only (the others
+	// by key).
 	byTopic  bool
+	topics   map[string]bool
 	topicKey []byte
 	any      atomic.Bool // a key is held (reloads too) or a topic is paused
 
@@ -198,19 +201,42 @@ func NewByTopic(log *slog.Logger) *Order {
 	return o
 }
 
+// NewByTopics returns an Order that holds the events of topics by topic,
+// as NewByTopic does, and those of every other topic by key, as New(true)
+// does (a config file's tables with ordering: topic beside tables
+// ordered by key). With no topics it orders every topic by key.
+func NewByTopics(log *slog.Logger, topics []string) *Order {
+	o := New(true, log)
+	if len(topics) == 0 {
+		return o
+	}
+	o.byTopic, o.topicKey, o.topics = true, []byte{}, make(map[string]bool, len(topics))
+	for _, t := range topics {
+		o.topics[t] = true
+	}
+	return o
+}
+
 // OrderKey returns the key ev is ordered by: its record key (nil: an event
-// without one is not ordered), or, ordering by topic (NewByTopic), the
-// empty key that every event of its topic shares. It allocates nothing.
+// without one is not ordered), or, when its topic is ordered by topic
+// (NewByTopic, NewByTopics), the empty key that every event of its topic
+// shares. It allocates nothing.
 func (o *Order) OrderKey(ev *decoder.Event) []byte {
-	if o != nil && o.byTopic {
+	if o != nil && o.topicOrdered(ev.Topic) {
 		return o.topicKey
 	}
 	return ev.Key
 }
 
-// norm is k as o holds it: ordering by topic, with the empty key.
+// topicOrdered reports whether o orders the events of topic by topic.
+func (o *Order) topicOrdered(topic string) bool {
+	return o.byTopic && (o.topics == nil || o.topics[topic])
+}
+
+// norm is k as o holds it: of a topic ordered by topic, with the empty
+// key.
 func (o *Order) norm(k status.Key) status.Key {
-	if o.byTopic {
+	if o.topicOrdered(k.Topic) {
 		k.Key = ""
 	}
 	return k
@@ -248,7 +274,7 @@ func (o *Order) HoldReload(topic string, key []byte) {
 	if o.reloads == nil {
 		o.reloads = map[uint64]struct{}{}
 	}
-	if o.byTopic {
+	if o.topicOrdered(topic) {
 		key = o.topicKey
 	}
 	o.reloads[o.reloadHash(topic, key)] = struct{}{}

@@ -1,6 +1,7 @@
 package keyorder
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -509,5 +510,83 @@ func TestOrderReloadKeysNotAsked(t *testing.T) {
 	}
 	if v, _ := o.Check(&decoder.Event{ID: []byte("x"), Topic: "orders", Key: []byte("k")}, 1); v != Waiting {
 		t.Fatalf("the key's event after its backlog's delivery: %v, want Waiting (released with that row)", v)
+	}
+}
+
+// TestOrderByTopics: with a set of topics ordered by topic, an event of
+// one of them is ordered by its topic (the empty key), with a key or
+// without; an event of another topic by its record key, and not at all
+// without one.
+func TestOrderByTopics(t *testing.T) {
+	o := NewByTopics(slog.New(slog.DiscardHandler), []string{"events", "audit"})
+	for _, tc := range []struct {
+		topic, key string
+		nilKey     bool
+		want       []byte // OrderKey
+		norm       status.Key
+	}{
+		{topic: "events", nilKey: true, want: []byte{}, norm: status.Key{Topic: "events"}},
+		{topic: "events", key: "k", want: []byte{}, norm: status.Key{Topic: "events"}},
+		{topic: "audit", key: "k", want: []byte{}, norm: status.Key{Topic: "audit"}},
+		{topic: "orders", key: "k", want: []byte("k"), norm: status.Key{Topic: "orders", Key: "k"}},
+		{topic: "orders", nilKey: true, want: nil, norm: status.Key{Topic: "orders"}},
+	} {
+		ev := &decoder.Event{Topic: tc.topic, Key: []byte(tc.key)}
+		if tc.nilKey {
+			ev.Key = nil
+		}
+		got := o.OrderKey(ev)
+		if !bytes.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("OrderKey(%s, %q) = %q, want %q", tc.topic, ev.Key, got, tc.want)
+		}
+		if n := o.norm(status.Key{Topic: tc.topic, Key: tc.key}); n != tc.norm {
+			t.Errorf("norm(%s, %q) = %+v, want %+v", tc.topic, tc.key, n, tc.norm)
+		}
+	}
+
+	o.EndPark(o.BeginPark(&decoder.Event{ID: []byte("1"), Topic: "events"}, 1, false), true)
+	o.EndPark(o.BeginPark(&decoder.Event{ID: []byte("2"), Topic: "orders", Key: []byte("a")}, 2, false), true)
+	for _, tc := range []struct {
+		ev   *decoder.Event
+		want Verdict
+	}{
+		{&decoder.Event{ID: []byte("3"), Topic: "events"}, Waiting},
+		{&decoder.Event{ID: []byte("4"), Topic: "events", Key: []byte("z")}, Waiting},
+		{&decoder.Event{ID: []byte("5"), Topic: "audit"}, Pass},
+		{&decoder.Event{ID: []byte("6"), Topic: "orders", Key: []byte("a")}, Waiting},
+		{&decoder.Event{ID: []byte("7"), Topic: "orders", Key: []byte("b")}, Pass},
+		{&decoder.Event{ID: []byte("8"), Topic: "orders"}, Pass},
+	} {
+		if v, _ := o.Check(tc.ev, 3); v != tc.want {
+			t.Errorf("event %s of %s, key %q: %v, want %v", tc.ev.ID, tc.ev.Topic, tc.ev.Key, v, tc.want)
+		}
+	}
+	// The poller's delivery names the keys as the store does; both
+	// released, nothing is held.
+	store := &fakeStore{still: map[status.Key]bool{}}
+	if err := o.Release(context.Background(), store, []status.Key{{Topic: "events", Key: "x"}, {Topic: "orders", Key: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Holding() {
+		t.Fatal("still holding after both keys' release")
+	}
+	// A reload row of a topic ordered by topic holds the topic; of
+	// another, its key only.
+	o.HoldReload("events", []byte("r"))
+	o.HoldReload("orders", []byte("r"))
+	for _, tc := range []struct {
+		ev   *decoder.Event
+		want Verdict
+	}{
+		{&decoder.Event{ID: []byte("9"), Topic: "events", Key: []byte("other")}, Waiting},
+		{&decoder.Event{ID: []byte("10"), Topic: "orders", Key: []byte("other")}, Pass},
+		{&decoder.Event{ID: []byte("11"), Topic: "orders", Key: []byte("r")}, Waiting},
+	} {
+		if v, _ := o.Check(tc.ev, 4); v != tc.want {
+			t.Errorf("after reloads, event %s of %s, key %q: %v, want %v", tc.ev.ID, tc.ev.Topic, tc.ev.Key, v, tc.want)
+		}
+	}
+	if NewByTopics(slog.New(slog.DiscardHandler), nil).OrderKey(&decoder.Event{Topic: "events"}) != nil {
+		t.Error("NewByTopics with no topics orders an event without a key")
 	}
 }
