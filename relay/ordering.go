@@ -13,7 +13,8 @@ import (
 // or topic; topic only on a table whose topics are known at start
 // (outbox.Table.Topics), never beside --ordering none or exactly-once
 // delivery; key not under --ordering topic, which orders every topic by
-// topic. Each error names the table and what to change.
+// topic, nor under --ordering none, which holds no key. Each error names
+// the table and what to change.
 func (c Config) CheckOrdering() error {
 	for _, t := range c.Tables {
 		if err := c.checkTableOrdering(t.Name(), t.Ordering, len(t.Topics()) > 0); err != nil {
@@ -38,6 +39,9 @@ func (c Config) checkTableOrdering(name, ordering string, known bool) error {
 	case ordering == OrderingKey && c.Ordering == OrderingTopic:
 		return fmt.Errorf("table %s: ordering key under --ordering topic: the relay orders every topic by topic; to order only some tables' topics "+
 			"by topic, leave --ordering key (the default) and set ordering: topic on those tables", name)
+	case ordering == OrderingKey && c.Ordering == OrderingNone:
+		return fmt.Errorf("table %s: ordering key under --ordering none: the relay holds no key, so later events of a key would overtake "+
+			"a parked one all the same; use --ordering key (the default), or remove the table's ordering", name)
 	case ordering == OrderingKey:
 		return nil
 	case c.Ordering == OrderingNone:

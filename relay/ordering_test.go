@@ -52,6 +52,9 @@ func TestCheckOrdering(t *testing.T) {
 		{name: "key under --ordering topic", ordering: OrderingTopic, tables: []outbox.Table{orderingTable("orders", OrderingKey)},
 			want: "table public.orders: ordering key under --ordering topic: the relay orders every topic by topic; to order only some tables' topics " +
 				"by topic, leave --ordering key (the default) and set ordering: topic on those tables"},
+		{name: "key under --ordering none", ordering: OrderingNone, tables: []outbox.Table{orderingTable("orders", OrderingKey)},
+			want: "table public.orders: ordering key under --ordering none: the relay holds no key, so later events of a key would overtake " +
+				"a parked one all the same; use --ordering key (the default), or remove the table's ordering"},
 		{name: "topic beside --ordering none", ordering: OrderingNone, tables: []outbox.Table{events},
 			want: "table public.events: ordering topic beside --ordering none: a relay that lets later events overtake parked ones orders no topic; " +
 				"use --ordering key (the default) with it, or remove the table's ordering"},

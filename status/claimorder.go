@@ -109,7 +109,7 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 	if s.pauses != "" {
 		args = append(args, s.slot)
 	}
-	if len(s.topics) > 0 {
+	if !s.byTopic && len(s.topics) > 0 {
 		return s.mixedCandidates(ctx, tx, limit, args)
 	}
 	solo, keyed := s.candidatesQueries()
@@ -125,7 +125,10 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 }
 
 // mergeByID returns the first limit candidates of lists, each ordered by
-// id and none sharing a row, in id order.
+// id, in id order, each row once: the lists' queries read snapshots of
+// their own, and a row whose topic changed between two of them (`failed
+// retry --topic` into a topic ordered otherwise) is in both; the first
+// is kept, and the rows as locked say what each is now.
 func mergeByID(limit int, lists ...[]candidate) []candidate {
 	n := 0
 	for _, l := range lists {
@@ -142,7 +145,10 @@ func mergeByID(limit int, lists ...[]candidate) []candidate {
 		if next < 0 {
 			break
 		}
-		out, lists[next] = append(out, lists[next][0]), lists[next][1:]
+		if c := lists[next][0]; len(out) == 0 || out[len(out)-1].id != c.id {
+			out = append(out, c)
+		}
+		lists[next] = lists[next][1:]
 	}
 	return out
 }

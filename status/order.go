@@ -85,12 +85,21 @@ func (s *Store) HeldKeys(ctx context.Context) ([]Key, error) {
 
 // CorrectedHeldKeys returns the keys of the held rows whose topic was
 // corrected (original_topic is set: `cdc-relay failed retry --topic`), in
-// their new topic, except NULL keys and reload rows. A running relay reads
-// them every status interval, to hold the later events of a key corrected
-// by another process. It reads only, through the corrected index.
+// their new topic, except reload rows, and rows with a NULL key but in a
+// topic the store orders by topic (ByTopic, ByTopics), whose Key is the
+// empty one. A running relay reads them every status interval, to hold
+// the later events of a key (or topic) corrected by another process. It
+// reads only, through the corrected index.
 func (s *Store) CorrectedHeldKeys(ctx context.Context) ([]Key, error) {
-	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, d.record_key FROM "+s.table+" AS d WHERE d.original_topic IS NOT NULL AND "+
-		heldWhere("d")+" AND d.record_key IS NOT NULL AND NOT d.reload")
+	ordered, args := " AND d.record_key IS NOT NULL", []any(nil)
+	switch {
+	case s.byTopic:
+		ordered = ""
+	case len(s.topics) > 0:
+		ordered, args = " AND (d.record_key IS NOT NULL OR d.topic = ANY($1::text[]))", []any{s.topics}
+	}
+	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, coalesce(d.record_key, ''::bytea) FROM "+s.table+" AS d WHERE d.original_topic IS NOT NULL AND "+
+		heldWhere("d")+ordered+" AND NOT d.reload", args...)
 	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the keys of the corrected held rows of %s: %w", s.table, err)

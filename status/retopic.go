@@ -69,7 +69,7 @@ func (s *Store) retryToTopic(ctx context.Context, opts RetryOptions) ([]Change, 
 		if err := notifyDue(ctx, tx); err != nil {
 			return err
 		}
-		undo = holdMoved(opts, sources[0])
+		undo = s.holdMoved(opts, sources[0])
 		return nil
 	})
 	if err != nil && undo != nil {
@@ -95,9 +95,11 @@ func checkMovable(id int64, topic string, src source) error {
 }
 
 // holdMoved calls opts.Hold with the new topic and key of the moved row
-// src, when it is ordered, and returns its undo (nil when not called).
-func holdMoved(opts RetryOptions, src source) func() {
-	if opts.Hold == nil || src.key == nil || src.reload {
+// src, when it is ordered there (a key, or a topic the store orders by
+// topic, whose Key is the topic's whatever the row's key), and returns
+// its undo (nil when not called).
+func (s *Store) holdMoved(opts RetryOptions, src source) func() {
+	if opts.Hold == nil || src.reload || src.key == nil && !s.orderedByTopic(opts.Topic) {
 		return nil
 	}
 	return opts.Hold(Key{Topic: opts.Topic, Key: string(src.key)})

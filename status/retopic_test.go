@@ -173,3 +173,27 @@ func TestRetryToTopicHolds(t *testing.T) {
 		t.Fatalf("CorrectedHeldKeys after delivery = %v, %v; want none", keys, err)
 	}
 }
+
+// TestRetryToTopicHoldsATopic: a row without a key corrected into a topic
+// the store orders by topic holds that topic (the empty Key), through
+// Hold and CorrectedHeldKeys; into a topic ordered by key, nothing.
+func TestRetryToTopicHoldsATopic(t *testing.T) {
+	t.Parallel()
+	pool := newTestPool(t)
+	store := NewStore(pool, "public", "outbox_delivery", ByTopics("events"))
+	ctx := context.Background()
+	ids := parkAll(ctx, t, store, pool, []parked{{"e", "bad!", "", Dead}, {"o", "bad!", "", Dead}})
+	var holds []Key
+	hold := func(k Key) func() { holds = append(holds, k); return func() {} }
+	for _, r := range []struct{ id, topic string }{{"e", "events"}, {"o", "orders"}} {
+		if _, err := store.Retry(ctx, RetryOptions{IDs: []int64{ids[r.id]}, Topic: r.topic, Hold: hold}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []Key{{Topic: "events"}}; !slices.Equal(holds, want) {
+		t.Fatalf("holds %v; want %v (orders is ordered by key, and the row has none)", holds, want)
+	}
+	if keys, err := store.CorrectedHeldKeys(ctx); err != nil || !slices.Equal(keys, []Key{{Topic: "events"}}) {
+		t.Fatalf("CorrectedHeldKeys = %v, %v; want the topic events only", keys, err)
+	}
+}

@@ -34,6 +34,9 @@ func TestOrderingText(t *testing.T) {
 		{"a table by topic under the file's none", "ordering: none\ntables:\n" + events, []string{"ordering: topic, of its topics events: " + topics},
 			"table public.events: ordering topic beside --ordering none: a relay that lets later events overtake parked ones orders no topic; " +
 				"use --ordering key (the default) with it, or remove the table's ordering"},
+		{"a table by key under the file's none", "ordering: none\ntables:\n" + shared, []string{"ordering: key: " + keyed},
+			"table public.audit: ordering key under --ordering none: the relay holds no key, so later events of a key would overtake " +
+				"a parked one all the same; use --ordering key (the default), or remove the table's ordering"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := config.Parse("relay.yaml", []byte(tc.file))
