@@ -20,6 +20,9 @@ type Snapshot struct {
 	// LagSeconds is the time since the commit of the oldest transaction
 	// read whose events are not all delivered; 0 when nothing is in flight.
 	LagSeconds float64
+	// OldestUndeliveredSeconds is the age of the oldest event the relay
+	// still owes Kafka, in flight or held (FAILED, WAITING, PAUSED).
+	OldestUndeliveredSeconds float64
 	// ConfirmedLSN is the position last confirmed to PostgreSQL.
 	ConfirmedLSN pglogrepl.LSN
 	// Leader: this relay holds the slot's lock. Paused: reading is paused.
@@ -79,6 +82,7 @@ var (
 	descInFlightB    = desc("cdc_relay_in_flight_bytes", "Bytes of the events read and not yet delivered or parked.")
 	descLagBytes     = desc("cdc_relay_replication_lag_bytes", "WAL written after the slot's confirmed position, as last read (every 5 s): all the server's WAL, not only the outbox's (other tables' changes, other databases' on the server too).")
 	descLagSeconds   = desc("cdc_relay_replication_lag_seconds", "Time since the commit of the oldest transaction read whose events are not all delivered; 0 when nothing is in flight.")
+	descOldest       = desc("cdc_relay_undelivered_oldest_seconds", "Age of the oldest event the relay still owes Kafka: in flight (since its commit), or held in the status table as FAILED, WAITING or PAUSED (since it was parked or adopted, as last read); 0 when none. Events not read yet count only in cdc_relay_replication_lag_bytes.")
 	descConfirmed    = desc("cdc_relay_confirmed_lsn", "The WAL position last confirmed to PostgreSQL, as a number.")
 	descLeader       = desc("cdc_relay_leader", "1 while this relay holds the slot's lock (it leads the slot), else 0.")
 	descPaused       = desc("cdc_relay_paused", "1 while reading the slot is paused (POST /pause), else 0.")
@@ -99,7 +103,7 @@ var (
 func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds,
+	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds, descOldest,
 		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows, descBehind, descHeld, descHeldOldest,
 		descWBRows, descWBErrors, descWBRefused, descWBPending, descWBNotVisible, descBackfill} {
 		ch <- d
@@ -126,6 +130,7 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descInFlightB, float64(s.InFlightBytes))
 	ifKnown(descLagBytes, s.LagBytes)
 	gauge(descLagSeconds, s.LagSeconds)
+	gauge(descOldest, s.OldestUndeliveredSeconds)
 	gauge(descConfirmed, float64(s.ConfirmedLSN))
 	gauge(descLeader, b2f(s.Leader))
 	gauge(descPaused, b2f(s.Paused))

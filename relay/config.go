@@ -216,6 +216,27 @@ func (c Config) sources() outbox.Sources {
 	return outbox.Sources{Tables: c.Tables, Messages: c.Messages, Reserved: c.ReservedTopics()}
 }
 
+// routedTables are the names of the tables that route by tags (their
+// unrouted events are counted by table).
+func (c Config) routedTables() []string {
+	var names []string
+	for i, name := range c.TableNames() {
+		if len(c.Tables[i].Mapping.Routes) > 0 {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// messagePrefixes are the prefixes of the message sources.
+func (c Config) messagePrefixes() []string {
+	var prefixes []string
+	for _, m := range c.Messages {
+		prefixes = append(prefixes, m.Prefix)
+	}
+	return prefixes
+}
+
 // Mappings returns the mapping of each table, in order (outbox.Sources).
 func (c Config) Mappings() []decoder.Mapping { return c.sources().Mappings() }
 

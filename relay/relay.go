@@ -71,6 +71,7 @@ func New(cfg Config) (*Relay, error) {
 	r := &Relay{cfg: cfg, log: cfg.Logger}
 	r.pgOutages = pgnotice.NewOutages(cfg.Logger, cfg.PostgresURL)
 	r.metrics = metrics.New(cfg.Build, r.snapshot)
+	r.metrics.Sources(cfg.routedTables(), cfg.messagePrefixes())
 	return r, nil
 }
 

@@ -66,6 +66,11 @@ type DatabaseStats struct {
 	// most held first; HeldTopics counts every topic with held rows.
 	Topics     []TopicHeld
 	HeldTopics int
+	// OldestOwedSeconds is the age of the oldest held row the relay
+	// still delivers itself (FAILED, WAITING or PAUSED; not DEAD, given
+	// up), over every topic, by its created_at (when it was parked or
+	// adopted); 0 when none.
+	OldestOwedSeconds float64
 	// HeldAt is when the held counts above were counted: At, but for a
 	// StatsReader's reading that gave its last counts again.
 	HeldAt time.Time
@@ -233,13 +238,15 @@ func (t TopicHeld) Held() int64 { return t.Failed + t.Dead + t.Waiting + t.Pause
 // A DEAD row an operator skipped (skipped_at set) is not held: it counts
 // nowhere.
 const heldQuery = `SELECT topic, failed, dead, waiting, paused, extract(epoch FROM now() - oldest)::float8,
-	sum(failed) OVER ()::bigint, sum(dead) OVER ()::bigint, sum(waiting) OVER ()::bigint, sum(paused) OVER ()::bigint, count(*) OVER ()
+	sum(failed) OVER ()::bigint, sum(dead) OVER ()::bigint, sum(waiting) OVER ()::bigint, sum(paused) OVER ()::bigint, count(*) OVER (),
+	coalesce(extract(epoch FROM now() - min(owed) OVER ())::float8, 0)
 FROM (SELECT topic,
 		count(*) FILTER (WHERE status = 'FAILED') AS failed,
 		count(*) FILTER (WHERE status = 'DEAD') AS dead,
 		count(*) FILTER (WHERE status = 'WAITING') AS waiting,
 		count(*) FILTER (WHERE status = 'PAUSED') AS paused,
-		min(created_at) AS oldest
+		min(created_at) AS oldest,
+		min(created_at) FILTER (WHERE status <> 'DEAD') AS owed
 	FROM %s WHERE status IN ('FAILED', 'DEAD', 'WAITING', 'PAUSED') AND skipped_at IS NULL
 	GROUP BY topic) held
 ORDER BY failed + dead + waiting + paused DESC, topic
@@ -290,7 +297,7 @@ func scanHeld(ctx context.Context, db pgdb.Querier, query string, s *DatabaseSta
 	for rows.Next() {
 		var t TopicHeld
 		if err := rows.Scan(&t.Topic, &t.Failed, &t.Dead, &t.Waiting, &t.Paused, &t.OldestHeldSeconds,
-			&s.Failed, &s.Dead, &s.Waiting, &s.Paused, &s.HeldTopics); err != nil {
+			&s.Failed, &s.Dead, &s.Waiting, &s.Paused, &s.HeldTopics, &s.OldestOwedSeconds); err != nil {
 			return err
 		}
 		s.Topics = append(s.Topics, t)

@@ -71,6 +71,9 @@ func (r *StatsReader) held(ctx context.Context, db pgdb.Querier, s *DatabaseStat
 func copyHeld(s *DatabaseStats, from DatabaseStats, age time.Duration) {
 	s.Failed, s.Dead, s.Waiting, s.Paused = from.Failed, from.Dead, from.Waiting, from.Paused
 	s.HeldTopics, s.HeldAt = from.HeldTopics, from.HeldAt
+	if s.OldestOwedSeconds = from.OldestOwedSeconds; s.OldestOwedSeconds > 0 {
+		s.OldestOwedSeconds += age.Seconds()
+	}
 	s.Topics = slices.Clone(from.Topics)
 	for i := range s.Topics {
 		s.Topics[i].OldestHeldSeconds += age.Seconds()

@@ -52,9 +52,15 @@ type Status struct {
 	WALRetainedBytes int64 `json:"wal_retained_bytes"`
 	// LagSeconds is the time since the commit of the oldest transaction
 	// read whose events are not all delivered; 0 when nothing is in flight.
-	LagSeconds     float64 `json:"lag_seconds"`
-	InFlightEvents int64   `json:"in_flight_events"`
-	InFlightBytes  int64   `json:"in_flight_bytes"`
+	LagSeconds float64 `json:"lag_seconds"`
+	// OldestUndeliveredSeconds is the age of the oldest event the relay
+	// still owes Kafka: LagSeconds, or the oldest held event it delivers
+	// itself (FAILED, WAITING, PAUSED; since it was parked or adopted) as
+	// of DatabaseAt, aged since, whichever is older. Events not read yet
+	// (a relay paused, or behind in the WAL) count only in LagBytes.
+	OldestUndeliveredSeconds float64 `json:"oldest_undelivered_seconds"`
+	InFlightEvents           int64   `json:"in_flight_events"`
+	InFlightBytes            int64   `json:"in_flight_bytes"`
 	// EventsRead, EventsProduced and EventsParked count since the relay
 	// started.
 	EventsRead     uint64 `json:"events_read"`
@@ -142,12 +148,17 @@ func WhyNotReady(st Status, checked bool) string {
 // lag (both ends from this one reading: a fresh confirmed position against
 // a WAL end read seconds ago would understate it), the running backfills
 // and failover. EventsBehind adds the held events the relay delivers
-// itself to st.InFlightEvents, which is to be set first. The paused topics
+// itself to st.InFlightEvents, and OldestUndeliveredSeconds their age to
+// st.LagSeconds, which are to be set first. The paused topics
 // and the confirmed position are the caller's to take: a leader knows
 // fresher ones.
 func (st *Status) SetDatabase(db DatabaseStats) {
 	st.DatabaseAt, st.Failed, st.Dead, st.WALRetainedBytes = db.At, db.Failed, db.Dead, db.WALRetained()
 	st.LagBytes = db.LagBytes()
+	st.OldestUndeliveredSeconds = st.LagSeconds
+	if db.OldestOwedSeconds > 0 {
+		st.OldestUndeliveredSeconds = max(st.LagSeconds, db.OldestOwedSeconds+time.Since(db.At).Seconds())
+	}
 	st.Topics, st.HeldTopics, st.Backfills, st.PausedIn = db.Topics, db.HeldTopics, db.Backfills, db.PausedIn
 	st.EventsBehind = st.InFlightEvents + db.Failed + db.Waiting + db.Paused
 	st.PostgresVersion, st.FailoverSlot, st.SynchronizedStandbySlots = db.Failover.Version, db.Failover.Slot, db.Failover.StandbySlots
@@ -160,7 +171,7 @@ func (st Status) Metrics(confirmed pglogrepl.LSN) metrics.Snapshot {
 	snap := metrics.Snapshot{
 		EventsRead: st.EventsRead, EventsProduced: st.EventsProduced,
 		InFlightEvents: st.InFlightEvents, InFlightBytes: st.InFlightBytes,
-		LagBytes: st.LagBytes, LagSeconds: st.LagSeconds,
+		LagBytes: st.LagBytes, LagSeconds: st.LagSeconds, OldestUndeliveredSeconds: max(st.LagSeconds, st.OldestUndeliveredSeconds),
 		ConfirmedLSN: confirmed,
 		Leader:       st.Role == RoleLeader, Paused: st.Paused, Ready: st.Ready,
 		SlotWALRetained: st.WALRetainedBytes, Failed: st.Failed, Dead: st.Dead,

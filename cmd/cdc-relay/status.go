@@ -284,7 +284,8 @@ func printHeld(w io.Writer, st report.Status) {
 	}
 	fmt.Fprintf(w, "  parked      %s\n", parked)
 	if st.EventsBehind > 0 {
-		fmt.Fprintf(w, "  behind      %d events owed to Kafka (in flight, FAILED, WAITING, PAUSED); the WAL not read yet counts in the lag above\n", st.EventsBehind)
+		fmt.Fprintf(w, "  behind      %d events owed to Kafka (in flight, FAILED, WAITING, PAUSED), the oldest for %s; the WAL not read yet counts in the lag above\n",
+			st.EventsBehind, (time.Duration(st.OldestUndeliveredSeconds * float64(time.Second))).Round(time.Second))
 	}
 	if len(st.Topics) == 0 {
 		return
