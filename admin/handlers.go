@@ -97,13 +97,17 @@ const (
 
 func (s *Server) failed(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
-	opts := status.ListOptions{Status: strings.ToUpper(q.Get("state")), Topic: q.Get("topic"), Limit: defaultFailedLimit}
+	state := q.Get("state")
+	if state == "" {
+		state = q.Get("status") // the CLI's --status
+	}
+	opts := status.ListOptions{Status: strings.ToUpper(state), Topic: q.Get("topic"), Limit: defaultFailedLimit}
 	switch opts.Status {
 	case "":
 		opts.Status = status.Failed
 	case status.Failed, status.Dead, status.Delivered, status.Waiting, status.Paused:
 	default:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want FAILED, DEAD, WAITING, PAUSED or DELIVERED", q.Get("state")))
+		writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want FAILED, DEAD, WAITING, PAUSED or DELIVERED", state))
 		return
 	}
 	if l := q.Get("limit"); l != "" {

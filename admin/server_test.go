@@ -181,6 +181,9 @@ func TestEndpoints(t *testing.T) {
 	if code, body := do(t, ts, "GET", "/failed?state=waiting", ""); code != http.StatusOK || f.listed.Status != status.Waiting {
 		t.Errorf("GET /failed?state=waiting: %d %s, listed %+v", code, body, f.listed)
 	}
+	if code, body := do(t, ts, "GET", "/failed?status=paused", ""); code != http.StatusOK || f.listed.Status != status.Paused {
+		t.Errorf("GET /failed?status=paused (the CLI's word): %d %s, listed %+v", code, body, f.listed)
+	}
 	for _, q := range []struct{ query, says string }{
 		{"?state=gone", "want FAILED, DEAD, WAITING, PAUSED or DELIVERED"},
 		{"?limit=0", "want a positive number"},

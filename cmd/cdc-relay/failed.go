@@ -144,7 +144,7 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 	registerConfig(fs, &c.configPath)
 	// What to act on is said on the command line, never by a variable left
 	// set in the environment.
-	onlyOnCommandLine(fs, "status", "topic", "limit", "json", "all", "dead", "older-than")
+	onlyOnCommandLine(fs, "status", "state", "topic", "limit", "json", "all", "dead", "older-than")
 	return fs
 }
 

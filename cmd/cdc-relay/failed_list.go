@@ -30,11 +30,12 @@ held event of its topic and key, which it waits for, or 0.
 `,
 	flags: func(c *FailedCommand, fs *flag.FlagSet) {
 		fs.StringVar(&c.state, "status", "", "only the events in this `state`: FAILED, DEAD, WAITING, PAUSED or DELIVERED (in any case); all when empty")
+		fs.StringVar(&c.state, "state", "", "the same as --status `state` (the HTTP API's ?state=)")
 		fs.StringVar(&c.topic, "topic", "", "only the events for this `topic`, exactly")
 		fs.IntVar(&c.limit, "limit", 50, "at most `n` events, the newest; 0 lists them all")
 		fs.BoolVar(&c.json, "json", false, "print one JSON array, every field of each event, for scripts")
 	},
-	sections: []flagSection{{"Which events", []string{"status", "topic", "limit"}}, {"Output", []string{"json"}}},
+	sections: []flagSection{{"Which events", []string{"status", "state", "topic", "limit"}}, {"Output", []string{"json"}}},
 	prepare:  (*FailedCommand).prepareList,
 }
 

@@ -56,11 +56,12 @@ topic and key parked before it.
 	flags: func(c *FailedCommand, fs *flag.FlagSet) {
 		fs.BoolVar(&c.all, "all", false, "retry every FAILED and DEAD event (only those of --status when given)")
 		fs.StringVar(&c.state, "status", "", "with --all, only the events in this `state`: FAILED or DEAD (in any case)")
+		fs.StringVar(&c.state, "state", "", "the same as --status `state`")
 		fs.StringVar(&c.topic, "topic", "", "deliver the one event named to this `topic` instead of the one it was parked for (kept as its original topic)")
 		fs.StringVar(&c.allowedTopics, "allowed-topics", "",
 			"with --topic, a Go `regexp` the whole new topic must match, as run's; empty: any topic not starting with \"_\" or \"connect-\" (the config file's allowed_topics with --config)")
 	},
-	sections: []flagSection{{"Which events (ids, or --all)", []string{"all", "status"}}, {"A new topic (one id)", []string{"topic", "allowed-topics"}}},
+	sections: []flagSection{{"Which events (ids, or --all)", []string{"all", "status", "state"}}, {"A new topic (one id)", []string{"topic", "allowed-topics"}}},
 	prepare:  (*FailedCommand).prepareRetry,
 }
 

@@ -148,6 +148,7 @@ func TestFailedCommand(t *testing.T) {
 				"4   DELIVERED  1         billing.payment_outbox  payments", "5   FAILED     0         -                       bad topic!*  -", "due",
 				`illegal topic name:  contains "!*"`}},
 		{name: "list by status, any case", args: []string{"list", "--status", "dead"}, code: 0, lines: 3, stdout: []string{"\n3   DEAD", "\n2   DEAD"}, absent: []string{"FAILED"}},
+		{name: "list by --state, the API's word", args: []string{"list", "--state", "DEAD"}, code: 0, lines: 3, stdout: []string{"\n3   DEAD", "\n2   DEAD"}, absent: []string{"FAILED"}},
 		{name: "list by topic", args: []string{"list", "--topic", "payments"}, code: 0, lines: 3, stdout: []string{"\n4 ", "\n3 "}},
 		{name: "list filters are never read from the environment", args: []string{"list"}, env: map[string]string{"CDC_RELAY_STATUS": "DELIVERED"}, code: 0, lines: 6,
 			stdout: []string{"FAILED", "DEAD", "DELIVERED"}},
