@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -43,9 +44,14 @@ type Config struct {
 	// it drops the table's reset trigger if there is one.
 	Reset Reset
 	// Notice, when set, is called with a line for a person before a step
-	// that may take minutes (an index built concurrently on the status
-	// table), so that nobody stops it thinking it hangs.
+	// that may take minutes (an index built concurrently on a status
+	// table of NoticeFrom bytes or more), so that nobody stops it thinking
+	// it hangs.
 	Notice func(line string)
+	// NoticeFrom is the size of a table from which an index build on it
+	// is announced to Notice; 0 means 64 MiB: a smaller table's take
+	// seconds at most.
+	NoticeFrom int64
 }
 
 // HasOutbox reports whether c names an outbox table. Without one, [Apply]
@@ -165,7 +171,7 @@ func Apply(ctx context.Context, conn *pgx.Conn, cfg Config) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg), cfg.Notice); err != nil {
+	if res.Applied, err = applyVersioned(ctx, conn, ms, names, historyTable(cfg), builds{cfg.Notice, cmp.Or(cfg.NoticeFrom, announceMinSize)}); err != nil {
 		return res, err
 	}
 	if len(missing) > 0 && len(missing) < len(relayTables(cfg)) || len(missing) > 0 && len(res.Applied) < len(ms) {
@@ -367,7 +373,7 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn, history string) (map[i
 // one per schema while the tables it creates are named by flags. So a
 // second relay's tables in the same schema are created too, and a dropped
 // table is created again.
-func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *strings.Replacer, history string, notice func(string)) ([]int, error) {
+func applyVersioned(ctx context.Context, conn *pgx.Conn, ms []migration, names *strings.Replacer, history string, notice builds) ([]int, error) {
 	applied, err := appliedVersions(ctx, conn, history)
 	if err != nil {
 		return nil, err
@@ -407,7 +413,7 @@ const outsideTransaction = "-- cdc-relay: outside a transaction"
 // applyOne leaves migration m applied, with its history row: in one
 // transaction, or, when it is marked outsideTransaction, one statement
 // at a time (applyOutside).
-func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string, notice func(string)) error {
+func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string, notice builds) error {
 	record := "INSERT INTO " + history + " (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING"
 	if strings.HasPrefix(m.sql, outsideTransaction) {
 		if err := applyOutside(ctx, conn, names.Replace(m.sql), notice); err != nil {
@@ -440,7 +446,7 @@ const concurrentLockTimeout = "2min"
 // interrupted build left it invalid (dropInvalidIndex): IF NOT EXISTS
 // would keep it, unused and updated by every write; then it tells notice
 // that the build begins.
-func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice func(string)) error {
+func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice builds) error {
 	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+concurrentLockTimeout+"'"); err != nil {
 		return fmt.Errorf("set lock_timeout: %w", err)
 	}
@@ -456,7 +462,7 @@ func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice func(s
 		if err := dropInvalidIndex(ctx, conn, stmt); err != nil {
 			return err
 		}
-		announceBuild(stmt, notice)
+		announceBuild(ctx, conn, stmt, notice)
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			return err
 		}
@@ -464,15 +470,32 @@ func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice func(s
 	return nil
 }
 
-// announceBuild tells notice, if set, that stmt builds an index
-// concurrently, which may take minutes.
-func announceBuild(stmt string, notice func(string)) {
+// announceMinSize is NoticeFrom's default: a smaller table's index
+// builds take seconds at most.
+const announceMinSize = 64 << 20
+
+// builds says the index builds that may take minutes: to notice, on a
+// table of from bytes or more.
+type builds struct {
+	notice func(string)
+	from   int64
+}
+
+// announceBuild tells b.notice, if set, that stmt builds an index
+// concurrently on a table of b.from bytes or more, which may take
+// minutes; not on a smaller table (a new one, empty), nor when its size
+// cannot be read.
+func announceBuild(ctx context.Context, conn *pgx.Conn, stmt string, b builds) {
 	m := concurrentIndex.FindStringSubmatch(stmt)
-	if m == nil || notice == nil {
+	if m == nil || b.notice == nil {
 		return
 	}
-	notice("building index " + m[1] + " on " + m[2] + " concurrently; this may take minutes on a large status table " +
-		"(writes go on meanwhile; if it is stopped, the next migrate builds it again)")
+	var size int64
+	if err := conn.QueryRow(ctx, "SELECT pg_total_relation_size($1::regclass)", m[2]).Scan(&size); err != nil || size < b.from {
+		return
+	}
+	b.notice(fmt.Sprintf("building index %s on %s (%d MiB) concurrently; this may take minutes "+
+		"(writes go on meanwhile; if it is stopped, the next migrate builds it again)", m[1], m[2], size>>20))
 }
 
 // concurrentIndex finds the index and the table of a CREATE [UNIQUE]
