@@ -10,18 +10,23 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// kustomizations are the directories the tests render, and whether each
-// makes the Secrets (the base must not: it holds no secret).
+// kustomizations are the directories the tests render, whether each
+// makes the Secrets (the base must not: it holds no secret), and whether
+// it has the monitoring component's ServiceMonitor and PrometheusRule (the
+// base must not: a cluster without the Prometheus Operator's CRDs would
+// refuse them).
 var kustomizations = []struct {
 	dir         string
 	makesSecret bool
+	monitoring  bool
 }{
-	{"../base", false},
-	{"../example", true},
+	{"../base", false, false},
+	{"../example", true, true},
 }
 
 // TestManifests renders each kustomization and runs every check on it.
@@ -31,6 +36,9 @@ func TestManifests(t *testing.T) {
 			m := render(t, k.dir)
 			if got := len(m.secrets) > 0; got != k.makesSecret {
 				t.Errorf("makes %d Secrets, want them: %v", len(m.secrets), k.makesSecret)
+			}
+			if got := len(m.serviceMonitors) == 1 && len(m.prometheusRules) == 1; got != k.monitoring {
+				t.Errorf("makes %d ServiceMonitors and %d PrometheusRules, want one each: %v", len(m.serviceMonitors), len(m.prometheusRules), k.monitoring)
 			}
 			for _, name := range sortedChecks() {
 				for _, problem := range checks[name](m) {
@@ -101,6 +109,18 @@ func TestChecksCatchMistakes(t *testing.T) {
 		{"non-root, read-only", "root", func(m *manifests) { root := int64(0); pod(m).SecurityContext.RunAsUser = &root }},
 		{"non-root, read-only", "a capability", func(m *manifests) { container(m).SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"} }},
 		{"selectors find the pods", "a Service selecting nothing", func(m *manifests) { m.services[0].Spec.Selector = map[string]string{"app": "other"} }},
+		{"probes on the metrics port", "an annotation on another port", func(m *manifests) {
+			m.deployments[0].Spec.Template.Annotations["prometheus.io/port"] = "9188"
+		}},
+		{"scraped as job cdc-relay", "the job named after the Service", func(m *manifests) { m.serviceMonitors[0].Spec.Endpoints[0].RelabelConfigs = nil }},
+		{"scraped as job cdc-relay", "the job relabelled again", func(m *manifests) {
+			ep := &m.serviceMonitors[0].Spec.Endpoints[0]
+			ep.RelabelConfigs = append(ep.RelabelConfigs, monitoringv1.RelabelConfig{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_service_name"}, TargetLabel: "job"})
+		}},
+		{"scraped as job cdc-relay", "another port", func(m *manifests) { m.serviceMonitors[0].Spec.Endpoints[0].Port = "http" }},
+		{"scraped as job cdc-relay", "a Service it does not select", func(m *manifests) {
+			m.serviceMonitors[0].Spec.Selector.MatchLabels = map[string]string{"app.kubernetes.io/name": "other"}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.check+": "+tt.mistake, func(t *testing.T) {

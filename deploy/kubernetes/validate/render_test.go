@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -23,6 +24,9 @@ type manifests struct {
 	namespaces  []corev1.Namespace
 	configMaps  map[string]corev1.ConfigMap
 	secrets     map[string]corev1.Secret
+	// The Prometheus Operator's objects (deploy/kubernetes/monitoring).
+	serviceMonitors []monitoringv1.ServiceMonitor
+	prometheusRules []monitoringv1.PrometheusRule
 }
 
 // render runs kustomize on dir, as `kubectl kustomize dir` does, and decodes
@@ -61,6 +65,10 @@ func (m *manifests) add(apiVersion, kind string, data []byte) error {
 		return decodeInto(data, &m.services)
 	case "policy/v1 PodDisruptionBudget":
 		return decodeInto(data, &m.pdbs)
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		return decodeInto(data, &m.serviceMonitors)
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		return decodeInto(data, &m.prometheusRules)
 	case "v1 Namespace":
 		return decodeInto(data, &m.namespaces)
 	case "v1 ConfigMap":
