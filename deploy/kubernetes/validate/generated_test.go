@@ -33,11 +33,11 @@ func TestGeneratedRulesAreCurrent(t *testing.T) {
 	for path, want := range files {
 		got, err := os.ReadFile(filepath.Join(repoRoot, path))
 		if err != nil {
-			t.Errorf("%v: run %s", err, alertrules.Command)
+			t.Errorf("%v: run `%s`", err, alertrules.Command)
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s is stale: it is not what %s makes; run %s and commit it", path, alertrules.Source, alertrules.Command)
+			t.Errorf("%s is stale: it is not what %s makes; run `%s` and commit it", path, alertrules.Source, alertrules.Command)
 		}
 	}
 
