@@ -46,6 +46,7 @@ var checks = map[string]check{
 	"admin token off loopback":   checkAdminToken,
 	"non-root, read-only":        checkSecurity,
 	"selectors find the pods":    checkSelectors,
+	"scraped as job cdc-relay":   checkServiceMonitor,
 }
 
 // relayContainer returns the Deployment's pod spec and its container
@@ -123,7 +124,8 @@ func checkContainer(m manifests) []string {
 
 // checkProbes: liveness on /healthz, readiness on /readyz, both on the
 // named port metrics, which is 9187, the port the relay listens on
-// (CDC_RELAY_METRICS_ADDR), and the Service's port metrics.
+// (CDC_RELAY_METRICS_ADDR), the Service's port metrics and the port of the
+// pods' prometheus.io/port annotation.
 func checkProbes(m manifests) []string {
 	return withContainer(m, func(_ *corev1.PodSpec, c *corev1.Container) []string {
 		var bad []string
@@ -137,6 +139,9 @@ func checkProbes(m manifests) []string {
 		}
 		if port != metricsPort {
 			bad = append(bad, fmt.Sprintf("container port metrics is %d, want %d", port, metricsPort))
+		}
+		if a, ok := m.deployments[0].Spec.Template.Annotations["prometheus.io/port"]; ok && a != strconv.Itoa(int(port)) {
+			bad = append(bad, fmt.Sprintf("the pods' annotation prometheus.io/port is %q, want the port metrics, %d", a, port))
 		}
 		addr := env(m, c)[metricsAddrVar]
 		if _, p, err := net.SplitHostPort(addr); err != nil || p != strconv.Itoa(int(port)) {
@@ -375,6 +380,55 @@ func checkSelectors(m manifests) []string {
 	}
 	if sel := m.pdbs[0].Spec.Selector; sel == nil || !selects(sel.MatchLabels) {
 		bad = append(bad, "the PodDisruptionBudget does not select the pods")
+	}
+	return bad
+}
+
+// alertsJob is the job label docker/alerts.yaml wants of every relay
+// (CdcRelayDown matches up{job="cdc-relay"}).
+const alertsJob = "cdc-relay"
+
+// checkServiceMonitor: each ServiceMonitor selects the Service, scrapes its
+// port metrics at /metrics, and sets the label job to cdc-relay by a
+// relabeling that nothing after it changes; without that, Prometheus would
+// name the job after the Service and CdcRelayDown would never fire.
+// Manifests without a ServiceMonitor pass.
+func checkServiceMonitor(m manifests) []string {
+	var bad []string
+	for _, sm := range m.serviceMonitors {
+		if len(m.services) != 1 {
+			return []string{fmt.Sprintf("ServiceMonitor %s: want one Service to scrape, got %d", sm.Name, len(m.services))}
+		}
+		svc := m.services[0]
+		for k, v := range sm.Spec.Selector.MatchLabels {
+			if svc.Labels[k] != v {
+				bad = append(bad, fmt.Sprintf("ServiceMonitor %s selects %s=%s, which the Service %s does not have (%v)", sm.Name, k, v, svc.Name, svc.Labels))
+			}
+		}
+		if len(sm.Spec.Selector.MatchLabels) == 0 || len(sm.Spec.Selector.MatchExpressions) > 0 {
+			bad = append(bad, fmt.Sprintf("ServiceMonitor %s: want a selector of matchLabels only, got %+v", sm.Name, sm.Spec.Selector))
+		}
+		if len(sm.Spec.Endpoints) != 1 {
+			bad = append(bad, fmt.Sprintf("ServiceMonitor %s: want one endpoint, got %d", sm.Name, len(sm.Spec.Endpoints)))
+			continue
+		}
+		ep := sm.Spec.Endpoints[0]
+		if ep.Port != "metrics" || (ep.Path != "" && ep.Path != "/metrics") {
+			bad = append(bad, fmt.Sprintf("ServiceMonitor %s: want the endpoint port metrics, path /metrics", sm.Name))
+		}
+		job := ""
+		for _, r := range ep.RelabelConfigs {
+			if r.TargetLabel == "job" && (r.Action == "" || strings.EqualFold(r.Action, "replace")) && len(r.SourceLabels) == 0 {
+				if r.Replacement != nil {
+					job = *r.Replacement
+				}
+			} else if r.TargetLabel == "job" || strings.HasPrefix(strings.ToLower(r.Action), "label") {
+				job = "<changed by a relabeling>"
+			}
+		}
+		if job != alertsJob {
+			bad = append(bad, fmt.Sprintf("ServiceMonitor %s: the job label is %q: want a relabeling {targetLabel: job, replacement: %s} last, as docker/alerts.yaml's CdcRelayDown matches job=%q", sm.Name, job, alertsJob, alertsJob))
+		}
 	}
 	return bad
 }

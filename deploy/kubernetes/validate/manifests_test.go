@@ -10,27 +10,56 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// kustomizations are the directories the tests render, and whether each
-// makes the Secrets (the base must not: it holds no secret).
-var kustomizations = []struct {
-	dir         string
+// renderings are what the tests render and check: the kustomizations and
+// the Helm chart with a few sets of values; whether each makes the Secrets
+// (the base and the chart must not: they hold no secret), and whether it
+// has a ServiceMonitor and a PrometheusRule (the base must not: a cluster
+// without the Prometheus Operator's CRDs would refuse them).
+var renderings = []struct {
+	name        string
+	render      func(t *testing.T) manifests
 	makesSecret bool
+	monitoring  bool
 }{
-	{"../base", false},
-	{"../example", true},
+	{"kustomize ../base", kustomize("../base"), false, false},
+	{"kustomize ../example", kustomize("../example"), true, true},
+	{"helm defaults", chart(nil), false, false},
+	{"helm monitoring", chart(monitoringValues), false, true},
+	{"helm config file and SASL", chart(map[string]any{
+		"configFile": "tables:\n  - name: public.outbox\n",
+		"config": map[string]any{
+			"CDC_RELAY_KAFKA_BROKERS":            "kafka.kafka.svc:9092",
+			"CDC_RELAY_KAFKA_SASL_MECHANISM":     "SCRAM-SHA-512",
+			"CDC_RELAY_KAFKA_SASL_USER":          "cdc-relay",
+			"CDC_RELAY_KAFKA_SASL_PASSWORD_FILE": "/var/run/secrets/cdc-relay/kafka-sasl-password",
+			"CDC_RELAY_KAFKA_TLS":                "true",
+		},
+	}), false, false},
 }
 
-// TestManifests renders each kustomization and runs every check on it.
+func kustomize(dir string) func(t *testing.T) manifests {
+	return func(t *testing.T) manifests { return render(t, dir) }
+}
+
+func chart(values map[string]any) func(t *testing.T) manifests {
+	return func(t *testing.T) manifests { return renderChart(t, values) }
+}
+
+// TestManifests renders each of the renderings and runs every check on it.
 func TestManifests(t *testing.T) {
-	for _, k := range kustomizations {
-		t.Run(k.dir, func(t *testing.T) {
-			m := render(t, k.dir)
-			if got := len(m.secrets) > 0; got != k.makesSecret {
-				t.Errorf("makes %d Secrets, want them: %v", len(m.secrets), k.makesSecret)
+	for _, r := range renderings {
+		t.Run(r.name, func(t *testing.T) {
+			m := r.render(t)
+			if got := len(m.secrets) > 0; got != r.makesSecret {
+				t.Errorf("makes %d Secrets, want them: %v", len(m.secrets), r.makesSecret)
+			}
+			if got := len(m.serviceMonitors) == 1 && len(m.prometheusRules) == 1; got != r.monitoring {
+				t.Errorf("makes %d ServiceMonitors and %d PrometheusRules, want one each: %v", len(m.serviceMonitors), len(m.prometheusRules), r.monitoring)
 			}
 			for _, name := range sortedChecks() {
 				for _, problem := range checks[name](m) {
@@ -101,6 +130,18 @@ func TestChecksCatchMistakes(t *testing.T) {
 		{"non-root, read-only", "root", func(m *manifests) { root := int64(0); pod(m).SecurityContext.RunAsUser = &root }},
 		{"non-root, read-only", "a capability", func(m *manifests) { container(m).SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"} }},
 		{"selectors find the pods", "a Service selecting nothing", func(m *manifests) { m.services[0].Spec.Selector = map[string]string{"app": "other"} }},
+		{"probes on the metrics port", "an annotation on another port", func(m *manifests) {
+			m.deployments[0].Spec.Template.Annotations["prometheus.io/port"] = "9188"
+		}},
+		{"scraped as job cdc-relay", "the job named after the Service", func(m *manifests) { m.serviceMonitors[0].Spec.Endpoints[0].RelabelConfigs = nil }},
+		{"scraped as job cdc-relay", "the job relabelled again", func(m *manifests) {
+			ep := &m.serviceMonitors[0].Spec.Endpoints[0]
+			ep.RelabelConfigs = append(ep.RelabelConfigs, monitoringv1.RelabelConfig{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_service_name"}, TargetLabel: "job"})
+		}},
+		{"scraped as job cdc-relay", "another port", func(m *manifests) { m.serviceMonitors[0].Spec.Endpoints[0].Port = "http" }},
+		{"scraped as job cdc-relay", "a Service it does not select", func(m *manifests) {
+			m.serviceMonitors[0].Spec.Selector.MatchLabels = map[string]string{"app.kubernetes.io/name": "other"}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.check+": "+tt.mistake, func(t *testing.T) {
@@ -163,16 +204,16 @@ func unknownVariables(m manifests, known map[string]bool) []string {
 // is one the relay reads; a misspelt one would be ignored.
 func TestVariablesAreTheRelays(t *testing.T) {
 	known := relayVariables(t)
-	for _, k := range kustomizations {
-		m := render(t, k.dir)
+	for _, r := range renderings {
+		m := r.render(t)
 		if u := unknownVariables(m, known); len(u) > 0 {
-			t.Errorf("%s sets %v, which cdc-relay run does not read (cdc-relay run --help lists them)", k.dir, u)
+			t.Errorf("%s sets %v, which cdc-relay run does not read (cdc-relay run --help lists them)", r.name, u)
 		}
 		for _, cm := range m.configMaps {
 			cm.Data["CDC_RELAY_SLOTT"] = "x"
 		}
 		if u := unknownVariables(m, known); !slices.Equal(u, []string{"CDC_RELAY_SLOTT"}) {
-			t.Errorf("%s with CDC_RELAY_SLOTT set: unknown %v, want that one", k.dir, u)
+			t.Errorf("%s with CDC_RELAY_SLOTT set: unknown %v, want that one", r.name, u)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -23,6 +24,17 @@ type manifests struct {
 	namespaces  []corev1.Namespace
 	configMaps  map[string]corev1.ConfigMap
 	secrets     map[string]corev1.Secret
+	// The Prometheus Operator's objects (deploy/kubernetes/monitoring).
+	serviceMonitors []monitoringv1.ServiceMonitor
+	prometheusRules []monitoringv1.PrometheusRule
+	// objects are all of them, each as the JSON of its Go type, by kind
+	// and name ("Deployment/cdc-relay").
+	objects map[string][]byte
+}
+
+// newManifests returns an empty manifests to add objects to.
+func newManifests() manifests {
+	return manifests{configMaps: map[string]corev1.ConfigMap{}, secrets: map[string]corev1.Secret{}, objects: map[string][]byte{}}
 }
 
 // render runs kustomize on dir, as `kubectl kustomize dir` does, and decodes
@@ -39,7 +51,7 @@ func render(t *testing.T, dir string) manifests {
 	if err != nil {
 		t.Fatalf("kustomize %s: %v", dir, err)
 	}
-	m := manifests{configMaps: map[string]corev1.ConfigMap{}, secrets: map[string]corev1.Secret{}}
+	m := newManifests()
 	for _, r := range resources.Resources() {
 		data, err := r.MarshalJSON()
 		if err != nil {
@@ -52,42 +64,61 @@ func render(t *testing.T, dir string) manifests {
 	return m
 }
 
-// add decodes one object by its apiVersion and kind.
+// add decodes one object by its apiVersion and kind, strictly, and keeps
+// it also as the JSON of its type, by kind and name (m.objects), for the
+// comparison of renders.
 func (m *manifests) add(apiVersion, kind string, data []byte) error {
+	var obj interface{ GetName() string }
 	switch apiVersion + " " + kind {
 	case "apps/v1 Deployment":
-		return decodeInto(data, &m.deployments)
+		obj = &appsv1.Deployment{}
 	case "v1 Service":
-		return decodeInto(data, &m.services)
+		obj = &corev1.Service{}
 	case "policy/v1 PodDisruptionBudget":
-		return decodeInto(data, &m.pdbs)
+		obj = &policyv1.PodDisruptionBudget{}
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		obj = &monitoringv1.ServiceMonitor{}
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		obj = &monitoringv1.PrometheusRule{}
 	case "v1 Namespace":
-		return decodeInto(data, &m.namespaces)
+		obj = &corev1.Namespace{}
 	case "v1 ConfigMap":
-		var cm corev1.ConfigMap
-		if err := strict(data, &cm); err != nil {
-			return err
-		}
-		m.configMaps[cm.Name] = cm
-		return nil
+		obj = &corev1.ConfigMap{}
 	case "v1 Secret":
-		var s corev1.Secret
-		if err := strict(data, &s); err != nil {
-			return err
-		}
-		m.secrets[s.Name] = s
-		return nil
+		obj = &corev1.Secret{}
+	default:
+		return fmt.Errorf("unknown kind %s %s: teach this test its Go type", apiVersion, kind)
 	}
-	return fmt.Errorf("unknown kind %s %s: teach this test its Go type", apiVersion, kind)
-}
-
-// decodeInto decodes data strictly and appends it to *list.
-func decodeInto[T any](data []byte, list *[]T) error {
-	var v T
-	if err := strict(data, &v); err != nil {
+	if err := strict(data, obj); err != nil {
 		return err
 	}
-	*list = append(*list, v)
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		m.deployments = append(m.deployments, *o)
+	case *corev1.Service:
+		m.services = append(m.services, *o)
+	case *policyv1.PodDisruptionBudget:
+		m.pdbs = append(m.pdbs, *o)
+	case *monitoringv1.ServiceMonitor:
+		m.serviceMonitors = append(m.serviceMonitors, *o)
+	case *monitoringv1.PrometheusRule:
+		m.prometheusRules = append(m.prometheusRules, *o)
+	case *corev1.Namespace:
+		m.namespaces = append(m.namespaces, *o)
+	case *corev1.ConfigMap:
+		m.configMaps[o.Name] = *o
+	case *corev1.Secret:
+		m.secrets[o.Name] = *o
+	}
+	key := kind + "/" + obj.GetName()
+	if _, dup := m.objects[key]; dup {
+		return fmt.Errorf("%s twice", key)
+	}
+	canonical, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	m.objects[key] = canonical
 	return nil
 }
 

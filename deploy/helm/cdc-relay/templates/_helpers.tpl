@@ -1,0 +1,46 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "cdc-relay.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The objects' name: fullnameOverride, else the release's name when it holds
+the chart's, else <release>-<chart>. A release named cdc-relay gives the
+names of the kustomize base.
+*/}}
+{{- define "cdc-relay.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The labels the selectors use: the pods of this release. */}}
+{{- define "cdc-relay.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "cdc-relay.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Every object's labels. */}}
+{{- define "cdc-relay.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "cdc-relay.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The Secret with postgres-url and admin-token. */}}
+{{- define "cdc-relay.secretName" -}}
+{{- .Values.existingSecret | default (include "cdc-relay.fullname" .) }}
+{{- end }}
+
+{{/* The optional Secret with the SASL password. */}}
+{{- define "cdc-relay.kafkaSaslSecretName" -}}
+{{- .Values.kafkaSaslSecret | default (printf "%s-kafka-sasl" (include "cdc-relay.fullname" .)) }}
+{{- end }}
