@@ -41,7 +41,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "backfill", "check-config", "demo", "version", "help"}
+var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "backfill", "check-config", "demo", "version", "completion", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -66,6 +66,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &DemoCommand{stdout: stdout, stderr: stderr}
 	case "version":
 		return &VersionCommand{stdout: stdout}
+	case "completion":
+		return &CompletionCommand{stdout: stdout}
 	}
 	return nil
 }
@@ -224,6 +226,7 @@ Commands:
   check-config  check a config file against the database; print a sample record of each table
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker
   version   print the version (also --version)
+  completion  print a shell completion script: bash, zsh or fish
   help      print this help, or a command's: cdc-relay help run
 
 Every flag can also be set by an environment variable: --kafka-brokers is
