@@ -157,10 +157,10 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 	for _, r := range []string{"published", "parked"} {
 		m.SlotRecoveryRows.WithLabelValues(r)
 	}
-	for _, r := range ParkReasons {
+	for _, r := range parkReasons {
 		m.EventsParked.WithLabelValues(r)
 	}
-	for _, e := range ProduceErrorNames {
+	for _, e := range produceErrorNames {
 		m.ProduceErrors.WithLabelValues(e)
 	}
 	for _, r := range []string{"committed", "aborted"} {
@@ -172,20 +172,20 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 	return m
 }
 
-// ParkReasons are the reasons of EventsParked reported from the start,
+// parkReasons are the reasons of EventsParked reported from the start,
 // at 0, so that a first parked event raises its series from 0 (rate()
 // and increase() see no rise in a series that appears at 1): the
 // relay's own (invalid_row, no_timestamp), the Kafka errors that refuse
 // a record or its topic for good, and OTHER. An event parked for
 // another Kafka error starts its own series.
-var ParkReasons = []string{"invalid_row", "no_timestamp", "MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD",
+var parkReasons = []string{"invalid_row", "no_timestamp", "MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD",
 	"UNKNOWN_TOPIC_OR_PARTITION", "TOPIC_AUTHORIZATION_FAILED", "INVALID_TOPIC_EXCEPTION", "OTHER"}
 
-// ProduceErrorNames are the errors of ProduceErrors reported from the
-// start, at 0: the refusals of ParkReasons, the broker's usual passing
+// produceErrorNames are the errors of ProduceErrors reported from the
+// start, at 0: the refusals of parkReasons, the broker's usual passing
 // errors (a leader moving, too few replicas, a request timing out) and
 // the client's (CLIENT_CLOSED, CANCELED, TIMEOUT, OTHER).
-var ProduceErrorNames = []string{"MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD", "UNKNOWN_TOPIC_OR_PARTITION",
+var produceErrorNames = []string{"MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD", "UNKNOWN_TOPIC_OR_PARTITION",
 	"TOPIC_AUTHORIZATION_FAILED", "INVALID_TOPIC_EXCEPTION", "NOT_LEADER_FOR_PARTITION", "NOT_ENOUGH_REPLICAS",
 	"NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT", "CLIENT_CLOSED", "CANCELED", "TIMEOUT", "OTHER"}
 

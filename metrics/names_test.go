@@ -6,8 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// TestKnownKafkaErrorNames: each Kafka error name of ParkReasons and
-// ProduceErrorNames is one a Kafka error code has, so that its series
+// TestKnownKafkaErrorNames: each Kafka error name of parkReasons and
+// produceErrorNames is one a Kafka error code has, so that its series
 // reported from the start is the one a refusal raises.
 func TestKnownKafkaErrorNames(t *testing.T) {
 	names := map[string]bool{}
@@ -19,7 +19,7 @@ func TestKnownKafkaErrorNames(t *testing.T) {
 		}
 	}
 	ours := map[string]bool{"invalid_row": true, "no_timestamp": true, "OTHER": true, "CLIENT_CLOSED": true, "CANCELED": true, "TIMEOUT": true}
-	for _, list := range [][]string{ParkReasons, ProduceErrorNames} {
+	for _, list := range [][]string{parkReasons, produceErrorNames} {
 		for _, name := range list {
 			if !names[name] && !ours[name] {
 				t.Errorf("%s is no Kafka error's name", name)

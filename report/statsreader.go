@@ -19,9 +19,11 @@ const heldCostFactor = 20
 // their last count's duration has passed since it: a backlog of a million
 // held rows takes its count a second, which every five seconds would
 // take a fifth of the database's time from the poller draining that
-// backlog. In between, Read gives the last counts, each topic's oldest
-// held event older by the time since. A few thousand held rows are
-// counted at every Read. Not safe for concurrent use.
+// backlog. In between, Read gives the last counts (DatabaseStats.HeldAt
+// says when they were counted), each oldest held event older by the
+// time since; a status table whose file changed (a TRUNCATE) is counted
+// again at once. A few thousand held rows are counted at every Read. Not
+// safe for concurrent use.
 type StatsReader struct {
 	names Names
 	// last is the last count of the held rows; counted when it was
