@@ -33,5 +33,6 @@
 // arrive in commit order; without it, a re-delivered event arrives after
 // later events of its key. The record carries its attempt count and the
 // commit LSN of its transaction in the headers cdc-relay-attempts and
-// cdc-relay-commit-lsn.
+// cdc-relay-commit-lsn (none on an adopted or reset row, whose commit the
+// relay did not read).
 package poller

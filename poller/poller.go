@@ -24,7 +24,10 @@ const (
 	// HeaderAttempts is the attempt that delivered the record: 1 for the
 	// poller's first.
 	HeaderAttempts = "cdc-relay-attempts"
-	// HeaderCommitLSN is the commit LSN of the event's transaction.
+	// HeaderCommitLSN is the commit LSN of the event's transaction; a
+	// record of a row the relay did not read from the WAL (adopted at the
+	// switch-over, or reset by a runbook: sent as the row is now) has
+	// none, rather than 0/0.
 	HeaderCommitLSN = "cdc-relay-commit-lsn"
 	// HeaderError is the last error, on a dead-letter record.
 	HeaderError = "cdc-relay-error"
@@ -290,9 +293,10 @@ func record(row status.Row, topic string) *kgo.Record {
 	for _, h := range row.Headers {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
-	r.Headers = append(r.Headers,
-		kgo.RecordHeader{Key: HeaderAttempts, Value: []byte(strconv.Itoa(row.Attempts + 1))},
-		kgo.RecordHeader{Key: HeaderCommitLSN, Value: []byte(row.CommitLSN.String())})
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderAttempts, Value: []byte(strconv.Itoa(row.Attempts + 1))})
+	if row.CommitLSN != 0 { // none for a row the relay did not read from the WAL: adopted, or reset
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderCommitLSN, Value: []byte(row.CommitLSN.String())})
+	}
 	return r
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -267,5 +268,26 @@ func TestRunLooksAgainWhenWoken(t *testing.T) {
 	<-done
 	if n := store.count(); n != 3 {
 		t.Fatalf("%d claims, want 3: one at the start, one per wake", n)
+	}
+}
+
+// TestRecordCommitLSN: a record carries its event's commit position, and a
+// row the relay did not read from the WAL (adopted, or reset: its
+// CommitLSN unknown, 0) carries none rather than 0/0.
+func TestRecordCommitLSN(t *testing.T) {
+	for _, tc := range []struct {
+		lsn    pglogrepl.LSN
+		header string // "" for none
+	}{{0x1A2B, "0/1A2B"}, {0, ""}} {
+		r := record(status.Row{Topic: "t", Key: []byte("k"), CommitLSN: tc.lsn, Reload: tc.lsn == 0}, "t")
+		got, found := "", false
+		for _, h := range r.Headers {
+			if h.Key == HeaderCommitLSN {
+				got, found = string(h.Value), true
+			}
+		}
+		if got != tc.header || found != (tc.header != "") {
+			t.Errorf("commit LSN %v: header %q (there: %v), want %q", tc.lsn, got, found, tc.header)
+		}
 	}
 }
