@@ -147,8 +147,8 @@ func TestNamesFollowTheConventions(t *testing.T) {
 func TestSnapshotIsWhatIsServed(t *testing.T) {
 	known := Snapshot{
 		EventsRead: 10, EventsProduced: 9, InFlightEvents: 3, InFlightBytes: 300,
-		LagBytes: 4096, LagSeconds: 1.5, ConfirmedLSN: 0x16B3748,
-		Leader: true, Paused: true, Ready: true,
+		LagBytes: 4096, LagSeconds: 1.5, OldestUndeliveredSeconds: 42, ConfirmedLSN: 0x16B3748,
+		Slot: "orders_relay", Leader: true, Paused: true, Ready: true,
 		SlotWALRetained: 8192, Failed: 2, Dead: 1,
 		WriteBack: true, WriteBackRows: 7, WriteBackErrors: 1, WriteBackRefused: 5, WriteBackPending: 4, WriteBackNotVisible: 3,
 		EventsBehind: 12, Held: []HeldTopic{{Topic: "orders", Failed: 2, Dead: 1, Waiting: 6, Paused: 1, OldestSeconds: 30.5}},
@@ -169,7 +169,8 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: known, name: "cdc_relay_replication_lag_bytes", want: 4096},
 		{snap: known, name: "cdc_relay_replication_lag_seconds", want: 1.5},
 		{snap: known, name: "cdc_relay_confirmed_lsn", want: 0x16B3748},
-		{snap: known, name: "cdc_relay_leader", want: 1},
+		{snap: known, name: "cdc_relay_leader", labels: "slot=orders_relay", want: 1},
+		{snap: known, name: "cdc_relay_undelivered_oldest_seconds", want: 42},
 		{snap: known, name: "cdc_relay_paused", want: 1},
 		{snap: known, name: "cdc_relay_ready", want: 1},
 		{snap: known, name: "cdc_relay_slot_wal_retained_bytes", want: 8192},
@@ -187,7 +188,8 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: known, name: "cdc_relay_held_events", labels: "state=paused,topic=orders", want: 1},
 		{snap: known, name: "cdc_relay_held_oldest_seconds", labels: "topic=orders", want: 30.5},
 
-		{snap: unknown, name: "cdc_relay_leader", want: 0},
+		{snap: unknown, name: "cdc_relay_leader", labels: "slot=", want: 0},
+		{snap: unknown, name: "cdc_relay_undelivered_oldest_seconds", want: 0},
 		{snap: unknown, name: "cdc_relay_paused", want: 0},
 		{snap: unknown, name: "cdc_relay_ready", want: 0},
 		{snap: unknown, name: "cdc_relay_replication_lag_seconds", want: 0},

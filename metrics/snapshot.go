@@ -25,6 +25,8 @@ type Snapshot struct {
 	OldestUndeliveredSeconds float64
 	// ConfirmedLSN is the position last confirmed to PostgreSQL.
 	ConfirmedLSN pglogrepl.LSN
+	// Slot is the relay's replication slot (the leader gauge's label).
+	Slot string
 	// Leader: this relay holds the slot's lock. Paused: reading is paused.
 	// Ready: see the relay's readiness.
 	Leader, Paused, Ready bool
@@ -84,7 +86,7 @@ var (
 	descLagSeconds   = desc("cdc_relay_replication_lag_seconds", "Time since the commit of the oldest transaction read whose events are not all delivered; 0 when nothing is in flight.")
 	descOldest       = desc("cdc_relay_undelivered_oldest_seconds", "Age of the oldest event the relay still owes Kafka: in flight (since its commit), or held in the status table as FAILED, WAITING or PAUSED (since it was parked or adopted, as last read); 0 when none. Events not read yet count only in cdc_relay_replication_lag_bytes.")
 	descConfirmed    = desc("cdc_relay_confirmed_lsn", "The WAL position last confirmed to PostgreSQL, as a number.")
-	descLeader       = desc("cdc_relay_leader", "1 while this relay holds the slot's lock (it leads the slot), else 0.")
+	descLeader       = prometheus.NewDesc("cdc_relay_leader", "1 while this relay holds the slot's lock (it leads the slot), else 0; slot names the slot, so that relays of two slots scraped under one job are told apart.", []string{"slot"}, nil)
 	descPaused       = desc("cdc_relay_paused", "1 while reading the slot is paused (POST /pause), else 0.")
 	descReady        = desc("cdc_relay_ready", "1 while the relay is ready (as /readyz), else 0.")
 	descWALRetained  = desc("cdc_relay_slot_wal_retained_bytes", "WAL the replication slot keeps on the server, as last checked.")
@@ -132,7 +134,7 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLagSeconds, s.LagSeconds)
 	gauge(descOldest, s.OldestUndeliveredSeconds)
 	gauge(descConfirmed, float64(s.ConfirmedLSN))
-	gauge(descLeader, b2f(s.Leader))
+	gauge(descLeader, b2f(s.Leader), s.Slot)
 	gauge(descPaused, b2f(s.Paused))
 	gauge(descReady, b2f(s.Ready))
 	ifKnown(descWALRetained, s.SlotWALRetained)

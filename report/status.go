@@ -173,7 +173,7 @@ func (st Status) Metrics(confirmed pglogrepl.LSN) metrics.Snapshot {
 		InFlightEvents: st.InFlightEvents, InFlightBytes: st.InFlightBytes,
 		LagBytes: st.LagBytes, LagSeconds: st.LagSeconds, OldestUndeliveredSeconds: max(st.LagSeconds, st.OldestUndeliveredSeconds),
 		ConfirmedLSN: confirmed,
-		Leader:       st.Role == RoleLeader, Paused: st.Paused, Ready: st.Ready,
+		Slot:         st.Slot, Leader: st.Role == RoleLeader, Paused: st.Paused, Ready: st.Ready,
 		SlotWALRetained: st.WALRetainedBytes, Failed: st.Failed, Dead: st.Dead,
 		EventsBehind: st.EventsBehind, Held: heldMetrics(st.Topics),
 	}
