@@ -56,6 +56,10 @@ type Metrics struct {
 	// exactly-once delivery, to the commit of its Kafka transaction: when
 	// read_committed consumers can see it).
 	CommitToAck prometheus.Histogram
+	// HeldToAck is, for each event the poller delivered (parked, held,
+	// paused, adopted or reset), the time from its parking (its status
+	// row's creation) to Kafka's acknowledgement.
+	HeldToAck prometheus.Histogram
 	// KafkaTransactions counts the Kafka transactions of exactly-once
 	// delivery, by result: committed, or aborted (a record refused, the
 	// broker lost, the producer fenced; their PostgreSQL transactions are
@@ -86,9 +90,13 @@ type Metrics struct {
 	SlotRecoveryRows *prometheus.CounterVec
 }
 
-// CommitToAckBuckets are CommitToAck's buckets, in seconds: 1 ms to 60 s,
-// finer from 100 to 250 ms, where exactly-once delivery's latency sits.
-var CommitToAckBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .5, 1, 2.5, 5, 10, 30, 60}
+// CommitToAckBuckets are CommitToAck's buckets, in seconds: 1 ms to 15
+// minutes, finer from 100 to 250 ms, where exactly-once delivery's
+// latency sits.
+var CommitToAckBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .2, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 900}
+
+// heldToAckBuckets are HeldToAck's buckets, in seconds: 100 ms to an hour.
+var heldToAckBuckets = []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600}
 
 // New returns the relay's metrics on a new registry, with Go's and the
 // process's collectors, cdc_relay_build_info for build, and, if snapshot
@@ -122,8 +130,11 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 			"Errors Kafka or the client returned for the stream's records, by error.",
 			"error"),
 		CommitToAck: f.histogram("cdc_relay_commit_to_ack_seconds",
-			"Time from an event's commit in PostgreSQL to Kafka's acknowledgement (exactly-once: to its Kafka transaction's commit), for each event the stream delivered.",
+			"Time from an event's commit in PostgreSQL to Kafka's acknowledgement (exactly-once: to its Kafka transaction's commit), for each event the stream delivered; the poller's deliveries are cdc_relay_held_to_ack_seconds.",
 			CommitToAckBuckets),
+		HeldToAck: f.histogram("cdc_relay_held_to_ack_seconds",
+			"Time from an event's parking in the status table (refused, held, paused, adopted or reset) to Kafka's acknowledgement, for each event the poller delivered.",
+			heldToAckBuckets),
 		KafkaTransactions: f.counterVec("cdc_relay_kafka_transactions_total",
 			"Kafka transactions of exactly-once delivery, by result: committed, or aborted (their PostgreSQL transactions are produced again).",
 			"result"),

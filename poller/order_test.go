@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -359,5 +360,28 @@ func TestByTopicStopsTheTopic(t *testing.T) {
 				t.Fatalf("produced %v, claimed %v; want %v and %v", produced, claimed, tc.want, tc.wantClaimed)
 			}
 		})
+	}
+}
+
+// TestHeldToAck: each event the poller delivers is timed from its parking
+// (its status row's creation) to Kafka's acknowledgement; one that fails
+// is not.
+func TestHeldToAck(t *testing.T) {
+	parked := time.Now().Add(-90 * time.Second)
+	rows := []status.Row{
+		{ID: 1, Topic: "a", Key: []byte("k1"), Value: []byte("v"), Status: status.Failed, CreatedAt: parked},
+		{ID: 2, Topic: "b", Key: []byte("k2"), Value: []byte("v"), Status: status.Failed, CreatedAt: parked},
+	}
+	cfg := DefaultConfig()
+	cfg.Metrics = metrics.New(buildinfo.Info{}, func() metrics.Snapshot { return metrics.Snapshot{} })
+	if _, err := New(&fakeStore{rows: rows}, &fakeProducer{errs: map[string]error{"b": kerr.NotLeaderForPartition}}, cfg).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var m dto.Metric
+	if err := cfg.Metrics.HeldToAck.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n, sum := m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum(); n != 1 || sum < 90 || sum > 120 {
+		t.Errorf("cdc_relay_held_to_ack_seconds: %d samples, sum %.1f s; want the delivered one, parked 90 s ago", n, sum)
 	}
 }

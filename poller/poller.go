@@ -205,6 +205,9 @@ func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outco
 			continue
 		}
 		out = append(out, o)
+		if m := p.cfg.Metrics; m != nil && o.Delivered && !rows[i].CreatedAt.IsZero() {
+			m.HeldToAck.Observe(time.Since(rows[i].CreatedAt).Seconds())
+		}
 		if k, ok := p.orderKey(rows[i]); o.Delivered && ok && !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
