@@ -143,22 +143,21 @@ axes:
 bench: deps deps-kafka
 	cd e2e/bench && $(GO) run . -apache -plot ../../docs/latency.png
 
-## lint: gofmt, go vet, and the layering rule (scripts/layers/rule.txt: every import points down)
+## lint: gofmt, go vet, and the layering rule (scripts/layers/rule.txt: every import points down); k8s vets deploy/kubernetes/validate
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run ./scripts/layers # every import points down the layers of scripts/layers/rule.txt
 	cd e2e/bench && $(GO) vet ./...
-	cd deploy/kubernetes/validate && $(GO) vet ./...
 
 ## licenses: regenerate docs/DEPENDENCIES.md, the modules the binary links and their licenses; fails on a license not allowed
 licenses:
 	$(GO) run ./scripts/licenses
 
-## k8s: render deploy/kubernetes (kustomize) and check every object against the Kubernetes API's types, no cluster needed
+## k8s: render deploy/kubernetes (kustomize) and the Helm chart, and check every object against the Kubernetes API's types, no cluster needed (and go vet of that module)
 k8s:
-	cd deploy/kubernetes/validate && $(GO) test -count=1 ./...
+	cd deploy/kubernetes/validate && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## unit: unit tests with -race (some start a throwaway PostgreSQL)
 unit: deps-pg
