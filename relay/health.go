@@ -19,6 +19,12 @@ const (
 	reachInterval = 2 * time.Second
 	reachTimeout  = 3 * time.Second
 	statsInterval = 5 * time.Second
+	// statsTimeout bounds a reading: the count of a large backlog's held
+	// rows takes seconds (the next reading waits for it).
+	statsTimeout = time.Minute
+	// staleStats is the age from which the last reading is stale (the
+	// readings fail): the oldest held event's age is no longer grown.
+	staleStats = statsTimeout + 2*statsInterval
 )
 
 // watchHealth checks that PostgreSQL and Kafka answer every reachInterval,
@@ -96,7 +102,7 @@ func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
 	var last report.DatabaseStats // the previous reading that counted the held rows, for report.WarnTruncated
 	reader := report.NewStatsReader(r.cfg.ReportNames())
 	tick.Every(ctx, statsInterval, func(ctx context.Context) bool {
-		sctx, cancel := context.WithTimeout(ctx, statsInterval)
+		sctx, cancel := context.WithTimeout(ctx, statsTimeout)
 		db, err := reader.Read(sctx, pool)
 		cancel()
 		switch {

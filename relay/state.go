@@ -126,6 +126,11 @@ func (r *Relay) status() (report.Status, pglogrepl.LSN) {
 	if s.dbOK {
 		db := s.db
 		st.SetDatabase(db)
+		if time.Since(db.At) > staleStats {
+			// Readings fail: the held events' age as last read, not
+			// grown for ever by a reading that may be long gone.
+			st.OldestUndeliveredSeconds = max(st.LagSeconds, db.OldestOwedSeconds)
+		}
 		if !leading {
 			st.PausedTopics = db.PausedTopics
 		}

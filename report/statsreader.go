@@ -8,15 +8,23 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
 
-// heldCostFactor is how many times the last count of the held rows took
-// a StatsReader waits before counting them again.
-const heldCostFactor = 20
+const (
+	// heldCostFactor is how many times the last count of the held rows
+	// took a StatsReader waits before counting them again; heldMaxWait
+	// is the longest it waits.
+	heldCostFactor = 20
+	heldMaxWait    = time.Minute
+	// heldRetry is how long it waits after a count that failed (with
+	// earlier counts to give meanwhile) before it counts again.
+	heldRetry = 30 * time.Second
+)
 
 // StatsReader reads a relay's DatabaseStats again and again, as a running
 // relay does every few seconds. Every Read reads the slot, the pause
 // tables and the backfills; the held counts, whose query reads every held
 // row of the status table, are counted again only once twenty times
-// their last count's duration has passed since it: a backlog of a million
+// their last count's duration (at most a minute) has passed since it: a
+// backlog of a million
 // held rows takes its count a second, which every five seconds would
 // take a fifth of the database's time from the poller draining that
 // backlog. In between, Read gives the last counts (DatabaseStats.HeldAt
@@ -41,7 +49,7 @@ func NewStatsReader(names Names) *StatsReader {
 
 // Read reads the figures as ReadDatabaseStats does, but for the held
 // counts, counted again only when due (see StatsReader). A Read that
-// fails counts them again at the next.
+// fails otherwise counts them again at the next.
 func (r *StatsReader) Read(ctx context.Context, db pgdb.Querier) (DatabaseStats, error) {
 	s, err := readStats(ctx, db, r.names, func(s *DatabaseStats) error { return r.held(ctx, db, s) })
 	if err != nil {
@@ -53,18 +61,25 @@ func (r *StatsReader) Read(ctx context.Context, db pgdb.Querier) (DatabaseStats,
 // held fills s's held counts: counted now when due, or when the status
 // table's file changed since the last count (a TRUNCATE, which
 // WarnTruncated must see at once), else the last ones aged by the time
-// since.
+// since. A count that fails (a backlog too large to count within the
+// reading's time) gives the last counts too, and is tried again after
+// heldRetry; with none to give, it fails the reading.
 func (r *StatsReader) held(ctx context.Context, db pgdb.Querier, s *DatabaseStats) error {
 	now := time.Now()
-	if !r.countedAtLeast || !now.Before(r.due) || s.StatusFile != r.last.StatusFile {
-		if err := readHeld(ctx, db, r.names, s); err != nil {
-			return err
-		}
-		took := time.Since(now)
-		r.last, r.counted, r.due, r.countedAtLeast = *s, now, now.Add(heldCostFactor*took), true
+	if r.countedAtLeast && now.Before(r.due) && s.StatusFile == r.last.StatusFile {
+		copyHeld(s, r.last, now.Sub(r.counted))
 		return nil
 	}
-	copyHeld(s, r.last, now.Sub(r.counted))
+	if err := readHeld(ctx, db, r.names, s); err != nil {
+		if !r.countedAtLeast || s.StatusFile != r.last.StatusFile {
+			return err
+		}
+		r.due = now.Add(heldRetry)
+		copyHeld(s, r.last, now.Sub(r.counted))
+		return nil
+	}
+	took := time.Since(now)
+	r.last, r.counted, r.due, r.countedAtLeast = *s, now, now.Add(min(heldCostFactor*took, heldMaxWait)), true
 	return nil
 }
 

@@ -284,8 +284,12 @@ func printHeld(w io.Writer, st report.Status) {
 	}
 	fmt.Fprintf(w, "  parked      %s\n", parked)
 	if st.EventsBehind > 0 {
-		fmt.Fprintf(w, "  behind      %d events owed to Kafka (in flight, FAILED, WAITING, PAUSED), the oldest for %s; the WAL not read yet counts in the lag above\n",
-			st.EventsBehind, (time.Duration(st.OldestUndeliveredSeconds * float64(time.Second))).Round(time.Second))
+		oldest := ""
+		if st.OldestUndeliveredSeconds > 0 { // not said by a relay of an earlier version
+			oldest = ", the oldest for " + (time.Duration(st.OldestUndeliveredSeconds * float64(time.Second))).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "  behind      %d events owed to Kafka (in flight, FAILED, WAITING, PAUSED)%s; the WAL not read yet counts in the lag above\n",
+			st.EventsBehind, oldest)
 	}
 	if len(st.Topics) == 0 {
 		return
