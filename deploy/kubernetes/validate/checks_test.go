@@ -426,8 +426,8 @@ func checkServiceMonitor(m manifests) []string {
 				job = "<changed by a relabeling>"
 			}
 		}
-		if job != alertsJob {
-			bad = append(bad, fmt.Sprintf("ServiceMonitor %s: the job label is %q: want a relabeling {targetLabel: job, replacement: %s} last, as docker/alerts.yaml's CdcRelayDown matches job=%q", sm.Name, job, alertsJob, alertsJob))
+		if job != alertsJob && !strings.HasPrefix(job, alertsJob+"-") {
+			bad = append(bad, fmt.Sprintf("ServiceMonitor %s: the job label is %q: want a relabeling {targetLabel: job, replacement: %s (or %s-NAME)} last, as docker/alerts.yaml's CdcRelayDown matches those", sm.Name, job, alertsJob, alertsJob))
 		}
 	}
 	return bad

@@ -290,6 +290,10 @@ func TestChartValues(t *testing.T) {
 				want("interval", string(m.serviceMonitors[0].Spec.Endpoints[0].Interval), "15s"),
 				want("PrometheusRule label", m.prometheusRules[0].Labels["release"], "kps"))
 		}},
+		{name: "a second slot's job", values: "monitoring: {serviceMonitor: {enabled: true, job: cdc-relay-payments}}", check: func(m manifests) []string {
+			return want("job", *m.serviceMonitors[0].Spec.Endpoints[0].RelabelConfigs[0].Replacement, "cdc-relay-payments")
+		}},
+		{name: "a job the alerts do not match", values: "monitoring: {serviceMonitor: {enabled: true, job: payments}}", err: "does not match pattern"},
 		{name: "a secret as a variable", values: "config: {CDC_RELAY_POSTGRES_URL: 'postgres://x'}", err: "a secret must not be a variable"},
 		{name: "the listen address", values: "config: {CDC_RELAY_METRICS_ADDR: '0.0.0.0:1'}", err: "metrics.port"},
 		{name: "a number", values: "config: {CDC_RELAY_MAX_IN_FLIGHT: 1000000}", err: "string"},
