@@ -52,7 +52,7 @@ PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERM
 # refusing every produce, a broker that takes nothing): on Apache Kafka
 # they skip, so CI runs them on kfake (make e2e-kfake). A new test that
 # calls those must be added here, or make axes fails naming it.
-KFAKE_TESTS = ^(TestConfirmNeverPassesUnackedEvent|TestRecoverFromTheCommitTimeOfTheSavedPosition|TestStopWhileKafkaIsDown|TestTooLargeRecordParkedBeforeProduce)$$
+KFAKE_TESTS = ^(TestConfirmNeverPassesUnackedEvent|TestDashboardSeesFaults|TestRecoverFromTheCommitTimeOfTheSavedPosition|TestStopWhileKafkaIsDown|TestTooLargeRecordParkedBeforeProduce)$$
 # The axes: CI runs each test where it belongs, once (.ci/run):
 #   the whole e2e suite on Apache Kafka on PostgreSQL 18 (make test-kafka PG=18);
 #   KFAKE_TESTS on kfake on PostgreSQL 15 (make e2e-kfake);
@@ -131,7 +131,7 @@ e2e-pg: deps
 
 ## e2e-kfake: the e2e tests that need kfake's fault hooks (KFAKE_TESTS), on kfake
 e2e-kfake: deps-pg
-	@./scripts/deps.sh postgres kcat gcc
+	@./scripts/deps.sh postgres kcat gcc promtool
 	CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 20m -run '$(KFAKE_TESTS)' ./e2e/
 
 ## axes: with CDC_RELAY_TEST_JSON_DIR=DIR, after the tests ran with it: fails naming each test that passed in no run
@@ -172,7 +172,7 @@ fuzz:
 
 ## e2e: the end-to-end suite on kfake (it builds the relay with -race)
 e2e: deps-pg
-	@./scripts/deps.sh postgres kcat gcc
+	@./scripts/deps.sh postgres kcat gcc promtool
 	CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 20m ./e2e/
 
 clean:
