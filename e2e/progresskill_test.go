@@ -51,16 +51,7 @@ func TestEventStoreProgressAfterSIGKILL(t *testing.T) {
 	if err := app.stop(); err != nil {
 		t.Fatal(err)
 	}
-	stopped := time.Now()
-	const lag = "SELECT count(*) FROM outbox_topic_progress WHERE publisher = 'KafkaPublisher' AND (SELECT max(position) FROM events) - last_position > 0"
-	e.waitFor("the team's lag query reads 0", 60*time.Second, func() bool {
-		var behind int
-		if err := e.conn.QueryRow(context.Background(), lag).Scan(&behind); err != nil {
-			t.Fatal(err)
-		}
-		return behind == 0
-	})
-	t.Logf("the team's lag query read 0 %v after the application stopped", time.Since(stopped).Round(10*time.Millisecond))
+	e.waitTeamLagZero()
 	want := e.routedCopies(wallet, payment, 0, int(app.appended.Load()))
 	for _, topic := range []string{wallet, payment} {
 		e.readIDs(topic, want[topic], 60*time.Second)

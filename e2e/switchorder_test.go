@@ -198,16 +198,7 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 	if err := app.stop(); err != nil {
 		t.Fatal(err)
 	}
-	stopped := time.Now()
-	const lag = "SELECT count(*) FROM outbox_topic_progress WHERE publisher = 'KafkaPublisher' AND (SELECT max(position) FROM events) - last_position > 0"
-	e.waitFor("the team's lag query reads 0", 60*time.Second, func() bool {
-		var behind int
-		if err := e.conn.QueryRow(context.Background(), lag).Scan(&behind); err != nil {
-			t.Fatal(err)
-		}
-		return behind == 0
-	})
-	t.Logf("the team's lag query read 0 %v after the application stopped", time.Since(stopped).Round(10*time.Millisecond))
+	e.waitTeamLagZero()
 	want := e.routedCopies(wallet, payment, 0, int(app.appended.Load()))
 	for _, ids := range want { // in position order, not as text
 		slices.SortFunc(ids, func(a, b string) int {
@@ -252,6 +243,24 @@ func checkPositionOrder(t *testing.T, topic string, recs []*kgo.Record, want []s
 		t.Errorf("%s: %d records, %d inversions; want the %d events routed to it once each, in position order; the first difference at %d: %q, want %q",
 			topic, len(got), inversions, len(want), first, got[first:min(first+5, len(got))], want[first:min(first+5, len(want))])
 	}
+}
+
+// waitTeamLagZero waits until the event store team's lag query, over its
+// progress table, reads 0 (every topic's last_position at the newest
+// event), and logs how long that took from the call: the application has
+// just stopped.
+func (e *env) waitTeamLagZero() {
+	e.t.Helper()
+	stopped := time.Now()
+	const lag = "SELECT count(*) FROM outbox_topic_progress WHERE publisher = 'KafkaPublisher' AND (SELECT max(position) FROM events) - last_position > 0"
+	e.waitFor("the team's lag query reads 0", 60*time.Second, func() bool {
+		var behind int
+		if err := e.conn.QueryRow(context.Background(), lag).Scan(&behind); err != nil {
+			e.t.Fatal(err)
+		}
+		return behind == 0
+	})
+	e.t.Logf("the team's lag query read 0 %v after the application stopped", time.Since(stopped).Round(10*time.Millisecond))
 }
 
 // progressPosition is the last_position of the relay's row of topic in

@@ -180,6 +180,24 @@ func (t Table) ProgressSource() progress.Source {
 	return progress.Source{Schema: m.Schema, Name: m.Table, IDColumn: m.IDColumn, Topics: t.Topics()}
 }
 
+// OrderedTopics returns the topics the tables with ordering: topic
+// order by topic, each once, in the tables' order: their Topics, which
+// every table's events of them follow (the stricter order wins).
+func OrderedTopics(tables []Table) []string {
+	var topics []string
+	for _, t := range tables {
+		if !t.OrderedByTopic() {
+			continue
+		}
+		for _, topic := range t.Topics() {
+			if !slices.Contains(topics, topic) {
+				topics = append(topics, topic)
+			}
+		}
+	}
+	return topics
+}
+
 // Topics returns the topics the table's events can go to when they are
 // known without reading its rows: its routes' (each once, in order), or
 // the one topic of a template that names no column; nil when a column

@@ -128,3 +128,23 @@ func TestTopics(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderedTopics: the topics of the tables with ordering: topic, each
+// once in the tables' order; a table ordered by key adds none, even of a
+// topic it shares.
+func TestOrderedTopics(t *testing.T) {
+	table := func(ordering string, topics ...string) Table {
+		var routes []decoder.Route
+		for _, topic := range topics {
+			routes = append(routes, decoder.Route{Topic: topic})
+		}
+		return Table{Mapping: decoder.Mapping{Routes: routes}, Ordering: ordering}
+	}
+	tables := []Table{table(OrderingTopic, "wallet", "payment"), table("", "orders", "wallet"), table("key", "audit"), table(OrderingTopic, "payment", "ledger")}
+	if got, want := OrderedTopics(tables), []string{"wallet", "payment", "ledger"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("OrderedTopics = %q, want %q", got, want)
+	}
+	if got := OrderedTopics(tables[1:3]); got != nil {
+		t.Errorf("OrderedTopics of tables ordered by key = %q, want none", got)
+	}
+}

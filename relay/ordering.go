@@ -2,7 +2,8 @@ package relay
 
 import (
 	"fmt"
-	"slices"
+
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // This file is a table's own ordering (outbox.Table.Ordering, a config
@@ -66,16 +67,5 @@ func (c Config) topicOrdered() []string {
 	if c.Ordering == OrderingTopic || c.Ordering == OrderingNone {
 		return nil
 	}
-	var topics []string
-	for _, t := range c.Tables {
-		if !t.OrderedByTopic() {
-			continue
-		}
-		for _, topic := range t.Topics() {
-			if !slices.Contains(topics, topic) {
-				topics = append(topics, topic)
-			}
-		}
-	}
-	return topics
+	return outbox.OrderedTopics(c.Tables)
 }

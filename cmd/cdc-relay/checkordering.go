@@ -11,21 +11,8 @@ import (
 )
 
 // topicOrdered returns the topics the tables of f with ordering: topic
-// order by topic (each once), which every table's events of them follow.
-func topicOrdered(f *config.File) []string {
-	var topics []string
-	for _, t := range f.Tables {
-		if !t.OrderedByTopic() {
-			continue
-		}
-		for _, topic := range t.Topics() {
-			if !slices.Contains(topics, topic) {
-				topics = append(topics, topic)
-			}
-		}
-	}
-	return topics
-}
+// order by topic (outbox.OrderedTopics).
+func topicOrdered(f *config.File) []string { return outbox.OrderedTopics(f.Tables) }
 
 // orderingText says in words how the relay orders the events of t, for
 // check-config: by its own ordering, else the file's (fileOrdering),
