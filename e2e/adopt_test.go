@@ -239,42 +239,53 @@ func (e *env) adoptExampleConfig(progress bool) (path, wallet, payment string) {
 	return path, wallet, payment
 }
 
-// appender is an application appending to the event log until stopped.
+// appender is an application writing to the database until stopped.
 type appender struct {
 	appended atomic.Int64 // events committed
 	done     chan error
 	quit     chan struct{}
 }
 
-// appendEvents starts an application that appends three events per
-// transaction, tagged as adoptTags, at an application's pace.
-func (e *env) appendEvents() *appender {
+// startAppender starts an application that, on a connection of its own to
+// url, runs the statement next(i) gives (its text and arguments) the i-th
+// time, from 0, counting per events for each in appended and then waiting
+// pace, until stopped; the test's end stops it.
+func startAppender(t *testing.T, url string, per int64, pace time.Duration, next func(i int64) (string, []any)) *appender {
 	a := &appender{done: make(chan error, 1), quit: make(chan struct{})}
 	go func() {
-		c, err := pgx.Connect(context.Background(), e.url)
+		c, err := pgx.Connect(context.Background(), url)
 		if err != nil {
 			a.done <- err
 			return
 		}
 		defer c.Close(context.Background())
-		for {
+		for i := int64(0); ; i++ {
 			select {
 			case <-a.quit:
 				a.done <- nil
 				return
 			default:
 			}
-			if _, err := c.Exec(context.Background(), `INSERT INTO events (type, tags, data, transaction_id)
-				SELECT 'PaymentMade', `+adoptTags+`, '{}', pg_current_xact_id() FROM generate_series(1, 3) AS i`); err != nil {
+			stmt, args := next(i)
+			if _, err := c.Exec(context.Background(), stmt, args...); err != nil {
 				a.done <- err
 				return
 			}
-			a.appended.Add(3)
-			time.Sleep(2 * time.Millisecond) // an application's pace
+			a.appended.Add(per)
+			time.Sleep(pace) // an application's pace
 		}
 	}()
-	e.t.Cleanup(func() { _ = a.stop() })
+	t.Cleanup(func() { _ = a.stop() })
 	return a
+}
+
+// appendEvents starts an application that appends three events per
+// transaction, tagged as adoptTags, at an application's pace.
+func (e *env) appendEvents() *appender {
+	return startAppender(e.t, e.url, 3, 2*time.Millisecond, func(int64) (string, []any) {
+		return `INSERT INTO events (type, tags, data, transaction_id)
+			SELECT 'PaymentMade', ` + adoptTags + `, '{}', pg_current_xact_id() FROM generate_series(1, 3) AS i`, nil
+	})
 }
 
 // stop stops the application and returns its error; it may be called

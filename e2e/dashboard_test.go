@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -39,15 +37,10 @@ func TestDashboardSeesFaults(t *testing.T) {
 	e.createTopic(a, map[string]string{"max.message.bytes": "2000"})
 	e.createTopic1(b)
 	p := e.startRelay()
-	stop := make(chan struct{})
-	written := make(chan error, 1)
-	go func() { written <- e.writeSteadily(stop, "a", "b") }()
-	defer func() {
-		close(stop)
-		if err := <-written; err != nil {
-			t.Error(err)
-		}
-	}()
+	app := startAppender(t, e.url, 1, 20*time.Millisecond, func(i int64) (string, []any) {
+		return "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ($1, $2, 'Steady', '{}')",
+			[]any{[]string{"a", "b"}[i%2], fmt.Sprintf("k%d", i%20)}
+	})
 
 	var scrapes []map[string]*dto.MetricFamily
 	scrapeFor := func(d time.Duration) int {
@@ -89,6 +82,9 @@ func TestDashboardSeesFaults(t *testing.T) {
 		{at(outage), "Replication lag", "{{instance}} seconds"},
 		{at(outage), "In flight", "{{instance}} events"},
 	}
+	if err := app.stop(); err != nil {
+		t.Fatal(err)
+	}
 	out := e.promtoolDashboard(promtool, scrapes, checks)
 	t.Logf("%d scrapes; promtool: %s", len(scrapes), strings.TrimSpace(out))
 	p.stop(30 * time.Second)
@@ -97,29 +93,6 @@ func TestDashboardSeesFaults(t *testing.T) {
 // dashboardCheck is a panel's target, by title and legend, that must read
 // more than 0 at a time of the scrapes.
 type dashboardCheck struct{ at, title, legend string }
-
-// writeSteadily inserts an event every 20 ms, of 20 keys, alternating the
-// aggregate types aggs, until stop is closed.
-func (e *env) writeSteadily(stop <-chan struct{}, aggs ...string) error {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	for i := 0; ; i++ {
-		select {
-		case <-stop:
-			return nil
-		case <-time.After(20 * time.Millisecond):
-		}
-		agg := aggs[i%len(aggs)]
-		if _, err := conn.Exec(ctx, "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ($1, $2, 'Steady', '{}')",
-			agg, fmt.Sprintf("k%d", i%20)); err != nil {
-			return fmt.Errorf("the steady writer: %w", err)
-		}
-	}
-}
 
 // promtoolDashboard writes scrapes as promtool's input series (job
 // cdc-relay, instance relay) and, for each check, the dashboard target's

@@ -9,11 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -49,53 +47,30 @@ func TestSwitchOverKeepsEachKeysOrder(t *testing.T) {
 			row, topic := s.l.topic(s.prefix, "switch")
 			s.createTopic(topic, nil)
 			mustExec(t, s.conn, insert, 0, before-1, keys, row)
-			var written atomic.Int64
-			written.Store(before)
-			w := s.writeKeyed(insert, keys, row, &written)
-			s.waitFor("the application wrote while no slot exists", 30*time.Second, func() bool { return written.Load() >= before+100 })
+			w := s.writeKeyed(insert, keys, row, before)
+			written := func() int64 { return before + w.appended.Load() }
+			s.waitFor("the application wrote while no slot exists", 30*time.Second, func() bool { return written() >= before+100 })
 			s.migrateConfig(s.path)
 			p := s.run()
-			at := written.Load()
-			s.waitFor("the application wrote while the relay runs", 30*time.Second, func() bool { return written.Load() >= at+1000 })
+			at := written()
+			s.waitFor("the application wrote while the relay runs", 30*time.Second, func() bool { return written() >= at+1000 })
 			if err := w.stop(); err != nil {
 				t.Fatal(err)
 			}
-			recs := s.readN(topic, int(written.Load()), 120*time.Second)
-			checkKeyOrder(t, recs, int(written.Load()))
+			recs := s.readN(topic, int(written()), 120*time.Second)
+			checkKeyOrder(t, recs, int(written()))
 			p.stop(30 * time.Second)
 		})
 	}
 }
 
 // writeKeyed writes rows as the application does, ten a transaction,
-// counting them in written (the next n), until stopped.
-func (s *statusEnv) writeKeyed(insert string, keys int, row string, written *atomic.Int64) *appender {
-	a := &appender{done: make(chan error, 1), quit: make(chan struct{})}
-	go func() {
-		c, err := pgx.Connect(context.Background(), s.url)
-		if err != nil {
-			a.done <- err
-			return
-		}
-		defer c.Close(context.Background())
-		for {
-			select {
-			case <-a.quit:
-				a.done <- nil
-				return
-			default:
-			}
-			n := written.Load()
-			if _, err := c.Exec(context.Background(), insert, n, n+9, keys, row); err != nil {
-				a.done <- err
-				return
-			}
-			written.Add(10)
-			time.Sleep(2 * time.Millisecond) // an application's pace
-		}
-	}()
-	s.t.Cleanup(func() { _ = a.stop() })
-	return a
+// from n = from on, counting them in appended, until stopped.
+func (s *statusEnv) writeKeyed(insert string, keys int, row string, from int64) *appender {
+	return startAppender(s.t, s.url, 10, 2*time.Millisecond, func(i int64) (string, []any) {
+		n := from + 10*i
+		return insert, []any{n, n + 9, keys, row}
+	})
 }
 
 // rowN reads n from a record's payload.
@@ -199,7 +174,19 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitTeamLagZero()
-	want := e.routedCopies(wallet, payment, 0, int(app.appended.Load()))
+	e.checkRoutedInPositionOrder(wallet, payment, int(app.appended.Load()))
+	if n := e.statusCount("PAUSED") + e.statusCount("WAITING") + e.statusCount("FAILED"); n != 0 {
+		t.Errorf("%d events still held in the status table, want none", n)
+	}
+	p.stop(30 * time.Second)
+}
+
+// checkRoutedInPositionOrder fails the test unless each of the event
+// store's topics holds every event of the log its tags route to it (at
+// least appended of them), once each, in position order.
+func (e *env) checkRoutedInPositionOrder(wallet, payment string, appended int) {
+	e.t.Helper()
+	want := e.routedCopies(wallet, payment, 0, appended)
 	for _, ids := range want { // in position order, not as text
 		slices.SortFunc(ids, func(a, b string) int {
 			x, _ := strconv.Atoi(a)
@@ -208,12 +195,8 @@ func TestEventStoreOrderedByTopic(t *testing.T) {
 		})
 	}
 	for _, topic := range []string{wallet, payment} {
-		checkPositionOrder(t, topic, e.readN(topic, len(want[topic]), 120*time.Second), want[topic])
+		checkPositionOrder(e.t, topic, e.readN(topic, len(want[topic]), 120*time.Second), want[topic])
 	}
-	if n := e.statusCount("PAUSED") + e.statusCount("WAITING") + e.statusCount("FAILED"); n != 0 {
-		t.Errorf("%d events still held in the status table, want none", n)
-	}
-	p.stop(30 * time.Second)
 }
 
 // checkPositionOrder fails the test unless recs hold the ids of want,

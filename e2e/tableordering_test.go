@@ -6,14 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestEventStoreTableOrderedByTopic: one relay, two tables: the event
@@ -43,21 +38,21 @@ func TestEventStoreTableOrderedByTopic(t *testing.T) {
 	}
 	p := e.startRelayArgs(relayBin, append(e.configArgs(path), orderRelayArgs()...)...)
 	app, keyed := e.appendEvents(), e.writeKeyed()
-	e.waitFor("both applications wrote", 30*time.Second, func() bool { return app.appended.Load() >= 300 && keyed.written.Load() >= 100 })
+	e.waitFor("both applications wrote", 30*time.Second, func() bool { return app.appended.Load() >= 300 && keyed.appended.Load() >= 100 })
 	e.pauseCmd("pause", wallet)
 	e.pauseCmd("pause", orders)
 	e.waitFor("events of both paused topics held", 30*time.Second, func() bool {
 		return e.heldOf(wallet, "PAUSED") > 0 && e.heldOf(orders, "PAUSED") > 0
 	})
-	at, keyedAt := app.appended.Load(), keyed.written.Load()
+	at, keyedAt := app.appended.Load(), keyed.appended.Load()
 	e.waitFor("the applications wrote while the topics are paused", 30*time.Second, func() bool {
-		return app.appended.Load() >= at+1500 && keyed.written.Load() >= keyedAt+200
+		return app.appended.Load() >= at+1500 && keyed.appended.Load() >= keyedAt+200
 	})
 	e.pauseCmd("resume", wallet)
 	e.pauseCmd("resume", orders)
-	at, keyedAt = app.appended.Load(), keyed.written.Load()
+	at, keyedAt = app.appended.Load(), keyed.appended.Load()
 	e.waitFor("the applications wrote after the resume", 30*time.Second, func() bool {
-		return app.appended.Load() >= at+1500 && keyed.written.Load() >= keyedAt+200
+		return app.appended.Load() >= at+1500 && keyed.appended.Load() >= keyedAt+200
 	})
 	if err := app.stop(); err != nil {
 		t.Fatal(err)
@@ -65,18 +60,8 @@ func TestEventStoreTableOrderedByTopic(t *testing.T) {
 	if err := keyed.stop(); err != nil {
 		t.Fatal(err)
 	}
-	want := e.routedCopies(wallet, payment, 0, int(app.appended.Load()))
-	for _, ids := range want { // in position order, not as text
-		slices.SortFunc(ids, func(a, b string) int {
-			x, _ := strconv.Atoi(a)
-			y, _ := strconv.Atoi(b)
-			return x - y
-		})
-	}
-	for _, topic := range []string{wallet, payment} {
-		checkPositionOrder(t, topic, e.readN(topic, len(want[topic]), 120*time.Second), want[topic])
-	}
-	n := int(keyed.written.Load())
+	e.checkRoutedInPositionOrder(wallet, payment, int(app.appended.Load()))
+	n := int(keyed.appended.Load())
 	e.readN(orders, n, 120*time.Second)
 	checkPerKeyOrder(t, orders, e.readAll(orders), n)
 	e.waitFor("no event held", 60*time.Second, func() bool {
@@ -118,52 +103,10 @@ func (e *env) heldOf(topic, state string) int {
 	return n
 }
 
-// keyedWriter is an application writing keyed events to orders_outbox,
-// one per transaction, until stopped.
-type keyedWriter struct {
-	written atomic.Int64 // events committed: seq 0 … written-1
-	done    chan error
-	quit    chan struct{}
-}
-
 // writeKeyed starts an application that writes an event every 3 ms to
 // orders_outbox, of one of 20 keys in turn, its payload holding its seq.
-func (e *env) writeKeyed() *keyedWriter {
-	w := &keyedWriter{done: make(chan error, 1), quit: make(chan struct{})}
-	go func() {
-		c, err := pgx.Connect(context.Background(), e.url)
-		if err != nil {
-			w.done <- err
-			return
-		}
-		defer c.Close(context.Background())
-		for i := 0; ; i++ {
-			select {
-			case <-w.quit:
-				w.done <- nil
-				return
-			case <-time.After(3 * time.Millisecond):
-			}
-			if _, err := c.Exec(context.Background(), "INSERT INTO orders_outbox (order_id, payload) VALUES ($1, $2)",
-				fmt.Sprintf("k%d", i%20), fmt.Sprintf(`{"seq": %d}`, i)); err != nil {
-				w.done <- err
-				return
-			}
-			w.written.Add(1)
-		}
-	}()
-	e.t.Cleanup(func() { _ = w.stop() })
-	return w
-}
-
-// stop stops the application and returns its error; it may be called
-// twice.
-func (w *keyedWriter) stop() error {
-	select {
-	case <-w.quit:
-		return nil
-	default:
-		close(w.quit)
-	}
-	return <-w.done
+func (e *env) writeKeyed() *appender {
+	return startAppender(e.t, e.url, 1, 3*time.Millisecond, func(i int64) (string, []any) {
+		return "INSERT INTO orders_outbox (order_id, payload) VALUES ($1, $2)", []any{fmt.Sprintf("k%d", i%20), fmt.Sprintf(`{"seq": %d}`, i)}
+	})
 }
