@@ -466,13 +466,19 @@ func (e *env) commitStart(xid string, from pglogrepl.LSN) pglogrepl.LSN {
 		e.t.Logf("no pg_walinspect (%v): the insert's position bounds the slot's", err)
 		return from
 	}
-	var s string
-	err := e.conn.QueryRow(ctx, "SELECT min(start_lsn)::text FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_insert_lsn())"+
+	// The end is the flush position: PostgreSQL 15 refuses one past it
+	// ("cannot accept future end LSN"), and a committed transaction's
+	// commit record is flushed before COMMIT returns (synchronous_commit on).
+	var s *string
+	err := e.conn.QueryRow(ctx, "SELECT min(start_lsn)::text FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn())"+
 		" WHERE resource_manager = 'Transaction' AND record_type = 'COMMIT' AND xid = $2::xid", from.String(), xid).Scan(&s)
 	if err != nil {
 		e.t.Fatalf("find the commit record of transaction %s: %v", xid, err)
 	}
-	lsn, err := pglogrepl.ParseLSN(s)
+	if s == nil {
+		e.t.Fatalf("no commit record of transaction %s between %s and the flush position", xid, from)
+	}
+	lsn, err := pglogrepl.ParseLSN(*s)
 	if err != nil {
 		e.t.Fatal(err)
 	}
