@@ -368,6 +368,15 @@ func (e *env) needKfake() {
 	}
 }
 
+// relaySideOnly skips a long test whose subject is the relay's own side
+// (its memory, its queues), not the broker's, on a real broker: CI runs
+// it once, on kfake (KFAKE_TESTS).
+func (e *env) relaySideOnly() {
+	if e.kfake == nil {
+		e.t.Skipf("tests the relay's side only, run on kfake; this run uses the %s broker", brokerKind())
+	}
+}
+
 // topic is the topic the default template gives aggregate type agg.
 func (e *env) topic(agg string) string { return e.prefix + "." + agg }
 

@@ -478,11 +478,16 @@ func (f *primaryFailover) waitSlotSynced() {
 	f.t.Helper()
 	sc := mustConnect(f.t, f.standby.URL(f.slot))
 	defer sc.Close(context.Background())
-	f.waitFor("the standby holds a persistent synchronised copy of the slot", 60*time.Second, func() bool {
+	// The slot sync worker naps up to 30 s between rounds while nothing
+	// changes, and keeps the copy temporary while the standby's replay
+	// is behind the slot: on a busy machine that takes more than a round.
+	began := time.Now()
+	f.waitFor("the standby holds a persistent synchronised copy of the slot", 3*time.Minute, func() bool {
 		var ok bool
 		err := sc.QueryRow(context.Background(), "SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = $1 AND synced AND NOT temporary", f.slot).Scan(&ok)
 		return err == nil && ok
 	})
+	f.t.Logf("the standby's copy of the slot was persistent %s after the wait began", time.Since(began).Round(time.Millisecond))
 }
 
 // grepLines is the lines of log that contain any of subs.

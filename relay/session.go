@@ -191,29 +191,27 @@ func (s *session) rebuildOrder(ctx context.Context) error {
 		o = keyorder.NewByTopics(s.log, topics)
 		s.startLog().Info("ordering the topics of the tables with ordering: topic by topic, every other topic by key", "topics", topics)
 	}
-	var (
-		held    []status.Key
-		reloads int
-	)
-	if o.OrdersKeys() {
-		var err error
-		if held, err = s.failures.HeldKeys(ctx); err != nil {
-			return fmt.Errorf("read the keys whose events wait behind a parked one: %w", err)
-		}
-		if err = s.failures.ReloadKeys(ctx, func(topic string, key []byte) { reloads++; o.HoldReload(topic, key) }); err != nil {
-			return err
-		}
-	}
 	paused, err := s.failures.PausedTopics(ctx)
 	if err != nil {
 		return fmt.Errorf("read the paused topics: %w", err)
 	}
-	o.Rebuild(held, paused, s.eo.Holds())
+	held, reloads := 0, 0
+	err = o.RebuildFrom(func(f func(status.Key)) error {
+		return s.failures.EachHeldKey(ctx, func(k status.Key) { held++; f(k) })
+	}, paused, s.eo.Holds())
+	if err != nil {
+		return fmt.Errorf("read the keys whose events wait behind a parked one: %w", err)
+	}
+	if o.OrdersKeys() {
+		if err = s.failures.ReloadKeys(ctx, func(topic string, key []byte) { reloads++; o.HoldReload(topic, key) }); err != nil {
+			return err
+		}
+	}
 	s.order = o
 	s.Relay.order.Store(o)
 	s.onEnd(func() { s.Relay.order.CompareAndSwap(o, nil) })
-	if len(held) > 0 || len(paused) > 0 {
-		s.startLog().Info("holding the events of keys behind parked events, and of paused topics", "keys", len(held), "paused_topics", paused)
+	if held > 0 || len(paused) > 0 {
+		s.startLog().Info("holding the events of keys behind parked events, and of paused topics", "keys", held, "paused_topics", paused)
 	}
 	if reloads > 0 {
 		s.startLog().Info("holding the events of keys behind events adopted or reset, until they are sent", "events", reloads)

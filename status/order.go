@@ -65,22 +65,46 @@ func sameKey(a, b string) string {
 // adopt a million); ordering by topic (ByTopic), every topic with held
 // rows, with the empty key, and ReloadKeys reads none; with ByTopics, the
 // one of the topics it names and the other of the others. It reads only.
+// EachHeldKey reads them without keeping them.
 func (s *Store) HeldKeys(ctx context.Context) ([]Key, error) {
+	var keys []Key
+	err := s.EachHeldKey(ctx, func(k Key) { keys = append(keys, k) })
+	return keys, err
+}
+
+// EachHeldKey calls f with each key HeldKeys returns, each once, in no
+// order, as they are read: a relay holds millions of keys after a long
+// refusal or pause, which it does not keep twice.
+func (s *Store) EachHeldKey(ctx context.Context, f func(Key)) error {
 	if s.byTopic {
-		return s.heldTopics(ctx, allTopics)
+		return s.eachHeldTopic(ctx, f, allTopics)
 	}
 	of, args := s.keyOrdered(1)
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
 		" AND d.record_key IS NOT NULL AND NOT d.reload"+of("d"), args...)
-	keys, err := pgx.CollectRows(rows, scanKey)
-	if err != nil {
-		return nil, fmt.Errorf("read the held keys of %s: %w", s.table, err)
+	var (
+		topic string
+		key   []byte
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&topic, &key}, func() error {
+		f(Key{Topic: topic, Key: string(key)})
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read the held keys of %s: %w", s.table, err)
 	}
 	if len(s.topics) == 0 {
-		return keys, nil
+		return nil
 	}
-	topics, err := s.heldTopics(ctx, among(1), s.topics)
-	return append(keys, topics...), err
+	return s.eachHeldTopic(ctx, f, among(1), s.topics)
+}
+
+// eachHeldTopic calls f with each of heldTopics.
+func (s *Store) eachHeldTopic(ctx context.Context, f func(Key), of topicsOf, args ...any) error {
+	topics, err := s.heldTopics(ctx, of, args...)
+	for _, k := range topics {
+		f(k)
+	}
+	return err
 }
 
 // CorrectedHeldKeys returns the keys of the held rows whose topic was

@@ -144,6 +144,7 @@ type config struct {
 	emitDurable                                   bool          // the emit part with fsync and full_page_writes on
 	emitRounds                                    int           // the emit part's rounds
 	pauseRate                                     int           // the pause part's events/s
+	pauseKeys                                     int           // the record keys the pause part's load spreads over
 	pauseWarm, pauseFor                           time.Duration // the pause part's load before the pause, and the pause
 }
 
@@ -170,6 +171,7 @@ func main() {
 	flag.DurationVar(&c.emitDuration, "emit-duration", 30*time.Second, "length of the emit part's load, per way")
 	flag.IntVar(&c.emitRounds, "emit-rounds", 1, "rounds of the emit part (the ways' order rotates; medians are printed)")
 	flag.IntVar(&c.pauseRate, "pause-rate", 1500, "events/s the pause part's load commits")
+	flag.IntVar(&c.pauseKeys, "pause-keys", 1000, "record keys the pause part's load spreads over, each with events on both topics (more than the events: every key held is a new one)")
 	flag.DurationVar(&c.pauseWarm, "pause-warm", 10*time.Second, "the pause part's load before the topic is paused")
 	flag.DurationVar(&c.pauseFor, "pause-for", 90*time.Second, "how long the pause part pauses the topic (the load then runs twice as long again)")
 	flag.BoolVar(&c.emitDurable, "emit-durable", false, "run the emit part with fsync and full_page_writes on, as a production server has them")
@@ -198,8 +200,9 @@ func main() {
 			}
 		}
 	}
-	if c.repeat < 1 || c.rounds < 1 || c.rows < 1 || c.adoptRows < 1 || c.perTx < 1 || c.keys < 1 || c.emitConns < 1 || c.emitDuration <= 0 || c.emitRounds < 1 {
-		fatalf("-repeat, -rounds, -rows, -adopt-rows, -per-tx, -keys, -emit-conns, -emit-duration and -emit-rounds must be positive")
+	if c.repeat < 1 || c.rounds < 1 || c.rows < 1 || c.adoptRows < 1 || c.perTx < 1 || c.keys < 1 || c.emitConns < 1 || c.emitDuration <= 0 || c.emitRounds < 1 ||
+		c.pauseRate < 1 || c.pauseKeys < 1 {
+		fatalf("-repeat, -rounds, -rows, -adopt-rows, -per-tx, -keys, -emit-conns, -emit-duration, -emit-rounds, -pause-rate and -pause-keys must be positive")
 	}
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)

@@ -14,12 +14,7 @@ import (
 )
 
 // The pause part: one of two topics paused under load, then resumed.
-const (
-	pauseSlot = "bench_pause"
-	// pauseKeys is how many record keys the load spreads over; each key
-	// has events on both topics.
-	pauseKeys = 1000
-)
+const pauseSlot = "bench_pause"
 
 // pauseResult is what one run of the pause part saw.
 type pauseResult struct {
@@ -79,7 +74,7 @@ func (b *bench) pauseLoad(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "### A topic paused under load (%s)\n\n", name)
 	fmt.Fprintf(out, "%d events/s, one per transaction, over two topics with %d shared keys; one topic paused after %s for %s, then the load ran %s more. Load average before: %s.\n\n",
-		b.c.pauseRate, pauseKeys, b.c.pauseWarm, b.c.pauseFor, 2*b.c.pauseFor, load)
+		b.c.pauseRate, b.c.pauseKeys, b.c.pauseWarm, b.c.pauseFor, 2*b.c.pauseFor, load)
 	fmt.Fprintf(out, "| events written | held at the resume | held at most | caught up (nothing held > 1 s old) after the resume | held when the load stopped | nothing held after the load stopped | relay peak RSS | relay CPU per event |\n|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(out, "| %d | %d | %d | %s | %d | %s | %.1f MiB | %.2f µs |\n\n", r.written, r.heldAtResume, r.peakHeld, caught,
 		r.behindAtLoadEnd, r.drainedAfter.Round(100*time.Millisecond), float64(r.peakRSS)/(1<<20), perEvent(r.cpu, int(r.written)))
@@ -215,7 +210,7 @@ func (b *bench) pauseWrite(ctx context.Context, d time.Duration, written *atomic
 				i := seq.Add(1) - 1
 				agg := []string{"bench_pause_a", "bench_pause_b"}[i%2]
 				if _, err := conns[w].Exec(ctx, "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ($1, $2, 'Loaded', $3)",
-					agg, fmt.Sprintf("key-%d", (i/2)%pauseKeys), fmt.Sprintf(`{"seq": %d, "pad": "%0200d"}`, i, 0)); err != nil {
+					agg, fmt.Sprintf("key-%d", (i/2)%int64(b.c.pauseKeys)), fmt.Sprintf(`{"seq": %d, "pad": "%0200d"}`, i, 0)); err != nil {
 					if ctx.Err() != nil {
 						errs <- nil
 						return

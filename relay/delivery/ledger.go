@@ -33,7 +33,7 @@ type FailureStore interface {
 // HeldStore says which keys have held rows, and which topics are paused
 // (*status.Store).
 type HeldStore interface {
-	HeldKeys(ctx context.Context) ([]status.Key, error)
+	EachHeldKey(ctx context.Context, f func(status.Key)) error
 	StillHeld(ctx context.Context, keys []status.Key) ([]status.Key, error)
 	PausedTopics(ctx context.Context) ([]string, error)
 }

@@ -60,7 +60,24 @@ type Order struct {
 	// a held key like the others. Release drops it with the key's hold.
 	reloads map[uint64]struct{}
 	seed    maphash.Seed
+	// entries counts the holds in keys; past maxEntries, a key whose
+	// park ended and that holds nothing else (spillLocked) is held by its
+	// hash only, in spilled, with the spill's number (spills counts
+	// them), so that a refusal or a pause over millions of keys holds 16
+	// bytes each rather than a hold's 300: the first event of it that
+	// Check meets makes it a held key again, and Release drops it, as a
+	// reload row's.
+	entries    int
+	maxEntries int
+	spilled    map[uint64]uint64
+	spills     uint64
+	log        *slog.Logger
 }
+
+// maxHeldEntries is the number of holds kept whole (about 300 bytes each)
+// before the keys parked past it are held by their hash only (16 bytes):
+// about 20 MiB of holds, then 16 MiB per million keys.
+const maxHeldEntries = 1 << 16
 
 // drainCap and drainCapBytes bound the events of a draining key that
 // wait in memory for the drain's end (their count, and their bytes as
@@ -182,6 +199,7 @@ const (
 // paused topics either way; violations are logged on log.
 func New(byKey bool, log *slog.Logger) *Order {
 	o := &Order{byKey: byKey, keys: map[string]map[string]*heldKey{}, paused: map[string]bool{}, seed: maphash.MakeSeed(),
+		maxEntries: maxHeldEntries, log: log,
 		violations: ratelog.New(log, ratelog.Config{Every: time.Minute,
 			Summary: "more records were acked while an earlier event of their key was parked", KeyAttr: "key", CountAttr: "records"})}
 	if byKey {
@@ -246,17 +264,41 @@ func (o *Order) norm(k status.Key) status.Key {
 // and the paused topics; a key in deferred is held only from its parked
 // event on (exactly-once's redo).
 func (o *Order) Rebuild(held []status.Key, paused []string, deferred map[status.Key]EventKey) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.byKey {
+	_ = o.RebuildFrom(func(f func(status.Key)) error {
 		for _, k := range held {
+			f(k)
+		}
+		return nil
+	}, paused, deferred)
+}
+
+// RebuildFrom is Rebuild with the held keys read from each, which calls
+// its argument once per key (status.Store.EachHeldKey), so that they are
+// never all in memory at once: past maxHeldEntries, each is held by its
+// hash only (16 bytes). It returns each's error.
+func (o *Order) RebuildFrom(each func(func(status.Key)) error, paused []string, deferred map[status.Key]EventKey) error {
+	if o.byKey {
+		err := each(func(k status.Key) {
+			o.mu.Lock()
+			defer o.mu.Unlock()
 			k = o.norm(k)
+			at, isDeferred := deferred[k]
+			if o.entries >= o.maxEntries && !isDeferred {
+				o.spillKeyLocked(k.Topic, k.Key)
+				return
+			}
 			h := o.entryLocked(k.Topic, k.Key, 0, "")
 			h.parked = true
-			h.parkedAt, h.deferred = deferred[k]
+			h.parkedAt, h.deferred = at, isDeferred
+		})
+		if err != nil {
+			return err
 		}
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.setPausedLocked(paused)
+	return nil
 }
 
 // HoldReload holds, before the stream starts, the key of a reload row
@@ -293,27 +335,78 @@ func (o *Order) reloadHash(topic string, key []byte) uint64 {
 	return h.Sum64()
 }
 
-// reloadHeldLocked reports whether ev's key is held by a reload row and
-// not held otherwise yet: it is held from now on as a parked key.
+// reloadHeldLocked reports whether ev's key is held by its hash only (a
+// reload row's, or a spilled hold) and not as a held key yet: it is held
+// from now on as a parked key.
 func (o *Order) reloadHeldLocked(ev *decoder.Event) *heldKey {
-	if len(o.reloads) == 0 {
+	if len(o.reloads) == 0 && len(o.spilled) == 0 {
 		return nil
 	}
 	key := o.OrderKey(ev)
-	if _, ok := o.reloads[o.reloadHash(ev.Topic, key)]; !ok {
+	if !o.hashHeldLocked(ev.Topic, key) {
 		return nil
 	}
-	h := o.entryLocked(ev.Topic, string(key), 0, "")
-	h.parked = true
-	return h
+	return o.entryLocked(ev.Topic, string(key), 0, "") // parked: hashHeldLocked
 }
 
-// dropReloadLocked drops k from the reloads: none of its rows is held.
+// hashHeldLocked reports whether topic and key are held by their hash (a
+// reload row's, a spilled hold).
+func (o *Order) hashHeldLocked(topic string, key []byte) bool {
+	if len(o.reloads) == 0 && len(o.spilled) == 0 {
+		return false
+	}
+	hash := o.reloadHash(topic, key)
+	if _, ok := o.reloads[hash]; ok {
+		return true
+	}
+	_, ok := o.spilled[hash]
+	return ok
+}
+
+// dropReloadLocked drops k's hash (a reload row's, a spilled hold): none
+// of its rows is held.
 func (o *Order) dropReloadLocked(k status.Key) {
-	if len(o.reloads) > 0 {
-		delete(o.reloads, o.reloadHash(k.Topic, []byte(k.Key)))
+	if len(o.reloads) > 0 || len(o.spilled) > 0 {
+		hash := o.reloadHash(k.Topic, []byte(k.Key))
+		delete(o.reloads, hash)
+		delete(o.spilled, hash)
 		o.any.Store(o.anyLocked())
 	}
+}
+
+// spillLocked holds h's key by its hash only, past maxEntries holds,
+// if h holds nothing but its parked rows: no park, record alone or in the
+// producer, drain or redo of it under way, and its last park committed
+// its row.
+func (o *Order) spillLocked(h *heldKey) {
+	if o.entries <= o.maxEntries || o.keys[h.topic][h.key] != h || !h.parked || h.parking > 0 || h.last != nil ||
+		h.alone > 0 || h.draining > 0 || h.carry || h.carried || h.deferred || o.flight.busy(h.topic, []byte(h.key)) {
+		return
+	}
+	o.spillKeyLocked(h.topic, h.key) // first: Check's lock-free look never sees the key unheld
+	o.deleteLocked(h.topic, h.key)
+}
+
+// spillKeyLocked holds topic and key by their hash only (spilled).
+func (o *Order) spillKeyLocked(topic, key string) {
+	if o.spilled == nil {
+		o.spilled = map[uint64]uint64{}
+		if o.log != nil {
+			o.log.Info("holding the keys parked past the first ones by their hash only, to bound the memory they take",
+				"kept_whole", o.maxEntries, "bytes_per_key_past_them", 16)
+		}
+	}
+	o.spills++
+	o.spilled[o.reloadHash(topic, []byte(key))] = o.spills
+	o.any.Store(true)
+}
+
+// spillOfLocked is the number of k's spill, 0 if it is not spilled.
+func (o *Order) spillOfLocked(k status.Key) uint64 {
+	if len(o.spilled) == 0 {
+		return 0
+	}
+	return o.spilled[o.reloadHash(k.Topic, []byte(k.Key))]
 }
 
 // OrdersKeys reports whether o holds keys (ordering by key).
@@ -449,6 +542,9 @@ func (o *Order) BeginDrain(keys []status.Key) (end func() (carried bool)) {
 	for _, k := range keys {
 		k = o.norm(k)
 		h := o.keys[k.Topic][k.Key]
+		if h == nil && o.spillOfLocked(k) != 0 {
+			h = o.entryLocked(k.Topic, k.Key, 0, "") // parked, and its new events wait for the drain too
+		}
 		switch {
 		case h == nil || !h.parked:
 			continue
@@ -599,12 +695,17 @@ func (o *Order) EndPark(t *Turn, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	t.h.parking--
-	if !o.byKey && t.h.parking == 0 {
+	if ok && t.h.last == t.mine {
+		t.h.last = nil // the next park need not wait: this one committed its row
+	}
+	if !o.byKey {
 		// Only turns: a key is not held when keys are not.
-		if h := o.keys[t.h.topic][t.h.key]; h == t.h {
+		if h := o.keys[t.h.topic][t.h.key]; h == t.h && t.h.parking == 0 {
 			o.deleteLocked(t.h.topic, t.h.key)
 		}
+		return
 	}
+	o.spillLocked(t.h)
 }
 
 // HoldAlone holds ev's key while ev waits to be produced alone.
@@ -716,7 +817,7 @@ func (o *Order) release(ctx context.Context, store Store, keys []status.Key, del
 	if keys = o.heldOf(o.normAll(keys)); len(keys) == 0 {
 		return nil
 	}
-	gens := o.generations(keys)
+	gens, spills := o.generations(keys)
 	still, err := store.StillHeld(ctx, keys)
 	if err != nil {
 		return fmt.Errorf("ask which delivered keys still have held events: %w", err)
@@ -730,6 +831,10 @@ func (o *Order) release(ctx context.Context, store Store, keys []status.Key, del
 	for i, k := range keys {
 		h := o.keys[k.Topic][k.Key]
 		if h == nil {
+			// Held by its hash only: dropped unless spilled again since.
+			if n := o.spillOfLocked(k); !held[k] && n != 0 && n == spills[i] {
+				o.dropReloadLocked(k)
+			}
 			continue
 		}
 		if !held[k] && gens[i] == h.gen && h.parking == 0 {
@@ -814,27 +919,24 @@ func (o *Order) rowHeld(k status.Key) bool {
 	return h != nil && h.parked || o.reloadHeldKeyLocked(k)
 }
 
-// reloadHeldKeyLocked reports whether k is held by a reload row's hash
-// (HoldReload) and not as a held key yet.
+// reloadHeldKeyLocked reports whether k is held by its hash (HoldReload,
+// a spilled hold) and not as a held key yet.
 func (o *Order) reloadHeldKeyLocked(k status.Key) bool {
-	if len(o.reloads) == 0 {
-		return false
-	}
-	_, ok := o.reloads[o.reloadHash(k.Topic, []byte(k.Key))]
-	return ok
+	return o.hashHeldLocked(k.Topic, []byte(k.Key))
 }
 
-// heldOf returns those of keys that o holds as held keys: a key held
-// only by a reload row's hash is not asked about (the poller delivers a
-// switch-over's backlog a claim at a time, a thousand keys each): its
-// hash stays until an event of it meets Check, which holds it as a key,
-// parks the event WAITING, and the delivery of that row releases both.
+// heldOf returns those of keys that o holds as held keys, or by a spilled
+// hold's hash: a key held only by a reload row's hash is not asked about
+// (the poller delivers a switch-over's backlog a claim at a time, a
+// thousand keys each): its hash stays until an event of it meets Check,
+// which holds it as a key, parks the event WAITING, and the delivery of
+// that row releases both.
 func (o *Order) heldOf(keys []status.Key) []status.Key {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := keys[:0:0]
 	for _, k := range keys {
-		if o.keys[k.Topic][k.Key] != nil {
+		if o.keys[k.Topic][k.Key] != nil || o.spillOfLocked(k) != 0 {
 			out = append(out, k)
 		}
 	}
@@ -854,18 +956,23 @@ func (o *Order) normAll(keys []status.Key) []status.Key {
 }
 
 // generations returns the park generation of each key, or one no hold has
-// while a park of the key is under way (or it is not held).
-func (o *Order) generations(keys []status.Key) []uint64 {
-	gens := make([]uint64, len(keys))
+// while a park of the key is under way (or it is not held), and the
+// number of the spill of each key held by its hash only (0 for the
+// others).
+func (o *Order) generations(keys []status.Key) (gens, spills []uint64) {
+	gens, spills = make([]uint64, len(keys)), make([]uint64, len(keys))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for i, k := range keys {
 		gens[i] = ^uint64(0)
-		if h := o.keys[k.Topic][k.Key]; h != nil && h.parking == 0 {
+		switch h := o.keys[k.Topic][k.Key]; {
+		case h != nil && h.parking == 0:
 			gens[i] = h.gen
+		case h == nil:
+			spills[i] = o.spillOfLocked(k)
 		}
 	}
-	return gens
+	return gens, spills
 }
 
 // PauseTopic pauses topic at once: Check parks its events PAUSED from the
@@ -932,8 +1039,10 @@ func (o *Order) entryLocked(topic, key string, seq uint64, id string) *heldKey {
 	}
 	h := byKey[key]
 	if h == nil {
-		h = &heldKey{topic: topic, key: key, since: seq, head: id}
+		// A key held by its hash has held rows: its hold is parked.
+		h = &heldKey{topic: topic, key: key, since: seq, head: id, parked: o.hashHeldLocked(topic, []byte(key))}
 		byKey[key] = h
+		o.entries++
 		o.any.Store(true)
 	}
 	return h
@@ -941,10 +1050,13 @@ func (o *Order) entryLocked(topic, key string, seq uint64, id string) *heldKey {
 
 // anyLocked reports whether a key is held or a topic paused.
 func (o *Order) anyLocked() bool {
-	return len(o.keys) > 0 || len(o.paused) > 0 || len(o.reloads) > 0
+	return len(o.keys) > 0 || len(o.paused) > 0 || len(o.reloads) > 0 || len(o.spilled) > 0
 }
 
 func (o *Order) deleteLocked(topic, key string) {
+	if _, ok := o.keys[topic][key]; ok {
+		o.entries--
+	}
 	delete(o.keys[topic], key)
 	if len(o.keys[topic]) == 0 {
 		delete(o.keys, topic)

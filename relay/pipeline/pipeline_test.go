@@ -172,6 +172,15 @@ func (f *fakeStore) HeldKeys(context.Context) ([]status.Key, error) {
 	return append([]status.Key(nil), f.held...), nil
 }
 
+// EachHeldKey calls fn with each of held.
+func (f *fakeStore) EachHeldKey(ctx context.Context, fn func(status.Key)) error {
+	held, err := f.HeldKeys(ctx)
+	for _, k := range held {
+		fn(k)
+	}
+	return err
+}
+
 // StillHeld returns the keys of keys in still; it calls stillHook first.
 func (f *fakeStore) StillHeld(_ context.Context, keys []status.Key) ([]status.Key, error) {
 	if f.stillHook != nil {
