@@ -99,6 +99,7 @@ func TestSlotGapRefusedThenRecovered(t *testing.T) {
 func TestFastPostgresRestartsResendLittle(t *testing.T) {
 	// Alone: it restarts the package's cluster, and bounds the resent events by the measured draining rate.
 	e := newEnv(t)
+	e.relaySideOnly() // PostgreSQL's side and the relay's: on kfake, on 15, whose shutdown it is about
 	// Large enough that both restarts meet the relay while it drains, on
 	// Apache Kafka too, where it drains about 60,000 events a second.
 	const txs, perTx = 600, 1000

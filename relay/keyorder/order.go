@@ -23,7 +23,8 @@ import (
 // gone (Release). A nil *Order holds nothing. Safe for concurrent use.
 //
 // Nothing held and no topic paused, Check is one atomic load; otherwise a
-// map lookup under a mutex, without allocating.
+// map lookup under a mutex, without allocating (but to make a key held
+// by its hash whole again).
 type Order struct {
 	byKey bool // ordering by key (or by topic): keys are held
 	// byTopic: ordering by topic, every event of a topic ordered by one
@@ -60,24 +61,30 @@ type Order struct {
 	// a held key like the others. Release drops it with the key's hold.
 	reloads map[uint64]struct{}
 	seed    maphash.Seed
-	// entries counts the holds in keys; past maxEntries, a key whose
-	// park ended and that holds nothing else (spillLocked) is held by its
-	// hash only, in spilled, with the spill's number (spills counts
-	// them), so that a refusal or a pause over millions of keys holds 16
-	// bytes each rather than a hold's 300: the first event of it that
-	// Check meets makes it a held key again, and Release drops it, as a
-	// reload row's.
-	entries    int
-	maxEntries int
-	spilled    map[uint64]uint64
-	spills     uint64
-	log        *slog.Logger
+	// entries counts the holds in keys; past maxEntries, a key that holds
+	// nothing but its parked rows (spillLocked) is held by its hash only,
+	// in spilled, with the spill's number (spills counts them), so that a
+	// refusal or a pause over millions of keys holds about 24 bytes each
+	// rather than a hold's 270: the first event of it that Check meets,
+	// or a claim of it, makes it a held key again, and Release drops it,
+	// as a reload row's. respill are the holds that were not idle when
+	// they could have been spilled, tried again as parks end.
+	entries     int
+	maxEntries  int
+	spilled     map[uint64]uint64
+	spills      uint64
+	spillLogged bool
+	respill     []*heldKey
+	log         *slog.Logger
 }
 
-// maxHeldEntries is the number of holds kept whole (about 300 bytes each)
-// before the keys parked past it are held by their hash only (16 bytes):
-// about 20 MiB of holds, then 16 MiB per million keys.
+// maxHeldEntries is the number of holds kept whole (about 270 bytes each)
+// before the keys held past it are held by their hash only (about 24
+// bytes): about 17 MiB of holds, then 24 MiB per million keys.
 const maxHeldEntries = 1 << 16
+
+// respillTries is how many of respill each park's end tries again.
+const respillTries = 4
 
 // drainCap and drainCapBytes bound the events of a draining key that
 // wait in memory for the drain's end (their count, and their bytes as
@@ -275,7 +282,7 @@ func (o *Order) Rebuild(held []status.Key, paused []string, deferred map[status.
 // RebuildFrom is Rebuild with the held keys read from each, which calls
 // its argument once per key (status.Store.EachHeldKey), so that they are
 // never all in memory at once: past maxHeldEntries, each is held by its
-// hash only (16 bytes). It returns each's error.
+// hash only (about 24 bytes). It returns each's error.
 func (o *Order) RebuildFrom(each func(func(status.Key)) error, paused []string, deferred map[status.Key]EventKey) error {
 	if o.byKey {
 		err := each(func(k status.Key) {
@@ -323,9 +330,11 @@ func (o *Order) HoldReload(topic string, key []byte) {
 	o.any.Store(true)
 }
 
-// reloadHash is the hash of a topic and record key in reloads. Two keys
-// with one hash (one chance in 2^64 per pair) hold each other: a later
-// event waits behind a row it need not, and is not lost.
+// reloadHash is the hash of a topic and record key in reloads and
+// spilled. Two keys with one hash (one chance in 2^64 per pair: about one
+// in 30 million with a million keys held) hold each other, and the
+// release of one drops the other's hash: its later events would no
+// longer wait for its held rows. The chance is accepted for the memory.
 func (o *Order) reloadHash(topic string, key []byte) uint64 {
 	var h maphash.Hash
 	h.SetSeed(o.seed)
@@ -370,6 +379,9 @@ func (o *Order) dropReloadLocked(k status.Key) {
 		hash := o.reloadHash(k.Topic, []byte(k.Key))
 		delete(o.reloads, hash)
 		delete(o.spilled, hash)
+		if len(o.spilled) == 0 {
+			o.spilled = nil // a drained backlog's table is let go
+		}
 		o.any.Store(o.anyLocked())
 	}
 }
@@ -377,24 +389,46 @@ func (o *Order) dropReloadLocked(k status.Key) {
 // spillLocked holds h's key by its hash only, past maxEntries holds,
 // if h holds nothing but its parked rows: no park, record alone or in the
 // producer, drain or redo of it under way, and its last park committed
-// its row.
+// its row. A hold that is not idle yet is kept in respill, to be tried
+// again (respillLocked). Call it where a hold may have become idle.
 func (o *Order) spillLocked(h *heldKey) {
-	if o.entries <= o.maxEntries || o.keys[h.topic][h.key] != h || !h.parked || h.parking > 0 || h.last != nil ||
-		h.alone > 0 || h.draining > 0 || h.carry || h.carried || h.deferred || o.flight.busy(h.topic, []byte(h.key)) {
+	if o.entries <= o.maxEntries || o.keys[h.topic][h.key] != h || !h.parked || h.deferred {
+		return
+	}
+	if h.parking > 0 || h.last != nil || h.alone > 0 || h.draining > 0 || h.carry || h.carried || o.flight.busy(h.topic, []byte(h.key)) {
+		if len(o.respill) < o.maxEntries {
+			o.respill = append(o.respill, h)
+		}
 		return
 	}
 	o.spillKeyLocked(h.topic, h.key) // first: Check's lock-free look never sees the key unheld
 	o.deleteLocked(h.topic, h.key)
 }
 
+// respillLocked tries again the first respillTries holds of respill that
+// were not idle when they could have been spilled (each goes back to the
+// end if it still is not).
+func (o *Order) respillLocked() {
+	for i := 0; i < respillTries && len(o.respill) > 0 && o.entries > o.maxEntries; i++ {
+		h := o.respill[0]
+		o.respill[0] = nil
+		o.respill = o.respill[1:]
+		o.spillLocked(h)
+	}
+	if len(o.respill) == 0 {
+		o.respill = nil // let go of the array
+	}
+}
+
 // spillKeyLocked holds topic and key by their hash only (spilled).
 func (o *Order) spillKeyLocked(topic, key string) {
 	if o.spilled == nil {
 		o.spilled = map[uint64]uint64{}
-		if o.log != nil {
-			o.log.Info("holding the keys parked past the first ones by their hash only, to bound the memory they take",
-				"kept_whole", o.maxEntries, "bytes_per_key_past_them", 16)
-		}
+	}
+	if !o.spillLogged && o.log != nil {
+		o.spillLogged = true
+		o.log.Info("holding the keys parked past the first ones by their hash only, to bound the memory they take",
+			"kept_whole", o.maxEntries, "bytes_per_key_past_them", 24)
 	}
 	o.spills++
 	o.spilled[o.reloadHash(topic, []byte(key))] = o.spills
@@ -563,6 +597,7 @@ func (o *Order) BeginDrain(keys []status.Key) (end func() (carried bool)) {
 			h.draining--
 			o.drains.Add(-1)
 			left = append(left, h)
+			o.spillLocked(h)
 		}
 	}
 	o.carried = nil
@@ -590,6 +625,7 @@ func (o *Order) endDrain(holds []*heldKey) (carried bool) {
 		}
 		h.draining--
 		o.drains.Add(-1)
+		o.spillLocked(h) // a claim that did not deliver the key's rows
 	}
 	o.mu.Unlock()
 	o.wakeAlone()
@@ -706,6 +742,7 @@ func (o *Order) EndPark(t *Turn, ok bool) {
 		return
 	}
 	o.spillLocked(t.h)
+	o.respillLocked()
 }
 
 // HoldAlone holds ev's key while ev waits to be produced alone.
@@ -732,6 +769,8 @@ func (o *Order) DoneAlone(ev *decoder.Event) {
 		h.addAlone(ev, -1)
 		if !h.parked && h.alone <= 0 && h.parking == 0 {
 			o.deleteLocked(ev.Topic, string(key))
+		} else if h.alone <= 0 {
+			o.spillLocked(h)
 		}
 	}
 }
@@ -846,6 +885,7 @@ func (o *Order) release(ctx context.Context, store Store, keys []status.Key, del
 			if delivered {
 				h.carry = h.draining > 0
 			}
+			o.spillLocked(h)
 			continue
 		}
 		h.carry = false
@@ -872,9 +912,10 @@ func (o *Order) HoldRow(k status.Key) (undo func()) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[k.Topic][k.Key]
-	if h != nil && h.parked {
-		// Held already; a deferred key (exactly-once's redo) is held from
-		// its parked event on, and its earlier events go before it.
+	if h != nil && h.parked || h == nil && o.hashHeldLocked(k.Topic, []byte(k.Key)) {
+		// Held already (by its hash too); a deferred key (exactly-once's
+		// redo) is held from its parked event on, and its earlier events
+		// go before it.
 		return func() {}
 	}
 	h = o.entryLocked(k.Topic, k.Key, 0, "")

@@ -42,6 +42,9 @@ func TestSpilledKeysStayHeld(t *testing.T) {
 	if o.entries > o.maxEntries || len(o.spilled) == 0 {
 		t.Fatalf("%d holds kept whole, %d spilled: want at most %d whole, the others spilled", o.entries, len(o.spilled), o.maxEntries)
 	}
+	if held := o.HoldRows([]status.Key{key(9)}); len(held) != 0 || o.keys["orders"][key(9).Key] != nil {
+		t.Fatalf("a claim of a spilled key held %v anew, want nothing: its hash holds it", held)
+	}
 	for i := range 10 {
 		if v, _ := o.Check(keyEvent(fmt.Sprint("e", i), i), uint64(100+i)); v != Waiting {
 			t.Errorf("an event of parked key k%d: %v, want Waiting", i, v)
@@ -50,8 +53,45 @@ func TestSpilledKeysStayHeld(t *testing.T) {
 	if v, _ := o.Check(keyEvent("free", 99), 200); v != Pass {
 		t.Fatalf("an event of a key never parked: %v, want Pass", v)
 	}
-	if held := o.HoldRows([]status.Key{key(9)}); len(held) != 0 {
-		t.Fatalf("a claim of a spilled key held %v anew, want nothing: it is held", held)
+}
+
+// TestSpilledKeyClaimedNotDelivered: a claim of a spilled key makes it a
+// whole hold while it drains; when the claim does not deliver its rows
+// (a topic Kafka refuses: the poller tries the keys again and again),
+// the hold is spilled again at the claim's end, so that retries over
+// many keys do not make them all whole again.
+func TestSpilledKeyClaimedNotDelivered(t *testing.T) {
+	o := spillOrder(t, 10)
+	end := o.BeginDrain([]status.Key{key(8), key(9)})
+	if o.keys["orders"][key(9).Key] == nil {
+		t.Fatal("a claimed spilled key is not a whole hold while it drains")
+	}
+	end() // not delivered: no release
+	if o.entries > o.maxEntries {
+		t.Fatalf("%d whole holds after the claim, want at most %d", o.entries, o.maxEntries)
+	}
+	for _, i := range []int{8, 9} {
+		if v, _ := o.Check(keyEvent(fmt.Sprint("after", i), i), 100); v != Waiting {
+			t.Fatalf("an event of k%d after a claim that did not deliver it: %v, want Waiting", i, v)
+		}
+	}
+}
+
+// TestHoldRowOfASpilledKey: a row of a spilled key that the relay did not
+// park (a corrected topic) holds nothing anew, and its undo (the change
+// did not commit) leaves the key held: its hash still says it has rows.
+func TestHoldRowOfASpilledKey(t *testing.T) {
+	o := spillOrder(t, 10)
+	undo := o.HoldRow(key(9))
+	ev := keyEvent("inflight", 9)
+	var p Place
+	o.IntoProducer(keyEvent("other", 9), &p) // the key's flight counter is busy
+	if v, _ := o.Check(ev, 100); v != Alone {
+		t.Fatalf("an event of a spilled key with a record in the producer: %v, want Alone", v)
+	}
+	undo()
+	if held, _ := o.ParkedHeld(ev); !held {
+		t.Fatal("after the undo, an event waiting alone is no longer parked behind the key's held rows")
 	}
 }
 
@@ -140,6 +180,16 @@ func TestBusyKeyNotSpilled(t *testing.T) {
 	o.HoldAlone(ev, 11) // its batch failed
 	if held, _ := o.ParkedHeld(ev); !held {
 		t.Fatal("a failed record of a parked key goes alone, want parked behind the key's rows")
+	}
+	// Once idle, it is spilled as later parks end.
+	o.OutOfProducer(&p)
+	o.DoneAlone(ev)
+	o.EndPark(o.BeginPark(keyEvent("later", 8), 12, false), true)
+	if o.keys["orders"][key(7).Key] != nil || o.entries > o.maxEntries {
+		t.Fatalf("k7 still whole (%d holds whole, want at most %d) once idle", o.entries, o.maxEntries)
+	}
+	if v, _ := o.Check(keyEvent("next", 7), 13); v != Waiting {
+		t.Fatalf("an event of k7 once spilled: %v, want Waiting", v)
 	}
 }
 
