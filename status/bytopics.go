@@ -50,20 +50,9 @@ func among(n int) topicsOf {
 func (s *Store) mixedCandidates(ctx context.Context, tx pgx.Tx, limit int, args []any) ([]candidate, error) {
 	n := len(args) + 1
 	args = append(args, s.topics)
-	keySolo, keyKeyed := s.byKeyQueries(notAmong(n))
 	topicSolo, topicKeyed := s.byTopicQueries(among(n))
-	var lists [][]candidate
-	for _, q := range []struct {
-		query   string
-		ordered bool
-	}{{keySolo, true}, {keyKeyed, false}, {topicSolo, true}, {topicKeyed, true}} {
-		l, err := readCandidates(ctx, tx, q.query, q.ordered, args)
-		if err != nil {
-			return nil, err
-		}
-		lists = append(lists, l)
-	}
-	return mergeByID(limit, lists...), nil
+	queries := append(s.byKeyQueries(notAmong(n)), candidateQuery{topicSolo, true}, candidateQuery{topicKeyed, true})
+	return readAllCandidates(ctx, tx, limit, queries, args)
 }
 
 // orderedByTopic reports whether the store orders the held rows of topic

@@ -112,16 +112,21 @@ func (s *Store) candidates(ctx context.Context, tx pgx.Tx, limit int) ([]candida
 	if !s.byTopic && len(s.topics) > 0 {
 		return s.mixedCandidates(ctx, tx, limit, args)
 	}
-	solo, keyed := s.candidatesQueries()
-	a, err := readCandidates(ctx, tx, solo, true, args)
-	if err != nil {
-		return nil, err
+	return readAllCandidates(ctx, tx, limit, s.candidatesQueries(), args)
+}
+
+// readAllCandidates runs each of queries in tx with args and merges
+// their candidates by id (mergeByID).
+func readAllCandidates(ctx context.Context, tx pgx.Tx, limit int, queries []candidateQuery, args []any) ([]candidate, error) {
+	lists := make([][]candidate, 0, len(queries))
+	for _, q := range queries {
+		l, err := readCandidates(ctx, tx, q.sql, q.ordered, args)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
 	}
-	b, err := readCandidates(ctx, tx, keyed, s.byTopic, args)
-	if err != nil {
-		return nil, err
-	}
-	return mergeByID(limit, a, b), nil
+	return mergeByID(limit, lists...), nil
 }
 
 // mergeByID returns the first limit candidates of lists, each ordered by
@@ -222,16 +227,31 @@ func setPlanner(ctx context.Context, tx pgx.Tx, settings [][2]string) (names, be
 // row of its key after its key's first blocking row (blocked) is a
 // candidate, whichever index reads it, and it is not a key of its own
 // (solo is false). Ordering by topic, byTopicQueries.
-func (s *Store) candidatesQueries() (solo, keyed string) {
+func (s *Store) candidatesQueries() []candidateQuery {
 	if s.byTopic {
-		return s.byTopicQueries(allTopics)
+		solo, keyed := s.byTopicQueries(allTopics)
+		return []candidateQuery{{solo, true}, {keyed, true}}
 	}
 	return s.byKeyQueries(allTopics)
 }
 
+// candidateQuery is one of the claim's candidates queries, and whether it
+// runs under inIndexOrder.
+type candidateQuery struct {
+	sql     string
+	ordered bool
+}
+
 // byKeyQueries are candidatesQueries when ordering by key, of the held
-// rows and blocking rows of the topics of which (allTopics: every one).
-func (s *Store) byKeyQueries(of topicsOf) (solo, keyed string) {
+// rows and blocking rows of the topics of which (allTopics: every one):
+// the solo rows; the keyed rows of the keys with no blocking row; and the
+// keyed rows before their key's first blocking row. A keyed row is in
+// order when no held row of its key before it blocks (every held row
+// that does not block is deliverable now), so the last two are the
+// keyed rows in order; each reads only what it returns (the keyed
+// index in id order, up to the claim's limit; the order index from each
+// blocking key), whatever the number of held rows.
+func (s *Store) byKeyQueries(of topicsOf) []candidateQuery {
 	// Not blocked: a key without a blocking row (a hashed subplan), or
 	// a row before its key's first; written so that the planner keeps it
 	// a filter, not a join.
@@ -239,21 +259,18 @@ func (s *Store) byKeyQueries(of topicsOf) (solo, keyed string) {
 		return " AND (" + d + ".record_key IS NULL OR (" + d + ".topic, " + d + ".record_key) NOT IN (SELECT b.topic, b.record_key FROM " + blockedAlias + " AS b)" +
 			" OR " + d + ".id < (SELECT b.first FROM " + blockedAlias + " AS b WHERE b.topic = " + d + ".topic AND b.record_key = " + d + ".record_key))"
 	}
-	with := func(and string) string {
-		return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
-			") AS x WHERE x.record_key IS NOT NULL" + and + of("x") + " GROUP BY x.topic, x.record_key) "
-	}
-	solo = with("") + "SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
+	with := "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
+		") AS x WHERE x.record_key IS NOT NULL" + of("x") + " GROUP BY x.topic, x.record_key) "
+	solo := with + "SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
 		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + of("d") + notBlocked("d") + " ORDER BY d.id LIMIT $1"
-	// The keyed rows' window keeps them behind their key's keyed rows
-	// that are not deliverable: only reload rows block them besides, few
-	// even while a broker outage leaves thousands of keys not due.
-	keyed = with(" AND x.reload") + "SELECT id, topic, record_key, false, size FROM (" +
-		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size," +
-		" bool_and(" + dueOrParked + ") OVER (PARTITION BY d.topic, d.record_key ORDER BY d.id) AS in_order" +
-		" FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") + s.notPaused() + of("d") + ") AS h" +
-		" WHERE in_order" + notBlocked("h") + " ORDER BY id LIMIT $1"
-	return solo, keyed
+	free := with + "SELECT d.id, d.topic, d.record_key, false, " + recordSize + " FROM " + s.table + " AS d" +
+		" WHERE " + heldWhere("d") + " AND " + keyedRow("d") + " AND " + s.deliverable() + of("d") +
+		" AND (d.topic, d.record_key) NOT IN (SELECT b.topic, b.record_key FROM " + blockedAlias + " AS b) ORDER BY d.id LIMIT $1"
+	before := with + "SELECT d.id, d.topic, d.record_key, false, d.size FROM " + blockedAlias + " AS b CROSS JOIN LATERAL (" +
+		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") +
+		" AND d.topic = b.topic AND sha256(d.record_key) = sha256(b.record_key) AND d.record_key = b.record_key AND d.id < b.first AND " +
+		s.deliverable() + " ORDER BY d.id LIMIT $1) AS d ORDER BY d.id LIMIT $1"
+	return []candidateQuery{{solo, true}, {free, true}, {before, false}}
 }
 
 // blockedAlias names the claim's blocking rows by key (or topic): the

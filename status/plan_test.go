@@ -61,9 +61,8 @@ func explainClaim(ctx context.Context, t *testing.T, pool *pgxpool.Pool, store *
 	}
 	var plan strings.Builder
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		solo, keyed := store.candidatesQueries()
-		for i, q := range []string{solo, keyed} {
-			ordered := i == 0 || store.byTopic
+		for _, cq := range store.candidatesQueries() {
+			q, ordered := cq.sql, cq.ordered
 			var names, before []string
 			if ordered {
 				var err error
