@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,4 +89,82 @@ func explainClaim(ctx context.Context, t *testing.T, pool *pgxpool.Pool, store *
 		t.Fatal(err)
 	}
 	return plan.String()
+}
+
+// TestHeldRowsClaimedInConstantTime: beside 20,000 held rows of as many
+// keys, a claim of 100 reads 100 rows of the keyed index, and sorts and
+// windows none: a claim costs what it takes, not the held rows (a window
+// over every held keyed row made a drain cost the square of the
+// backlog). A key with a blocking row keeps the rows before it, and none
+// after. CDC_RELAY_TEST_CLAIM_DRAIN=n drains n held rows of distinct keys
+// 2,000 at a time first and reports each claim's time.
+func TestHeldRowsClaimedInConstantTime(t *testing.T) {
+	store, pool := claimTestStore(t)
+	ctx := context.Background()
+	if n, _ := strconv.Atoi(os.Getenv("CDC_RELAY_TEST_CLAIM_DRAIN")); n > 0 {
+		reportDrain(ctx, t, store, pool, n)
+	}
+	for _, sql := range []string{
+		// The blocked key: two rows before its FAILED head that is not due, one after.
+		`INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status) VALUES ('b1', 'orders', 'B', 'x', 'WAITING'), ('b2', 'orders', 'B', 'x', 'WAITING')`,
+		`INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status, next_attempt_at) VALUES ('b3', 'orders', 'B', 'x', 'FAILED', now() + interval '1 hour')`,
+		`INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status) VALUES ('b4', 'orders', 'B', 'x', 'WAITING')`,
+		`INSERT INTO outbox_delivery (event_id, topic, record_key, last_error, status)
+		   SELECT 'k' || g, 'orders', convert_to('k' || g, 'UTF8'), 'x', 'WAITING' FROM generate_series(1, 20000) g`,
+		`ANALYZE outbox_delivery`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := explainClaim(ctx, t, pool, store, true, 100)
+	if strings.Contains(plan, "WindowAgg") || strings.Contains(plan, "Seq Scan on outbox_delivery") {
+		t.Errorf("the claim windows or scans the held rows:\n%s", plan)
+	}
+	for _, line := range strings.Split(plan, "\n") {
+		if strings.Contains(line, "Index Scan using outbox_delivery_keyed_idx") && !strings.Contains(line, "rows=100 ") && !strings.Contains(line, "rows=98 ") {
+			t.Errorf("the keyed index read otherwise than the 100 rows claimed: %s\n%s", line, plan)
+		}
+	}
+	got := claimIDs(ctx, t, store, 100, nil)
+	if len(got) != 100 || got[0] != "b1" || got[1] != "b2" || got[2] != "k1" || slices.Contains(got, "b4") {
+		t.Fatalf("claimed %v…, want b1, b2 (before B's blocking row), then k1…k98, never b4", got[:min(5, len(got))])
+	}
+}
+
+// reportDrain claims n held rows of distinct keys, 2,000 at a time, and
+// logs each claim's time and the whole, then deletes what is left.
+func reportDrain(ctx context.Context, t *testing.T, store *Store, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	for _, sql := range []string{
+		`INSERT INTO outbox_delivery (event_id, topic, record_key, record_value, last_error, status)
+		   SELECT 'p' || g, 'orders', convert_to('p' || g, 'UTF8'), '{"seq": 1}', 'x', 'WAITING' FROM generate_series(1, ` + strconv.Itoa(n) + `) g`,
+		`ANALYZE outbox_delivery`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	for i := 0; ; i++ {
+		at := time.Now()
+		got, err := store.Claim(ctx, 2000, func(_ context.Context, rows []Row) []Outcome {
+			out := make([]Outcome, len(rows))
+			for j, r := range rows {
+				out[j] = Outcome{ID: r.ID, Delivered: true}
+			}
+			return out
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 0 {
+			break
+		}
+		t.Logf("claim %d: %d rows in %s", i, got, time.Since(at).Round(time.Millisecond))
+	}
+	t.Logf("%d held rows of distinct keys claimed in %s", n, time.Since(began).Round(time.Millisecond))
+	if _, err := pool.Exec(ctx, "DELETE FROM outbox_delivery"); err != nil {
+		t.Fatal(err)
+	}
 }
