@@ -53,7 +53,7 @@ PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERM
 # whose subject is the relay's side only (e.relaySideOnly): on Apache
 # Kafka they skip, so CI runs them on kfake (make e2e-kfake). A new test
 # that calls those must be added here, or make axes fails naming it.
-KFAKE_TESTS = ^(TestConfirmNeverPassesUnackedEvent|TestDashboardSeesFaults|TestRecoverFromTheCommitTimeOfTheSavedPosition|TestStopWhileKafkaIsDown|TestTooLargeRecordParkedBeforeProduce|TestHeldKeysPastTheWholeOnes|TestFastPostgresRestartsResendLittle)$$
+KFAKE_TESTS = ^(TestConfirmNeverPassesUnackedEvent|TestDashboardSeesFaults|TestRecoverFromTheCommitTimeOfTheSavedPosition|TestStopWhileKafkaIsDown|TestTooLargeRecordParkedBeforeProduce|TestHeldKeysPastTheWholeOnes|TestFastPostgresRestartsResendLittle|TestPausedTopicAlertsWithinFiveMinutes)$$
 # The axes: CI runs each test where it belongs, once (.ci/run):
 #   the whole e2e suite on Apache Kafka on PostgreSQL 18 (make test-kafka PG=18);
 #   KFAKE_TESTS on kfake on PostgreSQL 15 (make e2e-kfake);

@@ -105,7 +105,7 @@ func relayMetrics(t *testing.T) map[string]bool {
 			names[match[1]] = true
 		}
 	}
-	for _, want := range []string{"cdc_relay_events_parked_total", "cdc_relay_commit_to_ack_seconds_bucket", "cdc_relay_status_rows"} {
+	for _, want := range []string{"cdc_relay_events_parked_total", "cdc_relay_commit_to_ack_seconds_bucket", "cdc_relay_status_table_events"} {
 		if !names[want] {
 			t.Fatalf("the registry has no %s: %v", want, sorted(names))
 		}

@@ -200,17 +200,17 @@ func TestMetricsCountEveryEvent(t *testing.T) {
 	if got := value(families, "cdc_relay_slot_wal_retained_bytes"); got <= 0 {
 		t.Errorf("cdc_relay_slot_wal_retained_bytes = %v, want the WAL the slot holds", got)
 	}
-	if got := value(families, "cdc_relay_status_rows", "state", "FAILED"); got != 0 {
-		t.Errorf("cdc_relay_status_rows{state=FAILED} = %v, want 0", got)
+	if got := value(families, "cdc_relay_status_table_events", "state", "failed"); got != 0 {
+		t.Errorf("cdc_relay_status_table_events{state=failed} = %v, want 0", got)
 	}
 	// The slot moves only when the relay confirms, after it set the gauge:
 	// a gauge read after the slot is at or past it. (Idle as defined above
 	// does not mean the last position is confirmed yet, so read both again
 	// until they agree.)
-	e.waitFor("cdc_relay_confirmed_lsn at or past the slot's confirmed position", 10*time.Second, func() bool {
+	e.waitFor("cdc_relay_confirmed_lsn_bytes at or past the slot's confirmed position", 10*time.Second, func() bool {
 		slot := e.lsn(slotLSN)
 		_, fams := p.scrape()
-		return value(fams, "cdc_relay_confirmed_lsn") >= float64(slot)
+		return value(fams, "cdc_relay_confirmed_lsn_bytes") >= float64(slot)
 	})
 	promtool := exec.Command("promtool", "check", "metrics")
 	promtool.Stdin = strings.NewReader(text)

@@ -167,7 +167,7 @@ func (e *env) checkShown(relay *relayProc, selected int) {
 		st := relay.status()
 		_, families := relay.scrape()
 		return len(st.Backfills) == 1 && st.Backfills[0].Table == "public.outbox" && st.Backfills[0].RowsPublished > 0 &&
-			st.Backfills[0].RowsSelected >= int64(selected) && value(families, "cdc_relay_backfill_rows", "table", "public.outbox") > 0
+			st.Backfills[0].RowsSelected >= int64(selected) && value(families, "cdc_relay_backfill_rows_total", "table", "public.outbox") > 0
 	})
 	out, err := exec.Command(relayBin, "status", "--metrics-addr", strings.TrimPrefix(relay.endpoint(), "http://")).CombinedOutput()
 	if !strings.Contains(string(out), "backfill    public.outbox: ") {

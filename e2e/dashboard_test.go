@@ -118,10 +118,8 @@ func (e *env) promtoolDashboard(promtool string, scrapes []map[string]*dto.Metri
 	}
 	vars := strings.NewReplacer("$job", "cdc-relay", "$instance", ".*", "$__rate_interval", "1m")
 	var b strings.Builder
-	b.WriteString("evaluation_interval: 15s\ntests:\n  - interval: 15s\n    input_series:\n")
-	for _, s := range seriesOf(scrapes) {
-		fmt.Fprintf(&b, "      - series: %s\n        values: %q\n", strconv.Quote(s.name), s.values)
-	}
+	b.WriteString("evaluation_interval: 15s\ntests:\n")
+	b.WriteString(inputSeries(scrapes))
 	b.WriteString("    promql_expr_test:\n")
 	for _, c := range checks {
 		expr := ""
@@ -147,6 +145,18 @@ func (e *env) promtoolDashboard(promtool string, scrapes []map[string]*dto.Metri
 		e.t.Fatalf("the dashboard's queries over the scrapes (promtool test rules %s): %v\n%s", file, err, out)
 	}
 	return string(out)
+}
+
+// inputSeries is a promtool test of scrapes taken once a second, as one
+// sample every 15 s: its interval and input_series, indented as the first
+// of a test file's tests.
+func inputSeries(scrapes []map[string]*dto.MetricFamily) string {
+	var b strings.Builder
+	b.WriteString("  - interval: 15s\n    input_series:\n")
+	for _, s := range seriesOf(scrapes) {
+		fmt.Fprintf(&b, "      - series: %s\n        values: %q\n", strconv.Quote(s.name), s.values)
+	}
+	return b.String()
 }
 
 // series is one series of the scrapes, in promtool's notation: its name

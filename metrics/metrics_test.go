@@ -168,13 +168,16 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: known, name: "cdc_relay_in_flight_bytes", want: 300},
 		{snap: known, name: "cdc_relay_replication_lag_bytes", want: 4096},
 		{snap: known, name: "cdc_relay_replication_lag_seconds", want: 1.5},
-		{snap: known, name: "cdc_relay_confirmed_lsn", want: 0x16B3748},
+		{snap: known, name: "cdc_relay_confirmed_lsn_bytes", want: 0x16B3748},
+		{snap: known, name: "cdc_relay_confirmed_lsn", want: 0x16B3748}, // deprecated
 		{snap: known, name: "cdc_relay_leader", labels: "slot=orders_relay", want: 1},
 		{snap: known, name: "cdc_relay_undelivered_oldest_seconds", want: 42},
 		{snap: known, name: "cdc_relay_paused", want: 1},
 		{snap: known, name: "cdc_relay_ready", want: 1},
 		{snap: known, name: "cdc_relay_slot_wal_retained_bytes", want: 8192},
-		{snap: known, name: "cdc_relay_status_rows", labels: "state=FAILED", want: 2},
+		{snap: known, name: "cdc_relay_status_table_events", labels: "state=failed", want: 2},
+		{snap: known, name: "cdc_relay_status_table_events", labels: "state=dead", want: 1},
+		{snap: known, name: "cdc_relay_status_rows", labels: "state=FAILED", want: 2}, // deprecated
 		{snap: known, name: "cdc_relay_status_rows", labels: "state=DEAD", want: 1},
 		{snap: known, name: "cdc_relay_writeback_rows_total", want: 7},
 		{snap: known, name: "cdc_relay_writeback_errors_total", want: 1},
@@ -182,7 +185,11 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: known, name: "cdc_relay_writeback_pending", want: 4},
 		{snap: known, name: "cdc_relay_writeback_not_visible_total", want: 3},
 		{snap: known, name: "cdc_relay_events_behind", want: 12},
-		{snap: known, name: "cdc_relay_held_events", labels: "state=failed,topic=orders", want: 2},
+		{snap: known, name: "cdc_relay_status_table_topic_events", labels: "state=failed,topic=orders", want: 2},
+		{snap: known, name: "cdc_relay_status_table_topic_events", labels: "state=dead,topic=orders", want: 1},
+		{snap: known, name: "cdc_relay_status_table_topic_events", labels: "state=waiting,topic=orders", want: 6},
+		{snap: known, name: "cdc_relay_status_table_topic_events", labels: "state=paused,topic=orders", want: 1},
+		{snap: known, name: "cdc_relay_held_events", labels: "state=failed,topic=orders", want: 2}, // deprecated
 		{snap: known, name: "cdc_relay_held_events", labels: "state=dead,topic=orders", want: 1},
 		{snap: known, name: "cdc_relay_held_events", labels: "state=waiting,topic=orders", want: 6},
 		{snap: known, name: "cdc_relay_held_events", labels: "state=paused,topic=orders", want: 1},
@@ -195,6 +202,7 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: unknown, name: "cdc_relay_replication_lag_seconds", want: 0},
 		{snap: unknown, name: "cdc_relay_replication_lag_bytes", absent: true},
 		{snap: unknown, name: "cdc_relay_slot_wal_retained_bytes", absent: true},
+		{snap: unknown, name: "cdc_relay_status_table_events", absent: true},
 		{snap: unknown, name: "cdc_relay_status_rows", absent: true},
 		{snap: unknown, name: "cdc_relay_writeback_rows_total", absent: true},
 		{snap: unknown, name: "cdc_relay_writeback_errors_total", absent: true},
@@ -202,9 +210,12 @@ func TestSnapshotIsWhatIsServed(t *testing.T) {
 		{snap: unknown, name: "cdc_relay_writeback_pending", absent: true},
 		{snap: unknown, name: "cdc_relay_writeback_not_visible_total", absent: true},
 		{snap: unknown, name: "cdc_relay_events_behind", absent: true},
+		{snap: unknown, name: "cdc_relay_status_table_topic_events", absent: true},
 		{snap: unknown, name: "cdc_relay_held_events", absent: true},
 		{snap: unknown, name: "cdc_relay_held_oldest_seconds", absent: true},
-		{snap: known, name: "cdc_relay_backfill_rows", labels: "table=public.outbox", want: 1200},
+		{snap: known, name: "cdc_relay_backfill_rows_total", labels: "table=public.outbox", want: 1200},
+		{snap: unknown, name: "cdc_relay_backfill_rows_total", absent: true},
+		{snap: known, name: "cdc_relay_backfill_rows", labels: "table=public.outbox", want: 1200}, // deprecated
 		{snap: unknown, name: "cdc_relay_backfill_rows", absent: true},
 	}
 	for _, tt := range tests {
@@ -231,7 +242,7 @@ func TestHeldTopicLeaves(t *testing.T) {
 	m := New(testBuild, func() Snapshot { return Snapshot{Held: held} })
 	series := func() []string {
 		var s []string
-		for _, name := range []string{"cdc_relay_held_events", "cdc_relay_held_oldest_seconds"} {
+		for _, name := range []string{"cdc_relay_status_table_topic_events", "cdc_relay_held_events", "cdc_relay_held_oldest_seconds"} {
 			for _, m := range gather(t, m)[name].GetMetric() {
 				s = append(s, name+"{"+labels(m)+"}")
 			}
@@ -239,8 +250,8 @@ func TestHeldTopicLeaves(t *testing.T) {
 		sort.Strings(s)
 		return s
 	}
-	if got := series(); len(got) != 10 {
-		t.Fatalf("two topics: %d series, want 10 (four states and the age each): %v", len(got), got)
+	if got := series(); len(got) != 18 {
+		t.Fatalf("two topics: %d series, want 18 (four states twice, the new name and the deprecated one, and the age each): %v", len(got), got)
 	}
 	held = held[1:]
 	for _, s := range series() {
@@ -248,8 +259,8 @@ func TestHeldTopicLeaves(t *testing.T) {
 			t.Errorf("%s served after its topic left", s)
 		}
 	}
-	if got := series(); len(got) != 5 {
-		t.Errorf("one topic: %d series, want 5: %v", len(got), got)
+	if got := series(); len(got) != 9 {
+		t.Errorf("one topic: %d series, want 9: %v", len(got), got)
 	}
 }
 
@@ -286,6 +297,8 @@ func TestLabels(t *testing.T) {
 		{"cdc_relay_events_dead_total", "", 1},
 		{"cdc_relay_retention_rows_deleted_total", "table=outbox", 5},
 		{"cdc_relay_retention_rows_deleted_total", "table=status", 0}, // from the start
+		{"cdc_relay_status_table_events", "state=failed", 0},
+		{"cdc_relay_status_table_events", "state=dead", 0},
 		{"cdc_relay_status_rows", "state=FAILED", 0},
 		{"cdc_relay_status_rows", "state=DEAD", 0},
 		{"cdc_relay_poller_cycles_total", "", 0},

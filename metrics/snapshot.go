@@ -85,7 +85,8 @@ var (
 	descLagBytes     = desc("cdc_relay_replication_lag_bytes", "WAL written after the slot's confirmed position, as last read (every 5 s): all the server's WAL, not only the outbox's (other tables' changes, other databases' on the server too).")
 	descLagSeconds   = desc("cdc_relay_replication_lag_seconds", "Time since the commit of the oldest transaction read whose events are not all delivered; 0 when nothing is in flight.")
 	descOldest       = desc("cdc_relay_undelivered_oldest_seconds", "Age of the oldest event the relay still owes Kafka: in flight (since its commit), or held in the status table as FAILED, WAITING or PAUSED (since it was parked or adopted, as last read); 0 when none. Events not read yet count only in cdc_relay_replication_lag_bytes.")
-	descConfirmed    = desc("cdc_relay_confirmed_lsn", "The WAL position last confirmed to PostgreSQL, as a number.")
+	descConfirmed    = desc("cdc_relay_confirmed_lsn_bytes", "The WAL position last confirmed to PostgreSQL: its byte offset in the WAL (pg_wal_lsn_diff(lsn, '0/0')).")
+	descConfirmedOld = desc("cdc_relay_confirmed_lsn", "Deprecated, removed in the next minor release: cdc_relay_confirmed_lsn_bytes, the same value.")
 	descLeader       = prometheus.NewDesc("cdc_relay_leader", "1 while this relay holds the slot's lock (it leads the slot), else 0; slot names the slot, so that relays of two slots scraped under one job are told apart.", []string{"slot"}, nil)
 	descPaused       = desc("cdc_relay_paused", "1 while reading the slot is paused (POST /pause), else 0.")
 	descReady        = desc("cdc_relay_ready", "1 while the relay is ready (as /readyz), else 0.")
@@ -96,10 +97,13 @@ var (
 	descWBPending    = desc("cdc_relay_writeback_pending", "Outcomes waiting to be written back.")
 	descWBNotVisible = desc("cdc_relay_writeback_not_visible_total", "Outbox rows not yet visible when write-back first wrote their outcome (their transaction's commit was in the WAL, so its events were delivered, but not yet visible to other sessions: a moment, or as long as synchronous replication waits for a standby); each is written again at the next flush.")
 	descBehind       = desc("cdc_relay_events_behind", "Events the relay still owes Kafka: in flight (read, not yet acknowledged) plus held in the status table as FAILED, WAITING or PAUSED, as last read (every 5 s). The WAL not read yet counts in cdc_relay_replication_lag_bytes only.")
-	descHeld         = prometheus.NewDesc("cdc_relay_held_events", "Events the status table holds for a topic, by state: failed (retried by the poller), dead (given up: an operator retries, skips or purges it), waiting (behind an earlier held event of its key), paused (its topic is paused); as last read (every 5 s), for the 100 topics with the most.", []string{"topic", "state"}, nil)
+	descHeld         = prometheus.NewDesc("cdc_relay_status_table_topic_events", "Events the status table holds for a topic, by state: failed (retried by the poller), dead (given up: an operator retries, skips or purges it), waiting (behind an earlier held event of its key), paused (its topic is paused); as last read (every 5 s), for the 100 topics with the most.", []string{"topic", "state"}, nil)
+	descHeldOld      = prometheus.NewDesc("cdc_relay_held_events", "Deprecated, removed in the next minor release: cdc_relay_status_table_topic_events, the same series.", []string{"topic", "state"}, nil)
 	descHeldOldest   = prometheus.NewDesc("cdc_relay_held_oldest_seconds", "Age of the oldest event the status table holds for a topic (failed, dead, waiting or paused), as last read (every 5 s).", []string{"topic"}, nil)
-	descBackfill     = prometheus.NewDesc("cdc_relay_backfill_rows", "Rows a running backfill (cdc-relay backfill, a process of its own) of an outbox table has published, as last read (every 5 s) from the table of backfills, which it updates every second; no series while none runs.", []string{"table"}, nil)
-	descStatusRows   = prometheus.NewDesc("cdc_relay_status_rows", "Rows of the status table in a state, as last counted: FAILED (waiting to be tried again) or DEAD (given up).", []string{"state"}, nil)
+	descBackfill     = prometheus.NewDesc("cdc_relay_backfill_rows_total", "Rows a running backfill (cdc-relay backfill, a process of its own) of an outbox table has published, as last read (every 5 s) from the table of backfills, which it updates every second; from 0 again for a new backfill; no series while none runs.", []string{"table"}, nil)
+	descBackfillOld  = prometheus.NewDesc("cdc_relay_backfill_rows", "Deprecated, removed in the next minor release: cdc_relay_backfill_rows_total, the same value as a counter.", []string{"table"}, nil)
+	descStatusRows   = prometheus.NewDesc("cdc_relay_status_table_events", "Events of the status table in a state, every topic, as last counted: failed (waiting to be tried again) or dead (given up).", []string{"state"}, nil)
+	descStatusOld    = prometheus.NewDesc("cdc_relay_status_rows", "Deprecated, removed in the next minor release: cdc_relay_status_table_events, with the states in lower case (FAILED is failed, DEAD is dead).", []string{"state"}, nil)
 )
 
 func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
@@ -107,7 +111,8 @@ func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRead, descProduced, descInFlight, descInFlightB, descLagBytes, descLagSeconds, descOldest,
 		descConfirmed, descLeader, descPaused, descReady, descWALRetained, descStatusRows, descBehind, descHeld, descHeldOldest,
-		descWBRows, descWBErrors, descWBRefused, descWBPending, descWBNotVisible, descBackfill} {
+		descWBRows, descWBErrors, descWBRefused, descWBPending, descWBNotVisible, descBackfill,
+		descConfirmedOld, descHeldOld, descBackfillOld, descStatusOld} {
 		ch <- d
 	}
 }
@@ -134,22 +139,28 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLagSeconds, s.LagSeconds)
 	gauge(descOldest, s.OldestUndeliveredSeconds)
 	gauge(descConfirmed, float64(s.ConfirmedLSN))
+	gauge(descConfirmedOld, float64(s.ConfirmedLSN))
 	gauge(descLeader, b2f(s.Leader), s.Slot)
 	gauge(descPaused, b2f(s.Paused))
 	gauge(descReady, b2f(s.Ready))
 	ifKnown(descWALRetained, s.SlotWALRetained)
-	ifKnown(descStatusRows, s.Failed, "FAILED")
-	ifKnown(descStatusRows, s.Dead, "DEAD")
+	ifKnown(descStatusRows, s.Failed, "failed")
+	ifKnown(descStatusRows, s.Dead, "dead")
+	ifKnown(descStatusOld, s.Failed, "FAILED")
+	ifKnown(descStatusOld, s.Dead, "DEAD")
 	ifKnown(descBehind, s.EventsBehind)
 	for _, t := range s.Held {
-		gauge(descHeld, float64(t.Failed), t.Topic, "failed")
-		gauge(descHeld, float64(t.Dead), t.Topic, "dead")
-		gauge(descHeld, float64(t.Waiting), t.Topic, "waiting")
-		gauge(descHeld, float64(t.Paused), t.Topic, "paused")
+		for _, d := range []*prometheus.Desc{descHeld, descHeldOld} {
+			gauge(d, float64(t.Failed), t.Topic, "failed")
+			gauge(d, float64(t.Dead), t.Topic, "dead")
+			gauge(d, float64(t.Waiting), t.Topic, "waiting")
+			gauge(d, float64(t.Paused), t.Topic, "paused")
+		}
 		gauge(descHeldOldest, t.OldestSeconds, t.Topic)
 	}
 	for _, b := range s.Backfills {
-		gauge(descBackfill, float64(b.Rows), b.Table)
+		ch <- prometheus.MustNewConstMetric(descBackfill, prometheus.CounterValue, float64(b.Rows), b.Table)
+		gauge(descBackfillOld, float64(b.Rows), b.Table)
 	}
 	if s.WriteBack {
 		counter(descWBRows, float64(s.WriteBackRows))
