@@ -71,7 +71,7 @@ RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
 
-.PHONY: all build release release-check demo test test-kafka test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses deps deps-kafka deps-pg clean
+.PHONY: all build release release-check push-image demo test test-kafka test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses deps deps-kafka deps-pg clean
 
 all: build
 
@@ -94,14 +94,20 @@ deps-kafka:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/cdc-relay
 
-## release: into dist/, per target of RELEASE_TARGETS (linux and darwin, amd64 and arm64) an archive of the static binary and an SBOM, and SHA256SUMS
+## release: into dist/, per target of RELEASE_TARGETS (linux and darwin, amd64 and arm64) an archive of the static binary and an SBOM, the container image of the linux targets (cdc-relay-<version>-oci.tar, scripts/image), and SHA256SUMS
 release:
 	@./scripts/deps.sh release
 	RELEASE_TARGETS='$(RELEASE_TARGETS)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' ./scripts/release.sh
 
-## release-check: make release twice, the second time from a fresh clone in another environment with an empty build cache; the same SHA256SUMS, and every file as it should be
+## release-check: make release twice, the second time from a fresh clone in another environment with an empty build cache; the same SHA256SUMS, and every file as it should be (and scripts/image's tests)
 release-check:
 	RELEASE_TARGETS='$(RELEASE_TARGETS)' ./scripts/release-check.sh
+
+## push-image: with IMAGE=REGISTRY/NAME:TAG, push dist/'s container image (make release), every platform, there with the credentials of docker login or podman login
+push-image:
+	@if [ -z '$(IMAGE)' ]; then echo "make $@: name the image, e.g. make $@ IMAGE=ghcr.io/OWNER/cdc-relay:$(subst +,_,$(VERSION))" >&2; exit 2; fi
+	@set -- dist/cdc-relay-*-oci.tar; if [ ! -f "$$1" ]; then echo "make $@: no dist/cdc-relay-<version>-oci.tar: run make release first" >&2; exit 2; fi; \
+	  cd scripts/image && $(GO) run . push "$(CURDIR)/$$1" $(IMAGE)
 
 ## demo: the relay on a throwaway PostgreSQL and an in-process Kafka broker
 demo: build
@@ -151,6 +157,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) run ./scripts/layers # every import points down the layers of scripts/layers/rule.txt
 	cd e2e/bench && $(GO) vet ./...
+	cd scripts/image && $(GO) vet ./...
 
 ## licenses: regenerate docs/DEPENDENCIES.md, the modules the binary links and their licenses; fails on a license not allowed
 licenses:

@@ -10,11 +10,15 @@
 # SHA256SUMS, that sha256sum -c passes, and that scripts/distcheck accepts
 # dist/ (one archive and one SBOM per target, each binary static, for its
 # target and stamped with the version, each SBOM naming its modules, the
-# standard library and the archived binary's hash).
+# standard library and the archived binary's hash; the container image of
+# the linux targets, non-root, holding those binaries and SBOMs byte for
+# byte). Last, it runs scripts/image's tests, whose TestUnpackedLayerRuns
+# then runs the release's linux binary from an image's unpacked layer.
 #
 # RELEASE_TARGETS (the Makefile's; unset, all four) names the targets both
 # builds make and distcheck requires: CI builds linux/amd64 alone on a
-# change, and all four at a tag.
+# change (so an image of that platform alone, whose bytes are compared
+# all the same), and all four at a tag.
 #
 # Both runs compile every target, the second from nothing: the cold one is
 # the honest one, and the first, warm from the tests, costs little. The
@@ -89,6 +93,8 @@ main() {
   same_sums "$tmp"
   sums_verify
   go run ./scripts/distcheck -targets "$RELEASE_TARGETS" dist
+  (cd scripts/image && go vet ./... && go test -count=1 ./...) ||
+    die "scripts/image's tests failed (above)"
   echo "release-check: two builds, the same $(wc -l <dist/SHA256SUMS) checksums" >&2
 }
 

@@ -3,14 +3,20 @@
 # target of RELEASE_TARGETS (os/arch words; unset, the four of a release:
 # linux/amd64 linux/arm64 darwin/amd64 darwin/arm64), a static binary in cdc-relay-<version>-<os>-<arch>.tar.gz (with
 # the files of archive_extras), its SBOM cdc-relay-<version>-<os>-<arch>.cdx.json
-# (CycloneDX, from the module graph embedded in that binary), and
-# SHA256SUMS over all of them, in sha256sum's format.
+# (CycloneDX, from the module graph embedded in that binary); of the linux
+# targets among them, the container image cdc-relay-<version>-oci.tar (a
+# tar of an OCI image layout: one image per linux target, of the binary
+# archived for it, its SBOM and the license files, under one index named
+# ghcr.io/cdc-relay/cdc-relay:<version>; scripts/image); and SHA256SUMS
+# over all of them, in sha256sum's format.
 #
 # The same commit gives the same bytes anywhere on Linux with GNU tar and
 # gzip: the binaries are built with -trimpath by the Go toolchain go.mod
 # names (GOTOOLCHAIN), the archives hold fixed names, owners, modes and the
 # commit's time, gzip writes no name or time, and the SBOMs hold the
-# commit's time, no serial number and no hash of the tool that wrote them.
+# commit's time, no serial number and no hash of the tool that wrote them,
+# and the image's tar and layers hold sorted entries owned by 0:0 dated the
+# commit's time, compressed by the pinned Go's gzip without name or time.
 # make release-check proves it (scripts/release-check.sh).
 #
 # Nothing of the environment reaches the bytes: the time is always the
@@ -180,10 +186,37 @@ release_target() {
   write_sbom "$stage/cdc-relay" "$DIST/$name" "$goos" "$goarch"
 }
 
-# write_sums leaves DIST/SHA256SUMS over every archive and SBOM, sorted.
+# write_image leaves DIST/cdc-relay-<version>-oci.tar, the container image
+# of the linux targets built (scripts/image build): per target, the binary
+# archived for it at /cdc-relay, its SBOM and the license files of
+# archive_extras (not README.md) in /usr/share/doc/cdc-relay/, run as
+# 65534:65534; all dated the commit's time. CI's release-check builds
+# linux/amd64 alone, so its image has that platform alone, and its bytes
+# are checked all the same. Without a linux target there is no image.
+write_image() {
+  local t dist root platforms=()
+  dist=$(cd "$DIST" && pwd)
+  root=$(pwd)
+  for t in "${TARGETS[@]}"; do
+    [[ $t == linux/* ]] || continue
+    platforms+=("$t=$dist/.stage/${t/\//-}/cdc-relay,$dist/cdc-relay-$VERSION-${t/\//-}.cdx.json")
+  done
+  if [ ${#platforms[@]} -eq 0 ]; then
+    echo "release: no linux target in RELEASE_TARGETS, so no container image" >&2
+    return
+  fi
+  echo "release: cdc-relay-$VERSION-oci.tar" >&2
+  (cd scripts/image && go run . build -version "$VERSION" -revision "$COMMIT" -created "$SOURCE_DATE_EPOCH" \
+    -doc "$root/LICENSE" -doc "$root/NOTICE" -doc "$dist/.stage/THIRD_PARTY_NOTICES" \
+    -o "$dist/cdc-relay-$VERSION-oci.tar" "${platforms[@]}") ||
+    die "could not build the container image (the error is above); cd scripts/image && go test ./... tests the builder"
+}
+
+# write_sums leaves DIST/SHA256SUMS over every archive, SBOM and image,
+# sorted.
 write_sums() {
-  (cd "$DIST" && LC_ALL=C ls -- *.tar.gz *.cdx.json | LC_ALL=C sort |
-    xargs "${SHA256[@]}" >SHA256SUMS)
+  (cd "$DIST" && shopt -s nullglob && files=(*.tar.gz *.cdx.json *-oci.tar) &&
+    printf '%s\n' "${files[@]}" | LC_ALL=C sort | xargs "${SHA256[@]}" >SHA256SUMS)
 }
 
 # require_targets stops unless TARGETS are release targets, each once.
@@ -212,9 +245,12 @@ main() {
   for t in "${TARGETS[@]}"; do
     release_target "$t"
   done
+  write_image
   rm -rf "$DIST/.stage"
   write_sums
-  echo "release: $DIST/ holds ${#TARGETS[@]} archives, ${#TARGETS[@]} SBOMs and SHA256SUMS of $VERSION" >&2
+  local image=
+  [ -e "$DIST/cdc-relay-$VERSION-oci.tar" ] && image=", the container image"
+  echo "release: $DIST/ holds ${#TARGETS[@]} archives, ${#TARGETS[@]} SBOMs$image and SHA256SUMS of $VERSION" >&2
 }
 
 main "$@"

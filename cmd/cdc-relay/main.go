@@ -20,6 +20,12 @@ import (
 	_ "time/tzdata"
 
 	"github.com/cdc-relay/cdc-relay/internal/suggest"
+	// Mozilla's root certificates, embedded (about 160 KB), used only where
+	// the system has none: the release's container image has no
+	// /etc/ssl/certs, and without them TLS to a managed PostgreSQL
+	// (sslmode=verify-full) or Kafka fails with "x509: certificate signed
+	// by unknown authority". A system bundle, or SSL_CERT_FILE, still wins.
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 func main() {

@@ -17,13 +17,23 @@ import (
 // TestMain lets a test run the command line as a separate process (see
 // demo_test.go): the test binary, started with CDC_RELAY_TEST_RUN_MAIN=1,
 // is cdc-relay. The variable is the test's, not the relay's: it is unset
-// before main runs, which would warn of it. Otherwise it runs the tests, and stops the
-// package's PostgreSQL (pg) after them.
+// before main runs, which would warn of it. Started with
+// CDC_RELAY_TEST_VERIFY_ROOTS=1, it verifies a certificate against the
+// system's roots (TestTLSWithoutSystemRoots). Otherwise it runs the tests,
+// and stops the package's PostgreSQL (pg) after them.
 func TestMain(m *testing.M) {
 	if os.Getenv("CDC_RELAY_TEST_RUN_MAIN") == "1" {
 		os.Unsetenv("CDC_RELAY_TEST_RUN_MAIN")
 		main()
 		return
+	}
+	if os.Getenv(rootsHelperEnv) == "1" {
+		if err := verifyAgainstSystemRoots("testdata/isrg-root-x1.pem"); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println("verified")
+		os.Exit(0)
 	}
 	os.Exit(pg.Run(m))
 }

@@ -8,8 +8,15 @@
 // name; each SBOM is CycloneDX for that version, OS and architecture,
 // names the modules the relay is built on and the Go standard library at
 // the toolchain go.mod names, and gives the SHA-256 of the archived
-// binary. It exits 1 with one line per problem. Run it from the
-// repository's top, where it reads go.mod.
+// binary. With linux targets, the container image
+// cdc-relay-<version>-oci.tar (scripts/image) is a tar of an OCI image
+// layout whose blobs are named by their digests, whose index.json names
+// one image index ghcr.io/cdc-relay/cdc-relay:<version> with exactly one
+// image per linux target, each of which runs /cdc-relay as a numeric user
+// that is not root, is labelled with the version, and has one layer
+// holding the binary archived for its target byte for byte, that target's
+// SBOM byte for byte, and the license files. It exits 1 with one line per
+// problem. Run it from the repository's top, where it reads go.mod.
 //
 // The targets are the release's four, or exactly those -targets names
 // (os/arch words, as make release's RELEASE_TARGETS: CI builds one).
@@ -18,6 +25,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -37,6 +46,9 @@ var archiveFiles = []string{"LICENSE", "NOTICE", "README.md", "THIRD_PARTY_NOTIC
 var sbomModules = []string{"github.com/jackc/pgx/v5", "github.com/twmb/franz-go"}
 
 var artifactName = regexp.MustCompile(`^cdc-relay-(.+)-(linux|darwin)-(amd64|arm64)\.(tar\.gz|cdx\.json)$`)
+
+// imageName is the name of the release's container image.
+var imageName = regexp.MustCompile(`^cdc-relay-(.+)-oci\.tar$`)
 
 func main() {
 	targetList := flag.String("targets", allTargets, "the targets the release holds, os/arch words")
@@ -90,7 +102,7 @@ func report(dir string, problems []string, n int) {
 	if len(problems) > 0 {
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "distcheck: %s: %d archives and %d SBOMs, each binary static, for its target and stamped, each SBOM naming std and the archived binary\n",
+	fmt.Fprintf(os.Stderr, "distcheck: %s: %d archives and %d SBOMs, each binary static, for its target and stamped, each SBOM naming std and the archived binary; the image of the linux targets, non-root, of those binaries and SBOMs\n",
 		dir, n, n)
 }
 
@@ -103,7 +115,7 @@ type artifact struct {
 // goVersion (go1.26.8); none means it is whole, each file is what its
 // name says, and each SBOM describes the binary archived for its target.
 func checkDist(dir, goVersion string, targets []string) []string {
-	archives, sboms, problems := listArtifacts(dir)
+	archives, sboms, images, problems := listArtifacts(dir)
 	problems = append(problems, checkTargets("archives", archives, targets)...)
 	problems = append(problems, checkTargets("SBOMs", sboms, targets)...)
 	binaryHashes := map[string]string{}
@@ -112,23 +124,64 @@ func checkDist(dir, goVersion string, targets []string) []string {
 		binaryHashes[a.target] = hash
 		problems = append(problems, ps...)
 	}
+	sbomHashes := map[string]string{}
 	for _, s := range sboms {
 		problems = append(problems, checkSBOMFile(s, goVersion, binaryHashes[s.target])...)
+		if data, err := os.ReadFile(s.path); err == nil {
+			sum := sha256.Sum256(data)
+			sbomHashes[s.target] = hex.EncodeToString(sum[:])
+		}
 	}
-	return problems
+	w := wantImage{targets: linuxTargets(targets), binaryHash: binaryHashes, sbomHash: sbomHashes}
+	if len(archives) > 0 {
+		w.version = archives[0].version
+	}
+	return append(problems, checkImages(images, w)...)
 }
 
-// listArtifacts sorts the files of dir into archives and SBOMs by name;
-// any other file but SHA256SUMS is a problem.
-func listArtifacts(dir string) (archives, sboms []artifact, problems []string) {
+// linuxTargets are the targets of targets that the image has a platform
+// for: the linux ones.
+func linuxTargets(targets []string) []string {
+	var linux []string
+	for _, t := range targets {
+		if strings.HasPrefix(t, "linux-") {
+			linux = append(linux, t)
+		}
+	}
+	return linux
+}
+
+// checkImages says what is wrong unless images is the one image of the
+// release, of its version, when w has linux targets, and nothing when
+// it has none; then what checkImage finds.
+func checkImages(images []artifact, w wantImage) []string {
+	switch {
+	case len(w.targets) == 0 && len(images) > 0:
+		return []string{fmt.Sprintf("%s: an image, but no linux target to make it of", images[0].path)}
+	case len(w.targets) == 0:
+		return nil
+	case len(images) != 1:
+		return []string{fmt.Sprintf("%d container images (cdc-relay-<version>-oci.tar), want one for %v", len(images), w.targets)}
+	case images[0].version != w.version:
+		return []string{fmt.Sprintf("%s: of version %s, but the archives are of %s", images[0].path, images[0].version, w.version)}
+	}
+	return checkImage(images[0], w)
+}
+
+// listArtifacts sorts the files of dir into archives, SBOMs and images by
+// name; any other file but SHA256SUMS is a problem.
+func listArtifacts(dir string) (archives, sboms, images []artifact, problems []string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil, []string{fmt.Sprintf("%v: run make release first", err)}
+		return nil, nil, nil, []string{fmt.Sprintf("%v: run make release first", err)}
 	}
 	for _, e := range entries {
 		m := artifactName.FindStringSubmatch(e.Name())
 		switch {
 		case e.Name() == "SHA256SUMS":
+		case imageName.MatchString(e.Name()):
+			version := imageName.FindStringSubmatch(e.Name())[1]
+			images = append(images, artifact{path: filepath.Join(dir, e.Name()), version: version})
 		case m == nil:
 			problems = append(problems, fmt.Sprintf("%s: not a file of the release", e.Name()))
 		case m[4] == "tar.gz":
@@ -137,7 +190,7 @@ func listArtifacts(dir string) (archives, sboms []artifact, problems []string) {
 			sboms = append(sboms, artifact{filepath.Join(dir, e.Name()), m[1], m[2] + "-" + m[3]})
 		}
 	}
-	return archives, sboms, problems
+	return archives, sboms, images, problems
 }
 
 // checkTargets says what is wrong unless there is exactly one of kind per

@@ -3,11 +3,11 @@ package validate
 import (
 	"fmt"
 	"net"
-	"path"
 	"strconv"
 	"strings"
 	"time"
 
+	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -109,14 +109,35 @@ func checkReplicas(m manifests) []string {
 	return nil
 }
 
+// releaseRepository is the image the releases publish (make release,
+// scripts/image) and the manifests run.
+const releaseRepository = "ghcr.io/cdc-relay/cdc-relay"
+
+// releaseImage is the image the manifests run by default: releaseRepository
+// at v<the chart's appVersion>, the tag of the release the chart comes with.
+func releaseImage() (string, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return "", err
+	}
+	return releaseRepository + ":v" + strings.TrimPrefix(ch.Metadata.AppVersion, "v"), nil
+}
+
+// checkContainer: the container runs the relay (args run) of the release's
+// image, at the tag of the chart's appVersion: the kustomize base's newTag
+// and the chart's appVersion name one release.
 func checkContainer(m manifests) []string {
+	image, err := releaseImage()
+	if err != nil {
+		return []string{fmt.Sprintf("reading the chart's appVersion: %v", err)}
+	}
 	return withContainer(m, func(_ *corev1.PodSpec, c *corev1.Container) []string {
 		var bad []string
 		if len(c.Args) == 0 || c.Args[0] != "run" {
 			bad = append(bad, fmt.Sprintf("args %q: want run", c.Args))
 		}
-		if name, _, _ := strings.Cut(path.Base(c.Image), ":"); name != "cdc-relay" {
-			bad = append(bad, fmt.Sprintf("image %q: want the image cdc-relay", c.Image))
+		if c.Image != image {
+			bad = append(bad, fmt.Sprintf("image %q: want the release's, %s (a release sets the base's newTag and the chart's appVersion, CONTRIBUTING.md)", c.Image, image))
 		}
 		return bad
 	})

@@ -258,7 +258,13 @@ func TestChartValues(t *testing.T) {
 			return append(want("image", c.Image, "registry.example.com/cdc-relay:v1.2.3"), want("pull policy", string(c.ImagePullPolicy), "IfNotPresent")...)
 		}},
 		{name: "image tag from appVersion", values: "image: {tag: ''}", check: func(m manifests) []string {
-			return want("image", m.deployments[0].Spec.Template.Spec.Containers[0].Image, "cdc-relay:0.4.0")
+			image, err := releaseImage()
+			if err != nil {
+				return []string{err.Error()}
+			}
+			c := m.deployments[0].Spec.Template.Spec.Containers[0]
+			_, tag, _ := strings.Cut(image, "cdc-relay:")
+			return append(want("image", c.Image, image), want("version label", m.deployments[0].Labels["app.kubernetes.io/version"], tag)...)
 		}},
 		{name: "resources", values: "resources: {requests: {cpu: '1', memory: 1Gi}, limits: {memory: 2Gi}}", check: func(m manifests) []string {
 			r := m.deployments[0].Spec.Template.Spec.Containers[0].Resources

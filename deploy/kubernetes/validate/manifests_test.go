@@ -96,6 +96,8 @@ func TestChecksCatchMistakes(t *testing.T) {
 	}{
 		{"two replicas", "one replica", func(m *manifests) { one := int32(1); m.deployments[0].Spec.Replicas = &one }},
 		{"runs the relay", "no run", func(m *manifests) { container(m).Args = []string{"migrate"} }},
+		{"runs the relay", "an image built by hand", func(m *manifests) { container(m).Image = "cdc-relay:latest" }},
+		{"runs the relay", "another release's image", func(m *manifests) { container(m).Image = releaseRepository + ":v0.4.0" }},
 		{"probes on the metrics port", "liveness on /readyz", func(m *manifests) { container(m).LivenessProbe.HTTPGet.Path = "/readyz" }},
 		{"probes on the metrics port", "readiness on a number", func(m *manifests) { container(m).ReadinessProbe.HTTPGet.Port = intstr.FromInt32(9187) }},
 		{"probes on the metrics port", "the relay listens elsewhere", func(m *manifests) { setConfig(m, metricsAddrVar, "0.0.0.0:9188") }},

@@ -27,11 +27,17 @@ app.kubernetes.io/name: {{ include "cdc-relay.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* The image's tag: image.tag, else v<appVersion>, the release's tag (a
+leading v of appVersion is not doubled). */}}
+{{- define "cdc-relay.imageTag" -}}
+{{- .Values.image.tag | default (printf "v%s" (trimPrefix "v" .Chart.AppVersion)) }}
+{{- end }}
+
 {{/* Every object's labels. */}}
 {{- define "cdc-relay.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "cdc-relay.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/version: {{ include "cdc-relay.imageTag" . | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
