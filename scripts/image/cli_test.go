@@ -243,7 +243,7 @@ func TestPushRefusedSaysToLogIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr := runCmd("push", tarPath, host+"/team/cdc-relay:v0.5.0")
-	if want := "log in to " + host + " first (docker login or podman login " + host + ")"; code != 1 || !strings.Contains(stderr, want) {
+	if want := "log in to " + host + " first (docker login " + host + ", or podman login --authfile ~/.docker/config.json " + host + ")"; code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
 	t.Logf("push said: %s", stderr)

@@ -37,7 +37,8 @@ Commands:
   build   write the image index of the release's linux binaries as a tar of
           an OCI image layout (make release runs it)
   push    copy such a tar's image index to a registry, with the credentials
-          of docker login or podman login
+          of docker login (podman: podman login --authfile
+          ~/.docker/config.json)
 
 Run 'go run . <command> -h' for a command's flags and arguments.
 `

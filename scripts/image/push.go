@@ -32,9 +32,11 @@ others. Each name is whole: its registry, repository and tag, e.g.
   go run . push ../../dist/cdc-relay-v0.5.0-oci.tar \
       ghcr.io/OWNER/cdc-relay:v0.5.0 ghcr.io/OWNER/cdc-relay:latest
 
-The credentials are those docker login or podman login left (the docker
-config, $DOCKER_CONFIG, a credential helper it names, podman's auth.json,
-$REGISTRY_AUTH_FILE); none is printed. It prints each name pushed and the
+The credentials are those docker login left (the docker config,
+$DOCKER_CONFIG, a credential helper it names); podman's auth.json or
+$REGISTRY_AUTH_FILE only where there is no docker config, so with podman
+log in with podman login --authfile ~/.docker/config.json. None is
+printed. It prints each name pushed and the
 index's digest, to pin the image by (NAME@sha256:…).
 `
 
@@ -112,8 +114,8 @@ func Push(ctx context.Context, tarPath string, tags []name.Tag, w io.Writer, opt
 func pushError(t name.Tag, err error) error {
 	var te *transport.Error
 	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
-		return fmt.Errorf("pushing %s: %w\nlog in to %s first (docker login or podman login %s) with a token that may write to %s (on ghcr.io: a token with write:packages)",
-			t, err, t.RegistryStr(), t.RegistryStr(), t.RepositoryStr())
+		return fmt.Errorf("pushing %s: %w\nlog in to %s first (docker login %s, or podman login --authfile ~/.docker/config.json %s) with a token that may write to %s (on ghcr.io: a token with write:packages)",
+			t, err, t.RegistryStr(), t.RegistryStr(), t.RegistryStr(), t.RepositoryStr())
 	}
 	return fmt.Errorf("pushing %s: %w", t, err)
 }
