@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 )
 
 // TestPausedTopicAlertsWithinFiveMinutes: a topic paused under a steady
@@ -26,10 +24,7 @@ func TestPausedTopicAlertsWithinFiveMinutes(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	e.relaySideOnly()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("promtool is not installed: run scripts/deps.sh promtool (Debian's prometheus package): %v", err)
-	}
+	promtool := promtoolPath(t)
 	a, b := e.topic("a"), e.topic("b")
 	e.createTopic1(a)
 	e.createTopic1(b)
@@ -38,17 +33,10 @@ func TestPausedTopicAlertsWithinFiveMinutes(t *testing.T) {
 		return "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ($1, $2, 'Steady', '{}')",
 			[]any{[]string{"a", "b"}[i%2], fmt.Sprintf("order-%d", i)}
 	})
-	var scrapes []map[string]*dto.MetricFamily
-	scrapeFor := func(d time.Duration) int {
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
-			_, fams := p.scrape()
-			scrapes = append(scrapes, fams)
-		}
-		return len(scrapes)
-	}
-	paused := scrapeFor(6 * time.Second) // the first scrape of the pause
+	s := &scraper{p: p}
+	paused := s.scrapeFor(6 * time.Second) // the first scrape of the pause
 	e.pauseCmd("pause", a)
-	scrapeFor(22 * time.Second)
+	s.scrapeFor(22 * time.Second)
 	e.pauseCmd("resume", a)
 	if err := app.stop(); err != nil {
 		t.Fatal(err)
@@ -61,7 +49,7 @@ func TestPausedTopicAlertsWithinFiveMinutes(t *testing.T) {
 	at := func(i int) string { return strconv.Itoa(i*15) + "s" }
 	var test strings.Builder
 	fmt.Fprintf(&test, "rule_files: [%q]\nevaluation_interval: 15s\ntests:\n", rules)
-	test.WriteString(inputSeries(scrapes))
+	test.WriteString(inputSeries(s.scrapes))
 	test.WriteString("    promql_expr_test:\n")
 	fmt.Fprintf(&test, "      - expr: %s\n        eval_time: %s\n        exp_samples: []\n", firing, at(paused-1))
 	fmt.Fprintf(&test, "      - expr: %s\n        eval_time: %s\n        exp_samples: [{labels: '{}', value: 1}]\n", firing, at(paused+20))
@@ -73,6 +61,6 @@ func TestPausedTopicAlertsWithinFiveMinutes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CdcRelayHeldGrowing over the scrapes of a paused topic (promtool test rules %s): %v\n%s", file, err, out)
 	}
-	t.Logf("%d scrapes, the pause from scrape %d: CdcRelayHeldGrowing fires within 5 minutes (series time)", len(scrapes), paused)
+	t.Logf("%d scrapes, the pause from scrape %d: CdcRelayHeldGrowing fires within 5 minutes (series time)", len(s.scrapes), paused)
 	p.stop(30 * time.Second)
 }

@@ -29,10 +29,7 @@ func TestDashboardSeesFaults(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	e.needKfake()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("promtool is not installed: run scripts/deps.sh promtool (Debian's prometheus package): %v", err)
-	}
+	promtool := promtoolPath(t)
 	a, b := e.topic("a"), e.topic("b")
 	e.createTopic(a, map[string]string{"max.message.bytes": "2000"})
 	e.createTopic1(b)
@@ -42,14 +39,8 @@ func TestDashboardSeesFaults(t *testing.T) {
 			[]any{[]string{"a", "b"}[i%2], fmt.Sprintf("k%d", i%20)}
 	})
 
-	var scrapes []map[string]*dto.MetricFamily
-	scrapeFor := func(d time.Duration) int {
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
-			_, fams := p.scrape()
-			scrapes = append(scrapes, fams)
-		}
-		return len(scrapes) - 1
-	}
+	s := &scraper{p: p}
+	scrapeFor := func(d time.Duration) int { return s.scrapeFor(d) - 1 } // the last scrape's
 	steady := scrapeFor(8 * time.Second)
 	insert(t, e.conn, "a", "big", "TooLarge", `{"pad": "`+strings.Repeat("x", 5000)+`"}`)
 	parked := scrapeFor(8 * time.Second)
@@ -64,7 +55,7 @@ func TestDashboardSeesFaults(t *testing.T) {
 
 	// The parked event counts once: the panels' rate windows see it for a
 	// minute (4 scrapes) after the scrape that first counts it.
-	first := slices.IndexFunc(scrapes, func(f map[string]*dto.MetricFamily) bool {
+	first := slices.IndexFunc(s.scrapes, func(f map[string]*dto.MetricFamily) bool {
 		return value(f, "cdc_relay_events_parked_total", "reason", "MESSAGE_TOO_LARGE") >= 1
 	})
 	if first < 0 || first > parked {
@@ -85,9 +76,35 @@ func TestDashboardSeesFaults(t *testing.T) {
 	if err := app.stop(); err != nil {
 		t.Fatal(err)
 	}
-	out := e.promtoolDashboard(promtool, scrapes, checks)
-	t.Logf("%d scrapes; promtool: %s", len(scrapes), strings.TrimSpace(out))
+	out := e.promtoolDashboard(promtool, s.scrapes, checks)
+	t.Logf("%d scrapes; promtool: %s", len(s.scrapes), strings.TrimSpace(out))
 	p.stop(30 * time.Second)
+}
+
+// promtoolPath returns promtool's path, or fails t saying how to install it.
+func promtoolPath(t *testing.T) string {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is not installed: run scripts/deps.sh promtool (Debian's prometheus package): %v", err)
+	}
+	return promtool
+}
+
+// scraper keeps the relay p's /metrics, scraped once a second.
+type scraper struct {
+	p       *relayProc
+	scrapes []map[string]*dto.MetricFamily
+}
+
+// scrapeFor scrapes for d, once a second, and returns how many scrapes it
+// holds then.
+func (s *scraper) scrapeFor(d time.Duration) int {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+		_, fams := s.p.scrape()
+		s.scrapes = append(s.scrapes, fams)
+	}
+	return len(s.scrapes)
 }
 
 // dashboardCheck is a panel's target, by title and legend, that must read

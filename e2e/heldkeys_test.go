@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestHeldKeysPastTheWholeOnes: a topic paused while 70,000 events of as
+// TestHeldKeysPastTheWholeOnes: a topic paused while 67,000 events of as
 // many keys arrive holds more keys than the relay keeps whole (65,536):
 // it holds the others by their hash. Resumed while a second event of
-// each of the last 10,000 keys arrives (those held by their hash, and
+// each of the last 4,000 keys arrives (those held by their hash, and
 // whole ones before them), each key's events arrive once each and in
 // commit order, and nothing is left held. Its subject is the relay's
 // memory of held keys, not the broker: it runs on kfake only.
@@ -29,8 +29,8 @@ func TestHeldKeysPastTheWholeOnes(t *testing.T) {
 	e.waitFor("/status lists "+a+" as paused", 10*time.Second, func() bool { return p.pausedOnStatus(a) })
 
 	const (
-		keys   = 70_000
-		second = 10_000 // the last keys get a second event
+		keys   = 67_000
+		second = 4_000 // the last keys get a second event: those held by their hash, and whole ones
 	)
 	insert := func(seq0, from, to int) {
 		for ; from <= to; from += 10_000 {

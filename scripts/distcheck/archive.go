@@ -56,8 +56,14 @@ func readArchive(path string) (map[string][]byte, error) {
 	if zr.Name != "" || !zr.ModTime.IsZero() {
 		return nil, fmt.Errorf("gzip header holds a name (%q) or a time (%v): compress with gzip -n", zr.Name, zr.ModTime)
 	}
+	return readTarFiles(zr, func(h *tar.Header) (bool, error) { return false, checkHeader(h) })
+}
+
+// readTarFiles returns the contents of the entries of the tar r by name,
+// but those check skips, or the first error check returns.
+func readTarFiles(r io.Reader, check func(*tar.Header) (skip bool, err error)) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -66,8 +72,12 @@ func readArchive(path string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkHeader(h); err != nil {
+		skip, err := check(h)
+		if err != nil {
 			return nil, err
+		}
+		if skip {
+			continue
 		}
 		if files[h.Name], err = io.ReadAll(tr); err != nil {
 			return nil, err

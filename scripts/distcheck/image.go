@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -297,28 +296,17 @@ func readLayer(l layout, d descriptor, diffID string) (map[string][]byte, error)
 // readTar returns the regular files of the tar r by name, or an error if
 // an entry is neither a file nor a directory, or is not owned by 0:0.
 func readTar(r io.Reader) (map[string][]byte, error) {
-	files := map[string][]byte{}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	return readTarFiles(r, func(h *tar.Header) (bool, error) {
 		switch {
 		case h.Uid != 0 || h.Gid != 0:
-			return nil, fmt.Errorf("%s: owned by %d:%d, want 0:0", h.Name, h.Uid, h.Gid)
+			return false, fmt.Errorf("%s: owned by %d:%d, want 0:0", h.Name, h.Uid, h.Gid)
 		case h.Typeflag == tar.TypeDir:
-			continue
+			return true, nil
 		case h.Typeflag != tar.TypeReg:
-			return nil, fmt.Errorf("%s: neither a file nor a directory", h.Name)
+			return false, fmt.Errorf("%s: neither a file nor a directory", h.Name)
 		case h.Name == "cdc-relay" && h.Mode != 0o755:
-			return nil, fmt.Errorf("%s: mode %o, want 755", h.Name, h.Mode)
+			return false, fmt.Errorf("%s: mode %o, want 755", h.Name, h.Mode)
 		}
-		if files[h.Name], err = io.ReadAll(tr); err != nil {
-			return nil, err
-		}
-	}
+		return false, nil
+	})
 }
