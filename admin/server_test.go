@@ -277,9 +277,9 @@ func TestLoopbackWithoutTokenRefusesWebPages(t *testing.T) {
 		want                             int
 	}{
 		{"curl", "", "", "", "", http.StatusOK},
-		{"localhost", "", "", "", "localhost:9187", http.StatusOK},
+		{"localhost", "", "", "", "localhost:7187", http.StatusOK},
 		{"a web page", "", "Origin", "https://evil.example", "", http.StatusForbidden},
-		{"rebound DNS name", "", "", "", "evil.example:9187", http.StatusForbidden},
+		{"rebound DNS name", "", "", "", "evil.example:7187", http.StatusForbidden},
 		{"bearer in lower case", "s3cret", "Authorization", "bearer s3cret", "", http.StatusOK},
 		{"basic", "s3cret", "Authorization", "Basic s3cret", "", http.StatusUnauthorized},
 	} {

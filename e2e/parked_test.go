@@ -61,7 +61,7 @@ func checkOnce(t *testing.T, recs []*kgo.Record, n int) {
 // broker that creates topics on demand as Kafka does by default: every
 // event is delivered and nothing is parked.
 func TestDefaultFlagsDeliverEverything(t *testing.T) {
-	// Alone: with the default flags it serves on the default port, 127.0.0.1:9187.
+	// Alone: with the default flags it serves on the default port, 127.0.0.1:7187.
 	e := newEnv(t)
 	p := e.startRelayArgs(relayBin, "run", "--postgres-url", e.url, "--kafka-brokers", strings.Join(e.brokers, ","), "--slot", e.slot)
 	agg := strings.ReplaceAll(e.prefix, ".", "_") // the default template: outbox.event.{aggregate_type}

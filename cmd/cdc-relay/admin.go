@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"mime"
+	"net/http"
 	"syscall"
 
 	"github.com/cdc-relay/cdc-relay/admin"
@@ -12,8 +14,42 @@ import (
 )
 
 // defaultMetricsAddr is where `run` serves its metrics and endpoints, and
-// where `status` looks for a running relay.
-const defaultMetricsAddr = "127.0.0.1:9187"
+// where `status`, `pause` and `resume` look for a running relay. Its port is
+// outside Prometheus' exporter range (9100-9999, fully allocated), so no
+// well-known exporter on the host takes it.
+const defaultMetricsAddr = "127.0.0.1:7187"
+
+// formerDefaultMetricsAddr was defaultMetricsAddr before 0.5.0; its port is
+// postgres_exporter's, which is why it changed.
+const formerDefaultMetricsAddr = "127.0.0.1:9187"
+
+// giveMetricsAddr ends an error that no relay answers at addr: it says to
+// name the relay's address, and, at the default address, that the default
+// changed in 0.5.0.
+func giveMetricsAddr(addr string) string {
+	if addr != defaultMetricsAddr {
+		return "give the relay's --metrics-addr"
+	}
+	return fmt.Sprintf("%s is the default --metrics-addr since 0.5.0 (it was %s), and a relay of an earlier version, "+
+		"or one started with --metrics-addr, listens elsewhere: give the relay's --metrics-addr (or CDC_RELAY_METRICS_ADDR)",
+		defaultMetricsAddr, formerDefaultMetricsAddr)
+}
+
+// checkRelayAnswer returns an error when resp, the answer to request (such
+// as "GET /status"), does not come from a cdc-relay admin server, whose
+// every answer is JSON (package admin): another server listens there, such
+// as postgres_exporter on 9187, cdc-relay's default port before 0.5.0.
+func checkRelayAnswer(request string, resp *http.Response) error {
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "application/json" {
+		return nil
+	}
+	kind := mt
+	if err != nil {
+		kind = fmt.Sprintf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+	return fmt.Errorf("%s answered %s with %s, not JSON: the server there is not a cdc-relay admin server", request, resp.Status, kind)
+}
 
 // adminFlags are run's flags for its HTTP endpoints (package admin).
 type adminFlags struct {

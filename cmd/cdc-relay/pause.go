@@ -66,7 +66,7 @@ relay's memory: a restart or a standby's takeover forgets it.
 Examples:
 
   cdc-relay pause --topic orders --postgres-url postgres://admin@db/app
-  cdc-relay pause --metrics-addr relay-1:9187
+  cdc-relay pause --metrics-addr relay-1:7187
 `
 
 const resumeUsage = `Usage: cdc-relay resume [--topic T] [flags]
@@ -83,7 +83,7 @@ Without --topic, resumes the whole relay running at --metrics-addr (POST
 Examples:
 
   cdc-relay resume --topic orders --postgres-url postgres://admin@db/app
-  cdc-relay resume --metrics-addr relay-1:9187
+  cdc-relay resume --metrics-addr relay-1:7187
 `
 
 var pauseSections = []flagSection{
@@ -226,8 +226,8 @@ func (c *PauseCommand) relayWide(ctx context.Context) error {
 		return fmt.Errorf("the relay at %s did not %s: %w", c.addr, c.verb(), err)
 	}
 	if err != nil {
-		return fmt.Errorf("no relay answers at %s (%w): a relay-wide %s needs a running relay; give its --metrics-addr, or %s one topic with --topic (kept in the database)",
-			c.addr, err, c.verb(), c.verb())
+		return fmt.Errorf("no relay answers at %s (%w): a relay-wide %s needs a running relay; %s, or %s one topic with --topic (kept in the database)",
+			c.addr, err, c.verb(), giveMetricsAddr(c.addr), c.verb())
 	}
 	switch {
 	case !c.resume && res.Changed:
@@ -249,7 +249,8 @@ type pauseAnswer struct {
 }
 
 // post sends POST /pause or /resume to the relay at c.addr; answered
-// says whether a server answered, whatever it said.
+// says whether a relay answered, whatever it said (a server that is not a
+// relay's is not one).
 func (c *PauseCommand) post(ctx context.Context) (res pauseAnswer, answered bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
@@ -273,6 +274,9 @@ func (c *PauseCommand) post(ctx context.Context) (res pauseAnswer, answered bool
 		return res, false, err
 	}
 	defer resp.Body.Close()
+	if err := checkRelayAnswer("POST /"+c.verb(), resp); err != nil {
+		return res, false, err
+	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return res, true, fmt.Errorf("POST /%s: %s: give the relay's admin token (--admin-token-file or CDC_RELAY_ADMIN_TOKEN)", c.verb(), resp.Status)

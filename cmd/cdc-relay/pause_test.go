@@ -23,14 +23,15 @@ func TestPauseCommand(t *testing.T) {
 	}
 	paused := false
 	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json") // as a relay's every answer
 		if r.Method != "POST" || r.Header.Get("Authorization") != "Bearer s3cret" {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error": "unauthorized"}`))
 			return
 		}
 		want := r.URL.Path == "/pause"
 		changed := paused != want
 		paused = want
-		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"paused": ` + map[bool]string{true: "true", false: "false"}[paused] + `, "changed": ` + map[bool]string{true: "true", false: "false"}[changed] + `}`))
 	}))
 	defer relay.Close()

@@ -214,7 +214,7 @@ column, from the checkpoint's commit time less 10 minutes; consumers may see
 some twice), logs the window and
 the count, and counts it in cdc_relay_slot_recoveries_total.
 
-While it runs it serves, on --metrics-addr (127.0.0.1:9187): /metrics for
+While it runs it serves, on --metrics-addr (` + defaultMetricsAddr + `): /metrics for
 Prometheus, /healthz, /readyz, /status (JSON; "cdc-relay status" prints it),
 and the admin endpoints POST /pause, POST /resume, GET /failed and
 POST /failed/{id}/retry, which need --admin-token on an address other than

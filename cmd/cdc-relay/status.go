@@ -59,7 +59,7 @@ nothing else: ["CMD", "/cdc-relay", "status"].
 Examples:
 
   cdc-relay status
-  cdc-relay status --metrics-addr relay-1:9187 --json
+  cdc-relay status --metrics-addr relay-1:7187 --json
   CDC_RELAY_POSTGRES_URL=postgres://relay@db/app cdc-relay status
 `
 
@@ -105,7 +105,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	}
 	if askErr != nil {
 		if c.postgresURL == "" {
-			return exitCodeError{statusNoRelay, fmt.Errorf("no relay answers at %s (%w): give the relay's --metrics-addr, or --postgres-url to read the database instead", c.addr, askErr)}
+			return exitCodeError{statusNoRelay, fmt.Errorf("no relay answers at %s (%w): %s, or --postgres-url to read the database instead", c.addr, askErr, giveMetricsAddr(c.addr))}
 		}
 		if st, err = c.fromDatabase(ctx); err != nil {
 			return exitCodeError{statusNoRelay, fmt.Errorf("no relay answers at %s (%v), and reading the database failed: %w", c.addr, askErr, err)}
@@ -166,6 +166,9 @@ func (c *StatusCommand) ask(ctx context.Context) (report.Status, error) {
 		return st, err
 	}
 	defer resp.Body.Close()
+	if err := checkRelayAnswer("GET /status", resp); err != nil {
+		return st, err
+	}
 	if resp.StatusCode != http.StatusOK {
 		return st, fmt.Errorf("GET /status: %s", resp.Status)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,7 +39,7 @@ func TestPrintStatus(t *testing.T) {
 			[]string{"leader, NOT READY", "PAUSED (POST /resume resumes)", "why         Kafka does not answer", "2 FAILED", "1 DEAD", "cdc-relay failed list", "lost the leadership lock (1m0s ago)"},
 			nil},
 		{"from the database",
-			report.Status{Role: report.RoleNone, NotReady: "no relay answers at 127.0.0.1:9187", LagBytes: 2048, WALRetainedBytes: -1, Failed: 0, Dead: 0},
+			report.Status{Role: report.RoleNone, NotReady: "no relay answers at 127.0.0.1:7187", LagBytes: 2048, WALRetainedBytes: -1, Failed: 0, Dead: 0},
 			[]string{"no relay answers; from the database", "lag 2.0 KiB", "keeps unknown"},
 			[]string{"why", "read,", "failover", "slot loss"}},
 		{"held events per topic",
@@ -106,6 +107,7 @@ func TestStatusAsksTheRelay(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(want)
 	}))
 	defer ts.Close()
@@ -149,6 +151,7 @@ func TestStatusExitCodes(t *testing.T) {
 			addr := "127.0.0.1:1"
 			if tt.st != nil {
 				ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
 					_ = json.NewEncoder(w).Encode(tt.st)
 				}))
 				defer ts.Close()
@@ -170,5 +173,50 @@ func TestStatusExitCodes(t *testing.T) {
 				t.Errorf("--json printed %q, not JSON", out.String())
 			}
 		})
+	}
+}
+
+// TestNotARelay: status, pause and resume tell a server that is not a
+// relay's (postgres_exporter's page on 9187, the default before 0.5.0; a
+// 404 page) from a relay, and say to give the relay's --metrics-addr.
+func TestNotARelay(t *testing.T) {
+	clearEnv(t)
+	exporter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=UTF-8")
+		_, _ = w.Write([]byte("<html><head><title>Postgres Exporter</title></head></html>"))
+	}))
+	defer exporter.Close()
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	for _, ts := range []*httptest.Server{exporter, notFound} {
+		addr := strings.TrimPrefix(ts.URL, "http://")
+		for _, args := range [][]string{{"status"}, {"pause"}, {"resume", "--admin-token", "t"}} {
+			code := 1
+			if args[0] == "status" {
+				code = statusNoRelay
+			}
+			runMain(context.Background(), t, append(args, "--metrics-addr", addr), code, nil,
+				[]string{"no relay answers at " + addr, "not JSON: the server there is not a cdc-relay admin server", "give the relay's --metrics-addr"})
+		}
+	}
+}
+
+// TestDefaultMetricsAddr: run serves, and status, pause and resume ask, at
+// defaultMetricsAddr; an error at that address says that it changed in 0.5.0.
+func TestDefaultMetricsAddr(t *testing.T) {
+	for name, fs := range map[string]*flag.FlagSet{
+		"run": (&RunCommand{}).flags(), "status": (&StatusCommand{}).flags(),
+		"pause": (&PauseCommand{}).flags(), "resume": (&PauseCommand{resume: true}).flags(),
+	} {
+		if got := fs.Lookup("metrics-addr").DefValue; got != defaultMetricsAddr {
+			t.Errorf("%s --metrics-addr defaults to %q, want %q", name, got, defaultMetricsAddr)
+		}
+	}
+	if got := giveMetricsAddr(defaultMetricsAddr); !strings.Contains(got, "the default --metrics-addr since 0.5.0 (it was 127.0.0.1:9187)") ||
+		!strings.Contains(got, "CDC_RELAY_METRICS_ADDR") {
+		t.Errorf("at the default address: %q", got)
+	}
+	if got := giveMetricsAddr("relay-1:7187"); got != "give the relay's --metrics-addr" {
+		t.Errorf("at another address: %q", got)
 	}
 }

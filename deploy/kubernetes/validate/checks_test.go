@@ -17,7 +17,7 @@ const (
 	metricsAddrVar     = "CDC_RELAY_METRICS_ADDR"
 	stopTimeoutVar     = "CDC_RELAY_STOP_TIMEOUT"
 	defaultStopTimeout = 30 * time.Second
-	metricsPort        = 9187
+	metricsPort        = 7187
 	// stopMargin is what the grace period must leave after the stop timeout:
 	// the time to close the connections and exit once it is over.
 	stopMargin = 10 * time.Second
@@ -144,7 +144,7 @@ func checkContainer(m manifests) []string {
 }
 
 // checkProbes: liveness on /healthz, readiness on /readyz, both on the
-// named port metrics, which is 9187, the port the relay listens on
+// named port metrics, which is 7187, the port the relay listens on
 // (CDC_RELAY_METRICS_ADDR), the Service's port metrics and the port of the
 // pods' prometheus.io/port annotation.
 func checkProbes(m manifests) []string {

@@ -99,7 +99,7 @@ func TestChecksCatchMistakes(t *testing.T) {
 		{"runs the relay", "an image built by hand", func(m *manifests) { container(m).Image = "cdc-relay:latest" }},
 		{"runs the relay", "another release's image", func(m *manifests) { container(m).Image = releaseRepository + ":v0.4.0" }},
 		{"probes on the metrics port", "liveness on /readyz", func(m *manifests) { container(m).LivenessProbe.HTTPGet.Path = "/readyz" }},
-		{"probes on the metrics port", "readiness on a number", func(m *manifests) { container(m).ReadinessProbe.HTTPGet.Port = intstr.FromInt32(9187) }},
+		{"probes on the metrics port", "readiness on a number", func(m *manifests) { container(m).ReadinessProbe.HTTPGet.Port = intstr.FromInt32(7187) }},
 		{"probes on the metrics port", "the relay listens elsewhere", func(m *manifests) { setConfig(m, metricsAddrVar, "0.0.0.0:9188") }},
 		{"probes on the metrics port", "no Service port", func(m *manifests) { m.services[0].Spec.Ports[0].Name = "http" }},
 		{"grace above stop timeout", "Kubernetes' default", func(m *manifests) { pod(m).TerminationGracePeriodSeconds = nil }},
