@@ -11,12 +11,12 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 )
 
-// readmeMessages is the README's example of messages (in its
-// "Configuration file", after the anchor messages-in-the-config-file): an
+// readmeMessages is the documentation's example of messages (in
+// docs/messages.md, after the anchor messages-in-the-config-file): an
 // envelope source and a payload-only one, with no table.
 func readmeMessages(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/messages.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func readmeMessages(t *testing.T) string {
 	_, block, ok2 := strings.Cut(section, "```yaml\nmessages:\n")
 	block, _, ok3 := strings.Cut(block, "```")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal("README.md lacks its example of messages: (a yaml block that starts with messages:, after the anchor messages-in-the-config-file)")
+		t.Fatal("docs/messages.md lacks its example of messages: (a yaml block that starts with messages:, after the anchor messages-in-the-config-file)")
 	}
 	return "messages:\n" + block
 }
@@ -36,7 +36,7 @@ func TestParseMessages(t *testing.T) {
 		wantTables int
 		want       []decoder.MessageMapping
 	}{
-		{name: "the README's example, no tables", yaml: readmeMessages(t), want: []decoder.MessageMapping{
+		{name: "the documentation's example, no tables", yaml: readmeMessages(t), want: []decoder.MessageMapping{
 			{Prefix: "outbox", Topic: "orders.events", AllowedTopics: `orders\..*`},
 			{Prefix: "audit", PayloadOnly: true, Topic: "audit.events", KeyField: "account_id", IDField: "event_id"},
 		}},

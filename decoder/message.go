@@ -15,8 +15,8 @@ const DefaultMessagePrefix = "outbox"
 // in commit order among the transaction's rows.
 //
 // The content is an envelope by default: a JSON object with the members
-// topic, key, id, headers and payload (see the README's "An outbox without
-// a table"). With PayloadOnly, the whole content is the record's value.
+// topic, key, id, headers and payload (see docs/messages.md, "The
+// envelope"). With PayloadOnly, the whole content is the record's value.
 type MessageMapping struct {
 	// Prefix is the messages' prefix, matched exactly. Required. Messages
 	// of any other prefix are ignored, and so are non-transactional ones.

@@ -8,11 +8,11 @@ import (
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 )
 
-// TestReadmeListsParkedReasons: the README's row of
-// cdc_relay_events_parked_total names every reason label the stream
-// parks with besides Kafka's error codes.
-func TestReadmeListsParkedReasons(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// TestDocsListParkedReasons: the row of cdc_relay_events_parked_total in
+// the metrics table of docs/operating.md names every reason label the
+// stream parks with besides Kafka's error codes.
+func TestDocsListParkedReasons(t *testing.T) {
+	b, err := os.ReadFile("../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,9 +22,12 @@ func TestReadmeListsParkedReasons(t *testing.T) {
 			row = line
 		}
 	}
+	if row == "" {
+		t.Fatal("docs/operating.md has no row of cdc_relay_events_parked_total{reason} in its metrics table")
+	}
 	for _, reason := range []string{delivery.InvalidRow, delivery.NoTimestamp} {
 		if !strings.Contains(row, "`"+reason+"`") {
-			t.Errorf("the README's row of cdc_relay_events_parked_total lacks the reason %q:\n%s", reason, row)
+			t.Errorf("the row of cdc_relay_events_parked_total in docs/operating.md lacks the reason %q:\n%s", reason, row)
 		}
 	}
 }

@@ -205,7 +205,7 @@ within --stop-timeout stays unconfirmed and is sent again after a restart.
 
 After a PostgreSQL failover, the promoted standby has the relay's slot only
 if it is a failover slot (PostgreSQL 17+: the relay makes its slot one, and
-the servers need the settings the README lists). Otherwise the slot is
+the servers need the settings docs/failover.md lists). Otherwise the slot is
 missing, or behind what the relay read, and the relay refuses to start,
 naming the gap: "cdc-relay recover" repairs it. With --on-slot-loss recover
 the relay repairs it by itself and streams on: it creates the slot, publishes

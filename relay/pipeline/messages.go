@@ -58,7 +58,7 @@ func (p *Pipeline) ignoreUnmapped(prefix string) {
 	}
 	p.unmapped.Log(label, slog.LevelWarn, "ignored a transactional message of a prefix no messages: entry maps; its event is lost: "+
 		"map the prefix (messages: in the config file, or --message-prefix), or have the application write a mapped one; "+
-		"if no application writes it, a role is writing messages (pg_logical_emit_message is PUBLIC's: see the README to restrict it)",
+		"if no application writes it, a role is writing messages (pg_logical_emit_message is PUBLIC's: docs/messages.md says how to restrict it)",
 		args...)
 }
 
