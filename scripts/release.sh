@@ -41,9 +41,16 @@ die() {
 }
 
 # archive_extras copies into $1 the files every archive holds besides the
-# binary, with fixed modes. This is the one list of them.
+# binary, with fixed modes: the license files, the README and the manual
+# it links to (docs/, its files git tracks, so that no stray file of the
+# work tree reaches the bytes). This is the one list of them.
 archive_extras() {
+  local f
   install -m 0644 LICENSE NOTICE README.md "$DIST/.stage/THIRD_PARTY_NOTICES" "$1/"
+  while IFS= read -r f; do
+    install -d -m 0755 "$1/$(dirname "$f")"
+    install -m 0644 "$f" "$1/$f"
+  done < <(git ls-files docs)
 }
 
 # write_notices leaves DIST/.stage/THIRD_PARTY_NOTICES: the license texts

@@ -56,7 +56,13 @@ func TestCheckHeader(t *testing.T) {
 		{"binary not executable", tar.Header{Name: "cdc-relay", Typeflag: tar.TypeReg, Mode: 0o644}, "mode 644, want 755"},
 		{"group-writable", tar.Header{Name: "README.md", Typeflag: tar.TypeReg, Mode: 0o664}, "mode 664"},
 		{"builder's owner", tar.Header{Name: "LICENSE", Typeflag: tar.TypeReg, Mode: 0o644, Uid: 1000, Gid: 1000}, "owned by 1000:1000"},
-		{"directory", tar.Header{Name: "cdc-relay-v0.5.0/", Typeflag: tar.TypeDir, Mode: 0o755}, "not a regular file"},
+		{"directory", tar.Header{Name: "cdc-relay-v0.5.0/", Typeflag: tar.TypeDir, Mode: 0o755}, "only docs/ may be one"},
+		{"the manual", tar.Header{Name: "docs/", Typeflag: tar.TypeDir, Mode: 0o755}, ""},
+		{"a page", tar.Header{Name: "docs/reference/cli.md", Typeflag: tar.TypeReg, Mode: 0o644}, ""},
+		{"a page's directory group-writable", tar.Header{Name: "docs/reference/", Typeflag: tar.TypeDir, Mode: 0o775}, "mode 775, want 755"},
+		{"a file in a directory", tar.Header{Name: "bin/cdc-relay", Typeflag: tar.TypeReg, Mode: 0o755}, "not at the top"},
+		{"out of docs", tar.Header{Name: "docs/../x", Typeflag: tar.TypeReg, Mode: 0o644}, "not at the top"},
+		{"a link", tar.Header{Name: "docs/x.md", Typeflag: tar.TypeSymlink, Mode: 0o644}, "not a regular file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +74,17 @@ func TestCheckHeader(t *testing.T) {
 				t.Errorf("checkHeader: %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestLinkedDocs: the pages the README links to, each once, without
+// anchors, directories or links elsewhere.
+func TestLinkedDocs(t *testing.T) {
+	readme := "See [a](docs/a.md), [b](docs/b.md#x), [a again](docs/a.md#y), [the folder](docs/),\n" +
+		"[ref](docs/reference/cli.md) and [elsewhere](examples/README.md), [web](https://x/docs/c.md)."
+	got := strings.Join(linkedDocs([]byte(readme)), " ")
+	if want := "docs/a.md docs/b.md docs/reference/cli.md"; got != want {
+		t.Errorf("linkedDocs = %q, want %q", got, want)
 	}
 }
 
