@@ -71,7 +71,7 @@ RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
 
-.PHONY: all build release release-check push-image demo test test-kafka test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses deps deps-kafka deps-pg clean
+.PHONY: all build release release-check push-image demo test test-kafka test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses docs deps deps-kafka deps-pg clean
 
 all: build
 
@@ -162,6 +162,12 @@ lint:
 ## licenses: regenerate docs/DEPENDENCIES.md, the modules the binary links and their licenses; fails on a license not allowed
 licenses:
 	$(GO) run ./scripts/licenses
+
+## docs: regenerate docs/reference/ from the code: the command-line reference (the flag sets), the config file's (the key tables) and the metrics' (the registry); each page's test fails when it is stale
+docs:
+	$(GO) test ./cmd/cdc-relay/ -run '^TestCLIReference$$' -count=1 -update
+	$(GO) test ./config/ -run '^TestConfigReference$$' -count=1 -update
+	$(GO) test ./metrics/ -run '^TestMetricsReference$$' -count=1 -update
 
 ## k8s: render deploy/kubernetes (kustomize) and the Helm chart, and check every object against the Kubernetes API's types, no cluster needed (and go vet of that module)
 k8s:
