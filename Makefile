@@ -71,9 +71,21 @@ RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # the race detector (which runs on 15 and 18).
 PG_UNIT_FLAGS ?= -race
 
-.PHONY: all build release release-check push-image demo test test-kafka test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses docs deps deps-kafka deps-pg clean
+# make kafka's broker: its port on 127.0.0.1, and a directory to keep its
+# data in (empty: a temporary one, removed when it stops).
+KAFKA_PORT ?= 9092
+KAFKA_DIR  ?=
+# scripts/kafka, which runs it and Kafka's tools: built, not go run, which
+# exits 1 when Ctrl-C ends the program it runs.
+KAFKA = $(GO) build -o bin/kafka ./scripts/kafka && bin/kafka -port '$(KAFKA_PORT)'
+
+.PHONY: all help build release release-check push-image demo kafka kafka-topics kafka-consume test test-kafka test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses docs deps deps-kafka deps-pg clean
 
 all: build
+
+## help: the make targets, each with what it does
+help:
+	@sed -n 's/^## \([^:]*\): /  \1\t/p' $(firstword $(MAKEFILE_LIST)) | expand -t 18
 
 # Each target installs only what it needs (scripts/deps.sh says what each
 # name is); cgo stays on wherever -race is used.
@@ -113,6 +125,18 @@ push-image:
 demo: build
 	@./scripts/deps.sh postgres
 	./$(BIN) demo
+
+## kafka: an Apache Kafka 4.4 broker (one KRaft node, the tests' jars) on localhost:9092 (KAFKA_PORT=9093) in the foreground until Ctrl-C, to try the relay against (--kafka-brokers localhost:9092); its data in a temporary directory, removed when it stops, or in KAFKA_DIR=DIR, kept
+kafka: deps-kafka
+	@$(KAFKA) -dir '$(KAFKA_DIR)'
+
+## kafka-topics: Kafka's topic tool (kafka-topics.sh) against make kafka's broker, with ARGS: ARGS=--list, ARGS='--create --topic t1', ARGS='--describe --topic outbox.event.order'
+kafka-topics: deps-kafka
+	@$(KAFKA) topics $(ARGS)
+
+## kafka-consume: with TOPIC=NAME, Kafka's console consumer on make kafka's broker: the topic from its start, each record's key and headers, until Ctrl-C (ARGS='--max-messages 1' stops sooner)
+kafka-consume: deps-kafka
+	@$(KAFKA) consume '$(TOPIC)' $(ARGS)
 
 ## test: lint, the Kubernetes manifests, unit tests with -race, the decoder's fuzz target, then the end-to-end suite
 test: deps lint k8s unit fuzz e2e

@@ -1,7 +1,10 @@
 // Package kafkatest runs a real Apache Kafka broker for the e2e suite: one
 // combined broker+controller KRaft node from the jars that Maven fetches
 // (pom.xml beside this file) into a git-ignored cache, on free loopback
-// ports, with a small heap, its data in a temporary directory.
+// ports, with a small heap, its data in a temporary directory. make kafka
+// (scripts/kafka) runs the same broker on a fixed port for a person to try
+// the relay against, and Kafka's topic tool and console consumer from the
+// same jars.
 //
 // The first Start runs Maven (minutes on a cold cache); later ones reuse the
 // jars and take seconds. Java 17+ and Maven must be installed.
@@ -13,6 +16,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +44,16 @@ type Options struct {
 	// TLS, if set, adds a listener that speaks TLS (Kafka's SSL), at
 	// [Broker.TLSAddr].
 	TLS *TLSListener
+	// Port, if not 0, is the port of the plaintext listener ([Broker.Addr])
+	// rather than a free one; Start fails at once when it is taken.
+	Port int
+	// Dir, if set, holds the broker's configuration, log and data rather
+	// than a temporary directory: it is created if missing, its storage
+	// is formatted only the first time, and Close keeps it.
+	Dir string
+	// Output, if set, receives the broker's own output (its log at level
+	// warn) as well as its log file.
+	Output io.Writer
 }
 
 // TLSListener is the certificate of the broker's TLS listeners.
@@ -66,6 +81,7 @@ type Broker struct {
 	mtlsPort       int // 0 without a client CA
 	saslPort       int // 0 without SCRAM
 	opts           Options
+	keep           bool // Options.Dir: Close keeps the directory
 	cmd            *exec.Cmd
 	exited         chan struct{}
 	logPath        string
@@ -82,7 +98,7 @@ func sourceDir() string {
 func Jars(ctx context.Context) (string, error) {
 	dir := sourceDir()
 	libs := filepath.Join(dir, ".cache", "libs")
-	if _, err := os.Stat(filepath.Join(libs, "kafka_2.13-"+Version+".jar")); err == nil {
+	if haveJars(libs) {
 		return libs, nil
 	}
 	if _, err := exec.LookPath("mvn"); err != nil {
@@ -97,10 +113,32 @@ func Jars(ctx context.Context) (string, error) {
 	return libs, nil
 }
 
+// haveJars tells whether libs holds the broker's jar and the tools' (a
+// cache from before pom.xml named kafka-tools lacks the latter, and Maven
+// adds it).
+func haveJars(libs string) bool {
+	for _, jar := range []string{"kafka_2.13-" + Version + ".jar", "kafka-tools-" + Version + ".jar"} {
+		if _, err := os.Stat(filepath.Join(libs, jar)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // Start fetches the jars if needed, formats KRaft storage in a temporary
-// directory, and starts the broker; it returns once the broker answers a
-// metadata request.
+// directory (or [Options.Dir]), and starts the broker; it returns once the
+// broker answers a metadata request.
 func Start(ctx context.Context, opts Options) (*Broker, error) {
+	// A fixed port that is taken fails before anything else. It is held
+	// until the free ports are found, so that none of them is it.
+	var fixed net.Listener
+	if opts.Port != 0 {
+		var err error
+		if fixed, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", opts.Port)); err != nil {
+			return nil, fmt.Errorf("port %d is taken (%w): stop what listens there, or choose another port", opts.Port, err)
+		}
+		defer fixed.Close()
+	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return nil, errors.New("the Apache Kafka broker needs Java 17 or later: apt-get install openjdk-17-jre-headless")
 	}
@@ -112,12 +150,29 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		opts.Heap = "512m"
 	}
 	b := &Broker{libs: libs, opts: opts}
-	if b.dir, err = os.MkdirTemp("", "cdc-relay-kafka-"); err != nil {
-		return nil, err
-	}
 	// Five listeners at most, each on a port of its own: Kafka refuses
 	// two listeners on one port.
 	ports, err := freeport.GetN(5)
+	if fixed != nil {
+		fixed.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.Port != 0 {
+		ports[0] = opts.Port
+	}
+	if opts.Dir != "" {
+		// Absolute: the JVM runs in it, and the configuration names
+		// paths inside it.
+		if b.dir, err = filepath.Abs(opts.Dir); err != nil {
+			return nil, err
+		}
+		b.keep = true
+		err = os.MkdirAll(b.dir, 0o755)
+	} else {
+		b.dir, err = os.MkdirTemp("", "cdc-relay-kafka-")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +191,23 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		b.Close()
 		return nil, err
 	}
+	if err := b.format(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := b.Start(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// format formats KRaft storage, unless a broker of an earlier run in
+// [Options.Dir] did.
+func (b *Broker) format() error {
+	if _, err := os.Stat(filepath.Join(b.dir, "data", "meta.properties")); err == nil {
+		return nil
+	}
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
 	// The first character must not be "-" (62) or "_": the storage tool's
@@ -144,14 +216,9 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	id[0] &= 0x7f
 	format := b.java("kafka.tools.StorageTool", "format", "-t", base64.RawURLEncoding.EncodeToString(id), "-c", b.config())
 	if out, err := format.CombinedOutput(); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("format KRaft storage: %w\n%s", err, out)
+		return fmt.Errorf("format KRaft storage: %w\n%s", err, out)
 	}
-	if err := b.Start(ctx); err != nil {
-		b.Close()
-		return nil, err
-	}
-	return b, nil
+	return nil
 }
 
 func (b *Broker) config() string { return filepath.Join(b.dir, "server.properties") }
@@ -192,7 +259,10 @@ func (b *Broker) writeConfig() error {
 	if err := os.WriteFile(b.config(), []byte(sb.String()), 0o644); err != nil {
 		return err
 	}
-	log4j := "status = warn\nappender.console.type = Console\nappender.console.name = STDOUT\n" +
+	// No shutdown hook: a thread that logs first during the JVM's
+	// shutdown would warn that it cannot add one ([Options.Output] shows
+	// it).
+	log4j := "status = warn\nshutdownHook = disable\nappender.console.type = Console\nappender.console.name = STDOUT\n" +
 		"appender.console.layout.type = PatternLayout\nappender.console.layout.pattern = [%d] %p %m (%c)%n\n" +
 		"rootLogger.level = warn\nrootLogger.appenderRef.stdout.ref = STDOUT\n"
 	return os.WriteFile(filepath.Join(b.dir, "log4j2.properties"), []byte(log4j), 0o644)
@@ -252,6 +322,14 @@ func (b *Broker) java(args ...string) *exec.Cmd {
 // Addr is the broker's host:port.
 func (b *Broker) Addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
 
+// Dir is the directory of the broker's configuration, log (broker.log)
+// and data.
+func (b *Broker) Dir() string { return b.dir }
+
+// Exited is closed when the broker's process, started by the last Start,
+// ends.
+func (b *Broker) Exited() <-chan struct{} { return b.exited }
+
 // TLSAddr is the host:port of the TLS listener, or "" without
 // [Options.TLS].
 func (b *Broker) TLSAddr() string {
@@ -287,7 +365,11 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	b.cmd = b.java("kafka.Kafka", b.config())
-	b.cmd.Stdout, b.cmd.Stderr = logf, logf
+	var out io.Writer = logf
+	if b.opts.Output != nil {
+		out = io.MultiWriter(logf, b.opts.Output)
+	}
+	b.cmd.Stdout, b.cmd.Stderr = out, out
 	if err := b.cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start Kafka: %w", err)
@@ -299,6 +381,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		close(done)
 	}(b.cmd, b.exited)
 
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, 120*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
@@ -317,6 +400,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		case <-b.exited:
 			return fmt.Errorf("Kafka exited while starting:\n%s", b.LogTail())
 		case <-ctx.Done():
+			if parent.Err() != nil {
+				return fmt.Errorf("Kafka was starting: %w", parent.Err())
+			}
 			return fmt.Errorf("Kafka did not answer within 120s (%v):\n%s", err, b.LogTail())
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -353,7 +439,8 @@ func (b *Broker) LogTail() string {
 	return string(data)
 }
 
-// Close stops the broker and removes its data.
+// Close stops the broker and removes its data, unless they are in
+// [Options.Dir].
 func (b *Broker) Close() {
 	if b.cmd != nil && b.cmd.Process != nil {
 		select {
@@ -363,5 +450,7 @@ func (b *Broker) Close() {
 			<-b.exited
 		}
 	}
-	_ = os.RemoveAll(b.dir)
+	if !b.keep {
+		_ = os.RemoveAll(b.dir)
+	}
 }
