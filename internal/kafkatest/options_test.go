@@ -42,6 +42,7 @@ func TestFixedPortAndDir(t *testing.T) {
 	if os.Getenv("CDC_RELAY_TEST_KAFKA") != "apache" {
 		t.Skip("starts Apache Kafka: set CDC_RELAY_TEST_KAFKA=apache")
 	}
+	t.Parallel()
 	port, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
