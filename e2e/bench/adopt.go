@@ -67,7 +67,7 @@ func (b *bench) adopt(ctx context.Context, out io.Writer) error {
 	}
 	defer b.dropSlot(ctx, slot)
 	start := time.Now()
-	args := []string{"run", "--config", path, "--postgres-url", b.url, "--kafka-create-topics", "--log-level", "warn"}
+	args := []string{"run", "--metrics-addr", "", "--config", path, "--postgres-url", b.url, "--kafka-create-topics", "--log-level", "warn"}
 	if b.c.relayArgs != "" {
 		args = append(args, strings.Fields(b.c.relayArgs)...)
 	}

@@ -95,9 +95,16 @@ func (b *bench) emitRounds(ctx context.Context, ways []emitWay, relayArgs []stri
 // outbox table, pg_logical_emit_message with the envelope, and the SQL
 // helper cdc_relay.emit when `migrate --message-prefix` creates it.
 func (b *bench) emitWays(ctx context.Context) []emitWay {
+	message, helperSQL, headers := emitMessageEvent, emitHelperEvent, "headers"
+	if b.c.emitHeadersParam {
+		message, helperSQL, headers = emitMessageParamEvent, emitHelperParamEvent, "headers as a parameter"
+	}
 	ways := []emitWay{
 		{name: "INSERT INTO outbox", sql: insertEvent, table: true},
-		{name: "pg_logical_emit_message(true, 'outbox', envelope)", sql: emitMessageEvent},
+		{name: "pg_logical_emit_message(true, 'outbox', envelope)", sql: message},
+	}
+	if b.c.emitHeadersParam {
+		ways[1].name = "pg_logical_emit_message(true, 'outbox', envelope with headers as a parameter)"
 	}
 	o, err := exec.CommandContext(ctx, b.relayBin, "migrate", "--postgres-url", b.url, "--no-slot", "--message-prefix", emitPrefix).CombinedOutput()
 	var helper bool
@@ -108,7 +115,7 @@ func (b *bench) emitWays(ctx context.Context) []emitWay {
 		logf("emit: no cdc_relay.emit helper (migrate --message-prefix: %v %s); its way is left out", err, firstLine(string(o)))
 		return ways
 	}
-	return append(ways, emitWay{name: "cdc_relay.emit(topic, key, payload, headers)", sql: emitHelperEvent})
+	return append(ways, emitWay{name: "cdc_relay.emit(topic, key, payload, " + headers + ")", sql: helperSQL})
 }
 
 // messageRelayArgs are the arguments that make the relay relay the

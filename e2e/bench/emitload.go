@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,22 @@ const (
 	emitHelperEvent = `SELECT cdc_relay.emit('outbox.event.order', $1::text,
 		jsonb_build_object('seq', $2::int, 'pad', repeat('x', 240)),
 		jsonb_build_object('event_type', 'OrderPlaced', 'aggregate_type', 'order', 'aggregate_id', $1::text))`
+	// The same two message ways with the headers as a parameter ($3, the
+	// JSON text the client makes: headersParam), as an application that
+	// passes its headers sends them (-emit-headers-param).
+	emitMessageParamEvent = `SELECT pg_logical_emit_message(true, 'outbox', jsonb_build_object(
+		'topic', 'outbox.event.order', 'key', $1::text,
+		'headers', $3::jsonb,
+		'payload', jsonb_build_object('seq', $2::int, 'pad', repeat('x', 240)))::text)`
+	emitHelperParamEvent = `SELECT cdc_relay.emit('outbox.event.order', $1::text,
+		jsonb_build_object('seq', $2::int, 'pad', repeat('x', 240)), $3::jsonb)`
 )
+
+// headersParam is the headers of key's event as the JSON text a client
+// passes as a parameter: the same headers the other statements build.
+func headersParam(key string) string {
+	return `{"event_type": "OrderPlaced", "aggregate_type": "order", "aggregate_id": "` + key + `"}`
+}
 
 // emitLoad is what one way's load did: the events committed, in how long,
 // the WAL it wrote and the CPU PostgreSQL spent on it.
@@ -116,7 +132,12 @@ func commitUntil(ctx context.Context, conns []*pgx.Conn, sql string, deadline ti
 			defer wg.Done()
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				i := seq.Add(1) - 1
-				if _, err := conn.Exec(ctx, sql, fmt.Sprintf("key-%d", i%int64(keys)), i); err != nil {
+				key := fmt.Sprintf("key-%d", i%int64(keys))
+				args := []any{key, i}
+				if strings.Contains(sql, "$3") {
+					args = append(args, headersParam(key))
+				}
+				if _, err := conn.Exec(ctx, sql, args...); err != nil {
 					errs <- fmt.Errorf("load: %s: %w", firstLine(sql), err)
 					return
 				}

@@ -143,6 +143,7 @@ type config struct {
 	emitDuration                                  time.Duration // the emit part's load, per way
 	emitDurable                                   bool          // the emit part with fsync and full_page_writes on
 	emitRounds                                    int           // the emit part's rounds
+	emitHeadersParam                              bool          // the emit part's message ways with the headers as a parameter
 	pauseRate                                     int           // the pause part's events/s
 	pauseKeys                                     int           // the record keys the pause part's load spreads over
 	pauseWarm, pauseFor                           time.Duration // the pause part's load before the pause, and the pause
@@ -174,6 +175,7 @@ func main() {
 	flag.IntVar(&c.pauseKeys, "pause-keys", 1000, "record keys the pause part's load spreads over, each with events on both topics (more than the events: every key held is a new one)")
 	flag.DurationVar(&c.pauseWarm, "pause-warm", 10*time.Second, "the pause part's load before the topic is paused")
 	flag.DurationVar(&c.pauseFor, "pause-for", 90*time.Second, "how long the pause part pauses the topic (the load then runs twice as long again)")
+	flag.BoolVar(&c.emitHeadersParam, "emit-headers-param", false, "the emit part's two message ways take the headers as a parameter (JSON text), as an application that passes them does, rather than building them in the statement")
 	flag.BoolVar(&c.emitDurable, "emit-durable", false, "run the emit part with fsync and full_page_writes on, as a production server has them")
 	flag.BoolVar(&c.apache, "apache", false, "also drain into a real Apache Kafka broker, and run the exactlyonce part on it (Java and Maven needed; see internal/kafkatest)")
 	flag.Parse()
@@ -450,7 +452,10 @@ func (b *bench) fillBacklog(ctx context.Context, table string, rows, perTx int) 
 // startRelay starts `cdc-relay run` on slot, producing to brokers, with
 // -relay-args and then extra.
 func (b *bench) startRelay(slot string, brokers []string, extra ...string) (*relayproc.Proc, error) {
-	args := []string{"run", "--postgres-url", b.url, "--kafka-brokers", strings.Join(brokers, ","),
+	// No metrics server unless a part asks for one (extra, -relay-args,
+	// which come later and win): a relay on the default address, a user's
+	// or another bench's, must not stop this one.
+	args := []string{"run", "--metrics-addr", "", "--postgres-url", b.url, "--kafka-brokers", strings.Join(brokers, ","),
 		"--kafka-create-topics", "--slot", slot, "--log-level", "warn"}
 	if b.c.relayArgs != "" {
 		args = append(args, strings.Fields(b.c.relayArgs)...)
