@@ -45,7 +45,9 @@ func TestTwoRelayTableSetsInOneDatabase(t *testing.T) {
 	}
 
 	relayA := e.startRelay()
-	relayB := e.spawnRelayArgs(relayBin, e.relayArgs(append(tablesB, "--topic-template", e.prefix+".billing.{aggregate_type}")...)...)
+	// A table of another name than public.outbox says its retention,
+	// even one migrate created.
+	relayB := e.spawnRelayArgs(relayBin, e.relayArgs(append(tablesB, "--topic-template", e.prefix+".billing.{aggregate_type}", "--retention", "7d")...)...)
 	e.waitFor("the second relay streams", 60*time.Second, func() bool {
 		if !relayB.Running() {
 			t.Fatalf("the second relay exited: %v\n%s", relayB.Err(), relayB.Log())

@@ -78,9 +78,13 @@ func (r *runFlags) finishOrdering(cfg *relay.Config) error {
 // migrate creates.
 const defaultTimestampColumn = "created_at"
 
+// defaultOutboxTable is the outbox table migrate creates, --table's
+// default, as decoder.ParseTable names it.
+const defaultOutboxTable = "public.outbox"
+
 // checkDefaultRetention refuses the default --retention on a table of the
-// flags mapped with another timestamp column than the one of the table
-// migrate creates: such a table is the application's own (an event log,
+// flags other than the one migrate creates (public.outbox, with its
+// created_at): another table is the application's own (an event log,
 // say), whose rows the default would delete after 7 days. The operator
 // says which they want. A config file's tables have no retention unless
 // --retention is given (relayFlags.finish).
@@ -90,12 +94,17 @@ func checkDefaultRetention(fs *flag.FlagSet, cfg relay.Config, fromFile bool) er
 	if fromFile || given || cfg.Retention.Outbox <= 0 || len(cfg.Tables) == 0 {
 		return nil
 	}
-	if ts := cfg.Tables[0].Mapping.TimestampColumn; ts == "" || ts == defaultTimestampColumn {
-		return nil
+	m := cfg.Tables[0].Mapping
+	keep := fmt.Sprintf("the default --retention %s would delete its rows older than that: give --retention 0s to keep every row (an event log, say), "+
+		"or --retention %s to delete them", formatDuration(cfg.Retention.Outbox), formatDuration(cfg.Retention.Outbox))
+	if table := m.Schema + "." + m.Table; table != defaultOutboxTable {
+		return usageError{fmt.Sprintf("--table %s is a table of your own (migrate creates %s), and %s", table, defaultOutboxTable, keep)}
 	}
-	return usageError{fmt.Sprintf("--timestamp-column %q maps a table of your own (the outbox table migrate creates has %s), "+
-		"and the default --retention %s would delete its rows older than that: give --retention 0s to keep every row (an event log, say), "+
-		"or --retention %s to delete them", cfg.Tables[0].Mapping.TimestampColumn, defaultTimestampColumn, formatDuration(cfg.Retention.Outbox), formatDuration(cfg.Retention.Outbox))}
+	if ts := m.TimestampColumn; ts != "" && ts != defaultTimestampColumn {
+		return usageError{fmt.Sprintf("--timestamp-column %q maps a table of your own (the outbox table migrate creates has %s), and %s",
+			ts, defaultTimestampColumn, keep)}
+	}
+	return nil
 }
 
 // finishSlotLoss sets cfg.OnSlotLoss from --on-slot-loss.
