@@ -176,7 +176,7 @@ func (e *GapError) Error() string {
 	ago := time.Since(e.Checkpoint.UpdatedAt).Round(time.Second)
 	at, which := e.Checkpoint.Since()
 	what := fmt.Sprintf("Outbox rows committed since then may be missing from Kafka. "+
-		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column, from %s: %s, less --margin) and resume, "+
+		"Run `cdc-relay recover` with the same flags to publish them again from the outbox table (by its timestamp column, from %s: %s, less recover's --margin, 10m unless you give another) and resume, "+
 		"start with --on-slot-loss recover to have the relay do so itself, or start with --accept-slot-loss to go on without them", at.UTC().Format(time.RFC3339), which)
 	if e.Invalidated {
 		return fmt.Sprintf("replication slot %q was invalidated by PostgreSQL: it removed WAL the slot still needed (max_slot_wal_keep_size), "+

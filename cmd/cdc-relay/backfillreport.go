@@ -18,7 +18,8 @@ func (c *BackfillCommand) report(res backfill.Result, err error) error {
 		fmt.Fprintln(c.stdout, backfill.DryRunSummary(res))
 		return nil
 	case res.Rows == 0 && res.Skipped == 0 && err != nil && !res.Stopped:
-		return err // nothing published
+		// Nothing published: there is nothing to resume after.
+		return fmt.Errorf("%w (no row was published yet: once the cause is fixed, run the same command again)", err)
 	}
 	fmt.Fprintln(c.stdout, backfill.Summary(res.Progress))
 	if err == nil && !res.Stopped {
