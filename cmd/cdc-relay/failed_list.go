@@ -18,8 +18,9 @@ Lists the events in the status table, newest first: for people a table
 (id, status, what it waits for, attempts, the outbox table the event came
 from, topic, event id, next attempt, last error, cut to fit), with --json
 one JSON array for
-scripts, every field of each event. Events parked by an older version of
-the relay, or by 'cdc-relay recover', name no table ("-", or null in JSON).
+scripts, every field of each event. Events parked by a version of the
+relay from before the status table kept the outbox table name none ("-",
+or null in JSON).
 
 In JSON, "key" is a string: the key's text, or base64 when key_encoding is
 "base64". "value" is the JSON itself when the record value is JSON
