@@ -47,42 +47,92 @@ func overlapDB(t *testing.T, n int) (context.Context, *pgxpool.Pool, *status.Sto
 	return ctx, pool, status.NewStore(pool, "public", "outbox_delivery")
 }
 
-// recordingProducer acknowledges every record and keeps each key's values
-// in the order produced.
+// recordingProducer acknowledges every record, but in its first call
+// those of the key refuseKey (refused there, as franz-go fails a
+// partition's), and keeps each key's acknowledged values in the order
+// produced.
 type recordingProducer struct {
-	mu    sync.Mutex
-	byKey map[string][]string
-	n     int
+	mu        sync.Mutex
+	byKey     map[string][]string
+	n, calls  int
+	refuseKey string
 }
 
 func (r *recordingProducer) ProduceWait(_ context.Context, recs []*kgo.Record) []error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, rec := range recs {
+	r.calls++
+	out := make([]error, len(recs))
+	for i, rec := range recs {
+		if r.calls == 1 && r.refuseKey != "" && string(rec.Key) == r.refuseKey {
+			out[i] = errTooLarge
+			continue
+		}
 		r.byKey[string(rec.Key)] = append(r.byKey[string(rec.Key)], string(rec.Value))
 		r.n++
 	}
-	return make([]error, len(recs))
+	return out
 }
 
-// overlapCounter counts the claims begun beside one still finishing.
+// inIDOrder fails t unless each key's acknowledged values (v<id>) are in
+// the order of their ids.
+func inIDOrder(t *testing.T, byKey map[string][]string) {
+	t.Helper()
+	for key, values := range byKey {
+		var seq []int
+		for _, v := range values {
+			var i int
+			if _, err := fmt.Sscanf(v, "v%d", &i); err != nil {
+				t.Fatalf("value %q: %v", v, err)
+			}
+			seq = append(seq, i)
+		}
+		if !slices.IsSorted(seq) {
+			t.Errorf("key %s: acknowledged in the order %v, want their ids' order", key, seq)
+		}
+	}
+}
+
+// waitDelivered waits until every row of the status table is DELIVERED.
+func waitDelivered(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var left int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM outbox_delivery WHERE status <> 'DELIVERED'").Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows not DELIVERED after a minute", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// overlapCounter counts the claims begun beside one still finishing that
+// claimed rows.
 type overlapCounter struct {
 	*status.Store
 	overlapped atomic.Int64
 }
 
 func (c *overlapCounter) BeginClaim(ctx context.Context, limit int, exclude []int64) (*status.Claimed, error) {
-	if len(exclude) > 0 {
+	claimed, err := c.Store.BeginClaim(ctx, limit, exclude)
+	if err == nil && len(exclude) > 0 && len(claimed.Rows) > 0 {
 		c.overlapped.Add(1)
 	}
-	return c.Store.BeginClaim(ctx, limit, exclude)
+	return claimed, err
 }
 
 // TestRunOverlapsClaims: over the status table, Run begins each claim
-// while the last one's outcomes are written, and still delivers every
-// held row once, each key's in the order of their ids, and every row ends
-// DELIVERED; the relay hears of each claim's keys (Claimed, then its end
-// and Delivered) one claim at a time.
+// while the last one's outcomes are written, and the claims so begun take
+// rows (the last one's left out, their keys' later rows deliverable);
+// every held row is delivered once, each key's in the order of their ids,
+// and every row ends DELIVERED; the relay hears of each claim's keys
+// (Claimed, then Delivered and its end) one claim at a time.
 func TestRunOverlapsClaims(t *testing.T) {
 	t.Parallel()
 	const rows = 1000
@@ -90,7 +140,7 @@ func TestRunOverlapsClaims(t *testing.T) {
 	prod := &recordingProducer{byKey: map[string][]string{}}
 	cs := &overlapCounter{Store: store}
 	var mu sync.Mutex
-	var events []string // "claimed", "ended", "delivered", in the order the relay hears them
+	var events []string // "claimed", "delivered", "ended", in the order the relay hears them
 	cfg := DefaultConfig()
 	cfg.Batch = 40
 	cfg.Claimed = func(keys []status.Key) func() {
@@ -106,38 +156,16 @@ func TestRunOverlapsClaims(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); New(cs, prod, cfg).Run(runCtx) }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var left int
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM outbox_delivery WHERE status <> 'DELIVERED'").Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		if left == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d rows not DELIVERED after a minute", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDelivered(ctx, t, pool)
 	stop()
 	<-done
 	if prod.n != rows {
 		t.Errorf("%d records produced, want %d, each once", prod.n, rows)
 	}
-	for key, values := range prod.byKey {
-		var seq []int
-		for _, v := range values {
-			var i int
-			fmt.Sscanf(v, "v%d", &i)
-			seq = append(seq, i)
-		}
-		if !slices.IsSorted(seq) {
-			t.Errorf("key %s: values in the order %v, want their ids' order", key, seq)
-		}
-	}
-	if cs.overlapped.Load() == 0 {
-		t.Error("no claim began while the last one finished")
+	inIDOrder(t, prod.byKey)
+	// 1,000 rows in claims of 40: all but the first begun beside the last.
+	if n := cs.overlapped.Load(); n < rows/40/2 {
+		t.Errorf("%d claims took rows while the last one finished, want most of the %d", n, rows/40)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -146,6 +174,36 @@ func TestRunOverlapsClaims(t *testing.T) {
 			t.Fatalf("the relay heard %v at %d, want each claim's claimed, delivered, ended in turn: %v", got, i, events)
 		}
 	}
+}
+
+// TestOverlapWaitsForARefusal: a claim with a row Kafka refused (every
+// record of one key, in the first claim, as franz-go fails a partition)
+// is committed before the next claim begins, so that no later row of the
+// key goes before the refused one's next attempt; each key's rows are
+// acknowledged in the order of their ids. The commits are slowed (a
+// trigger sleeps 0.2 s after each update of the status table), so that a
+// claim begun beside one would take the key's later rows.
+func TestOverlapWaitsForARefusal(t *testing.T) {
+	t.Parallel()
+	const rows = 300
+	ctx, pool, store := overlapDB(t, rows)
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.2); RETURN NULL; END $$;
+		CREATE TRIGGER slow_commit AFTER UPDATE ON outbox_delivery FOR EACH STATEMENT EXECUTE FUNCTION slow_commit()`); err != nil {
+		t.Fatal(err)
+	}
+	prod := &recordingProducer{byKey: map[string][]string{}, refuseKey: "k0"}
+	cfg := DefaultConfig()
+	cfg.Batch, cfg.RetryBase, cfg.RetryMax = 40, 10*time.Millisecond, 50*time.Millisecond
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); New(store, prod, cfg).Run(runCtx) }()
+	waitDelivered(ctx, t, pool)
+	stop()
+	<-done
+	if prod.n != rows {
+		t.Errorf("%d records acknowledged, want %d, each once", prod.n, rows)
+	}
+	inIDOrder(t, prod.byKey)
 }
 
 // TestOverlappedClaimAbortedWhenTheLastFails: a claim begun beside one

@@ -63,8 +63,9 @@ type Poller struct {
 	// most once a minute per key.
 	violations *ratelog.Logger
 	// held is the bytes of records the claim under way holds (its rows'
-	// and those loaded for it), for Run and loadWithin; one claim runs at
-	// a time.
+	// and those loaded for it), for Run and loadWithin; one claim is
+	// under way at a time (one finishing beside it holds no record:
+	// runOverlapped).
 	held int64
 	// claimEnds are what Config.Claimed returned for the claim under
 	// way, called when it has ended; told says Claimed was called for it.

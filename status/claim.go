@@ -62,6 +62,7 @@ func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Conte
 	if err != nil {
 		return 0, err
 	}
+	defer c.Abort(ctx) // after Finish's commit, a no-op; else (deliver panics) the rows are let go
 	if len(c.Rows) == 0 {
 		return 0, c.Finish(ctx, nil)
 	}
