@@ -80,7 +80,9 @@ type Config struct {
 	// Unset, no loaded row's topic is taken as paused.
 	PausedTopics func(ctx context.Context) ([]string, error)
 	// Hold, if set, is called before each claim and blocks while the relay
-	// is paused (an error, ctx's, ends Run).
+	// is paused (an error, ctx's, ends Run). It returns nil at once when
+	// the relay is not paused, whatever ctx, so that a ctx already ended
+	// asks whether it would block.
 	Hold func(ctx context.Context) error
 	// Claimed, if set, is called once per look, with the key of each
 	// ordered row of its claim (each key once; rows without a key have

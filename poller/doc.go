@@ -26,6 +26,12 @@
 // once rather than at its next interval (a notification on
 // status.DueChannel: an operator's retry, a runbook's reset).
 //
+// Over the status table itself (*status.Store), Run overlaps claims: the
+// next one is claimed and its reload rows loaded while the last one's
+// outcomes are written, in a transaction of their own, when Kafka
+// acknowledged every row of it; its rows are produced only once the last
+// one committed and ended, so the relay hears of one claim at a time.
+//
 // It runs beside the stream, on the leader only, and never holds the
 // checkpoint back: a parked event was already passed by the checkpoint when
 // its row was committed. With ordered parking (the relay's default), the

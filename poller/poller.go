@@ -63,8 +63,9 @@ type Poller struct {
 	// most once a minute per key.
 	violations *ratelog.Logger
 	// held is the bytes of records the claim under way holds (its rows'
-	// and those loaded for it), for Run and loadWithin; one claim runs at
-	// a time.
+	// and those loaded for it), for Run and loadWithin; one claim is
+	// under way at a time (one finishing beside it holds no record:
+	// runOverlapped).
 	held int64
 	// claimEnds are what Config.Claimed returned for the claim under
 	// way, called when it has ended; told says Claimed was called for it.
@@ -98,8 +99,14 @@ func (p *Poller) sayFailed(ctx context.Context, err error) {
 
 // Run claims and delivers due rows until ctx ends: a full batch is
 // followed at once by the next, otherwise it looks again after
-// Config.Interval. Errors are logged, and it goes on.
+// Config.Interval. Errors are logged, and it goes on. Over a store whose
+// claims may overlap (*status.Store), the next batch is claimed and
+// loaded while the last one's outcomes are written (runOverlapped).
 func (p *Poller) Run(ctx context.Context) {
+	if o, ok := p.store.(overlapper); ok {
+		p.runOverlapped(ctx, o)
+		return
+	}
 	for {
 		if p.cfg.Hold != nil && p.cfg.Hold(ctx) != nil {
 			return
@@ -181,13 +188,27 @@ func (p *Poller) RunOnce(ctx context.Context) (int, error) {
 // attempt; nor does a row not produced because an earlier row of its key
 // was not delivered.
 func (p *Poller) deliver(ctx context.Context, rows []status.Row) ([]status.Outcome, []status.Key) {
+	loaded, errs := p.loadClaimed(ctx, rows)
+	return p.deliverLoaded(ctx, rows, loaded, errs)
+}
+
+// loadClaimed counts the claimed rows' records in p.held and loads the
+// reload rows among them (load): what deliverLoaded needs, errs the
+// rows' errors so far.
+func (p *Poller) loadClaimed(ctx context.Context, rows []status.Row) (loaded []*status.Row, errs []error) {
 	for _, r := range rows {
 		if !r.Reload {
 			p.held += r.Bytes()
 		}
 	}
-	errs := make([]error, len(rows))
-	loaded := p.load(ctx, rows, errs)
+	errs = make([]error, len(rows))
+	return p.load(ctx, rows, errs), errs
+}
+
+// deliverLoaded is deliver once the rows are loaded (loadClaimed): it
+// keeps the rows of paused topics back, tells Config.Claimed of the
+// claimed keys, produces the rest in order and says what became of each.
+func (p *Poller) deliverLoaded(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) ([]status.Outcome, []status.Key) {
 	p.keepPaused(ctx, rows, loaded, errs)
 	p.holdClaimed(rows)
 	tried := p.produceInOrder(ctx, rows, loaded, errs)

@@ -58,46 +58,106 @@ type Outcome struct {
 // Unordered, a row's key does not matter, and the rows go oldest due
 // first; with ByTopic, the key is the topic.
 func (s *Store) Claim(ctx context.Context, limit int, deliver func(context.Context, []Row) []Outcome) (int, error) {
+	c, err := s.BeginClaim(ctx, limit, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Abort(ctx) // after Finish's commit, a no-op; else (deliver panics) the rows are let go
+	if len(c.Rows) == 0 {
+		return 0, c.Finish(ctx, nil)
+	}
+	return len(c.Rows), c.Finish(ctx, deliver(ctx, c.Rows))
+}
+
+// Claimed is a claim that BeginClaim began: its rows, locked in a
+// transaction of its own until Finish or Abort.
+type Claimed struct {
+	s  *Store
+	tx pgx.Tx
+	// Rows are the rows claimed, ordered by id; none when nothing was
+	// deliverable.
+	Rows []Row
+}
+
+// BeginClaim locks up to limit rows deliverable in order, as Claim does,
+// in a transaction of its own, and returns them for Finish (or Abort).
+// It leaves out the rows whose ids are in exclude: those of an earlier
+// claim whose every row Kafka acknowledged, and whose outcomes another
+// transaction is writing. Until it commits they read as they were, and
+// the rows of their keys after them are deliverable; it must commit
+// before this claim's rows are produced, and if it does not, this claim
+// is to be aborted (its rows may come after rows that stay held).
+func (s *Store) BeginClaim(ctx context.Context, limit int, exclude []int64) (*Claimed, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
+		return nil, fmt.Errorf("claim due rows of %s: %w", s.table, err)
 	}
-	defer func() { // after Commit, a no-op
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.outcomeTimeout)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}()
 	claim := s.claimInOrder
 	if s.unordered {
 		claim = s.claimUnordered
 	}
-	due, err := claim(ctx, tx, limit)
+	due, err := claim(ctx, tx, limit, exclude)
 	if err != nil {
-		return 0, fmt.Errorf("claim due rows of %s: %w", s.table, err)
+		s.rollback(ctx, tx)
+		return nil, fmt.Errorf("claim due rows of %s: %w", s.table, err)
 	}
+	return &Claimed{s: s, tx: tx, Rows: due}, nil
+}
+
+// Abort ends the claim without writing anything: its rows stay as they
+// were.
+func (c *Claimed) Abort(ctx context.Context) { c.s.rollback(ctx, c.tx) }
+
+// rollback rolls tx back, within the outcome timeout, also after ctx
+// ended; after a commit, a no-op.
+func (s *Store) rollback(ctx context.Context, tx pgx.Tx) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.outcomeTimeout)
+	defer cancel()
+	_ = tx.Rollback(rctx)
+}
+
+// Finish writes outcomes, what became of the claimed rows (see Claim),
+// and commits: rows without an outcome stay as they were. What Kafka
+// answered is written even when ctx ended meanwhile (a stop): rolling it
+// back would send delivered events again; its time counts from here.
+func (c *Claimed) Finish(ctx context.Context, outcomes []Outcome) (err error) {
+	s, tx, due := c.s, c.tx, c.Rows
+	defer s.rollback(ctx, tx)
 	if len(due) == 0 {
-		return 0, tx.Commit(ctx)
+		return tx.Commit(ctx)
 	}
-	outcomes := deliver(ctx, due)
-	// What Kafka answered is written even when ctx ended meanwhile (a
-	// stop): rolling it back would send delivered events again. Its time
-	// counts from here, whatever deliver took (up to its own timeout).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.outcomeTimeout)
 	defer cancel()
 	outcomes, err = s.dropSuperseded(wctx, tx, due, outcomes)
 	if err != nil {
-		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
+		return fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 	}
 	if err := s.recordOutcomes(wctx, tx, outcomes); err != nil {
-		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
+		return fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 	}
 	if err := s.writeOutcomes(wctx, tx, due, outcomes); err != nil {
-		return len(due), fmt.Errorf("write the outcomes of %s to their outbox rows: %w", s.table, err)
+		return fmt.Errorf("write the outcomes of %s to their outbox rows: %w", s.table, err)
 	}
 	if err := tx.Commit(wctx); err != nil {
-		return len(due), fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
+		return fmt.Errorf("record delivery attempts in %s: %w", s.table, err)
 	}
-	return len(due), nil
+	return nil
+}
+
+// withoutIDs returns the first limit of ids's candidates that are not in
+// exclude (see BeginClaim), in their order; ids are read by id(i) of n.
+func withoutIDs(n, limit int, exclude []int64, id func(i int) int64) []int {
+	skip := make(map[int64]bool, len(exclude))
+	for _, x := range exclude {
+		skip[x] = true
+	}
+	var keep []int
+	for i := 0; i < n && len(keep) < limit; i++ {
+		if !skip[id(i)] {
+			keep = append(keep, i)
+		}
+	}
+	return keep
 }
 
 // dropSuperseded finds the claimed rows of tables with reset triggers

@@ -53,11 +53,20 @@ func (s *Store) notPaused() string {
 }
 
 // claimInOrder returns, locked in tx and ordered by id, up to limit rows
-// that are deliverable in order (see Claim).
-func (s *Store) claimInOrder(ctx context.Context, tx pgx.Tx, limit int) ([]Row, error) {
-	cands, err := s.candidates(ctx, tx, limit)
+// that are deliverable in order (see Claim), none of exclude (see
+// BeginClaim): it reads as many more candidates as it leaves out.
+func (s *Store) claimInOrder(ctx context.Context, tx pgx.Tx, limit int, exclude []int64) ([]Row, error) {
+	cands, err := s.candidates(ctx, tx, limit+len(exclude))
 	if err != nil || len(cands) == 0 {
 		return nil, err
+	}
+	if len(exclude) > 0 {
+		keep := withoutIDs(len(cands), limit, exclude, func(i int) int64 { return cands[i].id })
+		kept := make([]candidate, len(keep))
+		for j, i := range keep {
+			kept[j] = cands[i]
+		}
+		cands = kept
 	}
 	// Cut at the claim's bound, in id order: a key whose run is cut keeps
 	// its rows before the cut; the others are neither read nor locked.

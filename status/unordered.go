@@ -19,10 +19,11 @@ func Unordered() Option {
 
 // claimUnordered returns, locked in tx, up to limit deliverable rows
 // (see deliverable), the oldest due first, within the claim's bound
-// (ClaimBytes); rows another transaction holds are skipped. The rows
-// that fit are chosen by their stored size before any is read or locked.
-func (s *Store) claimUnordered(ctx context.Context, tx pgx.Tx, limit int) ([]Row, error) {
-	args := []any{limit}
+// (ClaimBytes); rows another transaction holds are skipped, and so are
+// those of exclude (see BeginClaim). The rows that fit are chosen by
+// their stored size before any is read or locked.
+func (s *Store) claimUnordered(ctx context.Context, tx pgx.Tx, limit int, exclude []int64) ([]Row, error) {
+	args := []any{limit + len(exclude)}
 	if s.pauses != "" {
 		args = append(args, s.slot)
 	}
@@ -35,6 +36,13 @@ func (s *Store) claimUnordered(ctx context.Context, tx pgx.Tx, limit int) ([]Row
 		return nil
 	}); err != nil {
 		return nil, err
+	}
+	if len(exclude) > 0 {
+		keep := withoutIDs(len(ids), limit, exclude, func(i int) int64 { return ids[i] })
+		for j, i := range keep {
+			ids[j], sizes[j] = ids[i], sizes[i]
+		}
+		ids, sizes = ids[:len(keep)], sizes[:len(keep)]
 	}
 	args[0] = ids[:s.within(len(ids), func(i int) int64 { return sizes[i] })]
 	rows, _ = tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.deliverable()+
