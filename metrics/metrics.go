@@ -107,7 +107,7 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 	m := &Metrics{
 		Registry: reg,
 		EventsParked: f.counterVec("cdc_relay_events_parked_total",
-			"Events the stream recorded in the status table instead of delivering them, by reason: the Kafka error, or invalid_row for a row that cannot become a record.",
+			"Events the stream recorded in the status table instead of delivering them, by reason: the Kafka error, invalid_row for a row that cannot become a record, or no_timestamp for one whose record lacks only its timestamp.",
 			"reason"),
 		EventsDead: f.counter("cdc_relay_events_dead_total",
 			"Events marked DEAD: rows that cannot become a record, and parked events whose attempts ran out."),

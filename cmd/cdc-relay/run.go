@@ -49,12 +49,12 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.logFormat, "log-format", "text", "log `format`: text, or json for one object a line")
 	fs.StringVar(&r.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on this `host:port`; keep it private")
 	fs.StringVar(&r.onSlotLoss, "on-slot-loss", string(relay.SlotLossRefuse),
-		"what to do when the slot is missing, invalidated, or ahead of the relay's checkpoint (after a failover to a standby without it, say): "+
-			"refuse (stop, naming the gap) or recover (create the slot, publish the outbox rows written since the checkpoint again, as `cdc-relay recover` does, "+
-			"and stream on; consumers may see some twice). `recover` needs a timestamp column in every table, and excludes --accept-slot-loss")
+		"the `action` when the slot is missing, invalidated, or ahead of the relay's checkpoint (after a failover to a standby without it, say): "+
+			"refuse (stop, naming the gap) or recover (create the slot, publish the outbox rows written since the checkpoint again, as cdc-relay recover does, "+
+			"and stream on; consumers may see some twice). recover needs a timestamp column in every table, and excludes --accept-slot-loss")
 	fs.StringVar(&r.ordering, "ordering", relay.OrderingKey,
-		"deliver a key's events in commit order, holding those behind a parked event (key); a topic's, with a key or without (topic: for an event store "+
-			"whose topics have one partition); or let later events overtake a parked one (none)")
+		"the `order` kept: key (a key's events in commit order, those behind a parked event held), topic (a topic's, with a key or without: for an event store "+
+			"whose topics have one partition) or none (later events overtake a parked one)")
 }
 
 // finishOrdering sets cfg.Ordering from --ordering, and checks the

@@ -33,7 +33,7 @@ func allFlagSets() []*flag.FlagSet {
 	sets := []*flag.FlagSet{
 		(&MigrateCommand{}).flags(), (&RunCommand{}).flags(), (&StatusCommand{}).flags(),
 		(&PauseCommand{}).flags(), (&PauseCommand{resume: true}).flags(), (&RecoverCommand{}).flags(),
-		(&CheckConfigCommand{}).flags(), (&DemoCommand{}).flags(),
+		(&CheckConfigCommand{}).flags(), (&DemoCommand{}).flags(), (&BackfillCommand{}).flags(),
 	}
 	for _, sub := range failedSubcommands {
 		sets = append(sets, (&FailedCommand{}).flags(sub))
