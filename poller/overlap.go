@@ -68,18 +68,14 @@ func (p *Poller) runOverlapped(ctx context.Context, store overlapper) {
 		if err != nil {
 			p.sayFailed(ctx, err)
 		}
-		full := n >= p.cfg.Batch || p.cfg.MaxBytes > 0 && p.held > p.cfg.MaxBytes/2
-		if err != nil || !full {
+		if err != nil || !p.full(n) {
 			// Nothing to overlap: the claim ends before the wait.
 			if err := p.endClaim(last); err != nil {
 				p.sayFailed(ctx, err)
 			}
 			last = nil
-			select {
-			case <-ctx.Done():
+			if !p.sleep(ctx, err) {
 				return
-			case <-time.After(p.wait(ctx, err)):
-			case <-p.cfg.Wake:
 			}
 		}
 	}

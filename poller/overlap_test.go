@@ -93,6 +93,17 @@ func inIDOrder(t *testing.T, byKey map[string][]string) {
 	}
 }
 
+// runUntilDelivered runs p until every row of the status table is
+// DELIVERED, then stops it and waits for Run to return.
+func runUntilDelivered(ctx context.Context, t *testing.T, pool *pgxpool.Pool, p *Poller) {
+	t.Helper()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	waitDelivered(ctx, t, pool)
+}
+
 // waitDelivered waits until every row of the status table is DELIVERED.
 func waitDelivered(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
@@ -153,12 +164,7 @@ func TestRunOverlapsClaims(t *testing.T) {
 		return func() { mu.Lock(); events = append(events, "ended"); mu.Unlock() }
 	}
 	cfg.Delivered = func([]status.Key) { mu.Lock(); events = append(events, "delivered"); mu.Unlock() }
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); New(cs, prod, cfg).Run(runCtx) }()
-	waitDelivered(ctx, t, pool)
-	stop()
-	<-done
+	runUntilDelivered(ctx, t, pool, New(cs, prod, cfg))
 	if prod.n != rows {
 		t.Errorf("%d records produced, want %d, each once", prod.n, rows)
 	}
@@ -194,12 +200,7 @@ func TestOverlapWaitsForARefusal(t *testing.T) {
 	prod := &recordingProducer{byKey: map[string][]string{}, refuseKey: "k0"}
 	cfg := DefaultConfig()
 	cfg.Batch, cfg.RetryBase, cfg.RetryMax = 40, 10*time.Millisecond, 50*time.Millisecond
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); New(store, prod, cfg).Run(runCtx) }()
-	waitDelivered(ctx, t, pool)
-	stop()
-	<-done
+	runUntilDelivered(ctx, t, pool, New(store, prod, cfg))
 	if prod.n != rows {
 		t.Errorf("%d records acknowledged, want %d, each once", prod.n, rows)
 	}

@@ -118,18 +118,29 @@ func (p *Poller) Run(ctx context.Context) {
 		if err != nil {
 			p.sayFailed(ctx, err)
 		}
-		// A claim cut by MaxBytes may leave due rows: one that held over
-		// half of it is followed at once, as a full batch is.
-		full := n >= p.cfg.Batch || p.cfg.MaxBytes > 0 && p.held > p.cfg.MaxBytes/2
-		if err != nil || !full {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(p.wait(ctx, err)):
-			case <-p.cfg.Wake:
-			}
+		if (err != nil || !p.full(n)) && !p.sleep(ctx, err) {
+			return
 		}
 	}
+}
+
+// full says a claim of n rows is followed at once by the next: a full
+// batch, or one cut by MaxBytes that held over half of it (due rows may
+// be left).
+func (p *Poller) full(n int) bool {
+	return n >= p.cfg.Batch || p.cfg.MaxBytes > 0 && p.held > p.cfg.MaxBytes/2
+}
+
+// sleep waits after a claim that was not full (or failed, with err) for
+// as long as wait says, or until woken; false when ctx ended.
+func (p *Poller) sleep(ctx context.Context, err error) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(p.wait(ctx, err)):
+	case <-p.cfg.Wake:
+	}
+	return true
 }
 
 // minWait is the least time the poller waits for a row's next attempt
