@@ -203,8 +203,7 @@ unit: deps-pg
 	CGO_ENABLED=1 $(GOTEST) -race -count=1 $(UNIT_PKGS)
 	cd e2e/bench && $(GO) test -count=1 ./...
 
-## fuzz: the decoder's fuzz target for FUZZTIME (30s); a failing input is
-# written to decoder/testdata/fuzz/FuzzDecode/, to be kept there as a seed
+## fuzz: the decoder's fuzz target for FUZZTIME (30s); a failing input is written to decoder/testdata/fuzz/FuzzDecode/, to be kept there as a seed
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./decoder/
 
