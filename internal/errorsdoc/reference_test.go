@@ -109,6 +109,9 @@ func seeAlso() []struct{ has, link string } {
 		{"Kafka broker", ts + "one-broker-away-short-blips"},
 		{"PostgreSQL cannot be reached", ts + "logs-during-an-outage"},
 		{"PostgreSQL refused", ts + "a-login-refused"},
+		{Hole + "; the broker", ts + "kafka-refuses"}, // the flag to check, after Kafka's refusal
+		{Hole + "; check --kafka-", ts + "kafka-refuses"},
+		{Hole + "; if the brokers' listener", ts + "kafka-refuses"},
 		{"event cannot be delivered; recording it in the status table", ts + "parked"},
 		{"ignored a transactional message of a prefix", ts + "messages-ignored"},
 		{"write-back refused", ts + "write-back-refused"},
