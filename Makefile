@@ -187,11 +187,12 @@ lint:
 licenses:
 	$(GO) run ./scripts/licenses
 
-## docs: regenerate docs/reference/ from the code: the command-line reference (the flag sets), the config file's (the key tables) and the metrics' (the registry); each page's test fails when it is stale
+## docs: regenerate docs/reference/ from the code: the command-line reference (the flag sets), the config file's (the key tables), the metrics' (the registry) and the errors' (the messages in the source, internal/errorsdoc); each page's test fails when it is stale
 docs:
 	$(GO) test ./cmd/cdc-relay/ -run '^TestCLIReference$$' -count=1 -update
 	$(GO) test ./config/ -run '^TestConfigReference$$' -count=1 -update
 	$(GO) test ./metrics/ -run '^TestMetricsReference$$' -count=1 -update
+	$(GO) test ./internal/errorsdoc/ -run '^TestErrorsReference$$' -count=1 -update
 
 ## k8s: render deploy/kubernetes (kustomize) and the Helm chart, and check every object against the Kubernetes API's types, no cluster needed (and go vet of that module)
 k8s:
@@ -203,8 +204,7 @@ unit: deps-pg
 	CGO_ENABLED=1 $(GOTEST) -race -count=1 $(UNIT_PKGS)
 	cd e2e/bench && $(GO) test -count=1 ./...
 
-## fuzz: the decoder's fuzz target for FUZZTIME (30s); a failing input is
-# written to decoder/testdata/fuzz/FuzzDecode/, to be kept there as a seed
+## fuzz: the decoder's fuzz target for FUZZTIME (30s); a failing input is written to decoder/testdata/fuzz/FuzzDecode/, to be kept there as a seed
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./decoder/
 

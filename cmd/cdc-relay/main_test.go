@@ -182,6 +182,9 @@ func TestMainExitCodes(t *testing.T) {
 			stderr: []string{"cdc-relay run: flag provided but not defined: -kafka-broker (did you mean --kafka-brokers?)\n" + runHint + "\n"},
 			absent: []string{runHelp, "Flags", "CDC_RELAY_"}},
 		{name: "shortened flag", args: []string{"run", "--brokers", "k:9092"}, code: 2, stderr: []string{"(did you mean --kafka-brokers?)"}},
+		// status reads no publication: it does not offer the flag.
+		{name: "status: no --publication", args: []string{"status", "--metrics-addr", "127.0.0.1:1", "--publication", "p"}, code: 2,
+			stderr: []string{"cdc-relay status: flag provided but not defined: -publication"}},
 		{name: "swapped letters", args: []string{"migrate", "--tabel", "x"}, code: 2, stderr: []string{"(did you mean --table?)", "Run 'cdc-relay migrate -h' for the flags."}},
 		{name: "unknown flag, nothing near", args: []string{"run", "--xyzzy"}, code: 2, stderr: []string{"flag provided but not defined: -xyzzy\n"}, absent: []string{"did you mean"}},
 		{name: "flag without its value", args: []string{"run", "--postgres-url"}, code: 2, stderr: []string{"--postgres-url needs a value"}},

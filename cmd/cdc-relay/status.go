@@ -64,7 +64,7 @@ Examples:
 `
 
 var statusSections = []flagSection{
-	{"Where to look", []string{"metrics-addr", "config", "postgres-url", "postgres-url-file", "slot", "table", "status-table"}},
+	{"Where to look", []string{"metrics-addr", "config", "postgres-url", "postgres-url-file", "slot", "table", "status-table", "checkpoint-table"}},
 	{"Output", []string{"json"}},
 }
 
@@ -74,7 +74,7 @@ func (c *StatusCommand) flags() *flag.FlagSet {
 	fs.StringVar(&c.postgresURL, "postgres-url", "", "when no relay answers, read the slot and the status table from this PostgreSQL `URL`")
 	registerPostgresURLFile(fs, &c.postgresURLFile)
 	fs.StringVar(&c.slot, "slot", relay.DefaultConfig().Slot, "the replication slot's `name`, when reading the database")
-	c.tables.register(fs)
+	c.tables.registerTables(fs, "the relay's checkpoint table, as `schema.table`, when reading the database: the pause table and the table of backfills are in its schema")
 	fs.BoolVar(&c.json, "json", false, "print JSON, as GET /status")
 	registerConfig(fs, &c.configPath)
 	return fs
@@ -183,7 +183,7 @@ func (c *StatusCommand) ask(ctx context.Context) (report.Status, error) {
 func (c *StatusCommand) fromDatabase(ctx context.Context) (report.Status, error) {
 	cfg := relay.DefaultConfig()
 	cfg.Slot = c.slot
-	if err := c.tables.apply(&cfg); err != nil {
+	if err := c.tables.applyTables(&cfg); err != nil {
 		return report.Status{}, err
 	}
 	if c.file != nil {

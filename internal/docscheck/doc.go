@@ -4,5 +4,7 @@
 // '_' dropped, a repeated anchor suffixed -1, -2, …) and the relative links
 // and images a file holds ([Links]), outside code. Its test checks that
 // every relative link of every *.md file resolves to a file and, into a
-// Markdown file, to an anchor it has. It imports only the standard library.
+// Markdown file, to an anchor it has; and that each line `make help`
+// prints from the Makefile is the whole of its comment. It imports only
+// the standard library.
 package docscheck

@@ -146,6 +146,19 @@ func TestDocsNamedElsewhereExist(t *testing.T) {
 	}
 }
 
+// TestMakeHelpLinesAreWhole: each "## target: what it does" comment of
+// the Makefile, which `make help` prints, is the whole of its comment:
+// make help prints that line only, so a comment line after it would be
+// cut from the help.
+func TestMakeHelpLinesAreWhole(t *testing.T) {
+	lines := strings.Split(read(t, "Makefile"), "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(line, "## ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "#") {
+			t.Errorf("Makefile:%d: %q goes on at line %d, which make help leaves out: say it on the one line", i+1, line, i+2)
+		}
+	}
+}
+
 func TestSlug(t *testing.T) {
 	for in, want := range map[string]string{
 		"Quick start": "quick-start",
