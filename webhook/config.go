@@ -276,10 +276,8 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 func (c Config) String() string {
 	var b strings.Builder
 	b.WriteString("webhook{url: ")
-	if u, err := url.Parse(c.URL); err == nil && u.Host != "" {
-		b.WriteString(showURL(u))
-	} else if c.URL != "" {
-		b.WriteString(redacted)
+	if c.URL != "" {
+		b.WriteString(ShowURL(c.URL))
 	}
 	if c.Method != "" {
 		fmt.Fprintf(&b, ", method: %s", c.Method)

@@ -31,6 +31,18 @@ func showURL(u *url.URL) string {
 	return b.String()
 }
 
+// ShowURL is raw, a URL, as the package shows it in errors and logs: the
+// scheme, the host and the path, with the user information and the query
+// string as [redacted]; "[redacted]" whole when raw is not an absolute
+// URL.
+func ShowURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return redacted
+	}
+	return showURL(u)
+}
+
 // urlMasks are the strings of u that a text must not show: its user name
 // and password, its query string and each of the query's values, raw and
 // decoded.

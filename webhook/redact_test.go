@@ -182,6 +182,19 @@ func TestShowURL(t *testing.T) {
 	}
 }
 
+func TestShowURLOfText(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://u:p@partner.example/hooks?token=x": "https://[redacted]@partner.example/hooks?[redacted]",
+		"https://partner example/?token=x":          "[redacted]",
+		"partner.example/hooks?token=x":             "[redacted]",
+		"":                                          "[redacted]",
+	} {
+		if got := ShowURL(in); got != want {
+			t.Errorf("ShowURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // TestCutPartial checks that an answer cut in the middle of a token shows
 // none of it.
 func TestCutPartial(t *testing.T) {
