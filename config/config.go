@@ -55,9 +55,19 @@ type File struct {
 	// allowed_topics, or "" when it sets none: then the file's
 	// AllowedTopics (or the flag's) applies to it, as to a table.
 	Messages []decoder.MessageMapping
+	// Publishers are publishers: the publishers beside Kafka's (which is
+	// outbox.KafkaPublisher, never defined), in the file's order, each
+	// webhook's section valid. Tables and routes name them in their
+	// Publishers (outbox.Table.Publishers, RoutePublishers).
+	Publishers []Publisher
+	// PublisherUses are where tables and routes name publishers, kafka
+	// included, in the file's order; each names kafka or one of
+	// Publishers.
+	PublisherUses []PublisherUse
 	// Warnings are what [Parse] accepts but is usually a mistake, each
 	// with its line: two routes of one table that name the same topic
-	// (an event that matches both is sent to it once).
+	// (an event that matches both is sent to it once), a publisher that
+	// no table or route names (no event goes to it).
 	Warnings Problems
 }
 
@@ -103,6 +113,13 @@ func (f File) String() string {
 		names[i] = t.Name()
 	}
 	fmt.Fprintf(&b, "tables: [%s]", strings.Join(names, " "))
+	if len(f.Publishers) > 0 {
+		pubs := make([]string, len(f.Publishers))
+		for i, p := range f.Publishers {
+			pubs[i] = p.Name
+		}
+		fmt.Fprintf(&b, ", publishers: [%s]", strings.Join(pubs, " "))
+	}
 	if len(f.Messages) > 0 {
 		names = names[:0]
 		for _, m := range f.Messages {

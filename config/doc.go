@@ -42,6 +42,13 @@
 // its topics; topic needs the table's topics known (routes, or one fixed
 // topic), and none is the top level's only.
 //
+// The top-level publishers names publishers beside Kafka's, each a
+// webhook ([Publisher]); a table, or one of its routes, lists where its
+// events go in publishers: [kafka, partner], kafka (the Kafka producer,
+// never defined) alone when it lists none. [File.PublisherUses] says
+// where each is named. The relay does not deliver to webhooks yet: the
+// command refuses a file that routes events to one.
+//
 // [Load] refuses a file over 1 MiB before it reads it (a config file is a
 // few KB). [Parse] checks everything that can be checked without the
 // database and reports every mistake with the file name and line, as

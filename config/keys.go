@@ -22,6 +22,7 @@ var fileKeys = []knownKey[*File]{
 	{"checkpoint_table", relayTable(func(f *File) *string { return &f.CheckpointTable })},
 	{"allowed_topics", readAllowedTopics},
 	{"ordering", readOrdering},
+	{"publishers", readPublishers},
 }
 
 // kafkaKeys are the keys of the kafka section.
@@ -59,6 +60,9 @@ var tableKeys = []knownKey[*tableEntry]{
 		te.t.Progress = p.progressBlock(e, te, ctx)
 	}},
 	{"ordering", readTableOrdering},
+	{"publishers", func(p *parser, e keyed, ctx string, te *tableEntry) {
+		te.t.Publishers = p.publisherList(e, ctx, te.where, tableNameOf(te))
+	}},
 }
 
 // messageKeys are the keys of an entry of messages.
@@ -69,6 +73,9 @@ var messageKeys = []knownKey[*messageEntry]{
 	{"key_field", text(func(me *messageEntry) *string { return &me.m.KeyField })},
 	{"id_field", text(func(me *messageEntry) *string { return &me.m.IDField })},
 	{"allowed_topics", readMessageAllowedTopics},
+	{"publishers", func(p *parser, e keyed, ctx string, _ *messageEntry) {
+		p.problem(e.line, "%spublishers: a message source goes to Kafka only in this version: remove publishers", ctx)
+	}},
 }
 
 // routeKeys are the keys of a route.
@@ -80,6 +87,9 @@ var routeKeys = []knownKey[*routeEntry]{
 	{"required_tags", list(func(r *routeEntry) *[]string { return &r.RequiredTags }, "[wallet_id]")},
 	{"any_of_tags", list(func(r *routeEntry) *[]string { return &r.AnyOfTags }, "[payment_id, transfer_id]")},
 	{"adopt", readRouteAdopt},
+	{"publishers", func(p *parser, e keyed, ctx string, r *routeEntry) {
+		r.publishers = p.publisherList(e, ctx, r.where, r.table)
+	}},
 }
 
 // writeBackKeys are the keys of write_back.

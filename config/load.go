@@ -60,8 +60,13 @@ func tooLarge(path, size string) error {
 // are the same column or the id column, a message source without prefix,
 // payload_only without topic, key_field or id_field without
 // payload_only, a malformed topic template, an illegal topic, a bad slot
-// name or allowed_topics. No error shows the value of postgres_url. What
-// it accepts but is usually a mistake is in the File's Warnings.
+// name or allowed_topics; a publisher named kafka or badly, without
+// webhook, or whose webhook section webhook.Config.Validate refuses; a
+// publishers list that is empty, names one twice or names one the file
+// does not define (with the name it may misspell); publishers on a
+// message source. No error shows the value of postgres_url, nor of a
+// webhook's headers, nor its URL's query or user information. What it
+// accepts but is usually a mistake is in the File's Warnings.
 func Parse(name string, data []byte) (*File, error) {
 	p := &parser{name: name}
 	f := &File{}

@@ -88,7 +88,7 @@ func TestParseMessageProblems(t *testing.T) {
 		{name: "a misspelled key", yaml: "messages:\n  - prefix: outbox\n    topik: orders\n",
 			want: []string{`3: unknown key "topik" in messages[0] (did you mean "topic"?)`}},
 		{name: "an unknown key, nothing like a known one", yaml: "messages:\n  - {prefix: outbox, frobnicate: 1}\n",
-			want: []string{`2: unknown key "frobnicate" in messages[0] (known keys: prefix, topic, payload_only, key_field, id_field, allowed_topics)`}},
+			want: []string{`2: unknown key "frobnicate" in messages[0] (known keys: prefix, topic, payload_only, key_field, id_field, allowed_topics, publishers)`}},
 		{name: "a key set twice", yaml: "messages:\n  - prefix: a\n    prefix: b\n",
 			want: []string{`3: key "prefix" in messages[0] is set twice (first on line 2): keep one`}},
 		{name: "no prefix", yaml: "messages:\n  - topic: orders\n",

@@ -18,12 +18,13 @@ func (p *parser) file(root *yaml.Node, f *File) {
 		p.problem(1, emptyFile)
 		return
 	}
-	entries, ok := p.mapping(root, "", "a mapping of settings (postgres_url:, kafka:, slot:, publication:, tables:, messages:)", names(fileKeys))
+	entries, ok := p.mapping(root, "", "a mapping of settings (postgres_url:, kafka:, slot:, publication:, tables:, messages:, publishers:)", names(fileKeys))
 	if !ok {
 		return
 	}
 	read(p, entries, "", fileKeys, f)
 	p.sources(entries, f)
+	p.checkPublisherUses(f)
 }
 
 // emptyFile is the problem of a file with nothing in it.

@@ -37,6 +37,8 @@ type parser struct {
 	name     string
 	problems Problems
 	warnings Problems
+	uses     []PublisherUse // the publishers tables and routes name, checked once every one is read
+	defined  []string       // the names publishers: defines, each once, valid or not
 }
 
 func (p *parser) warn(line int, format string, args ...any) {

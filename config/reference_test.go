@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/progress"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/webhook"
 )
 
 // configReferencePath is the config file's reference, in the repository.
@@ -49,6 +50,13 @@ func configSections() []configSection {
 		{"messages[]", "A prefix of the transactional logical decoding messages to relay, that an application writes with " +
 			"`pg_logical_emit_message(true, prefix, content)` (PostgreSQL 14 or later): one entry per prefix. In the status table, " +
 			"the metrics and the logs, the source is named `message:` and its prefix.", names(messageKeys)},
+		{"publishers", "The publishers beside Kafka's, by name, that tables and routes send their events to. " +
+			"Delivery to them is not built yet: `check-config` checks them, and the commands that deliver refuse a file that routes events to one.", []string{"NAME"}},
+		{"publishers.NAME", "A publisher, named by a table's or a route's `publishers`: its kind, `webhook`.", names(publisherKeys)},
+		{"publishers.NAME.webhook", "An HTTP receiver, sent the events as Standard Webhooks requests: each signed with the secret " +
+			"(`webhook-id`, `webhook-timestamp`, `webhook-signature`), one event as its payload or a batch as a JSON array. " +
+			"`check-config` reads the secret and the TLS files and resolves the URL's host; it sends nothing.", names(webhookKeys)},
+		{"publishers.NAME.webhook.tls", "The receiver's TLS, for an `https` URL.", names(webhookTLSKeys)},
 	}
 }
 
@@ -182,6 +190,39 @@ func configKeyDocs() map[string]keyDoc {
 		"messages[].id_field":  {typ: "string", def: "the message's WAL position", doc: "With `payload_only`: the content's member that is the header `id`."},
 		"messages[].allowed_topics": {typ: "Go regular expression", def: "the top level's `allowed_topics`",
 			doc: "The topics this prefix's messages may go to, instead of the top level's `allowed_topics`."},
+
+		"publishers": {typ: "mapping of name to publisher", section: true, doc: "Publishers beside Kafka's, which tables and routes name in their " +
+			"`publishers` (`[kafka, partner]`); `kafka`, the Kafka producer, is never defined here. A publisher that no table or route names is warned of. " +
+			"Not delivered yet by this version."},
+		"publishers.NAME": {typ: "mapping", section: true, doc: "A publisher, by its name: lower-case letters, digits, `_` and `-`, starting with a letter, " +
+			"not `kafka`. It has one kind: `webhook`."},
+		"publishers.NAME.webhook": {typ: "mapping", section: true, doc: "An HTTP receiver of Standard Webhooks requests. Not delivered yet by this version: " +
+			"`run`, `recover` and `backfill` refuse a file that routes events to one, and `--delivery exactly-once` always will (webhooks are at least once)."},
+		"publishers.NAME.webhook.url": {typ: "`http` or `https` URL", def: "required", doc: "The receiver's absolute URL. Its query string and user information " +
+			"are never shown in a log or an error."},
+		"publishers.NAME.webhook.method": {typ: "`POST`, `PUT` or `PATCH`", def: code("POST"), doc: "The requests' method."},
+		"publishers.NAME.webhook.headers": {typ: "mapping of header name to value", doc: "Static headers sent with every request, such as " +
+			"`{Authorization: Bearer …}`; never `webhook-id`, `webhook-timestamp`, `webhook-signature`, `content-type` or HTTP's own. Their values are never shown."},
+		"publishers.NAME.webhook.timeout": {typ: "duration", def: code("10s"), doc: "The longest a request may take, from connecting to reading the answer; at most `5m`."},
+		"publishers.NAME.webhook.tls":     {typ: "mapping", section: true, doc: "The receiver's TLS: its CA, a client certificate, the name its certificate is checked for."},
+		"publishers.NAME.webhook.secret_file": {typ: "file", def: "required, unless `secret_env`", doc: "The file holding the signing secret, `whsec_` and the base64 " +
+			"of 24 to 64 random bytes (`echo \"whsec_$(head -c 32 /dev/urandom \\| base64)\"` makes one); keep it readable by the relay only."},
+		"publishers.NAME.webhook.secret_env": {typ: "environment variable name", doc: "The environment variable holding the signing secret, instead of `secret_file`. " +
+			"The secret itself is never in the file."},
+		"publishers.NAME.webhook.batch_size": {typ: fmt.Sprintf("integer, 0 to %d", webhook.MaxBatchSize), def: code("0"), doc: "0 or 1 sends each event alone, " +
+			"as its payload; N sends a JSON array of up to N events, each `{id, timestamp, content_type, headers, payload}`."},
+		"publishers.NAME.webhook.tls.ca_file": {typ: "file", def: "the system's roots", doc: "The CA certificates (PEM) that sign the receiver's."},
+		"publishers.NAME.webhook.tls.cert_file": {typ: "file", doc: "The client certificate (PEM, followed by its intermediates), for a receiver that requires one; " +
+			"needs `key_file`."},
+		"publishers.NAME.webhook.tls.key_file":    {typ: "file", doc: "The private key (PEM) of `cert_file`; keep it readable by the relay only."},
+		"publishers.NAME.webhook.tls.server_name": {typ: "string", def: "the URL's host", doc: "The name the receiver's certificate must be valid for."},
+
+		"tables[].publishers": {typ: "list of publisher names", def: code("[kafka]"), doc: "Where the table's events go: `kafka`, publishers of " +
+			"`publishers`, or both, each once (an event goes to every one). With `routes`, the publishers of each route that names none of its own. " +
+			"Publishers other than `kafka` are not delivered yet by this version."},
+		"tables[].routes[].publishers": {typ: "list of publisher names", def: "the table's `publishers`", doc: "Where the route's events go, " +
+			"instead of the table's `publishers`."},
+		"messages[].publishers": {typ: "list of publisher names", doc: "Refused: a message source goes to Kafka only in this version."},
 	}
 }
 

@@ -85,6 +85,15 @@ func (p *parser) tableName(te *tableEntry, entries []keyed) string {
 	return ctx
 }
 
+// tableNameOf is the name of the entry's table, or "" while it has none
+// valid.
+func tableNameOf(te *tableEntry) string {
+	if te.t.Mapping.Table == "" {
+		return ""
+	}
+	return te.t.Name()
+}
+
 // checkTable checks what a table needs, here rather than by
 // Mapping.Validate: a value, one way to choose the topic, write_back's id.
 func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
@@ -219,10 +228,13 @@ func (p *parser) headers(e keyed, ctx string) (headerNames, columns []string) {
 // routeEntry is a route while it is read.
 type routeEntry struct {
 	decoder.Route
-	line      int    // the route's line
-	topicLine int    // topic's line; the route's without topic
-	adopt     string // the route's adopt predicate; "" without
-	adoptLine int    // adopt's line; 0 without
+	where      string   // "tables[i].routes[j]"
+	table      string   // its table's name, "" when the table has none valid
+	publishers []string // the route's own publishers; nil without
+	line       int      // the route's line
+	topicLine  int      // topic's line; the route's without topic
+	adopt      string   // the route's adopt predicate; "" without
+	adoptLine  int      // adopt's line; 0 without
 }
 
 // readRouteAdopt reads a route's adopt: an SQL predicate, not empty.
@@ -250,6 +262,7 @@ func (p *parser) routes(e keyed, te *tableEntry, ctx string) {
 	}
 	first := map[string]int{} // a topic's first route
 	var adopts []string
+	var publishers [][]string
 	for i, item := range n.Content {
 		item = deref(item)
 		rwhere := fmt.Sprintf("%s.routes[%d]", te.where, i)
@@ -258,7 +271,7 @@ func (p *parser) routes(e keyed, te *tableEntry, ctx string) {
 		if !ok {
 			continue
 		}
-		r := &routeEntry{line: item.Line, topicLine: item.Line}
+		r := &routeEntry{where: rwhere, table: tableNameOf(te), line: item.Line, topicLine: item.Line}
 		read(p, entries, rctx+".", routeKeys, r)
 		p.checkRoute(r, rctx, te.topicCheck)
 		if j, ok := first[r.Topic]; ok && r.Topic != "" {
@@ -268,9 +281,13 @@ func (p *parser) routes(e keyed, te *tableEntry, ctx string) {
 		}
 		te.t.Mapping.Routes = append(te.t.Mapping.Routes, r.Route)
 		adopts, te.routeAt = append(adopts, r.adopt), append(te.routeAt, routeAt{index: i, adoptLine: r.adoptLine})
+		publishers = append(publishers, r.publishers)
 	}
 	if slices.ContainsFunc(adopts, func(a string) bool { return a != "" }) {
 		te.t.RouteAdopt = adopts
+	}
+	if slices.ContainsFunc(publishers, func(p []string) bool { return p != nil }) {
+		te.t.RoutePublishers = publishers
 	}
 }
 

@@ -37,6 +37,16 @@ type Table struct {
 	// status are adopted for every route they match. Each is SQL run as
 	// Adopt is, when Adopt is, and needs the id column too.
 	RouteAdopt []string
+	// Publishers are the publishers the table's events go to, by name (a
+	// config file's publishers:), each once: every event to every one.
+	// Nil is [DefaultPublishers], Kafka's alone. With routes, it is the
+	// publishers of each route that names none of its own.
+	Publishers []string
+	// RoutePublishers are the routes' own publishers (a config file's
+	// routes[i].publishers:), aligned with Mapping.Routes: entry i is
+	// route i's, nil (or none, past the end) for a route that takes the
+	// table's.
+	RoutePublishers [][]string
 	// Ordering is the table's own ordering (a config file's ordering:),
 	// overriding the relay's for the topics of the table: "key" (its
 	// events in commit order by topic and record key) or "topic" (by
@@ -148,7 +158,7 @@ func templateColumns(tmpl string) []string {
 
 // Clone is a copy of t that shares no list with it: changing the copy's
 // header columns and names, routes, reserved topics, route adopt
-// predicates or write-back columns does not change t.
+// predicates, publishers or write-back columns does not change t.
 func (t Table) Clone() Table {
 	m := t.Mapping
 	m.HeaderColumns = slices.Clone(m.HeaderColumns)
@@ -158,7 +168,11 @@ func (t Table) Clone() Table {
 	for _, r := range t.Mapping.Routes {
 		m.Routes = append(m.Routes, decoder.Route{Topic: r.Topic, RequiredTags: slices.Clone(r.RequiredTags), AnyOfTags: slices.Clone(r.AnyOfTags)})
 	}
-	c := Table{Mapping: m, Adopt: t.Adopt, RouteAdopt: slices.Clone(t.RouteAdopt), Ordering: t.Ordering}
+	c := Table{Mapping: m, Adopt: t.Adopt, RouteAdopt: slices.Clone(t.RouteAdopt), Ordering: t.Ordering,
+		Publishers: slices.Clone(t.Publishers)}
+	for _, p := range t.RoutePublishers {
+		c.RoutePublishers = append(c.RoutePublishers, slices.Clone(p))
+	}
 	if t.WriteBack != nil {
 		wb := *t.WriteBack
 		wb.Pending = slices.Clone(wb.Pending)
@@ -170,6 +184,49 @@ func (t Table) Clone() Table {
 		c.Progress = &pt
 	}
 	return c
+}
+
+// KafkaPublisher is the name of the Kafka producer among a table's
+// publishers: the relay's own, which a config file names but never
+// defines.
+const KafkaPublisher = "kafka"
+
+// DefaultPublishers are the publishers of a table that names none.
+func DefaultPublishers() []string { return []string{KafkaPublisher} }
+
+// RoutePublishersOf returns the publishers of route i (an index of
+// Mapping.Routes): its own, else the table's, else DefaultPublishers. A
+// table without routes has its Publishers, else DefaultPublishers, for
+// any i.
+func (t Table) RoutePublishersOf(i int) []string {
+	if i >= 0 && i < len(t.Mapping.Routes) && i < len(t.RoutePublishers) && t.RoutePublishers[i] != nil {
+		return t.RoutePublishers[i]
+	}
+	if t.Publishers != nil {
+		return t.Publishers
+	}
+	return DefaultPublishers()
+}
+
+// AllPublishers returns every publisher the table's events may go to,
+// each once, in the order they are first named (its routes' in turn when
+// it has routes).
+func (t Table) AllPublishers() []string {
+	var all []string
+	add := func(names []string) {
+		for _, n := range names {
+			if !slices.Contains(all, n) {
+				all = append(all, n)
+			}
+		}
+	}
+	if len(t.Mapping.Routes) == 0 {
+		add(t.RoutePublishersOf(0))
+	}
+	for i := range t.Mapping.Routes {
+		add(t.RoutePublishersOf(i))
+	}
+	return all
 }
 
 // ProgressSource is the outbox table as its progress table follows it

@@ -19,9 +19,11 @@ var full = Table{
 	},
 	WriteBack: &writeback.Columns{StatusColumn: "st", Pending: []string{"NEW"}, DeliveredAtColumn: "da",
 		ErrorColumn: "err", AttemptsColumn: "n", NextAttemptColumn: "next"},
-	Adopt:      "id > 4",
-	RouteAdopt: []string{"id > 5"},
-	Ordering:   "topic",
+	Adopt:           "id > 4",
+	RouteAdopt:      []string{"id > 5"},
+	Ordering:        "topic",
+	Publishers:      []string{"kafka", "partner"},
+	RoutePublishers: [][]string{{"partner"}},
 }
 
 func TestColumns(t *testing.T) {
@@ -54,10 +56,42 @@ func TestClone(t *testing.T) {
 	c.WriteBack.Pending[0] = "changed"
 	c.WriteBack.StatusColumn = "changed"
 	c.RouteAdopt[0] = "changed"
+	c.Publishers[0] = "changed"
+	c.RoutePublishers[0][0] = "changed"
 	m := full.Mapping
 	if m.HeaderColumns[0] != "a_col" || m.HeaderNames[0] != "a" || m.Routes[0].RequiredTags[0] != "x" ||
-		m.Routes[0].AnyOfTags[0] != "y" || full.WriteBack.Pending[0] != "NEW" || full.WriteBack.StatusColumn != "st" || full.RouteAdopt[0] != "id > 5" {
-		t.Errorf("changing the clone changed the table: %+v %+v %q", m, full.WriteBack, full.RouteAdopt)
+		m.Routes[0].AnyOfTags[0] != "y" || full.WriteBack.Pending[0] != "NEW" || full.WriteBack.StatusColumn != "st" || full.RouteAdopt[0] != "id > 5" ||
+		full.Publishers[0] != "kafka" || full.RoutePublishers[0][0] != "partner" {
+		t.Errorf("changing the clone changed the table: %+v %+v %q %q %q", m, full.WriteBack, full.RouteAdopt, full.Publishers, full.RoutePublishers)
+	}
+}
+
+// TestPublishers: a route's publishers are its own, else the table's,
+// else Kafka's; a table's are all of those, each once.
+func TestPublishers(t *testing.T) {
+	routes := []decoder.Route{{Topic: "a", RequiredTags: []string{"x"}}, {Topic: "b", RequiredTags: []string{"y"}}, {Topic: "c", RequiredTags: []string{"z"}}}
+	for _, tc := range []struct {
+		name    string
+		t       Table
+		perItem [][]string // RoutePublishersOf(i) for each route, or of 0 without routes
+		all     []string
+	}{
+		{"none", Table{}, [][]string{{"kafka"}}, []string{"kafka"}},
+		{"the table's", Table{Publishers: []string{"partner", "kafka"}}, [][]string{{"partner", "kafka"}}, []string{"partner", "kafka"}},
+		{"routes, none", Table{Mapping: decoder.Mapping{Routes: routes}}, [][]string{{"kafka"}, {"kafka"}, {"kafka"}}, []string{"kafka"}},
+		{"routes, their own and the table's",
+			Table{Mapping: decoder.Mapping{Routes: routes}, Publishers: []string{"analytics"}, RoutePublishers: [][]string{{"kafka", "partner"}, nil}},
+			[][]string{{"kafka", "partner"}, {"analytics"}, {"analytics"}}, []string{"kafka", "partner", "analytics"}},
+		{"a route's own past the routes", Table{RoutePublishers: [][]string{{"partner"}}}, [][]string{{"kafka"}}, []string{"kafka"}},
+	} {
+		for i, want := range tc.perItem {
+			if got := tc.t.RoutePublishersOf(i); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: RoutePublishersOf(%d) = %q, want %q", tc.name, i, got, want)
+			}
+		}
+		if got := tc.t.AllPublishers(); !reflect.DeepEqual(got, tc.all) {
+			t.Errorf("%s: AllPublishers() = %q, want %q", tc.name, got, tc.all)
+		}
 	}
 }
 

@@ -189,6 +189,9 @@ func (c *BackfillCommand) finish(fs *flag.FlagSet) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseWebhooksNotDelivered(c.file, c.configPath, m.Schema+"."+m.Table); err != nil {
+		return err
+	}
 	c.opts.PostgresURL, c.opts.Mapping, c.opts.Kafka = c.cfg.PostgresURL, m, c.cfg.Kafka
 	c.opts.Kafka.ClientID += "-backfill"
 	c.opts.RecordTable = migrations.BackfillTableName(migrations.Config{CheckpointSchema: c.cfg.CheckpointSchema})

@@ -88,7 +88,11 @@ rolled back) and without producing anything to Kafka:
     may read, insert and update it, as run checks at start;
   - with message sources (messages:): the server is PostgreSQL 14 or
     later, whose pgoutput sends logical decoding messages. A message
-    names no table or column: nothing else is checked for it.
+    names no table or column: nothing else is checked for it;
+  - for each webhook publisher (publishers:): its secret is read and
+    parsed, its TLS files are read, and its URL's host resolves. Nothing
+    is sent to it: delivery to webhooks is not built yet, and run refuses
+    a file that sends events to one.
 
 Then it prints, for each table, its ordering in words (its own ordering:,
 else the file's, else key); for each table with write_back, what its rows say as
@@ -252,6 +256,7 @@ func (c *CheckConfigCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	n += checkPublishers(ctx, w, f, checkWebhook)
 	if n += problems; n > 0 {
 		return fmt.Errorf("%s in %s: fix them and check again", plural(n, "problem"), c.config)
 	}

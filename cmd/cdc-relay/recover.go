@@ -134,6 +134,9 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	if err := c.finish(fs); err != nil {
 		return err
 	}
+	if err := refuseWebhooksNotDelivered(c.file, c.configPath); err != nil {
+		return err
+	}
 	if c.since != "" {
 		t, err := time.Parse(time.RFC3339Nano, c.since)
 		if err != nil {

@@ -386,6 +386,14 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := c.delivery.finish(fs, &c.cfg); err != nil {
 		return err
 	}
+	if c.cfg.ExactlyOnce.Enabled {
+		if err := refuseWebhooksExactlyOnce(c.file, c.configPath); err != nil {
+			return err
+		}
+	}
+	if err := refuseWebhooksNotDelivered(c.file, c.configPath); err != nil {
+		return err
+	}
 	if err := c.finishSlotLoss(&c.cfg); err != nil {
 		return err
 	}
