@@ -12,9 +12,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/lanes"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 )
 
 // A publisher's lanes as at-least-once delivery's producer, with the
@@ -103,18 +105,37 @@ func TestLanesHoldAKeyBehindARefusal(t *testing.T) {
 			tp.events(t, 0x300, append(append([]testEv(nil), k[4:]...), others[10:]...)...)
 			close(gate)
 			tp.waitIdle(t)
+			// A request is refused whole: with batches, k2's batch mates
+			// (as many as the lane had queued) are refused with it. Key k
+			// is then: delivered up to the refused request, its records
+			// FAILED, every later one WAITING, none sent.
+			parked := parkedAs(tp.store)
+			first := -1
 			var wantParked []string
-			for _, e := range k {
-				switch {
-				case e.id == "k2" || batch == 3 && e.id == "k0" || batch == 3 && e.id == "k1":
-					// A batch refused is refused whole: k0 and k1 went in k2's request.
-					wantParked = append(wantParked, "FAILED "+e.id)
-				case e.id > "k2":
-					wantParked = append(wantParked, "WAITING "+e.id)
+			for _, p := range parked {
+				if strings.HasPrefix(p, "FAILED k") && first < 0 {
+					fmt.Sscanf(p, "FAILED k%d", &first)
 				}
 			}
-			if got := parkedAs(tp.store); !slices.Equal(got, wantParked) {
-				t.Fatalf("parked %v\nwant   %v", got, wantParked)
+			last := first
+			for _, p := range parked {
+				var n int
+				if _, err := fmt.Sscanf(p, "FAILED k%d", &n); err == nil {
+					last = n
+				}
+			}
+			if first < 0 || first > 2 || last < 2 || last-first >= batch {
+				t.Fatalf("parked %v: want k2's request FAILED, of %d records at most", parked, batch)
+			}
+			for n := first; n < 8; n++ {
+				state := "WAITING"
+				if n <= last {
+					state = "FAILED"
+				}
+				wantParked = append(wantParked, fmt.Sprintf("%s k%d", state, n))
+			}
+			if !slices.Equal(parked, wantParked) {
+				t.Fatalf("parked %v\nwant   %v", parked, wantParked)
 			}
 			var gotK, gotO []string
 			for _, id := range h.taken() {
@@ -124,9 +145,9 @@ func TestLanesHoldAKeyBehindARefusal(t *testing.T) {
 					gotO = append(gotO, id)
 				}
 			}
-			wantK := []string{"k0", "k1"}
-			if batch == 3 {
-				wantK = nil
+			var wantK []string
+			for n := range first {
+				wantK = append(wantK, fmt.Sprint("k", n))
 			}
 			if !slices.Equal(gotK, wantK) {
 				t.Fatalf("the receiver took %v of key k, want %v", gotK, wantK)
@@ -193,5 +214,69 @@ func TestLanesOutageParksWithoutWaiting(t *testing.T) {
 	}
 	if n := strings.Count(tp.logs.String(), "the webhook receiver is failing"); n != 1 {
 		t.Fatalf("outage logged %d times, want once", n)
+	}
+}
+
+// TestPublishersEachGetTheirCopy: an event routed to Kafka and a webhook
+// goes to both; the webhook's refusal parks its copy in the webhook's
+// rows and holds the key for the webhook only: Kafka takes every event,
+// its store and its key order untouched; the position passes the events
+// once both copies are settled.
+func TestPublishersEachGetTheirCopy(t *testing.T) {
+	tp := newTestPipeline(t, &fakeStore{})
+	kafkaOrder := tp.ordered(t, true)
+	hookStore := &fakeStore{}
+	hookOrder := keyorder.New(true, tp.Log)
+	hl := tp.Ledger.ForPublisher(hookStore, hookOrder)
+	h := &hookReceiver{answer: func(ids []string) lanes.Answer {
+		if slices.Contains(ids, "e1") {
+			return lanes.Answer{Err: errors.New("400 Bad Request")}
+		}
+		return lanes.Answer{}
+	}}
+	inflight := func(r *kgo.Record) *delivery.Inflight { return r.Context.(*delivery.Inflight) }
+	lp := lanes.New(h, lanes.Config{Publisher: "partner",
+		OrderKey: func(r *kgo.Record) []byte { return hookOrder.OrderKey(&inflight(r).Event) },
+		Held:     func(r *kgo.Record) bool { held, _ := hookOrder.ParkedHeld(&inflight(r).Event); return held }})
+	t.Cleanup(lp.Close)
+	tp.Pipeline = New(tp.Ledger, Options{Delivery: atleastonce.New(tp.Ledger, tp.prod),
+		Publishers: []Publisher{{Ledger: hl, Delivery: atleastonce.New(hl, lp)}},
+		PublishersOf: func(_ int, topic string) []int {
+			if topic == "wallet" {
+				return []int{0, 1}
+			}
+			return []int{0}
+		}})
+	tp.events(t, 0x200, testEv{"e0", "wallet", "k"}, testEv{"e1", "wallet", "k"})
+	tp.events(t, 0x300, testEv{"e2", "wallet", "k"}, testEv{"x0", "other", "k"})
+	// The webhook parks e1 and e2 while Kafka has not answered yet.
+	if got := tp.waitParked(t, 0); len(got) != 0 {
+		t.Fatalf("Kafka's store parked %v", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(parkedAs(hookStore)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := tp.Tracker.Safe(); got != 0x100 {
+		t.Fatalf("safe %s before Kafka answered, want the start: the Kafka copies are in flight", got)
+	}
+	if got := tp.prod.answerBy(func(string) error { return nil }); !slices.Equal(got, []string{"e0", "e1", "e2", "x0"}) {
+		t.Fatalf("Kafka took %v, want every event", got)
+	}
+	tp.waitIdle(t)
+	if got := parkedAs(hookStore); !slices.Equal(got, []string{"FAILED e1", "WAITING e2"}) {
+		t.Fatalf("the webhook's store parked %v, want FAILED e1, WAITING e2", got)
+	}
+	if got := parkedAs(tp.store); len(got) != 0 {
+		t.Fatalf("Kafka's store parked %v, want nothing", got)
+	}
+	if got := h.taken(); !slices.Equal(got, []string{"e0"}) {
+		t.Fatalf("the webhook took %v, want e0 only", got)
+	}
+	if held, _ := kafkaOrder.ParkedHeld(&decoder.Event{Topic: "wallet", Key: []byte("k")}); held {
+		t.Fatal("the webhook's refusal holds Kafka's key")
+	}
+	if got := tp.Tracker.Safe(); got != 0x300 {
+		t.Fatalf("safe %s, want 0/300", got)
 	}
 }
