@@ -64,12 +64,12 @@ type Publisher struct {
 // checkpoint pass an event once it is delivered or its status row is
 // committed. Only the stream's goroutine calls it.
 type Pipeline struct {
-	l        *delivery.Ledger
-	delivery delivery.Delivery
-	// kafka is Kafka's engine (l, delivery), and pubs every publisher's,
-	// Kafka's first; publishersOf, if set, says which a copy goes to.
+	l *delivery.Ledger
+	// kafka is Kafka's engine (l and Options.Delivery), and pubs every
+	// publisher's, Kafka's first; publishersOf, if set, says which a copy
+	// goes to.
 	kafka        Publisher
-	pubs         []Publisher
+	pubs         []*Publisher
 	publishersOf func(table int, topic string) []int
 	dec          *decoder.Decoder
 	// relation, if set, judges each Relation message for an outbox
@@ -103,10 +103,13 @@ type Pipeline struct {
 // New returns the pipeline of l's session, which decodes with o.Decoder
 // and hands its events to o.Delivery.
 func New(l *delivery.Ledger, o Options) *Pipeline {
-	p := &Pipeline{l: l, dec: o.Decoder, delivery: o.Delivery, relation: o.Relation, skipBelow: o.SkipBelow, replay: o.Replay,
+	p := &Pipeline{l: l, dec: o.Decoder, relation: o.Relation, skipBelow: o.SkipBelow, replay: o.Replay,
 		parkedBefore: o.ParkedBefore, unrouted: newUnroutedLog(l.Log), unmapped: newUnmappedLog(l.Log), nonTx: newNonTransactionalLog(l.Log)}
 	p.kafka = Publisher{Ledger: l, Delivery: o.Delivery}
-	p.pubs = append([]Publisher{p.kafka}, o.Publishers...)
+	p.pubs = []*Publisher{&p.kafka}
+	for i := range o.Publishers {
+		p.pubs = append(p.pubs, &o.Publishers[i])
+	}
 	if len(o.Publishers) > 0 {
 		p.publishersOf = o.PublishersOf
 	}
@@ -150,8 +153,7 @@ func (p *Pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 			return fmt.Errorf("commit at %s without a begin", start)
 		}
 		p.l.Tracker.Commit(p.reading, pglogrepl.LSN(msg.EndLSN))
-		p.delivery.EndTxn(p.reading, pglogrepl.LSN(msg.EndLSN))
-		for _, pub := range p.pubs[1:] {
+		for _, pub := range p.pubs {
 			pub.Delivery.EndTxn(p.reading, pglogrepl.LSN(msg.EndLSN))
 		}
 		p.reading = nil
@@ -235,7 +237,7 @@ func (p *Pipeline) routeToPublishers(msg *decoder.Message, single bool) {
 	}
 	for _, topic := range topics {
 		for _, i := range p.publishersOf(msg.Event.Table, topic) {
-			p.produce(msg, topic, copies, &p.pubs[i])
+			p.produce(msg, topic, copies, p.pubs[i])
 		}
 	}
 }
