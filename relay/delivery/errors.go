@@ -24,3 +24,10 @@ func storeCause(err error) string {
 	}
 	return "status table: no connection"
 }
+
+// ErrNotSent is a producer's outcome for a record it did not send because
+// an earlier record of its key was refused, or parked meanwhile (the
+// lanes of a publisher that is not Kafka): at-least-once delivery takes it
+// as a record refused with its batch, which goes again alone and is
+// parked behind its key's parked record, in order.
+var ErrNotSent = errors.New("not sent: an earlier event of its key was parked")

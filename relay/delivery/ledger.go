@@ -110,6 +110,18 @@ func NewLedger(l *Ledger) *Ledger {
 	return l
 }
 
+// ForPublisher returns the ledger of another publisher's copies in l's
+// session (a webhook's): it shares l's tracker, counters, metrics,
+// write-back, contexts, cause log and Stop, so that an event is settled
+// once every copy of every publisher is; it parks in failures (the
+// publisher's status rows) and holds keys and paused topics in order (the
+// publisher's own, so that nothing it holds holds Kafka's copies).
+func (l *Ledger) ForPublisher(failures FailureStore, order *keyorder.Order) *Ledger {
+	return &Ledger{Log: l.Log, Causes: l.Causes, Failures: failures, Order: order, Count: l.Count, Metrics: l.Metrics,
+		Tracker: l.Tracker, Outcomes: l.Outcomes, WriteBack: l.WriteBack, TableNames: l.TableNames,
+		FailCtx: l.FailCtx, ProduceCtx: l.ProduceCtx, RetryBase: l.RetryBase, Stop: l.Stop}
+}
+
 // End ends the session with err, if it can be ended (see Stop).
 func (l *Ledger) End(err error) {
 	if l.Stop != nil {

@@ -63,7 +63,7 @@ func newEOSessionEvery(t *testing.T, brokers []string, store *fakeStore, state *
 	}
 	s.txn = exactlyonce.New(s.Ledger, snk, state, sink.Checkpoint{Slot: "test"}, exactlyonce.Options{Interval: interval, MaxEvents: maxEvents, CheckpointTopic: "checkpoints"})
 	s.txn.CommitHook = func() { s.commits = append(s.commits, s.Tracker.Safe()) }
-	s.delivery = s.txn
+	s.Pipeline = New(s.Ledger, Options{Delivery: s.txn})
 	return s
 }
 

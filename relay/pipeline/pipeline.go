@@ -38,6 +38,23 @@ type Options struct {
 	// earlier Kafka transaction aborted (exactly-once): its row stands for
 	// it, and the delivery leaves it out.
 	ParkedBefore func(*delivery.Inflight) bool
+	// Publishers are the session's publishers beside Kafka, which is the
+	// pipeline's own ledger and Delivery (publisher 0): Publishers[i] is
+	// publisher i+1.
+	Publishers []Publisher
+	// PublishersOf, if set, returns the publishers a copy of an event of
+	// table (decoder.Event.Table) to topic goes to, as indexes (0: Kafka,
+	// i: Publishers[i-1]), each once; nil or empty: none. Unset, every
+	// copy goes to Kafka alone.
+	PublishersOf func(table int, topic string) []int
+}
+
+// Publisher is one publisher's engine beside Kafka's: the ledger that
+// settles and parks its copies (its status rows, its key order; the
+// tracker, counters and write-back are the session's) and its delivery.
+type Publisher struct {
+	Ledger   *delivery.Ledger
+	Delivery delivery.Delivery
 }
 
 // Pipeline handles one replication session's messages in stream order:
@@ -47,9 +64,14 @@ type Options struct {
 // checkpoint pass an event once it is delivered or its status row is
 // committed. Only the stream's goroutine calls it.
 type Pipeline struct {
-	l        *delivery.Ledger
-	delivery delivery.Delivery
-	dec      *decoder.Decoder
+	l *delivery.Ledger
+	// kafka is Kafka's engine (l and Options.Delivery), and pubs every
+	// publisher's, Kafka's first; publishersOf, if set, says which a copy
+	// goes to.
+	kafka        Publisher
+	pubs         []*Publisher
+	publishersOf func(table int, topic string) []int
+	dec          *decoder.Decoder
 	// relation, if set, judges each Relation message for an outbox
 	// table (a new OID, columns that do not fit); an error ends the stream.
 	relation func(context.Context, decoder.Relation) error
@@ -81,8 +103,17 @@ type Pipeline struct {
 // New returns the pipeline of l's session, which decodes with o.Decoder
 // and hands its events to o.Delivery.
 func New(l *delivery.Ledger, o Options) *Pipeline {
-	return &Pipeline{l: l, dec: o.Decoder, delivery: o.Delivery, relation: o.Relation, skipBelow: o.SkipBelow, replay: o.Replay,
+	p := &Pipeline{l: l, dec: o.Decoder, relation: o.Relation, skipBelow: o.SkipBelow, replay: o.Replay,
 		parkedBefore: o.ParkedBefore, unrouted: newUnroutedLog(l.Log), unmapped: newUnmappedLog(l.Log), nonTx: newNonTransactionalLog(l.Log)}
+	p.kafka = Publisher{Ledger: l, Delivery: o.Delivery}
+	p.pubs = []*Publisher{&p.kafka}
+	for i := range o.Publishers {
+		p.pubs = append(p.pubs, &o.Publishers[i])
+	}
+	if len(o.Publishers) > 0 {
+		p.publishersOf = o.PublishersOf
+	}
+	return p
 }
 
 // Handle decodes one pgoutput message, which starts at start, and applies
@@ -97,7 +128,15 @@ func (p *Pipeline) Handle(start pglogrepl.LSN, data []byte) error {
 
 // Commit makes what the delivery produced visible to consumers, once the
 // stream stopped between transactions, and returns why it could not.
-func (p *Pipeline) Commit(ctx context.Context) error { return p.delivery.Commit(ctx) }
+// Every publisher's delivery commits, Kafka's first.
+func (p *Pipeline) Commit(ctx context.Context) error {
+	for _, pub := range p.pubs {
+		if err := pub.Delivery.Commit(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // apply acts on one decoded message.
 func (p *Pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
@@ -114,7 +153,9 @@ func (p *Pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 			return fmt.Errorf("commit at %s without a begin", start)
 		}
 		p.l.Tracker.Commit(p.reading, pglogrepl.LSN(msg.EndLSN))
-		p.delivery.EndTxn(p.reading, pglogrepl.LSN(msg.EndLSN))
+		for _, pub := range p.pubs {
+			pub.Delivery.EndTxn(p.reading, pglogrepl.LSN(msg.EndLSN))
+		}
 		p.reading = nil
 	case decoder.KindRelation:
 		if p.relation != nil {
@@ -149,22 +190,54 @@ func (p *Pipeline) apply(start pglogrepl.LSN, msg decoder.Message) error {
 func (p *Pipeline) route(msg *decoder.Message) {
 	var me *decoder.MappingError
 	tsOnly := errors.As(msg.Poison, &me) && me.Timestamp
-	if !msg.Routed || msg.Poison != nil && !tsOnly {
-		p.produce(msg, msg.Event.Topic, nil)
+	single := !msg.Routed || msg.Poison != nil && !tsOnly
+	if p.publishersOf != nil {
+		p.routeToPublishers(msg, single)
+		return
+	}
+	if single {
+		p.produce(msg, msg.Event.Topic, nil, &p.kafka)
 		return
 	}
 	switch len(msg.Routes) {
 	case 0:
 		p.noRoute(&msg.Event)
 	case 1:
-		p.produce(msg, msg.Routes[0], nil)
+		p.produce(msg, msg.Routes[0], nil, &p.kafka)
 	default:
 		// One copy per route: the tracker counts each, so the
 		// transaction is confirmed once every copy is acked.
 		copies := new(atomic.Int32)
 		copies.Store(int32(len(msg.Routes)))
 		for _, topic := range msg.Routes {
-			p.produce(msg, topic, copies)
+			p.produce(msg, topic, copies, &p.kafka)
+		}
+	}
+}
+
+// routeToPublishers produces one copy of the event for each topic it goes
+// to (its own alone if single) and each of that topic's publishers.
+func (p *Pipeline) routeToPublishers(msg *decoder.Message, single bool) {
+	topics := msg.Routes
+	if single {
+		topics = []string{msg.Event.Topic}
+	}
+	n := 0
+	for _, topic := range topics {
+		n += len(p.publishersOf(msg.Event.Table, topic))
+	}
+	if n == 0 {
+		p.noRoute(&msg.Event)
+		return
+	}
+	var copies *atomic.Int32
+	if n > 1 {
+		copies = new(atomic.Int32)
+		copies.Store(int32(n))
+	}
+	for _, topic := range topics {
+		for _, i := range p.publishersOf(msg.Event.Table, topic) {
+			p.produce(msg, topic, copies, p.pubs[i])
 		}
 	}
 }
@@ -172,21 +245,21 @@ func (p *Pipeline) route(msg *decoder.Message) {
 // produce counts one copy of the event in flight and produces it to topic,
 // or parks it when it is poison. copies, shared by the copies of a
 // fanned-out event, counts those not yet acked (nil for a single copy).
-func (p *Pipeline) produce(msg *decoder.Message, topic string, copies *atomic.Int32) {
-	l := p.l
+func (p *Pipeline) produce(msg *decoder.Message, topic string, copies *atomic.Int32, pub *Publisher) {
+	l := pub.Ledger
 	it := delivery.NewInflight(l.ProduceCtx, l.Tracker, p.reading, &msg.Event, topic, copies)
 	p.seq++
 	it.Seq = p.seq
 	l.Tracker.Add(it.Txn(), it.Size())
 	if msg.Poison != nil {
-		p.poison(it, msg.Poison)
+		p.poison(it, msg.Poison, pub)
 		return
 	}
-	if p.held(it) {
+	if p.held(it, pub) {
 		return
 	}
 	it.Fill()
-	p.delivery.Produce(it)
+	pub.Delivery.Produce(it)
 }
 
 // poison parks it, an event that cannot become its record (err), as
@@ -198,8 +271,8 @@ func (p *Pipeline) produce(msg *decoder.Message, topic string, copies *atomic.In
 // them, to be parked once they are settled, so that its row comes after
 // theirs. (Exactly-once delivery has neither: its poison is parked at
 // once.)
-func (p *Pipeline) poison(it *delivery.Inflight, err error) {
-	l := p.l
+func (p *Pipeline) poison(it *delivery.Inflight, err error, pub *Publisher) {
+	l := pub.Ledger
 	if l.Order.OrdersKeys() && l.Order.OrderKey(&it.Event) != nil {
 		v := keyorder.Pass
 		if l.Order.Holding() {
@@ -210,21 +283,21 @@ func (p *Pipeline) poison(it *delivery.Inflight, err error) {
 		case !l.Order.MayGoAlone(&it.Event):
 			l.Order.HoldAlone(&it.Event, it.Seq)
 		default:
-			p.delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(err)))
+			pub.Delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(err)))
 			return
 		}
 		it.Alone, it.Failed = true, delivery.Poisoned(err)
-		p.delivery.Produce(it)
+		pub.Delivery.Produce(it)
 		return
 	}
-	p.delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(err)))
+	pub.Delivery.Park(it, l.ParkInOrder(it, l.PoisonAs(err)))
 }
 
 // held parks it behind its held key or its paused topic, and reports
 // whether it did; an event to be produced alone behind its key's record
 // is marked so (the hold counts it already).
-func (p *Pipeline) held(it *delivery.Inflight) bool {
-	l := p.l
+func (p *Pipeline) held(it *delivery.Inflight, pub *Publisher) bool {
+	l := pub.Ledger
 	if !l.Order.Holding() {
 		return false
 	}
@@ -234,10 +307,10 @@ func (p *Pipeline) held(it *delivery.Inflight) bool {
 	}
 	switch v, head := l.Order.Check(&it.Event, it.Seq); v {
 	case keyorder.Paused:
-		p.delivery.Park(it, l.ParkInOrder(it, l.PausedAs()))
+		pub.Delivery.Park(it, l.ParkInOrder(it, l.PausedAs()))
 		return true
 	case keyorder.Waiting:
-		p.delivery.Park(it, l.ParkInOrder(it, l.WaitingAs(it, head)))
+		pub.Delivery.Park(it, l.ParkInOrder(it, l.WaitingAs(it, head)))
 		return true
 	case keyorder.Alone:
 		it.Alone = true

@@ -2,6 +2,7 @@ package atleastonce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -219,7 +220,7 @@ func (d *Delivery) produceTogether(send []*delivery.Inflight) {
 	for i, err := range d.producer.ProduceGroup(d.ProduceCtx, recs) {
 		it := send[i]
 		switch {
-		case err != nil && sink.MaybeTheBatch(err):
+		case err != nil && goesAgain(err):
 			again = append(again, it)
 		case err != nil && refused[d.refusedKey(it)]:
 			behind = append(behind, it)
@@ -309,11 +310,12 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 			d.Stop(fatal.Error{Err: fmt.Errorf("Kafka refuses the relay's producer (%w): "+
 				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
 		}
-	case !it.Alone && sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():
+	case !it.Alone && goesAgain(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():
 		// The broker refused the batch the record was in (a topic whose
 		// max.message.bytes is below the batch size, another record's
-		// fault), not necessarily the record: alone, it is delivered or
-		// fails for itself. Records go again in the order they failed,
+		// fault), not necessarily the record, or a publisher's lanes did
+		// not send it behind its key's refused record: alone, it is
+		// delivered, fails for itself, or is parked behind that one. Records go again in the order they failed,
 		// each key's together in stream order, so a key's order holds
 		// among them.
 		it.Alone = true
@@ -355,4 +357,12 @@ func (d *Delivery) checkOrder(it *delivery.Inflight) {
 	}
 	d.Metrics.OrderViolations.Inc()
 	d.order().LogViolation(&it.Event)
+}
+
+// goesAgain reports whether a record that failed with err goes again
+// alone: Kafka may have refused its batch rather than it
+// (sink.MaybeTheBatch), or a publisher's lanes did not send it behind its
+// key's refused record (delivery.ErrNotSent). Asked only of a failure.
+func goesAgain(err error) bool {
+	return sink.MaybeTheBatch(err) || errors.Is(err, delivery.ErrNotSent)
 }

@@ -1,0 +1,487 @@
+package lanes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// Answer is what a receiver said to one request.
+type Answer struct {
+	// Err is nil when the receiver took every record of the request (a
+	// 2xx), else what it said, or why it could not be asked.
+	Err error
+	// Retry says the receiver may take the request later: a 5xx, a 408,
+	// a 429, a timeout, a connection that failed. Without it, Err is a
+	// refusal of the records themselves (any other 4xx).
+	Retry bool
+	// RetryAfter is the wait the receiver asked for (Retry-After); 0 if
+	// it asked none.
+	RetryAfter time.Duration
+}
+
+// Sender sends records to one receiver, in one request.
+type Sender interface {
+	// Send sends recs, a request's records in order, and returns what the
+	// receiver answered. It returns once the answer is known, or ctx ended.
+	Send(ctx context.Context, recs []*kgo.Record) Answer
+}
+
+// Config is a publisher's lanes. Zero fields take the defaults.
+type Config struct {
+	// Publisher names the publisher in the log and in errors.
+	Publisher string
+	// Lanes is how many requests may be under way at once (8).
+	Lanes int
+	// Batch is how many records one request carries at most (1).
+	Batch int
+	// RetryFor is how long a request is tried again in place before its
+	// records are called back with an *Error, for the poller (5 s).
+	RetryFor time.Duration
+	// ProbeEvery is how often one request tries while the receiver keeps
+	// failing (1 s); the others' records are called back at once.
+	ProbeEvery time.Duration
+	// MaxBytes is the most bytes of a record the publisher takes (key,
+	// value and headers); a larger one is refused before it is sent
+	// (1 MiB).
+	MaxBytes int
+	// OrderKey returns the key whose records keep their order, nil for a
+	// record that keeps none (the default: the record's key).
+	OrderKey func(*kgo.Record) []byte
+	// Held reports whether r's key is held behind a parked record: such
+	// a record is not sent, but called back with delivery.ErrNotSent
+	// (nil: none is).
+	Held func(r *kgo.Record) bool
+	// Backoff is the wait before the attempt after attempt (0, 1, …),
+	// given the receiver's Retry-After (exponential from 100 ms to 5 s,
+	// with jitter, or Retry-After when longer).
+	Backoff func(attempt int, retryAfter time.Duration) time.Duration
+	// Log is where the receiver's outages are told (slog.Default()).
+	Log *slog.Logger
+}
+
+// withDefaults returns c with its zero fields set.
+func (c Config) withDefaults() Config {
+	if c.Lanes <= 0 {
+		c.Lanes = 8
+	}
+	if c.Batch <= 0 {
+		c.Batch = 1
+	}
+	if c.RetryFor <= 0 {
+		c.RetryFor = 5 * time.Second
+	}
+	if c.ProbeEvery <= 0 {
+		c.ProbeEvery = time.Second
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 1 << 20
+	}
+	if c.OrderKey == nil {
+		c.OrderKey = func(r *kgo.Record) []byte { return r.Key }
+	}
+	if c.Backoff == nil {
+		c.Backoff = backoff
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return c
+}
+
+// backoff is Config.Backoff's default.
+func backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 6)
+	d = min(d, 5*time.Second)
+	d = d/2 + rand.N(d/2+1) // jitter, so that lanes do not try in step
+	return max(d, retryAfter)
+}
+
+// Error is why a record was not delivered and is to be parked for its
+// publisher: the receiver refused it, failed for longer than
+// Config.RetryFor, or was failing and the record was not sent. It wraps
+// nothing: whatever the receiver's error was (a TLS failure, a timeout),
+// it is this publisher's, and must not read as Kafka's or as the
+// session's end.
+type Error struct {
+	// Publisher is the publisher's name.
+	Publisher string
+	// Answer is the receiver's last answer, as text.
+	Answer string
+	// Retried is how long the request was tried; 0 if it was refused at
+	// once, or not sent.
+	Retried time.Duration
+	// NotSent: the receiver was failing, and the record waited for no
+	// request of its own.
+	NotSent bool
+}
+
+// Error says what became of the record, for the status table and the log.
+func (e *Error) Error() string {
+	switch {
+	case e.NotSent:
+		return fmt.Sprintf("publisher %s: not sent, its receiver is failing (%s); its poller sends it once the receiver answers", e.Publisher, e.Answer)
+	case e.Retried > 0:
+		return fmt.Sprintf("publisher %s: the receiver failed for %s: %s", e.Publisher, e.Retried.Round(time.Millisecond), e.Answer)
+	}
+	return fmt.Sprintf("publisher %s: the receiver refused it: %s", e.Publisher, e.Answer)
+}
+
+// errClosed is the outcome of the records queued when the producer
+// closed: not delivered, they stay in flight (a context error is not
+// permanent), and the next session sends them again.
+var errClosed = fmt.Errorf("the publisher's lanes closed: %w", context.Canceled)
+
+// entry is one record handed to Produce.
+type entry struct {
+	ctx  context.Context
+	r    *kgo.Record
+	done func(*kgo.Record, error)
+}
+
+// lane holds the records of its keys, in the order they came.
+type lane struct {
+	mu   sync.Mutex
+	q    []entry
+	wake chan struct{} // one token: the queue may have records
+}
+
+// Producer sends a publisher's records in lanes (see the package doc). It
+// serves at-least-once delivery as its atleastonce.Producer, and is safe
+// for concurrent use.
+type Producer struct {
+	s      Sender
+	c      Config
+	lanes  []*lane
+	seed   maphash.Seed
+	next   atomic.Uint32 // the lane of the next record without an order key
+	health health
+	stop   context.CancelFunc
+	ended  sync.WaitGroup
+}
+
+// New returns the producer of the publisher c names, which sends with s,
+// and starts its lanes; Close stops them.
+func New(s Sender, c Config) *Producer {
+	c = c.withDefaults()
+	ctx, stop := context.WithCancel(context.Background())
+	p := &Producer{s: s, c: c, seed: maphash.MakeSeed(), stop: stop, lanes: make([]*lane, c.Lanes)}
+	for i := range p.lanes {
+		l := &lane{wake: make(chan struct{}, 1)}
+		p.lanes[i] = l
+		p.ended.Go(func() { p.run(ctx, l) })
+	}
+	return p
+}
+
+// Close stops the lanes once each ended its request under way; the
+// records still queued are called back with an error that leaves them in
+// flight, for the next session.
+func (p *Producer) Close() {
+	p.stop()
+	p.ended.Wait()
+}
+
+// laneOf is the lane of r: its order key's, or the next one for a record
+// that keeps no order.
+func (p *Producer) laneOf(r *kgo.Record) int {
+	key := p.c.OrderKey(r)
+	if key == nil {
+		return int(p.next.Add(1) % uint32(len(p.lanes)))
+	}
+	var h maphash.Hash
+	h.SetSeed(p.seed)
+	h.WriteString(r.Topic)
+	h.WriteByte(0)
+	h.Write(key)
+	return int(h.Sum64() % uint64(len(p.lanes)))
+}
+
+// Produce queues r in its key's lane and returns; done is called once
+// with its outcome, after the outcomes of the records of its key queued
+// before it.
+func (p *Producer) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
+	l := p.lanes[p.laneOf(r)]
+	l.mu.Lock()
+	l.q = append(l.q, entry{ctx: ctx, r: r, done: done})
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ProduceAlone sends r in a request of its own and returns its outcome.
+func (p *Producer) ProduceAlone(ctx context.Context, r *kgo.Record) error {
+	return p.send(ctx, []*kgo.Record{r})
+}
+
+// ProduceGroup sends recs beside the stream, each order key's in order,
+// the keys side by side, and returns each one's outcome: once one of a
+// key's fails, its later ones are not sent (delivery.ErrNotSent).
+func (p *Producer) ProduceGroup(ctx context.Context, recs []*kgo.Record) []error {
+	errs := make([]error, len(recs))
+	byLane := map[int][]int{}
+	for i, r := range recs {
+		li := p.laneOf(r)
+		byLane[li] = append(byLane[li], i)
+	}
+	var wg sync.WaitGroup
+	for _, idx := range byLane {
+		wg.Go(func() { p.sendInOrder(ctx, recs, idx, errs) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// sendInOrder sends the records of recs at idx, in order, Config.Batch
+// at a time, and sets each one's outcome in errs; a record whose order
+// key had one fail before it is not sent.
+func (p *Producer) sendInOrder(ctx context.Context, recs []*kgo.Record, idx []int, errs []error) {
+	failed := map[string]bool{}
+	keyOf := func(i int) (string, bool) {
+		k := p.c.OrderKey(recs[i])
+		return recs[i].Topic + "\x00" + string(k), k != nil
+	}
+	for len(idx) > 0 {
+		n := min(len(idx), p.c.Batch)
+		chunk, send := idx[:n], make([]*kgo.Record, 0, n)
+		sent := make([]int, 0, n)
+		for _, i := range chunk {
+			if k, ok := keyOf(i); ok && failed[k] {
+				errs[i] = delivery.ErrNotSent
+				continue
+			}
+			send, sent = append(send, recs[i]), append(sent, i)
+		}
+		idx = idx[n:]
+		if len(send) == 0 {
+			continue
+		}
+		err := p.send(ctx, send)
+		for _, i := range sent {
+			errs[i] = err
+			if k, ok := keyOf(i); ok && err != nil {
+				failed[k] = true
+			}
+		}
+	}
+}
+
+// BatchMaxBytes is the most bytes of a record the publisher takes.
+func (p *Producer) BatchMaxBytes() int { return p.c.MaxBytes }
+
+// Refuses returns why the publisher would refuse r (larger than
+// Config.MaxBytes), or nil.
+func (p *Producer) Refuses(r *kgo.Record) error {
+	if n := sink.RecordBytes(r); n > p.c.MaxBytes {
+		return &Error{Publisher: p.c.Publisher,
+			Answer: fmt.Sprintf("the record's %d bytes are more than the publisher's %d", n, p.c.MaxBytes)}
+	}
+	return nil
+}
+
+// SizeRefused: a receiver's own limit is not learnt.
+func (p *Producer) SizeRefused(string) {}
+
+// run is one lane: it sends its queue's records, Config.Batch at a time,
+// until ctx ends; then it calls back what is left with errClosed.
+func (p *Producer) run(ctx context.Context, l *lane) {
+	for {
+		if ctx.Err() != nil {
+			l.closed()
+			return
+		}
+		batch := l.take(p.c.Batch)
+		if len(batch) > 0 {
+			p.deliver(batch)
+			continue
+		}
+		select {
+		case <-l.wake:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// closed calls back every record of l's queue with errClosed.
+func (l *lane) closed() {
+	for batch := l.take(math.MaxInt); len(batch) > 0; batch = l.take(math.MaxInt) {
+		for _, e := range batch {
+			e.done(e.r, errClosed)
+		}
+	}
+}
+
+// take removes up to n records from the head of l's queue.
+func (l *lane) take(n int) []entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n = min(n, len(l.q))
+	if n == 0 {
+		return nil
+	}
+	batch := make([]entry, n)
+	copy(batch, l.q)
+	clear(l.q[:n])
+	l.q = l.q[n:]
+	if len(l.q) == 0 {
+		l.q = nil // let the backing array go
+	}
+	return batch
+}
+
+// deliver sends batch's records in one request, and calls each back with
+// the outcome, in order: those of a session that ended with their
+// context's error, those whose key is held with delivery.ErrNotSent,
+// unsent.
+func (p *Producer) deliver(batch []entry) {
+	send := make([]entry, 0, len(batch))
+	for _, e := range batch {
+		switch {
+		case e.ctx.Err() != nil:
+			e.done(e.r, e.ctx.Err())
+		case p.c.Held != nil && p.c.Held(e.r):
+			e.done(e.r, delivery.ErrNotSent)
+		default:
+			send = append(send, e)
+		}
+	}
+	if len(send) == 0 {
+		return
+	}
+	recs := make([]*kgo.Record, len(send))
+	for i, e := range send {
+		recs[i] = e.r
+	}
+	err := p.send(send[0].ctx, recs)
+	for _, e := range send {
+		e.done(e.r, err)
+	}
+}
+
+// send sends recs in one request, tried again in place while the
+// receiver may take it later, for Config.RetryFor at most, and returns
+// nil once it took them, ctx's error once ctx ended, or an *Error. While
+// the receiver is failing, a request is not sent unless it is the probe.
+func (p *Producer) send(ctx context.Context, recs []*kgo.Record) error {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		probe, ok := p.health.try(p.c.ProbeEvery)
+		if !ok {
+			return &Error{Publisher: p.c.Publisher, Answer: p.health.last(), NotSent: true}
+		}
+		a := p.s.Send(ctx, recs)
+		switch {
+		case a.Err == nil:
+			p.health.answered(p.c.Log, p.c.Publisher)
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !a.Retry:
+			// It answered: it is up, and refuses these records.
+			p.health.answered(p.c.Log, p.c.Publisher)
+			return &Error{Publisher: p.c.Publisher, Answer: a.Err.Error()}
+		}
+		wait := p.c.Backoff(attempt, a.RetryAfter)
+		if probe || time.Since(start)+wait > p.c.RetryFor {
+			p.health.failing(p.c.Log, p.c.Publisher, a.Err)
+			return &Error{Publisher: p.c.Publisher, Answer: a.Err.Error(), Retried: max(time.Since(start), time.Nanosecond)}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// health is whether the receiver is failing: since a request was tried
+// for Config.RetryFor without an answer it could take, until one is.
+type health struct {
+	down      atomic.Bool // the fast path's question
+	mu        sync.Mutex
+	since     time.Time // the outage's start
+	nextProbe time.Time
+	lastErr   string
+	notSent   atomic.Int64 // records called back unsent during the outage
+}
+
+// try reports whether a request may be sent (ok), and whether it is the
+// outage's probe, which is tried once: one every every while failing.
+func (h *health) try(every time.Duration) (probe, ok bool) {
+	if !h.down.Load() {
+		return false, true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if now := time.Now(); !h.since.IsZero() && now.Before(h.nextProbe) {
+		h.notSent.Add(1)
+		return false, false
+	} else if !h.since.IsZero() {
+		h.nextProbe = now.Add(every)
+		return true, true
+	}
+	return false, true
+}
+
+// last is the receiver's last failure, as text.
+func (h *health) last() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastErr
+}
+
+// failing records that a request failed for good: the outage begins (said
+// once), or goes on.
+func (h *health) failing(log *slog.Logger, publisher string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastErr = err.Error()
+	if !h.since.IsZero() {
+		return
+	}
+	h.since = time.Now()
+	h.nextProbe = h.since // the next request probes at once
+	h.notSent.Store(0)
+	h.down.Store(true)
+	log.Warn("the webhook receiver is failing; its events are parked, and its poller sends them once it answers",
+		"publisher", publisher, "err", err)
+}
+
+// answered records that the receiver answered: an outage ends (said
+// once).
+func (h *health) answered(log *slog.Logger, publisher string) {
+	if !h.down.Load() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.since.IsZero() {
+		return
+	}
+	log.Info(fmt.Sprintf("the webhook receiver answers again after %s", time.Since(h.since).Round(100*time.Millisecond)),
+		"publisher", publisher, "parked_unsent", h.notSent.Load())
+	h.since = time.Time{}
+	h.down.Store(false)
+}
+
+// IsError reports whether err is a publisher's *Error.
+func IsError(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}

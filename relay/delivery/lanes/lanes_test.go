@@ -1,0 +1,374 @@
+package lanes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
+	"github.com/cdc-relay/cdc-relay/relay/delivery"
+	"github.com/cdc-relay/cdc-relay/sink"
+)
+
+// fakeSender answers each request with answer (nil: delivered), and
+// keeps the values of the records each request delivered, in order.
+type fakeSender struct {
+	mu        sync.Mutex
+	requests  int
+	delivered [][]string
+	answer    func(vals []string) Answer
+	delay     time.Duration
+}
+
+func (f *fakeSender) Send(ctx context.Context, recs []*kgo.Record) Answer {
+	vals := make([]string, len(recs))
+	for i, r := range recs {
+		vals[i] = string(r.Value)
+	}
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
+		case <-ctx.Done():
+			return Answer{Err: ctx.Err(), Retry: true}
+		}
+	}
+	f.mu.Lock()
+	f.requests++
+	answer := f.answer
+	f.mu.Unlock()
+	var a Answer
+	if answer != nil {
+		a = answer(vals)
+	}
+	if a.Err == nil {
+		f.mu.Lock()
+		f.delivered = append(f.delivered, vals)
+		f.mu.Unlock()
+	}
+	return a
+}
+
+// deliveredOf returns the values delivered of key prefix p (values are
+// "key/n"), in the order the receiver took them.
+func (f *fakeSender) deliveredOf(p string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, req := range f.delivered {
+		for _, v := range req {
+			if strings.HasPrefix(v, p+"/") {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// outcomes collects each record's outcome, in the order of the calls.
+type outcomes struct {
+	mu    sync.Mutex
+	order []string
+	errs  map[string]error
+	all   chan struct{}
+	want  int
+}
+
+func newOutcomes(want int) *outcomes {
+	return &outcomes{errs: map[string]error{}, all: make(chan struct{}), want: want}
+}
+
+func (o *outcomes) done(r *kgo.Record, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.order = append(o.order, string(r.Value))
+	o.errs[string(r.Value)] = err
+	if len(o.order) == o.want {
+		close(o.all)
+	}
+}
+
+func (o *outcomes) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-o.all:
+	case <-time.After(10 * time.Second):
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		t.Fatalf("%d of %d records called back", len(o.order), o.want)
+	}
+}
+
+func rec(key string, n int) *kgo.Record {
+	return &kgo.Record{Topic: "t", Key: []byte(key), Value: fmt.Appendf(nil, "%s/%d", key, n)}
+}
+
+// quick makes the retries of a test short.
+func quick(c Config) Config {
+	c.Backoff = func(int, time.Duration) time.Duration { return 5 * time.Millisecond }
+	if c.Publisher == "" {
+		c.Publisher = "partner"
+	}
+	return c
+}
+
+// TestProduceKeepsEachKeysOrder: records of many keys, sent by requests
+// that take a varying time on eight lanes, reach the receiver and are
+// called back in each key's order.
+func TestProduceKeepsEachKeysOrder(t *testing.T) {
+	for _, batch := range []int{1, 4} {
+		t.Run(fmt.Sprint("batch ", batch), func(t *testing.T) {
+			s := &fakeSender{delay: 200 * time.Microsecond}
+			p := New(s, quick(Config{Batch: batch}))
+			defer p.Close()
+			keys, per := 20, 30
+			o := newOutcomes(keys * per)
+			for n := range per {
+				for k := range keys {
+					p.Produce(context.Background(), rec(fmt.Sprint("k", k), n), o.done)
+				}
+			}
+			o.wait(t)
+			for k := range keys {
+				key := fmt.Sprint("k", k)
+				want := make([]string, per)
+				for n := range per {
+					want[n] = fmt.Sprintf("%s/%d", key, n)
+				}
+				if got := s.deliveredOf(key); !slices.Equal(got, want) {
+					t.Fatalf("key %s reached the receiver as %v, want %v", key, got, want)
+				}
+				var called []string
+				for _, v := range o.order {
+					if strings.HasPrefix(v, key+"/") {
+						called = append(called, v)
+					}
+				}
+				if !slices.Equal(called, want) {
+					t.Fatalf("key %s called back as %v, want %v", key, called, want)
+				}
+			}
+			for v, err := range o.errs {
+				if err != nil {
+					t.Fatalf("%s: %v", v, err)
+				}
+			}
+		})
+	}
+}
+
+// TestProduceRetriesInPlace: answers the receiver may change its mind
+// about are tried again, and the record is delivered, not parked.
+func TestProduceRetriesInPlace(t *testing.T) {
+	fails := 2
+	s := &fakeSender{}
+	s.answer = func([]string) Answer {
+		if fails > 0 {
+			fails--
+			return Answer{Err: errors.New("503 Service Unavailable"), Retry: true}
+		}
+		return Answer{}
+	}
+	p := New(s, quick(Config{Lanes: 1}))
+	defer p.Close()
+	o := newOutcomes(1)
+	p.Produce(context.Background(), rec("k", 0), o.done)
+	o.wait(t)
+	if err := o.errs["k/0"]; err != nil || s.requests != 3 {
+		t.Fatalf("outcome %v after %d requests, want delivered after 3", err, s.requests)
+	}
+}
+
+// TestProduceRefusalIsPermanent: a refusal (a 4xx) is called back at once
+// as an *Error, which at-least-once delivery parks: permanent, not
+// Kafka's, and never the session's end.
+func TestProduceRefusalIsPermanent(t *testing.T) {
+	s := &fakeSender{answer: func([]string) Answer { return Answer{Err: errors.New("422 Unprocessable Entity")} }}
+	p := New(s, quick(Config{}))
+	defer p.Close()
+	o := newOutcomes(1)
+	p.Produce(context.Background(), rec("k", 0), o.done)
+	o.wait(t)
+	err := o.errs["k/0"]
+	if !IsError(err) || !sink.Permanent(err) || sink.ProducerRefused(err) || sink.MaybeTheBatch(err) || s.requests != 1 {
+		t.Fatalf("outcome %v (permanent %v, producer refused %v) after %d requests, want a permanent *Error after 1",
+			err, sink.Permanent(err), sink.ProducerRefused(err), s.requests)
+	}
+	if !strings.Contains(err.Error(), "publisher partner: the receiver refused it: 422") {
+		t.Fatalf("error %q does not say which publisher refused it and how", err)
+	}
+}
+
+// TestProduceOutage: a receiver that keeps failing makes the first
+// request give up after RetryFor, and every record after it is called
+// back at once, unsent, but for one probe every ProbeEvery; the outage
+// is logged once as it begins and once as it ends.
+func TestProduceOutage(t *testing.T) {
+	var down sync.Mutex
+	up := false
+	s := &fakeSender{}
+	s.answer = func([]string) Answer {
+		down.Lock()
+		defer down.Unlock()
+		if up {
+			return Answer{}
+		}
+		return Answer{Err: errors.New("connection refused"), Retry: true}
+	}
+	var logs syncbuf.Buffer
+	p := New(s, quick(Config{Lanes: 2, RetryFor: 50 * time.Millisecond, ProbeEvery: time.Hour,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))}))
+	defer p.Close()
+	o := newOutcomes(1)
+	p.Produce(context.Background(), rec("a", 0), o.done)
+	o.wait(t)
+	var e *Error
+	if err := o.errs["a/0"]; !errors.As(err, &e) || e.Retried <= 0 || e.NotSent || s.requests < 5 {
+		t.Fatalf("first record: %v after %d requests, want an *Error after about 50ms of retries, 5 ms apart", err, s.requests)
+	}
+	before := s.requests
+	o = newOutcomes(100)
+	for n := range 100 {
+		p.Produce(context.Background(), rec(fmt.Sprint("k", n%7), n), o.done)
+	}
+	o.wait(t)
+	// The probe due at once after the outage began is the only request.
+	if got := s.requests - before; got > 1 {
+		t.Fatalf("%d requests while the receiver was failing, want at most the one probe", got)
+	}
+	for v, err := range o.errs {
+		if !errors.As(err, &e) || !sink.Permanent(err) {
+			t.Fatalf("%s: %v, want a permanent *Error", v, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "the webhook receiver is failing"); n != 1 {
+		t.Fatalf("the outage's start logged %d times, want once:\n%s", n, logs.String())
+	}
+	// Back up: the next probe delivers, and ends the outage.
+	down.Lock()
+	up = true
+	down.Unlock()
+	p.health.mu.Lock()
+	p.health.nextProbe = time.Now()
+	p.health.mu.Unlock()
+	o = newOutcomes(10)
+	for n := range 10 {
+		p.Produce(context.Background(), rec("b", n), o.done)
+	}
+	o.wait(t)
+	if err := o.errs["b/9"]; err != nil {
+		t.Fatalf("after the receiver came back: %v", err)
+	}
+	if n := strings.Count(logs.String(), "the webhook receiver answers again"); n != 1 {
+		t.Fatalf("the outage's end logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestProduceDoesNotSendHeldKeys: a record whose key is held is called
+// back with delivery.ErrNotSent, unsent.
+func TestProduceDoesNotSendHeldKeys(t *testing.T) {
+	s := &fakeSender{}
+	p := New(s, quick(Config{Held: func(r *kgo.Record) bool { return string(r.Key) == "held" }}))
+	defer p.Close()
+	o := newOutcomes(2)
+	p.Produce(context.Background(), rec("held", 0), o.done)
+	p.Produce(context.Background(), rec("free", 0), o.done)
+	o.wait(t)
+	if !errors.Is(o.errs["held/0"], delivery.ErrNotSent) || o.errs["free/0"] != nil || len(s.deliveredOf("held")) != 0 {
+		t.Fatalf("held: %v, free: %v, delivered %v", o.errs["held/0"], o.errs["free/0"], s.delivered)
+	}
+}
+
+// TestProduceGroupStopsAKeyAtItsFailure: in a group, a key's records
+// after one that failed are not sent; other keys go on.
+func TestProduceGroupStopsAKeyAtItsFailure(t *testing.T) {
+	s := &fakeSender{answer: func(vals []string) Answer {
+		if slices.Contains(vals, "a/1") {
+			return Answer{Err: errors.New("400 Bad Request")}
+		}
+		return Answer{}
+	}}
+	p := New(s, quick(Config{}))
+	defer p.Close()
+	recs := []*kgo.Record{rec("a", 0), rec("b", 0), rec("a", 1), rec("b", 1), rec("a", 2)}
+	errs := p.ProduceGroup(context.Background(), recs)
+	if errs[0] != nil || errs[1] != nil || errs[3] != nil || !IsError(errs[2]) || !errors.Is(errs[4], delivery.ErrNotSent) {
+		t.Fatalf("outcomes %v", errs)
+	}
+	if got := s.deliveredOf("a"); !slices.Equal(got, []string{"a/0"}) {
+		t.Fatalf("key a delivered %v, want only a/0", got)
+	}
+}
+
+// TestRefusesALargeRecord: a record over MaxBytes is refused before it is
+// sent, permanently.
+func TestRefusesALargeRecord(t *testing.T) {
+	p := New(&fakeSender{}, quick(Config{MaxBytes: 10}))
+	defer p.Close()
+	if err := p.Refuses(&kgo.Record{Value: make([]byte, 11)}); !IsError(err) || !sink.Permanent(err) {
+		t.Fatalf("Refuses: %v", err)
+	}
+	if err := p.Refuses(&kgo.Record{Value: make([]byte, 10)}); err != nil {
+		t.Fatalf("Refuses a record of the limit: %v", err)
+	}
+}
+
+// TestCloseLeavesQueuedRecordsInFlight: records queued when the lanes
+// close are called back with an error at-least-once delivery leaves in
+// flight (not permanent), for the next session.
+func TestCloseLeavesQueuedRecordsInFlight(t *testing.T) {
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	s := &fakeSender{answer: func([]string) Answer {
+		started <- struct{}{}
+		<-release
+		return Answer{}
+	}}
+	p := New(s, quick(Config{Lanes: 1}))
+	o := newOutcomes(3)
+	for n := range 3 {
+		p.Produce(context.Background(), rec("k", n), o.done)
+	}
+	<-started
+	p.stop() // as Close begins, while k/0's request is under way
+	close(release)
+	p.Close()
+	o.wait(t)
+	if err := o.errs["k/0"]; err != nil {
+		t.Fatalf("the request under way: %v, want it ended and delivered", err)
+	}
+	for _, v := range []string{"k/1", "k/2"} {
+		if err := o.errs[v]; !errors.Is(err, context.Canceled) || sink.Permanent(err) {
+			t.Fatalf("%s: %v, want an error that leaves it in flight (not permanent), for the next session", v, err)
+		}
+	}
+}
+
+// TestProduceNeverBlocks: Produce returns while every lane waits on the
+// receiver.
+func TestProduceNeverBlocks(t *testing.T) {
+	release := make(chan struct{})
+	s := &fakeSender{answer: func([]string) Answer { <-release; return Answer{} }}
+	p := New(s, quick(Config{Lanes: 2}))
+	defer p.Close()
+	defer close(release)
+	o := newOutcomes(1000)
+	done := make(chan struct{})
+	go func() {
+		for n := range 1000 {
+			p.Produce(context.Background(), rec(fmt.Sprint("k", n), n), o.done)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Produce blocked while the receiver did not answer")
+	}
+}
