@@ -78,7 +78,7 @@ func cliEntries(t testing.TB) []cliEntry {
 			e.head, e.sections = statusUsage, statusSections
 			e.accepted = c.flags()
 		case *PauseCommand:
-			e.head, e.sections = pauseUsage, pauseSections
+			e.head, e.sections = pauseUsage, c.sections()
 			if c.resume {
 				e.head = resumeUsage
 			}

@@ -86,10 +86,14 @@ Examples:
   cdc-relay resume --metrics-addr relay-1:7187
 `
 
-var pauseSections = []flagSection{
-	{"What to pause", []string{"topic"}},
-	{"A topic: the database", []string{"config", "postgres-url", "postgres-url-file", "slot", "checkpoint-table", "status-table"}},
-	{"The whole relay: the running relay", []string{"metrics-addr", "admin-token", "admin-token-file"}},
+// sections are the help's groups of flags, named for the command's verb
+// (pause or resume).
+func (c *PauseCommand) sections() []flagSection {
+	return []flagSection{
+		{"What to " + c.verb(), []string{"topic"}},
+		{"A topic: the database", []string{"config", "postgres-url", "postgres-url-file", "slot", "checkpoint-table", "status-table"}},
+		{"The whole relay: the running relay", []string{"metrics-addr", "admin-token", "admin-token-file"}},
+	}
 }
 
 func (c *PauseCommand) flags() *flag.FlagSet {
@@ -118,7 +122,7 @@ func (c *PauseCommand) Usage(w io.Writer) {
 	if c.resume {
 		head = resumeUsage
 	}
-	printUsage(w, c.flags(), head, pauseSections)
+	printUsage(w, c.flags(), head, c.sections())
 }
 
 // Run pauses or resumes a topic, or the relay.
