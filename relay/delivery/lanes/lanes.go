@@ -246,6 +246,34 @@ func (p *Producer) ProduceGroup(ctx context.Context, recs []*kgo.Record) []error
 	return errs
 }
 
+// ProduceWait sends recs as ProduceGroup does, for the poller (its
+// Producer): while the receiver is failing, it first waits for the next
+// probe, or for ctx to end; a record the receiver may yet take (it failed
+// for RetryFor, or was not sent) comes back as an error the poller counts
+// as no attempt (it is an *Error that also wraps
+// context.DeadlineExceeded, so sink.Permanent is false), and a refusal as
+// the *Error, which counts towards DEAD.
+func (p *Producer) ProduceWait(ctx context.Context, recs []*kgo.Record) []error {
+	if err := p.health.waitProbe(ctx); err != nil {
+		errs := make([]error, len(recs))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	errs := p.ProduceGroup(ctx, recs)
+	for i, err := range errs {
+		var e *Error
+		if errors.As(err, &e) && (e.NotSent || e.Retried > 0) {
+			errs[i] = fmt.Errorf("%w (%w)", e, errLater)
+		}
+	}
+	return errs
+}
+
+// errLater marks a record the receiver may yet take: not an attempt.
+var errLater = fmt.Errorf("the receiver may take it later: %w", context.DeadlineExceeded)
+
 // sendInOrder sends the records of recs at idx, in order, Config.Batch
 // at a time, and sets each one's outcome in errs; a record whose order
 // key had one fail before it is not sent.
@@ -437,6 +465,31 @@ func (h *health) try(every time.Duration) (probe, ok bool) {
 		return true, true
 	}
 	return false, true
+}
+
+// waitProbe waits, while the receiver is failing, until the next probe is
+// due, and returns ctx's error if ctx ends first.
+func (h *health) waitProbe(ctx context.Context) error {
+	if !h.down.Load() {
+		return nil
+	}
+	h.mu.Lock()
+	wait := time.Until(h.nextProbe)
+	if h.since.IsZero() {
+		wait = 0
+	}
+	h.mu.Unlock()
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // last is the receiver's last failure, as text.

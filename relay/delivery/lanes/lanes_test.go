@@ -372,3 +372,42 @@ func TestProduceNeverBlocks(t *testing.T) {
 		t.Fatal("Produce blocked while the receiver did not answer")
 	}
 }
+
+// TestProduceWaitForThePoller: for the poller, a refusal counts as an
+// attempt (permanent), a failure the receiver may recover from does not;
+// while the receiver is failing, ProduceWait first waits for the next
+// probe.
+func TestProduceWaitForThePoller(t *testing.T) {
+	var mu sync.Mutex
+	answer := Answer{Err: errors.New("503 Service Unavailable"), Retry: true}
+	s := &fakeSender{answer: func([]string) Answer { mu.Lock(); defer mu.Unlock(); return answer }}
+	p := New(s, quick(Config{RetryFor: 20 * time.Millisecond, ProbeEvery: 200 * time.Millisecond}))
+	defer p.Close()
+	errs := p.ProduceWait(context.Background(), []*kgo.Record{rec("a", 0)})
+	var e *Error
+	if !errors.As(errs[0], &e) || sink.Permanent(errs[0]) {
+		t.Fatalf("a failure for RetryFor: %v (permanent %v), want an *Error that is no attempt", errs[0], sink.Permanent(errs[0]))
+	}
+	// The outage began: the probe is due at once, then every 200 ms.
+	p.ProduceWait(context.Background(), []*kgo.Record{rec("a", 1)})
+	start := time.Now()
+	errs = p.ProduceWait(context.Background(), []*kgo.Record{rec("a", 2)})
+	if waited := time.Since(start); waited < 150*time.Millisecond || sink.Permanent(errs[0]) {
+		t.Fatalf("waited %s for the next probe (want about 200ms); outcome %v", waited, errs[0])
+	}
+	mu.Lock()
+	answer = Answer{Err: errors.New("422 Unprocessable Entity")}
+	mu.Unlock()
+	p.health.mu.Lock()
+	p.health.nextProbe = time.Now() // the next probe is due
+	p.health.mu.Unlock()
+	errs = p.ProduceWait(context.Background(), []*kgo.Record{rec("a", 3)})
+	if !errors.As(errs[0], &e) || !sink.Permanent(errs[0]) {
+		t.Fatalf("a refusal: %v, want a permanent *Error (an attempt)", errs[0])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if errs = p.ProduceWait(ctx, []*kgo.Record{rec("a", 4)}); errs[0] == nil || sink.Permanent(errs[0]) {
+		t.Fatalf("an ended context: %v, want its error, no attempt", errs[0])
+	}
+}
