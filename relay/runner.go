@@ -39,6 +39,8 @@ type runner struct {
 	store    *checkpoint.Store
 	failures *status.Store
 	pollSink *sink.Sink              // the poller's own producer
+	// publishers are the publishers beside Kafka (Config.Publishers).
+	publishers []*publisherEngine
 	cleaner  *retention.Cleaner      // one for the relay's life: a reconnect does not clean again at once
 	outcomes *delivery.TableOutcomes // write-back, nil when no table writes back
 	loader   *poller.RowLoader       // the poller's reads of rows to send again as they are now
@@ -120,6 +122,9 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		storeOpts = append(storeOpts, status.ByTopics(r.cfg.topicOrdered()...)) // none: every topic by key
 	}
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
+	if err := rn.startPublishers(publisherStoreOptions(r.cfg)); err != nil {
+		return nil, err
+	}
 	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {
 		return nil, fatal.Error{Err: err}
 	}

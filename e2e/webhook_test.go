@@ -1,0 +1,243 @@
+package e2e
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// webhookSecret is the test receiver's signing secret, as the relay reads
+// it: whsec_ and the base64 of its bytes.
+const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// hookReceiver is a webhook receiver written from the Standard Webhooks
+// specification: it verifies each request's signature on its own (not
+// with the relay's code), keeps the events it took, and answers with
+// what failing says while it is set.
+type hookReceiver struct {
+	t       *testing.T
+	mu      sync.Mutex
+	took    []hookEvent // in the order taken
+	bad     []string    // why requests failed verification
+	failing int         // the status answered while set (0: 204)
+	answers map[int]int // requests by status answered
+}
+
+// hookEvent is one event a receiver took.
+type hookEvent struct {
+	id       string
+	key      string
+	seq      int
+	verified bool
+}
+
+func newHookReceiver(t *testing.T) (*hookReceiver, string) {
+	h := &hookReceiver{t: t, answers: map[int]int{}}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, srv.URL + "/hooks/wallet?token=s3cret"
+}
+
+func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
+	err := verifyWebhook(id, ts, r.Header.Get("webhook-signature"), body)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	status := http.StatusNoContent
+	switch {
+	case err != nil:
+		h.bad = append(h.bad, err.Error())
+		status = http.StatusUnauthorized
+	case h.failing != 0:
+		status = h.failing
+	default:
+		var v struct {
+			Key string `json:"k"`
+			Seq int    `json:"seq"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			h.bad = append(h.bad, fmt.Sprintf("body %q: %v", body, err))
+			status = http.StatusBadRequest
+			break
+		}
+		h.took = append(h.took, hookEvent{id: id, key: v.Key, seq: v.Seq, verified: true})
+	}
+	h.answers[status]++
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+}
+
+// verifyWebhook checks a request's signature as the specification says:
+// webhook-signature lists "v1,<base64 HMAC-SHA256 of id.timestamp.body>"
+// signatures, separated by spaces, keyed by the secret's decoded bytes;
+// the timestamp within five minutes.
+func verifyWebhook(id, ts, sigs string, body []byte) error {
+	if id == "" || ts == "" || sigs == "" {
+		return fmt.Errorf("missing webhook headers: id %q timestamp %q signature %q", id, ts, sigs)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		return fmt.Errorf("webhook-timestamp %q is not within five minutes", ts)
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(webhookSecret, "whsec_"))
+	if err != nil {
+		return err
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(body)
+	want := base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	for _, s := range strings.Fields(sigs) {
+		if v, sig, ok := strings.Cut(s, ","); ok && v == "v1" && subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1 {
+			return nil
+		}
+	}
+	return fmt.Errorf("no valid v1 signature in %q", sigs)
+}
+
+func (h *hookReceiver) setFailing(status int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failing = status
+}
+
+// distinctIDs is how many distinct events the receiver took.
+func (h *hookReceiver) distinctIDs() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]bool{}
+	for _, ev := range h.took {
+		seen[ev.id] = true
+	}
+	return len(seen)
+}
+
+// TestWebhookPublisherBesideKafka: a table routed to Kafka and to a
+// webhook publisher, under a writer; the receiver verifies each
+// signature with a verifier written from the specification, answers 503
+// for a while, then 429 with Retry-After, then takes everything. Every
+// event reaches Kafka once, each key in commit order, while the receiver
+// fails; every event reaches the receiver, each key's first deliveries in
+// commit order; the webhook's parked rows drain, and Kafka's status rows
+// hold none of them.
+func TestWebhookPublisherBesideKafka(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	topic := e.topic("wallet")
+	e.createTopic1(topic)
+	h, url := newHookReceiver(t)
+	mustExec(t, e.conn, `CREATE TABLE wallet_outbox (id bigserial PRIMARY KEY, k text NOT NULL, payload jsonb NOT NULL)`)
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "partner-secret")
+	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "relay.yaml")
+	yaml := fmt.Sprintf(`publishers:
+  partner:
+    webhook:
+      url: %q
+      secret_file: %s
+      timeout: 5s
+tables:
+  - table: public.wallet_outbox
+    id: id
+    key: k
+    value: payload
+    topic: %s
+    publishers: [kafka, partner]
+`, url, secret, topic)
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(relayBin, "migrate", "--config", path, "--postgres-url", e.url, "--slot", e.slot).CombinedOutput(); err != nil {
+		t.Fatalf("migrate --config: %v\n%s", err, out)
+	}
+	p := e.startRelayArgs(relayBin, e.configArgs(path)...)
+	app := startAppender(t, e.url, 1, 2*time.Millisecond, func(i int64) (string, []any) {
+		k := fmt.Sprintf("k%d", i%10)
+		return "INSERT INTO wallet_outbox (k, payload) VALUES ($1, $2)", []any{k, fmt.Sprintf(`{"k": %q, "seq": %d}`, k, i)}
+	})
+	e.waitFor("the receiver took events", 30*time.Second, func() bool { return h.distinctIDs() >= 100 })
+	h.setFailing(http.StatusServiceUnavailable)
+	at := app.appended.Load()
+	// Longer than the relay retries in place (5 s): the webhook's events
+	// are parked for its poller, each key's in order.
+	e.waitFor("the writer went on while the receiver answered 503", 60*time.Second, func() bool { return app.appended.Load() >= at+2500 })
+	// Kafka's deliveries never wait on the webhook's: the events written
+	// while it fails reach Kafka meanwhile.
+	e.readN(topic, int(at)+400, 60*time.Second)
+	h.setFailing(http.StatusTooManyRequests)
+	at = app.appended.Load()
+	e.waitFor("the writer went on while the receiver answered 429", 30*time.Second, func() bool { return app.appended.Load() >= at+300 })
+	h.setFailing(0)
+	at = app.appended.Load()
+	e.waitFor("the writer went on after the receiver came back", 30*time.Second, func() bool { return app.appended.Load() >= at+300 })
+	if err := app.stop(); err != nil {
+		t.Fatal(err)
+	}
+	n := int(app.appended.Load())
+	checkPerKeyOrder(t, topic, e.readN(topic, n, 120*time.Second), n)
+	e.waitFor("the receiver took every event", 120*time.Second, func() bool { return h.distinctIDs() >= n })
+	h.mu.Lock()
+	if len(h.bad) > 0 {
+		t.Errorf("%d requests failed verification, the first: %s", len(h.bad), h.bad[0])
+	}
+	first := map[string]bool{}
+	perKey := map[string][]int{}
+	for _, ev := range h.took {
+		if !first[ev.id] {
+			first[ev.id] = true
+			perKey[ev.key] = append(perKey[ev.key], ev.seq)
+		}
+	}
+	answers := fmt.Sprint(h.answers)
+	h.mu.Unlock()
+	for k, seqs := range perKey {
+		if !slices.IsSorted(seqs) {
+			t.Errorf("the receiver took key %s's events as %v, want commit order", k, seqs)
+		}
+	}
+	var kafkaRows, parked, held int
+	e.waitFor("the webhook's parked events delivered", 60*time.Second, func() bool {
+		if err := e.conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE publisher = 'kafka'),
+			count(*) FILTER (WHERE publisher = 'partner'), count(*) FILTER (WHERE publisher = 'partner' AND status <> 'DELIVERED')
+			FROM outbox_delivery`).Scan(&kafkaRows, &parked, &held); err != nil {
+			t.Fatal(err)
+		}
+		return held == 0
+	})
+	if kafkaRows != 0 || parked == 0 {
+		t.Errorf("status rows: %d of Kafka (want none), %d of the webhook (want the events parked while it failed)", kafkaRows, parked)
+	}
+	p.stop(30 * time.Second)
+	log := p.Log()
+	for _, line := range []string{"the webhook receiver is failing", "the webhook receiver answers again"} {
+		if c := strings.Count(log, line); c != 1 {
+			t.Errorf("the relay logged %q %d times, want once for the one outage", line, c)
+		}
+	}
+	if strings.Contains(log, "s3cret") {
+		t.Error("the relay's log shows the URL's token")
+	}
+	t.Logf("%d events; %d parked for the webhook while it failed; the receiver answered %s", n, parked, answers)
+}
