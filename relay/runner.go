@@ -38,14 +38,14 @@ type runner struct {
 	sink     *sink.Sink
 	store    *checkpoint.Store
 	failures *status.Store
-	pollSink *sink.Sink              // the poller's own producer
+	pollSink *sink.Sink // the poller's own producer
 	// publishers are the publishers beside Kafka (Config.Publishers).
 	publishers []*publisherEngine
-	cleaner  *retention.Cleaner      // one for the relay's life: a reconnect does not clean again at once
-	outcomes *delivery.TableOutcomes // write-back, nil when no table writes back
-	loader   *poller.RowLoader       // the poller's reads of rows to send again as they are now
-	causes   delivery.CauseLog
-	kafka    sink.Config // the producers' configuration
+	cleaner    *retention.Cleaner      // one for the relay's life: a reconnect does not clean again at once
+	outcomes   *delivery.TableOutcomes // write-back, nil when no table writes back
+	loader     *poller.RowLoader       // the poller's reads of rows to send again as they are now
+	causes     delivery.CauseLog
+	kafka      sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
 	// checkpointTopicReady whether its topic is known to exist.
 	eo                   exactlyonce.State
