@@ -1,0 +1,82 @@
+package relay
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
+	"github.com/cdc-relay/cdc-relay/webhook"
+	"github.com/cdc-relay/cdc-relay/writeback"
+)
+
+// publishersConfig is a relay of a routed table (wallet to Kafka and the
+// partner, payment to Kafka, audit to the partner alone) and a table of
+// one topic to the partner and Kafka.
+func publishersConfig() Config {
+	events := outbox.Table{Mapping: decoder.Mapping{Schema: "public", Table: "events", Routes: []decoder.Route{
+		{Topic: "wallet"}, {Topic: "payment"}, {Topic: "audit"}, {Topic: "wallet"}}},
+		RoutePublishers: [][]string{{"kafka", "partner"}, nil, {"partner"}, {"kafka"}}}
+	orders := outbox.Table{Mapping: decoder.Mapping{Schema: "public", Table: "outbox", TopicTemplate: "orders"},
+		Publishers: []string{"partner", "kafka"}}
+	return Config{Tables: []outbox.Table{events, orders},
+		Publishers: []Publisher{{Name: "partner", Webhook: webhook.Config{URL: "https://partner.example/hooks", SecretFile: "/etc/secret"}}}}
+}
+
+// TestPublishersOf: each copy of an event goes to the publishers of its
+// topic: a routed table's by the routes naming the topic (the union, each
+// once), another table's its own; messages to Kafka alone; no publisher
+// beside Kafka, no function (the pipeline's path unchanged).
+func TestPublishersOf(t *testing.T) {
+	c := publishersConfig()
+	of := c.publishersOf()
+	for _, tc := range []struct {
+		table int
+		topic string
+		want  []int
+	}{
+		{0, "wallet", []int{0, 1}},
+		{0, "payment", []int{0}},
+		{0, "audit", []int{1}},
+		{0, "nowhere", nil},
+		{1, "orders", []int{1, 0}},
+		{2, "messages", []int{0}},
+	} {
+		if got := of(tc.table, tc.topic); !slices.Equal(got, tc.want) {
+			t.Errorf("table %d, topic %s: publishers %v, want %v", tc.table, tc.topic, got, tc.want)
+		}
+	}
+	c.Publishers = nil
+	if c.publishersOf() != nil {
+		t.Error("no publisher beside Kafka: want no PublishersOf")
+	}
+}
+
+// TestCheckPublishers: an undefined publisher, one defined twice, an
+// invalid webhook, exactly-once and write-back beside a webhook are each
+// refused, saying what to do.
+func TestCheckPublishers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"undefined", func(c *Config) { c.Publishers = nil }, `routes events to publisher "partner", which is not defined`},
+		{"twice", func(c *Config) { c.Publishers = append(c.Publishers, c.Publishers[0]) }, `publisher "partner" is defined twice`},
+		{"kafka", func(c *Config) { c.Publishers[0].Name = "kafka" }, "not a publisher's name"},
+		{"invalid webhook", func(c *Config) { c.Publishers[0].Webhook.URL = "ftp://x" }, "publisher partner: "},
+		{"exactly-once", func(c *Config) { c.ExactlyOnce.Enabled = true }, "webhooks are at-least-once only"},
+		{"write-back", func(c *Config) { c.Tables[1].WriteBack = &writeback.Columns{} }, "write-back with publishers beside Kafka is not built yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := publishersConfig()
+			tc.change(&c)
+			err := c.checkPublishers()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("checkPublishers: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
