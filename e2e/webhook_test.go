@@ -35,7 +35,7 @@ type hookReceiver struct {
 	mu      sync.Mutex
 	took    []hookEvent // in the order taken
 	bad     []string    // why requests failed verification
-	failing int         // the status answered while set (0: 204)
+	failing int         // the status answered while set (0: 204; hang: no answer before the relay's timeout)
 	answers map[int]int // requests by status answered
 }
 
@@ -54,7 +54,26 @@ func newHookReceiver(t *testing.T) (*hookReceiver, string) {
 	return h, srv.URL + "/hooks/wallet?token=s3cret"
 }
 
+// hang is hookReceiver.failing's value for a receiver that answers
+// nothing before the relay's timeout (webhookTimeout).
+const hang = -1
+
+// webhookTimeout is the test publisher's timeout, and hangFor how long a
+// hanging receiver takes to answer.
+const webhookTimeout, hangFor = 2 * time.Second, 3 * time.Second
+
 func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	hanging := h.failing == hang
+	h.mu.Unlock()
+	if hanging {
+		select {
+		case <-time.After(hangFor):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusGatewayTimeout)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
 	err := verifyWebhook(id, ts, r.Header.Get("webhook-signature"), body)
@@ -131,25 +150,17 @@ func (h *hookReceiver) distinctIDs() int {
 	return len(seen)
 }
 
-// TestWebhookPublisherBesideKafka: a table routed to Kafka and to a
-// webhook publisher, under a writer; the receiver verifies each
-// signature with a verifier written from the specification, answers 503
-// for a while, then 429 with Retry-After, then takes everything. Every
-// event reaches Kafka once, each key in commit order, while the receiver
-// fails; every event reaches the receiver, each key's first deliveries in
-// commit order; the webhook's parked rows drain, and Kafka's status rows
-// hold none of them.
-func TestWebhookPublisherBesideKafka(t *testing.T) {
-	parallel(t)
-	e := newEnv(t)
-	topic := e.topic("wallet")
+// webhookEnv is a table routed to Kafka and to a webhook publisher
+// "partner" whose receiver is h, migrated: the relay's arguments.
+func (e *env) webhookEnv(topic string) (h *hookReceiver, args []string) {
+	e.t.Helper()
 	e.createTopic1(topic)
-	h, url := newHookReceiver(t)
-	mustExec(t, e.conn, `CREATE TABLE wallet_outbox (id bigserial PRIMARY KEY, k text NOT NULL, payload jsonb NOT NULL)`)
-	dir := t.TempDir()
+	h, url := newHookReceiver(e.t)
+	mustExec(e.t, e.conn, `CREATE TABLE wallet_outbox (id bigserial PRIMARY KEY, k text NOT NULL, payload jsonb NOT NULL)`)
+	dir := e.t.TempDir()
 	secret := filepath.Join(dir, "partner-secret")
 	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	path := filepath.Join(dir, "relay.yaml")
 	yaml := fmt.Sprintf(`publishers:
@@ -157,7 +168,7 @@ func TestWebhookPublisherBesideKafka(t *testing.T) {
     webhook:
       url: %q
       secret_file: %s
-      timeout: 5s
+      timeout: %s
 tables:
   - table: public.wallet_outbox
     id: id
@@ -165,39 +176,80 @@ tables:
     value: payload
     topic: %s
     publishers: [kafka, partner]
-`, url, secret, topic)
+`, url, secret, webhookTimeout, topic)
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	if out, err := exec.Command(relayBin, "migrate", "--config", path, "--postgres-url", e.url, "--slot", e.slot).CombinedOutput(); err != nil {
-		t.Fatalf("migrate --config: %v\n%s", err, out)
+		e.t.Fatalf("migrate --config: %v\n%s", err, out)
 	}
-	p := e.startRelayArgs(relayBin, e.configArgs(path)...)
-	app := startAppender(t, e.url, 1, 2*time.Millisecond, func(i int64) (string, []any) {
-		k := fmt.Sprintf("k%d", i%10)
-		return "INSERT INTO wallet_outbox (k, payload) VALUES ($1, $2)", []any{k, fmt.Sprintf(`{"k": %q, "seq": %d}`, k, i)}
+	return h, e.configArgs(path)
+}
+
+// writeWallet starts an application that commits five events every 5 ms
+// (about 1,000 a second) to wallet_outbox, of ten keys in turn, each
+// payload holding its key and its sequence number.
+func (e *env) writeWallet() *appender {
+	return startAppender(e.t, e.url, 5, 5*time.Millisecond, func(i int64) (string, []any) {
+		return `INSERT INTO wallet_outbox (k, payload)
+			SELECT 'k' || (($1::bigint * 5 + g) % 10), jsonb_build_object('k', 'k' || (($1::bigint * 5 + g) % 10), 'seq', $1::bigint * 5 + g)
+			FROM generate_series(0, 4) AS g ORDER BY g`, []any{i}
 	})
-	e.waitFor("the receiver took events", 30*time.Second, func() bool { return h.distinctIDs() >= 100 })
-	h.setFailing(http.StatusServiceUnavailable)
+}
+
+// webhookOutage is how long the receiver answers 503 (CDC_RELAY_TEST_WEBHOOK_OUTAGE,
+// 8 s: longer than the relay retries in place, 5 s).
+func webhookOutage(t *testing.T) time.Duration {
+	d := 8 * time.Second
+	if v := os.Getenv("CDC_RELAY_TEST_WEBHOOK_OUTAGE"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("CDC_RELAY_TEST_WEBHOOK_OUTAGE=%q: %v", v, err)
+		}
+	}
+	return d
+}
+
+// TestWebhookPublisherBesideKafka: a table routed to Kafka and to a
+// webhook publisher, under a writer at about 1,000 events/s; the
+// receiver verifies each signature with a verifier written from the
+// specification, answers 503 for 8 s, then 429 with Retry-After, then
+// hangs past the relay's timeout, then takes everything. Every event
+// reaches Kafka once, each key in commit order, and those written while
+// the receiver fails reach Kafka meanwhile; every event reaches the
+// receiver, each key's first deliveries in commit order; the webhook's
+// parked rows drain, and Kafka's status rows hold none of them.
+func TestWebhookPublisherBesideKafka(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	topic := e.topic("wallet")
+	h, args := e.webhookEnv(topic)
+	p := e.startRelayArgs(relayBin, args...)
+	app := e.writeWallet()
+	e.waitFor("the receiver took events", 30*time.Second, func() bool { return h.distinctIDs() >= 500 })
+	phase := func(status int, d time.Duration) {
+		h.setFailing(status)
+		at := app.appended.Load()
+		time.Sleep(d) // the receiver fails so for d, under the load
+		if app.appended.Load() < at+100 {
+			t.Fatalf("the writer wrote %d events in %s", app.appended.Load()-at, d)
+		}
+	}
 	at := app.appended.Load()
-	// Longer than the relay retries in place (5 s): the webhook's events
-	// are parked for its poller, each key's in order.
-	e.waitFor("the writer went on while the receiver answered 503", 60*time.Second, func() bool { return app.appended.Load() >= at+2500 })
+	phase(http.StatusServiceUnavailable, webhookOutage(t))
 	// Kafka's deliveries never wait on the webhook's: the events written
-	// while it fails reach Kafka meanwhile.
-	e.readN(topic, int(at)+400, 60*time.Second)
-	h.setFailing(http.StatusTooManyRequests)
-	at = app.appended.Load()
-	e.waitFor("the writer went on while the receiver answered 429", 30*time.Second, func() bool { return app.appended.Load() >= at+300 })
-	h.setFailing(0)
-	at = app.appended.Load()
-	e.waitFor("the writer went on after the receiver came back", 30*time.Second, func() bool { return app.appended.Load() >= at+300 })
+	// while it failed are in Kafka already, or within seconds.
+	e.readN(topic, int(app.appended.Load()), 20*time.Second)
+	t.Logf("%d events written while the receiver answered 503 reached Kafka meanwhile", app.appended.Load()-at)
+	phase(http.StatusTooManyRequests, 3*time.Second)
+	phase(hang, 2*webhookTimeout+time.Second)
+	phase(0, 3*time.Second)
 	if err := app.stop(); err != nil {
 		t.Fatal(err)
 	}
 	n := int(app.appended.Load())
 	checkPerKeyOrder(t, topic, e.readN(topic, n, 120*time.Second), n)
-	e.waitFor("the receiver took every event", 120*time.Second, func() bool { return h.distinctIDs() >= n })
+	e.waitFor("the receiver took every event", 180*time.Second, func() bool { return h.distinctIDs() >= n })
 	h.mu.Lock()
 	if len(h.bad) > 0 {
 		t.Errorf("%d requests failed verification, the first: %s", len(h.bad), h.bad[0])
@@ -240,4 +292,52 @@ tables:
 		t.Error("the relay's log shows the URL's token")
 	}
 	t.Logf("%d events; %d parked for the webhook while it failed; the receiver answered %s", n, parked, answers)
+}
+
+// TestWebhookSurvivesKill: the relay is killed (SIGKILL) while it sends a
+// writer's events to Kafka and to a webhook, and started again: every
+// event reaches Kafka and the receiver at least once, each key's first
+// deliveries at the receiver in commit order.
+func TestWebhookSurvivesKill(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	topic := e.topic("wallet")
+	h, args := e.webhookEnv(topic)
+	p := e.startRelayArgs(relayBin, args...)
+	app := e.writeWallet()
+	e.waitFor("the receiver took events", 30*time.Second, func() bool { return h.distinctIDs() >= 1000 })
+	p.Kill()
+	at := app.appended.Load()
+	e.waitFor("the writer went on while the relay was down", 30*time.Second, func() bool { return app.appended.Load() >= at+1000 })
+	p = e.startRelayArgs(relayBin, args...)
+	e.waitFor("the receiver took events after the restart", 60*time.Second, func() bool { return h.distinctIDs() >= int(at)+500 })
+	if err := app.stop(); err != nil {
+		t.Fatal(err)
+	}
+	n := int(app.appended.Load())
+	var inOrder []int
+	e.waitFor("Kafka holds every event", 120*time.Second, func() bool {
+		var distinct map[int]bool
+		inOrder, distinct = seqsOf(t, e.readAll(topic))
+		return len(distinct) >= n
+	})
+	e.waitFor("the receiver took every event", 120*time.Second, func() bool { return h.distinctIDs() >= n })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := map[string]bool{}
+	perKey := map[string][]int{}
+	for _, ev := range h.took {
+		if !first[ev.id] {
+			first[ev.id] = true
+			perKey[ev.key] = append(perKey[ev.key], ev.seq)
+		}
+	}
+	for k, seqs := range perKey {
+		if !slices.IsSorted(seqs) {
+			t.Errorf("the receiver took key %s's events first as %v, want commit order", k, seqs)
+		}
+	}
+	t.Logf("%d events; Kafka holds %d records, the receiver took %d requests: %d and %d sent again after the kill",
+		n, len(inOrder), len(h.took), len(inOrder)-n, len(h.took)-n)
+	p.stop(30 * time.Second)
 }
