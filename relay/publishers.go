@@ -115,7 +115,13 @@ func (c Config) publishersOf() func(table int, topic string) []int {
 				}
 			}
 		}
-		byTable[ti] = func(topic string) []int { return byTopic[topic] }
+		all := indexes(t.AllPublishers())
+		byTable[ti] = func(topic string) []int {
+			if pubs, ok := byTopic[topic]; ok {
+				return pubs
+			}
+			return all // a poison row's, whose topic no route gave
+		}
 	}
 	return func(table int, topic string) []int {
 		if table < len(byTable) {
@@ -182,7 +188,7 @@ func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger
 		ps.producer = lanes.New(lanes.Webhook(e.sender), lanes.Config{
 			Publisher: e.Name, Lanes: e.lanes(), Batch: e.Webhook.BatchSize, Log: s.log,
 			OrderKey: func(r *kgo.Record) []byte { return o.OrderKey(eventOf(r)) },
-			Held:     func(r *kgo.Record) bool { held, _ := o.ParkedHeld(eventOf(r)); return held },
+			Held:     heldBy(o),
 		})
 		s.onEnd(func() {
 			s.cancelProduce()
@@ -287,6 +293,17 @@ func publisherStoreOptions(cfg Config) []status.Option {
 		opts = append(opts, status.ByTopics(cfg.topicOrdered()...))
 	}
 	return opts
+}
+
+// heldBy is a publisher's lanes' Held: whether r's key is held behind a
+// parked event, or behind an earlier event waiting to be sent again alone
+// (at-least-once's alone queue), which r must not overtake.
+func heldBy(o *keyorder.Order) func(r *kgo.Record) bool {
+	return func(r *kgo.Record) bool {
+		ev := eventOf(r)
+		held, _ := o.ParkedHeld(ev)
+		return held || o.AloneHeld(ev)
+	}
 }
 
 // eventOf is the event of r: the stream's (its Inflight), or, for a

@@ -39,7 +39,7 @@ func TestPublishersOf(t *testing.T) {
 		{0, "wallet", []int{0, 1}},
 		{0, "payment", []int{0}},
 		{0, "audit", []int{1}},
-		{0, "nowhere", nil},
+		{0, "nowhere", []int{0, 1}}, // a poison row's: every publisher of the table
 		{1, "orders", []int{1, 0}},
 		{2, "messages", []int{0}},
 	} {

@@ -126,13 +126,26 @@ type Error struct {
 	// NotSent: the receiver was failing, and the record waited for no
 	// request of its own.
 	NotSent bool
+	// Batch: the receiver refused the request the record was in, with
+	// others: the record goes again alone (delivery.ErrSendAgain).
+	Batch bool
 }
+
+// FromPublisher names the publisher: an *Error is never Kafka's
+// (delivery.PublisherError).
+func (e *Error) FromPublisher() string { return e.Publisher }
+
+// Is reports whether e is delivery.ErrSendAgain: a record refused with
+// its batch. It wraps nothing else.
+func (e *Error) Is(target error) bool { return e.Batch && target == delivery.ErrSendAgain }
 
 // Error says what became of the record, for the status table and the log.
 func (e *Error) Error() string {
 	switch {
 	case e.NotSent:
 		return fmt.Sprintf("publisher %s: not sent, its receiver is failing (%s); its poller sends it once the receiver answers", e.Publisher, e.Answer)
+	case e.Batch:
+		return fmt.Sprintf("publisher %s: the receiver refused the batch it was in (%s); it goes again alone", e.Publisher, e.Answer)
 	case e.Retried > 0:
 		return fmt.Sprintf("publisher %s: the receiver failed for %s: %s", e.Publisher, e.Retried.Round(time.Millisecond), e.Answer)
 	}
@@ -153,9 +166,10 @@ type entry struct {
 
 // lane holds the records of its keys, in the order they came.
 type lane struct {
-	mu   sync.Mutex
-	q    []entry
-	wake chan struct{} // one token: the queue may have records
+	mu     sync.Mutex
+	q      []entry
+	closed bool          // the lane ended: Produce calls back at once
+	wake   chan struct{} // one token: the queue may have records
 }
 
 // Producer sends a publisher's records in lanes (see the package doc). It
@@ -215,6 +229,11 @@ func (p *Producer) laneOf(r *kgo.Record) int {
 func (p *Producer) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
 	l := p.lanes[p.laneOf(r)]
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		done(r, errClosed)
+		return
+	}
 	l.q = append(l.q, entry{ctx: ctx, r: r, done: done})
 	l.mu.Unlock()
 	select {
@@ -298,14 +317,43 @@ func (p *Producer) sendInOrder(ctx context.Context, recs []*kgo.Record, idx []in
 		if len(send) == 0 {
 			continue
 		}
-		err := p.send(ctx, send)
-		for _, i := range sent {
-			errs[i] = err
-			if k, ok := keyOf(i); ok && err != nil {
+		outcomes := p.sendChunk(ctx, send)
+		for j, i := range sent {
+			errs[i] = outcomes[j]
+			if k, ok := keyOf(i); ok && outcomes[j] != nil {
 				failed[k] = true
 			}
 		}
 	}
+}
+
+// sendChunk sends recs in one request and returns each one's outcome; a
+// request of several records the receiver refuses is sent again one
+// record at a time, in order, so that a record refused is refused for
+// itself, and once one fails the later records of its order key are not
+// sent (delivery.ErrNotSent).
+func (p *Producer) sendChunk(ctx context.Context, recs []*kgo.Record) []error {
+	errs := make([]error, len(recs))
+	err := p.send(ctx, recs)
+	if len(recs) == 1 || !errors.Is(batchRefused(err), delivery.ErrSendAgain) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	failed := map[string]bool{}
+	for i, r := range recs {
+		k := p.c.OrderKey(r)
+		key, ordered := r.Topic+"\x00"+string(k), k != nil
+		if ordered && failed[key] {
+			errs[i] = delivery.ErrNotSent
+			continue
+		}
+		if errs[i] = p.send(ctx, recs[i:i+1]); errs[i] != nil && ordered {
+			failed[key] = true
+		}
+	}
+	return errs
 }
 
 // BatchMaxBytes is the most bytes of a record the publisher takes.
@@ -329,7 +377,7 @@ func (p *Producer) SizeRefused(string) {}
 func (p *Producer) run(ctx context.Context, l *lane) {
 	for {
 		if ctx.Err() != nil {
-			l.closed()
+			l.close()
 			return
 		}
 		batch := l.take(p.c.Batch)
@@ -344,8 +392,12 @@ func (p *Producer) run(ctx context.Context, l *lane) {
 	}
 }
 
-// closed calls back every record of l's queue with errClosed.
-func (l *lane) closed() {
+// close ends l: every record of its queue, and any Produce after, is
+// called back with errClosed.
+func (l *lane) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	for batch := l.take(math.MaxInt); len(batch) > 0; batch = l.take(math.MaxInt) {
 		for _, e := range batch {
 			e.done(e.r, errClosed)
@@ -395,9 +447,25 @@ func (p *Producer) deliver(batch []entry) {
 		recs[i] = e.r
 	}
 	err := p.send(send[0].ctx, recs)
+	if len(recs) > 1 {
+		err = batchRefused(err)
+	}
 	for _, e := range send {
 		e.done(e.r, err)
 	}
+}
+
+// batchRefused is err, the outcome of a request of several records: a
+// refusal becomes one that sends each record again alone, since the
+// receiver may have refused one record of the batch, not the others.
+func batchRefused(err error) error {
+	var e *Error
+	if errors.As(err, &e) && !e.NotSent && e.Retried == 0 {
+		again := *e
+		again.Batch = true
+		return &again
+	}
+	return err
 }
 
 // send sends recs in one request, tried again in place while the
@@ -425,7 +493,12 @@ func (p *Producer) send(ctx context.Context, recs []*kgo.Record) error {
 		}
 		wait := p.c.Backoff(attempt, a.RetryAfter)
 		if probe || time.Since(start)+wait > p.c.RetryFor {
-			p.health.failing(p.c.Log, p.c.Publisher, a.Err)
+			// An outage, unless the receiver took another request since
+			// this one began: then this request alone fails, for the
+			// poller.
+			if probe || !p.health.answeredSince(start) {
+				p.health.failing(p.c.Log, p.c.Publisher, a.Err, max(a.RetryAfter, p.c.ProbeEvery))
+			}
 			return &Error{Publisher: p.c.Publisher, Answer: a.Err.Error(), Retried: max(time.Since(start), time.Nanosecond)}
 		}
 		t := time.NewTimer(wait)
@@ -446,8 +519,13 @@ type health struct {
 	since     time.Time // the outage's start
 	nextProbe time.Time
 	lastErr   string
-	notSent   atomic.Int64 // records called back unsent during the outage
+	notSent   atomic.Int64 // requests not sent during the outage
+	lastOK    atomic.Int64 // when the receiver last answered, Unix nanoseconds
 }
+
+// answeredSince reports whether the receiver answered a request after
+// start.
+func (h *health) answeredSince(start time.Time) bool { return h.lastOK.Load() > start.UnixNano() }
 
 // try reports whether a request may be sent (ok), and whether it is the
 // outage's probe, which is tried once: one every every while failing.
@@ -500,16 +578,20 @@ func (h *health) last() string {
 }
 
 // failing records that a request failed for good: the outage begins (said
-// once), or goes on.
-func (h *health) failing(log *slog.Logger, publisher string, err error) {
+// once), or goes on. No probe goes before wait has passed (the receiver's
+// Retry-After, at least the probe interval).
+func (h *health) failing(log *slog.Logger, publisher string, err error, wait time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastErr = err.Error()
+	now := time.Now()
+	if next := now.Add(wait); next.After(h.nextProbe) {
+		h.nextProbe = next
+	}
 	if !h.since.IsZero() {
 		return
 	}
-	h.since = time.Now()
-	h.nextProbe = h.since // the next request probes at once
+	h.since = now
 	h.notSent.Store(0)
 	h.down.Store(true)
 	log.Warn("the webhook receiver is failing; its events are parked, and its poller sends them once it answers",
@@ -519,6 +601,7 @@ func (h *health) failing(log *slog.Logger, publisher string, err error) {
 // answered records that the receiver answered: an outage ends (said
 // once).
 func (h *health) answered(log *slog.Logger, publisher string) {
+	h.lastOK.Store(time.Now().UnixNano())
 	if !h.down.Load() {
 		return
 	}
