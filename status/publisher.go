@@ -1,7 +1,11 @@
 package status
 
 import (
+	"context"
 	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 )
@@ -43,7 +47,8 @@ func ValidPublisher(name string) error {
 // publisher's rows, a parked event's identity including the publisher
 // (the same event parked for two publishers is two rows); Claim, the held
 // keys, List, Get, Retry, Skip, Purge, NextDue and Heads see no other
-// publisher's row, and the ids of other publishers' rows are not found;
+// publisher's row, and the ids of other publishers' rows are not found
+// (PublishersOf, not an operation of the store, says whose they are);
 // PauseTopic, ResumeTopic and PausedTopics are the publisher's pauses.
 // PausedBy is Kafka's only: see there. It panics on a name ValidPublisher
 // refuses: the caller checks a name it did not write (the config file's
@@ -73,4 +78,63 @@ func (s *Store) ownRows(rows []Row) {
 	for i := range rows {
 		rows[i].Publisher = s.publisher
 	}
+}
+
+// The two functions below are not operations of a store, which sees its
+// publisher's rows only (Publisher): they read the publisher column of
+// every row of a store's table, and nothing else of another publisher's
+// rows, so that an operator's command can say whose an id is, and list
+// every publisher's rows through each one's store.
+
+// PublishersOf returns the publisher of each of ids that is a row of s's
+// status table, whatever s's publisher; an id not in the table is not in
+// the map. With it, a command that a store did not find an id for says
+// whose row it is (`cdc-relay failed retry 7 --publisher partner`, 7
+// being Kafka's). It reads only.
+func PublishersOf(ctx context.Context, s *Store, ids []int64) (map[int64]string, error) {
+	rows, err := s.db.Query(ctx, "SELECT d.id, d.publisher FROM "+s.table+" AS d WHERE d.id = ANY($1)", ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the publishers of ids in %s: %w", s.table, err)
+	}
+	owners := make(map[int64]string, len(ids))
+	var (
+		id        int64
+		publisher string
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &publisher}, func() error {
+		owners[id] = publisher
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the publishers of ids in %s: %w", s.table, err)
+	}
+	return owners, nil
+}
+
+// TablePublishers returns the publishers that have rows in s's status
+// table, whatever s's publisher: Kafka's first, then the others by name;
+// none for an empty table. `cdc-relay failed list` reads each one's rows
+// through its store. It reads only.
+func TablePublishers(ctx context.Context, s *Store) ([]string, error) {
+	rows, err := s.db.Query(ctx, "SELECT DISTINCT d.publisher FROM "+s.table+" AS d")
+	if err != nil {
+		return nil, fmt.Errorf("read the publishers of %s: %w", s.table, err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the publishers of %s: %w", s.table, err)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == KafkaPublisher:
+			return -1
+		case b == KafkaPublisher:
+			return 1
+		case a < b:
+			return -1
+		}
+		return 1
+	})
+	return names, nil
 }
