@@ -1,12 +1,14 @@
 package relay
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/outbox"
+	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/webhook"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -78,5 +80,34 @@ func TestCheckPublishers(t *testing.T) {
 				t.Fatalf("checkPublishers: %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestFailures: the status store of each of the relay's publishers once
+// it has connected (ErrNotConnected before), and for another name an
+// error wrapping ErrUnknownPublisher that names the relay's publishers.
+func TestFailures(t *testing.T) {
+	r := &Relay{cfg: publishersConfig()}
+	for _, name := range []string{status.KafkaPublisher, "partner"} {
+		if _, err := r.Failures(name); !errors.Is(err, ErrNotConnected) {
+			t.Errorf("Failures(%s) before Run connects: %v, want ErrNotConnected", name, err)
+		}
+	}
+	kafka := status.NewStore(nil, "public", "outbox_delivery")
+	partner := status.NewStore(nil, "public", "outbox_delivery", status.Publisher("partner"))
+	r.failures.Store(kafka)
+	r.publisherFailures.Store(&map[string]*status.Store{"partner": partner})
+	for name, want := range map[string]*status.Store{status.KafkaPublisher: kafka, "partner": partner} {
+		if got, err := r.Failures(name); got != want || err != nil {
+			t.Errorf("Failures(%s): %p, %v; want its store %p", name, got, err, want)
+		}
+	}
+	for name, msg := range map[string]string{
+		"partnr":    `publisher "partnr": not one of the relay's publishers: did you mean "partner"? (kafka, partner)`,
+		"analytics": `publisher "analytics": not one of the relay's publishers: kafka, partner`,
+	} {
+		if _, err := r.Failures(name); !errors.Is(err, ErrUnknownPublisher) || err.Error() != msg {
+			t.Errorf("Failures(%s): %v, want %q", name, err, msg)
+		}
 	}
 }

@@ -131,7 +131,12 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	rn.closing(rn.loader.Close)
 	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
 	r.failures.Store(rn.failures)
-	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run
+	byName := make(map[string]*status.Store, len(rn.publishers))
+	for _, e := range rn.publishers {
+		byName[e.Name] = e.store
+	}
+	r.publisherFailures.Store(&byName)
+	rn.closing(func() { r.failures.Store(nil); r.publisherFailures.Store(nil) }) // the pool closes with Run
 	ready = true
 	return rn, nil
 }
