@@ -57,34 +57,28 @@ func publisherRows(ctx context.Context, t *testing.T, conn *pgx.Conn) map[int64]
 	return states
 }
 
-// TestFailedPublisher: each subcommand of failed with --publisher reads
-// or acts on that publisher's rows only; without it, list and show read
-// every publisher's, and retry, skip and purge act on Kafka's; an id of
-// another publisher's is refused, saying whose it is and what to add; a
-// name is checked, against the config file's publishers when given.
-func TestFailedPublisher(t *testing.T) {
-	ctx, url, conn := startDB(t)
-	var stdout, stderr bytes.Buffer
-	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
-		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
-	}
-	configFile := writeConfig(t, webhookConfig)
+// publisherCase is a case of TestFailedPublisher.
+type publisherCase struct {
+	name           string
+	args           []string // after "failed"
+	env            map[string]string
+	code           int
+	stdout, stderr []string // each must be in it; nil: must be empty
+	absent         []string // in neither
+	after          map[int64]string
+	json           func(t *testing.T, doc any)
+}
+
+// publisherCases are TestFailedPublisher's cases, some with the config
+// file configFile, which defines the webhook publisher partner.
+func publisherCases(configFile string) []publisherCase {
 	const (
 		partnersID2  = "id 2 is the webhook publisher partner's: add --publisher partner"
 		kafkasID1    = "id 1 is Kafka's: leave --publisher out (or give --publisher kafka)"
 		othersNote   = "(Kafka's events only; public.outbox_delivery holds events of partner too: --publisher NAME acts on theirs)"
 		partnersNote = "(the webhook publisher partner's events only; public.outbox_delivery holds events of kafka too: --publisher NAME acts on theirs)"
 	)
-	tests := []struct {
-		name           string
-		args           []string // after "failed"
-		env            map[string]string
-		code           int
-		stdout, stderr []string // each must be in it; nil: must be empty
-		absent         []string // in neither
-		after          map[int64]string
-		json           func(t *testing.T, doc any)
-	}{
+	return []publisherCase{
 		// The name.
 		{name: "not a publisher's name", args: []string{"list", "--publisher", "Partner"}, code: 2,
 			stderr: []string{`list: --publisher: publisher "Partner": want a lowercase letter`}},
@@ -155,7 +149,20 @@ func TestFailedPublisher(t *testing.T) {
 		{name: "purge --dead: the partner's", args: []string{"purge", "--dead", "--publisher", "partner"},
 			stdout: []string{"purged 2 events of the webhook publisher partner: 2 5\n"}, stderr: []string{partnersNote}, after: map[int64]string{2: "", 5: ""}},
 	}
-	for _, tt := range tests {
+}
+
+// TestFailedPublisher: each subcommand of failed with --publisher reads
+// or acts on that publisher's rows only; without it, list and show read
+// every publisher's, and retry, skip and purge act on Kafka's; an id of
+// another publisher's is refused, saying whose it is and what to add; a
+// name is checked, against the config file's publishers when given.
+func TestFailedPublisher(t *testing.T) {
+	ctx, url, conn := startDB(t)
+	var stdout, stderr bytes.Buffer
+	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
+	}
+	for _, tt := range publisherCases(writeConfig(t, webhookConfig)) {
 		t.Run(tt.name, func(t *testing.T) {
 			clearEnv(t)
 			t.Setenv("COLUMNS", "120")
@@ -164,38 +171,45 @@ func TestFailedPublisher(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			resetPublisherRows(ctx, t, conn)
-			var stdout, stderr bytes.Buffer
-			code := Main(ctx, append([]string{"failed"}, tt.args...), &stdout, &stderr)
-			report := "stdout:\n" + stdout.String() + "\nstderr:\n" + stderr.String()
-			if code != tt.code {
-				t.Fatalf("exit code %d, want %d; %s", code, tt.code, report)
-			}
-			if tt.json != nil {
-				var doc any
-				if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
-					t.Fatalf("stdout is not JSON: %v; %s", err, report)
-				}
-				tt.json(t, doc)
-			} else {
-				checkOutput(t, "stdout", stdout.String(), tt.stdout, report)
-			}
-			checkOutput(t, "stderr", stderr.String(), tt.stderr, report)
-			for _, a := range tt.absent {
-				if strings.Contains(stdout.String()+stderr.String(), a) {
-					t.Errorf("output has %q; %s", a, report)
-				}
-			}
-			// The rows not named are as they were; the named ones as said.
-			states := publisherRows(ctx, t, conn)
-			for id, was := range publisherFixture {
-				want, named := tt.after[id]
-				if !named {
-					want = was
-				}
-				if got := states[id]; got != want {
-					t.Errorf("row %d is %q, want %q; %s", id, got, want, report)
-				}
-			}
+			checkPublisherCase(ctx, t, conn, tt)
 		})
+	}
+}
+
+// checkPublisherCase runs tt's command line and checks what it printed
+// and left in the status table.
+func checkPublisherCase(ctx context.Context, t *testing.T, conn *pgx.Conn, tt publisherCase) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, append([]string{"failed"}, tt.args...), &stdout, &stderr)
+	report := "stdout:\n" + stdout.String() + "\nstderr:\n" + stderr.String()
+	if code != tt.code {
+		t.Fatalf("exit code %d, want %d; %s", code, tt.code, report)
+	}
+	if tt.json != nil {
+		var doc any
+		if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+			t.Fatalf("stdout is not JSON: %v; %s", err, report)
+		}
+		tt.json(t, doc)
+	} else {
+		checkOutput(t, "stdout", stdout.String(), tt.stdout, report)
+	}
+	checkOutput(t, "stderr", stderr.String(), tt.stderr, report)
+	for _, a := range tt.absent {
+		if strings.Contains(stdout.String()+stderr.String(), a) {
+			t.Errorf("output has %q; %s", a, report)
+		}
+	}
+	// The rows not named are as they were; the named ones as said.
+	states := publisherRows(ctx, t, conn)
+	for id, was := range publisherFixture {
+		want, named := tt.after[id]
+		if !named {
+			want = was
+		}
+		if got := states[id]; got != want {
+			t.Errorf("row %d is %q, want %q; %s", id, got, want, report)
+		}
 	}
 }
