@@ -36,6 +36,7 @@ type hookReceiver struct {
 	took    []hookEvent // in the order taken
 	bad     []string    // why requests failed verification
 	failing int         // the status answered while set (0: 204; hang: no answer before the relay's timeout)
+	refuse  map[int]bool // the sequence numbers answered 422
 	answers map[int]int // requests by status answered
 }
 
@@ -94,6 +95,10 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := json.Unmarshal(body, &v); err != nil {
 			h.bad = append(h.bad, fmt.Sprintf("body %q: %v", body, err))
 			status = http.StatusBadRequest
+			break
+		}
+		if h.refuse[v.Seq] {
+			status = http.StatusUnprocessableEntity
 			break
 		}
 		h.took = append(h.took, hookEvent{id: id, key: v.Key, seq: v.Seq, verified: true})
@@ -339,5 +344,124 @@ func TestWebhookSurvivesKill(t *testing.T) {
 	}
 	t.Logf("%d events; Kafka holds %d records, the receiver took %d requests: %d and %d sent again after the kill",
 		n, len(inOrder), len(h.took), len(inOrder)-n, len(h.took)-n)
+	p.stop(30 * time.Second)
+}
+
+// firstSeqs returns, per key, the sequence numbers of the events the
+// receiver took, each event once (its first delivery), in the order taken.
+func (h *hookReceiver) firstSeqs() map[string][]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := map[string]bool{}
+	perKey := map[string][]int{}
+	for _, ev := range h.took {
+		if !first[ev.id] {
+			first[ev.id] = true
+			perKey[ev.key] = append(perKey[ev.key], ev.seq)
+		}
+	}
+	return perKey
+}
+
+// partnerRows counts the webhook publisher's status rows in state.
+func (e *env) partnerRows(state string) int {
+	e.t.Helper()
+	var n int
+	if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_delivery WHERE publisher = 'partner' AND status = $1",
+		state).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// writeN commits n events to wallet_outbox, numbered from first, of ten
+// keys in turn, one transaction.
+func (e *env) writeN(first, n int) {
+	e.t.Helper()
+	mustExec(e.t, e.conn, fmt.Sprintf(`INSERT INTO wallet_outbox (k, payload)
+		SELECT 'k' || (g %% 10), jsonb_build_object('k', 'k' || (g %% 10), 'seq', g)
+		FROM generate_series(%d, %d) AS g ORDER BY g`, first, first+n-1))
+}
+
+// TestWebhookRefusalDeadForTheWebhookOnly: the receiver refuses one event
+// (422) at every attempt: it is DEAD for the webhook only, its key's later
+// events WAITING behind it; Kafka has every event. Once the receiver takes
+// it, `cdc-relay failed retry ID --publisher partner` delivers it, then
+// the key's later events, in order.
+func TestWebhookRefusalDeadForTheWebhookOnly(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	topic := e.topic("wallet")
+	h, args := e.webhookEnv(topic)
+	h.mu.Lock()
+	h.refuse = map[int]bool{13: true}
+	h.mu.Unlock()
+	p := e.startRelayArgs(relayBin, append(args, "--retry-base", "100ms", "--retry-max", "200ms", "--max-attempts", "2")...)
+	e.writeN(0, 50)
+	e.readN(topic, 50, 60*time.Second)
+	e.waitFor("the refused event DEAD for the webhook", 60*time.Second, func() bool { return e.partnerRows("DEAD") == 1 })
+	e.waitFor("the receiver took every other key's events", 60*time.Second, func() bool { return h.distinctIDs() >= 46 })
+	if got := e.partnerRows("WAITING"); got != 3 {
+		t.Errorf("%d of the key's events WAITING behind the DEAD one, want 3 (23, 33, 43)", got)
+	}
+	if got := e.statusCount("DEAD") - e.partnerRows("DEAD"); got != 0 {
+		t.Errorf("Kafka has %d DEAD rows, want none", got)
+	}
+	var id int64
+	if err := e.conn.QueryRow(context.Background(),
+		"SELECT id FROM outbox_delivery WHERE publisher = 'partner' AND status = 'DEAD'").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(relayBin, "failed", "retry", strconv.FormatInt(id, 10), "--postgres-url", e.url).CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "--publisher partner") {
+		t.Errorf("failed retry of the webhook's event without --publisher: %v\n%s\nwant it refused, naming --publisher partner", err, out)
+	}
+	h.mu.Lock()
+	h.refuse = nil
+	h.mu.Unlock()
+	e.failedCmd("retry", strconv.FormatInt(id, 10), "--publisher", "partner")
+	e.waitFor("the receiver took every event", 60*time.Second, func() bool { return h.distinctIDs() >= 50 })
+	if got := h.firstSeqs()["k3"]; !slices.Equal(got, []int{3, 13, 23, 33, 43}) {
+		t.Errorf("the receiver took key k3's events as %v, want 3, 13, 23, 33, 43", got)
+	}
+	p.stop(30 * time.Second)
+}
+
+// TestWebhookTopicPausedAcrossRestart: `cdc-relay pause --topic T
+// --publisher partner` holds the webhook's events of T, across a restart
+// of the relay, while Kafka gets them; `resume` delivers them to the
+// receiver in key order.
+func TestWebhookTopicPausedAcrossRestart(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	topic := e.topic("wallet")
+	h, args := e.webhookEnv(topic)
+	pause := func(verb string) {
+		cmd := exec.Command(relayBin, verb, "--topic", topic, "--publisher", "partner", "--postgres-url", e.url)
+		cmd.Env = append(os.Environ(), "CDC_RELAY_SLOT="+e.slot)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cdc-relay %s --publisher partner: %v\n%s", verb, err, out)
+		}
+	}
+	pause("pause")
+	p := e.startRelayArgs(relayBin, args...)
+	e.writeN(0, 100)
+	e.readN(topic, 100, 60*time.Second)
+	e.waitFor("the webhook's events PAUSED", 60*time.Second, func() bool { return e.partnerRows("PAUSED") == 100 })
+	p.stop(30 * time.Second)
+	p = e.startRelayArgs(relayBin, args...)
+	e.writeN(100, 100)
+	e.readN(topic, 200, 60*time.Second)
+	e.waitFor("the webhook's later events PAUSED too", 60*time.Second, func() bool { return e.partnerRows("PAUSED") == 200 })
+	if n := h.distinctIDs(); n != 0 {
+		t.Fatalf("the receiver took %d events of a paused topic", n)
+	}
+	pause("resume")
+	e.waitFor("the receiver took every event", 60*time.Second, func() bool { return h.distinctIDs() >= 200 })
+	for k, seqs := range h.firstSeqs() {
+		if !slices.IsSorted(seqs) || len(seqs) != 20 {
+			t.Errorf("the receiver took key %s's events as %v, want its 20 in commit order", k, seqs)
+		}
+	}
 	p.stop(30 * time.Second)
 }
