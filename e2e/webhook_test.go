@@ -33,11 +33,11 @@ const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 type hookReceiver struct {
 	t       *testing.T
 	mu      sync.Mutex
-	took    []hookEvent // in the order taken
-	bad     []string    // why requests failed verification
-	failing int         // the status answered while set (0: 204; hang: no answer before the relay's timeout)
+	took    []hookEvent  // in the order taken
+	bad     []string     // why requests failed verification
+	failing int          // the status answered while set (0: 204; hang: no answer before the relay's timeout)
 	refuse  map[int]bool // the sequence numbers answered 422
-	answers map[int]int // requests by status answered
+	answers map[int]int  // requests by status answered
 }
 
 // hookEvent is one event a receiver took.
