@@ -89,7 +89,7 @@ func event(k, id string) *kgo.Record {
 
 // partnerMetrics are the partner's series of m, by a short name: each
 // request class's count ("5xx"), the latency histogram's count
-// ("latency"), the retries ("retries"), each park reason's count
+// ("latency") and the sum of its seconds ("latency seconds"), the retries ("retries"), each park reason's count
 // ("parked failed") and the failing gauge ("failing"); the series at 0
 // are left out.
 func partnerMetrics(t *testing.T, m *metrics.Metrics) map[string]float64 {
@@ -114,6 +114,9 @@ func partnerMetrics(t *testing.T, m *metrics.Metrics) map[string]float64 {
 				name, v = labels["class"], s.GetCounter().GetValue()
 			case "cdc_relay_webhook_request_duration_seconds":
 				name, v = "latency", float64(s.GetHistogram().GetSampleCount())
+				if sum := s.GetHistogram().GetSampleSum(); sum != 0 {
+					got["latency seconds"] = sum
+				}
 			case "cdc_relay_webhook_retries_total":
 				name, v = "retries", s.GetCounter().GetValue()
 			case "cdc_relay_webhook_events_parked_total":
@@ -131,21 +134,25 @@ func partnerMetrics(t *testing.T, m *metrics.Metrics) map[string]float64 {
 
 // TestLanesMetrics: through lanes over a real HTTP receiver, each request
 // counts once in its class and once in the latency histogram, each try
-// again in place is a retry, and each record the stream handed that is
-// called back to be parked counts by its reason.
+// again in place is a retry, each request's time is observed (a timeout's
+// at least the sender's 200 ms), and each record the stream handed that
+// is called back to be parked counts by its reason.
 func TestLanesMetrics(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		script []int // the receiver's answers; 0: past the timeout
 		keys   int   // records of keys k0, k1, … (one each)
 		want   map[string]float64
+		// slowest is the least time the requests took in all: the
+		// timeout's 200 ms, or more than 0.
+		slowest time.Duration
 	}{
-		{"a 503 then a 204", []int{503, 204}, 1, map[string]float64{"5xx": 1, "2xx": 1, "latency": 2, "retries": 1}},
-		{"a 429 then a 200", []int{429, 200}, 1, map[string]float64{"4xx": 1, "2xx": 1, "latency": 2, "retries": 1}},
-		{"a timeout then a 202", []int{0, 202}, 1, map[string]float64{"timeout": 1, "2xx": 1, "latency": 2, "retries": 1}},
-		{"two 200s", []int{200, 200}, 2, map[string]float64{"2xx": 2, "latency": 2}},
-		{"a 400: refused", []int{400}, 1, map[string]float64{"4xx": 1, "latency": 1, "parked refused": 1}},
-		{"a 307: refused", []int{307}, 1, map[string]float64{"3xx": 1, "latency": 1, "parked refused": 1}},
+		{"a 503 then a 204", []int{503, 204}, 1, map[string]float64{"5xx": 1, "2xx": 1, "latency": 2, "retries": 1}, 0},
+		{"a 429 then a 200", []int{429, 200}, 1, map[string]float64{"4xx": 1, "2xx": 1, "latency": 2, "retries": 1}, 0},
+		{"a timeout then a 202", []int{0, 202}, 1, map[string]float64{"timeout": 1, "2xx": 1, "latency": 2, "retries": 1}, 200 * time.Millisecond},
+		{"two 200s", []int{200, 200}, 2, map[string]float64{"2xx": 2, "latency": 2}, 0},
+		{"a 400: refused", []int{400}, 1, map[string]float64{"4xx": 1, "latency": 1, "parked refused": 1}, 0},
+		{"a 307: refused", []int{307}, 1, map[string]float64{"3xx": 1, "latency": 1, "parked refused": 1}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := metrics.New(buildinfo.Info{}, nil)
@@ -155,7 +162,13 @@ func TestLanesMetrics(t *testing.T) {
 				p.Produce(context.Background(), event(fmt.Sprint("k", k), fmt.Sprint("e", k)), o.done)
 			}
 			o.wait(t)
-			if got := partnerMetrics(t, m); !equalMetrics(got, tc.want) {
+			got := partnerMetrics(t, m)
+			took := time.Duration(got["latency seconds"] * float64(time.Second))
+			if took <= 0 || took < tc.slowest {
+				t.Fatalf("the requests took %s in all, by the histogram; want more than 0 and at least %s", took, tc.slowest)
+			}
+			delete(got, "latency seconds")
+			if !equalMetrics(got, tc.want) {
 				t.Fatalf("metrics %v, want %v", got, tc.want)
 			}
 		})
