@@ -11,6 +11,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/tick"
+	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/poller"
@@ -132,11 +133,13 @@ func (c Config) publishersOf() func(table int, topic string) []int {
 }
 
 // publisherEngine is what outlives a session of a publisher beside Kafka:
-// its receiver's sender and its status store.
+// its receiver's sender, its status store, and its metrics, which each
+// session's lanes feed.
 type publisherEngine struct {
 	Publisher
-	sender *webhook.Sender
-	store  *status.Store
+	sender  *webhook.Sender
+	store   *status.Store
+	metrics *metrics.WebhookPublisher
 }
 
 // startPublishers makes each publisher's sender and status store, for the
@@ -152,7 +155,7 @@ func (rn *runner) startPublishers(opts []status.Option) error {
 			return fatal.Error{Err: fmt.Errorf("publisher %s: %w", p.Name, err)}
 		}
 		store := status.NewStore(rn.pool, rn.cfg.StatusSchema, rn.cfg.StatusTable, append(slices.Clone(opts), status.Publisher(p.Name))...)
-		rn.publishers = append(rn.publishers, &publisherEngine{Publisher: p, sender: sender, store: store})
+		rn.publishers = append(rn.publishers, &publisherEngine{Publisher: p, sender: sender, store: store, metrics: rn.metrics.Webhook(p.Name)})
 	}
 	return nil
 }
@@ -175,8 +178,8 @@ type publisherSession struct {
 
 // startPublisherSessions makes, for each publisher beside Kafka, its key
 // order (rebuilt from its rows), its ledger beside l, and its delivery
-// over its lanes, which close when the session ends; it returns them as
-// the pipeline's Publishers.
+// over its lanes, which feed its metrics and close when the session ends;
+// it returns them as the pipeline's Publishers.
 func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger) ([]pipeline.Publisher, error) {
 	var out []pipeline.Publisher
 	for _, e := range s.publishers {
@@ -186,7 +189,7 @@ func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger
 		}
 		ps := &publisherSession{publisherEngine: e, order: o, ledger: l.ForPublisher(e.store, o)}
 		ps.producer = lanes.New(lanes.Webhook(e.sender), lanes.Config{
-			Publisher: e.Name, Lanes: e.lanes(), Batch: e.Webhook.BatchSize, Log: s.log,
+			Publisher: e.Name, Lanes: e.lanes(), Batch: e.Webhook.BatchSize, Log: s.log, Observer: e.metrics,
 			OrderKey: func(r *kgo.Record) []byte { return o.OrderKey(eventOf(r)) },
 			Held:     heldBy(o),
 		})

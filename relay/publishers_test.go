@@ -2,11 +2,13 @@ package relay
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/webhook"
@@ -108,6 +110,59 @@ func TestFailures(t *testing.T) {
 	} {
 		if _, err := r.Failures(name); !errors.Is(err, ErrUnknownPublisher) || err.Error() != msg {
 			t.Errorf("Failures(%s): %v, want %q", name, err, msg)
+		}
+	}
+}
+
+// TestPublisherMetricsFromTheStart: a relay serves each webhook
+// publisher's series from New on, before it leads (a standby too): its
+// requests of every class, its parked events of every reason, its retries
+// and its failing gauge, at 0; none for Kafka.
+func TestPublisherMetricsFromTheStart(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PostgresURL = "postgres://relay@127.0.0.1/app"
+	cfg.Publishers = []Publisher{
+		{Name: "partner", Webhook: webhook.Config{URL: "https://partner.example/hooks", SecretEnv: "CDC_RELAY_TEST_UNSET"}},
+		{Name: "analytics", Webhook: webhook.Config{URL: "https://analytics.example/in", SecretEnv: "CDC_RELAY_TEST_UNSET"}},
+	}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	families, err := r.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]map[string]int{} // by metric, by publisher
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "cdc_relay_webhook_") {
+			continue
+		}
+		series[f.GetName()] = map[string]int{}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "publisher" {
+					series[f.GetName()][l.GetValue()]++
+				}
+			}
+			if m.GetCounter().GetValue() != 0 || m.GetGauge().GetValue() != 0 || m.GetHistogram().GetSampleCount() != 0 {
+				t.Errorf("%s %v: not 0 at the start", f.GetName(), m.GetLabel())
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		per  int // series per publisher
+	}{
+		{"cdc_relay_webhook_requests_total", len(metrics.WebhookClasses)},
+		{"cdc_relay_webhook_events_parked_total", len(metrics.WebhookParkReasons)},
+		{"cdc_relay_webhook_retries_total", 1},
+		{"cdc_relay_webhook_receiver_failing", 1},
+		{"cdc_relay_webhook_request_duration_seconds", 1},
+	} {
+		want := map[string]int{"partner": tc.per, "analytics": tc.per}
+		if got := series[tc.name]; !maps.Equal(got, want) {
+			t.Errorf("%s: series by publisher %v, want %v", tc.name, got, want)
 		}
 	}
 }

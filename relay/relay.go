@@ -77,6 +77,9 @@ func New(cfg Config) (*Relay, error) {
 	r.pgOutages = pgnotice.NewOutages(cfg.Logger, cfg.PostgresURL)
 	r.metrics = metrics.New(cfg.Build, r.snapshot)
 	r.metrics.Sources(cfg.routedTables(), cfg.messagePrefixes())
+	for _, p := range cfg.Publishers {
+		r.metrics.Webhook(p.Name) // its series from the start, on a standby too
+	}
 	return r, nil
 }
 

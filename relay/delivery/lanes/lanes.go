@@ -30,7 +30,57 @@ type Answer struct {
 	// RetryAfter is the wait the receiver asked for (Retry-After); 0 if
 	// it asked none.
 	RetryAfter time.Duration
+	// Class is the request's class for the publisher's metrics
+	// (webhook.Result.Class: "2xx", "5xx", "timeout", …); "" when no
+	// request reached the wire (it could not be made, or ctx ended), and
+	// then the request is not counted.
+	Class string
+	// Latency is the time from sending the request to its answer, or to
+	// the timeout.
+	Latency time.Duration
 }
+
+// Observer is told what a publisher's lanes do, for its metrics
+// (*metrics.WebhookPublisher is one). The lanes call it from their
+// goroutines, side by side: it must be safe for concurrent use, and
+// quick.
+type Observer interface {
+	// Request is told of each request sent, with its Answer's Class and
+	// Latency; not of one whose Class is "", nor of one whose context
+	// ended before its answer.
+	Request(class string, latency time.Duration)
+	// Retried is told of each request tried again in place, before it is
+	// sent again (and told to Request once more).
+	Retried()
+	// Parked is told of n records of the stream that the lanes called
+	// back with an *Error, to be parked for the publisher, and why: one
+	// of ParkedRefused, ParkedFailed, ParkedNotSent. Not of the poller's
+	// records (ProduceWait), which are parked already.
+	Parked(reason string, n int)
+	// Failing is told true as the receiver's outage begins, false as it
+	// ends, or as the lanes close during one (a later session learns it
+	// again); once each, in that order.
+	Failing(failing bool)
+}
+
+// The reasons of Observer.Parked.
+const (
+	// ParkedRefused: the receiver refused the records (a 4xx, a 3xx).
+	ParkedRefused = "refused"
+	// ParkedFailed: the receiver failed for Config.RetryFor.
+	ParkedFailed = "failed"
+	// ParkedNotSent: the receiver was failing, and the records were not
+	// sent.
+	ParkedNotSent = "not_sent"
+)
+
+// noObserver is Config.Observer's default: it is told nothing.
+type noObserver struct{}
+
+func (noObserver) Request(string, time.Duration) {}
+func (noObserver) Retried()                      {}
+func (noObserver) Parked(string, int)            {}
+func (noObserver) Failing(bool)                  {}
 
 // Sender sends records to one receiver, in one request.
 type Sender interface {
@@ -70,6 +120,10 @@ type Config struct {
 	Backoff func(attempt int, retryAfter time.Duration) time.Duration
 	// Log is where the receiver's outages are told (slog.Default()).
 	Log *slog.Logger
+	// Observer is told of the requests, the retries, the records called
+	// back to be parked and the outages, for the metrics (nil: nothing
+	// is told).
+	Observer Observer
 }
 
 // withDefaults returns c with its zero fields set.
@@ -97,6 +151,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = noObserver{}
 	}
 	return c
 }
@@ -192,6 +249,7 @@ func New(s Sender, c Config) *Producer {
 	c = c.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
 	p := &Producer{s: s, c: c, seed: maphash.MakeSeed(), stop: stop, lanes: make([]*lane, c.Lanes)}
+	p.health.obs = c.Observer
 	for i := range p.lanes {
 		l := &lane{wake: make(chan struct{}, 1)}
 		p.lanes[i] = l
@@ -202,10 +260,12 @@ func New(s Sender, c Config) *Producer {
 
 // Close stops the lanes once each ended its request under way; the
 // records still queued are called back with an error that leaves them in
-// flight, for the next session.
+// flight, for the next session. An outage under way ends for the
+// Observer: the lanes no longer know the receiver.
 func (p *Producer) Close() {
 	p.stop()
 	p.ended.Wait()
+	p.health.close()
 }
 
 // laneOf is the lane of r: its order key's, or the next one for a record
@@ -244,13 +304,41 @@ func (p *Producer) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Re
 
 // ProduceAlone sends r in a request of its own and returns its outcome.
 func (p *Producer) ProduceAlone(ctx context.Context, r *kgo.Record) error {
-	return p.send(ctx, []*kgo.Record{r})
+	err := p.send(ctx, []*kgo.Record{r})
+	p.parked(err, 1)
+	return err
 }
 
 // ProduceGroup sends recs beside the stream, each order key's in order,
 // the keys side by side, and returns each one's outcome: once one of a
 // key's fails, its later ones are not sent (delivery.ErrNotSent).
 func (p *Producer) ProduceGroup(ctx context.Context, recs []*kgo.Record) []error {
+	errs := p.produceGroup(ctx, recs)
+	for _, err := range errs {
+		p.parked(err, 1)
+	}
+	return errs
+}
+
+// parked tells the Observer of n records called back with err, if err is
+// an *Error: to be parked.
+func (p *Producer) parked(err error, n int) {
+	var e *Error
+	if !errors.As(err, &e) || e.Batch {
+		return // delivered, or going again alone
+	}
+	switch {
+	case e.NotSent:
+		p.c.Observer.Parked(ParkedNotSent, n)
+	case e.Retried > 0:
+		p.c.Observer.Parked(ParkedFailed, n)
+	default:
+		p.c.Observer.Parked(ParkedRefused, n)
+	}
+}
+
+// produceGroup is ProduceGroup, untold to the Observer's Parked.
+func (p *Producer) produceGroup(ctx context.Context, recs []*kgo.Record) []error {
 	errs := make([]error, len(recs))
 	byLane := map[int][]int{}
 	for i, r := range recs {
@@ -280,7 +368,7 @@ func (p *Producer) ProduceWait(ctx context.Context, recs []*kgo.Record) []error 
 		}
 		return errs
 	}
-	errs := p.ProduceGroup(ctx, recs)
+	errs := p.produceGroup(ctx, recs)
 	for i, err := range errs {
 		var e *Error
 		if errors.As(err, &e) && (e.NotSent || e.Retried > 0) {
@@ -450,6 +538,7 @@ func (p *Producer) deliver(batch []entry) {
 	if len(recs) > 1 {
 		err = batchRefused(err)
 	}
+	p.parked(err, len(send))
 	for _, e := range send {
 		e.done(e.r, err)
 	}
@@ -479,7 +568,13 @@ func (p *Producer) send(ctx context.Context, recs []*kgo.Record) error {
 		if !ok {
 			return &Error{Publisher: p.c.Publisher, Answer: p.health.last(), NotSent: true}
 		}
+		if attempt > 0 {
+			p.c.Observer.Retried()
+		}
 		a := p.s.Send(ctx, recs)
+		if a.Class != "" && ctx.Err() == nil {
+			p.c.Observer.Request(a.Class, a.Latency)
+		}
 		switch {
 		case a.Err == nil:
 			p.health.answered(p.c.Log, p.c.Publisher)
@@ -521,6 +616,8 @@ type health struct {
 	lastErr   string
 	notSent   atomic.Int64 // requests not sent during the outage
 	lastOK    atomic.Int64 // when the receiver last answered, Unix nanoseconds
+	obs       Observer     // told as an outage begins and ends
+	closed    bool         // the lanes closed: the Observer is told no more
 }
 
 // answeredSince reports whether the receiver answered a request after
@@ -594,6 +691,9 @@ func (h *health) failing(log *slog.Logger, publisher string, err error, wait tim
 	h.since = now
 	h.notSent.Store(0)
 	h.down.Store(true)
+	if !h.closed {
+		h.obs.Failing(true)
+	}
 	log.Warn("the webhook receiver is failing; its events are parked, and its poller sends them once it answers",
 		"publisher", publisher, "err", err)
 }
@@ -614,6 +714,20 @@ func (h *health) answered(log *slog.Logger, publisher string) {
 		"publisher", publisher, "parked_unsent", h.notSent.Load())
 	h.since = time.Time{}
 	h.down.Store(false)
+	if !h.closed {
+		h.obs.Failing(false)
+	}
+}
+
+// close tells the Observer that an outage under way ended, as the lanes
+// close, and nothing more after.
+func (h *health) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.since.IsZero() && !h.closed {
+		h.obs.Failing(false)
+	}
+	h.closed = true
 }
 
 // IsError reports whether err is a publisher's *Error.
