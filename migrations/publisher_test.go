@@ -13,9 +13,10 @@ import (
 
 // TestPublisherMigration: a status table and a pause table of version 19,
 // with rows, gain the publisher (migration 20: every old row Kafka's, the
-// status table not rewritten) and the index of a parked event's identity
-// with its publisher (21) in place of 0014's, and the pause table's key
-// gains the publisher; the relay's check asks for migrate until then.
+// status table not rewritten, the column analyzed) and the index of a
+// parked event's identity with its publisher (21) in place of 0014's, and
+// the pause table's key gains the publisher; the relay's check asks for
+// migrate until then.
 // After it, the same event parks once per publisher, a topic pauses once
 // per publisher, and a park of a relay of version 19 (the old ON CONFLICT
 // target) is refused rather than dropped. Migrate again changes nothing:
@@ -79,6 +80,11 @@ func TestPublisherMigration(t *testing.T) {
 				if err := Check(ctx, conn, cfg); err != nil {
 					t.Fatalf("Check after migrate %d: %v", i+1, err)
 				}
+			}
+			var analyzed bool
+			if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stats WHERE schemaname = $1 AND tablename = $2 AND attname = 'publisher')",
+				tt.schema, tt.table).Scan(&analyzed); err != nil || !analyzed {
+				t.Errorf("statistics of %s's publisher after migrate: %v (%v), want them (the planner's estimate of publisher = 'kafka')", status, analyzed, err)
 			}
 			checkOldRowsKafkas(ctx, t, conn, status, pauses)
 			checkParkedPerPublisher(ctx, t, conn, status, pauses)
