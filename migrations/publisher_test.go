@@ -184,3 +184,38 @@ func checkParkedPerPublisher(ctx context.Context, t *testing.T, conn *pgx.Conn, 
 		t.Errorf("the park of a relay of version 19 after migrate: %v, want SQLSTATE 42P10", err)
 	}
 }
+
+// TestReplacedIndex: a statement marked replaced by an index's
+// placeholder is skipped once that index is valid, and only then; an
+// unknown placeholder is an error, and a statement without the mark
+// always runs.
+func TestReplacedIndex(t *testing.T) {
+	t.Parallel()
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	names := placeholders(cfg)
+	marked := "-- cdc-relay: replaced by index status_publisher_copy_index_qualified\nSELECT 1;\n"
+	tests := []struct {
+		name, stmt string
+		migrated   bool // after Apply
+		want       bool
+		err        string
+	}{
+		{name: "no mark", stmt: "SELECT 1;\n"},
+		{name: "an unknown placeholder", stmt: "-- cdc-relay: replaced by index nosuch\nSELECT 1;\n", err: "no such placeholder"},
+		{name: "the index missing", stmt: marked},
+		{name: "the index valid", stmt: marked, migrated: true, want: true},
+	}
+	for _, tt := range tests {
+		if tt.migrated {
+			if _, err := Apply(ctx, conn, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := replacedIndex(ctx, conn, tt.stmt, names)
+		if got != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: replaced %v, %v; want %v, an error with %q", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}
