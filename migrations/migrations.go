@@ -428,7 +428,7 @@ const outsideTransaction = "-- cdc-relay: outside a transaction"
 func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string, notice builds) error {
 	record := "INSERT INTO " + history + " (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING"
 	if strings.HasPrefix(m.sql, outsideTransaction) {
-		if err := applyOutside(ctx, conn, names.Replace(m.sql), notice); err != nil {
+		if err := applyOutside(ctx, conn, names.Replace(m.sql), names, notice); err != nil {
 			return err
 		}
 		_, err := conn.Exec(ctx, record, m.version, m.name)
@@ -454,12 +454,13 @@ const concurrentLockTimeout = "2min"
 // concurrentLockTimeout and with no statement_timeout (a role's or
 // database's would cancel a build on a large table every time); the
 // session's own settings are back when it returns. It skips a statement
-// a later migration replaced (replacedBy). Before each CREATE
+// a later migration replaced (replacedBy, its placeholder one of names).
+// Before each CREATE
 // INDEX CONCURRENTLY IF NOT EXISTS, it drops the index when an
 // interrupted build left it invalid (dropInvalidIndex): IF NOT EXISTS
 // would keep it, unused and updated by every write; then it tells notice
 // that the build begins.
-func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice builds) error {
+func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, names *strings.Replacer, notice builds) error {
 	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+concurrentLockTimeout+"'"); err != nil {
 		return fmt.Errorf("set lock_timeout: %w", err)
 	}
@@ -472,7 +473,7 @@ func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice builds
 		if strings.TrimSpace(stmt) == "" {
 			continue
 		}
-		replaced, err := replacedIndex(ctx, conn, stmt)
+		replaced, err := replacedIndex(ctx, conn, stmt, names)
 		if err != nil {
 			return err
 		}
@@ -524,21 +525,29 @@ var concurrentIndex = regexp.MustCompile(`CREATE (?:UNIQUE )?INDEX CONCURRENTLY 
 
 // replacedBy marks, as a line of its own before a statement of a
 // migration outside a transaction, that the statement is skipped once
-// the index the line names (schema-qualified, as the placeholders quote
-// it) exists and is valid: a later migration built that index in place
-// of the one the statement builds, and dropped it (0014's, since 0021).
-var replacedBy = regexp.MustCompile(`(?m)^-- cdc-relay: replaced by index ("(?:[^"]|"")+"\."(?:[^"]|"")+")$`)
+// the index the line names exists and is valid: a later migration built
+// that index in place of the one the statement builds, and dropped it
+// (0014's, since 0021). The line names the index by its placeholder
+// without the braces (status_publisher_copy_index_qualified: the name
+// schema-qualified), so that the name itself, which may hold a line
+// break, is never written into the SQL, where it would end the comment.
+var replacedBy = regexp.MustCompile(`(?m)^-- cdc-relay: replaced by index (\w+)$`)
 
 // replacedIndex reports whether stmt is marked replacedBy an index that
-// exists and is valid.
-func replacedIndex(ctx context.Context, conn *pgx.Conn, stmt string) (bool, error) {
+// exists and is valid, its placeholder one of names.
+func replacedIndex(ctx context.Context, conn *pgx.Conn, stmt string, names *strings.Replacer) (bool, error) {
 	m := replacedBy.FindStringSubmatch(stmt)
 	if m == nil {
 		return false, nil
 	}
+	placeholder := "{{" + m[1] + "}}"
+	index := names.Replace(placeholder)
+	if index == placeholder {
+		return false, fmt.Errorf("a statement replaced by index %s: no such placeholder", placeholder)
+	}
 	var valid bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass($1) AND indisvalid)", m[1]).Scan(&valid); err != nil {
-		return false, fmt.Errorf("look up index %s: %w", m[1], err)
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass($1) AND indisvalid)", index).Scan(&valid); err != nil {
+		return false, fmt.Errorf("look up index %s: %w", index, err)
 	}
 	return valid, nil
 }

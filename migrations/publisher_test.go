@@ -13,9 +13,10 @@ import (
 
 // TestPublisherMigration: a status table and a pause table of version 19,
 // with rows, gain the publisher (migration 20: every old row Kafka's, the
-// status table not rewritten) and the index of a parked event's identity
-// with its publisher (21) in place of 0014's, and the pause table's key
-// gains the publisher; the relay's check asks for migrate until then.
+// status table not rewritten, the column analyzed) and the index of a
+// parked event's identity with its publisher (21) in place of 0014's, and
+// the pause table's key gains the publisher; the relay's check asks for
+// migrate until then.
 // After it, the same event parks once per publisher, a topic pauses once
 // per publisher, and a park of a relay of version 19 (the old ON CONFLICT
 // target) is refused rather than dropped. Migrate again changes nothing:
@@ -79,6 +80,11 @@ func TestPublisherMigration(t *testing.T) {
 				if err := Check(ctx, conn, cfg); err != nil {
 					t.Fatalf("Check after migrate %d: %v", i+1, err)
 				}
+			}
+			var analyzed bool
+			if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stats WHERE schemaname = $1 AND tablename = $2 AND attname = 'publisher')",
+				tt.schema, tt.table).Scan(&analyzed); err != nil || !analyzed {
+				t.Errorf("statistics of %s's publisher after migrate: %v (%v), want them (the planner's estimate of publisher = 'kafka')", status, analyzed, err)
 			}
 			checkOldRowsKafkas(ctx, t, conn, status, pauses)
 			checkParkedPerPublisher(ctx, t, conn, status, pauses)
@@ -176,5 +182,40 @@ func checkParkedPerPublisher(ctx context.Context, t *testing.T, conn *pgx.Conn, 
 		" ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, '')) WHERE event_id IS NOT NULL DO NOTHING")
 	if !errors.As(err, &pgErr) || pgErr.Code != "42P10" {
 		t.Errorf("the park of a relay of version 19 after migrate: %v, want SQLSTATE 42P10", err)
+	}
+}
+
+// TestReplacedIndex: a statement marked replaced by an index's
+// placeholder is skipped once that index is valid, and only then; an
+// unknown placeholder is an error, and a statement without the mark
+// always runs.
+func TestReplacedIndex(t *testing.T) {
+	t.Parallel()
+	conn := startPG(t)
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	names := placeholders(cfg)
+	marked := "-- cdc-relay: replaced by index status_publisher_copy_index_qualified\nSELECT 1;\n"
+	tests := []struct {
+		name, stmt string
+		migrated   bool // after Apply
+		want       bool
+		err        string
+	}{
+		{name: "no mark", stmt: "SELECT 1;\n"},
+		{name: "an unknown placeholder", stmt: "-- cdc-relay: replaced by index nosuch\nSELECT 1;\n", err: "no such placeholder"},
+		{name: "the index missing", stmt: marked},
+		{name: "the index valid", stmt: marked, migrated: true, want: true},
+	}
+	for _, tt := range tests {
+		if tt.migrated {
+			if _, err := Apply(ctx, conn, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := replacedIndex(ctx, conn, tt.stmt, names)
+		if got != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: replaced %v, %v; want %v, an error with %q", tt.name, got, err, tt.want, tt.err)
+		}
 	}
 }

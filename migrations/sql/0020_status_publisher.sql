@@ -7,6 +7,23 @@
 -- is held for a moment only.
 ALTER TABLE {{status}} ADD COLUMN IF NOT EXISTS publisher text NOT NULL DEFAULT 'kafka';
 
+-- Every statement of a status store names its publisher (publisher =
+-- 'kafka'). Until an ANALYZE gives the new column statistics, the planner
+-- takes such a condition to keep one row in 200, where it keeps them all,
+-- and a large status table may wait days for autovacuum's: the column is
+-- analyzed once, here (a sample of the table; once it has statistics, a
+-- later migrate does not analyze it again, and an empty table's costs
+-- nothing).
+DO {{body_tag}}
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_stats AS st JOIN pg_class AS c ON c.relname = st.tablename
+            JOIN pg_namespace AS n ON n.oid = c.relnamespace AND n.nspname = st.schemaname
+            WHERE c.oid = {{status_literal}}::regclass AND st.attname = 'publisher') THEN
+        EXECUTE format('ANALYZE %s (publisher)', {{status_literal}}::regclass);
+    END IF;
+END
+{{body_tag}};
+
 -- A topic is paused for one publisher: the pause table's key gains the
 -- publisher, every pause before version 20 being Kafka's. The key is
 -- found by its columns (the primary key of 0010, under PostgreSQL's
