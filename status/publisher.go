@@ -25,17 +25,18 @@ const KafkaPublisher = "kafka"
 const maxPublisherName = 63
 
 // ValidPublisher returns an error unless name can name a publisher: a
-// lowercase ASCII letter, then at most 62 lowercase ASCII letters, digits
-// and underscores (^[a-z][a-z0-9_]{0,62}$), the rule the config file's
-// publishers follow too.
+// lowercase ASCII letter, then at most 62 lowercase ASCII letters,
+// digits, underscores and hyphens (^[a-z][a-z0-9_-]{0,62}$), the rule the
+// config file's publishers follow too. A name is quoted as an SQL
+// literal wherever it is written into a statement.
 func ValidPublisher(name string) error {
 	if name == "" || len(name) > maxPublisherName || name[0] < 'a' || name[0] > 'z' {
-		return fmt.Errorf("publisher %q: want a lowercase letter, then at most %d lowercase letters, digits and underscores", name, maxPublisherName-1)
+		return fmt.Errorf("publisher %q: want a lowercase letter, then at most %d lowercase letters, digits, _ and -", name, maxPublisherName-1)
 	}
 	for i := 1; i < len(name); i++ {
 		c := name[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return fmt.Errorf("publisher %q: %q at byte %d: want lowercase letters, digits and underscores only", name, c, i)
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' {
+			return fmt.Errorf("publisher %q: %q at byte %d: want lowercase letters, digits, _ and - only", name, c, i)
 		}
 	}
 	return nil

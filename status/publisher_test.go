@@ -11,7 +11,7 @@ import (
 )
 
 // TestValidPublisher: a publisher's name is a lowercase letter, then at
-// most 62 lowercase letters, digits and underscores; Publisher refuses
+// most 62 lowercase letters, digits, _ and -; Publisher refuses
 // any other, before a statement could hold it.
 func TestValidPublisher(t *testing.T) {
 	t.Parallel()
@@ -21,7 +21,7 @@ func TestValidPublisher(t *testing.T) {
 	}{
 		{KafkaPublisher, true}, {"partner", true}, {"p", true}, {"web_hook_2", true}, {"a" + strings.Repeat("b", 62), true},
 		{"", false}, {"a" + strings.Repeat("b", 63), false}, {"Partner", false}, {"2nd", false}, {"_p", false},
-		{"web-hook", false}, {"p'; DROP TABLE x; --", false}, {"pärtner", false}, {"p q", false},
+		{"web-hook", true}, {"-p", false}, {"p'; DROP TABLE x; --", false}, {"pärtner", false}, {"p q", false},
 	} {
 		err := ValidPublisher(tt.name)
 		if (err == nil) != tt.ok {
