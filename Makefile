@@ -37,7 +37,7 @@ export CDC_RELAY_TEST_PG := $(PG)
 endif
 # The packages whose tests start a PostgreSQL, and the e2e tests of the
 # core, faults and failover, that `make test-pg` runs on a version.
-PG_PKGS = ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
+PG_PKGS = ./admin/ ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
 	./slot/ ./pubwatch/ ./report/ ./republish/ ./relay/pipeline/ ./backfill/ \
 	./writeback/ ./poller/ ./retention/ ./checkpoint/ ./cmd/cdc-relay/ ./examples/ \
 	./internal/pgtemp/ ./internal/pgconnect/ ./internal/pgerr/ ./progress/

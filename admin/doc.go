@@ -11,6 +11,13 @@
 //	                          100 by default, at most 1000: more is a 400)
 //	POST /failed/{id}/retry   make a parked event due at once (?topic=T: to topic T)
 //
+// ?publisher=NAME (with ?topic= for /pause and /resume) makes the last
+// three act on the parked events and paused topics of the relay's webhook
+// publisher NAME instead of Kafka's: an id of another publisher's is a 404
+// that says whose it is; a pause or resume of a webhook publisher's topic
+// is written to the pause table, which the relay reads again within its
+// status interval.
+//
 // The last four are the admin endpoints. With a token (Options.Token) they
 // need the header "Authorization: Bearer <token>" and answer 401 without
 // it; without one they answer only on a loopback address (403 elsewhere),

@@ -27,6 +27,9 @@ type Relay interface {
 	ResumeTopic(ctx context.Context, topic string) (bool, error)
 	Failed(ctx context.Context, opts status.ListOptions) ([]status.Row, error)
 	Retry(ctx context.Context, opts status.RetryOptions) ([]status.Change, error)
+	// Failures is the status store of one of the relay's publishers, for
+	// ?publisher= (relay.Relay.Failures).
+	Failures(publisher string) (*status.Store, error)
 }
 
 // Options configures a Server.

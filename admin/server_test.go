@@ -26,6 +26,20 @@ type fakeRelay struct {
 	listed  status.ListOptions
 	topics  map[string]bool // paused topics
 	down    bool            // the relay is not connected to PostgreSQL
+	// stores are the status stores of the relay's publishers, by name
+	// (Failures); nil: none, as a relay not connected yet.
+	stores map[string]*status.Store
+}
+
+func (f *fakeRelay) Failures(publisher string) (*status.Store, error) {
+	switch s, ok := f.stores[publisher]; {
+	case f.down || f.stores == nil:
+		return nil, relay.ErrNotConnected
+	case !ok:
+		return nil, fmt.Errorf("publisher %q: %w", publisher, relay.ErrUnknownPublisher)
+	default:
+		return s, nil
+	}
 }
 
 func (f *fakeRelay) PauseTopic(_ context.Context, topic string) (bool, error) {
@@ -346,6 +360,8 @@ func TestErrorStatus(t *testing.T) {
 		{fmt.Errorf("retry: %w: id 7 is already for topic \"t\"", status.ErrTopicKept), http.StatusBadRequest},
 		{fmt.Errorf("retry: %w: id 7 has a row for topic \"t\" already", status.ErrTopicTaken), http.StatusConflict},
 		{relay.ErrNotConnected, http.StatusServiceUnavailable},
+		{fmt.Errorf("publisher %q: %w", "x", relay.ErrUnknownPublisher), http.StatusBadRequest},
+		{otherPublisher{id: 7, publisher: "partner"}, http.StatusNotFound},
 		{errors.New("connection refused"), http.StatusInternalServerError},
 	} {
 		if got := errorStatus(c.err); got != c.want {

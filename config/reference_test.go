@@ -50,8 +50,9 @@ func configSections() []configSection {
 		{"messages[]", "A prefix of the transactional logical decoding messages to relay, that an application writes with " +
 			"`pg_logical_emit_message(true, prefix, content)` (PostgreSQL 14 or later): one entry per prefix. In the status table, " +
 			"the metrics and the logs, the source is named `message:` and its prefix.", names(messageKeys)},
-		{"publishers", "The publishers beside Kafka's, by name, that tables and routes send their events to. " +
-			"Delivery to them is not built yet: `check-config` checks them, and the commands that deliver refuse a file that routes events to one.", []string{"NAME"}},
+		{"publishers", "The publishers beside Kafka's, by name, that tables and routes send their events to, at least once, " +
+			"each with its own key order, parked events, pauses and poller. `check-config` checks them; `recover` and `backfill` publish to Kafka " +
+			"only, and refuse a file that routes events to one.", []string{"NAME"}},
 		{"publishers.NAME", "A publisher, named by a table's or a route's `publishers`: its kind, `webhook`.", names(publisherKeys)},
 		{"publishers.NAME.webhook", "An HTTP receiver, sent the events as Standard Webhooks requests: each signed with the secret " +
 			"(`webhook-id`, `webhook-timestamp`, `webhook-signature`), one event as its payload or a batch as a JSON array. " +
@@ -219,7 +220,7 @@ func configKeyDocs() map[string]keyDoc {
 
 		"tables[].publishers": {typ: "list of publisher names", def: code("[kafka]"), doc: "Where the table's events go: `kafka`, publishers of " +
 			"`publishers`, or both, each once (an event goes to every one). With `routes`, the publishers of each route that names none of its own. " +
-			"Publishers other than `kafka` are not delivered yet by this version."},
+			"A table that writes back (`write_back`) sends to `kafka` alone."},
 		"tables[].routes[].publishers": {typ: "list of publisher names", def: "the table's `publishers`", doc: "Where the route's events go, " +
 			"instead of the table's `publishers`."},
 		"messages[].publishers": {typ: "list of publisher names", doc: "Refused: a message source goes to Kafka only in this version."},

@@ -53,7 +53,7 @@ func TestPromtool(t *testing.T) {
 		args []string
 		want string // in promtool's output
 	}{
-		{"rules are valid", []string{"check", "rules", "alerts.yaml"}, "SUCCESS: 14 rules found"},
+		{"rules are valid", []string{"check", "rules", "alerts.yaml"}, "SUCCESS: 15 rules found"},
 		{"alerts fire when they should and not otherwise", []string{"test", "rules", "alerts_test.yaml"}, "SUCCESS"},
 		{"compose's Prometheus configuration loads the rules", []string{"check", "config", "prometheus.yml"}, "SUCCESS: 1 rule files found"},
 	} {
@@ -66,13 +66,15 @@ func TestPromtool(t *testing.T) {
 }
 
 // relayMetrics returns the names a query may use for the relay's metrics:
-// every family of the registry (with _bucket, _sum and _count for
-// histograms), and the metric vectors that have no child yet.
+// every family of the registry of a relay with a webhook publisher (with
+// _bucket, _sum and _count for histograms), and the metric vectors that
+// have no child yet.
 func relayMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	m := metrics.New(buildinfo.Info{Version: "test"}, func() metrics.Snapshot {
 		return metrics.Snapshot{SlotWALRetained: 1, Failed: 1, Dead: 1, EventsBehind: 1, Held: []metrics.HeldTopic{{Topic: "t"}}} // known, so reported
 	})
+	m.Webhook("partner") // a relay with a webhook publisher serves its series
 	names := map[string]bool{}
 	families, err := m.Registry.Gather()
 	if err != nil {
@@ -268,6 +270,14 @@ func TestDashboardPanels(t *testing.T) {
 			t.Errorf("%s has the id of panel %q", name, other)
 		}
 		ids[p.ID] = p.Title
+		if p.Type == "row" {
+			// A row's header: a title across the dashboard, its panels
+			// those below it, up to the next row.
+			if g := p.GridPos; len(p.Targets) != 0 || g.X != 0 || g.W != 24 || g.H != 1 {
+				t.Errorf("%s: a row with %d queries at %+v, want none, across the 24 columns, 1 high", name, len(p.Targets), g)
+			}
+			continue
+		}
 		if p.Datasource != wantDatasource {
 			t.Errorf("%s uses data source %+v, want %+v", name, p.Datasource, wantDatasource)
 		}
@@ -461,4 +471,59 @@ func TestComposeHealthcheck(t *testing.T) {
 	if got := readCompose(t).Services["relay"].Healthcheck.Test; !slices.Equal(got, want) {
 		t.Errorf("the relay's healthcheck is %q, want %q", got, want)
 	}
+}
+
+// TestDashboardWebhookPanels: each query of the Webhooks row reads a
+// value, as Prometheus evaluates it (promtool), over the series of a
+// publisher whose receiver answered 503s and 204s, had requests tried
+// again and events parked, and is failing: no query selects a label the
+// metrics do not have, nor reads nothing where the operator must see
+// something.
+func TestDashboardWebhookPanels(t *testing.T) {
+	d := readDashboard(t)
+	rowY := -1
+	for _, p := range d.Panels {
+		if p.Type == "row" && p.Title == "Webhooks" {
+			rowY = p.GridPos.Y
+		}
+	}
+	if rowY < 0 {
+		t.Fatal("the dashboard has no row Webhooks")
+	}
+	const labels = `job="cdc-relay",instance="relay-a:7187",publisher="partner"`
+	var b strings.Builder
+	b.WriteString("evaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n")
+	for _, s := range [][2]string{
+		{`cdc_relay_webhook_requests_total{` + labels + `,class="5xx"}`, "0+1x10"},
+		{`cdc_relay_webhook_requests_total{` + labels + `,class="2xx"}`, "0+5x10"},
+		{`cdc_relay_webhook_retries_total{` + labels + `}`, "0+1x10"},
+		{`cdc_relay_webhook_request_duration_seconds_bucket{` + labels + `,le="0.1"}`, "0+3x10"},
+		{`cdc_relay_webhook_request_duration_seconds_bucket{` + labels + `,le="1"}`, "0+6x10"},
+		{`cdc_relay_webhook_request_duration_seconds_bucket{` + labels + `,le="+Inf"}`, "0+6x10"},
+		{`cdc_relay_webhook_receiver_failing{` + labels + `}`, "1x10"},
+		{`cdc_relay_webhook_events_parked_total{` + labels + `,reason="failed"}`, "0+1x10"},
+	} {
+		fmt.Fprintf(&b, "      - series: %q\n        values: %q\n", s[0], s[1])
+	}
+	b.WriteString("    promql_expr_test:\n")
+	vars := strings.NewReplacer("$__rate_interval", "2m", "$job", "cdc-relay", "$instance", ".*")
+	n := 0
+	for _, p := range d.Panels {
+		if p.Type == "row" || p.GridPos.Y <= rowY {
+			continue
+		}
+		for _, q := range p.Targets {
+			n++
+			fmt.Fprintf(&b, "      - expr: %q\n        eval_time: 5m\n        exp_samples: [{labels: '{}', value: 1}]\n",
+				"max(("+vars.Replace(q.Expr)+") > bool 0)")
+		}
+	}
+	if n < 4 {
+		t.Fatalf("the Webhooks row has %d queries, want requests, latency, failing and parked at least", n)
+	}
+	file := filepath.Join(t.TempDir(), "webhook-panels_test.yaml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promtool(t, "test", "rules", file)
 }

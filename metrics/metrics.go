@@ -88,6 +88,21 @@ type Metrics struct {
 	// status table).
 	SlotRecoveries   prometheus.Counter
 	SlotRecoveryRows *prometheus.CounterVec
+
+	// WebhookRequests counts the requests sent to each webhook
+	// publisher's receiver, by publisher and class (WebhookClasses);
+	// WebhookRequestDuration times each of them, from sending it to its
+	// answer (or the timeout). WebhookRetries counts the requests tried
+	// again in place, WebhookParked the events a publisher's lanes called
+	// back to be parked, by publisher and reason (WebhookParkReasons), and
+	// WebhookFailing is 1 while a publisher's receiver is failing (its
+	// lanes' outage), else 0. Fed through [Metrics.Webhook]; the label
+	// publisher takes the configuration's publisher names.
+	WebhookRequests        *prometheus.CounterVec
+	WebhookRequestDuration *prometheus.HistogramVec
+	WebhookRetries         *prometheus.CounterVec
+	WebhookParked          *prometheus.CounterVec
+	WebhookFailing         *prometheus.GaugeVec
 }
 
 // CommitToAckBuckets are CommitToAck's buckets, in seconds: 1 ms to 15
@@ -97,6 +112,10 @@ var CommitToAckBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .15, .
 
 // heldToAckBuckets are HeldToAck's buckets, in seconds: 100 ms to an hour.
 var heldToAckBuckets = []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600}
+
+// WebhookRequestBuckets are WebhookRequestDuration's buckets, in seconds:
+// 5 ms to 5 minutes, a webhook's longest timeout.
+var WebhookRequestBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
 // New returns the relay's metrics on a new registry, with Go's and the
 // process's collectors, cdc_relay_build_info for build, and, if snapshot
@@ -158,6 +177,7 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 			"Outbox rows published again to repair a gap in the WAL the relay read, by result: published, or parked in the status table.",
 			"result"),
 	}
+	m.newWebhook(f)
 	registerProcess(reg, build)
 	for _, t := range []string{"outbox", "status"} {
 		m.RetentionDeleted.WithLabelValues(t) // reported from the start, at 0
@@ -238,9 +258,19 @@ func (f factory) counter(name, help string) prometheus.Counter {
 	return f.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 }
 
-// counterVec is a counter with one label.
-func (f factory) counterVec(name, help, label string) *prometheus.CounterVec {
-	return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+// counterVec is a counter with labels.
+func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// gaugeVec is a gauge with labels.
+func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return f.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+// histogramVec is a histogram with labels.
+func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return f.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 }
 
 // histogram is a histogram with no labels.

@@ -3,15 +3,18 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
+	"github.com/cdc-relay/cdc-relay/webhook"
 )
 
 // gather returns the registry's families by name; a gather error (such as
@@ -367,5 +370,81 @@ func TestLabelBound(t *testing.T) {
 	}
 	if got := b.Label("p0"); got != "p0" {
 		t.Errorf("Label(p0) later = %q, want p0", got)
+	}
+}
+
+// TestWebhook: a webhook publisher's series are served from Webhook on,
+// at 0, for every known class and reason; each call moves its own series
+// of its publisher, and no other publisher's.
+func TestWebhook(t *testing.T) {
+	m := New(testBuild, nil)
+	partner, other := m.Webhook("partner"), m.Webhook("analytics")
+	at0 := gather(t, m)
+	for _, tt := range []struct{ name, labels string }{
+		{"cdc_relay_webhook_requests_total", "class=2xx,publisher=partner"},
+		{"cdc_relay_webhook_requests_total", "class=timeout,publisher=analytics"},
+		{"cdc_relay_webhook_requests_total", "class=other,publisher=partner"},
+		{"cdc_relay_webhook_request_duration_seconds", "publisher=partner"},
+		{"cdc_relay_webhook_retries_total", "publisher=partner"},
+		{"cdc_relay_webhook_events_parked_total", "publisher=partner,reason=not_sent"},
+		{"cdc_relay_webhook_events_parked_total", "publisher=analytics,reason=refused"},
+		{"cdc_relay_webhook_receiver_failing", "publisher=partner"},
+	} {
+		if v, ok := value(at0[tt.name], tt.labels); !ok || v != 0 {
+			t.Errorf("%s{%s} = %v (served %v), want 0 from the start", tt.name, tt.labels, v, ok)
+		}
+	}
+	partner.Request("5xx", 30*time.Millisecond)
+	partner.Request("2xx", 2*time.Second)
+	partner.Retried()
+	partner.Parked("failed", 3)
+	partner.Failing(true)
+	other.Request("teapot", time.Millisecond) // a class not known: a series of its own
+	families := gather(t, m)
+	for _, tt := range []struct {
+		name, labels string
+		want         float64
+	}{
+		{"cdc_relay_webhook_requests_total", "class=5xx,publisher=partner", 1},
+		{"cdc_relay_webhook_requests_total", "class=2xx,publisher=partner", 1},
+		{"cdc_relay_webhook_requests_total", "class=2xx,publisher=analytics", 0},
+		{"cdc_relay_webhook_requests_total", "class=teapot,publisher=analytics", 1},
+		{"cdc_relay_webhook_request_duration_seconds", "publisher=partner", 2}, // its count
+		{"cdc_relay_webhook_request_duration_seconds", "publisher=analytics", 1},
+		{"cdc_relay_webhook_retries_total", "publisher=partner", 1},
+		{"cdc_relay_webhook_retries_total", "publisher=analytics", 0},
+		{"cdc_relay_webhook_events_parked_total", "publisher=partner,reason=failed", 3},
+		{"cdc_relay_webhook_events_parked_total", "publisher=partner,reason=refused", 0},
+		{"cdc_relay_webhook_receiver_failing", "publisher=partner", 1},
+		{"cdc_relay_webhook_receiver_failing", "publisher=analytics", 0},
+	} {
+		if got, ok := value(families[tt.name], tt.labels); !ok || got != tt.want {
+			t.Errorf("%s{%s} = %v (served %v), want %v", tt.name, tt.labels, got, ok, tt.want)
+		}
+	}
+	h := families["cdc_relay_webhook_request_duration_seconds"].GetMetric()
+	for _, s := range h {
+		if labels(s) == "publisher=partner" && math.Abs(s.GetHistogram().GetSampleSum()-2.03) > 1e-9 {
+			t.Errorf("partner's latency sum %v, want 2.03 s", s.GetHistogram().GetSampleSum())
+		}
+	}
+	partner.Failing(false)
+	if got, _ := value(gather(t, m)["cdc_relay_webhook_receiver_failing"], "publisher=partner"); got != 0 {
+		t.Errorf("failing after its end = %v, want 0", got)
+	}
+	if again := m.Webhook("partner"); again == nil {
+		t.Fatal("Webhook again: nil")
+	}
+	if got, _ := value(gather(t, m)["cdc_relay_webhook_requests_total"], "class=5xx,publisher=partner"); got != 1 {
+		t.Errorf("Webhook again reset a series: 5xx = %v, want 1", got)
+	}
+}
+
+// TestWebhookRequestBuckets: the buckets rise, from a few milliseconds to
+// the webhook's longest timeout.
+func TestWebhookRequestBuckets(t *testing.T) {
+	b := WebhookRequestBuckets
+	if !sort.Float64sAreSorted(b) || b[0] > .01 || b[len(b)-1] != webhook.MaxTimeout.Seconds() {
+		t.Fatalf("buckets %v: want them rising, from 10 ms or less to %s", b, webhook.MaxTimeout)
 	}
 }

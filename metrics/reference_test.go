@@ -39,6 +39,7 @@ func referenceMetrics() *Metrics {
 	})
 	m.Sources([]string{sampleLabel}, []string{sampleLabel})
 	m.MessagesIgnored.WithLabelValues(sampleLabel)
+	m.Webhook(sampleLabel)
 	return m
 }
 

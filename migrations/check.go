@@ -91,30 +91,42 @@ func checkPublicationExists(ctx context.Context, q pgdb.DB, cfg Config) error {
 // it expects, over and over. The tables are checked, not the history: the
 // history is one per schema, and the tables are named by flags.
 var newest = []struct {
-	status  bool // the status table, else the checkpoint table
+	table   func(Config) string // the table, quoted
 	column  string
 	version int
 }{
-	{status: true, column: "reload", version: 7},
-	{status: true, column: "skipped_at", version: 10},
-	{status: true, column: "original_topic", version: 11},
-	{column: "publication_marks", version: 15},
+	{table: statusTableName, column: "reload", version: 7},
+	{table: statusTableName, column: "skipped_at", version: 10},
+	{table: statusTableName, column: "original_topic", version: 11},
+	{table: checkpointTableName, column: "publication_marks", version: 15},
+	{table: statusTableName, column: "publisher", version: 20},
+	{table: PauseTableName, column: "publisher", version: 20},
 }
 
-// checkVersion requires each relay table to have its newest migration.
+// statusTableName is cfg's status table, quoted.
+func statusTableName(cfg Config) string {
+	return pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+}
+
+// checkpointTableName is cfg's checkpoint table, quoted.
+func checkpointTableName(cfg Config) string {
+	return pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
+}
+
+// checkVersion requires each relay table to have its newest migration; a
+// table that does not exist (the pause table's, which checkTables names
+// next) is left to the caller.
 func checkVersion(ctx context.Context, q pgdb.DB, cfg Config) error {
 	for _, n := range newest {
-		table := pgx.Identifier{cfg.CheckpointSchema, cfg.CheckpointTable}.Sanitize()
-		if n.status {
-			table = pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
-		}
-		var ok bool
-		err := q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped)",
-			table, n.column).Scan(&ok)
+		table := n.table(cfg)
+		var exists, ok bool
+		err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL,"+
+			" EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped)",
+			table, n.column).Scan(&exists, &ok)
 		if err != nil {
 			return fmt.Errorf("check the columns of %s: %w", table, err)
 		}
-		if !ok {
+		if exists && !ok {
 			return fmt.Errorf("%s lacks column %q (migration %d), which this relay needs: run `cdc-relay migrate` (with the same table flags) first", table, n.column, n.version)
 		}
 	}
@@ -123,8 +135,8 @@ func checkVersion(ctx context.Context, q pgdb.DB, cfg Config) error {
 
 // checkSourceCopyIndex requires the status table's indexes the relay's
 // statements need, valid: the index of a parked event's identity
-// (SourceCopyIndex, migration 14), which the relay's park names as its ON
-// CONFLICT target and would fail on every event it parks without; and
+// (PublisherCopyIndex, migration 21), which the relay's park names as its
+// ON CONFLICT target and would fail on every event it parks without; and
 // the index of the DEAD rows (migration 18), which every claim of the
 // poller reads, and would read the whole status table without.
 func checkSourceCopyIndex(ctx context.Context, q pgdb.DB, cfg Config) error {
@@ -134,7 +146,7 @@ func checkSourceCopyIndex(ctx context.Context, q pgdb.DB, cfg Config) error {
 		version int
 		what    string
 	}{
-		{SourceCopyIndex(cfg), 14, "a parked event's source is part of its identity"},
+		{PublisherCopyIndex(cfg), 21, "a parked event's source and publisher are part of its identity"},
 		{indexName(cfg.StatusTable, "_dead_idx"), 18, "each claim of the poller reads the DEAD rows through it"},
 	} {
 		var ok bool

@@ -241,7 +241,12 @@ func placeholders(cfg Config) *strings.Replacer {
 		"{{status_source_copy_index}}", pgx.Identifier{SourceCopyIndex(cfg)}.Sanitize(),
 		"{{status_source_copy_literal}}", pgdb.QuoteLiteral(pgx.Identifier{cfg.StatusSchema, SourceCopyIndex(cfg)}.Sanitize()),
 		"{{status_copy_index_qualified}}", pgx.Identifier{cfg.StatusSchema, cfg.StatusTable + "_copy_idx"}.Sanitize(),
+		"{{status_source_copy_index_qualified}}", pgx.Identifier{cfg.StatusSchema, SourceCopyIndex(cfg)}.Sanitize(),
+		"{{status_publisher_copy_index}}", pgx.Identifier{PublisherCopyIndex(cfg)}.Sanitize(),
+		"{{status_publisher_copy_index_qualified}}", pgx.Identifier{cfg.StatusSchema, PublisherCopyIndex(cfg)}.Sanitize(),
+		"{{status_publisher_copy_literal}}", pgdb.QuoteLiteral(pgx.Identifier{cfg.StatusSchema, PublisherCopyIndex(cfg)}.Sanitize()),
 		"{{paused_topics}}", PauseTableName(cfg),
+		"{{paused_topics_literal}}", pgdb.QuoteLiteral(PauseTableName(cfg)),
 		"{{backfills}}", BackfillTableName(cfg),
 		"{{own_write_literal}}", pgdb.QuoteLiteral(OwnWriteSetting),
 	}
@@ -254,10 +259,17 @@ func placeholders(cfg Config) *strings.Replacer {
 
 // SourceCopyIndex is the name (unqualified: it lives in the status
 // table's schema) of the status table's unique index over a parked
-// event's identity: its commit, id, topic and source (source_table, NULL
-// read as empty), for rows with an id (migration 0014). The relay's park
-// is ON CONFLICT on it.
+// event's identity before version 21: its commit, id, topic and source
+// (source_table, NULL read as empty), for rows with an id (migration
+// 0014). Migration 0021 replaces it with PublisherCopyIndex.
 func SourceCopyIndex(cfg Config) string { return indexName(cfg.StatusTable, "_copy_source_idx") }
+
+// PublisherCopyIndex is the name (unqualified: it lives in the status
+// table's schema) of the status table's unique index over a parked
+// event's identity: its commit, id, topic, source (source_table, NULL
+// read as empty) and publisher, for rows with an id (migration 0021). The
+// relay's park is ON CONFLICT on it.
+func PublisherCopyIndex(cfg Config) string { return indexName(cfg.StatusTable, "_copy_publisher_idx") }
 
 // PauseTable is the table of paused topics, in the checkpoint table's
 // schema: one row per slot and paused topic (see 0010_status_order.sql).
@@ -416,7 +428,7 @@ const outsideTransaction = "-- cdc-relay: outside a transaction"
 func applyOne(ctx context.Context, conn *pgx.Conn, m migration, names *strings.Replacer, history string, notice builds) error {
 	record := "INSERT INTO " + history + " (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING"
 	if strings.HasPrefix(m.sql, outsideTransaction) {
-		if err := applyOutside(ctx, conn, names.Replace(m.sql), notice); err != nil {
+		if err := applyOutside(ctx, conn, names.Replace(m.sql), names, notice); err != nil {
 			return err
 		}
 		_, err := conn.Exec(ctx, record, m.version, m.name)
@@ -441,12 +453,14 @@ const concurrentLockTimeout = "2min"
 // of a line) one at a time, outside a transaction, under
 // concurrentLockTimeout and with no statement_timeout (a role's or
 // database's would cancel a build on a large table every time); the
-// session's own settings are back when it returns. Before each CREATE
+// session's own settings are back when it returns. It skips a statement
+// a later migration replaced (replacedBy, its placeholder one of names).
+// Before each CREATE
 // INDEX CONCURRENTLY IF NOT EXISTS, it drops the index when an
 // interrupted build left it invalid (dropInvalidIndex): IF NOT EXISTS
 // would keep it, unused and updated by every write; then it tells notice
 // that the build begins.
-func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice builds) error {
+func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, names *strings.Replacer, notice builds) error {
 	if _, err := conn.Exec(ctx, "SET lock_timeout = '"+concurrentLockTimeout+"'"); err != nil {
 		return fmt.Errorf("set lock_timeout: %w", err)
 	}
@@ -457,6 +471,13 @@ func applyOutside(ctx context.Context, conn *pgx.Conn, sql string, notice builds
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET statement_timeout") }()
 	for _, stmt := range strings.SplitAfter(sql, ";\n") {
 		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		replaced, err := replacedIndex(ctx, conn, stmt, names)
+		if err != nil {
+			return err
+		}
+		if replaced {
 			continue
 		}
 		if err := dropInvalidIndex(ctx, conn, stmt); err != nil {
@@ -501,6 +522,35 @@ func announceBuild(ctx context.Context, conn *pgx.Conn, stmt string, b builds) {
 // concurrentIndex finds the index and the table of a CREATE [UNIQUE]
 // INDEX CONCURRENTLY IF NOT EXISTS statement, as the placeholders quote them.
 var concurrentIndex = regexp.MustCompile(`CREATE (?:UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS ("(?:[^"]|"")+") ON ("(?:[^"]|"")+"\."(?:[^"]|"")+")`)
+
+// replacedBy marks, as a line of its own before a statement of a
+// migration outside a transaction, that the statement is skipped once
+// the index the line names exists and is valid: a later migration built
+// that index in place of the one the statement builds, and dropped it
+// (0014's, since 0021). The line names the index by its placeholder
+// without the braces (status_publisher_copy_index_qualified: the name
+// schema-qualified), so that the name itself, which may hold a line
+// break, is never written into the SQL, where it would end the comment.
+var replacedBy = regexp.MustCompile(`(?m)^-- cdc-relay: replaced by index (\w+)$`)
+
+// replacedIndex reports whether stmt is marked replacedBy an index that
+// exists and is valid, its placeholder one of names.
+func replacedIndex(ctx context.Context, conn *pgx.Conn, stmt string, names *strings.Replacer) (bool, error) {
+	m := replacedBy.FindStringSubmatch(stmt)
+	if m == nil {
+		return false, nil
+	}
+	placeholder := "{{" + m[1] + "}}"
+	index := names.Replace(placeholder)
+	if index == placeholder {
+		return false, fmt.Errorf("a statement replaced by index %s: no such placeholder", placeholder)
+	}
+	var valid bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass($1) AND indisvalid)", index).Scan(&valid); err != nil {
+		return false, fmt.Errorf("look up index %s: %w", index, err)
+	}
+	return valid, nil
+}
 
 // dropInvalidIndex drops the index that stmt creates concurrently, if it
 // exists and is invalid (pg_index.indisvalid false: its build was

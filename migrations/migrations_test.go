@@ -155,6 +155,15 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("")
+	// The pause table's publisher (migration 20) dropped, with its key.
+	if _, err := conn.Exec(ctx, "ALTER TABLE cdc_relay_paused_topics DROP COLUMN publisher"); err != nil {
+		t.Fatal(err)
+	}
+	check(`"public"."cdc_relay_paused_topics" lacks column "publisher" (migration 20)`)
+	if _, err := Apply(ctx, conn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	check("")
 	if _, err := conn.Exec(ctx, "ALTER PUBLICATION cdc_relay DROP TABLE outbox"); err != nil {
 		t.Fatal(err)
 	}
@@ -566,12 +575,13 @@ func TestOriginalTopicMigration(t *testing.T) {
 // TestSourceCopyMigration: a status table of version 13, with a row
 // parked before sources were recorded (source_table NULL) and one of a
 // table, gets the index of a parked event's identity with its source
-// (migration 14) in place of the old one; the relay's check asks for
-// migrate until then. After it, the park's ON CONFLICT recognises both
-// old rows sent again, and takes the same id, commit and topic of another
-// source. Migrate again changes nothing (the index is not built again,
-// the old one not created again). Also for names to quote, and for a
-// status table whose name leaves no room for the suffixes.
+// (migration 14, and its publisher since 21) in place of the old one; the
+// relay's check asks for migrate until then. After it, the park's ON
+// CONFLICT recognises both old rows sent again, and takes the same id,
+// commit and topic of another source. Migrate again changes nothing (the
+// index is not built again, the old ones not created again). Also for
+// names to quote, and for a status table whose name leaves no room for
+// the suffixes.
 func TestSourceCopyMigration(t *testing.T) {
 	t.Parallel()
 	conn := startPG(t)
@@ -597,12 +607,18 @@ func TestSourceCopyMigration(t *testing.T) {
 				" VALUES ('1', 'orders', 'x', '0/10', NULL, 'PAUSED'), ('1', 'orders', 'x', '0/20', 'public.outbox', 'PAUSED')"); err != nil {
 				t.Fatal(err)
 			}
-			// The checkpoint table's newer column (migration 15) added ahead,
-			// so that Check finds the status table's index the one missing.
-			if _, err := conn.Exec(ctx, "ALTER TABLE "+pgx.Identifier{tt.schema, cfg.CheckpointTable}.Sanitize()+" ADD COLUMN publication_marks jsonb"); err != nil {
-				t.Fatal(err)
+			// The newer columns (migrations 15 and 20) added ahead, so that
+			// Check finds the status table's index the one missing.
+			for _, add := range []string{
+				"ALTER TABLE " + pgx.Identifier{tt.schema, cfg.CheckpointTable}.Sanitize() + " ADD COLUMN publication_marks jsonb",
+				"ALTER TABLE " + status + " ADD COLUMN publisher text NOT NULL DEFAULT 'kafka'",
+				"ALTER TABLE " + PauseTableName(cfg) + " ADD COLUMN publisher text NOT NULL DEFAULT 'kafka'",
+			} {
+				if _, err := conn.Exec(ctx, add); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), "(migration 14") || !strings.Contains(err.Error(), "cdc-relay migrate") {
+			if err := Check(ctx, conn, cfg); err == nil || !strings.Contains(err.Error(), "(migration 21") || !strings.Contains(err.Error(), "cdc-relay migrate") {
 				t.Fatalf("Check of a version 13 status table: %v, want it to ask for migrate", err)
 			}
 			var firstOID uint32
@@ -611,10 +627,10 @@ func TestSourceCopyMigration(t *testing.T) {
 				if err != nil || !slices.Equal(res.Applied, want) {
 					t.Fatalf("migrate %d: %+v, %v; want versions %v applied", i+1, res, err, want)
 				}
-				oid, unique := copyIndexes(ctx, t, conn, status, SourceCopyIndex(cfg))
+				oid, unique := copyIndexes(ctx, t, conn, status, PublisherCopyIndex(cfg))
 				if oid == 0 || unique != 1 || i == 1 && oid != firstOID {
 					t.Fatalf("migrate %d: index %s oid %d (the first migrate's %d), %d unique indexes on the park's columns; "+
-						"want it valid, alone, built once", i+1, SourceCopyIndex(cfg), oid, firstOID, unique)
+						"want it valid, alone, built once", i+1, PublisherCopyIndex(cfg), oid, firstOID, unique)
 				}
 				firstOID = oid
 				if err := Check(ctx, conn, cfg); err != nil {
@@ -622,7 +638,7 @@ func TestSourceCopyMigration(t *testing.T) {
 				}
 			}
 			park := "INSERT INTO " + status + " (event_id, topic, last_error, commit_lsn, source_table, status) VALUES ('1', 'orders', 'x', $1, $2, 'PAUSED')" +
-				" ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, '')) WHERE event_id IS NOT NULL DO NOTHING"
+				" ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, ''), publisher) WHERE event_id IS NOT NULL DO NOTHING"
 			for _, p := range []struct {
 				lsn    string
 				source any
@@ -869,8 +885,9 @@ func TestClaimIndexesBuiltUnderAStatementTimeout(t *testing.T) {
 		('outbox_delivery_solo_idx'::regclass, 'outbox_delivery_keyed_idx'::regclass)`).Scan(&valid); err != nil || valid != 2 {
 		t.Fatalf("%d valid claim indexes (%v), want 2", valid, err)
 	}
-	if len(notices) != 4 || !strings.Contains(notices[0], "outbox_delivery_solo_idx") || !strings.Contains(notices[0], "may take minutes") ||
-		!strings.Contains(notices[2], "outbox_delivery_copy_source_idx") || !strings.Contains(notices[3], "outbox_delivery_dead_idx") {
+	if len(notices) != 5 || !strings.Contains(notices[0], "outbox_delivery_solo_idx") || !strings.Contains(notices[0], "may take minutes") ||
+		!strings.Contains(notices[2], "outbox_delivery_copy_source_idx") || !strings.Contains(notices[3], "outbox_delivery_dead_idx") ||
+		!strings.Contains(notices[4], "outbox_delivery_copy_publisher_idx") {
 		t.Errorf("notices %q, want one per index build, saying it may take minutes", notices)
 	}
 	var timeout string

@@ -56,6 +56,10 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 		Tracker: s.tracker, FailCtx: s.produceCtx, ProduceCtx: s.produceCtx, Stop: s.stop,
 		TableNames: cfg.SourceNames(), Outcomes: s.outcomes.OrNil(), WriteBack: s.outcomes.WritesBack()})
 	po := pipeline.Options{Decoder: dec, Delivery: s.newDelivery(l), Relation: s.watchRelation, SkipBelow: s.committed.LSN, Replay: s.replay}
+	if po.Publishers, err = s.startPublisherSessions(ctx, l); err != nil {
+		return err
+	}
+	po.PublishersOf = cfg.publishersOf()
 	if s.txSink != nil {
 		po.ParkedBefore = s.eo.IsParked
 	}
@@ -128,6 +132,7 @@ func (s *session) startBeside(ctx context.Context) {
 	side.Go(func() { poller.New(s.failures, s.pollSink, s.pollerConfig(sideCtx, wakes)).Run(sideCtx) })
 	side.Go(func() { s.cleaner.Run(sideCtx) })
 	side.Go(func() { s.refreshPausedTopics(sideCtx, wakes.paused) })
+	s.startPublisherPollers(sideCtx, &side)
 	s.keepProgress(sideCtx, &side)
 }
 

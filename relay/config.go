@@ -43,6 +43,11 @@ type Config struct {
 	// entry per prefix; their events are the decoder's sources after the
 	// tables (decoder.NewSources). With messages, Tables may be empty.
 	Messages []decoder.MessageMapping
+	// Publishers are the publishers beside Kafka that tables and routes
+	// name (outbox.Table.Publishers): webhook receivers, each an engine
+	// of its own (DESIGN.md's "Publishers"). A table names none: Kafka's
+	// alone.
+	Publishers []Publisher
 	// StatusSchema/StatusTable and CheckpointSchema/CheckpointTable name the
 	// relay's tables.
 	StatusSchema, StatusTable         string
@@ -282,6 +287,9 @@ func (c Config) Validate() error {
 	if c.Ordering == OrderingTopic && c.ExactlyOnce.Enabled {
 		return fmt.Errorf("ordering %s is not built for exactly-once delivery yet: use ordering %s (the default) with it, "+
 			"or at-least-once delivery (leave --delivery out)", OrderingTopic, OrderingKey)
+	}
+	if err := c.checkPublishers(); err != nil {
+		return err
 	}
 	if err := c.CheckOrdering(); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/internal/suggest"
 	"github.com/cdc-relay/cdc-relay/metrics"
 	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
@@ -35,6 +37,9 @@ type Relay struct {
 	state    state
 	count    delivery.Counters
 	failures atomic.Pointer[status.Store] // once Run has connected
+	// publisherFailures are the status stores of the publishers beside
+	// Kafka, by name, once Run has connected (see Failures).
+	publisherFailures atomic.Pointer[map[string]*status.Store]
 	// writeBack is the write-back of the running relay, for the metrics;
 	// nil when no table writes back.
 	writeBack atomic.Pointer[delivery.TableOutcomes]
@@ -72,6 +77,9 @@ func New(cfg Config) (*Relay, error) {
 	r.pgOutages = pgnotice.NewOutages(cfg.Logger, cfg.PostgresURL)
 	r.metrics = metrics.New(cfg.Build, r.snapshot)
 	r.metrics.Sources(cfg.routedTables(), cfg.messagePrefixes())
+	for _, p := range cfg.Publishers {
+		r.metrics.Webhook(p.Name) // its series from the start, on a standby too
+	}
 	return r, nil
 }
 
@@ -180,6 +188,46 @@ func (r *Relay) PausedTopics() []string {
 // ErrNotConnected is returned by the methods that need the database before
 // Run has connected to it.
 var ErrNotConnected = errors.New("the relay is not connected to PostgreSQL yet")
+
+// ErrUnknownPublisher is wrapped by the error of Failures for a name that
+// is not one of the relay's publishers. Test for it with errors.Is.
+var ErrUnknownPublisher = errors.New("not one of the relay's publishers")
+
+// Failures returns the status store of the relay's publisher named
+// publisher: Kafka's (status.KafkaPublisher), or one of Config.Publishers',
+// each reading and writing its own parked events and paused topics only
+// (status.Publisher). The admin endpoints act on a webhook publisher's
+// through it; Kafka's are acted on through Failed, Retry, PauseTopic and
+// ResumeTopic, which tell the streaming session too. A webhook
+// publisher's pause or resume written through its store takes effect
+// within the status interval, when the session reads its paused topics
+// again. A name that is not one of the relay's publishers is an error
+// wrapping ErrUnknownPublisher that names them; before Run has connected,
+// the error is ErrNotConnected.
+func (r *Relay) Failures(publisher string) (*status.Store, error) {
+	names := []string{status.KafkaPublisher}
+	for _, p := range r.cfg.Publishers {
+		names = append(names, p.Name)
+	}
+	if !slices.Contains(names, publisher) {
+		msg := strings.Join(names, ", ")
+		if near := suggest.Closest(strings.ToLower(publisher), names); near != "" {
+			msg = fmt.Sprintf("did you mean %q? (%s)", near, msg)
+		}
+		return nil, fmt.Errorf("publisher %q: %w: %s", publisher, ErrUnknownPublisher, msg)
+	}
+	kafka := r.failures.Load()
+	if kafka == nil {
+		return nil, ErrNotConnected
+	}
+	if publisher == status.KafkaPublisher {
+		return kafka, nil
+	}
+	if m := r.publisherFailures.Load(); m != nil && (*m)[publisher] != nil {
+		return (*m)[publisher], nil
+	}
+	return nil, ErrNotConnected
+}
 
 // Failed lists parked events (see status.Store.List).
 func (r *Relay) Failed(ctx context.Context, opts status.ListOptions) ([]status.Row, error) {

@@ -38,12 +38,14 @@ type runner struct {
 	sink     *sink.Sink
 	store    *checkpoint.Store
 	failures *status.Store
-	pollSink *sink.Sink              // the poller's own producer
-	cleaner  *retention.Cleaner      // one for the relay's life: a reconnect does not clean again at once
-	outcomes *delivery.TableOutcomes // write-back, nil when no table writes back
-	loader   *poller.RowLoader       // the poller's reads of rows to send again as they are now
-	causes   delivery.CauseLog
-	kafka    sink.Config // the producers' configuration
+	pollSink *sink.Sink // the poller's own producer
+	// publishers are the publishers beside Kafka (Config.Publishers).
+	publishers []*publisherEngine
+	cleaner    *retention.Cleaner      // one for the relay's life: a reconnect does not clean again at once
+	outcomes   *delivery.TableOutcomes // write-back, nil when no table writes back
+	loader     *poller.RowLoader       // the poller's reads of rows to send again as they are now
+	causes     delivery.CauseLog
+	kafka      sink.Config // the producers' configuration
 	// eo is what exactly-once delivery learnt in earlier sessions, and
 	// checkpointTopicReady whether its topic is known to exist.
 	eo                   exactlyonce.State
@@ -120,13 +122,21 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		storeOpts = append(storeOpts, status.ByTopics(r.cfg.topicOrdered()...)) // none: every topic by key
 	}
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
+	if err := rn.startPublishers(publisherStoreOptions(r.cfg)); err != nil {
+		return nil, err
+	}
 	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {
 		return nil, fatal.Error{Err: err}
 	}
 	rn.closing(rn.loader.Close)
 	rn.cleaner = newCleaner(rn.pool, r.cfg, r)
 	r.failures.Store(rn.failures)
-	rn.closing(func() { r.failures.Store(nil) }) // the pool closes with Run
+	byName := make(map[string]*status.Store, len(rn.publishers))
+	for _, e := range rn.publishers {
+		byName[e.Name] = e.store
+	}
+	r.publisherFailures.Store(&byName)
+	rn.closing(func() { r.failures.Store(nil); r.publisherFailures.Store(nil) }) // the pool closes with Run
 	ready = true
 	return rn, nil
 }

@@ -51,6 +51,9 @@ type session struct {
 	confirm  checkpoint.Gate // what the stream may confirm to PostgreSQL
 	order    *keyorder.Order
 	pipeline *pipeline.Pipeline
+	// pubSessions are the publishers' beside Kafka, in Config.Publishers'
+	// order.
+	pubSessions []*publisherSession
 
 	streamCtx     context.Context // the stream's; stopStream ends it cleanly
 	stopStream    context.CancelFunc

@@ -65,7 +65,7 @@ type ListOptions struct {
 // It reads only.
 func (s *Store) List(ctx context.Context, opts ListOptions) ([]Row, error) {
 	var (
-		where []string
+		where = []string{s.mine("d")}
 		args  []any
 	)
 	if opts.Status != "" {
@@ -73,17 +73,13 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Row, error) {
 			return nil, err
 		}
 		args = append(args, opts.Status)
-		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+		where = append(where, fmt.Sprintf("d.status = $%d", len(args)))
 	}
 	if opts.Topic != "" {
 		args = append(args, opts.Topic)
-		where = append(where, fmt.Sprintf("topic = $%d", len(args)))
+		where = append(where, fmt.Sprintf("d.topic = $%d", len(args)))
 	}
-	sql := "SELECT " + rowColumns + ", " + s.waitsFor() + " FROM " + s.table + " AS d"
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
-	}
-	sql += " ORDER BY id DESC"
+	sql := "SELECT " + rowColumns + ", " + s.waitsFor() + ", d.publisher FROM " + s.table + " AS d WHERE " + strings.Join(where, " AND ") + " ORDER BY d.id DESC"
 	if opts.Limit > 0 {
 		args = append(args, opts.Limit)
 		sql += fmt.Sprintf(" LIMIT $%d", len(args))
@@ -102,7 +98,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Row, error) {
 // Get returns the row with id, with what it waits for (Row.WaitsFor). An id that is not in the table is an error
 // for which errors.Is(err, ErrNotFound) is true. It reads only.
 func (s *Store) Get(ctx context.Context, id int64) (Row, error) {
-	rows, err := s.db.Query(ctx, "SELECT "+rowColumns+", "+s.waitsFor()+" FROM "+s.table+" AS d WHERE id = $1", id)
+	rows, err := s.db.Query(ctx, "SELECT "+rowColumns+", "+s.waitsFor()+", d.publisher FROM "+s.table+" AS d WHERE d.id = $1 AND "+s.mine("d"), id)
 	if err != nil {
 		return Row{}, fmt.Errorf("read id %d from %s: %w", id, s.table, err)
 	}
@@ -179,9 +175,9 @@ func (s *Store) Retry(ctx context.Context, opts RetryOptions) ([]Change, error) 
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		// The CTE locks the rows and, for a row another transaction
 		// changed meanwhile, checks its state again before the update.
-		rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status FROM "+s.table+" WHERE "+cond+" FOR UPDATE)"+
+		rows, err := tx.Query(ctx, "WITH target AS (SELECT t.id, t.status FROM "+s.table+" AS t WHERE "+cond+" AND "+s.mine("t")+" FOR UPDATE)"+
 			" UPDATE "+s.table+" AS d SET status = 'FAILED', attempts = 0, next_attempt_at = now(), updated_at = now(), skipped_at = NULL"+
-			" FROM target WHERE d.id = target.id RETURNING "+changeColumns("d", "target.status"), arg)
+			" FROM target WHERE d.id = target.id AND "+s.mine("d")+" RETURNING "+changeColumns("d", "target.status"), arg)
 		if err != nil {
 			return err
 		}
@@ -225,7 +221,7 @@ func (s *Store) writeRetried(ctx context.Context, tx pgx.Tx, sources []source) e
 }
 
 // retryTarget is the condition, with its argument $1, that selects the
-// rows opts names.
+// rows opts names, of the row t.
 func retryTarget(opts RetryOptions) (cond string, arg any, err error) {
 	switch {
 	case len(opts.IDs) > 0 && opts.All:
@@ -235,7 +231,7 @@ func retryTarget(opts RetryOptions) (cond string, arg any, err error) {
 	case opts.Status != "" && !opts.All:
 		return "", nil, errors.New("retry: Status narrows All; with ids, each named row is retried")
 	case !opts.All:
-		return "id = ANY($1) AND status IN ('FAILED', 'DEAD')", opts.IDs, nil
+		return "t.id = ANY($1) AND t.status IN ('FAILED', 'DEAD')", opts.IDs, nil
 	}
 	states := []string{Failed, Dead}
 	switch opts.Status {
@@ -249,7 +245,7 @@ func retryTarget(opts RetryOptions) (cond string, arg any, err error) {
 	default:
 		return "", nil, checkState(opts.Status)
 	}
-	return "status = ANY($1)", states, nil
+	return "t.status = ANY($1)", states, nil
 }
 
 // explainSkipped says why each of ids missing from changes was not
@@ -259,7 +255,7 @@ func (s *Store) explainSkipped(ctx context.Context, tx pgx.Tx, ids []int64, chan
 	if len(missing) == 0 {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, "SELECT id, status, delivered_at, topic, "+s.waitsFor()+" FROM "+s.table+" AS d WHERE id = ANY($1)", missing)
+	rows, err := tx.Query(ctx, "SELECT d.id, d.status, d.delivered_at, d.topic, "+s.waitsFor()+" FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.mine("d"), missing)
 	if err != nil {
 		return nil, err
 	}
@@ -339,15 +335,16 @@ func (s *Store) Purge(ctx context.Context, opts PurgeOptions) ([]Change, error) 
 	case opts.OlderThan > 0 && !opts.Dead:
 		return nil, errors.New("purge: OlderThan narrows Dead; with ids, each named row is deleted")
 	case opts.Dead:
-		sql += "status = 'DEAD'"
+		sql += "d.status = 'DEAD'"
 		if opts.OlderThan > 0 {
-			sql += " AND updated_at < now() - $1::bigint * interval '1 microsecond'"
+			sql += " AND d.updated_at < now() - $1::bigint * interval '1 microsecond'"
 			args = append(args, opts.OlderThan.Microseconds())
 		}
 	default:
-		sql += "id = ANY($1)"
+		sql += "d.id = ANY($1)"
 		args = append(args, opts.IDs)
 	}
+	sql += " AND " + s.mine("d")
 	var changes []Change
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sql+" RETURNING "+changeColumns("d", "d.status"), args...)

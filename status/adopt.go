@@ -186,7 +186,8 @@ const adoptedReason = "adopted: selected when the relay's replication slot was c
 // Adopt parks, through q, every row of t whose status is one of its
 // pending values or that its predicate (Where) selects, once (a routed
 // row once per topic whose route selects it: RouteWhere), as Reload
-// rows due now, in the order of the id column: the poller sends each as
+// rows of the store's publisher (Kafka's: the switch-over's store is
+// Kafka's) due now, in the order of the id column: the poller sends each as
 // its outbox row is then, and writes the row back. It is the
 // switch-over's backlog: run in a transaction that imported the snapshot
 // a replication slot exported when it was created, it adopts exactly the
@@ -206,8 +207,8 @@ func (s *Store) Adopt(ctx context.Context, q pgdb.DB, t Adoptable) (int64, error
 		}
 		t.columns = cols
 	}
-	sel, args := adoptSelect(t, s.table)
-	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error, record_key)\n"+sel, oneStatement(args)...)
+	sel, args := adoptSelect(t, adoptInto{table: s.table, publisher: s.publisherSQL, mine: s.mine("cdc_relay_held")})
+	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error, record_key, publisher)\n"+sel, oneStatement(args)...)
 	if err != nil {
 		return 0, adoptError(t, err)
 	}
@@ -261,7 +262,7 @@ func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 // explainAdopt plans the query that adopts t's rows (EXPLAIN), and
 // returns PostgreSQL's refusal.
 func explainAdopt(ctx context.Context, q Planner, t Adoptable) error {
-	sel, args := adoptSelect(t, "")
+	sel, args := adoptSelect(t, adoptInto{})
 	rows, err := q.Query(ctx, "EXPLAIN "+sel, oneStatement(args)...)
 	if err == nil {
 		rows.Close()
@@ -311,7 +312,7 @@ func CountAdopt(ctx context.Context, q Planner, t Adoptable) (int64, error) {
 	if !t.adopts() {
 		return 0, nil
 	}
-	sel, args := adoptSelect(t, "")
+	sel, args := adoptSelect(t, adoptInto{})
 	rows, err := q.Query(ctx, "SELECT count(*) FROM (\n"+sel+"\n) AS cdc_relay_counted", oneStatement(args)...)
 	if err != nil {
 		return 0, adoptError(t, err)

@@ -47,8 +47,17 @@ func (b *adoptSQL) selectedColumn(name string) string {
 	return adoptedAlias + "." + pgx.Identifier{name}.Sanitize()
 }
 
+// adoptInto is the status table Adopt inserts the adopted rows into: its
+// name (quoted), its publisher (an SQL literal) and the condition that
+// the row cdc_relay_held is that publisher's (Store.mine). The zero
+// value is none (CheckAdopt, CountAdopt).
+type adoptInto struct {
+	table, publisher, mine string
+}
+
 // adoptSelect returns the SELECT of t's rows to adopt, as status rows
-// (event_id, source_table, topic, status, reload, last_error), in the
+// (event_id, source_table, topic, status, reload, last_error, record_key,
+// and into's publisher with into), in the
 // order of the id column, and its arguments. The rows are selected in a
 // subquery of their own (a pending status, or a predicate, each
 // predicate on lines of its own, so that one ending in a -- comment
@@ -56,12 +65,11 @@ func (b *adoptSQL) selectedColumn(name string) string {
 // outside it, so that no predicate, whatever parentheses it holds, can
 // override them. When a route has a predicate of its own, the subquery
 // also selects, per row, what selected it (routeFlags), and a route
-// adopts the row only for what selects for it (routeSelects). With
-// status (the status table, quoted; "" for none) an event the status
-// table already holds to send (FAILED, WAITING or PAUSED: parked by an
-// earlier slot's relay, whose row reads pending or retrying) is not
-// adopted again, for that topic.
-func adoptSelect(t Adoptable, status string) (string, []any) {
+// adopts the row only for what selects for it (routeSelects). With into
+// an event the status table already holds to send for into's publisher
+// (FAILED, WAITING or PAUSED: parked by an earlier slot's relay, whose
+// row reads pending or retrying) is not adopted again, for that topic.
+func adoptSelect(t Adoptable, into adoptInto) (string, []any) {
 	b := &adoptSQL{t: t, table: pgx.Identifier{t.Schema, t.Name}.Sanitize()}
 	id := b.selectedColumn(t.IDColumn)
 	topic, order := "''", b.adoptOrder()
@@ -75,15 +83,18 @@ func adoptSelect(t Adoptable, status string) (string, []any) {
 		topic = b.topic()
 	}
 	src := b.arg(t.Source)
-	sel := "SELECT format('%s', " + id + "), " + src + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text, " + b.key() +
-		"\nFROM " + from +
+	sel := "SELECT format('%s', " + id + "), " + src + "::text, " + topic + ", 'FAILED', true, " + b.arg(adoptedReason) + "::text, " + b.key()
+	if into.table != "" {
+		sel += ", " + into.publisher
+	}
+	sel += "\nFROM " + from +
 		"\nWHERE " + id + " IS NOT NULL"
 	if len(t.Routes) > 0 {
 		sel += " AND " + routeAlias + ".topic IS NOT NULL"
 	}
-	if status != "" {
-		held := "SELECT 1 FROM " + status + " AS cdc_relay_held WHERE cdc_relay_held.source_table = " + src + "::text" +
-			" AND cdc_relay_held.event_id = format('%s', " + id + ") AND cdc_relay_held.status IN ('FAILED', 'WAITING', 'PAUSED')"
+	if into.table != "" {
+		held := "SELECT 1 FROM " + into.table + " AS cdc_relay_held WHERE cdc_relay_held.source_table = " + src + "::text" +
+			" AND cdc_relay_held.event_id = format('%s', " + id + ") AND cdc_relay_held.status IN ('FAILED', 'WAITING', 'PAUSED') AND " + into.mine
 		if len(t.Routes) > 0 {
 			held += " AND cdc_relay_held.topic = " + routeAlias + ".topic"
 		}

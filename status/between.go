@@ -24,8 +24,8 @@ type ParkedEvent struct {
 // rows (no commit), are not returned. It reads only, through the copy
 // index on (commit_lsn, event_id, topic).
 func (s *Store) ParkedBetween(ctx context.Context, from, to pglogrepl.LSN) ([]ParkedEvent, error) {
-	rows, _ := s.db.Query(ctx, "SELECT commit_lsn::text, event_id, coalesce(source_table, '') FROM "+s.table+
-		" WHERE commit_lsn >= $1::pg_lsn AND commit_lsn < $2::pg_lsn AND event_id IS NOT NULL", from.String(), to.String())
+	rows, _ := s.db.Query(ctx, "SELECT d.commit_lsn::text, d.event_id, coalesce(d.source_table, '') FROM "+s.table+
+		" AS d WHERE d.commit_lsn >= $1::pg_lsn AND d.commit_lsn < $2::pg_lsn AND d.event_id IS NOT NULL AND "+s.mine("d"), from.String(), to.String())
 	parked, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ParkedEvent, error) {
 		var (
 			p   ParkedEvent

@@ -35,7 +35,7 @@ func (s *Store) byTopicQueries(of topicsOf) (solo, keyed string) {
 	half := func(which string) string {
 		return "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, min(x.id) AS first FROM (" + s.blocking() + ") AS x WHERE x.topic <> ''" + of("x") + " GROUP BY x.topic) " +
 			"SELECT d.id, d.topic, ''::bytea, false, " + recordSize + " FROM " + s.table + " AS d" +
-			" WHERE " + heldWhere("d") + " AND " + which + " AND " + s.deliverable() + of("d") +
+			" WHERE " + heldWhere("d") + " AND " + which + " AND " + s.deliverable() + " AND " + s.mine("d") + of("d") +
 			" AND (d.topic NOT IN (SELECT b.topic FROM " + blockedAlias + " AS b) OR d.id < (SELECT b.first FROM " + blockedAlias + " AS b WHERE b.topic = d.topic))" +
 			" ORDER BY d.id LIMIT $1"
 	}
@@ -47,7 +47,7 @@ func (s *Store) byTopicQueries(of topicsOf) (solo, keyed string) {
 // with the empty key (HeldKeys when ordering by topic); not the empty
 // topic.
 func (s *Store) heldTopics(ctx context.Context, of topicsOf, args ...any) ([]Key, error) {
-	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, ''::bytea FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic <> ''"+of("d"), args...)
+	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, ''::bytea FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic <> '' AND "+s.mine("d")+of("d"), args...)
 	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the topics with held events in %s: %w", s.table, err)
@@ -64,7 +64,7 @@ func (s *Store) stillHeldTopics(ctx context.Context, keys []Key) ([]Key, error) 
 		topics[i] = k.Topic
 	}
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT k.topic, ''::bytea FROM unnest($1::text[]) AS k(topic)"+
-		" CROSS JOIN LATERAL (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic LIMIT 1) AS h", topics)
+		" CROSS JOIN LATERAL (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic AND "+s.mine("d")+" LIMIT 1) AS h", topics)
 	held, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read which topics still have held rows in %s: %w", s.table, err)

@@ -202,8 +202,8 @@ func (s *Store) dropSuperseded(ctx context.Context, tx pgx.Tx, due []Row, outcom
 			return nil, err
 		}
 	}
-	rows, _ := tx.Query(ctx, "SELECT o.id FROM "+s.table+" AS o WHERE o.id = ANY($1) AND EXISTS (SELECT 1 FROM "+s.table+" AS n"+
-		" WHERE n.source_table = o.source_table AND n.event_id = o.event_id AND n.id > o.id AND n.reload)", ids)
+	rows, _ := tx.Query(ctx, "SELECT o.id FROM "+s.table+" AS o WHERE o.id = ANY($1) AND "+s.mine("o")+" AND EXISTS (SELECT 1 FROM "+s.table+" AS n"+
+		" WHERE n.source_table = o.source_table AND n.event_id = o.event_id AND n.id > o.id AND n.reload AND "+s.mine("n")+")", ids)
 	superseded, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil || len(superseded) == 0 {
 		return outcomes, err
@@ -212,7 +212,7 @@ func (s *Store) dropSuperseded(ctx context.Context, tx pgx.Tx, due []Row, outcom
 	for _, id := range superseded {
 		gone[id] = true
 	}
-	if _, err := tx.Exec(ctx, "DELETE FROM "+s.table+" WHERE id = ANY($1)", superseded); err != nil {
+	if _, err := tx.Exec(ctx, "DELETE FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.mine("d"), superseded); err != nil {
 		return nil, err
 	}
 	kept := make([]Outcome, 0, len(outcomes))
@@ -260,23 +260,24 @@ func (s *Store) recordOutcomes(ctx context.Context, tx pgx.Tx, outcomes []Outcom
 		}
 	}
 	var b pgx.Batch
-	loaded.queue(&b, s.table)
-	sent.queue(&b, s.table)
+	loaded.queue(&b, s.table, s.mine("s"))
+	sent.queue(&b, s.table, s.mine("s"))
 	if len(paused) > 0 {
-		b.Queue("UPDATE "+s.table+" SET status = 'PAUSED', last_error = $2, updated_at = clock_timestamp() WHERE id = ANY($1)", paused, pausedReason)
+		b.Queue("UPDATE "+s.table+" AS s SET status = 'PAUSED', last_error = $2, updated_at = clock_timestamp() WHERE s.id = ANY($1) AND "+s.mine("s"),
+			paused, pausedReason)
 	}
 	if len(delivered) > 0 {
-		b.Queue("UPDATE "+s.table+" AS s SET "+deliveredSet+" WHERE id = ANY($1)", delivered)
+		b.Queue("UPDATE "+s.table+" AS s SET "+deliveredSet+" WHERE s.id = ANY($1) AND "+s.mine("s"), delivered)
 	}
 	if len(deadIDs) > 0 {
 		b.Queue("UPDATE "+s.table+" AS s SET status = 'DEAD', attempts = s.attempts + 1, last_error = u.err, updated_at = clock_timestamp()"+
-			" FROM unnest($1::bigint[], $2::text[]) AS u(id, err) WHERE s.id = u.id", deadIDs, deadErrs)
+			" FROM unnest($1::bigint[], $2::text[]) AS u(id, err) WHERE s.id = u.id AND "+s.mine("s"), deadIDs, deadErrs)
 	}
 	if len(failedIDs) > 0 {
 		b.Queue("UPDATE "+s.table+" AS s SET status = 'FAILED', attempts = s.attempts + 1, last_error = u.err, updated_at = t.now,"+
 			" next_attempt_at = t.now + u.us * interval '1 microsecond'"+
 			" FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS u(id, err, us), (SELECT clock_timestamp() AS now) AS t"+
-			" WHERE s.id = u.id", failedIDs, failedErrs, failedIn)
+			" WHERE s.id = u.id AND "+s.mine("s"), failedIDs, failedErrs, failedIn)
 	}
 	if b.Len() == 0 {
 		return nil
@@ -292,13 +293,14 @@ type sentTopics struct {
 }
 
 // queue queues on b the update that makes each row of table DELIVERED
-// with its topic; nothing without rows.
-func (t *sentTopics) queue(b *pgx.Batch, table string) {
+// with its topic, of the rows s that mine (the store's publisher's)
+// holds of; nothing without rows.
+func (t *sentTopics) queue(b *pgx.Batch, table, mine string) {
 	if len(t.ids) == 0 {
 		return
 	}
 	b.Queue("UPDATE "+table+" AS s SET topic = u.topic, "+deliveredSet+
-		" FROM unnest($1::bigint[], $2::text[]) AS u(id, topic) WHERE s.id = u.id", t.ids, t.topics)
+		" FROM unnest($1::bigint[], $2::text[]) AS u(id, topic) WHERE s.id = u.id AND "+mine, t.ids, t.topics)
 }
 
 // loadedRecords are the records of loaded Reload rows, as columns of the
@@ -315,14 +317,15 @@ type loadedRecords struct {
 const deliveredSet = "status = 'DELIVERED', attempts = s.attempts + 1, delivered_at = clock_timestamp(), updated_at = clock_timestamp()"
 
 // queue queues on b the update that stores each record in its row of
-// table; nothing without records.
-func (l *loadedRecords) queue(b *pgx.Batch, table string) {
+// table, of the rows s that mine (the store's publisher's) holds of;
+// nothing without records.
+func (l *loadedRecords) queue(b *pgx.Batch, table, mine string) {
 	if len(l.ids) == 0 {
 		return
 	}
 	b.Queue("UPDATE "+table+" AS s SET topic = u.topic, record_key = u.k, record_value = u.v, headers = u.h::jsonb, record_timestamp = u.ts"+
 		" FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[]) AS u(id, topic, k, v, h, ts)"+
-		" WHERE s.id = u.id", l.ids, l.topics, l.keys, l.values, l.headers, l.timestamps)
+		" WHERE s.id = u.id AND "+mine, l.ids, l.topics, l.keys, l.values, l.headers, l.timestamps)
 }
 
 // add appends row id's record r.
@@ -366,7 +369,7 @@ func (s *Store) writeOutcomes(ctx context.Context, tx pgx.Tx, due []Row, outcome
 	}
 	next := map[int64]time.Time{}
 	if len(again) > 0 {
-		rows, _ := tx.Query(ctx, "SELECT id, next_attempt_at FROM "+s.table+" WHERE id = ANY($1)", again)
+		rows, _ := tx.Query(ctx, "SELECT d.id, d.next_attempt_at FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.mine("d"), again)
 		var id int64
 		var at time.Time
 		if _, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error { next[id] = at; return nil }); err != nil {

@@ -78,12 +78,13 @@ func (s *Store) claimInOrder(ctx context.Context, tx pgx.Tx, limit int, exclude 
 	// Locked by id, after the window query, which cannot lock; a row
 	// changed meanwhile is checked again, and one another transaction
 	// holds is skipped.
-	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE id = ANY($1) AND status IN ('FAILED', 'WAITING', 'PAUSED')"+
-		" ORDER BY id FOR UPDATE SKIP LOCKED", ids)
+	rows, _ := tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" AS d WHERE d.id = ANY($1) AND d.status IN ('FAILED', 'WAITING', 'PAUSED') AND "+s.mine("d")+
+		" ORDER BY d.id FOR UPDATE SKIP LOCKED", ids)
 	locked, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
 		return nil, err
 	}
+	s.ownRows(locked)
 	return withoutGaps(cands, locked), nil
 }
 
@@ -271,14 +272,14 @@ func (s *Store) byKeyQueries(of topicsOf) []candidateQuery {
 	with := "WITH " + blockedAlias + " AS MATERIALIZED (SELECT x.topic, x.record_key, min(x.id) AS first FROM (" + s.blocking() +
 		") AS x WHERE x.record_key IS NOT NULL" + of("x") + " GROUP BY x.topic, x.record_key) "
 	solo := with + "SELECT d.id, d.topic, coalesce(d.record_key, ''::bytea), d.record_key IS NULL, " + recordSize + " FROM " + s.table + " AS d" +
-		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + of("d") + notBlocked("d") + " ORDER BY d.id LIMIT $1"
+		" WHERE " + heldWhere("d") + " AND " + soloRow("d") + " AND " + s.deliverable() + " AND " + s.mine("d") + of("d") + notBlocked("d") + " ORDER BY d.id LIMIT $1"
 	free := with + "SELECT d.id, d.topic, d.record_key, false, " + recordSize + " FROM " + s.table + " AS d" +
-		" WHERE " + heldWhere("d") + " AND " + keyedRow("d") + " AND " + s.deliverable() + of("d") +
+		" WHERE " + heldWhere("d") + " AND " + keyedRow("d") + " AND " + s.deliverable() + " AND " + s.mine("d") + of("d") +
 		" AND (d.topic, d.record_key) NOT IN (SELECT b.topic, b.record_key FROM " + blockedAlias + " AS b) ORDER BY d.id LIMIT $1"
 	before := with + "SELECT d.id, d.topic, d.record_key, false, d.size FROM " + blockedAlias + " AS b CROSS JOIN LATERAL (" +
 		"SELECT d.id, d.topic, d.record_key, " + recordSize + " AS size FROM " + s.table + " AS d WHERE " + heldWhere("d") + " AND " + keyedRow("d") +
 		" AND d.topic = b.topic AND sha256(d.record_key) = sha256(b.record_key) AND d.record_key = b.record_key AND d.id < b.first AND " +
-		s.deliverable() + " ORDER BY d.id LIMIT $1) AS d ORDER BY d.id LIMIT $1"
+		s.deliverable() + " AND " + s.mine("d") + " ORDER BY d.id LIMIT $1) AS d ORDER BY d.id LIMIT $1"
 	return []candidateQuery{{solo, true}, {free, true}, {before, false}}
 }
 
@@ -292,8 +293,8 @@ const blockedAlias = "cdc_relay_blocked"
 // and not skipped (the dead index, migration 0018). Both are few beside
 // a backlog, so a claim reads them all, once.
 func (s *Store) blocking() string {
-	return "SELECT e.topic, e.record_key, e.id, e.reload FROM " + s.table + " AS e WHERE e.status = 'FAILED' AND e.next_attempt_at > now()" +
-		" UNION ALL SELECT e.topic, e.record_key, e.id, e.reload FROM " + s.table + " AS e WHERE e.status = 'DEAD' AND e.skipped_at IS NULL"
+	return "SELECT e.topic, e.record_key, e.id, e.reload FROM " + s.table + " AS e WHERE e.status = 'FAILED' AND e.next_attempt_at > now() AND " + s.mine("e") +
+		" UNION ALL SELECT e.topic, e.record_key, e.id, e.reload FROM " + s.table + " AS e WHERE e.status = 'DEAD' AND e.skipped_at IS NULL AND " + s.mine("e")
 }
 
 // soloRow is true of a row d that the solo index reads: a reload row, or
@@ -348,7 +349,8 @@ func (s *Store) NextDue(ctx context.Context) (time.Duration, bool, error) {
 		notPaused = " AND d.topic <> ALL (ARRAY(" + s.pausedTopics("$1") + "))"
 	}
 	var secs *float64
-	err := s.db.QueryRow(ctx, "SELECT extract(epoch FROM min(d.next_attempt_at) - now())::float8 FROM "+s.table+" AS d WHERE d.status = 'FAILED' AND d.next_attempt_at > now()"+notPaused, args...).Scan(&secs)
+	err := s.db.QueryRow(ctx, "SELECT extract(epoch FROM min(d.next_attempt_at) - now())::float8 FROM "+s.table+" AS d WHERE d.status = 'FAILED' AND d.next_attempt_at > now()"+
+		" AND "+s.mine("d")+notPaused, args...).Scan(&secs)
 	if err != nil {
 		return 0, false, fmt.Errorf("read when the next row of %s is due: %w", s.table, err)
 	}

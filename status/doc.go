@@ -22,6 +22,13 @@
 // serve the operator's `cdc-relay failed` commands;
 // Retry with RetryOptions.Topic corrects a row's topic first.
 //
+// The status table and the pause table hold the rows of every publisher
+// (issue 48: Kafka's, [KafkaPublisher], and webhook publishers'); a store
+// is one publisher's ([Publisher], Kafka's by default) and reads and
+// writes that publisher's rows only, a parked event's identity including
+// its publisher (built so far: the tables and the store; the relay runs
+// Kafka's store only).
+//
 // Given [WriteBack], every change of a row also reaches the outbox row of
 // its event, in the same transaction. A reload row stands for an event to
 // send as its outbox row is now, without a copy: a row the team set back

@@ -22,9 +22,11 @@ import (
 // topic missing or not writable), and the poller will try it again. When
 // it returns nil the row is committed, and the event may count as
 // delivered for the checkpoint. An event with an id that is already
-// recorded for the same commit, topic and source (PostgreSQL sent its
-// transaction again) is not recorded twice; the same id of another source
-// (another outbox table, a message prefix) is another event, recorded too.
+// recorded for the same commit, topic, source and publisher (PostgreSQL
+// sent its transaction again) is not recorded twice; the same id of
+// another source (another outbox table, a message prefix) is another
+// event, recorded too, and the same event parked for another publisher
+// is that publisher's row.
 //
 // A row PostgreSQL refuses for its data (a NUL in a header, a timestamp out
 // of range, an event id too long for the unique index) is stored with what
@@ -100,10 +102,8 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 	if r.headers != nil {
 		headers = r.headers
 	}
-	sql := "INSERT INTO " + s.table +
-		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table)" +
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9, $10)" +
-		" ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, '')) WHERE event_id IS NOT NULL DO NOTHING"
+	sql := "INSERT INTO " + s.table + " (" + parkColumns + ")" +
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9, $10, " + s.publisherSQL + ")" + parkConflict
 	args := []any{r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status, r.sourceTable}
 	source, _ := r.sourceTable.(string)
 	// A WAITING or PAUSED event was not sent, and will be: its outbox row
@@ -131,6 +131,17 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 		return s.rows.Write(ctx, tx, source, r.rowID, o)
 	})
 }
+
+// parkColumns are the columns a park inserts: the event's, and the
+// store's publisher last.
+const parkColumns = "event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table, publisher"
+
+// parkConflict is the ON CONFLICT clause of a park: a parked event's
+// identity, the columns of the status table's unique index of it
+// (migration 21: its commit, id, topic, source and publisher), so that an
+// event PostgreSQL sends again is not parked twice for a publisher, and
+// one parked for another publisher is parked all the same.
+const parkConflict = " ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, ''), publisher) WHERE event_id IS NOT NULL DO NOTHING"
 
 // dataError reports whether PostgreSQL refused the row for what it holds:
 // data exceptions (class 22) and limits such as the index row size (54).

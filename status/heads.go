@@ -39,7 +39,7 @@ const integerID = "CASE WHEN d.event_id ~ '^-?[0-9]{1,19}$' AND d.event_id::nume
 // --topic`) is not among the rows parked since.
 func (s *Store) Heads(ctx context.Context, q HeadsQuery) (progress.HeadsRead, error) {
 	var read progress.HeadsRead
-	err := s.db.QueryRow(ctx, "SELECT coalesce((SELECT max(id) FROM "+s.table+"), 0),"+
+	err := s.db.QueryRow(ctx, "SELECT coalesce((SELECT max(m.id) FROM "+s.table+" AS m WHERE "+s.mine("m")+"), 0),"+
 		" ARRAY(SELECT l.virtualtransaction FROM pg_locks AS l WHERE l.locktype = 'relation' AND l.relation = to_regclass($1) AND l.mode = 'RowExclusiveLock' AND l.granted"+
 		" AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))", s.table).Scan(&read.MaxID, &read.Writers)
 	if err != nil {
@@ -49,9 +49,9 @@ func (s *Store) Heads(ctx context.Context, q HeadsQuery) (progress.HeadsRead, er
 	failing := "d.status = 'DEAD' OR d.status = 'FAILED' AND (NOT d.reload OR d.attempts > 0)"
 	rows, _ := s.db.Query(ctx, "WITH g AS (SELECT d.topic, min("+integerID+") AS min_id, bool_or(("+integerID+") IS NULL) AS unknown,"+
 		" min(d.id) FILTER (WHERE "+failing+") AS failing_id FROM "+s.table+" AS d"+
-		" WHERE "+heldWhere("d")+" AND d.topic = ANY($1) AND ($2 = '' OR d.source_table = $2 OR d.source_table IS NULL) AND d.id > $3 GROUP BY d.topic)"+
+		" WHERE "+heldWhere("d")+" AND d.topic = ANY($1) AND ($2 = '' OR d.source_table = $2 OR d.source_table IS NULL) AND d.id > $3 AND "+s.mine("d")+" GROUP BY d.topic)"+
 		" SELECT g.topic, g.min_id, g.unknown, g.failing_id, f.attempts + CASE WHEN f.reload THEN 0 ELSE 1 END, coalesce(f.last_error, '')"+
-		" FROM g LEFT JOIN "+s.table+" AS f ON f.id = g.failing_id",
+		" FROM g LEFT JOIN "+s.table+" AS f ON f.id = g.failing_id AND "+s.mine("f"),
 		q.Topics, q.Source, q.AfterID)
 	read.Heads, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (progress.Head, error) {
 		var h progress.Head

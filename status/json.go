@@ -12,7 +12,9 @@ import (
 // valid JSON, else text, else base64 (value_encoding); times are UTC;
 // absent values are null (source_table, the event's outbox table, too, in
 // rows parked before the status table recorded it; original_topic unless
-// an operator corrected the topic).
+// an operator corrected the topic). publisher is there only for a row of
+// another publisher than Kafka (KafkaPublisher), so that a Kafka row's
+// JSON is what it was before the status table knew publishers.
 type jsonRow struct {
 	ID            int64        `json:"id"`
 	Status        string       `json:"status"`
@@ -36,6 +38,7 @@ type jsonRow struct {
 	WaitsFor      int64        `json:"waits_for"`
 	SkippedAt     *time.Time   `json:"skipped_at"`
 	OriginalTopic *string      `json:"original_topic"`
+	Publisher     string       `json:"publisher,omitempty"`
 }
 
 // jsonHeader is a record header; a NULL value is null.
@@ -55,6 +58,9 @@ func toJSON(r Row) jsonRow {
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Reload: r.Reload,
 		SourceTable: optString(r.SourceTable != "", r.SourceTable), EventID: optString(r.EventID != "", r.EventID), Timestamp: optTime(r.Timestamp), DeliveredAt: optTime(r.DeliveredAt),
 		WaitsFor: r.WaitsFor, SkippedAt: optTime(r.Skipped), OriginalTopic: optString(r.OriginalTopic != "", r.OriginalTopic),
+	}
+	if r.Publisher != KafkaPublisher {
+		j.Publisher = r.Publisher
 	}
 	if r.Key != nil {
 		j.KeyEncoding, j.Key = "text", optString(true, string(r.Key))

@@ -81,7 +81,7 @@ func (s *Store) EachHeldKey(ctx context.Context, f func(Key)) error {
 	}
 	of, args := s.keyOrdered(1)
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
-		" AND d.record_key IS NOT NULL AND NOT d.reload"+of("d"), args...)
+		" AND d.record_key IS NOT NULL AND NOT d.reload AND "+s.mine("d")+of("d"), args...)
 	var (
 		topic string
 		key   []byte
@@ -123,7 +123,7 @@ func (s *Store) CorrectedHeldKeys(ctx context.Context) ([]Key, error) {
 		ordered, args = " AND (d.record_key IS NOT NULL OR d.topic = ANY($1::text[]))", []any{s.topics}
 	}
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT d.topic, coalesce(d.record_key, ''::bytea) FROM "+s.table+" AS d WHERE d.original_topic IS NOT NULL AND "+
-		heldWhere("d")+ordered+" AND NOT d.reload", args...)
+		heldWhere("d")+ordered+" AND NOT d.reload AND "+s.mine("d"), args...)
 	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the keys of the corrected held rows of %s: %w", s.table, err)
@@ -177,7 +177,7 @@ func (s *Store) stillHeldKeys(ctx context.Context, keys []Key) ([]Key, error) {
 	// linger until a vacuum, are its oldest.
 	rows, _ := s.db.Query(ctx, "SELECT DISTINCT k.topic, k.record_key FROM unnest($1::text[], $2::bytea[]) AS k(topic, record_key)"+
 		" CROSS JOIN LATERAL (SELECT 1 FROM "+s.table+" AS d WHERE "+heldWhere("d")+" AND d.topic = k.topic"+
-		" AND sha256(d.record_key) = sha256(k.record_key) AND d.record_key = k.record_key ORDER BY d.id DESC LIMIT 1) AS h", topics, ks)
+		" AND sha256(d.record_key) = sha256(k.record_key) AND d.record_key = k.record_key AND "+s.mine("d")+" ORDER BY d.id DESC LIMIT 1) AS h", topics, ks)
 	held, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
 		return nil, fmt.Errorf("read which keys still have held rows in %s: %w", s.table, err)
@@ -199,7 +199,7 @@ func (s *Store) ReloadKeys(ctx context.Context, f func(topic string, key []byte)
 	}
 	of, args := s.keyOrdered(1)
 	rows, _ := s.db.Query(ctx, "SELECT d.topic, d.record_key FROM "+s.table+" AS d WHERE "+heldWhere("d")+
-		" AND d.record_key IS NOT NULL AND d.reload"+of("d"), args...)
+		" AND d.record_key IS NOT NULL AND d.reload AND "+s.mine("d")+of("d"), args...)
 	var (
 		topic string
 		key   []byte
@@ -261,8 +261,7 @@ func (s *Store) ParkHeld(ctx context.Context, held []Held) error {
 
 func (s *Store) parkHeld(ctx context.Context, held []Held) error {
 	var sql strings.Builder
-	sql.WriteString("INSERT INTO " + s.table +
-		" (event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table) VALUES ")
+	sql.WriteString("INSERT INTO " + s.table + " (" + parkColumns + ") VALUES ")
 	args := make([]any, 0, 10*len(held))
 	for i, h := range held {
 		state, reason := Waiting, h.Reason
@@ -278,10 +277,10 @@ func (s *Store) parkHeld(ctx context.Context, held []Held) error {
 			sql.WriteString(", ")
 		}
 		n := len(args)
-		fmt.Fprintf(&sql, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d::pg_lsn, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10)
+		fmt.Fprintf(&sql, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d::pg_lsn, $%d, $%d, %s)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, s.publisherSQL)
 		args = append(args, r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(r.reason), r.commitLSN, state, r.sourceTable)
 	}
-	sql.WriteString(" ON CONFLICT (commit_lsn, event_id, topic, coalesce(source_table, '')) WHERE event_id IS NOT NULL DO NOTHING")
+	sql.WriteString(parkConflict)
 	_, err := s.db.Exec(ctx, sql.String(), args...)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && dataError(pgErr) {

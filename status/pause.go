@@ -25,15 +25,22 @@ func Pauses(schema, table, slot string) Option {
 // each is a SELECT of one text column that takes no arguments, such as a
 // team's own progress table's paused rows (progress.Table.PausedTopics).
 // Claim leaves their rows out and PausedTopics lists them; PauseTopic and
-// ResumeTopic change only the pause table.
+// ResumeTopic change only the pause table. They are Kafka's: a team's
+// progress table pauses a topic for its Kafka publisher's rows
+// (progress.Table.Publisher), so a store of another publisher (see
+// Publisher) ignores them.
 func PausedBy(selects ...string) Option {
 	return func(s *Store) { s.pausedBy = append(s.pausedBy, selects...) }
 }
 
-// pausedTopics is a SELECT of the paused topics: the pause table's of the
-// slot given by the placeholder slot, and those of PausedBy.
+// pausedTopics is a SELECT of the store's publisher's paused topics: the
+// pause table's of the slot given by the placeholder slot, and, for
+// Kafka's store, those of PausedBy.
 func (s *Store) pausedTopics(slot string) string {
-	q := "SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = " + slot
+	q := "SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = " + slot + " AND " + s.mine("p")
+	if s.publisher != KafkaPublisher {
+		return q
+	}
 	for _, sel := range s.pausedBy {
 		// A NULL topic would make every row's `<> ALL` NULL: none claimed.
 		q += " UNION ALL (SELECT x.topic FROM (" + sel + ") AS x(topic) WHERE x.topic IS NOT NULL)"
@@ -48,7 +55,7 @@ var errNoPauses = errors.New("the status store has no pause table (status.Pauses
 // WAITING.
 const resumedReason = "its topic was resumed: delivered in its key's order"
 
-// PauseTopic records topic as paused for the store's slot. It reports
+// PauseTopic records topic as paused for the store's slot and publisher. It reports
 // whether it changed anything (false: the topic was paused already). The
 // relay parks the topic's new events as PAUSED; Claim claims none of its
 // rows.
@@ -56,7 +63,8 @@ func (s *Store) PauseTopic(ctx context.Context, topic string) (bool, error) {
 	if s.pauses == "" {
 		return false, errNoPauses
 	}
-	tag, err := s.db.Exec(ctx, "INSERT INTO "+s.pauses+" (slot_name, topic) VALUES ($1, $2) ON CONFLICT (slot_name, topic) DO NOTHING", s.slot, topic)
+	tag, err := s.db.Exec(ctx, "INSERT INTO "+s.pauses+" (slot_name, topic, publisher) VALUES ($1, $2, "+s.publisherSQL+")"+
+		" ON CONFLICT (slot_name, topic, publisher) DO NOTHING", s.slot, topic)
 	if err != nil {
 		return false, fmt.Errorf("pause topic %q in %s: %w", topic, s.pauses, err)
 	}
@@ -64,7 +72,8 @@ func (s *Store) PauseTopic(ctx context.Context, topic string) (bool, error) {
 }
 
 // ResumeTopic, in one transaction, deletes topic's pause for the store's
-// slot and makes the topic's PAUSED rows WAITING, so that each is
+// slot and publisher and makes the topic's PAUSED rows of the publisher
+// WAITING, so that each is
 // delivered in its key's order before any newer event of its key. It
 // reports whether it changed anything (false: the topic was not paused
 // and had no PAUSED rows).
@@ -74,11 +83,11 @@ func (s *Store) ResumeTopic(ctx context.Context, topic string) (bool, error) {
 	}
 	var changed bool
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		del, err := tx.Exec(ctx, "DELETE FROM "+s.pauses+" WHERE slot_name = $1 AND topic = $2", s.slot, topic)
+		del, err := tx.Exec(ctx, "DELETE FROM "+s.pauses+" AS p WHERE p.slot_name = $1 AND p.topic = $2 AND "+s.mine("p"), s.slot, topic)
 		if err != nil {
 			return err
 		}
-		upd, err := tx.Exec(ctx, "UPDATE "+s.table+" SET status = 'WAITING', last_error = $2, updated_at = now() WHERE status = 'PAUSED' AND topic = $1",
+		upd, err := tx.Exec(ctx, "UPDATE "+s.table+" AS d SET status = 'WAITING', last_error = $2, updated_at = now() WHERE d.status = 'PAUSED' AND d.topic = $1 AND "+s.mine("d"),
 			topic, resumedReason)
 		if err != nil {
 			return err
@@ -95,8 +104,9 @@ func (s *Store) ResumeTopic(ctx context.Context, topic string) (bool, error) {
 	return changed, nil
 }
 
-// PausedTopics lists the slot's paused topics, sorted: the pause table's,
-// and those of PausedBy. It reads only.
+// PausedTopics lists the slot's paused topics of the store's publisher,
+// sorted: the pause table's, and those of PausedBy (Kafka's store only).
+// It reads only.
 func (s *Store) PausedTopics(ctx context.Context) ([]string, error) {
 	if s.pauses == "" {
 		return nil, errNoPauses

@@ -111,10 +111,10 @@ func (s *Store) holdMoved(opts RetryOptions, src source) func() {
 // row's topic before the change, so that countReleased counts the rows of
 // its old group. An event that has a row for topic already is an error.
 func (s *Store) moveTopic(ctx context.Context, tx pgx.Tx, id int64, topic string) ([]Change, []source, error) {
-	rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status, topic FROM "+s.table+" WHERE id = $1 AND status IN ('FAILED', 'DEAD') FOR UPDATE)"+
+	rows, err := tx.Query(ctx, "WITH target AS (SELECT t.id, t.status, t.topic FROM "+s.table+" AS t WHERE t.id = $1 AND t.status IN ('FAILED', 'DEAD') AND "+s.mine("t")+" FOR UPDATE)"+
 		" UPDATE "+s.table+" AS d SET status = 'FAILED', attempts = 0, next_attempt_at = now(), updated_at = now(), skipped_at = NULL,"+
 		" original_topic = CASE WHEN target.topic = $2 THEN d.original_topic ELSE coalesce(d.original_topic, target.topic) END, topic = $2"+
-		" FROM target WHERE d.id = target.id RETURNING "+changeColumns("d", "target.status")+", target.topic", id, topic)
+		" FROM target WHERE d.id = target.id AND "+s.mine("d")+" RETURNING "+changeColumns("d", "target.status")+", target.topic", id, topic)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -40,10 +40,10 @@ func (s *Store) Skip(ctx context.Context, opts SkipOptions) ([]Change, error) {
 	var changes []Change
 	var skipped error // ids not skipped; the others still commit
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "WITH target AS (SELECT id, status FROM "+s.table+
-			" WHERE id = ANY($1) AND status IN ('FAILED', 'DEAD') AND skipped_at IS NULL FOR UPDATE)"+
+		rows, err := tx.Query(ctx, "WITH target AS (SELECT t.id, t.status FROM "+s.table+" AS t"+
+			" WHERE t.id = ANY($1) AND t.status IN ('FAILED', 'DEAD') AND t.skipped_at IS NULL AND "+s.mine("t")+" FOR UPDATE)"+
 			" UPDATE "+s.table+" AS d SET status = 'DEAD', skipped_at = now(), updated_at = now(), last_error = $2 || d.last_error"+
-			" FROM target WHERE d.id = target.id RETURNING "+changeColumns("d", "target.status"), opts.IDs, skippedPrefix)
+			" FROM target WHERE d.id = target.id AND "+s.mine("d")+" RETURNING "+changeColumns("d", "target.status"), opts.IDs, skippedPrefix)
 		if err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ func (s *Store) explainNotSkipped(ctx context.Context, tx pgx.Tx, ids []int64, c
 	if len(missing) == 0 {
 		return nil, nil
 	}
-	rows, _ := tx.Query(ctx, "SELECT id, status, skipped_at IS NOT NULL FROM "+s.table+" WHERE id = ANY($1)", missing)
+	rows, _ := tx.Query(ctx, "SELECT d.id, d.status, d.skipped_at IS NOT NULL FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.mine("d"), missing)
 	type found struct {
 		status  string
 		skipped bool
@@ -123,11 +123,11 @@ func (s *Store) countReleased(ctx context.Context, tx pgx.Tx, changes []Change, 
 	if len(ids) == 0 {
 		return nil
 	}
-	rows, _ := tx.Query(ctx, "SELECT x.id, (SELECT count(*) FROM "+s.table+" AS w WHERE w.status = 'WAITING' AND "+sameKey("w", "x")+" AND w.id > x.id"+
+	rows, _ := tx.Query(ctx, "SELECT x.id, (SELECT count(*) FROM "+s.table+" AS w WHERE w.status = 'WAITING' AND "+sameKey("w", "x")+" AND w.id > x.id AND "+s.mine("w")+
 		" AND NOT EXISTS (SELECT 1 FROM "+s.table+" AS b WHERE b.status IN ('FAILED', 'DEAD') AND b.skipped_at IS NULL AND "+sameKey("b", "x")+
-		" AND b.id > x.id AND b.id < w.id))"+
+		" AND b.id > x.id AND b.id < w.id AND "+s.mine("b")+"))"+
 		" FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS x(id, topic, record_key)"+
-		" WHERE NOT EXISTS (SELECT 1 FROM "+s.table+" AS e WHERE "+heldWhere("e")+" AND "+sameKey("e", "x")+" AND e.id < x.id)", ids, topics, keys)
+		" WHERE NOT EXISTS (SELECT 1 FROM "+s.table+" AS e WHERE "+heldWhere("e")+" AND "+sameKey("e", "x")+" AND e.id < x.id AND "+s.mine("e")+")", ids, topics, keys)
 	released := map[int64]int{}
 	var (
 		id int64
@@ -146,13 +146,15 @@ func (s *Store) countReleased(ctx context.Context, tx pgx.Tx, changes []Change, 
 // the first held row of its key when it comes after it, else 0.
 func (s *Store) waitsFor() string {
 	return "coalesce(CASE WHEN " + heldWhere("d") + " THEN (SELECT min(h.id) FROM " + s.table + " AS h WHERE " +
-		heldWhere("h") + " AND " + sameKey("h", "d") + " AND h.id < d.id) END, 0)"
+		heldWhere("h") + " AND " + sameKey("h", "d") + " AND h.id < d.id AND " + s.mine("h") + ") END, 0)"
 }
 
-// scanListed reads a Row selected with rowColumns and waitsFor.
+// scanListed reads a Row selected with rowColumns, waitsFor and the
+// publisher.
 func scanListed(r pgx.CollectableRow) (Row, error) {
 	var waits int64
-	row, err := scanRowWith(r, &waits)
-	row.WaitsFor = waits
+	var publisher string
+	row, err := scanRowWith(r, &waits, &publisher)
+	row.WaitsFor, row.Publisher = waits, publisher
 	return row, err
 }

@@ -35,14 +35,16 @@ type Store struct {
 	// the store reads and writes; see Pauses. "" without.
 	pauses, slot string
 	pausedBy     []string // see PausedBy
-	unordered    bool     // see Unordered
-	byTopic      bool     // see ByTopic
-	topics       []string // see ByTopics
+	// publisher is the publisher whose rows the store reads and writes,
+	// and publisherSQL its name as an SQL literal; see Publisher.
+	publisher, publisherSQL string
+	unordered               bool     // see Unordered
+	byTopic                 bool     // see ByTopic
+	topics                  []string // see ByTopics
 	// outcomeTimeout bounds writing a claim's outcomes once its delivery
 	// ended (defaultOutcomeTimeout; tests shorten it).
 	outcomeTimeout time.Duration
 	claimBytes     int64 // see ClaimBytes; 0 is no bound
-
 }
 
 // Option configures a Store; see NewStore.
@@ -129,9 +131,11 @@ func (noWriteBack) Resets(string) bool { return false }
 
 func (noWriteBack) Lock(context.Context, pgdb.Tx, string, []string) error { return nil }
 
-// NewStore returns a store on schema.table, configured by opts.
+// NewStore returns a store on schema.table, configured by opts: Kafka's
+// (KafkaPublisher) unless Publisher names another.
 func NewStore(db DB, schema, table string, opts ...Option) *Store {
 	s := &Store{db: db, table: pgx.Identifier{schema, table}.Sanitize(), rows: noWriteBack{}, outcomeTimeout: defaultOutcomeTimeout}
+	Publisher(KafkaPublisher)(s)
 	for _, o := range opts {
 		o(s)
 	}
@@ -200,6 +204,9 @@ type Row struct {
 	// operator corrected it (RetryOptions.Topic); Topic is then the
 	// corrected one. "" when the topic was never corrected.
 	OriginalTopic string
+	// Publisher is the publisher the event was parked for (see
+	// Publisher): the store's own, since a store reads no other's rows.
+	Publisher string
 }
 
 // rowColumns are the columns scanRow reads, in its order.

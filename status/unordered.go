@@ -27,7 +27,7 @@ func (s *Store) claimUnordered(ctx context.Context, tx pgx.Tx, limit int, exclud
 	if s.pauses != "" {
 		args = append(args, s.slot)
 	}
-	rows, _ := tx.Query(ctx, "SELECT d.id, "+recordSize+" FROM "+s.table+" AS d WHERE "+s.deliverable()+
+	rows, _ := tx.Query(ctx, "SELECT d.id, "+recordSize+" FROM "+s.table+" AS d WHERE "+s.deliverable()+" AND "+s.mine("d")+
 		" ORDER BY d.next_attempt_at, d.id LIMIT $1", args...)
 	var ids, sizes []int64
 	var id, size int64
@@ -45,7 +45,9 @@ func (s *Store) claimUnordered(ctx context.Context, tx pgx.Tx, limit int, exclud
 		ids, sizes = ids[:len(keep)], sizes[:len(keep)]
 	}
 	args[0] = ids[:s.within(len(ids), func(i int) int64 { return sizes[i] })]
-	rows, _ = tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.deliverable()+
+	rows, _ = tx.Query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.deliverable()+" AND "+s.mine("d")+
 		" ORDER BY next_attempt_at, id FOR UPDATE SKIP LOCKED", args...)
-	return pgx.CollectRows(rows, scanRow)
+	locked, err := pgx.CollectRows(rows, scanRow)
+	s.ownRows(locked)
+	return locked, err
 }

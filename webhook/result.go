@@ -1,7 +1,10 @@
 package webhook
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,6 +67,34 @@ type Result struct {
 	// that were left out of the request, since they cannot be sent as HTTP
 	// headers (see the package's doc); nil when none.
 	Omitted []string
+}
+
+// classes are the classes of a request, every value [Result.Class]
+// returns but "": a fixed set, which metrics.WebhookClasses lists.
+var classes = []string{"2xx", "3xx", "4xx", "5xx", "timeout", "connection", "other"}
+
+// Class is the class of the request r is the result of, one of a fixed set:
+// "2xx", "3xx", "4xx" or "5xx" by the answer's status; "timeout" when no
+// answer came within the timeout; "connection" when none came for
+// another reason (a connection refused or reset, a name that does not
+// resolve, a TLS handshake that fails); "other" for a status outside 200
+// to 599. It is "" for a request that was never sent (it could not be
+// made from the events) and for one the caller stopped (its context was
+// canceled): neither says anything of the receiver.
+func (r Result) Class() string {
+	switch {
+	case r.Status >= 200 && r.Status <= 599:
+		return classes[r.Status/100-2]
+	case r.Status != 0:
+		return "other"
+	case r.Outcome != Retry || errors.Is(r.Err, context.Canceled):
+		return ""
+	}
+	var ne net.Error
+	if errors.Is(r.Err, context.DeadlineExceeded) || errors.As(r.Err, &ne) && ne.Timeout() {
+		return "timeout"
+	}
+	return "connection"
 }
 
 // classify is the outcome of status.

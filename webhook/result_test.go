@@ -1,8 +1,15 @@
 package webhook
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/cdc-relay/cdc-relay/metrics"
 )
 
 func TestBackoff(t *testing.T) {
@@ -45,3 +52,52 @@ func TestOutcomeString(t *testing.T) {
 		}
 	}
 }
+
+// TestResultClass: each result has the class the metrics count its
+// request in, one of metrics.WebhookClasses, or none for a request that
+// was never sent or that the caller stopped.
+func TestResultClass(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+	for _, tc := range []struct {
+		name string
+		r    Result
+		want string
+	}{
+		{"200", Result{Outcome: Delivered, Status: 200}, "2xx"},
+		{"204", Result{Outcome: Delivered, Status: 204}, "2xx"},
+		{"301", Result{Outcome: Refused, Status: 301}, "3xx"},
+		{"404", Result{Outcome: Refused, Status: 404}, "4xx"},
+		{"408", Result{Outcome: Retry, Status: 408}, "4xx"},
+		{"429", Result{Outcome: Retry, Status: 429}, "4xx"},
+		{"503", Result{Outcome: Retry, Status: 503}, "5xx"},
+		{"599", Result{Outcome: Retry, Status: 599}, "5xx"},
+		{"101", Result{Outcome: Refused, Status: 101}, "other"},
+		{"600", Result{Outcome: Refused, Status: 600}, "other"},
+		{"the timeout", Result{Outcome: Retry, Err: fmt.Errorf("no answer: %w", context.DeadlineExceeded)}, "timeout"},
+		{"a dial timeout", Result{Outcome: Retry, Err: &net.OpError{Op: "dial", Err: timeoutErr{}}}, "timeout"},
+		{"connection refused", Result{Outcome: Retry, Err: refused}, "connection"},
+		{"a TLS failure", Result{Outcome: Retry, Err: errors.New("tls: handshake failure")}, "connection"},
+		{"stopped by the caller", Result{Outcome: Retry, Err: fmt.Errorf("stopped: %w", context.Canceled)}, ""},
+		{"not made", Result{Outcome: Refused, Err: errors.New("event id cannot be webhook-id")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.r.Class()
+			if got != tc.want {
+				t.Fatalf("Class() = %q, want %q", got, tc.want)
+			}
+			if got != "" && !slices.Contains(metrics.WebhookClasses, got) {
+				t.Fatalf("class %q is not one of metrics.WebhookClasses %v", got, metrics.WebhookClasses)
+			}
+		})
+	}
+	if !slices.Equal(classes, metrics.WebhookClasses) {
+		t.Fatalf("the classes %v are not metrics.WebhookClasses %v", classes, metrics.WebhookClasses)
+	}
+}
+
+// timeoutErr is a net.Error that timed out.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

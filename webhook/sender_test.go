@@ -365,6 +365,9 @@ func TestSendTimeout(t *testing.T) {
 	if r.Latency < 200*time.Millisecond || r.Latency > 3*time.Second {
 		t.Errorf("latency %s, want about the timeout", r.Latency)
 	}
+	if c := r.Class(); c != "timeout" {
+		t.Errorf("class %q, want timeout", c)
+	}
 }
 
 // TestSendStopped checks that a Send that the caller's context ends is a
@@ -379,6 +382,9 @@ func TestSendStopped(t *testing.T) {
 	if r.Outcome != Retry || !errors.Is(r.Err, context.Canceled) || !strings.Contains(r.Err.Error(), "stopped before an answer") {
 		t.Fatalf("result %+v, err %v", r, r.Err)
 	}
+	if c := r.Class(); c != "" {
+		t.Errorf("class %q, want none: the caller stopped it", c)
+	}
 }
 
 func TestSendConnectionRefused(t *testing.T) {
@@ -391,6 +397,9 @@ func TestSendConnectionRefused(t *testing.T) {
 	r := newSender(t, testConfig("http://"+addr+"/hooks")).Send(context.Background(), []Message{{ID: "1"}})
 	if r.Outcome != Retry || r.Status != 0 || !strings.Contains(r.Err.Error(), "connection refused") {
 		t.Fatalf("result %+v, err %v; want retry, connection refused", r, r.Err)
+	}
+	if c := r.Class(); c != "connection" {
+		t.Errorf("class %q, want connection", c)
 	}
 	if !strings.HasPrefix(r.Err.Error(), "POST http://"+addr+"/hooks: ") {
 		t.Errorf("err %q does not start with the request", r.Err)

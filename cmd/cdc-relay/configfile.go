@@ -128,6 +128,12 @@ func checkAtStart(ctx context.Context, rc relay.Config, path string, file *confi
 func configSources(rc *relay.Config, f *config.File, allowedTopics string) {
 	rc.Tables = configTables(f, allowedTopics)
 	rc.Messages = configMessages(f, allowedTopics)
+	rc.Publishers = nil
+	for _, p := range f.Publishers {
+		if p.Webhook != nil {
+			rc.Publishers = append(rc.Publishers, relay.Publisher{Name: p.Name, Webhook: *p.Webhook})
+		}
+	}
 }
 
 // configMessages returns the message sources of a config file, in its

@@ -40,6 +40,10 @@ type FailedCommand struct {
 	all         bool          // --all (retry)
 	dead        bool          // --dead (purge)
 	olderThan   time.Duration // --older-than (purge)
+	// publisher is --publisher: the publisher whose rows the subcommand
+	// reads or acts on; "" for list and show without it, which read every
+	// publisher's (see failed_publisher.go).
+	publisher string
 	// allowedTopics is retry's --allowed-topics: the topics a corrected
 	// topic (--topic) may be, as run's.
 	allowedTopics string
@@ -49,6 +53,10 @@ type FailedCommand struct {
 	file *config.File
 
 	given map[string]bool // the flags given on the command line
+
+	// storeOf makes the status store of a publisher, once Run has
+	// connected: list and show without --publisher read each one's rows.
+	storeOf func(publisher string) *status.Store
 
 	postgresURLFile string
 	configPath      string
@@ -62,6 +70,11 @@ type failedSubcommand struct {
 	// flags registers its own flags in fs, beside those every subcommand
 	// has (nil: none).
 	flags func(c *FailedCommand, fs *flag.FlagSet)
+	// publisher describes its --publisher (see registerPublisher), which
+	// reads every publisher's rows by default when every is set, else
+	// acts on Kafka's.
+	publisher string
+	every     bool
 	// sections orders its own flags in its usage, after the connection's.
 	sections []flagSection
 	// prepare checks its flags and operands, and returns what runs it on
@@ -109,6 +122,12 @@ Subcommands:
   purge  ID... | --dead [--older-than D]
          delete events from the status table
 
+Each event is parked for one publisher: Kafka (kafka), or a webhook
+publisher of the config file. list and show read every publisher's events
+(a PUBLISHER column, or line, names those not Kafka's); retry, skip and
+purge act on one publisher's, Kafka's unless --publisher names another, and
+report an id of another publisher's without acting on it.
+
 IDs are the numbers in the ID column of 'cdc-relay failed list'. Each
 subcommand takes --postgres-url (CDC_RELAY_POSTGRES_URL) or
 --postgres-url-file, and --status-table (CDC_RELAY_STATUS_TABLE), and every
@@ -127,6 +146,7 @@ Examples:
   cdc-relay failed retry 12 13
   cdc-relay failed retry 14 --topic outbox.event.order
   cdc-relay failed skip 12
+  cdc-relay failed retry 21 --publisher partner
   cdc-relay failed retry --all --status dead
   cdc-relay failed purge --dead --older-than 30d
 `
@@ -141,10 +161,13 @@ func (c *FailedCommand) flags(sub string) *flag.FlagSet {
 	if own := failedTable[sub].flags; own != nil {
 		own(c, fs)
 	}
+	if sc, ok := failedTable[sub]; ok {
+		registerPublisher(fs, &c.publisher, sc.every, sc.publisher)
+	}
 	registerConfig(fs, &c.configPath)
 	// What to act on is said on the command line, never by a variable left
 	// set in the environment.
-	onlyOnCommandLine(fs, "status", "state", "topic", "limit", "json", "all", "dead", "older-than")
+	onlyOnCommandLine(fs, "status", "state", "topic", "limit", "json", "all", "dead", "older-than", "publisher")
 	return fs
 }
 
@@ -180,7 +203,7 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{fmt.Sprintf("%s: --status-table %q: %v", c.sub, c.statusTable, err)}
 	}
-	opts, err := c.storeOptions(file)
+	writeBack, err := c.storeOptions(file)
 	if err != nil {
 		return err
 	}
@@ -189,7 +212,17 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	return withMigrateHint(run(ctx, status.NewStore(conn, schema, table, opts...)))
+	c.storeOf = func(publisher string) *status.Store {
+		opts := []status.Option{status.Publisher(publisher)}
+		if publisher == status.KafkaPublisher {
+			// Tables that write back route to Kafka alone (run refuses
+			// write-back beside a webhook publisher), as the relay's stores
+			// of the other publishers have none.
+			opts = append(opts, writeBack...)
+		}
+		return status.NewStore(conn, schema, table, opts...)
+	}
+	return withMigrateHint(run(ctx, c.storeOf(c.acting())))
 }
 
 // chooseSubcommand sets c.sub to the subcommand args name, or returns
@@ -292,12 +325,18 @@ func (c *FailedCommand) prepare(operands []string) (failedRun, error) {
 	if c.postgresURL == "" {
 		return nil, usage("%s", postgresURLRequired)
 	}
+	if c.given["publisher"] {
+		if err := checkPublisherName(c.publisher, c.file, c.configPath); err != nil {
+			return nil, usage("%v", err)
+		}
+	}
 	return failedTable[c.sub].prepare(c, operands, usage)
 }
 
-// storeOptions are the status store's options for the config file (nil
-// without one): retry and purge update the outbox rows of the tables that
-// write back, as the relay does; a row that refuses is reported on stderr.
+// storeOptions are Kafka's status store's options for the config file
+// (nil without one): retry and purge update the outbox rows of the tables
+// that write back, as the relay does; a row that refuses is reported on
+// stderr.
 func (c *FailedCommand) storeOptions(file *config.File) ([]status.Option, error) {
 	if file == nil {
 		return nil, nil

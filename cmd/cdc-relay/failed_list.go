@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +14,8 @@ import (
 
 // failedList is `cdc-relay failed list`: the parked events, newest first.
 var failedList = failedSubcommand{
-	head: `Usage: cdc-relay failed list [--status S] [--topic T] [--limit N] [--json]
+	head: `Usage: cdc-relay failed list [--status S] [--topic T] [--publisher P]
+                             [--limit N] [--json]
 
 Lists the events in the status table, newest first: for people a table
 (id, status, what it waits for, attempts, the outbox table the event came
@@ -20,7 +23,9 @@ from, topic, event id, next attempt, last error, cut to fit), with --json
 one JSON array for
 scripts, every field of each event. Events parked by a version of the
 relay from before the status table kept the outbox table name none ("-",
-or null in JSON).
+or null in JSON). Every publisher's events are listed, newest first, unless
+--publisher names one; a PUBLISHER column (in JSON, "publisher") names the
+publisher of those not Kafka's.
 
 In JSON, "key" is a string: the key's text, or base64 when key_encoding is
 "base64". "value" is the JSON itself when the record value is JSON
@@ -36,8 +41,10 @@ held event of its topic and key, which it waits for, or 0.
 		fs.IntVar(&c.limit, "limit", 50, "at most `n` events, the newest; 0 lists them all")
 		fs.BoolVar(&c.json, "json", false, "print one JSON array, every field of each event, for scripts")
 	},
-	sections: []flagSection{{"Which events", []string{"status", "state", "topic", "limit"}}, {"Output", []string{"json"}}},
-	prepare:  (*FailedCommand).prepareList,
+	publisher: "only the events of this `publisher`: kafka, or a webhook publisher's name (the config file's publishers:); every publisher's when not given",
+	every:     true,
+	sections:  []flagSection{{"Which events", []string{"status", "state", "topic", "publisher", "limit"}}, {"Output", []string{"json"}}},
+	prepare:   (*FailedCommand).prepareList,
 }
 
 // prepareList checks list's flags: it takes no operands.
@@ -64,7 +71,7 @@ func (c *FailedCommand) list(ctx context.Context, s *status.Store, opts status.L
 	if limit > 0 {
 		opts.Limit++ // one more, to know whether there are more
 	}
-	rows, err := s.List(ctx, opts)
+	rows, err := c.listed(ctx, s, opts)
 	if err != nil {
 		return err
 	}
@@ -78,7 +85,7 @@ func (c *FailedCommand) list(ctx context.Context, s *status.Store, opts status.L
 		}
 		err = writeIndentedJSON(c.stdout, rows)
 	} else if len(rows) == 0 {
-		_, err = fmt.Fprintf(c.stdout, "no %s in %s\n", describeList(opts), c.statusTable)
+		_, err = fmt.Fprintf(c.stdout, "no %s in %s%s\n", c.describeList(opts), c.statusTable, c.emptyHint(ctx, s))
 	} else {
 		err = writeTable(c.stdout, rows, time.Now())
 	}
@@ -91,11 +98,54 @@ func (c *FailedCommand) list(ctx context.Context, s *status.Store, opts status.L
 	return nil
 }
 
-// describeList names what a list selects: "FAILED events for topic t".
-func describeList(opts status.ListOptions) string {
+// listed is the rows of a list: --publisher's, those of s; without it,
+// every publisher's, newest first, at most opts.Limit (when more than 0).
+func (c *FailedCommand) listed(ctx context.Context, s *status.Store, opts status.ListOptions) ([]status.Row, error) {
+	if c.publisher != "" {
+		return s.List(ctx, opts)
+	}
+	publishers, err := status.TablePublishers(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(publishers, s.Publisher()) {
+		// Kafka's rows are read all the same, as before publishers: a
+		// table that lacks a column says so even when it is empty.
+		publishers = append([]string{s.Publisher()}, publishers...)
+	}
+	var rows []status.Row
+	for _, p := range publishers {
+		theirs, err := c.storeOf(p).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, theirs...)
+	}
+	slices.SortFunc(rows, func(a, b status.Row) int { return cmp.Compare(b.ID, a.ID) })
+	if opts.Limit > 0 && len(rows) > opts.Limit {
+		rows = rows[:opts.Limit]
+	}
+	return rows, nil
+}
+
+// emptyHint ends the line of a list of --publisher's rows that found
+// none: which publishers the table has rows of (publisherHint).
+func (c *FailedCommand) emptyHint(ctx context.Context, s *status.Store) string {
+	if c.publisher == "" || c.file != nil { // the file named the publisher
+		return ""
+	}
+	return c.publisherHint(ctx, s)
+}
+
+// describeList names what a list selects: "FAILED events for topic t",
+// "events of the webhook publisher partner".
+func (c *FailedCommand) describeList(opts status.ListOptions) string {
 	d := "events"
 	if opts.Status != "" {
 		d = opts.Status + " events"
+	}
+	if c.publisher != "" {
+		d += " of " + publisherName(c.publisher)
 	}
 	if opts.Topic != "" {
 		d += fmt.Sprintf(" for topic %q", opts.Topic)

@@ -31,25 +31,31 @@ func tableWidth() int {
 // writeTable writes rows as a table for people: the id of the event each
 // waits for ("-" for none; the column only when one does), the outbox
 // table the
-// event came from ("-" when the row does not say), the event id cut to the
+// event came from ("-" when the row does not say), the publisher (the
+// column only when a row is not Kafka's), the event id cut to the
 // first 8 characters (a UUID's first group; show prints both whole), the
 // last error cut so that a line fits tableWidth.
 func writeTable(w io.Writer, rows []status.Row, now time.Time) error {
 	waits := slices.ContainsFunc(rows, func(r status.Row) bool { return r.WaitsFor != 0 })
-	head := []string{"ID", "STATUS", "WAITS FOR", "ATTEMPTS", "TABLE", "TOPIC", "EVENT ID", "NEXT ATTEMPT", "LAST ERROR"}
-	if !waits {
-		head = slices.Delete(head, 2, 3)
-	}
-	cells := [][]string{head}
-	for _, r := range rows {
-		line := []string{
-			strconv.FormatInt(r.ID, 10), r.Status, waitsFor(r), strconv.Itoa(r.Attempts), cutText(tableCell(r.SourceTable), 30),
-			cutText(tableCell(r.Topic), 40), cutText(tableCell(r.EventID), 9), nextAttempt(r, now), tableCell(r.LastError),
+	publishers := slices.ContainsFunc(rows, notKafkas)
+	// shown leaves out the columns no row needs: the publisher's (5),
+	// what each waits for (2).
+	shown := func(line []string) []string {
+		if !publishers {
+			line = slices.Delete(line, 5, 6)
 		}
 		if !waits {
 			line = slices.Delete(line, 2, 3)
 		}
-		cells = append(cells, line)
+		return line
+	}
+	head := shown([]string{"ID", "STATUS", "WAITS FOR", "ATTEMPTS", "TABLE", "PUBLISHER", "TOPIC", "EVENT ID", "NEXT ATTEMPT", "LAST ERROR"})
+	cells := [][]string{head}
+	for _, r := range rows {
+		cells = append(cells, shown([]string{
+			strconv.FormatInt(r.ID, 10), r.Status, waitsFor(r), strconv.Itoa(r.Attempts), cutText(tableCell(r.SourceTable), 30),
+			cutText(tableCell(r.Publisher), 20), cutText(tableCell(r.Topic), 40), cutText(tableCell(r.EventID), 9), nextAttempt(r, now), tableCell(r.LastError),
+		}))
 	}
 	const pad = 2
 	used := 0 // the width of the columns before the last error
@@ -69,6 +75,13 @@ func writeTable(w io.Writer, rows []status.Row, now time.Time) error {
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
 	return tw.Flush()
+}
+
+// notKafkas reports whether r is a row of another publisher than Kafka's:
+// list and show then name its publisher, and say nothing of a Kafka row's,
+// as before the status table knew publishers.
+func notKafkas(r status.Row) bool {
+	return r.Publisher != "" && r.Publisher != status.KafkaPublisher
 }
 
 // waitsFor is the id of the event r waits for, or "-".
@@ -155,6 +168,9 @@ func writeRecord(w io.Writer, r status.Row, now time.Time) error {
 	field("next attempt", next)
 	field("last error", tableCell(r.LastError))
 	field("table", tableCell(r.SourceTable))
+	if notKafkas(r) {
+		field("publisher", tableCell(r.Publisher))
+	}
 	field("topic", r.Topic)
 	if r.OriginalTopic != "" {
 		field("original topic", tableCell(r.OriginalTopic)+" (the topic it was parked for; an operator corrected it)")

@@ -13,7 +13,7 @@ import (
 // failedPurge is `cdc-relay failed purge`: delete events from the status
 // table.
 var failedPurge = failedSubcommand{
-	head: `Usage: cdc-relay failed purge ID... | --dead [--older-than D]
+	head: `Usage: cdc-relay failed purge ID... | --dead [--older-than D] [--publisher P]
 
 Deletes events from the status table, for good: the status table holds the
 only copy of an event that was never delivered.
@@ -27,6 +27,10 @@ Purging the first held event of a key releases the events of its key that
 waited behind it: the output says how many, and the poller delivers them in
 order.
 
+It deletes one publisher's events: Kafka's, or with --publisher a webhook
+publisher's. An id of another publisher's event is reported, and not
+deleted.
+
 With --config, the outbox row of each purged FAILED, WAITING or PAUSED
 event whose table has write_back says its dead value: the event is given
 up on.
@@ -36,7 +40,9 @@ up on.
 		durationVar(fs, &c.olderThan, "older-than", 0,
 			"with --dead, only the events marked DEAD more than this long ago (by updated_at), such as 30d or 12h")
 	},
-	sections: []flagSection{{"Which events (ids, or --dead)", []string{"dead", "older-than"}}},
+	publisher: "delete the events of this `publisher` only: kafka, or a webhook publisher's name (the config file's publishers:); " +
+		"an id of another publisher's is reported, not deleted",
+	sections: []flagSection{{"Which events (ids, or --dead)", []string{"dead", "older-than", "publisher"}}},
 	prepare:  (*FailedCommand).preparePurge,
 }
 
@@ -58,11 +64,23 @@ func (c *FailedCommand) preparePurge(operands []string, usage func(string, ...an
 	return func(ctx context.Context, s *status.Store) error { return c.purge(ctx, s, opts) }, nil
 }
 
-// purge is `failed purge`.
+// purge is `failed purge`: it deletes the events of s's publisher, and
+// reports the ids of another's.
 func (c *FailedCommand) purge(ctx context.Context, s *status.Store, opts status.PurgeOptions) error {
+	var theirs error // the ids of other publishers' events
+	if len(opts.IDs) > 0 {
+		ids, others, err := ownIDs(ctx, s, opts.IDs)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return notDone{"purged", others}
+		}
+		opts.IDs, theirs = ids, others
+	}
 	changes, err := s.Purge(ctx, opts)
 	if len(changes) > 0 {
-		fmt.Fprintf(c.stdout, "purged %s: %s", eventCount(len(changes)), joinIDs(changes, ""))
+		fmt.Fprintf(c.stdout, "purged %s%s: %s", eventCount(len(changes)), c.ofActing(), joinIDs(changes, ""))
 		if failed := joinIDs(changes, status.Failed); failed != "" {
 			verb := "were"
 			if !strings.Contains(failed, " ") {
@@ -75,15 +93,22 @@ func (c *FailedCommand) purge(ctx context.Context, s *status.Store, opts status.
 	}
 	switch {
 	case err != nil && len(opts.IDs) > 0 && errors.Is(err, status.ErrNotFound):
-		return notDone{"purged", err}
+		return notDone{"purged", errors.Join(theirs, err)}
 	case err != nil:
 		return err
+	case theirs != nil:
+		return notDone{"purged", theirs}
 	case len(changes) == 0:
-		msg := "nothing to purge: no DEAD events in " + c.statusTable
+		msg := fmt.Sprintf("nothing to purge: no DEAD events%s in %s", c.ofActing(), c.statusTable)
 		if opts.OlderThan > 0 {
-			msg = fmt.Sprintf("nothing to purge: no events in %s marked DEAD more than %s ago", c.statusTable, formatDuration(opts.OlderThan))
+			msg = fmt.Sprintf("nothing to purge: no events%s in %s marked DEAD more than %s ago", c.ofActing(), c.statusTable, formatDuration(opts.OlderThan))
 		}
-		return errors.New(msg)
+		return errors.New(msg + withSpace(c.othersNote(ctx, s)))
+	}
+	if opts.Dead {
+		if note := c.othersNote(ctx, s); note != "" {
+			fmt.Fprintln(c.stderr, note)
+		}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 // perhaps to a corrected topic.
 var failedRetry = failedSubcommand{
 	head: `Usage: cdc-relay failed retry ID... | --all [--status FAILED|DEAD]
+                              [--publisher P]
        cdc-relay failed retry ID --topic T [--allowed-topics RE]
 
 Makes events due again: each becomes FAILED with 0 attempts and its next
@@ -27,6 +28,11 @@ and DEAD event with --all (only those of --status when given). A DELIVERED
 event is never retried: it reached Kafka. An id that is not in the table or
 is DELIVERED is reported, and the exit status is 1, after the other events
 are retried.
+
+It retries one publisher's events: Kafka's, or with --publisher a webhook
+publisher's, which its poller in the running relay delivers. An id of
+another publisher's event is reported, and the exit status is 1, after
+the others are retried.
 
 With --config, the outbox row of each event whose table has write_back
 says its failed value again, with 0 attempts and its next attempt now; the
@@ -61,8 +67,11 @@ topic and key parked before it.
 		fs.StringVar(&c.allowedTopics, "allowed-topics", "",
 			"with --topic, a Go `regexp` the whole new topic must match, as run's; empty: any topic not starting with \"_\" or \"connect-\" (the config file's allowed_topics with --config)")
 	},
-	sections: []flagSection{{"Which events (ids, or --all)", []string{"all", "status", "state"}}, {"A new topic (one id)", []string{"topic", "allowed-topics"}}},
-	prepare:  (*FailedCommand).prepareRetry,
+	publisher: "retry the events of this `publisher` only: kafka, or a webhook publisher's name (the config file's publishers:); " +
+		"an id of another publisher's is reported, not retried; --topic corrects Kafka's events only",
+	sections: []flagSection{{"Which events (ids, or --all)", []string{"all", "status", "state", "publisher"}},
+		{"A new topic (one id)", []string{"topic", "allowed-topics"}}},
+	prepare: (*FailedCommand).prepareRetry,
 }
 
 // prepareRetry checks retry's flags and ids.
@@ -89,12 +98,28 @@ func (c *FailedCommand) prepareRetry(operands []string, usage func(string, ...an
 	if err := c.checkNewTopic(ids); err != nil {
 		return nil, usage("%v", err)
 	}
+	if c.topic != "" && c.acting() != status.KafkaPublisher {
+		return nil, usage("--topic with --publisher %s: correcting the topic of a webhook publisher's event is not built yet "+
+			"(the running relay would not hold its key in the new topic); retry it to its own topic, or skip or purge it", c.publisher)
+	}
 	opts := status.RetryOptions{IDs: ids, All: c.all, Status: state, Topic: c.topic}
 	return func(ctx context.Context, s *status.Store) error { return c.retry(ctx, s, opts) }, nil
 }
 
-// retry is `failed retry`.
+// retry is `failed retry`: it retries the events of s's publisher, and
+// reports the ids of another's.
 func (c *FailedCommand) retry(ctx context.Context, s *status.Store, opts status.RetryOptions) error {
+	var theirs error // the ids of other publishers' events
+	if len(opts.IDs) > 0 {
+		ids, others, err := ownIDs(ctx, s, opts.IDs)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return notDone{"retried", others}
+		}
+		opts.IDs, theirs = ids, others
+	}
 	if err := c.checkSourceTopic(ctx, s, opts); err != nil {
 		return err
 	}
@@ -103,19 +128,26 @@ func (c *FailedCommand) retry(ctx context.Context, s *status.Store, opts status.
 		fmt.Fprintf(c.stdout, "retried 1 event: %d, to topic %q (its original topic is kept: 'cdc-relay failed show %d')\n", changes[0].ID, opts.Topic, changes[0].ID)
 		printReleased(c.stdout, changes)
 	} else if len(changes) > 0 {
-		fmt.Fprintf(c.stdout, "retried %s: %s\n", eventCount(len(changes)), joinIDs(changes, ""))
+		fmt.Fprintf(c.stdout, "retried %s%s: %s\n", eventCount(len(changes)), c.ofActing(), joinIDs(changes, ""))
 	}
 	switch {
 	case err != nil && len(opts.IDs) > 0 && (errors.Is(err, status.ErrNotFound) || errors.Is(err, status.ErrDelivered) || errors.Is(err, status.ErrHeld)):
-		return notDone{"retried", err}
+		return notDone{"retried", errors.Join(theirs, err)}
 	case err != nil:
 		return err
+	case theirs != nil:
+		return notDone{"retried", theirs}
 	case len(changes) == 0:
 		which := "FAILED or DEAD"
 		if opts.Status != "" {
 			which = opts.Status
 		}
-		return fmt.Errorf("nothing to retry: no %s events in %s", which, c.statusTable)
+		return fmt.Errorf("nothing to retry: no %s events%s in %s%s", which, c.ofActing(), c.statusTable, withSpace(c.othersNote(ctx, s)))
+	}
+	if opts.All {
+		if note := c.othersNote(ctx, s); note != "" {
+			fmt.Fprintln(c.stderr, note)
+		}
 	}
 	return nil
 }

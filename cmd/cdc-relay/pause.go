@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/migrations"
@@ -28,6 +29,7 @@ type PauseCommand struct {
 	resume         bool // resume, else pause
 
 	topic           string
+	publisher       string // --publisher: whose events of the topic
 	addr            string
 	token           string
 	tokenFile       string
@@ -56,7 +58,10 @@ rest of the stream goes on. The pause is kept in the database (the table
 cdc_relay_paused_topics beside the checkpoint table), so a restart or a
 standby's takeover keeps it; a running relay reads it within a few seconds.
 'cdc-relay resume --topic T' delivers the held events in commit order,
-before any newer event of their keys. It needs --postgres-url.
+before any newer event of their keys. It needs --postgres-url. A topic is
+paused for one publisher: Kafka's, or with --publisher a webhook
+publisher's (the config file's publishers:), whose events of the topic are
+held while Kafka's flow, and the other way round.
 
 Without --topic, pauses the whole relay running at --metrics-addr (POST
 /pause): it reads nothing more from the slot, keeping the slot and its
@@ -66,6 +71,7 @@ relay's memory: a restart or a standby's takeover forgets it.
 Examples:
 
   cdc-relay pause --topic orders --postgres-url postgres://admin@db/app
+  cdc-relay pause --topic orders --publisher partner --config relay.yaml
   cdc-relay pause --metrics-addr relay-1:7187
 `
 
@@ -75,7 +81,8 @@ With --topic, resumes a topic paused by 'cdc-relay pause --topic' for the
 relays of --slot: its events held in the status table (PAUSED) are
 delivered in commit order, before any newer event of their keys, and its
 new events flow again; a running relay reads it within a few seconds. It
-needs --postgres-url.
+needs --postgres-url. It resumes the topic for one publisher: Kafka's, or
+with --publisher the webhook publisher it was paused for.
 
 Without --topic, resumes the whole relay running at --metrics-addr (POST
 /resume), paused by 'cdc-relay pause'.
@@ -90,7 +97,7 @@ Examples:
 // (pause or resume).
 func (c *PauseCommand) sections() []flagSection {
 	return []flagSection{
-		{"What to " + c.verb(), []string{"topic"}},
+		{"What to " + c.verb(), []string{"topic", "publisher"}},
 		{"A topic: the database", []string{"config", "postgres-url", "postgres-url-file", "slot", "checkpoint-table", "status-table"}},
 		{"The whole relay: the running relay", []string{"metrics-addr", "admin-token", "admin-token-file"}},
 	}
@@ -99,6 +106,8 @@ func (c *PauseCommand) sections() []flagSection {
 func (c *PauseCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet(c.verb(), flag.ContinueOnError)
 	fs.StringVar(&c.topic, "topic", "", "the `topic` to "+c.verb()+", in the database; without it, the whole relay at --metrics-addr")
+	fs.StringVar(&c.publisher, "publisher", status.KafkaPublisher,
+		"with --topic, the `publisher` whose events of the topic to "+c.verb()+": kafka, or a webhook publisher's name (the config file's publishers:)")
 	fs.StringVar(&c.addr, "metrics-addr", defaultMetricsAddr, "the `host:port` where the relay serves its admin endpoints (run's --metrics-addr)")
 	fs.StringVar(&c.token, "admin-token", "", "the relay's admin `token` (run's --admin-token); prefer CDC_RELAY_ADMIN_TOKEN or --admin-token-file")
 	fs.StringVar(&c.tokenFile, "admin-token-file", "", "read the admin token from this `file`")
@@ -112,7 +121,7 @@ func (c *PauseCommand) flags() *flag.FlagSet {
 	registerConfig(fs, &c.configPath)
 	// What to pause is said on the command line, never by a variable left
 	// set in the environment.
-	onlyOnCommandLine(fs, "topic")
+	onlyOnCommandLine(fs, "topic", "publisher")
 	return fs
 }
 
@@ -133,6 +142,9 @@ func (c *PauseCommand) Run(ctx context.Context, args []string) error {
 	}
 	f, err := loadConfig(fs, c.configPath)
 	if err != nil {
+		return err
+	}
+	if err := c.checkPublisher(fs, f); err != nil {
 		return err
 	}
 	if f != nil {
@@ -172,7 +184,7 @@ func (c *PauseCommand) oneTopic(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	store := status.NewStore(conn, ss, st, status.Pauses(cs, migrations.PauseTable, c.slot))
+	store := status.NewStore(conn, ss, st, status.Pauses(cs, migrations.PauseTable, c.slot), status.Publisher(c.publisher))
 	change := store.PauseTopic
 	if c.resume {
 		change = store.ResumeTopic
@@ -186,7 +198,7 @@ func (c *PauseCommand) oneTopic(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(c.stdout, c.topicMessage(changed))
-	if c.resume {
+	if c.resume && c.publisher == status.KafkaPublisher { // a team's progress table pauses Kafka's events
 		c.sayPausedInProgress(ctx, conn)
 	}
 	return nil
@@ -206,13 +218,34 @@ func (c *PauseCommand) sayPausedInProgress(ctx context.Context, conn *pgx.Conn) 
 	}
 }
 
+// checkPublisher checks --publisher, when given (fs, parsed): a name
+// with --topic, and with the config file f one it defines.
+func (c *PauseCommand) checkPublisher(fs *flag.FlagSet, f *config.File) error {
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "publisher" })
+	switch {
+	case !given:
+		return nil
+	case c.topic == "":
+		return usageError{fmt.Sprintf("--publisher names whose events of a topic to %s: give --topic too (the whole relay's %s is every publisher's)", c.verb(), c.verb())}
+	}
+	if err := checkPublisherName(c.publisher, f, c.configPath); err != nil {
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
 // topicMessage says what became of c.topic.
 func (c *PauseCommand) topicMessage(changed bool) string {
-	t := fmt.Sprintf("topic %q", c.topic)
+	t, again := fmt.Sprintf("topic %q", c.topic), "cdc-relay resume --topic "+c.topic
+	if c.publisher != status.KafkaPublisher {
+		t += " of " + publisherName(c.publisher)
+		again += " --publisher " + c.publisher
+	}
 	switch {
 	case !c.resume && changed:
 		return fmt.Sprintf("%s paused for slot %q: its new events are held in the status table (PAUSED); a running relay holds them within a few seconds. "+
-			"Resume it with 'cdc-relay resume --topic %s'", t, c.slot, c.topic)
+			"Resume it with '%s'", t, c.slot, again)
 	case !c.resume:
 		return fmt.Sprintf("%s was paused already for slot %q: nothing changed", t, c.slot)
 	case changed:

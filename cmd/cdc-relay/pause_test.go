@@ -111,3 +111,73 @@ func runMain(ctx context.Context, t *testing.T, args []string, code int, stdout,
 	}
 	return report
 }
+
+// TestPausePublisher: pause and resume --topic with --publisher change the
+// pause of (topic, publisher) and its PAUSED events only: Kafka's pause of
+// the same topic and its events are left as they were, and the other way
+// round; --publisher needs --topic, a valid name, and with --config one
+// the file defines.
+func TestPausePublisher(t *testing.T) {
+	ctx, url, conn := startDB(t)
+	var stdout, stderr bytes.Buffer
+	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO outbox_delivery (event_id, topic, record_key, status, last_error, publisher) VALUES
+		('e-1', 'orders', 'k', 'PAUSED', 'its topic is paused', 'kafka'), ('e-1', 'orders', 'k', 'PAUSED', 'its topic is paused', 'partner')`); err != nil {
+		t.Fatal(err)
+	}
+	configFile := writeConfig(t, webhookConfig)
+	db := []string{"--postgres-url", url}
+	steps := []struct {
+		name           string
+		args           []string
+		env            map[string]string
+		code           int
+		stdout, stderr []string
+		pauses         string // the publishers orders is paused for after, by name
+		states         string // the status of e-1's rows after, Kafka's then the partner's
+	}{
+		{name: "pause Kafka's", args: append([]string{"pause", "--topic", "orders"}, db...), pauses: "kafka", states: "PAUSED PAUSED",
+			stdout: []string{`topic "orders" paused for slot "cdc_relay"`, "'cdc-relay resume --topic orders'"}},
+		{name: "pause the partner's", args: append([]string{"pause", "--topic", "orders", "--publisher", "partner"}, db...), pauses: "kafka partner", states: "PAUSED PAUSED",
+			stdout: []string{`topic "orders" of the webhook publisher partner paused for slot "cdc_relay"`, "'cdc-relay resume --topic orders --publisher partner'"}},
+		{name: "pause the partner's again", args: append([]string{"pause", "--topic", "orders", "--publisher", "partner"}, db...), pauses: "kafka partner", states: "PAUSED PAUSED",
+			stdout: []string{`topic "orders" of the webhook publisher partner was paused already`}},
+		{name: "resume the partner's", args: append([]string{"resume", "--topic", "orders", "--publisher", "partner", "--config", configFile}, db...),
+			pauses: "kafka", states: "PAUSED WAITING", stdout: []string{`topic "orders" of the webhook publisher partner resumed for slot "cdc_relay"`}},
+		{name: "resume the partner's again", args: append([]string{"resume", "--topic", "orders", "--publisher", "partner"}, db...), pauses: "kafka", states: "PAUSED WAITING",
+			stdout: []string{"was not paused"}},
+		{name: "--publisher is never read from the environment", args: append([]string{"pause", "--topic", "orders"}, db...), env: map[string]string{"CDC_RELAY_PUBLISHER": "partner"},
+			pauses: "kafka", states: "PAUSED WAITING", stdout: []string{`topic "orders" was paused already`}},
+		{name: "pause the partner's, then resume Kafka's", args: append([]string{"pause", "--topic", "orders", "--publisher", "partner"}, db...), pauses: "kafka partner", states: "PAUSED WAITING",
+			stdout: []string{"paused"}},
+		{name: "resume Kafka's", args: append([]string{"resume", "--topic", "orders"}, db...), pauses: "partner", states: "WAITING WAITING",
+			stdout: []string{`topic "orders" resumed for slot "cdc_relay"`}},
+		{name: "a publisher without a topic", args: []string{"pause", "--publisher", "partner"}, code: 2, pauses: "partner", states: "WAITING WAITING",
+			stderr: []string{"--publisher names whose events of a topic to pause: give --topic too"}},
+		{name: "a publisher the config file misspells", args: append([]string{"resume", "--topic", "orders", "--publisher", "partnr", "--config", configFile}, db...), code: 2,
+			pauses: "partner", states: "WAITING WAITING", stderr: []string{`--publisher "partnr": ` + configFile + ` defines no such publisher (did you mean "partner"?)`}},
+		{name: "not a publisher's name", args: append([]string{"resume", "--topic", "orders", "--publisher", "Partner"}, db...), code: 2,
+			pauses: "partner", states: "WAITING WAITING", stderr: []string{`--publisher: publisher "Partner": want a lowercase letter`}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range s.env {
+				t.Setenv(k, v)
+			}
+			report := runMain(ctx, t, s.args, s.code, s.stdout, s.stderr)
+			var pauses, states string
+			if err := conn.QueryRow(ctx, "SELECT coalesce(string_agg(publisher, ' ' ORDER BY publisher), '') FROM cdc_relay_paused_topics WHERE topic = 'orders'").Scan(&pauses); err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.QueryRow(ctx, "SELECT string_agg(status, ' ' ORDER BY publisher) FROM outbox_delivery WHERE event_id = 'e-1'").Scan(&states); err != nil {
+				t.Fatal(err)
+			}
+			if pauses != s.pauses || states != s.states {
+				t.Errorf("orders is paused for %q, e-1's rows are %q; want %q, %q; %s", pauses, states, s.pauses, s.states, report)
+			}
+		})
+	}
+}

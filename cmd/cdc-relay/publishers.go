@@ -12,11 +12,11 @@ import (
 	"github.com/cdc-relay/cdc-relay/webhook"
 )
 
-// refuseWebhooksNotDelivered refuses a config file that routes events to
-// a webhook publisher: this version checks webhook publishers
-// (check-config) but does not deliver to them. tables, when given, are
-// the only tables whose routing counts (backfill's one table). It goes
-// once delivery to webhooks is built; refuseWebhooksExactlyOnce stays.
+// refuseWebhooksNotDelivered refuses, for recover and backfill, a config
+// file that routes events to a webhook publisher: they publish to Kafka
+// only, and the webhooks would not receive the events (run delivers to
+// them). tables, when given, are the only tables whose routing counts
+// (backfill's one table).
 func refuseWebhooksNotDelivered(f *config.File, path string, tables ...string) error {
 	if f == nil {
 		return nil
@@ -30,8 +30,8 @@ func refuseWebhooksNotDelivered(f *config.File, path string, tables ...string) e
 	if len(uses) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: webhook publishers are checked by check-config but not delivered yet by this version: "+
-		"remove publishers: from %s, or list only kafka there", path, places(uses))
+	return fmt.Errorf("%s: recover and backfill publish to Kafka only, and the webhook publishers of %s would not receive the events: "+
+		"give this command a config file whose tables route to kafka alone, and send the webhooks' copies another way", path, places(uses))
 }
 
 // refuseWebhooksExactlyOnce refuses exactly-once delivery of a config file
@@ -109,7 +109,7 @@ func checkPublishers(ctx context.Context, w io.Writer, f *config.File, check fun
 			continue
 		}
 		fmt.Fprintf(w, "  the events of %s\n", places(uses))
-		fmt.Fprintf(w, "  note: webhooks are not delivered yet by this version: run, recover and backfill refuse a file that sends events to one\n")
+		fmt.Fprintf(w, "  note: recover and backfill publish to Kafka only: they refuse a file that sends events to a webhook\n")
 	}
 	return n
 }

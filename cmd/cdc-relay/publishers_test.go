@@ -38,30 +38,28 @@ func writeConfig(t *testing.T, yaml string) string {
 	return path
 }
 
-// TestWebhookPublishersRefused: run, recover and backfill refuse a file
-// that sends events to a webhook, since this version does not deliver to
-// one; run --delivery exactly-once refuses it for its own reason, which
-// stays.
+// TestWebhookPublishersRefused: recover and backfill refuse a file that
+// sends events to a webhook, since they publish to Kafka only; run
+// --delivery exactly-once refuses it, as webhooks are at least once.
 func TestWebhookPublishersRefused(t *testing.T) {
 	path := writeConfig(t, webhookConfig)
 	pg := []string{"--postgres-url", "postgres://relay@127.0.0.1:1/app?connect_timeout=5", "--kafka-brokers", "k:9092"}
-	notYet := path + ": webhook publishers are checked by check-config but not delivered yet by this version: remove publishers: from " +
-		"tables[0].routes[0] (public.events, line 9: partner) and tables[1] (public.outbox, line 10: partner), or list only kafka there"
+	notYet := path + ": recover and backfill publish to Kafka only, and the webhook publishers of " +
+		"tables[0].routes[0] (public.events, line 9: partner) and tables[1] (public.outbox, line 10: partner) would not receive the events"
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
-		{"run", []string{"run", "--config", path}, 1, notYet},
 		{"run, exactly-once", []string{"run", "--config", path, "--delivery", "exactly-once"}, 2,
 			"--delivery exactly-once: " + path + " routes events to webhook publishers (tables[0].routes[0] (public.events, line 9: partner) and " +
 				"tables[1] (public.outbox, line 10: partner)), and webhooks are at-least-once only: a webhook receiver takes no part in a Kafka transaction; " +
 				"use at-least-once delivery (leave --delivery out), or route those events to kafka alone"},
 		{"recover", []string{"recover", "--config", path}, 1, notYet},
 		{"backfill of a table sent to the webhook", []string{"backfill", "--config", path, "--table", "public.outbox", "--where", "true"}, 1,
-			path + ": webhook publishers are checked by check-config but not delivered yet by this version: remove publishers: from " +
-				"tables[1] (public.outbox, line 10: partner), or list only kafka there"},
+			path + ": recover and backfill publish to Kafka only, and the webhook publishers of " +
+				"tables[1] (public.outbox, line 10: partner) would not receive the events"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clearEnv(t)
@@ -86,7 +84,7 @@ func TestRefuseWebhooksNotDelivered(t *testing.T) {
 		t.Errorf("a backfill of a table sent to Kafka alone: %v", err)
 	}
 	if err := refuseWebhooksNotDelivered(f, "relay.yaml", "public.events"); err == nil ||
-		!strings.Contains(err.Error(), "remove publishers: from tables[0].routes[0] (public.events, line 9: partner), or list") {
+		!strings.Contains(err.Error(), "the webhook publishers of tables[0].routes[0] (public.events, line 9: partner) would not receive") {
 		t.Errorf("a backfill of a table a route of which goes to the webhook: %v", err)
 	}
 	if err := refuseWebhooksNotDelivered(nil, "", "x"); err != nil {
@@ -134,13 +132,13 @@ tables:
 publisher good: ok
   webhook POST https://127.0.0.1:8443/hooks?[redacted], timeout 10s, up to 20 events a request, as a JSON array, signed with the secret in ` + secret + `
   the events of tables[0] (public.outbox, line 9: good)
-  note: webhooks are not delivered yet by this version: run, recover and backfill refuse a file that sends events to one
+  note: recover and backfill publish to Kafka only: they refuse a file that sends events to a webhook
 
 publisher bad: 1 problem
   publishers.bad.webhook.secret_file: cannot read the secret: open ` + filepath.Join(dir, "missing") + `: no such file or directory
   webhook PUT http://127.0.0.1:8080/hooks, timeout 2s, one event a request, signed with the secret in ` + filepath.Join(dir, "missing") + `
   the events of tables[0] (public.outbox, line 9: bad)
-  note: webhooks are not delivered yet by this version: run, recover and backfill refuse a file that sends events to one
+  note: recover and backfill publish to Kafka only: they refuse a file that sends events to a webhook
 
 publisher idle: 1 problem
   publishers.idle.webhook.secret_env: the environment variable IDLE_SECRET is not set: set it to the secret, whsec_<base64>

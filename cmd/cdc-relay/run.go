@@ -391,9 +391,6 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if err := refuseWebhooksNotDelivered(c.file, c.configPath); err != nil {
-		return err
-	}
 	if err := c.finishSlotLoss(&c.cfg); err != nil {
 		return err
 	}

@@ -229,7 +229,7 @@ func main() {
 }
 
 // parts are the parts -only can name, in the order they run.
-var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit", "pause", "adopt"}
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit", "pause", "adopt", "webhook"}
 
 // parseRates reads a comma-separated list of positive rates.
 func parseRates(list string) ([]int, error) {
@@ -373,6 +373,7 @@ func (b *bench) partRuns(series *[]latencySeries) []benchPart {
 		{"emit", b.emit},
 		{"pause", b.pauseLoad},
 		{"adopt", b.adopt},
+		{"webhook", b.webhook},
 	}
 }
 

@@ -60,6 +60,8 @@ func topics() []topic {
 			[]string{"relay/pipeline"}, nil},
 		{"Kafka", "[kafka.md](../kafka.md) explains the producer, its security and the topics.",
 			[]string{"sink", "relay/delivery/atleastonce"}, []string{"Kafka refuses", "Kafka does not answer", "--kafka-", "SASL PLAIN"}},
+		{"Webhooks", "[webhooks.md](../webhooks.md) explains the webhook publishers.",
+			[]string{"relay/delivery/lanes"}, nil},
 		{"Exactly-once delivery", "[exactly-once.md](../exactly-once.md) explains it.",
 			[]string{"relay/delivery/exactlyonce"}, []string{"exactly-once:", "the checkpoint topic"}},
 		{"Parked events and key order", "[parked-events.md](../parked-events.md) explains them.",

@@ -10,5 +10,9 @@
 -- table's writes go on meanwhile; the old index is dropped only once this
 -- one is built and valid (a failed build stops migrate before the drop,
 -- and the next migrate drops the invalid index and builds it again).
+-- Since version 21 the publisher is part of the identity too: 0021
+-- builds that index and drops this one, which is not built again once
+-- that one is valid (the line below tells migrate so).
+-- cdc-relay: replaced by index status_publisher_copy_index_qualified
 CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS {{status_source_copy_index}} ON {{status}} (commit_lsn, event_id, topic, (coalesce(source_table, ''))) WHERE event_id IS NOT NULL;
 DROP INDEX CONCURRENTLY IF EXISTS {{status_copy_index_qualified}};

@@ -25,6 +25,27 @@ func storeCause(err error) string {
 	return "status table: no connection"
 }
 
+// PublisherError is an error of a publisher beside Kafka (a webhook's
+// lanes): whatever its text says (a receiver's answer, quoted), it is
+// never Kafka's refusal of the producer, which ends the session.
+type PublisherError interface {
+	error
+	// FromPublisher names the publisher.
+	FromPublisher() string
+}
+
+// FromPublisher reports whether err is a PublisherError.
+func FromPublisher(err error) bool {
+	var pe PublisherError
+	return errors.As(err, &pe)
+}
+
+// ErrSendAgain is a producer's outcome for a record refused with the
+// request it was in (a webhook's batch): at-least-once delivery sends it
+// again alone, as a record Kafka refused with its batch, to learn whether
+// it was its own fault.
+var ErrSendAgain = errors.New("refused with its batch: sent again alone")
+
 // ErrNotSent is a producer's outcome for a record it did not send because
 // an earlier record of its key was refused, or parked meanwhile (the
 // lanes of a publisher that is not Kafka): at-least-once delivery takes it

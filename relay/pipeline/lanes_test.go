@@ -61,7 +61,10 @@ func (tp *testPipeline) withLanes(t *testing.T, h *hookReceiver, c lanes.Config)
 	inflight := func(r *kgo.Record) *delivery.Inflight { return r.Context.(*delivery.Inflight) }
 	c.Publisher = "partner"
 	c.OrderKey = func(r *kgo.Record) []byte { return o.OrderKey(&inflight(r).Event) }
-	c.Held = func(r *kgo.Record) bool { held, _ := o.ParkedHeld(&inflight(r).Event); return held }
+	c.Held = func(r *kgo.Record) bool {
+		held, _ := o.ParkedHeld(&inflight(r).Event)
+		return held || o.AloneHeld(&inflight(r).Event)
+	}
 	c.Backoff = func(int, time.Duration) time.Duration { return time.Millisecond }
 	c.Log = tp.Log
 	p := lanes.New(h, c)

@@ -226,6 +226,12 @@ func (p *Pipeline) routeToPublishers(msg *decoder.Message, single bool) {
 	for _, topic := range topics {
 		n += len(p.publishersOf(msg.Event.Table, topic))
 	}
+	if n == 0 && msg.Poison != nil {
+		// A row that cannot become its record is never dropped: parked
+		// for Kafka when no publisher is known for its topic.
+		p.produce(msg, msg.Event.Topic, nil, &p.kafka)
+		return
+	}
 	if n == 0 {
 		p.noRoute(&msg.Event)
 		return

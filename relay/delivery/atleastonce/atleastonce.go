@@ -300,7 +300,7 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 		d.Count.Events.Add(1)
 		d.checkOrder(it)
 		d.Delivered(it)
-	case sink.ProducerRefused(err) && d.Stop != nil:
+	case sink.ProducerRefused(err) && d.Stop != nil && !delivery.FromPublisher(err):
 		// Every record would fail so: the event stays in flight, and the
 		// session ends for the operator to fix the cause.
 		if sink.AuthFailed(err) {
@@ -310,7 +310,7 @@ func (d *Delivery) ack(r *kgo.Record, err error) {
 			d.Stop(fatal.Error{Err: fmt.Errorf("Kafka refuses the relay's producer (%w): "+
 				"grant the relay's principal WRITE and IDEMPOTENT_WRITE on the cluster", err)})
 		}
-	case !it.Alone && goesAgain(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes():
+	case !it.Alone && d.goesAlone(r, err):
 		// The broker refused the batch the record was in (a topic whose
 		// max.message.bytes is below the batch size, another record's
 		// fault), not necessarily the record, or a publisher's lanes did
@@ -362,7 +362,18 @@ func (d *Delivery) checkOrder(it *delivery.Inflight) {
 // goesAgain reports whether a record that failed with err goes again
 // alone: Kafka may have refused its batch rather than it
 // (sink.MaybeTheBatch), or a publisher's lanes did not send it behind its
-// key's refused record (delivery.ErrNotSent). Asked only of a failure.
+// key's refused record (delivery.ErrNotSent) or had it refused with its
+// request (delivery.ErrSendAgain). Asked only of a failure.
 func goesAgain(err error) bool {
-	return sink.MaybeTheBatch(err) || errors.Is(err, delivery.ErrNotSent)
+	return sink.MaybeTheBatch(err) || errors.Is(err, delivery.ErrNotSent) || errors.Is(err, delivery.ErrSendAgain)
+}
+
+// goesAlone reports whether r, which failed with err, goes again alone:
+// a publisher did not send it, or had it refused with its request; or
+// Kafka may have refused its batch, and r alone is within a batch's size.
+func (d *Delivery) goesAlone(r *kgo.Record, err error) bool {
+	if errors.Is(err, delivery.ErrNotSent) || errors.Is(err, delivery.ErrSendAgain) {
+		return true
+	}
+	return sink.MaybeTheBatch(err) && sink.RecordBytes(r) <= d.producer.BatchMaxBytes()
 }

@@ -21,7 +21,10 @@
 // handed to it are called back at once (one request tries every
 // Config.ProbeEvery), so that neither the stream nor Kafka's deliveries
 // wait on the receiver. Its outage is logged once as it begins and once
-// as it ends. Nothing it does blocks the stream's goroutine: Produce
+// as it ends. Config.Observer is told of each request (its class and
+// latency), each try again in place, each record of the stream called
+// back to be parked (and why) and each outage's start and end, for the
+// publisher's metrics; the lanes import no metrics package. Nothing it does blocks the stream's goroutine: Produce
 // queues, and the records queued count in the session's in-flight limits
 // (they are Inflights the tracker counts).
 package lanes

@@ -30,7 +30,57 @@ type Answer struct {
 	// RetryAfter is the wait the receiver asked for (Retry-After); 0 if
 	// it asked none.
 	RetryAfter time.Duration
+	// Class is the request's class for the publisher's metrics
+	// (webhook.Result.Class: "2xx", "5xx", "timeout", …); "" when no
+	// request reached the wire (it could not be made, or ctx ended), and
+	// then the request is not counted.
+	Class string
+	// Latency is the time from sending the request to its answer, or to
+	// the timeout.
+	Latency time.Duration
 }
+
+// Observer is told what a publisher's lanes do, for its metrics
+// (*metrics.WebhookPublisher is one). The lanes call it from their
+// goroutines, side by side: it must be safe for concurrent use, and
+// quick.
+type Observer interface {
+	// Request is told of each request sent, with its Answer's Class and
+	// Latency; not of one whose Class is "", nor of one whose context
+	// ended before its answer.
+	Request(class string, latency time.Duration)
+	// Retried is told of each request tried again in place, before it is
+	// sent again (and told to Request once more).
+	Retried()
+	// Parked is told of n records of the stream that the lanes called
+	// back with an *Error, to be parked for the publisher, and why: one
+	// of ParkedRefused, ParkedFailed, ParkedNotSent. Not of the poller's
+	// records (ProduceWait), which are parked already.
+	Parked(reason string, n int)
+	// Failing is told true as the receiver's outage begins, false as it
+	// ends, or as the lanes close during one (a later session learns it
+	// again); once each, in that order.
+	Failing(failing bool)
+}
+
+// The reasons of Observer.Parked.
+const (
+	// ParkedRefused: the receiver refused the records (a 4xx, a 3xx).
+	ParkedRefused = "refused"
+	// ParkedFailed: the receiver failed for Config.RetryFor.
+	ParkedFailed = "failed"
+	// ParkedNotSent: the receiver was failing, and the records were not
+	// sent.
+	ParkedNotSent = "not_sent"
+)
+
+// noObserver is Config.Observer's default: it is told nothing.
+type noObserver struct{}
+
+func (noObserver) Request(string, time.Duration) {}
+func (noObserver) Retried()                      {}
+func (noObserver) Parked(string, int)            {}
+func (noObserver) Failing(bool)                  {}
 
 // Sender sends records to one receiver, in one request.
 type Sender interface {
@@ -70,6 +120,10 @@ type Config struct {
 	Backoff func(attempt int, retryAfter time.Duration) time.Duration
 	// Log is where the receiver's outages are told (slog.Default()).
 	Log *slog.Logger
+	// Observer is told of the requests, the retries, the records called
+	// back to be parked and the outages, for the metrics (nil: nothing
+	// is told).
+	Observer Observer
 }
 
 // withDefaults returns c with its zero fields set.
@@ -97,6 +151,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = noObserver{}
 	}
 	return c
 }
@@ -126,13 +183,26 @@ type Error struct {
 	// NotSent: the receiver was failing, and the record waited for no
 	// request of its own.
 	NotSent bool
+	// Batch: the receiver refused the request the record was in, with
+	// others: the record goes again alone (delivery.ErrSendAgain).
+	Batch bool
 }
+
+// FromPublisher names the publisher: an *Error is never Kafka's
+// (delivery.PublisherError).
+func (e *Error) FromPublisher() string { return e.Publisher }
+
+// Is reports whether e is delivery.ErrSendAgain: a record refused with
+// its batch. It wraps nothing else.
+func (e *Error) Is(target error) bool { return e.Batch && target == delivery.ErrSendAgain }
 
 // Error says what became of the record, for the status table and the log.
 func (e *Error) Error() string {
 	switch {
 	case e.NotSent:
 		return fmt.Sprintf("publisher %s: not sent, its receiver is failing (%s); its poller sends it once the receiver answers", e.Publisher, e.Answer)
+	case e.Batch:
+		return fmt.Sprintf("publisher %s: the receiver refused the batch it was in (%s); it goes again alone", e.Publisher, e.Answer)
 	case e.Retried > 0:
 		return fmt.Sprintf("publisher %s: the receiver failed for %s: %s", e.Publisher, e.Retried.Round(time.Millisecond), e.Answer)
 	}
@@ -153,9 +223,10 @@ type entry struct {
 
 // lane holds the records of its keys, in the order they came.
 type lane struct {
-	mu   sync.Mutex
-	q    []entry
-	wake chan struct{} // one token: the queue may have records
+	mu     sync.Mutex
+	q      []entry
+	closed bool          // the lane ended: Produce calls back at once
+	wake   chan struct{} // one token: the queue may have records
 }
 
 // Producer sends a publisher's records in lanes (see the package doc). It
@@ -178,6 +249,7 @@ func New(s Sender, c Config) *Producer {
 	c = c.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
 	p := &Producer{s: s, c: c, seed: maphash.MakeSeed(), stop: stop, lanes: make([]*lane, c.Lanes)}
+	p.health.obs = c.Observer
 	for i := range p.lanes {
 		l := &lane{wake: make(chan struct{}, 1)}
 		p.lanes[i] = l
@@ -188,10 +260,12 @@ func New(s Sender, c Config) *Producer {
 
 // Close stops the lanes once each ended its request under way; the
 // records still queued are called back with an error that leaves them in
-// flight, for the next session.
+// flight, for the next session. An outage under way ends for the
+// Observer: the lanes no longer know the receiver.
 func (p *Producer) Close() {
 	p.stop()
 	p.ended.Wait()
+	p.health.close()
 }
 
 // laneOf is the lane of r: its order key's, or the next one for a record
@@ -215,6 +289,11 @@ func (p *Producer) laneOf(r *kgo.Record) int {
 func (p *Producer) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
 	l := p.lanes[p.laneOf(r)]
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		done(r, errClosed)
+		return
+	}
 	l.q = append(l.q, entry{ctx: ctx, r: r, done: done})
 	l.mu.Unlock()
 	select {
@@ -225,13 +304,41 @@ func (p *Producer) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Re
 
 // ProduceAlone sends r in a request of its own and returns its outcome.
 func (p *Producer) ProduceAlone(ctx context.Context, r *kgo.Record) error {
-	return p.send(ctx, []*kgo.Record{r})
+	err := p.send(ctx, []*kgo.Record{r})
+	p.parked(err, 1)
+	return err
 }
 
 // ProduceGroup sends recs beside the stream, each order key's in order,
 // the keys side by side, and returns each one's outcome: once one of a
 // key's fails, its later ones are not sent (delivery.ErrNotSent).
 func (p *Producer) ProduceGroup(ctx context.Context, recs []*kgo.Record) []error {
+	errs := p.produceGroup(ctx, recs)
+	for _, err := range errs {
+		p.parked(err, 1)
+	}
+	return errs
+}
+
+// parked tells the Observer of n records called back with err, if err is
+// an *Error: to be parked.
+func (p *Producer) parked(err error, n int) {
+	var e *Error
+	if !errors.As(err, &e) || e.Batch {
+		return // delivered, or going again alone
+	}
+	switch {
+	case e.NotSent:
+		p.c.Observer.Parked(ParkedNotSent, n)
+	case e.Retried > 0:
+		p.c.Observer.Parked(ParkedFailed, n)
+	default:
+		p.c.Observer.Parked(ParkedRefused, n)
+	}
+}
+
+// produceGroup is ProduceGroup, untold to the Observer's Parked.
+func (p *Producer) produceGroup(ctx context.Context, recs []*kgo.Record) []error {
 	errs := make([]error, len(recs))
 	byLane := map[int][]int{}
 	for i, r := range recs {
@@ -261,7 +368,7 @@ func (p *Producer) ProduceWait(ctx context.Context, recs []*kgo.Record) []error 
 		}
 		return errs
 	}
-	errs := p.ProduceGroup(ctx, recs)
+	errs := p.produceGroup(ctx, recs)
 	for i, err := range errs {
 		var e *Error
 		if errors.As(err, &e) && (e.NotSent || e.Retried > 0) {
@@ -298,14 +405,43 @@ func (p *Producer) sendInOrder(ctx context.Context, recs []*kgo.Record, idx []in
 		if len(send) == 0 {
 			continue
 		}
-		err := p.send(ctx, send)
-		for _, i := range sent {
-			errs[i] = err
-			if k, ok := keyOf(i); ok && err != nil {
+		outcomes := p.sendChunk(ctx, send)
+		for j, i := range sent {
+			errs[i] = outcomes[j]
+			if k, ok := keyOf(i); ok && outcomes[j] != nil {
 				failed[k] = true
 			}
 		}
 	}
+}
+
+// sendChunk sends recs in one request and returns each one's outcome; a
+// request of several records the receiver refuses is sent again one
+// record at a time, in order, so that a record refused is refused for
+// itself, and once one fails the later records of its order key are not
+// sent (delivery.ErrNotSent).
+func (p *Producer) sendChunk(ctx context.Context, recs []*kgo.Record) []error {
+	errs := make([]error, len(recs))
+	err := p.send(ctx, recs)
+	if len(recs) == 1 || !errors.Is(batchRefused(err), delivery.ErrSendAgain) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	failed := map[string]bool{}
+	for i, r := range recs {
+		k := p.c.OrderKey(r)
+		key, ordered := r.Topic+"\x00"+string(k), k != nil
+		if ordered && failed[key] {
+			errs[i] = delivery.ErrNotSent
+			continue
+		}
+		if errs[i] = p.send(ctx, recs[i:i+1]); errs[i] != nil && ordered {
+			failed[key] = true
+		}
+	}
+	return errs
 }
 
 // BatchMaxBytes is the most bytes of a record the publisher takes.
@@ -329,7 +465,7 @@ func (p *Producer) SizeRefused(string) {}
 func (p *Producer) run(ctx context.Context, l *lane) {
 	for {
 		if ctx.Err() != nil {
-			l.closed()
+			l.close()
 			return
 		}
 		batch := l.take(p.c.Batch)
@@ -344,8 +480,12 @@ func (p *Producer) run(ctx context.Context, l *lane) {
 	}
 }
 
-// closed calls back every record of l's queue with errClosed.
-func (l *lane) closed() {
+// close ends l: every record of its queue, and any Produce after, is
+// called back with errClosed.
+func (l *lane) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	for batch := l.take(math.MaxInt); len(batch) > 0; batch = l.take(math.MaxInt) {
 		for _, e := range batch {
 			e.done(e.r, errClosed)
@@ -395,9 +535,26 @@ func (p *Producer) deliver(batch []entry) {
 		recs[i] = e.r
 	}
 	err := p.send(send[0].ctx, recs)
+	if len(recs) > 1 {
+		err = batchRefused(err)
+	}
+	p.parked(err, len(send))
 	for _, e := range send {
 		e.done(e.r, err)
 	}
+}
+
+// batchRefused is err, the outcome of a request of several records: a
+// refusal becomes one that sends each record again alone, since the
+// receiver may have refused one record of the batch, not the others.
+func batchRefused(err error) error {
+	var e *Error
+	if errors.As(err, &e) && !e.NotSent && e.Retried == 0 {
+		again := *e
+		again.Batch = true
+		return &again
+	}
+	return err
 }
 
 // send sends recs in one request, tried again in place while the
@@ -411,7 +568,13 @@ func (p *Producer) send(ctx context.Context, recs []*kgo.Record) error {
 		if !ok {
 			return &Error{Publisher: p.c.Publisher, Answer: p.health.last(), NotSent: true}
 		}
+		if attempt > 0 {
+			p.c.Observer.Retried()
+		}
 		a := p.s.Send(ctx, recs)
+		if a.Class != "" && ctx.Err() == nil {
+			p.c.Observer.Request(a.Class, a.Latency)
+		}
 		switch {
 		case a.Err == nil:
 			p.health.answered(p.c.Log, p.c.Publisher)
@@ -425,7 +588,12 @@ func (p *Producer) send(ctx context.Context, recs []*kgo.Record) error {
 		}
 		wait := p.c.Backoff(attempt, a.RetryAfter)
 		if probe || time.Since(start)+wait > p.c.RetryFor {
-			p.health.failing(p.c.Log, p.c.Publisher, a.Err)
+			// An outage, unless the receiver took another request since
+			// this one began: then this request alone fails, for the
+			// poller.
+			if probe || !p.health.answeredSince(start) {
+				p.health.failing(p.c.Log, p.c.Publisher, a.Err, max(a.RetryAfter, p.c.ProbeEvery))
+			}
 			return &Error{Publisher: p.c.Publisher, Answer: a.Err.Error(), Retried: max(time.Since(start), time.Nanosecond)}
 		}
 		t := time.NewTimer(wait)
@@ -446,8 +614,15 @@ type health struct {
 	since     time.Time // the outage's start
 	nextProbe time.Time
 	lastErr   string
-	notSent   atomic.Int64 // records called back unsent during the outage
+	notSent   atomic.Int64 // requests not sent during the outage
+	lastOK    atomic.Int64 // when the receiver last answered, Unix nanoseconds
+	obs       Observer     // told as an outage begins and ends
+	closed    bool         // the lanes closed: the Observer is told no more
 }
+
+// answeredSince reports whether the receiver answered a request after
+// start.
+func (h *health) answeredSince(start time.Time) bool { return h.lastOK.Load() > start.UnixNano() }
 
 // try reports whether a request may be sent (ok), and whether it is the
 // outage's probe, which is tried once: one every every while failing.
@@ -500,18 +675,25 @@ func (h *health) last() string {
 }
 
 // failing records that a request failed for good: the outage begins (said
-// once), or goes on.
-func (h *health) failing(log *slog.Logger, publisher string, err error) {
+// once), or goes on. No probe goes before wait has passed (the receiver's
+// Retry-After, at least the probe interval).
+func (h *health) failing(log *slog.Logger, publisher string, err error, wait time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastErr = err.Error()
+	now := time.Now()
+	if next := now.Add(wait); next.After(h.nextProbe) {
+		h.nextProbe = next
+	}
 	if !h.since.IsZero() {
 		return
 	}
-	h.since = time.Now()
-	h.nextProbe = h.since // the next request probes at once
+	h.since = now
 	h.notSent.Store(0)
 	h.down.Store(true)
+	if !h.closed {
+		h.obs.Failing(true)
+	}
 	log.Warn("the webhook receiver is failing; its events are parked, and its poller sends them once it answers",
 		"publisher", publisher, "err", err)
 }
@@ -519,6 +701,7 @@ func (h *health) failing(log *slog.Logger, publisher string, err error) {
 // answered records that the receiver answered: an outage ends (said
 // once).
 func (h *health) answered(log *slog.Logger, publisher string) {
+	h.lastOK.Store(time.Now().UnixNano())
 	if !h.down.Load() {
 		return
 	}
@@ -531,6 +714,20 @@ func (h *health) answered(log *slog.Logger, publisher string) {
 		"publisher", publisher, "parked_unsent", h.notSent.Load())
 	h.since = time.Time{}
 	h.down.Store(false)
+	if !h.closed {
+		h.obs.Failing(false)
+	}
+}
+
+// close tells the Observer that an outage under way ended, as the lanes
+// close, and nothing more after.
+func (h *health) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.since.IsZero() && !h.closed {
+		h.obs.Failing(false)
+	}
+	h.closed = true
 }
 
 // IsError reports whether err is a publisher's *Error.

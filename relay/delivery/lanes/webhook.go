@@ -13,7 +13,7 @@ import (
 // value the payload, its timestamp the event's time and its headers the
 // mapped headers; the receiver's answer becomes an Answer: Delivered is
 // taken, Retry may be taken later (with its Retry-After), Refused is a
-// refusal of the records.
+// refusal of the records; its Class and Latency are the Result's.
 func Webhook(s *webhook.Sender) Sender { return webhookSender{s} }
 
 type webhookSender struct{ s *webhook.Sender }
@@ -25,13 +25,15 @@ func (w webhookSender) Send(ctx context.Context, recs []*kgo.Record) Answer {
 		msgs[i] = message(r)
 	}
 	res := w.s.Send(ctx, msgs)
+	a := Answer{Class: res.Class(), Latency: res.Latency}
 	switch res.Outcome {
 	case webhook.Delivered:
-		return Answer{}
 	case webhook.Retry:
-		return Answer{Err: res.Err, Retry: true, RetryAfter: res.RetryAfter}
+		a.Err, a.Retry, a.RetryAfter = res.Err, true, res.RetryAfter
+	default:
+		a.Err = res.Err
 	}
-	return Answer{Err: res.Err}
+	return a
 }
 
 // message is r as the webhook's event.

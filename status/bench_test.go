@@ -1,0 +1,106 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cdc-relay/cdc-relay/decoder"
+)
+
+// benchRows is the rows of the status benchmarks: a claim of the default
+// --retry-batch, or a park of as many events.
+const benchRows = 2000
+
+// benchPool is a pool of one connection on a database of the
+// benchmark's own, migrated, and a clock of its CPU time.
+func benchPool(b *testing.B) (context.Context, *pgxpool.Pool, *cpuClock) {
+	b.Helper()
+	ctx, db, _ := pg.ConnectDB(b, 30*time.Minute)
+	cfg, err := pgxpool.ParseConfig(db.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return ctx, pool, newCPUClock(ctx, b, pool)
+}
+
+// benchEvent is event j of op i: its own key, a 250-byte value, two
+// headers.
+func benchEvent(i, j int) *decoder.Event {
+	id := fmt.Sprintf("%d-%d", i, j)
+	return &decoder.Event{ID: []byte(id), Topic: "orders", Key: []byte("k" + id), Value: []byte(fmt.Sprintf(`{"pad": "%0230d"}`, j)),
+		CommitLSN: uint64(0x1000 + i), Headers: []decoder.Header{{Key: "id", Value: []byte(id)}, {Key: "type", Value: []byte("OrderPlaced")}}}
+}
+
+// BenchmarkParkHeld is the stream's park of held events (a held key's or
+// a paused topic's, ParkHeld): each op parks benchRows events, WAITING,
+// into a status table emptied before it (not timed). It reports the CPU
+// time of the benchmark and its PostgreSQL backend too (cpuClock).
+func BenchmarkParkHeld(b *testing.B) {
+	ctx, pool, clock := benchPool(b)
+	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.outbox"))
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := pool.Exec(ctx, "TRUNCATE outbox_delivery"); err != nil {
+			b.Fatal(err)
+		}
+		held := make([]Held, benchRows)
+		for j := range held {
+			held[j] = Held{Event: benchEvent(i, j), Reason: errors.New("waits")}
+		}
+		clock.start(b)
+		if err := store.ParkHeld(ctx, held); err != nil {
+			b.Fatal(err)
+		}
+		clock.stop(b)
+	}
+	clock.report(b, benchRows)
+}
+
+// BenchmarkClaimFailedAgain is the poller's claim of rows that fail
+// again: each op claims the benchRows FAILED rows (each its own key) and
+// records every attempt as failed, due again at once, so that the next
+// op claims them again; the table is vacuumed before each op (not timed),
+// so that each claims the same table. It reports the CPU time of the
+// benchmark and its PostgreSQL backend too (cpuClock).
+func BenchmarkClaimFailedAgain(b *testing.B) {
+	ctx, pool, clock := benchPool(b)
+	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.outbox"))
+	for j := 0; j < benchRows; j++ {
+		if err := store.Failed(ctx, benchEvent(0, j), errors.New("refused")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	again := errors.New("again")
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := pool.Exec(ctx, "VACUUM outbox_delivery"); err != nil {
+			b.Fatal(err)
+		}
+		clock.start(b)
+		n, err := store.Claim(ctx, benchRows, func(_ context.Context, rows []Row) []Outcome {
+			out := make([]Outcome, len(rows))
+			for j, r := range rows {
+				out[j] = Outcome{ID: r.ID, Err: again}
+			}
+			return out
+		})
+		clock.stop(b)
+		if err != nil || n != benchRows {
+			b.Fatalf("Claim: %d rows, %v; want %d", n, err, benchRows)
+		}
+	}
+	clock.report(b, benchRows)
+}
