@@ -259,21 +259,9 @@ func TestWebhookPublisherBesideKafka(t *testing.T) {
 	if len(h.bad) > 0 {
 		t.Errorf("%d requests failed verification, the first: %s", len(h.bad), h.bad[0])
 	}
-	first := map[string]bool{}
-	perKey := map[string][]int{}
-	for _, ev := range h.took {
-		if !first[ev.id] {
-			first[ev.id] = true
-			perKey[ev.key] = append(perKey[ev.key], ev.seq)
-		}
-	}
 	answers := fmt.Sprint(h.answers)
 	h.mu.Unlock()
-	for k, seqs := range perKey {
-		if !slices.IsSorted(seqs) {
-			t.Errorf("the receiver took key %s's events as %v, want commit order", k, seqs)
-		}
-	}
+	h.checkKeyOrder(t)
 	var kafkaRows, parked, held int
 	e.waitFor("the webhook's parked events delivered", 60*time.Second, func() bool {
 		if err := e.conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE publisher = 'kafka'),
@@ -327,23 +315,12 @@ func TestWebhookSurvivesKill(t *testing.T) {
 		return len(distinct) >= n
 	})
 	e.waitFor("the receiver took every event", 120*time.Second, func() bool { return h.distinctIDs() >= n })
+	h.checkKeyOrder(t)
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	first := map[string]bool{}
-	perKey := map[string][]int{}
-	for _, ev := range h.took {
-		if !first[ev.id] {
-			first[ev.id] = true
-			perKey[ev.key] = append(perKey[ev.key], ev.seq)
-		}
-	}
-	for k, seqs := range perKey {
-		if !slices.IsSorted(seqs) {
-			t.Errorf("the receiver took key %s's events first as %v, want commit order", k, seqs)
-		}
-	}
+	took := len(h.took)
+	h.mu.Unlock()
 	t.Logf("%d events; Kafka holds %d records, the receiver took %d requests: %d and %d sent again after the kill",
-		n, len(inOrder), len(h.took), len(inOrder)-n, len(h.took)-n)
+		n, len(inOrder), took, len(inOrder)-n, took-n)
 	p.stop(30 * time.Second)
 }
 
@@ -361,6 +338,17 @@ func (h *hookReceiver) firstSeqs() map[string][]int {
 		}
 	}
 	return perKey
+}
+
+// checkKeyOrder fails t unless the receiver took each key's events,
+// each at its first delivery, in commit order.
+func (h *hookReceiver) checkKeyOrder(t *testing.T) {
+	t.Helper()
+	for k, seqs := range h.firstSeqs() {
+		if !slices.IsSorted(seqs) {
+			t.Errorf("the receiver took key %s's events first as %v, want commit order", k, seqs)
+		}
+	}
 }
 
 // partnerRows counts the webhook publisher's status rows in state.

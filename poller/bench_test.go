@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/cpuclock"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -27,7 +28,7 @@ const drainBatch = 2000
 // answers each at once, and records the outcomes. Its cases: every row
 // delivered; every tenth refused (FAILED again, its next attempt later).
 // It reports the CPU time of the benchmark and its PostgreSQL backend too
-// (cpuClock).
+// (cpuclock.Clock).
 func BenchmarkDrain(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
@@ -55,7 +56,7 @@ func benchmarkDrain(b *testing.B, refused int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	clock := newCPUClock(ctx, b, pool)
+	clock := cpuclock.New(ctx, b, pool)
 	store := status.NewStore(pool, "public", "outbox_delivery", status.SourceTables("public.outbox"))
 	p := New(store, &answerAtOnce{refused: refused}, Config{Batch: drainBatch})
 	value := []byte(fmt.Sprintf(`{"pad": "%0230d"}`, 0))
@@ -63,14 +64,14 @@ func benchmarkDrain(b *testing.B, refused int) {
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		parkWaiting(ctx, b, pool, store, i, value)
-		clock.start(b)
+		clock.Start(b)
 		n, err := p.RunOnce(ctx)
-		clock.stop(b)
+		clock.Stop(b)
 		if err != nil || n != drainBatch {
 			b.Fatalf("RunOnce: %d rows, %v; want %d", n, err, drainBatch)
 		}
 	}
-	clock.report(b, drainBatch)
+	clock.Report(b, drainBatch)
 }
 
 // parkWaiting empties the status table and parks drainBatch events of op

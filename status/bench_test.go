@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/internal/cpuclock"
 )
 
 // benchRows is the rows of the status benchmarks: a claim of the default
@@ -18,7 +19,7 @@ const benchRows = 2000
 
 // benchPool is a pool of one connection on a database of the
 // benchmark's own, migrated, and a clock of its CPU time.
-func benchPool(b *testing.B) (context.Context, *pgxpool.Pool, *cpuClock) {
+func benchPool(b *testing.B) (context.Context, *pgxpool.Pool, *cpuclock.Clock) {
 	b.Helper()
 	ctx, db, _ := pg.ConnectDB(b, 30*time.Minute)
 	cfg, err := pgxpool.ParseConfig(db.URL())
@@ -31,7 +32,7 @@ func benchPool(b *testing.B) (context.Context, *pgxpool.Pool, *cpuClock) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	return ctx, pool, newCPUClock(ctx, b, pool)
+	return ctx, pool, cpuclock.New(ctx, b, pool)
 }
 
 // benchEvent is event j of op i: its own key, a 250-byte value, two
@@ -45,7 +46,7 @@ func benchEvent(i, j int) *decoder.Event {
 // BenchmarkParkHeld is the stream's park of held events (a held key's or
 // a paused topic's, ParkHeld): each op parks benchRows events, WAITING,
 // into a status table emptied before it (not timed). It reports the CPU
-// time of the benchmark and its PostgreSQL backend too (cpuClock).
+// time of the benchmark and its PostgreSQL backend too (cpuclock.Clock).
 func BenchmarkParkHeld(b *testing.B) {
 	ctx, pool, clock := benchPool(b)
 	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.outbox"))
@@ -59,13 +60,13 @@ func BenchmarkParkHeld(b *testing.B) {
 		for j := range held {
 			held[j] = Held{Event: benchEvent(i, j), Reason: errors.New("waits")}
 		}
-		clock.start(b)
+		clock.Start(b)
 		if err := store.ParkHeld(ctx, held); err != nil {
 			b.Fatal(err)
 		}
-		clock.stop(b)
+		clock.Stop(b)
 	}
-	clock.report(b, benchRows)
+	clock.Report(b, benchRows)
 }
 
 // BenchmarkClaimFailedAgain is the poller's claim of rows that fail
@@ -73,7 +74,7 @@ func BenchmarkParkHeld(b *testing.B) {
 // records every attempt as failed, due again at once, so that the next
 // op claims them again; the table is vacuumed before each op (not timed),
 // so that each claims the same table. It reports the CPU time of the
-// benchmark and its PostgreSQL backend too (cpuClock).
+// benchmark and its PostgreSQL backend too (cpuclock.Clock).
 func BenchmarkClaimFailedAgain(b *testing.B) {
 	ctx, pool, clock := benchPool(b)
 	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.outbox"))
@@ -89,7 +90,7 @@ func BenchmarkClaimFailedAgain(b *testing.B) {
 		if _, err := pool.Exec(ctx, "VACUUM outbox_delivery"); err != nil {
 			b.Fatal(err)
 		}
-		clock.start(b)
+		clock.Start(b)
 		n, err := store.Claim(ctx, benchRows, func(_ context.Context, rows []Row) []Outcome {
 			out := make([]Outcome, len(rows))
 			for j, r := range rows {
@@ -97,10 +98,10 @@ func BenchmarkClaimFailedAgain(b *testing.B) {
 			}
 			return out
 		})
-		clock.stop(b)
+		clock.Stop(b)
 		if err != nil || n != benchRows {
 			b.Fatalf("Claim: %d rows, %v; want %d", n, err, benchRows)
 		}
 	}
-	clock.report(b, benchRows)
+	clock.Report(b, benchRows)
 }
