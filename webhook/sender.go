@@ -165,6 +165,9 @@ func (s *Sender) Send(ctx context.Context, msgs []Message) Result {
 	if err != nil {
 		return Result{Outcome: Refused, Err: err}
 	}
+	// start is taken before the timeout's clock starts, so a request that
+	// timed out has a Latency of at least the timeout.
+	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, s.method, s.p.url, bytes.NewReader(body))
@@ -178,7 +181,6 @@ func (s *Sender) Send(ctx context.Context, msgs []Message) Result {
 	for name, v := range s.p.static {
 		req.Header[name] = v
 	}
-	start := time.Now()
 	ts := start.Unix()
 	req.Header["Webhook-Id"] = []string{id}
 	req.Header["Webhook-Timestamp"] = []string{strconv.FormatInt(ts, 10)}
