@@ -232,6 +232,46 @@ tables:
 				t.Errorf("progress source = %+v, want the template's one topic", src)
 			}
 		}},
+		{name: "a progress table kept for Kafka and a webhook", yaml: `
+publishers:
+  partner: {webhook: {url: "https://partner.example/hooks", secret_env: PARTNER_SECRET}}
+tables:
+  - table: public.events
+    id: position
+    value: data
+    tags_column: tags
+    routes:
+      - {topic: wallet-events, required_tags: [wallet_id], publishers: [kafka, partner]}
+      - {topic: payment-events, any_of_tags: [payment_id]}
+    progress: {table: outbox_topic_progress, publisher: KafkaPublisher, publishers: {partner: WebhookPublisher}}
+`, check: func(t *testing.T, f *File) {
+			type kept struct {
+				publisher, team string
+				topics          []string
+			}
+			var got []kept
+			for _, pp := range f.Tables[0].ProgressTables() {
+				got = append(got, kept{pp.Publisher, pp.Table.Publisher, pp.Source.Topics})
+			}
+			want := []kept{{"kafka", "KafkaPublisher", []string{"wallet-events", "payment-events"}}, {"partner", "WebhookPublisher", []string{"wallet-events"}}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ProgressTables() = %+v, want %+v", got, want)
+			}
+			if c := f.Tables[0].Clone(); !reflect.DeepEqual(c.ProgressPublishers, map[string]string{"partner": "WebhookPublisher"}) {
+				t.Errorf("clone's progress publishers %v", c.ProgressPublishers)
+			}
+		}},
+		{name: "a progress table kept for a webhook alone", yaml: `
+publishers:
+  partner: {webhook: {url: "https://partner.example/hooks", secret_env: PARTNER_SECRET}}
+tables:
+  - {table: public.events, id: position, value: data, topic: wallet-events, publishers: [partner], progress: {table: outbox_topic_progress, publishers: {partner: WebhookPublisher}}}
+`, check: func(t *testing.T, f *File) {
+			pts := f.Tables[0].ProgressTables()
+			if len(pts) != 1 || pts[0].Publisher != "partner" || pts[0].Table.Publisher != "WebhookPublisher" || !reflect.DeepEqual(pts[0].Source.Topics, []string{"wallet-events"}) {
+				t.Errorf("ProgressTables() = %+v, want partner's alone", pts)
+			}
+		}},
 		{name: "a table's time zone", yaml: `
 tables:
   - {table: public.outbox, value: payload, topic: t, timestamp: created_at, time_zone: America/New_York}
@@ -378,6 +418,25 @@ tables:
 				`3: unknown key "postion_column" in tables[1].progress (did you mean "position_column"?)`,
 				`3: tables[1] (public.y): progress.paused: want a list, such as [PAUSED, FAILED]`,
 				`3: tables[1] (public.y): progress needs id: the id column (of an integer type) is the position the progress table holds`,
+			}},
+		{name: "progress publishers wrong", yaml: `
+publishers:
+  partner: {webhook: {url: "https://partner.example/hooks", secret_env: PARTNER_SECRET}}
+  other: {webhook: {url: "https://other.example/hooks", secret_env: OTHER_SECRET}}
+tables:
+  - {table: a, id: id, value: v, topic: t, publishers: [partner, other], progress: {table: p, publisher: K, publishers: {kafka: K, partner: W, other: W, nobody: N, blank: ""}}}
+  - {table: b, id: id, value: v, topic: t, progress: {table: p, publishers: [partner]}}
+  - {table: c, id: id, value: v, topic: t, progress: {table: p}}
+`,
+			want: []string{
+				`6: tables[0] (public.a): progress.publishers: kafka's rows are named by progress's publisher:, such as publisher: KafkaPublisher; remove kafka here`,
+				`6: tables[0] (public.a): progress.publishers: "blank" needs the publisher column's value in its rows, such as blank: WebhookPublisher`,
+				`6: tables[0] (public.a): progress: publisher names Kafka's rows, and the table sends nothing to kafka: name its publishers' rows under progress's publishers:, such as {partner: WebhookPublisher}, and remove publisher`,
+				`6: tables[0] (public.a): progress.publishers: the table sends nothing to publisher "nobody" (it sends to partner, other): remove it, or add it to the table's or a route's publishers`,
+				`6: tables[0] (public.a): progress.publishers: other and partner would both keep the rows of "W": give each publisher rows of its own`,
+				`7: tables[1] (public.b): progress.publishers: want a mapping of publisher to the publisher column's value in its rows, such as {partner: WebhookPublisher}`,
+				`7: tables[1] (public.b): progress needs publisher: the publisher column's value in the relay's rows, such as KafkaPublisher (and publishers: for the rows of webhook publishers, such as {partner: WebhookPublisher})`,
+				`8: tables[2] (public.c): progress needs publisher: the publisher column's value in the relay's rows, such as KafkaPublisher (and publishers: for the rows of webhook publishers, such as {partner: WebhookPublisher})`,
 			}},
 		{name: "a route's adopt empty, null, a list, and without id", yaml: `
 tables:

@@ -46,7 +46,7 @@ func configSections() []configSection {
 			"`check-config` tries each value on a row, in a transaction it rolls back.", names(writeBackKeys)},
 		{"tables[].progress", "The team's own progress table (an event store's `outbox_topic_progress`, say), whose rows of the relay's publisher " +
 			"the relay keeps true while it runs: the position up to which each topic is delivered, and the error of its first held event. " +
-			"It must have the topic, publisher and position columns and a unique index on (topic, publisher); the other columns are written when the table has them.", names(progressKeys)},
+			"It must have the topic, publisher and position columns and a unique index on (topic, publisher); the other columns are written when the table has them.", append(names(progressKeys), "publishers")},
 		{"messages[]", "A prefix of the transactional logical decoding messages to relay, that an application writes with " +
 			"`pg_logical_emit_message(true, prefix, content)` (PostgreSQL 14 or later): one entry per prefix. In the status table, " +
 			"the metrics and the logs, the source is named `message:` and its prefix.", names(messageKeys)},
@@ -166,8 +166,11 @@ func configKeyDocs() map[string]keyDoc {
 		"tables[].write_back.keep_error": {typ: "boolean", def: code("false"), doc: "Keep the error column's last reason once the event is delivered."},
 
 		"tables[].progress.table": {typ: "table (`schema.table`, or `table` in public)", def: "required", doc: "The team's progress table."},
-		"tables[].progress.publisher": {typ: "string", def: "required", doc: "The publisher column's value in the relay's rows (`KafkaPublisher`): " +
-			"the rows of other publishers, and of topics the relay does not send to, are left alone."},
+		"tables[].progress.publisher": {typ: "string", def: "required unless `publishers`", doc: "The publisher column's value in the relay's rows (`KafkaPublisher`): " +
+			"the rows of other publishers, and of topics the relay does not send to, are left alone. Leave it out when Kafka's rows are not kept in the table."},
+		"tables[].progress.publishers": {typ: "mapping of publisher to string", def: "none", doc: "The publisher column's value in the rows of each webhook publisher " +
+			"the table sends to (`{partner: WebhookPublisher}`): each gets its rows kept as Kafka's are, the topics of the routes that send to it, " +
+			"its own position and errors, and its own pause (`status_column`)."},
 		"tables[].progress.topic_column":     progressColumn(progress.DefaultTopicColumn, "The topic's column."),
 		"tables[].progress.publisher_column": progressColumn(progress.DefaultPublisherColumn, "The publisher's column."),
 		"tables[].progress.position_column": progressColumn(progress.DefaultPositionColumn, "Takes the highest id up to which every event of the topic was delivered; "+

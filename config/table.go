@@ -21,6 +21,8 @@ type tableEntry struct {
 	routesLine int                // routes' line; 0 without routes
 	routeAt    []routeAt          // where each route read is, aligned with the routes
 	wbAt       map[string]int     // write_back's key → its line
+
+	progressPublishersLine int // progress's publishers' line; 0 without
 }
 
 // routeAt is where a route read is in the file.

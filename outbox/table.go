@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -28,6 +29,12 @@ type Table struct {
 	// in the table's id order, and its errors; a topic paused there is
 	// paused for the relay.
 	Progress *progress.Table
+	// ProgressPublishers names the rows of the table's publishers beside
+	// Kafka in the progress table (a config file's progress: publishers:):
+	// the value of its publisher column for each, by the relay's name of
+	// the publisher. Progress.Publisher is Kafka's ("" for none). A
+	// publisher it does not name has no rows kept there.
+	ProgressPublishers map[string]string
 	// RouteAdopt are the routes' own adopt predicates (a config file's
 	// routes[i].adopt:), aligned with Mapping.Routes: entry i is route
 	// i's, "" (or none, past the end) for a route without one. A route
@@ -183,6 +190,7 @@ func (t Table) Clone() Table {
 		pt.Paused = slices.Clone(pt.Paused)
 		c.Progress = &pt
 	}
+	c.ProgressPublishers = maps.Clone(t.ProgressPublishers)
 	return c
 }
 
@@ -235,6 +243,64 @@ func (t Table) AllPublishers() []string {
 func (t Table) ProgressSource() progress.Source {
 	m := t.Mapping
 	return progress.Source{Schema: m.Schema, Name: m.Table, IDColumn: m.IDColumn, Topics: t.Topics()}
+}
+
+// PublisherProgress is a team's progress table as one publisher keeps
+// its rows in it: a writer's (progress.Writer) and a status store's
+// pauses (progress.Table.PausedTopics).
+type PublisherProgress struct {
+	// Publisher is the relay's publisher: KafkaPublisher or a webhook's.
+	Publisher string
+	// Table is the progress table, its Publisher the value of its
+	// publisher column in the publisher's rows.
+	Table progress.Table
+	// Source is the outbox table as the publisher's rows follow it: the
+	// topics of the routes that send to it (nil, as ProgressSource's,
+	// when a column chooses them).
+	Source progress.Source
+}
+
+// ProgressTables returns the progress table once for each publisher that
+// keeps rows in it: Kafka, when Progress.Publisher is set, then those of
+// ProgressPublishers in the order the table names its publishers. None
+// without Progress.
+func (t Table) ProgressTables() []PublisherProgress {
+	if t.Progress == nil {
+		return nil
+	}
+	var out []PublisherProgress
+	for _, name := range t.AllPublishers() {
+		team := t.ProgressPublishers[name]
+		if name == KafkaPublisher {
+			team = t.Progress.Publisher
+		}
+		if team == "" {
+			continue
+		}
+		pt := *t.Progress
+		pt.Publisher = team
+		src := t.ProgressSource()
+		if src.Topics != nil {
+			src.Topics = t.publisherTopics(name)
+		}
+		out = append(out, PublisherProgress{Publisher: name, Table: pt, Source: src})
+	}
+	return out
+}
+
+// publisherTopics are the topics of the routes that send to publisher,
+// each once, in order; Topics when the table has no routes.
+func (t Table) publisherTopics(publisher string) []string {
+	if len(t.Mapping.Routes) == 0 {
+		return t.Topics()
+	}
+	topics := []string{}
+	for i, r := range t.Mapping.Routes {
+		if slices.Contains(t.RoutePublishersOf(i), publisher) && !slices.Contains(topics, r.Topic) {
+			topics = append(topics, r.Topic)
+		}
+	}
+	return topics
 }
 
 // OrderedTopics returns the topics the tables with ordering: topic

@@ -154,7 +154,8 @@ func (rn *runner) startPublishers(opts []status.Option) error {
 		if err != nil {
 			return fatal.Error{Err: fmt.Errorf("publisher %s: %w", p.Name, err)}
 		}
-		store := status.NewStore(rn.pool, rn.cfg.StatusSchema, rn.cfg.StatusTable, append(slices.Clone(opts), status.Publisher(p.Name))...)
+		store := status.NewStore(rn.pool, rn.cfg.StatusSchema, rn.cfg.StatusTable,
+			append(slices.Clone(opts), pausedByProgress(rn.progress, p.Name), status.Publisher(p.Name))...)
 		rn.publishers = append(rn.publishers, &publisherEngine{Publisher: p, sender: sender, store: store, metrics: rn.metrics.Webhook(p.Name)})
 	}
 	return nil
@@ -282,8 +283,8 @@ func (s *session) publisherPollerConfig(ctx context.Context, ps *publisherSessio
 // publisherStoreOptions are the status-store options of a publisher
 // beside Kafka: Kafka's (the source tables, the pause table, the order),
 // without write-back, which tables routed to a webhook do not ask for
-// (checkPublishers), nor a team's progress table's pauses, which are
-// Kafka's.
+// (checkPublishers), nor a team's progress table's pauses, which are the
+// publisher's own (startPublishers adds them).
 func publisherStoreOptions(cfg Config) []status.Option {
 	opts := []status.Option{status.SourceTables(cfg.SourceNames()...),
 		status.Pauses(cfg.CheckpointSchema, migrations.PauseTable, cfg.Slot), status.ClaimBytes(cfg.claimBytes())}

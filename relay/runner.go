@@ -18,6 +18,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/ratelog"
 	"github.com/cdc-relay/cdc-relay/leader"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/poller"
 	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/pubwatch"
@@ -112,7 +113,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		return nil, err
 	}
 	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.Rows()),
-		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot), pausedByProgress(rn.progress), status.ClaimBytes(r.cfg.claimBytes())}
+		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot), pausedByProgress(rn.progress, outbox.KafkaPublisher), status.ClaimBytes(r.cfg.claimBytes())}
 	switch r.cfg.Ordering {
 	case OrderingNone:
 		storeOpts = append(storeOpts, status.Unordered()) // the poller claims due rows as before ordered parking

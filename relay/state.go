@@ -164,8 +164,9 @@ func (r *Relay) snapshot() metrics.Snapshot {
 func (c Config) ReportNames() report.Names {
 	n := report.Names{Slot: c.Slot, StatusSchema: c.StatusSchema, StatusTable: c.StatusTable, CheckpointSchema: c.CheckpointSchema}
 	for _, t := range c.Tables {
-		if pt := t.Progress; pt != nil {
-			n.PausedIn = append(n.PausedIn, report.PausedIn{Table: pt.Schema + "." + pt.Name, Select: pt.PausedTopics()})
+		for _, pp := range t.ProgressTables() {
+			pt := pp.Table
+			n.PausedIn = append(n.PausedIn, report.PausedIn{Table: pt.Schema + "." + pt.Name, Publisher: pp.Publisher, Select: pt.PausedTopics()})
 		}
 	}
 	return n

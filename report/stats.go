@@ -32,6 +32,9 @@ type Names struct {
 type PausedIn struct {
 	// Table names it, as schema.table.
 	Table string
+	// Publisher is the relay's publisher whose topics it pauses:
+	// "kafka", or a webhook publisher's name.
+	Publisher string
 	// Select is the SELECT of the topics it pauses
 	// (progress.Table.PausedTopics).
 	Select string
@@ -41,6 +44,14 @@ type PausedIn struct {
 type TopicPausedIn struct {
 	Topic string `json:"topic"`
 	Table string `json:"table"`
+	// Publisher is the publisher it is paused for, when not Kafka.
+	Publisher string `json:"publisher,omitempty"`
+}
+
+// PublisherTopic is a topic paused for a publisher beside Kafka.
+type PublisherTopic struct {
+	Publisher string `json:"publisher"`
+	Topic     string `json:"topic"`
 }
 
 // DatabaseStats is what PostgreSQL says of a relay's slot and status table
@@ -81,10 +92,13 @@ type DatabaseStats struct {
 	// statistics count them (n_tup_upd + n_tup_del): a delivery, skip or
 	// purge raises it; a TRUNCATE, VACUUM FULL or CLUSTER does not.
 	StatusChurn int64
-	// PausedTopics are the slot's paused topics in the pause table,
-	// sorted (none where the table is missing: a database migrated by an
-	// earlier version).
+	// PausedTopics are the slot's paused topics in the pause table, for
+	// Kafka, sorted (none where the table is missing: a database migrated
+	// by an earlier version).
 	PausedTopics []string
+	// PublishersPaused are the topics paused in the pause table for the
+	// publishers beside Kafka, by publisher then topic.
+	PublishersPaused []PublisherTopic
 	// Failover is the server's version and synchronized_standby_slots,
 	// and whether the slot is a failover slot.
 	Failover replication.Failover
@@ -140,7 +154,7 @@ func readStats(ctx context.Context, db pgdb.Querier, names Names, held func(*Dat
 	if err = held(&s); err != nil {
 		return s, err
 	}
-	if s.PausedTopics, err = readPausedTopics(ctx, db, names); err != nil {
+	if s.PausedTopics, s.PublishersPaused, err = readPausedTopics(ctx, db, names); err != nil {
 		return s, err
 	}
 	s.PausedIn = readPausedIn(ctx, db, names)
@@ -174,19 +188,35 @@ func readSlot(ctx context.Context, db pgdb.Querier, names Names, s *DatabaseStat
 	return err
 }
 
-// readPausedTopics reads the slot's paused topics from the pause table.
-func readPausedTopics(ctx context.Context, db pgdb.Querier, names Names) ([]string, error) {
+// readPausedTopics reads the slot's paused topics from the pause table:
+// Kafka's, and those of the other publishers. A table without the
+// publisher column (migrated by a version before publishers) has
+// Kafka's alone.
+func readPausedTopics(ctx context.Context, db pgdb.Querier, names Names) ([]string, []PublisherTopic, error) {
 	table := pgx.Identifier{names.CheckpointSchema, migrations.PauseTable}.Sanitize()
-	rows, _ := db.Query(ctx, "SELECT topic FROM "+table+" WHERE slot_name = $1 ORDER BY topic", names.Slot)
-	topics, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	rows, _ := db.Query(ctx, "SELECT publisher, topic FROM "+table+" WHERE slot_name = $1 ORDER BY publisher <> 'kafka', publisher, topic", names.Slot)
+	paused, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PublisherTopic])
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42703" { // undefined_column: before publishers
+		rows, _ = db.Query(ctx, "SELECT 'kafka', topic FROM "+table+" WHERE slot_name = $1 ORDER BY topic", names.Slot)
+		paused, err = pgx.CollectRows(rows, pgx.RowToStructByPos[PublisherTopic])
+	}
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the paused topics in %s: %w", table, err)
+		return nil, nil, fmt.Errorf("read the paused topics in %s: %w", table, err)
 	}
-	return topics, nil
+	var kafka []string
+	var others []PublisherTopic
+	for _, p := range paused {
+		if p.Publisher == "kafka" {
+			kafka = append(kafka, p.Topic)
+		} else {
+			others = append(others, p)
+		}
+	}
+	return kafka, others, nil
 }
 
 // readPausedIn reads the topics the teams paused in their progress
@@ -201,7 +231,11 @@ func readPausedIn(ctx context.Context, db pgdb.Querier, names Names) []TopicPaus
 			continue
 		}
 		for _, topic := range topics {
-			out = append(out, TopicPausedIn{Topic: topic, Table: p.Table})
+			tp := TopicPausedIn{Topic: topic, Table: p.Table}
+			if p.Publisher != "kafka" {
+				tp.Publisher = p.Publisher
+			}
+			out = append(out, tp)
 		}
 	}
 	return out

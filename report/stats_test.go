@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -91,12 +92,17 @@ func TestReadDatabaseStatsHeldPerTopic(t *testing.T) {
 
 	// The slot's paused topics, sorted; another slot's are not its.
 	pauses := pgx.Identifier{cfg.CheckpointSchema, migrations.PauseTable}.Sanitize()
-	mustExec(t, conn, `INSERT INTO `+pauses+` (slot_name, topic) VALUES ($1, 'payments'), ($1, 'orders'), ('another_slot', 'audit')`, cfg.Slot)
+	// A webhook publisher's pauses are its own, not Kafka's.
+	mustExec(t, conn, `INSERT INTO `+pauses+` (slot_name, topic, publisher) VALUES ($1, 'payments', 'kafka'), ($1, 'orders', 'kafka'), ('another_slot', 'audit', 'kafka'),
+		($1, 'wallet', 'partner'), ($1, 'orders', 'partner'), ($1, 'audit', 'analytics')`, cfg.Slot)
 	if s, err = ReadDatabaseStats(ctx, conn, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(s.PausedTopics, ","); got != "orders,payments" {
 		t.Fatalf("paused topics %s, want orders,payments", got)
+	}
+	if want := []PublisherTopic{{"analytics", "audit"}, {"partner", "orders"}, {"partner", "wallet"}}; !reflect.DeepEqual(s.PublishersPaused, want) {
+		t.Fatalf("publishers' paused topics %v, want %v", s.PublishersPaused, want)
 	}
 
 	// The running backfills: rows that say so and whose session lives

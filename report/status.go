@@ -35,6 +35,10 @@ type Status struct {
 	// PausedTopics are the paused topics (PauseTopic), sorted: the
 	// leader's, or on a standby those of the last database reading.
 	PausedTopics []string `json:"paused_topics,omitempty"`
+	// PublishersPaused are the topics paused for the publishers beside
+	// Kafka (`cdc-relay pause --topic T --publisher P`), of the last
+	// database reading.
+	PublishersPaused []PublisherTopic `json:"publishers_paused,omitempty"`
 	// PausedIn are the topics a team paused in its progress table (a
 	// config file's progress:), of the last database reading; they are
 	// among PausedTopics on the leader, and resumed there, not by
@@ -160,6 +164,7 @@ func (st *Status) SetDatabase(db DatabaseStats) {
 		st.OldestUndeliveredSeconds = max(st.LagSeconds, db.OldestOwedSeconds+time.Since(db.At).Seconds())
 	}
 	st.Topics, st.HeldTopics, st.Backfills, st.PausedIn = db.Topics, db.HeldTopics, db.Backfills, db.PausedIn
+	st.PublishersPaused = db.PublishersPaused
 	st.EventsBehind = st.InFlightEvents + db.Failed + db.Waiting + db.Paused
 	st.PostgresVersion, st.FailoverSlot, st.SynchronizedStandbySlots = db.Failover.Version, db.Failover.Slot, db.Failover.StandbySlots
 }

@@ -27,7 +27,7 @@ const partner = "partner"
 const guardSlot = "guard"
 
 // teamPaused is the topic the guard's team pauses in a table of its own
-// (PausedBy): Kafka's only.
+// (PausedBy), for each publisher.
 const teamPaused = "team-paused"
 
 // guardStore is a store of publisher on db with the guard's options (its

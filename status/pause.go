@@ -25,22 +25,19 @@ func Pauses(schema, table, slot string) Option {
 // each is a SELECT of one text column that takes no arguments, such as a
 // team's own progress table's paused rows (progress.Table.PausedTopics).
 // Claim leaves their rows out and PausedTopics lists them; PauseTopic and
-// ResumeTopic change only the pause table. They are Kafka's: a team's
-// progress table pauses a topic for its Kafka publisher's rows
-// (progress.Table.Publisher), so a store of another publisher (see
-// Publisher) ignores them.
+// ResumeTopic change only the pause table. They are the store's
+// publisher's (see Publisher): a team's progress table pauses a topic
+// for one publisher's rows (progress.Table.Publisher), so the caller
+// gives each publisher's store the selects of its own rows.
 func PausedBy(selects ...string) Option {
 	return func(s *Store) { s.pausedBy = append(s.pausedBy, selects...) }
 }
 
 // pausedTopics is a SELECT of the store's publisher's paused topics: the
-// pause table's of the slot given by the placeholder slot, and, for
-// Kafka's store, those of PausedBy.
+// pause table's of the slot given by the placeholder slot, and those of
+// PausedBy.
 func (s *Store) pausedTopics(slot string) string {
 	q := "SELECT p.topic FROM " + s.pauses + " AS p WHERE p.slot_name = " + slot + " AND " + s.mine("p")
-	if s.publisher != KafkaPublisher {
-		return q
-	}
 	for _, sel := range s.pausedBy {
 		// A NULL topic would make every row's `<> ALL` NULL: none claimed.
 		q += " UNION ALL (SELECT x.topic FROM (" + sel + ") AS x(topic) WHERE x.topic IS NOT NULL)"

@@ -41,21 +41,23 @@ func TestValidPublisher(t *testing.T) {
 	}
 }
 
-// TestPausedByIsKafkas: the topics a team pauses in its own table
-// (PausedBy) are paused for Kafka's store only; another publisher's store
-// lists and claims them as any topic.
-func TestPausedByIsKafkas(t *testing.T) {
+// TestPausedByIsTheStores: the topics a team pauses in its own table
+// (PausedBy) are paused for the store given the select, whichever its
+// publisher; a store given none lists only its pause table's topics.
+func TestPausedByIsTheStores(t *testing.T) {
 	t.Parallel()
 	ctx, db := newTestDB(t)
 	for _, tt := range []struct {
 		publisher string
+		selects   []string
 		want      []string
 	}{
-		{KafkaPublisher, []string{"orders", teamPaused}},
-		{partner, []string{"orders"}},
+		{KafkaPublisher, []string{"SELECT '" + teamPaused + "'::text"}, []string{"orders", teamPaused}},
+		{partner, []string{"SELECT 'partner-paused'::text"}, []string{"orders", "partner-paused"}},
+		{"analytics", nil, []string{"orders"}},
 	} {
 		s := NewStore(db.conn, "public", "outbox_delivery", Pauses("public", migrations.PauseTable, "s"),
-			PausedBy("SELECT '"+teamPaused+"'::text"), Publisher(tt.publisher))
+			PausedBy(tt.selects...), Publisher(tt.publisher))
 		if _, err := s.PauseTopic(ctx, "orders"); err != nil {
 			t.Fatal(err)
 		}

@@ -388,9 +388,17 @@ func printProgress(w io.Writer, t outbox.Table, c *checkedProgress) {
 	if c == nil {
 		return
 	}
-	fmt.Fprintf(w, "  what %s says (progress, publisher %s):\n", t.Progress.Schema+"."+t.Progress.Name, c.table.Publisher)
-	for _, l := range c.table.Says() {
-		fmt.Fprintf(w, "    %s\n", l)
+	for _, pp := range t.ProgressTables() {
+		table := c.table
+		table.Publisher = pp.Table.Publisher
+		whose := ""
+		if pp.Publisher != outbox.KafkaPublisher {
+			whose = ": the rows of publisher " + pp.Publisher
+		}
+		fmt.Fprintf(w, "  what %s says (progress, publisher %s%s):\n", t.Progress.Schema+"."+t.Progress.Name, table.Publisher, whose)
+		for _, l := range table.Says() {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
 	}
 	if len(c.left) > 0 {
 		fmt.Fprintf(w, "    not written, the table has no such column: %s\n", strings.Join(c.left, ", "))

@@ -17,7 +17,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/migrations"
-	"github.com/cdc-relay/cdc-relay/progress"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/relay"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -39,7 +39,7 @@ type PauseCommand struct {
 	statusTable     string
 	checkpointTable string
 	configPath      string
-	progress        []progress.Table // the config file's progress tables
+	progress        []outbox.PublisherProgress // the config file's progress tables, once per publisher keeping rows there
 }
 
 // verb is "pause" or "resume".
@@ -149,9 +149,7 @@ func (c *PauseCommand) Run(ctx context.Context, args []string) error {
 	}
 	if f != nil {
 		for _, t := range f.Tables {
-			if t.Progress != nil {
-				c.progress = append(c.progress, *t.Progress)
-			}
+			c.progress = append(c.progress, t.ProgressTables()...)
 		}
 	}
 	if c.postgresURL, err = postgresURLFrom(c.postgresURL, c.postgresURLFile); err != nil {
@@ -198,17 +196,21 @@ func (c *PauseCommand) oneTopic(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(c.stdout, c.topicMessage(changed))
-	if c.resume && c.publisher == status.KafkaPublisher { // a team's progress table pauses Kafka's events
+	if c.resume { // a team's progress table pauses its publishers' events too
 		c.sayPausedInProgress(ctx, conn)
 	}
 	return nil
 }
 
 // sayPausedInProgress says, after a resume, in which of the config file's
-// progress tables the team pauses c.topic still, and the SQL that
-// resumes it there: the relay keeps it paused until then.
+// progress tables the team pauses c.topic still for c.publisher, and the
+// SQL that resumes it there: the relay keeps it paused until then.
 func (c *PauseCommand) sayPausedInProgress(ctx context.Context, conn *pgx.Conn) {
-	for _, pt := range c.progress {
+	for _, pp := range c.progress {
+		if pp.Publisher != c.publisher {
+			continue
+		}
+		pt := pp.Table
 		var paused bool
 		if err := conn.QueryRow(ctx, "SELECT $1 IN ("+pt.PausedTopics()+")", c.topic).Scan(&paused); err != nil || !paused {
 			continue // a table without the column is checked by run and check-config

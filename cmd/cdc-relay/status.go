@@ -332,29 +332,50 @@ func bytesText(n int64) string {
 }
 
 // printPaused writes the paused topics: those of the pause table, which
-// `cdc-relay resume` resumes, and those a team paused in its progress
-// table, which its own SQL resumes.
+// `cdc-relay resume` resumes (with --publisher for a publisher beside
+// Kafka), and those a team paused in its progress table, which its own
+// SQL resumes.
 func printPaused(w io.Writer, st report.Status) {
-	byTeam := map[string][]string{} // table → topics
-	inTable := map[string]bool{}
-	var tables []string
+	type team struct{ table, publisher string }
+	byTeam := map[team][]string{}
+	inTable := map[string]bool{} // publisher/topic
+	var teams []team
 	for _, p := range st.PausedIn {
-		if byTeam[p.Table] == nil {
-			tables = append(tables, p.Table)
+		k := team{p.Table, p.Publisher}
+		if byTeam[k] == nil {
+			teams = append(teams, k)
 		}
-		byTeam[p.Table] = append(byTeam[p.Table], p.Topic)
-		inTable[p.Topic] = true
+		byTeam[k] = append(byTeam[k], p.Topic)
+		inTable[p.Publisher+"/"+p.Topic] = true
 	}
 	var own []string
 	for _, t := range st.PausedTopics {
-		if !inTable[t] {
+		if !inTable["/"+t] {
 			own = append(own, t)
 		}
 	}
 	if len(own) > 0 {
 		fmt.Fprintf(w, "  paused      topics %s (`cdc-relay resume --topic T` resumes one)\n", strings.Join(own, ", "))
 	}
-	for _, table := range tables {
-		fmt.Fprintf(w, "  paused      topics %s in %s (its status column; set it back to ACTIVE to resume one)\n", strings.Join(byTeam[table], ", "), table)
+	var publishers []string
+	ownOf := map[string][]string{}
+	for _, p := range st.PublishersPaused {
+		if inTable[p.Publisher+"/"+p.Topic] {
+			continue
+		}
+		if ownOf[p.Publisher] == nil {
+			publishers = append(publishers, p.Publisher)
+		}
+		ownOf[p.Publisher] = append(ownOf[p.Publisher], p.Topic)
+	}
+	for _, p := range publishers {
+		fmt.Fprintf(w, "  paused      topics %s for publisher %s (`cdc-relay resume --topic T --publisher %s` resumes one)\n", strings.Join(ownOf[p], ", "), p, p)
+	}
+	for _, k := range teams {
+		whose := ""
+		if k.publisher != "" {
+			whose = " for publisher " + k.publisher
+		}
+		fmt.Fprintf(w, "  paused      topics %s%s in %s (its status column; set it back to ACTIVE to resume one)\n", strings.Join(byTeam[k], ", "), whose, k.table)
 	}
 }
