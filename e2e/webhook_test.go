@@ -33,11 +33,12 @@ const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 type hookReceiver struct {
 	t       *testing.T
 	mu      sync.Mutex
-	took    []hookEvent  // in the order taken
-	bad     []string     // why requests failed verification
-	failing int          // the status answered while set (0: 204; hang: no answer before the relay's timeout)
-	refuse  map[int]bool // the sequence numbers answered 422
-	answers map[int]int  // requests by status answered
+	took    []hookEvent   // in the order taken
+	bad     []string      // why requests failed verification
+	failing int           // the status answered while set (0: 204; hang: no answer before the relay's timeout)
+	refuse  map[int]bool  // the sequence numbers answered 422
+	answers map[int]int   // requests by status answered
+	delay   time.Duration // how long each request waits before its answer
 }
 
 // hookEvent is one event a receiver took.
@@ -65,8 +66,10 @@ const webhookTimeout, hangFor = 2 * time.Second, 3 * time.Second
 
 func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
-	hanging := h.failing == hang
+	hanging, delay := h.failing == hang, h.delay
 	h.mu.Unlock()
+	time.Sleep(delay) // a slow receiver
+
 	if hanging {
 		select {
 		case <-time.After(hangFor):
@@ -452,4 +455,44 @@ func TestWebhookTopicPausedAcrossRestart(t *testing.T) {
 		}
 	}
 	p.stop(30 * time.Second)
+}
+
+// TestWebhookSlowReceiverHoldsNotKafka: a receiver that answers, but at
+// a fifth of the rate the writer commits (about 1,000 events/s; the
+// receiver 25 ms a request, eight at a time), with an in-flight limit of
+// 2,000 events the webhook's queue would fill in seconds: the webhook's
+// events that wait past their share are parked for it, and Kafka gets
+// every event as it comes, within seconds of the writer stopping. Once
+// the receiver is quick again, it takes every event, each key's first
+// deliveries in commit order.
+func TestWebhookSlowReceiverHoldsNotKafka(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	topic := e.topic("wallet")
+	h, args := e.webhookEnv(topic)
+	h.mu.Lock()
+	h.delay = 25 * time.Millisecond
+	h.mu.Unlock()
+	p := e.startRelayArgs(relayBin, append(args, "--max-in-flight-events", "2000")...)
+	app := e.writeWallet()
+	e.waitFor("the writer wrote for a while", 60*time.Second, func() bool { return app.appended.Load() >= 8000 })
+	if err := app.stop(); err != nil {
+		t.Fatal(err)
+	}
+	n := int(app.appended.Load())
+	stopped := time.Now()
+	checkPerKeyOrder(t, topic, e.readN(topic, n, 10*time.Second), n)
+	t.Logf("Kafka had all %d events %s after the writer stopped; the receiver had taken %d", n, time.Since(stopped).Round(time.Millisecond), h.distinctIDs())
+	if got := e.partnerRows("FAILED") + e.partnerRows("WAITING") + e.partnerRows("DELIVERED"); got == 0 {
+		t.Error("no event parked for the slow receiver")
+	}
+	h.mu.Lock()
+	h.delay = 0
+	h.mu.Unlock()
+	e.waitFor("the receiver took every event", 120*time.Second, func() bool { return h.distinctIDs() >= n })
+	h.checkKeyOrder(t)
+	p.stop(30 * time.Second)
+	if log := p.Log(); strings.Contains(log, "the webhook receiver is failing") {
+		t.Error("a slow receiver was logged as failing")
+	}
 }

@@ -15,9 +15,10 @@ var WebhookClasses = []string{"2xx", "3xx", "4xx", "5xx", "timeout", "connection
 
 // WebhookParkReasons are the reasons of WebhookParked, as the lanes
 // (package relay/delivery/lanes) name them: refused, failed (for the
-// retries in place), not_sent (during the receiver's outage). Each is
+// retries in place), not_sent (during the receiver's outage), slow (it
+// waited in its lane too long: a receiver slower than the load). Each is
 // served from a publisher's first reading, at 0.
-var WebhookParkReasons = []string{"refused", "failed", "not_sent"}
+var WebhookParkReasons = []string{"refused", "failed", "not_sent", "slow"}
 
 // newWebhook makes m's webhook publishers' metrics with f.
 func (m *Metrics) newWebhook(f factory) {
@@ -37,7 +38,8 @@ func (m *Metrics) newWebhook(f factory) {
 	m.WebhookParked = f.counterVec("cdc_relay_webhook_events_parked_total",
 		"Events the stream handed a webhook publisher that its lanes gave back to be parked for that publisher (its poller "+
 			"sends them later), by publisher and reason: refused (a 4xx or a 3xx; DEAD after the attempts), failed (the receiver "+
-			"failed through the retries in place), not_sent (the receiver was failing: not sent). Also in "+
+			"failed through the retries in place), not_sent (the receiver was failing: not sent), slow (it waited in its lane for 5 s, "+
+			"or while the lanes held half the in-flight limit: the receiver answers more slowly than the events arrive). Also in "+
 			"cdc_relay_events_parked_total, without the publisher.",
 		"publisher", "reason")
 	m.WebhookFailing = f.gaugeVec("cdc_relay_webhook_receiver_failing",

@@ -191,6 +191,7 @@ func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger
 		ps := &publisherSession{publisherEngine: e, order: o, ledger: l.ForPublisher(e.store, o)}
 		ps.producer = lanes.New(lanes.Webhook(e.sender), lanes.Config{
 			Publisher: e.Name, Lanes: e.lanes(), Batch: e.Webhook.BatchSize, Log: s.log, Observer: e.metrics,
+			MaxQueued: s.cfg.webhookQueue(len(s.publishers)),
 			OrderKey: func(r *kgo.Record) []byte { return o.OrderKey(eventOf(r)) },
 			Held:     heldBy(o),
 		})
@@ -204,6 +205,14 @@ func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger
 	return out, nil
 }
 
+// webhookQueue is how many records each of n webhook publishers' lanes
+// may hold waiting (lanes.Config.MaxQueued): together, half the in-flight
+// limit, so that a slow receiver's backlog is parked before it holds
+// Kafka's deliveries behind the limit.
+func (c Config) webhookQueue(n int) int {
+	return int(max(1, c.Limits.Events/int64(2*max(n, 1))))
+}
+
 // publisherOrder is e's key order for a session, as rebuildOrder makes
 // Kafka's: the keys with held rows and the paused topics of e's rows.
 func (s *session) publisherOrder(ctx context.Context, e *publisherEngine) (*keyorder.Order, error) {
@@ -214,6 +223,7 @@ func (s *session) publisherOrder(ctx context.Context, e *publisherEngine) (*keyo
 	case len(topics) > 0:
 		o = keyorder.NewByTopics(s.log, topics)
 	}
+	o.SetDrainCap(0, 0) // its drains go at the receiver's pace: behind one, its events are parked
 	paused, err := e.store.PausedTopics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the paused topics: %w", err)

@@ -91,8 +91,7 @@ rolled back) and without producing anything to Kafka:
     names no table or column: nothing else is checked for it;
   - for each webhook publisher (publishers:): its secret is read and
     parsed, its TLS files are read, and its URL's host resolves. Nothing
-    is sent to it: delivery to webhooks is not built yet, and run refuses
-    a file that sends events to one.
+    is sent to it.
 
 Then it prints, for each table, its ordering in words (its own ordering:,
 else the file's, else key); for each table with write_back, what its rows say as

@@ -71,6 +71,9 @@ type Order struct {
 	// they could have been spilled, tried again as parks end.
 	entries     int
 	maxEntries  int
+	// drainEvents and drainBytes bound a draining key's events that wait
+	// (drainCap and drainCapBytes, or SetDrainCap's).
+	drainEvents, drainBytes int
 	spilled     map[uint64]uint64
 	spills      uint64
 	spillLogged bool
@@ -206,7 +209,7 @@ const (
 // paused topics either way; violations are logged on log.
 func New(byKey bool, log *slog.Logger) *Order {
 	o := &Order{byKey: byKey, keys: map[string]map[string]*heldKey{}, paused: map[string]bool{}, seed: maphash.MakeSeed(),
-		maxEntries: maxHeldEntries, log: log,
+		maxEntries: maxHeldEntries, log: log, drainEvents: drainCap, drainBytes: drainCapBytes,
 		violations: ratelog.New(log, ratelog.Config{Every: time.Minute,
 			Summary: "more records were acked while an earlier event of their key was parked", KeyAttr: "key", CountAttr: "records"})}
 	if byKey {
@@ -536,7 +539,18 @@ func (o *Order) draining(ev *decoder.Event) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[ev.Topic][string(key)]
-	return h != nil && h.draining > 0 && h.alone < drainCap && h.aloneBytes < drainCapBytes
+	return h != nil && h.draining > 0 && h.alone < o.drainEvents && h.aloneBytes < o.drainBytes
+}
+
+// SetDrainCap sets how many events, and bytes of them, of a key the
+// poller drains may wait in memory for the drain's end (1,024 and 8 MiB
+// by default); past either, those behind the key's rows are parked, in
+// order. A publisher whose drains take as long as its receiver's answers
+// (a webhook) sets 0, 0: its events behind a drain are parked at once, so
+// that a slow drain holds none of the in-flight limits the other
+// publishers share. It is called before the order is used.
+func (o *Order) SetDrainCap(events, bytes int) {
+	o.drainEvents, o.drainBytes = events, bytes
 }
 
 // OnDrained makes f, which must not block, what the end of a drain

@@ -72,6 +72,10 @@ const (
 	// ParkedNotSent: the receiver was failing, and the records were not
 	// sent.
 	ParkedNotSent = "not_sent"
+	// ParkedSlow: the records waited in their lane longer than
+	// Config.MaxWait, or the lanes held more than Config.MaxQueued: the
+	// receiver answers, but more slowly than the events arrive.
+	ParkedSlow = "slow"
 )
 
 // noObserver is Config.Observer's default: it is told nothing.
@@ -103,6 +107,17 @@ type Config struct {
 	// ProbeEvery is how often one request tries while the receiver keeps
 	// failing (1 s); the others' records are called back at once.
 	ProbeEvery time.Duration
+	// MaxWait is how long a record of the stream may wait in its lane
+	// before it is sent: one that waited longer is called back with an
+	// *Error (Waited), which parks it for the poller, so that a receiver
+	// slower than the events arrive holds neither the stream nor Kafka's
+	// deliveries (5 s).
+	MaxWait time.Duration
+	// MaxQueued is how many records the lanes may hold, waiting, before
+	// the record at the head of a lane is called back so, whatever its
+	// wait: a share of the session's in-flight limit, which the queued
+	// records count against (0: no bound but MaxWait).
+	MaxQueued int
 	// MaxBytes is the most bytes of a record the publisher takes (key,
 	// value and headers); a larger one is refused before it is sent
 	// (1 MiB).
@@ -139,6 +154,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProbeEvery <= 0 {
 		c.ProbeEvery = time.Second
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = 5 * time.Second
 	}
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = 1 << 20
@@ -183,6 +201,10 @@ type Error struct {
 	// NotSent: the receiver was failing, and the record waited for no
 	// request of its own.
 	NotSent bool
+	// Waited is how long the record waited in its lane before it was
+	// called back unsent: the receiver answers more slowly than the
+	// events arrive (Config.MaxWait, Config.MaxQueued); 0 otherwise.
+	Waited time.Duration
 	// Batch: the receiver refused the request the record was in, with
 	// others: the record goes again alone (delivery.ErrSendAgain).
 	Batch bool
@@ -199,6 +221,9 @@ func (e *Error) Is(target error) bool { return e.Batch && target == delivery.Err
 // Error says what became of the record, for the status table and the log.
 func (e *Error) Error() string {
 	switch {
+	case e.Waited > 0:
+		return fmt.Sprintf("publisher %s: not sent: it waited %s in its lane, the receiver answering more slowly than the events arrive; its poller sends it",
+			e.Publisher, e.Waited.Round(time.Millisecond))
 	case e.NotSent:
 		return fmt.Sprintf("publisher %s: not sent, its receiver is failing (%s); its poller sends it once the receiver answers", e.Publisher, e.Answer)
 	case e.Batch:
@@ -219,6 +244,7 @@ type entry struct {
 	ctx  context.Context
 	r    *kgo.Record
 	done func(*kgo.Record, error)
+	at   time.Time // when it was queued
 }
 
 // lane holds the records of its keys, in the order they came.
@@ -238,6 +264,7 @@ type Producer struct {
 	lanes  []*lane
 	seed   maphash.Seed
 	next   atomic.Uint32 // the lane of the next record without an order key
+	queued atomic.Int64  // records in the lanes' queues
 	health health
 	stop   context.CancelFunc
 	ended  sync.WaitGroup
@@ -294,8 +321,9 @@ func (p *Producer) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Re
 		done(r, errClosed)
 		return
 	}
-	l.q = append(l.q, entry{ctx: ctx, r: r, done: done})
+	l.q = append(l.q, entry{ctx: ctx, r: r, done: done, at: time.Now()})
 	l.mu.Unlock()
+	p.queued.Add(1)
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -328,6 +356,8 @@ func (p *Producer) parked(err error, n int) {
 		return // delivered, or going again alone
 	}
 	switch {
+	case e.Waited > 0:
+		p.c.Observer.Parked(ParkedSlow, n)
 	case e.NotSent:
 		p.c.Observer.Parked(ParkedNotSent, n)
 	case e.Retried > 0:
@@ -465,12 +495,12 @@ func (p *Producer) SizeRefused(string) {}
 func (p *Producer) run(ctx context.Context, l *lane) {
 	for {
 		if ctx.Err() != nil {
-			l.close()
+			p.closeLane(l)
 			return
 		}
 		batch := l.take(p.c.Batch)
 		if len(batch) > 0 {
-			p.deliver(batch)
+			p.deliver(batch, p.queued.Add(-int64(len(batch))))
 			continue
 		}
 		select {
@@ -480,13 +510,14 @@ func (p *Producer) run(ctx context.Context, l *lane) {
 	}
 }
 
-// close ends l: every record of its queue, and any Produce after, is
+// closeLane ends l: every record of its queue, and any Produce after, is
 // called back with errClosed.
-func (l *lane) close() {
+func (p *Producer) closeLane(l *lane) {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
 	for batch := l.take(math.MaxInt); len(batch) > 0; batch = l.take(math.MaxInt) {
+		p.queued.Add(-int64(len(batch)))
 		for _, e := range batch {
 			e.done(e.r, errClosed)
 		}
@@ -514,15 +545,21 @@ func (l *lane) take(n int) []entry {
 // deliver sends batch's records in one request, and calls each back with
 // the outcome, in order: those of a session that ended with their
 // context's error, those whose key is held with delivery.ErrNotSent,
-// unsent.
-func (p *Producer) deliver(batch []entry) {
+// those that waited too long (Config.MaxWait), or while the lanes held
+// more than Config.MaxQueued (queued, after batch was taken), with an
+// *Error that parks them, unsent.
+func (p *Producer) deliver(batch []entry, queued int64) {
 	send := make([]entry, 0, len(batch))
+	now := time.Now()
 	for _, e := range batch {
-		switch {
+		switch waited := now.Sub(e.at); {
 		case e.ctx.Err() != nil:
 			e.done(e.r, e.ctx.Err())
 		case p.c.Held != nil && p.c.Held(e.r):
 			e.done(e.r, delivery.ErrNotSent)
+		case waited > p.c.MaxWait || p.c.MaxQueued > 0 && queued >= int64(p.c.MaxQueued):
+			p.c.Observer.Parked(ParkedSlow, 1)
+			e.done(e.r, &Error{Publisher: p.c.Publisher, Answer: "slow", Waited: max(waited, time.Nanosecond)})
 		default:
 			send = append(send, e)
 		}

@@ -411,3 +411,113 @@ func TestProduceWaitForThePoller(t *testing.T) {
 		t.Fatalf("an ended context: %v, want its error, no attempt", errs[0])
 	}
 }
+
+// TestSlowReceiverParks: a receiver that answers, but more slowly than
+// the records come, has the records that waited in their lane longer than
+// MaxWait, or while the lanes held MaxQueued, called back unsent with an
+// *Error that says so (to be parked), and a key's later records held
+// behind its parked one (Held) are never sent: each key's records reach
+// the receiver in order, none after one of its key was parked. Produce
+// never waits on the receiver.
+func TestSlowReceiverParks(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		c    Config
+	}{
+		{"waited past MaxWait", Config{MaxWait: 30 * time.Millisecond}},
+		{"the lanes held MaxQueued", Config{MaxWait: time.Hour, MaxQueued: 5}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSender{delay: 10 * time.Millisecond}
+			const keys, per = 4, 20
+			o := newOutcomes(keys * per)
+			var mu sync.Mutex
+			parked := map[string]bool{} // keys with a parked record, as the ledger holds them
+			c := tt.c
+			c.Lanes = 2
+			c.Held = func(r *kgo.Record) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return parked[string(r.Key)]
+			}
+			obs := &countingObserver{}
+			c.Observer = obs
+			p := New(f, quick(c))
+			defer p.Close()
+			done := func(r *kgo.Record, err error) {
+				var e *Error
+				if errors.As(err, &e) {
+					mu.Lock()
+					parked[string(r.Key)] = true
+					mu.Unlock()
+				}
+				o.done(r, err)
+			}
+			start := time.Now()
+			for n := range per {
+				for k := range keys {
+					p.Produce(context.Background(), rec(fmt.Sprintf("k%d", k), n), done)
+				}
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("Produce took %s for %d records: it waited on the receiver", d, keys*per)
+			}
+			o.wait(t)
+			slow, held := 0, 0
+			o.mu.Lock()
+			for v, err := range o.errs {
+				var e *Error
+				switch {
+				case errors.As(err, &e) && e.Waited > 0:
+					slow++
+					if !strings.Contains(e.Error(), "more slowly than the events arrive") {
+						t.Errorf("%s: %v", v, e)
+					}
+				case errors.Is(err, delivery.ErrNotSent):
+					held++
+				case err != nil:
+					t.Errorf("%s: %v", v, err)
+				}
+			}
+			o.mu.Unlock()
+			if slow == 0 {
+				t.Fatalf("no record parked as slow; the receiver took %d requests", f.requests)
+			}
+			if n := obs.parkedOf(ParkedSlow); n != slow {
+				t.Errorf("the observer was told of %d slow records, want %d", n, slow)
+			}
+			for k := range keys {
+				key := fmt.Sprintf("k%d", k)
+				got := f.deliveredOf(key)
+				for i, v := range got {
+					if want := fmt.Sprintf("%s/%d", key, i); v != want {
+						t.Fatalf("key %s delivered %v: want a prefix of its records in order, none after its parked one", key, got)
+					}
+				}
+			}
+			t.Logf("%d records: %d sent, %d parked as slow, %d held behind them", keys*per, keys*per-slow-held, slow, held)
+		})
+	}
+}
+
+// countingObserver counts the records it is told were parked, by reason.
+type countingObserver struct {
+	noObserver
+	mu     sync.Mutex
+	parked map[string]int
+}
+
+func (c *countingObserver) Parked(reason string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parked == nil {
+		c.parked = map[string]int{}
+	}
+	c.parked[reason] += n
+}
+
+func (c *countingObserver) parkedOf(reason string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parked[reason]
+}

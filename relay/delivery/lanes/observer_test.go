@@ -255,7 +255,7 @@ func TestLanesMetricsOutage(t *testing.T) {
 // TestParkReasonsAreTheMetrics: the reasons the lanes give Parked are
 // those the metrics serve from the start.
 func TestParkReasonsAreTheMetrics(t *testing.T) {
-	ours := []string{ParkedRefused, ParkedFailed, ParkedNotSent}
+	ours := []string{ParkedRefused, ParkedFailed, ParkedNotSent, ParkedSlow}
 	if !slices.Equal(ours, metrics.WebhookParkReasons) {
 		t.Fatalf("the lanes' reasons %v are not metrics.WebhookParkReasons %v", ours, metrics.WebhookParkReasons)
 	}
