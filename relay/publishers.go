@@ -192,8 +192,8 @@ func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger
 		ps.producer = lanes.New(lanes.Webhook(e.sender), lanes.Config{
 			Publisher: e.Name, Lanes: e.lanes(), Batch: e.Webhook.BatchSize, Log: s.log, Observer: e.metrics,
 			MaxQueued: s.cfg.webhookQueue(len(s.publishers)),
-			OrderKey: func(r *kgo.Record) []byte { return o.OrderKey(eventOf(r)) },
-			Held:     heldBy(o),
+			OrderKey:  func(r *kgo.Record) []byte { return o.OrderKey(eventOf(r)) },
+			Held:      heldBy(o),
 		})
 		s.onEnd(func() {
 			s.cancelProduce()

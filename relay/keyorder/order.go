@@ -69,16 +69,16 @@ type Order struct {
 	// or a claim of it, makes it a held key again, and Release drops it,
 	// as a reload row's. respill are the holds that were not idle when
 	// they could have been spilled, tried again as parks end.
-	entries     int
-	maxEntries  int
+	entries    int
+	maxEntries int
 	// drainEvents and drainBytes bound a draining key's events that wait
 	// (drainCap and drainCapBytes, or SetDrainCap's).
 	drainEvents, drainBytes int
-	spilled     map[uint64]uint64
-	spills      uint64
-	spillLogged bool
-	respill     []*heldKey
-	log         *slog.Logger
+	spilled                 map[uint64]uint64
+	spills                  uint64
+	spillLogged             bool
+	respill                 []*heldKey
+	log                     *slog.Logger
 }
 
 // maxHeldEntries is the number of holds kept whole (about 270 bytes each)
