@@ -47,7 +47,9 @@ type File struct {
 	// header of HeaderColumns[i]), and no AllowedTopics: that is the
 	// file's (AllowedTopics) or the flag's. WriteBack is write_back, or
 	// nil; Adopt is adopt, checked only to be not blank (PostgreSQL checks
-	// the rest), and only with id.
+	// the rest), and only with id; AdoptBy is adopt given as a mapping of
+	// publisher to predicate, naming every publisher of the table's events
+	// and no other (a route's: RouteAdopt, RouteAdoptBy).
 	Tables []outbox.Table
 	// Messages is messages: the logical decoding messages to relay (the
 	// application's pg_logical_emit_message), one entry per prefix, in

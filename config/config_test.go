@@ -456,7 +456,7 @@ tables:
 			`7: tables[0].routes[0]: want a mapping, such as {topic: wallet-events, required_tags: [wallet_id]}`,
 			`8: tables[0] (public.events): routes[1].adopt is empty: an SQL predicate over the table's columns, such as "position > 4000", or remove the route's adopt`,
 			`9: tables[0] (public.events): routes[2].adopt is empty: an SQL predicate over the table's columns, such as "position > 4000", or remove the route's adopt`,
-			`10: tables[0] (public.events): routes[3].adopt: want a single value, not a list or mapping`,
+			`10: tables[0] (public.events): routes[3].adopt: want an SQL predicate over the table's columns, or a mapping of publisher to predicate, such as {kafka: position > 4000, partner: position > 3500}`,
 			`13: tables[0] (public.events): routes[4].adopt needs id: the relay reads each adopted row by its id column`,
 			`14: unknown key "adpot" in tables[0].routes[5] (did you mean "adopt"?)`,
 		}},

@@ -55,7 +55,7 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"write_back", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.t.WriteBack = p.writeBack(e, te, ctx)
 	}},
-	{"adopt", text(func(te *tableEntry) *string { return &te.t.Adopt })},
+	{"adopt", readTableAdopt},
 	{"progress", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.t.Progress = p.progressBlock(e, te, ctx)
 	}},

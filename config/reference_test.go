@@ -130,8 +130,10 @@ func configKeyDocs() map[string]keyDoc {
 		"tables[].routes": {typ: "list of mappings", section: true, doc: "Instead of `topic`: an event goes to the topic of every route its tags match, one copy per topic; " +
 			"an event that matches none goes nowhere (counted in `cdc_relay_events_unrouted_total`). Needs `tags_column`; excludes `topic`, `topic_column` and `write_back`."},
 		"tables[].write_back": {typ: "mapping", section: true, doc: "Write each event's outcome back into its row. Needs `id`; not with `routes`."},
-		"tables[].adopt": {typ: "SQL predicate", doc: "Switching over from a poller that kept its position: the rows it selects (`position > 4000`) " +
-			"as of the new slot's snapshot are sent once, by the poller, when the relay creates its slot (`migrate --config`, or the first `run`). " +
+		"tables[].adopt": {typ: "SQL predicate, or mapping of publisher to SQL predicate", doc: "Switching over from a poller that kept its position: the rows it selects (`position > 4000`) " +
+			"as of the new slot's snapshot are sent once, by the poller, when the relay creates its slot (`migrate --config`, or the first `run`), " +
+			"to every publisher of the table's events. A mapping gives each publisher its own (`{kafka: position > 4000, partner: position > 3500}`): " +
+			"it names every publisher of the events, `false` adopting nothing for one. " +
 			"Needs `id`. Ignored once the slot exists (`run` warns, `migrate` refuses it): remove it after the switch-over."},
 		"tables[].progress": {typ: "mapping", section: true, doc: "The team's own progress table, kept true while the relay runs. Needs `id`, of an integer type."},
 		"tables[].ordering": {typ: "`key` or `topic`", def: "the top level's `ordering`",
@@ -142,8 +144,9 @@ func configKeyDocs() map[string]keyDoc {
 		"tables[].routes[].required_tags": {typ: "list of tags", doc: "The route matches an event that has every one of these tags. " +
 			"A tag `key` matches `key` with any value, `key=value` only that value. A route needs `required_tags`, `any_of_tags` or both (then both must match)."},
 		"tables[].routes[].any_of_tags": {typ: "list of tags", doc: "The route matches an event that has at least one of these tags."},
-		"tables[].routes[].adopt": {typ: "SQL predicate", def: "the table's `adopt`", doc: "The route's own `adopt`: when the slot is created, " +
-			"the rows it selects that match the route's tags are sent to the route's topic (a poller that kept its position per topic). Needs the table's `id`."},
+		"tables[].routes[].adopt": {typ: "SQL predicate, or mapping of publisher to SQL predicate", def: "the table's `adopt`", doc: "The route's own `adopt`: when the slot is created, " +
+			"the rows it selects that match the route's tags are sent to the route's topic (a poller that kept its position per topic), for every publisher of the topic. " +
+			"A mapping gives each publisher its own, as the table's does. Needs the table's `id`."},
 
 		"tables[].write_back.status_column": {typ: "column (`text`, `varchar`, `char` or an enum)", def: "required", doc: "The column that takes each event's status value."},
 		"tables[].write_back.delivered":     {typ: "string", def: "required", doc: "The status value once Kafka acknowledged the event."},

@@ -21,14 +21,16 @@ type tableEntry struct {
 	routesLine int                // routes' line; 0 without routes
 	routeAt    []routeAt          // where each route read is, aligned with the routes
 	wbAt       map[string]int     // write_back's key → its line
+	adoptBy    adoptRead          // adopt, when a mapping of publisher to predicate
 
 	progressPublishersLine int // progress's publishers' line; 0 without
 }
 
 // routeAt is where a route read is in the file.
 type routeAt struct {
-	index     int // its index in routes (a route that is not a mapping is skipped)
-	adoptLine int // its adopt's line; 0 without
+	index     int       // its index in routes (a route that is not a mapping is skipped)
+	adoptLine int       // its adopt's line; 0 without
+	adoptBy   adoptRead // its adopt, when a mapping of publisher to predicate
 }
 
 // lineOf is key's line, or the entry's when the key is not set.
@@ -230,28 +232,19 @@ func (p *parser) headers(e keyed, ctx string) (headerNames, columns []string) {
 // routeEntry is a route while it is read.
 type routeEntry struct {
 	decoder.Route
-	where      string   // "tables[i].routes[j]"
-	table      string   // its table's name, "" when the table has none valid
-	publishers []string // the route's own publishers; nil without
-	line       int      // the route's line
-	topicLine  int      // topic's line; the route's without topic
-	adopt      string   // the route's adopt predicate; "" without
-	adoptLine  int      // adopt's line; 0 without
-}
-
-// readRouteAdopt reads a route's adopt: an SQL predicate, not empty.
-func readRouteAdopt(p *parser, e keyed, ctx string, r *routeEntry) {
-	r.adoptLine = e.line
-	v, ok := p.str(e, ctx)
-	if ok && strings.TrimSpace(v) == "" {
-		p.problem(e.line, "%sadopt is empty: an SQL predicate over the table's columns, such as \"position > 4000\", or remove the route's adopt", ctx)
-		return
-	}
-	r.adopt = v
+	where      string    // "tables[i].routes[j]"
+	table      string    // its table's name, "" when the table has none valid
+	publishers []string  // the route's own publishers; nil without
+	line       int       // the route's line
+	topicLine  int       // topic's line; the route's without topic
+	adopt      string    // the route's adopt predicate; "" without
+	adoptLine  int       // adopt's line; 0 without
+	adoptBy    adoptRead // the route's adopt, when a mapping of publisher to predicate
 }
 
 // routes reads a table's routes into te: the mapping's routes, and the
-// route adopt predicates beside them (set only when a route has one).
+// route adopt predicates beside them, one each or per publisher (each
+// set only when a route has one).
 func (p *parser) routes(e keyed, te *tableEntry, ctx string) {
 	n := e.value
 	if isNull(n) || n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
@@ -264,6 +257,7 @@ func (p *parser) routes(e keyed, te *tableEntry, ctx string) {
 	}
 	first := map[string]int{} // a topic's first route
 	var adopts []string
+	var adoptBys []map[string]string
 	var publishers [][]string
 	for i, item := range n.Content {
 		item = deref(item)
@@ -282,11 +276,15 @@ func (p *parser) routes(e keyed, te *tableEntry, ctx string) {
 			first[r.Topic] = i
 		}
 		te.t.Mapping.Routes = append(te.t.Mapping.Routes, r.Route)
-		adopts, te.routeAt = append(adopts, r.adopt), append(te.routeAt, routeAt{index: i, adoptLine: r.adoptLine})
+		adopts, te.routeAt = append(adopts, r.adopt), append(te.routeAt, routeAt{index: i, adoptLine: r.adoptLine, adoptBy: r.adoptBy})
+		adoptBys = append(adoptBys, r.adoptBy.by)
 		publishers = append(publishers, r.publishers)
 	}
 	if slices.ContainsFunc(adopts, func(a string) bool { return a != "" }) {
 		te.t.RouteAdopt = adopts
+	}
+	if slices.ContainsFunc(adoptBys, func(by map[string]string) bool { return by != nil }) {
+		te.t.RouteAdoptBy = adoptBys
 	}
 	if slices.ContainsFunc(publishers, func(p []string) bool { return p != nil }) {
 		te.t.RoutePublishers = publishers
@@ -308,34 +306,5 @@ func (p *parser) checkRoute(r *routeEntry, rctx string, topicCheck func(string) 
 	}
 	if len(r.RequiredTags) == 0 && len(r.AnyOfTags) == 0 {
 		p.problem(r.line, "%s needs required_tags or any_of_tags", rctx)
-	}
-}
-
-// checkAdopt checks adopt: a predicate, and the id column the poller
-// reads each adopted row by; and the routes' adopt (readRouteAdopt
-// checked each is a predicate) need the id column too. A table's adopt
-// that no route uses (each has its own) is warned of.
-func (p *parser) checkAdopt(te *tableEntry, ctx string) {
-	t := &te.t
-	switch {
-	case te.at["adopt"] == 0:
-	case strings.TrimSpace(t.Adopt) == "":
-		p.problem(te.lineOf("adopt"), "%sadopt is empty: an SQL predicate over the table's columns, such as \"position > 4000\", or remove adopt", ctx)
-	case t.Mapping.IDColumn == "":
-		p.problem(te.lineOf("adopt"), "%sadopt needs id: the relay reads each adopted row by its id column", ctx)
-	}
-	own := 0 // routes with an adopt of their own
-	for i, a := range t.RouteAdopt {
-		if a == "" {
-			continue
-		}
-		own++
-		if t.Mapping.IDColumn == "" {
-			at := te.routeAt[i]
-			p.problem(at.adoptLine, "%sroutes[%d].adopt needs id: the relay reads each adopted row by its id column", ctx, at.index)
-		}
-	}
-	if t.Adopt != "" && own > 0 && own == len(t.Mapping.Routes) {
-		p.warn(te.lineOf("adopt"), "%sadopt is used by no route: each route has an adopt of its own, which it adopts by instead; remove the table's adopt", ctx)
 	}
 }

@@ -61,17 +61,15 @@ func (s Sources) MessageMappings() []decoder.MessageMapping {
 
 // Validate checks what can be checked of the sources without the
 // database, but the decoder's own checks (Decoder): that there is
-// something to relay, that a table that adopts rows by a predicate has its
-// id column and no more route predicates than routes, and each message
+// something to relay, each table's adopt predicates (Table.ValidateAdopt:
+// the id column, no more route predicates than routes, a predicate given
+// per publisher for every publisher of its events), and each message
 // source (a prefix each, none twice).
 func (s Sources) Validate() error {
 	names := s.TableNames()
 	for i, t := range s.Tables {
-		if t.Adopts() && t.Mapping.IDColumn == "" {
-			return fmt.Errorf("table %s: adopting rows needs its id column: the poller reads each adopted row by its id", names[i])
-		}
-		if len(t.RouteAdopt) > len(t.Mapping.Routes) {
-			return fmt.Errorf("table %s: %d route adopt predicates for %d routes: give a route's predicate as adopt: of that route", names[i], len(t.RouteAdopt), len(t.Mapping.Routes))
+		if err := t.ValidateAdopt(names[i]); err != nil {
+			return err
 		}
 	}
 	if len(s.Tables) == 0 && len(s.Messages) == 0 {

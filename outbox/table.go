@@ -20,10 +20,17 @@ type Table struct {
 	// config file's adopt:, `migrate --adopt`): when the relay creates
 	// its slot, and has never recorded one, the rows it selects as of the
 	// slot's exported snapshot are adopted and sent by the poller, with
-	// the rows of a pending status, none twice by the switch. It is SQL
-	// run as it is, with the role that creates the slot. It needs the id
-	// column, by which the poller reads each row.
+	// the rows of a pending status, none twice by the switch, for every
+	// publisher the table's events go to. It is SQL run as it is, with
+	// the role that creates the slot. It needs the id column, by which
+	// the poller reads each row.
 	Adopt string
+	// AdoptBy, if set, is Adopt given per publisher (a config file's
+	// adopt: as a mapping of publisher to predicate), instead of Adopt:
+	// entry P is the predicate of the rows adopted for publisher P ("false"
+	// adopts none for it). It names every publisher of the table
+	// (AllPublishers) and no other (Sources.Validate).
+	AdoptBy map[string]string
 	// Progress, if set, is the team's own progress table, which the relay
 	// keeps true while it runs (package progress): each topic's position
 	// in the table's id order, and its errors; a topic paused there is
@@ -42,8 +49,15 @@ type Table struct {
 	// route's tags, instead of those Adopt selects; a route without one
 	// adopts those Adopt selects (none without Adopt). Rows of a pending
 	// status are adopted for every route they match. Each is SQL run as
-	// Adopt is, when Adopt is, and needs the id column too.
+	// Adopt is, when Adopt is, and needs the id column too; each applies
+	// to every publisher of its route's events (AdoptPublishersOf).
 	RouteAdopt []string
+	// RouteAdoptBy are the routes' own adopt predicates given per
+	// publisher (a config file's routes[i].adopt: as a mapping of
+	// publisher to predicate), aligned with Mapping.Routes: entry i, when
+	// not nil, is route i's instead of RouteAdopt[i], naming every
+	// publisher of the route's events (AdoptPublishersOf) and no other.
+	RouteAdoptBy []map[string]string
 	// Publishers are the publishers the table's events go to, by name (a
 	// config file's publishers:), each once: every event to every one.
 	// Nil is [DefaultPublishers], Kafka's alone. With routes, it is the
@@ -70,14 +84,15 @@ const OrderingTopic = "topic"
 func (t Table) OrderedByTopic() bool { return t.Ordering == OrderingTopic }
 
 // Adopts reports whether the table adopts rows by a predicate when the
-// relay creates its slot: Adopt, or a route's RouteAdopt, is set. (Rows
-// of a pending status are adopted whether or not it does.)
+// relay creates its slot: Adopt or AdoptBy, or a route's RouteAdopt or
+// RouteAdoptBy, is set. (Rows of a pending status are adopted whether or
+// not it does.)
 func (t Table) Adopts() bool {
-	if t.Adopt != "" {
+	if t.Adopt != "" || len(t.AdoptBy) > 0 {
 		return true
 	}
 	for i := range t.Mapping.Routes {
-		if i < len(t.RouteAdopt) && t.RouteAdopt[i] != "" {
+		if i < len(t.RouteAdopt) && t.RouteAdopt[i] != "" || i < len(t.RouteAdoptBy) && len(t.RouteAdoptBy[i]) > 0 {
 			return true
 		}
 	}
@@ -163,8 +178,8 @@ func templateColumns(tmpl string) []string {
 	}
 }
 
-// Clone is a copy of t that shares no list with it: changing the copy's
-// header columns and names, routes, reserved topics, route adopt
+// Clone is a copy of t that shares no list or map with it: changing the
+// copy's header columns and names, routes, reserved topics, adopt
 // predicates, publishers or write-back columns does not change t.
 func (t Table) Clone() Table {
 	m := t.Mapping
@@ -175,8 +190,11 @@ func (t Table) Clone() Table {
 	for _, r := range t.Mapping.Routes {
 		m.Routes = append(m.Routes, decoder.Route{Topic: r.Topic, RequiredTags: slices.Clone(r.RequiredTags), AnyOfTags: slices.Clone(r.AnyOfTags)})
 	}
-	c := Table{Mapping: m, Adopt: t.Adopt, RouteAdopt: slices.Clone(t.RouteAdopt), Ordering: t.Ordering,
+	c := Table{Mapping: m, Adopt: t.Adopt, AdoptBy: maps.Clone(t.AdoptBy), RouteAdopt: slices.Clone(t.RouteAdopt), Ordering: t.Ordering,
 		Publishers: slices.Clone(t.Publishers)}
+	for _, by := range t.RouteAdoptBy {
+		c.RouteAdoptBy = append(c.RouteAdoptBy, maps.Clone(by))
+	}
 	for _, p := range t.RoutePublishers {
 		c.RoutePublishers = append(c.RoutePublishers, slices.Clone(p))
 	}

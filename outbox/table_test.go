@@ -20,7 +20,9 @@ var full = Table{
 	WriteBack: &writeback.Columns{StatusColumn: "st", Pending: []string{"NEW"}, DeliveredAtColumn: "da",
 		ErrorColumn: "err", AttemptsColumn: "n", NextAttemptColumn: "next"},
 	Adopt:           "id > 4",
+	AdoptBy:         map[string]string{"kafka": "id > 3"},
 	RouteAdopt:      []string{"id > 5"},
+	RouteAdoptBy:    []map[string]string{{"partner": "id > 6"}},
 	Ordering:        "topic",
 	Publishers:      []string{"kafka", "partner"},
 	RoutePublishers: [][]string{{"partner"}},
@@ -56,12 +58,14 @@ func TestClone(t *testing.T) {
 	c.WriteBack.Pending[0] = "changed"
 	c.WriteBack.StatusColumn = "changed"
 	c.RouteAdopt[0] = "changed"
+	c.AdoptBy["kafka"] = "changed"
+	c.RouteAdoptBy[0]["partner"] = "changed"
 	c.Publishers[0] = "changed"
 	c.RoutePublishers[0][0] = "changed"
 	m := full.Mapping
 	if m.HeaderColumns[0] != "a_col" || m.HeaderNames[0] != "a" || m.Routes[0].RequiredTags[0] != "x" ||
 		m.Routes[0].AnyOfTags[0] != "y" || full.WriteBack.Pending[0] != "NEW" || full.WriteBack.StatusColumn != "st" || full.RouteAdopt[0] != "id > 5" ||
-		full.Publishers[0] != "kafka" || full.RoutePublishers[0][0] != "partner" {
+		full.Publishers[0] != "kafka" || full.RoutePublishers[0][0] != "partner" || full.AdoptBy["kafka"] != "id > 3" || full.RouteAdoptBy[0]["partner"] != "id > 6" {
 		t.Errorf("changing the clone changed the table: %+v %+v %q %q %q", m, full.WriteBack, full.RouteAdopt, full.Publishers, full.RoutePublishers)
 	}
 }
@@ -111,6 +115,9 @@ func TestAdopts(t *testing.T) {
 		{"the second route's", Table{Mapping: decoder.Mapping{Routes: routes}, RouteAdopt: []string{"", "id > 4"}}, true},
 		{"empty route predicates", Table{Mapping: decoder.Mapping{Routes: routes}, RouteAdopt: []string{"", ""}}, false},
 		{"a route predicate without routes", Table{RouteAdopt: []string{"id > 4"}}, false},
+		{"the table's per publisher", Table{AdoptBy: map[string]string{"kafka": "false"}}, true},
+		{"the second route's per publisher", Table{Mapping: decoder.Mapping{Routes: routes}, RouteAdoptBy: []map[string]string{nil, {"kafka": "id > 4"}}}, true},
+		{"empty mappings", Table{Mapping: decoder.Mapping{Routes: routes}, AdoptBy: map[string]string{}, RouteAdoptBy: []map[string]string{{}}}, false},
 	} {
 		if got := tc.t.Adopts(); got != tc.want {
 			t.Errorf("%s: Adopts() = %v, want %v", tc.name, got, tc.want)

@@ -234,7 +234,8 @@ func TestCheckDatabase(t *testing.T) {
 }
 
 // TestCheckAdopt: a predicate PostgreSQL plans on the table is no
-// problem; one it refuses is, with its message, naming a route's.
+// problem; one it refuses is, with its message, naming a route's, and a
+// publisher's own with its publisher.
 func TestCheckAdopt(t *testing.T) {
 	t.Parallel()
 	ctx, conn := startDB(t)
@@ -248,6 +249,10 @@ func TestCheckAdopt(t *testing.T) {
 			`public.ledger||routes[1].adopt (topic u): PostgreSQL refuses the predicate: ERROR: column "sq" does not exist (SQLSTATE 42703): fix the route's adopt: in the config`},
 		{"\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a]}, {topic: u, any_of_tags: [b], adopt: seq > 1}], adopt: sq > 1}\n",
 			`public.ledger||adopt: PostgreSQL refuses the predicate: ERROR: column "sq" does not exist (SQLSTATE 42703): fix adopt: in the config`},
+		{"\n  - {table: ledger, id: seq, value: body, topic: t, adopt: {kafka: sq > 1}}\n",
+			`public.ledger||adopt.kafka: PostgreSQL refuses the predicate: ERROR: column "sq" does not exist (SQLSTATE 42703): fix the kafka entry of adopt: in the config`},
+		{"\n  - {table: ledger, id: seq, value: body, tags_column: labels, routes: [{topic: t, any_of_tags: [a], adopt: {kafka: false}}, {topic: u, any_of_tags: [b], adopt: {kafka: sq > 1}}]}\n",
+			`public.ledger||routes[1].adopt.kafka (topic u): PostgreSQL refuses the predicate: ERROR: column "sq" does not exist (SQLSTATE 42703): fix the kafka entry of the route's adopt: in the config`},
 	} {
 		p, err := CheckAdopt(ctx, conn, tables(t, tc.yaml)[0])
 		got := ""

@@ -214,7 +214,9 @@ func (c Config) webhookQueue(n int) int {
 }
 
 // publisherOrder is e's key order for a session, as rebuildOrder makes
-// Kafka's: the keys with held rows and the paused topics of e's rows.
+// Kafka's: the keys with held rows, those of its reload rows (adopted at
+// the switch-over for e, each held until e's poller delivers it) and the
+// paused topics, of e's rows only.
 func (s *session) publisherOrder(ctx context.Context, e *publisherEngine) (*keyorder.Order, error) {
 	o := keyorder.New(s.cfg.Ordering != OrderingNone, s.log)
 	switch topics := s.cfg.topicOrdered(); {
@@ -230,6 +232,15 @@ func (s *session) publisherOrder(ctx context.Context, e *publisherEngine) (*keyo
 	}
 	if err := o.RebuildFrom(func(f func(status.Key)) error { return e.store.EachHeldKey(ctx, f) }, paused, nil); err != nil {
 		return nil, fmt.Errorf("read the keys whose events wait behind a parked one: %w", err)
+	}
+	if o.OrdersKeys() {
+		reloads := 0
+		if err := e.store.ReloadKeys(ctx, func(topic string, key []byte) { reloads++; o.HoldReload(topic, key) }); err != nil {
+			return nil, err
+		}
+		if reloads > 0 {
+			s.startLog().Info("holding the events of keys behind events adopted or reset, until they are sent", "publisher", e.Name, "events", reloads)
+		}
 	}
 	return o, nil
 }

@@ -25,16 +25,27 @@ type TxBeginner interface {
 }
 
 // CheckAdopt checks cfg's adopt predicates (the tables' and the
-// routes') against the database through q, before anything is created: a
-// predicate PostgreSQL refuses fails with its message (status.CheckAdopt),
+// routes', each publisher's: slot.Config.adoptables) against the
+// database through q, before anything is created: a table whose
+// predicates are not valid (outbox.Table.ValidateAdopt) fails first; a
+// predicate PostgreSQL refuses fails with its message (status.CheckAdopt,
+// naming the predicate: routes[0].adopt.partner (topic wallet-events)),
 // and one that selects no row now (status.CountAdopt), each predicate
-// counted alone (a route's, the rows of its tags), fails with a
-// *NothingToAdoptError; but a route's that is false, not NULL, on the
-// table's newest row (status.NullOnNewest): its topic is caught up. It
-// returns how many rows the predicates select now.
+// counted alone (a route's, the rows of its tags; one shared by a table's
+// publishers, over them all), fails with a *NothingToAdoptError; but not
+// a route's, nor a publisher's own, that is false, not NULL, on the
+// table's newest row (status.NullOnNewest): its topic, or its publisher,
+// is caught up (a literal false too). It returns how many status rows the
+// predicates select now, one per (topic, publisher).
 func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) (int64, error) {
+	adoptables, err := cfg.adoptables()
+	if err != nil {
+		return 0, err
+	}
 	var total int64
-	for _, a := range cfg.adoptables() {
+	counts := map[string]*predicateCount{} // by table and Predicate.Name
+	var order []*predicateCount
+	for _, a := range adoptables {
 		a.Pending = nil // checked by the migrations; the predicates' are the operator's
 		preds := a.Predicates()
 		if len(preds) == 0 {
@@ -47,39 +58,66 @@ func CheckAdopt(ctx context.Context, q status.Planner, cfg Config) (int64, error
 		if err != nil {
 			return 0, err
 		}
+		total += n
 		for _, p := range preds {
-			each := n // one predicate's count is the table's
+			key := a.Source + "\x00" + p.Name()
+			c := counts[key]
+			if c == nil {
+				c = &predicateCount{table: a.Source, p: p}
+				counts[key] = c
+				order = append(order, c)
+			}
+			if c.rows > 0 {
+				continue // shared by the publishers, and selecting rows for one already
+			}
+			each := n // one predicate's count is the publisher's
 			if len(preds) > 1 {
 				if each, err = status.CountAdopt(ctx, q, p.Adoptable); err != nil {
 					return 0, err
 				}
 			}
-			if each > 0 {
-				continue
-			}
-			if p.Route >= 0 {
-				// A route's topic may be caught up: its predicate is false
-				// on the newest row. NULL there is a subquery that found
-				// no row.
-				null, err := status.NullOnNewest(ctx, q, p)
-				if err != nil {
-					return 0, err
-				}
-				if !null {
-					continue
-				}
-			}
-			return 0, nothingToAdopt(a.Source, p)
+			c.rows += each
 		}
-		total += n
+	}
+	for _, c := range order {
+		if err := c.refuseNone(ctx, q); err != nil {
+			return 0, err
+		}
 	}
 	return total, nil
+}
+
+// predicateCount is what one adopt predicate of a table selects, over
+// the publishers it adopts for.
+type predicateCount struct {
+	table string
+	p     status.Predicate
+	rows  int64
+}
+
+// refuseNone refuses the predicate when it selects no row: a
+// *NothingToAdoptError, unless it is a route's or a publisher's own and
+// false, not NULL, on the table's newest row (status.NullOnNewest).
+func (c *predicateCount) refuseNone(ctx context.Context, q status.Planner) error {
+	if c.rows > 0 {
+		return nil
+	}
+	if c.p.Route >= 0 || c.p.Publisher != "" {
+		// A route's topic, or a publisher, may be caught up: its
+		// predicate is false on the newest row. NULL there is a subquery
+		// that found no row.
+		null, err := status.NullOnNewest(ctx, q, c.p)
+		if err != nil || !null {
+			return err
+		}
+	}
+	return nothingToAdopt(c.table, c.p)
 }
 
 // nothingToAdopt is the refusal of p, a predicate of table that selects
 // no row.
 func nothingToAdopt(table string, p status.Predicate) *NothingToAdoptError {
-	e := &NothingToAdoptError{Table: table, Where: p.Where}
+	e := &NothingToAdoptError{Table: table, Where: p.Where, Publisher: p.Publisher}
 	if p.Route >= 0 {
 		e.Route, e.Topic = p.Name(), p.Adoptable.Routes[0].Topic
 	}
@@ -94,22 +132,50 @@ type NothingToAdoptError struct {
 	// Table is the outbox table, as schema.name; Where the predicate.
 	Table, Where string
 	// Route names the route whose predicate it is, as
-	// status.Predicate.Name does, and Topic is its topic; both empty for
-	// the table's predicate.
+	// status.Predicate.Name does (with the publisher, for a publisher's
+	// own), and Topic is its topic; both empty for the table's predicate.
 	Route, Topic string
+	// Publisher is the publisher whose own predicate it is (a config
+	// file's adopt: given per publisher); empty for one every publisher
+	// of its table or route shares.
+	Publisher string
 }
 
 func (e *NothingToAdoptError) Error() string {
 	if e.Route != "" {
-		return fmt.Sprintf("adopt the rows of %s: %s selects no row that the route sends to %s, and is NULL on the table's newest row (%s): check it with SELECT (%s) FROM %s ORDER BY <id> DESC LIMIT 1; "+
+		return fmt.Sprintf("adopt the rows of %s: %s selects no row that the route sends to %s%s, and is NULL on the table's newest row (%s): check it with SELECT (%s) FROM %s ORDER BY <id> DESC LIMIT 1; "+
 			"a subquery that finds no row (a misspelt topic or publisher in its WHERE, a missing progress row) makes the comparison NULL. "+
-			"Fix the predicate (one false there means the topic is caught up, and is accepted)",
-			e.Table, e.Route, e.Topic, e.Where, e.Where, e.Table)
+			"Fix the predicate (one false there means the topic is caught up, and is accepted%s)",
+			e.Table, e.Route, e.Topic, e.forPublisher(), e.Where, e.Where, e.Table, e.falseForIt())
+	}
+	if e.Publisher != "" {
+		return fmt.Sprintf("adopt the rows of %s: adopt.%s selects no row for publisher %s, and is NULL on the table's newest row (%s): check it with SELECT (%s) FROM %s ORDER BY <id> DESC LIMIT 1; "+
+			"a subquery that finds no row (a misspelt topic or publisher in its WHERE, a missing progress row) makes the comparison NULL. "+
+			"Fix the predicate (one false there means the publisher is caught up, and is accepted%s)",
+			e.Table, e.Publisher, e.Publisher, e.Where, e.Where, e.Table, e.falseForIt())
 	}
 	return fmt.Sprintf("adopt the rows of %s: the predicate selects no row (%s): check it with SELECT count(*) FROM %s WHERE %s; "+
 		"a subquery that finds no row (a misspelt name in its WHERE, a missing progress row) makes the comparison NULL. "+
 		"Fix the predicate; if there is nothing to adopt, leave adopt out (without it no row is adopted)",
 		e.Table, e.Where, e.Table, e.Where)
+}
+
+// forPublisher is " for publisher partner" for a publisher's own
+// predicate, else "".
+func (e *NothingToAdoptError) forPublisher() string {
+	if e.Publisher == "" {
+		return ""
+	}
+	return " for publisher " + e.Publisher
+}
+
+// falseForIt is what the refusal adds for a publisher's own predicate:
+// how to adopt nothing for it.
+func (e *NothingToAdoptError) falseForIt() string {
+	if e.Publisher == "" {
+		return ""
+	}
+	return "; false adopts nothing for " + e.Publisher
 }
 
 // snapshotName is what PostgreSQL names an exported snapshot
@@ -207,16 +273,18 @@ func recordStart(ctx context.Context, db checkpoint.DB, cfg Config, lsn pglogrep
 // adoptBacklog is the switch-over: for each of cfg's tables with pending
 // values or an adopt predicate, it parks the rows whose status was
 // pending, or that the predicate selected, at snapshot (the one a new
-// slot exported) in the status table, each once (once per topic of a
-// routed row), for the poller to send as they are then. tx is a
+// slot exported) in the status table, once per publisher their events go
+// to, each through that publisher's store with that publisher's
+// predicates (cfg.adoptables), each once (once per topic of a routed
+// row), for each publisher's poller to send as they are then. tx is a
 // REPEATABLE READ transaction that has not read yet: it imports the
 // snapshot, and so sees exactly the rows committed before the slot's
 // consistent point, which the slot will not stream. It logs and returns
 // how many rows it adopted.
 func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, log *slog.Logger) (int64, error) {
-	tables := cfg.adoptables()
-	if len(tables) == 0 {
-		return 0, nil
+	tables, err := cfg.adoptables()
+	if err != nil || len(tables) == 0 {
+		return 0, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -232,9 +300,14 @@ func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, l
 	if _, err := tx.Exec(ctx, "SET LOCAL application_name = '"+adoptAppName(cfg.Slot)+"'"); err != nil {
 		return 0, fmt.Errorf("name the session that adopts rows: %w", err)
 	}
-	store := status.NewStore(nil, cfg.StatusSchema, cfg.StatusTable)
+	stores := map[string]*status.Store{}
 	var total int64
 	for _, t := range tables {
+		store := stores[t.Publisher]
+		if store == nil {
+			store = status.NewStore(nil, cfg.StatusSchema, cfg.StatusTable, status.Publisher(t.Publisher))
+			stores[t.Publisher] = store
+		}
 		n, err := store.Adopt(ctx, tx, t)
 		if err != nil {
 			return 0, err
@@ -245,9 +318,10 @@ func adoptBacklog(ctx context.Context, tx pgx.Tx, cfg Config, snapshot string, l
 	return total, nil
 }
 
-// logAdopted says how many rows of t a new slot adopted, and by what.
+// logAdopted says how many rows of t a new slot adopted for its
+// publisher, and by what.
 func logAdopted(log *slog.Logger, t status.Adoptable, n int64) {
-	attrs := []any{"table", t.Source, "rows", n}
+	attrs := []any{"table", t.Source, "publisher", t.Publisher, "rows", n}
 	if len(t.Pending) > 0 {
 		attrs = append(attrs, "statuses", t.Pending)
 	}
@@ -263,5 +337,5 @@ func logAdopted(log *slog.Logger, t status.Adoptable, n int64) {
 	if len(routes) > 0 {
 		attrs = append(attrs, "routes_adopt", routes)
 	}
-	log.Info("adopted the rows selected when the slot was created: the poller sends each as it is now; none is sent twice by the switch", attrs...)
+	log.Info("adopted the rows selected when the slot was created: the publisher's poller sends each as it is now; none is sent twice by the switch", attrs...)
 }

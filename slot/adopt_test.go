@@ -32,16 +32,16 @@ func TestAdoptablesWithRoutePredicates(t *testing.T) {
 	pending := plain
 	pending.Mapping.Table, pending.WriteBack = "pending", &writeback.Columns{StatusColumn: "status", Pending: []string{"NEW"}}
 	cfg.Tables = []outbox.Table{plain, routedEvents("", "position > 550"), pending}
-	got := cfg.adoptables()
-	if len(got) != 2 || got[0].Source != "public.events" || !reflect.DeepEqual(got[0].RouteWhere, []string{"", "position > 550"}) || got[1].Source != "public.pending" {
-		t.Fatalf("adoptables %+v, want public.events with its route predicates, then public.pending", got)
+	got, err := cfg.adoptables()
+	if err != nil || len(got) != 2 || got[0].Source != "public.events" || !reflect.DeepEqual(got[0].RouteWhere, []string{"", "position > 550"}) || got[1].Source != "public.pending" {
+		t.Fatalf("adoptables %+v, %v; want public.events with its route predicates, then public.pending", got, err)
 	}
 	if !cfg.Adopts() {
 		t.Error("Adopts() = false with a route predicate")
 	}
 	again := cfg.withoutAdopt()
-	if again.Adopts() || len(again.adoptables()) != 1 || again.adoptables()[0].Source != "public.pending" {
-		t.Errorf("withoutAdopt: Adopts() = %v, adoptables %+v; want none by a predicate, the pending table's rows still", again.Adopts(), again.adoptables())
+	if got, err := again.adoptables(); again.Adopts() || err != nil || len(got) != 1 || got[0].Source != "public.pending" {
+		t.Errorf("withoutAdopt: Adopts() = %v, adoptables %+v, %v; want none by a predicate, the pending table's rows still", again.Adopts(), got, err)
 	}
 	if cfg.Tables[1].RouteAdopt[1] != "position > 550" {
 		t.Errorf("withoutAdopt changed the config it was made from: %q", cfg.Tables[1].RouteAdopt)

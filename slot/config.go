@@ -2,6 +2,7 @@ package slot
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -61,25 +62,42 @@ func (c Config) replicationTimeout() time.Duration {
 	return cmp.Or(c.ReplicationTimeout, 30*time.Second)
 }
 
-// adoptables are c's tables with pending values or an adopt predicate
-// (the table's or a route's), as status.Adopt takes them.
-func (c Config) adoptables() []status.Adoptable {
+// adoptables are what a slot the relay creates adopts of c's tables
+// with pending values or an adopt predicate (the table's or a route's):
+// each table's once per publisher its events go to
+// (outbox.Table.Adoptables), tables in order, as status.Store.Adopt
+// takes them through the publisher's store. A table whose predicates are
+// not valid (outbox.Table.ValidateAdopt: a publisher of its events with no
+// predicate in a mapping, say) is an error, so that no publisher's
+// backlog is left out unsaid.
+func (c Config) adoptables() ([]status.Adoptable, error) {
 	var ts []status.Adoptable
 	names := outbox.Sources{Tables: c.Tables}.TableNames()
 	for i, t := range c.Tables {
-		a := status.Adoptable{Schema: t.Mapping.Schema, Name: t.Mapping.Table, Source: names[i],
-			IDColumn: t.Mapping.IDColumn, Where: t.Adopt, TagsColumn: t.Mapping.TagsColumn, Routes: t.Mapping.Routes,
-			RouteWhere: t.RouteAdopt,
-			KeyColumn:  t.Mapping.KeyColumn, TopicColumn: t.Mapping.TopicColumn, TopicTemplate: t.Mapping.TopicTemplate,
-			TimestampColumn: t.Mapping.TimestampColumn}
-		if t.WriteBack != nil {
-			a.StatusColumn, a.Pending = t.WriteBack.StatusColumn, t.WriteBack.AdoptedValues()
+		if err := t.ValidateAdopt(names[i]); err != nil {
+			return nil, err
 		}
-		if len(a.Pending) > 0 || t.Adopts() {
+		for _, a := range t.Adoptables(names[i]) {
+			if err := status.ValidPublisher(a.Publisher); err != nil {
+				return nil, fmt.Errorf("table %s: adopt its rows for %w: name the table's publishers as the config file does", names[i], err)
+			}
 			ts = append(ts, a)
 		}
 	}
-	return ts
+	return ts, nil
+}
+
+// adoptsRows reports whether a slot the relay creates adopts rows: a
+// table of c has pending values or an adopt predicate (its own or a
+// route's), so that the slot is created over a replication connection
+// whose snapshot the adoption imports.
+func (c Config) adoptsRows() bool {
+	for _, t := range c.Tables {
+		if t.Adopts() || t.WriteBack != nil && len(t.WriteBack.AdoptedValues()) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Adopts reports whether a table of c has an adopt predicate, its own or
@@ -99,7 +117,8 @@ func (c Config) Adopts() bool {
 func (c Config) withoutAdopt() Config {
 	c.Tables = slices.Clone(c.Tables)
 	for i := range c.Tables {
-		c.Tables[i].Adopt, c.Tables[i].RouteAdopt = "", nil
+		t := &c.Tables[i]
+		t.Adopt, t.AdoptBy, t.RouteAdopt, t.RouteAdoptBy = "", nil, nil, nil
 	}
 	return c
 }

@@ -72,7 +72,7 @@ func prepareSlot(ctx context.Context, db DB, cfg Config, leading bool) (Prepared
 	if err != nil {
 		return res, err
 	}
-	adopts := len(cfg.adoptables()) > 0
+	adopts := cfg.adoptsRows()
 	slot, err := replication.LookupSlot(ctx, db, cfg.Slot)
 	switch {
 	case errors.Is(err, replication.ErrSlotNotFound) && haveStored:
@@ -179,7 +179,7 @@ type DB interface {
 // (unrecordedCreation, since when, non-zero) is dropped and created again
 // (recreateUnrecorded). It returns how many rows were adopted.
 func createSlot(ctx context.Context, db DB, cfg Config, since time.Time) (int64, error) {
-	if len(cfg.adoptables()) == 0 {
+	if !cfg.adoptsRows() {
 		return 0, createSlotSQL(ctx, db, cfg)
 	}
 	repl, err := replication.Connect(ctx, cfg.PostgresURL, "cdc-relay migrate", cfg.replicationTimeout())

@@ -43,7 +43,7 @@ func adoptAppName(slot string) string {
 // when. Only the slot's leader may act on it: a creator leads while it
 // creates.
 func unrecordedCreation(ctx context.Context, store *checkpoint.Store, cfg Config) (time.Time, bool, error) {
-	if len(cfg.adoptables()) == 0 {
+	if !cfg.adoptsRows() {
 		return time.Time{}, false, nil
 	}
 	return store.Creating(ctx, cfg.Slot)
@@ -119,7 +119,7 @@ func dropIfExists(ctx context.Context, repl *replication.Conn, slot string) erro
 // (recordNewSlot). It returns the new slot and how many rows it adopted.
 // The caller leads the slot.
 func createAdopting(ctx context.Context, db DB, repl *replication.Conn, cfg Config, log *slog.Logger) (replication.NewSlot, int64, error) {
-	if len(cfg.adoptables()) > 0 {
+	if cfg.adoptsRows() {
 		store := checkpoint.NewStore(db, cfg.CheckpointSchema, cfg.CheckpointTable)
 		if err := store.BeginCreate(ctx, cfg.Slot); err != nil {
 			return replication.NewSlot{}, 0, err

@@ -120,7 +120,7 @@ func checkFound(slot replication.Slot, cp checkpoint.Checkpoint, haveStored bool
 		// created (by migrate, say), and waits for open transactions.
 		return fmt.Errorf("replication slot %q is still being created (it waits for the transactions open when it began); trying again", cfg.Slot)
 	}
-	if !haveStored && len(cfg.adoptables()) > 0 {
+	if !haveStored && cfg.adoptsRows() {
 		// A slot the relay creates records its checkpoint row with the
 		// backlog it adopts: this one did not (a migrate creating it now,
 		// a relay stopped before it could, or someone else).

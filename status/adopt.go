@@ -58,6 +58,24 @@ type Adoptable struct {
 	// rows are sent in its order, and in the order they were written
 	// within one timestamp (see adoptOrder).
 	TimestampColumn string
+	// Publisher is the publisher the rows are adopted for, one of the
+	// table's (a switch-over adopts a table's rows once per publisher
+	// its events go to, each through that publisher's store): Store.Adopt
+	// refuses an Adoptable of another publisher than its store's. Empty
+	// is the store's, whichever it is.
+	Publisher string
+	// OwnWhere and OwnRouteWhere (aligned with RouteWhere) say which
+	// predicates are Publisher's own (a config file's adopt: given as a
+	// mapping of publisher to predicate) rather than every publisher's:
+	// Predicate.Name names an own one with its publisher, as the file
+	// does (adopt.partner, routes[0].adopt.partner).
+	OwnWhere      bool
+	OwnRouteWhere []bool
+	// RouteIndex is, aligned with Routes, each route's index among its
+	// table's routes (a config file's routes[i]), when Routes are some of
+	// them only (those whose events go to Publisher); nil: a route's
+	// index is its place in Routes. Predicate.Name names a route by it.
+	RouteIndex []int
 
 	// columns are the table's columns, each with its kind (columnKind),
 	// read by Adopt; nil: no key, the topic left empty, the rows in the
@@ -100,6 +118,24 @@ func (t Adoptable) tableWhere() string {
 	return ""
 }
 
+// routeIndex is route i's index among its table's routes (RouteIndex),
+// as the config file names it.
+func (t Adoptable) routeIndex(i int) int {
+	if i < len(t.RouteIndex) {
+		return t.RouteIndex[i]
+	}
+	return i
+}
+
+// ownPublisher is Publisher when own says a predicate is Publisher's own,
+// else "".
+func (t Adoptable) ownPublisher(own bool) string {
+	if own {
+		return t.Publisher
+	}
+	return ""
+}
+
 // routePredicates reports whether a route of t has a predicate of its
 // own.
 func (t Adoptable) routePredicates() bool {
@@ -115,11 +151,16 @@ func (t Adoptable) routePredicates() bool {
 // a route's (RouteWhere), with the Adoptable that selects exactly the
 // status rows it adopts.
 type Predicate struct {
-	// Route is the index in Routes of the route whose predicate it is;
-	// -1 for the table's.
+	// Route is the index of the route whose predicate it is among its
+	// table's routes (Adoptable.RouteIndex: the config file's
+	// routes[i]); -1 for the table's.
 	Route int
 	// Where is the predicate.
 	Where string
+	// Publisher is the publisher whose own predicate it is (an entry of
+	// a config file's adopt: mapping); "" for one shared by every
+	// publisher of its table or route.
+	Publisher string
 	// Adoptable adopts what the predicate selects, as its table does,
 	// and nothing else (no pending status): for a route's, the rows it
 	// selects that match that route's tags, for its topic; for the
@@ -129,12 +170,18 @@ type Predicate struct {
 }
 
 // Name names p as the operator wrote it: "adopt" for the table's,
-// "routes[1].adopt (topic payment-events)" for a route's.
+// "routes[1].adopt (topic payment-events)" for a route's, and with the
+// publisher when it is a publisher's own: "adopt.partner",
+// "routes[1].adopt.partner (topic payment-events)".
 func (p Predicate) Name() string {
-	if p.Route < 0 {
-		return "adopt"
+	key := "adopt"
+	if p.Publisher != "" {
+		key += "." + p.Publisher
 	}
-	return fmt.Sprintf("routes[%d].adopt (topic %s)", p.Route, p.Adoptable.Routes[0].Topic)
+	if p.Route < 0 {
+		return key
+	}
+	return fmt.Sprintf("routes[%d].%s (topic %s)", p.Route, key, p.Adoptable.Routes[0].Topic)
 }
 
 // Predicates lists t's predicates, the table's first then the routes' in
@@ -147,6 +194,7 @@ func (t Adoptable) Predicates() []Predicate {
 	var ps []Predicate
 	bare := t
 	bare.Pending, bare.StatusColumn, bare.RouteWhere, bare.Routes = nil, "", nil, nil
+	bare.OwnWhere, bare.OwnRouteWhere, bare.RouteIndex = false, nil, nil
 	if t.tableWhere() != "" {
 		table := bare
 		for i, r := range t.Routes {
@@ -154,13 +202,14 @@ func (t Adoptable) Predicates() []Predicate {
 				table.Routes = append(table.Routes, r)
 			}
 		}
-		ps = append(ps, Predicate{Route: -1, Where: t.Where, Adoptable: table})
+		ps = append(ps, Predicate{Route: -1, Where: t.Where, Publisher: t.ownPublisher(t.OwnWhere), Adoptable: table})
 	}
 	for i, r := range t.Routes {
 		if w := t.routeWhere(i); w != "" {
 			route := bare
 			route.Where, route.Routes = w, []decoder.Route{r}
-			ps = append(ps, Predicate{Route: i, Where: w, Adoptable: route})
+			own := i < len(t.OwnRouteWhere) && t.OwnRouteWhere[i]
+			ps = append(ps, Predicate{Route: t.routeIndex(i), Where: w, Publisher: t.ownPublisher(own), Adoptable: route})
 		}
 	}
 	return ps
@@ -186,17 +235,26 @@ const adoptedReason = "adopted: selected when the relay's replication slot was c
 // Adopt parks, through q, every row of t whose status is one of its
 // pending values or that its predicate (Where) selects, once (a routed
 // row once per topic whose route selects it: RouteWhere), as Reload
-// rows of the store's publisher (Kafka's: the switch-over's store is
-// Kafka's) due now, in the order of the id column: the poller sends each as
-// its outbox row is then, and writes the row back. It is the
+// rows of the store's publisher due now, in the order of the id column:
+// that publisher's poller sends each as its outbox row is then (and
+// Kafka's writes the row back), and its relay holds each row's key
+// (ReloadKeys) until then. A table whose events go to several
+// publishers is adopted once per publisher, each with its own Adoptable
+// and store (the switch-over's, slot.adoptBacklog). It is the
 // switch-over's backlog: run in a transaction that imported the snapshot
 // a replication slot exported when it was created, it adopts exactly the
 // rows committed before the slot's consistent point (the slot streams
 // the others), so the switch misses no row and sends none twice. One
 // INSERT … SELECT (a single statement: oneStatement) adopts them all.
-// Rows without an id are left out (the poller reads a row by its id). It
-// returns how many status rows it added (one per topic of a routed row).
+// Rows without an id are left out (the poller reads a row by its id). An
+// Adoptable of another publisher (Adoptable.Publisher) is refused,
+// adopting nothing. It returns how many status rows it added (one per
+// topic of a routed row).
 func (s *Store) Adopt(ctx context.Context, q pgdb.DB, t Adoptable) (int64, error) {
+	if t.Publisher != "" && t.Publisher != s.publisher {
+		return 0, fmt.Errorf("adopt the rows of %s for publisher %s through the status store of publisher %s: "+
+			"make the store with status.Publisher(%q)", t.Source, t.Publisher, s.publisher, t.Publisher)
+	}
 	if !t.adopts() {
 		return 0, nil
 	}
@@ -238,9 +296,9 @@ func tableColumns(ctx context.Context, q pgdb.DB, t Adoptable) (map[string]strin
 // that a predicate that is not valid SQL, names a column the table lacks,
 // reads a table the role may not read or is not a boolean fails with
 // PostgreSQL's message before anything is created; when a route has a
-// predicate of its own, the message names the predicate refused
-// (Predicate.Name). A table routed by tags of another type than an array
-// of text is refused, with what to do.
+// predicate of its own, or the table's is a publisher's own, the message
+// names the predicate refused (Predicate.Name). A table routed by tags of
+// another type than an array of text is refused, with what to do.
 func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 	if !t.adopts() {
 		return nil
@@ -250,7 +308,7 @@ func CheckAdopt(ctx context.Context, q Planner, t Adoptable) error {
 		return nil
 	}
 	named := false // the refusal is a predicate's, named
-	if t.routePredicates() {
+	if t.routePredicates() || t.OwnWhere && t.Where != "" {
 		err, named = refusedPredicate(ctx, q, t, err)
 	}
 	if !named && len(t.Routes) > 0 && !isUndefinedID(t, err) {
@@ -272,7 +330,8 @@ func explainAdopt(ctx context.Context, q Planner, t Adoptable) error {
 }
 
 // refusedPredicate is err, PostgreSQL's refusal of t's adoption when a
-// route of t has a predicate of its own, with the name of the predicate
+// route of t has a predicate of its own (or the table's is a publisher's
+// own), with the name of the predicate
 // it refuses (Predicate.Name), so that the operator knows which to fix:
 // the first that PostgreSQL refuses planned alone; named says it found
 // one. When it refuses the adoption with every predicate true (a tags
@@ -345,8 +404,9 @@ func isUndefinedID(t Adoptable, err error) bool {
 // NullOnNewest reports whether p's predicate is NULL on its table's newest
 // row (by the id column): a comparison with a subquery that finds no row
 // (a misspelt topic or publisher, a missing progress row). False on a
-// table with no row. A route's predicate that selects no row but is
-// false there has nothing to adopt: its topic is caught up.
+// table with no row. A route's predicate, or a publisher's own, that
+// selects no row but is false there has nothing to adopt: its topic, or
+// its publisher, is caught up (a literal false is false there too).
 func NullOnNewest(ctx context.Context, q Planner, p Predicate) (bool, error) {
 	t := p.Adoptable
 	table := pgx.Identifier{t.Schema, t.Name}.Sanitize()

@@ -202,6 +202,13 @@ func adoptedPerTopic(ctx context.Context, t *testing.T, pool *pgxpool.Pool) []st
 	t.Helper()
 	rows, _ := pool.Query(ctx, `SELECT topic, array_agg(event_id::bigint ORDER BY event_id::bigint) FROM outbox_delivery
 		WHERE reload AND source_table = 'public.events' GROUP BY topic ORDER BY topic`)
+	return collectRuns(t, rows)
+}
+
+// collectRuns reads rows of a label and ids in order as "label: 10 20
+// 601-700" (runs of ids), after checking that no label has one twice.
+func collectRuns(t *testing.T, rows pgx.Rows) []string {
+	t.Helper()
 	var got []string
 	var topic string
 	var ids []int64
