@@ -306,15 +306,17 @@ func (t Table) ProgressTables() []PublisherProgress {
 	return out
 }
 
-// publisherTopics are the topics of the routes that send to publisher,
-// each once, in order; Topics when the table has no routes.
+// publisherTopics are the topics whose events go to publisher, each
+// once, in order: those of the routes that name it, and of every route
+// of such a topic (AdoptPublishersOf: the stream sends a topic's copy to
+// every publisher of its routes); Topics when the table has no routes.
 func (t Table) publisherTopics(publisher string) []string {
 	if len(t.Mapping.Routes) == 0 {
 		return t.Topics()
 	}
 	topics := []string{}
 	for i, r := range t.Mapping.Routes {
-		if slices.Contains(t.RoutePublishersOf(i), publisher) && !slices.Contains(topics, r.Topic) {
+		if slices.Contains(t.AdoptPublishersOf(i), publisher) && !slices.Contains(topics, r.Topic) {
 			topics = append(topics, r.Topic)
 		}
 	}

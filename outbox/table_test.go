@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/progress"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -187,5 +188,37 @@ func TestOrderedTopics(t *testing.T) {
 	}
 	if got := OrderedTopics(tables[1:3]); got != nil {
 		t.Errorf("OrderedTopics of tables ordered by key = %q, want none", got)
+	}
+}
+
+// TestProgressTablesFollowTheStream: a publisher's rows in the progress
+// table are kept for the topics whose events go to it, as the stream
+// sends them: a topic's copy goes to every publisher of the topic's
+// routes, so a topic one of whose routes names the publisher is its.
+func TestProgressTablesFollowTheStream(t *testing.T) {
+	tbl := Table{
+		Mapping: decoder.Mapping{Schema: "public", Table: "events", IDColumn: "position", Routes: []decoder.Route{
+			{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}},
+			{Topic: "payment-events", AnyOfTags: []string{"payment_id"}},
+			{Topic: "payment-events", AnyOfTags: []string{"refund_id"}},
+		}},
+		RoutePublishers:    [][]string{{"kafka", "partner"}, nil, {"partner"}},
+		Progress:           &progress.Table{Schema: "public", Name: "outbox_topic_progress", Publisher: "KafkaPublisher"},
+		ProgressPublishers: map[string]string{"partner": "WebhookPublisher"},
+	}
+	got := map[string][]string{}
+	for _, pp := range tbl.ProgressTables() {
+		got[pp.Publisher+"="+pp.Table.Publisher] = pp.Source.Topics
+	}
+	want := map[string][]string{
+		"kafka=KafkaPublisher":     {"wallet-events", "payment-events"},
+		"partner=WebhookPublisher": {"wallet-events", "payment-events"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ProgressTables' topics %v, want %v", got, want)
+	}
+	tbl.Progress.Publisher = ""
+	if pts := tbl.ProgressTables(); len(pts) != 1 || pts[0].Publisher != "partner" {
+		t.Errorf("without Kafka's rows: %+v, want partner's alone", pts)
 	}
 }
