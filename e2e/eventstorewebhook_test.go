@@ -163,3 +163,117 @@ func checkFirstDeliveriesInOrder(t *testing.T, h *hookReceiver) {
 		last = id
 	}
 }
+
+// TestEventStoreWebhookSwitchOver: the event store switches over from a
+// poller whose progress rows say Kafka had wallet-events up to 40% of the
+// 3,000 events written before, the partner's webhook up to 20%, and Kafka
+// payment-events up to 30%; the wallet route adopts per publisher (adopt:
+// {kafka: …, partner: …}), while an application appends through the
+// switch. Kafka gets exactly the events after its positions, once; the
+// receiver exactly the wallet events after the webhook's, once, in
+// position order; both publishers' rows then read the newest position.
+func TestEventStoreWebhookSwitchOver(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	h, url := newHookReceiver(t)
+	path, wallet, payment := e.eventStoreWebhookConfig(url)
+	yaml, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pred = "position > (SELECT last_position FROM outbox_topic_progress WHERE topic = '%s' AND publisher = '%s')"
+	walletAdopt := "        # adopt: " + fmt.Sprintf(pred, wallet, "KafkaPublisher") + "\n"
+	paymentAdopt := "        # adopt: " + fmt.Sprintf(pred, payment, "KafkaPublisher") + "\n"
+	for _, line := range []string{walletAdopt, paymentAdopt} {
+		if !strings.Contains(string(yaml), line) {
+			t.Fatalf("the event store's relay.yaml lacks the line %q", line)
+		}
+	}
+	out := strings.NewReplacer(
+		walletAdopt, "        adopt:\n          kafka: "+fmt.Sprintf(pred, wallet, "KafkaPublisher")+"\n          partner: "+fmt.Sprintf(pred, wallet, "WebhookPublisher")+"\n",
+		paymentAdopt, strings.Replace(paymentAdopt, "# adopt:", "adopt:", 1),
+	).Replace(string(yaml))
+	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.createTopic1(wallet)
+	e.createTopic1(payment)
+	const events = 3000
+	mustExec(t, e.conn, `INSERT INTO events (type, tags, data, transaction_id)
+		SELECT 'DepositMade', `+adoptTags+`, json_build_object('n', i), pg_current_xact_id() FROM generate_series(1, $1) AS i`, events)
+	mustExec(t, e.conn, `INSERT INTO outbox_topic_progress (topic, publisher, last_position) VALUES ($1, 'KafkaPublisher', $2), ($1, 'WebhookPublisher', $3), ($4, 'KafkaPublisher', $5)`,
+		wallet, events*2/5, events/5, payment, events*3/10)
+	app := e.appendEvents()
+	e.waitFor("the application appended while no slot exists", 30*time.Second, func() bool { return app.appended.Load() >= 100 })
+	p, _ := e.switchOver("migrate", path, events*3/5)
+	since := app.appended.Load()
+	e.waitFor("the application appended while the relay streams", 60*time.Second, func() bool { return app.appended.Load() >= since+300 })
+	if err := app.stop(); err != nil {
+		t.Fatal(err)
+	}
+	kafka := e.routedCopies(wallet, payment, events*2/5, events*3/5)
+	kafka[payment] = e.routedCopies(wallet, payment, events*3/10, events*7/10)[payment]
+	hook := e.routedCopies(wallet, payment, events/5, events*4/5)[wallet]
+	for _, topic := range []string{wallet, payment} {
+		e.readIDs(topic, kafka[topic], 120*time.Second)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for h.distinctIDs() < len(hook) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if h.distinctIDs() < len(hook) {
+		h.mu.Lock()
+		seen := map[string]bool{}
+		for _, ev := range h.took {
+			seen[ev.id] = true
+		}
+		h.mu.Unlock()
+		var missing []string
+		for _, id := range hook {
+			if !seen[id] {
+				missing = append(missing, id)
+			}
+		}
+		rows, _ := e.conn.Query(context.Background(), "SELECT topic = $1, status, count(*), min(event_id::bigint), max(event_id::bigint) FROM outbox_delivery WHERE publisher = 'partner' GROUP BY 1, 2", wallet)
+		for rows.Next() {
+			var w bool
+			var st string
+			var n, lo, hi int64
+			_ = rows.Scan(&w, &st, &n, &lo, &hi)
+			t.Logf("partner rows: wallet %v %s %d [%d, %d]", w, st, n, lo, hi)
+		}
+		rows.Close()
+		t.Fatalf("the receiver took %d distinct of %d; missing %d, first %v", h.distinctIDs(), len(hook), len(missing), missing[:min(10, len(missing))])
+	}
+	for _, topic := range []string{wallet, payment} {
+		e.checkOnce(topic, kafka[topic])
+	}
+	h.mu.Lock()
+	took := map[string]int{}
+	for _, ev := range h.took {
+		took[ev.id]++
+	}
+	h.mu.Unlock()
+	for _, id := range hook {
+		if took[id] != 1 {
+			t.Errorf("the receiver took event %s %d times, want once", id, took[id])
+		}
+		delete(took, id)
+	}
+	if len(took) > 0 {
+		t.Errorf("the receiver took %d events at or before the webhook's position (or not routed to it)", len(took))
+	}
+	checkFirstDeliveriesInOrder(t, h)
+	var newest int64
+	if err := e.conn.QueryRow(context.Background(), "SELECT max(position) FROM events").Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("every row at the newest position", 30*time.Second, func() bool {
+		k, _ := e.progressOf(wallet, "KafkaPublisher")
+		w, _ := e.progressOf(wallet, "WebhookPublisher")
+		kp, _ := e.progressOf(payment, "KafkaPublisher")
+		return k == newest && w == newest && kp == newest
+	})
+	t.Logf("%d events appended around the switch-over; Kafka %d and %d records, the receiver %d events", app.appended.Load(), len(kafka[wallet]), len(kafka[payment]), len(hook))
+	p.stop(30 * time.Second)
+}

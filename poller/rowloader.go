@@ -38,8 +38,13 @@ type loadTable struct {
 	many  string // SELECT * … WHERE id = ANY($1): $1 an array of the id column's type, in text
 	id    string // the id column
 	name  string // the status table's source_table
-	dec   *decoder.Decoder
 	index int // in the relay's tables
+
+	// mu serializes the decoder's use: a Decoder keeps state between
+	// rows (the headers slice it reuses), and the pollers of several
+	// publishers load at once.
+	mu  sync.Mutex
+	dec *decoder.Decoder
 }
 
 // NewRowLoader returns the loader of the outbox tables whose mappings
@@ -93,7 +98,7 @@ func (l *RowLoader) Load(ctx context.Context, row status.Row) (status.Row, error
 	if err != nil {
 		return row, err
 	}
-	return decodeRow(row, rd, res.values[len(res.values)-1])
+	return t.decodeRow(row, rd, res.values[len(res.values)-1])
 }
 
 // LoadMany is Load over rows, read with one statement per outbox table:
@@ -165,7 +170,7 @@ func (l *RowLoader) loadOf(ctx context.Context, t *loadTable, rows []status.Row,
 		case ok && rdErr != nil:
 			errs[i] = rdErr
 		case ok:
-			out[i], errs[i] = decodeRow(rows[i], rd, v)
+			out[i], errs[i] = t.decodeRow(rows[i], rd, v)
 		default:
 			one(i) // gone, or its id written otherwise than the column's text is: as Load finds it
 		}
@@ -196,6 +201,8 @@ func (l *RowLoader) readError(ctx context.Context, sourceTable string, err error
 // decoder returns the decoder of the rows of res, which t's mapping reads;
 // an error wrapping ErrUnloadable when their columns do not fit it.
 func (t *loadTable) decoder(res readResult) (*decoder.Rows, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	rd, err := t.dec.Rows(res.names, res.types)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrUnloadable)
@@ -204,9 +211,12 @@ func (t *loadTable) decoder(res readResult) (*decoder.Rows, error) {
 }
 
 // decodeRow returns row with the record of the outbox row values, read by
-// rd, as the stream makes it; an error wrapping ErrUnloadable when it
-// cannot become one.
-func decodeRow(row status.Row, rd *decoder.Rows, values [][]byte) (status.Row, error) {
+// rd (one of t's decoder), as the stream makes it; an error wrapping
+// ErrUnloadable when it cannot become one. The record is a copy, which
+// the next decode leaves alone.
+func (t *loadTable) decodeRow(row status.Row, rd *decoder.Rows, values [][]byte) (status.Row, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	msg := rd.Decode(values, 0)
 	ev := msg.Event
 	switch {

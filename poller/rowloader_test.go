@@ -3,7 +3,9 @@ package poller
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -131,4 +133,53 @@ func TestRowLoaderRouted(t *testing.T) {
 			t.Errorf("load for %q: %v, want it unloadable", r.Topic, err)
 		}
 	}
+}
+
+// TestRowLoaderConcurrent: the pollers of several publishers load at
+// once with one loader: each gets its rows' records, their headers its
+// own (run with -race: the decoder is shared).
+func TestRowLoaderConcurrent(t *testing.T) {
+	t.Parallel()
+	db := sharedPG.DB(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, sql := range []string{
+		`CREATE TABLE hdr_outbox (id bigint PRIMARY KEY, kind text NOT NULL, body text NOT NULL)`,
+		`INSERT INTO hdr_outbox SELECT i, 'kind-' || i, 'body-' || i FROM generate_series(1, 200) AS i`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := decoder.Mapping{Schema: "public", Table: "hdr_outbox", IDColumn: "id", PayloadColumn: "body", TopicTemplate: "t",
+		HeaderColumns: []string{"kind"}, HeaderNames: []string{"kind"}}
+	l, err := NewRowLoader(func() string { return db.URL() }, []string{"public.hdr_outbox"}, []decoder.Mapping{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for round := range 10 {
+				var rows []status.Row
+				for i := 1 + round*20; i <= 20+round*20; i++ {
+					rows = append(rows, status.Row{EventID: strconv.Itoa(i), SourceTable: "public.hdr_outbox", Reload: true})
+				}
+				out, errs := l.LoadMany(ctx, rows)
+				for i, r := range out {
+					want := rows[i].EventID
+					if errs[i] != nil || string(r.Value) != "body-"+want || len(r.Headers) != 2 || string(r.Headers[1].Value) != "kind-"+want {
+						t.Errorf("row %s: %v, value %q, headers %v", want, errs[i], r.Value, r.Headers)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
