@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,7 +165,7 @@ func (e *env) webhookEnv(topic string) (h *hookReceiver, args []string) {
 	e.t.Helper()
 	e.createTopic1(topic)
 	h, url := newHookReceiver(e.t)
-	mustExec(e.t, e.conn, `CREATE TABLE wallet_outbox (id bigserial PRIMARY KEY, k text NOT NULL, payload jsonb NOT NULL)`)
+	mustExec(e.t, e.conn, `CREATE TABLE wallet_outbox (id bigserial PRIMARY KEY, k text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
 	dir := e.t.TempDir()
 	secret := filepath.Join(dir, "partner-secret")
 	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
@@ -182,6 +183,7 @@ tables:
     id: id
     key: k
     value: payload
+    timestamp: created_at
     topic: %s
     publishers: [kafka, partner]
 `, url, secret, webhookTimeout, topic)
@@ -495,4 +497,50 @@ func TestWebhookSlowReceiverHoldsNotKafka(t *testing.T) {
 	if log := p.Log(); strings.Contains(log, "the webhook receiver is failing") {
 		t.Error("a slow receiver was logged as failing")
 	}
+}
+
+// TestWebhookOnSlotLossRecover: the relay is killed, events are
+// committed, and its slot is dropped, as after a failover to a standby
+// without it. Started with --on-slot-loss recover, the relay publishes the
+// gap's rows to Kafka again and parks them for the webhook, whose poller
+// sends them: every event reaches Kafka and the receiver (some twice),
+// each key's first deliveries at the receiver in commit order, and the
+// log says how many were parked for the webhook.
+func TestWebhookOnSlotLossRecover(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	topic := e.topic("wallet")
+	h, args := e.webhookEnv(topic)
+	p := e.startRelayArgs(relayBin, args...)
+	e.writeN(0, 50)
+	e.readN(topic, 50, 60*time.Second)
+	e.waitFor("the receiver took the first events", 60*time.Second, func() bool { return h.distinctIDs() >= 50 })
+	p.Kill()
+	e.writeN(50, 50) // committed, never read
+	e.waitFor("the killed relay's walsender exits", 30*time.Second, func() bool { return !e.slotActive() })
+	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
+	e.writeN(100, 50) // in the gap
+	p = e.startRelayArgs(relayBin, append(args, "--on-slot-loss", "recover")...)
+	e.writeN(150, 50)
+	e.waitFor("every event in Kafka", 60*time.Second, func() bool {
+		seqs := map[string]bool{}
+		for _, r := range e.readAll(topic) {
+			seqs[string(r.Value)] = true
+		}
+		return len(seqs) >= 200
+	})
+	e.waitFor("the receiver took every event", 60*time.Second, func() bool { return h.distinctIDs() >= 200 })
+	h.checkKeyOrder(t)
+	parked := regexp.MustCompile(`repaired the gap in the WAL.* parked_for_webhooks=map\[partner:(\d+)\]`).FindStringSubmatch(p.Log())
+	if parked == nil {
+		t.Fatalf("the relay does not log what it parked for the webhook:\n%s", p.Log())
+	}
+	if n, _ := strconv.Atoi(parked[1]); n < 100 {
+		t.Errorf("the relay parked %d events for the webhook, want at least the 100 of the gap", n)
+	}
+	e.waitFor("the webhook's parked rows delivered", 60*time.Second, func() bool { return e.partnerRows("FAILED")+e.partnerRows("WAITING") == 0 })
+	p.stop(30 * time.Second)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t.Logf("%s; the receiver took %d requests", parked[0][strings.Index(parked[0], "parked_for"):], len(h.took))
 }

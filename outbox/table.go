@@ -263,6 +263,22 @@ func (t Table) ProgressSource() progress.Source {
 	return progress.Source{Schema: m.Schema, Name: m.Table, IDColumn: m.IDColumn, Topics: t.Topics()}
 }
 
+// SendsTo reports whether the table's events of topic go to publisher,
+// as the stream sends them: a topic's copy goes to every publisher of the
+// topic's routes, whichever of them the event matched; a table without
+// routes sends every event to its publishers.
+func (t Table) SendsTo(topic, publisher string) bool {
+	if len(t.Mapping.Routes) == 0 {
+		return slices.Contains(t.RoutePublishersOf(0), publisher)
+	}
+	for i, r := range t.Mapping.Routes {
+		if r.Topic == topic && slices.Contains(t.RoutePublishersOf(i), publisher) {
+			return true
+		}
+	}
+	return false
+}
+
 // PublisherProgress is a team's progress table as one publisher keeps
 // its rows in it: a writer's (progress.Writer) and a status store's
 // pauses (progress.Table.PausedTopics).

@@ -38,7 +38,7 @@ type loadTable struct {
 	many  string // SELECT * … WHERE id = ANY($1): $1 an array of the id column's type, in text
 	id    string // the id column
 	name  string // the status table's source_table
-	index int // in the relay's tables
+	index int    // in the relay's tables
 
 	// mu serializes the decoder's use: a Decoder keeps state between
 	// rows (the headers slice it reuses), and the pollers of several

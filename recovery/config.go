@@ -90,6 +90,10 @@ type Result struct {
 	// them reached Kafka, Parked went to the status table (rows that cannot
 	// become records, or that Kafka refused for good).
 	Rows, Published, Parked int
+	// Adopted counts, by publisher beside Kafka (a webhook's), the
+	// status rows Run parked for it, one per event and topic of the
+	// window that goes to it: its poller sends them once a relay runs.
+	Adopted map[string]int64
 	// NoGap is true when the relay read every transaction (the slot is
 	// not ahead of its checkpoint): with Options.Since, Run then
 	// publishes again the rows written since, and leaves the checkpoint

@@ -29,6 +29,11 @@
 //   - A window that selects no row while its table holds rows written
 //     after the relay's last checkpoint is refused, not taken for an
 //     empty gap ([republish.Window.CheckGap]).
+//   - The window's rows whose events go to a publisher beside Kafka (a
+//     webhook) are parked for it as reload rows, once per event and
+//     topic (status.Store.Adopt), and its poller sends them once a relay
+//     runs: Kafka's records never go to a topic whose events go to other
+//     publishers only.
 //   - Only once every row is in Kafka is the checkpoint moved to the
 //     slot's position ([Result.Resume]), where the next run resumes;
 //     without a gap it stays where it is. Either way the publication's

@@ -3,12 +3,14 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/republish"
 	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -91,11 +93,60 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, writt
 	defer func() { c := pub.Counts(); res.Rows, res.Published, res.Parked = c.Rows, c.Published, c.Parked }()
 	names := cfg.sources().TableNames()
 	for i, out := range outs {
-		if err := out.Publish(ctx, pub, func(ctx context.Context, ids []string) error { return written(ctx, names[i], ids) }); err != nil {
+		t := cfg.Tables[i]
+		var sends func(string) bool
+		if !slices.Equal(t.AllPublishers(), outbox.DefaultPublishers()) {
+			sends = func(topic string) bool { return t.SendsTo(topic, outbox.KafkaPublisher) }
+		}
+		if err := out.Publish(ctx, pub, func(ctx context.Context, ids []string) error { return written(ctx, names[i], ids) }, sends); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// adoptForPublishers parks, for each publisher beside Kafka (a webhook),
+// the rows of outs' windows whose events go to it, as reload rows of its
+// own (status.Store.Adopt: once per event and topic, none that it holds
+// already), and counts them in res: its poller sends each as its row is
+// then, once a relay runs, its keys held meanwhile. Recover publishes to
+// Kafka itself; a webhook gets the gap's events so, at least once.
+func adoptForPublishers(ctx context.Context, pool *pgxpool.Pool, cfg Config, outs []*republish.Window, res *Result) error {
+	names := cfg.sources().TableNames()
+	for i, t := range cfg.Tables {
+		for _, p := range t.AllPublishers() {
+			if p == outbox.KafkaPublisher {
+				continue
+			}
+			a := windowAdoptable(t, names[i], p, outs[i].Predicate())
+			store := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(names...), status.Publisher(p))
+			n, err := store.Adopt(ctx, pool, a)
+			if err != nil {
+				return fmt.Errorf("park the rows of %s for publisher %s: %w", names[i], p, err)
+			}
+			if res.Adopted == nil {
+				res.Adopted = map[string]int64{}
+			}
+			res.Adopted[p] += n
+		}
+	}
+	return nil
+}
+
+// windowAdoptable is what adoptForPublishers parks of t (named source)
+// for publisher: the rows where selects, of the routes whose events go
+// to publisher (all of them without routes).
+func windowAdoptable(t outbox.Table, source, publisher, where string) status.Adoptable {
+	m := t.Mapping
+	a := status.Adoptable{Schema: m.Schema, Name: m.Table, Source: source, IDColumn: m.IDColumn, TagsColumn: m.TagsColumn,
+		KeyColumn: m.KeyColumn, TopicColumn: m.TopicColumn, TopicTemplate: m.TopicTemplate, TimestampColumn: m.TimestampColumn,
+		Publisher: publisher, Where: where}
+	for i, r := range m.Routes {
+		if t.SendsTo(r.Topic, publisher) {
+			a.Routes, a.RouteIndex = append(a.Routes, r), append(a.RouteIndex, i)
+		}
+	}
+	return a
 }
 
 // writeDelivered writes the rows of a table that writes back as

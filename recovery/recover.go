@@ -96,6 +96,9 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts Options) (res
 	if err := publishAgain(ctx, cfg, failures, writeDelivered(pool, rows), outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
 		return res, err
 	}
+	if err := adoptForPublishers(ctx, pool, cfg, outs, &res); err != nil {
+		return res, err
+	}
 	if res.NoGap {
 		// The checkpoint stays where it is; the publication as it is now
 		// is what the next relay holds to.

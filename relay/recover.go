@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 
+	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/recovery"
 	"github.com/cdc-relay/cdc-relay/replication"
 )
@@ -51,6 +54,10 @@ func checkRecoverable(cfg Config) error {
 		if t.Mapping.TimestampColumn == "" {
 			return fmt.Errorf("recover finds the rows to publish again by the timestamp column, and none is mapped for %s.%s: set --timestamp-column (timestamp in a config file)",
 				t.Mapping.Schema, t.Mapping.Table)
+		}
+		if ps := t.AllPublishers(); t.Mapping.IDColumn == "" && !slices.Equal(ps, outbox.DefaultPublishers()) {
+			return fmt.Errorf("recover parks the rows of %s for its webhook publishers (%s), whose pollers read each row by its id column, and none is mapped: set id in the config file",
+				t.Name(), strings.Join(slices.DeleteFunc(slices.Clone(ps), func(p string) bool { return p == outbox.KafkaPublisher }), ", "))
 		}
 	}
 	return nil

@@ -88,7 +88,7 @@ func (rn *runner) recoverSlot(ctx context.Context, gap *SlotGapError) error {
 	rn.state.slotRecoveries.Add(1)
 	rn.log.Warn("repaired the gap in the WAL: outbox rows published again (consumers may see some twice); streaming on",
 		"slot", cfg.Slot, "since", res.Since, "gap_from", res.Gap.Checkpoint.LSN, "gap_to", res.Gap.SlotLSN,
-		"rows", res.Rows, "published", res.Published, "parked", res.Parked, "resume", res.Resume)
+		"rows", res.Rows, "published", res.Published, "parked", res.Parked, "resume", res.Resume, "parked_for_webhooks", res.Adopted)
 	recovery.WarnMessagesLost(rn.log, res, cfg.Messages)
 	return nil
 }

@@ -3,6 +3,8 @@ package relay
 import (
 	"strings"
 	"testing"
+
+	"github.com/cdc-relay/cdc-relay/webhook"
 )
 
 // TestOnSlotLossIsChecked: New refuses an unknown --on-slot-loss, recover
@@ -10,6 +12,10 @@ import (
 // column, saying why; refuse (or nothing) goes with anything.
 func TestOnSlotLossIsChecked(t *testing.T) {
 	noTimestamp := func(c *Config) { c.Tables[0].Mapping.TimestampColumn = "" }
+	webhookNoID := func(c *Config) {
+		c.Publishers = []Publisher{{Name: "partner", Webhook: webhook.Config{URL: "https://partner.example/hooks", SecretFile: "/etc/secret"}}}
+		c.Tables[0].Publishers, c.Tables[0].Mapping.IDColumn = []string{"kafka", "partner"}, ""
+	}
 	tests := []struct {
 		name   string
 		loss   SlotLoss
@@ -25,6 +31,9 @@ func TestOnSlotLossIsChecked(t *testing.T) {
 		{name: "unknown", loss: "ignore", want: `--on-slot-loss "ignore": want refuse or recover`},
 		{name: "recover with --accept-slot-loss", loss: SlotLossRecover, accept: true, want: "exclude each other"},
 		{name: "recover without a timestamp column", loss: SlotLossRecover, change: noTimestamp, want: "none is mapped for public.outbox"},
+		{name: "recover of a webhook's table without an id column", loss: SlotLossRecover, change: webhookNoID,
+			want: "recover parks the rows of public.outbox for its webhook publishers (partner), whose pollers read each row by its id column"},
+		{name: "refuse, a webhook's table without an id column", loss: SlotLossRefuse, change: webhookNoID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -69,6 +69,10 @@ type Table struct {
 	// Kafka acknowledged (rows without an id are left out), to write them
 	// back as delivered.
 	Written func(ctx context.Context, ids []string) error
+	// Sends, if set, reports whether the table's events of a topic go to
+	// Kafka: a record of a topic it refuses is not made (its events go to
+	// other publishers only).
+	Sends func(topic string) bool
 }
 
 // Counts are what a [Publisher] did since it was made.
@@ -136,6 +140,9 @@ func (p *Publisher) Add(ctx context.Context, values [][]byte, key string) error 
 		return p.poison(ctx, &ev, msg.Poison, key)
 	}
 	for _, topic := range p.topics(msg) {
+		if p.t.Sends != nil && !p.t.Sends(topic) {
+			continue
+		}
 		ev.Topic = topic
 		rec := &kgo.Record{}
 		var hdrs []kgo.RecordHeader

@@ -142,21 +142,24 @@ func TestPublisherEndsOnProducerRefused(t *testing.T) {
 }
 
 // TestPublisherFansOutByRoute: a routed row makes one record per route it
-// matches, none when it matches none; a topic given makes one record per
-// row; the extra headers follow the mapping's.
+// matches, none when it matches none, and none of a topic whose events go
+// to other publishers only (Table.Sends); a topic given makes one record
+// per row; the extra headers follow the mapping's.
 func TestPublisherFansOutByRoute(t *testing.T) {
 	ctx := context.Background()
 	m := decoder.Mapping{TagsColumn: "tags", Routes: []decoder.Route{{Topic: "orders", AnyOfTags: []string{"order"}}, {Topic: "audit", AnyOfTags: []string{"order", "user"}}}}
 	for _, tc := range []struct {
 		topic string
+		sends func(string) bool
 		want  []string
 	}{
-		{"", []string{"orders", "audit", "audit"}},
-		{"override", []string{"override", "override", "override"}},
+		{"", nil, []string{"orders", "audit", "audit"}},
+		{"override", nil, []string{"override", "override", "override"}},
+		{"", func(topic string) bool { return topic != "audit" }, []string{"orders"}}, // audit goes to a webhook alone
 	} {
 		prod := &producer{}
 		pub := New(prod, Options{Topic: tc.topic, Headers: []kgo.RecordHeader{{Key: "extra", Value: []byte("x")}}})
-		pub.Begin(Table{Rows: rowsOf(t, m)})
+		pub.Begin(Table{Rows: rowsOf(t, m), Sends: tc.sends})
 		for _, r := range [][][]byte{row("1", "", "{order}"), row("2", "", "{user}"), row("3", "", "{other}")} {
 			if err := pub.Add(ctx, r, ""); err != nil {
 				t.Fatal(err)

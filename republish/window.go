@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/fatal"
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/pgtext"
 )
 
@@ -243,6 +245,15 @@ func (r *Window) CheckGap(ctx context.Context, checkpointTable, slot string) err
 		r.table, written, r.column, r.typ, unit, r.from.UTC().Format(time.RFC3339))}
 }
 
+// Predicate is the window's condition on the timestamp column as SQL
+// that takes no argument (its time a quoted literal): what the status
+// store's Adopt selects the window's rows by, for the publishers beside
+// Kafka.
+func (r *Window) Predicate() string {
+	i := strings.LastIndex(r.where, "$1")
+	return r.where[:i] + pgdb.QuoteLiteral(string(r.since)) + r.where[i+2:]
+}
+
 // Close closes the window's connection.
 func (r *Window) Close() { _ = r.conn.Close(context.Background()) }
 
@@ -262,8 +273,9 @@ func (r *Window) Count(ctx context.Context) (int, error) {
 // Publish hands every row in the window to pub, in the order of the
 // timestamp column (then the id column), and flushes pub at the end.
 // written, if set, is told the ids of the rows Kafka acknowledged
-// (Table.Written).
-func (r *Window) Publish(ctx context.Context, pub *Publisher, written func(ctx context.Context, ids []string) error) error {
+// (Table.Written); sends, if set, keeps the records of the topics it refuses from Kafka
+// (Table.Sends).
+func (r *Window) Publish(ctx context.Context, pub *Publisher, written func(ctx context.Context, ids []string) error, sends func(topic string) bool) error {
 	rr := r.conn.ExecParams(ctx, "SELECT * FROM "+r.table+" WHERE "+r.where+" ORDER BY "+r.order,
 		[][]byte{r.since}, nil, nil, nil)
 	rows, err := r.dec.Rows(Columns(rr.FieldDescriptions()))
@@ -271,7 +283,7 @@ func (r *Window) Publish(ctx context.Context, pub *Publisher, written func(ctx c
 		_, _ = rr.Close()
 		return err
 	}
-	pub.Begin(Table{Rows: rows, Index: r.index, Name: r.table, Written: written})
+	pub.Begin(Table{Rows: rows, Index: r.index, Name: r.table, Written: written, Sends: sends})
 	for rr.NextRow() {
 		if err := pub.Add(ctx, rr.Values(), ""); err != nil {
 			_, _ = rr.Close()

@@ -12,10 +12,10 @@ import (
 	"github.com/cdc-relay/cdc-relay/webhook"
 )
 
-// refuseWebhooksNotDelivered refuses, for recover and backfill, a config
-// file that routes events to a webhook publisher: they publish to Kafka
-// only, and the webhooks would not receive the events (run delivers to
-// them). tables, when given, are the only tables whose routing counts
+// refuseWebhooksNotDelivered refuses, for backfill, a config file that
+// routes events to a webhook publisher: it publishes to Kafka only, and
+// the webhooks would not receive the events (run delivers to them).
+// tables, when given, are the only tables whose routing counts
 // (backfill's one table).
 func refuseWebhooksNotDelivered(f *config.File, path string, tables ...string) error {
 	if f == nil {
@@ -30,7 +30,7 @@ func refuseWebhooksNotDelivered(f *config.File, path string, tables ...string) e
 	if len(uses) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: recover and backfill publish to Kafka only, and the webhook publishers of %s would not receive the events: "+
+	return fmt.Errorf("%s: backfill publishes to Kafka only, and the webhook publishers of %s would not receive the events: "+
 		"give this command a config file whose tables route to kafka alone, and send the webhooks' copies another way", path, places(uses))
 }
 
@@ -109,7 +109,7 @@ func checkPublishers(ctx context.Context, w io.Writer, f *config.File, check fun
 			continue
 		}
 		fmt.Fprintf(w, "  the events of %s\n", places(uses))
-		fmt.Fprintf(w, "  note: recover and backfill publish to Kafka only: they refuse a file that sends events to a webhook\n")
+		fmt.Fprintf(w, "  note: backfill publishes to Kafka only: it refuses a file that sends events to a webhook\n")
 	}
 	return n
 }

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/recovery"
@@ -134,9 +136,6 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	if err := c.finish(fs); err != nil {
 		return err
 	}
-	if err := refuseWebhooksNotDelivered(c.file, c.configPath); err != nil {
-		return err
-	}
 	if c.since != "" {
 		t, err := time.Parse(time.RFC3339Nano, c.since)
 		if err != nil {
@@ -171,6 +170,7 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 			fmt.Fprintf(c.stdout, " (%d published, %d parked in the status table)", res.Published, res.Parked)
 		}
 		fmt.Fprintln(c.stdout)
+		c.printAdopted(res)
 		return nil
 	}
 	gap := fmt.Sprintf("%s to %s", res.Gap.Checkpoint.LSN, res.Gap.SlotLSN)
@@ -187,6 +187,17 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "recovered the WAL from %s: %d outbox row(s) written since %s (%s), %d published again, %d parked in the status table\n",
 		gap, res.Rows, res.Since.UTC().Format(time.RFC3339), res.From, res.Published, res.Parked)
+	c.printAdopted(res)
 	fmt.Fprintf(c.stdout, "the checkpoint is at %s: start \"cdc-relay run\" to resume\n", res.Resume)
 	return nil
+}
+
+// printAdopted says, for each webhook publisher, how many of the rows'
+// events recover parked for it: recover publishes to Kafka itself, and a
+// relay's poller sends the webhooks' copies.
+func (c *RecoverCommand) printAdopted(res recovery.Result) {
+	for _, p := range slices.Sorted(maps.Keys(res.Adopted)) {
+		fmt.Fprintf(c.stdout, "%d event(s) parked for publisher %s: its poller sends them once \"cdc-relay run\" runs (`cdc-relay failed list --publisher %s` lists them)\n",
+			res.Adopted[p], p, p)
+	}
 }
