@@ -351,7 +351,7 @@ func (h *hookReceiver) checkKeyOrder(t *testing.T) {
 	t.Helper()
 	for k, seqs := range h.firstSeqs() {
 		if !slices.IsSorted(seqs) {
-			t.Errorf("the receiver took key %s's events first as %v, want commit order", k, seqs)
+			t.Errorf("the receiver took key %s's events first as %s, want commit order", k, brief(seqs))
 		}
 	}
 }
