@@ -225,8 +225,8 @@ func brief(seqs []int) string {
 // commit, the receiver took every event the table holds and the webhook's
 // parked rows are delivered; it requires Kafka to hold every event, each
 // key's first copies in commit order, and the receiver's first deliveries
-// of each key in commit order, each request's signature valid. It logs
-// the counts.
+// of each key in commit order, each request's signature valid, and
+// Kafka's status rows none. It logs the counts.
 func (e *env) checkWebhookDelivered(p *relayProc, h *hookReceiver, topic string, w *walletWriter, what string) {
 	t := e.t
 	t.Helper()
@@ -234,13 +234,8 @@ func (e *env) checkWebhookDelivered(p *relayProc, h *hookReceiver, topic string,
 	if n, first := missing(sliceSet(w.ackedSeqs()), all); n > 0 {
 		t.Fatalf("the table lacks %d events whose commit returned success, the first seq %d", n, first)
 	}
-	running := func() {
-		if !p.Running() {
-			t.Fatalf("the relay exited: %v\n%s", p.Err(), lastLines(p.Log(), 30))
-		}
-	}
 	end := e.lsn(insertLSN)
-	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { running(); return e.lsn(slotLSN) >= end })
+	e.waitFor("the slot confirms past the last commit", 60*time.Second, func() bool { p.requireRunning(); return e.lsn(slotLSN) >= end })
 	lacks := ""
 	defer func() {
 		if t.Failed() && lacks != "" {
@@ -248,13 +243,20 @@ func (e *env) checkWebhookDelivered(p *relayProc, h *hookReceiver, topic string,
 		}
 	}()
 	e.waitFor("the receiver took every committed event", 90*time.Second, func() bool {
-		running()
+		p.requireRunning()
 		n, first := missing(all, h.seqsTaken())
 		lacks = fmt.Sprintf("the receiver lacks %d of %d committed events, the first seq %d", n, len(all), first)
 		return n == 0
 	})
 	lacks = ""
-	e.waitFor("the webhook's parked events delivered", 60*time.Second, func() bool { running(); return e.partnerHeld() == 0 })
+	e.waitFor("the webhook's parked events delivered", 60*time.Second, func() bool { p.requireRunning(); return e.partnerHeld() == 0 })
+	var kafkaRows int
+	if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_delivery WHERE publisher = 'kafka'").Scan(&kafkaRows); err != nil {
+		t.Fatal(err)
+	}
+	if kafkaRows != 0 {
+		t.Errorf("Kafka's status rows: %d, want none: only the webhook failed", kafkaRows)
+	}
 	recs := e.readAll(topic)
 	again := checkKafkaFirstOrder(t, topic, recs, perKey, all)
 	h.checkKeyOrder(t)
@@ -269,6 +271,16 @@ func (e *env) checkWebhookDelivered(p *relayProc, h *hookReceiver, topic string,
 		what, len(all), w.acked.Load(), w.failed.Load(), len(recs), again, took, took-len(all), e.partnerRows("DELIVERED"), answers)
 }
 
+// requireRunning fails the test, with the end of its log, if the relay
+// exited.
+func (p *relayProc) requireRunning() {
+	p.t.Helper()
+	if !p.Running() {
+		p.t.Fatalf("the relay exited: %v\n%s", p.Err(), lastLines(p.Log(), 30))
+	}
+}
+
+// sliceSet is the set of s's values.
 func sliceSet(s []int) map[int]bool {
 	m := make(map[int]bool, len(s))
 	for _, v := range s {
@@ -279,12 +291,15 @@ func sliceSet(s []int) map[int]bool {
 
 // TestWebhookSurvivesPostgresRestart: PostgreSQL restarts (immediate
 // mode) twice under a writer at about 1,000 events/s while the relay
-// sends them to Kafka and to a webhook; the second time while the
-// receiver answers 500, the webhook's events parked and its poller
-// trying them. The relay does not exit: it connects again and goes on.
-// Every event the table holds reaches Kafka and the receiver at least
-// once, each key's first copies in commit order on both; the webhook's
-// parked rows are all delivered.
+// sends them to Kafka and to a webhook. The second time, the receiver
+// answers 500: the webhook's events are parked, the slot confirmed past
+// them (the stream will not send them again), its poller trying them;
+// the receiver answers again as the relay comes back, so the new
+// session's events of those keys must wait for the poller to send the
+// parked ones first. The relay does not exit: it connects again and goes
+// on. Every event the table holds reaches Kafka and the receiver at
+// least once, each key's first copies in commit order on both; the
+// webhook's parked rows are all delivered.
 func TestWebhookSurvivesPostgresRestart(t *testing.T) {
 	parallel(t)
 	began := time.Now()
@@ -293,11 +308,6 @@ func TestWebhookSurvivesPostgresRestart(t *testing.T) {
 	h, args := e.webhookEnv(topic)
 	p := e.startRelayArgs(relayBin, args...)
 	w := e.startWalletWriter()
-	running := func() {
-		if !p.Running() {
-			t.Fatalf("the relay exited: %v\n%s", p.Err(), lastLines(p.Log(), 30))
-		}
-	}
 	restart := func() {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -315,23 +325,23 @@ func TestWebhookSurvivesPostgresRestart(t *testing.T) {
 		t.Helper()
 		wrote, took := w.acked.Load(), h.distinctIDs()
 		e.waitFor(what, 45*time.Second, func() bool {
-			running()
+			p.requireRunning()
 			return w.acked.Load() >= wrote+1000 && h.distinctIDs() >= took+1000
 		})
 	}
-	e.waitFor("the receiver took events", 30*time.Second, func() bool { running(); return h.distinctIDs() >= 1000 })
+	e.waitFor("the receiver took events", 30*time.Second, func() bool { p.requireRunning(); return h.distinctIDs() >= 1000 })
 
 	restart()
 	goesOn("the relay delivers what was written after the restart")
 
 	h.setFailing(http.StatusInternalServerError)
 	e.waitFor("the webhook's events parked while the receiver answers 500", 45*time.Second, func() bool {
-		running()
+		p.requireRunning()
 		return e.partnerHeld() >= 1000
 	})
 	// Past them: the stream will not send them again, the poller must.
 	parkedTo := e.lsn(insertLSN)
-	e.waitFor("the slot confirms past the parked events", 30*time.Second, func() bool { running(); return e.lsn(slotLSN) >= parkedTo })
+	e.waitFor("the slot confirms past the parked events", 30*time.Second, func() bool { p.requireRunning(); return e.lsn(slotLSN) >= parkedTo })
 	restart()
 	// The receiver takes events again as the relay comes back: the new
 	// session's events of the keys held behind the parked ones wait for
@@ -349,16 +359,17 @@ func TestWebhookSurvivesPostgresRestart(t *testing.T) {
 
 // TestWebhookSurvivesFailover: the primary crashes (immediate mode) under
 // a writer at about 1,000 events/s while the relay sends them to Kafka
-// and to a webhook whose receiver answers 500 (its events parked, past
-// the slot's position, its poller trying them), and its synchronous
+// and to a webhook whose receiver answers 500 (its events parked, the
+// slot confirmed past them, its poller trying them), and its synchronous
 // standby, which holds the relay's failover slot (PostgreSQL 17 and
-// later), is promoted; the receiver answers again meanwhile. The relay, on a
-// connection string listing both servers, does not exit: it reaches the
-// new primary and resumes from the synchronised slot. Every event the new
-// primary holds (every acknowledged commit among them) reaches Kafka and
-// the receiver at least once, each key's first copies in commit order.
-// Before 17 a promoted standby has no slot, and the relay's repair of the
-// gap (recover) publishes to Kafka only: the test skips.
+// later), is promoted; the receiver answers again meanwhile. The relay,
+// on a connection string listing both servers, does not exit: it reaches
+// the new primary and resumes from the synchronised slot. Every event the
+// new primary holds (every acknowledged commit among them) reaches Kafka
+// and the receiver at least once, each key's first copies in commit
+// order; the parked rows are all delivered. Before 17 a promoted standby
+// has no slot, and the relay's repair of the gap (recover) publishes to
+// Kafka only: the test skips.
 func TestWebhookSurvivesFailover(t *testing.T) {
 	parallel(t)
 	began := time.Now()
@@ -370,20 +381,15 @@ func TestWebhookSurvivesFailover(t *testing.T) {
 	h, args := f.webhookEnv(topic)
 	p := f.startRelayArgs(relayBin, args...)
 	w := f.startWalletWriter()
-	running := func() {
-		if !p.Running() {
-			t.Fatalf("the relay exited: %v\n%s", p.Err(), lastLines(p.Log(), 30))
-		}
-	}
-	f.waitFor("the receiver took events", 30*time.Second, func() bool { running(); return h.distinctIDs() >= 1000 })
+	f.waitFor("the receiver took events", 30*time.Second, func() bool { p.requireRunning(); return h.distinctIDs() >= 1000 })
 	f.waitSlotSynced()
 	h.setFailing(http.StatusInternalServerError)
 	f.waitFor("the webhook's events parked while the receiver answers 500", 45*time.Second, func() bool {
-		running()
+		p.requireRunning()
 		return f.partnerHeld() >= 1000
 	})
 	parkedTo := f.lsn(insertLSN)
-	f.waitFor("the slot confirms past the parked events", 30*time.Second, func() bool { running(); return f.lsn(slotLSN) >= parkedTo })
+	f.waitFor("the slot confirms past the parked events", 30*time.Second, func() bool { p.requireRunning(); return f.lsn(slotLSN) >= parkedTo })
 	f.promoteStandby()
 	promoted := time.Now()
 	t.Logf("primary crashed and standby promoted after %d acknowledged events, %d parked for the webhook; the receiver had taken %d",
@@ -393,7 +399,7 @@ func TestWebhookSurvivesFailover(t *testing.T) {
 	h.setFailing(0)
 	wrote, took := w.acked.Load(), h.distinctIDs()
 	f.waitFor("the writer and the relay go on on the new primary", 60*time.Second, func() bool {
-		running()
+		p.requireRunning()
 		return w.acked.Load() >= wrote+1000 && h.distinctIDs() >= took+1000
 	})
 	t.Logf("the receiver took 1,000 more events %s after the promotion", time.Since(promoted).Round(time.Millisecond))
