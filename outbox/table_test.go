@@ -201,8 +201,9 @@ func TestProgressTablesFollowTheStream(t *testing.T) {
 			{Topic: "wallet-events", RequiredTags: []string{"wallet_id"}},
 			{Topic: "payment-events", AnyOfTags: []string{"payment_id"}},
 			{Topic: "payment-events", AnyOfTags: []string{"refund_id"}},
+			{Topic: "audit", AnyOfTags: []string{"audit_id"}},
 		}},
-		RoutePublishers:    [][]string{{"kafka", "partner"}, nil, {"partner"}},
+		RoutePublishers:    [][]string{{"kafka", "partner"}, nil, {"partner"}, {"partner"}},
 		Progress:           &progress.Table{Schema: "public", Name: "outbox_topic_progress", Publisher: "KafkaPublisher"},
 		ProgressPublishers: map[string]string{"partner": "WebhookPublisher"},
 	}
@@ -212,7 +213,7 @@ func TestProgressTablesFollowTheStream(t *testing.T) {
 	}
 	want := map[string][]string{
 		"kafka=KafkaPublisher":     {"wallet-events", "payment-events"},
-		"partner=WebhookPublisher": {"wallet-events", "payment-events"},
+		"partner=WebhookPublisher": {"wallet-events", "payment-events", "audit"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ProgressTables' topics %v, want %v", got, want)

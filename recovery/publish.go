@@ -98,7 +98,8 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, writt
 		if !slices.Equal(t.AllPublishers(), outbox.DefaultPublishers()) {
 			sends = func(topic string) bool { return t.SendsTo(topic, outbox.KafkaPublisher) }
 		}
-		if err := out.Publish(ctx, pub, func(ctx context.Context, ids []string) error { return written(ctx, names[i], ids) }, sends); err != nil {
+		notKafkas := !slices.Contains(t.AllPublishers(), outbox.KafkaPublisher)
+		if err := out.Publish(ctx, pub, func(ctx context.Context, ids []string) error { return written(ctx, names[i], ids) }, sends, notKafkas); err != nil {
 			return err
 		}
 	}

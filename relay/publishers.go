@@ -189,11 +189,12 @@ func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger
 			return nil, fmt.Errorf("publisher %s: %w", e.Name, err)
 		}
 		ps := &publisherSession{publisherEngine: e, order: o, ledger: l.ForPublisher(e.store, o)}
+		queued, queuedBytes := s.cfg.webhookQueue(len(s.publishers))
 		ps.producer = lanes.New(lanes.Webhook(e.sender), lanes.Config{
 			Publisher: e.Name, Lanes: e.lanes(), Batch: e.Webhook.BatchSize, Log: s.log, Observer: e.metrics,
-			MaxQueued: s.cfg.webhookQueue(len(s.publishers)),
-			OrderKey:  func(r *kgo.Record) []byte { return o.OrderKey(eventOf(r)) },
-			Held:      heldBy(o),
+			MaxQueued: queued, MaxQueuedBytes: queuedBytes,
+			OrderKey: func(r *kgo.Record) []byte { return o.OrderKey(eventOf(r)) },
+			Held:     heldBy(o),
 		})
 		s.onEnd(func() {
 			s.cancelProduce()
@@ -205,12 +206,14 @@ func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger
 	return out, nil
 }
 
-// webhookQueue is how many records each of n webhook publishers' lanes
-// may hold waiting (lanes.Config.MaxQueued): together, half the in-flight
-// limit, so that a slow receiver's backlog is parked before it holds
-// Kafka's deliveries behind the limit.
-func (c Config) webhookQueue(n int) int {
-	return int(max(1, c.Limits.Events/int64(2*max(n, 1))))
+// webhookQueue is how many records, and bytes, each of n webhook
+// publishers' lanes may hold waiting (lanes.Config.MaxQueued,
+// MaxQueuedBytes): together, half the in-flight limits, so that a slow
+// receiver's backlog is parked before it holds Kafka's deliveries behind
+// the limits.
+func (c Config) webhookQueue(n int) (events int, bytes int64) {
+	share := int64(2 * max(n, 1))
+	return int(max(1, c.Limits.Events/share)), max(1, c.Limits.Bytes/share)
 }
 
 // publisherOrder is e's key order for a session, as rebuildOrder makes

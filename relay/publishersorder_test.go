@@ -64,4 +64,11 @@ func TestPublisherOrderHoldsAdoptedKeys(t *testing.T) {
 			t.Errorf("an event of key %s in the partner's order: %v, want %v", tc.key, v, tc.want)
 		}
 	}
+	// Behind a drain of k2's rows, a new event of k2 waits for none of
+	// it in memory (SetDrainCap 0): it may be parked at once.
+	end := o.BeginDrain([]status.Key{{Topic: "outbox.event.wallet", Key: "k2"}})
+	defer end()
+	if ev := (&decoder.Event{ID: []byte("d"), Topic: "outbox.event.wallet", Key: []byte("k2")}); !o.MayGoAlone(ev) {
+		t.Error("an event of a key the partner's poller drains waits for the drain in memory: a slow receiver's drain would hold the in-flight limits")
+	}
 }

@@ -57,13 +57,19 @@ func (rn *runner) checkProgress(ctx context.Context) ([]progressTable, error) {
 // relay's name) that makes the topics paused in its rows of the progress
 // tables paused for it.
 func pausedByProgress(tables []progressTable, publisher string) status.Option {
+	return status.PausedBy(progressPauses(tables, publisher)...)
+}
+
+// progressPauses are the selects of the topics paused in publisher's rows
+// of the progress tables (progress.Table.PausedTopics), and no other's.
+func progressPauses(tables []progressTable, publisher string) []string {
 	var selects []string
 	for _, pt := range tables {
 		if pt.publisher == publisher {
 			selects = append(selects, pt.table.PausedTopics())
 		}
 	}
-	return status.PausedBy(selects...)
+	return selects
 }
 
 // keepProgress runs, on the leader until ctx ends, a writer for each

@@ -73,6 +73,10 @@ type Table struct {
 	// Kafka: a record of a topic it refuses is not made (its events go to
 	// other publishers only).
 	Sends func(topic string) bool
+	// NotKafkas is true when none of the table's events go to Kafka: a
+	// row that cannot become a record is not parked for Kafka either (the
+	// publishers' own parking sees it).
+	NotKafkas bool
 }
 
 // Counts are what a [Publisher] did since it was made.
@@ -137,6 +141,9 @@ func (p *Publisher) Add(ctx context.Context, values [][]byte, key string) error 
 	ev.Table = p.t.Index // the decoder knows one table only
 	ev.Headers = slices.Clone(ev.Headers)
 	if msg.Poison != nil {
+		if p.t.NotKafkas {
+			return nil
+		}
 		return p.poison(ctx, &ev, msg.Poison, key)
 	}
 	for _, topic := range p.topics(msg) {

@@ -234,3 +234,27 @@ func headerOf(hs []kgo.RecordHeader, key string) []byte {
 	}
 	return nil
 }
+
+// TestPublisherPoisonOfAWebhookOnlyTable: recover's Kafka publisher of a
+// table whose events go to a webhook alone (NotKafkas) parks none of its
+// poison rows for Kafka: the webhook's adoption takes them (its poller
+// parks them DEAD for the webhook); of another table, it parks them.
+func TestPublisherPoisonOfAWebhookOnlyTable(t *testing.T) {
+	ctx := context.Background()
+	for _, notKafkas := range []bool{true, false} {
+		park := &parker{}
+		pub := New(&producer{}, Options{Park: park})
+		pub.Begin(Table{Rows: rowsOf(t, decoder.Mapping{}), Name: "t", Sends: func(string) bool { return !notKafkas }, NotKafkas: notKafkas})
+		for _, r := range [][][]byte{row("1", "a", ""), row("2", "__consumer_offsets", "")} {
+			if err := pub.Add(ctx, r, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pub.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(park.parked) > 0; got == notKafkas {
+			t.Errorf("NotKafkas %v: parked for Kafka %v", notKafkas, park.parked)
+		}
+	}
+}

@@ -273,9 +273,10 @@ func (r *Window) Count(ctx context.Context) (int, error) {
 // Publish hands every row in the window to pub, in the order of the
 // timestamp column (then the id column), and flushes pub at the end.
 // written, if set, is told the ids of the rows Kafka acknowledged
-// (Table.Written); sends, if set, keeps the records of the topics it refuses from Kafka
+// (Table.Written); notKafkas, that none of the table's events go to
+// Kafka (Table.NotKafkas); sends, if set, keeps the records of the topics it refuses from Kafka
 // (Table.Sends).
-func (r *Window) Publish(ctx context.Context, pub *Publisher, written func(ctx context.Context, ids []string) error, sends func(topic string) bool) error {
+func (r *Window) Publish(ctx context.Context, pub *Publisher, written func(ctx context.Context, ids []string) error, sends func(topic string) bool, notKafkas bool) error {
 	rr := r.conn.ExecParams(ctx, "SELECT * FROM "+r.table+" WHERE "+r.where+" ORDER BY "+r.order,
 		[][]byte{r.since}, nil, nil, nil)
 	rows, err := r.dec.Rows(Columns(rr.FieldDescriptions()))
@@ -283,7 +284,7 @@ func (r *Window) Publish(ctx context.Context, pub *Publisher, written func(ctx c
 		_, _ = rr.Close()
 		return err
 	}
-	pub.Begin(Table{Rows: rows, Index: r.index, Name: r.table, Written: written, Sends: sends})
+	pub.Begin(Table{Rows: rows, Index: r.index, Name: r.table, Written: written, Sends: sends, NotKafkas: notKafkas})
 	for rr.NextRow() {
 		if err := pub.Add(ctx, rr.Values(), ""); err != nil {
 			_, _ = rr.Close()

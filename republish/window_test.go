@@ -65,3 +65,22 @@ func TestWindowOnLocalTime(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowPredicate: the window's condition as SQL of no argument: its
+// time a quoted literal in place of $1, a column whose name holds $1
+// left as it is.
+func TestWindowPredicate(t *testing.T) {
+	since := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	for typ, want := range map[string]string{
+		"timestamp with time zone": `"a$1" >= '2026-01-02T03:04:05.000006Z'::timestamptz`,
+		"bigint":                   `"a$1" >= '1767323045000'::bigint`,
+	} {
+		where, arg, ok := windowOn(`"a$1"`, typ, since, decoder.UnitMillis, nil)
+		if !ok {
+			t.Fatal(typ)
+		}
+		if got := (&Window{where: where, since: arg}).Predicate(); got != want {
+			t.Errorf("%s: %s, want %s", typ, got, want)
+		}
+	}
+}

@@ -359,10 +359,7 @@ func printPaused(w io.Writer, st report.Status) {
 	}
 	var publishers []string
 	ownOf := map[string][]string{}
-	for _, p := range st.PublishersPaused {
-		if inTable[p.Publisher+"/"+p.Topic] {
-			continue
-		}
+	for _, p := range st.PublishersPaused { // the pause table's alone: a team's pause is listed below
 		if ownOf[p.Publisher] == nil {
 			publishers = append(publishers, p.Publisher)
 		}

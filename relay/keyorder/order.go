@@ -530,7 +530,8 @@ func (o *Order) MayGoAlone(ev *decoder.Event) bool {
 }
 
 // draining reports whether a claim of the poller is delivering the held
-// rows of ev's key, and fewer than drainCap events of the key wait.
+// rows of ev's key, and fewer than the drain's caps (SetDrainCap) of its
+// events wait.
 func (o *Order) draining(ev *decoder.Event) bool {
 	key := o.OrderKey(ev)
 	if key == nil || o.drains.Load() == 0 {
@@ -572,7 +573,8 @@ func (o *Order) OnDrained(f func()) {
 // than being parked behind the rows. If the claim delivered the key's
 // last held rows, Release makes the key no longer parked and they go to
 // Kafka after the rows, so that a key whose backlog a claim takes whole
-// returns to the stream however fast its events arrive. If it delivered
+// returns to the stream however fast its events arrive (within the
+// drain's caps: SetDrainCap). If it delivered
 // the key's rows but others are left (parks under way when it began,
 // rows past its limit), the drain goes on to the next claim (carried),
 // which takes it over if it claims the key; else (the key's rows were

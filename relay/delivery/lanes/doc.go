@@ -20,7 +20,11 @@
 // the poller; and that while the receiver keeps failing, the records
 // handed to it are called back at once (one request tries every
 // Config.ProbeEvery), so that neither the stream nor Kafka's deliveries
-// wait on the receiver. Its outage is logged once as it begins and once
+// wait on the receiver; and that a receiver that answers, but more slowly
+// than the records come, has those that waited past Config.MaxWait, or
+// while the lanes hold their share (Config.MaxQueued, MaxQueuedBytes),
+// called back to be parked, even while every lane waits on a request (a
+// reaper), a key's records in order. Its outage is logged once as it begins and once
 // as it ends. Config.Observer is told of each request (its class and
 // latency), each try again in place, each record of the stream called
 // back to be parked (and why) and each outage's start and end, for the

@@ -54,7 +54,7 @@ type Observer interface {
 	Retried()
 	// Parked is told of n records of the stream that the lanes called
 	// back with an *Error, to be parked for the publisher, and why: one
-	// of ParkedRefused, ParkedFailed, ParkedNotSent. Not of the poller's
+	// of ParkedRefused, ParkedFailed, ParkedNotSent, ParkedSlow. Not of the poller's
 	// records (ProduceWait), which are parked already.
 	Parked(reason string, n int)
 	// Failing is told true as the receiver's outage begins, false as it
@@ -113,11 +113,14 @@ type Config struct {
 	// slower than the events arrive holds neither the stream nor Kafka's
 	// deliveries (5 s).
 	MaxWait time.Duration
-	// MaxQueued is how many records the lanes may hold, waiting, before
-	// the record at the head of a lane is called back so, whatever its
-	// wait: a share of the session's in-flight limit, which the queued
-	// records count against (0: no bound but MaxWait).
-	MaxQueued int
+	// MaxQueued and MaxQueuedBytes bound the records the lanes hold
+	// waiting (their count, and their bytes as sink.RecordBytes counts
+	// them): past either, the records queued longest are called back so,
+	// whatever their wait, even while every lane is in a request: a share
+	// of the session's in-flight limits, which the queued records count
+	// against (0: no bound but MaxWait).
+	MaxQueued      int
+	MaxQueuedBytes int64
 	// MaxBytes is the most bytes of a record the publisher takes (key,
 	// value and headers); a larger one is refused before it is sent
 	// (1 MiB).
@@ -186,7 +189,8 @@ func backoff(attempt int, retryAfter time.Duration) time.Duration {
 
 // Error is why a record was not delivered and is to be parked for its
 // publisher: the receiver refused it, failed for longer than
-// Config.RetryFor, or was failing and the record was not sent. It wraps
+// Config.RetryFor, or was failing and the record was not sent, or the
+// record waited too long for a receiver slower than the load (Waited). It wraps
 // nothing: whatever the receiver's error was (a TLS failure, a timeout),
 // it is this publisher's, and must not read as Kafka's or as the
 // session's end.
@@ -245,6 +249,7 @@ type entry struct {
 	r    *kgo.Record
 	done func(*kgo.Record, error)
 	at   time.Time // when it was queued
+	size int64     // its bytes (sink.RecordBytes)
 }
 
 // lane holds the records of its keys, in the order they came.
@@ -253,6 +258,11 @@ type lane struct {
 	q      []entry
 	closed bool          // the lane ended: Produce calls back at once
 	wake   chan struct{} // one token: the queue may have records
+	busy   []string      // the order keys of the request under way: reap leaves their records
+	// turn is held while records are taken and called back unsent, by
+	// the lane or by reap, so that a key's records are called back in
+	// order and a park holds its key before a later record is taken.
+	turn sync.Mutex
 }
 
 // Producer sends a publisher's records in lanes (see the package doc). It
@@ -265,6 +275,7 @@ type Producer struct {
 	seed   maphash.Seed
 	next   atomic.Uint32 // the lane of the next record without an order key
 	queued atomic.Int64  // records in the lanes' queues
+	qbytes atomic.Int64  // their bytes
 	health health
 	stop   context.CancelFunc
 	ended  sync.WaitGroup
@@ -282,6 +293,7 @@ func New(s Sender, c Config) *Producer {
 		p.lanes[i] = l
 		p.ended.Go(func() { p.run(ctx, l) })
 	}
+	p.ended.Go(func() { p.reapLoop(ctx) })
 	return p
 }
 
@@ -321,9 +333,11 @@ func (p *Producer) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Re
 		done(r, errClosed)
 		return
 	}
-	l.q = append(l.q, entry{ctx: ctx, r: r, done: done, at: time.Now()})
+	size := int64(sink.RecordBytes(r))
+	l.q = append(l.q, entry{ctx: ctx, r: r, done: done, at: time.Now(), size: size})
 	l.mu.Unlock()
 	p.queued.Add(1)
+	p.qbytes.Add(size)
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -498,9 +512,11 @@ func (p *Producer) run(ctx context.Context, l *lane) {
 			p.closeLane(l)
 			return
 		}
-		batch := l.take(p.c.Batch)
-		if len(batch) > 0 {
-			p.deliver(batch, p.queued.Add(-int64(len(batch))))
+		if send, took := p.takeTurn(l); took {
+			p.sendBatch(send)
+			l.mu.Lock()
+			l.busy = l.busy[:0]
+			l.mu.Unlock()
 			continue
 		}
 		select {
@@ -510,22 +526,38 @@ func (p *Producer) run(ctx context.Context, l *lane) {
 	}
 }
 
+// takeTurn takes the next batch of l's queue, marks its keys busy, and
+// calls back, in order, those of its records not to send (triage); it
+// returns those to send, and whether it took any.
+func (p *Producer) takeTurn(l *lane) (send []entry, took bool) {
+	l.turn.Lock()
+	defer l.turn.Unlock()
+	batch := l.take(p.c.Batch, p.keyOf)
+	if len(batch) == 0 {
+		return nil, false
+	}
+	n, b := p.dequeued(batch)
+	over := p.over(n, b)
+	return p.triage(batch, func(entry) bool { return over }), true
+}
+
 // closeLane ends l: every record of its queue, and any Produce after, is
 // called back with errClosed.
 func (p *Producer) closeLane(l *lane) {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	for batch := l.take(math.MaxInt); len(batch) > 0; batch = l.take(math.MaxInt) {
-		p.queued.Add(-int64(len(batch)))
+	for batch := l.take(math.MaxInt, nil); len(batch) > 0; batch = l.take(math.MaxInt, nil) {
+		p.dequeued(batch)
 		for _, e := range batch {
 			e.done(e.r, errClosed)
 		}
 	}
 }
 
-// take removes up to n records from the head of l's queue.
-func (l *lane) take(n int) []entry {
+// take removes up to n records from the head of l's queue; with keyOf,
+// it marks their order keys busy (the request under way).
+func (l *lane) take(n int, keyOf func(*kgo.Record) (string, bool)) []entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n = min(n, len(l.q))
@@ -539,16 +571,38 @@ func (l *lane) take(n int) []entry {
 	if len(l.q) == 0 {
 		l.q = nil // let the backing array go
 	}
+	if keyOf != nil {
+		for _, e := range batch {
+			if k, ok := keyOf(e.r); ok {
+				l.busy = append(l.busy, k)
+			}
+		}
+	}
 	return batch
 }
 
-// deliver sends batch's records in one request, and calls each back with
-// the outcome, in order: those of a session that ended with their
-// context's error, those whose key is held with delivery.ErrNotSent,
-// those that waited too long (Config.MaxWait), or while the lanes held
-// more than Config.MaxQueued (queued, after batch was taken), with an
-// *Error that parks them, unsent.
-func (p *Producer) deliver(batch []entry, queued int64) {
+// dequeued counts batch out of the lanes' queues, and returns what they
+// hold then: records and bytes.
+func (p *Producer) dequeued(batch []entry) (n, bytes int64) {
+	var b int64
+	for _, e := range batch {
+		b += e.size
+	}
+	return p.queued.Add(-int64(len(batch))), p.qbytes.Add(-b)
+}
+
+// over reports whether the lanes, holding n records of bytes, hold their
+// share (Config.MaxQueued, MaxQueuedBytes).
+func (p *Producer) over(n, bytes int64) bool {
+	return p.c.MaxQueued > 0 && n >= int64(p.c.MaxQueued) || p.c.MaxQueuedBytes > 0 && bytes >= p.c.MaxQueuedBytes
+}
+
+// triage calls back, in order, the records of batch not to send, and
+// returns the others: those of a session that ended with their context's
+// error, those whose key is held with delivery.ErrNotSent, those that
+// waited past Config.MaxWait, or that over says the lanes' share holds,
+// with an *Error (Waited) that parks them, unsent.
+func (p *Producer) triage(batch []entry, over func(entry) bool) []entry {
 	send := make([]entry, 0, len(batch))
 	now := time.Now()
 	for _, e := range batch {
@@ -557,13 +611,19 @@ func (p *Producer) deliver(batch []entry, queued int64) {
 			e.done(e.r, e.ctx.Err())
 		case p.c.Held != nil && p.c.Held(e.r):
 			e.done(e.r, delivery.ErrNotSent)
-		case waited > p.c.MaxWait || p.c.MaxQueued > 0 && queued >= int64(p.c.MaxQueued):
+		case waited > p.c.MaxWait || over(e):
 			p.c.Observer.Parked(ParkedSlow, 1)
 			e.done(e.r, &Error{Publisher: p.c.Publisher, Answer: "slow", Waited: max(waited, time.Nanosecond)})
 		default:
 			send = append(send, e)
 		}
 	}
+	return send
+}
+
+// sendBatch sends send's records in one request, and calls each back
+// with the outcome, in order.
+func (p *Producer) sendBatch(send []entry) {
 	if len(send) == 0 {
 		return
 	}
@@ -771,4 +831,75 @@ func (h *health) close() {
 func IsError(err error) bool {
 	var e *Error
 	return errors.As(err, &e)
+}
+
+// keyOf is r's order key with its topic; ok is false for a record that
+// keeps no order.
+func (p *Producer) keyOf(r *kgo.Record) (string, bool) {
+	k := p.c.OrderKey(r)
+	return r.Topic + "\x00" + string(k), k != nil
+}
+
+// reapEvery is how often, at most, the lanes are reaped.
+const reapEvery = 100 * time.Millisecond
+
+// reapLoop reaps every lane, every MaxWait/4 or reapEvery, whichever is
+// sooner, until ctx ends: so that a receiver whose requests each take
+// long (up to its timeout) has its queued records parked while every lane
+// waits on it.
+func (p *Producer) reapLoop(ctx context.Context) {
+	t := time.NewTicker(min(max(p.c.MaxWait/4, time.Millisecond), reapEvery))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, l := range p.lanes {
+			p.reap(l)
+		}
+	}
+}
+
+// reap calls back, as triage does, the records of l's queue that waited
+// past MaxWait or that the lanes' share holds (oldest first), but for a
+// record whose key is in the request under way or has an earlier record
+// left in the queue: those wait their turn, so that a key's records are
+// called back in order.
+func (p *Producer) reap(l *lane) {
+	l.turn.Lock()
+	defer l.turn.Unlock()
+	now := time.Now()
+	n, bytes := p.queued.Load(), p.qbytes.Load()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	stay := make(map[string]bool, len(l.busy))
+	for _, k := range l.busy {
+		stay[k] = true
+	}
+	var out, keep []entry
+	for _, e := range l.q {
+		k, ordered := p.keyOf(e.r)
+		due := now.Sub(e.at) > p.c.MaxWait || p.over(n, bytes)
+		if ordered && stay[k] || !due {
+			keep = append(keep, e)
+			if ordered {
+				stay[k] = true
+			}
+			continue
+		}
+		out = append(out, e)
+		n, bytes = n-1, bytes-e.size
+	}
+	l.q = keep
+	l.mu.Unlock()
+	if len(out) == 0 {
+		return
+	}
+	p.dequeued(out)
+	p.triage(out, func(entry) bool { return true })
 }

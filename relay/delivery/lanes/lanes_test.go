@@ -521,3 +521,67 @@ func (c *countingObserver) parkedOf(reason string) int {
 	defer c.mu.Unlock()
 	return c.parked[reason]
 }
+
+// TestBlockedReceiverParks: every lane is in a request the receiver takes
+// long to answer (up to its timeout): the records that keep coming are
+// not held past MaxQueued, nor past MaxQueuedBytes, nor MaxWait, but
+// called back to be parked while the lanes wait, and a key's record whose
+// earlier record is in the request under way waits its turn.
+func TestBlockedReceiverParks(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		c    Config
+		// within says the lanes hold no more than they may, busy/1 aside
+		within func(p *Producer) bool
+	}{
+		{"MaxQueued", Config{MaxQueued: 10, MaxWait: time.Hour}, func(p *Producer) bool { return p.queued.Load() <= 10 }},
+		{"MaxQueuedBytes", Config{MaxQueuedBytes: 100, MaxWait: time.Hour}, func(p *Producer) bool { return p.qbytes.Load() <= 100 }},
+		{"MaxWait", Config{MaxWait: 40 * time.Millisecond}, func(p *Producer) bool { return p.queued.Load() <= 1 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			f := &fakeSender{answer: func([]string) Answer { <-release; return Answer{} }}
+			const n = 200
+			o := newOutcomes(n)
+			c := tt.c
+			c.Lanes = 2
+			p := New(f, quick(c))
+			defer p.Close()
+			free := sync.OnceFunc(func() { close(release) })
+			defer free()
+			p.Produce(context.Background(), rec("busy", 0), o.done) // its lane waits on the receiver
+			requests := func() int {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return f.requests
+			}
+			for deadline := time.Now().Add(5 * time.Second); requests() == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			p.Produce(context.Background(), rec("busy", 1), o.done) // behind it: waits its turn
+			for i := range n - 2 {
+				p.Produce(context.Background(), rec(fmt.Sprintf("k%d", i), 0), o.done)
+			}
+			for deadline := time.Now().Add(5 * time.Second); !tt.within(p) && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if !tt.within(p) {
+				t.Fatalf("the lanes hold %d records of %d bytes while the receiver holds every lane", p.queued.Load(), p.qbytes.Load())
+			}
+			o.mu.Lock()
+			_, calledBack := o.errs["busy/1"]
+			o.mu.Unlock()
+			if calledBack {
+				t.Error("busy/1 was called back while busy/0, of its key, was in the request under way")
+			}
+			free()
+			o.wait(t)
+			var e *Error
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if o.errs["busy/0"] != nil || !errors.As(o.errs["k150/0"], &e) || e.Waited == 0 {
+				t.Errorf("busy/0: %v, k150/0: %v; want busy/0 delivered and k150/0 parked as slow", o.errs["busy/0"], o.errs["k150/0"])
+			}
+		})
+	}
+}
