@@ -873,7 +873,10 @@ func (p *Producer) reap(l *lane) {
 	now := time.Now()
 	n, bytes := p.queued.Load(), p.qbytes.Load()
 	l.mu.Lock()
-	if l.closed {
+	if l.closed || len(l.q) == 0 || now.Sub(l.q[0].at) <= p.c.MaxWait && !p.over(n, bytes) {
+		// The head waited longest: when it is not due and the lanes are
+		// within their share, nothing is (the common case, read without
+		// walking the queue).
 		l.mu.Unlock()
 		return
 	}
