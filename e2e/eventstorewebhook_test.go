@@ -177,25 +177,7 @@ func TestEventStoreWebhookSwitchOver(t *testing.T) {
 	e := newEnv(t)
 	h, url := newHookReceiver(t)
 	path, wallet, payment := e.eventStoreWebhookConfig(url)
-	yaml, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const pred = "position > (SELECT last_position FROM outbox_topic_progress WHERE topic = '%s' AND publisher = '%s')"
-	walletAdopt := "        # adopt: " + fmt.Sprintf(pred, wallet, "KafkaPublisher") + "\n"
-	paymentAdopt := "        # adopt: " + fmt.Sprintf(pred, payment, "KafkaPublisher") + "\n"
-	for _, line := range []string{walletAdopt, paymentAdopt} {
-		if !strings.Contains(string(yaml), line) {
-			t.Fatalf("the event store's relay.yaml lacks the line %q", line)
-		}
-	}
-	out := strings.NewReplacer(
-		walletAdopt, "        adopt:\n          kafka: "+fmt.Sprintf(pred, wallet, "KafkaPublisher")+"\n          partner: "+fmt.Sprintf(pred, wallet, "WebhookPublisher")+"\n",
-		paymentAdopt, strings.Replace(paymentAdopt, "# adopt:", "adopt:", 1),
-	).Replace(string(yaml))
-	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.adoptPerPublisher(path, wallet, payment)
 	e.createTopic1(wallet)
 	e.createTopic1(payment)
 	const events = 3000
@@ -276,4 +258,30 @@ func TestEventStoreWebhookSwitchOver(t *testing.T) {
 	})
 	t.Logf("%d events appended around the switch-over; Kafka %d and %d records, the receiver %d events", app.appended.Load(), len(kafka[wallet]), len(kafka[payment]), len(hook))
 	p.stop(30 * time.Second)
+}
+
+// adoptPerPublisher turns on the adopt: lines of the event store's
+// relay.yaml at path: the wallet route's as a mapping, Kafka's and the
+// webhook's own positions, the payment route's as it is.
+func (e *env) adoptPerPublisher(path, wallet, payment string) {
+	e.t.Helper()
+	yaml, err := os.ReadFile(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	const pred = "position > (SELECT last_position FROM outbox_topic_progress WHERE topic = '%s' AND publisher = '%s')"
+	walletAdopt := "        # adopt: " + fmt.Sprintf(pred, wallet, "KafkaPublisher") + "\n"
+	paymentAdopt := "        # adopt: " + fmt.Sprintf(pred, payment, "KafkaPublisher") + "\n"
+	for _, line := range []string{walletAdopt, paymentAdopt} {
+		if !strings.Contains(string(yaml), line) {
+			e.t.Fatalf("the event store's relay.yaml lacks the line %q", line)
+		}
+	}
+	out := strings.NewReplacer(
+		walletAdopt, "        adopt:\n          kafka: "+fmt.Sprintf(pred, wallet, "KafkaPublisher")+"\n          partner: "+fmt.Sprintf(pred, wallet, "WebhookPublisher")+"\n",
+		paymentAdopt, strings.Replace(paymentAdopt, "# adopt:", "adopt:", 1),
+	).Replace(string(yaml))
+	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
 }

@@ -39,7 +39,7 @@ func (m *Metrics) newWebhook(f factory) {
 		"Events the stream handed a webhook publisher that its lanes gave back to be parked for that publisher (its poller "+
 			"sends them later), by publisher and reason: refused (a 4xx or a 3xx; DEAD after the attempts), failed (the receiver "+
 			"failed through the retries in place), not_sent (the receiver was failing: not sent), slow (it waited in its lane for 5 s, "+
-			"or while the lanes held half the in-flight limit: the receiver answers more slowly than the events arrive). Also in "+
+			"or 1 s while the lanes held their share of the in-flight limits: the receiver answers more slowly than the events arrive). Also in "+
 			"cdc_relay_events_parked_total, without the publisher.",
 		"publisher", "reason")
 	m.WebhookFailing = f.gaugeVec("cdc_relay_webhook_receiver_failing",

@@ -113,14 +113,19 @@ type Config struct {
 	// slower than the events arrive holds neither the stream nor Kafka's
 	// deliveries (5 s).
 	MaxWait time.Duration
-	// MaxQueued and MaxQueuedBytes bound the records the lanes hold
-	// waiting (their count, and their bytes as sink.RecordBytes counts
-	// them): past either, the records queued longest are called back so,
-	// whatever their wait, even while every lane is in a request: a share
-	// of the session's in-flight limits, which the queued records count
-	// against (0: no bound but MaxWait).
+	// MaxQueued and MaxQueuedBytes are the lanes' share of the session's
+	// in-flight limits, which the records they hold waiting count against
+	// (their count, and their bytes as sink.RecordBytes counts them):
+	// while they hold either, a record that waited past ShareWait is
+	// called back so, even while every lane is in a request (0: no share
+	// but MaxWait). A receiver that keeps up, but more slowly than a
+	// backlog is read, fills the share with records that wait less, and
+	// none is parked: parking and the poller cost more than waiting.
 	MaxQueued      int
 	MaxQueuedBytes int64
+	// ShareWait is how long a record waits, while the lanes hold their
+	// share, before it is called back to be parked (1 s; at most MaxWait).
+	ShareWait time.Duration
 	// MaxBytes is the most bytes of a record the publisher takes (key,
 	// value and headers); a larger one is refused before it is sent
 	// (1 MiB).
@@ -161,6 +166,10 @@ func (c Config) withDefaults() Config {
 	if c.MaxWait <= 0 {
 		c.MaxWait = 5 * time.Second
 	}
+	if c.ShareWait <= 0 {
+		c.ShareWait = time.Second
+	}
+	c.ShareWait = min(c.ShareWait, c.MaxWait)
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = 1 << 20
 	}
@@ -538,7 +547,7 @@ func (p *Producer) takeTurn(l *lane) (send []entry, took bool) {
 	}
 	n, b := p.dequeued(batch)
 	over := p.over(n, b)
-	return p.triage(batch, func(entry) bool { return over }), true
+	return p.triage(batch, over), true
 }
 
 // closeLane ends l: every record of its queue, and any Produce after, is
@@ -591,6 +600,13 @@ func (p *Producer) dequeued(batch []entry) (n, bytes int64) {
 	return p.queued.Add(-int64(len(batch))), p.qbytes.Add(-b)
 }
 
+// due reports whether a record that waited so long is to be parked: past
+// Config.MaxWait, or past ShareWait while the lanes hold their share
+// (over).
+func (p *Producer) due(waited time.Duration, over bool) bool {
+	return waited > p.c.MaxWait || over && waited > p.c.ShareWait
+}
+
 // over reports whether the lanes, holding n records of bytes, hold their
 // share (Config.MaxQueued, MaxQueuedBytes).
 func (p *Producer) over(n, bytes int64) bool {
@@ -600,9 +616,9 @@ func (p *Producer) over(n, bytes int64) bool {
 // triage calls back, in order, the records of batch not to send, and
 // returns the others: those of a session that ended with their context's
 // error, those whose key is held with delivery.ErrNotSent, those that
-// waited past Config.MaxWait, or that over says the lanes' share holds,
-// with an *Error (Waited) that parks them, unsent.
-func (p *Producer) triage(batch []entry, over func(entry) bool) []entry {
+// waited past Config.MaxWait, or past ShareWait while the lanes hold
+// their share (over), with an *Error (Waited) that parks them, unsent.
+func (p *Producer) triage(batch []entry, over bool) []entry {
 	send := make([]entry, 0, len(batch))
 	now := time.Now()
 	for _, e := range batch {
@@ -611,7 +627,7 @@ func (p *Producer) triage(batch []entry, over func(entry) bool) []entry {
 			e.done(e.r, e.ctx.Err())
 		case p.c.Held != nil && p.c.Held(e.r):
 			e.done(e.r, delivery.ErrNotSent)
-		case waited > p.c.MaxWait || over(e):
+		case p.due(waited, over):
 			p.c.Observer.Parked(ParkedSlow, 1)
 			e.done(e.r, &Error{Publisher: p.c.Publisher, Answer: "slow", Waited: max(waited, time.Nanosecond)})
 		default:
@@ -873,7 +889,7 @@ func (p *Producer) reap(l *lane) {
 	now := time.Now()
 	n, bytes := p.queued.Load(), p.qbytes.Load()
 	l.mu.Lock()
-	if l.closed || len(l.q) == 0 || now.Sub(l.q[0].at) <= p.c.MaxWait && !p.over(n, bytes) {
+	if l.closed || len(l.q) == 0 || !p.due(now.Sub(l.q[0].at), p.over(n, bytes)) {
 		// The head waited longest: when it is not due and the lanes are
 		// within their share, nothing is (the common case, read without
 		// walking the queue).
@@ -887,8 +903,7 @@ func (p *Producer) reap(l *lane) {
 	var out, keep []entry
 	for _, e := range l.q {
 		k, ordered := p.keyOf(e.r)
-		due := now.Sub(e.at) > p.c.MaxWait || p.over(n, bytes)
-		if ordered && stay[k] || !due {
+		if ordered && stay[k] || !p.due(now.Sub(e.at), p.over(n, bytes)) {
 			keep = append(keep, e)
 			if ordered {
 				stay[k] = true
@@ -904,5 +919,8 @@ func (p *Producer) reap(l *lane) {
 		return
 	}
 	p.dequeued(out)
-	p.triage(out, func(entry) bool { return true })
+	// Each waited past ShareWait at least (due, with the share held or
+	// not): triage parks every one whose session and key let it, and
+	// sends none.
+	p.triage(out, true)
 }

@@ -425,7 +425,7 @@ func TestSlowReceiverParks(t *testing.T) {
 		c    Config
 	}{
 		{"waited past MaxWait", Config{MaxWait: 30 * time.Millisecond}},
-		{"the lanes held MaxQueued", Config{MaxWait: time.Hour, MaxQueued: 5}},
+		{"the lanes held MaxQueued", Config{MaxWait: time.Hour, MaxQueued: 5, ShareWait: time.Millisecond}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeSender{delay: 10 * time.Millisecond}
@@ -534,8 +534,8 @@ func TestBlockedReceiverParks(t *testing.T) {
 		// within says the lanes hold no more than they may, busy/1 aside
 		within func(p *Producer) bool
 	}{
-		{"MaxQueued", Config{MaxQueued: 10, MaxWait: time.Hour}, func(p *Producer) bool { return p.queued.Load() <= 10 }},
-		{"MaxQueuedBytes", Config{MaxQueuedBytes: 100, MaxWait: time.Hour}, func(p *Producer) bool { return p.qbytes.Load() <= 100 }},
+		{"MaxQueued", Config{MaxQueued: 10, MaxWait: time.Hour, ShareWait: 20 * time.Millisecond}, func(p *Producer) bool { return p.queued.Load() <= 10 }},
+		{"MaxQueuedBytes", Config{MaxQueuedBytes: 100, MaxWait: time.Hour, ShareWait: 20 * time.Millisecond}, func(p *Producer) bool { return p.qbytes.Load() <= 100 }},
 		{"MaxWait", Config{MaxWait: 40 * time.Millisecond}, func(p *Producer) bool { return p.queued.Load() <= 1 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -583,5 +583,28 @@ func TestBlockedReceiverParks(t *testing.T) {
 				t.Errorf("busy/0: %v, k150/0: %v; want busy/0 delivered and k150/0 parked as slow", o.errs["busy/0"], o.errs["k150/0"])
 			}
 		})
+	}
+}
+
+// TestKeepingUpParksNone: a receiver slower than a backlog is read, but
+// that keeps up (each record waits less than ShareWait), has none of its
+// records parked, however long the lanes hold their share: parking and
+// the poller would cost more than the wait.
+func TestKeepingUpParksNone(t *testing.T) {
+	f := &fakeSender{delay: time.Millisecond}
+	const n = 200
+	o := newOutcomes(n)
+	p := New(f, quick(Config{Lanes: 2, MaxQueued: 10, MaxQueuedBytes: 100, ShareWait: time.Second}))
+	defer p.Close()
+	for i := range n {
+		p.Produce(context.Background(), rec(fmt.Sprintf("k%d", i%7), i), o.done)
+	}
+	o.wait(t)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for v, err := range o.errs {
+		if err != nil {
+			t.Fatalf("%s: %v; want every record delivered", v, err)
+		}
 	}
 }
