@@ -199,11 +199,15 @@ tables:
 // writeWallet starts an application that commits five events every 5 ms
 // (about 1,000 a second) to wallet_outbox, of ten keys in turn, each
 // payload holding its key and its sequence number.
-func (e *env) writeWallet() *appender {
-	return startAppender(e.t, e.url, 5, 5*time.Millisecond, func(i int64) (string, []any) {
+func (e *env) writeWallet() *appender { return e.writeWalletBy(5) }
+
+// writeWalletBy is writeWallet committing per events every 5 ms (200
+// events/s each).
+func (e *env) writeWalletBy(per int64) *appender {
+	return startAppender(e.t, e.url, per, 5*time.Millisecond, func(i int64) (string, []any) {
 		return `INSERT INTO wallet_outbox (k, payload)
-			SELECT 'k' || (($1::bigint * 5 + g) % 10), jsonb_build_object('k', 'k' || (($1::bigint * 5 + g) % 10), 'seq', $1::bigint * 5 + g)
-			FROM generate_series(0, 4) AS g ORDER BY g`, []any{i}
+			SELECT 'k' || (($1::bigint * $2 + g) % 10), jsonb_build_object('k', 'k' || (($1::bigint * $2 + g) % 10), 'seq', $1::bigint * $2 + g)
+			FROM generate_series(0, $2 - 1) AS g ORDER BY g`, []any{i, per}
 	})
 }
 
@@ -460,31 +464,38 @@ func TestWebhookTopicPausedAcrossRestart(t *testing.T) {
 }
 
 // TestWebhookSlowReceiverHoldsNotKafka: a receiver that answers, but at
-// a fifth of the rate the writer commits (about 1,000 events/s; the
-// receiver 25 ms a request, eight at a time), with an in-flight limit of
-// 2,000 events the webhook's queue would fill in seconds: the webhook's
-// events that wait past their share are parked for it, and Kafka gets
-// every event as it comes, within seconds of the writer stopping. Once
-// the receiver is quick again, it takes every event, each key's first
-// deliveries in commit order.
+// a fifth of the rate the writer commits (about 400 events/s; the
+// receiver 100 ms a request, eight at a time), with an in-flight limit of
+// 2,000 events that the webhook's queue would fill in seconds: the
+// webhook's events that wait past their share are parked for it, and
+// Kafka gets every event within seconds of the writer stopping, far ahead
+// of the receiver (Kafka held by the webhook would be at most the limit
+// ahead of it, and would need over 30 s more). Once the receiver is quick
+// again, it takes every event, each key's first deliveries in commit
+// order.
 func TestWebhookSlowReceiverHoldsNotKafka(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	topic := e.topic("wallet")
 	h, args := e.webhookEnv(topic)
 	h.mu.Lock()
-	h.delay = 25 * time.Millisecond
+	h.delay = 100 * time.Millisecond
 	h.mu.Unlock()
-	p := e.startRelayArgs(relayBin, append(args, "--max-in-flight-events", "2000")...)
-	app := e.writeWallet()
-	e.waitFor("the writer wrote for a while", 60*time.Second, func() bool { return app.appended.Load() >= 8000 })
+	const limit = 2000
+	p := e.startRelayArgs(relayBin, append(args, "--max-in-flight-events", strconv.Itoa(limit))...)
+	app := e.writeWalletBy(2)
+	e.waitFor("the writer wrote for a while", 60*time.Second, func() bool { return app.appended.Load() >= 5000 })
 	if err := app.stop(); err != nil {
 		t.Fatal(err)
 	}
 	n := int(app.appended.Load())
 	stopped := time.Now()
-	checkPerKeyOrder(t, topic, e.readN(topic, n, 10*time.Second), n)
-	t.Logf("Kafka had all %d events %s after the writer stopped; the receiver had taken %d", n, time.Since(stopped).Round(time.Millisecond), h.distinctIDs())
+	checkPerKeyOrder(t, topic, e.readN(topic, n, 15*time.Second), n)
+	took := h.distinctIDs()
+	t.Logf("Kafka had all %d events %s after the writer stopped; the receiver had taken %d", n, time.Since(stopped).Round(time.Millisecond), took)
+	if took > n-limit {
+		t.Errorf("the receiver had taken %d of %d events when Kafka had them all: Kafka kept within the in-flight limit (%d) of the webhook", took, n, limit)
+	}
 	if got := e.partnerRows("FAILED") + e.partnerRows("WAITING") + e.partnerRows("DELIVERED"); got == 0 {
 		t.Error("no event parked for the slow receiver")
 	}
