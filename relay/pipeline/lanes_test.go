@@ -54,8 +54,8 @@ func (h *hookReceiver) taken() []string {
 }
 
 // withLanes makes tp's delivery at-least-once over a publisher's lanes
-// sending to h, ordered by key, as a webhook publisher's engine is.
-func (tp *testPipeline) withLanes(t *testing.T, h *hookReceiver, c lanes.Config) {
+// sending with h, ordered by key, as a webhook publisher's engine is.
+func (tp *testPipeline) withLanes(t *testing.T, h lanes.Sender, c lanes.Config) {
 	t.Helper()
 	o := tp.ordered(t, true)
 	inflight := func(r *kgo.Record) *delivery.Inflight { return r.Context.(*delivery.Inflight) }

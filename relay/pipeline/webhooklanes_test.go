@@ -12,30 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/checkpoint"
-	"github.com/cdc-relay/cdc-relay/relay/delivery"
-	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/lanes"
 )
-
-// withLanesSender makes tp's delivery a webhook publisher's, at least
-// once over lanes of c sending with h, held by tp's key order as the
-// relay's are.
-func (tp *testPipeline) withLanesSender(t *testing.T, h lanes.Sender, c lanes.Config) {
-	t.Helper()
-	o := tp.ordered(t, true)
-	inflight := func(r *kgo.Record) *delivery.Inflight { return r.Context.(*delivery.Inflight) }
-	c.Publisher = "partner"
-	c.OrderKey = func(r *kgo.Record) []byte { return o.OrderKey(&inflight(r).Event) }
-	c.Held = func(r *kgo.Record) bool {
-		held, _ := o.ParkedHeld(&inflight(r).Event)
-		return held || o.AloneHeld(&inflight(r).Event)
-	}
-	c.Backoff = func(int, time.Duration) time.Duration { return time.Millisecond }
-	c.Log = tp.Log
-	p := lanes.New(h, c)
-	t.Cleanup(p.Close)
-	tp.Pipeline = New(tp.Ledger, Options{Delivery: atleastonce.New(tp.Ledger, p)})
-}
 
 // slowReceiver takes every request after delay.
 type slowReceiver struct {
@@ -57,7 +35,7 @@ func TestWebhookSlowParksInKeyOrder(t *testing.T) {
 		t.Run(fmt.Sprint("batch ", batch), func(t *testing.T) {
 			tp := newTestPipeline(t, &fakeStore{})
 			h := &slowReceiver{delay: 3 * time.Millisecond}
-			tp.withLanesSender(t, h, lanes.Config{Lanes: 2, Batch: batch, MaxWait: 10 * time.Millisecond})
+			tp.withLanes(t, h, lanes.Config{Lanes: 2, Batch: batch, MaxWait: 10 * time.Millisecond})
 			const keys, per = 4, 50
 			lsn := uint64(0x200)
 			for n := 0; n < per; n += 5 {
@@ -123,7 +101,7 @@ func TestWebhookBlockedReceiverHoldsNotTheStream(t *testing.T) {
 	tp := newTestPipeline(t, &fakeStore{})
 	tp.Ledger.Tracker = checkpoint.NewTracker(0x100, checkpoint.Limits{Events: 100})
 	h := &slowReceiver{delay: 2 * time.Second}
-	tp.withLanesSender(t, h, lanes.Config{Lanes: 2, MaxQueued: 50, MaxWait: 100 * time.Millisecond})
+	tp.withLanes(t, h, lanes.Config{Lanes: 2, MaxQueued: 50, MaxWait: 100 * time.Millisecond})
 	var evs []testEv
 	for i := range 100 {
 		evs = append(evs, testEv{fmt.Sprint("e", i), "wallet", fmt.Sprint("k", i)})
