@@ -528,6 +528,28 @@ func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
 	}
 }
 
+// waitDrained waits until left reports nothing left, as long as it keeps
+// falling: it fails once left has not fallen for stall (a drain that
+// stopped), or after ten minutes in all. A drain's pace depends on the
+// machine's load; that it stops does not.
+func (e *env) waitDrained(what string, stall time.Duration, left func() int) {
+	e.t.Helper()
+	began := time.Now()
+	least, since := left(), time.Now()
+	for least > 0 {
+		switch {
+		case time.Since(since) > stall:
+			e.t.Fatalf("%s stopped draining: %d left, none fewer for %s (%s in all)", what, least, stall, time.Since(began).Round(time.Second))
+		case time.Since(began) > 10*time.Minute:
+			e.t.Fatalf("%s: %d left after %s", what, least, time.Since(began).Round(time.Second))
+		}
+		time.Sleep(50 * time.Millisecond)
+		if n := left(); n < least {
+			least, since = n, time.Now()
+		}
+	}
+}
+
 // insert inserts one event in its own statement on conn (or tx).
 func insert(t *testing.T, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)

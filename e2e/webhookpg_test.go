@@ -242,14 +242,23 @@ func (e *env) checkWebhookDelivered(p *relayProc, h *hookReceiver, topic string,
 			t.Log(lacks) // waitFor's failure does not say it
 		}
 	}()
-	e.waitFor("the receiver took every committed event", 90*time.Second, func() bool {
+	// A drain's pace is the loaded machine's: the waits fail when it stops.
+	e.waitDrained("the events the receiver lacks", 60*time.Second, func() int {
 		p.requireRunning()
 		n, first := missing(all, h.seqsTaken())
 		lacks = fmt.Sprintf("the receiver lacks %d of %d committed events, the first seq %d", n, len(all), first)
-		return n == 0
+		return n
+	})
+	e.waitDrained("the webhook's parked events", 60*time.Second, func() int {
+		p.requireRunning()
+		held := e.partnerHeld()
+		h.mu.Lock()
+		lacks = fmt.Sprintf("%d events still parked for the webhook; the receiver took %d requests for %d committed events; the relay's log ends:\n%s",
+			held, len(h.took), len(all), lastLines(p.Log(), 30))
+		h.mu.Unlock()
+		return held
 	})
 	lacks = ""
-	e.waitFor("the webhook's parked events delivered", 60*time.Second, func() bool { p.requireRunning(); return e.partnerHeld() == 0 })
 	var kafkaRows int
 	if err := e.conn.QueryRow(context.Background(), "SELECT count(*) FROM outbox_delivery WHERE publisher = 'kafka'").Scan(&kafkaRows); err != nil {
 		t.Fatal(err)
