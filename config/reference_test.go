@@ -226,7 +226,8 @@ func configKeyDocs() map[string]keyDoc {
 
 		"tables[].publishers": {typ: "list of publisher names", def: code("[kafka]"), doc: "Where the table's events go: `kafka`, publishers of " +
 			"`publishers`, or both, each once (an event goes to every one). With `routes`, the publishers of each route that names none of its own. " +
-			"A table that writes back (`write_back`) sends to `kafka` alone."},
+			"A table that writes back (`write_back`) says delivered once every publisher's copy is (see docs/webhooks.md); after adding a publisher, " +
+			"run `cdc-relay migrate` so that a reset sends the event to each."},
 		"tables[].routes[].publishers": {typ: "list of publisher names", def: "the table's `publishers`", doc: "Where the route's events go, " +
 			"instead of the table's `publishers`."},
 		"messages[].publishers": {typ: "list of publisher names", doc: "Refused: a message source goes to Kafka only in this version."},

@@ -163,9 +163,17 @@ func (h *hookReceiver) distinctIDs() int {
 // "partner" whose receiver is h, migrated: the relay's arguments.
 func (e *env) webhookEnv(topic string) (h *hookReceiver, args []string) {
 	e.t.Helper()
+	return e.webhookEnvWith(topic, "", "")
+}
+
+// webhookEnvWith is webhookEnv with more columns in the table (columns,
+// each with its leading comma) and more keys in its config entry (table,
+// indented as the entry's keys).
+func (e *env) webhookEnvWith(topic, columns, table string) (h *hookReceiver, args []string) {
+	e.t.Helper()
 	e.createTopic1(topic)
 	h, url := newHookReceiver(e.t)
-	mustExec(e.t, e.conn, `CREATE TABLE wallet_outbox (id bigserial PRIMARY KEY, k text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
+	mustExec(e.t, e.conn, `CREATE TABLE wallet_outbox (id bigserial PRIMARY KEY, k text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now()`+columns+`)`)
 	dir := e.t.TempDir()
 	secret := filepath.Join(dir, "partner-secret")
 	if err := os.WriteFile(secret, []byte(webhookSecret+"\n"), 0o600); err != nil {
@@ -186,7 +194,7 @@ tables:
     timestamp: created_at
     topic: %s
     publishers: [kafka, partner]
-`, url, secret, webhookTimeout, topic)
+%s`, url, secret, webhookTimeout, topic, table)
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		e.t.Fatal(err)
 	}

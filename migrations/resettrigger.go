@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -49,7 +50,16 @@ type Reset struct {
 	// value are marked (OwnWriteSetting), and the function leaves them
 	// alone.
 	FromPending bool
+	// Publishers are the publishers the table's events go to: a reset
+	// sends the event again to each (a row of each in the status table).
+	// Empty, or Kafka alone, is Kafka's: the trigger then passes no
+	// argument for them, as before publishers.
+	Publishers []string
 }
+
+// publishersArg is the prefix of the trigger's last argument that names
+// the publishers a reset sends the event again to (migration 0022).
+const publishersArg = "cdc-relay publishers: "
 
 // ResetChange says what [Apply] did to the outbox table's reset trigger.
 type ResetChange int
@@ -142,11 +152,17 @@ func resetArgs(cfg Config) []byte {
 // triggerArgList are the arguments the trigger passes its function: the
 // id column and SourceTable; with FromPending, the status column and the
 // pending values too, so that the function can tell a pending value set
-// over a pending one (which re-arms only an event the relay parked).
+// over a pending one (which re-arms only an event the relay parked); and,
+// for a table whose events go to a publisher beside Kafka, last, its
+// publishers (publishersArg and their names, comma-separated: a
+// publisher's name has no comma).
 func triggerArgList(cfg Config) []string {
 	args := []string{cfg.Reset.IDColumn, SourceTable(cfg)}
 	if cfg.Reset.FromPending {
 		args = append(append(args, cfg.Reset.StatusColumn), cfg.Reset.Pending...)
+	}
+	if pubs := cfg.Reset.Publishers; slices.ContainsFunc(pubs, func(p string) bool { return p != "kafka" }) {
+		args = append(args, publishersArg+strings.Join(pubs, ","))
 	}
 	return args
 }

@@ -581,3 +581,86 @@ func TestResetTriggerStaleForTheOtherMode(t *testing.T) {
 		}
 	}
 }
+
+// TestResetTriggerSendsToEveryPublisher: the trigger of a table whose
+// events go to Kafka and a webhook publisher re-arms each publisher's
+// parked row of the event, or adds a reload row of that publisher, so
+// that a reset sends the event again to both; with FromPending, a
+// pending value set over a pending one re-arms only the publishers that
+// parked the event. The trigger of a table Kafka alone sends passes no
+// publishers, and one made before the table had another publisher is
+// stale.
+func TestResetTriggerSendsToEveryPublisher(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		fromPending bool
+		from, to    string
+		existing    map[string]string // the status of each publisher's row before
+		want        []string          // "publisher status [reload]", by publisher then id
+	}{
+		{name: "delivered by both", from: "SENT", to: "PENDING", want: []string{"kafka FAILED reload", "partner FAILED reload"}},
+		{name: "Kafka's parked", from: "FAILED", to: "PENDING", existing: map[string]string{"kafka": "FAILED"},
+			want: []string{"kafka FAILED reload", "partner FAILED reload"}},
+		{name: "the webhook's dead, Kafka's delivered", from: "DEAD", to: "PENDING", existing: map[string]string{"kafka": "DELIVERED", "partner": "DEAD"},
+			want: []string{"kafka DELIVERED", "kafka FAILED reload", "partner FAILED reload"}},
+		{name: "pending over pending, the webhook's parked", fromPending: true, from: "RETRYING", to: "PENDING",
+			existing: map[string]string{"partner": "FAILED"}, want: []string{"partner FAILED reload"}},
+		{name: "pending over pending, nothing parked", fromPending: true, from: "RETRYING", to: "PENDING"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text)")
+			cfg := DefaultConfig()
+			cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
+			cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING", "RETRYING"}, FromPending: tc.fromPending,
+				Publishers: []string{"kafka", "partner"}}
+			if _, err := Apply(ctx, conn, cfg); err != nil {
+				t.Fatal(err)
+			}
+			id := i + 1
+			mustExec(t, conn, fmt.Sprintf("INSERT INTO app_outbox VALUES (%d, '%s')", id, tc.from))
+			status := pgx.Identifier{cfg.StatusSchema, cfg.StatusTable}.Sanitize()
+			for _, pub := range []string{"kafka", "partner"} {
+				if st := tc.existing[pub]; st != "" {
+					if _, err := conn.Exec(ctx, "INSERT INTO "+status+" (event_id, source_table, topic, record_value, status, attempts, last_error, commit_lsn, publisher)"+
+						" VALUES ($1, $2, 'orders', 'v', $3, 5, 'refused', '0/10', $4)", fmt.Sprint(id), SourceTable(cfg), st, pub); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			mustExec(t, conn, fmt.Sprintf("UPDATE app_outbox SET status = '%s' WHERE id = %d", tc.to, id))
+			rows, _ := conn.Query(ctx, "SELECT publisher || ' ' || status || CASE WHEN reload THEN ' reload' ELSE '' END FROM "+status+
+				" WHERE event_id = $1 ORDER BY publisher, id", fmt.Sprint(id))
+			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("status rows: %q, want %q", got, tc.want)
+			}
+		})
+	}
+	t.Run("stale once a publisher is added", func(t *testing.T) {
+		t.Parallel()
+		ctx, _, conn := pg.ConnectDB(t, 2*time.Minute, "CREATE TABLE app_outbox (id bigint PRIMARY KEY, status text)")
+		cfg := DefaultConfig()
+		cfg.OutboxTable, cfg.SkipOutbox = "app_outbox", true
+		cfg.Reset = Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}, Publishers: []string{"kafka"}}
+		if _, err := Apply(ctx, conn, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if args := triggerArgList(cfg); len(args) != 2 {
+			t.Errorf("Kafka alone: the trigger passes %q, want the id column and the table only", args)
+		}
+		cfg.Reset.Publishers = []string{"kafka", "partner"}
+		have, err := LookupResetTrigger(ctx, conn, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !have.Exists || !strings.Contains(have.Stale, "partner") {
+			t.Errorf("a publisher added: %+v, want stale naming the publishers", have)
+		}
+	})
+}

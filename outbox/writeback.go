@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"log/slog"
+	"slices"
 
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
@@ -33,4 +34,21 @@ func WriteBackRows(tables []Table, log *slog.Logger) (*writeback.Rows, error) {
 		return nil, nil
 	}
 	return writeback.NewRows(wb, log)
+}
+
+// SharedWriteBack names the tables of tables (Table.Name) that write back
+// and send their events to a publisher beside Kafka: each publisher parks
+// its own copy of an event, and the event's row says what every copy
+// allows (status.SharedWriteBack).
+func SharedWriteBack(tables []Table) []string {
+	var names []string
+	for _, t := range tables {
+		if t.WriteBack == nil {
+			continue
+		}
+		if slices.ContainsFunc(t.AllPublishers(), func(p string) bool { return p != KafkaPublisher }) {
+			names = append(names, t.Name())
+		}
+	}
+	return names
 }

@@ -52,6 +52,13 @@ type Config struct {
 	// them): such a row is never produced, and its attempt fails with the
 	// reason. Unset, only Kafka's rules for topic names apply.
 	CheckTopic func(source, topic string) error
+	// Sends, if set, reports whether the poller's publisher sends the
+	// events of source (the status table's source_table) to topic. A
+	// reload row whose loaded topic it does not send (a reset re-arms
+	// every publisher of a table, and this one is not routed the event's
+	// topic) is settled as delivered without being sent: nothing of it is
+	// the publisher's to send. Unset, every topic is sent.
+	Sends func(source, topic string) bool
 	// CheckRecord, if set, says why Kafka would refuse a row's record (too
 	// large for the producer's batch or for its topic): such a row is
 	// never produced, and its attempt fails with the reason, as when

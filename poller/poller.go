@@ -362,6 +362,10 @@ func (p *Poller) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
+// errNotItsTopic is prepare's answer for a reload row whose loaded topic
+// the poller's publisher does not send (Config.Sends).
+var errNotItsTopic = errors.New("a topic its publisher does not send")
+
 // ErrUnloadable is what Config.Load wraps when a Reload row's record
 // cannot be read from its outbox row, now or later: the row makes the
 // event DEAD.
@@ -514,6 +518,10 @@ func (p *Poller) produceInOrder(ctx context.Context, rows []status.Row, loaded [
 		}
 		tried[i] = true
 		r, err := p.prepare(rows[i], loaded[i], errs[i])
+		if errors.Is(err, errNotItsTopic) {
+			produced[i], errs[i] = true, nil // settled: nothing to send
+			continue
+		}
 		if r == nil {
 			errs[i] = err
 			stopped[group[i]] = true
@@ -539,14 +547,19 @@ func (p *Poller) produceInOrder(ctx context.Context, rows []status.Row, loaded [
 // prepare returns the record of row (loaded: its record read from its
 // outbox row, for a Reload row), or nil when it is not produced: with
 // err, the error it had already (pre) or why its topic may not be written
-// or its record is refused (Config.CheckTopic, Config.CheckRecord);
-// without, a Reload row not loaded, left for the next poll.
+// or its record is refused (Config.CheckTopic, Config.CheckRecord), or
+// errNotItsTopic for a loaded row of a topic the publisher does not send
+// (Config.Sends); without, a Reload row not loaded, left for the next
+// poll.
 func (p *Poller) prepare(row status.Row, loaded *status.Row, pre error) (*kgo.Record, error) {
 	if pre != nil || row.Reload && loaded == nil {
 		return nil, pre // not loaded: dead, paused, or left for the next poll
 	}
 	if loaded != nil {
 		row = *loaded
+	}
+	if loaded != nil && p.cfg.Sends != nil && !p.cfg.Sends(row.SourceTable, row.Topic) {
+		return nil, errNotItsTopic
 	}
 	check := p.cfg.CheckTopic
 	if check == nil {

@@ -59,6 +59,39 @@ func TestDeliverReloadRows(t *testing.T) {
 	}
 }
 
+// TestReloadRowOfATopicNotItsPublishers: a reset re-arms every publisher
+// of a table; a reload row loaded for a topic its publisher does not send
+// (Config.Sends) is settled as delivered without being sent, and does not
+// hold the later rows of its key, which are sent.
+func TestReloadRowOfATopicNotItsPublishers(t *testing.T) {
+	t.Parallel()
+	load := func(_ context.Context, r status.Row) (status.Row, error) {
+		r.Topic, r.Key, r.Value = r.EventID, []byte("k"), []byte(`{}`) // the test's rows name their topic by their id
+		return r, nil
+	}
+	store := &fakeStore{rows: []status.Row{
+		{ID: 1, EventID: "payment-events", SourceTable: "public.events", Topic: "", Key: []byte("k"), Reload: true},
+		{ID: 2, EventID: "wallet-events", SourceTable: "public.events", Topic: "", Key: []byte("k"), Reload: true},
+	}}
+	prod := &fakeProducer{}
+	cfg := DefaultConfig()
+	cfg.Load = each(load)
+	cfg.Sends = func(source, topic string) bool { return source == "public.events" && topic == "wallet-events" }
+	if _, err := New(store, prod, cfg).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(prod.produced) != 1 || prod.produced[0].Topic != "wallet-events" {
+		t.Fatalf("produced %v, want wallet-events' record alone", prod.produced)
+	}
+	got := map[int64]status.Outcome{}
+	for _, o := range store.outcomes {
+		got[o.ID] = o
+	}
+	if !got[1].Delivered || got[1].Err != nil || !got[2].Delivered {
+		t.Fatalf("outcomes %+v: want both settled as delivered", store.outcomes)
+	}
+}
+
 // TestReloadRowOfAPausedTopic: a Reload row's topic is known once its
 // outbox row is loaded; one loaded for a paused topic is not produced,
 // and its outcome parks it PAUSED with the record read, counting no

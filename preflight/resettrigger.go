@@ -25,7 +25,7 @@ func checkResetTrigger(ctx context.Context, q pgdb.Querier, names Names, t outbo
 	}
 	m := t.Mapping
 	cfg := names.migrations(m.Schema, m.Table, migrations.Reset{IDColumn: m.IDColumn, StatusColumn: wb.StatusColumn, Pending: wb.Pending,
-		FromPending: wb.RetryingIsPending()})
+		FromPending: wb.RetryingIsPending(), Publishers: t.AllPublishers()}) // as setup's resetOf
 	have, err := migrations.LookupResetTrigger(ctx, q, cfg)
 	if err != nil {
 		return nil, err

@@ -186,6 +186,9 @@ func (s *session) pollerConfig(ctx context.Context, wakes dueWakes) poller.Confi
 		// source's stream allows them.
 		pc.CheckTopic, _ = s.cfg.SourceTopicCheck()
 	}
+	if pc.Sends == nil {
+		pc.Sends = s.cfg.sendsOf(status.KafkaPublisher) // a reset re-arms every publisher of a table
+	}
 	return pc
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/webhook"
+	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
 // This file is the relay's publishers beside Kafka (DESIGN.md's
@@ -64,10 +65,6 @@ func (c Config) checkPublishers() error {
 		for _, name := range t.AllPublishers() {
 			if !seen[name] {
 				return fmt.Errorf("table %s routes events to publisher %q, which is not defined: define it under publishers:, or route to kafka", t.Name(), name)
-			}
-			if name != outbox.KafkaPublisher && t.WriteBack != nil {
-				return fmt.Errorf("table %s writes its outcome back to its rows and routes events to the webhook publisher %q: "+
-					"write-back with publishers beside Kafka is not built yet; remove write_back, or route the table to kafka alone", t.Name(), name)
 			}
 			if name != outbox.KafkaPublisher && c.ExactlyOnce.Enabled {
 				return fmt.Errorf("table %s routes events to the webhook publisher %q, and webhooks are at-least-once only: "+
@@ -300,17 +297,42 @@ func (s *session) publisherPollerConfig(ctx context.Context, ps *publisherSessio
 	}
 	pc.CheckRecord = ps.producer.Refuses
 	pc.CheckTopic, _ = s.cfg.SourceTopicCheck()
+	pc.Sends = s.cfg.sendsOf(ps.Name)
 	pc.DeadLetterTopic = ""
 	return pc
 }
 
+// sendsOf is the poller's Sends of publisher (poller.Config.Sends): whether
+// it sends the events of an outbox table (by the status table's
+// source_table) to topic, as the table's routes say; nil when Kafka is
+// the only publisher. A source that is not a table (a message source) goes
+// to Kafka alone.
+func (c Config) sendsOf(publisher string) func(source, topic string) bool {
+	if len(c.Publishers) == 0 {
+		return nil
+	}
+	byName := make(map[string]outbox.Table, len(c.Tables))
+	for _, t := range c.Tables {
+		byName[t.Name()] = t
+	}
+	return func(source, topic string) bool {
+		t, ok := byName[source]
+		if !ok {
+			return publisher == outbox.KafkaPublisher
+		}
+		return t.SendsTo(topic, publisher)
+	}
+}
+
 // publisherStoreOptions are the status-store options of a publisher
-// beside Kafka: Kafka's (the source tables, the pause table, the order),
-// without write-back, which tables routed to a webhook do not ask for
-// (checkPublishers), nor a team's progress table's pauses, which are the
-// publisher's own (startPublishers adds them).
-func publisherStoreOptions(cfg Config) []status.Option {
-	opts := []status.Option{status.SourceTables(cfg.SourceNames()...),
+// beside Kafka: Kafka's (the source tables, write-back through rows, the
+// pause table, the order), without a team's progress table's pauses,
+// which are the publisher's own (startPublishers adds them). A table
+// that writes back and sends to several publishers has its rows say what
+// every publisher's copy allows (status.SharedWriteBack), in every
+// publisher's store alike.
+func publisherStoreOptions(cfg Config, rows *writeback.Rows) []status.Option {
+	opts := []status.Option{status.SourceTables(cfg.SourceNames()...), status.WriteBack(rows), status.SharedWriteBack(outbox.SharedWriteBack(cfg.Tables)...),
 		status.Pauses(cfg.CheckpointSchema, migrations.PauseTable, cfg.Slot), status.ClaimBytes(cfg.claimBytes())}
 	switch cfg.Ordering {
 	case OrderingNone:

@@ -45,7 +45,7 @@ func TestPublisherOrderHoldsAdoptedKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	partner := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, append(publisherStoreOptions(cfg), status.Publisher("partner"))...)
+	partner := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, append(publisherStoreOptions(cfg, nil), status.Publisher("partner"))...)
 	s := &session{runner: &runner{Relay: &Relay{cfg: cfg, log: slog.New(slog.DiscardHandler)}}}
 	o, err := s.publisherOrder(ctx, &publisherEngine{Publisher: cfg.Publishers[0], store: partner})
 	if err != nil {

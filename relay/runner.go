@@ -112,7 +112,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	if rn.progress, err = rn.checkProgress(ctx); err != nil {
 		return nil, err
 	}
-	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.Rows()),
+	storeOpts := []status.Option{status.SourceTables(r.cfg.SourceNames()...), status.WriteBack(outcomes.Rows()), status.SharedWriteBack(outbox.SharedWriteBack(r.cfg.Tables)...),
 		status.Pauses(r.cfg.CheckpointSchema, migrations.PauseTable, r.cfg.Slot), pausedByProgress(rn.progress, outbox.KafkaPublisher), status.ClaimBytes(r.cfg.claimBytes())}
 	switch r.cfg.Ordering {
 	case OrderingNone:
@@ -123,7 +123,7 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 		storeOpts = append(storeOpts, status.ByTopics(r.cfg.topicOrdered()...)) // none: every topic by key
 	}
 	rn.failures = status.NewStore(rn.pool, r.cfg.StatusSchema, r.cfg.StatusTable, storeOpts...)
-	if err := rn.startPublishers(publisherStoreOptions(r.cfg)); err != nil {
+	if err := rn.startPublishers(publisherStoreOptions(r.cfg, outcomes.Rows())); err != nil {
 		return nil, err
 	}
 	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {

@@ -60,13 +60,14 @@ type ResetTrigger struct {
 }
 
 // resetOf is the reset trigger t needs: its status column and pending
-// values, if its write-back lists any.
+// values, if its write-back lists any, and the publishers a reset sends
+// the event again to. preflight's checkResetTrigger asks for the same.
 func resetOf(t outbox.Table) migrations.Reset {
 	if t.WriteBack == nil || len(t.WriteBack.Pending) == 0 {
 		return migrations.Reset{}
 	}
 	return migrations.Reset{IDColumn: t.Mapping.IDColumn, StatusColumn: t.WriteBack.StatusColumn, Pending: t.WriteBack.Pending,
-		FromPending: t.WriteBack.RetryingIsPending()}
+		FromPending: t.WriteBack.RetryingIsPending(), Publishers: t.AllPublishers()}
 }
 
 // Migrate checks rc's adopt predicates first (see checkAdopt: a

@@ -89,7 +89,7 @@ func TestMigrateResetTriggers(t *testing.T) {
 		{Mapping: decoder.Mapping{Schema: "public", Table: "app_outbox", IDColumn: "id"}, WriteBack: wb},
 		{Mapping: decoder.Mapping{Schema: "public", Table: "other_outbox", IDColumn: "id"}},
 	}
-	reset := migrations.Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}}
+	reset := migrations.Reset{IDColumn: "id", StatusColumn: "status", Pending: []string{"PENDING"}, Publishers: []string{"kafka"}}
 	tests := []struct {
 		name    string
 		pending bool // the first table lists pending values

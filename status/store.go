@@ -31,6 +31,7 @@ type Store struct {
 	// SourceTables.
 	sources []string
 	rows    OutboxRows // see WriteBack; noWriteBack by default
+	shared  []string   // see SharedWriteBack
 	// pauses is the pause table, quoted, and slot the slot whose pauses
 	// the store reads and writes; see Pauses. "" without.
 	pauses, slot string
@@ -139,6 +140,7 @@ func NewStore(db DB, schema, table string, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	s.shareRows()
 	return s
 }
 

@@ -213,14 +213,9 @@ func (c *FailedCommand) Run(ctx context.Context, args []string) error {
 	}
 	defer conn.Close(context.Background())
 	c.storeOf = func(publisher string) *status.Store {
-		opts := []status.Option{status.Publisher(publisher)}
-		if publisher == status.KafkaPublisher {
-			// Tables that write back route to Kafka alone (run refuses
-			// write-back beside a webhook publisher), as the relay's stores
-			// of the other publishers have none.
-			opts = append(opts, writeBack...)
-		}
-		return status.NewStore(conn, schema, table, opts...)
+		// Every publisher's store writes back as the relay's do: a table
+		// several publishers send has its rows say what every copy allows.
+		return status.NewStore(conn, schema, table, append([]status.Option{status.Publisher(publisher)}, writeBack...)...)
 	}
 	return withMigrateHint(run(ctx, c.storeOf(c.acting())))
 }
@@ -333,20 +328,21 @@ func (c *FailedCommand) prepare(operands []string) (failedRun, error) {
 	return failedTable[c.sub].prepare(c, operands, usage)
 }
 
-// storeOptions are Kafka's status store's options for the config file
-// (nil without one): retry and purge update the outbox rows of the tables
-// that write back, as the relay does; a row that refuses is reported on
-// stderr.
+// storeOptions are the status stores' options for the config file (nil
+// without one): retry, skip and purge update the outbox rows of the
+// tables that write back, as the relay does, each as far as the other
+// publishers' copies allow; a row that refuses is reported on stderr.
 func (c *FailedCommand) storeOptions(file *config.File) ([]status.Option, error) {
 	if file == nil {
 		return nil, nil
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rows, err := outbox.WriteBackRows(configTables(file, ""), log)
+	tables := configTables(file, "")
+	rows, err := outbox.WriteBackRows(tables, log)
 	if err != nil {
 		return nil, err
 	}
-	return []status.Option{status.WriteBack(rows)}, nil
+	return []status.Option{status.WriteBack(rows), status.SharedWriteBack(outbox.SharedWriteBack(tables)...)}, nil
 }
 
 // splitArgs separates flags (with their values) from operands, so that
