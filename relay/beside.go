@@ -14,6 +14,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -59,12 +60,28 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	if po.Publishers, err = s.startPublisherSessions(ctx, l); err != nil {
 		return err
 	}
+	s.sharePublisherOrders()
 	po.PublishersOf = cfg.publishersOf()
 	if s.txSink != nil {
 		po.ParkedBefore = s.eo.IsParked
 	}
 	s.pipeline = pipeline.New(l, po)
 	return nil
+}
+
+// sharePublisherOrders makes the session's key orders of the publishers
+// beside Kafka the relay's (Relay.RetryOf holds a corrected row's key in
+// them) until the session ends.
+func (s *session) sharePublisherOrders() {
+	if len(s.pubSessions) == 0 {
+		return
+	}
+	orders := make(map[string]*keyorder.Order, len(s.pubSessions))
+	for _, ps := range s.pubSessions {
+		orders[ps.Name] = ps.order
+	}
+	s.Relay.publisherOrders.Store(&orders)
+	s.onEnd(func() { s.Relay.publisherOrders.CompareAndSwap(&orders, nil) })
 }
 
 // startSaver starts saving the tracker's safe position, as far as the
