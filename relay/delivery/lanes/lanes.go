@@ -230,6 +230,10 @@ type Error struct {
 // (delivery.PublisherError).
 func (e *Error) FromPublisher() string { return e.Publisher }
 
+// Behind reports whether the record waited for a receiver slower than the
+// events arrive (Waited): not a failure (delivery.IsBehind).
+func (e *Error) Behind() bool { return e.Waited > 0 }
+
 // Is reports whether e is delivery.ErrSendAgain: a record refused with
 // its batch. It wraps nothing else.
 func (e *Error) Is(target error) bool { return e.Batch && target == delivery.ErrSendAgain }

@@ -634,4 +634,13 @@ func TestErrorSays(t *testing.T) {
 	if !strings.HasPrefix((&Error{Publisher: "p", Waited: time.Second}).Error(), status.BehindPrefix) {
 		t.Errorf("a slow receiver's record does not begin with status.BehindPrefix %q", status.BehindPrefix)
 	}
+	// Behind, for the ledger (reason slow), and no other *Error.
+	if !delivery.IsBehind(&Error{Publisher: "p", Waited: time.Second}) {
+		t.Error("a slow receiver's record is not behind (delivery.IsBehind)")
+	}
+	for _, e := range []*Error{{Publisher: "p", Retried: time.Second}, {Publisher: "p", NotSent: true}, {Publisher: "p"}} {
+		if delivery.IsBehind(e) {
+			t.Errorf("%v is behind (delivery.IsBehind): it failed", e)
+		}
+	}
 }
