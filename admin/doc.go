@@ -14,9 +14,10 @@
 // ?publisher=NAME (with ?topic= for /pause and /resume) makes the last
 // three act on the parked events and paused topics of the relay's webhook
 // publisher NAME instead of Kafka's: an id of another publisher's is a 404
-// that says whose it is; a pause or resume of a webhook publisher's topic
-// is written to the pause table, which the relay reads again within its
-// status interval.
+// that says whose it is; a retry to a new topic holds the event's key in
+// that publisher's key order before it commits, as Kafka's does; a pause
+// or resume of a webhook publisher's topic is written to the pause table,
+// which the relay reads again within its status interval.
 //
 // The last four are the admin endpoints. With a token (Options.Token) they
 // need the header "Authorization: Bearer <token>" and answer 401 without

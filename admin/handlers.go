@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -205,13 +206,11 @@ func (s *Server) retry(w http.ResponseWriter, req *http.Request) {
 	}
 	retry, log, res := s.relay.Retry, s.opts.Logger, retryResult{ID: id, Topic: topic}
 	if store != nil {
-		if topic != "" {
-			writeError(w, http.StatusBadRequest, errors.New("?topic= corrects the topic of Kafka's events only: correcting a webhook publisher's is not built yet "+
-				"(the running relay would not hold its key in the new topic); retry it to its own topic, or skip or purge it"))
-			return
+		publisher := store.Publisher()
+		retry = func(ctx context.Context, opts status.RetryOptions) ([]status.Change, error) {
+			return s.relay.RetryOf(ctx, publisher, opts)
 		}
-		retry, res.Publisher = store.Retry, store.Publisher()
-		log = log.With("publisher", res.Publisher)
+		res.Publisher, log = publisher, log.With("publisher", publisher)
 	}
 	changes, err := retry(req.Context(), status.RetryOptions{IDs: []int64{id}, Topic: topic})
 	if err != nil {

@@ -30,6 +30,10 @@ type Relay interface {
 	// Failures is the status store of one of the relay's publishers, for
 	// ?publisher= (relay.Relay.Failures).
 	Failures(publisher string) (*status.Store, error)
+	// RetryOf retries the events of one of the relay's publishers, for
+	// ?publisher= (relay.Relay.RetryOf): a new topic is checked, and held
+	// in that publisher's key order, as Retry does Kafka's.
+	RetryOf(ctx context.Context, publisher string, opts status.RetryOptions) ([]status.Change, error)
 }
 
 // Options configures a Server.

@@ -94,6 +94,17 @@ func (f *fakeRelay) Retry(_ context.Context, opts status.RetryOptions) ([]status
 	return out, nil
 }
 
+// RetryOf retries through the publisher's store, as the relay does: its
+// new topic is the last retry's.
+func (f *fakeRelay) RetryOf(ctx context.Context, publisher string, opts status.RetryOptions) ([]status.Change, error) {
+	s, err := f.Failures(publisher)
+	if err != nil {
+		return nil, err
+	}
+	f.topic = opts.Topic
+	return s.Retry(ctx, opts)
+}
+
 func serve(t *testing.T, r Relay, token string, loopback bool) *httptest.Server {
 	s := &Server{relay: r, opts: Options{Token: token, Logger: slog.New(slog.DiscardHandler)}, loopback: loopback}
 	ts := httptest.NewServer(s.routes())

@@ -199,12 +199,19 @@ type dashboard struct {
 	UID           string `json:"uid"`
 	SchemaVersion int    `json:"schemaVersion"`
 	Templating    struct {
-		List []struct {
-			Name string `json:"name"`
-			Type string `json:"type"`
-		} `json:"list"`
+		List []variable `json:"list"`
 	} `json:"templating"`
 	Panels []panel `json:"panels"`
+}
+
+// variable is a template variable of the dashboard.
+type variable struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	Definition string `json:"definition"`
+	Multi      bool   `json:"multi"`
+	IncludeAll bool   `json:"includeAll"`
+	AllValue   string `json:"allValue"`
 }
 
 type datasource struct {
@@ -322,7 +329,7 @@ func TestDashboardPanels(t *testing.T) {
 func TestDashboardQueries(t *testing.T) {
 	d := readDashboard(t)
 	known := relayMetrics(t)
-	vars := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$job", "cdc-relay", "$instance", ".*")
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$job", "cdc-relay", "$instance", ".*", "$publisher", ".*")
 	var rules strings.Builder
 	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
 	n := 0
@@ -348,6 +355,91 @@ func TestDashboardQueries(t *testing.T) {
 	}
 	if out := promtool(t, "check", "rules", file); !strings.Contains(out, fmt.Sprintf("SUCCESS: %d rules found", n)) {
 		t.Errorf("promtool check rules on the dashboard's %d queries said\n%s", n, out)
+	}
+}
+
+// publisherMetrics returns the names of the relay's metrics that carry
+// a publisher label, as a relay with a webhook publisher serves them
+// (a histogram by its family's name).
+func publisherMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	m := metrics.New(buildinfo.Info{Version: "test"}, func() metrics.Snapshot { return metrics.Snapshot{} })
+	m.Webhook("partner")
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "publisher" {
+					names[f.GetName()] = true
+				}
+			}
+		}
+	}
+	if !names["cdc_relay_webhook_requests_total"] || !names["cdc_relay_webhook_request_duration_seconds"] {
+		t.Fatalf("the webhook metrics carry no publisher label: %v", sorted(names))
+	}
+	return names
+}
+
+// selector is a metric's name in a query, with its label matchers in
+// braces when it has any.
+var selector = regexp.MustCompile(`\b(cdc_relay_\w+)\s*(\{[^}]*\})?`)
+
+// TestDashboardFiltersPublishers: the dashboard has a $publisher
+// variable (the values of the publisher label of a webhook metric, any
+// number of them, or all), and every query of a metric that carries a
+// publisher label filters on it, so that an operator with several
+// webhook publishers reads one, or some, of them.
+func TestDashboardFiltersPublishers(t *testing.T) {
+	d := readDashboard(t)
+	labelled := publisherMetrics(t)
+	var publisher *variable
+	for i, v := range d.Templating.List {
+		if v.Name == "publisher" {
+			publisher = &d.Templating.List[i]
+		}
+	}
+	switch {
+	case publisher == nil:
+		t.Fatal("the dashboard has no variable publisher")
+	case publisher.Type != "query" || !publisher.Multi || !publisher.IncludeAll || publisher.AllValue != ".*":
+		t.Errorf("variable publisher: type %q, multi %v, includeAll %v, allValue %q: want a query, multi, with All as .*",
+			publisher.Type, publisher.Multi, publisher.IncludeAll, publisher.AllValue)
+	}
+	if publisher != nil {
+		m := regexp.MustCompile(`^label_values\((cdc_relay_\w+)\{job="\$job", instance=~"\$instance"\}, publisher\)$`).FindStringSubmatch(publisher.Definition)
+		if m == nil || !labelled[strings.TrimSuffix(m[1], "_bucket")] {
+			t.Errorf("variable publisher is %q: want label_values(M{job=\"$job\", instance=~\"$instance\"}, publisher) of a metric M with a publisher label (%v)",
+				publisher.Definition, sorted(labelled))
+		}
+	}
+	const filter = `publisher=~"$publisher"`
+	filtered := 0
+	for _, p := range d.Panels {
+		for _, q := range p.Targets {
+			for _, sel := range selector.FindAllStringSubmatch(q.Expr, -1) {
+				name := sel[1]
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if base := strings.TrimSuffix(name, suffix); labelled[base] {
+						name = base
+					}
+				}
+				if !labelled[name] {
+					continue
+				}
+				filtered++
+				if !strings.Contains(sel[2], filter) {
+					t.Errorf("panel %q, query %s: %s%s does not filter on the publisher variable: add %s", p.Title, q.RefID, sel[1], sel[2], filter)
+				}
+			}
+		}
+	}
+	if filtered == 0 {
+		t.Error("no query of the dashboard reads a metric with a publisher label: the webhook panels are gone")
 	}
 }
 
@@ -506,7 +598,7 @@ func TestDashboardWebhookPanels(t *testing.T) {
 		fmt.Fprintf(&b, "      - series: %q\n        values: %q\n", s[0], s[1])
 	}
 	b.WriteString("    promql_expr_test:\n")
-	vars := strings.NewReplacer("$__rate_interval", "2m", "$job", "cdc-relay", "$instance", ".*")
+	vars := strings.NewReplacer("$__rate_interval", "2m", "$job", "cdc-relay", "$instance", ".*", "$publisher", "partner")
 	n := 0
 	for _, p := range d.Panels {
 		if p.Type == "row" || p.GridPos.Y <= rowY {

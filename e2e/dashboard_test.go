@@ -133,7 +133,7 @@ func (e *env) promtoolDashboard(promtool string, scrapes []map[string]*dto.Metri
 	if err := json.Unmarshal(raw, &dash); err != nil {
 		e.t.Fatal(err)
 	}
-	vars := strings.NewReplacer("$job", "cdc-relay", "$instance", ".*", "$__rate_interval", "1m")
+	vars := strings.NewReplacer("$job", "cdc-relay", "$instance", ".*", "$publisher", ".*", "$__rate_interval", "1m")
 	var b strings.Builder
 	b.WriteString("evaluation_interval: 15s\ntests:\n")
 	b.WriteString(inputSeries(scrapes))

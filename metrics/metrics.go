@@ -126,7 +126,9 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 	m := &Metrics{
 		Registry: reg,
 		EventsParked: f.counterVec("cdc_relay_events_parked_total",
-			"Events the stream recorded in the status table instead of delivering them, by reason: the Kafka error, invalid_row for a row that cannot become a record, or no_timestamp for one whose record lacks only its timestamp.",
+			"Events the stream recorded in the status table instead of delivering them, by reason: the Kafka error, invalid_row for a row that cannot become a record, "+
+				"no_timestamp for one whose record lacks only its timestamp, or slow for a webhook publisher's event parked unsent because its receiver answers "+
+				"more slowly than the events arrive (behind, not failing: its poller sends it).",
 			"reason"),
 		EventsDead: f.counter("cdc_relay_events_dead_total",
 			"Events marked DEAD: rows that cannot become a record, and parked events whose attempts ran out."),
@@ -206,10 +208,10 @@ func New(build buildinfo.Info, snapshot func() Snapshot) *Metrics {
 // parkReasons are the reasons of EventsParked reported from the start,
 // at 0, so that a first parked event raises its series from 0 (rate()
 // and increase() see no rise in a series that appears at 1): the
-// relay's own (invalid_row, no_timestamp), the Kafka errors that refuse
-// a record or its topic for good, and OTHER. An event parked for
+// relay's own (invalid_row, no_timestamp, slow), the Kafka errors that
+// refuse a record or its topic for good, and OTHER. An event parked for
 // another Kafka error starts its own series.
-var parkReasons = []string{"invalid_row", "no_timestamp", "MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD",
+var parkReasons = []string{"invalid_row", "no_timestamp", "slow", "MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD",
 	"UNKNOWN_TOPIC_OR_PARTITION", "TOPIC_AUTHORIZATION_FAILED", "INVALID_TOPIC_EXCEPTION", "OTHER"}
 
 // produceErrorNames are the errors of ProduceErrors reported from the

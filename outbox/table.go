@@ -7,6 +7,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/progress"
+	"github.com/cdc-relay/cdc-relay/status"
 	"github.com/cdc-relay/cdc-relay/writeback"
 )
 
@@ -214,8 +215,10 @@ func (t Table) Clone() Table {
 
 // KafkaPublisher is the name of the Kafka producer among a table's
 // publishers: the relay's own, which a config file names but never
-// defines.
-const KafkaPublisher = "kafka"
+// defines. It is the status table's name of Kafka's rows
+// (status.KafkaPublisher), which owns it: the one name of the publisher
+// in the config file, the status table and the pause table.
+const KafkaPublisher = status.KafkaPublisher
 
 // DefaultPublishers are the publishers of a table that names none.
 func DefaultPublishers() []string { return []string{KafkaPublisher} }

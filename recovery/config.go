@@ -64,7 +64,9 @@ type Options struct {
 	// Margin reaches back before the checkpoint's time, for transactions
 	// that wrote their rows before they committed. Default 10 minutes.
 	Margin time.Duration
-	// DryRun counts the rows without publishing them or changing anything.
+	// DryRun counts the rows without publishing them or changing
+	// anything, and, for each publisher beside Kafka, the events it would
+	// park for it (Result.Adopted).
 	DryRun bool
 	// RecreateSlot drops the slot, when it exists, and creates it again,
 	// as for a slot lost: the rows since the checkpoint's time less Margin
@@ -93,6 +95,7 @@ type Result struct {
 	// Adopted counts, by publisher beside Kafka (a webhook's), the
 	// status rows Run parked for it, one per event and topic of the
 	// window that goes to it: its poller sends them once a relay runs.
+	// With Options.DryRun, the rows it would park now, none parked.
 	Adopted map[string]int64
 	// NoGap is true when the relay read every transaction (the slot is
 	// not ahead of its checkpoint): with Options.Since, Run then

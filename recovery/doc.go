@@ -16,8 +16,9 @@
 //   - The slot is created again only when it is missing, invalidated, or
 //     [Options.RecreateSlot] asks, and before any row is read, so that
 //     whatever commits from then on is kept; the checkpoint row takes a
-//     new stream id first. A dry run ([Options.DryRun]) counts the rows
-//     and changes nothing.
+//     new stream id first. A dry run ([Options.DryRun]) counts the rows,
+//     and the events it would park for each publisher beside Kafka, and
+//     changes nothing.
 //   - Every outbox row whose timestamp column is at or after the window's
 //     start (the checkpoint's time less [Options.Margin], or
 //     [Options.Since]; 12 hours wider for a column without a time zone) is

@@ -111,8 +111,10 @@ func publishAgain(ctx context.Context, cfg Config, failures *status.Store, writt
 // own (status.Store.Adopt: once per event and topic, none that it holds
 // already), and counts them in res: its poller sends each as its row is
 // then, once a relay runs, its keys held meanwhile. Recover publishes to
-// Kafka itself; a webhook gets the gap's events so, at least once.
-func adoptForPublishers(ctx context.Context, pool *pgxpool.Pool, cfg Config, outs []*republish.Window, res *Result) error {
+// Kafka itself; a webhook gets the gap's events so, at least once. With
+// dryRun, it counts what it would park (status.Store.WouldAdopt) and
+// parks none.
+func adoptForPublishers(ctx context.Context, pool *pgxpool.Pool, cfg Config, outs []*republish.Window, dryRun bool, res *Result) error {
 	names := cfg.sources().TableNames()
 	for i, t := range cfg.Tables {
 		for _, p := range t.AllPublishers() {
@@ -121,9 +123,13 @@ func adoptForPublishers(ctx context.Context, pool *pgxpool.Pool, cfg Config, out
 			}
 			a := windowAdoptable(t, names[i], p, outs[i].Predicate())
 			store := status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(names...), status.Publisher(p))
-			n, err := store.Adopt(ctx, pool, a)
+			adopt, verb := store.Adopt, "park"
+			if dryRun {
+				adopt, verb = store.WouldAdopt, "count"
+			}
+			n, err := adopt(ctx, pool, a)
 			if err != nil {
-				return fmt.Errorf("park the rows of %s for publisher %s: %w", names[i], p, err)
+				return fmt.Errorf("%s the rows of %s for publisher %s: %w", verb, names[i], p, err)
 			}
 			if res.Adopted == nil {
 				res.Adopted = map[string]int64{}

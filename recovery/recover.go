@@ -79,8 +79,10 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts Options) (res
 		}
 	}
 	if opts.DryRun {
-		res.Rows, err = countRows(ctx, outs)
-		return res, err
+		if res.Rows, err = countRows(ctx, outs); err != nil {
+			return res, err
+		}
+		return res, adoptForPublishers(ctx, pool, cfg, outs, true, &res)
 	}
 	if res.Gap.Dropped && !res.NoGap {
 		if res.Gap.SlotLSN, err = recreateSlot(ctx, pool, cfg, gap.lost); err != nil {
@@ -96,7 +98,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts Options) (res
 	if err := publishAgain(ctx, cfg, failures, writeDelivered(pool, rows), outs, uint64(gap.Checkpoint.LSN), &res); err != nil {
 		return res, err
 	}
-	if err := adoptForPublishers(ctx, pool, cfg, outs, &res); err != nil {
+	if err := adoptForPublishers(ctx, pool, cfg, outs, false, &res); err != nil {
 		return res, err
 	}
 	if res.NoGap {

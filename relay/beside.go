@@ -14,6 +14,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/atleastonce"
 	"github.com/cdc-relay/cdc-relay/relay/delivery/exactlyonce"
+	"github.com/cdc-relay/cdc-relay/relay/keyorder"
 	"github.com/cdc-relay/cdc-relay/relay/pipeline"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -59,12 +60,28 @@ func (s *session) startPipeline(ctx context.Context) (err error) {
 	if po.Publishers, err = s.startPublisherSessions(ctx, l); err != nil {
 		return err
 	}
+	s.sharePublisherOrders()
 	po.PublishersOf = cfg.publishersOf()
 	if s.txSink != nil {
 		po.ParkedBefore = s.eo.IsParked
 	}
 	s.pipeline = pipeline.New(l, po)
 	return nil
+}
+
+// sharePublisherOrders makes the session's key orders of the publishers
+// beside Kafka the relay's (Relay.RetryOf holds a corrected row's key in
+// them) until the session ends.
+func (s *session) sharePublisherOrders() {
+	if len(s.pubSessions) == 0 {
+		return
+	}
+	orders := make(map[string]*keyorder.Order, len(s.pubSessions))
+	for _, ps := range s.pubSessions {
+		orders[ps.Name] = ps.order
+	}
+	s.Relay.publisherOrders.Store(&orders)
+	s.onEnd(func() { s.Relay.publisherOrders.CompareAndSwap(&orders, nil) })
 }
 
 // startSaver starts saving the tracker's safe position, as far as the
@@ -232,9 +249,10 @@ func (s *session) holdClaimed(wakes dueWakes) func(keys []status.Key) (ended fun
 // refreshPausedTopics reads, every status interval until ctx ends, the
 // paused topics, so that a pause written by another process (`cdc-relay
 // pause --topic`, or a relay on standby) takes effect, and the keys of
-// the held rows whose topic was corrected, so that a correction made by
-// another process (`cdc-relay failed retry --topic`) holds the later
-// events of its key behind the row.
+// the held rows whose topic was corrected, Kafka's and each webhook
+// publisher's, so that a correction made by another process (`cdc-relay
+// failed retry --topic`, with --publisher for a webhook's) holds the
+// later events of its key behind the row.
 func (s *session) refreshPausedTopics(ctx context.Context, wake <-chan struct{}) {
 	tick.Every(ctx, s.cfg.StatusInterval, func(ctx context.Context) bool {
 		s.refreshPaused(ctx)
@@ -255,12 +273,23 @@ func (s *session) refreshPaused(ctx context.Context) {
 	s.order.SetPaused(topics)
 }
 
-// refreshCorrected holds the keys of the held rows whose topic was
+// refreshCorrected holds, in Kafka's order and in each webhook
+// publisher's, the keys of the publisher's held rows whose topic was
 // corrected that are not held yet.
 func (s *session) refreshCorrected(ctx context.Context) {
-	if !s.order.OrdersKeys() {
-		return
+	if s.order.OrdersKeys() {
+		s.refreshKafkaCorrected(ctx)
 	}
+	for _, ps := range s.pubSessions {
+		if ps.order.OrdersKeys() {
+			s.refreshPublisherCorrected(ctx, ps)
+		}
+	}
+}
+
+// refreshKafkaCorrected holds the keys of Kafka's held rows whose topic
+// was corrected that are not held yet.
+func (s *session) refreshKafkaCorrected(ctx context.Context) {
 	keys, err := s.failures.CorrectedHeldKeys(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -279,4 +308,26 @@ func (s *session) refreshCorrected(ctx context.Context) {
 		s.sayRetried(ctx, "could not check the keys of corrected events; their next events wait behind them", err, "keys", len(held))
 	}
 	s.log.Info("events whose topic was corrected hold the later events of their keys", "keys", len(held))
+}
+
+// refreshPublisherCorrected holds the keys of ps's held rows whose topic
+// was corrected (`cdc-relay failed retry --topic --publisher`) that are
+// not held yet, as refreshKafkaCorrected does Kafka's.
+func (s *session) refreshPublisherCorrected(ctx context.Context, ps *publisherSession) {
+	keys, err := ps.store.CorrectedHeldKeys(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.sayRetried(ctx, "could not read the keys of a publisher's corrected events; trying again", err, "publisher", ps.Name)
+		}
+		return
+	}
+	held := ps.order.HoldRows(keys)
+	if len(held) == 0 {
+		return
+	}
+	if err := ps.order.Release(ctx, ps.store, held); err != nil && ctx.Err() == nil {
+		s.sayRetried(ctx, "could not check the keys of a publisher's corrected events; their next events wait behind them", err,
+			"publisher", ps.Name, "keys", len(held))
+	}
+	s.log.Info("events whose topic was corrected hold the later events of their keys", "publisher", ps.Name, "keys", len(held))
 }

@@ -25,7 +25,7 @@ func TestDocsListParkedReasons(t *testing.T) {
 	if row == "" {
 		t.Fatal("docs/operating.md has no row of cdc_relay_events_parked_total{reason} in its metrics table")
 	}
-	for _, reason := range []string{delivery.InvalidRow, delivery.NoTimestamp} {
+	for _, reason := range []string{delivery.InvalidRow, delivery.NoTimestamp, delivery.Slow} {
 		if !strings.Contains(row, "`"+reason+"`") {
 			t.Errorf("the row of cdc_relay_events_parked_total in docs/operating.md lacks the reason %q:\n%s", reason, row)
 		}

@@ -46,6 +46,9 @@ type Relay struct {
 	// order is the running session's held keys and paused topics; nil
 	// while no session streams.
 	order atomic.Pointer[keyorder.Order]
+	// publisherOrders are the running session's key orders of the
+	// publishers beside Kafka, by name; nil while no session streams.
+	publisherOrders atomic.Pointer[map[string]*keyorder.Order]
 	// pgOutages says once that PostgreSQL cannot be reached, and once
 	// that it is back.
 	pgOutages *pgnotice.Outages
@@ -293,6 +296,41 @@ func (c Config) CheckCorrectedTopic(ctx context.Context, s *status.Store, opts s
 // stream holds nothing (its next session reads the held keys).
 func (r *Relay) holdCorrected(k status.Key) func() {
 	return r.order.Load().HoldRow(k)
+}
+
+// RetryOf makes parked events of publisher due at once, as Retry does
+// Kafka's: Kafka's (status.KafkaPublisher) through Retry, a webhook
+// publisher's through its store (Failures). A new topic (opts.Topic) is
+// checked as Retry checks it, and the running relay holds the row's key
+// in its new topic, in that publisher's key order, before the change
+// commits. A name that is not one of the relay's publishers is an error
+// wrapping ErrUnknownPublisher; before Run has connected, the error is
+// ErrNotConnected.
+func (r *Relay) RetryOf(ctx context.Context, publisher string, opts status.RetryOptions) ([]status.Change, error) {
+	s, err := r.Failures(publisher)
+	if err != nil {
+		return nil, err
+	}
+	if publisher == status.KafkaPublisher {
+		return r.Retry(ctx, opts)
+	}
+	if opts.Topic != "" {
+		if err := r.cfg.CheckCorrectedTopic(ctx, s, opts); err != nil {
+			return nil, err
+		}
+		opts.Hold = func(k status.Key) func() { return r.publisherOrder(publisher).HoldRow(k) }
+	}
+	return s.Retry(ctx, opts)
+}
+
+// publisherOrder is the streaming session's key order of publisher, a
+// webhook's; nil while no session streams (HoldRow holds nothing then:
+// the next session reads the held keys).
+func (r *Relay) publisherOrder(publisher string) *keyorder.Order {
+	if m := r.publisherOrders.Load(); m != nil {
+		return (*m)[publisher]
+	}
+	return nil
 }
 
 // Run runs the relay until ctx is done (a clean stop: the current

@@ -251,26 +251,54 @@ const adoptedReason = "adopted: selected when the relay's replication slot was c
 // adopting nothing. It returns how many status rows it added (one per
 // topic of a routed row).
 func (s *Store) Adopt(ctx context.Context, q pgdb.DB, t Adoptable) (int64, error) {
-	if t.Publisher != "" && t.Publisher != s.publisher {
-		return 0, fmt.Errorf("adopt the rows of %s for publisher %s through the status store of publisher %s: "+
-			"make the store with status.Publisher(%q)", t.Source, t.Publisher, s.publisher, t.Publisher)
+	sel, args, err := s.adoptQuery(ctx, q, t)
+	if err != nil || sel == "" {
+		return 0, err
 	}
-	if !t.adopts() {
-		return 0, nil
-	}
-	if t.KeyColumn != "" || t.TopicColumn != "" || t.TopicTemplate != "" || t.TimestampColumn != "" {
-		cols, err := tableColumns(ctx, q, t)
-		if err != nil {
-			return 0, err
-		}
-		t.columns = cols
-	}
-	sel, args := adoptSelect(t, adoptInto{table: s.table, publisher: s.publisherSQL, mine: s.mine("cdc_relay_held")})
 	tag, err := q.Exec(ctx, "INSERT INTO "+s.table+" (event_id, source_table, topic, status, reload, last_error, record_key, publisher)\n"+sel, oneStatement(args)...)
 	if err != nil {
 		return 0, adoptError(t, err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// WouldAdopt counts, through q, the status rows Adopt would add now for
+// t, and adds none: the rows it selects, once per topic of a routed row,
+// but those of an event the store's publisher holds already for that
+// topic. A dry run's count (`cdc-relay recover --dry-run`); it reads
+// only, as the caller's role, and is refused as Adopt is.
+func (s *Store) WouldAdopt(ctx context.Context, q pgdb.DB, t Adoptable) (int64, error) {
+	sel, args, err := s.adoptQuery(ctx, q, t)
+	if err != nil || sel == "" {
+		return 0, err
+	}
+	var n int64
+	if err := q.QueryRow(ctx, "SELECT count(*) FROM (\n"+sel+"\n) AS cdc_relay_counted", oneStatement(args)...).Scan(&n); err != nil {
+		return 0, adoptError(t, err)
+	}
+	return n, nil
+}
+
+// adoptQuery returns the SELECT of the status rows Adopt adds for t, the
+// store's publisher's, and its arguments: "" when t selects no row. An
+// Adoptable of another publisher is an error.
+func (s *Store) adoptQuery(ctx context.Context, q pgdb.DB, t Adoptable) (string, []any, error) {
+	if t.Publisher != "" && t.Publisher != s.publisher {
+		return "", nil, fmt.Errorf("adopt the rows of %s for publisher %s through the status store of publisher %s: "+
+			"make the store with status.Publisher(%q)", t.Source, t.Publisher, s.publisher, t.Publisher)
+	}
+	if !t.adopts() {
+		return "", nil, nil
+	}
+	if t.KeyColumn != "" || t.TopicColumn != "" || t.TopicTemplate != "" || t.TimestampColumn != "" {
+		cols, err := tableColumns(ctx, q, t)
+		if err != nil {
+			return "", nil, err
+		}
+		t.columns = cols
+	}
+	sel, args := adoptSelect(t, adoptInto{table: s.table, publisher: s.publisherSQL, mine: s.mine("cdc_relay_held")})
+	return sel, args, nil
 }
 
 // tableColumns reads, through q, t's columns, each with its kind: bytea,

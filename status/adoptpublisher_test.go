@@ -55,9 +55,15 @@ func TestAdoptForPublishers(t *testing.T) {
 			}
 			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				for _, a := range []Adoptable{tc.kafka, tc.web} {
-					n, err := NewStore(pool, "public", "outbox_delivery", Publisher(a.Publisher)).Adopt(ctx, tx, a)
-					if err != nil || n == 0 {
-						t.Errorf("Adopt for %s = %d, %v", a.Publisher, n, err)
+					store := NewStore(pool, "public", "outbox_delivery", Publisher(a.Publisher))
+					would, werr := store.WouldAdopt(ctx, tx, a)
+					n, err := store.Adopt(ctx, tx, a)
+					if err != nil || n == 0 || werr != nil || would != n {
+						t.Errorf("Adopt for %s = %d, %v; WouldAdopt before it %d, %v: want the same count", a.Publisher, n, err, would, werr)
+					}
+					// What it holds now is not adopted again.
+					if again, err := store.WouldAdopt(ctx, tx, a); err != nil || again != 0 {
+						t.Errorf("WouldAdopt for %s after Adopt = %d, %v; want 0", a.Publisher, again, err)
 					}
 				}
 				return nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/progress"
 )
 
@@ -24,6 +25,16 @@ type HeadsQuery struct {
 	AfterID int64
 }
 
+// BehindPrefix begins the reason of an event parked untried because its
+// publisher's receiver answers more slowly than the events arrive (a
+// webhook's lanes park the events that waited too long in them, for the
+// publisher's poller: package relay/delivery/lanes): behind, not
+// failing. Its row is FAILED, as every row the poller is to send, with
+// no attempt; Heads does not count it as failing until the poller tries
+// it (its attempts count from then, and its last error is the
+// attempt's).
+const BehindPrefix = "waiting: "
+
 // integerID is the event id of row d as a bigint, NULL when it is not an
 // integer in a bigint's range.
 const integerID = "CASE WHEN d.event_id ~ '^-?[0-9]{1,19}$' AND d.event_id::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 THEN d.event_id::bigint END"
@@ -32,7 +43,8 @@ const integerID = "CASE WHEN d.event_id ~ '^-?[0-9]{1,19}$' AND d.event_id::nume
 // the lowest integer event id among them, and the first (by the status
 // table's id, the order it was parked in) that failed, DEAD or FAILED
 // after an attempt (an adopted or reset row is FAILED before it was
-// tried), with its failed attempts, the stream's refusal of a row it
+// tried, and so is one parked behind a slow receiver: BehindPrefix),
+// with its failed attempts, the stream's refusal of a row it
 // parked counted with the poller's. It reads only; a read of every held row of a topic costs a scan of them (a
 // paused topic's backlog), one with AfterID a range of the primary key.
 // A row whose topic changed in place since a read (`failed retry
@@ -45,8 +57,10 @@ func (s *Store) Heads(ctx context.Context, q HeadsQuery) (progress.HeadsRead, er
 	if err != nil {
 		return read, fmt.Errorf("read the highest id of %s: %w", s.table, err)
 	}
-	// An adopted or reset row (reload) is FAILED before it was tried.
-	failing := "d.status = 'DEAD' OR d.status = 'FAILED' AND (NOT d.reload OR d.attempts > 0)"
+	// An adopted or reset row (reload) is FAILED before it was tried, and
+	// so is a row parked behind a slow receiver (BehindPrefix).
+	failing := "d.status = 'DEAD' OR d.status = 'FAILED' AND (NOT d.reload OR d.attempts > 0)" +
+		" AND NOT (d.attempts = 0 AND starts_with(d.last_error, " + pgdb.QuoteLiteral(BehindPrefix) + "))"
 	rows, _ := s.db.Query(ctx, "WITH g AS (SELECT d.topic, min("+integerID+") AS min_id, bool_or(("+integerID+") IS NULL) AS unknown,"+
 		" min(d.id) FILTER (WHERE "+failing+") AS failing_id FROM "+s.table+" AS d"+
 		" WHERE "+heldWhere("d")+" AND d.topic = ANY($1) AND ($2 = '' OR d.source_table = $2 OR d.source_table IS NULL) AND d.id > $3 AND "+s.mine("d")+" GROUP BY d.topic)"+

@@ -2,11 +2,13 @@ package status
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
 	"github.com/cdc-relay/cdc-relay/progress"
 )
@@ -115,5 +117,47 @@ func TestHeadsNameTheWriters(t *testing.T) {
 	}
 	if len(read.Heads) != 0 || len(read.Writers) != 1 {
 		t.Fatalf("read %+v; want no head (the row is not committed) and its transaction among the writers", read)
+	}
+}
+
+// TestHeadsBehindIsNotFailing: a row parked untried behind a slow
+// receiver (its reason beginning with BehindPrefix) is a head, holding
+// its topic's position, but not failing, so that the team's progress
+// table shows no error for a receiver that is merely behind; once the
+// poller tried it and failed, it is failing with the attempt's error; a
+// row that failed behind it in its topic is the failing one meanwhile.
+func TestHeadsBehindIsNotFailing(t *testing.T) {
+	t.Parallel()
+	_, pool := claimTestStore(t)
+	ctx := context.Background()
+	store := NewStore(pool, "public", "outbox_delivery", Publisher("partner"))
+	behind := errors.New(BehindPrefix + "the receiver of publisher partner is slower than the events arrive (waited 5.1s in its lane); its poller sends it")
+	for i, p := range []struct {
+		id, topic string
+		reason    error
+	}{{"10", "a", behind}, {"20", "b", behind}, {"30", "c", behind}, {"31", "c", errors.New("publisher partner: the receiver refused it: 400 Bad Request")}} {
+		ev := &decoder.Event{ID: []byte(p.id), Topic: p.topic, Key: []byte("k"), Value: []byte(`{}`), CommitLSN: uint64(0x100 * (i + 1))}
+		if err := store.Failed(ctx, ev, p.reason); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The poller tried b's row, and the receiver failed.
+	mustExec(ctx, t, pool, "UPDATE outbox_delivery SET attempts = 1, last_error = 'publisher partner: the receiver failed for 5s: 503' WHERE event_id = '20'")
+	read, err := store.Heads(ctx, HeadsQuery{Topics: []string{"a", "b", "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]progress.Head{}
+	for _, h := range read.Heads {
+		got[h.Topic] = h
+	}
+	if a := got["a"]; a.MinID != 10 || a.Failing {
+		t.Errorf("a's head %+v; want 10, behind, not failing", a)
+	}
+	if b := got["b"]; b.MinID != 20 || !b.Failing || b.Attempts != 2 || b.LastError != "publisher partner: the receiver failed for 5s: 503" {
+		t.Errorf("b's head %+v; want 20, failing with the poller's attempt (2 attempts, the stream's park counted)", b)
+	}
+	if c := got["c"]; c.MinID != 30 || !c.Failing || c.LastError != "publisher partner: the receiver refused it: 400 Bad Request" {
+		t.Errorf("c's head %+v; want 30, failing with 31's refusal", c)
 	}
 }

@@ -17,7 +17,8 @@ import (
 // KafkaPublisher is the name of Kafka's publisher (the producer): a
 // store's publisher unless Publisher names another, and the publisher of
 // every row parked, and every topic paused, before the tables knew
-// publishers (migration 20).
+// publishers (migration 20). It is the one declaration of the name: the
+// config file's (outbox.KafkaPublisher) is this constant.
 const KafkaPublisher = "kafka"
 
 // maxPublisherName is the most bytes of a publisher's name: an SQL

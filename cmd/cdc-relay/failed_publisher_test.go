@@ -129,8 +129,10 @@ func publisherCases(configFile string) []publisherCase {
 		{name: "retry --all: the partner's", args: []string{"retry", "--all", "--publisher", "partner"},
 			stdout: []string{"retried 3 events of the webhook publisher partner: 2 3 5\n"}, stderr: []string{partnersNote},
 			after: map[int64]string{2: "partner FAILED 0", 3: "partner FAILED 0", 5: "partner FAILED 0"}},
-		{name: "retry --topic: Kafka's only", args: []string{"retry", "2", "--publisher", "partner", "--topic", "orders.fixed"}, code: 2,
-			stderr: []string{"--topic with --publisher partner: correcting the topic of a webhook publisher's event is not built yet"}},
+		{name: "retry --topic: the partner's", args: []string{"retry", "2", "--publisher", "partner", "--topic", "orders.fixed"},
+			stdout: []string{`retried 1 event of the webhook publisher partner: 2, to topic "orders.fixed"`}, after: map[int64]string{2: "partner FAILED 0"}},
+		{name: "retry --topic: the partner's, as Kafka's", args: []string{"retry", "2", "--topic", "orders.fixed"}, code: 1,
+			stderr: []string{"not retried: " + partnersID2}},
 
 		// skip.
 		{name: "skip: the partner's, as Kafka's", args: []string{"skip", "5"}, code: 1, stderr: []string{"not skipped: id 5 is the webhook publisher partner's: add --publisher partner"}},

@@ -57,7 +57,10 @@ of its key that waited behind it in its old topic are released, and the
 output says how many: the poller delivers them to the topic they were
 parked for (correct each in turn once it is FAILED or DEAD). In its new
 topic it is delivered in its key's order: after the held events of that
-topic and key parked before it.
+topic and key parked before it. A webhook publisher's event (--publisher)
+is corrected the same way: its poller sends it as an event of topic T,
+in T's key order and T's pauses for that publisher (the request its
+receiver gets carries no topic, and is as before).
 `,
 	flags: func(c *FailedCommand, fs *flag.FlagSet) {
 		fs.BoolVar(&c.all, "all", false, "retry every FAILED and DEAD event (only those of --status when given)")
@@ -68,7 +71,7 @@ topic and key parked before it.
 			"with --topic, a Go `regexp` the whole new topic must match, as run's; empty: any topic not starting with \"_\" or \"connect-\" (the config file's allowed_topics with --config)")
 	},
 	publisher: "retry the events of this `publisher` only: kafka, or a webhook publisher's name (the config file's publishers:); " +
-		"an id of another publisher's is reported, not retried; --topic corrects Kafka's events only",
+		"an id of another publisher's is reported, not retried",
 	sections: []flagSection{{"Which events (ids, or --all)", []string{"all", "status", "state", "publisher"}},
 		{"A new topic (one id)", []string{"topic", "allowed-topics"}}},
 	prepare: (*FailedCommand).prepareRetry,
@@ -98,10 +101,6 @@ func (c *FailedCommand) prepareRetry(operands []string, usage func(string, ...an
 	if err := c.checkNewTopic(ids); err != nil {
 		return nil, usage("%v", err)
 	}
-	if c.topic != "" && c.acting() != status.KafkaPublisher {
-		return nil, usage("--topic with --publisher %s: correcting the topic of a webhook publisher's event is not built yet "+
-			"(the running relay would not hold its key in the new topic); retry it to its own topic, or skip or purge it", c.publisher)
-	}
 	opts := status.RetryOptions{IDs: ids, All: c.all, Status: state, Topic: c.topic}
 	return func(ctx context.Context, s *status.Store) error { return c.retry(ctx, s, opts) }, nil
 }
@@ -125,7 +124,7 @@ func (c *FailedCommand) retry(ctx context.Context, s *status.Store, opts status.
 	}
 	changes, err := s.Retry(ctx, opts)
 	if len(changes) > 0 && opts.Topic != "" {
-		fmt.Fprintf(c.stdout, "retried 1 event: %d, to topic %q (its original topic is kept: 'cdc-relay failed show %d')\n", changes[0].ID, opts.Topic, changes[0].ID)
+		fmt.Fprintf(c.stdout, "retried 1 event%s: %d, to topic %q (its original topic is kept: 'cdc-relay failed show %d')\n", c.ofActing(), changes[0].ID, opts.Topic, changes[0].ID)
 		printReleased(c.stdout, changes)
 	} else if len(changes) > 0 {
 		fmt.Fprintf(c.stdout, "retried %s%s: %s\n", eventCount(len(changes)), c.ofActing(), joinIDs(changes, ""))

@@ -92,3 +92,64 @@ func TestFailedRetryTopic(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedRetryTopicOfAWebhook: `failed retry ID --topic T --publisher
+// P` corrects the topic of a webhook publisher's event as it does Kafka's:
+// the row becomes FAILED in T with its original topic kept, the events of
+// its key that waited behind it in its old topic are released, and
+// Kafka's copy of the same events is left as it was; without
+// --publisher, the id is refused as the partner's.
+func TestFailedRetryTopicOfAWebhook(t *testing.T) {
+	ctx, url, conn := startDB(t)
+	var stdout, stderr bytes.Buffer
+	if code := Main(ctx, []string{"migrate", "--postgres-url", url}, &stdout, &stderr); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr.String())
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO outbox_delivery (event_id, topic, record_key, status, attempts, last_error, publisher, source_table) VALUES
+		  ('e-1', 'bad topic!', 'k', 'DEAD', 0, 'illegal topic name', 'partner', 'public.outbox'),
+		  ('e-2', 'bad topic!', 'k', 'WAITING', 0, 'waits for event 1 of its key', 'partner', 'public.outbox'),
+		  ('e-1', 'bad topic!', 'k', 'DEAD', 0, 'illegal topic name', 'kafka', 'public.outbox'),
+		  ('e-2', 'bad topic!', 'k', 'WAITING', 0, 'waits for event 3 of its key', 'kafka', 'public.outbox')`); err != nil {
+		t.Fatal(err)
+	}
+	configFile := writeConfig(t, webhookConfig)
+	const unchanged = "kafka DEAD bad topic! - | kafka WAITING bad topic! -"
+	steps := []struct {
+		name           string
+		args           []string // after "failed"
+		code           int
+		stdout, stderr []string // each must be in it
+		rows           string   // "publisher status topic original_topic" of each row, by id, after
+	}{
+		{name: "the partner's, as Kafka's", args: []string{"retry", "1", "--topic", "orders"}, code: 1,
+			stderr: []string{"not retried: id 1 is the webhook publisher partner's: add --publisher partner"},
+			rows:   "partner DEAD bad topic! - | partner WAITING bad topic! - | " + unchanged},
+		{name: "a topic the relay may not write", args: []string{"retry", "1", "--publisher", "partner", "--topic", "__consumer_offsets"}, code: 2,
+			stderr: []string{`--topic: topic "__consumer_offsets" is not allowed`},
+			rows:   "partner DEAD bad topic! - | partner WAITING bad topic! - | " + unchanged},
+		{name: "the partner's head", args: []string{"retry", "1", "--publisher", "partner", "--topic", "orders", "--config", configFile},
+			stdout: []string{`retried 1 event of the webhook publisher partner: 1, to topic "orders"`, "1 released 1 event of its key waiting behind it"},
+			rows:   "partner FAILED orders bad topic! | partner WAITING bad topic! - | " + unchanged},
+		{name: "show", args: []string{"show", "1"}, stdout: []string{"publisher:       partner\n", "topic:           orders\n", "original topic:  bad topic!"},
+			rows: "partner FAILED orders bad topic! | partner WAITING bad topic! - | " + unchanged},
+		{name: "its own topic again", args: []string{"retry", "1", "--publisher", "partner", "--topic", "orders"}, code: 1,
+			stderr: []string{`id 1 is already for topic "orders": retry it without --topic`},
+			rows:   "partner FAILED orders bad topic! | partner WAITING bad topic! - | " + unchanged},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("COLUMNS", "120")
+			t.Setenv("CDC_RELAY_POSTGRES_URL", url)
+			report := runMain(ctx, t, append([]string{"failed"}, s.args...), s.code, s.stdout, s.stderr)
+			var rows string
+			if err := conn.QueryRow(ctx, `SELECT string_agg(publisher || ' ' || status || ' ' || topic || ' ' || coalesce(original_topic, '-'), ' | ' ORDER BY id)
+				FROM outbox_delivery`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			if rows != s.rows {
+				t.Errorf("the rows are\n%s\nwant\n%s\n%s", rows, s.rows, report)
+			}
+		})
+	}
+}

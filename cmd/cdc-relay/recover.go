@@ -64,7 +64,8 @@ required column was missing), as the relay's error says.
 Rows already in Kafka, and rows committed after the slot's position, arrive
 twice: consumers deduplicate on the "id" header, as for any restart. Rows
 already deleted from the outbox table (by --retention) cannot be published
-again. Use --dry-run first to see how many rows it would publish.
+again. Use --dry-run first to see how many rows it would publish, and how
+many events it would park for each webhook publisher.
 
 Pass it the same flags as "cdc-relay run": the mapping decides each row's
 topic, key, value and headers, as for the stream. It accepts every flag of
@@ -94,7 +95,7 @@ func (c *RecoverCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
 	c.relayFlags.register(fs)
 	c.run.register(fs)
-	fs.BoolVar(&c.opts.DryRun, "dry-run", false, "count the rows it would publish again, and change nothing")
+	fs.BoolVar(&c.opts.DryRun, "dry-run", false, "count the rows it would publish again, and the events it would park for each webhook publisher, and change nothing")
 	c.opts.Margin = 10 * time.Minute
 	durationVar(fs, &c.opts.Margin, "margin", c.opts.Margin,
 		"also publish rows written this long before the checkpoint's commit time, for transactions that committed long after they wrote them")
@@ -183,6 +184,7 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	if c.opts.DryRun {
 		fmt.Fprintf(c.stdout, "dry run: the relay never read the WAL from %s; %d outbox row(s) written since %s (%s) would be published again\n",
 			gap, res.Rows, res.Since.UTC().Format(time.RFC3339), res.From)
+		c.printAdopted(res)
 		return nil
 	}
 	fmt.Fprintf(c.stdout, "recovered the WAL from %s: %d outbox row(s) written since %s (%s), %d published again, %d parked in the status table\n",
@@ -193,10 +195,15 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 }
 
 // printAdopted says, for each webhook publisher, how many of the rows'
-// events recover parked for it: recover publishes to Kafka itself, and a
-// relay's poller sends the webhooks' copies.
+// events recover parked for it, or would park in a dry run: recover
+// publishes to Kafka itself, and a relay's poller sends the webhooks'
+// copies.
 func (c *RecoverCommand) printAdopted(res recovery.Result) {
 	for _, p := range slices.Sorted(maps.Keys(res.Adopted)) {
+		if c.opts.DryRun {
+			fmt.Fprintf(c.stdout, "%d event(s) would be parked for publisher %s, for its poller to send once \"cdc-relay run\" runs\n", res.Adopted[p], p)
+			continue
+		}
 		fmt.Fprintf(c.stdout, "%d event(s) parked for publisher %s: its poller sends them once \"cdc-relay run\" runs (`cdc-relay failed list --publisher %s` lists them)\n",
 			res.Adopted[p], p, p)
 	}

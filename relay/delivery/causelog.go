@@ -24,3 +24,9 @@ func NewCauseLog(log *slog.Logger, every time.Duration, now func() time.Time) Ca
 func (c CauseLog) add(msg, cause, id, topic string, reason error) {
 	c.Log(cause, slog.LevelWarn, msg, "cause", cause, "id", id, "topic", topic, "reason", reason)
 }
+
+// addBehind counts one event of cause as add does, at info level: an
+// event that is behind (IsBehind), not failing.
+func (c CauseLog) addBehind(msg, cause, id, topic string, reason error) {
+	c.Log(cause, slog.LevelInfo, msg, "cause", cause, "id", id, "topic", topic, "reason", reason)
+}

@@ -40,6 +40,16 @@ func FromPublisher(err error) bool {
 	return errors.As(err, &pe)
 }
 
+// IsBehind reports whether err is a publisher's outcome for a record it
+// did not send because its receiver answers more slowly than the events
+// arrive (a webhook's lanes: an error with a Behind method that says
+// so). Parked for the publisher's poller, such a record is behind, not
+// failing: counted under reason Slow, and logged as waiting.
+func IsBehind(err error) bool {
+	var b interface{ Behind() bool }
+	return errors.As(err, &b) && b.Behind()
+}
+
 // ErrSendAgain is a producer's outcome for a record refused with the
 // request it was in (a webhook's batch): at-least-once delivery sends it
 // again alone, as a record Kafka refused with its batch, to learn whether

@@ -22,6 +22,11 @@ const InvalidRow = "invalid_row"
 // mapping cannot use).
 const NoTimestamp = "no_timestamp"
 
+// Slow is the parked-events metric's reason for a publisher's event parked
+// untried because its receiver answers more slowly than the events
+// arrive (IsBehind): behind, not failing; its poller sends it.
+const Slow = "slow"
+
 // PoisonAs is how a row that cannot become its record is parked: DEAD, as
 // trying again would not help; but FAILED when only its timestamp is
 // missing, so that the poller sends it, in its key's order, with the time
@@ -36,11 +41,17 @@ func (l *Ledger) PoisonAs(poison error) ParkAs {
 }
 
 // FailedAs parks a record Kafka refused for good (err) FAILED, for the
-// poller; or, for a Poisoned err, as PoisonAs parks its row.
+// poller; or, for a Poisoned err, as PoisonAs parks its row. A record a
+// publisher did not send because its receiver is slower than the events
+// arrive (IsBehind) is parked FAILED too, for its poller, under reason
+// Slow.
 func (l *Ledger) FailedAs(err error) ParkAs {
 	var p poisoned
 	if errors.As(err, &p) {
 		return l.PoisonAs(p.error)
+	}
+	if IsBehind(err) {
+		return ParkAs{store: l.Failures.Failed, reason: err, cause: Slow}
 	}
 	return ParkAs{store: l.Failures.Failed, reason: err, cause: sink.ErrorName(err)}
 }
@@ -104,7 +115,12 @@ func (l *Ledger) ParkInOrder(it *Inflight, as ParkAs) func() bool {
 // unconfirmed, it is sent again after a restart.
 func (l *Ledger) fail(it *Inflight, reason error, cause string, park func(context.Context, *decoder.Event, error) error) bool {
 	ev := &it.Event
-	l.Causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
+	if cause == Slow {
+		l.Causes.addBehind("event waits for a receiver slower than the events arrive; recording it in the status table for its poller",
+			sink.Cause(reason), string(ev.ID), ev.Topic, reason)
+	} else {
+		l.Causes.add("event cannot be delivered; recording it in the status table", sink.Cause(reason), string(ev.ID), ev.Topic, reason)
+	}
 	if !l.store(it, reason, park) {
 		return false
 	}

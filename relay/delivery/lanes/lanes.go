@@ -16,6 +16,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // Answer is what a receiver said to one request.
@@ -217,6 +218,8 @@ type Error struct {
 	// Waited is how long the record waited in its lane before it was
 	// called back unsent: the receiver answers more slowly than the
 	// events arrive (Config.MaxWait, Config.MaxQueued); 0 otherwise.
+	// Such a record is behind, not failing: its text begins with
+	// status.BehindPrefix.
 	Waited time.Duration
 	// Batch: the receiver refused the request the record was in, with
 	// others: the record goes again alone (delivery.ErrSendAgain).
@@ -227,6 +230,10 @@ type Error struct {
 // (delivery.PublisherError).
 func (e *Error) FromPublisher() string { return e.Publisher }
 
+// Behind reports whether the record waited for a receiver slower than the
+// events arrive (Waited): not a failure (delivery.IsBehind).
+func (e *Error) Behind() bool { return e.Waited > 0 }
+
 // Is reports whether e is delivery.ErrSendAgain: a record refused with
 // its batch. It wraps nothing else.
 func (e *Error) Is(target error) bool { return e.Batch && target == delivery.ErrSendAgain }
@@ -235,8 +242,10 @@ func (e *Error) Is(target error) bool { return e.Batch && target == delivery.Err
 func (e *Error) Error() string {
 	switch {
 	case e.Waited > 0:
-		return fmt.Sprintf("publisher %s: not sent: it waited %s in its lane, the receiver answering more slowly than the events arrive; its poller sends it",
-			e.Publisher, e.Waited.Round(time.Millisecond))
+		// Behind, not failing: the status table's progress heads read the
+		// prefix so (status.Heads), and the row's own words say so.
+		return fmt.Sprintf("%sthe receiver of publisher %s is slower than the events arrive (waited %s in its lane); its poller sends it",
+			status.BehindPrefix, e.Publisher, roundWait(e.Waited))
 	case e.NotSent:
 		return fmt.Sprintf("publisher %s: not sent, its receiver is failing (%s); its poller sends it once the receiver answers", e.Publisher, e.Answer)
 	case e.Batch:
@@ -245,6 +254,15 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("publisher %s: the receiver failed for %s: %s", e.Publisher, e.Retried.Round(time.Millisecond), e.Answer)
 	}
 	return fmt.Sprintf("publisher %s: the receiver refused it: %s", e.Publisher, e.Answer)
+}
+
+// roundWait is d as an Error says it: to the tenth of a second from a
+// second on, else to the millisecond.
+func roundWait(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // errClosed is the outcome of the records queued when the producer

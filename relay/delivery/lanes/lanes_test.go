@@ -16,6 +16,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/syncbuf"
 	"github.com/cdc-relay/cdc-relay/relay/delivery"
 	"github.com/cdc-relay/cdc-relay/sink"
+	"github.com/cdc-relay/cdc-relay/status"
 )
 
 // fakeSender answers each request with answer (nil: delivered), and
@@ -470,7 +471,7 @@ func TestSlowReceiverParks(t *testing.T) {
 				switch {
 				case errors.As(err, &e) && e.Waited > 0:
 					slow++
-					if !strings.Contains(e.Error(), "more slowly than the events arrive") {
+					if !strings.HasPrefix(e.Error(), status.BehindPrefix) || !strings.Contains(e.Error(), "slower than the events arrive") {
 						t.Errorf("%s: %v", v, e)
 					}
 				case errors.Is(err, delivery.ErrNotSent):
@@ -605,6 +606,41 @@ func TestKeepingUpParksNone(t *testing.T) {
 	for v, err := range o.errs {
 		if err != nil {
 			t.Fatalf("%s: %v; want every record delivered", v, err)
+		}
+	}
+}
+
+// TestErrorSays: an *Error says what became of the record, starting with
+// what happened; one that waited for a slow receiver reads as behind, not
+// failing (status.BehindPrefix, which the progress table's heads read so),
+// with how long it waited.
+func TestErrorSays(t *testing.T) {
+	for _, tt := range []struct {
+		err  Error
+		want string
+	}{
+		{Error{Publisher: "partner", Answer: "slow", Waited: 5123 * time.Millisecond},
+			"waiting: the receiver of publisher partner is slower than the events arrive (waited 5.1s in its lane); its poller sends it"},
+		{Error{Publisher: "partner", Answer: "slow", Waited: 40 * time.Millisecond},
+			"waiting: the receiver of publisher partner is slower than the events arrive (waited 40ms in its lane); its poller sends it"},
+		{Error{Publisher: "partner", Answer: "503 Service Unavailable", Retried: 5 * time.Second},
+			"publisher partner: the receiver failed for 5s: 503 Service Unavailable"},
+		{Error{Publisher: "partner", Answer: "410 Gone"}, "publisher partner: the receiver refused it: 410 Gone"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%+v says\n%q\nwant\n%q", tt.err, got, tt.want)
+		}
+	}
+	if !strings.HasPrefix((&Error{Publisher: "p", Waited: time.Second}).Error(), status.BehindPrefix) {
+		t.Errorf("a slow receiver's record does not begin with status.BehindPrefix %q", status.BehindPrefix)
+	}
+	// Behind, for the ledger (reason slow), and no other *Error.
+	if !delivery.IsBehind(&Error{Publisher: "p", Waited: time.Second}) {
+		t.Error("a slow receiver's record is not behind (delivery.IsBehind)")
+	}
+	for _, e := range []*Error{{Publisher: "p", Retried: time.Second}, {Publisher: "p", NotSent: true}, {Publisher: "p"}} {
+		if delivery.IsBehind(e) {
+			t.Errorf("%v is behind (delivery.IsBehind): it failed", e)
 		}
 	}
 }
