@@ -154,7 +154,7 @@ func resetArgs(cfg Config) []byte {
 // pending values too, so that the function can tell a pending value set
 // over a pending one (which re-arms only an event the relay parked); and,
 // for a table whose events go to a publisher beside Kafka, last, its
-// publishers (publishersArg and their names, comma-separated: a
+// publishers (publishersArg and their names, sorted, comma-separated: a
 // publisher's name has no comma).
 func triggerArgList(cfg Config) []string {
 	args := []string{cfg.Reset.IDColumn, SourceTable(cfg)}
@@ -162,6 +162,7 @@ func triggerArgList(cfg Config) []string {
 		args = append(append(args, cfg.Reset.StatusColumn), cfg.Reset.Pending...)
 	}
 	if pubs := cfg.Reset.Publishers; slices.ContainsFunc(pubs, func(p string) bool { return p != "kafka" }) {
+		pubs = slices.Compact(slices.Sorted(slices.Values(pubs))) // a config's order changes no trigger
 		args = append(args, publishersArg+strings.Join(pubs, ","))
 	}
 	return args

@@ -298,6 +298,7 @@ func (s *session) publisherPollerConfig(ctx context.Context, ps *publisherSessio
 	pc.CheckRecord = ps.producer.Refuses
 	pc.CheckTopic, _ = s.cfg.SourceTopicCheck()
 	pc.Sends = s.cfg.sendsOf(ps.Name)
+	pc.Load = s.loader.For(pc.Sends) // a reset row of a fanned-out event: the route this publisher sends
 	pc.DeadLetterTopic = ""
 	return pc
 }
@@ -305,8 +306,9 @@ func (s *session) publisherPollerConfig(ctx context.Context, ps *publisherSessio
 // sendsOf is the poller's Sends of publisher (poller.Config.Sends): whether
 // it sends the events of an outbox table (by the status table's
 // source_table) to topic, as the table's routes say; nil when Kafka is
-// the only publisher. A source that is not a table (a message source) goes
-// to Kafka alone.
+// the only publisher. A source that is not one of the tables (a message
+// source, which only Kafka's rows hold; a table no longer relayed) is
+// sent: its rows are never settled unsent.
 func (c Config) sendsOf(publisher string) func(source, topic string) bool {
 	if len(c.Publishers) == 0 {
 		return nil
@@ -318,7 +320,7 @@ func (c Config) sendsOf(publisher string) func(source, topic string) bool {
 	return func(source, topic string) bool {
 		t, ok := byName[source]
 		if !ok {
-			return publisher == outbox.KafkaPublisher
+			return true // a message source (Kafka's alone), or a table no longer relayed: not settled unsent
 		}
 		return t.SendsTo(topic, publisher)
 	}

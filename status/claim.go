@@ -128,6 +128,9 @@ func (c *Claimed) Finish(ctx context.Context, outcomes []Outcome) (err error) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.outcomeTimeout)
 	defer cancel()
+	if err := s.lockSharedRows(wctx, tx, due, outcomes); err != nil {
+		return fmt.Errorf("lock the outbox rows of %s's outcomes: %w", s.table, err)
+	}
 	outcomes, err = s.dropSuperseded(wctx, tx, due, outcomes)
 	if err != nil {
 		return fmt.Errorf("record delivery attempts in %s: %w", s.table, err)

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/cdc-relay/cdc-relay/internal/outboxrow"
@@ -133,4 +134,35 @@ func othersAllow(state outboxrow.State, o others) bool {
 	default: // delivered
 		return !o.dead && !o.parked
 	}
+}
+
+// lockSharedRows locks, in tx, the outbox rows of the shared tables'
+// events among outcomes, before anything else of the claim's end locks
+// one: the tables in the order of their names, each one's rows in the
+// order of their ids (OutboxRows.Lock). The stores of several publishers
+// then lock the rows of the events they share in one order, and two
+// claims' ends wait for each other rather than deadlock (dropSuperseded
+// locks only the rows of the events not delivered, then writeOutcomes
+// those of the rest). A store without SharedWriteBack locks nothing here.
+func (s *Store) lockSharedRows(ctx context.Context, tx pgdb.Tx, due []Row, outcomes []Outcome) error {
+	sr, ok := s.rows.(*sharedRows)
+	if !ok {
+		return nil
+	}
+	byID := make(map[int64]*Row, len(due))
+	for i := range due {
+		byID[due[i].ID] = &due[i]
+	}
+	events := map[string][]string{}
+	for _, o := range outcomes {
+		if r := byID[o.ID]; r != nil && r.EventID != "" && sr.shared[r.SourceTable] {
+			events[r.SourceTable] = append(events[r.SourceTable], r.EventID)
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(events)) {
+		if err := sr.OutboxRows.Lock(ctx, tx, t, events[t]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

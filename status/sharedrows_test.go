@@ -218,3 +218,64 @@ func TestSharedWriteBack(t *testing.T) {
 		check("delivered at once by both", "shared_outbox", id, "DELIVERED")
 	}
 }
+
+// TestSharedWriteBackNoDeadlock: Kafka's store and a webhook's end their
+// claims of the same two events at once, each with one delivered and the
+// other failed, the other way round (a table with a reset trigger, so
+// that a failed outcome's row is locked first to look for a reset in
+// flight): each locks the events' rows in one order, and both commit,
+// every round, with no deadlock.
+func TestSharedWriteBackNoDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newTestPool(t)
+	for _, sql := range []string{
+		`CREATE TABLE lock_outbox (id text PRIMARY KEY, status text NOT NULL DEFAULT 'PENDING', last_error text)`,
+		`INSERT INTO lock_outbox (id) SELECT 'e-' || g FROM generate_series(1, 40) g`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cols := writeback.Columns{StatusColumn: "status", Delivered: "DELIVERED", Failed: "FAILED", Dead: "DEAD", ErrorColumn: "last_error", Pending: []string{"PENDING"}}
+	rows, err := writeback.NewRows([]writeback.Table{{Name: "lock_outbox", IDColumn: "id", Columns: cols}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []Option{SourceTables("public.lock_outbox"), WriteBack(rows), SharedWriteBack("public.lock_outbox")}
+	stores := []*Store{NewStore(pool, "public", "outbox_delivery", opts...), NewStore(pool, "public", "outbox_delivery", append(opts, Publisher("partner"))...)}
+	for round := range 20 {
+		a, b := fmt.Sprintf("e-%d", 2*round+1), fmt.Sprintf("e-%d", 2*round+2)
+		claims := make([]*Claimed, 2)
+		for i, s := range stores {
+			for _, id := range []string{a, b} {
+				if err := s.Failed(ctx, &decoder.Event{ID: []byte(id), Table: 0, Topic: "t", Value: []byte(`{}`), CommitLSN: 0x100}, errors.New("refused")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := s.BeginClaim(ctx, 10, nil)
+			if err != nil || len(c.Rows) != 2 {
+				t.Fatalf("round %d: store %d claimed %d rows, %v; want 2", round, i, len(c.Rows), err)
+			}
+			claims[i] = c
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, c := range claims {
+			wg.Go(func() {
+				var out []Outcome
+				for _, r := range c.Rows {
+					delivered := (r.EventID == a) == (i == 0) // Kafka delivers a and fails b; the webhook the other way
+					out = append(out, Outcome{ID: r.ID, Delivered: delivered, Err: map[bool]error{false: errors.New("refused again")}[delivered], RetryIn: time.Hour})
+				}
+				errs[i] = c.Finish(ctx, out)
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: store %d's claim did not commit: %v", round, i, err)
+			}
+		}
+	}
+}
