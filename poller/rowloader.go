@@ -124,7 +124,9 @@ func (l *RowLoader) LoadMany(ctx context.Context, rows []status.Row) (out []stat
 // is loaded for the one route the publisher sends, rather than refused
 // for matching several.
 func (l *RowLoader) For(sends func(source, topic string) bool) func(ctx context.Context, rows []status.Row) ([]status.Row, []error) {
-	return func(ctx context.Context, rows []status.Row) ([]status.Row, []error) { return l.loadMany(ctx, rows, sends) }
+	return func(ctx context.Context, rows []status.Row) ([]status.Row, []error) {
+		return l.loadMany(ctx, rows, sends)
+	}
 }
 
 // loadMany is LoadMany with For's sends.
