@@ -57,7 +57,10 @@ type Config struct {
 	// reload row whose loaded topic it does not send (a reset re-arms
 	// every publisher of a table, and this one is not routed the event's
 	// topic) is settled as delivered without being sent: nothing of it is
-	// the publisher's to send. Unset, every topic is sent.
+	// the publisher's to send. (A table that writes back, the only one
+	// with a reset trigger, has no routes today: every publisher of it
+	// sends every topic, and Sends guards what a later change may allow.)
+	// Unset, every topic is sent.
 	Sends func(source, topic string) bool
 	// CheckRecord, if set, says why Kafka would refuse a row's record (too
 	// large for the producer's batch or for its topic): such a row is

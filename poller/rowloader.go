@@ -83,12 +83,6 @@ func (l *RowLoader) Close() {
 // error that wraps ErrUnloadable says it never will: the row is gone,
 // cannot become a record, or its table is not the relay's.
 func (l *RowLoader) Load(ctx context.Context, row status.Row) (status.Row, error) {
-	return l.load(ctx, row, nil)
-}
-
-// load is Load for a publisher that sends a table's events of the topics
-// sends allows (nil: every topic).
-func (l *RowLoader) load(ctx context.Context, row status.Row, sends func(source, topic string) bool) (status.Row, error) {
 	t := l.tables[row.SourceTable]
 	if t == nil {
 		return row, notMapped(row)
@@ -104,7 +98,7 @@ func (l *RowLoader) load(ctx context.Context, row status.Row, sends func(source,
 	if err != nil {
 		return row, err
 	}
-	return t.decodeRow(row, rd, res.values[len(res.values)-1], sends)
+	return t.decodeRow(row, rd, res.values[len(res.values)-1])
 }
 
 // LoadMany is Load over rows, read with one statement per outbox table:
@@ -115,22 +109,6 @@ func (l *RowLoader) load(ctx context.Context, row status.Row, sends func(source,
 // at fault fails; any other error of the statement (a lost connection) is
 // each of its rows' error. It is the poller's Config.Load.
 func (l *RowLoader) LoadMany(ctx context.Context, rows []status.Row) (out []status.Row, errs []error) {
-	return l.loadMany(ctx, rows, nil)
-}
-
-// For is LoadMany for the poller of a publisher that sends a table's
-// events of the topics sends allows (poller.Config.Sends): a reload row
-// without a topic of an event that matches several routes (a reset's)
-// is loaded for the one route the publisher sends, rather than refused
-// for matching several.
-func (l *RowLoader) For(sends func(source, topic string) bool) func(ctx context.Context, rows []status.Row) ([]status.Row, []error) {
-	return func(ctx context.Context, rows []status.Row) ([]status.Row, []error) {
-		return l.loadMany(ctx, rows, sends)
-	}
-}
-
-// loadMany is LoadMany with For's sends.
-func (l *RowLoader) loadMany(ctx context.Context, rows []status.Row, sends func(source, topic string) bool) (out []status.Row, errs []error) {
 	out, errs = slices.Clone(rows), make([]error, len(rows))
 	byTable := map[*loadTable][]int{}
 	var tables []*loadTable // in the order of rows
@@ -146,15 +124,15 @@ func (l *RowLoader) loadMany(ctx context.Context, rows []status.Row, sends func(
 		byTable[t] = append(byTable[t], i)
 	}
 	for _, t := range tables {
-		l.loadOf(ctx, t, rows, byTable[t], out, errs, sends)
+		l.loadOf(ctx, t, rows, byTable[t], out, errs)
 	}
 	return out, errs
 }
 
 // loadOf loads the rows at idx, all of t, into out and errs, as LoadMany
 // says.
-func (l *RowLoader) loadOf(ctx context.Context, t *loadTable, rows []status.Row, idx []int, out []status.Row, errs []error, sends func(source, topic string) bool) {
-	one := func(i int) { out[i], errs[i] = l.load(ctx, rows[i], sends) }
+func (l *RowLoader) loadOf(ctx context.Context, t *loadTable, rows []status.Row, idx []int, out []status.Row, errs []error) {
+	one := func(i int) { out[i], errs[i] = l.Load(ctx, rows[i]) }
 	if len(idx) == 1 {
 		one(idx[0])
 		return
@@ -192,7 +170,7 @@ func (l *RowLoader) loadOf(ctx context.Context, t *loadTable, rows []status.Row,
 		case ok && rdErr != nil:
 			errs[i] = rdErr
 		case ok:
-			out[i], errs[i] = t.decodeRow(rows[i], rd, v, sends)
+			out[i], errs[i] = t.decodeRow(rows[i], rd, v)
 		default:
 			one(i) // gone, or its id written otherwise than the column's text is: as Load finds it
 		}
@@ -236,19 +214,11 @@ func (t *loadTable) decoder(res readResult) (*decoder.Rows, error) {
 // rd (one of t's decoder), as the stream makes it; an error wrapping
 // ErrUnloadable when it cannot become one. The record is a copy, which
 // the next decode leaves alone.
-func (t *loadTable) decodeRow(row status.Row, rd *decoder.Rows, values [][]byte, sends func(source, topic string) bool) (status.Row, error) {
+func (t *loadTable) decodeRow(row status.Row, rd *decoder.Rows, values [][]byte) (status.Row, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	msg := rd.Decode(values, 0)
 	ev := msg.Event
-	if routes := msg.Routes; sends != nil && msg.Routed && row.Topic == "" && len(routes) > 1 {
-		// A reset row names no topic: the routes of the publisher's. If it
-		// sends none, any one, which its poller settles unsent.
-		msg.Routes = slices.DeleteFunc(slices.Clone(routes), func(r string) bool { return !sends(t.name, r) })
-		if len(msg.Routes) == 0 {
-			msg.Routes = routes[:1]
-		}
-	}
 	switch {
 	case msg.Poison != nil:
 		return row, fmt.Errorf("%w: %w", msg.Poison, ErrUnloadable)

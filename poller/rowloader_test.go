@@ -98,8 +98,7 @@ func RowLoaderUnderRowSecurity(t *testing.T, conn *pgx.Conn, url, tenant string,
 
 // TestRowLoaderRouted: a routed table's reload row names the topic it
 // was adopted for, and is sent there; one whose tags no longer route it
-// there is unloadable, and so is one of several routes without a topic,
-// unless it is loaded for a publisher (For) that sends one of them.
+// there is unloadable.
 func TestRowLoaderRouted(t *testing.T) {
 	t.Parallel()
 	db := sharedPG.DB(t)
@@ -132,18 +131,6 @@ func TestRowLoaderRouted(t *testing.T) {
 	} {
 		if _, err := l.Load(ctx, r); !errors.Is(err, ErrUnloadable) {
 			t.Errorf("load for %q: %v, want it unloadable", r.Topic, err)
-		}
-	}
-	// A reset row (no topic) of the event both routes match, for the
-	// publisher of each route: loaded for its own route; for a publisher
-	// of neither, for a route its poller settles unsent.
-	for _, tc := range []struct{ sends, want string }{
-		{"wallet-events", "wallet-events"}, {"payment-events", "payment-events"}, {"", "wallet-events"},
-	} {
-		load := l.For(func(source, topic string) bool { return source == "public.events" && topic == tc.sends })
-		out, errs := load(ctx, []status.Row{{EventID: "1", SourceTable: "public.events", Reload: true}})
-		if errs[0] != nil || out[0].Topic != tc.want {
-			t.Errorf("a reset row for the publisher of %q: loaded for %q, %v; want %q", tc.sends, out[0].Topic, errs[0], tc.want)
 		}
 	}
 }

@@ -206,9 +206,6 @@ func (s *session) pollerConfig(ctx context.Context, wakes dueWakes) poller.Confi
 	if pc.Sends == nil {
 		pc.Sends = s.cfg.sendsOf(status.KafkaPublisher) // a reset re-arms every publisher of a table
 	}
-	if pc.Sends != nil {
-		pc.Load = s.loader.For(pc.Sends) // a reset row of a fanned-out event: the route Kafka sends
-	}
 	return pc
 }
 

@@ -298,7 +298,6 @@ func (s *session) publisherPollerConfig(ctx context.Context, ps *publisherSessio
 	pc.CheckRecord = ps.producer.Refuses
 	pc.CheckTopic, _ = s.cfg.SourceTopicCheck()
 	pc.Sends = s.cfg.sendsOf(ps.Name)
-	pc.Load = s.loader.For(pc.Sends) // a reset row of a fanned-out event: the route this publisher sends
 	pc.DeadLetterTopic = ""
 	return pc
 }
