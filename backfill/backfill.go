@@ -12,6 +12,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgconnect"
 	"github.com/cdc-relay/cdc-relay/internal/pgerr"
+	"github.com/cdc-relay/cdc-relay/republish"
 	"github.com/cdc-relay/cdc-relay/sink"
 )
 
@@ -177,7 +178,11 @@ func (b *backfiller) publishAll(ctx context.Context, res *Result) error {
 	pctx, cancel := afterStop(ctx, b.cfg.StopTimeout)
 	defer cancel()
 	lim := NewLimiter(b.cfg.Rate)
-	pub := b.publisher(snk)
+	var prod republish.Producer = snk
+	if len(b.cfg.Publishers) > 0 || b.cfg.KafkaSends != nil {
+		prod = &fanOut{kafka: snk, kafkaSends: b.cfg.KafkaSends, pubs: b.cfg.Publishers, log: b.cfg.Logger.Info}
+	}
+	pub := b.publisher(prod)
 	for ctx.Err() == nil {
 		before := pub.Counts()
 		end, err := b.read(ctx, pub)

@@ -22,6 +22,13 @@ type Config struct {
 	Mapping decoder.Mapping
 	// Kafka are the relay's producer settings.
 	Kafka sink.Config
+	// KafkaSends, if set, reports whether the table's events of a topic
+	// go to Kafka; nil: every one does.
+	KafkaSends func(topic string) bool
+	// Publishers are the publishers beside Kafka the table's events go
+	// to (its webhooks): each batch goes to each of them too, and is done
+	// once every publisher of each record took it.
+	Publishers []Publisher
 	// Where is the SQL predicate that selects the rows, run as it is in a
 	// read-only transaction (required: "true" selects every row).
 	Where string

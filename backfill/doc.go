@@ -16,7 +16,9 @@
 // from the relay's settings ([sink.New]), through the publish engine
 // `cdc-relay recover` shares (package republish), waiting for every
 // acknowledgement before it reads the next: the key of the last row of a batch is where a later run
-// resumes (Config.After). Delivery is at least once: a stop, a crash or a
+// resumes (Config.After). A table whose events go to publishers beside
+// Kafka (Config.Publishers: its webhooks) has each batch sent to each of
+// them too, at once, and done once every one took it. Delivery is at least once: a stop, a crash or a
 // resume sends again at most the batch in flight.
 //
 // It reads only committed rows, and only those committed when it starts

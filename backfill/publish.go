@@ -18,15 +18,19 @@ const Header = "cdc-relay-backfill"
 // the stream makes them records, with the backfill's header, and its
 // topic instead of the mapping's when one is given (Config.TopicOverride).
 // It parks nothing: a row that cannot become a record is logged with its
-// key and counted as skipped, and a record Kafka refuses ends the
-// backfill, naming its row's key.
+// key and counted as skipped, and a record Kafka or a publisher refuses
+// ends the backfill, naming its row's key.
 func (b *backfiller) publisher(snk republish.Producer) *republish.Publisher {
 	pub := republish.New(snk, republish.Options{
 		Topic:   b.cfg.TopicOverride,
 		Headers: []kgo.RecordHeader{{Key: Header, Value: []byte(b.cfg.RunID)}},
 		Logger:  b.cfg.Logger,
 	})
-	pub.Begin(republish.Table{Rows: b.rows, Name: b.q.table})
+	t := republish.Table{Rows: b.rows, Name: b.q.table}
+	if len(b.cfg.Publishers) > 0 || b.cfg.KafkaSends != nil {
+		t.Sends = sendsAny(b.cfg.KafkaSends, b.cfg.Publishers) // a record of no publisher's topic is not made
+	}
+	pub.Begin(t)
 	return pub
 }
 

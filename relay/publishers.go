@@ -147,7 +147,7 @@ func (rn *runner) startPublishers(opts []status.Option) error {
 		if err != nil {
 			return fatal.Error{Err: fmt.Errorf("publisher %s: %w", p.Name, err)}
 		}
-		sender, err := webhook.New(p.Webhook, secret, p.lanes())
+		sender, err := webhook.New(p.Webhook, secret, p.RequestsAtOnce())
 		if err != nil {
 			return fatal.Error{Err: fmt.Errorf("publisher %s: %w", p.Name, err)}
 		}
@@ -158,8 +158,9 @@ func (rn *runner) startPublishers(opts []status.Option) error {
 	return nil
 }
 
-// lanes is p.Lanes, or its default.
-func (p Publisher) lanes() int {
+// RequestsAtOnce is how many of p's requests may be under way at once:
+// p.Lanes, or its default.
+func (p Publisher) RequestsAtOnce() int {
 	if p.Lanes > 0 {
 		return p.Lanes
 	}
@@ -188,7 +189,7 @@ func (s *session) startPublisherSessions(ctx context.Context, l *delivery.Ledger
 		ps := &publisherSession{publisherEngine: e, order: o, ledger: l.ForPublisher(e.store, o)}
 		queued, queuedBytes := s.cfg.webhookQueue(len(s.publishers))
 		ps.producer = lanes.New(lanes.Webhook(e.sender), lanes.Config{
-			Publisher: e.Name, Lanes: e.lanes(), Batch: e.Webhook.BatchSize, Log: s.log, Observer: e.metrics,
+			Publisher: e.Name, Lanes: e.RequestsAtOnce(), Batch: e.Webhook.BatchSize, Log: s.log, Observer: e.metrics,
 			MaxQueued: queued, MaxQueuedBytes: queuedBytes,
 			OrderKey: func(r *kgo.Record) []byte { return o.OrderKey(eventOf(r)) },
 			Held:     heldBy(o),

@@ -2,6 +2,7 @@ package republish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -70,8 +71,9 @@ type Table struct {
 	// back as delivered.
 	Written func(ctx context.Context, ids []string) error
 	// Sends, if set, reports whether the table's events of a topic go to
-	// Kafka: a record of a topic it refuses is not made (its events go to
-	// other publishers only).
+	// the Producer (recover's: Kafka; backfill's: Kafka or a publisher
+	// beside it): a record of a topic it refuses is not made (its events
+	// go to other publishers only, or to none).
 	Sends func(topic string) bool
 	// NotKafkas is true when none of the table's events go to Kafka: a
 	// row that cannot become a record is not parked for Kafka either (the
@@ -228,7 +230,11 @@ func (p *Publisher) Flush(ctx context.Context) error {
 // the error that ends the publish.
 func (p *Publisher) refused(ctx context.Context, i int, err error) error {
 	if p.opts.Park == nil {
-		if sink.Permanent(err) {
+		var pe interface{ FromPublisher() string } // a publisher's beside Kafka (a webhook's lanes)
+		switch {
+		case errors.As(err, &pe) && sink.Permanent(err):
+			return fmt.Errorf("publisher %s refuses the record of the row with key %s for topic %q: %w; fix the cause, then resume", pe.FromPublisher(), p.keys[i], p.recs[i].Topic, err)
+		case sink.Permanent(err):
 			return fmt.Errorf("Kafka refuses the record of the row with key %s for topic %q: %w; fix the cause, then resume", p.keys[i], p.recs[i].Topic, err)
 		}
 		return fmt.Errorf("the record of the row with key %s for topic %q was not acknowledged: %w", p.keys[i], p.recs[i].Topic, err)

@@ -191,6 +191,7 @@ func TestPublisherWithoutPark(t *testing.T) {
 		want string
 	}{
 		{kerr.MessageTooLarge, `Kafka refuses the record of the row with key 7 for topic "a": `},
+		{publisherRefusal{}, `publisher partner refuses the record of the row with key 7 for topic "a": HTTP 422`},
 		{context.Canceled, `the record of the row with key 7 for topic "a" was not acknowledged: context canceled`},
 	} {
 		pub := New(&producer{answer: func(*kgo.Record) error { return tc.err }}, Options{})
@@ -258,3 +259,9 @@ func TestPublisherPoisonOfAWebhookOnlyTable(t *testing.T) {
 		}
 	}
 }
+
+// publisherRefusal is a webhook publisher's refusal, as its lanes say it.
+type publisherRefusal struct{}
+
+func (publisherRefusal) Error() string         { return "HTTP 422" }
+func (publisherRefusal) FromPublisher() string { return "partner" }

@@ -13,6 +13,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/backfill"
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // BackfillCommand is `cdc-relay backfill`: publish the rows of one outbox
@@ -74,6 +75,11 @@ prints the command that resumes with --after, the last key published.
 Kafka.
 
 With --config, --table names one of the file's tables, and the file maps it.
+When its events go to webhook publishers too (publishers:), each batch goes
+to each of them, as the relay sends it, and the next is read once every
+publisher took it; while a receiver is failing, the backfill waits for it
+(it says so once), and a receiver's refusal (a 4xx) stops it, naming the
+row, as Kafka's does.
 
 Example:
 
@@ -158,6 +164,13 @@ func (c *BackfillCommand) Run(ctx context.Context, args []string) error {
 	c.opts.Logger = log
 	c.opts.Progress = pr.Update
 	c.kafkaSecurity.logSettings(log)
+	if !c.opts.DryRun {
+		closePublishers, err := c.backfillPublishers(c.backfilled(), log)
+		if err != nil {
+			return err
+		}
+		defer closePublishers()
+	}
 	stopTicks := pr.Start() // a line on time even while a batch waits
 	res, err := backfill.Run(ctx, c.opts)
 	stopTicks()
@@ -189,9 +202,6 @@ func (c *BackfillCommand) finish(fs *flag.FlagSet) error {
 	if err != nil {
 		return err
 	}
-	if err := refuseWebhooksNotDelivered(c.file, c.configPath, m.Schema+"."+m.Table); err != nil {
-		return err
-	}
 	c.opts.PostgresURL, c.opts.Mapping, c.opts.Kafka = c.cfg.PostgresURL, m, c.cfg.Kafka
 	c.opts.Kafka.ClientID += "-backfill"
 	c.opts.RecordTable = migrations.BackfillTableName(migrations.Config{CheckpointSchema: c.cfg.CheckpointSchema})
@@ -201,6 +211,17 @@ func (c *BackfillCommand) finish(fs *flag.FlagSet) error {
 // dryRunBrokers stands for --kafka-brokers in a dry run without it: it
 // connects to no broker.
 const dryRunBrokers = "dry-run.invalid:9092"
+
+// backfilled is the table to backfill, once mapping found it: its
+// publishers are those the rows go to.
+func (c *BackfillCommand) backfilled() outbox.Table {
+	for _, t := range c.cfg.Tables {
+		if t.Mapping.Schema == c.opts.Mapping.Schema && t.Mapping.Table == c.opts.Mapping.Table {
+			return t
+		}
+	}
+	return outbox.Table{Mapping: c.opts.Mapping}
+}
 
 // mapping is the mapping of the table to backfill: the command line's,
 // or the config file's table that --table names.

@@ -5,34 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/cdc-relay/cdc-relay/config"
 	"github.com/cdc-relay/cdc-relay/webhook"
 )
-
-// refuseWebhooksNotDelivered refuses, for backfill, a config file that
-// routes events to a webhook publisher: it publishes to Kafka only, and
-// the webhooks would not receive the events (run delivers to them).
-// tables, when given, are the only tables whose routing counts
-// (backfill's one table).
-func refuseWebhooksNotDelivered(f *config.File, path string, tables ...string) error {
-	if f == nil {
-		return nil
-	}
-	var uses []config.PublisherUse
-	for _, u := range f.WebhookUses() {
-		if len(tables) == 0 || slices.Contains(tables, u.Table) {
-			uses = append(uses, u)
-		}
-	}
-	if len(uses) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%s: backfill publishes to Kafka only, and the webhook publishers of %s would not receive the events: "+
-		"give this command a config file whose tables route to kafka alone, and send the webhooks' copies another way", path, places(uses))
-}
 
 // refuseWebhooksExactlyOnce refuses exactly-once delivery of a config file
 // that routes events to a webhook publisher: a webhook receiver takes no
