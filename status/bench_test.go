@@ -105,3 +105,78 @@ func BenchmarkClaimFailedAgain(b *testing.B) {
 	}
 	clock.Report(b, benchRows)
 }
+
+// backlogRows and backlogKeys are another publisher's backlog beside
+// Kafka's rows in BenchmarkClaimBesideABacklog: a webhook's receiver out
+// for 30 s under 1,000 events/s, each key's first event FAILED (not due:
+// the receiver is still out) and the rest WAITING behind it.
+const backlogRows, backlogKeys = 30000, 1000
+
+// BenchmarkClaimBesideABacklog is Kafka's claim, alone in the status
+// table and beside a webhook publisher's backlog (backlogRows of
+// backlogKeys keys): "empty" claims nothing (Kafka's poller looking while
+// nothing of its own is due, which it does every poll interval), "2000"
+// claims benchRows FAILED rows that fail again, as
+// BenchmarkClaimFailedAgain. It reports the CPU time of the benchmark and
+// its PostgreSQL backend too (cpuclock.Clock).
+func BenchmarkClaimBesideABacklog(b *testing.B) {
+	for _, backlog := range []int{0, backlogRows} {
+		for _, own := range []int{0, benchRows} {
+			name := fmt.Sprintf("backlog=%d/own=%d", backlog, own)
+			b.Run(name, func(b *testing.B) { benchmarkClaimBeside(b, backlog, own) })
+		}
+	}
+}
+
+func benchmarkClaimBeside(b *testing.B, backlog, own int) {
+	ctx, pool, clock := benchPool(b)
+	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.outbox"))
+	partner := NewStore(pool, "public", "outbox_delivery", SourceTables("public.outbox"), Publisher("partner"))
+	var held []Held
+	for j := 0; j < backlog; j++ {
+		ev := benchEvent(1, j)
+		ev.Topic, ev.Key = "wallet", []byte(fmt.Sprintf("w%d", j%backlogKeys))
+		if j < backlogKeys {
+			if err := partner.Failed(ctx, ev, errors.New("HTTP 500")); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
+		held = append(held, Held{Event: ev, Reason: errors.New("waits")})
+	}
+	if err := partner.ParkHeld(ctx, held); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE outbox_delivery SET next_attempt_at = now() + interval '1 hour' WHERE publisher = 'partner' AND status = 'FAILED'"); err != nil {
+		b.Fatal(err)
+	}
+	for j := 0; j < own; j++ {
+		if err := store.Failed(ctx, benchEvent(0, j), errors.New("refused")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE outbox_delivery"); err != nil {
+		b.Fatal(err)
+	}
+	again := errors.New("again")
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := pool.Exec(ctx, "VACUUM outbox_delivery"); err != nil {
+			b.Fatal(err)
+		}
+		clock.Start(b)
+		n, err := store.Claim(ctx, benchRows, func(_ context.Context, rows []Row) []Outcome {
+			out := make([]Outcome, len(rows))
+			for j, r := range rows {
+				out[j] = Outcome{ID: r.ID, Err: again}
+			}
+			return out
+		})
+		clock.Stop(b)
+		if err != nil || n != own {
+			b.Fatalf("Claim: %d rows, %v; want %d", n, err, own)
+		}
+	}
+	clock.Report(b, max(own, 1))
+}
