@@ -180,3 +180,49 @@ func benchmarkClaimBeside(b *testing.B, backlog, own int) {
 	}
 	clock.Report(b, max(own, 1))
 }
+
+// blockedKeys is the keys held behind a parked event in
+// BenchmarkClaimManyBlockedKeys.
+const blockedKeys = 100000
+
+// BenchmarkClaimManyBlockedKeys is the claim of benchRows due rows beside
+// blockedKeys keys each held behind a FAILED row not due yet (a topic
+// refused for an hour under a load of many keys). Its plans cost past
+// PostgreSQL's jit_above_cost, and JIT is on by default: the claim turns it
+// off (BeginClaim). It reports the CPU time of the benchmark and its
+// PostgreSQL backend too.
+func BenchmarkClaimManyBlockedKeys(b *testing.B) {
+	ctx, pool, clock := benchPool(b)
+	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.outbox"))
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox_delivery (event_id, source_table, topic, record_key, record_value, status, last_error, commit_lsn, next_attempt_at)
+		SELECT 'b-' || g, 'public.outbox', 'orders', ('blocked-' || g)::bytea, '{}'::bytea, 'FAILED', 'refused', '0/10', now() + interval '1 hour'
+		FROM generate_series(1, $1::int) AS g`, blockedKeys); err != nil {
+		b.Fatal(err)
+	}
+	for j := 0; j < benchRows; j++ {
+		if err := store.Failed(ctx, benchEvent(0, j), errors.New("refused")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE outbox_delivery"); err != nil {
+		b.Fatal(err)
+	}
+	again := errors.New("again")
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		clock.Start(b)
+		n, err := store.Claim(ctx, benchRows, func(_ context.Context, rows []Row) []Outcome {
+			out := make([]Outcome, len(rows))
+			for j, r := range rows {
+				out[j] = Outcome{ID: r.ID, Err: again, RetryIn: -time.Second}
+			}
+			return out
+		})
+		clock.Stop(b)
+		if err != nil || n != benchRows {
+			b.Fatalf("Claim: %d rows, %v; want %d", n, err, benchRows)
+		}
+	}
+	clock.Report(b, benchRows)
+}

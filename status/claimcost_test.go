@@ -2,12 +2,14 @@ package status
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/migrations"
 )
 
@@ -61,4 +63,29 @@ func envCount(t *testing.T, name string) int {
 		t.Fatalf("%s=%q: %v", name, v, err)
 	}
 	return n
+}
+
+// TestClaimTurnsJITOff: a claim's transaction runs with PostgreSQL's JIT
+// off once its candidates are read (noJIT), and with the planner's other
+// settings put back (inIndexOrder is for its ordered queries only).
+func TestClaimTurnsJITOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := newTestPool(t)
+	store := NewStore(pool, "public", "outbox_delivery", SourceTables("public.outbox"))
+	if err := store.Failed(ctx, &decoder.Event{ID: []byte("1"), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: 0x100}, errors.New("refused")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := store.BeginClaim(ctx, 10, nil)
+	if err != nil || len(c.Rows) != 1 {
+		t.Fatalf("BeginClaim: %d rows, %v", len(c.Rows), err)
+	}
+	defer c.Abort(ctx)
+	var jit, seqscan string
+	if err := c.tx.QueryRow(ctx, "SELECT current_setting('jit'), current_setting('enable_seqscan')").Scan(&jit, &seqscan); err != nil {
+		t.Fatal(err)
+	}
+	if jit != "off" || seqscan != "on" {
+		t.Errorf("in the claim's transaction jit = %s, enable_seqscan = %s; want off, and on again", jit, seqscan)
+	}
 }
