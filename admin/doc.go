@@ -16,8 +16,8 @@
 // publisher NAME instead of Kafka's: an id of another publisher's is a 404
 // that says whose it is; a retry to a new topic holds the event's key in
 // that publisher's key order before it commits, as Kafka's does; a pause
-// or resume of a webhook publisher's topic is written to the pause table,
-// which the relay reads again within its status interval.
+// or resume of a webhook publisher's topic is written to the pause table
+// and takes effect in the relay's streaming session at once, as Kafka's.
 //
 // The last four are the admin endpoints. With a token (Options.Token) they
 // need the header "Authorization: Bearer <token>" and answer 401 without

@@ -77,8 +77,7 @@ func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
 
 // pauseTopic pauses (or resumes) the topic of ?topic=: Kafka's events of
 // it through the relay, which holds them in its session at once, or with
-// ?publisher= a webhook publisher's in the pause table, which the relay
-// reads again within its status interval.
+// ?publisher= a webhook publisher's, at once too.
 func (s *Server) pauseTopic(w http.ResponseWriter, req *http.Request, pause bool) {
 	topic := req.URL.Query().Get("topic")
 	if topic == "" {
@@ -96,11 +95,15 @@ func (s *Server) pauseTopic(w http.ResponseWriter, req *http.Request, pause bool
 	res := pauseResult{Topic: topic, Paused: pause}
 	log := s.opts.Logger.With("topic", topic)
 	if store != nil {
-		change = store.ResumeTopic
-		if pause {
-			change = store.PauseTopic
-		}
 		res.Publisher = store.Publisher()
+		change = func(ctx context.Context, topic string) (bool, error) {
+			return s.relay.ResumeTopicOf(ctx, res.Publisher, topic)
+		}
+		if pause {
+			change = func(ctx context.Context, topic string) (bool, error) {
+				return s.relay.PauseTopicOf(ctx, res.Publisher, topic)
+			}
+		}
 		log = log.With("publisher", res.Publisher)
 	}
 	changed, err := change(req.Context(), topic)

@@ -34,6 +34,11 @@ type Relay interface {
 	// ?publisher= (relay.Relay.RetryOf): a new topic is checked, and held
 	// in that publisher's key order, as Retry does Kafka's.
 	RetryOf(ctx context.Context, publisher string, opts status.RetryOptions) ([]status.Change, error)
+	// PauseTopicOf and ResumeTopicOf pause and resume one of the relay's
+	// publishers' events of a topic, for ?publisher= (relay.Relay's): at
+	// once in its streaming session, as PauseTopic does Kafka's.
+	PauseTopicOf(ctx context.Context, publisher, topic string) (bool, error)
+	ResumeTopicOf(ctx context.Context, publisher, topic string) (bool, error)
 }
 
 // Options configures a Server.

@@ -42,6 +42,24 @@ func (f *fakeRelay) Failures(publisher string) (*status.Store, error) {
 	}
 }
 
+// PauseTopicOf and ResumeTopicOf change the publisher's pause in its
+// store, as the relay does (which holds its session's events too).
+func (f *fakeRelay) PauseTopicOf(ctx context.Context, publisher, topic string) (bool, error) {
+	s, err := f.Failures(publisher)
+	if err != nil {
+		return false, err
+	}
+	return s.PauseTopic(ctx, topic)
+}
+
+func (f *fakeRelay) ResumeTopicOf(ctx context.Context, publisher, topic string) (bool, error) {
+	s, err := f.Failures(publisher)
+	if err != nil {
+		return false, err
+	}
+	return s.ResumeTopic(ctx, topic)
+}
+
 func (f *fakeRelay) PauseTopic(_ context.Context, topic string) (bool, error) {
 	return f.setTopic(topic, true)
 }

@@ -167,6 +167,53 @@ func (r *Relay) ResumeTopic(ctx context.Context, topic string) (bool, error) {
 	return changed, nil
 }
 
+// PauseTopicOf is PauseTopic for one publisher's events of topic:
+// Kafka's (PauseTopic), or a webhook publisher's, paused in the pause
+// table and held in that publisher's streaming session at once, not at
+// its next read of the pause table. It reports whether the topic was not
+// paused for the publisher.
+func (r *Relay) PauseTopicOf(ctx context.Context, publisher, topic string) (bool, error) {
+	return r.changePauseOf(ctx, publisher, topic, true)
+}
+
+// ResumeTopicOf undoes PauseTopicOf: the publisher's held events of topic
+// are sent by its poller in commit order, and its new ones flow at once.
+// It reports whether the topic was paused for the publisher.
+func (r *Relay) ResumeTopicOf(ctx context.Context, publisher, topic string) (bool, error) {
+	return r.changePauseOf(ctx, publisher, topic, false)
+}
+
+// changePauseOf pauses (or resumes) publisher's topic: see PauseTopicOf.
+func (r *Relay) changePauseOf(ctx context.Context, publisher, topic string, pause bool) (bool, error) {
+	if publisher == status.KafkaPublisher {
+		if pause {
+			return r.PauseTopic(ctx, topic)
+		}
+		return r.ResumeTopic(ctx, topic)
+	}
+	if topic == "" {
+		return false, errors.New("name the topic to pause or resume")
+	}
+	s, err := r.Failures(publisher)
+	if err != nil {
+		return false, err
+	}
+	change, verb := s.ResumeTopic, "resume"
+	if pause {
+		change, verb = s.PauseTopic, "pause"
+	}
+	changed, err := change(ctx, topic)
+	if err != nil {
+		return false, fmt.Errorf("%s topic %q for publisher %s: %w", verb, topic, publisher, err)
+	}
+	if o := r.publisherOrder(publisher); pause {
+		o.PauseTopic(topic) // nil while no session streams: the next reads the pause table
+	} else {
+		o.ResumeTopic(topic)
+	}
+	return changed, nil
+}
+
 // pauses returns the store that keeps the topic pauses, once Run has
 // connected.
 func (r *Relay) pauses(topic string) (*status.Store, error) {

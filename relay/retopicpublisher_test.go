@@ -127,3 +127,58 @@ func TestRetryOfHoldsTheCorrectedKey(t *testing.T) {
 		t.Errorf("a later event of k1 in fixed, in Kafka's order: %v, want it to pass (the row is the partner's)", v)
 	}
 }
+
+// TestPauseTopicOfAtOnce: PauseTopicOf a webhook publisher's topic writes
+// its pause in the pause table and holds its events in that publisher's
+// session at once, leaving Kafka's flowing; ResumeTopicOf lets them
+// flow again at once. Kafka's own goes through PauseTopic.
+func TestPauseTopicOfAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx, db, admin := sharedPG.ConnectDB(t, time.Minute)
+	cfg := DefaultConfig()
+	cfg.PostgresURL, cfg.Slot = db.URL(), db.Name
+	cfg.Publishers = []Publisher{{Name: "partner", Webhook: webhook.Config{URL: "https://partner.example/hooks", SecretFile: "/etc/secret"}}}
+	cfg.Tables[0].Publishers = []string{"kafka", "partner"}
+	if _, err := migrations.Apply(ctx, admin, cfg.Migrations(0)); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, db.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	log := slog.New(slog.DiscardHandler)
+	r := &Relay{cfg: cfg, log: log}
+	kafkaOrder, partnerOrder := keyorder.New(true, log), keyorder.New(true, log)
+	store := func(publisher string) *status.Store {
+		return status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, append(publisherStoreOptions(cfg, nil), status.Publisher(publisher))...)
+	}
+	partner := store("partner")
+	r.failures.Store(store(status.KafkaPublisher))
+	r.publisherFailures.Store(&map[string]*status.Store{"partner": partner})
+	r.order.Store(kafkaOrder)
+	r.publisherOrders.Store(&map[string]*keyorder.Order{"partner": partnerOrder})
+
+	ev := &decoder.Event{ID: []byte("e"), Topic: "wallet", Key: []byte("k")}
+	if changed, err := r.PauseTopicOf(ctx, "partner", "wallet"); err != nil || !changed {
+		t.Fatalf("PauseTopicOf: %v, %v", changed, err)
+	}
+	if v, _ := partnerOrder.Check(ev, 1); v != keyorder.Paused {
+		t.Errorf("the partner's event of a topic just paused for it: %v, want it parked PAUSED at once", v)
+	}
+	if v, _ := kafkaOrder.Check(ev, 2); v != keyorder.Pass {
+		t.Errorf("Kafka's event of the topic paused for the partner: %v, want it to pass", v)
+	}
+	if topics, err := partner.PausedTopics(ctx); err != nil || len(topics) != 1 || topics[0] != "wallet" {
+		t.Errorf("the pause table says the partner's paused topics are %v (%v), want wallet", topics, err)
+	}
+	if changed, err := r.ResumeTopicOf(ctx, "partner", "wallet"); err != nil || !changed {
+		t.Fatalf("ResumeTopicOf: %v, %v", changed, err)
+	}
+	if v, _ := partnerOrder.Check(ev, 3); v != keyorder.Pass {
+		t.Errorf("the partner's event once resumed: %v, want it to pass at once", v)
+	}
+	if _, err := r.PauseTopicOf(ctx, "partnr", "wallet"); !errors.Is(err, ErrUnknownPublisher) {
+		t.Errorf("PauseTopicOf a publisher the relay lacks: %v, want ErrUnknownPublisher", err)
+	}
+}
