@@ -259,6 +259,14 @@ func TestWebhookPublisherBesideKafka(t *testing.T) {
 	}
 	at := app.appended.Load()
 	phase(http.StatusInternalServerError, webhookOutage(t))
+	// The metrics say so while the receiver still answers 500.
+	e.waitFor("the metrics say the receiver is failing", 30*time.Second, func() bool {
+		_, fam := p.scrape()
+		return value(fam, "cdc_relay_webhook_receiver_failing", "publisher", "partner") == 1 &&
+			value(fam, "cdc_relay_webhook_requests_total", "publisher", "partner", "class", "5xx") > 0 &&
+			value(fam, "cdc_relay_webhook_events_parked_total", "publisher", "partner", "reason", "not_sent")+
+				value(fam, "cdc_relay_webhook_events_parked_total", "publisher", "partner", "reason", "failed") > 0
+	})
 	// Kafka's deliveries never wait on the webhook's: the events written
 	// while it failed are in Kafka already, or within seconds.
 	e.readN(topic, int(app.appended.Load()), 20*time.Second)
@@ -291,6 +299,7 @@ func TestWebhookPublisherBesideKafka(t *testing.T) {
 	if kafkaRows != 0 || parked == 0 {
 		t.Errorf("status rows: %d of Kafka (want none), %d of the webhook (want the events parked while it failed)", kafkaRows, parked)
 	}
+	e.checkWebhookMetricsAfter(p)
 	p.stop(30 * time.Second)
 	log := p.Log()
 	for _, line := range []string{"the webhook receiver is failing", "the webhook receiver answers again"} {
@@ -562,4 +571,31 @@ func TestWebhookOnSlotLossRecover(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t.Logf("%s; the receiver took %d requests", parked[0][strings.Index(parked[0], "parked_for"):], len(h.took))
+}
+
+// checkWebhookMetricsAfter checks the partner's metrics once the receiver
+// took everything after answering 500, 429 and hanging: not failing, and
+// every kind of answer, the retries and the latencies counted.
+func (e *env) checkWebhookMetricsAfter(p *relayProc) {
+	e.t.Helper()
+	e.waitFor("the metrics say the receiver answers again", 30*time.Second, func() bool {
+		_, fam := p.scrape()
+		return value(fam, "cdc_relay_webhook_receiver_failing", "publisher", "partner") == 0
+	})
+	_, fam := p.scrape()
+	for _, c := range []struct{ name, label, value string }{
+		{"cdc_relay_webhook_requests_total", "class", "2xx"},
+		{"cdc_relay_webhook_requests_total", "class", "4xx"}, // the 429s
+		{"cdc_relay_webhook_requests_total", "class", "timeout"},
+		{"cdc_relay_webhook_retries_total", "", ""},
+		{"cdc_relay_webhook_request_duration_seconds", "", ""},
+	} {
+		labels := []string{"publisher", "partner"}
+		if c.label != "" {
+			labels = append(labels, c.label, c.value)
+		}
+		if v := value(fam, c.name, labels...); v <= 0 {
+			e.t.Errorf("%s%v is %v after the outage, want more than 0", c.name, labels, v)
+		}
+	}
 }
