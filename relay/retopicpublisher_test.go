@@ -1,11 +1,13 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
@@ -20,14 +22,11 @@ func publisherStore(pool *pgxpool.Pool, cfg Config, publisher string) *status.St
 	return status.NewStore(pool, cfg.StatusSchema, cfg.StatusTable, status.SourceTables(cfg.SourceNames()...), status.Publisher(publisher))
 }
 
-// TestRefreshHoldsAPublishersCorrectedKeys: a webhook publisher's event
-// whose topic another process corrected (`cdc-relay failed retry ID
-// --topic T --publisher P`) holds the later events of its key in its new
-// topic in that publisher's order once the session reads the corrected
-// rows, as Kafka's does in Kafka's order; neither order holds the other
-// publisher's corrected keys.
-func TestRefreshHoldsAPublishersCorrectedKeys(t *testing.T) {
-	t.Parallel()
+// partnerDB is a database migrated for a relay whose table goes to Kafka
+// and a webhook publisher "partner", its config, a connection as the
+// database's owner and a pool (closed with the test).
+func partnerDB(t *testing.T) (context.Context, Config, *pgx.Conn, *pgxpool.Pool) {
+	t.Helper()
 	ctx, db, admin := sharedPG.ConnectDB(t, time.Minute)
 	cfg := DefaultConfig()
 	cfg.PostgresURL, cfg.Slot = db.URL(), db.Name
@@ -36,16 +35,28 @@ func TestRefreshHoldsAPublishersCorrectedKeys(t *testing.T) {
 	if _, err := migrations.Apply(ctx, admin, cfg.Migrations(0)); err != nil {
 		t.Fatal(err)
 	}
+	pool, err := pgxpool.New(ctx, db.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return ctx, cfg, admin, pool
+}
+
+// TestRefreshHoldsAPublishersCorrectedKeys: a webhook publisher's event
+// whose topic another process corrected (`cdc-relay failed retry ID
+// --topic T --publisher P`) holds the later events of its key in its new
+// topic in that publisher's order once the session reads the corrected
+// rows, as Kafka's does in Kafka's order; neither order holds the other
+// publisher's corrected keys.
+func TestRefreshHoldsAPublishersCorrectedKeys(t *testing.T) {
+	t.Parallel()
+	ctx, cfg, admin, pool := partnerDB(t)
 	if _, err := admin.Exec(ctx, `INSERT INTO outbox_delivery (event_id, topic, record_key, status, attempts, last_error, publisher) VALUES
 		  ('e-1', 'bad topic!', 'k1', 'DEAD', 0, 'illegal topic name', 'partner'),
 		  ('e-2', 'bad topic!', 'k2', 'DEAD', 0, 'illegal topic name', 'kafka')`); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(ctx, db.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	kafka, partner := publisherStore(pool, cfg, status.KafkaPublisher), publisherStore(pool, cfg, "partner")
 	// Corrected by another process: no Hold, as `cdc-relay failed retry`.
 	if _, err := partner.Retry(ctx, status.RetryOptions{IDs: []int64{1}, Topic: "fixed"}); err != nil {
@@ -84,23 +95,11 @@ func TestRefreshHoldsAPublishersCorrectedKeys(t *testing.T) {
 // that is not a publisher's is refused.
 func TestRetryOfHoldsTheCorrectedKey(t *testing.T) {
 	t.Parallel()
-	ctx, db, admin := sharedPG.ConnectDB(t, time.Minute)
-	cfg := DefaultConfig()
-	cfg.PostgresURL, cfg.Slot = db.URL(), db.Name
-	cfg.Publishers = []Publisher{{Name: "partner", Webhook: webhook.Config{URL: "https://partner.example/hooks", SecretFile: "/etc/secret"}}}
-	cfg.Tables[0].Publishers = []string{"kafka", "partner"}
-	if _, err := migrations.Apply(ctx, admin, cfg.Migrations(0)); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cfg, admin, pool := partnerDB(t)
 	if _, err := admin.Exec(ctx, `INSERT INTO outbox_delivery (event_id, topic, record_key, status, attempts, last_error, publisher) VALUES
 		  ('e-1', 'bad topic!', 'k1', 'DEAD', 0, 'illegal topic name', 'partner')`); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(ctx, db.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	log := slog.New(slog.DiscardHandler)
 	r := &Relay{cfg: cfg, log: log}
 	kafkaOrder, partnerOrder := keyorder.New(true, log), keyorder.New(true, log)
@@ -134,19 +133,7 @@ func TestRetryOfHoldsTheCorrectedKey(t *testing.T) {
 // flow again at once. Kafka's own goes through PauseTopic.
 func TestPauseTopicOfAtOnce(t *testing.T) {
 	t.Parallel()
-	ctx, db, admin := sharedPG.ConnectDB(t, time.Minute)
-	cfg := DefaultConfig()
-	cfg.PostgresURL, cfg.Slot = db.URL(), db.Name
-	cfg.Publishers = []Publisher{{Name: "partner", Webhook: webhook.Config{URL: "https://partner.example/hooks", SecretFile: "/etc/secret"}}}
-	cfg.Tables[0].Publishers = []string{"kafka", "partner"}
-	if _, err := migrations.Apply(ctx, admin, cfg.Migrations(0)); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, db.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	ctx, cfg, _, pool := partnerDB(t)
 	log := slog.New(slog.DiscardHandler)
 	r := &Relay{cfg: cfg, log: log}
 	kafkaOrder, partnerOrder := keyorder.New(true, log), keyorder.New(true, log)
