@@ -277,57 +277,37 @@ func (s *session) refreshPaused(ctx context.Context) {
 // publisher's, the keys of the publisher's held rows whose topic was
 // corrected that are not held yet.
 func (s *session) refreshCorrected(ctx context.Context) {
-	if s.order.OrdersKeys() {
-		s.refreshKafkaCorrected(ctx)
-	}
+	s.refreshCorrectedOf(ctx, status.KafkaPublisher, s.failures, s.order)
 	for _, ps := range s.pubSessions {
-		if ps.order.OrdersKeys() {
-			s.refreshPublisherCorrected(ctx, ps)
-		}
+		s.refreshCorrectedOf(ctx, ps.Name, ps.store, ps.order)
 	}
 }
 
-// refreshKafkaCorrected holds the keys of Kafka's held rows whose topic
-// was corrected that are not held yet.
-func (s *session) refreshKafkaCorrected(ctx context.Context) {
-	keys, err := s.failures.CorrectedHeldKeys(ctx)
+// refreshCorrectedOf holds in order, publisher's key order, the keys of
+// its held rows in store whose topic was corrected (`cdc-relay failed
+// retry --topic`, with --publisher for a webhook's) that are not held
+// yet; an order that holds no keys is left alone.
+func (s *session) refreshCorrectedOf(ctx context.Context, publisher string, store *status.Store, order *keyorder.Order) {
+	if !order.OrdersKeys() {
+		return
+	}
+	keys, err := store.CorrectedHeldKeys(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.sayRetried(ctx, "could not read the keys of corrected events; trying again", err)
+			s.sayRetried(ctx, "could not read the keys of corrected events; trying again", err, "publisher", publisher)
 		}
 		return
 	}
-	held := s.order.HoldRows(keys)
+	held := order.HoldRows(keys)
 	if len(held) == 0 {
 		return
 	}
 	// A row read as held may have been delivered, and its key released,
 	// since: asked again now that the keys are held, the store says which
 	// rows are gone, and their keys are released.
-	if err := s.order.Release(ctx, s.failures, held); err != nil && ctx.Err() == nil {
-		s.sayRetried(ctx, "could not check the keys of corrected events; their next events wait behind them", err, "keys", len(held))
+	if err := order.Release(ctx, store, held); err != nil && ctx.Err() == nil {
+		s.sayRetried(ctx, "could not check the keys of corrected events; their next events wait behind them", err,
+			"publisher", publisher, "keys", len(held))
 	}
-	s.log.Info("events whose topic was corrected hold the later events of their keys", "keys", len(held))
-}
-
-// refreshPublisherCorrected holds the keys of ps's held rows whose topic
-// was corrected (`cdc-relay failed retry --topic --publisher`) that are
-// not held yet, as refreshKafkaCorrected does Kafka's.
-func (s *session) refreshPublisherCorrected(ctx context.Context, ps *publisherSession) {
-	keys, err := ps.store.CorrectedHeldKeys(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.sayRetried(ctx, "could not read the keys of a publisher's corrected events; trying again", err, "publisher", ps.Name)
-		}
-		return
-	}
-	held := ps.order.HoldRows(keys)
-	if len(held) == 0 {
-		return
-	}
-	if err := ps.order.Release(ctx, ps.store, held); err != nil && ctx.Err() == nil {
-		s.sayRetried(ctx, "could not check the keys of a publisher's corrected events; their next events wait behind them", err,
-			"publisher", ps.Name, "keys", len(held))
-	}
-	s.log.Info("events whose topic was corrected hold the later events of their keys", "publisher", ps.Name, "keys", len(held))
+	s.log.Info("events whose topic was corrected hold the later events of their keys", "publisher", publisher, "keys", len(held))
 }
