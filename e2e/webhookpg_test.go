@@ -41,8 +41,9 @@ type walletWriter struct {
 	acked    atomic.Int64 // events whose commit returned success
 	failed   atomic.Int64 // transactions that failed
 
-	mu sync.Mutex
-	ok []int // the first sequence number of each acknowledged transaction
+	mu          sync.Mutex
+	ok          []int // the first sequence number of each acknowledged transaction
+	failedFirst []int // and of each transaction whose commit failed
 }
 
 // startWalletWriter starts a walletWriter on the test's connection string.
@@ -83,6 +84,9 @@ func (w *walletWriter) run() {
 		cancel()
 		if err != nil {
 			w.failed.Add(1)
+			w.mu.Lock()
+			w.failedFirst = append(w.failedFirst, int(i*5))
+			w.mu.Unlock()
 			conn.Close(context.Background())
 			continue
 		}
@@ -116,6 +120,38 @@ func (w *walletWriter) ackedSeqs() []int {
 		}
 	}
 	return out
+}
+
+// failedSeqs is the sequence number of each event whose transaction's
+// commit failed.
+func (w *walletWriter) failedSeqs() map[int]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[int]bool{}
+	for _, first := range w.failedFirst {
+		for g := range 5 {
+			out[first+g] = true
+		}
+	}
+	return out
+}
+
+// withoutLostCommits returns recs without the records of events whose
+// commit failed (failed) and that the table lacks (all): a failover
+// before PostgreSQL 17 may lose a commit the relay had already read from
+// the old primary and sent (docs/DESIGN.md's known limitations); it
+// returns how many it left out.
+func withoutLostCommits(t *testing.T, recs []*kgo.Record, all, failed map[int]bool) ([]*kgo.Record, int) {
+	t.Helper()
+	seqs, _ := seqsOf(t, recs)
+	kept := make([]*kgo.Record, 0, len(recs))
+	for i, r := range recs {
+		if failed[seqs[i]] && !all[seqs[i]] {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept, len(recs) - len(kept)
 }
 
 // walletRows is what wallet_outbox holds: each key's sequence numbers in
@@ -266,7 +302,10 @@ func (e *env) checkWebhookDelivered(p *relayProc, h *hookReceiver, topic string,
 	if kafkaRows != 0 {
 		t.Errorf("Kafka's status rows: %d, want none: only the webhook failed", kafkaRows)
 	}
-	recs := e.readAll(topic)
+	recs, lost := withoutLostCommits(t, e.readAll(topic), all, w.failedSeqs())
+	if lost > 0 {
+		t.Logf("%d records in Kafka of a commit that failed with the old primary and that the promoted server lacks (a failover's known limitation before PostgreSQL 17)", lost)
+	}
 	again := checkKafkaFirstOrder(t, topic, recs, perKey, all)
 	h.checkKeyOrder(t)
 	h.mu.Lock()
