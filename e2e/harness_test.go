@@ -184,6 +184,9 @@ type env struct {
 	// own environment (t.Setenv), so that it can run beside the others.
 	// An empty value removes the variable.
 	relayEnv map[string]string
+	// relays are the relay processes the test started, in order, for the
+	// summary a failed test ends with (summarizeRelays).
+	relays []*relayproc.Proc
 }
 
 // childEnv is the environment of a process the test runs: this process's,
@@ -256,6 +259,7 @@ func newEnvOn(t *testing.T, c *pgtemp.Cluster) *env {
 	t.Helper()
 	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), envSeq.Add(1))
 	e := &env{t: t, slot: name, prefix: "e2e." + name}
+	t.Cleanup(e.summarizeRelays) // first registered: runs after every relay's own cleanup
 	admin := mustConnect(t, c.URL("postgres"))
 	defer admin.Close(context.Background())
 	mustExec(t, admin, "CREATE DATABASE "+name)
@@ -486,7 +490,11 @@ func (e *env) spawnRelayArgs(bin string, args ...string) *relayProc {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.relays = append(e.relays, proc)
 	e.t.Cleanup(func() {
+		if e.t.Failed() && proc.Running() {
+			proc.Note("running when the test ended: killed")
+		}
 		proc.Kill()
 		if strings.Contains(proc.Log(), "WARNING: DATA RACE") {
 			e.t.Errorf("the race detector reported a data race in the relay")
@@ -496,6 +504,41 @@ func (e *env) spawnRelayArgs(bin string, args ...string) *relayProc {
 		}
 	})
 	return &relayProc{Proc: proc, t: e.t}
+}
+
+// summarizeRelays, when the test failed, ends its output with a line per
+// relay it started: how the relay ended and the last line it logged at
+// ERROR or WARN. The relays' whole logs come before it, and a CI report
+// that shows a failed test's last lines alone then still says which relay
+// stopped, and why.
+func (e *env) summarizeRelays() {
+	if !e.t.Failed() || len(e.relays) == 0 {
+		return
+	}
+	var b strings.Builder
+	for i, p := range e.relays {
+		fmt.Fprintf(&b, "\n  relay %d (pid %d): %s", i+1, p.Pid(), p.Ending())
+		last := lastLineWith(p.Log(), "")
+		if line := lastLineWith(p.Log(), "level=ERROR", "level=WARN"); line != "" && line != last {
+			fmt.Fprintf(&b, "\n    its last error or warning: %s", line)
+		}
+		fmt.Fprintf(&b, "\n    its last line: %s", last)
+	}
+	e.t.Logf("the test's relays, in the order it started them:%s", b.String())
+}
+
+// lastLineWith returns the last line of log that contains one of subs
+// ("": the last line that is not empty), or "".
+func lastLineWith(log string, subs ...string) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		for _, s := range subs {
+			if strings.Contains(lines[i], s) {
+				return lines[i]
+			}
+		}
+	}
+	return ""
 }
 
 // stop sends SIGTERM and requires a clean exit within timeout.

@@ -19,6 +19,7 @@ type Proc struct {
 	log  syncbuf.Buffer
 	done chan struct{}
 	err  error // the exit error, set before done is closed
+	note string
 }
 
 // Start runs bin with args in this process's environment; its standard
@@ -68,6 +69,25 @@ func (p *Proc) Running() bool {
 		return false
 	default:
 		return true
+	}
+}
+
+// Note keeps what the caller did to the process, such as a kill at the
+// end of a test, for [Proc.Ending] to say instead of its exit error.
+func (p *Proc) Note(s string) { p.note = s }
+
+// Ending says how the process ended: the caller's [Proc.Note] if it left
+// one, else its exit status, or that it is still running.
+func (p *Proc) Ending() string {
+	switch {
+	case p.note != "":
+		return p.note
+	case p.Running():
+		return "still running"
+	case p.Err() == nil:
+		return "exited with status 0"
+	default:
+		return "exited: " + p.Err().Error()
 	}
 }
 
