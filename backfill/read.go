@@ -11,6 +11,7 @@ import (
 
 	"github.com/cdc-relay/cdc-relay/decoder"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/republish"
 )
 
@@ -214,14 +215,18 @@ func (b *backfiller) resolveMapping(ctx context.Context) error {
 	if _, err := rr.Close(); err != nil {
 		return fmt.Errorf("read the columns of %s: %w", b.q.table, needsSelect(ctx, b.conn, b.q.table, err))
 	}
-	return b.recorderFor(fields)
+	return b.recorderFor(ctx, fields)
 }
 
 // recorderFor makes the decoder of rows with the fields fields, and
 // finds their key columns.
-func (b *backfiller) recorderFor(fields []pgconn.FieldDescription) error {
+func (b *backfiller) recorderFor(ctx context.Context, fields []pgconn.FieldDescription) error {
 	names, types := republish.Columns(fields)
-	dec, err := decoder.New(b.cfg.Mapping)
+	ms, err := pubwatch.WithNotNull(ctx, b.conn, []decoder.Mapping{b.cfg.Mapping})
+	if err != nil {
+		return err
+	}
+	dec, err := decoder.New(ms[0])
 	if err != nil {
 		return fmt.Errorf("the mapping of %s: %w", b.q.table, err)
 	}

@@ -288,6 +288,14 @@ tables:
 				t.Errorf("mapping's timestamp %q in %q, want created_epoch in s", m.TimestampColumn, m.TimestampUnit)
 			}
 		}},
+		{name: "the converters of Debezium's outbox router", yaml: `
+tables:
+  - {table: public.outboxevent, key: aggregateid, value: payload, topic: t, key_converter: json, value_converter: json-with-schema}
+`, check: func(t *testing.T, f *File) {
+			if m := f.Tables[0].Mapping; m.KeyConverter != decoder.ConverterJSON || m.ValueConverter != decoder.ConverterJSONWithSchema {
+				t.Errorf("converters %s and %s, want json and json-with-schema", m.KeyConverter, m.ValueConverter)
+			}
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -523,6 +531,8 @@ tables:
 			want: []string{`2: tables[0] (public.x): time_zone: time zone "New York" is not a zone of the IANA time zone database: name one such as America/New_York, Europe/Berlin or UTC (the zone whose wall time the table's timestamp columns without time zone hold)`}},
 		{name: "a timestamp unit not known", yaml: "tables:\n  - {table: x, value: v, topic: t, timestamp: ts, timestamp_unit: ns}\n",
 			want: []string{`2: tables[0] (public.x): timestamp_unit "ns": want s, ms or us, the unit of a bigint timestamp column (epoch seconds, milliseconds or microseconds)`}},
+		{name: "a converter not known", yaml: "tables:\n  - {table: x, value: v, topic: t, value_converter: avro}\n",
+			want: []string{`2: tables[0] (public.x): value_converter: converter "avro": want string (Kafka Connect's StringConverter: the column's text, bytea's bytes), json (JsonConverter, schemas.enable=false) or json-with-schema (JsonConverter, schemas.enable=true)`}},
 		{name: "a second document", yaml: "tables:\n" + minimal + "---\nslot: x\n",
 			want: []string{"3: a second YAML document (after ---): put everything in one"}},
 		{name: "a merge key", yaml: "tables:\n  - <<: {value: v}\n    table: x\n    topic: t\n",

@@ -1,6 +1,9 @@
 package config
 
-import "github.com/cdc-relay/cdc-relay/writeback"
+import (
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/writeback"
+)
 
 // The keys of each mapping in the file, each with how its value is read:
 // adding a key is a row here and a field of the type it is read into; a
@@ -47,6 +50,8 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"timestamp", text(func(te *tableEntry) *string { return &te.t.Mapping.TimestampColumn })},
 	{"timestamp_unit", readTimestampUnit},
 	{"time_zone", readTimeZone},
+	{"key_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.KeyConverter })},
+	{"value_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.ValueConverter })},
 	{"tags_column", text(func(te *tableEntry) *string { return &te.t.Mapping.TagsColumn })},
 	{"routes", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.routesLine = e.line

@@ -161,6 +161,24 @@ func readTimeZone(p *parser, e keyed, ctx string, te *tableEntry) {
 	te.t.Mapping.TimeZone = v
 }
 
+// readConverter reads a table's key_converter or value_converter into the
+// field at: string, json or json-with-schema, the Kafka Connect converter
+// (and its schemas.enable) whose bytes the records carry.
+func readConverter(at func(*tableEntry) *decoder.Converter) func(*parser, keyed, string, *tableEntry) {
+	return func(p *parser, e keyed, ctx string, te *tableEntry) {
+		v, ok := p.str(e, ctx)
+		if !ok {
+			return
+		}
+		c, err := decoder.ParseConverter(v)
+		if err != nil {
+			p.problem(e.line, "%s%s: %v", ctx, e.key, err)
+			return
+		}
+		*at(te) = c
+	}
+}
+
 // readTimestampUnit reads a table's timestamp_unit: s, ms or us.
 func readTimestampUnit(p *parser, e keyed, ctx string, te *tableEntry) {
 	v, ok := p.str(e, ctx)

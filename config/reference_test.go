@@ -125,6 +125,15 @@ func configKeyDocs() map[string]keyDoc {
 			doc: "The unit of a `bigint` timestamp column: epoch seconds, milliseconds or microseconds. `recover` refuses a column it cannot judge."},
 		"tables[].time_zone": {typ: "IANA time zone", def: "UTC", doc: "The zone whose wall time the table's `timestamp` (without time zone) columns hold, " +
 			"such as `America/New_York`: the timestamp column is read in it, and `write_back` writes such columns in it."},
+		"tables[].key_converter": {typ: "`string`, `json` or `json-with-schema`", def: "`string`",
+			doc: "How the `key` column's value becomes the record key's bytes, as the Kafka Connect converter behind Debezium's outbox event router writes it (`key.converter`): " +
+				"`string` the column's text (`StringConverter`; a `bytea` column's bytes, as `ByteArrayConverter`); " +
+				"`json` a JSON value, text as a JSON string (`JsonConverter` with `key.converter.schemas.enable=false`); " +
+				"`json-with-schema` the `{\"schema\":…,\"payload\":…}` wrapper with the schema Debezium gives the column (`schemas.enable=true`; not optional when the column is `NOT NULL`). " +
+				"The JSON converters write text, varchar, uuid, integer, boolean, json, jsonb and bytea columns; a NULL becomes `null`. See docs/switching-from-debezium.md."},
+		"tables[].value_converter": {typ: "`string`, `json` or `json-with-schema`", def: "`string`",
+			doc: "How the `value` column's value becomes the record value's bytes, as `key_converter` says for the key (`value.converter`): " +
+				"with `json`, a `jsonb` payload is a JSON string holding its text, as Debezium's consumers decode it twice."},
 		"tables[].tags_column": column("The column of tags that `routes` match: a `text[]` (or `varchar[]`) of `\"key=value\"` or `\"key\"` tags, " +
 			"or a JSONB array of such strings, or a JSONB object (each key a tag). Only with `routes`."),
 		"tables[].routes": {typ: "list of mappings", section: true, doc: "Instead of `topic`: an event goes to the topic of every route its tags match, one copy per topic; " +

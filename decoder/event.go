@@ -21,6 +21,14 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 		ev.Value, bytesErr = unhex(ev.Value, t.m.PayloadColumn)
 	}
 	msg.Poison = bytesErr
+	if bytesErr == nil {
+		if rel.keyConv.c != ConverterString {
+			ev.Key = rel.keyConv.convert(ev.Key, r.col(rel.key).null)
+		}
+		if rel.payloadConv.c != ConverterString {
+			ev.Value = rel.payloadConv.convert(ev.Value, r.col(rel.payload).null)
+		}
+	}
 
 	nh := len(rel.headerCols)
 	id := r.col(rel.id)

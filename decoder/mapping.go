@@ -73,6 +73,17 @@ type Mapping struct {
 	// with "__" (Kafka's internal ones) are always refused.
 	ReservedTopics []string
 
+	// KeyConverter and ValueConverter write the key and payload columns'
+	// values as the record's key and value bytes, as Kafka Connect's
+	// converter of the same name does behind Debezium's outbox event
+	// router. The zero value, ConverterString, writes them as they are.
+	KeyConverter, ValueConverter Converter
+	// NotNull are the table's columns declared NOT NULL, which
+	// ConverterJSONWithSchema's schemas say are not optional, as
+	// Debezium's do. Callers that decode with that converter read them
+	// from the catalog (pg_attribute.attnotnull) when they start.
+	NotNull []string
+
 	// expect are the optional columns (OptionalColumns) that a table must
 	// have to fit the mapping, as the required ones: set by Expecting.
 	expect []string
@@ -226,6 +237,14 @@ func (m Mapping) Validate() error {
 	}
 	if _, err := m.Location(); err != nil {
 		return fmt.Errorf("mapping: %w", err)
+	}
+	for _, c := range []Converter{m.KeyConverter, m.ValueConverter} {
+		if _, err := ParseConverter(string(c)); err != nil {
+			return fmt.Errorf("mapping: %w", err)
+		}
+	}
+	if m.KeyConverter != ConverterString && m.KeyColumn == "" {
+		return fmt.Errorf("mapping: the key converter %s writes the key column, and none is set: set one, or leave the key converter out", m.KeyConverter)
 	}
 	if len(m.Routes) > 0 {
 		if _, err := m.routes(); err != nil {

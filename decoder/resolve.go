@@ -25,10 +25,13 @@ type relation struct {
 	// keyBytes and payloadBytes say the key or payload column is bytea:
 	// its text form (\x and hex) is decoded to the bytes themselves.
 	keyBytes, payloadBytes bool
-	headerCols             []int
-	headerNames            []string
-	template               []templatePart // column parts resolved in templateCols
-	templateCols           []int
+	// keyConv and payloadConv write the key and payload as the mapping's
+	// converters say.
+	keyConv, payloadConv converting
+	headerCols           []int
+	headerNames          []string
+	template             []templatePart // column parts resolved in templateCols
+	templateCols         []int
 	// poison, when set, is the reason every row of the relation is parked:
 	// its columns did not fit the mapping. noTopic says the rows lack a
 	// required column: their parked copies get no topic.
@@ -98,6 +101,9 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 	rel.payload = need("payload", m.PayloadColumn)
 	rel.keyBytes = rel.key >= 0 && types[rel.key] == oidBytea
 	rel.payloadBytes = rel.payload >= 0 && types[rel.payload] == oidBytea
+	if me := resolveConverters(m, rel, types); me != nil && first == nil {
+		first = me
+	}
 	// An optional column the table had when the session started must
 	// still be there: a row without it would go out without its id, to
 	// another topic, or without its headers or timestamp, silently.
@@ -159,6 +165,23 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		}
 	}
 	return first
+}
+
+// resolveConverters resolves the key and payload converters against
+// their columns' types, and says why a column cannot be written so.
+func resolveConverters(m *Mapping, rel *relation, types []uint32) *MappingError {
+	var err error
+	if rel.key >= 0 {
+		if rel.keyConv, err = resolveConverter(m.KeyConverter, "key", m.KeyColumn, types[rel.key], slices.Contains(m.NotNull, m.KeyColumn)); err != nil {
+			return &MappingError{Err: err}
+		}
+	}
+	if rel.payload >= 0 {
+		if rel.payloadConv, err = resolveConverter(m.ValueConverter, "payload", m.PayloadColumn, types[rel.payload], slices.Contains(m.NotNull, m.PayloadColumn)); err != nil {
+			return &MappingError{Err: err}
+		}
+	}
+	return nil
 }
 
 // resolveTimestamp resolves the relation's timestamp column's type, and

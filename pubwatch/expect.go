@@ -34,7 +34,10 @@ func ExpectedMappings(ctx context.Context, db pgdb.DB, cfg Config, expected [][]
 	if err != nil {
 		return nil, expected, err
 	}
-	ms := slices.Clone(cfg.Tables)
+	ms, err := WithNotNull(ctx, db, cfg.Tables)
+	if err != nil {
+		return nil, expected, err
+	}
 	if len(expected) != len(ms) {
 		expected = make([][]string, len(ms))
 	} else {

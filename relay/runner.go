@@ -126,7 +126,11 @@ func (r *Relay) newRunner(ctx context.Context) (*runner, error) {
 	if err := rn.startPublishers(publisherStoreOptions(r.cfg, outcomes.Rows())); err != nil {
 		return nil, err
 	}
-	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), r.cfg.Mappings()); err != nil {
+	mappings, err := pubwatch.WithNotNull(ctx, rn.pool, r.cfg.Mappings()) // the stream's sessions read them too (pubwatch.ExpectedMappings)
+	if err != nil {
+		return nil, err
+	}
+	if rn.loader, err = poller.NewRowLoader(r.cfg.postgresURL, r.cfg.TableNames(), mappings); err != nil {
 		return nil, fatal.Error{Err: err}
 	}
 	rn.closing(rn.loader.Close)

@@ -16,6 +16,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/internal/fatal"
 	"github.com/cdc-relay/cdc-relay/internal/pgdb"
 	"github.com/cdc-relay/cdc-relay/internal/pgtext"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 )
 
 // Window reads the rows of one mapped outbox table whose timestamp column
@@ -58,7 +59,12 @@ func OpenWindow(ctx context.Context, url string, m decoder.Mapping, index int, s
 	if err != nil {
 		return nil, err
 	}
-	dec, err := decoder.New(m)
+	ms, err := pubwatch.WithNotNullText(ctx, conn, []decoder.Mapping{m})
+	if err != nil {
+		_ = conn.Close(ctx)
+		return nil, err
+	}
+	dec, err := decoder.New(ms[0])
 	if err != nil {
 		_ = conn.Close(ctx)
 		return nil, fatal.Error{Err: err} // the mapping: the operator's to fix
