@@ -21,7 +21,7 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 		ev.Value, bytesErr = unhex(ev.Value, t.m.PayloadColumn)
 	}
 	msg.Poison = bytesErr
-	if bytesErr == nil {
+	if rel.converts && bytesErr == nil {
 		if rel.keyConv.c != ConverterString {
 			ev.Key = rel.keyConv.convert(ev.Key, r.col(rel.key).null)
 		}

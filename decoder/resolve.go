@@ -26,8 +26,9 @@ type relation struct {
 	// its text form (\x and hex) is decoded to the bytes themselves.
 	keyBytes, payloadBytes bool
 	// keyConv and payloadConv write the key and payload as the mapping's
-	// converters say.
+	// converters say; converts says either is not the string converter.
 	keyConv, payloadConv converting
+	converts             bool
 	headerCols           []int
 	headerNames          []string
 	template             []templatePart // column parts resolved in templateCols
@@ -181,6 +182,7 @@ func resolveConverters(m *Mapping, rel *relation, types []uint32) *MappingError 
 			return &MappingError{Err: err}
 		}
 	}
+	rel.converts = rel.keyConv.c != ConverterString || rel.payloadConv.c != ConverterString
 	return nil
 }
 
