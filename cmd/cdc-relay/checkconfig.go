@@ -23,6 +23,7 @@ import (
 	"github.com/cdc-relay/cdc-relay/outbox"
 	"github.com/cdc-relay/cdc-relay/preflight"
 	"github.com/cdc-relay/cdc-relay/progress"
+	"github.com/cdc-relay/cdc-relay/pubwatch"
 	"github.com/cdc-relay/cdc-relay/relay"
 )
 
@@ -478,7 +479,11 @@ func printSample(ctx context.Context, w io.Writer, conn *pgx.Conn, t outbox.Tabl
 		fmt.Fprintf(w, "  no rows yet: no sample\n")
 		return nil
 	}
-	dec, err := decoder.New(decoderMapping(t, allowedTopics))
+	ms, err := pubwatch.WithNotNull(ctx, conn, []decoder.Mapping{decoderMapping(t, allowedTopics)})
+	if err != nil {
+		return fmt.Errorf("cannot decode a sample: %w", err)
+	}
+	dec, err := decoder.New(ms[0])
 	if err != nil {
 		return fmt.Errorf("cannot decode a sample: %w", err)
 	}
