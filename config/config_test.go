@@ -532,7 +532,7 @@ tables:
 		{name: "a timestamp unit not known", yaml: "tables:\n  - {table: x, value: v, topic: t, timestamp: ts, timestamp_unit: ns}\n",
 			want: []string{`2: tables[0] (public.x): timestamp_unit "ns": want s, ms or us, the unit of a bigint timestamp column (epoch seconds, milliseconds or microseconds)`}},
 		{name: "a converter not known", yaml: "tables:\n  - {table: x, value: v, topic: t, value_converter: avro}\n",
-			want: []string{`2: tables[0] (public.x): value_converter: converter "avro": want string (Kafka Connect's StringConverter: the column's text, bytea's bytes), json (JsonConverter, schemas.enable=false) or json-with-schema (JsonConverter, schemas.enable=true)`}},
+			want: []string{`2: tables[0] (public.x): value_converter: converter "avro": want raw (the column's text as PostgreSQL renders it, bytea's bytes: ByteArrayConverter's), string (Kafka Connect's StringConverter), json (JsonConverter, schemas.enable=false) or json-with-schema (JsonConverter, schemas.enable=true)`}},
 		{name: "a second document", yaml: "tables:\n" + minimal + "---\nslot: x\n",
 			want: []string{"3: a second YAML document (after ---): put everything in one"}},
 		{name: "a merge key", yaml: "tables:\n  - <<: {value: v}\n    table: x\n    topic: t\n",

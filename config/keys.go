@@ -50,6 +50,15 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"timestamp", text(func(te *tableEntry) *string { return &te.t.Mapping.TimestampColumn })},
 	{"timestamp_unit", readTimestampUnit},
 	{"time_zone", readTimeZone},
+	{"envelope", func(p *parser, e keyed, ctx string, te *tableEntry) {
+		te.t.Mapping.EnvelopeNames, te.t.Mapping.EnvelopeColumns = p.namedColumns(e, ctx, "field", "{eventType: type}")
+	}},
+	{"tombstone_on_empty_payload", func(p *parser, e keyed, ctx string, te *tableEntry) {
+		if v, ok := p.boolean(e, ctx); ok {
+			te.t.Mapping.TombstoneOnEmptyPayload = v
+		}
+	}},
+	{"tracing_span_context", text(func(te *tableEntry) *string { return &te.t.Mapping.TracingSpanContextColumn })},
 	{"key_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.KeyConverter })},
 	{"value_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.ValueConverter })},
 	{"tags_column", text(func(te *tableEntry) *string { return &te.t.Mapping.TagsColumn })},

@@ -125,13 +125,25 @@ func configKeyDocs() map[string]keyDoc {
 			doc: "The unit of a `bigint` timestamp column: epoch seconds, milliseconds or microseconds. `recover` refuses a column it cannot judge."},
 		"tables[].time_zone": {typ: "IANA time zone", def: "UTC", doc: "The zone whose wall time the table's `timestamp` (without time zone) columns hold, " +
 			"such as `America/New_York`: the timestamp column is read in it, and `write_back` writes such columns in it."},
-		"tables[].key_converter": {typ: "`string`, `json` or `json-with-schema`", def: "`string`",
-			doc: "How the `key` column's value becomes the record key's bytes, as the Kafka Connect converter behind Debezium's outbox event router writes it (`key.converter`): " +
-				"`string` the column's text (`StringConverter`; a `bytea` column's bytes, as `ByteArrayConverter`); " +
+		"tables[].envelope": {typ: "mapping of field name to column", doc: "Columns placed beside the payload in the record's value, " +
+			"which becomes the JSON object `{\"payload\": …, \"eventType\": …}`, as Debezium's outbox event router makes it with " +
+			"`table.fields.additional.placement=type:envelope:eventType`: `{eventType: type}`. Needs `value_converter: json`."},
+		"tables[].tombstone_on_empty_payload": {typ: "boolean", def: "false", doc: "A row whose payload is NULL, or text of blanks only, " +
+			"becomes a record with a null value (a tombstone, which a compacted topic reads as a delete), as the router's " +
+			"`route.tombstone.on.empty.payload` does. Without it the record's value is what the converter writes for NULL."},
+		"tables[].tracing_span_context": column("The column of the trace context of the transaction that wrote the row: a W3C " +
+			"`traceparent`, or Java properties text with `traceparent` and `tracestate` entries (the router's `tracing.span.context.field`, " +
+			"such as `tracingspancontext`). Its `traceparent` and `tracestate` become headers, so that consumers' OpenTelemetry " +
+			"instrumentation continues the trace; a row without a valid `traceparent` gets neither."),
+		"tables[].key_converter": {typ: "`raw`, `string`, `json` or `json-with-schema`", def: "`raw`",
+			doc: "How the `key` column's value becomes the record key's bytes. `raw`: the column's text as PostgreSQL renders it, a `bytea` column's bytes. " +
+				"The others write what the Kafka Connect converter behind Debezium's outbox event router writes (`key.converter`): " +
+				"`string` is `StringConverter` (as `raw`, but a boolean is `true` or `false`); " +
 				"`json` a JSON value, text as a JSON string (`JsonConverter` with `key.converter.schemas.enable=false`); " +
 				"`json-with-schema` the `{\"schema\":…,\"payload\":…}` wrapper with the schema Debezium gives the column (`schemas.enable=true`; not optional when the column is `NOT NULL`). " +
-				"The JSON converters write text, varchar, uuid, integer, boolean, json, jsonb and bytea columns; a NULL becomes `null`. See docs/switching-from-debezium.md."},
-		"tables[].value_converter": {typ: "`string`, `json` or `json-with-schema`", def: "`string`",
+				"They write text, varchar, char, uuid, integer, boolean, json, jsonb and bytea columns (`string` no bytea: use `raw`, as `ByteArrayConverter`); " +
+				"a NULL is `null`, or no bytes with `string`. See docs/switching-from-debezium.md."},
+		"tables[].value_converter": {typ: "`raw`, `string`, `json` or `json-with-schema`", def: "`raw`",
 			doc: "How the `value` column's value becomes the record value's bytes, as `key_converter` says for the key (`value.converter`): " +
 				"with `json`, a `jsonb` payload is a JSON string holding its text, as Debezium's consumers decode it twice."},
 		"tables[].tags_column": column("The column of tags that `routes` match: a `text[]` (or `varchar[]`) of `\"key=value\"` or `\"key\"` tags, " +

@@ -198,35 +198,42 @@ func isNullKey(entries []keyed, key string) bool {
 // headers reads a table's headers: a mapping of header name to column,
 // as the header names and their columns, in the file's order.
 func (p *parser) headers(e keyed, ctx string) (headerNames, columns []string) {
+	return p.namedColumns(e, ctx, "header", "{event_type: type}")
+}
+
+// namedColumns reads a mapping of name to column (e's key names it, each
+// name an item, example a mapping to show), as the names and their
+// columns, in the file's order.
+func (p *parser) namedColumns(e keyed, ctx, item, example string) (names, columns []string) {
 	n := e.value
 	if isNull(n) {
 		return nil, nil
 	}
-	const want = "a mapping of header name to column, such as {event_type: type}"
+	want := fmt.Sprintf("a mapping of %s name to column, such as %s", item, example)
 	if n.Kind != yaml.MappingNode {
-		p.problem(e.line, "%sheaders: want %s", ctx, want)
+		p.problem(e.line, "%s%s: want %s", ctx, e.key, want)
 		return nil, nil
 	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], deref(n.Content[i+1])
 		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" || k.Value == "" {
-			p.problem(k.Line, "%sheaders: want %s", ctx, want)
+			p.problem(k.Line, "%s%s: want %s", ctx, e.key, want)
 			continue
 		}
 		if first, ok := seen[k.Value]; ok {
-			p.problem(k.Line, "%sheaders: header %q is set twice (first on line %d): keep one", ctx, k.Value, first)
+			p.problem(k.Line, "%s%s: %s %q is set twice (first on line %d): keep one", ctx, e.key, item, k.Value, first)
 			continue
 		}
 		seen[k.Value] = k.Line
 		if v.Kind != yaml.ScalarNode || isNull(v) || v.Value == "" {
-			p.problem(k.Line, "%sheaders: header %q needs the column it carries, such as %s: %s", ctx, k.Value, k.Value, k.Value)
+			p.problem(k.Line, "%s%s: %s %q needs the column it carries, such as %s: %s", ctx, e.key, item, k.Value, k.Value, k.Value)
 			continue
 		}
-		headerNames = append(headerNames, k.Value)
+		names = append(names, k.Value)
 		columns = append(columns, v.Value)
 	}
-	return headerNames, columns
+	return names, columns
 }
 
 // routeEntry is a route while it is read.

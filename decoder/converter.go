@@ -17,10 +17,14 @@ type Converter string
 
 // The converters (key_converter, value_converter in a config file).
 const (
-	// ConverterString writes the column's text as PostgreSQL renders it,
-	// and a bytea column's bytes: Connect's StringConverter (or
-	// ByteArrayConverter for bytea). The default.
-	ConverterString Converter = ""
+	// ConverterRaw writes the column's text as PostgreSQL renders it, and
+	// a bytea column's bytes (what Connect's ByteArrayConverter writes of
+	// one). The default.
+	ConverterRaw Converter = ""
+	// ConverterString writes the value's text as Connect's
+	// StringConverter does: a boolean true or false (PostgreSQL renders t
+	// or f), the other types as PostgreSQL renders them, NULL as a null.
+	ConverterString Converter = "string"
 	// ConverterJSON writes the value as JSON (a text column's text as a
 	// JSON string, an integer as a number): Connect's JsonConverter with
 	// schemas.enable=false.
@@ -31,22 +35,22 @@ const (
 	ConverterJSONWithSchema Converter = "json-with-schema"
 )
 
-// ParseConverter reads s: string (or ""), json or json-with-schema.
+// ParseConverter reads s: raw (or ""), string, json or json-with-schema.
 func ParseConverter(s string) (Converter, error) {
 	switch s {
-	case "", "string":
-		return ConverterString, nil
-	case string(ConverterJSON), string(ConverterJSONWithSchema):
+	case "", "raw":
+		return ConverterRaw, nil
+	case string(ConverterString), string(ConverterJSON), string(ConverterJSONWithSchema):
 		return Converter(s), nil
 	}
-	return ConverterString, fmt.Errorf("converter %q: want string (Kafka Connect's StringConverter: the column's text, bytea's bytes), "+
-		"json (JsonConverter, schemas.enable=false) or json-with-schema (JsonConverter, schemas.enable=true)", s)
+	return ConverterRaw, fmt.Errorf("converter %q: want raw (the column's text as PostgreSQL renders it, bytea's bytes: ByteArrayConverter's), "+
+		"string (Kafka Connect's StringConverter), json (JsonConverter, schemas.enable=false) or json-with-schema (JsonConverter, schemas.enable=true)", s)
 }
 
 // String names c as a config file does.
 func (c Converter) String() string {
-	if c == ConverterString {
-		return "string"
+	if c == ConverterRaw {
+		return "raw"
 	}
 	return string(c)
 }
@@ -68,25 +72,28 @@ const (
 type connectType struct {
 	typ, name string
 	json      func(dst, text []byte) []byte
+	// text is StringConverter's text of the value, nil for a type it
+	// writes as Java's name of a byte array (bytea).
+	text func(dst, text []byte) []byte
 }
 
 // connectTypes are the column types the JSON converters write, by OID.
 var connectTypes = map[uint32]connectType{
-	oidInt2:    {typ: "int16", json: appendRaw},
-	oidInt4:    {typ: "int32", json: appendRaw},
-	oidInt8:    {typ: "int64", json: appendRaw},
-	oidBool:    {typ: "boolean", json: appendBool},
-	oidText:    {typ: "string", json: appendJSONString},
-	oidVarchar: {typ: "string", json: appendJSONString},
-	oidBpchar:  {typ: "string", json: appendJSONString},
-	oidUUID:    {typ: "string", name: "io.debezium.data.Uuid", json: appendJSONString},
-	oidJSON:    {typ: "string", name: "io.debezium.data.Json", json: appendJSONString},
-	oidJSONB:   {typ: "string", name: "io.debezium.data.Json", json: appendJSONString},
+	oidInt2:    {typ: "int16", json: appendRaw, text: appendRaw},
+	oidInt4:    {typ: "int32", json: appendRaw, text: appendRaw},
+	oidInt8:    {typ: "int64", json: appendRaw, text: appendRaw},
+	oidBool:    {typ: "boolean", json: appendBool, text: appendBool},
+	oidText:    {typ: "string", json: appendJSONString, text: appendRaw},
+	oidVarchar: {typ: "string", json: appendJSONString, text: appendRaw},
+	oidBpchar:  {typ: "string", json: appendJSONString, text: appendRaw},
+	oidUUID:    {typ: "string", name: "io.debezium.data.Uuid", json: appendJSONString, text: appendRaw},
+	oidJSON:    {typ: "string", name: "io.debezium.data.Json", json: appendJSONString, text: appendRaw},
+	oidJSONB:   {typ: "string", name: "io.debezium.data.Json", json: appendJSONString, text: appendRaw},
 	oidBytea:   {typ: "bytes", json: appendBase64}, // the column's bytes, decoded from bytea's hex first
 }
 
 // convertedTypes names the types connectTypes has, for errors.
-const convertedTypes = "text, varchar, char, uuid, smallint, integer, bigint, boolean, json, jsonb or bytea"
+const convertedTypes = "text, varchar, char, uuid, smallint, integer, bigint, boolean, json, jsonb or bytea (not bytea for string)"
 
 // converting is a key or payload column's converter, resolved against the
 // column's type in a Relation.
@@ -102,13 +109,17 @@ type converting struct {
 // NOT NULL, which makes its schema not optional); the error says why the
 // column cannot be written so.
 func resolveConverter(c Converter, role, col string, oid uint32, notNull bool) (converting, error) {
-	if c == ConverterString {
+	if c == ConverterRaw {
 		return converting{}, nil
 	}
 	t, ok := connectTypes[oid]
 	if !ok {
 		return converting{}, fmt.Errorf("%s column %q has type %s, which the %s converter does not write: "+
-			"use a column of type %s, or the string converter", role, col, typeName(oid), c, convertedTypes)
+			"use a column of type %s, or the raw converter", role, col, typeName(oid), c, convertedTypes)
+	}
+	if c == ConverterString && t.text == nil {
+		return converting{}, fmt.Errorf("%s column %q has type %s, whose bytes Kafka Connect's StringConverter writes as Java's name of a byte array: "+
+			"use the raw converter, which writes the bytes as ByteArrayConverter does", role, col, typeName(oid))
 	}
 	cv := converting{c: c, t: t}
 	if c == ConverterJSONWithSchema {
@@ -122,11 +133,16 @@ func resolveConverter(c Converter, role, col string, oid uint32, notNull bool) (
 }
 
 // convert returns the bytes the converter writes for the column's text (a
-// bytea column's bytes), null when the column is NULL. With the string
-// converter it returns text as it is.
+// bytea column's bytes), null when the column is NULL. The raw converter
+// returns text as it is.
 func (cv converting) convert(text []byte, null bool) []byte {
-	if cv.c == ConverterString {
+	switch {
+	case cv.c == ConverterRaw:
 		return text
+	case cv.c == ConverterString && null:
+		return nil
+	case cv.c == ConverterString:
+		return cv.t.text(make([]byte, 0, len(text)), text)
 	}
 	out := make([]byte, 0, len(cv.prefix)+len(text)+len(text)/8+8)
 	out = append(out, cv.prefix...)

@@ -35,7 +35,10 @@ func TestConvert(t *testing.T) {
 		null    bool
 		want    string
 	}{
-		{"string as it is", ConverterString, oidVarchar, true, "123", false, "123"},
+		{"raw as it is", ConverterRaw, oidVarchar, true, "123", false, "123"},
+		{"raw bool", ConverterRaw, oidBool, true, "t", false, "t"},
+		{"string bool", ConverterString, oidBool, true, "t", false, "true"},
+		{"string text", ConverterString, oidText, true, "Ærø 😀", false, "Ærø 😀"},
 		{"json text", ConverterJSON, oidVarchar, true, "123", false, `"123"`},
 		{"json int4", ConverterJSON, oidInt4, true, "-42", false, `-42`},
 		{"json int8", ConverterJSON, oidInt8, true, "9007199254740993", false, `9007199254740993`},
@@ -68,16 +71,19 @@ func TestConvert(t *testing.T) {
 
 func TestConverterRefusesOtherTypes(t *testing.T) {
 	_, err := resolveConverter(ConverterJSON, "key", "amount", 1700, true)
-	if err == nil || !strings.Contains(err.Error(), `key column "amount" has type numeric`) || !strings.Contains(err.Error(), "string converter") {
+	if err == nil || !strings.Contains(err.Error(), `key column "amount" has type numeric`) || !strings.Contains(err.Error(), "raw converter") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := resolveConverter(ConverterString, "key", "amount", 1700, true); err != nil {
-		t.Fatalf("the string converter writes every type: %v", err)
+	if _, err := resolveConverter(ConverterRaw, "key", "amount", 1700, true); err != nil {
+		t.Fatalf("the raw converter writes every type: %v", err)
+	}
+	if _, err := resolveConverter(ConverterString, "value", "payload", oidBytea, false); err == nil || !strings.Contains(err.Error(), "ByteArrayConverter") {
+		t.Fatalf("the string converter of a bytea column: %v", err)
 	}
 }
 
 func TestParseConverter(t *testing.T) {
-	for in, want := range map[string]Converter{"": ConverterString, "string": ConverterString, "json": ConverterJSON, "json-with-schema": ConverterJSONWithSchema} {
+	for in, want := range map[string]Converter{"": ConverterRaw, "raw": ConverterRaw, "string": ConverterString, "json": ConverterJSON, "json-with-schema": ConverterJSONWithSchema} {
 		if got, err := ParseConverter(in); err != nil || got != want {
 			t.Errorf("ParseConverter(%q) = %v, %v", in, got, err)
 		}

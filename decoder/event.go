@@ -21,13 +21,8 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 		ev.Value, bytesErr = unhex(ev.Value, t.m.PayloadColumn)
 	}
 	msg.Poison = bytesErr
-	if rel.converts && bytesErr == nil {
-		if rel.keyConv.c != ConverterString {
-			ev.Key = rel.keyConv.convert(ev.Key, r.col(rel.key).null)
-		}
-		if rel.payloadConv.c != ConverterString {
-			ev.Value = rel.payloadConv.convert(ev.Value, r.col(rel.payload).null)
-		}
+	if rel.shapes && bytesErr == nil {
+		rel.shape(ev, r)
 	}
 
 	nh := len(rel.headerCols)
@@ -54,6 +49,11 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 		// name once.
 		if ev.Headers, err = appendJSONHeaders(ev.Headers, len(ev.Headers), h.data); err != nil {
 			msg.Poison = fmt.Errorf("headers column %q: %w", t.m.HeadersColumn, err)
+		}
+	}
+	if rel.trace >= 0 {
+		if c := r.col(rel.trace); !c.null {
+			ev.Headers = appendTraceHeaders(ev.Headers, c.data)
 		}
 	}
 	if ts := r.col(rel.ts); !ts.null {

@@ -76,8 +76,28 @@ type Mapping struct {
 	// KeyConverter and ValueConverter write the key and payload columns'
 	// values as the record's key and value bytes, as Kafka Connect's
 	// converter of the same name does behind Debezium's outbox event
-	// router. The zero value, ConverterString, writes them as they are.
+	// router. The zero value, ConverterRaw, writes them as they are.
 	KeyConverter, ValueConverter Converter
+	// EnvelopeColumns are placed beside the payload in the record's value,
+	// named by EnvelopeNames (in the same order): the value is the JSON
+	// object {"payload": …, name: column's value, …}, as Debezium's
+	// outbox event router makes with table.fields.additional.placement's
+	// envelope placements and JsonConverter. Needs ValueConverter
+	// ConverterJSON.
+	EnvelopeColumns, EnvelopeNames []string
+	// TombstoneOnEmptyPayload sends a row whose payload is NULL, or text
+	// of blanks only, as a record with a null value (a tombstone), as the
+	// router's route.tombstone.on.empty.payload does.
+	TombstoneOnEmptyPayload bool
+	// TracingSpanContextColumn holds the trace context of the transaction
+	// that wrote the row: a W3C traceparent ("00-<trace id>-<span id>-
+	// <flags>"), or Java properties text with traceparent and tracestate
+	// lines, as the router's tracing.span.context.field holds it. Its
+	// traceparent and tracestate become the record's headers of those
+	// names, which consumers' OpenTelemetry instrumentation reads; a value
+	// that holds no valid traceparent gives none. Optional.
+	TracingSpanContextColumn string
+
 	// NotNull are the table's columns declared NOT NULL, which
 	// ConverterJSONWithSchema's schemas say are not optional, as
 	// Debezium's do. Callers that decode with that converter read them
@@ -243,7 +263,10 @@ func (m Mapping) Validate() error {
 			return fmt.Errorf("mapping: %w", err)
 		}
 	}
-	if m.KeyConverter != ConverterString && m.KeyColumn == "" {
+	if err := m.validateEnvelope(); err != nil {
+		return fmt.Errorf("mapping: %w", err)
+	}
+	if m.KeyConverter != ConverterRaw && m.KeyColumn == "" {
 		return fmt.Errorf("mapping: the key converter %s writes the key column, and none is set: set one, or leave the key converter out", m.KeyConverter)
 	}
 	if len(m.Routes) > 0 {
@@ -261,6 +284,26 @@ func (m Mapping) Validate() error {
 	}
 	if _, err := m.topicFilter(); err != nil {
 		return fmt.Errorf("mapping: %w", err)
+	}
+	return nil
+}
+
+// validateEnvelope checks the envelope's columns and names.
+func (m Mapping) validateEnvelope() error {
+	if len(m.EnvelopeNames) != len(m.EnvelopeColumns) {
+		return fmt.Errorf("%d envelope names for %d envelope columns", len(m.EnvelopeNames), len(m.EnvelopeColumns))
+	}
+	if len(m.EnvelopeColumns) == 0 {
+		return nil
+	}
+	if m.ValueConverter != ConverterJSON {
+		return fmt.Errorf("envelope placement needs the json value converter (value_converter: json), as Debezium's router writes it with JsonConverter and schemas.enable=false; "+
+			"with schemas the router names the envelope's schema after the first routed value it saw, which the relay cannot reproduce (value converter %s)", m.ValueConverter)
+	}
+	for i, n := range m.EnvelopeNames {
+		if n == "payload" || slices.Contains(m.EnvelopeNames[:i], n) {
+			return fmt.Errorf("envelope field %q is the payload's or named twice: name it otherwise", n)
+		}
 	}
 	return nil
 }
@@ -385,7 +428,7 @@ func (m Mapping) Columns() []string {
 	for _, c := range []string{m.IDColumn, m.KeyColumn, m.PayloadColumn, topic, m.HeadersColumn, m.TimestampColumn} {
 		add(c)
 	}
-	for _, c := range m.HeaderColumns {
+	for _, c := range slices.Concat(m.HeaderColumns, m.EnvelopeColumns, []string{m.TracingSpanContextColumn}) {
 		add(c)
 	}
 	parts, _ := parseTemplate(m.TopicTemplate) // Validate refuses a malformed one

@@ -26,13 +26,19 @@ type relation struct {
 	// its text form (\x and hex) is decoded to the bytes themselves.
 	keyBytes, payloadBytes bool
 	// keyConv and payloadConv write the key and payload as the mapping's
-	// converters say; converts says either is not the string converter.
+	// converters say.
 	keyConv, payloadConv converting
-	converts             bool
-	headerCols           []int
-	headerNames          []string
-	template             []templatePart // column parts resolved in templateCols
-	templateCols         []int
+	// envelope are the columns placed beside the payload in the value.
+	envelope []envelopeField
+	// trace is the tracing span context column, -1 without.
+	trace int
+	// shapes says the record's key or value is more than the columns'
+	// bytes: converted, a tombstone, or an envelope (shape).
+	shapes       bool
+	headerCols   []int
+	headerNames  []string
+	template     []templatePart // column parts resolved in templateCols
+	templateCols []int
 	// poison, when set, is the reason every row of the relation is parked:
 	// its columns did not fit the mapping. noTopic says the rows lack a
 	// required column: their parked copies get no topic.
@@ -102,7 +108,7 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 	rel.payload = need("payload", m.PayloadColumn)
 	rel.keyBytes = rel.key >= 0 && types[rel.key] == oidBytea
 	rel.payloadBytes = rel.payload >= 0 && types[rel.payload] == oidBytea
-	if me := resolveConverters(m, rel, types); me != nil && first == nil {
+	if me := resolveConverters(m, rel, names, types); me != nil && first == nil {
 		first = me
 	}
 	// An optional column the table had when the session started must
@@ -120,6 +126,7 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		rel.topic = optional("topic column", m.TopicColumn)
 	}
 	rel.headers = optional("headers column", m.HeadersColumn)
+	rel.trace = index(m.TracingSpanContextColumn)
 	rel.ts = index(m.TimestampColumn)
 	for i, h := range m.HeaderColumns {
 		rel.headerCols = append(rel.headerCols, need("header column", h))
@@ -158,9 +165,10 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 			rel.ts = -1
 		}
 	}
-	// The topic, template, timestamp and headers columns are read during
-	// Decode only (the topic is interned, the rest parsed into new values).
-	for _, i := range append([]int{rel.id, rel.key, rel.payload}, rel.headerCols...) {
+	// The topic, template, timestamp, headers and envelope columns are read
+	// during Decode only (the topic is interned, the rest parsed into new
+	// values); the trace column's bytes are kept in headers.
+	for _, i := range append([]int{rel.id, rel.key, rel.payload, rel.trace}, rel.headerCols...) {
 		if i >= 0 && !slices.Contains(rel.kept, i) {
 			rel.kept = append(rel.kept, i)
 		}
@@ -170,7 +178,7 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 
 // resolveConverters resolves the key and payload converters against
 // their columns' types, and says why a column cannot be written so.
-func resolveConverters(m *Mapping, rel *relation, types []uint32) *MappingError {
+func resolveConverters(m *Mapping, rel *relation, names []string, types []uint32) *MappingError {
 	var err error
 	if rel.key >= 0 {
 		if rel.keyConv, err = resolveConverter(m.KeyConverter, "key", m.KeyColumn, types[rel.key], slices.Contains(m.NotNull, m.KeyColumn)); err != nil {
@@ -182,8 +190,28 @@ func resolveConverters(m *Mapping, rel *relation, types []uint32) *MappingError 
 			return &MappingError{Err: err}
 		}
 	}
-	rel.converts = rel.keyConv.c != ConverterString || rel.payloadConv.c != ConverterString
+	rel.envelope = nil
+	for i, col := range m.EnvelopeColumns {
+		at := columnAt(names, col)
+		if at < 0 {
+			return &MappingError{Missing: col, Err: fmt.Errorf("has no column %q (envelope field %q): rename the column back, or place another (envelope: in the config file)", col, m.EnvelopeNames[i])}
+		}
+		conv, err := resolveConverter(ConverterJSON, "envelope", col, types[at], false)
+		if err != nil {
+			return &MappingError{Err: err}
+		}
+		rel.envelope = append(rel.envelope, envelopeField{name: m.EnvelopeNames[i], col: at, conv: conv})
+	}
+	rel.shapes = rel.keyConv.c != ConverterRaw || rel.payloadConv.c != ConverterRaw || len(rel.envelope) > 0 || m.TombstoneOnEmptyPayload
 	return nil
+}
+
+// columnAt is the position of col among names, -1 when absent.
+func columnAt(names []string, col string) int {
+	if col == "" {
+		return -1
+	}
+	return slices.Index(names, col)
 }
 
 // resolveTimestamp resolves the relation's timestamp column's type, and

@@ -114,7 +114,9 @@ type Column struct {
 	Name string
 	// Key is the key that names it: "id", "key", "value", "topic" (an
 	// input of the template), "topic_column", "headers.NAME" (the column of
-	// header NAME), "headers_column", "timestamp", "tags_column", or
+	// header NAME), "headers_column", "envelope.NAME" (the column of
+	// envelope field NAME), "tracing_span_context", "timestamp",
+	// "tags_column", or
 	// "write_back.status_column", "write_back.delivered_at_column",
 	// "write_back.error_column", "write_back.attempts_column",
 	// "write_back.next_attempt_column".
@@ -148,6 +150,10 @@ func (t Table) Columns() []Column {
 		add("headers."+name, c)
 	}
 	add("headers_column", m.HeadersColumn)
+	for i, c := range m.EnvelopeColumns {
+		add("envelope."+m.EnvelopeNames[i], c)
+	}
+	add("tracing_span_context", m.TracingSpanContextColumn)
 	add("timestamp", m.TimestampColumn)
 	add("tags_column", m.TagsColumn)
 	if wb := t.WriteBack; wb != nil {

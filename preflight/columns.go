@@ -128,6 +128,9 @@ func fixWhere(key string) string {
 	if h, ok := strings.CutPrefix(key, "headers."); ok {
 		return fmt.Sprintf("the column of header %q under headers", h)
 	}
+	if f, ok := strings.CutPrefix(key, "envelope."); ok {
+		return fmt.Sprintf("the column of field %q under envelope", f)
+	}
 	if key == "topic" {
 		return "the template in topic"
 	}

@@ -1,0 +1,134 @@
+package decoder
+
+import (
+	"bytes"
+	"encoding/hex"
+)
+
+// envelopeField is a column placed beside the payload in the value.
+type envelopeField struct {
+	name string
+	col  int
+	conv converting
+}
+
+// shape makes the record's key and value of a relation whose mapping
+// converts them, places columns in an envelope, or sends tombstones
+// (relation.shapes): ev's Key and Value are the columns' bytes on entry.
+func (rel *relation) shape(ev *Event, r *row) {
+	if rel.keyConv.c != ConverterRaw {
+		ev.Key = rel.keyConv.convert(ev.Key, r.col(rel.key).null)
+	}
+	null := r.col(rel.payload).null
+	switch {
+	case rel.t.m.TombstoneOnEmptyPayload && (null || !rel.payloadBytes && blank(ev.Value)):
+		ev.Value = nil
+	case len(rel.envelope) > 0:
+		ev.Value = rel.envelopeValue(ev.Value, null, r)
+	case rel.payloadConv.c != ConverterRaw:
+		ev.Value = rel.payloadConv.convert(ev.Value, null)
+	}
+}
+
+// envelopeValue is the JSON object of the payload and the envelope's
+// columns, in the mapping's order, as JsonConverter writes the router's
+// envelope struct.
+func (rel *relation) envelopeValue(payload []byte, null bool, r *row) []byte {
+	out := append(make([]byte, 0, len(payload)+64), `{"payload":`...)
+	out = append(out, rel.payloadConv.convert(payload, null)...)
+	for _, f := range rel.envelope {
+		out = append(out, ',')
+		out = appendJSONString(out, []byte(f.name))
+		out = append(out, ':')
+		c := r.col(f.col)
+		out = append(out, f.conv.convert(c.data, c.null)...)
+	}
+	return append(out, '}')
+}
+
+// blank says whether text is empty once Java's String.trim has cut the
+// characters up to U+0020 at both ends: the router's empty payload.
+func blank(text []byte) bool {
+	for _, c := range text {
+		if c > ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendTraceHeaders appends the traceparent and tracestate headers that
+// a tracing span context column's value gives: a W3C traceparent, or Java
+// properties text with traceparent (and tracestate) entries. It appends
+// none when the value holds no valid traceparent.
+func appendTraceHeaders(hs []Header, value []byte) []Header {
+	value = bytes.TrimSpace(value)
+	if validTraceparent(value) {
+		return append(hs, Header{Key: "traceparent", Value: value})
+	}
+	var parent, state []byte
+	for line := range bytes.Lines(value) {
+		k, v, ok := propertyEntry(line)
+		switch {
+		case !ok:
+		case k == "traceparent":
+			parent = v
+		case k == "tracestate":
+			state = v
+		}
+	}
+	if !validTraceparent(parent) {
+		return hs
+	}
+	hs = append(hs, Header{Key: "traceparent", Value: parent})
+	if len(state) > 0 {
+		hs = append(hs, Header{Key: "tracestate", Value: state})
+	}
+	return hs
+}
+
+// propertyEntry reads a line of Java properties text: key=value,
+// key:value or key value, spaces around the separator cut; ok is false
+// for a blank line or a comment (# or !). Escapes are not read: neither
+// traceparent nor tracestate has a character Java escapes.
+func propertyEntry(line []byte) (key string, value []byte, ok bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] == '#' || line[0] == '!' {
+		return "", nil, false
+	}
+	i := bytes.IndexAny(line, "=: \t")
+	if i < 0 {
+		return string(line), nil, true
+	}
+	k := line[:i]
+	rest := bytes.TrimLeft(line[i:], " \t")
+	if len(rest) > 0 && (rest[0] == '=' || rest[0] == ':') {
+		rest = bytes.TrimLeft(rest[1:], " \t")
+	}
+	return string(k), rest, true
+}
+
+// validTraceparent says whether v is a W3C traceparent of version 00:
+// 00-<32 hex trace id, not all zero>-<16 hex parent id, not all zero>-<2 hex flags>.
+func validTraceparent(v []byte) bool {
+	if len(v) != 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' || string(v[:2]) != "00" {
+		return false
+	}
+	for _, part := range [][]byte{v[3:35], v[36:52], v[53:55]} {
+		if !lowerHex(part) {
+			return false
+		}
+	}
+	return !allZero(v[3:35]) && !allZero(v[36:52])
+}
+
+// lowerHex says whether b is lower-case hexadecimal digits only.
+func lowerHex(b []byte) bool {
+	if _, err := hex.DecodeString(string(b)); err != nil {
+		return false
+	}
+	return !bytes.ContainsAny(b, "ABCDEF")
+}
+
+// allZero says whether b is zeros only.
+func allZero(b []byte) bool { return len(bytes.Trim(b, "0")) == 0 }

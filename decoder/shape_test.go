@@ -1,0 +1,111 @@
+package decoder
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestShapeEnvelopeAndTombstone: envelope fields follow the payload in
+// the value, each as JsonConverter writes its column; a NULL or blank
+// payload is a tombstone with tombstone_on_empty_payload, and "null"
+// without it.
+func TestShapeEnvelopeAndTombstone(t *testing.T) {
+	base := DefaultMapping()
+	base.ValueConverter = ConverterJSON
+	envelope := base
+	envelope.EnvelopeNames, envelope.EnvelopeColumns = []string{"eventType", "aggregate"}, []string{"event_type", "aggregate_type"}
+	tombstone := envelope
+	tombstone.TombstoneOnEmptyPayload = true
+	row := func(payload []byte, eventType []byte) [][]byte {
+		return [][]byte{[]byte("2e9b7c1a-5d3f-4a8e-9b6c-1f0e2d3c4b5a"), []byte("order"), []byte("1"), eventType, nil, payload, nil, nil}
+	}
+	for _, c := range []struct {
+		name    string
+		m       Mapping
+		payload []byte
+		typ     []byte
+		want    string // "<nil>" for a nil value
+	}{
+		{"envelope", envelope, []byte(`{"id": 1}`), []byte("OrderCreated"), `{"payload":"{\"id\": 1}","eventType":"OrderCreated","aggregate":"order"}`},
+		{"envelope, a NULL field", envelope, []byte(`{"id": 1}`), nil, `{"payload":"{\"id\": 1}","eventType":null,"aggregate":"order"}`},
+		{"envelope, a NULL payload", envelope, nil, []byte("OrderDeleted"), `{"payload":null,"eventType":"OrderDeleted","aggregate":"order"}`},
+		{"tombstone, a NULL payload", tombstone, nil, []byte("OrderDeleted"), "<nil>"},
+		{"tombstone, a payload", tombstone, []byte(`{}`), []byte("OrderCreated"), `{"payload":"{}","eventType":"OrderCreated","aggregate":"order"}`},
+		{"no tombstone without the setting", base, nil, []byte("OrderDeleted"), "null"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := New(c.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := d.Rows(names(outboxCols), types(outboxCols))
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := rows.Decode(row(c.payload, c.typ), 1)
+			if msg.Poison != nil {
+				t.Fatal(msg.Poison)
+			}
+			got := string(msg.Event.Value)
+			if msg.Event.Value == nil {
+				got = "<nil>"
+			}
+			if got != c.want {
+				t.Errorf("value %s\nwant  %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestBlankAsJavaTrim(t *testing.T) {
+	for in, want := range map[string]bool{"": true, " \t\r\n": true, "\x00\x1f ": true, " x ": false, "\u00a0": false} {
+		if got := blank([]byte(in)); got != want {
+			t.Errorf("blank(%q) = %t, want %t", in, got, want)
+		}
+	}
+}
+
+func TestEnvelopeNeedsTheJSONConverter(t *testing.T) {
+	m := DefaultMapping()
+	m.EnvelopeNames, m.EnvelopeColumns = []string{"eventType"}, []string{"event_type"}
+	for _, c := range []Converter{ConverterRaw, ConverterJSONWithSchema} {
+		m.ValueConverter = c
+		if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "value_converter: json") {
+			t.Errorf("envelope with the %s converter: %v", c, err)
+		}
+	}
+	m.ValueConverter = ConverterJSON
+	m.EnvelopeNames = []string{"payload"}
+	if err := m.Validate(); err == nil {
+		t.Error("an envelope field named payload passed")
+	}
+}
+
+func TestTraceHeaders(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, c := range []struct {
+		name, value string
+		want        []string // key=value
+	}{
+		{"a traceparent", parent, []string{"traceparent=" + parent}},
+		{"a traceparent with spaces", " " + parent + "\n", []string{"traceparent=" + parent}},
+		{"properties", "#Mon Nov 30 12:00:00 UTC 2026\ntraceparent=" + parent + "\ntracestate=congo=t61rcWkgMzE\n",
+			[]string{"traceparent=" + parent, "tracestate=congo=t61rcWkgMzE"}},
+		{"properties with colons", "traceparent : " + parent, []string{"traceparent=" + parent}},
+		{"upper case", strings.ToUpper(parent), nil},
+		{"a zero trace id", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", nil},
+		{"another version", "01" + parent[2:], nil},
+		{"text", "not a trace", nil},
+		{"properties without traceparent", "tracestate=a=b", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, h := range appendTraceHeaders(nil, []byte(c.value)) {
+				got = append(got, h.Key+"="+string(h.Value))
+			}
+			if strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Errorf("headers %q, want %q", got, c.want)
+			}
+		})
+	}
+}
