@@ -78,7 +78,7 @@ func TestMain(m *testing.M) {
 // takeHarnessEnv moves the harness's own variables from the environment
 // to harnessEnv.
 func takeHarnessEnv() {
-	for _, name := range []string{"CDC_RELAY_TEST_KAFKA", "CDC_RELAY_TEST_KAFKA_BROKERS", "CDC_RELAY_TEST_KILL_EVENTS"} {
+	for _, name := range []string{"CDC_RELAY_TEST_KAFKA", "CDC_RELAY_TEST_KAFKA_BROKERS", "CDC_RELAY_TEST_KILL_EVENTS", "CDC_RELAY_TEST_DEBEZIUM"} {
 		if v, ok := os.LookupEnv(name); ok {
 			harnessEnv[name] = v
 			os.Unsetenv(name)
