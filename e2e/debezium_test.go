@@ -109,41 +109,45 @@ type debeziumCase struct {
 	harness []string // more key=value properties
 	tables  []string // names of debeziumTables; none: every one
 	// keyConverter and valueConverter are the relay's key_converter and
-	// value_converter; "" leaves the key out (string, the default).
+	// value_converter; "" leaves the key out (raw, the default).
 	keyConverter, valueConverter string
-	// pending says why the relay does not match Debezium yet: the case
-	// is skipped until it does.
-	pending string
+	// relay are more lines of each table's entry in relay.yaml.
+	relay []string
 }
 
-// noConverters is why the cases with the converter keys wait.
-const noConverters = "the relay has no key_converter and value_converter yet (issue 49)"
+// A case's properties that the relay's table entries match.
+const (
+	// placeTypeInEnvelope puts the type in the envelope and a header, as
+	// the relay's envelope: {eventType: type} beside its headers.
+	placeTypeInEnvelope = "transforms.outbox.table.fields.additional.placement=type:envelope:eventType,type:header:eventType"
+	tombstoneOnEmpty    = "transforms.outbox.route.tombstone.on.empty.payload=true"
+)
 
 var debeziumCases = []debeziumCase{
-	// StringConverter: text as its UTF-8 bytes, every table but bytea's
-	// (StringConverter writes a byte array's Java toString()) and the
-	// bool key's.
-	{name: "string", files: []string{"string"}, tables: []string{"ob_varchar_jsonb", "ob_text_text",
-		"ob_varchar_json", "ob_int2_jsonb", "ob_int4_jsonb", "ob_int8_text", "ob_uuid_jsonb"}},
-	// StringConverter writes a Boolean as true or false; the relay sends
-	// the column's text as pgoutput has it, t or f.
-	{name: "string-bool-key", files: []string{"string"}, tables: []string{"ob_bool_jsonb"},
-		pending: "a bool key: the relay sends pgoutput's t and f, StringConverter writes true and false"},
-	// A bytea payload with the relay's default: its bytes, as
-	// ByteArrayConverter writes them; the key by StringConverter.
-	{name: "string-bytea", files: []string{"string"}, tables: []string{"ob_uuid_bytea"},
+	// StringConverter: text as its UTF-8 bytes, a boolean true or false;
+	// every table but bytea's (StringConverter writes a byte array's Java
+	// toString()).
+	{name: "string", files: []string{"string"}, keyConverter: "string", valueConverter: "string",
+		tables: []string{"ob_varchar_jsonb", "ob_text_text", "ob_varchar_json", "ob_int2_jsonb", "ob_int4_jsonb",
+			"ob_int8_text", "ob_uuid_jsonb", "ob_bool_jsonb"}},
+	// The relay's default, raw: the column's text, and a bytea payload's
+	// bytes as ByteArrayConverter writes them; the key by StringConverter
+	// (a uuid's text).
+	{name: "raw-bytea", files: []string{"string"}, tables: []string{"ob_uuid_bytea"},
 		harness: []string{"value.converter=org.apache.kafka.connect.converters.ByteArrayConverter"}},
-	{name: "json-schemas-off", files: []string{"json-schemas-off"}, keyConverter: "json", valueConverter: "json",
-		pending: noConverters},
-	{name: "json-schemas-on", files: []string{"json-schemas-on"}, keyConverter: "json-with-schema",
-		valueConverter: "json-with-schema", pending: noConverters},
+	{name: "json-schemas-off", files: []string{"json-schemas-off"}, keyConverter: "json", valueConverter: "json"},
+	{name: "json-schemas-on", files: []string{"json-schemas-on"}, keyConverter: "json-with-schema", valueConverter: "json-with-schema"},
 	// A common worker setup: StringConverter keys, JSON values without
-	// schemas (the bool key left out, as in the string case).
+	// schemas.
 	{name: "string-key-json-value", files: []string{"string"}, keyConverter: "string", valueConverter: "json",
 		harness: []string{"value.converter=org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable=false"},
 		tables: []string{"ob_varchar_jsonb", "ob_text_text", "ob_varchar_json", "ob_uuid_bytea",
-			"ob_int2_jsonb", "ob_int4_jsonb", "ob_int8_text", "ob_uuid_jsonb"},
-		pending: noConverters},
+			"ob_int2_jsonb", "ob_int4_jsonb", "ob_int8_text", "ob_uuid_jsonb", "ob_bool_jsonb"}},
+	// The type in the envelope beside the payload, and NULL or blank
+	// payloads as tombstones.
+	{name: "json-envelope-tombstones", files: []string{"json-schemas-off"}, keyConverter: "json", valueConverter: "json",
+		harness: []string{placeTypeInEnvelope, tombstoneOnEmpty},
+		relay:   []string{"envelope: {eventType: type}", "tombstone_on_empty_payload: true"}},
 }
 
 // TestDebeziumOutboxRouterBytes proves that a consumer of Debezium's outbox
@@ -182,10 +186,6 @@ func TestDebeziumOutboxRouterBytes(t *testing.T) {
 	// One case after the other: each mostly waits on its JVM's start.
 	for _, c := range debeziumCases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.pending != "" {
-				// TODO(formats): remove once key_converter lands
-				t.Skip(c.pending)
-			}
 			runDebeziumCase(t, c)
 		})
 	}
@@ -235,6 +235,9 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 		}
 		if c.valueConverter != "" {
 			fmt.Fprintf(&yaml, "    value_converter: %s\n", c.valueConverter)
+		}
+		for _, line := range c.relay {
+			fmt.Fprintf(&yaml, "    %s\n", line)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "relay.yaml")
