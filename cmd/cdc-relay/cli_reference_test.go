@@ -19,10 +19,11 @@ const cliReferencePath = "docs/reference/cli.md"
 // cliReferenceRegen is the command that rewrites it.
 const cliReferenceRegen = "go test ./cmd/cdc-relay/ -run TestCLIReference -update"
 
-// cliEntry is a command, or one of failed's subcommands, as its --help
-// shows it: the usage before the flags, and the flags by section.
+// cliEntry is a command, or a subcommand of failed or config, as its
+// --help shows it: the usage before the flags, and the flags by section.
 type cliEntry struct {
-	// name is the command as typed after cdc-relay: "run", "failed list".
+	// name is the command as typed after cdc-relay: "run", "failed list",
+	// "config from-debezium".
 	name string
 	// head is its usage, before the flags.
 	head string
@@ -36,8 +37,8 @@ type cliEntry struct {
 	// and sections must write byte for byte.
 	usage func(io.Writer)
 	// operands is what the command takes besides flags: none, a
-	// subcommand (failed), or words of its own (failed's ids, completion's
-	// shell, help's command).
+	// subcommand (failed, config), or words of its own (failed's ids,
+	// from-debezium's file, completion's shell, help's command).
 	operands operandKind
 }
 
@@ -46,14 +47,14 @@ type operandKind int
 
 const (
 	noOperands   operandKind = iota // run, migrate, …: an argument is a usage error
-	subcommand                      // failed: a subcommand, then its flags
-	anyOperands                     // failed's ids
+	subcommand                      // failed, config: a subcommand, then its flags
+	anyOperands                     // failed's ids, from-debezium's file
 	shellOperand                    // completion: bash, zsh or fish
 	helpOperand                     // help: a command
 )
 
-// cliEntries are every command of commandNames, in their order, each of
-// failed's subcommands after failed. A command missing from the switch
+// cliEntries are every command of commandNames, in their order, the
+// subcommands of failed and config each after its command. A command missing from the switch
 // fails the test, naming it: add its case, with its usage head and
 // sections as its Usage passes them to printUsage.
 func cliEntries(t testing.TB) []cliEntry {
@@ -118,6 +119,18 @@ func cliEntries(t testing.TB) []cliEntry {
 				}
 				out = append(out, cliEntry{name: "failed " + sub, head: failedTable[sub].head, accepted: fs, listed: fs,
 					sections: failedSections(sub), usage: c.Usage, operands: kind})
+			}
+			continue
+		case *ConfigCommand:
+			e.head = configCommandUsage
+			e.accepted, e.listed = none(name), none(name)
+			e.operands = subcommand
+			out = append(out, e)
+			for _, sub := range configSubcommands {
+				c := &ConfigCommand{sub: sub}
+				fs := c.flags(sub)
+				out = append(out, cliEntry{name: "config " + sub, head: configTable[sub].head, accepted: fs, listed: fs,
+					sections: configTable[sub].sections, usage: c.Usage, operands: anyOperands})
 			}
 			continue
 		default:
@@ -218,7 +231,7 @@ func cliReference(t testing.TB) string {
 
 	for _, e := range entries {
 		level := "##"
-		if strings.HasPrefix(e.name, "failed ") {
+		if strings.Contains(e.name, " ") { // a subcommand: failed list, config from-debezium
 			level = "###"
 		}
 		fmt.Fprintf(&b, "\n%s cdc-relay %s\n\n", level, e.name)

@@ -12,8 +12,8 @@ import (
 )
 
 // CompletionCommand is `cdc-relay completion bash|zsh|fish`: print a
-// script that completes the commands, failed's subcommands and each one's
-// flags in that shell, read from this binary's own flag sets, so that it
+// script that completes the commands, the subcommands of failed and config
+// and each one's flags in that shell, read from this binary's own flag sets, so that it
 // always says what this version takes.
 type CompletionCommand struct {
 	stdout io.Writer
@@ -22,8 +22,8 @@ type CompletionCommand struct {
 const completionUsage = `Usage: cdc-relay completion bash|zsh|fish
 
 Prints a script that completes cdc-relay's commands, the subcommands of
-failed, and each one's flags, in that shell; a flag's value completes as a
-file name. Load it in your shell's start-up file:
+failed and config, and each one's flags, in that shell; a flag's value
+completes as a file name. Load it in your shell's start-up file:
 
   bash:  source <(cdc-relay completion bash)
          (or save it as /etc/bash_completion.d/cdc-relay)
@@ -68,12 +68,22 @@ func (c *CompletionCommand) Run(ctx context.Context, args []string) error {
 }
 
 // completionTree is what the scripts complete: the commands (with their
-// one-line summary), each command's flags, and failed's subcommands'.
+// one-line summary), each command's flags, and the subcommands' of failed
+// and config.
 type completionTree struct {
 	commands  []string
 	summaries map[string]string
-	flags     map[string][]completionFlag // by command, or "failed SUB"
+	flags     map[string][]completionFlag // by command, or "failed SUB", "config SUB"
 }
+
+// commandGroup is a command that has subcommands, and its subcommands.
+type commandGroup struct {
+	name string
+	subs []string
+}
+
+// commandGroups are the commands that have subcommands.
+var commandGroups = []commandGroup{{"failed", failedSubcommands}, {"config", configSubcommands}}
 
 // completionFlag is a flag, the first clause of its usage, and whether it
 // is boolean (it takes no value).
@@ -92,6 +102,10 @@ func newCompletionTree() completionTree {
 		case *FailedCommand:
 			for _, sub := range failedSubcommands {
 				t.flags["failed "+sub] = flagsOf(cmd.flags(sub))
+			}
+		case *ConfigCommand:
+			for _, sub := range configSubcommands {
+				t.flags["config "+sub] = flagsOf(cmd.flags(sub))
 			}
 		case interface{ flags() *flag.FlagSet }:
 			t.flags[name] = flagsOf(cmd.flags())
@@ -140,7 +154,7 @@ func commandSummaries() map[string]string {
 }
 
 // flagWords are the flags of cmd ("failed SUB" for a subcommand of
-// failed) as words, --name each.
+// failed, "config SUB" of config) as words, --name each.
 func (t completionTree) flagWords(cmd string) string {
 	var words []string
 	for _, f := range t.flags[cmd] {
@@ -150,8 +164,9 @@ func (t completionTree) flagWords(cmd string) string {
 }
 
 // writeBash writes the bash script: a function completing the command
-// (word 1), failed's subcommand (word 2), and after that a word starting
-// with - as a flag of the command; anything else as a file name.
+// (word 1), the subcommand of failed or config (word 2), and after that a
+// word starting with - as a flag of the command; anything else as a file
+// name.
 func (t completionTree) writeBash(w io.Writer) {
 	fmt.Fprintf(w, `# bash completion for cdc-relay: `+"`cdc-relay completion bash`"+`
 _cdc_relay() {
@@ -168,17 +183,20 @@ _cdc_relay() {
     completion)
         [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W %[2]q -- "$cur"))
         return ;;
-    failed)
+`, strings.Join(t.commands, " "), strings.Join(completionShells, " "))
+	for _, g := range commandGroups {
+		fmt.Fprintf(w, `    %s)
         if [ "$COMP_CWORD" -eq 2 ]; then
-            COMPREPLY=($(compgen -W %[3]q -- "$cur"))
+            COMPREPLY=($(compgen -W %q -- "$cur"))
             return
         fi
         case "${COMP_WORDS[2]}" in
-`, strings.Join(t.commands, " "), strings.Join(completionShells, " "), strings.Join(failedSubcommands, " "))
-	for _, sub := range failedSubcommands {
-		fmt.Fprintf(w, "        %s) flags=%q ;;\n", sub, t.flagWords("failed "+sub))
+`, g.name, strings.Join(g.subs, " "))
+		for _, sub := range g.subs {
+			fmt.Fprintf(w, "        %s) flags=%q ;;\n", sub, t.flagWords(g.name+" "+sub))
+		}
+		fmt.Fprintln(w, "        esac ;;")
 	}
-	fmt.Fprintln(w, "        esac ;;")
 	for _, name := range t.commands {
 		if _, ok := t.flags[name]; ok {
 			fmt.Fprintf(w, "    %s) flags=%q ;;\n", name, t.flagWords(name))
@@ -194,8 +212,8 @@ complete -o default -F _cdc_relay cdc-relay
 }
 
 // writeFish writes the fish script: the commands with their summaries,
-// failed's subcommands, and each one's flags with the first clause of
-// their usage.
+// the subcommands of failed and config, and each one's flags with the
+// first clause of their usage.
 func (t completionTree) writeFish(w io.Writer) {
 	fmt.Fprintln(w, "# fish completion for cdc-relay: `cdc-relay completion fish`")
 	fmt.Fprintln(w, "complete -c cdc-relay -f")
@@ -204,17 +222,21 @@ func (t completionTree) writeFish(w io.Writer) {
 	}
 	fmt.Fprintf(w, "complete -c cdc-relay -n '__fish_seen_subcommand_from help' -a %s\n", fishQuote(strings.Join(t.commands, " ")))
 	fmt.Fprintf(w, "complete -c cdc-relay -n '__fish_seen_subcommand_from completion' -a %s\n", fishQuote(strings.Join(completionShells, " ")))
-	subs := strings.Join(failedSubcommands, " ")
-	fmt.Fprintf(w, "complete -c cdc-relay -n '__fish_seen_subcommand_from failed; and not __fish_seen_subcommand_from %s' -a %s\n", subs, fishQuote(subs))
+	for _, g := range commandGroups {
+		subs := strings.Join(g.subs, " ")
+		fmt.Fprintf(w, "complete -c cdc-relay -n '__fish_seen_subcommand_from %s; and not __fish_seen_subcommand_from %s' -a %s\n", g.name, subs, fishQuote(subs))
+	}
 	for _, name := range t.commands {
 		for _, f := range t.flags[name] {
 			fmt.Fprintf(w, "complete -c cdc-relay -n '__fish_seen_subcommand_from %s' -l %s%s -d %s\n", name, f.name, f.fishValue(), fishQuote(f.summary))
 		}
 	}
-	for _, sub := range failedSubcommands {
-		for _, f := range t.flags["failed "+sub] {
-			fmt.Fprintf(w, "complete -c cdc-relay -n '__fish_seen_subcommand_from failed; and __fish_seen_subcommand_from %s' -l %s%s -d %s\n",
-				sub, f.name, f.fishValue(), fishQuote(f.summary))
+	for _, g := range commandGroups {
+		for _, sub := range g.subs {
+			for _, f := range t.flags[g.name+" "+sub] {
+				fmt.Fprintf(w, "complete -c cdc-relay -n '__fish_seen_subcommand_from %s; and __fish_seen_subcommand_from %s' -l %s%s -d %s\n",
+					g.name, sub, f.name, f.fishValue(), fishQuote(f.summary))
+			}
 		}
 	}
 }

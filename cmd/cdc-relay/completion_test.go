@@ -38,13 +38,15 @@ func TestBashCompletion(t *testing.T) {
 		want string // COMPREPLY, space-separated
 	}{
 		{"cdc-relay fa", "failed"},
-		{"cdc-relay c", "check-config completion"},
+		{"cdc-relay c", "check-config config completion"},
 		{"cdc-relay run --kafka-br", "--kafka-brokers"},
 		{"cdc-relay run --ordering", "--ordering"},
 		{"cdc-relay failed li", "list"},
 		{"cdc-relay failed list --sta", "--state --status --status-table"},
 		{"cdc-relay failed purge --d", "--dead"},
 		{"cdc-relay completion z", "zsh"},
+		{"cdc-relay config fr", "from-debezium"},
+		{"cdc-relay config from-debezium --s", "--slot"},
 		{"cdc-relay help ru", "run"},
 		{"cdc-relay demo --nope", ""},
 	} {
@@ -83,6 +85,7 @@ func TestCompletionScripts(t *testing.T) {
 		"complete -c cdc-relay -n '__fish_seen_subcommand_from run' -l kafka-brokers -r -F -d ",
 		"complete -c cdc-relay -n '__fish_seen_subcommand_from run' -l kafka-create-topics -d ", // boolean: no value
 		"complete -c cdc-relay -n '__fish_seen_subcommand_from failed; and __fish_seen_subcommand_from list' -l state -r -F -d ",
+		"complete -c cdc-relay -n '__fish_seen_subcommand_from config; and __fish_seen_subcommand_from from-debezium' -l slot -r -F -d ",
 		`-a help -d 'print this help, or a command\'s: cdc-relay help run'`,
 	} {
 		if !strings.Contains(fish, want) {

@@ -19,11 +19,11 @@ import (
 // The command lines of the Markdown docs: TestDocCommandLines reads every
 // *.md file of the repository and checks each cdc-relay command line of
 // its shell code blocks against the commands' flag sets (cliEntries),
-// running nothing: the command exists (and failed's subcommand), each
-// flag is one of the command's, a flag that takes a value has one, a
-// true/false flag takes none after a space, a command that takes no
-// arguments gets none, and a CDC_RELAY_ variable set before the command
-// is one that the command reads.
+// running nothing: the command exists (and the subcommand of failed or
+// config), each flag is one of the command's, a flag that takes a value
+// has one, a true/false flag takes none after a space, a command that
+// takes no arguments gets none, and a CDC_RELAY_ variable set before the
+// command is one that the command reads.
 //
 // A code block is a shell's when its fence names no language, or sh,
 // bash, shell, console, zsh or fish (the languages of docShellLanguages);
@@ -436,6 +436,26 @@ func checkInvocation(entries []cliEntry, env, args []string) error {
 			return fmt.Errorf("cdc-relay failed: %w", err)
 		}
 		name, rest = "failed "+sub, rest[1:]
+	case name == "config":
+		if len(rest) == 0 {
+			return errors.New("cdc-relay config needs a subcommand: " + strings.Join(configSubcommands, ", "))
+		}
+		sub := rest[0]
+		switch {
+		case sub == "-h" || sub == "-help" || sub == "--help":
+			return nil
+		case sub == "help":
+			if len(rest) > 1 && !isPlaceholder(rest[1]) {
+				return checkConfigSubcommand(rest[1])
+			}
+			return nil
+		case isPlaceholder(sub):
+			return fmt.Errorf("config's subcommand is a placeholder, %s: this check cannot tell which subcommand's flags to check; show a subcommand", sub)
+		}
+		if err := checkConfigSubcommand(sub); err != nil {
+			return fmt.Errorf("cdc-relay config: %w", err)
+		}
+		name, rest = "config "+sub, rest[1:]
 	}
 	e, ok := cliEntryByName(entries, name)
 	if cmd, isMessage := strings.CutSuffix(name, ":"); !ok && isMessage && slices.Contains(commandNames, cmd) {
@@ -493,7 +513,7 @@ type flagMatch struct {
 	commandLineOnly bool
 }
 
-// checkArgs checks the words after the command (or failed's subcommand)
+// checkArgs checks the words after the command (or its subcommand)
 // against e's flags and operands, as parseFlags and splitArgs read them.
 func checkArgs(e cliEntry, args []string) error {
 	var operands []string
@@ -608,6 +628,8 @@ func TestCheckCommandLine(t *testing.T) {
 		{line: `cdc-relay failed retry 14 --topic outbox.event.order`},
 		{line: `cdc-relay failed purge --dead --older-than 30d`},
 		{line: `cdc-relay failed help retry`},
+		{line: `cdc-relay config from-debezium --slot outbox_relay connector.json > relay.yaml`},
+		{line: `cdc-relay config help from-debezium`},
 		{line: `cdc-relay completion <shell>`},
 		{line: `cdc-relay recover --delivery exactly-once --dry-run`}, // one of run's, accepted
 		{line: `echo cdc-relay run --nope`},                           // not cdc-relay's command
@@ -624,6 +646,10 @@ func TestCheckCommandLine(t *testing.T) {
 		{line: `cdc-relay failed`, err: "needs a subcommand"},
 		{line: `cdc-relay failed lst`, err: `unknown subcommand "lst" (did you mean list?)`},
 		{line: `cdc-relay failed list --all`, err: "--all is not a flag of cdc-relay failed list"},
+		{line: `cdc-relay config`, err: "needs a subcommand"},
+		{line: `cdc-relay config from-debezum x.json`, err: `unknown subcommand "from-debezum" (did you mean from-debezium?)`},
+		{line: `cdc-relay config from-debezium --slott s x.json`, err: "--slott is not a flag of cdc-relay config from-debezium (did you mean --slot?)"},
+		{line: `CDC_RELAY_SLOT=s cdc-relay config from-debezium x.json`, err: "read from the command line only"},
 		{line: `cdc-relay completion tcsh`, err: "wants one shell"},
 		{line: `cdc-relay help runn`, err: `unknown command "runn"`},
 		{line: `CDC_RELAY_SLOTT=a cdc-relay run`, err: "CDC_RELAY_SLOTT is read by no flag of cdc-relay run (did you mean CDC_RELAY_SLOT?)"},

@@ -47,7 +47,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "backfill", "check-config", "demo", "version", "completion", "help"}
+var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "backfill", "check-config", "config", "demo", "version", "completion", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -68,6 +68,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &BackfillCommand{stdout: stdout, stderr: stderr}
 	case "check-config":
 		return &CheckConfigCommand{stdout: stdout, stderr: stderr}
+	case "config":
+		return &ConfigCommand{stdout: stdout, stderr: stderr, stdin: os.Stdin}
 	case "demo":
 		return &DemoCommand{stdout: stdout, stderr: stderr}
 	case "version":
@@ -230,6 +232,7 @@ Commands:
   recover   publish again the outbox rows of WAL the relay never read (a dropped or re-created slot)
   backfill  publish the rows of one outbox table an SQL predicate selects (a range again, events before the slot)
   check-config  check a config file against the database; print a sample record of each table
+  config    make a config file: from a Debezium outbox connector's (from-debezium)
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker
   version   print the version (also --version)
   completion  print a shell completion script: bash, zsh or fish

@@ -246,6 +246,12 @@ func TestMainExitCodes(t *testing.T) {
 			stderr: []string{fromFile}, absent: []string{"cret"}},
 		{name: "failed reads the URL file", args: []string{"failed", "show", "1", "--postgres-url-file", urlFile}, code: 1,
 			stderr: []string{fromFile}, absent: []string{"cret"}},
+		{name: "config without a subcommand", args: []string{"config"}, code: 2, stderr: []string{"want a subcommand: from-debezium", "Run 'cdc-relay config -h'"}},
+		{name: "config -h", args: []string{"config", "-h"}, code: 0, stdout: []string{"Usage: cdc-relay config <subcommand>", "from-debezium FILE"}},
+		{name: "help config", args: []string{"help", "config"}, code: 0, stdout: []string{"Usage: cdc-relay config <subcommand>"}},
+		{name: "config help from-debezium", args: []string{"config", "help", "from-debezium"}, code: 0, stdout: []string{"Usage: cdc-relay config from-debezium", "--slot name"}},
+		{name: "config from-debezium without a file", args: []string{"config", "from-debezium"}, code: 2, stderr: []string{"from-debezium: want one FILE"}},
+		{name: "config with a flag first", args: []string{"config", "--slot", "s"}, code: 2, stderr: []string{"flags go after it"}},
 		{name: "failed with an unparsable connection string", args: []string{"failed", "list", "--postgres-url", `host=127.0.0.1 password ='s3\' cret' port=x`}, code: 1,
 			stderr: []string{"cannot parse `host=127.0.0.1 password =xxxxx port=x`"}, absent: []string{"cret"}},
 	}

@@ -26,8 +26,8 @@ const testEnvPrefix = envPrefix + "TEST_"
 // throwaway cluster's binaries come from, and where they are cached).
 var otherEnv = []string{kafkaSASLPasswordEnv, pgtemp.VersionEnv, pgtemp.CacheEnv}
 
-// allFlagSets are the flag sets of every command, and of each of failed's
-// subcommands: a variable any of them reads is known to every command,
+// allFlagSets are the flag sets of every command, and of each subcommand
+// of failed and config: a variable any of them reads is known to every command,
 // so one environment can serve run, migrate and failed alike.
 func allFlagSets() []*flag.FlagSet {
 	sets := []*flag.FlagSet{
@@ -37,6 +37,9 @@ func allFlagSets() []*flag.FlagSet {
 	}
 	for _, sub := range failedSubcommands {
 		sets = append(sets, (&FailedCommand{}).flags(sub))
+	}
+	for _, sub := range configSubcommands {
+		sets = append(sets, (&ConfigCommand{}).flags(sub))
 	}
 	return sets
 }
