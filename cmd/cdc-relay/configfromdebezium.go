@@ -848,11 +848,10 @@ func (d *fromDebezium) placements() {
 	}
 	if n := len(partition); n > 0 {
 		f := partition[n-1]
-		d.table = append(d.table, yamlLine{"partition_column: " + yamlScalar(f.column), routerFieldsAdditional + "=" + f.entry})
-		if n > 1 {
-			d.add(cannotHonour, d.shown(d.routerPrefix+routerFieldsAdditional),
-				fmt.Sprintf("%d fields are placed as the partition: the router uses the last, %s, as partition_column: does", n, f.column))
-		}
+		d.table = append(d.table, yamlLine{"", routerFieldsAdditional + "=" + f.entry + " cannot be honoured: see standard error"})
+		d.add(cannotHonour, d.shown(d.routerPrefix+routerFieldsAdditional), fmt.Sprintf(
+			"%s placed as the partition: the relay places a record by its key's hash, and has no partition column yet; "+
+				"keep the connector for a table whose consumers rely on that partition", f.column))
 	}
 }
 
@@ -1008,7 +1007,7 @@ func converterOf(class string) converter {
 	case isClass(class, stringConverterClass):
 		return converter{relay: "string", string: true}
 	case isClass(class, byteArrayConverterClass):
-		return converter{relay: "string"}
+		return converter{relay: "raw"}
 	case isClass(class, jsonConverterClass):
 		return converter{relay: "json", json: true}
 	}
@@ -1050,11 +1049,12 @@ func (d *fromDebezium) converter(side string) {
 			what = append(what, d.shown(s))
 		}
 		why := fmt.Sprintf("the Kafka Connect worker's %s decides, with its own settings (Kafka Connect reads a connector's %s.* only beside its %s): "+
-			"the relay writes StringConverter's bytes (%s: string, its default); for the worker's JsonConverter set %s: json "+
+			"the relay writes the column's text (%s: raw, its default: StringConverter's bytes but for a boolean, t or f); for the worker's JsonConverter set %s: json "+
 			"(%s.schemas.enable=false) or json-with-schema (true, JsonConverter's default) in each table of relay.yaml, "+
 			"or add the worker's %s and %s.schemas.enable to the connector's JSON and run this again", prop, prop, prop, relayKey, relayKey, prop, prop, prop)
 		d.add(toCheck, strings.Join(what, ", "), why)
-		d.table = append(d.table, yamlLine{"", fmt.Sprintf("%s unset: the worker's decides; StringConverter's bytes assumed (%s: string): see standard error", prop, relayKey)})
+		d.table = append(d.table, yamlLine{"", fmt.Sprintf("%s unset: the worker's decides; the column's text assumed (%s: raw, the relay's default): see standard error", prop, relayKey)})
+		d.envelopeNeedsJSON(side, "")
 		return
 	}
 	conv := converterOf(class)
@@ -1071,6 +1071,7 @@ func (d *fromDebezium) converter(side string) {
 		d.table = append(d.table, yamlLine{"", prop + "=" + class + " cannot be honoured: see standard error"})
 		return
 	}
+	defer func() { d.envelopeNeedsJSON(side, conv.relay) }()
 	comment := []string{prop + "=" + class}
 	schemas := true // JsonConverter's default
 	for _, s := range settings {
@@ -1115,11 +1116,29 @@ func (d *fromDebezium) converter(side string) {
 			comment = append(comment, prop+".schemas.enable unset: true, JsonConverter's default")
 		}
 	}
-	if conv.relay == "string" {
-		d.table = append(d.table, yamlLine{"", relayKey + ": string, the relay's default: " + strings.Join(comment, ", ")})
+	if conv.relay == "raw" {
+		d.table = append(d.table, yamlLine{"", relayKey + ": raw, the relay's default (the column's bytes): " + strings.Join(comment, ", ")})
 		return
 	}
 	d.table = append(d.table, yamlLine{relayKey + ": " + conv.relay, strings.Join(comment, ", ")})
+}
+
+// envelopeNeedsJSON lists the envelope as not honoured when side is the
+// value and its converter (relay, "" unset) is not json: the relay writes
+// the router's envelope with JsonConverter without schemas only.
+func (d *fromDebezium) envelopeNeedsJSON(side, relay string) {
+	if side != "value" || !d.envelope || relay == "json" {
+		return
+	}
+	for i, l := range d.table {
+		if strings.HasPrefix(l.code, "envelope: ") {
+			d.table[i] = yamlLine{"", l.code + " cannot be honoured: see standard error (" + l.comment + ")"}
+		}
+	}
+	d.add(cannotHonour, d.shown(d.routerPrefix+routerFieldsAdditional), fmt.Sprintf(
+		"fields placed in the envelope: the relay writes the envelope with value_converter: json only (value converter %s); "+
+			"with schemas the router names the envelope's schema after the first routed value it saw, and StringConverter writes Java's text of the struct",
+		cmpOr(relay, "unset")))
 }
 
 // headerConverter lists header.converter: the relay writes header values
