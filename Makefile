@@ -62,8 +62,9 @@ KFAKE_TESTS = ^(TestConfirmNeverPassesUnackedEvent|TestDashboardSeesFaults|TestR
 #   the unit tests with -race on 15 (make unit), those of PG_PKGS on 18 (make unit-pg PG=18).
 # make axes then fails naming any top-level test that passed on none.
 # make test, a developer's loop, runs the whole e2e suite on kfake (no Java);
-# there TestDebeziumOutboxRouterBytes, which runs Debezium in a JVM, skips:
-# it runs with the suite on Apache Kafka, and alone in make test-debezium.
+# there TestDebeziumOutboxRouterBytes and TestDebeziumSlotTakeover, which run
+# Debezium in a JVM, skip: they run with the suite on Apache Kafka, and alone
+# in make test-debezium.
 # How many e2e tests run at once: those that mostly wait (parallel in
 # e2e/harness_test.go) run side by side after the others, which run alone.
 E2E_PARALLEL ?= 4
@@ -147,10 +148,10 @@ test: deps lint k8s unit fuzz e2e
 test-kafka: deps deps-kafka
 	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 30m ./e2e/ ./internal/kafkatest/
 
-## test-debezium: the e2e test that runs Debezium's outbox event router (scripts/debezium-harness: Java 17 + Maven, built once into ~/.cache/cdc-relay) and the relay on the same rows, and wants the same bytes from both, on kfake
+## test-debezium: the e2e tests that run Debezium's outbox event router (scripts/debezium-harness: Java 17 + Maven, built once into ~/.cache/cdc-relay): the relay on the same rows wants the same bytes, and takes over the connector's slot under load, on kfake
 test-debezium: deps-pg
 	@./scripts/deps.sh postgres gcc kafka
-	CDC_RELAY_TEST_DEBEZIUM=1 CGO_ENABLED=1 $(GOTEST) -count=1 -timeout 20m -run '^TestDebeziumOutboxRouterBytes$$' ./e2e/
+	CDC_RELAY_TEST_DEBEZIUM=1 CGO_ENABLED=1 $(GOTEST) -count=1 -timeout 20m -run '^(TestDebeziumOutboxRouterBytes|TestDebeziumSlotTakeover)$$' ./e2e/
 
 ## test-pg: with PG=<major> (13 to 18): unit-pg, then e2e-pg
 test-pg: unit-pg e2e-pg

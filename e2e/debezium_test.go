@@ -166,6 +166,22 @@ var debeziumCases = []debeziumCase{
 // test-debezium), and skips elsewhere.
 func TestDebeziumOutboxRouterBytes(t *testing.T) {
 	parallel(t)
+	requireDebeziumHarness(t)
+
+	// One case after the other: each mostly waits on its JVM's start.
+	for _, c := range debeziumCases {
+		t.Run(c.name, func(t *testing.T) {
+			runDebeziumCase(t, c)
+		})
+	}
+}
+
+// requireDebeziumHarness skips the test unless it runs on Apache Kafka's
+// axis (CDC_RELAY_TEST_KAFKA=apache) or with CDC_RELAY_TEST_DEBEZIUM=1,
+// and builds the harness (once, into its cache): it runs Debezium in a
+// JVM, and needs Java 17 and Maven.
+func requireDebeziumHarness(t *testing.T) {
+	t.Helper()
 	if brokerKind() != "apache" && harnessEnv["CDC_RELAY_TEST_DEBEZIUM"] != "1" {
 		t.Skip("runs Debezium in a JVM: make test-debezium, or the Apache Kafka axis (CDC_RELAY_TEST_KAFKA=apache)")
 	}
@@ -182,13 +198,6 @@ func TestDebeziumOutboxRouterBytes(t *testing.T) {
 		t.Fatalf("%s --build-only: %v\n%s", debeziumHarness, err, out)
 	}
 	t.Logf("the Debezium harness was ready in %s (built once into its cache)", time.Since(began).Round(100*time.Millisecond))
-
-	// One case after the other: each mostly waits on its JVM's start.
-	for _, c := range debeziumCases {
-		t.Run(c.name, func(t *testing.T) {
-			runDebeziumCase(t, c)
-		})
-	}
 }
 
 // runDebeziumCase runs one case in a database of its own: the tables in
@@ -297,19 +306,7 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 			t.Errorf("%s: Debezium produced a record, the relay none (parked? its log follows)", what)
 			continue
 		}
-		var diffs []string
-		if d.Topic != r.Topic {
-			diffs = append(diffs, fmt.Sprintf("topic: debezium %q, relay %q", d.Topic, r.Topic))
-		}
-		if !sameBytes(d.Key, r.Key) {
-			diffs = append(diffs, fmt.Sprintf("key: debezium %s, relay %s", quoteBytes(d.Key), quoteBytes(r.Key)))
-		}
-		if !sameBytes(d.Value, r.Value) {
-			diffs = append(diffs, fmt.Sprintf("value: debezium %s, relay %s", quoteBytes(d.Value), quoteBytes(r.Value)))
-		}
-		if dh, rh := showHeaders(d.Headers), showHeaders(relayHeaders(r)); dh != rh {
-			diffs = append(diffs, fmt.Sprintf("headers: debezium %s, relay %s", dh, rh))
-		}
+		diffs := recordDiffs(d, r)
 		if d.Partition != nil {
 			diffs = append(diffs, fmt.Sprintf("partition: debezium's record names partition %d, the relay's none", *d.Partition))
 		}
@@ -328,6 +325,26 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 			t.Errorf("%s:\n\t%s", what, strings.Join(diffs, "\n\t"))
 		}
 	}
+}
+
+// recordDiffs says how the relay's record r differs from Debezium's d in
+// its topic, key, value and headers (each byte); none when they are the
+// same.
+func recordDiffs(d dbzRecord, r *kgo.Record) []string {
+	var diffs []string
+	if d.Topic != r.Topic {
+		diffs = append(diffs, fmt.Sprintf("topic: debezium %q, relay %q", d.Topic, r.Topic))
+	}
+	if !sameBytes(d.Key, r.Key) {
+		diffs = append(diffs, fmt.Sprintf("key: debezium %s, relay %s", quoteBytes(d.Key), quoteBytes(r.Key)))
+	}
+	if !sameBytes(d.Value, r.Value) {
+		diffs = append(diffs, fmt.Sprintf("value: debezium %s, relay %s", quoteBytes(d.Value), quoteBytes(r.Value)))
+	}
+	if dh, rh := showHeaders(d.Headers), showHeaders(relayHeaders(r)); dh != rh {
+		diffs = append(diffs, fmt.Sprintf("headers: debezium %s, relay %s", dh, rh))
+	}
+	return diffs
 }
 
 func indexOfTable(name string) int {
@@ -359,27 +376,9 @@ type dbzHdr struct {
 // yields want records, and returns them by their id header.
 func runHarness(t *testing.T, e *env, c debeziumCase, slot string, include []string, topicPrefix string, want int) map[string]dbzRecord {
 	t.Helper()
-	cfg, err := pgconn.ParseConfig(e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples := filepath.Join(filepath.Dir(debeziumHarness), "examples")
-	args := []string{"--config", filepath.Join(examples, "base.properties")}
-	for _, f := range c.files {
-		args = append(args, "--config", filepath.Join(examples, f+".properties"))
-	}
-	args = append(args, "--max", fmt.Sprint(want), "--timeout", "120",
-		"database.hostname="+cfg.Host, fmt.Sprintf("database.port=%d", cfg.Port),
-		"database.user="+cfg.User, "database.password="+cfg.Password, "database.dbname="+cfg.Database,
+	args := harnessArgs(t, e, c.files, topicPrefix, "--max", fmt.Sprint(want), "--timeout", "120",
 		"slot.name="+slot, "publication.name="+debeziumPublication,
-		"table.include.list="+strings.Join(include, ","),
-		// Without the connector's __debezium.context.* headers: one of
-		// them is a UUID new each run, and the relay has no such header.
-		"extended.headers.enabled=false",
-		// The relay's topics: this test's own on a broker tests share.
-		"transforms.outbox.route.topic.replacement="+topicPrefix+"${routedByValue}",
-		// The type as a header, as the relay's headers: {eventType: type}.
-		"transforms.outbox.table.fields.additional.placement=type:header:eventType")
+		"table.include.list="+strings.Join(include, ","))
 	args = append(args, c.harness...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -387,8 +386,52 @@ func runHarness(t *testing.T, e *env, c debeziumCase, slot string, include []str
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
+	out, _ := parseHarnessRecords(t, stdout.Bytes())
+	if runErr != nil {
+		t.Fatalf("the harness: %v (%d of %d records)\nrun.sh %s\n%s", runErr, len(out), want,
+			strings.Join(args, " "), stderr.String())
+	}
+	return out
+}
+
+// harnessArgs are the harness's arguments for the test's database: the
+// example properties base.properties and files
+// (scripts/debezium-harness/examples/<file>.properties), then extra (a
+// key=value overrides the files), then the settings every comparison
+// with the relay needs: no __debezium.context.* headers, the topics under
+// topicPrefix, the type as a header.
+func harnessArgs(t *testing.T, e *env, files []string, topicPrefix string, extra ...string) []string {
+	t.Helper()
+	cfg, err := pgconn.ParseConfig(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := filepath.Join(filepath.Dir(debeziumHarness), "examples")
+	args := []string{"--config", filepath.Join(examples, "base.properties")}
+	for _, f := range files {
+		args = append(args, "--config", filepath.Join(examples, f+".properties"))
+	}
+	args = append(args, "database.hostname="+cfg.Host, fmt.Sprintf("database.port=%d", cfg.Port),
+		"database.user="+cfg.User, "database.password="+cfg.Password, "database.dbname="+cfg.Database)
+	args = append(args, extra...)
+	return append(args,
+		// Without the connector's __debezium.context.* headers: one of
+		// them is a UUID new each run, and the relay has no such header.
+		"extended.headers.enabled=false",
+		// The relay's topics: this test's own on a broker tests share.
+		"transforms.outbox.route.topic.replacement="+topicPrefix+"${routedByValue}",
+		// The type as a header, as the relay's headers: {eventType: type}.
+		"transforms.outbox.table.fields.additional.placement=type:header:eventType")
+}
+
+// parseHarnessRecords reads the harness's output: its records by their id
+// header, and the ids in the order it printed them. A row printed twice
+// fails the test.
+func parseHarnessRecords(t *testing.T, stdout []byte) (map[string]dbzRecord, []string) {
+	t.Helper()
 	out := map[string]dbzRecord{}
-	sc := bufio.NewScanner(&stdout)
+	var order []string
+	sc := bufio.NewScanner(bytes.NewReader(stdout))
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
 		var r dbzRecord
@@ -403,12 +446,9 @@ func runHarness(t *testing.T, e *env, c debeziumCase, slot string, include []str
 			t.Errorf("Debezium yielded the row %s twice", id)
 		}
 		out[id] = r
+		order = append(order, id)
 	}
-	if runErr != nil {
-		t.Fatalf("the harness: %v (%d of %d records)\nrun.sh %s\n%s", runErr, len(out), want,
-			strings.Join(args, " "), stderr.String())
-	}
-	return out
+	return out, order
 }
 
 func dbzHeader(r dbzRecord, key string) (string, bool) {

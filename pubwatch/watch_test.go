@@ -97,6 +97,11 @@ func pgVersion(t *testing.T, pg *pgtemp.Cluster) int {
 	return v
 }
 
+// outboxOfDefaultLayout is the outbox table migrate creates.
+const outboxOfDefaultLayout = `CREATE TABLE outbox (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), aggregate_type text NOT NULL,
+	aggregate_id text NOT NULL, event_type text NOT NULL, topic text, payload jsonb NOT NULL, headers jsonb,
+	created_at timestamptz NOT NULL DEFAULT now())`
+
 const partitionedOutbox = `CREATE TABLE outbox (id uuid NOT NULL DEFAULT gen_random_uuid(), aggregate_type text NOT NULL,
 	aggregate_id text NOT NULL, event_type text NOT NULL, topic text, payload jsonb NOT NULL, headers jsonb,
 	created_at timestamptz NOT NULL DEFAULT now()) PARTITION BY RANGE (created_at)`
@@ -128,6 +133,16 @@ func TestTableWatch(t *testing.T) {
 		{"removed and added back", nil, []string{"ALTER PUBLICATION cdc_relay DROP TABLE outbox", "ALTER PUBLICATION cdc_relay ADD TABLE outbox"},
 			"changed since the last check"},
 		{"another table added", nil, []string{"CREATE TABLE other (n int)", "ALTER PUBLICATION cdc_relay ADD TABLE other"}, ""},
+		// A connector's publication narrowed to the outbox table (Debezium's
+		// filtered mode publishes every table of its include list): the
+		// table's entry stays as it was.
+		{"narrowed to the table", nil, []string{"CREATE TABLE other (n int)", "ALTER PUBLICATION cdc_relay ADD TABLE other",
+			"ALTER PUBLICATION cdc_relay SET TABLE outbox"}, ""},
+		// Debezium's default publication, which the relay may take over
+		// with the connector's slot.
+		{"a publication FOR ALL TABLES", []string{outboxOfDefaultLayout, "CREATE PUBLICATION cdc_relay FOR ALL TABLES"},
+			[]string{"CREATE TABLE other (n int PRIMARY KEY)", "INSERT INTO other VALUES (1)", "UPDATE other SET n = 2",
+				"INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('a', 'k', 'e', '{}')"}, ""},
 		{"a row filter", nil, []string{"ALTER PUBLICATION cdc_relay SET TABLE outbox WHERE (event_type <> 'X')"},
 			"with a row filter, WHERE (event_type <> 'X'::text)"},
 		{"a row filter, then none", nil, []string{"ALTER PUBLICATION cdc_relay SET TABLE outbox WHERE (event_type <> 'X')", "ALTER PUBLICATION cdc_relay SET TABLE outbox"},

@@ -28,12 +28,21 @@ type Prepared struct {
 	// Adopted is the number of rows with a pending status that the new
 	// slot adopted (see adoptBacklog): the poller sends them.
 	Adopted int64
+	// InUse is true when the slot exists, the relay never read it (no
+	// checkpoint row) and another consumer streams it (Slot.ActivePID): a
+	// connector the relay is to take over, still running. Prepare records
+	// no checkpoint for it, since the consumer confirms positions past
+	// any recorded now: the first run starts from the slot's confirmed
+	// position once that consumer has stopped.
+	InUse bool
 }
 
 // Prepare creates cfg's replication slot when it does not exist, so
 // that the events committed from now on are kept for the relay's first
 // `run`, and records the slot's position as the relay's checkpoint when
-// the relay has none; a slot it creates starts a new stream (a new stream
+// the relay has none, unless another consumer streams the slot
+// (Prepared.InUse: the relay takes it over once it stopped); a slot it
+// creates starts a new stream (a new stream
 // id in the row, see recordStart). It never moves an existing checkpoint: a slot the
 // relay read before, and that was dropped, is not created again: it
 // returns a [*GapError], and `cdc-relay recover` repairs the gap. The
@@ -112,6 +121,10 @@ func prepareSlot(ctx context.Context, db DB, cfg Config, leading bool) (Prepared
 		return res, err
 	}
 	if haveStored {
+		return res, nil
+	}
+	if slot.Active && !res.Created {
+		res.InUse = true
 		return res, nil
 	}
 	return res, store.Init(ctx, cfg.Slot, slot.ConfirmedFlush)

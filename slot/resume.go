@@ -120,6 +120,13 @@ func checkFound(slot replication.Slot, cp checkpoint.Checkpoint, haveStored bool
 		// created (by migrate, say), and waits for open transactions.
 		return fmt.Errorf("replication slot %q is still being created (it waits for the transactions open when it began); trying again", cfg.Slot)
 	}
+	if !haveStored && slot.Active {
+		// Not a relay's: a relay saves the row before it streams. The
+		// connector the relay takes over from (Debezium's, say) still
+		// reads the slot, and confirms positions past any the relay could
+		// save now; its last is where the relay starts, once it stopped.
+		return &InUseError{Slot: slot}
+	}
 	if !haveStored && cfg.adoptsRows() {
 		// A slot the relay creates records its checkpoint row with the
 		// backlog it adopts: this one did not (a migrate creating it now,
@@ -130,6 +137,23 @@ func checkFound(slot replication.Slot, cp checkpoint.Checkpoint, haveStored bool
 			"without adopt: to start from the slot as it is, without adopting", cfg.Slot, cfg.Slot)
 	}
 	return nil
+}
+
+// InUseError says the relay cannot start on a slot that another consumer
+// streams and that the relay never read (it has no checkpoint row for it):
+// the slot of a connector the relay is to take over, still running. It is
+// not fatal: the relay tries again, and starts from the slot's confirmed
+// position once that consumer has stopped.
+type InUseError struct {
+	// Slot is the slot as found, Active, with its ActivePID and ActiveApp.
+	Slot replication.Slot
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("replication slot %q is streamed by another consumer (%s) and the relay never read it: "+
+		"the relay takes it over from its confirmed position once that consumer has stopped, and sends again what the consumer read after its last confirmation: "+
+		"stop the consumer (a Debezium connector: DELETE /connectors/NAME on Kafka Connect's REST API, which confirms its last position); trying again",
+		e.Slot.Name, e.Slot.Consumer())
 }
 
 // warnAdoptIgnored says, when a table of cfg has an adopt predicate, that

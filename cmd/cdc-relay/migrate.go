@@ -405,6 +405,11 @@ func (c *MigrateCommand) printSlot(res setup.Result, rc relay.Config) {
 		if c.adopt != "" {
 			fmt.Fprintln(c.stdout, c.nextRun())
 		}
+	case res.Slot.InUse:
+		fmt.Fprintf(c.stdout, "replication slot %q exists and another consumer streams it (%s), confirmed %s: left as it is, with no checkpoint; "+
+			"the relay's first run takes it over from its confirmed position once that consumer has stopped "+
+			"(a Debezium connector: DELETE /connectors/NAME), and waits for that meanwhile\n",
+			c.slot, res.Slot.Slot.Consumer(), res.Slot.Slot.ConfirmedFlush)
 	default:
 		fmt.Fprintf(c.stdout, "replication slot %q exists (confirmed %s, keeping %s of WAL)\n",
 			c.slot, res.Slot.Slot.ConfirmedFlush, res.Slot.Slot.Retained())

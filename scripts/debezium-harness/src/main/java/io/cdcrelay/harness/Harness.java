@@ -19,6 +19,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -50,8 +51,11 @@ import io.debezium.engine.ChangeEvent;
  *
  * <p>Usage: {@code Harness --config FILE [--config FILE ...] [--max N] [--timeout SECONDS] [key=value ...]}
  *
- * <p>Exit codes: 0 when N records were printed, 3 on timeout (the records
- * received so far are printed), 1 when the engine failed, 2 on bad arguments.
+ * <p>Exit codes: 0 when N records were printed, or when SIGTERM stopped it
+ * (the engine closed as Kafka Connect stops a task: the offsets of the
+ * records printed committed, their position confirmed on the slot), 3 on
+ * timeout (the records received so far are printed), 1 when the engine
+ * failed, 2 on bad arguments. Only printed records are marked processed.
  */
 public final class Harness {
 
@@ -161,24 +165,30 @@ public final class Harness {
 
         DebeziumEngine.ChangeConsumer<ChangeEvent<SourceRecord, SourceRecord>> consumer = (records, committer) -> {
             for (ChangeEvent<SourceRecord, SourceRecord> event : records) {
+                // A record is marked processed (its offset committed, its
+                // position confirmed on the slot) only once it is printed,
+                // as a worker commits only what Kafka acknowledged: what is
+                // not printed (past --max, or while stopping) is read again
+                // by the slot's next reader.
                 synchronized (printed) {
-                    if (printed[0] < limit) {
-                        String text;
-                        try {
-                            text = json.writeValueAsString(line(json, event.value(), keyConverter, valueConverter, headerConverter));
-                        }
-                        catch (IOException e) {
-                            throw new UncheckedIOException(e);
-                        }
-                        out.println(text);
-                        out.flush();
-                        printed[0]++;
-                        if (printed[0] >= limit) {
-                            enough.countDown();
-                        }
+                    if (printed[0] >= limit) {
+                        break;
                     }
+                    String text;
+                    try {
+                        text = json.writeValueAsString(line(json, event.value(), keyConverter, valueConverter, headerConverter));
+                    }
+                    catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                    out.println(text);
+                    out.flush();
+                    printed[0]++;
+                    if (printed[0] >= limit) {
+                        enough.countDown();
+                    }
+                    committer.markProcessed(event);
                 }
-                committer.markProcessed(event);
             }
             committer.markBatchFinished();
         };
@@ -197,6 +207,30 @@ public final class Harness {
                 })
                 .build();
 
+        // SIGTERM (or SIGINT) stops the engine as Kafka Connect stops a
+        // task (DELETE /connectors/NAME): the main thread below closes it,
+        // which commits the offsets of the records printed and confirms
+        // their position on the slot, and the JVM then exits 0 (1 if the
+        // engine had failed). The hook waits for that, at most 60 s.
+        AtomicBoolean terminated = new AtomicBoolean();
+        CountDownLatch closed = new CountDownLatch(1);
+        int[] exit = {1}; // until main has closed the engine and set it
+        Thread onSignal = new Thread(() -> {
+            terminated.set(true);
+            enough.countDown();
+            try {
+                if (!closed.await(60, TimeUnit.SECONDS)) {
+                    System.err.println("harness: the engine did not close within 60 s of the signal");
+                }
+            }
+            catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            out.flush();
+            Runtime.getRuntime().halt(exit[0]);
+        }, "harness-stop");
+        Runtime.getRuntime().addShutdownHook(onSignal);
+
         ExecutorService executor = Executors.newSingleThreadExecutor();
         executor.execute(dbz);
         boolean done = enough.await(timeoutSeconds, TimeUnit.SECONDS);
@@ -208,7 +242,7 @@ public final class Harness {
         try {
             dbz.close();
         }
-        catch (IOException e) {
+        catch (IOException | RuntimeException e) {
             System.err.println("harness: closing the engine: " + e);
         }
         stopped.await(30, TimeUnit.SECONDS);
@@ -220,6 +254,10 @@ public final class Harness {
             failure.get().printStackTrace(System.err);
             code = 1;
         }
+        else if (terminated.get()) {
+            System.err.println("harness: stopped on a signal with " + count + " records");
+            code = 0;
+        }
         else if (!done || count < limit) {
             System.err.println("harness: timed out after " + timeoutSeconds + " s with " + count + " of " + limit + " records");
             code = 3;
@@ -227,7 +265,14 @@ public final class Harness {
         else {
             code = 0;
         }
-        System.exit(code);
+        exit[0] = code;
+        closed.countDown();
+        // On a signal the JVM is shutting down already: the hook exits with
+        // the code. Otherwise System.exit runs the hook too, which finds
+        // the engine closed and exits with the same code.
+        if (!terminated.get()) {
+            System.exit(code);
+        }
     }
 
     /** One record as the worker would produce it, as a JSON object. */
