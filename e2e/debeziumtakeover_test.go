@@ -51,7 +51,7 @@ const dbzDefaultPublication = "dbz_publication"
 //
 // The duplicates, the slot's positions and the time the takeover took are
 // logged. Like TestDebeziumOutboxRouterBytes it needs Java 17 and Maven,
-// and runs on Apache Kafka's axis or with CDC_RELAY_TEST_DEBEZIUM=1.
+// and runs with CDC_RELAY_TEST_DEBEZIUM=1.
 func TestDebeziumSlotTakeover(t *testing.T) {
 	parallel(t)
 	requireDebeziumHarness(t)
