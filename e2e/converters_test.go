@@ -14,7 +14,8 @@ import (
 // poller after resume, carry the same bytes for the same row: the key as
 // JsonConverter with schemas writes a NOT NULL integer column (the
 // catalog's NOT NULL read by both paths), the value as the router's
-// envelope under JsonConverter without schemas.
+// envelope under JsonConverter without schemas, and the trace context of
+// the tracing column as the traceparent and tracestate headers.
 func TestConvertersOnTheSlowPath(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
@@ -29,7 +30,8 @@ func TestConvertersOnTheSlowPath(t *testing.T) {
 		aggregatetype varchar(255) NOT NULL,
 		aggregateid   int4         NOT NULL,
 		type          varchar(255) NOT NULL,
-		payload       jsonb)`)
+		payload       jsonb,
+		tracingspancontext text)`)
 	yaml := fmt.Sprintf(`publication: converters_slow_path
 tables:
   - table: public.outboxevent
@@ -40,6 +42,7 @@ tables:
     key_converter: json-with-schema
     value_converter: json
     envelope: {eventType: type}
+    tracing_span_context: tracingspancontext
 `, e.prefix+".{aggregatetype}")
 	path := filepath.Join(t.TempDir(), "relay.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
@@ -48,8 +51,12 @@ tables:
 	e.migrateConfig(path)
 	relay := e.startRelayArgs(relayBin, e.configArgs(path)...)
 
+	// The trace context as Debezium's outbox extensions write it: Java
+	// properties text.
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	context := "#Mon Nov 30 12:00:00 UTC 2026\ntraceparent=" + traceparent + "\ntracestate=congo=t61rcWkgMzE\n"
 	insert := func(id string, key int, typ, payload string) {
-		mustExec(t, e.conn, "INSERT INTO outboxevent VALUES ($1, 'orders', $2, $3, $4)", id, key, typ, payload)
+		mustExec(t, e.conn, "INSERT INTO outboxevent VALUES ($1, 'orders', $2, $3, $4, $5)", id, key, typ, payload, context)
 	}
 	const (
 		streamed = "00000000-0000-4000-8000-000000000001"
@@ -74,6 +81,9 @@ tables:
 		seen[id] = true
 		if string(r.Key) != wantKey || string(r.Value) != wantValue {
 			t.Errorf("record of %s:\n key   %q\n value %q\nwant\n key   %q\n value %q", id, r.Key, r.Value, wantKey, wantValue)
+		}
+		if p, s := header(r, "traceparent"), header(r, "tracestate"); p != traceparent || s != "congo=t61rcWkgMzE" {
+			t.Errorf("record of %s: traceparent %q, tracestate %q; want the column's", id, p, s)
 		}
 	}
 	if !seen[streamed] || !seen[held] {
