@@ -296,6 +296,22 @@ tables:
 				t.Errorf("converters %s and %s, want json and json-with-schema", m.KeyConverter, m.ValueConverter)
 			}
 		}},
+		{name: "the router's JSON payload expansion", yaml: `
+tables:
+  - table: public.outboxevent
+    value: payload
+    topic: t
+    value_converter: json
+    expand_json_payload: true
+    json_payload_null_behavior: optional_bytes
+    json_payload_empty_array_behavior: optional_string
+`, check: func(t *testing.T, f *File) {
+			m := f.Tables[0].Mapping
+			if !m.ExpandJSONPayload || m.JSONPayloadNullBehavior != decoder.JSONNullOptionalBytes || m.JSONPayloadEmptyArrayBehavior != decoder.JSONEmptyArrayOptionalString {
+				t.Errorf("expand %t, null %s, empty array %s; want true, optional_bytes, optional_string",
+					m.ExpandJSONPayload, m.JSONPayloadNullBehavior, m.JSONPayloadEmptyArrayBehavior)
+			}
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -533,6 +549,12 @@ tables:
 			want: []string{`2: tables[0] (public.x): timestamp_unit "ns": want s, ms or us, the unit of a bigint timestamp column (epoch seconds, milliseconds or microseconds)`}},
 		{name: "a converter not known", yaml: "tables:\n  - {table: x, value: v, topic: t, value_converter: avro}\n",
 			want: []string{`2: tables[0] (public.x): value_converter: converter "avro": want raw (the column's text as PostgreSQL renders it, bytea's bytes: ByteArrayConverter's), string (Kafka Connect's StringConverter), json (JsonConverter, schemas.enable=false) or json-with-schema (JsonConverter, schemas.enable=true)`}},
+		{name: "a null behavior not known", yaml: "tables:\n  - {table: x, value: v, topic: t, value_converter: json, expand_json_payload: true, json_payload_null_behavior: keep}\n",
+			want: []string{`2: tables[0] (public.x): json_payload_null_behavior "keep": want ignore (a null member is left out, the router's default) or optional_bytes (kept, as an optional bytes field), as the router's table.json.payload.null.behavior`}},
+		{name: "expansion with the raw converter", yaml: "tables:\n  - {table: x, value: v, topic: t, expand_json_payload: true}\n",
+			want: []string{`2: tables[0] (public.x): table: expand_json_payload needs the json or json-with-schema value converter (value converter raw): ` +
+				`the router's expanded payload is a Kafka Connect struct, which JsonConverter writes as JSON, while StringConverter writes Java's Struct{...} text of it ` +
+				`and ByteArrayConverter refuses it; set value_converter: json (or json-with-schema), as the connector's value.converter`}},
 		{name: "a second document", yaml: "tables:\n" + minimal + "---\nslot: x\n",
 			want: []string{"3: a second YAML document (after ---): put everything in one"}},
 		{name: "a merge key", yaml: "tables:\n  - <<: {value: v}\n    table: x\n    topic: t\n",

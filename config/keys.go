@@ -59,6 +59,13 @@ var tableKeys = []knownKey[*tableEntry]{
 		}
 	}},
 	{"tracing_span_context", text(func(te *tableEntry) *string { return &te.t.Mapping.TracingSpanContextColumn })},
+	{"expand_json_payload", func(p *parser, e keyed, ctx string, te *tableEntry) {
+		if v, ok := p.boolean(e, ctx); ok {
+			te.t.Mapping.ExpandJSONPayload = v
+		}
+	}},
+	{"json_payload_null_behavior", readJSONNullBehavior},
+	{"json_payload_empty_array_behavior", readJSONEmptyArrayBehavior},
 	{"key_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.KeyConverter })},
 	{"value_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.ValueConverter })},
 	{"tags_column", text(func(te *tableEntry) *string { return &te.t.Mapping.TagsColumn })},

@@ -179,6 +179,36 @@ func readConverter(at func(*tableEntry) *decoder.Converter) func(*parser, keyed,
 	}
 }
 
+// readJSONNullBehavior reads a table's json_payload_null_behavior: ignore
+// or optional_bytes.
+func readJSONNullBehavior(p *parser, e keyed, ctx string, te *tableEntry) {
+	v, ok := p.str(e, ctx)
+	if !ok {
+		return
+	}
+	b, err := decoder.ParseJSONNullBehavior(v)
+	if err != nil {
+		p.problem(e.line, "%s%v", ctx, err)
+		return
+	}
+	te.t.Mapping.JSONPayloadNullBehavior = b
+}
+
+// readJSONEmptyArrayBehavior reads a table's
+// json_payload_empty_array_behavior: ignore or optional_string.
+func readJSONEmptyArrayBehavior(p *parser, e keyed, ctx string, te *tableEntry) {
+	v, ok := p.str(e, ctx)
+	if !ok {
+		return
+	}
+	b, err := decoder.ParseJSONEmptyArrayBehavior(v)
+	if err != nil {
+		p.problem(e.line, "%s%v", ctx, err)
+		return
+	}
+	te.t.Mapping.JSONPayloadEmptyArrayBehavior = b
+}
+
 // readTimestampUnit reads a table's timestamp_unit: s, ms or us.
 func readTimestampUnit(p *parser, e keyed, ctx string, te *tableEntry) {
 	v, ok := p.str(e, ctx)

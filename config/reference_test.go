@@ -135,6 +135,19 @@ func configKeyDocs() map[string]keyDoc {
 			"`traceparent`, or Java properties text with `traceparent` and `tracestate` entries (the router's `tracing.span.context.field`, " +
 			"such as `tracingspancontext`). Its `traceparent` and `tracestate` become headers, so that consumers' OpenTelemetry " +
 			"instrumentation continues the trace; a row without a valid `traceparent` gets neither."),
+		"tables[].expand_json_payload": {typ: "boolean", def: "false", doc: "The payload's JSON written as the structure it holds, as Debezium's outbox event router " +
+			"writes it with `table.expand.json.payload=true` and `JsonConverter`: `{\"id\":123}` rather than the string `\"{\\\"id\\\": 123}\"`, " +
+			"and with `json-with-schema` the Connect schema the router infers from it (a struct named after the `value` column, `int32`, `int64` " +
+			"or `double` numbers, nulls and empty arrays left out). A `text`, `varchar`, `char`, `json` or `jsonb` payload the router would not expand " +
+			"(not starting with `{` or `[`, not JSON) goes as the JSON string it is; one it expands but cannot make a record of (a number beyond 64 bits, " +
+			"a top-level array, an array whose elements differ in type), on which the connector's task stops, is parked. " +
+			"Needs `value_converter: json` or `json-with-schema`; with `envelope`, the structure is the envelope's payload. See docs/switching-from-debezium.md."},
+		"tables[].json_payload_null_behavior": {typ: "`ignore` or `optional_bytes`", def: "`ignore`", doc: "What an expanded payload's JSON `null` becomes, " +
+			"as the router's `table.json.payload.null.behavior`: `ignore` leaves the member out; `optional_bytes` keeps it, `null`, with an optional `bytes` schema. " +
+			"Only with `expand_json_payload`."},
+		"tables[].json_payload_empty_array_behavior": {typ: "`ignore` or `optional_string`", def: "`ignore`", doc: "What an expanded payload's empty array becomes, " +
+			"as the router's `table.json.payload.empty.array.behavior` (Debezium 3.7 and later): `ignore` leaves the member out; `optional_string` keeps it, " +
+			"`[]`, as an optional array of optional strings. Only with `expand_json_payload`."},
 		"tables[].key_converter": {typ: "`raw`, `string`, `json` or `json-with-schema`", def: "`raw`",
 			doc: "How the `key` column's value becomes the record key's bytes. `raw`: the column's text as PostgreSQL renders it, a `bytea` column's bytes. " +
 				"The others write what the Kafka Connect converter behind Debezium's outbox event router writes (`key.converter`): " +

@@ -196,23 +196,7 @@ func appendJSONString(dst, text []byte) []byte {
 			continue
 		}
 		if c < utf8.RuneSelf {
-			dst = append(dst, text[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
+			dst = appendEscape(append(dst, text[start:i]...), c)
 			i++
 			start = i
 			continue
@@ -231,6 +215,27 @@ func appendJSONString(dst, text []byte) []byte {
 	}
 	dst = append(dst, text[start:]...)
 	return append(dst, '"')
+}
+
+// appendEscape appends Jackson's escape of c, a control character, a
+// quote or a backslash: \b \t \n \f \r in their short forms, the other
+// control characters as \u00XX.
+func appendEscape(dst []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(dst, '\\', c)
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\t':
+		return append(dst, '\\', 't')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\r':
+		return append(dst, '\\', 'r')
+	}
+	return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 }
 
 // surrogates returns the UTF-16 surrogate pair of r, a rune above U+FFFF.

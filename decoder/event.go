@@ -22,7 +22,7 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 	}
 	msg.Poison = bytesErr
 	if rel.shapes && bytesErr == nil {
-		rel.shape(ev, r)
+		msg.Poison = rel.shape(ev, r)
 	}
 
 	nh := len(rel.headerCols)

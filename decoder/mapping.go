@@ -85,6 +85,26 @@ type Mapping struct {
 	// envelope placements and JsonConverter. Needs ValueConverter
 	// ConverterJSON.
 	EnvelopeColumns, EnvelopeNames []string
+	// ExpandJSONPayload writes the payload column's JSON text as the
+	// structure it holds, with the Connect schema inferred from it, as
+	// Debezium's outbox event router does with table.expand.json.payload
+	// and JsonConverter after it: {"id":123} rather than the string
+	// "{\"id\": 123}". A text, varchar, char, json or jsonb payload that
+	// the router would not expand (not starting with { or [, not JSON)
+	// goes as the string it is; one it expands but cannot make a record of
+	// (a number beyond 64 bits, a top-level array, an array whose elements
+	// differ in type) is parked. Needs ValueConverter ConverterJSON or
+	// ConverterJSONWithSchema.
+	ExpandJSONPayload bool
+	// JSONPayloadNullBehavior says what an expanded payload's nulls
+	// become (the router's table.json.payload.null.behavior): left out by
+	// default. Only with ExpandJSONPayload.
+	JSONPayloadNullBehavior JSONNullBehavior
+	// JSONPayloadEmptyArrayBehavior says what an expanded payload's empty
+	// arrays become (the router's table.json.payload.empty.array.behavior,
+	// Debezium 3.7 and later): left out by default. Only with
+	// ExpandJSONPayload.
+	JSONPayloadEmptyArrayBehavior JSONEmptyArrayBehavior
 	// TombstoneOnEmptyPayload sends a row whose payload is NULL, or text
 	// of blanks only, as a record with a null value (a tombstone), as the
 	// router's route.tombstone.on.empty.payload does.
@@ -266,6 +286,9 @@ func (m Mapping) Validate() error {
 	if err := m.validateEnvelope(); err != nil {
 		return fmt.Errorf("mapping: %w", err)
 	}
+	if err := m.validateExpand(); err != nil {
+		return fmt.Errorf("mapping: %w", err)
+	}
 	if m.KeyConverter != ConverterRaw && m.KeyColumn == "" {
 		return fmt.Errorf("mapping: the key converter %s writes the key column, and none is set: set one, or leave the key converter out", m.KeyConverter)
 	}
@@ -304,6 +327,29 @@ func (m Mapping) validateEnvelope() error {
 		if n == "payload" || slices.Contains(m.EnvelopeNames[:i], n) {
 			return fmt.Errorf("envelope field %q is the payload's or named twice: name it otherwise", n)
 		}
+	}
+	return nil
+}
+
+// validateExpand checks expand_json_payload and its behaviors.
+func (m Mapping) validateExpand() error {
+	if _, err := ParseJSONNullBehavior(string(m.JSONPayloadNullBehavior)); err != nil {
+		return err
+	}
+	if _, err := ParseJSONEmptyArrayBehavior(string(m.JSONPayloadEmptyArrayBehavior)); err != nil {
+		return err
+	}
+	if !m.ExpandJSONPayload {
+		if m.JSONPayloadNullBehavior != JSONNullIgnore || m.JSONPayloadEmptyArrayBehavior != JSONEmptyArrayIgnore {
+			return fmt.Errorf("json_payload_null_behavior and json_payload_empty_array_behavior say what an expanded payload's nulls and empty arrays become: " +
+				"set expand_json_payload: true, or leave them out")
+		}
+		return nil
+	}
+	if m.ValueConverter != ConverterJSON && m.ValueConverter != ConverterJSONWithSchema {
+		return fmt.Errorf("expand_json_payload needs the json or json-with-schema value converter (value converter %s): the router's expanded payload is a Kafka Connect struct, "+
+			"which JsonConverter writes as JSON, while StringConverter writes Java's Struct{...} text of it and ByteArrayConverter refuses it; "+
+			"set value_converter: json (or json-with-schema), as the connector's value.converter", m.ValueConverter)
 	}
 	return nil
 }

@@ -30,6 +30,10 @@ type relation struct {
 	keyConv, payloadConv converting
 	// envelope are the columns placed beside the payload in the value.
 	envelope []envelopeField
+	// expand expands the payload's JSON (Mapping.ExpandJSONPayload), nil
+	// when the mapping does not or the payload column's type is not text
+	// (the router expands a Java string only).
+	expand *expander
 	// trace is the tracing span context column, -1 without.
 	trace int
 	// shapes says the record's key or value is more than the columns'
@@ -189,6 +193,10 @@ func resolveConverters(m *Mapping, rel *relation, names []string, types []uint32
 		if rel.payloadConv, err = resolveConverter(m.ValueConverter, "payload", m.PayloadColumn, types[rel.payload], slices.Contains(m.NotNull, m.PayloadColumn)); err != nil {
 			return &MappingError{Err: err}
 		}
+	}
+	rel.expand = nil
+	if m.ExpandJSONPayload && rel.payload >= 0 && rel.payloadConv.c != ConverterRaw && rel.payloadConv.t.typ == "string" {
+		rel.expand = newExpander(m.PayloadColumn, m)
 	}
 	rel.envelope = nil
 	for i, col := range m.EnvelopeColumns {

@@ -3,6 +3,7 @@ package decoder
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 )
 
 // envelopeField is a column placed beside the payload in the value.
@@ -15,27 +16,48 @@ type envelopeField struct {
 // shape makes the record's key and value of a relation whose mapping
 // converts them, places columns in an envelope, or sends tombstones
 // (relation.shapes): ev's Key and Value are the columns' bytes on entry.
-func (rel *relation) shape(ev *Event, r *row) {
+// The error says why the row cannot be a record (an expanded payload the
+// router fails on): its value is then left as the column's.
+func (rel *relation) shape(ev *Event, r *row) error {
 	if rel.keyConv.c != ConverterRaw {
 		ev.Key = rel.keyConv.convert(ev.Key, r.col(rel.key).null)
 	}
 	null := r.col(rel.payload).null
+	var (
+		v   []byte
+		err error
+	)
 	switch {
 	case rel.t.m.TombstoneOnEmptyPayload && (null || !rel.payloadBytes && blank(ev.Value)):
-		ev.Value = nil
 	case len(rel.envelope) > 0:
-		ev.Value = rel.envelopeValue(ev.Value, null, r)
+		v, err = rel.envelopeValue(ev.Value, null, r)
+	case rel.expand != nil && !null:
+		v, err = rel.expandedValue(nil, ev.Value, 0)
 	case rel.payloadConv.c != ConverterRaw:
-		ev.Value = rel.payloadConv.convert(ev.Value, null)
+		v = rel.payloadConv.convert(ev.Value, null)
+	default:
+		v = ev.Value
 	}
+	if err != nil {
+		return err
+	}
+	ev.Value = v
+	return nil
 }
 
 // envelopeValue is the JSON object of the payload and the envelope's
 // columns, in the mapping's order, as JsonConverter writes the router's
 // envelope struct.
-func (rel *relation) envelopeValue(payload []byte, null bool, r *row) []byte {
+func (rel *relation) envelopeValue(payload []byte, null bool, r *row) ([]byte, error) {
 	out := append(make([]byte, 0, len(payload)+64), `{"payload":`...)
-	out = append(out, rel.payloadConv.convert(payload, null)...)
+	if rel.expand != nil && !null {
+		var err error
+		if out, err = rel.expandedValue(out, payload, 1); err != nil {
+			return nil, err
+		}
+	} else {
+		out = append(out, rel.payloadConv.convert(payload, null)...)
+	}
 	for _, f := range rel.envelope {
 		out = append(out, ',')
 		out = appendJSONString(out, []byte(f.name))
@@ -43,7 +65,53 @@ func (rel *relation) envelopeValue(payload []byte, null bool, r *row) []byte {
 		c := r.col(f.col)
 		out = append(out, f.conv.convert(c.data, c.null)...)
 	}
-	return append(out, '}')
+	return append(out, '}'), nil
+}
+
+// expandedValue appends to dst what JsonConverter writes of the payload
+// text once the router expanded it (Mapping.ExpandJSONPayload), depth
+// levels deep in the record's value (1 in an envelope): the structure, or
+// the string when the router does not expand it. The error says why the
+// router cannot make a record of it.
+func (rel *relation) expandedValue(dst, text []byte, depth int) ([]byte, error) {
+	x := rel.expand
+	defer x.release()
+	schemas := rel.payloadConv.c == ConverterJSONWithSchema
+	e, err := x.expand(text)
+	switch {
+	case err == errNotExpanded && dst == nil:
+		return rel.payloadConv.convert(text, false), nil
+	case err == errNotExpanded:
+		return append(dst, rel.payloadConv.convert(text, false)...), nil
+	case err == nil && e.schema == nil && depth > 0:
+		err = fails("the payload is an empty JSON array, whose schema the router leaves null, which its envelope cannot hold (it throws)")
+	case err == nil && e.schema == nil:
+		// A top-level empty array: the router gives up after it replaced
+		// the schema with none, and passes the string.
+		if dst == nil {
+			dst = make([]byte, 0, len(text)+len(text)/8+32)
+		}
+		if schemas {
+			dst = append(dst, `{"schema":null,"payload":`...)
+		}
+		dst = appendJSONString(dst, text)
+		if schemas {
+			dst = append(dst, '}')
+		}
+		return dst, nil
+	case err == nil:
+		if dst == nil {
+			dst = make([]byte, 0, len(text)+len(text)/4+32)
+		}
+		if dst, err = e.appendTo(dst, schemas, depth); err == nil {
+			return dst, nil
+		}
+	}
+	return nil, fmt.Errorf("payload column %q: Debezium's outbox event router expands this JSON payload (expand_json_payload, its table.expand.json.payload) "+
+		"but cannot make a record of it: %w; the connector's task would stop there, the relay parks the row. "+
+		"Correct the row's payload in the outbox table and `cdc-relay failed retry` the event, or relay the table without expand_json_payload "+
+		"(the payload then goes as a JSON string)",
+		rel.t.m.PayloadColumn, err)
 }
 
 // blank says whether text is empty once Java's String.trim has cut the

@@ -866,12 +866,14 @@ func (d *fromDebezium) options() {
 	case d.routerSet(routerExpandJSONPayload):
 		d.table = append(d.table, yamlLine{"", routerExpandJSONPayload + "=false: the payload as it is, as the relay writes it"})
 	}
-	for _, key := range []string{routerJSONNullBehavior, routerJSONEmptyArray} {
-		if _, ok := d.routerValue(key); !ok {
+	for _, kv := range [][2]string{{routerJSONNullBehavior, "json_payload_null_behavior"}, {routerJSONEmptyArray, "json_payload_empty_array_behavior"}} {
+		key, relayKey := kv[0], kv[1]
+		v, ok := d.routerValue(key)
+		if !ok {
 			continue
 		}
 		if expand {
-			d.add(toCheck, d.shown(d.routerPrefix+key), "how the router expands the payload's JSON: expand_json_payload has no such setting: check in docs/reference/config.md that it writes the payload as this does")
+			d.table = append(d.table, yamlLine{relayKey + ": " + yamlScalar(strings.ToLower(strings.TrimSpace(v))), key + "=" + v})
 		} else {
 			d.add(notNeeded, d.shown(d.routerPrefix+key), "read only with "+routerExpandJSONPayload+"=true")
 		}

@@ -49,8 +49,7 @@ func TestConfigFromDebeziumGolden(t *testing.T) {
 		// converters and a field in the envelope; every router property;
 		// what cannot be honoured.
 		{name: "harness-json-envelope", input: "harness-json-envelope.json"},
-		// TODO(keys): expand_json_payload is being added to config/keys.go.
-		{name: "every-router-property", input: "every-router-property.json", unknownKeys: []string{"expand_json_payload"}},
+		{name: "every-router-property", input: "every-router-property.json"},
 		{name: "avro-with-predicate", input: "avro-with-predicate.json"},
 	}
 	covered := map[string]bool{}
