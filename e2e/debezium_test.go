@@ -158,25 +158,20 @@ var debeziumTables = []debeziumTable{
 }
 
 // debeziumCase is one converter setup: the harness's example property
-// files (after base.properties) and overrides, and the relay's converter
-// keys for every table of the case.
+// files (after base.properties) and overrides. The relay's config is what
+// `cdc-relay config from-debezium` makes of the same connector config.
 type debeziumCase struct {
 	name    string
 	files   []string // scripts/debezium-harness/examples/<name>.properties
 	harness []string // more key=value properties
 	tables  []string // names of debeziumTables; none: every one
-	// keyConverter and valueConverter are the relay's key_converter and
-	// value_converter; "" leaves the key out (raw, the default).
-	keyConverter, valueConverter string
-	// relay are more lines of each table's entry in relay.yaml.
-	relay []string
 	// parked are tables of the case whose rows the router makes no record
 	// of (its connector's task would stop on the first): the harness
 	// leaves them out, and the relay must park each of their rows.
 	parked []string
 }
 
-// A case's properties that the relay's table entries match.
+// Router properties of the cases.
 const (
 	// placeTypeInEnvelope puts the type in the envelope and a header, as
 	// the relay's envelope: {eventType: type} beside its headers.
@@ -193,7 +188,7 @@ var debeziumCases = []debeziumCase{
 	// StringConverter: text as its UTF-8 bytes, a boolean true or false;
 	// every table but bytea's (StringConverter writes a byte array's Java
 	// toString()).
-	{name: "string", files: []string{"string"}, keyConverter: "string", valueConverter: "string",
+	{name: "string", files: []string{"string"},
 		tables: []string{"ob_varchar_jsonb", "ob_text_text", "ob_varchar_json", "ob_int2_jsonb", "ob_int4_jsonb",
 			"ob_int8_text", "ob_uuid_jsonb", "ob_bool_jsonb"}},
 	// The relay's default, raw: the column's text, and a bytea payload's
@@ -201,32 +196,30 @@ var debeziumCases = []debeziumCase{
 	// (a uuid's text).
 	{name: "raw-bytea", files: []string{"string"}, tables: []string{"ob_uuid_bytea"},
 		harness: []string{"value.converter=org.apache.kafka.connect.converters.ByteArrayConverter"}},
-	{name: "json-schemas-off", files: []string{"json-schemas-off"}, keyConverter: "json", valueConverter: "json"},
-	{name: "json-schemas-on", files: []string{"json-schemas-on"}, keyConverter: "json-with-schema", valueConverter: "json-with-schema"},
+	{name: "json-schemas-off", files: []string{"json-schemas-off"}},
+	{name: "json-schemas-on", files: []string{"json-schemas-on"}},
 	// A common worker setup: StringConverter keys, JSON values without
 	// schemas.
-	{name: "string-key-json-value", files: []string{"string"}, keyConverter: "string", valueConverter: "json",
+	{name: "string-key-json-value", files: []string{"string"},
 		harness: []string{"value.converter=org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable=false"},
 		tables: []string{"ob_varchar_jsonb", "ob_text_text", "ob_varchar_json", "ob_uuid_bytea",
 			"ob_int2_jsonb", "ob_int4_jsonb", "ob_int8_text", "ob_uuid_jsonb", "ob_bool_jsonb"}},
 	// The type in the envelope beside the payload, and NULL or blank
 	// payloads as tombstones.
-	{name: "json-envelope-tombstones", files: []string{"json-schemas-off"}, keyConverter: "json", valueConverter: "json",
-		harness: []string{placeTypeInEnvelope, tombstoneOnEmpty},
-		relay:   []string{"envelope: {eventType: type}", "tombstone_on_empty_payload: true"}},
+	{name: "json-envelope-tombstones", files: []string{"json-schemas-off"},
+		harness: []string{placeTypeInEnvelope, tombstoneOnEmpty}},
 	// The payload's JSON expanded into a structure (with schemas, the
 	// schema the router infers from it); a bytea payload is not expanded.
-	{name: "json-schemas-off-expand", files: []string{"json-schemas-off"}, keyConverter: "json", valueConverter: "json",
-		harness: []string{expandJSONPayload}, relay: []string{"expand_json_payload: true"},
+	{name: "json-schemas-off-expand", files: []string{"json-schemas-off"},
+		harness: []string{expandJSONPayload},
 		tables: expandTables, parked: []string{"ob_jsonb_expand_fails"}},
-	{name: "json-schemas-on-expand", files: []string{"json-schemas-on"}, keyConverter: "json-with-schema", valueConverter: "json-with-schema",
-		harness: []string{expandJSONPayload}, relay: []string{"expand_json_payload: true"},
+	{name: "json-schemas-on-expand", files: []string{"json-schemas-on"},
+		harness: []string{expandJSONPayload},
 		tables: expandTables, parked: []string{"ob_jsonb_expand_fails"}},
 	// The expanded payload in the envelope, beside the type; there the
 	// router throws on a top-level empty array too.
-	{name: "json-envelope-expand", files: []string{"json-schemas-off"}, keyConverter: "json", valueConverter: "json",
+	{name: "json-envelope-expand", files: []string{"json-schemas-off"},
 		harness: []string{expandJSONPayload, placeTypeInEnvelope},
-		relay:   []string{"expand_json_payload: true", "envelope: {eventType: type}"},
 		tables:  expandTables, parked: []string{"ob_jsonb_expand_fails", "ob_text_expand_empty_array"}},
 }
 
@@ -240,6 +233,8 @@ var debeziumCases = []debeziumCase{
 // headers are the same bytes, and so is its partition (Kafka's murmur2 of
 // the key, the relay's own placement checked against it too). Only the
 // timestamp is left out: Debezium's is the time it processed the change.
+// The relay's relay.yaml is what `cdc-relay config from-debezium` makes of
+// the case's connector config: the command is checked by the same bytes.
 //
 // It needs Java 17 and Maven: it runs with CDC_RELAY_TEST_DEBEZIUM=1 (make
 // test-debezium, make e2e-kfake), and skips elsewhere.
@@ -304,9 +299,7 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 	mustExec(t, e.conn, "DROP TABLE outbox")
 	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
 	mustExec(t, e.conn, "DELETE FROM cdc_relay_checkpoint")
-	var yaml strings.Builder
-	fmt.Fprintf(&yaml, "publication: %s\ntables:\n", debeziumPublication)
-	var include []string
+	var include, all []string
 	parked := map[string]bool{}
 	for _, name := range c.parked {
 		parked[name] = true
@@ -318,28 +311,12 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 			aggregateid   %s,
 			type          varchar(255) NOT NULL,
 			payload       %s)`, tbl.name, tbl.keyType, tbl.payloadType))
+		all = append(all, "public."+tbl.name)
 		if !parked[tbl.name] {
 			include = append(include, "public."+tbl.name)
 		}
-		// As examples/debezium-outbox/relay.yaml maps the router's
-		// defaults, with the type as a header (the router's
-		// table.fields.additional.placement=type:header:eventType).
-		fmt.Fprintf(&yaml, "  - table: public.%s\n    id: id\n    key: aggregateid\n    value: payload\n", tbl.name)
-		fmt.Fprintf(&yaml, "    topic: %q\n    headers: {eventType: type}\n", topicPrefix+"{aggregatetype}")
-		if c.keyConverter != "" {
-			fmt.Fprintf(&yaml, "    key_converter: %s\n", c.keyConverter)
-		}
-		if c.valueConverter != "" {
-			fmt.Fprintf(&yaml, "    value_converter: %s\n", c.valueConverter)
-		}
-		for _, line := range c.relay {
-			fmt.Fprintf(&yaml, "    %s\n", line)
-		}
 	}
-	path := filepath.Join(t.TempDir(), "relay.yaml")
-	if err := os.WriteFile(path, []byte(yaml.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := relayConfigFromConnector(t, e, c, topicPrefix, all)
 	e.migrateConfig(path)
 
 	// The harness's slot, made before the rows: Debezium streams from it.
@@ -516,6 +493,63 @@ func runHarness(t *testing.T, e *env, c debeziumCase, slot string, include []str
 			strings.Join(args, " "), stderr.String())
 	}
 	return out
+}
+
+// relayConfigFromConnector writes the relay.yaml that `cdc-relay config
+// from-debezium` makes of the case's connector config (the harness's
+// properties, with tables as its table.include.list, as Kafka Connect's
+// JSON), on the test's slot and the publication the harness reads, and
+// returns its path: the relay the test compares with the router runs on
+// what the command made. The command must exit 0 and list no property
+// as one the relay cannot honour.
+func relayConfigFromConnector(t *testing.T, e *env, c debeziumCase, topicPrefix string, tables []string) string {
+	t.Helper()
+	args := harnessArgs(t, e, c.files, topicPrefix, "slot.name="+e.slot+"_debezium", "publication.name="+debeziumPublication,
+		"table.include.list="+strings.Join(tables, ","))
+	args = append(args, c.harness...)
+	props := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--config" {
+			i++
+			b, err := os.ReadFile(args[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				line = strings.TrimSpace(line)
+				if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "!") {
+					props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+				}
+			}
+			continue
+		}
+		if k, v, ok := strings.Cut(args[i], "="); ok {
+			props[k] = v
+		}
+	}
+	body, err := json.Marshal(map[string]any{"name": "e2e-" + c.name, "config": props})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	connector := filepath.Join(dir, "connector.json")
+	if err := os.WriteFile(connector, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(relayBin, "config", "from-debezium", "--slot", e.slot, "--publication", debeziumPublication, connector)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cdc-relay config from-debezium: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "cannot be honoured:") {
+		t.Fatalf("cdc-relay config from-debezium lists properties the relay cannot honour:\n%s", stderr.String())
+	}
+	path := filepath.Join(dir, "relay.yaml")
+	if err := os.WriteFile(path, stdout.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // harnessArgs are the harness's arguments for the test's database: the
