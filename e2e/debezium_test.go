@@ -212,10 +212,10 @@ var debeziumCases = []debeziumCase{
 	// schema the router infers from it); a bytea payload is not expanded.
 	{name: "json-schemas-off-expand", files: []string{"json-schemas-off"},
 		harness: []string{expandJSONPayload},
-		tables: expandTables, parked: []string{"ob_jsonb_expand_fails"}},
+		tables:  expandTables, parked: []string{"ob_jsonb_expand_fails"}},
 	{name: "json-schemas-on-expand", files: []string{"json-schemas-on"},
 		harness: []string{expandJSONPayload},
-		tables: expandTables, parked: []string{"ob_jsonb_expand_fails"}},
+		tables:  expandTables, parked: []string{"ob_jsonb_expand_fails"}},
 	// The expanded payload in the envelope, beside the type; there the
 	// router throws on a top-level empty array too.
 	{name: "json-envelope-expand", files: []string{"json-schemas-off"},
