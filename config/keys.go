@@ -68,6 +68,7 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"json_payload_empty_array_behavior", readJSONEmptyArrayBehavior},
 	{"key_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.KeyConverter })},
 	{"value_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.ValueConverter })},
+	{"header_converter", readConverter(func(te *tableEntry) *decoder.Converter { return &te.t.Mapping.HeaderConverter })},
 	{"tags_column", text(func(te *tableEntry) *string { return &te.t.Mapping.TagsColumn })},
 	{"routes", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.routesLine = e.line

@@ -159,6 +159,11 @@ func configKeyDocs() map[string]keyDoc {
 		"tables[].value_converter": {typ: "`raw`, `string`, `json` or `json-with-schema`", def: "`raw`",
 			doc: "How the `value` column's value becomes the record value's bytes, as `key_converter` says for the key (`value.converter`): " +
 				"with `json`, a `jsonb` payload is a JSON string holding its text, as Debezium's consumers decode it twice."},
+		"tables[].header_converter": {typ: "`raw`, `string`, `json` or `json-with-schema`", def: "`raw`",
+			doc: "How the `id` header and the `headers` columns' values become header bytes, as Kafka Connect's `header.converter` writes them behind " +
+				"Debezium's router: `string` is `SimpleHeaderConverter` (Connect's default; as `raw`, but a boolean is `true` or `false`), " +
+				"`json` and `json-with-schema` `JsonConverter` (Debezium Server's JSON header format), with the column's schema as `key_converter` says. " +
+				"A bytea header column takes `raw` only; the `headers_column`'s members are not converted."},
 		"tables[].tags_column": column("The column of tags that `routes` match: a `text[]` (or `varchar[]`) of `\"key=value\"` or `\"key\"` tags, " +
 			"or a JSONB array of such strings, or a JSONB object (each key a tag). Only with `routes`."),
 		"tables[].routes": {typ: "list of mappings", section: true, doc: "Instead of `topic`: an event goes to the topic of every route its tags match, one copy per topic; " +

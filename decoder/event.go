@@ -42,6 +42,9 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 	for i, c := range rel.headerCols {
 		ev.Headers = append(ev.Headers, Header{Key: rel.headerNames[i], Value: r.col(c).data})
 	}
+	if rel.convertsHeaders {
+		rel.convertHeaders(ev.Headers, r, !id.null)
+	}
 	if h := r.col(rel.headers); !h.null {
 		var err error
 		// The relay's own headers (id, the header columns) win over a key

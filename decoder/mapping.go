@@ -78,6 +78,13 @@ type Mapping struct {
 	// converter of the same name does behind Debezium's outbox event
 	// router. The zero value, ConverterRaw, writes them as they are.
 	KeyConverter, ValueConverter Converter
+	// HeaderConverter writes the id header and the header columns' values
+	// as Kafka Connect's header.converter does (Connect's default,
+	// SimpleHeaderConverter, writes them as ConverterString; Debezium
+	// Server's JSON header format as ConverterJSON or
+	// ConverterJSONWithSchema). The zero value, ConverterRaw, writes the
+	// columns' text. The headers column's members are not converted.
+	HeaderConverter Converter
 	// EnvelopeColumns are placed beside the payload in the record's value,
 	// named by EnvelopeNames (in the same order): the value is the JSON
 	// object {"payload": …, name: column's value, …}, as Debezium's
@@ -278,7 +285,7 @@ func (m Mapping) Validate() error {
 	if _, err := m.Location(); err != nil {
 		return fmt.Errorf("mapping: %w", err)
 	}
-	for _, c := range []Converter{m.KeyConverter, m.ValueConverter} {
+	for _, c := range []Converter{m.KeyConverter, m.ValueConverter, m.HeaderConverter} {
 		if _, err := ParseConverter(string(c)); err != nil {
 			return fmt.Errorf("mapping: %w", err)
 		}

@@ -28,6 +28,12 @@ type relation struct {
 	// keyConv and payloadConv write the key and payload as the mapping's
 	// converters say.
 	keyConv, payloadConv converting
+	// idConv and headerConvs write the id header and the header columns'
+	// headers (headerConvs[i] is headerCols[i]'s), as the mapping's
+	// HeaderConverter says; convertsHeaders says it is not raw.
+	idConv          converting
+	headerConvs     []converting
+	convertsHeaders bool
 	// envelope are the columns placed beside the payload in the value.
 	envelope []envelopeField
 	// expand expands the payload's JSON (Mapping.ExpandJSONPayload), nil
@@ -140,6 +146,9 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		}
 		rel.headerNames = append(rel.headerNames, name)
 	}
+	if me := resolveHeaderConverters(m, rel, types); me != nil && first == nil {
+		first = me
+	}
 	rel.template = t.template
 	rel.templateCols = make([]int, len(t.template))
 	for p, part := range t.template {
@@ -220,6 +229,46 @@ func columnAt(names []string, col string) int {
 		return -1
 	}
 	return slices.Index(names, col)
+}
+
+// resolveHeaderConverters resolves the header converter against the id
+// and header columns' types (a header column the table lacks is resolved
+// by need), and says why a column cannot be written so.
+func resolveHeaderConverters(m *Mapping, rel *relation, types []uint32) *MappingError {
+	rel.idConv, rel.headerConvs, rel.convertsHeaders = converting{}, nil, m.HeaderConverter != ConverterRaw
+	if !rel.convertsHeaders {
+		return nil
+	}
+	var err error
+	noBytea := func(col string, oid uint32) *MappingError {
+		if oid != oidBytea {
+			return nil
+		}
+		return &MappingError{Err: fmt.Errorf("header column %q is bytea, whose text (\\x and hex) the header converter %s would write: "+
+			"use header_converter raw, or a column of another type", col, m.HeaderConverter)}
+	}
+	if rel.id >= 0 {
+		if me := noBytea(m.IDColumn, types[rel.id]); me != nil {
+			return me
+		}
+		if rel.idConv, err = resolveConverter(m.HeaderConverter, "id", m.IDColumn, types[rel.id], slices.Contains(m.NotNull, m.IDColumn)); err != nil {
+			return &MappingError{Err: err}
+		}
+	}
+	for i, c := range rel.headerCols {
+		var conv converting
+		if c >= 0 {
+			col := m.HeaderColumns[i]
+			if me := noBytea(col, types[c]); me != nil {
+				return me
+			}
+			if conv, err = resolveConverter(m.HeaderConverter, "header", col, types[c], slices.Contains(m.NotNull, col)); err != nil {
+				return &MappingError{Err: err}
+			}
+		}
+		rel.headerConvs = append(rel.headerConvs, conv)
+	}
+	return nil
 }
 
 // resolveTimestamp resolves the relation's timestamp column's type, and

@@ -45,6 +45,20 @@ func (rel *relation) shape(ev *Event, r *row) error {
 	return nil
 }
 
+// convertHeaders writes the id header (the first of hs when hasID) and
+// the header columns' headers after it as the mapping's HeaderConverter
+// says, as Kafka Connect's header.converter writes the router's headers.
+func (rel *relation) convertHeaders(hs []Header, r *row, hasID bool) {
+	if hasID {
+		hs[0].Value = rel.idConv.convert(hs[0].Value, false)
+		hs = hs[1:]
+	}
+	for i, c := range rel.headerCols {
+		col := r.col(c)
+		hs[i].Value = rel.headerConvs[i].convert(col.data, col.null)
+	}
+}
+
 // envelopeValue is the JSON object of the payload and the envelope's
 // columns, in the mapping's order, as JsonConverter writes the router's
 // envelope struct.

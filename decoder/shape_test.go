@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,5 +108,66 @@ func TestTraceHeaders(t *testing.T) {
 				t.Errorf("headers %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestHeaderConverter: the id header and the header columns' headers are
+// written as the header converter says, the id's schema not optional for
+// a NOT NULL column; a NULL header column is null under JSON and no bytes
+// under string; the headers column's members stay as they are; a bytea
+// header column is refused but raw.
+func TestHeaderConverter(t *testing.T) {
+	const id = "2e9b7c1a-5d3f-4a8e-9b6c-1f0e2d3c4b5a"
+	row := func(eventType []byte) [][]byte {
+		return [][]byte{[]byte(id), []byte("order"), []byte("1"), eventType, nil, []byte(`{}`), []byte(`{"tenant": "acme"}`), nil}
+	}
+	for _, c := range []struct {
+		name string
+		conv Converter
+		typ  []byte
+		want []string // key=value of each header, in order
+	}{
+		{"raw", ConverterRaw, []byte("Created"), []string{"id=" + id, "eventType=Created", "tenant=acme"}},
+		{"string", ConverterString, []byte("Created"), []string{"id=" + id, "eventType=Created", "tenant=acme"}},
+		{"json", ConverterJSON, []byte("Created"), []string{`id="` + id + `"`, `eventType="Created"`, "tenant=acme"}},
+		{"json, a NULL column", ConverterJSON, nil, []string{`id="` + id + `"`, `eventType=null`, "tenant=acme"}},
+		{"string, a NULL column", ConverterString, nil, []string{"id=" + id, "eventType=", "tenant=acme"}},
+		{"json-with-schema", ConverterJSONWithSchema, []byte("Created"), []string{
+			`id={"schema":{"type":"string","optional":false,"name":"io.debezium.data.Uuid","version":1},"payload":"` + id + `"}`,
+			`eventType={"schema":{"type":"string","optional":true},"payload":"Created"}`, "tenant=acme"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := DefaultMapping()
+			m.HeaderConverter = c.conv
+			m.HeaderNames, m.HeaderColumns = []string{"eventType"}, []string{"event_type"}
+			m.NotNull = []string{"id"}
+			d, err := New(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := d.Rows(names(outboxCols), types(outboxCols))
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := rows.Decode(row(c.typ), 1)
+			if msg.Poison != nil {
+				t.Fatal(msg.Poison)
+			}
+			var got []string
+			for _, h := range msg.Event.Headers {
+				got = append(got, h.Key+"="+string(h.Value))
+			}
+			if strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Errorf("headers\n%q\nwant\n%q", got, c.want)
+			}
+		})
+	}
+	m := DefaultMapping()
+	m.HeaderConverter = ConverterJSON
+	m.HeaderColumns = []string{"event_type"}
+	cols := slices.Clone(outboxCols)
+	cols[3].oid = oidBytea
+	if err := m.CheckColumns(names(cols), types(cols)); err == nil || !strings.Contains(err.Error(), "header_converter raw") {
+		t.Fatalf("a bytea header column under the json header converter: %v", err)
 	}
 }

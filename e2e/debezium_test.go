@@ -208,6 +208,12 @@ var debeziumCases = []debeziumCase{
 	// payloads as tombstones.
 	{name: "json-envelope-tombstones", files: []string{"json-schemas-off"},
 		harness: []string{placeTypeInEnvelope, tombstoneOnEmpty}},
+	// Header values as JSON (Debezium Server's JSON header format, or a
+	// worker's header.converter), with schemas and without.
+	{name: "json-headers", files: []string{"json-schemas-off"}, tables: []string{"ob_varchar_jsonb", "ob_text_text", "ob_int4_jsonb"},
+		harness: []string{"header.converter=org.apache.kafka.connect.json.JsonConverter", "header.converter.schemas.enable=false"}},
+	{name: "json-headers-with-schema", files: []string{"json-schemas-on"}, tables: []string{"ob_varchar_jsonb", "ob_text_text", "ob_int4_jsonb"},
+		harness: []string{"header.converter=org.apache.kafka.connect.json.JsonConverter"}},
 	// The payload's JSON expanded into a structure (with schemas, the
 	// schema the router infers from it); a bytea payload is not expanded.
 	{name: "json-schemas-off-expand", files: []string{"json-schemas-off"},

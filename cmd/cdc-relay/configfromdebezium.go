@@ -1155,26 +1155,45 @@ func (d *fromDebezium) headerConverter() {
 			d.used[s] = true
 			d.add(notNeeded, d.shown(s), "a setting of header.converter, which the connector does not set: the worker's converter and settings decide")
 		}
+		d.table = append(d.table, yamlLine{"", "header.converter unset: the worker's, SimpleHeaderConverter by default, which header_converter: string writes as " +
+			"(the relay's default, raw, differs for a boolean header column only)"})
 		return
 	}
-	var what []string
+	comment := []string{prop + "=" + class}
+	var unknown []string
+	schemas := true // JsonConverter's default
+	json := isClass(class, jsonConverterClass)
 	for _, s := range settings {
 		d.used[s] = true
-		what = append(what, d.shown(s))
-	}
-	if isClass(class, simpleHeaderConverterClass) || isClass(class, stringConverterClass) {
-		d.header = append(d.header, prop+"="+class+": header values as text, as the relay writes them")
-		if len(what) > 0 {
-			d.add(toCheck, strings.Join(what, ", "), "settings of "+class+" that this command does not know: check that they change no header's bytes")
+		name, v := strings.TrimPrefix(s, prop+"."), d.conn.values[s]
+		if json && name == "schemas.enable" {
+			b, err := connectBool(v)
+			if err != nil {
+				d.fail("%s=%s: want true or false", s, v)
+			}
+			schemas = b
+			comment = append(comment, s+"="+v)
+			continue
 		}
-		return
+		unknown = append(unknown, d.shown(s))
 	}
-	why := "the relay writes each header's value as text, as SimpleHeaderConverter (the worker's default) does: consumers that read this converter's header values cannot read them"
-	if isClass(class, jsonConverterClass) {
-		why = "JsonConverter writes header values as JSON (a text header as \"text\", quoted, with a schema unless schemas.enable=false); " +
-			"the relay writes them as text, as SimpleHeaderConverter does: consumers that read JSON headers cannot read them yet"
+	if len(unknown) > 0 {
+		d.add(toCheck, strings.Join(unknown, ", "), "settings of "+class+" that this command does not know: check that they change no header's bytes")
 	}
-	d.add(cannotHonour, strings.Join(append([]string{d.shown(prop)}, what...), ", "), why)
+	switch {
+	case isClass(class, simpleHeaderConverterClass) || isClass(class, stringConverterClass):
+		d.table = append(d.table, yamlLine{"header_converter: string", strings.Join(comment, ", ")})
+	case json && !schemas:
+		d.table = append(d.table, yamlLine{"header_converter: json", strings.Join(comment, ", ")})
+	case json:
+		if !slices.ContainsFunc(comment, func(c string) bool { return strings.Contains(c, "schemas.enable") }) {
+			comment = append(comment, prop+".schemas.enable unset: true, JsonConverter's default")
+		}
+		d.table = append(d.table, yamlLine{"header_converter: json-with-schema", strings.Join(comment, ", ")})
+	default:
+		d.add(cannotHonour, d.shown(prop), "the relay writes header values as text (header_converter: raw or string) or JSON (json, json-with-schema): "+
+			"consumers that read this converter's header values cannot read them")
+	}
 }
 
 // connectorLevel maps the connector's own properties that change what
