@@ -140,6 +140,8 @@ func TestParsePublisherProblems(t *testing.T) {
 		{name: "publishers not a mapping", yaml: "publishers: [partner]\n" + table,
 			want: []string{`1: publishers: want a mapping of publisher name to publisher, such as {partner: {webhook: {url: https://partner.example/hooks, secret_file: /etc/cdc-relay/partner-secret}}}`,
 				`3: unknown publisher "partner" in tables[0] (known publishers: kafka; define it under publishers:)`}},
+		{name: "Debezium's converters beside a webhook", yaml: partner + "tables:\n  - {table: t, value: v, topic: x, publishers: [kafka, partner], value_converter: json}\n",
+			want: []string{`5: tables[0] (public.t): value_converter shapes Kafka records as Debezium's outbox router does, and the table's events go to the webhook publisher partner too, which would receive them so: send this table to Kafka only, or remove value_converter`}},
 		{name: "a message source's", yaml: partner + "messages:\n  - {prefix: outbox, publishers: [partner]}\n" + table,
 			want: []string{`5: messages[0] (outbox): publishers: a message source goes to Kafka only in this version: remove publishers`}},
 	} {

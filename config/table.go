@@ -126,6 +126,7 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 		p.problem(te.lineOf("write_back"), "%swrite_back needs id: it updates the rows by their id column", ctx)
 	}
 	p.checkAdopt(te, ctx)
+	p.checkRecordShapes(te, ctx)
 	p.checkProgress(te, ctx)
 	p.checkOrdering(te, ctx)
 	p.checkWriteBack(te, ctx)
@@ -137,6 +138,36 @@ func (p *parser) checkTable(te *tableEntry, entries []keyed, ctx string) {
 	for _, h := range t.HeaderNames {
 		if h == "id" && t.IDColumn != "" {
 			p.problem(te.lineOf("headers"), "%sheaders: header \"id\" is the header of the id column (id: %s): name the header otherwise", ctx, t.IDColumn)
+		}
+	}
+}
+
+// checkRecordShapes refuses the keys that shape a table's records as
+// Kafka Connect's converters and Debezium's router do on a table whose
+// events go to a webhook publisher too: the webhook would get a JSON
+// string for its payload, or the router's envelope, meant for the
+// router's consumers on Kafka.
+func (p *parser) checkRecordShapes(te *tableEntry, ctx string) {
+	pubs := te.t.AllPublishers()
+	if len(pubs) == 1 && pubs[0] == outbox.KafkaPublisher {
+		return
+	}
+	others := slices.DeleteFunc(slices.Clone(pubs), func(p string) bool { return p == outbox.KafkaPublisher })
+	m := te.t.Mapping
+	for _, k := range []struct {
+		key string
+		set bool
+	}{
+		{"key_converter", m.KeyConverter != decoder.ConverterRaw},
+		{"value_converter", m.ValueConverter != decoder.ConverterRaw},
+		{"header_converter", m.HeaderConverter != decoder.ConverterRaw},
+		{"envelope", len(m.EnvelopeColumns) > 0},
+		{"expand_json_payload", m.ExpandJSONPayload},
+		{"tombstone_on_empty_payload", m.TombstoneOnEmptyPayload},
+	} {
+		if k.set {
+			p.problem(te.lineOf(k.key), "%s%s shapes Kafka records as Debezium's outbox router does, and the table's events go to the webhook publisher %s too, "+
+				"which would receive them so: send this table to Kafka only, or remove %s", ctx, k.key, strings.Join(others, ", "), k.key)
 		}
 	}
 }
