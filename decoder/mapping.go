@@ -141,8 +141,8 @@ type Mapping struct {
 func (m Mapping) Expected() []string { return slices.Clone(m.expect) }
 
 // OptionalColumns lists the optional columns the mapping names, once each:
-// the id, topic (unless routes take its place), headers and timestamp
-// columns. A table that lacks one fits the mapping, and its events go
+// the id, topic (unless routes take its place), headers, timestamp and
+// tracing span context columns. A table that lacks one fits the mapping, and its events go
 // without that part, unless Expecting made it expected.
 func (m Mapping) OptionalColumns() []string {
 	var cols []string
@@ -150,7 +150,7 @@ func (m Mapping) OptionalColumns() []string {
 	if len(m.Routes) > 0 {
 		topic = ""
 	}
-	for _, c := range []string{m.IDColumn, topic, m.HeadersColumn, m.TimestampColumn} {
+	for _, c := range []string{m.IDColumn, topic, m.HeadersColumn, m.TimestampColumn, m.TracingSpanContextColumn} {
 		if c != "" && !slices.Contains(cols, c) {
 			cols = append(cols, c)
 		}

@@ -74,15 +74,16 @@ func poisonOf(me *MappingError) error {
 
 // roleFlags names the flag of `cdc-relay run` that maps each required role.
 var roleFlags = map[string]string{
-	"record key":           "--key-column, or key: in a config file",
-	"payload":              "--payload-column, or value: in a config file",
-	"header column":        "--header-columns, or headers: in a config file",
-	"topic template input": "--topic-template, or topic: in a config file",
-	"tags column":          "tags_column: in the config file",
-	"event id":             "--id-column, or id: in a config file; --id-column '' for none",
-	"topic column":         "--topic-column, or topic_column: in a config file; --topic-column '' for none",
-	"headers column":       "--headers-column, or headers_column: in a config file; --headers-column '' for none",
-	"timestamp column":     "--timestamp-column, or timestamp: in a config file; --timestamp-column '' for none",
+	"record key":                  "--key-column, or key: in a config file",
+	"payload":                     "--payload-column, or value: in a config file",
+	"header column":               "--header-columns, or headers: in a config file",
+	"topic template input":        "--topic-template, or topic: in a config file",
+	"tags column":                 "tags_column: in the config file",
+	"event id":                    "--id-column, or id: in a config file; --id-column '' for none",
+	"topic column":                "--topic-column, or topic_column: in a config file; --topic-column '' for none",
+	"headers column":              "--headers-column, or headers_column: in a config file; --headers-column '' for none",
+	"timestamp column":            "--timestamp-column, or timestamp: in a config file; --timestamp-column '' for none",
+	"tracing span context column": "tracing_span_context: in the config file",
 }
 
 // resolve maps the roles of t's mapping onto the relation's columns. Every
@@ -136,7 +137,7 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 		rel.topic = optional("topic column", m.TopicColumn)
 	}
 	rel.headers = optional("headers column", m.HeadersColumn)
-	rel.trace = index(m.TracingSpanContextColumn)
+	rel.trace = optional("tracing span context column", m.TracingSpanContextColumn)
 	rel.ts = index(m.TimestampColumn)
 	for i, h := range m.HeaderColumns {
 		rel.headerCols = append(rel.headerCols, need("header column", h))

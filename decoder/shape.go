@@ -139,14 +139,15 @@ func blank(text []byte) bool {
 	return true
 }
 
-// appendTraceHeaders appends the traceparent and tracestate headers that
-// a tracing span context column's value gives: a W3C traceparent, or Java
+// appendTraceHeaders sets the traceparent and tracestate headers that a
+// tracing span context column's value gives (over ones of those names the
+// headers column gave): a W3C traceparent, or Java
 // properties text with traceparent (and tracestate) entries. It appends
 // none when the value holds no valid traceparent.
 func appendTraceHeaders(hs []Header, value []byte) []Header {
 	value = bytes.TrimSpace(value)
 	if validTraceparent(value) {
-		return append(hs, Header{Key: "traceparent", Value: value})
+		return setHeader(hs, "traceparent", value)
 	}
 	var parent, state []byte
 	for line := range bytes.Lines(value) {
@@ -162,11 +163,24 @@ func appendTraceHeaders(hs []Header, value []byte) []Header {
 	if !validTraceparent(parent) {
 		return hs
 	}
-	hs = append(hs, Header{Key: "traceparent", Value: parent})
+	hs = setHeader(hs, "traceparent", parent)
 	if len(state) > 0 {
-		hs = append(hs, Header{Key: "tracestate", Value: state})
+		hs = setHeader(hs, "tracestate", state)
 	}
 	return hs
+}
+
+// setHeader sets the header key to value: in place of one of that name
+// (the headers column's, say), so that the record carries each name once,
+// else appended.
+func setHeader(hs []Header, key string, value []byte) []Header {
+	for i := range hs {
+		if hs[i].Key == key {
+			hs[i].Value = value
+			return hs
+		}
+	}
+	return append(hs, Header{Key: key, Value: value})
 }
 
 // propertyEntry reads a line of Java properties text: key=value,

@@ -98,10 +98,15 @@ func TestTraceHeaders(t *testing.T) {
 		{"another version", "01" + parent[2:], nil},
 		{"text", "not a trace", nil},
 		{"properties without traceparent", "tracestate=a=b", nil},
+		{"over the headers column's", parent, []string{"traceparent=" + parent}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, h := range appendTraceHeaders(nil, []byte(c.value)) {
+			var hs []Header
+			if c.name == "over the headers column's" {
+				hs = []Header{{Key: "traceparent", Value: []byte("00-stale")}}
+			}
+			for _, h := range appendTraceHeaders(hs, []byte(c.value)) {
 				got = append(got, h.Key+"="+string(h.Value))
 			}
 			if strings.Join(got, "|") != strings.Join(c.want, "|") {

@@ -18,7 +18,7 @@ const notNullSQL = `SELECT attname::text FROM pg_attribute
 	WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND attnotnull ORDER BY attnum`
 
 // WithNotNull returns ms with each mapping that writes a JSON schema
-// (decoder.ConverterJSONWithSchema) given its table's NOT NULL columns
+// (decoder.ConverterJSONWithSchema, for its key, value or headers) given its table's NOT NULL columns
 // (decoder.Mapping.NotNull), read from the catalog through db now: the
 // schema of a NOT NULL key or payload column says it is not optional, as
 // Debezium's does. The other mappings are returned as they are, and
@@ -52,7 +52,8 @@ func WithNotNullText(ctx context.Context, conn *pgconn.PgConn, ms []decoder.Mapp
 func withNotNull(ctx context.Context, ms []decoder.Mapping, read func(ctx context.Context, table string) ([]string, error)) ([]decoder.Mapping, error) {
 	out := slices.Clone(ms)
 	for i, m := range out {
-		if m.KeyConverter != decoder.ConverterJSONWithSchema && m.ValueConverter != decoder.ConverterJSONWithSchema {
+		if m.KeyConverter != decoder.ConverterJSONWithSchema && m.ValueConverter != decoder.ConverterJSONWithSchema &&
+			m.HeaderConverter != decoder.ConverterJSONWithSchema {
 			continue
 		}
 		table := pgx.Identifier{m.Schema, m.Table}.Sanitize()

@@ -28,6 +28,7 @@ func TestWithNotNull(t *testing.T) {
 		t.Fatal(err)
 	}
 	schema := decoder.Mapping{Schema: "public", Table: "Outbox Event", KeyConverter: decoder.ConverterJSONWithSchema}
+	headers := decoder.Mapping{Schema: "public", Table: "Outbox Event", HeaderConverter: decoder.ConverterJSONWithSchema}
 	plain := decoder.Mapping{Schema: "public", Table: "no such table"}
 	text, err := pgtext.Connect(ctx, url)
 	if err != nil {
@@ -35,8 +36,12 @@ func TestWithNotNull(t *testing.T) {
 	}
 	defer text.Close(ctx)
 	for name, ms := range map[string]func() ([]decoder.Mapping, error){
-		"pgx":  func() ([]decoder.Mapping, error) { return WithNotNull(ctx, conn, []decoder.Mapping{schema, plain}) },
-		"text": func() ([]decoder.Mapping, error) { return WithNotNullText(ctx, text, []decoder.Mapping{schema, plain}) },
+		"pgx": func() ([]decoder.Mapping, error) {
+			return WithNotNull(ctx, conn, []decoder.Mapping{schema, plain, headers})
+		},
+		"text": func() ([]decoder.Mapping, error) {
+			return WithNotNullText(ctx, text, []decoder.Mapping{schema, plain, headers})
+		},
 	} {
 		got, err := ms()
 		if err != nil {
@@ -44,6 +49,9 @@ func TestWithNotNull(t *testing.T) {
 		}
 		if want := []string{"id", "aggregateid"}; !slices.Equal(got[0].NotNull, want) {
 			t.Errorf("%s: NOT NULL columns %q, want %q", name, got[0].NotNull, want)
+		}
+		if want := []string{"id", "aggregateid"}; !slices.Equal(got[2].NotNull, want) {
+			t.Errorf("%s: a mapping with a schema for its headers only: NOT NULL columns %q, want %q", name, got[2].NotNull, want)
 		}
 		if got[1].NotNull != nil {
 			t.Errorf("%s: a mapping without a schema converter was given %q", name, got[1].NotNull)

@@ -123,7 +123,7 @@ func prepareSlot(ctx context.Context, db DB, cfg Config, leading bool) (Prepared
 	if haveStored {
 		return res, nil
 	}
-	if slot.Active && !res.Created {
+	if slot.Active && !res.Created && slot.ConfirmedFlush != 0 { // 0: being created (by another migrate, say), not streamed
 		res.InUse = true
 		return res, nil
 	}

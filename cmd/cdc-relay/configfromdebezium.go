@@ -449,9 +449,14 @@ func (d *fromDebezium) shown(key string) string {
 // config).
 var secretWords = []string{"password", "secret", "token", "credential", "user.info", "jaas", "api.key", "apikey"}
 
-// isSecret reports whether property key holds a secret.
+// isSecret reports whether property key holds a secret: one of
+// secretWords, or a key store's or a private key's (Kafka's inline PEM
+// ssl.keystore.key and ssl.keystore.certificate.chain).
 func isSecret(key string) bool {
 	k := strings.ToLower(key)
+	if strings.Contains(k, "keystore") || strings.Contains(k, "ssl.key") || strings.HasSuffix(k, "private.key") {
+		return true
+	}
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {
 			return true

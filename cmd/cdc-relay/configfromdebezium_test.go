@@ -382,3 +382,24 @@ func TestYAMLScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestIsSecret: the properties whose values config from-debezium never
+// shows: passwords, credentials, and keys (Kafka's inline PEM
+// ssl.keystore.key, in a producer override too).
+func TestIsSecret(t *testing.T) {
+	for key, want := range map[string]bool{
+		"database.password":                       true,
+		"producer.override.sasl.jaas.config":      true,
+		"producer.override.ssl.keystore.key":      true,
+		"ssl.keystore.certificate.chain":          true,
+		"producer.override.ssl.key.password":      true,
+		"value.converter.basic.auth.user.info":    true,
+		"database.hostname":                       false,
+		"transforms.outbox.table.field.event.key": false,
+		"key.converter":                           false,
+	} {
+		if got := isSecret(key); got != want {
+			t.Errorf("isSecret(%q) = %t, want %t", key, got, want)
+		}
+	}
+}
