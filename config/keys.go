@@ -59,6 +59,7 @@ var tableKeys = []knownKey[*tableEntry]{
 		}
 	}},
 	{"tracing_span_context", text(func(te *tableEntry) *string { return &te.t.Mapping.TracingSpanContextColumn })},
+	{"partition", text(func(te *tableEntry) *string { return &te.t.Mapping.PartitionColumn })},
 	{"expand_json_payload", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		if v, ok := p.boolean(e, ctx); ok {
 			te.t.Mapping.ExpandJSONPayload = v

@@ -135,6 +135,10 @@ func configKeyDocs() map[string]keyDoc {
 			"`traceparent`, or Java properties text with `traceparent` and `tracestate` entries (the router's `tracing.span.context.field`, " +
 			"such as `tracingspancontext`). Its `traceparent` and `tracestate` become headers, so that consumers' OpenTelemetry " +
 			"instrumentation continues the trace; a row without a valid `traceparent` gets neither."),
+		"tables[].partition": column("The integer column (`smallint`, `integer` or `bigint`) whose value is the partition of the row's record, " +
+			"as Debezium's outbox event router places it with a `partition` placement in `table.fields.additional.placement` " +
+			"(`part:partition`). A NULL leaves the record to its key's hash. A row whose value is negative, or beyond its topic's partitions, " +
+			"is parked with the reason: add partitions to the topic, then retry it (`cdc-relay failed retry`)."),
 		"tables[].expand_json_payload": {typ: "boolean", def: "false", doc: "The payload's JSON written as the structure it holds, as Debezium's outbox event router " +
 			"writes it with `table.expand.json.payload=true` and `JsonConverter`: `{\"id\":123}` rather than the string `\"{\\\"id\\\": 123}\"`, " +
 			"and with `json-with-schema` the Connect schema the router infers from it (a struct named after the `value` column, `int32`, `int64` " +

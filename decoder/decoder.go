@@ -70,6 +70,11 @@ type Event struct {
 	Timestamp time.Time
 	// CommitLSN is the LSN of the commit record of the event's transaction.
 	CommitLSN uint64
+	// Partition is the partition the event's record goes to when Placed
+	// (Mapping.PartitionColumn); otherwise the producer picks it by the
+	// key's hash.
+	Partition int32
+	Placed    bool
 	// Table is the index of the event's table among the decoder's
 	// mappings; a message's is len(tables)+j for the messages of
 	// messages[j] (NewSources).

@@ -1,6 +1,10 @@
 package decoder
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
 
 // event makes the Message of an insert on a mapped table from its row: the
 // record's parts, its topic or routes, and the reason it is poison if it
@@ -59,6 +63,11 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 			ev.Headers = appendTraceHeaders(ev.Headers, c.data)
 		}
 	}
+	if rel.partition >= 0 {
+		if err := placeEvent(ev, r.col(rel.partition), t.m.PartitionColumn); err != nil && msg.Poison == nil {
+			msg.Poison = err
+		}
+	}
 	if ts := r.col(rel.ts); !ts.null {
 		ev.Timestamp = parseTimestamp(ts.data, rel.tsType, t.m.TimestampUnit, t.loc)
 	}
@@ -100,4 +109,19 @@ func (d *Decoder) render(rel *relation, r *row) (string, error) {
 	}
 	d.scratch = buf
 	return rel.t.topics.get(buf)
+}
+
+// placeEvent places ev on the partition c, the partition column col,
+// names (Event.Placed); a NULL leaves it to the key's hash. A value that
+// names no partition is the reason the event is parked.
+func placeEvent(ev *Event, c column, col string) error {
+	if c.null {
+		return nil
+	}
+	p, err := strconv.ParseInt(string(c.data), 10, 64)
+	if err != nil || p < 0 || p > math.MaxInt32 {
+		return fmt.Errorf("partition column %q holds %s, which names no partition: a partition is a number from 0 to the topic's partitions less one", col, c.data)
+	}
+	ev.Partition, ev.Placed = int32(p), true
+	return nil
 }

@@ -124,6 +124,14 @@ type Mapping struct {
 	// names, which consumers' OpenTelemetry instrumentation reads; a value
 	// that holds no valid traceparent gives none. Optional.
 	TracingSpanContextColumn string
+	// PartitionColumn, an integer column (smallint, integer or bigint),
+	// places each record on the partition its value names, as the
+	// router's table.fields.additional.placement does with a partition
+	// placement: a NULL leaves the record to the key's hash, as the
+	// router's null partition does. A negative value, or one beyond the
+	// topic's partitions, is refused: the event is parked, and sent when
+	// it is retried after the topic has that partition. Required when set.
+	PartitionColumn string
 
 	// NotNull are the table's columns declared NOT NULL, which
 	// ConverterJSONWithSchema's schemas say are not optional, as
@@ -481,7 +489,7 @@ func (m Mapping) Columns() []string {
 	for _, c := range []string{m.IDColumn, m.KeyColumn, m.PayloadColumn, topic, m.HeadersColumn, m.TimestampColumn} {
 		add(c)
 	}
-	for _, c := range slices.Concat(m.HeaderColumns, m.EnvelopeColumns, []string{m.TracingSpanContextColumn}) {
+	for _, c := range slices.Concat(m.HeaderColumns, m.EnvelopeColumns, []string{m.TracingSpanContextColumn, m.PartitionColumn}) {
 		add(c)
 	}
 	parts, _ := parseTemplate(m.TopicTemplate) // Validate refuses a malformed one

@@ -42,6 +42,9 @@ type relation struct {
 	expand *expander
 	// trace is the tracing span context column, -1 without.
 	trace int
+	// partition is the partition column (Mapping.PartitionColumn), -1
+	// without.
+	partition int
 	// shapes says the record's key or value is more than the columns'
 	// bytes: converted, a tombstone, or an envelope (shape).
 	shapes       bool
@@ -84,6 +87,7 @@ var roleFlags = map[string]string{
 	"headers column":              "--headers-column, or headers_column: in a config file; --headers-column '' for none",
 	"timestamp column":            "--timestamp-column, or timestamp: in a config file; --timestamp-column '' for none",
 	"tracing span context column": "tracing_span_context: in the config file",
+	"partition column":            "partition: in the config file",
 }
 
 // resolve maps the roles of t's mapping onto the relation's columns. Every
@@ -138,6 +142,14 @@ func resolve(t *table, rel *relation, names []string, types []uint32) *MappingEr
 	}
 	rel.headers = optional("headers column", m.HeadersColumn)
 	rel.trace = optional("tracing span context column", m.TracingSpanContextColumn)
+	rel.partition = -1
+	if m.PartitionColumn != "" {
+		rel.partition = need("partition column", m.PartitionColumn)
+		if rel.partition >= 0 && !integerType(types[rel.partition]) && first == nil {
+			first = &MappingError{Err: fmt.Errorf("partition column %q has type %s; want smallint, integer or bigint (the router takes an integer)",
+				m.PartitionColumn, typeName(types[rel.partition]))}
+		}
+	}
 	rel.ts = index(m.TimestampColumn)
 	for i, h := range m.HeaderColumns {
 		rel.headerCols = append(rel.headerCols, need("header column", h))
@@ -303,6 +315,12 @@ func usableTimestamp(oid uint32) bool {
 }
 
 // typeName names the types a timestamp column is likely to be changed to.
+// integerType reports whether oid is smallint, integer or bigint: the
+// types a partition column may have.
+func integerType(oid uint32) bool {
+	return oid == oidInt2 || oid == oidInt4 || oid == oidInt8
+}
+
 func typeName(oid uint32) string {
 	switch oid {
 	case 16:

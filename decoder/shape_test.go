@@ -176,3 +176,62 @@ func TestHeaderConverter(t *testing.T) {
 		t.Fatalf("a bytea header column under the json header converter: %v", err)
 	}
 }
+
+// TestPartitionColumn: an integer partition column places the event on
+// the partition it names; a NULL leaves it to the key's hash; a negative
+// value, or one beyond 32 bits, parks it with a reason naming the
+// column; a column of another type, or none, does not fit the mapping.
+func TestPartitionColumn(t *testing.T) {
+	m := DefaultMapping()
+	m.PartitionColumn = "part"
+	row := func(part []byte) [][]byte {
+		return [][]byte{[]byte("2e9b7c1a-5d3f-4a8e-9b6c-1f0e2d3c4b5a"), []byte("order"), []byte("1"), []byte("Created"), nil, []byte(`{}`), nil, nil, part}
+	}
+	d, err := New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, oid := range []uint32{oidInt2, oidInt4, oidInt8} {
+		rows, err := d.Rows(names(append(slices.Clone(outboxCols), col{"part", oid})), types(append(slices.Clone(outboxCols), col{"part", oid})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			part      []byte
+			placed    bool
+			partition int32
+			poison    string
+		}{
+			{[]byte("7"), true, 7, ""},
+			{[]byte("0"), true, 0, ""},
+			{nil, false, 0, ""},
+			{[]byte("-1"), false, 0, `partition column "part" holds -1`},
+			{[]byte("2147483648"), false, 0, `partition column "part" holds 2147483648`},
+		} {
+			msg := rows.Decode(row(c.part), 1)
+			got := ""
+			if msg.Poison != nil {
+				got = msg.Poison.Error()
+			}
+			if c.poison == "" && got != "" || !strings.Contains(got, c.poison) {
+				t.Errorf("type %d, partition %q: poison %q, want %q", oid, c.part, got, c.poison)
+			}
+			if msg.Event.Placed != c.placed || msg.Event.Partition != c.partition {
+				t.Errorf("type %d, partition %q: placed %t on %d, want %t on %d", oid, c.part, msg.Event.Placed, msg.Event.Partition, c.placed, c.partition)
+			}
+		}
+	}
+	for name, cols := range map[string][]col{
+		"a text column": append(slices.Clone(outboxCols), col{"part", 25}),
+		"no column":     outboxCols,
+	} {
+		rows, err := d.Rows(names(cols), types(cols))
+		if err == nil {
+			msg := rows.Decode(row([]byte("1"))[:len(cols)], 1)
+			err = msg.Poison
+		}
+		if err == nil || !strings.Contains(err.Error(), `"part"`) {
+			t.Errorf("%s: %v, want a problem naming the column", name, err)
+		}
+	}
+}

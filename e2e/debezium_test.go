@@ -46,6 +46,10 @@ type debeziumTable struct {
 	keyType     string // aggregateid's type, NOT NULL or not
 	payloadType string
 	rows        [][2]string // aggregateid and payload, as SQL expressions
+	// parts, when set, are the values (SQL expressions) of a column part
+	// int4 of the table, row by row: the partition a partition placement
+	// names. Its topic is made with 4 partitions before the rows.
+	parts []string
 }
 
 // debeziumTables cover every payload type the router passes on (jsonb,
@@ -150,6 +154,15 @@ var debeziumTables = []debeziumTable{
 		{`'f4'`, `'{"x": [{"a": 1}, {"a": "text"}]}'`},
 		{`'f5'`, `'{"x": [{"a": 1}, {"a": 1, "b": 2}, null]}'`},
 	}},
+	// A partition column (the router's table.fields.additional.placement
+	// part:partition): one key on two partitions, partition 0, and a NULL
+	// that leaves the record to its key's hash.
+	{name: "ob_partitioned", keyType: "varchar(64) NOT NULL", payloadType: "jsonb", rows: [][2]string{
+		{`'p1'`, `'{"p": 3}'`},
+		{`'p2'`, `'{"p": 0}'`},
+		{`'p3'`, `'{"p": null}'`},
+		{`'p1'`, `'{"p": 1}'`},
+	}, parts: []string{"3", "0", "NULL", "1"}},
 	// Not compared: an array of objects whose fields differ other than by
 	// the later objects' adding fields at the end ([{"a":1},{"b":2}]).
 	// The router merges their schemas in the order of a Java HashSet,
@@ -222,6 +235,10 @@ var debeziumCases = []debeziumCase{
 	{name: "json-schemas-on-expand", files: []string{"json-schemas-on"},
 		harness: []string{expandJSONPayload},
 		tables:  expandTables, parked: []string{"ob_jsonb_expand_fails"}},
+	// A partition placement: each record on the partition its row's
+	// column names, or by its key's hash for a NULL.
+	{name: "json-partition", files: []string{"json-schemas-off"}, tables: []string{"ob_partitioned"},
+		harness: []string{"transforms.outbox.table.fields.additional.placement=part:partition,type:header:eventType"}},
 	// The expanded payload in the envelope, beside the type; there the
 	// router throws on a top-level empty array too.
 	{name: "json-envelope-expand", files: []string{"json-schemas-off"},
@@ -302,21 +319,24 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 
 	// newEnv's table, slot and checkpoint give way to the case's:
 	// migrate --config makes the publication and the relay's slot.
-	mustExec(t, e.conn, "DROP TABLE outbox")
-	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
-	mustExec(t, e.conn, "DELETE FROM cdc_relay_checkpoint")
+	e.dropOutbox()
 	var include, all []string
 	parked := map[string]bool{}
 	for _, name := range c.parked {
 		parked[name] = true
 	}
 	for _, tbl := range tables {
+		part := ""
+		if tbl.parts != nil {
+			part = ",\n\t\t\tpart          int4"
+			e.createTopic(topicPrefix+tbl.name, nil)
+		}
 		mustExec(t, e.conn, fmt.Sprintf(`CREATE TABLE %s (
 			id            uuid         NOT NULL PRIMARY KEY,
 			aggregatetype varchar(255) NOT NULL,
 			aggregateid   %s,
 			type          varchar(255) NOT NULL,
-			payload       %s)`, tbl.name, tbl.keyType, tbl.payloadType))
+			payload       %s%s)`, tbl.name, tbl.keyType, tbl.payloadType, part))
 		all = append(all, "public."+tbl.name)
 		if !parked[tbl.name] {
 			include = append(include, "public."+tbl.name)
@@ -346,10 +366,17 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 				ids = append(ids, id)
 			}
 			rows[id] = rowRef{tbl.name, r[0], r[1]}
-			values = append(values, fmt.Sprintf("('%s', '%s', %s, '%s', %s)", id, tbl.name, r[0], "Event"+tbl.name, r[1]))
+			part := ""
+			if tbl.parts != nil {
+				part = ", " + tbl.parts[j]
+			}
+			values = append(values, fmt.Sprintf("('%s', '%s', %s, '%s', %s%s)", id, tbl.name, r[0], "Event"+tbl.name, r[1], part))
 		}
-		mustExec(t, e.conn, fmt.Sprintf("INSERT INTO %s (id, aggregatetype, aggregateid, type, payload) VALUES %s",
-			tbl.name, strings.Join(values, ",\n")))
+		columns := "id, aggregatetype, aggregateid, type, payload"
+		if tbl.parts != nil {
+			columns += ", part"
+		}
+		mustExec(t, e.conn, fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", tbl.name, columns, strings.Join(values, ",\n")))
 	}
 
 	end := e.lsn(currentLSN)
@@ -387,7 +414,14 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 		}
 		diffs := recordDiffs(d, r)
 		if d.Partition != nil {
-			diffs = append(diffs, fmt.Sprintf("partition: debezium's record names partition %d, the relay's none", *d.Partition))
+			// Placed by a partition column: the relay's must be there.
+			if r.Partition != *d.Partition {
+				diffs = append(diffs, fmt.Sprintf("partition: debezium's record names partition %d, the relay put it in %d", *d.Partition, r.Partition))
+			}
+			if len(diffs) > 0 {
+				t.Errorf("%s:\n\t%s", what, strings.Join(diffs, "\n\t"))
+			}
+			continue
 		}
 		if d.Key != nil && r.Key != nil {
 			if dp, rp := sink.Partition(d.Key, n), sink.Partition(r.Key, n); dp != rp {

@@ -60,9 +60,7 @@ func TestDebeziumSlotTakeover(t *testing.T) {
 
 	// newEnv's outbox table and slot give way to the application's
 	// table, the connector's slot and publication.
-	mustExec(t, e.conn, "DROP TABLE outbox")
-	mustExec(t, e.conn, "SELECT pg_drop_replication_slot($1)", e.slot)
-	mustExec(t, e.conn, "DELETE FROM cdc_relay_checkpoint")
+	e.dropOutbox()
 	schema, err := os.ReadFile(filepath.Join("..", "examples", "debezium-outbox", "schema.sql"))
 	if err != nil {
 		t.Fatal(err)

@@ -115,7 +115,7 @@ type Column struct {
 	// Key is the key that names it: "id", "key", "value", "topic" (an
 	// input of the template), "topic_column", "headers.NAME" (the column of
 	// header NAME), "headers_column", "envelope.NAME" (the column of
-	// envelope field NAME), "tracing_span_context", "timestamp",
+	// envelope field NAME), "tracing_span_context", "partition", "timestamp",
 	// "tags_column", or
 	// "write_back.status_column", "write_back.delivered_at_column",
 	// "write_back.error_column", "write_back.attempts_column",
@@ -154,6 +154,7 @@ func (t Table) Columns() []Column {
 		add("envelope."+m.EnvelopeNames[i], c)
 	}
 	add("tracing_span_context", m.TracingSpanContextColumn)
+	add("partition", m.PartitionColumn)
 	add("timestamp", m.TimestampColumn)
 	add("tags_column", m.TagsColumn)
 	if wb := t.WriteBack; wb != nil {

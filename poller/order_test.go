@@ -87,6 +87,12 @@ func TestDeliverInOrder(t *testing.T) {
 		row(9, "orders", "", "n2"),
 	}
 	all := []string{"a1", "b1", "a2", "n1", "b2", "a3", "b3", "p1", "n2"}
+	// placed: key a's rows placed by a partition column, a1 on one
+	// partition, a2 and a3 on another.
+	placed := slices.Clone(rows)
+	for i, p := range map[int]int32{0: 1, 2: 2, 5: 2} {
+		placed[i].Placed, placed[i].Partition = true, p
+	}
 	allKeys := []status.Key{{Topic: "orders", Key: "a"}, {Topic: "orders", Key: "b"}, {Topic: "payments", Key: "b"}}
 	tests := []struct {
 		name        string
@@ -142,6 +148,12 @@ func TestDeliverInOrder(t *testing.T) {
 			wantCalls: [][]string{{"a1", "a2", "n1", "a3", "p1", "n2"}},
 			wantKeys:  []status.Key{{Topic: "orders", Key: "a"}, {Topic: "payments", Key: "b"}},
 			delivered: []int64{1, 3, 4, 6, 8, 9}, dead: []int64{2}, noOutcomes: []int64{5, 7},
+		},
+		{
+			name:  "a key's rows placed on two partitions: those on the second wait for the next claim",
+			store: &fakeStore{rows: placed}, prod: &partitionProducer{},
+			wantCalls: [][]string{{"a1", "b1", "n1", "b2", "b3", "p1", "n2"}}, wantKeys: allKeys,
+			delivered: []int64{1, 2, 4, 5, 7, 8, 9}, noOutcomes: []int64{3, 6},
 		},
 		{
 			name:  "the claim fails: nobody hears of it",

@@ -325,6 +325,9 @@ func (p *Poller) outcome(ctx context.Context, row status.Row, loaded *status.Row
 // record is row as a Kafka record for topic, with the poller's headers.
 func record(row status.Row, topic string) *kgo.Record {
 	r := &kgo.Record{Topic: topic, Key: row.Key, Value: row.Value, Timestamp: row.Timestamp}
+	if row.Placed && topic == row.Topic {
+		sink.Place(r, row.Partition) // not on the dead-letter topic
+	}
 	for _, h := range row.Headers {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 	}
@@ -498,7 +501,10 @@ func (p *Poller) keepPaused(ctx context.Context, rows []status.Row, loaded []*st
 // fails a refused batch with every record buffered behind it in its
 // partition. A row that cannot be produced (not loaded, a topic or a
 // record refused before producing: prepare) stops its key: its later rows
-// are not produced. Then each key's outcomes are read in id order (keyOutcomes).
+// are not produced; so does a row placed on another partition than its
+// key's earlier rows of the claim (a table's partition column), whose
+// order against theirs franz-go would not keep. Then each key's outcomes
+// are read in id order (keyOutcomes).
 func (p *Poller) produceInOrder(ctx context.Context, rows []status.Row, loaded []*status.Row, errs []error) []bool {
 	groups := p.groupByKey(rows)
 	group := make([]int, len(rows)) // the group of each row
@@ -508,12 +514,23 @@ func (p *Poller) produceInOrder(ctx context.Context, rows []status.Row, loaded [
 		}
 	}
 	stopped := make([]bool, len(groups))
+	onPartition := make([]int64, len(groups)) // each group's placement (placement), 0 before its first row
 	tried := make([]bool, len(rows))
 	produced := make([]bool, len(rows))
 	var recs []*kgo.Record
 	var sent []int // the row of each record
 	for i := range rows {
-		if stopped[group[i]] {
+		g := group[i]
+		if stopped[g] {
+			continue
+		}
+		if at := placement(rows[i], loaded[i]); onPartition[g] == 0 {
+			onPartition[g] = at
+		} else if at != onPartition[g] {
+			// Another partition than its key's earlier rows': franz-go
+			// answers partitions in no order between them, so it waits
+			// for the next claim, once those are settled.
+			stopped[g] = true
 			continue
 		}
 		tried[i] = true
@@ -542,6 +559,19 @@ func (p *Poller) produceInOrder(ctx context.Context, rows []status.Row, loaded [
 		p.keyOutcomes(rows, idx, produced, errs, tried)
 	}
 	return tried
+}
+
+// placement names the partition row's record goes to for produceInOrder
+// (loaded: its record read from its outbox row): 1 plus its placed
+// partition (status.Row.Placed), or -1 when its key's hash chooses it.
+func placement(row status.Row, loaded *status.Row) int64 {
+	if loaded != nil {
+		row = *loaded
+	}
+	if !row.Placed {
+		return -1
+	}
+	return int64(row.Partition) + 1
 }
 
 // prepare returns the record of row (loaded: its record read from its

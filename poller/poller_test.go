@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/sink"
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
@@ -288,6 +289,29 @@ func TestRecordCommitLSN(t *testing.T) {
 		}
 		if got != tc.header || found != (tc.header != "") {
 			t.Errorf("commit LSN %v: header %q (there: %v), want %q", tc.lsn, got, found, tc.header)
+		}
+	}
+}
+
+// TestRecordPlaced: the record of a row placed by its table's partition
+// column goes to that partition (sink.Place); not on the dead-letter
+// topic, and not a row left to its key's hash.
+func TestRecordPlaced(t *testing.T) {
+	row := status.Row{Topic: "orders", Key: []byte("k"), Placed: true, Partition: 5}
+	for _, c := range []struct {
+		name   string
+		row    status.Row
+		topic  string
+		placed bool
+	}{
+		{"placed", row, "orders", true},
+		{"to the dead-letter topic", row, "dead-letters", false},
+		{"not placed", status.Row{Topic: "orders", Key: []byte("k")}, "orders", false},
+	} {
+		r := record(c.row, c.topic)
+		p, ok := sink.PlacedOf(r)
+		if ok != c.placed || ok && p != 5 {
+			t.Errorf("%s: placed %t on %d, want %t on 5", c.name, ok, p, c.placed)
 		}
 	}
 }

@@ -233,6 +233,7 @@ func (t *loadTable) decodeRow(row status.Row, rd *decoder.Rows, values [][]byte)
 		ev.Topic = msg.Routes[0]
 	}
 	row.Topic, row.Key, row.Value, row.Timestamp = ev.Topic, slices.Clone(ev.Key), slices.Clone(ev.Value), ev.Timestamp
+	row.Partition, row.Placed = ev.Partition, ev.Placed
 	row.Headers = make([]decoder.Header, len(ev.Headers))
 	for i, h := range ev.Headers {
 		row.Headers[i] = decoder.Header{Key: h.Key, Value: slices.Clone(h.Value)}

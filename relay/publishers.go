@@ -361,7 +361,7 @@ func heldBy(o *keyorder.Order) func(r *kgo.Record) bool {
 // eventOf is the event of r: the stream's (its Inflight), or, for a
 // record of the poller, one of its topic and key.
 func eventOf(r *kgo.Record) *decoder.Event {
-	if it, ok := r.Context.(*delivery.Inflight); ok {
+	if it := delivery.InflightOf(r); it != nil {
 		return &it.Event
 	}
 	return &decoder.Event{Topic: r.Topic, Key: r.Key}

@@ -159,6 +159,9 @@ func (p *Publisher) Add(ctx context.Context, values [][]byte, key string) error 
 			hdrs = make([]kgo.RecordHeader, 0, len(ev.Headers)+len(p.opts.Headers))
 		}
 		sink.Fill(rec, hdrs, &ev)
+		if ev.Placed {
+			sink.Place(rec, ev.Partition)
+		}
 		rec.Headers = append(rec.Headers, p.opts.Headers...)
 		p.events, p.recs, p.keys = append(p.events, ev), append(p.recs, rec), append(p.keys, key)
 	}

@@ -1,6 +1,12 @@
 package sink
 
-import "github.com/twmb/franz-go/pkg/kgo"
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // stickyBytes is how many bytes of records without a key go to one
 // partition before the partitioner picks another (franz-go's default).
@@ -11,9 +17,10 @@ const stickyBytes = 64 << 10
 // too) goes to [Partition], where Kafka's Java producer puts it; a record
 // without one goes to a partition that changes every stickyBytes,
 // preferring the partitions with the least buffered, as the Java
-// producer's uniform sticky partitioner does (KIP-794).
+// producer's uniform sticky partitioner does (KIP-794); a record placed on
+// a partition ([Place]) goes there.
 func partitioner() kgo.Partitioner {
-	return kgo.UniformBytesPartitioner(stickyBytes, true, true, kgo.KafkaHasher(murmur2))
+	return placing{kgo.UniformBytesPartitioner(stickyBytes, true, true, kgo.KafkaHasher(murmur2))}
 }
 
 // Partition is the partition, of n, of a record with key: Kafka's Java
@@ -57,4 +64,105 @@ func murmur2(b []byte) uint32 {
 	h *= m
 	h ^= h >> 15
 	return h
+}
+
+// Place makes r go to partition p, as the record of an event placed by
+// its table's partition column (decoder.Event.Placed): it wraps r's
+// Context (the background context when it has none; franz-go then watches
+// the Produce context only) in one that names the partition, which the
+// producer's partitioner honours whatever r's key; the record fails,
+// [Unplaceable], when its topic has no such partition. [ContextOf] is r's
+// Context as it was.
+func Place(r *kgo.Record, p int32) {
+	ctx := r.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r.Context = &placed{Context: ctx, partition: p}
+}
+
+// ContextOf is r's Context without what [Place] wrapped it in.
+func ContextOf(r *kgo.Record) context.Context {
+	if p, ok := r.Context.(*placed); ok {
+		return p.Context
+	}
+	return r.Context
+}
+
+// placed is the Context of a record [Place] placed on partition.
+type placed struct {
+	context.Context
+	partition int32
+}
+
+// PlacedOf is the partition [Place] placed r on, if it did: one comparison
+// of the Context's type for a record it did not.
+func PlacedOf(r *kgo.Record) (int32, bool) {
+	if p, ok := r.Context.(*placed); ok {
+		return p.partition, true
+	}
+	return 0, false
+}
+
+// errNoSuchPartition marks the error franz-go fails a placed record with
+// when its topic has fewer partitions.
+const errNoSuchPartition = "invalid record partitioning choice"
+
+// Unplaceable reports whether err failed a record because the partition
+// it was placed on is not one of its topic's.
+func Unplaceable(err error) bool {
+	return err != nil && strings.Contains(err.Error(), errNoSuchPartition)
+}
+
+// Explain is err with what the operator can do about it when it is
+// [Unplaceable]; any other err as it is.
+func Explain(err error) error {
+	if !Unplaceable(err) {
+		return err
+	}
+	return fmt.Errorf("the topic has no partition the event's partition column names (%w): "+
+		"add partitions to the topic (kafka-topics.sh --alter --partitions N), or let the event go to another topic, "+
+		"then retry it: cdc-relay failed retry", err)
+}
+
+// placing is the producer's partitioner: keyed's, but for a record
+// placed on a partition ([Place]). keyed's topic partitioners must be
+// kgo.TopicBackupPartitioner (franz-go's uniform bytes partitioner's are).
+type placing struct{ keyed kgo.Partitioner }
+
+// ForTopic returns the topic's partitioner.
+func (p placing) ForTopic(topic string) kgo.TopicPartitioner {
+	return placingTopic{p.keyed.ForTopic(topic).(kgo.TopicBackupPartitioner)}
+}
+
+// placingTopic is placing for one topic. It has no OnNewBatch, as the
+// uniform bytes partitioner it wraps has none: franz-go then buffers a
+// record without holding the topic's partitioner.
+type placingTopic struct{ keyed kgo.TopicBackupPartitioner }
+
+// RequiresConsistency is true for a placed record: it goes to its
+// partition, down or not, as a keyed one does.
+func (p placingTopic) RequiresConsistency(r *kgo.Record) bool {
+	if _, ok := PlacedOf(r); ok {
+		return true
+	}
+	return p.keyed.RequiresConsistency(r)
+}
+
+// Partition is never called: franz-go calls PartitionByBackup.
+func (p placingTopic) Partition(r *kgo.Record, n int) int {
+	if at, ok := PlacedOf(r); ok {
+		return int(at)
+	}
+	return p.keyed.Partition(r, n)
+}
+
+// PartitionByBackup is the placed record's partition, else the keyed
+// partitioner's choice. A partition of n or more fails the record with
+// franz-go's "invalid record partitioning choice" ([Unplaceable]).
+func (p placingTopic) PartitionByBackup(r *kgo.Record, n int, it kgo.TopicBackupIter) int {
+	if at, ok := PlacedOf(r); ok {
+		return int(at)
+	}
+	return p.keyed.PartitionByBackup(r, n, it)
 }

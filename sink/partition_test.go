@@ -198,3 +198,92 @@ func TestNewRefusesBadProducerSettings(t *testing.T) {
 		t.Errorf("BatchMaxBytes() = %d, want %d", s.BatchMaxBytes(), 4<<20)
 	}
 }
+
+// TestProducerPlacesPlacedRecords: a record placed on a partition (Place)
+// goes there whatever its key, with a key or without, while the others
+// go where their key's hash does; one placed beyond the topic's
+// partitions fails, Unplaceable, alone.
+func TestProducerPlacesPlacedRecords(t *testing.T) {
+	const topic, partitions = "placed-by-column", 6
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	s, err := New(Config{Brokers: kc.ListenAddrs(), Linger: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type rec struct {
+		key    []byte
+		place  int32 // -1: not placed
+		want   int32 // -1: refused
+		reason string
+	}
+	keys := placementKeys()[:4]
+	cases := []rec{
+		{keys[0], 5, 5, "keyed, placed"},
+		{keys[1], -1, int32(Partition(keys[1], partitions)), "keyed, not placed"},
+		{nil, 3, 3, "no key, placed"},
+		{keys[2], 0, 0, "placed on partition 0"},
+		{keys[3], partitions, -1, "placed beyond the topic's partitions"},
+		{keys[0], 2, 2, "the first key again, placed elsewhere"},
+	}
+	recs := make([]*kgo.Record, len(cases))
+	for i, c := range cases {
+		recs[i] = &kgo.Record{Topic: topic, Key: c.key, Value: []byte(c.reason)}
+		if c.place >= 0 {
+			Place(recs[i], c.place)
+		}
+	}
+	var ok []*kgo.Record
+	for i, err := range s.ProduceWait(ctx, recs) {
+		c := cases[i]
+		switch {
+		case c.want < 0:
+			if !Unplaceable(err) || !Permanent(err) {
+				t.Errorf("%s: error %v, want one Unplaceable and Permanent", c.reason, err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", c.reason, err)
+		case recs[i].Partition != c.want:
+			t.Errorf("%s: went to partition %d, want %d", c.reason, recs[i].Partition, c.want)
+		default:
+			ok = append(ok, recs[i])
+		}
+	}
+	checkReadBack(ctx, t, kc.ListenAddrs(), topic, ok)
+}
+
+// keyedContext is a record's Context that Place did not wrap, as the
+// stream's Inflight of an event left to its key's hash.
+type keyedContext struct{ context.Context }
+
+// BenchmarkPartitioner: the producer's partitioner's choice for a keyed
+// record that Place did not place (the stream's usual record), by
+// the wrapper that honours placements (placing) and by the uniform bytes
+// partitioner alone: what honouring placements costs each record.
+func BenchmarkPartitioner(b *testing.B) {
+	uniform := kgo.UniformBytesPartitioner(stickyBytes, true, true, kgo.KafkaHasher(murmur2))
+	r := &kgo.Record{Topic: "t", Key: []byte("order-12345"), Value: make([]byte, 200), Context: keyedContext{context.Background()}}
+	for _, c := range []struct {
+		name string
+		p    kgo.Partitioner
+	}{{"uniform", uniform}, {"placing", partitioner()}} {
+		b.Run(c.name, func(b *testing.B) {
+			tp := c.p.ForTopic("t").(kgo.TopicBackupPartitioner)
+			n := 0
+			for b.Loop() {
+				if tp.RequiresConsistency(r) {
+					n += tp.PartitionByBackup(r, 12, nil)
+				}
+			}
+			if n < 0 {
+				b.Fatal(n)
+			}
+		})
+	}
+}

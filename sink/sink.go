@@ -234,7 +234,8 @@ func producerOpts(cfg Config) ([]kgo.Opt, error) {
 
 // Fill sets r to the record for ev, appending the headers to hdrs (pass a
 // slice with room for them to avoid an allocation). r shares ev's byte
-// slices.
+// slices. It leaves r's Context alone: a placed event's record (ev.Placed)
+// is then placed by [Place], once its Context is set.
 func Fill(r *kgo.Record, hdrs []kgo.RecordHeader, ev *decoder.Event) {
 	r.Topic = ev.Topic
 	r.Key = ev.Key
@@ -317,7 +318,12 @@ func produceWait(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) []erro
 	for n := 0; n < len(recs); n++ {
 		select {
 		case a := <-answers:
-			errs[a.i], answered[a.i] = a.err, true
+			if Unplaceable(a.err) {
+				// The topic may have had partitions added since the
+				// client's metadata was read: the next attempt sees them.
+				cl.ForceMetadataRefresh()
+			}
+			errs[a.i], answered[a.i] = Explain(a.err), true
 		case <-ctx.Done():
 			for i := range errs {
 				if !answered[i] {

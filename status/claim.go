@@ -314,6 +314,7 @@ type loadedRecords struct {
 	keys, values [][]byte
 	headers      []*string    // JSON text, or nil
 	timestamps   []*time.Time // nil: none
+	partitions   []*int32     // nil: not placed
 }
 
 // deliveredSet is the SET list of a status row s that a claim delivered.
@@ -326,9 +327,9 @@ func (l *loadedRecords) queue(b *pgx.Batch, table, mine string) {
 	if len(l.ids) == 0 {
 		return
 	}
-	b.Queue("UPDATE "+table+" AS s SET topic = u.topic, record_key = u.k, record_value = u.v, headers = u.h::jsonb, record_timestamp = u.ts"+
-		" FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[]) AS u(id, topic, k, v, h, ts)"+
-		" WHERE s.id = u.id AND "+mine, l.ids, l.topics, l.keys, l.values, l.headers, l.timestamps)
+	b.Queue("UPDATE "+table+" AS s SET topic = u.topic, record_key = u.k, record_value = u.v, headers = u.h::jsonb, record_timestamp = u.ts, record_partition = u.p"+
+		" FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[], $7::integer[]) AS u(id, topic, k, v, h, ts, p)"+
+		" WHERE s.id = u.id AND "+mine, l.ids, l.topics, l.keys, l.values, l.headers, l.timestamps, l.partitions)
 }
 
 // add appends row id's record r.
@@ -348,6 +349,11 @@ func (l *loadedRecords) add(id int64, r *Row) {
 	l.values = append(l.values, r.Value)
 	l.headers = append(l.headers, headers)
 	l.timestamps = append(l.timestamps, ts)
+	var p *int32
+	if r.Placed {
+		p = &r.Partition
+	}
+	l.partitions = append(l.partitions, p)
 }
 
 // defaultOutcomeTimeout bounds writing a claim's outcomes once its

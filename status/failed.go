@@ -78,6 +78,7 @@ type failedRow struct {
 	status        string
 	dropped       []string
 	rowID         string // the outbox row's id, as the event had it (id may be shortened)
+	partition     any    // int32 or nil: the event's placed partition
 }
 
 func (s *Store) row(ev *decoder.Event, reason error) failedRow {
@@ -89,6 +90,9 @@ func (s *Store) row(ev *decoder.Event, reason error) failedRow {
 	}
 	if !ev.Timestamp.IsZero() {
 		r.timestamp = ev.Timestamp
+	}
+	if ev.Placed {
+		r.partition = ev.Partition
 	}
 	return r
 }
@@ -103,8 +107,8 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 		headers = r.headers
 	}
 	sql := "INSERT INTO " + s.table + " (" + parkColumns + ")" +
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9, $10, " + s.publisherSQL + ")" + parkConflict
-	args := []any{r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status, r.sourceTable}
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::pg_lsn, $9, $10, $11::integer, " + s.publisherSQL + ")" + parkConflict
+	args := []any{r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(reason), r.commitLSN, r.status, r.sourceTable, r.partition}
 	source, _ := r.sourceTable.(string)
 	// A WAITING or PAUSED event was not sent, and will be: its outbox row
 	// stays pending until the poller delivers it.
@@ -134,7 +138,7 @@ func (s *Store) insert(ctx context.Context, r failedRow) error {
 
 // parkColumns are the columns a park inserts: the event's, and the
 // store's publisher last.
-const parkColumns = "event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table, publisher"
+const parkColumns = "event_id, topic, record_key, record_value, headers, record_timestamp, last_error, commit_lsn, status, source_table, record_partition, publisher"
 
 // parkConflict is the ON CONFLICT clause of a park: a parked event's
 // identity, the columns of the status table's unique index of it

@@ -14,7 +14,8 @@ import (
 // rows parked before the status table recorded it; original_topic unless
 // an operator corrected the topic). publisher is there only for a row of
 // another publisher than Kafka (KafkaPublisher), so that a Kafka row's
-// JSON is what it was before the status table knew publishers.
+// JSON is what it was before the status table knew publishers. partition
+// is there only for an event its table's partition column placed.
 type jsonRow struct {
 	ID            int64        `json:"id"`
 	Status        string       `json:"status"`
@@ -39,6 +40,7 @@ type jsonRow struct {
 	SkippedAt     *time.Time   `json:"skipped_at"`
 	OriginalTopic *string      `json:"original_topic"`
 	Publisher     string       `json:"publisher,omitempty"`
+	Partition     *int32       `json:"partition,omitempty"`
 }
 
 // jsonHeader is a record header; a NULL value is null.
@@ -61,6 +63,9 @@ func toJSON(r Row) jsonRow {
 	}
 	if r.Publisher != KafkaPublisher {
 		j.Publisher = r.Publisher
+	}
+	if r.Placed {
+		j.Partition = &r.Partition
 	}
 	if r.Key != nil {
 		j.KeyEncoding, j.Key = "text", optString(true, string(r.Key))

@@ -262,7 +262,7 @@ func (s *Store) ParkHeld(ctx context.Context, held []Held) error {
 func (s *Store) parkHeld(ctx context.Context, held []Held) error {
 	var sql strings.Builder
 	sql.WriteString("INSERT INTO " + s.table + " (" + parkColumns + ") VALUES ")
-	args := make([]any, 0, 10*len(held))
+	args := make([]any, 0, 11*len(held))
 	for i, h := range held {
 		state, reason := Waiting, h.Reason
 		if h.Paused {
@@ -277,8 +277,8 @@ func (s *Store) parkHeld(ctx context.Context, held []Held) error {
 			sql.WriteString(", ")
 		}
 		n := len(args)
-		fmt.Fprintf(&sql, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d::pg_lsn, $%d, $%d, %s)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, s.publisherSQL)
-		args = append(args, r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(r.reason), r.commitLSN, state, r.sourceTable)
+		fmt.Fprintf(&sql, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d::pg_lsn, $%d, $%d, $%d::integer, %s)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, s.publisherSQL)
+		args = append(args, r.id, sanitize(r.topic), r.key, r.value, headers, r.timestamp, sanitize(r.reason), r.commitLSN, state, r.sourceTable, r.partition)
 	}
 	sql.WriteString(parkConflict)
 	_, err := s.db.Exec(ctx, sql.String(), args...)

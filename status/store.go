@@ -209,12 +209,17 @@ type Row struct {
 	// Publisher is the publisher the event was parked for (see
 	// Publisher): the store's own, since a store reads no other's rows.
 	Publisher string
+	// Partition is the partition the event's record goes to when Placed
+	// (decoder.Event.Placed: its table's partition column); otherwise the
+	// producer picks it by the key's hash.
+	Partition int32
+	Placed    bool
 }
 
 // rowColumns are the columns scanRow reads, in its order.
 const rowColumns = `id, coalesce(event_id, ''), coalesce(source_table, ''), topic, record_key, record_value, headers, record_timestamp,
 	status, attempts, last_error, next_attempt_at, coalesce(commit_lsn::text, '0/0'), created_at, updated_at, delivered_at, reload, skipped_at,
-	coalesce(original_topic, '')`
+	coalesce(original_topic, ''), record_partition`
 
 // Bytes is what r's record holds in memory: its key, value and headers.
 func (r *Row) Bytes() int64 {
@@ -239,11 +244,15 @@ func scanRowWith(r pgx.CollectableRow, extra ...any) (Row, error) {
 		ts, delivered *time.Time
 		skipped       *time.Time
 		commitLSN     string
+		partition     *int32
 	)
 	err := r.Scan(append([]any{&row.ID, &row.EventID, &row.SourceTable, &row.Topic, &row.Key, &row.Value, &headers, &ts,
-		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered, &row.Reload, &skipped, &row.OriginalTopic}, extra...)...)
+		&row.Status, &row.Attempts, &row.LastError, &row.NextAttemptAt, &commitLSN, &row.CreatedAt, &row.UpdatedAt, &delivered, &row.Reload, &skipped, &row.OriginalTopic, &partition}, extra...)...)
 	if err != nil {
 		return row, err
+	}
+	if partition != nil {
+		row.Partition, row.Placed = *partition, true
 	}
 	if ts != nil {
 		row.Timestamp = *ts

@@ -792,7 +792,7 @@ func cmpOr(a, b string) string {
 
 // placements maps table.fields.additional.placement: header fields to
 // headers:, envelope fields to envelope:, the partition field to
-// partition_column:.
+// partition:.
 func (d *fromDebezium) placements() {
 	v, ok := d.routerValue(routerFieldsAdditional)
 	if !ok {
@@ -852,11 +852,14 @@ func (d *fromDebezium) placements() {
 		d.table = append(d.table, yamlLine{"envelope: " + code, comment + ": the value is {\"payload\": …, alias: column…}"})
 	}
 	if n := len(partition); n > 0 {
+		// The router sets the partition of each field in turn: the last
+		// one's stays.
 		f := partition[n-1]
-		d.table = append(d.table, yamlLine{"", routerFieldsAdditional + "=" + f.entry + " cannot be honoured: see standard error"})
-		d.add(cannotHonour, d.shown(d.routerPrefix+routerFieldsAdditional), fmt.Sprintf(
-			"%s placed as the partition: the relay places a record by its key's hash, and has no partition column yet; "+
-				"keep the connector for a table whose consumers rely on that partition", f.column))
+		d.table = append(d.table, yamlLine{"partition: " + yamlScalar(f.column), routerFieldsAdditional + "=" + f.entry + ": the record goes to the partition the column names"})
+		if n > 1 {
+			d.add(toCheck, d.shown(d.routerPrefix+routerFieldsAdditional), fmt.Sprintf(
+				"%d fields are placed as the partition; the router keeps the last one's, %s, and so does the relay", n, f.column))
+		}
 	}
 }
 

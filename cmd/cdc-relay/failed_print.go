@@ -175,6 +175,9 @@ func writeRecord(w io.Writer, r status.Row, now time.Time) error {
 	if r.OriginalTopic != "" {
 		field("original topic", tableCell(r.OriginalTopic)+" (the topic it was parked for; an operator corrected it)")
 	}
+	if r.Placed {
+		field("partition", strconv.Itoa(int(r.Partition))+" (its table's partition column)")
+	}
 	field("event id", dashIfEmpty(r.EventID))
 	field("key", inlineBytes(r.Key))
 	field("timestamp", formatTime(r.Timestamp))

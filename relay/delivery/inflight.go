@@ -56,10 +56,22 @@ func NewInflight(ctx context.Context, tracker *checkpoint.Tracker, pgTxn *checkp
 	return it
 }
 
-// Fill makes the event's Kafka record, whose Context is it.
+// Fill makes the event's Kafka record, whose Context is it (placed on
+// its partition by sink.Place when its table's partition column placed
+// it: InflightOf finds it there).
 func (it *Inflight) Fill() {
 	sink.Fill(&it.Record, it.recHeaders[:0], &it.Event)
 	it.Record.Context = it
+	if it.Event.Placed {
+		sink.Place(&it.Record, it.Event.Partition)
+	}
+}
+
+// InflightOf is the Inflight whose record r is (Fill), nil for another
+// record.
+func InflightOf(r *kgo.Record) *Inflight {
+	it, _ := sink.ContextOf(r).(*Inflight)
+	return it
 }
 
 // Txn is the PostgreSQL transaction the event came in.

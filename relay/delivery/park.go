@@ -53,7 +53,7 @@ func (l *Ledger) FailedAs(err error) ParkAs {
 	if IsBehind(err) {
 		return ParkAs{store: l.Failures.Failed, reason: err, cause: Slow}
 	}
-	return ParkAs{store: l.Failures.Failed, reason: err, cause: sink.ErrorName(err)}
+	return ParkAs{store: l.Failures.Failed, reason: sink.Explain(err), cause: sink.ErrorName(err)}
 }
 
 // Poisoned marks err as the reason a row cannot become its record

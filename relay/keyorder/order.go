@@ -822,9 +822,14 @@ func (o *Order) ParkedHeld(ev *decoder.Event) (bool, string) {
 
 // Overtook reports whether Kafka acked ev, at place p, while its key was
 // held by an earlier event: a break of the key's order (see DESIGN.md).
+// An event placed on a partition by its table's partition column
+// (decoder.Event.Placed) never overtook: its key's events may name several
+// partitions, between which Kafka keeps no order, and franz-go answers a
+// partition's records in order, so that on one partition the hold always
+// comes first.
 func (o *Order) Overtook(ev *decoder.Event, p *Place) bool {
 	key := o.OrderKey(ev)
-	if o == nil || !o.byKey || key == nil || !o.any.Load() {
+	if o == nil || !o.byKey || key == nil || ev.Placed || !o.any.Load() {
 		return false
 	}
 	o.mu.Lock()

@@ -279,7 +279,7 @@ func (d *Delivery) produceOneAlone(it *delivery.Inflight) {
 // failed records in order, on one goroutine, so a key's records are held
 // in order, and the stream parks or queues the key's later events.
 func (d *Delivery) ack(r *kgo.Record, err error) {
-	it := r.Context.(*delivery.Inflight)
+	it := delivery.InflightOf(r)
 	// Last, once a failure held its key: the alone queue waits for its
 	// key's records to leave the producer.
 	defer d.outOfProducer(it)

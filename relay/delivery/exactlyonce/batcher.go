@@ -326,7 +326,7 @@ func (b *Batcher) wakeLocked() {
 // ack is the callback of every record of the stream: Kafka's ack frees
 // its capacity (the hold keeps the position back until the commit).
 func (b *Batcher) ack(r *kgo.Record, err error) {
-	it := r.Context.(*delivery.Inflight)
+	it := delivery.InflightOf(r)
 	if err == nil {
 		b.acked.Add(1)
 		b.Tracker.Done(it.Txn(), it.Size())
