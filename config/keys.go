@@ -53,6 +53,7 @@ var tableKeys = []knownKey[*tableEntry]{
 	{"envelope", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		te.t.Mapping.EnvelopeNames, te.t.Mapping.EnvelopeColumns = p.namedColumns(e, ctx, "field", "{eventType: type}")
 	}},
+	{"envelope_schema_name", text(func(te *tableEntry) *string { return &te.t.Mapping.EnvelopeSchemaName })},
 	{"tombstone_on_empty_payload", func(p *parser, e keyed, ctx string, te *tableEntry) {
 		if v, ok := p.boolean(e, ctx); ok {
 			te.t.Mapping.TombstoneOnEmptyPayload = v

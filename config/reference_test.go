@@ -127,7 +127,14 @@ func configKeyDocs() map[string]keyDoc {
 			"such as `America/New_York`: the timestamp column is read in it, and `write_back` writes such columns in it."},
 		"tables[].envelope": {typ: "mapping of field name to column", doc: "Columns placed beside the payload in the record's value, " +
 			"which becomes the JSON object `{\"payload\": …, \"eventType\": …}`, as Debezium's outbox event router makes it with " +
-			"`table.fields.additional.placement=type:envelope:eventType`: `{eventType: type}`. Needs `value_converter: json`."},
+			"`table.fields.additional.placement=type:envelope:eventType`: `{eventType: type}`. Needs `value_converter: json`, or " +
+			"`json-with-schema` with `envelope_schema_name`."},
+		"tables[].envelope_schema_name": {typ: "string (a template of the row's columns)", doc: "The name of the envelope's Connect schema " +
+			"under `value_converter: json-with-schema`, as the router names it: `<topic.prefix>.<schema>.<table>.{<route.by.field>}.Value`, " +
+			"such as `\"server1.public.outboxevent.{aggregatetype}.Value\"` (`cdc-relay config from-debezium` writes it). The router names " +
+			"every envelope of one payload schema after the first row it routed since the connector started; the relay names each after its own " +
+			"row, the same when a table's rows route one way. Needed with an envelope under that converter, refused otherwise; not with " +
+			"`expand_json_payload` yet."},
 		"tables[].tombstone_on_empty_payload": {typ: "boolean", def: "false", doc: "A row whose payload is NULL, or text of blanks only, " +
 			"becomes a record with a null value (a tombstone, which a compacted topic reads as a delete), as the router's " +
 			"`route.tombstone.on.empty.payload` does. Without it the record's value is what the converter writes for NULL."},

@@ -162,6 +162,7 @@ func (p *parser) checkRecordShapes(te *tableEntry, ctx string) {
 		{"value_converter", m.ValueConverter != decoder.ConverterRaw},
 		{"header_converter", m.HeaderConverter != decoder.ConverterRaw},
 		{"envelope", len(m.EnvelopeColumns) > 0},
+		{"envelope_schema_name", m.EnvelopeSchemaName != ""},
 		{"expand_json_payload", m.ExpandJSONPayload},
 		{"tombstone_on_empty_payload", m.TombstoneOnEmptyPayload},
 	} {

@@ -90,8 +90,15 @@ type Mapping struct {
 	// object {"payload": …, name: column's value, …}, as Debezium's
 	// outbox event router makes with table.fields.additional.placement's
 	// envelope placements and JsonConverter. Needs ValueConverter
-	// ConverterJSON.
+	// ConverterJSON, or ConverterJSONWithSchema with EnvelopeSchemaName.
 	EnvelopeColumns, EnvelopeNames []string
+	// EnvelopeSchemaName is the name of the envelope struct's Connect
+	// schema under ConverterJSONWithSchema, a template of the row's
+	// columns as TopicTemplate is: the router names it
+	// <topic.prefix>.<schema>.<table>.<route.by.field's value>.Value, as
+	// "server1.public.outboxevent.{aggregatetype}.Value" says. Needed with
+	// that converter and an envelope; refused otherwise.
+	EnvelopeSchemaName string
 	// ExpandJSONPayload writes the payload column's JSON text as the
 	// structure it holds, with the Connect schema inferred from it, as
 	// Debezium's outbox event router does with table.expand.json.payload
@@ -334,9 +341,8 @@ func (m Mapping) validateEnvelope() error {
 	if len(m.EnvelopeColumns) == 0 {
 		return nil
 	}
-	if m.ValueConverter != ConverterJSON {
-		return fmt.Errorf("envelope placement needs the json value converter (value_converter: json), as Debezium's router writes it with JsonConverter and schemas.enable=false; "+
-			"with schemas the router names the envelope's schema after the first routed value it saw, which the relay cannot reproduce (value converter %s)", m.ValueConverter)
+	if err := m.validateEnvelopeSchema(); err != nil {
+		return err
 	}
 	for i, n := range m.EnvelopeNames {
 		if n == "payload" || slices.Contains(m.EnvelopeNames[:i], n) {
@@ -344,6 +350,33 @@ func (m Mapping) validateEnvelope() error {
 		}
 	}
 	return nil
+}
+
+// validateEnvelopeSchema checks the converter of an envelope, and its
+// schema's name with schemas.
+func (m Mapping) validateEnvelopeSchema() error {
+	switch m.ValueConverter {
+	case ConverterJSON:
+		if m.EnvelopeSchemaName != "" {
+			return fmt.Errorf("envelope_schema_name names the envelope's schema, which the json value converter does not write: remove it, or use value_converter: json-with-schema")
+		}
+		return nil
+	case ConverterJSONWithSchema:
+		if m.EnvelopeSchemaName == "" {
+			return fmt.Errorf("an envelope under value_converter json-with-schema needs envelope_schema_name, the name the router gives its schema: " +
+				"<topic.prefix>.<schema>.<table>.{<route.by.field>}.Value, such as \"server1.public.outboxevent.{aggregatetype}.Value\" (cdc-relay config from-debezium writes it)")
+		}
+		if m.ExpandJSONPayload {
+			return fmt.Errorf("expand_json_payload with an envelope under value_converter json-with-schema is not supported yet: " +
+				"the router names each payload structure's envelope after the first row of it since the connector started")
+		}
+		if _, err := parseTemplate(m.EnvelopeSchemaName); err != nil {
+			return fmt.Errorf("envelope_schema_name: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("envelope placement needs the json value converter (value_converter: json), as Debezium's router writes it with JsonConverter, "+
+		"or json-with-schema with envelope_schema_name (value converter %s)", m.ValueConverter)
 }
 
 // validateExpand checks expand_json_payload and its behaviors.
@@ -493,7 +526,8 @@ func (m Mapping) Columns() []string {
 		add(c)
 	}
 	parts, _ := parseTemplate(m.TopicTemplate) // Validate refuses a malformed one
-	for _, p := range parts {
+	named, _ := parseTemplate(m.EnvelopeSchemaName)
+	for _, p := range slices.Concat(parts, named) {
 		add(p.column)
 	}
 	return cols

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // PostgreSQL type OIDs the decoder checks column types against.
@@ -34,8 +35,10 @@ type relation struct {
 	idConv          converting
 	headerConvs     []converting
 	convertsHeaders bool
-	// envelope are the columns placed beside the payload in the value.
-	envelope []envelopeField
+	// envelope are the columns placed beside the payload in the value;
+	// envelopeSchema, with schemas, what the value's schema is.
+	envelope       []envelopeField
+	envelopeSchema *envelopeSchema
 	// expand expands the payload's JSON (Mapping.ExpandJSONPayload), nil
 	// when the mapping does not or the payload column's type is not text
 	// (the router expands a Java string only).
@@ -220,7 +223,22 @@ func resolveConverters(m *Mapping, rel *relation, names []string, types []uint32
 	if m.ExpandJSONPayload && rel.payload >= 0 && rel.payloadConv.c != ConverterRaw && rel.payloadConv.t.typ == "string" {
 		rel.expand = newExpander(m.PayloadColumn, m)
 	}
-	rel.envelope = nil
+	if me := resolveEnvelope(m, rel, names, types); me != nil {
+		return me
+	}
+	rel.shapes = rel.keyConv.c != ConverterRaw || rel.payloadConv.c != ConverterRaw || len(rel.envelope) > 0 || m.TombstoneOnEmptyPayload
+	return nil
+}
+
+// resolveEnvelope resolves the envelope's columns, and with schemas its
+// schema (envelopeSchema), against the table's columns.
+func resolveEnvelope(m *Mapping, rel *relation, names []string, types []uint32) *MappingError {
+	rel.envelope, rel.envelopeSchema = nil, nil
+	schemas := m.ValueConverter == ConverterJSONWithSchema && len(m.EnvelopeColumns) > 0
+	var fields []string // with schemas, each field's schema
+	if schemas && rel.payload >= 0 {
+		fields = append(fields, fieldSchema(rel.payloadConv.t, !slices.Contains(m.NotNull, m.PayloadColumn), "payload"))
+	}
 	for i, col := range m.EnvelopeColumns {
 		at := columnAt(names, col)
 		if at < 0 {
@@ -231,8 +249,26 @@ func resolveConverters(m *Mapping, rel *relation, names []string, types []uint32
 			return &MappingError{Err: err}
 		}
 		rel.envelope = append(rel.envelope, envelopeField{name: m.EnvelopeNames[i], col: at, conv: conv})
+		if schemas {
+			fields = append(fields, fieldSchema(conv.t, !slices.Contains(m.NotNull, col), m.EnvelopeNames[i]))
+		}
 	}
-	rel.shapes = rel.keyConv.c != ConverterRaw || rel.payloadConv.c != ConverterRaw || len(rel.envelope) > 0 || m.TombstoneOnEmptyPayload
+	if !schemas || rel.payload < 0 {
+		return nil
+	}
+	es := &envelopeSchema{head: []byte(`{"schema":{"type":"struct","fields":[` + strings.Join(fields, ",") + `],"optional":false,"name":`)}
+	es.payload, _ = resolveConverter(ConverterJSON, "payload", m.PayloadColumn, types[rel.payload], false) // resolved as json-with-schema above
+	es.name, _ = parseTemplate(m.EnvelopeSchemaName)                                                       // Validate refuses a malformed one
+	for _, p := range es.name {
+		at := -1
+		if p.column != "" {
+			if at = columnAt(names, p.column); at < 0 {
+				return &MappingError{Missing: p.column, Err: fmt.Errorf("has no column %q (of envelope_schema_name %q): rename the column back, or name the schema otherwise", p.column, m.EnvelopeSchemaName)}
+			}
+		}
+		es.cols = append(es.cols, at)
+	}
+	rel.envelopeSchema = es
 	return nil
 }
 

@@ -13,6 +13,28 @@ type envelopeField struct {
 	conv converting
 }
 
+// envelopeSchema is what an envelope's value is with schemas
+// (ConverterJSONWithSchema): head opens it, up to the struct schema's
+// name, which name's parts make of the row's columns (cols, -1 for a
+// literal part); payload writes the payload within the envelope, as JSON
+// without a schema of its own.
+type envelopeSchema struct {
+	head    []byte
+	name    []templatePart
+	cols    []int
+	payload converting
+}
+
+// fieldSchema is the Connect schema of a struct's field of type t, named
+// field, as JsonConverter writes it.
+func fieldSchema(t connectType, optional bool, field string) string {
+	s := fmt.Sprintf(`{"type":%q,"optional":%t`, t.typ, optional)
+	if t.name != "" {
+		s += fmt.Sprintf(`,"name":%q,"version":1`, t.name)
+	}
+	return s + `,"field":` + string(appendJSONString(nil, []byte(field))) + `}`
+}
+
 // shape makes the record's key and value of a relation whose mapping
 // converts them, places columns in an envelope, or sends tombstones
 // (relation.shapes): ev's Key and Value are the columns' bytes on entry.
@@ -63,14 +85,29 @@ func (rel *relation) convertHeaders(hs []Header, r *row, hasID bool) {
 // columns, in the mapping's order, as JsonConverter writes the router's
 // envelope struct.
 func (rel *relation) envelopeValue(payload []byte, null bool, r *row) ([]byte, error) {
-	out := append(make([]byte, 0, len(payload)+64), `{"payload":`...)
+	out := make([]byte, 0, len(payload)+64)
+	payloadConv := rel.payloadConv
+	if es := rel.envelopeSchema; es != nil {
+		out = append(out, es.head...)
+		var name []byte
+		for i, p := range es.name {
+			if es.cols[i] < 0 {
+				name = append(name, p.literal...)
+			} else {
+				name = append(name, r.col(es.cols[i]).data...)
+			}
+		}
+		out = append(appendJSONString(out, name), `},"payload":`...)
+		payloadConv = es.payload
+	}
+	out = append(out, `{"payload":`...)
 	if rel.expand != nil && !null {
 		var err error
 		if out, err = rel.expandedValue(out, payload, 1); err != nil {
 			return nil, err
 		}
 	} else {
-		out = append(out, rel.payloadConv.convert(payload, null)...)
+		out = append(out, payloadConv.convert(payload, null)...)
 	}
 	for _, f := range rel.envelope {
 		out = append(out, ',')
@@ -78,6 +115,9 @@ func (rel *relation) envelopeValue(payload []byte, null bool, r *row) ([]byte, e
 		out = append(out, ':')
 		c := r.col(f.col)
 		out = append(out, f.conv.convert(c.data, c.null)...)
+	}
+	if rel.envelopeSchema != nil {
+		out = append(out, '}')
 	}
 	return append(out, '}'), nil
 }

@@ -17,6 +17,11 @@ func TestShapeEnvelopeAndTombstone(t *testing.T) {
 	envelope.EnvelopeNames, envelope.EnvelopeColumns = []string{"eventType", "aggregate"}, []string{"event_type", "aggregate_type"}
 	tombstone := envelope
 	tombstone.TombstoneOnEmptyPayload = true
+	schemas := envelope
+	schemas.ValueConverter, schemas.EnvelopeSchemaName = ConverterJSONWithSchema, "srv.public.outbox.{aggregate_type}.Value"
+	schemas.NotNull = []string{"event_type"}
+	const fields = `[{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1,"field":"payload"},` +
+		`{"type":"string","optional":false,"field":"eventType"},{"type":"string","optional":true,"field":"aggregate"}]`
 	row := func(payload []byte, eventType []byte) [][]byte {
 		return [][]byte{[]byte("2e9b7c1a-5d3f-4a8e-9b6c-1f0e2d3c4b5a"), []byte("order"), []byte("1"), eventType, nil, payload, nil, nil}
 	}
@@ -33,6 +38,12 @@ func TestShapeEnvelopeAndTombstone(t *testing.T) {
 		{"tombstone, a NULL payload", tombstone, nil, []byte("OrderDeleted"), "<nil>"},
 		{"tombstone, a payload", tombstone, []byte(`{}`), []byte("OrderCreated"), `{"payload":"{}","eventType":"OrderCreated","aggregate":"order"}`},
 		{"no tombstone without the setting", base, nil, []byte("OrderDeleted"), "null"},
+		{"envelope with schemas", schemas, []byte(`{"id": 1}`), []byte("OrderCreated"),
+			`{"schema":{"type":"struct","fields":` + fields + `,"optional":false,"name":"srv.public.outbox.order.Value"},` +
+				`"payload":{"payload":"{\"id\": 1}","eventType":"OrderCreated","aggregate":"order"}}`},
+		{"envelope with schemas, a NULL payload", schemas, nil, []byte("OrderDeleted"),
+			`{"schema":{"type":"struct","fields":` + fields + `,"optional":false,"name":"srv.public.outbox.order.Value"},` +
+				`"payload":{"payload":null,"eventType":"OrderDeleted","aggregate":"order"}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d, err := New(c.m)
@@ -69,12 +80,30 @@ func TestBlankAsJavaTrim(t *testing.T) {
 func TestEnvelopeNeedsTheJSONConverter(t *testing.T) {
 	m := DefaultMapping()
 	m.EnvelopeNames, m.EnvelopeColumns = []string{"eventType"}, []string{"event_type"}
-	for _, c := range []Converter{ConverterRaw, ConverterJSONWithSchema} {
+	for _, c := range []Converter{ConverterRaw, ConverterString} {
 		m.ValueConverter = c
 		if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "value_converter: json") {
 			t.Errorf("envelope with the %s converter: %v", c, err)
 		}
 	}
+	m.ValueConverter = ConverterJSONWithSchema
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "envelope_schema_name") {
+		t.Errorf("envelope with schemas, no envelope_schema_name: %v", err)
+	}
+	m.EnvelopeSchemaName = "srv.public.outbox.{aggregate_type}.Value"
+	if err := m.Validate(); err != nil {
+		t.Errorf("envelope with schemas and envelope_schema_name: %v", err)
+	}
+	m.ExpandJSONPayload = true
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "expand_json_payload") {
+		t.Errorf("envelope with schemas and expand_json_payload: %v", err)
+	}
+	m.ExpandJSONPayload, m.ValueConverter = false, ConverterJSON
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "envelope_schema_name") {
+		t.Errorf("envelope_schema_name without schemas: %v", err)
+	}
+	m.EnvelopeSchemaName = ""
+
 	m.ValueConverter = ConverterJSON
 	m.EnvelopeNames = []string{"payload"}
 	if err := m.Validate(); err == nil {

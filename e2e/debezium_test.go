@@ -235,6 +235,13 @@ var debeziumCases = []debeziumCase{
 	{name: "json-schemas-on-expand", files: []string{"json-schemas-on"},
 		harness: []string{expandJSONPayload},
 		tables:  expandTables, parked: []string{"ob_jsonb_expand_fails"}},
+	// The envelope under JsonConverter with schemas: a struct named
+	// after the table and the row's routed value. The router names every
+	// envelope of one payload schema after the first row it routed since
+	// it started: one table of each payload schema (jsonb, text, bytea),
+	// each routed one way, names them as the relay does.
+	{name: "json-schemas-on-envelope", files: []string{"json-schemas-on"}, tables: []string{"ob_varchar_jsonb", "ob_text_text", "ob_uuid_bytea"},
+		harness: []string{placeTypeInEnvelope}},
 	// A partition placement: each record on the partition its row's
 	// column names, or by its key's hash for a NULL.
 	{name: "json-partition", files: []string{"json-schemas-off"}, tables: []string{"ob_partitioned"},

@@ -376,6 +376,10 @@ type fromDebezium struct {
 
 	writesSchemas bool // a converter writes the Connect schema (json-with-schema, or one not honoured)
 	envelope      bool // the router places fields in an envelope
+	// envelopeSchema: the envelope is written with its schema, named
+	// after routeBy's value (each table gets its envelope_schema_name).
+	envelopeSchema bool
+	routeBy        string
 }
 
 // convertDebezium maps conn's properties to a relay.yaml, opts naming
@@ -697,6 +701,7 @@ func (d *fromDebezium) topic() {
 		by = "aggregatetype"
 	}
 	by = strings.TrimSpace(by)
+	d.routeBy = by
 	regex, regexSet := d.routerValue(routerRouteTopicRegex)
 	if !regexSet {
 		regex = defaultRouteTopicRegex
@@ -903,7 +908,8 @@ func (d *fromDebezium) options() {
 	if _, ok := d.routerValue(routerFieldSchemaVersion); ok {
 		if d.envelope {
 			d.add(toCheck, d.shown(d.routerPrefix+routerFieldSchemaVersion),
-				"the router gives the envelope's schema this column's version: a converter that writes schemas (json-with-schema) writes it; check in docs/reference/config.md that envelope: does")
+				"the router gives the envelope's schema this column's version, which JsonConverter with schemas writes (\"version\") and the relay does not: "+
+					"with schemas a consumer that reads the version sees none; without, nothing differs")
 		} else {
 			d.add(notNeeded, d.shown(d.routerPrefix+routerFieldSchemaVersion),
 				"the router versions the envelope's schema only, and no field is placed in an envelope")
@@ -1135,9 +1141,15 @@ func (d *fromDebezium) converter(side string) {
 
 // envelopeNeedsJSON lists the envelope as not honoured when side is the
 // value and its converter (relay, "" unset) is not json: the relay writes
-// the router's envelope with JsonConverter without schemas only.
+// the router's envelope with JsonConverter, without schemas, or with them
+// (then named per table: envelope_schema_name) unless the payload is
+// expanded.
 func (d *fromDebezium) envelopeNeedsJSON(side, relay string) {
 	if side != "value" || !d.envelope || relay == "json" {
+		return
+	}
+	if relay == "json-with-schema" && !d.routerBool(routerExpandJSONPayload) {
+		d.envelopeSchema = true
 		return
 	}
 	for i, l := range d.table {
@@ -1146,8 +1158,8 @@ func (d *fromDebezium) envelopeNeedsJSON(side, relay string) {
 		}
 	}
 	d.add(cannotHonour, d.shown(d.routerPrefix+routerFieldsAdditional), fmt.Sprintf(
-		"fields placed in the envelope: the relay writes the envelope with value_converter: json only (value converter %s); "+
-			"with schemas the router names the envelope's schema after the first routed value it saw, and StringConverter writes Java's text of the struct",
+		"fields placed in the envelope: the relay writes the envelope with value_converter json, or json-with-schema without table.expand.json.payload (value converter %s); "+
+			"with schemas and an expanded payload the router names each payload structure's envelope after the first routed value it saw, and StringConverter writes Java's text of the struct",
 		cmpOr(relay, "unset")))
 }
 
@@ -1436,6 +1448,9 @@ func (d *fromDebezium) yaml() string {
 	b.WriteString("tables:\n")
 	for _, t := range d.tables {
 		lines := append([]yamlLine{{"- table: " + yamlScalar(t), "table.include.list"}}, d.table...)
+		if d.envelopeSchema {
+			lines = append(lines, d.envelopeSchemaName(t))
+		}
 		for i := 1; i < len(lines); i++ {
 			if lines[i].code != "" {
 				lines[i].code = "  " + lines[i].code
@@ -1444,6 +1459,20 @@ func (d *fromDebezium) yaml() string {
 		writeLines(&b, "  ", lines)
 	}
 	return b.String()
+}
+
+// envelopeSchemaName is table's envelope_schema_name line: the router
+// names the envelope's schema after the table's change events' value
+// schema, <topic.prefix>.<schema>.<table>.Value, with the routed value
+// before .Value.
+func (d *fromDebezium) envelopeSchemaName(table string) yamlLine {
+	prefix, ok := d.value("topic.prefix")
+	if !ok {
+		prefix, _ = d.value("database.server.name")
+	}
+	name := strings.TrimSpace(prefix) + "." + table + ".{" + d.routeBy + "}.Value"
+	return yamlLine{"envelope_schema_name: " + yamlQuoted(name),
+		"the router's name of the envelope's schema (topic.prefix, the table, route.by.field's value), under JsonConverter with schemas"}
 }
 
 // writeLines writes lines at indent, their comments aligned after the
