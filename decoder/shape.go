@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"slices"
 )
 
 // envelopeField is a column placed beside the payload in the value.
@@ -179,48 +180,37 @@ func blank(text []byte) bool {
 	return true
 }
 
-// appendTraceHeaders sets the traceparent and tracestate headers that a
-// tracing span context column's value gives (over ones of those names the
-// headers column gave): a W3C traceparent, or Java
-// properties text with traceparent (and tracestate) entries. It appends
-// none when the value holds no valid traceparent.
+// appendTraceHeaders puts the traceparent and tracestate headers that a
+// tracing span context column's value gives first among hs, as the
+// router's tracing writes them before its own headers, in place of ones
+// of those names (the headers column's), so that the record carries each
+// name once: a W3C traceparent, or Java properties text with traceparent
+// (and tracestate) entries. It changes nothing when the value holds no
+// valid traceparent.
 func appendTraceHeaders(hs []Header, value []byte) []Header {
 	value = bytes.TrimSpace(value)
-	if validTraceparent(value) {
-		return setHeader(hs, "traceparent", value)
-	}
-	var parent, state []byte
-	for line := range bytes.Lines(value) {
-		k, v, ok := propertyEntry(line)
-		switch {
-		case !ok:
-		case k == "traceparent":
-			parent = v
-		case k == "tracestate":
-			state = v
+	parent, state := value, []byte(nil)
+	if !validTraceparent(value) {
+		parent = nil
+		for line := range bytes.Lines(value) {
+			k, v, ok := propertyEntry(line)
+			switch {
+			case !ok:
+			case k == "traceparent":
+				parent = v
+			case k == "tracestate":
+				state = v
+			}
 		}
-	}
-	if !validTraceparent(parent) {
-		return hs
-	}
-	hs = setHeader(hs, "traceparent", parent)
-	if len(state) > 0 {
-		hs = setHeader(hs, "tracestate", state)
-	}
-	return hs
-}
-
-// setHeader sets the header key to value: in place of one of that name
-// (the headers column's, say), so that the record carries each name once,
-// else appended.
-func setHeader(hs []Header, key string, value []byte) []Header {
-	for i := range hs {
-		if hs[i].Key == key {
-			hs[i].Value = value
+		if !validTraceparent(parent) {
 			return hs
 		}
 	}
-	return append(hs, Header{Key: key, Value: value})
+	hs = slices.DeleteFunc(hs, func(h Header) bool { return h.Key == "traceparent" || h.Key == "tracestate" && len(state) > 0 })
+	if len(state) > 0 {
+		hs = slices.Insert(hs, 0, Header{Key: "tracestate", Value: state})
+	}
+	return slices.Insert(hs, 0, Header{Key: "traceparent", Value: parent})
 }
 
 // propertyEntry reads a line of Java properties text: key=value,

@@ -46,10 +46,11 @@ type debeziumTable struct {
 	keyType     string // aggregateid's type, NOT NULL or not
 	payloadType string
 	rows        [][2]string // aggregateid and payload, as SQL expressions
-	// parts, when set, are the values (SQL expressions) of a column part
-	// int4 of the table, row by row: the partition a partition placement
-	// names. Its topic is made with 4 partitions before the rows.
-	parts []string
+	// extra, when set, is one more column of the table ("part int4"),
+	// and extras its values (SQL expressions), row by row. A table with
+	// a part column has its topic made with 4 partitions before the rows.
+	extra  string
+	extras []string
 }
 
 // debeziumTables cover every payload type the router passes on (jsonb,
@@ -162,7 +163,23 @@ var debeziumTables = []debeziumTable{
 		{`'p2'`, `'{"p": 0}'`},
 		{`'p3'`, `'{"p": null}'`},
 		{`'p1'`, `'{"p": 1}'`},
-	}, parts: []string{"3", "0", "NULL", "1"}},
+	}, extra: "part int4", extras: []string{"3", "0", "NULL", "1"}},
+	// A tracing column (the router's tracing.span.context.field, by
+	// default tracingspancontext) as Debezium's outbox extensions write it,
+	// Java properties text: with and without tracestate, a comment line,
+	// spaces around the separator; a NULL, text without a traceparent and
+	// an upper-case one (not W3C's) give no header.
+	{name: "ob_traced", keyType: "varchar(64) NOT NULL", payloadType: "jsonb", rows: [][2]string{
+		{`'t1'`, `'{"n": 1}'`}, {`'t2'`, `'{"n": 2}'`}, {`'t3'`, `'{"n": 3}'`},
+		{`'t4'`, `'{"n": 4}'`}, {`'t5'`, `'{"n": 5}'`}, {`'t6'`, `'{"n": 6}'`},
+	}, extra: "tracingspancontext text", extras: []string{
+		`E'#Mon Nov 30 12:00:00 UTC 2026\ntraceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\ntracestate=congo=t61rcWkgMzE\n'`,
+		`'traceparent=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00'`,
+		`'traceparent : 00-0af7651916cd43dd8448eb211c80319c-b9c7c989f97918e1-01'`,
+		`NULL`,
+		`'not a trace context'`,
+		`'traceparent=00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01'`,
+	}},
 	// Not compared: an array of objects whose fields differ other than by
 	// the later objects' adding fields at the end ([{"a":1},{"b":2}]).
 	// The router merges their schemas in the order of a Java HashSet,
@@ -242,6 +259,10 @@ var debeziumCases = []debeziumCase{
 	// each routed one way, names them as the relay does.
 	{name: "json-schemas-on-envelope", files: []string{"json-schemas-on"}, tables: []string{"ob_varchar_jsonb", "ob_text_text", "ob_uuid_bytea"},
 		harness: []string{placeTypeInEnvelope}},
+	// A tracing column's context as the traceparent and tracestate
+	// headers (the router under OpenTelemetry's propagation alone).
+	{name: "json-tracing", files: []string{"json-schemas-off"}, tables: []string{"ob_traced"},
+		harness: []string{"--otel-propagation", "transforms.outbox.tracing.span.context.field=tracingspancontext"}},
 	// A partition placement: each record on the partition its row's
 	// column names, or by its key's hash for a NULL.
 	{name: "json-partition", files: []string{"json-schemas-off"}, tables: []string{"ob_partitioned"},
@@ -334,8 +355,10 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 	}
 	for _, tbl := range tables {
 		part := ""
-		if tbl.parts != nil {
-			part = ",\n\t\t\tpart          int4"
+		if tbl.extra != "" {
+			part = ",\n\t\t\t" + tbl.extra
+		}
+		if strings.HasPrefix(tbl.extra, "part ") {
 			e.createTopic(topicPrefix+tbl.name, nil)
 		}
 		mustExec(t, e.conn, fmt.Sprintf(`CREATE TABLE %s (
@@ -374,14 +397,14 @@ func runDebeziumCase(t *testing.T, c debeziumCase) {
 			}
 			rows[id] = rowRef{tbl.name, r[0], r[1]}
 			part := ""
-			if tbl.parts != nil {
-				part = ", " + tbl.parts[j]
+			if tbl.extra != "" {
+				part = ", " + tbl.extras[j]
 			}
 			values = append(values, fmt.Sprintf("('%s', '%s', %s, '%s', %s%s)", id, tbl.name, r[0], "Event"+tbl.name, r[1], part))
 		}
 		columns := "id, aggregatetype, aggregateid, type, payload"
-		if tbl.parts != nil {
-			columns += ", part"
+		if tbl.extra != "" {
+			columns += ", " + strings.Fields(tbl.extra)[0]
 		}
 		mustExec(t, e.conn, fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", tbl.name, columns, strings.Join(values, ",\n")))
 	}

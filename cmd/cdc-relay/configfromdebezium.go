@@ -954,6 +954,13 @@ func connectBool(v string) (bool, error) {
 func (d *fromDebezium) tracing() {
 	if v, ok := d.routerValue(routerTracingContextField); ok {
 		d.table = append(d.table, yamlLine{"tracing_span_context: " + yamlScalar(strings.TrimSpace(v)), routerTracingContextField})
+	} else {
+		// The router reads its default column whenever a row has it (and
+		// OpenTelemetry is on the worker's class path); the relay needs
+		// the column named, and refuses one the table lacks.
+		d.add(toCheck, d.routerPrefix+routerTracingContextField+" (unset)",
+			"the router reads the trace context of the column tracingspancontext when a table has it and OpenTelemetry is on the worker: "+
+				"for a table with that column, add tracing_span_context: tracingspancontext")
 	}
 	for _, key := range []string{routerTracingOperationName, routerTracingContextOnly} {
 		if _, ok := d.routerValue(key); ok {

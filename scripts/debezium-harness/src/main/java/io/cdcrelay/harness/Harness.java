@@ -35,6 +35,11 @@ import org.apache.kafka.connect.storage.ConverterType;
 import org.apache.kafka.connect.storage.HeaderConverter;
 import org.apache.kafka.connect.util.ConnectUtils;
 
+import io.opentelemetry.api.GlobalOpenTelemetry;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.propagation.ContextPropagators;
+
 import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.ChangeEvent;
@@ -49,7 +54,13 @@ import io.debezium.engine.ChangeEvent;
  * first, then key and value converters with the record's topic and those
  * headers, the timestamp through ConnectUtils#checkAndConvertTimestamp).
  *
- * <p>Usage: {@code Harness --config FILE [--config FILE ...] [--max N] [--timeout SECONDS] [key=value ...]}
+ * <p>Usage: {@code Harness --config FILE [--config FILE ...] [--max N] [--timeout SECONDS] [--otel-propagation] [key=value ...]}
+ *
+ * <p>{@code --otel-propagation} sets OpenTelemetry's global instance to W3C
+ * trace context propagation without an SDK: the router's tracing spans are
+ * then the API's propagating no-op spans, so the traceparent and tracestate
+ * it writes are those of the row's tracing column (with an SDK, as under
+ * OpenTelemetry's Java agent, the span id would be its own span's).
  *
  * <p>Exit codes: 0 when N records were printed, or when SIGTERM stopped it
  * (the engine closed as Kafka Connect stops a task: the offsets of the
@@ -86,6 +97,8 @@ public final class Harness {
                     case "--config" -> configFiles.add(args[++i]);
                     case "--max" -> max = Long.parseLong(args[++i]);
                     case "--timeout" -> timeoutSeconds = Long.parseLong(args[++i]);
+                    case "--otel-propagation" -> GlobalOpenTelemetry.set(
+                            OpenTelemetry.propagating(ContextPropagators.create(W3CTraceContextPropagator.getInstance())));
                     default -> {
                         int eq = a.indexOf('=');
                         if (eq <= 0) {
