@@ -61,6 +61,7 @@ type Server struct {
 	loopback bool // the listener is on a loopback address
 	ln       net.Listener
 	srv      *http.Server
+	console  *console // the pages under /ui
 }
 
 // Listen binds opts.Addr and starts serving r's endpoints until Close.
@@ -73,6 +74,10 @@ func Listen(r Relay, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
 	s := &Server{relay: r, opts: opts, ln: ln, loopback: isLoopback(ln.Addr())}
+	if s.console, err = newConsole(s); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go func() { _ = s.srv.Serve(ln) }() // returns http.ErrServerClosed after Close
@@ -102,6 +107,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /resume", s.admin(s.resume))
 	mux.HandleFunc("GET /failed", s.admin(s.failed))
 	mux.HandleFunc("POST /failed/{id}/retry", s.admin(s.retry))
+	s.console.routes(mux)
 	return mux
 }
 

@@ -125,6 +125,10 @@ func (f *fakeRelay) RetryOf(ctx context.Context, publisher string, opts status.R
 
 func serve(t *testing.T, r Relay, token string, loopback bool) *httptest.Server {
 	s := &Server{relay: r, opts: Options{Token: token, Logger: slog.New(slog.DiscardHandler)}, loopback: loopback}
+	var err error
+	if s.console, err = newConsole(s); err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(s.routes())
 	t.Cleanup(ts.Close)
 	return ts

@@ -1,0 +1,197 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cdc-relay/cdc-relay/report"
+	"github.com/cdc-relay/cdc-relay/status"
+)
+
+// This file is the console's overview and topics pages, and what they
+// show with.
+
+// overviewData is the overview page's: the relay's Status as /status
+// gives it.
+type overviewData struct {
+	St report.Status
+}
+
+func (c *console) overview(w http.ResponseWriter, req *http.Request) {
+	c.render(w, req, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: overviewData{St: c.s.relay.Status()}})
+}
+
+// topicRow is one line of the topics page: a publisher's topic that is
+// paused or holds events.
+type topicRow struct {
+	Publisher string
+	Topic     string
+	Paused    bool
+	// Held is the topic's held events, of Kafka's publisher only (Status
+	// counts those); nil for another publisher's.
+	Held *report.TopicHeld
+}
+
+// topicsData is the topics page's.
+type topicsData struct {
+	Rows []topicRow
+	// More says Status listed only the topics with the most held events.
+	More int
+}
+
+// topicRows are the topics of st that are paused or hold events, Kafka's
+// first, each publisher's by name.
+func topicRows(st report.Status) []topicRow {
+	var rows []topicRow
+	for _, t := range st.PausedTopics {
+		rows = append(rows, topicRow{Publisher: status.KafkaPublisher, Topic: t, Paused: true})
+	}
+	for _, p := range st.PublishersPaused {
+		rows = append(rows, topicRow{Publisher: p.Publisher, Topic: p.Topic, Paused: true})
+	}
+	for i := range st.Topics {
+		held := &st.Topics[i]
+		j := slices.IndexFunc(rows, func(r topicRow) bool { return r.Publisher == status.KafkaPublisher && r.Topic == held.Topic })
+		if j < 0 {
+			rows = append(rows, topicRow{Publisher: status.KafkaPublisher, Topic: held.Topic})
+			j = len(rows) - 1
+		}
+		rows[j].Held = held
+	}
+	slices.SortStableFunc(rows, func(a, b topicRow) int {
+		if a.Publisher != b.Publisher {
+			if a.Publisher == status.KafkaPublisher {
+				return -1
+			}
+			if b.Publisher == status.KafkaPublisher {
+				return 1
+			}
+			return strings.Compare(a.Publisher, b.Publisher)
+		}
+		return strings.Compare(a.Topic, b.Topic)
+	})
+	return rows
+}
+
+func (c *console) topics(w http.ResponseWriter, req *http.Request) {
+	st := c.s.relay.Status()
+	d := topicsData{Rows: topicRows(st), More: st.HeldTopics - len(st.Topics)}
+	c.render(w, req, http.StatusOK, "topics", page{Title: "Topics", Nav: "topics", Data: d})
+}
+
+// pauseTopic is POST /ui/topics/pause and /ui/topics/resume: the API's
+// ?topic= (with ?publisher=) from a form.
+func (c *console) pauseTopic(w http.ResponseWriter, req *http.Request) {
+	action := req.PathValue("action")
+	if action != "pause" && action != "resume" {
+		http.NotFound(w, req)
+		return
+	}
+	topic, publisher := strings.TrimSpace(req.PostFormValue("topic")), strings.TrimSpace(req.PostFormValue("publisher"))
+	back := message{Back: "/ui/topics", BackText: "Topics"}
+	if topic == "" {
+		back.Heading, back.Text, back.Error = "Nothing "+action+"d", "Name the topic to "+action+".", true
+		c.say(w, req, http.StatusBadRequest, back)
+		return
+	}
+	if publisher == "" {
+		publisher = status.KafkaPublisher
+	}
+	changed, err := c.setPaused(req.Context(), publisher, topic, action == "pause")
+	if err != nil {
+		back.Heading, back.Text, back.Error = "Not "+action+"d", err.Error(), true
+		c.say(w, req, errorStatus(err), back)
+		return
+	}
+	verb := action + "d"
+	if changed {
+		c.log.Info("topic "+verb+" through the console", "topic", topic, "publisher", publisher, "from", req.RemoteAddr)
+		back.Heading = fmt.Sprintf("Topic %s %s", topic, verb)
+		back.Text = fmt.Sprintf("%s's events of topic %s are %s.", publisher, topic, map[bool]string{true: "held from now on (PAUSED)", false: "delivered again, in order"}[action == "pause"])
+	} else {
+		back.Heading = fmt.Sprintf("Topic %s was %s already", topic, verb)
+		back.Text = "Nothing changed."
+	}
+	c.say(w, req, http.StatusOK, back)
+}
+
+// setPaused pauses or resumes a publisher's topic as the API does:
+// Kafka's through the relay, another's through PauseTopicOf.
+func (c *console) setPaused(ctx context.Context, publisher, topic string, pause bool) (bool, error) {
+	if err := status.ValidPublisher(publisher); err != nil {
+		return false, err
+	}
+	switch {
+	case publisher == status.KafkaPublisher && pause:
+		return c.s.relay.PauseTopic(ctx, topic)
+	case publisher == status.KafkaPublisher:
+		return c.s.relay.ResumeTopic(ctx, topic)
+	case pause:
+		return c.s.relay.PauseTopicOf(ctx, publisher, topic)
+	}
+	return c.s.relay.ResumeTopicOf(ctx, publisher, topic)
+}
+
+// humanBytes is n bytes in the largest unit that keeps it at least 1.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// humanDuration is d rounded to what a person reads: seconds under a
+// minute, then minutes, hours and days.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// formatTime is t in UTC to the second, "" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// recordText is a record's key or value as text: itself when it is UTF-8,
+// else its bytes in hex. The templates escape it; it is never HTML.
+func recordText(b []byte) string {
+	if b == nil {
+		return ""
+	}
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return fmt.Sprintf("0x%x", b)
+}
+
+// shorten cuts s to n runes, with an ellipsis when cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
