@@ -92,13 +92,14 @@ type page struct {
 }
 
 // securityHeaders are the headers of every console answer: the CSP, no
-// caching of pages that show payloads, no framing, no referrer.
+// caching of pages that show payloads, no framing, no referrer to
+// another site.
 func securityHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", consoleCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // "no-referrer" makes Chromium send "Origin: null" on the console's own forms
 	h.Set("Cache-Control", "no-store")
 }
 
