@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 // This file is the console's rule, the API's (see the package doc) for a
@@ -35,8 +34,7 @@ func (c *console) signedIn(req *http.Request) bool {
 		subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.session())) == 1 {
 		return true
 	}
-	scheme, got, _ := strings.Cut(req.Header.Get("Authorization"), " ")
-	return strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(c.s.opts.Token)) == 1
+	return hasBearer(req, c.s.opts.Token)
 }
 
 // csrfToken is the token the forms of a page for req carry: an HMAC keyed

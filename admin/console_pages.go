@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cdc-relay/cdc-relay/replication"
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/status"
 )
@@ -137,19 +138,9 @@ func (c *console) setPaused(ctx context.Context, publisher, topic string, pause 
 	return c.s.relay.ResumeTopicOf(ctx, publisher, topic)
 }
 
-// humanBytes is n bytes in the largest unit that keeps it at least 1.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// humanBytes is n bytes for a person, as the relay's log and `cdc-relay
+// status` say the WAL a slot keeps: 512 B, 3.2 MiB, 1.5 GiB.
+func humanBytes(n int64) string { return replication.Slot{RetainedBytes: n}.Retained() }
 
 // humanDuration is d rounded to what a person reads: seconds under a
 // minute, then minutes, hours and days.

@@ -13,7 +13,8 @@ import (
 	"github.com/cdc-relay/cdc-relay/status"
 )
 
-// consoleReq is one request to the console: no redirect followed.
+// consoleReq is one request to the admin server (the console, the API):
+// no redirect followed.
 type consoleReq struct {
 	method, path string
 	form         url.Values

@@ -117,8 +117,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		switch {
 		case s.opts.Token != "":
-			scheme, got, _ := strings.Cut(req.Header.Get("Authorization"), " ")
-			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) != 1 {
+			if !hasBearer(req, s.opts.Token) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="cdc-relay"`)
 				writeError(w, http.StatusUnauthorized, errors.New("this endpoint needs the header \"Authorization: Bearer <token>\" with the relay's --admin-token"))
 				return
@@ -135,6 +134,13 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, req)
 	}
+}
+
+// hasBearer reports whether req carries "Authorization: Bearer <token>",
+// compared in constant time.
+func hasBearer(req *http.Request, token string) bool {
+	scheme, got, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+	return strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // loopbackHost reports whether a request's Host names a loopback address

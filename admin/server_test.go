@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -136,23 +135,12 @@ func serve(t *testing.T, r Relay, token string, loopback bool) *httptest.Server 
 
 func do(t *testing.T, ts *httptest.Server, method, path, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, ts.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := consoleReq{method: method, path: path}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		r.header = map[string]string{"Authorization": "Bearer " + token}
 	}
-	resp, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	resp, body := r.do(t, ts)
+	return resp.StatusCode, body
 }
 
 // TestTokenRule: the admin endpoints need the token when there is one,
