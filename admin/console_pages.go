@@ -18,13 +18,77 @@ import (
 // show with.
 
 // overviewData is the overview page's: the relay's Status as /status
-// gives it.
+// gives it, and its last hour.
 type overviewData struct {
-	St report.Status
+	St        report.Status
+	Rate, Ack chart
 }
 
 func (c *console) overview(w http.ResponseWriter, req *http.Request) {
-	c.render(w, req, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: overviewData{St: c.s.relay.Status()}})
+	d := overviewData{St: c.s.relay.Status()}
+	d.Rate, d.Ack = charts(c.s.relay.History())
+	c.render(w, req, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: d})
+}
+
+// The box of the overview's charts, in SVG units: an hour wide.
+const (
+	chartWidth, chartHeight = 600, 80
+)
+
+// chart is a line of the overview's last hour, drawn in an inline SVG of
+// chartWidth by chartHeight: the hour ends at its right edge.
+type chart struct {
+	// Points are the polyline's; "" when there is nothing to draw.
+	Points string
+	// Last and Max are the last value and the largest, as text.
+	Last, Max string
+}
+
+// charts draws the rate and the mean commit-to-ack time of points.
+func charts(points []report.Point) (rate, ack chart) {
+	if len(points) == 0 {
+		return chart{}, chart{}
+	}
+	end := points[len(points)-1].At
+	var rates, acks []float64
+	var rateAt, ackAt []time.Time
+	for _, p := range points {
+		rates, rateAt = append(rates, p.Rate), append(rateAt, p.At)
+		if p.Acked > 0 {
+			acks, ackAt = append(acks, p.MeanAckSeconds), append(ackAt, p.At)
+		}
+	}
+	perSecond := func(v float64) string { return fmt.Sprintf("%.1f/s", v) }
+	return line(end, rateAt, rates, perSecond), line(end, ackAt, acks, ackText)
+}
+
+// line is a chart of values at times, the last hour before end.
+func line(end time.Time, at []time.Time, values []float64, text func(float64) string) chart {
+	if len(values) == 0 {
+		return chart{}
+	}
+	top := slices.Max(values)
+	var b strings.Builder
+	for i, v := range values {
+		x := chartWidth * (1 - end.Sub(at[i]).Seconds()/(report.HistoryInterval*report.HistorySize).Seconds())
+		y := float64(chartHeight - 2)
+		if top > 0 {
+			y -= (chartHeight - 4) * v / top
+		}
+		if len(values) == 1 { // a line of one point draws nothing: make it a dash
+			fmt.Fprintf(&b, "%.1f,%.1f ", max(x-4, 0), y)
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f ", max(x, 0), y)
+	}
+	return chart{Points: strings.TrimSpace(b.String()), Last: text(values[len(values)-1]), Max: text(top)}
+}
+
+// ackText is a commit-to-ack time: milliseconds under a second.
+func ackText(secs float64) string {
+	if secs < 1 {
+		return fmt.Sprintf("%.0f ms", secs*1000)
+	}
+	return fmt.Sprintf("%.1f s", secs)
 }
 
 // topicRow is one line of the topics page: a publisher's topic that is

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cdc-relay/cdc-relay/report"
 	"github.com/cdc-relay/cdc-relay/status"
@@ -234,5 +235,33 @@ func TestConsoleEscapes(t *testing.T) {
 	// A key of bytes that are not UTF-8 shows as hex.
 	if got := recordText([]byte{0xff, 0x00}); got != "0xff00" {
 		t.Errorf("recordText of binary: %q", got)
+	}
+}
+
+// TestConsoleOverviewHistory: the overview draws the relay's last hour:
+// its rate and its mean commit-to-ack time, the hour ending at the right.
+func TestConsoleOverviewHistory(t *testing.T) {
+	end := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f := &fakeRelay{st: report.Status{Ready: true}, history: []report.Point{
+		{At: end.Add(-30 * time.Minute), Seconds: 10, Rate: 6, Acked: 60, MeanAckSeconds: 0.02},
+		{At: end.Add(-20 * time.Minute), Seconds: 10},
+		{At: end, Seconds: 10, Rate: 12, Acked: 120, MeanAckSeconds: 1.5},
+	}}
+	ts := serve(t, f, "", true)
+	resp, body := consoleReq{method: "GET", path: "/ui"}.do(t, ts)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /ui: %d %s", resp.StatusCode, body)
+	}
+	for _, want := range []string{
+		`<polyline points="300.0,40.0 400.0,78.0 600.0,2.0"`, "12.0/s now, at most 12.0/s", // the idle interval at 0
+		`<polyline points="300.0,77.0 600.0,2.0"`, "1.5 s now, at most 1.5 s", // no mean where nothing was acked
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the overview lacks %q:\n%s", want, body)
+		}
+	}
+	f.history = nil
+	if _, body := (consoleReq{method: "GET", path: "/ui"}).do(t, ts); !strings.Contains(body, "No reading yet") {
+		t.Errorf("the overview of a relay without history:\n%s", body)
 	}
 }

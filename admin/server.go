@@ -39,6 +39,9 @@ type Relay interface {
 	// once in its streaming session, as PauseTopic does Kafka's.
 	PauseTopicOf(ctx context.Context, publisher, topic string) (bool, error)
 	ResumeTopicOf(ctx context.Context, publisher, topic string) (bool, error)
+	// History is the relay's rate and commit-to-ack time over its last
+	// hour, oldest first (relay.Relay.History), for the console.
+	History() []report.Point
 }
 
 // Options configures a Server.

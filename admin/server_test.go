@@ -28,6 +28,8 @@ type fakeRelay struct {
 	// stores are the status stores of the relay's publishers, by name
 	// (Failures); nil: none, as a relay not connected yet.
 	stores map[string]*status.Store
+	// history is what History returns.
+	history []report.Point
 }
 
 func (f *fakeRelay) Failures(publisher string) (*status.Store, error) {
@@ -79,9 +81,10 @@ func (f *fakeRelay) setTopic(topic string, paused bool) (bool, error) {
 	return was != paused, nil
 }
 
-func (f *fakeRelay) Status() report.Status { return f.st }
-func (f *fakeRelay) Pause() bool           { was := f.st.Paused; f.st.Paused = true; return !was }
-func (f *fakeRelay) Resume() bool          { was := f.st.Paused; f.st.Paused = false; return was }
+func (f *fakeRelay) Status() report.Status   { return f.st }
+func (f *fakeRelay) History() []report.Point { return f.history }
+func (f *fakeRelay) Pause() bool             { was := f.st.Paused; f.st.Paused = true; return !was }
+func (f *fakeRelay) Resume() bool            { was := f.st.Paused; f.st.Paused = false; return was }
 func (f *fakeRelay) Failed(_ context.Context, opts status.ListOptions) ([]status.Row, error) {
 	f.listed = opts
 	return f.rows, nil

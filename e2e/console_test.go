@@ -212,6 +212,13 @@ func TestConsole(t *testing.T) {
 	c.retries(ctx)
 	c.pauseAndResume(ctx)
 	c.crossSite(ctx)
+	c.insert("fixed", "z", "z1", "") // delivered by the stream: a commit-to-ack time
+	c.waitFor("the overview draws the relay's last hour", 30*time.Second, func() bool {
+		c.page(ctx, "/ui", "#hour")
+		n, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll("#rate polyline, #ack polyline"), chromedp.AtLeast(0)))
+		return err == nil && len(n) == 2
+	})
+	c.screenshot(ctx, "overview-hour")
 	c.page(ctx, "/ui", "#role")
 	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("nav form button"))); err != nil {
 		t.Fatalf("sign out: %v", err)
