@@ -265,3 +265,49 @@ func TestConsoleOverviewHistory(t *testing.T) {
 		t.Errorf("the overview of a relay without history:\n%s", body)
 	}
 }
+
+// TestConsoleEventActions: an event's page shows what a database user
+// chose as text; the confirmation page counts the events a skip releases;
+// the skip needs the page's CSRF token, and then skips as `cdc-relay
+// failed skip` does; an id of another publisher's says whose it is.
+func TestConsoleEventActions(t *testing.T) {
+	const evil = `<script>alert(1)</script>`
+	ctx, _, conn := pg.ConnectDB(t, 2*time.Minute,
+		`INSERT INTO outbox_delivery (event_id, topic, record_key, record_value, status, attempts, last_error, publisher) VALUES
+		  ('e-1', '`+evil+`', convert_to('`+evil+`', 'UTF8'), convert_to('{"x": "`+evil+`"}', 'UTF8'), 'DEAD', 5, '`+evil+`', 'kafka'),
+		  ('e-2', '`+evil+`', convert_to('`+evil+`', 'UTF8'), NULL, 'WAITING', 0, 'waits', 'kafka')`)
+	store := func(publisher string) *status.Store {
+		return status.NewStore(conn, "public", "outbox_delivery", status.Publisher(publisher))
+	}
+	f := &fakeRelay{stores: map[string]*status.Store{status.KafkaPublisher: store(status.KafkaPublisher), "partner": store("partner")}}
+	ts := serve(t, f, "", true)
+	for _, path := range []string{"/ui/events/1", "/ui/events/1/confirm?action=retry-topic&topic=" + url.QueryEscape(evil)} {
+		resp, body := consoleReq{method: "GET", path: path}.do(t, ts)
+		if resp.StatusCode != http.StatusOK || strings.Contains(body, "<script") || !strings.Contains(body, "&lt;script&gt;") {
+			t.Fatalf("GET %s: %d, a user's text as HTML or not shown:\n%s", path, resp.StatusCode, body)
+		}
+	}
+	resp, body := consoleReq{method: "GET", path: "/ui/events/1/confirm?action=skip"}.do(t, ts)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "It releases 1 WAITING event of its key at once.") {
+		t.Fatalf("confirm the skip: %d\n%s", resp.StatusCode, body)
+	}
+	csrf := csrfField.FindStringSubmatch(body)[1]
+	skipped := func() bool {
+		var at *time.Time
+		if err := conn.QueryRow(ctx, "SELECT skipped_at FROM outbox_delivery WHERE id = 1").Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at != nil
+	}
+	if resp, _ := (consoleReq{method: "POST", path: "/ui/events/1/skip", form: url.Values{"publisher": {"kafka"}}}).do(t, ts); resp.StatusCode != http.StatusForbidden || skipped() {
+		t.Fatalf("a skip without the CSRF token: %d, skipped %v; want 403, not skipped", resp.StatusCode, skipped())
+	}
+	resp, body = consoleReq{method: "POST", path: "/ui/events/1/skip", form: url.Values{"publisher": {"kafka"}, "csrf": {csrf}}}.do(t, ts)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "It was DEAD; it is DEAD now, skipped. Released: 1.") || !skipped() {
+		t.Fatalf("the skip: %d, skipped %v\n%s", resp.StatusCode, skipped(), body)
+	}
+	resp, body = consoleReq{method: "GET", path: "/ui/events/2?publisher=partner"}.do(t, ts)
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "id 2 is Kafka&#39;s") {
+		t.Fatalf("Kafka's event as the partner's: %d\n%s", resp.StatusCode, body)
+	}
+}
