@@ -84,7 +84,7 @@ KAFKA_DIR  ?=
 # exits 1 when Ctrl-C ends the program it runs.
 KAFKA = $(GO) build -o bin/kafka ./scripts/kafka && bin/kafka -port '$(KAFKA_PORT)'
 
-.PHONY: all help build release release-check push-image demo kafka kafka-topics kafka-consume test test-kafka test-debezium test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses docs deps deps-kafka deps-pg clean
+.PHONY: all help build release release-check push-image demo kafka kafka-topics kafka-consume test test-kafka test-debezium test-pg unit-pg e2e-pg e2e-kfake axes bench unit fuzz e2e k8s lint licenses docs deps deps-chromium deps-kafka deps-pg clean
 
 all: build
 
@@ -101,6 +101,10 @@ deps: deps-pg
 ## deps-pg: with PG=<major>, that PostgreSQL's server binaries, fetched once with Maven (scripts/pgversion.sh)
 deps-pg:
 	@if [ -n "$(PG)" ]; then ./scripts/deps.sh postgres && ./scripts/pgversion.sh $(PG) >/dev/null; fi
+
+## deps-chromium: headless Chromium (Debian's), which the console's browser test (e2e TestConsole) drives; in the whole suite's targets (e2e, test-kafka)
+deps-chromium:
+	@./scripts/deps.sh chromium
 
 ## deps-kafka: Java and Maven, for the real Apache Kafka broker, and its jars (fetched once)
 deps-kafka:
@@ -147,7 +151,7 @@ kafka-consume: deps-kafka
 test: deps lint k8s unit fuzz e2e
 
 ## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven), and the test broker's own TLS test
-test-kafka: deps deps-kafka
+test-kafka: deps deps-kafka deps-chromium
 	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 30m ./e2e/ ./internal/kafkatest/
 
 ## test-debezium: the e2e tests that run Debezium's outbox event router (scripts/debezium-harness: Java 17 + Maven, built once into ~/.cache/cdc-relay): the relay on the same rows wants the same bytes, and takes over the connector's slot under load, on kfake
@@ -220,7 +224,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./decoder/
 
 ## e2e: the end-to-end suite on kfake (it builds the relay with -race)
-e2e: deps-pg
+e2e: deps-pg deps-chromium
 	@./scripts/deps.sh postgres kcat gcc promtool
 	CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 20m ./e2e/
 

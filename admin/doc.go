@@ -25,4 +25,15 @@
 // and only requests that name a loopback host and carry no Origin header:
 // a web page open in a browser on the same machine reaches loopback too.
 // GET /failed is among them because it shows event payloads.
+//
+// The console (console.go) is pages for a browser under /ui on the same
+// rule: with a token, a sign-in form (GET and POST /ui/login) takes it
+// once and sets an HttpOnly, SameSite=Strict cookie, an HMAC of a fixed
+// text keyed with the token (never the token), compared in constant time;
+// the pages redirect to it without the cookie, and a POST without it is a
+// 401. Without a token, loopback only, as above. Every POST must carry
+// its page's CSRF token (an HMAC keyed with a secret of the process) and
+// come from the console's origin (Origin, Sec-Fetch-Site). Every answer
+// has a Content-Security-Policy that loads nothing from elsewhere and runs
+// no script; html/template escapes whatever a database user chose.
 package admin

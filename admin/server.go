@@ -39,6 +39,9 @@ type Relay interface {
 	// once in its streaming session, as PauseTopic does Kafka's.
 	PauseTopicOf(ctx context.Context, publisher, topic string) (bool, error)
 	ResumeTopicOf(ctx context.Context, publisher, topic string) (bool, error)
+	// History is the relay's rate and commit-to-ack time over its last
+	// hour, oldest first (relay.Relay.History), for the console.
+	History() []report.Point
 }
 
 // Options configures a Server.
@@ -61,6 +64,7 @@ type Server struct {
 	loopback bool // the listener is on a loopback address
 	ln       net.Listener
 	srv      *http.Server
+	console  *console // the pages under /ui
 }
 
 // Listen binds opts.Addr and starts serving r's endpoints until Close.
@@ -73,6 +77,10 @@ func Listen(r Relay, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
 	s := &Server{relay: r, opts: opts, ln: ln, loopback: isLoopback(ln.Addr())}
+	if s.console, err = newConsole(s); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go func() { _ = s.srv.Serve(ln) }() // returns http.ErrServerClosed after Close
@@ -102,6 +110,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /resume", s.admin(s.resume))
 	mux.HandleFunc("GET /failed", s.admin(s.failed))
 	mux.HandleFunc("POST /failed/{id}/retry", s.admin(s.retry))
+	s.console.routes(mux)
 	return mux
 }
 
@@ -111,8 +120,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		switch {
 		case s.opts.Token != "":
-			scheme, got, _ := strings.Cut(req.Header.Get("Authorization"), " ")
-			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) != 1 {
+			if !hasBearer(req, s.opts.Token) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="cdc-relay"`)
 				writeError(w, http.StatusUnauthorized, errors.New("this endpoint needs the header \"Authorization: Bearer <token>\" with the relay's --admin-token"))
 				return
@@ -129,6 +137,13 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, req)
 	}
+}
+
+// hasBearer reports whether req carries "Authorization: Bearer <token>",
+// compared in constant time.
+func hasBearer(req *http.Request, token string) bool {
+	scheme, got, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+	return strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // loopbackHost reports whether a request's Host names a loopback address

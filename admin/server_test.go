@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +28,8 @@ type fakeRelay struct {
 	// stores are the status stores of the relay's publishers, by name
 	// (Failures); nil: none, as a relay not connected yet.
 	stores map[string]*status.Store
+	// history is what History returns.
+	history []report.Point
 }
 
 func (f *fakeRelay) Failures(publisher string) (*status.Store, error) {
@@ -80,9 +81,10 @@ func (f *fakeRelay) setTopic(topic string, paused bool) (bool, error) {
 	return was != paused, nil
 }
 
-func (f *fakeRelay) Status() report.Status { return f.st }
-func (f *fakeRelay) Pause() bool           { was := f.st.Paused; f.st.Paused = true; return !was }
-func (f *fakeRelay) Resume() bool          { was := f.st.Paused; f.st.Paused = false; return was }
+func (f *fakeRelay) Status() report.Status   { return f.st }
+func (f *fakeRelay) History() []report.Point { return f.history }
+func (f *fakeRelay) Pause() bool             { was := f.st.Paused; f.st.Paused = true; return !was }
+func (f *fakeRelay) Resume() bool            { was := f.st.Paused; f.st.Paused = false; return was }
 func (f *fakeRelay) Failed(_ context.Context, opts status.ListOptions) ([]status.Row, error) {
 	f.listed = opts
 	return f.rows, nil
@@ -125,6 +127,10 @@ func (f *fakeRelay) RetryOf(ctx context.Context, publisher string, opts status.R
 
 func serve(t *testing.T, r Relay, token string, loopback bool) *httptest.Server {
 	s := &Server{relay: r, opts: Options{Token: token, Logger: slog.New(slog.DiscardHandler)}, loopback: loopback}
+	var err error
+	if s.console, err = newConsole(s); err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(s.routes())
 	t.Cleanup(ts.Close)
 	return ts
@@ -132,23 +138,12 @@ func serve(t *testing.T, r Relay, token string, loopback bool) *httptest.Server 
 
 func do(t *testing.T, ts *httptest.Server, method, path, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, ts.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := consoleReq{method: method, path: path}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		r.header = map[string]string{"Authorization": "Bearer " + token}
 	}
-	resp, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	resp, body := r.do(t, ts)
+	return resp.StatusCode, body
 }
 
 // TestTokenRule: the admin endpoints need the token when there is one,

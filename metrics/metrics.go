@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/cdc-relay/cdc-relay/internal/buildinfo"
 )
@@ -278,4 +279,14 @@ func (f factory) histogramVec(name, help string, buckets []float64, labels ...st
 // histogram is a histogram with no labels.
 func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
 	return f.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+}
+
+// CommitToAckTotals are CommitToAck's sum of seconds and count of events
+// since the relay started: what the relay's in-memory history reads.
+func (m *Metrics) CommitToAckTotals() (seconds float64, count uint64) {
+	var d dto.Metric
+	if err := m.CommitToAck.Write(&d); err != nil || d.Histogram == nil {
+		return 0, 0
+	}
+	return d.Histogram.GetSampleSum(), d.Histogram.GetSampleCount()
 }

@@ -28,19 +28,24 @@ const (
 )
 
 // watchHealth checks that PostgreSQL and Kafka answer every reachInterval,
-// and reads the slot and the status table every statsInterval, until ctx
-// ends. A broker that goes away makes the relay not ready within
+// reads the slot and the status table every statsInterval, and adds a
+// reading of the counters to the history every report.HistoryInterval,
+// until ctx ends. A broker that goes away makes the relay not ready within
 // reachInterval+reachTimeout. PostgreSQL is pinged on a connection of its
 // own, so that a pool busy with the stream's work is not taken for a
 // server that does not answer; the reading, which may be slow on a large
 // status table, runs apart so that it never delays the checks.
 func (r *Relay) watchHealth(ctx context.Context, pool *pgxpool.Pool, snk *sink.Sink) {
-	done := make(chan struct{})
+	done := make(chan struct{}, 2)
 	go func() {
-		defer close(done)
+		defer func() { done <- struct{}{} }()
 		r.readStats(ctx, pool)
 	}()
-	defer func() { <-done }()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		tick.Every(ctx, report.HistoryInterval, func(context.Context) bool { r.sample(); return true }, tick.Now())
+	}()
+	defer func() { <-done; <-done }()
 
 	var conn *pgx.Conn // the check's own; nil until connected
 	defer func() {
@@ -123,6 +128,18 @@ func (r *Relay) readStats(ctx context.Context, pool *pgxpool.Pool) {
 		return true
 	}, tick.Now())
 }
+
+// sample adds a reading of the relay's counters to its history.
+func (r *Relay) sample() {
+	secs, acked := r.metrics.CommitToAckTotals()
+	r.history.Add(report.Sample{At: time.Now(), Produced: uint64(r.count.Events.Load()), AckSeconds: secs, Acked: acked})
+}
+
+// History is what the relay did over its last hour, or since it started
+// when that is less, as intervals of report.HistoryInterval, oldest
+// first: its rate and its commit-to-ack time, from its counters read
+// while it runs (see report.History). Kept in memory only.
+func (r *Relay) History() []report.Point { return report.Points(r.history.Samples()) }
 
 // warnBackfills logs, once, why the running backfills cannot be read.
 func (r *Relay) warnBackfills(problem string) {

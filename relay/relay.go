@@ -52,6 +52,8 @@ type Relay struct {
 	// pgOutages says once that PostgreSQL cannot be reached, and once
 	// that it is back.
 	pgOutages *pgnotice.Outages
+	// history is the last hour of the relay's counters (see History).
+	history *report.History
 }
 
 // New returns a relay for cfg, or the error that makes cfg unusable.
@@ -76,7 +78,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %w", pgerr.Parse(err))
 	}
 	cfg.liveURL = pgconnect.NewLiveURL(cfg.PostgresURL, cfg.PostgresURLFile, cfg.Logger)
-	r := &Relay{cfg: cfg, log: cfg.Logger}
+	r := &Relay{cfg: cfg, log: cfg.Logger, history: report.NewHistory(report.HistorySize)}
 	r.pgOutages = pgnotice.NewOutages(cfg.Logger, cfg.PostgresURL)
 	r.metrics = metrics.New(cfg.Build, r.snapshot)
 	r.metrics.Sources(cfg.routedTables(), cfg.messagePrefixes())

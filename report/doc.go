@@ -8,6 +8,8 @@
 // the relay's role's), that a table of backfills it cannot read leaves
 // every other figure as read (DatabaseStats.BackfillsProblem says why),
 // and that Status's JSON is the one /status has always served. It keeps no
-// state: the running relay keeps the live figures and fills a Status from
-// them; `cdc-relay status` fills one from a reading alone.
+// state of its own: the running relay keeps the live figures and fills a
+// Status from them; `cdc-relay status` fills one from a reading alone. A
+// [History], the relay's, holds the last readings of its counters (an
+// hour of them, for the console), never more than its size.
 package report

@@ -11,6 +11,8 @@
 #   promtool  Prometheus's promtool, which checks docker/'s alerting rules
 #   release   jq, which make release writes the SBOMs with (GNU tar, gzip
 #             and sha256sum are Debian's essentials)
+#   chromium  headless Chromium, which the console's browser test (e2e
+#             TestConsole) drives
 #
 #   scripts/deps.sh postgres                   # make demo
 #   scripts/deps.sh postgres kcat gcc promtool # make test
@@ -20,8 +22,8 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: scripts/deps.sh {postgres|kcat|gcc|kafka|pgversions|promtool|release}..." >&2
-  sed -n '2,19s/^# \{0,1\}//p' "$0" >&2
+  echo "usage: scripts/deps.sh {postgres|kcat|gcc|kafka|pgversions|promtool|release|chromium}..." >&2
+  sed -n '2,21s/^# \{0,1\}//p' "$0" >&2
 }
 if [ $# -eq 0 ]; then
   echo "deps: name what to install." >&2
@@ -85,6 +87,9 @@ for want in "$@"; do
     ;;
   release)
     command -v jq >/dev/null 2>&1 || add jq
+    ;;
+  chromium)
+    command -v chromium >/dev/null 2>&1 || add chromium
     ;;
   *)
     echo "deps: unknown dependency \"$want\"" >&2

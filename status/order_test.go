@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -321,6 +322,10 @@ func TestOperatorsAndOrder(t *testing.T) {
 	rows, err := store.List(ctx, ListOptions{Status: Waiting})
 	if err != nil || len(rows) != 3 || rows[0].WaitsFor != ids["b1"] || rows[1].WaitsFor != ids["a1"] || rows[2].WaitsFor != ids["a1"] {
 		t.Fatalf("list WAITING: %+v, %v; want b2, a4, a2, waiting for b1, a1, a1", rows, err)
+	}
+	would, err := store.WouldRelease(ctx, []int64{ids["a1"], ids["a2"], ids["a3"], ids["b1"], 1 << 40})
+	if want := map[int64]int{ids["a1"]: 1, ids["a2"]: 0, ids["a3"]: 0, ids["b1"]: 1}; err != nil || !maps.Equal(would, want) {
+		t.Fatalf("WouldRelease: %v, %v; want %v (a1 and b1 heads of their keys; a3 behind a2)", would, err, want)
 	}
 	changes, err := store.Skip(ctx, SkipOptions{IDs: []int64{ids["a1"], ids["a2"]}})
 	if err == nil || !strings.Contains(err.Error(), "WAITING: skip gives up FAILED and DEAD events only") ||

@@ -158,3 +158,45 @@ func scanListed(r pgx.CollectableRow) (Row, error) {
 	row.WaitsFor, row.Publisher = waits, publisher
 	return row, err
 }
+
+// WouldRelease counts, for each of ids (rows of s's publisher), the
+// WAITING rows of its key that a Skip or Purge of it would release now:
+// those behind it up to the next held FAILED or DEAD row of its key, when
+// no held row of its key comes before it (the count Change.Released would
+// say). An id not in the table, or without a key, counts 0. It reads
+// only, in one read-only transaction.
+func (s *Store) WouldRelease(ctx context.Context, ids []int64) (map[int64]int, error) {
+	out := map[int64]int{}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET TRANSACTION READ ONLY"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT d.id, d.topic, d.record_key FROM "+s.table+" AS d WHERE d.id = ANY($1) AND "+s.mine("d"), ids)
+		if err != nil {
+			return err
+		}
+		var (
+			changes []Change
+			sources []source
+			src     source
+			id      int64
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&id, &src.topic, &src.key}, func() error {
+			changes, sources = append(changes, Change{ID: id}), append(sources, source{topic: src.topic, key: src.key})
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := s.countReleased(ctx, tx, changes, sources); err != nil {
+			return err
+		}
+		for _, c := range changes {
+			out[c.ID] = c.Released
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count the events released in %s: %w", s.table, err)
+	}
+	return out, nil
+}
