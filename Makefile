@@ -55,7 +55,7 @@ PG_CORE_TESTS = ^(TestKill9LosesNothing|TestPostgresRestartMidStream|TestSIGTERM
 # that calls those must be added here, or make axes fails naming it. So
 # must the tests of Debezium's harness (requireDebeziumHarness), which run
 # with CDC_RELAY_TEST_DEBEZIUM=1 only: make e2e-kfake sets it.
-KFAKE_TESTS = ^(TestDebeziumOutboxRouterBytes|TestDebeziumSlotTakeover|TestConfirmNeverPassesUnackedEvent|TestDashboardSeesFaults|TestRecoverFromTheCommitTimeOfTheSavedPosition|TestStopWhileKafkaIsDown|TestTooLargeRecordParkedBeforeProduce|TestHeldKeysPastTheWholeOnes|TestFastPostgresRestartsResendLittle|TestPausedTopicAlertsWithinFiveMinutes)$$
+KFAKE_TESTS = ^(TestConsole|TestDebeziumOutboxRouterBytes|TestDebeziumSlotTakeover|TestConfirmNeverPassesUnackedEvent|TestDashboardSeesFaults|TestRecoverFromTheCommitTimeOfTheSavedPosition|TestStopWhileKafkaIsDown|TestTooLargeRecordParkedBeforeProduce|TestHeldKeysPastTheWholeOnes|TestFastPostgresRestartsResendLittle|TestPausedTopicAlertsWithinFiveMinutes)$$
 # The axes: CI runs each test where it belongs, once (.ci/run):
 #   the whole e2e suite on Apache Kafka on PostgreSQL 18 (make test-kafka PG=18);
 #   KFAKE_TESTS on kfake on PostgreSQL 15 (make e2e-kfake);
@@ -102,7 +102,7 @@ deps: deps-pg
 deps-pg:
 	@if [ -n "$(PG)" ]; then ./scripts/deps.sh postgres && ./scripts/pgversion.sh $(PG) >/dev/null; fi
 
-## deps-chromium: headless Chromium (Debian's), which the console's browser test (e2e TestConsole) drives; in the whole suite's targets (e2e, test-kafka)
+## deps-chromium: headless Chromium (Debian's), which the console's browser test (e2e TestConsole, on kfake) drives; e2e and e2e-kfake install it
 deps-chromium:
 	@./scripts/deps.sh chromium
 
@@ -151,7 +151,7 @@ kafka-consume: deps-kafka
 test: deps lint k8s unit fuzz e2e
 
 ## test-kafka: the end-to-end suite against a real Apache Kafka broker (Java + Maven), and the test broker's own TLS test
-test-kafka: deps deps-kafka deps-chromium
+test-kafka: deps deps-kafka
 	CDC_RELAY_TEST_KAFKA=apache CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 30m ./e2e/ ./internal/kafkatest/
 
 ## test-debezium: the e2e tests that run Debezium's outbox event router (scripts/debezium-harness: Java 17 + Maven, built once into ~/.cache/cdc-relay): the relay on the same rows wants the same bytes, and takes over the connector's slot under load, on kfake
@@ -176,7 +176,7 @@ e2e-pg: deps
 
 ## e2e-kfake: the e2e tests that need kfake's fault hooks (KFAKE_TESTS), on kfake
 e2e-kfake: deps-pg
-	@./scripts/deps.sh postgres kcat gcc promtool kafka
+	@./scripts/deps.sh postgres kcat gcc promtool kafka chromium
 	CDC_RELAY_TEST_DEBEZIUM=1 CGO_ENABLED=1 $(GOTEST) -count=1 -parallel $(E2E_PARALLEL) -timeout 20m -run '$(KFAKE_TESTS)' ./e2e/
 
 ## axes: with CDC_RELAY_TEST_JSON_DIR=DIR, after the tests ran with it: fails naming each test that passed in no run
