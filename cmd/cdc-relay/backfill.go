@@ -225,22 +225,26 @@ func (c *BackfillCommand) backfilled() outbox.Table {
 
 // mapping is the mapping of the table to backfill: the command line's,
 // or the config file's table that --table names.
-func (c *BackfillCommand) mapping() (decoder.Mapping, error) {
-	if c.file == nil {
-		return c.cfg.Tables[0].Mapping, nil
+func (c *BackfillCommand) mapping() (decoder.Mapping, error) { return c.tableMapping(c.table) }
+
+// tableMapping is the mapping of table: the command line's, or, with
+// --config, the file's table of that name.
+func (r *relayFlags) tableMapping(table string) (decoder.Mapping, error) {
+	if r.file == nil {
+		return r.cfg.Tables[0].Mapping, nil
 	}
-	schema, table, err := decoder.ParseTable(c.table)
+	schema, name, err := decoder.ParseTable(table)
 	if err != nil {
-		return decoder.Mapping{}, usageError{fmt.Sprintf("--table %q: %v", c.table, err)}
+		return decoder.Mapping{}, usageError{fmt.Sprintf("--table %q: %v", table, err)}
 	}
 	var names []string
-	for _, t := range c.cfg.Tables {
-		if t.Mapping.Schema == schema && t.Mapping.Table == table {
+	for _, t := range r.cfg.Tables {
+		if t.Mapping.Schema == schema && t.Mapping.Table == name {
 			return t.Mapping, nil
 		}
 		names = append(names, t.Mapping.Schema+"."+t.Mapping.Table)
 	}
-	return decoder.Mapping{}, usageError{fmt.Sprintf("--table %s is not in %s, whose tables are %s", c.table, c.configPath, strings.Join(names, ", "))}
+	return decoder.Mapping{}, usageError{fmt.Sprintf("--table %s is not in %s, whose tables are %s", table, r.configPath, strings.Join(names, ", "))}
 }
 
 // without returns a flag set of fs's flags but name, sharing their
