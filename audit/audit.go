@@ -68,6 +68,12 @@ type RowReader interface {
 	ReadRows(ctx context.Context, add func(Row)) error
 }
 
+// estimator is a RowReader that can tell about how many rows a whole
+// table has, for the ledger to make room for them at once.
+type estimator interface {
+	Estimate(ctx context.Context) int
+}
+
 // RecordReader reads the records of topics: the seam of Kafka.
 type RecordReader interface {
 	// ReadRecords tells total the number of records it will read, once
@@ -108,6 +114,9 @@ func Check(ctx context.Context, cfg Config, rows RowReader, records RecordReader
 			p.Now = time.Now()
 			cfg.Progress(p)
 		}
+	}
+	if e, ok := rows.(estimator); ok && cfg.Since.IsZero() && cfg.Until.IsZero() && cfg.FromID == "" && cfg.ToID == "" {
+		l.Reserve(e.Estimate(ctx))
 	}
 	err := rows.ReadRows(ctx, func(r Row) {
 		l.Add(r)

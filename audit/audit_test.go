@@ -167,3 +167,33 @@ func TestLedgerMemory(t *testing.T) {
 		t.Errorf("%d bytes a row", per)
 	}
 }
+
+// sizedRows is a RowReader that tells its size.
+type sizedRows struct{ fakeRows }
+
+func (s sizedRows) Estimate(context.Context) int { return len(s.fakeRows) }
+
+// TestReserve: a table's estimate sizes the ledger at once, so that its
+// slices never grow to twice what they hold; a hint too low only grows.
+func TestReserve(t *testing.T) {
+	l := NewLedger(0)
+	l.Reserve(1000)
+	for i := range 1000 {
+		l.Add(row(100000+i, "key", "t"))
+	}
+	if cap(l.entries) != 1000 || cap(l.ids.end) != 1000 || cap(l.ids.b) != 1000*7 || cap(l.keys.b) != 1000*4 {
+		t.Errorf("caps: entries %d, ids %d (%d bytes), keys %d bytes", cap(l.entries), cap(l.ids.end), cap(l.ids.b), cap(l.keys.b))
+	}
+	l.Add(row(1, "key", "t"))
+	if len(l.entries) != 1001 {
+		t.Errorf("%d entries", len(l.entries))
+	}
+	var rows []Row
+	for i := range 10 {
+		rows = append(rows, row(i, "k", "t"))
+	}
+	res, err := Check(context.Background(), Config{}, sizedRows{rows}, &fakeRecords{recs: delivered(rows)}, func() string { return "id" })
+	if err != nil || !res.Clean() || res.Matched != 10 {
+		t.Fatalf("%v %+v", err, res)
+	}
+}

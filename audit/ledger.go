@@ -94,6 +94,7 @@ type Ledger struct {
 	keys     arena // per row: up to keyShown bytes of the key
 	res      Result
 	poisoned []Missing
+	reserve  int // rows Reserve made room for, until the first Add sizes the arenas
 }
 
 // NewLedger returns an empty ledger that lists at most limit findings of
@@ -113,8 +114,26 @@ func (l *Ledger) topic(name string) uint32 {
 	return i
 }
 
+// Reserve makes room for about n rows of one topic each, so that the
+// ledger's slices do not grow (and, growing, hold twice their size) while
+// a known number of rows is added: the arenas' room follows the first
+// row's id and key. A hint too low only leaves them to grow.
+func (l *Ledger) Reserve(n int) {
+	if n > 0 && len(l.entries) == 0 {
+		l.entries = make([]entry, 0, n)
+		l.ids.end = make([]uint32, 0, n)
+		l.keys.end = make([]uint32, 0, n)
+		l.reserve = n
+	}
+}
+
 // Add adds a row: one expected record per topic.
 func (l *Ledger) Add(r Row) {
+	if l.reserve > 0 {
+		l.ids.b = make([]byte, 0, l.reserve*(len(r.ID)+1))
+		l.keys.b = make([]byte, 0, l.reserve*(min(len(r.Key), keyShown)+1))
+		l.reserve = 0
+	}
 	l.res.Rows++
 	if r.Poison != "" {
 		l.res.MissingCount++

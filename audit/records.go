@@ -184,8 +184,16 @@ func (k *topicRecords) explain(err error) error {
 	return err
 }
 
+// fetchMaxBytes bounds what one fetch of one broker holds (franz-go's
+// default is 50 MiB): an outbox record is small, and each costs a
+// kgo.Record of a few hundred bytes while its fetch is held. A million
+// rows' audit peaked at 346-349 MiB with the default, 290-305 MiB with
+// 1 MiB fetches, no slower (docs/BENCHMARKS.md).
+const fetchMaxBytes = 1 << 20
+
 // newTopicRecords returns the reader of cfg's brokers.
 func newTopicRecords(cfg Config) *topicRecords {
-	opts := append(sink.ReaderOpts(cfg.Kafka), kgo.FetchMaxWait(500*time.Millisecond))
+	opts := append(sink.ReaderOpts(cfg.Kafka), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchMaxBytes(fetchMaxBytes))
 	return &topicRecords{cfg: cfg, opts: opts}
 }

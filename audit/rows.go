@@ -47,6 +47,17 @@ func openRows(ctx context.Context, cfg Config) (*tableRows, error) {
 
 func (t *tableRows) close() { _ = t.conn.Close(context.Background()) }
 
+// Estimate is the planner's estimate of the table's rows (pg_class's
+// reltuples, as of the last VACUUM or ANALYZE); 0 when it has none (a
+// partitioned table's parent, a table never analyzed) or cannot be read.
+func (t *tableRows) Estimate(ctx context.Context) int {
+	var n float64
+	if err := t.conn.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = $1::regclass", t.table).Scan(&n); err != nil || n <= 0 {
+		return 0
+	}
+	return int(min(n*1.05, 1<<31)) // a little room for rows since
+}
+
 // ReadRows hands each row the range selects to add, in the snapshot of
 // one read-only REPEATABLE READ transaction, Config.Batch rows a fetch,
 // at most Config.RowRate rows a second.
