@@ -88,22 +88,13 @@ var auditSections = []flagSection{
 	{"Pace", []string{"rate", "kafka-rate", "batch"}},
 	{"Configuration file (optional)", []string{"config"}},
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
-	{"From row to Kafka record (without --config)", []string{
-		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column", "timestamp-unit", "allowed-topics"}},
+	mappingSection,
 	{"Kafka security", kafkaSecurityFlagNames},
 	{"Logging", []string{"log-level", "log-format"}},
 }
 
 func (c *AuditCommand) flags() *flag.FlagSet {
-	all := flag.NewFlagSet("audit", flag.ContinueOnError)
-	c.relayFlags.register(all)
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	all.VisitAll(func(f *flag.Flag) {
-		if f.Name != "table" { // audit's own: with --config, one of the file's
-			fs.Var(f.Value, f.Name, f.Usage)
-		}
-	})
+	fs := c.oneTableFlags("audit")
 	o := &c.opts
 	fs.StringVar(&c.table, "table", "public.outbox", "the outbox `table` to audit, as schema.table; with --config, one of the file's tables")
 	fs.StringVar(&c.since, "since", "", "audit the rows whose timestamp column is at or after this `time` (RFC 3339, such as 2026-11-30T08:00:00Z)")
@@ -203,7 +194,7 @@ func parseTimeFlag(name, s string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, usageError{fmt.Sprintf("--%s %q: want a time such as 2026-11-30T08:00:00Z", name, s)}
+		return time.Time{}, usageError{fmt.Sprintf("--%s %q: want a time such as 2026-11-23T08:00:00Z", name, s)}
 	}
 	return t, nil
 }
