@@ -116,7 +116,9 @@ func Check(ctx context.Context, cfg Config, rows RowReader, records RecordReader
 		}
 	}
 	if e, ok := rows.(estimator); ok && cfg.Since.IsZero() && cfg.Until.IsZero() && cfg.FromID == "" && cfg.ToID == "" {
-		l.Reserve(e.Estimate(ctx))
+		n := e.Estimate(ctx)
+		l.Reserve(n)
+		p.Total = int64(n) // the progress bar's end: an estimate
 	}
 	err := rows.ReadRows(ctx, func(r Row) {
 		l.Add(r)
