@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -146,5 +147,36 @@ func TestAuditFindsPlantedFaults(t *testing.T) {
 	}
 	if res.Rows != 11 || res.OrderColumn != "created_at" {
 		t.Errorf("rows %d, order column %q", res.Rows, res.OrderColumn)
+	}
+}
+
+// TestAuditNamesTheGrant: run as a role that may not read the table, the
+// audit exits 2 with the GRANT to run, naming the table and the role, and
+// never prints the URL's password.
+func TestAuditNamesTheGrant(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	role := e.slot + "_auditor"
+	mustExec(t, e.conn, "CREATE ROLE "+role+" LOGIN PASSWORD 'aud1tpw'")
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = e.conn.Exec(ctx, "DROP OWNED BY "+role)
+		_, _ = e.conn.Exec(ctx, "DROP ROLE "+role)
+	})
+	u, err := url.Parse(urlAs(t, e.url, role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "aud1tpw")
+	cmd := exec.Command(relayBin, "audit", "--postgres-url", u.String(), "--kafka-brokers", strings.Join(e.brokers, ","))
+	cmd.Env = e.childEnv()
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2:\n%s", err, out)
+	}
+	want := `run GRANT SELECT ON "public"."outbox" TO "` + role + `"`
+	if !strings.Contains(string(out), want) || strings.Contains(string(out), "aud1tpw") {
+		t.Errorf("want %q and no password in:\n%s", want, out)
 	}
 }
