@@ -215,10 +215,11 @@ func (c *AuditCommand) print(res audit.Result) error {
 // line per finding listed, and the verdict.
 func auditText(r audit.Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "audit of %s: %d row(s), %d record(s) expected, %d read (%d matched, %d of other rows)\n",
-		r.Table, r.Rows, r.Expected, r.Records, r.Matched, r.Unmatched)
+	n := backfill.Thousands
+	fmt.Fprintf(&b, "audit of %s: %s row(s), %s record(s) expected, %s read (%s matched, %s of other rows)\n",
+		r.Table, n(r.Rows), n(r.Expected), n(r.Records), n(r.Matched), n(r.Unmatched))
 	if r.Unrouted > 0 {
-		fmt.Fprintf(&b, "%d row(s) match no route: they go nowhere, as the relay sends them\n", r.Unrouted)
+		fmt.Fprintf(&b, "%s row(s) match no route: they go nowhere, as the relay sends them\n", n(r.Unrouted))
 	}
 	for _, m := range r.Missing {
 		if m.Reason != "" {
@@ -241,8 +242,12 @@ func auditText(r audit.Result) string {
 	if r.OrderColumn == "" {
 		order = "order not checked (no order column: --order-column names one)"
 	}
-	fmt.Fprintf(&b, "%d missing, %d duplicate(s), %d on the wrong topic, %d out of order; %s\n",
-		r.MissingCount, r.DuplicateCount, r.WrongTopicCount, r.OutOfOrderCount, order)
+	fmt.Fprintf(&b, "%s missing, %s duplicate(s), %s on the wrong topic, %s out of order; %s\n",
+		n(r.MissingCount), n(r.DuplicateCount), n(r.WrongTopicCount), n(r.OutOfOrderCount), order)
+	listed := int64(len(r.Missing) + len(r.Duplicates) + len(r.WrongTopic) + len(r.OutOfOrder))
+	if listed < r.MissingCount+r.DuplicateCount+r.WrongTopicCount+r.OutOfOrderCount {
+		fmt.Fprintf(&b, "(%s of them listed above: --max-findings lists more of each kind, --json prints them for a script)\n", n(listed))
+	}
 	if r.Clean() {
 		b.WriteString("every row's records are there, once, on their topics\n")
 	}
