@@ -76,10 +76,18 @@ type estimator interface {
 
 // RecordReader reads the records of topics: the seam of Kafka.
 type RecordReader interface {
-	// ReadRecords tells total the number of records it will read, once
-	// known, and hands each record to see, each partition's in offset
-	// order.
-	ReadRecords(ctx context.Context, topics []string, total func(int64), see func(Record)) error
+	// ReadRecords reads the records of topics, telling r what it finds.
+	ReadRecords(ctx context.Context, topics []string, r Reads) error
+}
+
+// Reads is what a RecordReader tells as it reads.
+type Reads struct {
+	// Absent is told each topic that does not exist.
+	Absent func(topic string)
+	// Total is told the number of offsets it will read, once known.
+	Total func(n int64)
+	// See is handed each record, each partition's in offset order.
+	See func(Record)
 }
 
 // Run audits the table Config names: it reads its rows, then the
@@ -137,10 +145,15 @@ func Check(ctx context.Context, cfg Config, rows RowReader, records RecordReader
 		}
 	}
 	p = backfill.Progress{Table: table + " records", Started: time.Now()}
-	err = records.ReadRecords(ctx, topics, func(n int64) { p.Total = n }, func(r Record) {
-		l.See(r)
-		p.Rows++
-		tell(false)
+	var absent []string
+	err = records.ReadRecords(ctx, topics, Reads{
+		Absent: func(t string) { absent = append(absent, t) },
+		Total:  func(n int64) { p.Total = n },
+		See: func(r Record) {
+			l.See(r)
+			p.Rows++
+			tell(false)
+		},
 	})
 	if err != nil {
 		return Result{Table: table}, err
@@ -148,6 +161,8 @@ func Check(ctx context.Context, cfg Config, rows RowReader, records RecordReader
 	tell(true)
 	res := l.Result(order())
 	res.Table = table
+	slices.Sort(absent)
+	res.TopicsAbsent = slices.Compact(absent)
 	return res, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/cdc-relay/cdc-relay/backfill"
@@ -28,14 +29,19 @@ type fakeRecords struct {
 	err    error
 }
 
-func (f *fakeRecords) ReadRecords(_ context.Context, topics []string, total func(int64), see func(Record)) error {
+func (f *fakeRecords) ReadRecords(_ context.Context, topics []string, r Reads) error {
 	f.topics = topics
 	if f.err != nil {
 		return f.err
 	}
-	total(int64(len(f.recs)))
-	for _, r := range f.recs {
-		see(r)
+	r.Total(int64(len(f.recs)))
+	for _, t := range topics {
+		if !slices.ContainsFunc(f.recs, func(r Record) bool { return r.Topic == t }) {
+			r.Absent(t)
+		}
+	}
+	for _, rec := range f.recs {
+		r.See(rec)
 	}
 	return nil
 }
@@ -134,8 +140,8 @@ func TestCheckCountsAndTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(recs.topics, []string{"t1", "elsewhere"}) {
-		t.Errorf("topics read: %v", recs.topics)
+	if !reflect.DeepEqual(recs.topics, []string{"t1", "elsewhere"}) || !reflect.DeepEqual(res.TopicsAbsent, []string{"elsewhere"}) {
+		t.Errorf("topics read: %v, absent %v", recs.topics, res.TopicsAbsent)
 	}
 	if res.Rows != 10 || res.Expected != 10 || res.Records != 3 || res.Matched != 2 || res.Unmatched != 1 {
 		t.Errorf("counts: %+v", res)

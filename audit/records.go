@@ -29,7 +29,7 @@ type span struct{ start, end int64 }
 // to see, each partition's in offset order, at most Config.RecordRate
 // records a second. A topic that does not exist has no records. total,
 // once known, is the number of offsets to read.
-func (k *topicRecords) ReadRecords(ctx context.Context, topics []string, total func(int64), see func(Record)) error {
+func (k *topicRecords) ReadRecords(ctx context.Context, topics []string, r Reads) error {
 	if len(topics) == 0 {
 		return nil
 	}
@@ -37,7 +37,7 @@ func (k *topicRecords) ReadRecords(ctx context.Context, topics []string, total f
 	if err != nil {
 		return fmt.Errorf("create Kafka client: %w", err)
 	}
-	spans, err := k.spans(ctx, kadm.NewClient(admCl), topics)
+	spans, err := k.spans(ctx, kadm.NewClient(admCl), topics, r.Absent)
 	admCl.Close()
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func (k *topicRecords) ReadRecords(ctx context.Context, topics []string, total f
 			n += s.end - s.start
 		}
 	}
-	total(n)
+	r.Total(n)
 	if n == 0 {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (k *topicRecords) ReadRecords(ctx context.Context, topics []string, total f
 		return fmt.Errorf("create Kafka client: %w", err)
 	}
 	defer cl.Close()
-	return k.consume(ctx, cl, spans, see)
+	return k.consume(ctx, cl, spans, r.See)
 }
 
 // consume polls cl until every partition of spans reached its end.
@@ -130,7 +130,11 @@ func recordOf(r *kgo.Record) Record {
 // any: from the first offset at or after Since less Margin (the start
 // without Since) to the last stable offset, or the first offset at or
 // after Until plus Margin when it is before.
-func (k *topicRecords) spans(ctx context.Context, adm *kadm.Client, topics []string) (map[string]map[int32]span, error) {
+func (k *topicRecords) spans(ctx context.Context, adm *kadm.Client, topics []string, absent func(string)) (map[string]map[int32]span, error) {
+	topics, err := k.existing(ctx, adm, topics, absent)
+	if err != nil || len(topics) == 0 {
+		return nil, err
+	}
 	ends, err := adm.ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		return nil, k.explain(err)
@@ -153,9 +157,7 @@ func (k *topicRecords) spans(ctx context.Context, adm *kadm.Client, topics []str
 	var lerr error
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
-			if !errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
-				lerr = k.explain(fmt.Errorf("list the offsets of %s[%d]: %w", o.Topic, o.Partition, o.Err))
-			}
+			lerr = k.explain(fmt.Errorf("list the offsets of %s[%d]: %w", o.Topic, o.Partition, o.Err))
 			return
 		}
 		s := span{end: o.Offset}
@@ -173,6 +175,28 @@ func (k *topicRecords) spans(ctx context.Context, adm *kadm.Client, topics []str
 		}
 	})
 	return out, lerr
+}
+
+// existing are the topics of topics that exist; absent is told the
+// others, which are left out of the offsets' requests.
+func (k *topicRecords) existing(ctx context.Context, adm *kadm.Client, topics []string, absent func(string)) ([]string, error) {
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, k.explain(fmt.Errorf("describe the topics: %w", err))
+	}
+	var out []string
+	for _, t := range topics {
+		d, ok := details[t]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			absent(t)
+		case d.Err != nil:
+			return nil, k.explain(fmt.Errorf("describe topic %s: %w", t, d.Err))
+		default:
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // explain adds to err, a failure to list or read a topic, what the

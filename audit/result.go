@@ -26,6 +26,10 @@ type Result struct {
 	// OrderColumn is the column commit order was read from; empty when
 	// order was not checked.
 	OrderColumn string `json:"order_column"`
+	// TopicsAbsent are the topics read that do not exist: their rows'
+	// records are all missing (a topic deleted, or a mapping that names
+	// it otherwise than the relay's).
+	TopicsAbsent []string `json:"topics_absent"`
 
 	MissingCount    int64        `json:"missing_count"`
 	DuplicateCount  int64        `json:"duplicate_count"`

@@ -73,7 +73,7 @@ func (e *env) auditInsert(agg string, keys ...string) []auditRow {
 // again, a copy of one on the other topic, and two rows of one key,
 // written while the relay is stopped, produced by hand in the wrong order;
 // the audit, over a time window (ListOffsets by timestamp), reports each,
-// exactly, and exits 1.
+// exactly, names the --topic that does not exist, and exits 1.
 func TestAuditFindsPlantedFaults(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
@@ -129,7 +129,7 @@ func TestAuditFindsPlantedFaults(t *testing.T) {
 
 	since := as[0].at.Add(-time.Second).UTC().Format(time.RFC3339Nano)
 	until := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
-	res, code = e.auditRun("--order-column", "created_at", "--since", since, "--until", until)
+	res, code = e.auditRun("--order-column", "created_at", "--since", since, "--until", until, "--topic", e.topic("nowhere"))
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -145,8 +145,8 @@ func TestAuditFindsPlantedFaults(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("findings:\n got %+v\nwant %+v", got, want)
 	}
-	if res.Rows != 11 || res.OrderColumn != "created_at" {
-		t.Errorf("rows %d, order column %q", res.Rows, res.OrderColumn)
+	if res.Rows != 11 || res.OrderColumn != "created_at" || !reflect.DeepEqual(res.TopicsAbsent, []string{e.topic("nowhere")}) {
+		t.Errorf("rows %d, order column %q, topics absent %q", res.Rows, res.OrderColumn, res.TopicsAbsent)
 	}
 }
 

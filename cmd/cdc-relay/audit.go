@@ -22,6 +22,7 @@ type AuditCommand struct {
 	relayFlags
 	table               string
 	since, until        string
+	topics              string // --topic
 	json                bool
 	logLevel, logFormat string
 	opts                audit.Config
@@ -103,10 +104,7 @@ func (c *AuditCommand) flags() *flag.FlagSet {
 	fs.StringVar(&o.ToID, "to-id", "", "audit the rows whose id column is at most this `id`")
 	fs.StringVar(&o.OrderColumn, "order-column", "", "the `column` read as commit order: an integer or a timestamp; none checks no order "+
 		"(default: the primary key when it is one integer column, else none)")
-	fs.Func("topic", "read this `topic` too, where a record on the wrong topic may be (repeat the flag for more)", func(s string) error {
-		o.Topics = append(o.Topics, s)
-		return nil
-	})
+	fs.StringVar(&c.topics, "topic", "", "read these `topics` too (comma-separated), where a record on the wrong topic may be")
 	durationVar(fs, &o.Margin, "margin", audit.DefaultMargin, "read Kafka's records from this long before --since to this long after --until: a record's timestamp is its row's, and records are in commit order")
 	fs.BoolVar(&c.json, "json", false, "print the summary and the findings as JSON")
 	fs.IntVar(&o.Limit, "max-findings", audit.DefaultLimit, "list at most `n` findings of each kind (all are counted); 0 lists all")
@@ -174,6 +172,7 @@ func (c *AuditCommand) finish(fs *flag.FlagSet) error {
 	if c.opts.Batch < 1 {
 		return usageError{"--batch must be at least 1"}
 	}
+	c.opts.Topics = splitList(c.topics)
 	c.tables.table = c.table
 	if err := c.relayFlags.finish(without(fs, "table")); err != nil {
 		return err
@@ -218,6 +217,9 @@ func auditText(r audit.Result) string {
 	n := backfill.Thousands
 	fmt.Fprintf(&b, "audit of %s: %s row(s), %s record(s) expected, %s read (%s matched, %s of other rows)\n",
 		r.Table, n(r.Rows), n(r.Expected), n(r.Records), n(r.Matched), n(r.Unmatched))
+	for _, t := range r.TopicsAbsent {
+		fmt.Fprintf(&b, "topic %s does not exist: its rows' records are all missing (deleted? or does the mapping name it otherwise than the relay's?)\n", t)
+	}
 	if r.Unrouted > 0 {
 		fmt.Fprintf(&b, "%s row(s) match no route: they go nowhere, as the relay sends them\n", n(r.Unrouted))
 	}

@@ -18,7 +18,7 @@ func TestAuditText(t *testing.T) {
 			t.Errorf("clean summary lacks %q:\n%s", want, clean)
 		}
 	}
-	found := auditText(audit.Result{Table: "public.outbox", MissingCount: 3, DuplicateCount: 1, WrongTopicCount: 1, OutOfOrderCount: 1,
+	found := auditText(audit.Result{Table: "public.outbox", MissingCount: 3, TopicsAbsent: []string{"gone"}, DuplicateCount: 1, WrongTopicCount: 1, OutOfOrderCount: 1,
 		Missing:    []audit.Missing{{ID: "1", Topic: "t", Key: "k"}, {ID: "2", Key: "k", Reason: "topic not allowed"}},
 		Duplicates: []audit.Duplicate{{ID: "3", Topic: "t", Records: 2}},
 		WrongTopic: []audit.WrongTopic{{ID: "4", Topic: "u", Offset: 7, Want: []string{"t"}}},
@@ -26,7 +26,7 @@ func TestAuditText(t *testing.T) {
 	for _, want := range []string{`missing: id 1 on t (key "k")`, "cannot become a record, the relay parks it DEAD: topic not allowed",
 		"duplicate: id 3 on t: 2 records", "wrong topic: id 4 on u[0] at offset 7: its row goes to t",
 		`out of order: key "k" on t: id 5 (t[0] offset 9) was committed before id 6 (t[0] offset 8)`,
-		"order not checked", "(5 of them listed above"} {
+		"order not checked", "(5 of them listed above", "topic gone does not exist"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("summary lacks %q:\n%s", want, found)
 		}
