@@ -92,18 +92,21 @@ func (k *topicRecords) consume(ctx context.Context, cl *kgo.Client, spans map[st
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			s := spans[p.Topic][p.Partition]
 			for _, r := range p.Records {
-				if r.Offset >= s.end || s.end < 0 {
-					break
+				if s.end < 0 {
+					break // done: a fetch already buffered
 				}
-				if !r.Attrs.IsControl() {
+				// The offset before the end may be gone (compacted, an
+				// aborted transaction's record read_committed skips): a
+				// record at or past the end ends the partition too.
+				if r.Offset < s.end && !r.Attrs.IsControl() {
 					see(recordOf(r))
 					n++
 				}
 				if r.Offset+1 >= s.end {
-					spans[p.Topic][p.Partition] = span{start: s.end, end: -1}
+					s.end = -1
+					spans[p.Topic][p.Partition] = s
 					cl.PauseFetchPartitions(map[string][]int32{p.Topic: {p.Partition}})
 					left--
-					break
 				}
 			}
 		})

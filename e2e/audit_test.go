@@ -68,7 +68,7 @@ func (e *env) auditInsert(agg string, keys ...string) []auditRow {
 
 // TestAuditFindsPlantedFaults: the relay delivers a table's events to two
 // topics; `cdc-relay audit --order-column created_at` finds nothing and
-// exits 0. Then faults are planted in Kafka: the first record of a topic
+// exits 0, as does `audit` alone, which checks no order (a uuid key). Then faults are planted in Kafka: the first record of a topic
 // deleted (kadm DeleteRecords, as retention does), a record produced
 // again, a copy of one on the other topic, and two rows of one key,
 // written while the relay is stopped, produced by hand in the wrong order;
@@ -96,6 +96,9 @@ func TestAuditFindsPlantedFaults(t *testing.T) {
 	res, code := e.auditRun("--order-column", "created_at")
 	if code != 0 || !res.Clean() || res.Rows != 9 || res.Matched != 9 {
 		t.Fatalf("clean table: exit %d, %+v", code, res)
+	}
+	if res, code = e.auditRun(); code != 0 || !res.Clean() || res.OrderColumn != "" {
+		t.Fatalf("clean table, no order column (a uuid key): exit %d, %+v", code, res)
 	}
 
 	// Two rows of key s, which the stopped relay never sends: produced by
