@@ -96,6 +96,8 @@ var auditSections = []flagSection{
 
 func (c *AuditCommand) flags() *flag.FlagSet {
 	fs := c.oneTableFlags("audit")
+	// The relay's words say it needs REPLICATION; the audit reads only.
+	fs.Lookup("postgres-url").Usage = "PostgreSQL connection `URL`, such as postgres://auditor:secret@db:5432/app; the role needs SELECT on the table only"
 	o := &c.opts
 	fs.StringVar(&c.table, "table", "public.outbox", "the outbox `table` to audit, as schema.table; with --config, one of the file's tables")
 	fs.StringVar(&c.since, "since", "", "audit the rows whose timestamp column is at or after this `time` (RFC 3339, such as 2026-11-30T08:00:00Z)")
