@@ -65,7 +65,7 @@ when the rows are read (or the first offset after --until plus --margin),
 at most --kafka-rate records a second. Audit a range the relay has sent:
 a row committed after the relay's position is reported missing. Memory
 grows with the rows, not the records: a million rows of uuid ids took
-265 MiB at most (docs/BENCHMARKS.md).
+270 MiB at most (docs/BENCHMARKS.md).
 
 The role of --postgres-url needs SELECT on the table; the Kafka principal
 DESCRIBE and READ on the topics. Nothing is written to either.
