@@ -40,7 +40,7 @@ endif
 PG_PKGS = ./admin/ ./migrations/ ./preflight/ ./replication/ ./relay/ ./status/ ./setup/ \
 	./slot/ ./pubwatch/ ./report/ ./republish/ ./relay/pipeline/ ./backfill/ \
 	./writeback/ ./poller/ ./retention/ ./checkpoint/ ./cmd/cdc-relay/ ./examples/ \
-	./internal/pgtemp/ ./internal/pgconnect/ ./internal/pgerr/ ./progress/
+	./internal/pgtemp/ ./internal/pgconnect/ ./internal/pgerr/ ./progress/ ./audit/
 # Of those, the packages whose SQL or protocol differs by version (catalogs,
 # replication commands, slots, standbys): CI runs these alone on 13, 14, 16
 # and 17 (PG_PKGS="$(PG_VERSION_PKGS)").

@@ -204,18 +204,18 @@ func counts(p Progress) string {
 	var s string
 	switch {
 	case p.done() > p.Total:
-		s = thousands(p.done()) + " rows (" + thousands(p.Total) + " counted at the start)"
+		s = Thousands(p.done()) + " rows (" + Thousands(p.Total) + " counted at the start)"
 	case p.Total > 0:
-		s = fmt.Sprintf("%s/%s rows (%d%%)", thousands(p.done()), thousands(p.Total), p.done()*100/p.Total)
+		s = fmt.Sprintf("%s/%s rows (%d%%)", Thousands(p.done()), Thousands(p.Total), p.done()*100/p.Total)
 	default:
-		s = thousands(p.done()) + "/0 rows"
+		s = Thousands(p.done()) + "/0 rows"
 	}
-	s += ", " + thousands(int64(p.Rate()+0.5)) + " rows/s"
+	s += ", " + Thousands(int64(p.Rate()+0.5)) + " rows/s"
 	if left, ok := p.Left(); ok {
 		s += ", " + left.String() + " left"
 	}
 	if p.Skipped > 0 {
-		s += ", " + thousands(p.Skipped) + " skipped"
+		s += ", " + Thousands(p.Skipped) + " skipped"
 	}
 	return s
 }
@@ -224,9 +224,9 @@ func counts(p Progress) string {
 // selected at the start, the time, the rate and the last key.
 func Summary(p Progress) string {
 	took := p.Now.Sub(p.Started).Round(time.Millisecond)
-	s := fmt.Sprintf("backfill of %s: %s rows published of %s selected in %s (%s rows/s)", p.Table, thousands(p.Rows), thousands(p.Total), took, thousands(int64(p.Rate()+0.5)))
+	s := fmt.Sprintf("backfill of %s: %s rows published of %s selected in %s (%s rows/s)", p.Table, Thousands(p.Rows), Thousands(p.Total), took, Thousands(int64(p.Rate()+0.5)))
 	if p.Skipped > 0 {
-		s += fmt.Sprintf(", %s skipped (they cannot become records: see the log)", thousands(p.Skipped))
+		s += fmt.Sprintf(", %s skipped (they cannot become records: see the log)", Thousands(p.Skipped))
 	}
 	if p.LastKey != "" {
 		s += ", last key " + p.LastKey
@@ -237,15 +237,16 @@ func Summary(p Progress) string {
 // DryRunSummary is what a dry run found: the rows the predicate selects,
 // and the first and last key.
 func DryRunSummary(r Result) string {
-	s := fmt.Sprintf("dry run: %s row(s) of %s selected", thousands(r.Total), r.Table)
+	s := fmt.Sprintf("dry run: %s row(s) of %s selected", Thousands(r.Total), r.Table)
 	if r.First != "" {
 		s += fmt.Sprintf(", key (%s) from %s to %s", strings.Join(r.Key.Columns, ", "), r.First, r.Last)
 	}
 	return s
 }
 
-// thousands writes n with a comma between each group of three digits.
-func thousands(n int64) string {
+// Thousands writes n with a comma between each group of three digits:
+// 1,000,000.
+func Thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")

@@ -95,8 +95,8 @@ func TestSummary(t *testing.T) {
 		t.Errorf("past the count: %q\nwant %q", got, want)
 	}
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234: "-1,234", 1000000: "1,000,000"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -474,3 +474,14 @@ func (k kgoLogger) Level() kgo.LogLevel {
 func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	k.l.Debug("kafka: "+msg, append(keyvals, "client_level", level.String())...)
 }
+
+// ReaderOpts are the options of a client that reads cfg's brokers as the
+// producer reaches them (its client id, dialer, TLS and SASL), with none
+// of the producer's settings: for a command that reads topics back
+// (cdc-relay audit). It never creates a topic.
+func ReaderOpts(cfg Config) []kgo.Opt {
+	var s Sink
+	cfg.AutoCreateTopics = false
+	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, clientOpts(cfg)...)
+	return append(opts, s.connectionOpts(cfg)...)
+}

@@ -94,23 +94,20 @@ var backfillSections = []flagSection{
 	{"Pace", []string{"rate", "batch"}},
 	{"Configuration file (optional)", []string{"config"}},
 	{"Connections (required: PostgreSQL and Kafka)", []string{"postgres-url", "postgres-url-file", "kafka-brokers"}},
-	{"From row to Kafka record (without --config)", []string{
-		"topic-template", "topic-column", "key-column", "payload-column", "id-column",
-		"header-columns", "headers-column", "timestamp-column", "timestamp-unit", "allowed-topics"}},
+	mappingSection,
 	{"Kafka producer", producerFlagNames},
 	{"Kafka security", kafkaSecurityFlagNames},
 	{"Logging", []string{"log-level", "log-format"}},
 }
 
+// mappingSection lists the flags that map a table's rows to records, in
+// the usage of a command on one table.
+var mappingSection = flagSection{"From row to Kafka record (without --config)", []string{
+	"topic-template", "topic-column", "key-column", "payload-column", "id-column",
+	"header-columns", "headers-column", "timestamp-column", "timestamp-unit", "allowed-topics"}}
+
 func (c *BackfillCommand) flags() *flag.FlagSet {
-	all := flag.NewFlagSet("backfill", flag.ContinueOnError)
-	c.relayFlags.register(all)
-	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
-	all.VisitAll(func(f *flag.Flag) {
-		if f.Name != "table" { // backfill's own: with --config, one of the file's
-			fs.Var(f.Value, f.Name, f.Usage)
-		}
-	})
+	fs := c.oneTableFlags("backfill")
 	fs.StringVar(&c.table, "table", "public.outbox", "the outbox `table` to backfill, as schema.table; with --config, one of the file's tables")
 	fs.StringVar(&c.opts.Where, "where", "", "the `SQL` condition that selects the rows (required; true selects all), run with the role of --postgres-url")
 	fs.StringVar(&c.opts.After, "after", "", "start after this `key` (the last key a stopped backfill published); a composite key as a JSON array of strings")
@@ -225,22 +222,41 @@ func (c *BackfillCommand) backfilled() outbox.Table {
 
 // mapping is the mapping of the table to backfill: the command line's,
 // or the config file's table that --table names.
-func (c *BackfillCommand) mapping() (decoder.Mapping, error) {
-	if c.file == nil {
-		return c.cfg.Tables[0].Mapping, nil
+func (c *BackfillCommand) mapping() (decoder.Mapping, error) { return c.tableMapping(c.table) }
+
+// oneTableFlags registers r's flags on a new flag set named name, but
+// --table: a command on one table (backfill, audit) registers its own,
+// which with --config names one of the file's tables.
+func (r *relayFlags) oneTableFlags(name string) *flag.FlagSet {
+	all := flag.NewFlagSet(name, flag.ContinueOnError)
+	r.register(all)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	all.VisitAll(func(f *flag.Flag) {
+		if f.Name != "table" {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	return fs
+}
+
+// tableMapping is the mapping of table: the command line's, or, with
+// --config, the file's table of that name.
+func (r *relayFlags) tableMapping(table string) (decoder.Mapping, error) {
+	if r.file == nil {
+		return r.cfg.Tables[0].Mapping, nil
 	}
-	schema, table, err := decoder.ParseTable(c.table)
+	schema, name, err := decoder.ParseTable(table)
 	if err != nil {
-		return decoder.Mapping{}, usageError{fmt.Sprintf("--table %q: %v", c.table, err)}
+		return decoder.Mapping{}, usageError{fmt.Sprintf("--table %q: %v", table, err)}
 	}
 	var names []string
-	for _, t := range c.cfg.Tables {
-		if t.Mapping.Schema == schema && t.Mapping.Table == table {
+	for _, t := range r.cfg.Tables {
+		if t.Mapping.Schema == schema && t.Mapping.Table == name {
 			return t.Mapping, nil
 		}
 		names = append(names, t.Mapping.Schema+"."+t.Mapping.Table)
 	}
-	return decoder.Mapping{}, usageError{fmt.Sprintf("--table %s is not in %s, whose tables are %s", c.table, c.configPath, strings.Join(names, ", "))}
+	return decoder.Mapping{}, usageError{fmt.Sprintf("--table %s is not in %s, whose tables are %s", table, r.configPath, strings.Join(names, ", "))}
 }
 
 // without returns a flag set of fs's flags but name, sharing their

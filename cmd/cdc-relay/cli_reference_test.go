@@ -28,7 +28,7 @@ type cliEntry struct {
 	// head is its usage, before the flags.
 	head string
 	// accepted are the flags it parses; listed those its usage lists
-	// (the same but for recover and backfill, which accept every flag of
+	// (the same but for recover, backfill and audit, which accept every flag of
 	// run and list those they use). Empty for a command without flags.
 	accepted, listed *flag.FlagSet
 	// sections order listed in its usage.
@@ -92,6 +92,10 @@ func cliEntries(t testing.TB) []cliEntry {
 			e.head, e.sections = backfillUsage, backfillSections
 			e.accepted = c.flags()
 			e.listed = listedOnly(e.accepted, backfillSections)
+		case *AuditCommand:
+			e.head, e.sections = auditUsage, auditSections
+			e.accepted = c.flags()
+			e.listed = listedOnly(e.accepted, auditSections)
 		case *CheckConfigCommand:
 			e.head, e.sections = checkConfigUsage, checkConfigSections
 			e.accepted = c.flags()

@@ -47,7 +47,7 @@ type command interface {
 }
 
 // commandNames are the commands, in the order of the top-level usage.
-var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "backfill", "check-config", "config", "demo", "version", "completion", "help"}
+var commandNames = []string{"migrate", "run", "status", "failed", "pause", "resume", "recover", "backfill", "audit", "check-config", "config", "demo", "version", "completion", "help"}
 
 // newCommand returns the command called name, or nil.
 func newCommand(name string, stdout, stderr io.Writer) command {
@@ -66,6 +66,8 @@ func newCommand(name string, stdout, stderr io.Writer) command {
 		return &RecoverCommand{stdout: stdout, stderr: stderr}
 	case "backfill":
 		return &BackfillCommand{stdout: stdout, stderr: stderr}
+	case "audit":
+		return &AuditCommand{stdout: stdout, stderr: stderr}
 	case "check-config":
 		return &CheckConfigCommand{stdout: stdout, stderr: stderr}
 	case "config":
@@ -231,6 +233,7 @@ Commands:
   resume    resume a paused topic (--topic) or the running relay
   recover   publish again the outbox rows of WAL the relay never read (a dropped or re-created slot)
   backfill  publish the rows of one outbox table an SQL predicate selects (a range again, events before the slot)
+  audit     check that a table's rows reached Kafka: missing, duplicated, on the wrong topic, out of order
   check-config  check a config file against the database; print a sample record of each table
   config    make a config file: from a Debezium outbox connector's (from-debezium)
   demo      run the relay on a throwaway PostgreSQL and an in-process Kafka broker

@@ -137,12 +137,9 @@ func (c *RecoverCommand) Run(ctx context.Context, args []string) error {
 	if err := c.finish(fs); err != nil {
 		return err
 	}
-	if c.since != "" {
-		t, err := time.Parse(time.RFC3339Nano, c.since)
-		if err != nil {
-			return usageError{fmt.Sprintf("--since %q: want a time such as 2026-11-23T08:00:00Z", c.since)}
-		}
-		c.opts.Since = t
+	var err error
+	if c.opts.Since, err = parseTimeFlag("since", c.since); err != nil {
+		return err
 	}
 	log, err := newLogger(c.stderr, c.run.logLevel, c.run.logFormat)
 	if err != nil {

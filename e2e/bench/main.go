@@ -6,7 +6,7 @@
 //
 //	cd e2e/bench
 //	go run .                       # everything (about 35 minutes: the exactlyonce part takes 10, 20 with -apache)
-//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, backfill-latency, emit, pause, adopt
+//	go run . -only latency,poller  # some parts: drain, writeback, memory, retention, parked, latency, poller, exactlyonce, order, codecs, backfill, backfill-latency, emit, pause, adopt, webhook, audit
 //
 // Drain: backlogs of outbox rows (~300-byte payloads, -keys keys) inserted
 // with the relay stopped: -rows rows in transactions of -per-tx rows, then
@@ -229,7 +229,7 @@ func main() {
 }
 
 // parts are the parts -only can name, in the order they run.
-var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit", "pause", "adopt", "webhook"}
+var parts = []string{"drain", "writeback", "memory", "retention", "parked", "latency", "poller", "exactlyonce", "order", "codecs", "backfill", "backfill-latency", "emit", "pause", "adopt", "webhook", "audit"}
 
 // parseRates reads a comma-separated list of positive rates.
 func parseRates(list string) ([]int, error) {
@@ -374,6 +374,7 @@ func (b *bench) partRuns(series *[]latencySeries) []benchPart {
 		{"pause", b.pauseLoad},
 		{"adopt", b.adopt},
 		{"webhook", b.webhook},
+		{"audit", b.audit},
 	}
 }
 

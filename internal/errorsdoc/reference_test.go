@@ -76,6 +76,8 @@ func topics() []topic {
 			[]string{"recovery", "republish"}, nil},
 		{"backfill", "[backfill.md](../backfill.md) explains it.",
 			[]string{"backfill"}, nil},
+		{"audit", "[audit.md](../audit.md) explains it.",
+			[]string{"audit"}, nil},
 	}
 }
 
