@@ -15,7 +15,8 @@
 //     the row's mapping does not send it to;
 //   - keys out of commit order: two rows of one topic and record key whose
 //     first records are not in the rows' order in the partition (or sit in
-//     different partitions).
+//     different partitions, unless the table's partition column placed
+//     both rows: Kafka keeps no order between partitions).
 //
 // Commit order is what the table can tell of it: the order column
 // ([Config.OrderColumn]: an integer such as a bigserial primary key, or a

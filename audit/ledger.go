@@ -24,6 +24,11 @@ type Row struct {
 	// value), compared only when HasOrder.
 	Order    int64
 	HasOrder bool
+	// Placed says the table's partition column placed the row's record
+	// on a partition (decoder.Event.Placed): two placed rows of a key in
+	// different partitions are in no order to check, as Kafka keeps none
+	// between partitions.
+	Placed bool
 	// Poison, when set, is why the row cannot become a record: the relay
 	// parks it DEAD, and the audit reports it missing with this reason.
 	Poison string
@@ -58,6 +63,7 @@ type entry struct {
 const (
 	flagKeyNull uint8 = 1 << iota
 	flagOrder
+	flagPlaced
 )
 
 // arena keeps byte strings end to end, the i-th at end[i-1]:end[i]: one
@@ -158,6 +164,9 @@ func (l *Ledger) Add(r Row) {
 	}
 	if r.HasOrder {
 		e.flags |= flagOrder
+	}
+	if r.Placed {
+		e.flags |= flagPlaced
 	}
 	for _, t := range r.Topics {
 		e.topic = l.topic(t)

@@ -155,6 +155,9 @@ func (l *Ledger) checkOrder(res *Result) {
 		if a.partition == b.partition && a.offset < b.offset {
 			continue
 		}
+		if a.partition != b.partition && a.flags&b.flags&flagPlaced != 0 {
+			continue // placed apart by the partition column: no order between them
+		}
 		res.OutOfOrderCount++
 		if l.listed(len(res.OutOfOrder)) {
 			res.OutOfOrder = append(res.OutOfOrder, OutOfOrder{Topic: l.topics[a.topic], Key: l.key(a),

@@ -115,7 +115,7 @@ func (t *tableRows) fetchAll(ctx context.Context, rows *decoder.Rows, n int, add
 // column's value in text (nil: none).
 func rowOf(msg decoder.Message, order []byte) Row {
 	ev := &msg.Event
-	r := Row{Key: ev.Key, KeyNull: ev.Key == nil}
+	r := Row{Key: ev.Key, KeyNull: ev.Key == nil, Placed: ev.Placed}
 	for _, h := range ev.Headers {
 		if h.Key == "id" {
 			r.ID = h.Value
