@@ -7,6 +7,10 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // This file is the console's rule, the API's (see the package doc) for a
@@ -18,20 +22,44 @@ import (
 // sessionCookie is the name of the console's cookie.
 const sessionCookie = "cdc_relay_console"
 
-// session is the cookie's value for the relay's token: an HMAC of a fixed
-// text keyed with the token, so that the cookie proves the token was
-// given without holding it.
-func (c *console) session() string {
-	mac := hmac.New(sha256.New, []byte(c.s.opts.Token))
-	mac.Write([]byte("cdc-relay console session v1"))
+// sessionMaxAge is how long a sign-in lasts.
+const sessionMaxAge = 12 * time.Hour
+
+// session is the cookie's value for a sign-in at issued: the time, and an
+// HMAC of it keyed with this process's secret and the relay's token, so
+// that the cookie proves the token was given without holding it, ends
+// after sessionMaxAge, and ends with the process (or a new token).
+func (c *console) session(issued time.Time) string {
+	at := strconv.FormatInt(issued.Unix(), 10)
+	return at + "." + c.sessionMAC(at)
+}
+
+// sessionMAC is the HMAC of a session's time at.
+func (c *console) sessionMAC(at string) string {
+	mac := hmac.New(sha256.New, append(slices.Clone(c.secret), c.s.opts.Token...))
+	mac.Write([]byte("cdc-relay console session v2\x00" + at))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// signedIn reports whether req carries the console's cookie, or the API's
-// bearer header, for the relay's token; compared in constant time.
+// validSession reports whether v is a session of this process and token,
+// issued less than sessionMaxAge ago; its HMAC compared in constant time.
+func (c *console) validSession(v string) bool {
+	at, mac, ok := strings.Cut(v, ".")
+	if !ok {
+		return false
+	}
+	issued, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return false
+	}
+	age := time.Since(time.Unix(issued, 0))
+	return age < sessionMaxAge && age > -time.Minute && subtle.ConstantTimeCompare([]byte(mac), []byte(c.sessionMAC(at))) == 1
+}
+
+// signedIn reports whether req carries a valid console cookie, or the
+// API's bearer header for the relay's token.
 func (c *console) signedIn(req *http.Request) bool {
-	if ck, err := req.Cookie(sessionCookie); err == nil &&
-		subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.session())) == 1 {
+	if ck, err := req.Cookie(sessionCookie); err == nil && c.validSession(ck.Value) {
 		return true
 	}
 	return hasBearer(req, c.s.opts.Token)
@@ -162,17 +190,25 @@ func (c *console) login(w http.ResponseWriter, req *http.Request) {
 		c.render(w, req, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginData{Failed: true}})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.session(), Path: "/ui", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: req.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.session(time.Now()), Path: "/ui", HttpOnly: true,
+		MaxAge: int(sessionMaxAge / time.Second), SameSite: http.SameSiteStrictMode, Secure: overTLS(req)})
 	c.log.Info("console signed in", "from", req.RemoteAddr)
 	securityHeaders(w)
 	http.Redirect(w, req, "/ui", http.StatusSeeOther)
 }
 
+// overTLS reports whether the browser reached the console over HTTPS: on
+// the relay's own listener, or through a proxy that terminates TLS and
+// says so (X-Forwarded-Proto: https). The cookie is then Secure; the
+// header only makes it stricter.
+func overTLS(req *http.Request) bool {
+	return req.TLS != nil || strings.EqualFold(req.Header.Get("X-Forwarded-Proto"), "https")
+}
+
 // logout clears the cookie.
 func (c *console) logout(w http.ResponseWriter, req *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/ui", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: req.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: overTLS(req)})
 	securityHeaders(w)
 	http.Redirect(w, req, "/ui/login", http.StatusSeeOther)
 }

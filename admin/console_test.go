@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,39 @@ func TestConsoleEventActions(t *testing.T) {
 	resp, body = consoleReq{method: "GET", path: "/ui/events/2?publisher=partner"}.do(t, ts)
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "id 2 is Kafka&#39;s") {
 		t.Fatalf("Kafka's event as the partner's: %d\n%s", resp.StatusCode, body)
+	}
+}
+
+// TestConsoleSessionEnds: a session cookie is valid for its process and
+// token, for sessionMaxAge: one issued longer ago, one from another
+// process (another secret), one for another token, or a forged one is
+// not.
+func TestConsoleSessionEnds(t *testing.T) {
+	mk := func(token string) *console {
+		s := &Server{opts: Options{Token: token}}
+		c := &console{s: s, secret: []byte("0123456789abcdef0123456789abcdef")}
+		return c
+	}
+	c := mk("s3cret")
+	now := time.Now()
+	other := mk("s3cret")
+	other.secret = []byte("another process's secret.........")
+	for _, tt := range []struct {
+		name  string
+		value string
+		valid bool
+	}{
+		{"just issued", c.session(now), true},
+		{"issued 11 hours ago", c.session(now.Add(-11 * time.Hour)), true},
+		{"issued 13 hours ago", c.session(now.Add(-13 * time.Hour)), false},
+		{"issued in the future", c.session(now.Add(time.Hour)), false},
+		{"another process's", other.session(now), false},
+		{"another token's", mk("other").session(now), false},
+		{"forged time", strconv.FormatInt(now.Unix(), 10) + "." + strings.SplitN(c.session(now.Add(-time.Hour)), ".", 2)[1], false},
+		{"no time", "abc", false},
+	} {
+		if got := c.validSession(tt.value); got != tt.valid {
+			t.Errorf("%s: valid %t, want %t", tt.name, got, tt.valid)
+		}
 	}
 }

@@ -144,8 +144,9 @@ func configKeyDocs() map[string]keyDoc {
 			"instrumentation continues the trace; a row without a valid `traceparent` gets neither."),
 		"tables[].partition": column("The integer column (`smallint`, `integer` or `bigint`) whose value is the partition of the row's record, " +
 			"as Debezium's outbox event router places it with a `partition` placement in `table.fields.additional.placement` " +
-			"(`part:partition`). A NULL leaves the record to its key's hash. A row whose value is negative, or beyond its topic's partitions, " +
-			"is parked with the reason: add partitions to the topic, then retry it (`cdc-relay failed retry`)."),
+			"(`part:partition`). A NULL leaves the record to its key's hash. A row whose value is beyond its topic's partitions " +
+			"is parked with the reason: add partitions to the topic, then retry it (`cdc-relay failed retry`). A negative one is parked `DEAD` " +
+			"and never sent by its key's hash: correct the row and reset it, or skip it."),
 		"tables[].expand_json_payload": {typ: "boolean", def: "false", doc: "The payload's JSON written as the structure it holds, as Debezium's outbox event router " +
 			"writes it with `table.expand.json.payload=true` and `JsonConverter`: `{\"id\":123}` rather than the string `\"{\\\"id\\\": 123}\"`, " +
 			"and with `json-with-schema` the Connect schema the router infers from it (a struct named after the `value` column, `int32`, `int64` " +

@@ -60,7 +60,11 @@ func (d *Decoder) event(rel *relation, r *row) Message {
 	}
 	if rel.trace >= 0 {
 		if c := r.col(rel.trace); !c.null {
-			ev.Headers = appendTraceHeaders(ev.Headers, c.data)
+			var n int
+			ev.Headers, n = appendTraceHeaders(ev.Headers, c.data)
+			if rel.convertsHeaders {
+				rel.convertTraceHeaders(ev.Headers[:n])
+			}
 		}
 	}
 	if rel.partition >= 0 {
@@ -113,15 +117,21 @@ func (d *Decoder) render(rel *relation, r *row) (string, error) {
 
 // placeEvent places ev on the partition c, the partition column col,
 // names (Event.Placed); a NULL leaves it to the key's hash. A value that
-// names no partition is the reason the event is parked.
+// names no partition (negative, or beyond 32 bits) is the reason the
+// event is parked, placed on partition -1: its record is refused on every
+// attempt, never sent by its key's hash, until the row is corrected and
+// reset.
 func placeEvent(ev *Event, c column, col string) error {
 	if c.null {
 		return nil
 	}
+	ev.Placed = true
 	p, err := strconv.ParseInt(string(c.data), 10, 64)
 	if err != nil || p < 0 || p > math.MaxInt32 {
-		return fmt.Errorf("partition column %q holds %s, which names no partition: a partition is a number from 0 to the topic's partitions less one", col, c.data)
+		ev.Partition = -1
+		return fmt.Errorf("partition column %q holds %s, which names no partition (a partition is a number from 0 to the topic's partitions less one): "+
+			"correct the row and reset it to send the event again, or skip it (cdc-relay failed skip)", col, c.data)
 	}
-	ev.Partition, ev.Placed = int32(p), true
+	ev.Partition = int32(p)
 	return nil
 }

@@ -96,8 +96,11 @@ type Mapping struct {
 	// schema under ConverterJSONWithSchema, a template of the row's
 	// columns as TopicTemplate is: the router names it
 	// <topic.prefix>.<schema>.<table>.<route.by.field's value>.Value, as
-	// "server1.public.outboxevent.{aggregatetype}.Value" says. Needed with
-	// that converter and an envelope; refused otherwise.
+	// "server1.public.outboxevent.{aggregatetype}.Value" says. The router
+	// keeps the first name it made for each payload schema until it
+	// restarts, so its names are these only where each payload type has
+	// one table routed one way. Needed with that converter and an
+	// envelope; refused otherwise.
 	EnvelopeSchemaName string
 	// ExpandJSONPayload writes the payload column's JSON text as the
 	// structure it holds, with the Connect schema inferred from it, as
@@ -135,9 +138,11 @@ type Mapping struct {
 	// places each record on the partition its value names, as the
 	// router's table.fields.additional.placement does with a partition
 	// placement: a NULL leaves the record to the key's hash, as the
-	// router's null partition does. A negative value, or one beyond the
-	// topic's partitions, is refused: the event is parked, and sent when
-	// it is retried after the topic has that partition. Required when set.
+	// router's null partition does. A value beyond the topic's partitions
+	// is refused: the event is parked, and sent when it is retried after
+	// the topic has that partition. A negative one parks the event DEAD,
+	// placed on partition -1, so that no retry sends it by its key's hash:
+	// the row must be corrected and reset. Required when set.
 	PartitionColumn string
 
 	// NotNull are the table's columns declared NOT NULL, which

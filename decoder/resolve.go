@@ -34,6 +34,7 @@ type relation struct {
 	// HeaderConverter says; convertsHeaders says it is not raw.
 	idConv          converting
 	headerConvs     []converting
+	traceConv       converting // the trace headers', Connect's STRING_SCHEMA
 	convertsHeaders bool
 	// envelope are the columns placed beside the payload in the value;
 	// envelopeSchema, with schemas, what the value's schema is.
@@ -289,6 +290,11 @@ func resolveHeaderConverters(m *Mapping, rel *relation, types []uint32) *Mapping
 		return nil
 	}
 	var err error
+	// The router adds traceparent and tracestate as Connect strings of a
+	// schema that is not optional, which the header converter writes.
+	if rel.traceConv, err = resolveConverter(m.HeaderConverter, "trace", m.TracingSpanContextColumn, oidText, true); err != nil {
+		return &MappingError{Err: err}
+	}
 	noBytea := func(col string, oid uint32) *MappingError {
 		if oid != oidBytea {
 			return nil

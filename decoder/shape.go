@@ -94,9 +94,13 @@ func (rel *relation) envelopeValue(payload []byte, null bool, r *row) ([]byte, e
 		for i, p := range es.name {
 			if es.cols[i] < 0 {
 				name = append(name, p.literal...)
-			} else {
-				name = append(name, r.col(es.cols[i]).data...)
+				continue
 			}
+			c := r.col(es.cols[i])
+			if c.null {
+				return nil, fmt.Errorf("column %q of envelope_schema_name is NULL: the router routes no such row (route.by.field), and the relay names no schema of it", p.column)
+			}
+			name = append(name, c.data...)
 		}
 		out = append(appendJSONString(out, name), `},"payload":`...)
 		payloadConv = es.payload
@@ -180,14 +184,23 @@ func blank(text []byte) bool {
 	return true
 }
 
+// convertTraceHeaders writes the trace headers appendTraceHeaders put
+// (hs) as the mapping's HeaderConverter says, as a worker's header
+// converter writes the router's.
+func (rel *relation) convertTraceHeaders(hs []Header) {
+	for i := range hs {
+		hs[i].Value = rel.traceConv.convert(hs[i].Value, false)
+	}
+}
+
 // appendTraceHeaders puts the traceparent and tracestate headers that a
 // tracing span context column's value gives first among hs, as the
 // router's tracing writes them before its own headers, in place of ones
 // of those names (the headers column's), so that the record carries each
 // name once: a W3C traceparent, or Java properties text with traceparent
 // (and tracestate) entries. It changes nothing when the value holds no
-// valid traceparent.
-func appendTraceHeaders(hs []Header, value []byte) []Header {
+// valid traceparent. n is how many it put (0, 1 or 2), first in hs.
+func appendTraceHeaders(hs []Header, value []byte) (_ []Header, n int) {
 	value = bytes.TrimSpace(value)
 	parent, state := value, []byte(nil)
 	if !validTraceparent(value) {
@@ -203,14 +216,15 @@ func appendTraceHeaders(hs []Header, value []byte) []Header {
 			}
 		}
 		if !validTraceparent(parent) {
-			return hs
+			return hs, 0
 		}
 	}
 	hs = slices.DeleteFunc(hs, func(h Header) bool { return h.Key == "traceparent" || h.Key == "tracestate" && len(state) > 0 })
 	if len(state) > 0 {
 		hs = slices.Insert(hs, 0, Header{Key: "tracestate", Value: state})
+		n++
 	}
-	return slices.Insert(hs, 0, Header{Key: "traceparent", Value: parent})
+	return slices.Insert(hs, 0, Header{Key: "traceparent", Value: parent}), n + 1
 }
 
 // propertyEntry reads a line of Java properties text: key=value,

@@ -135,7 +135,8 @@ func TestTraceHeaders(t *testing.T) {
 			if c.name == "over the headers column's" {
 				hs = []Header{{Key: "traceparent", Value: []byte("00-stale")}}
 			}
-			for _, h := range appendTraceHeaders(hs, []byte(c.value)) {
+			out, _ := appendTraceHeaders(hs, []byte(c.value))
+			for _, h := range out {
 				got = append(got, h.Key+"="+string(h.Value))
 			}
 			if strings.Join(got, "|") != strings.Join(c.want, "|") {
@@ -209,7 +210,8 @@ func TestHeaderConverter(t *testing.T) {
 // TestPartitionColumn: an integer partition column places the event on
 // the partition it names; a NULL leaves it to the key's hash; a negative
 // value, or one beyond 32 bits, parks it with a reason naming the
-// column; a column of another type, or none, does not fit the mapping.
+// column, placed on partition -1 (refused on every attempt, never sent by
+// its key's hash); a column of another type, or none, does not fit the mapping.
 func TestPartitionColumn(t *testing.T) {
 	m := DefaultMapping()
 	m.PartitionColumn = "part"
@@ -234,8 +236,8 @@ func TestPartitionColumn(t *testing.T) {
 			{[]byte("7"), true, 7, ""},
 			{[]byte("0"), true, 0, ""},
 			{nil, false, 0, ""},
-			{[]byte("-1"), false, 0, `partition column "part" holds -1`},
-			{[]byte("2147483648"), false, 0, `partition column "part" holds 2147483648`},
+			{[]byte("-1"), true, -1, `partition column "part" holds -1`},
+			{[]byte("2147483648"), true, -1, `partition column "part" holds 2147483648`},
 		} {
 			msg := rows.Decode(row(c.part), 1)
 			got := ""
@@ -262,5 +264,68 @@ func TestPartitionColumn(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `"part"`) {
 			t.Errorf("%s: %v, want a problem naming the column", name, err)
 		}
+	}
+}
+
+// TestTraceHeadersConverted: the trace headers come first, written by the
+// header converter as the router's Connect strings (a schema that is not
+// optional), the id header after them (the header columns follow).
+func TestTraceHeadersConverted(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	cols := append(slices.Clone(outboxCols), col{"tracingspancontext", 25})
+	for _, c := range []struct {
+		conv Converter
+		want []string
+	}{
+		{ConverterRaw, []string{"traceparent=" + parent, "tracestate=congo=t61rcWkgMzE", "id=x"}},
+		{ConverterString, []string{"traceparent=" + parent, "tracestate=congo=t61rcWkgMzE", "id=x"}},
+		{ConverterJSON, []string{`traceparent="` + parent + `"`, `tracestate="congo=t61rcWkgMzE"`, `id="x"`}},
+		{ConverterJSONWithSchema, []string{`traceparent={"schema":{"type":"string","optional":false},"payload":"` + parent + `"}`,
+			`tracestate={"schema":{"type":"string","optional":false},"payload":"congo=t61rcWkgMzE"}`,
+			`id={"schema":{"type":"string","optional":true},"payload":"x"}`}},
+	} {
+		m := DefaultMapping()
+		m.IDColumn = "aggregate_id" // a text id, so that every converter writes it
+		m.HeaderConverter, m.TracingSpanContextColumn = c.conv, "tracingspancontext"
+		d, err := New(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := d.Rows(names(cols), types(cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := rows.Decode([][]byte{[]byte("2e9b7c1a-5d3f-4a8e-9b6c-1f0e2d3c4b5a"), []byte("order"), []byte("x"), []byte("Created"), nil, []byte(`{}`), nil, nil,
+			[]byte("traceparent=" + parent + "\ntracestate=congo=t61rcWkgMzE\n")}, 1)
+		if msg.Poison != nil {
+			t.Fatal(msg.Poison)
+		}
+		var got []string
+		for _, h := range msg.Event.Headers {
+			got = append(got, h.Key+"="+string(h.Value))
+		}
+		if len(got) < 3 || strings.Join(got[:3], "|") != strings.Join(c.want, "|") {
+			t.Errorf("%s: headers\n%q\nwant first\n%q", c.conv, got, c.want)
+		}
+	}
+}
+
+// TestEnvelopeSchemaNameOfANullColumn: a row whose column of
+// envelope_schema_name is NULL cannot become a record.
+func TestEnvelopeSchemaNameOfANullColumn(t *testing.T) {
+	m := DefaultMapping()
+	m.ValueConverter, m.EnvelopeSchemaName = ConverterJSONWithSchema, "srv.public.outbox.{topic}.Value"
+	m.EnvelopeNames, m.EnvelopeColumns = []string{"eventType"}, []string{"event_type"}
+	d, err := New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := d.Rows(names(outboxCols), types(outboxCols))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := rows.Decode([][]byte{[]byte("2e9b7c1a-5d3f-4a8e-9b6c-1f0e2d3c4b5a"), []byte("order"), []byte("1"), []byte("Created"), nil, []byte(`{}`), nil, nil}, 1)
+	if msg.Poison == nil || !strings.Contains(msg.Poison.Error(), `column "topic" of envelope_schema_name is NULL`) {
+		t.Fatalf("poison %v", msg.Poison)
 	}
 }

@@ -263,6 +263,12 @@ var debeziumCases = []debeziumCase{
 	// headers (the router under OpenTelemetry's propagation alone).
 	{name: "json-tracing", files: []string{"json-schemas-off"}, tables: []string{"ob_traced"},
 		harness: []string{"--otel-propagation", "transforms.outbox.tracing.span.context.field=tracingspancontext"}},
+	// The same headers written by JsonConverter as the header converter,
+	// with its schemas: the router's trace headers are Connect strings of
+	// a schema that is not optional.
+	{name: "json-tracing-json-headers", files: []string{"json-schemas-on"}, tables: []string{"ob_traced"},
+		harness: []string{"--otel-propagation", "transforms.outbox.tracing.span.context.field=tracingspancontext",
+			"header.converter=org.apache.kafka.connect.json.JsonConverter"}},
 	// A partition placement: each record on the partition its row's
 	// column names, or by its key's hash for a NULL.
 	{name: "json-partition", files: []string{"json-schemas-off"}, tables: []string{"ob_partitioned"},

@@ -122,7 +122,7 @@ func Explain(err error) error {
 	}
 	return fmt.Errorf("the topic has no partition the event's partition column names (%w): "+
 		"add partitions to the topic (kafka-topics.sh --alter --partitions N), or let the event go to another topic, "+
-		"then retry it: cdc-relay failed retry", err)
+		"then retry it (cdc-relay failed retry); a negative partition names none: correct the row and reset it, or skip the event (cdc-relay failed skip)", err)
 }
 
 // placing is the producer's partitioner: keyed's, but for a record

@@ -202,7 +202,7 @@ func TestNewRefusesBadProducerSettings(t *testing.T) {
 // TestProducerPlacesPlacedRecords: a record placed on a partition (Place)
 // goes there whatever its key, with a key or without, while the others
 // go where their key's hash does; one placed beyond the topic's
-// partitions fails, Unplaceable, alone.
+// partitions, or on -1, fails, Unplaceable, alone.
 func TestProducerPlacesPlacedRecords(t *testing.T) {
 	const topic, partitions = "placed-by-column", 6
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
@@ -219,14 +219,16 @@ func TestProducerPlacesPlacedRecords(t *testing.T) {
 	defer cancel()
 	type rec struct {
 		key    []byte
-		place  int32 // -1: not placed
+		place  int32 // noPlace: not placed
 		want   int32 // -1: refused
 		reason string
 	}
+	const noPlace = -100
 	keys := placementKeys()[:4]
 	cases := []rec{
 		{keys[0], 5, 5, "keyed, placed"},
-		{keys[1], -1, int32(Partition(keys[1], partitions)), "keyed, not placed"},
+		{keys[1], noPlace, int32(Partition(keys[1], partitions)), "keyed, not placed"},
+		{keys[1], -1, -1, "placed on partition -1 (a negative partition column)"},
 		{nil, 3, 3, "no key, placed"},
 		{keys[2], 0, 0, "placed on partition 0"},
 		{keys[3], partitions, -1, "placed beyond the topic's partitions"},
@@ -235,7 +237,7 @@ func TestProducerPlacesPlacedRecords(t *testing.T) {
 	recs := make([]*kgo.Record, len(cases))
 	for i, c := range cases {
 		recs[i] = &kgo.Record{Topic: topic, Key: c.key, Value: []byte(c.reason)}
-		if c.place >= 0 {
+		if c.place != noPlace {
 			Place(recs[i], c.place)
 		}
 	}

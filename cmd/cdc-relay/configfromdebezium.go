@@ -1157,6 +1157,10 @@ func (d *fromDebezium) envelopeNeedsJSON(side, relay string) {
 	}
 	if relay == "json-with-schema" && !d.routerBool(routerExpandJSONPayload) {
 		d.envelopeSchema = true
+		d.add(toCheck, d.shown(d.routerPrefix+routerFieldsAdditional),
+			"fields placed in the envelope, under JsonConverter with schemas: the router names every envelope of one payload type (jsonb, text, bytea) "+
+				"after the first row it routed since the connector started, the relay each after its own row (envelope_schema_name): "+
+				"the names differ for a table routed more than one way, or two tables of one payload type")
 		return
 	}
 	for i, l := range d.table {

@@ -144,6 +144,10 @@ type heldKey struct {
 	// the WAITING rows behind it.
 	since uint64
 	head  string
+	// placedOn is 1 plus the partition the table's partition column
+	// placed the event that held it on (decoder.Event.Placed); 0 when it
+	// was not placed, or is not known (held before the session started).
+	placedOn int64
 	// parked: the key has held rows in the status table (or parks of it
 	// are under way). alone counts its records waiting to be produced
 	// alone (atLeastOnce).
@@ -488,7 +492,7 @@ func (o *Order) Check(ev *decoder.Event, seq uint64) (v Verdict, head string) {
 	case paused && busy:
 		// Its key's earlier records are in the producer: parked PAUSED
 		// now, it would go before one of them that fails.
-		o.entryLocked(ev.Topic, string(key), seq, string(ev.ID)).addAlone(ev, 1)
+		o.heldByLocked(ev, key, seq).addAlone(ev, 1)
 		return Alone, ""
 	case paused:
 		return Paused, ""
@@ -691,7 +695,7 @@ func (o *Order) BeginPark(ev *decoder.Event, seq uint64, paused bool) *Turn {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := o.entryLocked(ev.Topic, string(key), seq, string(ev.ID))
+	h := o.heldByLocked(ev, key, seq)
 	h.parked, h.deferred = true, false
 	h.gen++
 	h.parking++
@@ -769,7 +773,7 @@ func (o *Order) HoldAlone(ev *decoder.Event, seq uint64) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.entryLocked(ev.Topic, string(key), seq, string(ev.ID)).addAlone(ev, 1)
+	o.heldByLocked(ev, key, seq).addAlone(ev, 1)
 }
 
 // DoneAlone undoes HoldAlone once ev's outcome is known (and held, if it
@@ -822,19 +826,20 @@ func (o *Order) ParkedHeld(ev *decoder.Event) (bool, string) {
 
 // Overtook reports whether Kafka acked ev, at place p, while its key was
 // held by an earlier event: a break of the key's order (see DESIGN.md).
-// An event placed on a partition by its table's partition column
-// (decoder.Event.Placed) never overtook: its key's events may name several
-// partitions, between which Kafka keeps no order, and franz-go answers a
-// partition's records in order, so that on one partition the hold always
-// comes first.
+// An event its table's partition column placed on another partition than
+// the event that held the key (both decoder.Event.Placed) did not
+// overtake it: Kafka keeps no order between partitions.
 func (o *Order) Overtook(ev *decoder.Event, p *Place) bool {
 	key := o.OrderKey(ev)
-	if o == nil || !o.byKey || key == nil || ev.Placed || !o.any.Load() {
+	if o == nil || !o.byKey || key == nil || !o.any.Load() {
 		return false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	h := o.keys[ev.Topic][string(key)]
+	if h != nil && ev.Placed && h.placedOn != 0 && h.placedOn != int64(ev.Partition)+1 {
+		return false
+	}
 	return h != nil && !h.deferred && h.since < p.Seq && (h.parked || h.alone > 0 && !p.Alone)
 }
 
@@ -1106,6 +1111,16 @@ func (o *Order) entryLocked(topic, key string, seq uint64, id string) *heldKey {
 		byKey[key] = h
 		o.entries++
 		o.any.Store(true)
+	}
+	return h
+}
+
+// heldByLocked is entryLocked for ev, the event seq of order key key:
+// a hold it makes keeps the partition ev was placed on (placedOn).
+func (o *Order) heldByLocked(ev *decoder.Event, key []byte, seq uint64) *heldKey {
+	h := o.entryLocked(ev.Topic, string(key), seq, string(ev.ID))
+	if h.since == seq && seq != 0 && ev.Placed && h.placedOn == 0 {
+		h.placedOn = int64(ev.Partition) + 1
 	}
 	return h
 }

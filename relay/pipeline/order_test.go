@@ -671,3 +671,46 @@ func TestOrderPoisonWaitsForItsKeyInTheProducer(t *testing.T) {
 		t.Fatalf("parked %s, want FAILED e1,FAILED e2: in the key's order", got)
 	}
 }
+
+// TestOrderViolationOfPlacedEvents: events a table's partition column
+// placed (decoder.Event.Placed): b acked after a of its key was refused
+// is counted when both were placed on one partition, and not when b was
+// placed on another (Kafka keeps no order between partitions).
+func TestOrderViolationOfPlacedEvents(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		aOn, bOn   int32
+		violations float64
+	}{{"one partition", 2, 2, 1}, {"two partitions", 2, 3, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			tp := newTestPipeline(t, &fakeStore{})
+			tp.ordered(t, true)
+			const end = 0x200
+			msgs := []decoder.Message{{Kind: decoder.KindBegin}}
+			for _, e := range []struct {
+				id string
+				on int32
+			}{{"a", c.aOn}, {"b", c.bOn}} {
+				ev := decoder.Event{ID: []byte(e.id), Topic: "orders", Key: []byte("k"), Value: []byte(`{}`), CommitLSN: end - 8,
+					Headers: []decoder.Header{{Key: "id", Value: []byte(e.id)}}, Placed: true, Partition: e.on}
+				msgs = append(msgs, decoder.Message{Kind: decoder.KindEvent, Event: ev})
+			}
+			msgs = append(msgs, decoder.Message{Kind: decoder.KindCommit, EndLSN: end})
+			for _, m := range msgs {
+				if err := tp.apply(end-16, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tp.prod.answerBy(func(id string) error {
+				if id == "a" {
+					return refusedForGood
+				}
+				return nil
+			})
+			tp.waitIdle(t)
+			if got := counterValue(t, tp.Metrics.OrderViolations); got != c.violations {
+				t.Fatalf("violations %v, want %v", got, c.violations)
+			}
+		})
+	}
+}
