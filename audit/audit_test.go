@@ -56,6 +56,17 @@ func rec(n int, topic string, off int64) Record {
 	return Record{Topic: topic, Offset: off, ID: []byte(fmt.Sprint(n)), HasID: true}
 }
 
+// ordered is a row of id on topic t, key k, of order n, placed by the
+// partition column or not.
+func ordered(id string, n int64, placed bool) Row {
+	return Row{ID: []byte(id), Key: []byte("k"), Topics: []string{"t"}, Order: n, HasOrder: true, Placed: placed}
+}
+
+// idRec is a record of id on topic t at partition p, offset off.
+func idRec(id string, p int32, off int64) Record {
+	return Record{Topic: "t", Partition: p, Offset: off, ID: []byte(id), HasID: true}
+}
+
 // delivered are the records of rows, in their order, at offsets from 0
 // of each topic.
 func delivered(rows []Row) []Record {
@@ -100,6 +111,21 @@ func TestCheck(t *testing.T) {
 		{"records of other rows", rows, append(clean[:len(clean):len(clean)], rec(99, "t1", 9), Record{Topic: "t1", Offset: 10}), "id", Result{}},
 		{"equal order values are not compared", []Row{{ID: []byte("x"), Key: []byte("k"), Topics: []string{"t"}, HasOrder: true}, {ID: []byte("y"), Key: []byte("k"), Topics: []string{"t"}, HasOrder: true}},
 			[]Record{rec(0, "t", 0), {Topic: "t", Offset: 0, ID: []byte("y"), HasID: true}, {Topic: "t", Offset: 1, ID: []byte("x"), HasID: true}}, "created_at", Result{}},
+		{"a tie hides no earlier row", []Row{ordered("a", 1, false), ordered("b", 2, false), ordered("c", 2, false)},
+			[]Record{idRec("c", 0, 0), idRec("a", 0, 1), idRec("b", 0, 2)}, "created_at",
+			Result{OutOfOrderCount: 1, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a", Offset: 1}, Later: Position{ID: "c"}}}}},
+		{"each later row before an earlier one counts once", []Row{ordered("a", 1, false), ordered("b", 2, false), ordered("c", 3, false)},
+			[]Record{idRec("b", 0, 0), idRec("c", 0, 1), idRec("a", 0, 2)}, "id",
+			Result{OutOfOrderCount: 2, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a", Offset: 2}, Later: Position{ID: "b"}},
+				{Topic: "t", Key: "k", Earlier: Position{ID: "a", Offset: 2}, Later: Position{ID: "c", Offset: 1}}}}},
+		{"a tie in order after an earlier row", []Row{ordered("a", 1, false), ordered("b", 2, false), ordered("c", 2, false)},
+			[]Record{idRec("a", 0, 0), idRec("c", 0, 1), idRec("b", 0, 2)}, "created_at", Result{}},
+		{"placed rows: a partition's order across another's", []Row{ordered("a", 1, true), ordered("b", 2, true), ordered("c", 3, true)},
+			[]Record{idRec("b", 1, 0), idRec("c", 0, 3), idRec("a", 0, 5)}, "id",
+			Result{OutOfOrderCount: 1, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a", Offset: 5}, Later: Position{ID: "c", Offset: 3}}}}},
+		{"a placed row and an unplaced one on two partitions", []Row{ordered("a", 1, false), ordered("b", 2, true)},
+			[]Record{idRec("a", 0, 0), idRec("b", 1, 0)}, "id",
+			Result{OutOfOrderCount: 1, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a"}, Later: Position{ID: "b", Partition: 1}}}}},
 		{"keyless rows have no order", []Row{{ID: []byte("1"), KeyNull: true, Topics: []string{"t"}, Order: 1, HasOrder: true}, {ID: []byte("2"), KeyNull: true, Topics: []string{"t"}, Order: 2, HasOrder: true}},
 			[]Record{rec(2, "t", 0), rec(1, "t", 1)}, "id", Result{}},
 		{"poison and unrouted", []Row{{ID: []byte("1"), Key: []byte("k"), Poison: "topic not allowed"}, {ID: []byte("2"), Key: []byte("k")}}, nil, "id",

@@ -22,7 +22,8 @@
 // ([Config.OrderColumn]: an integer such as a bigserial primary key, or a
 // timestamp), which is commit order where each key's events are written
 // one transaction after another; rows with the same order value are not
-// compared. Without an order column, order is not checked, and the
+// compared with each other, but each is with all the rows of lower
+// values (a tie hides no earlier row's record after it). Without an order column, order is not checked, and the
 // result says so.
 //
 // Memory is bounded by the rows, not the records: about 60 bytes a row
