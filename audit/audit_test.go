@@ -232,3 +232,40 @@ func TestReserve(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 }
+
+// TestCheckKafkaSends: a row is expected on the topics Kafka is sent
+// only; a row whose topics all go to other publishers expects nothing.
+func TestCheckKafkaSends(t *testing.T) {
+	rows := []Row{row(1, "a", "orders"), row(2, "a", "hooks"), {ID: []byte("3"), Key: []byte("b"), Topics: []string{"orders", "hooks"}, Order: 3, HasOrder: true}, {ID: []byte("4"), Key: []byte("c")}}
+	onlyOrders := func(topic string) bool { return topic == "orders" }
+	for _, tc := range []struct {
+		name      string
+		sends     func(string) bool
+		recs      []Record
+		want      Result
+		topics    []string
+		elsewhere int64
+		unrouted  int64
+		expected  int64
+		clean     bool
+	}{
+		{"every topic to Kafka", nil, []Record{rec(1, "orders", 0), rec(3, "orders", 1)}, Result{MissingCount: 2, Missing: []Missing{{ID: "2", Topic: "hooks", Key: "a"}, {ID: "3", Topic: "hooks", Key: "b"}}},
+			[]string{"orders", "hooks"}, 0, 1, 4, false},
+		{"hooks to a webhook only", onlyOrders, []Record{rec(1, "orders", 0), rec(3, "orders", 1)}, Result{}, []string{"orders"}, 1, 1, 2, true},
+		{"a Kafka topic's record missing", onlyOrders, []Record{rec(1, "orders", 0)}, Result{MissingCount: 1, Missing: []Missing{{ID: "3", Topic: "orders", Key: "b"}}}, []string{"orders"}, 1, 1, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := &fakeRecords{recs: tc.recs}
+			res, err := Check(context.Background(), Config{KafkaSends: tc.sends}, fakeRows(rows), recs, func() string { return "id" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := findings(res); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("findings:\n got %+v\nwant %+v", got, tc.want)
+			}
+			if !reflect.DeepEqual(recs.topics, tc.topics) || res.Elsewhere != tc.elsewhere || res.Unrouted != tc.unrouted || res.Expected != tc.expected || res.Clean() != tc.clean {
+				t.Errorf("topics %v, elsewhere %d, unrouted %d, expected %d, clean %v", recs.topics, res.Elsewhere, res.Unrouted, res.Expected, res.Clean())
+			}
+		})
+	}
+}

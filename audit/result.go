@@ -23,6 +23,9 @@ type Result struct {
 	// of); Poison those that cannot become a record (counted missing).
 	Unrouted int64 `json:"rows_unrouted"`
 	Poison   int64 `json:"rows_poison"`
+	// Elsewhere are the rows whose topics go to other publishers than
+	// Kafka only (Config.KafkaSends): no record of theirs is expected.
+	Elsewhere int64 `json:"rows_not_to_kafka"`
 	// OrderColumn is the column commit order was read from; empty when
 	// order was not checked.
 	OrderColumn string `json:"order_column"`
