@@ -67,6 +67,18 @@ func idRec(id string, p int32, off int64) Record {
 	return Record{Topic: "t", Partition: p, Offset: off, ID: []byte(id), HasID: true}
 }
 
+// keyed are recs with the key of the row of their id, where they have
+// none.
+func keyed(rows []Row, recs []Record) []Record {
+	out := slices.Clone(recs)
+	for i, rec := range out {
+		if j := slices.IndexFunc(rows, func(r Row) bool { return string(r.ID) == string(rec.ID) }); j >= 0 && rec.Key == nil {
+			out[i].Key = rows[j].Key
+		}
+	}
+	return out
+}
+
 // delivered are the records of rows, in their order, at offsets from 0
 // of each topic.
 func delivered(rows []Row) []Record {
@@ -74,7 +86,7 @@ func delivered(rows []Row) []Record {
 	var out []Record
 	for _, r := range rows {
 		for _, t := range r.Topics {
-			out = append(out, Record{Topic: t, Offset: next[t], ID: r.ID, HasID: true})
+			out = append(out, Record{Topic: t, Offset: next[t], ID: r.ID, HasID: true, Key: r.Key})
 			next[t]++
 		}
 	}
@@ -126,6 +138,10 @@ func TestCheck(t *testing.T) {
 		{"a placed row and an unplaced one on two partitions", []Row{ordered("a", 1, false), ordered("b", 2, true)},
 			[]Record{idRec("a", 0, 0), idRec("b", 1, 0)}, "id",
 			Result{OutOfOrderCount: 1, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a"}, Later: Position{ID: "b", Partition: 1}}}}},
+		{"another table's record of a colliding id is no duplicate", rows, append(clean[:len(clean):len(clean)], Record{Topic: "t1", Offset: 9, ID: []byte("1"), HasID: true, Key: []byte("other")}), "id", Result{}},
+		{"another table's record of a colliding id ahead of the row's", rows,
+			[]Record{{Topic: "t1", Offset: 0, ID: []byte("2"), HasID: true, Key: []byte("other")}, rec(1, "t1", 1), rec(2, "t1", 2), rec(3, "t1", 3), rec(4, "t2", 0), rec(5, "t1", 4)}, "id", Result{}},
+		{"another table's record of a colliding id on another topic", rows, append(clean[:len(clean):len(clean)], Record{Topic: "t1", Offset: 9, ID: []byte("4"), HasID: true, Key: []byte("other")}), "id", Result{}},
 		{"keyless rows have no order", []Row{{ID: []byte("1"), KeyNull: true, Topics: []string{"t"}, Order: 1, HasOrder: true}, {ID: []byte("2"), KeyNull: true, Topics: []string{"t"}, Order: 2, HasOrder: true}},
 			[]Record{rec(2, "t", 0), rec(1, "t", 1)}, "id", Result{}},
 		{"poison and unrouted", []Row{{ID: []byte("1"), Key: []byte("k"), Poison: "topic not allowed"}, {ID: []byte("2"), Key: []byte("k")}}, nil, "id",
@@ -134,7 +150,7 @@ func TestCheck(t *testing.T) {
 			Result{MissingCount: 1, Missing: []Missing{{ID: "1", Topic: "t1", Key: "k"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Check(context.Background(), Config{}, fakeRows(tc.rows), &fakeRecords{recs: tc.recs}, func() string { return tc.order })
+			res, err := Check(context.Background(), Config{}, fakeRows(tc.rows), &fakeRecords{recs: keyed(tc.rows, tc.recs)}, func() string { return tc.order })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +178,7 @@ func TestCheckCountsAndTopics(t *testing.T) {
 	for i := range 10 {
 		rows = append(rows, row(i, fmt.Sprint(i), "t1"))
 	}
-	recs := &fakeRecords{recs: []Record{rec(0, "t1", 0), rec(0, "t1", 1), rec(42, "t1", 2)}}
+	recs := &fakeRecords{recs: keyed(rows, []Record{rec(0, "t1", 0), rec(0, "t1", 1), rec(42, "t1", 2)})}
 	var last backfill.Progress
 	res, err := Check(context.Background(), Config{Topics: []string{"t1", "elsewhere"}, Limit: 3, Progress: func(p backfill.Progress) { last = p }},
 		fakeRows(rows), recs, func() string { return "id" })
@@ -255,7 +271,7 @@ func TestCheckKafkaSends(t *testing.T) {
 		{"a Kafka topic's record missing", onlyOrders, []Record{rec(1, "orders", 0)}, Result{MissingCount: 1, Missing: []Missing{{ID: "3", Topic: "orders", Key: "b"}}}, []string{"orders"}, 1, 1, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recs := &fakeRecords{recs: tc.recs}
+			recs := &fakeRecords{recs: keyed(rows, tc.recs)}
 			res, err := Check(context.Background(), Config{KafkaSends: tc.sends}, fakeRows(rows), recs, func() string { return "id" })
 			if err != nil {
 				t.Fatal(err)

@@ -37,7 +37,7 @@ Checks that the rows of one outbox table reached Kafka: it reads the rows
 (all of them, or those of a time or id range), computes each row's topics,
 record key and "id" header with the table's own mapping, as the relay does,
 then reads the records of those topics and matches them to the rows by
-their "id" header. It reports:
+their "id" header and key. It reports:
 
   missing       a row with no record on one of its topics (a row that
                 cannot become a record, which the relay parks DEAD, too)
