@@ -47,6 +47,11 @@ type Config struct {
 	// primary key when it is one integer column (else no order check),
 	// OrderNone for no order check.
 	OrderColumn string
+	// KafkaSends, if set, reports whether the table's events of topic go
+	// to Kafka (a config file's table or route may send them to a webhook
+	// publisher only): a row is expected on the topics it reports, the
+	// others are not read. Nil: every topic goes to Kafka.
+	KafkaSends func(topic string) bool
 	// Topics are topics to read beside those the rows go to, where a
 	// record on the wrong topic may be.
 	Topics []string
@@ -128,7 +133,15 @@ func Check(ctx context.Context, cfg Config, rows RowReader, records RecordReader
 		l.Reserve(n)
 		p.Total = int64(n) // the progress bar's end: an estimate
 	}
+	var elsewhere int64
 	err := rows.ReadRows(ctx, func(r Row) {
+		if cfg.KafkaSends != nil && r.Poison == "" && len(r.Topics) > 0 {
+			kafka := slices.DeleteFunc(slices.Clone(r.Topics), func(t string) bool { return !cfg.KafkaSends(t) })
+			if len(kafka) == 0 {
+				elsewhere++
+			}
+			r.Topics = kafka
+		}
 		l.Add(r)
 		p.Rows++
 		tell(false)
@@ -161,6 +174,8 @@ func Check(ctx context.Context, cfg Config, rows RowReader, records RecordReader
 	tell(true)
 	res := l.Result(order())
 	res.Table = table
+	res.Elsewhere = elsewhere
+	res.Unrouted -= elsewhere
 	slices.Sort(absent)
 	res.TopicsAbsent = slices.Compact(absent)
 	return res, nil

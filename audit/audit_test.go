@@ -56,6 +56,29 @@ func rec(n int, topic string, off int64) Record {
 	return Record{Topic: topic, Offset: off, ID: []byte(fmt.Sprint(n)), HasID: true}
 }
 
+// ordered is a row of id on topic t, key k, of order n, placed by the
+// partition column or not.
+func ordered(id string, n int64, placed bool) Row {
+	return Row{ID: []byte(id), Key: []byte("k"), Topics: []string{"t"}, Order: n, HasOrder: true, Placed: placed}
+}
+
+// idRec is a record of id on topic t at partition p, offset off.
+func idRec(id string, p int32, off int64) Record {
+	return Record{Topic: "t", Partition: p, Offset: off, ID: []byte(id), HasID: true}
+}
+
+// keyed are recs with the key of the row of their id, where they have
+// none.
+func keyed(rows []Row, recs []Record) []Record {
+	out := slices.Clone(recs)
+	for i, rec := range out {
+		if j := slices.IndexFunc(rows, func(r Row) bool { return string(r.ID) == string(rec.ID) }); j >= 0 && rec.Key == nil {
+			out[i].Key = rows[j].Key
+		}
+	}
+	return out
+}
+
 // delivered are the records of rows, in their order, at offsets from 0
 // of each topic.
 func delivered(rows []Row) []Record {
@@ -63,7 +86,7 @@ func delivered(rows []Row) []Record {
 	var out []Record
 	for _, r := range rows {
 		for _, t := range r.Topics {
-			out = append(out, Record{Topic: t, Offset: next[t], ID: r.ID, HasID: true})
+			out = append(out, Record{Topic: t, Offset: next[t], ID: r.ID, HasID: true, Key: r.Key})
 			next[t]++
 		}
 	}
@@ -100,6 +123,25 @@ func TestCheck(t *testing.T) {
 		{"records of other rows", rows, append(clean[:len(clean):len(clean)], rec(99, "t1", 9), Record{Topic: "t1", Offset: 10}), "id", Result{}},
 		{"equal order values are not compared", []Row{{ID: []byte("x"), Key: []byte("k"), Topics: []string{"t"}, HasOrder: true}, {ID: []byte("y"), Key: []byte("k"), Topics: []string{"t"}, HasOrder: true}},
 			[]Record{rec(0, "t", 0), {Topic: "t", Offset: 0, ID: []byte("y"), HasID: true}, {Topic: "t", Offset: 1, ID: []byte("x"), HasID: true}}, "created_at", Result{}},
+		{"a tie hides no earlier row", []Row{ordered("a", 1, false), ordered("b", 2, false), ordered("c", 2, false)},
+			[]Record{idRec("c", 0, 0), idRec("a", 0, 1), idRec("b", 0, 2)}, "created_at",
+			Result{OutOfOrderCount: 1, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a", Offset: 1}, Later: Position{ID: "c"}}}}},
+		{"each later row before an earlier one counts once", []Row{ordered("a", 1, false), ordered("b", 2, false), ordered("c", 3, false)},
+			[]Record{idRec("b", 0, 0), idRec("c", 0, 1), idRec("a", 0, 2)}, "id",
+			Result{OutOfOrderCount: 2, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a", Offset: 2}, Later: Position{ID: "b"}},
+				{Topic: "t", Key: "k", Earlier: Position{ID: "a", Offset: 2}, Later: Position{ID: "c", Offset: 1}}}}},
+		{"a tie in order after an earlier row", []Row{ordered("a", 1, false), ordered("b", 2, false), ordered("c", 2, false)},
+			[]Record{idRec("a", 0, 0), idRec("c", 0, 1), idRec("b", 0, 2)}, "created_at", Result{}},
+		{"placed rows: a partition's order across another's", []Row{ordered("a", 1, true), ordered("b", 2, true), ordered("c", 3, true)},
+			[]Record{idRec("b", 1, 0), idRec("c", 0, 3), idRec("a", 0, 5)}, "id",
+			Result{OutOfOrderCount: 1, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a", Offset: 5}, Later: Position{ID: "c", Offset: 3}}}}},
+		{"a placed row and an unplaced one on two partitions", []Row{ordered("a", 1, false), ordered("b", 2, true)},
+			[]Record{idRec("a", 0, 0), idRec("b", 1, 0)}, "id",
+			Result{OutOfOrderCount: 1, OutOfOrder: []OutOfOrder{{Topic: "t", Key: "k", Earlier: Position{ID: "a"}, Later: Position{ID: "b", Partition: 1}}}}},
+		{"another table's record of a colliding id is no duplicate", rows, append(clean[:len(clean):len(clean)], Record{Topic: "t1", Offset: 9, ID: []byte("1"), HasID: true, Key: []byte("other")}), "id", Result{}},
+		{"another table's record of a colliding id ahead of the row's", rows,
+			[]Record{{Topic: "t1", Offset: 0, ID: []byte("2"), HasID: true, Key: []byte("other")}, rec(1, "t1", 1), rec(2, "t1", 2), rec(3, "t1", 3), rec(4, "t2", 0), rec(5, "t1", 4)}, "id", Result{}},
+		{"another table's record of a colliding id on another topic", rows, append(clean[:len(clean):len(clean)], Record{Topic: "t1", Offset: 9, ID: []byte("4"), HasID: true, Key: []byte("other")}), "id", Result{}},
 		{"keyless rows have no order", []Row{{ID: []byte("1"), KeyNull: true, Topics: []string{"t"}, Order: 1, HasOrder: true}, {ID: []byte("2"), KeyNull: true, Topics: []string{"t"}, Order: 2, HasOrder: true}},
 			[]Record{rec(2, "t", 0), rec(1, "t", 1)}, "id", Result{}},
 		{"poison and unrouted", []Row{{ID: []byte("1"), Key: []byte("k"), Poison: "topic not allowed"}, {ID: []byte("2"), Key: []byte("k")}}, nil, "id",
@@ -108,7 +150,7 @@ func TestCheck(t *testing.T) {
 			Result{MissingCount: 1, Missing: []Missing{{ID: "1", Topic: "t1", Key: "k"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Check(context.Background(), Config{}, fakeRows(tc.rows), &fakeRecords{recs: tc.recs}, func() string { return tc.order })
+			res, err := Check(context.Background(), Config{}, fakeRows(tc.rows), &fakeRecords{recs: keyed(tc.rows, tc.recs)}, func() string { return tc.order })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +178,7 @@ func TestCheckCountsAndTopics(t *testing.T) {
 	for i := range 10 {
 		rows = append(rows, row(i, fmt.Sprint(i), "t1"))
 	}
-	recs := &fakeRecords{recs: []Record{rec(0, "t1", 0), rec(0, "t1", 1), rec(42, "t1", 2)}}
+	recs := &fakeRecords{recs: keyed(rows, []Record{rec(0, "t1", 0), rec(0, "t1", 1), rec(42, "t1", 2)})}
 	var last backfill.Progress
 	res, err := Check(context.Background(), Config{Topics: []string{"t1", "elsewhere"}, Limit: 3, Progress: func(p backfill.Progress) { last = p }},
 		fakeRows(rows), recs, func() string { return "id" })
@@ -204,5 +246,42 @@ func TestReserve(t *testing.T) {
 	res, err := Check(context.Background(), Config{}, sizedRows{rows}, &fakeRecords{recs: delivered(rows)}, func() string { return "id" })
 	if err != nil || !res.Clean() || res.Matched != 10 {
 		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+// TestCheckKafkaSends: a row is expected on the topics Kafka is sent
+// only; a row whose topics all go to other publishers expects nothing.
+func TestCheckKafkaSends(t *testing.T) {
+	rows := []Row{row(1, "a", "orders"), row(2, "a", "hooks"), {ID: []byte("3"), Key: []byte("b"), Topics: []string{"orders", "hooks"}, Order: 3, HasOrder: true}, {ID: []byte("4"), Key: []byte("c")}}
+	onlyOrders := func(topic string) bool { return topic == "orders" }
+	for _, tc := range []struct {
+		name      string
+		sends     func(string) bool
+		recs      []Record
+		want      Result
+		topics    []string
+		elsewhere int64
+		unrouted  int64
+		expected  int64
+		clean     bool
+	}{
+		{"every topic to Kafka", nil, []Record{rec(1, "orders", 0), rec(3, "orders", 1)}, Result{MissingCount: 2, Missing: []Missing{{ID: "2", Topic: "hooks", Key: "a"}, {ID: "3", Topic: "hooks", Key: "b"}}},
+			[]string{"orders", "hooks"}, 0, 1, 4, false},
+		{"hooks to a webhook only", onlyOrders, []Record{rec(1, "orders", 0), rec(3, "orders", 1)}, Result{}, []string{"orders"}, 1, 1, 2, true},
+		{"a Kafka topic's record missing", onlyOrders, []Record{rec(1, "orders", 0)}, Result{MissingCount: 1, Missing: []Missing{{ID: "3", Topic: "orders", Key: "b"}}}, []string{"orders"}, 1, 1, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := &fakeRecords{recs: keyed(rows, tc.recs)}
+			res, err := Check(context.Background(), Config{KafkaSends: tc.sends}, fakeRows(rows), recs, func() string { return "id" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := findings(res); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("findings:\n got %+v\nwant %+v", got, tc.want)
+			}
+			if !reflect.DeepEqual(recs.topics, tc.topics) || res.Elsewhere != tc.elsewhere || res.Unrouted != tc.unrouted || res.Expected != tc.expected || res.Clean() != tc.clean {
+				t.Errorf("topics %v, elsewhere %d, unrouted %d, expected %d, clean %v", recs.topics, res.Elsewhere, res.Unrouted, res.Expected, res.Clean())
+			}
+		})
 	}
 }

@@ -7,7 +7,9 @@
 // it reads the records of those topics from the first offset of the time
 // window (the broker's timestamp index, ListOffsets by timestamp) to the
 // end offsets taken once the rows were read, and matches each record to
-// its row by its "id" header. It reports, exactly:
+// its row by its "id" header, confirmed by its key (a record of another
+// table sharing the topic whose id is a row's is not that row's, unless
+// their keys are equal too). It reports, exactly:
 //
 //   - missing events: a row (on one of its topics) with no record;
 //   - duplicates: a row with more than one record on one of its topics;
@@ -22,7 +24,8 @@
 // ([Config.OrderColumn]: an integer such as a bigserial primary key, or a
 // timestamp), which is commit order where each key's events are written
 // one transaction after another; rows with the same order value are not
-// compared. Without an order column, order is not checked, and the
+// compared with each other, but each is with all the rows of lower
+// values (a tie hides no earlier row's record after it). Without an order column, order is not checked, and the
 // result says so.
 //
 // Memory is bounded by the rows, not the records: about 60 bytes a row

@@ -42,6 +42,10 @@ type Record struct {
 	// ID is the "id" header's value; HasID false when it has none.
 	ID    []byte
 	HasID bool
+	// Key is the record key (nil for none): a record whose id is a row's
+	// but whose key is not is another row's (another table's sharing the
+	// topic, with colliding ids).
+	Key []byte
 }
 
 // keyShown is how much of a record key the audit keeps, to name it in a
@@ -204,6 +208,9 @@ func (l *Ledger) See(r Record) {
 		if !bytes.Equal(l.ids.get(e.row), r.ID) {
 			continue // another id of the same hash
 		}
+		if !l.keyOf(e, r.Key) {
+			continue // another row's of the same id: another table's
+		}
 		if known && e.topic == topic {
 			l.hit(e, r)
 			return
@@ -219,6 +226,15 @@ func (l *Ledger) See(r Record) {
 	if l.listed(len(l.res.WrongTopic)) {
 		l.res.WrongTopic = append(l.res.WrongTopic, WrongTopic{ID: string(r.ID), Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Want: want})
 	}
+}
+
+// keyOf reports whether k, a record key, is e's row's (by its hash): no
+// key (or an empty one) for a row whose key is null.
+func (l *Ledger) keyOf(e *entry, k []byte) bool {
+	if e.flags&flagKeyNull != 0 {
+		return len(k) == 0
+	}
+	return maphash.Bytes(l.seed, k) == e.key
 }
 
 // hit counts r, a record of e's row on e's topic.

@@ -119,7 +119,7 @@ func (k *topicRecords) consume(ctx context.Context, cl *kgo.Client, spans map[st
 
 // recordOf is the audit's record of r.
 func recordOf(r *kgo.Record) Record {
-	rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key}
 	for _, h := range r.Headers {
 		if h.Key == "id" {
 			rec.ID, rec.HasID = h.Value, true

@@ -23,6 +23,9 @@ type Result struct {
 	// of); Poison those that cannot become a record (counted missing).
 	Unrouted int64 `json:"rows_unrouted"`
 	Poison   int64 `json:"rows_poison"`
+	// Elsewhere are the rows whose topics go to other publishers than
+	// Kafka only (Config.KafkaSends): no record of theirs is expected.
+	Elsewhere int64 `json:"rows_not_to_kafka"`
 	// OrderColumn is the column commit order was read from; empty when
 	// order was not checked.
 	OrderColumn string `json:"order_column"`
@@ -137,9 +140,13 @@ func (l *Ledger) key(e *entry) string {
 	return string(l.keys.get(e.row))
 }
 
-// checkOrder finds the keys whose records are out of the rows' order:
-// it sorts the seen, keyed entries by topic, key and order, and compares
-// each with the one before it of a lower order value.
+// checkOrder finds the keys whose records are out of the rows' order: it
+// sorts the seen, keyed entries by topic, key and order, and walks each
+// key's groups of equal order, comparing each entry with the entries of
+// every lower order (through the one at the greatest offset of each
+// partition), so that a tie does not hide an earlier row whose record
+// came after it. Entries of one order are not compared with each other.
+// Each later row out of order is counted once.
 func (l *Ledger) checkOrder(res *Result) {
 	es := slices.DeleteFunc(l.entries, func(e entry) bool {
 		return e.seen == 0 || e.flags&flagKeyNull != 0 || e.flags&flagOrder == 0
@@ -147,22 +154,84 @@ func (l *Ledger) checkOrder(res *Result) {
 	slices.SortFunc(es, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.key, b.key), cmp.Compare(a.order, b.order), cmp.Compare(a.row, b.row))
 	})
-	for i := 1; i < len(es); i++ {
-		a, b := &es[i-1], &es[i]
-		if a.topic != b.topic || a.key != b.key || a.order == b.order {
-			continue
+	var before []earlier
+	for i := 0; i < len(es); {
+		if i == 0 || es[i].topic != es[i-1].topic || es[i].key != es[i-1].key {
+			before = before[:0]
 		}
-		if a.partition == b.partition && a.offset < b.offset {
-			continue
+		j := i + 1
+		for j < len(es) && es[j].topic == es[i].topic && es[j].key == es[i].key && es[j].order == es[i].order {
+			j++
 		}
-		if a.partition != b.partition && a.flags&b.flags&flagPlaced != 0 {
-			continue // placed apart by the partition column: no order between them
+		for k := i; k < j; k++ {
+			if a := passed(es, before, &es[k]); a >= 0 {
+				l.outOfOrder(res, &es[a], &es[k])
+			}
 		}
-		res.OutOfOrderCount++
-		if l.listed(len(res.OutOfOrder)) {
-			res.OutOfOrder = append(res.OutOfOrder, OutOfOrder{Topic: l.topics[a.topic], Key: l.key(a),
-				Earlier: Position{ID: string(l.ids.get(a.row)), Partition: a.partition, Offset: a.offset},
-				Later:   Position{ID: string(l.ids.get(b.row)), Partition: b.partition, Offset: b.offset}})
+		for k := i; k < j; k++ {
+			before = fold(es, before, k)
 		}
+		i = j
+	}
+}
+
+// earlier are the entries of lower orders than those being checked, of
+// one key and topic, in one partition: the index in the entries of the
+// one at the greatest offset, and of the one at the greatest offset among
+// the rows the partition column did not place (-1: none).
+type earlier struct {
+	partition   int32
+	last, loose int
+}
+
+// fold adds es[k] to before.
+func fold(es []entry, before []earlier, k int) []earlier {
+	e := &es[k]
+	n := slices.IndexFunc(before, func(b earlier) bool { return b.partition == e.partition })
+	if n < 0 {
+		before = append(before, earlier{partition: e.partition, last: -1, loose: -1})
+		n = len(before) - 1
+	}
+	b := &before[n]
+	if b.last < 0 || es[b.last].offset < e.offset {
+		b.last = k
+	}
+	if e.flags&flagPlaced == 0 && (b.loose < 0 || es[b.loose].offset < e.offset) {
+		b.loose = k
+	}
+	return before
+}
+
+// passed is the index in es of an entry of a lower order than e (one of
+// before's) whose record e's should have come after but did not: one
+// later in e's partition, else one in another partition, unless both
+// rows were placed by the partition column (Kafka keeps no order between
+// partitions); -1 when there is none.
+func passed(es []entry, before []earlier, e *entry) int {
+	other := -1
+	for _, b := range before {
+		switch {
+		case b.partition == e.partition:
+			if es[b.last].offset > e.offset {
+				return b.last
+			}
+		case other >= 0:
+		case e.flags&flagPlaced == 0:
+			other = b.last
+		case b.loose >= 0:
+			other = b.loose
+		}
+	}
+	return other
+}
+
+// outOfOrder counts b, a row whose record is not after a's, of a lower
+// order, and lists them.
+func (l *Ledger) outOfOrder(res *Result, a, b *entry) {
+	res.OutOfOrderCount++
+	if l.listed(len(res.OutOfOrder)) {
+		res.OutOfOrder = append(res.OutOfOrder, OutOfOrder{Topic: l.topics[a.topic], Key: l.key(a),
+			Earlier: Position{ID: string(l.ids.get(a.row)), Partition: a.partition, Offset: a.offset},
+			Later:   Position{ID: string(l.ids.get(b.row)), Partition: b.partition, Offset: b.offset}})
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/cdc-relay/cdc-relay/audit"
 	"github.com/cdc-relay/cdc-relay/backfill"
+	"github.com/cdc-relay/cdc-relay/decoder"
+	"github.com/cdc-relay/cdc-relay/outbox"
 )
 
 // AuditCommand is `cdc-relay audit`: check that every row of an outbox
@@ -34,7 +37,7 @@ Checks that the rows of one outbox table reached Kafka: it reads the rows
 (all of them, or those of a time or id range), computes each row's topics,
 record key and "id" header with the table's own mapping, as the relay does,
 then reads the records of those topics and matches them to the rows by
-their "id" header. It reports:
+their "id" header and key. It reports:
 
   missing       a row with no record on one of its topics (a row that
                 cannot become a record, which the relay parks DEAD, too)
@@ -185,6 +188,27 @@ func (c *AuditCommand) finish(fs *flag.FlagSet) error {
 	}
 	c.opts.PostgresURL, c.opts.Mapping, c.opts.Kafka = c.cfg.PostgresURL, m, c.cfg.Kafka
 	c.opts.Kafka.ClientID += "-audit"
+	return c.kafkaSends(m)
+}
+
+// kafkaSends sets the audit to expect records on the topics the table of
+// m sends to Kafka only (a config file's table or route may send its
+// events to webhook publishers alone), and refuses a table that sends
+// none there: the audit reads Kafka only.
+func (c *AuditCommand) kafkaSends(m decoder.Mapping) error {
+	i := slices.IndexFunc(c.cfg.Tables, func(t outbox.Table) bool { return t.Mapping.Schema == m.Schema && t.Mapping.Table == m.Table })
+	if i < 0 {
+		return nil
+	}
+	t := c.cfg.Tables[i]
+	pubs := t.AllPublishers()
+	if !slices.Contains(pubs, outbox.KafkaPublisher) {
+		return usageError{fmt.Sprintf("--table %s.%s: %s sends its events to %s only, not to Kafka; the audit reads Kafka only",
+			m.Schema, m.Table, c.configPath, strings.Join(pubs, ", "))}
+	}
+	if len(pubs) > 1 {
+		c.opts.KafkaSends = func(topic string) bool { return t.SendsTo(topic, outbox.KafkaPublisher) }
+	}
 	return nil
 }
 
@@ -221,6 +245,9 @@ func auditText(r audit.Result) string {
 		r.Table, n(r.Rows), n(r.Expected), n(r.Records), n(r.Matched), n(r.Unmatched))
 	for _, t := range r.TopicsAbsent {
 		fmt.Fprintf(&b, "topic %s does not exist: its rows' records are all missing (deleted? or does the mapping name it otherwise than the relay's?)\n", t)
+	}
+	if r.Elsewhere > 0 {
+		fmt.Fprintf(&b, "%s row(s) go to other publishers than Kafka only: no record of theirs is expected\n", n(r.Elsewhere))
 	}
 	if r.Unrouted > 0 {
 		fmt.Fprintf(&b, "%s row(s) match no route: they go nowhere, as the relay sends them\n", n(r.Unrouted))

@@ -18,7 +18,7 @@ func TestAuditText(t *testing.T) {
 			t.Errorf("clean summary lacks %q:\n%s", want, clean)
 		}
 	}
-	found := auditText(audit.Result{Table: "public.outbox", MissingCount: 3, TopicsAbsent: []string{"gone"}, DuplicateCount: 1, WrongTopicCount: 1, OutOfOrderCount: 1,
+	found := auditText(audit.Result{Table: "public.outbox", Elsewhere: 2, MissingCount: 3, TopicsAbsent: []string{"gone"}, DuplicateCount: 1, WrongTopicCount: 1, OutOfOrderCount: 1,
 		Missing:    []audit.Missing{{ID: "1", Topic: "t", Key: "k"}, {ID: "2", Key: "k", Reason: "topic not allowed"}},
 		Duplicates: []audit.Duplicate{{ID: "3", Topic: "t", Records: 2}},
 		WrongTopic: []audit.WrongTopic{{ID: "4", Topic: "u", Offset: 7, Want: []string{"t"}}},
@@ -26,7 +26,7 @@ func TestAuditText(t *testing.T) {
 	for _, want := range []string{`missing: id 1 on t (key "k")`, "cannot become a record, the relay parks it DEAD: topic not allowed",
 		"duplicate: id 3 on t: 2 records", "wrong topic: id 4 on u[0] at offset 7: its row goes to t",
 		`out of order: key "k" on t: id 5 (t[0] offset 9) was committed before id 6 (t[0] offset 8)`,
-		"order not checked", "(5 of them listed above", "topic gone does not exist"} {
+		"order not checked", "(5 of them listed above", "2 row(s) go to other publishers than Kafka only", "topic gone does not exist"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("summary lacks %q:\n%s", want, found)
 		}
@@ -51,5 +51,59 @@ func TestAuditExitCodes(t *testing.T) {
 		if strings.Contains(stderr.String()+stdout.String(), "s3cret") {
 			t.Errorf("%q printed the password:\n%s", args, stderr.String())
 		}
+	}
+}
+
+// TestAuditPublishers: with --config, a table's rows are expected on the
+// topics it sends to Kafka only, and a table that sends none there is
+// refused (exit 2): the audit reads Kafka only.
+func TestAuditPublishers(t *testing.T) {
+	path := writeConfig(t, webhookConfig)
+	for _, tc := range []struct {
+		table    string
+		err      string
+		kafka    []string // topics KafkaSends reports; nil: no KafkaSends
+		notKafka []string
+	}{
+		{"public.outbox", "--table public.outbox: " + path + " sends its events to partner only, not to Kafka; the audit reads Kafka only", nil, nil},
+		{"public.events", "", []string{"wallet-events"}, []string{"other"}},
+		{"public.audit", "", nil, nil},
+	} {
+		t.Run(tc.table, func(t *testing.T) {
+			clearEnv(t)
+			var stdout, stderr bytes.Buffer
+			c := &AuditCommand{stdout: &stdout, stderr: &stderr}
+			fs := c.flags()
+			if err := parseFlags(fs, []string{"--config", path, "--table", tc.table, "--postgres-url", "postgres://relay@127.0.0.1:1/app", "--kafka-brokers", "k:9092"}); err != nil {
+				t.Fatal(err)
+			}
+			err := c.finish(fs)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				code := Main(context.Background(), []string{"audit", "--config", path, "--table", tc.table, "--postgres-url", "postgres://relay@127.0.0.1:1/app", "--kafka-brokers", "k:9092"}, &stdout, &stderr)
+				if code != 2 || !strings.Contains(stderr.String(), "the audit reads Kafka only") {
+					t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (c.opts.KafkaSends == nil) != (tc.kafka == nil) {
+				t.Fatalf("KafkaSends set: %v", c.opts.KafkaSends != nil)
+			}
+			for _, topic := range tc.kafka {
+				if !c.opts.KafkaSends(topic) {
+					t.Errorf("KafkaSends(%s) = false", topic)
+				}
+			}
+			for _, topic := range tc.notKafka {
+				if c.opts.KafkaSends(topic) {
+					t.Errorf("KafkaSends(%s) = true", topic)
+				}
+			}
+		})
 	}
 }
