@@ -91,8 +91,10 @@ tables:
 	e.waitFor("the held event DELIVERED", 30*time.Second, func() bool { return e.statusCount("DELIVERED") == 1 })
 }
 
-// TestPartitionColumnOnEveryPath: a table's partition column places each
-// record on the partition its row names, whichever way it leaves. Streamed:
+// TestPartitionColumnStreamAndPoller: a table's partition column places
+// each record on the partition its row names, streamed and sent by the
+// poller (exactly-once, backfill, recover and reload rows place it by the
+// same code: Inflight.Fill, republish, the row loader). Streamed:
 // a row's record on its partition, a NULL's by its key's hash. A row that
 // names a partition the topic lacks is parked, saying how to fix it, and
 // the next event of its key, on another partition, is held behind it
@@ -100,7 +102,7 @@ tables:
 // partitions, `failed retry` sends both, by the poller, each on its own
 // partition. No order violation is counted: Kafka keeps none between
 // partitions.
-func TestPartitionColumnOnEveryPath(t *testing.T) {
+func TestPartitionColumnStreamAndPoller(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	topic := e.prefix + ".orders"
