@@ -35,6 +35,8 @@ type console struct {
 	secret []byte
 	pages  map[string]*template.Template // by the page's file name
 	log    *slog.Logger
+	// signIns limits wrong tokens per address.
+	signIns signInLimiter
 }
 
 // newConsole parses the console's templates, which are embedded: an error

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -180,12 +181,19 @@ func (c *console) login(w http.ResponseWriter, req *http.Request) {
 	if !c.fromConsole(w, req) {
 		return
 	}
+	if ok, wait := c.signIns.allow(req, time.Now()); !ok {
+		c.log.Warn("console sign-in refused: too many wrong tokens from this address", "from", req.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		c.refuse(w, req, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong tokens from your address: try again in %d seconds.", int(wait.Seconds())+1))
+		return
+	}
 	given := req.PostFormValue("token")
 	// Compare the HMACs, of equal length whatever was given.
 	mine, theirs := hmac.New(sha256.New, c.secret), hmac.New(sha256.New, c.secret)
 	mine.Write([]byte(c.s.opts.Token))
 	theirs.Write([]byte(given))
 	if subtle.ConstantTimeCompare(mine.Sum(nil), theirs.Sum(nil)) != 1 {
+		c.signIns.failed(req, time.Now())
 		c.log.Warn("console sign-in refused: wrong token", "from", req.RemoteAddr)
 		c.render(w, req, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginData{Failed: true}})
 		return

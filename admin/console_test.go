@@ -346,3 +346,46 @@ func TestConsoleSessionEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleSignInLimited: five wrong tokens from an address, then its
+// sixth attempt is refused (429, Retry-After) before the token is read,
+// the right one too; another address may still try; one attempt more is
+// allowed every signInEvery.
+func TestConsoleSignInLimited(t *testing.T) {
+	const token = "s3cret-token"
+	ts := serve(t, &fakeRelay{st: report.Status{Ready: true, Role: report.RoleLeader}}, token, false)
+	csrf := csrfOf(t, ts, "/ui/login", nil)
+	try := func(given string) *http.Response {
+		resp, _ := consoleReq{method: "POST", path: "/ui/login", form: url.Values{"csrf": {csrf}, "token": {given}}}.do(t, ts)
+		return resp
+	}
+	for i := 0; i < signInBurst; i++ {
+		if resp := try("wrong"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d, want 401", i+1, resp.StatusCode)
+		}
+	}
+	resp := try(token)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || len(resp.Cookies()) != 0 {
+		t.Fatalf("after %d wrong tokens, the right one: %d (Retry-After %q), want 429 and no cookie", signInBurst, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+
+	var l signInLimiter
+	now := time.Now()
+	a := &http.Request{RemoteAddr: "192.0.2.1:1234"}
+	b := &http.Request{RemoteAddr: "192.0.2.2:1234"}
+	for i := 0; i < signInBurst; i++ {
+		if ok, _ := l.allow(a, now); !ok {
+			t.Fatalf("attempt %d refused", i+1)
+		}
+		l.failed(a, now)
+	}
+	if ok, wait := l.allow(a, now); ok || wait <= 0 || wait > signInEvery {
+		t.Fatalf("after the burst: allowed %t, wait %s", ok, wait)
+	}
+	if ok, _ := l.allow(b, now); !ok {
+		t.Fatal("another address refused")
+	}
+	if ok, _ := l.allow(a, now.Add(signInEvery)); !ok {
+		t.Fatal("refused one interval later")
+	}
+}
